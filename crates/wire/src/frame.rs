@@ -1,0 +1,284 @@
+//! The framed header npt puts at the front of every probe packet and request.
+//!
+//! Every frame (a UDP datagram, or one message in a TCP stream) starts with this fixed
+//! 48-byte header, all integers big-endian:
+//!
+//! ```text
+//!  0                   1                   2                   3
+//!  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//! +---------------------------------------------------------------+
+//! |              magic: 0x1E 'N' 'P' 'T'                          |  0
+//! +---------------+---------------+-------------------------------+
+//! |    version    |     kind      |             flags             |  4
+//! +---------------+---------------+-------------------------------+
+//! |           frame length: header + payload, bytes               |  8
+//! +---------------------------------------------------------------+
+//! |           reply length asked for (0 = same as this frame)     | 12
+//! +---------------------------------------------------------------+
+//! |           flow id (one per client socket / connection)        | 16
+//! +---------------------------------------------------------------+
+//! |           status (set by the responder, 0 = ok)               | 20
+//! +---------------------------------------------------------------+
+//! |           sequence number                                     | 24
+//! |                                                               |
+//! +---------------------------------------------------------------+
+//! |           send timestamp, ns of the sender's monotonic clock  | 32
+//! |                                                               |
+//! +---------------------------------------------------------------+
+//! |           access token (0 = none)                             | 40
+//! |                                                               |
+//! +---------------------------------------------------------------+
+//! |           payload: frame length - 48 bytes                    | 48
+//! ```
+//!
+//! The first byte, 0x1E, has the 0x40 bit clear, so a frame can never be mistaken for a QUIC
+//! v1 packet (whose "fixed bit" 0x40 is always set): one UDP port can later carry both.
+//! The responder only flips `kind` (and may set `status`) in place, so an echo costs no copy and
+//! the sender's timestamp comes back untouched: RTT needs no per-packet state at the sender.
+
+use crate::WireError;
+
+/// The four bytes every framed packet starts with.
+pub const MAGIC: [u8; 4] = [0x1E, b'N', b'P', b'T'];
+/// The only version this build speaks.
+pub const VERSION: u8 = 1;
+/// Length of the fixed header; the smallest legal frame.
+pub const HEADER_LEN: usize = 48;
+/// The largest frame a responder accepts (a TCP peer announcing more is misbehaving).
+pub const MAX_FRAME_LEN: u32 = 64 << 20;
+
+/// What a frame asks for, or answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// Echo me back unchanged (the responder sets kind to `EchoReply`).
+    Echo = 1,
+    /// The echo of an `Echo` frame.
+    EchoReply = 2,
+    /// Answer with a `Response` frame of `reply_len` bytes (TCP; over UDP never larger than
+    /// the request, see the server's amplification rule).
+    Request = 3,
+    /// The answer to a `Request`.
+    Response = 4,
+}
+
+impl Kind {
+    pub fn from_u8(v: u8) -> Result<Kind, WireError> {
+        Ok(match v {
+            1 => Kind::Echo,
+            2 => Kind::EchoReply,
+            3 => Kind::Request,
+            4 => Kind::Response,
+            other => return Err(WireError::BadKind(other)),
+        })
+    }
+}
+
+/// Responder status codes carried in `status`.
+pub mod status {
+    pub const OK: u32 = 0;
+    /// The responder shortened the reply (it would have been larger than the request).
+    pub const CLAMPED: u32 = 1;
+}
+
+/// A decoded header. The payload stays in the caller's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub kind: Kind,
+    pub flags: u16,
+    pub frame_len: u32,
+    pub reply_len: u32,
+    pub flow: u32,
+    pub status: u32,
+    pub seq: u64,
+    pub send_ts: u64,
+    pub token: u64,
+}
+
+impl Header {
+    /// Writes the header into the first [`HEADER_LEN`] bytes of `buf`.
+    pub fn encode(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        if buf.len() < HEADER_LEN {
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                have: buf.len(),
+            });
+        }
+        buf[0..4].copy_from_slice(&MAGIC);
+        buf[4] = VERSION;
+        buf[5] = self.kind as u8;
+        buf[6..8].copy_from_slice(&self.flags.to_be_bytes());
+        buf[8..12].copy_from_slice(&self.frame_len.to_be_bytes());
+        buf[12..16].copy_from_slice(&self.reply_len.to_be_bytes());
+        buf[16..20].copy_from_slice(&self.flow.to_be_bytes());
+        buf[20..24].copy_from_slice(&self.status.to_be_bytes());
+        buf[24..32].copy_from_slice(&self.seq.to_be_bytes());
+        buf[32..40].copy_from_slice(&self.send_ts.to_be_bytes());
+        buf[40..48].copy_from_slice(&self.token.to_be_bytes());
+        Ok(())
+    }
+
+    /// Reads a header from the front of `buf`. Checks magic, version, kind and that
+    /// `frame_len` is at least the header; the caller checks it against what it received.
+    pub fn decode(buf: &[u8]) -> Result<Header, WireError> {
+        if buf.len() < HEADER_LEN {
+            return Err(WireError::Truncated {
+                need: HEADER_LEN,
+                have: buf.len(),
+            });
+        }
+        if buf[0..4] != MAGIC {
+            return Err(WireError::BadMagic);
+        }
+        if buf[4] != VERSION {
+            return Err(WireError::BadVersion(buf[4]));
+        }
+        let kind = Kind::from_u8(buf[5])?;
+        let frame_len = be32(&buf[8..12]);
+        if (frame_len as usize) < HEADER_LEN || frame_len > MAX_FRAME_LEN {
+            return Err(WireError::BadLength(frame_len));
+        }
+        Ok(Header {
+            kind,
+            flags: u16::from_be_bytes([buf[6], buf[7]]),
+            frame_len,
+            reply_len: be32(&buf[12..16]),
+            flow: be32(&buf[16..20]),
+            status: be32(&buf[20..24]),
+            seq: be64(&buf[24..32]),
+            send_ts: be64(&buf[32..40]),
+            token: be64(&buf[40..48]),
+        })
+    }
+}
+
+/// True when `buf` starts with the framed magic (cheap test for demultiplexing).
+pub fn is_framed(buf: &[u8]) -> bool {
+    buf.len() >= 4 && buf[0..4] == MAGIC
+}
+
+/// Rewrites kind and status of an encoded frame in place (what an echo responder does).
+pub fn set_kind_status(buf: &mut [u8], kind: Kind, status: u32) {
+    if buf.len() >= HEADER_LEN {
+        buf[5] = kind as u8;
+        buf[20..24].copy_from_slice(&status.to_be_bytes());
+    }
+}
+
+/// The access token carried on the wire for a shared secret (FNV-1a, 64 bit).
+///
+/// This is an access gate, not authentication: the token travels in clear and anyone who can
+/// see the traffic can reuse it. Hashing only keeps the secret itself off the wire. Never 0.
+pub fn token_from_secret(secret: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in secret.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h.max(1)
+}
+
+pub(crate) fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+pub(crate) fn be64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_be_bytes(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Header {
+        Header {
+            kind: Kind::Echo,
+            flags: 0x0102,
+            frame_len: 64,
+            reply_len: 0,
+            flow: 7,
+            status: 0,
+            seq: 0x0102_0304_0506_0708,
+            send_ts: 1_000_000_123,
+            token: 0xdead_beef_cafe_f00d,
+        }
+    }
+
+    /// Golden bytes: the layout in the module doc, byte for byte.
+    const GOLDEN: [u8; 48] = [
+        0x1E, b'N', b'P', b'T', // magic
+        1, 1, 0x01, 0x02, // version, kind=Echo, flags
+        0, 0, 0, 64, // frame_len
+        0, 0, 0, 0, // reply_len
+        0, 0, 0, 7, // flow
+        0, 0, 0, 0, // status
+        1, 2, 3, 4, 5, 6, 7, 8, // seq
+        0, 0, 0, 0, 0x3B, 0x9A, 0xCA, 0x7B, // send_ts = 1_000_000_123
+        0xde, 0xad, 0xbe, 0xef, 0xca, 0xfe, 0xf0, 0x0d, // token
+    ];
+
+    #[test]
+    fn encodes_golden_bytes() {
+        let mut buf = [0u8; 48];
+        sample().encode(&mut buf).unwrap();
+        assert_eq!(buf, GOLDEN);
+    }
+
+    #[test]
+    fn decodes_golden_bytes() {
+        assert_eq!(Header::decode(&GOLDEN).unwrap(), sample());
+    }
+
+    #[test]
+    fn every_truncation_is_one_error() {
+        for n in 0..HEADER_LEN {
+            assert_eq!(
+                Header::decode(&GOLDEN[..n]),
+                Err(WireError::Truncated {
+                    need: HEADER_LEN,
+                    have: n
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_foreign_bytes() {
+        let mut b = GOLDEN;
+        b[1] = b'X';
+        assert_eq!(Header::decode(&b), Err(WireError::BadMagic));
+        let mut b = GOLDEN;
+        b[4] = 9;
+        assert_eq!(Header::decode(&b), Err(WireError::BadVersion(9)));
+        let mut b = GOLDEN;
+        b[5] = 77;
+        assert_eq!(Header::decode(&b), Err(WireError::BadKind(77)));
+        let mut b = GOLDEN;
+        b[11] = 10; // frame_len 10 < header
+        assert_eq!(Header::decode(&b), Err(WireError::BadLength(10)));
+    }
+
+    #[test]
+    fn echo_flip_keeps_timestamp() {
+        let mut buf = GOLDEN;
+        set_kind_status(&mut buf, Kind::EchoReply, status::CLAMPED);
+        let h = Header::decode(&buf).unwrap();
+        assert_eq!(h.kind, Kind::EchoReply);
+        assert_eq!(h.status, status::CLAMPED);
+        assert_eq!(h.send_ts, sample().send_ts);
+    }
+
+    #[test]
+    fn first_byte_never_looks_like_quic() {
+        assert_eq!(MAGIC[0] & 0x40, 0);
+    }
+
+    #[test]
+    fn token_is_stable_and_nonzero() {
+        assert_eq!(token_from_secret("s3cret"), token_from_secret("s3cret"));
+        assert_ne!(token_from_secret("a"), token_from_secret("b"));
+        assert_ne!(token_from_secret(""), 0);
+    }
+}

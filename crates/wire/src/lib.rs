@@ -1,0 +1,32 @@
+//! npt's wire format and the pure bookkeeping around it: frames and raw stamps, payload fill,
+//! the sequence window (loss, late, duplicate, reorder) and pacing schedules.
+//!
+//! Nothing here touches a socket or reads a clock: every function takes bytes and `now` (ns)
+//! as arguments, so all of it is tested with fixed bytes and a virtual clock.
+
+pub mod fill;
+pub mod frame;
+pub mod pacing;
+pub mod raw;
+pub mod window;
+
+pub use fill::Fill;
+pub use frame::{Header, Kind, HEADER_LEN, MAGIC};
+pub use pacing::{Pacer, Pacing};
+pub use raw::{RawStamp, RAW_HEADER_LEN};
+pub use window::{Outcome, Slot, Window};
+
+/// Why bytes could not be decoded. One truncation error for every short read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("truncated: need {need} bytes, have {have}")]
+    Truncated { need: usize, have: usize },
+    #[error("not an npt frame (bad magic)")]
+    BadMagic,
+    #[error("unsupported npt wire version {0}")]
+    BadVersion(u8),
+    #[error("unknown frame kind {0}")]
+    BadKind(u8),
+    #[error("bad frame length {0}")]
+    BadLength(u32),
+}
