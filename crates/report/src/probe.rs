@@ -1,0 +1,161 @@
+//! The body of a `probe` result: summary, tester health, the NPT-compatible `latency` and
+//! `errors` blocks, serialized histograms and the per-interval series.
+//!
+//! Field names here are what users script against (README, "JSON names"); keep them stable.
+
+use std::collections::BTreeMap;
+
+use npt_stats::{ErrorCounts, SerializedHistogram, Summary};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProbeBody {
+    pub summary: ProbeSummary,
+    pub health: Health,
+    /// NPT's block, keyed by protocol (`udp` or `tcp`).
+    pub latency: BTreeMap<String, NptLatency>,
+    pub errors: Errors,
+    pub histograms: ProbeHistograms,
+    pub intervals: Vec<IntervalRecord>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ProbeSummary {
+    pub protocol: String,
+    pub target: String,
+    /// `interval`, `rate` or `relay`.
+    pub mode: String,
+    /// True for `rate` (open loop, latency also from the intended send time).
+    pub open_loop: bool,
+    /// `framed` (npt serve) or `raw` (any echo server).
+    pub framing: String,
+    pub clients: u32,
+    pub size: u32,
+    pub sent: u64,
+    /// First replies within the loss timeout. `received + lost == sent`.
+    pub received: u64,
+    pub lost: u64,
+    /// Replies after the loss timeout (already counted in `lost`).
+    pub late: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub loss_pct: f64,
+    /// Packets sent per second over the send phase.
+    pub pps: f64,
+    /// Replies received per second over the send phase.
+    pub pps_received: f64,
+    pub send_duration_s: f64,
+    pub loss_timeout_ms: f64,
+    /// Round-trip time of on-time replies, from the actual send.
+    pub rtt_ms: Summary,
+    /// `rate` mode only: round-trip time measured from the intended send time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_corrected_ms: Option<Summary>,
+    /// RFC 3550 interarrival jitter of the round-trip time (sample-weighted over clients).
+    pub jitter_ms: f64,
+    /// |RTT(i) - RTT(i-1)| between consecutive replies (IPDV).
+    pub ipdv_ms: Summary,
+    /// Application payload bits/s each way (IP/UDP/TCP headers excluded).
+    pub bandwidth_bps: Directions,
+    /// Application payload bytes each way.
+    pub bytes: Directions,
+    /// TCP: connect + first echo, mean over connections (seed 001's "first packet latency").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_packet_ms: Option<f64>,
+    /// TCP: connect time, mean over connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_ms: Option<f64>,
+    /// TCP: from the first connect until the last reply (seed 001's "total latency").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_ms: Option<f64>,
+    /// Replies whose payload differed from what was sent (`--verify`).
+    pub corrupt: u64,
+    /// Datagrams that were not a reply of this run (foreign, truncated, other flow).
+    pub foreign: u64,
+    /// Replies too old to classify as late or duplicate.
+    pub stale: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct Directions {
+    pub up: f64,
+    pub down: f64,
+}
+
+/// The tester's own health: was the client the bottleneck?
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Health {
+    /// Sends that left more than `behind_threshold_ms` after they were due.
+    pub sends_behind_schedule: u64,
+    pub behind_threshold_ms: f64,
+    /// How late sends left compared with their due time.
+    pub send_lateness_ms: Summary,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// CPU time / wall time × 100 (200 = both cores of a 2-core machine busy).
+    pub cpu_pct: f64,
+    pub max_rss_bytes: u64,
+}
+
+/// NPT's latency block: `latency.<proto>.{avg,p50,p95,p99,max,min}_ms`.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct NptLatency {
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub min_ms: f64,
+}
+
+impl From<&Summary> for NptLatency {
+    fn from(s: &Summary) -> Self {
+        NptLatency {
+            avg_ms: s.mean,
+            p50_ms: s.p50,
+            p95_ms: s.p95,
+            p99_ms: s.p99,
+            max_ms: s.max,
+            min_ms: s.min,
+        }
+    }
+}
+
+/// NPT's errors block, plus the kinds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Errors {
+    pub total_errors: u64,
+    /// Errors per packet sent.
+    pub error_rate: f64,
+    pub by_kind: ErrorCounts,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProbeHistograms {
+    pub rtt: SerializedHistogram,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_corrected: Option<SerializedHistogram>,
+    pub ipdv: SerializedHistogram,
+}
+
+/// One stage of the run. Loss is attributed to the interval a packet was *sent* in, so an
+/// interval is only closed once its last packet's loss timeout has passed.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct IntervalRecord {
+    pub index: u32,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    /// Late replies that *arrived* in this interval.
+    pub late: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub loss_pct: f64,
+    pub pps: f64,
+    pub rtt_ms: Summary,
+    pub jitter_ms: f64,
+    pub bandwidth_bps: Directions,
+    pub histogram: SerializedHistogram,
+}

@@ -1,0 +1,206 @@
+//! Plain-text renderers. They take any `io::Write`, so tests render into a `Vec<u8>`.
+
+use std::io::{self, Write};
+
+use npt_stats::Summary;
+
+use crate::probe::{IntervalRecord, ProbeBody};
+use crate::Document;
+
+/// Formats bits per second with a unit (`12.34 Mbit/s`).
+pub fn bits(bps: f64) -> String {
+    let (v, u) = if bps >= 1e9 {
+        (bps / 1e9, "Gbit/s")
+    } else if bps >= 1e6 {
+        (bps / 1e6, "Mbit/s")
+    } else if bps >= 1e3 {
+        (bps / 1e3, "kbit/s")
+    } else {
+        (bps, "bit/s")
+    };
+    format!("{v:.2} {u}")
+}
+
+/// A millisecond value with precision that suits its size.
+pub fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// One stage line, printed while a probe runs (seed 002's `[阶段]` line, loss never negative).
+pub fn stage_line(r: &IntervalRecord) -> String {
+    format!(
+        "[stage {:>3}] {:>7.2}-{:<7.2}s  sent {:>8}  {:>9.0} pps  rtt p50 {} ms p99 {} ms  loss {:.2}% ({}/{})  late {}  up {}  down {}",
+        r.index,
+        r.start_s,
+        r.end_s,
+        r.sent,
+        r.pps,
+        ms(r.rtt_ms.p50),
+        ms(r.rtt_ms.p99),
+        r.loss_pct,
+        r.lost,
+        r.sent,
+        r.late,
+        bits(r.bandwidth_bps.up),
+        bits(r.bandwidth_bps.down),
+    )
+}
+
+fn summary_line(s: &Summary) -> String {
+    if s.count == 0 {
+        return "no samples".to_string();
+    }
+    format!(
+        "min {}  mean {}  stddev {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {} ms",
+        ms(s.min),
+        ms(s.mean),
+        ms(s.stddev),
+        ms(s.p50),
+        ms(s.p90),
+        ms(s.p99),
+        ms(s.p999),
+        ms(s.max)
+    )
+}
+
+/// The final summary of a probe run.
+pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<()> {
+    let s = &doc.body.summary;
+    let h = &doc.body.health;
+    writeln!(
+        w,
+        "npt probe {}://{}  mode {}{}  size {} B  clients {}  {}",
+        s.protocol,
+        s.target,
+        s.mode,
+        if s.open_loop {
+            " (open loop)"
+        } else {
+            " (closed loop)"
+        },
+        s.size,
+        s.clients,
+        s.framing
+    )?;
+    writeln!(
+        w,
+        "stopped by {} after {:.2} s (send phase {:.2} s, loss timeout {} ms)",
+        doc.stopped_by,
+        doc.duration_s,
+        s.send_duration_s,
+        ms(s.loss_timeout_ms)
+    )?;
+    writeln!(
+        w,
+        "packets    sent {}  received {}  lost {} ({:.3}%)  late {}  duplicated {}  reordered {}",
+        s.sent, s.received, s.lost, s.loss_pct, s.late, s.duplicated, s.reordered
+    )?;
+    writeln!(
+        w,
+        "rate       {:.1} pps sent, {:.1} pps received",
+        s.pps, s.pps_received
+    )?;
+    writeln!(w, "rtt        {}", summary_line(&s.rtt_ms))?;
+    if let Some(c) = &s.rtt_corrected_ms {
+        writeln!(w, "corrected  {}  (from the intended send time)", summary_line(c))?;
+    }
+    writeln!(
+        w,
+        "jitter     {} ms (RFC 3550)  ipdv p50 {} p99 {} max {} ms",
+        ms(s.jitter_ms),
+        ms(s.ipdv_ms.p50),
+        ms(s.ipdv_ms.p99),
+        ms(s.ipdv_ms.max)
+    )?;
+    writeln!(
+        w,
+        "bandwidth  up {}  down {}  (application payload; IP/{} headers excluded)",
+        bits(s.bandwidth_bps.up),
+        bits(s.bandwidth_bps.down),
+        s.protocol.to_uppercase()
+    )?;
+    if let (Some(fp), Some(total)) = (s.first_packet_ms, s.total_ms) {
+        writeln!(
+            w,
+            "tcp        first packet {} ms (connect {} ms)  total {} ms",
+            ms(fp),
+            ms(s.connect_ms.unwrap_or(0.0)),
+            ms(total)
+        )?;
+    }
+    if s.corrupt + s.foreign + s.stale > 0 {
+        writeln!(
+            w,
+            "suspect    corrupt {}  foreign {}  stale {}",
+            s.corrupt, s.foreign, s.stale
+        )?;
+    }
+    writeln!(
+        w,
+        "tester     behind schedule {} (>{} ms)  send lateness p50 {} p99 {} max {} ms  cpu {:.0}%  rss {:.1} MiB",
+        h.sends_behind_schedule,
+        ms(h.behind_threshold_ms),
+        ms(h.send_lateness_ms.p50),
+        ms(h.send_lateness_ms.p99),
+        ms(h.send_lateness_ms.max),
+        h.cpu_pct,
+        h.max_rss_bytes as f64 / (1024.0 * 1024.0)
+    )?;
+    let e = &doc.body.errors;
+    if e.total_errors == 0 {
+        writeln!(w, "errors     none")?;
+    } else {
+        writeln!(
+            w,
+            "errors     {} ({:.3}% of sends)",
+            e.total_errors,
+            e.error_rate * 100.0
+        )?;
+        for (kind, k) in e.by_kind.iter() {
+            writeln!(
+                w,
+                "  {kind:<12} {:>8}  e.g. {}",
+                k.count,
+                k.examples.first().map(String::as_str).unwrap_or("")
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(bits(640_000.0), "640.00 kbit/s");
+        assert_eq!(bits(1.5e9), "1.50 Gbit/s");
+        assert_eq!(ms(0.0412), "0.041");
+        assert_eq!(ms(152.04), "152.0");
+    }
+
+    #[test]
+    fn stage_line_shows_loss_over_sent() {
+        let r = IntervalRecord {
+            index: 2,
+            start_s: 3.5,
+            end_s: 7.0,
+            sent: 1000,
+            received: 990,
+            lost: 10,
+            loss_pct: 1.0,
+            pps: 285.7,
+            ..Default::default()
+        };
+        let line = stage_line(&r);
+        assert!(line.contains("loss 1.00% (10/1000)"), "{line}");
+        assert!(line.starts_with("[stage   2]"), "{line}");
+    }
+}
