@@ -5,6 +5,7 @@
 //! the stream responder ([`stream`]), which later transports (QUIC streams) reuse.
 
 pub mod limiter;
+pub mod quic;
 pub mod stream;
 mod udp;
 

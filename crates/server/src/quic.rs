@@ -1,0 +1,229 @@
+//! The QUIC responder: every bidirectional stream of every connection is served by the same
+//! stream responder as TCP ([`crate::stream::serve_stream`]), so a QUIC "request" is exactly a
+//! TCP one carried on a stream (framed `Request` → `Response` of `reply_len` bytes, `Echo`).
+//!
+//! QUIC needs TLS 1.3: the server uses a self-signed certificate made at start (names
+//! `localhost`, `127.0.0.1`, `::1`) unless PEM files are given. Clients must either trust that
+//! certificate (it is available as PEM from [`QuicServer::cert_pem`]) or skip verification on
+//! purpose (`npt run --insecure`). The ALPN protocol is [`ALPN`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::Counters;
+
+/// The ALPN protocol id npt speaks over QUIC.
+pub const ALPN: &[u8] = b"npt";
+
+/// Where the server's certificate comes from.
+#[derive(Clone, Debug, Default)]
+pub enum QuicTls {
+    /// A fresh self-signed certificate for `localhost`, `127.0.0.1` and `::1`.
+    #[default]
+    SelfSigned,
+    /// PEM files: a certificate chain and its private key.
+    Pem { cert: PathBuf, key: PathBuf },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QuicError {
+    #[error("cannot make a self-signed certificate: {0}")]
+    Generate(String),
+    #[error("cannot read {path}: {msg}")]
+    Pem { path: PathBuf, msg: String },
+    #[error("bad TLS configuration: {0}")]
+    Tls(String),
+    #[error("cannot listen on {addr} (UDP, QUIC): {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A running QUIC responder. Dropping it closes the endpoint.
+pub struct QuicServer {
+    endpoint: quinn::Endpoint,
+    cert_der: Vec<u8>,
+    cert_pem: String,
+}
+
+impl QuicServer {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.endpoint
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    /// The leaf certificate, DER (clients may pin it).
+    pub fn cert_der(&self) -> &[u8] {
+        &self.cert_der
+    }
+
+    /// The leaf certificate as PEM (what `npt run --ca FILE` reads).
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+}
+
+impl Drop for QuicServer {
+    fn drop(&mut self) {
+        self.endpoint.close(0u32.into(), b"server stopping");
+    }
+}
+
+/// Binds `addr` (UDP) and serves QUIC on the given runtime until the returned value is dropped.
+pub fn start_quic(
+    handle: &tokio::runtime::Handle,
+    addr: SocketAddr,
+    tls: QuicTls,
+    token: Option<u64>,
+    counters: Arc<Counters>,
+) -> Result<QuicServer, QuicError> {
+    let (chain, key) = load_tls(&tls)?;
+    let cert_der = chain[0].as_ref().to_vec();
+    let cert_pem = pem_encode("CERTIFICATE", &cert_der);
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut rustls_cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| QuicError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| QuicError::Tls(e.to_string()))?;
+    rustls_cfg.alpn_protocols = vec![ALPN.to_vec()];
+    rustls_cfg.max_early_data_size = 0;
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(rustls_cfg)
+        .map_err(|e| QuicError::Tls(e.to_string()))?;
+    let mut server_cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut transport = quinn::TransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(256u32.into())
+        .max_concurrent_uni_streams(0u32.into())
+        .max_idle_timeout(Some(
+            Duration::from_secs(60)
+                .try_into()
+                .map_err(|_| QuicError::Tls("idle timeout".into()))?,
+        ));
+    server_cfg.transport_config(Arc::new(transport));
+    let _guard = handle.enter();
+    let endpoint = quinn::Endpoint::server(server_cfg, addr)
+        .map_err(|source| QuicError::Bind { addr, source })?;
+    let ep = endpoint.clone();
+    handle.spawn(async move {
+        while let Some(incoming) = ep.accept().await {
+            let counters = counters.clone();
+            tokio::spawn(async move {
+                let Ok(conn) = incoming.await else {
+                    return;
+                };
+                serve_connection(conn, token, counters).await;
+            });
+        }
+    });
+    Ok(QuicServer {
+        endpoint,
+        cert_der,
+        cert_pem,
+    })
+}
+
+async fn serve_connection(conn: quinn::Connection, token: Option<u64>, counters: Arc<Counters>) {
+    counters
+        .tcp_accepted
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // Ends when the peer closes the connection or it idles out.
+    while let Ok((send, recv)) = conn.accept_bi().await {
+        let counters = counters.clone();
+        tokio::spawn(async move {
+            let mut joined = tokio::io::join(recv, send);
+            let ok = crate::stream::serve_stream(&mut joined, token, &counters)
+                .await
+                .is_ok();
+            let (mut recv, mut send) = joined.into_inner();
+            if ok {
+                let _ = send.finish();
+            } else {
+                let _ = send.reset(1u32.into());
+                let _ = recv.stop(1u32.into());
+            }
+        });
+    }
+}
+
+fn load_tls(
+    tls: &QuicTls,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), QuicError> {
+    match tls {
+        QuicTls::SelfSigned => {
+            let names = vec![
+                "localhost".to_string(),
+                "127.0.0.1".to_string(),
+                "::1".to_string(),
+            ];
+            let ck = rcgen::generate_simple_self_signed(names)
+                .map_err(|e| QuicError::Generate(e.to_string()))?;
+            let cert = CertificateDer::from(ck.cert.der().to_vec());
+            let key = PrivateKeyDer::try_from(ck.key_pair.serialize_der())
+                .map_err(|e| QuicError::Generate(e.to_string()))?;
+            Ok((vec![cert], key))
+        }
+        QuicTls::Pem { cert, key } => {
+            let pem_err = |path: &PathBuf, msg: String| QuicError::Pem {
+                path: path.clone(),
+                msg,
+            };
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+                .map_err(|e| pem_err(cert, e.to_string()))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| pem_err(cert, e.to_string()))?;
+            if chain.is_empty() {
+                return Err(pem_err(cert, "no CERTIFICATE block".into()));
+            }
+            let key =
+                PrivateKeyDer::from_pem_file(key).map_err(|e| pem_err(key, e.to_string()))?;
+            Ok((chain, key))
+        }
+    }
+}
+
+/// PEM-encodes one DER block (RFC 7468: base64 in 64-column lines).
+pub fn pem_encode(label: &str, der: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut b64 = String::with_capacity(der.len() * 4 / 3 + 4);
+    for c in der.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= c.len() {
+                b64.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                b64.push('=');
+            }
+        }
+    }
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap_or(""));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_roundtrip() {
+        let der: Vec<u8> = (0..=255u8).collect();
+        let pem = pem_encode("CERTIFICATE", &der);
+        let back = CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
+        assert_eq!(back.as_ref(), &der[..]);
+    }
+}
