@@ -1,0 +1,8 @@
+//! `npt probe`: line quality by echo. [`session`] is the sans-IO measurement of one flow;
+//! [`driver`] moves it over UDP or TCP sockets; [`runner`] runs many flows on threads, prints
+//! stage lines and builds the result document; [`xml`] reads seed 002's XML config.
+
+pub mod session;
+
+#[cfg(test)]
+mod session_tests;

@@ -1,0 +1,437 @@
+//! Session tests on a virtual clock and a fake link that delays, drops, duplicates and
+//! reorders — exact expected counts, no sockets, no sleeping.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use npt_wire::frame::{self, Kind};
+use npt_wire::{Fill, Pacing};
+
+use super::session::*;
+
+const MS: u64 = 1_000_000;
+
+/// What the fake link does to the packet with a given sequence number.
+#[derive(Clone, Copy, Default)]
+struct Fate {
+    drop: bool,
+    copies: u32,
+    extra_delay: u64,
+    corrupt: bool,
+}
+
+struct FakeLink {
+    delay: u64,
+    fate: Box<dyn Fn(u64) -> Fate>,
+    queue: BinaryHeap<Reverse<(u64, u64, Vec<u8>)>>,
+    n: u64,
+}
+
+impl FakeLink {
+    fn new(delay: u64, fate: impl Fn(u64) -> Fate + 'static) -> FakeLink {
+        FakeLink {
+            delay,
+            fate: Box::new(fate),
+            queue: BinaryHeap::new(),
+            n: 0,
+        }
+    }
+
+    /// The echo server at the far end flips the kind, as `npt serve` does.
+    fn send(&mut self, now: u64, bytes: &[u8], seq: u64) {
+        let f = (self.fate)(seq);
+        if f.drop {
+            return;
+        }
+        let mut reply = bytes.to_vec();
+        if frame::is_framed(&reply) {
+            frame::set_kind_status(&mut reply, Kind::EchoReply, 0);
+        }
+        if f.corrupt {
+            let last = reply.len() - 1;
+            reply[last] ^= 0xFF;
+        }
+        for _ in 0..f.copies.max(1) {
+            self.n += 1;
+            self.queue.push(Reverse((
+                now + self.delay + f.extra_delay,
+                self.n,
+                reply.clone(),
+            )));
+        }
+    }
+
+    fn next_time(&self) -> Option<u64> {
+        self.queue.peek().map(|Reverse((t, _, _))| *t)
+    }
+}
+
+fn cfg(pacing: Pacing) -> SessionConfig {
+    SessionConfig {
+        flow: 1,
+        framing: Framing::Framed { token: 0 },
+        size: 64,
+        fill: Fill::Random,
+        fill_seed: 99,
+        verify: true,
+        pacing,
+        loss_timeout: 1000 * MS,
+        count: Some(1000),
+        send_until: None,
+        start: 0,
+        stage: Stage::Time(100 * MS),
+        behind_threshold: MS,
+        history: 1 << 16,
+    }
+}
+
+/// Drives a session against a link on a virtual clock. `stall` is a window of time during
+/// which the sender does not get to send (a frozen client).
+fn run(s: &mut Session, link: &mut FakeLink, stall: Option<(u64, u64)>) -> Vec<Interval> {
+    let mut now = 0u64;
+    let mut buf = vec![0u8; 2048];
+    let mut intervals = Vec::new();
+    for _ in 0..10_000_000 {
+        let stalled = matches!(stall, Some((a, b)) if now >= a && now < b);
+        if !stalled {
+            while let Some(n) = s.poll_transmit(now, &mut buf) {
+                let seq = frame::Header::decode(&buf[..n]).unwrap().seq;
+                link.send(now, &buf[..n], seq);
+            }
+        }
+        while matches!(link.next_time(), Some(t) if t <= now) {
+            let Reverse((_, _, bytes)) = link.queue.pop().unwrap();
+            s.handle_reply(now, &bytes);
+        }
+        s.handle_timeout(now);
+        while let Some(iv) = s.poll_interval() {
+            intervals.push(iv);
+        }
+        if s.is_done() {
+            return intervals;
+        }
+        let mut next = s.poll_timeout().unwrap_or(u64::MAX);
+        if let Some(t) = link.next_time() {
+            next = next.min(t);
+        }
+        if let Some((a, b)) = stall {
+            if now < b && next >= a && now < a {
+                next = next.min(a);
+            }
+            if stalled {
+                next = next
+                    .max(b)
+                    .min(link.next_time().unwrap_or(u64::MAX))
+                    .max(now + 1);
+                if next > b {
+                    next = b;
+                }
+            }
+        }
+        assert!(next != u64::MAX, "session neither done nor waiting");
+        now = next.max(now);
+    }
+    panic!("virtual run did not finish");
+}
+
+fn check_invariants(t: &Totals, intervals: &[Interval]) {
+    assert_eq!(t.received + t.lost, t.sent, "received + lost == sent");
+    assert!(t.late <= t.lost);
+    let sent: u64 = intervals.iter().map(|i| i.sent).sum();
+    let lost: u64 = intervals.iter().map(|i| i.lost).sum();
+    let recv: u64 = intervals.iter().map(|i| i.received).sum();
+    assert_eq!(
+        (sent, lost, recv),
+        (t.sent, t.lost, t.received),
+        "intervals add up"
+    );
+    for iv in intervals {
+        assert!(
+            iv.received + iv.lost == iv.sent,
+            "interval {} resolved",
+            iv.index
+        );
+    }
+}
+
+#[test]
+fn clean_link_fixed_delay() {
+    let mut s = Session::new(cfg(Pacing::Rate { pps: 1000.0 }));
+    let mut link = FakeLink::new(10 * MS, |_| Fate::default());
+    let iv = run(&mut s, &mut link, None);
+    let t = s.totals();
+    assert_eq!(
+        (t.sent, t.received, t.lost, t.duplicated, t.reordered),
+        (1000, 1000, 0, 0, 0)
+    );
+    assert_eq!(t.corrupt, 0);
+    let rtt = t.rtt.summary();
+    assert!(
+        (rtt.p50 - 10.0).abs() < 0.01 && (rtt.max - 10.0).abs() < 0.01,
+        "{rtt:?}"
+    );
+    assert_eq!(t.bytes_up, 64_000);
+    assert_eq!(t.bytes_down, 64_000);
+    assert_eq!(iv.len(), 10, "1000 packets at 1000 pps in 100 ms stages");
+    assert!(iv.iter().all(|i| i.sent == 100));
+    assert_eq!(s.stop_reason(), Some(StopReason::Count));
+    check_invariants(t, &iv);
+}
+
+#[test]
+fn loss_is_attributed_to_the_send_interval() {
+    let mut s = Session::new(cfg(Pacing::Rate { pps: 1000.0 }));
+    let mut link = FakeLink::new(10 * MS, |seq| Fate {
+        drop: seq % 10 == 3,
+        ..Fate::default()
+    });
+    let iv = run(&mut s, &mut link, None);
+    let t = s.totals();
+    assert_eq!((t.sent, t.received, t.lost, t.late), (1000, 900, 100, 0));
+    assert!(
+        iv.iter().all(|i| i.lost == 10),
+        "10 lost in each 100-packet stage"
+    );
+    check_invariants(t, &iv);
+}
+
+#[test]
+fn late_reply_is_late_and_stays_lost() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = Some(100);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |seq| Fate {
+        extra_delay: if seq == 5 { 1500 * MS } else { 0 },
+        ..Fate::default()
+    });
+    let iv = run(&mut s, &mut link, None);
+    let t = s.totals();
+    // The session stops waiting at the loss timeout; the late reply arrives only if still
+    // draining. Here nothing else is in flight, so the drain ends at seq 5's deadline.
+    assert_eq!((t.sent, t.received, t.lost), (100, 99, 1));
+    check_invariants(t, &iv);
+}
+
+#[test]
+fn late_reply_during_the_run_is_counted_once() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = Some(3000);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |seq| Fate {
+        extra_delay: if seq == 5 { 1500 * MS } else { 0 },
+        copies: if seq == 5 { 2 } else { 1 },
+        ..Fate::default()
+    });
+    let iv = run(&mut s, &mut link, None);
+    let t = s.totals();
+    assert_eq!(
+        (t.sent, t.received, t.lost, t.late, t.duplicated),
+        (3000, 2999, 1, 1, 1)
+    );
+    assert_eq!(iv.iter().map(|i| i.late).sum::<u64>(), 1);
+    check_invariants(t, &iv);
+}
+
+#[test]
+fn duplicates_and_reordering() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = Some(50);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |seq| Fate {
+        copies: if seq == 3 { 3 } else { 1 },
+        extra_delay: if seq == 7 { 5 * MS + MS / 2 } else { 0 },
+        ..Fate::default()
+    });
+    let iv = run(&mut s, &mut link, None);
+    let t = s.totals();
+    assert_eq!(
+        (t.received, t.duplicated, t.reordered, t.lost),
+        (50, 2, 1, 0)
+    );
+    check_invariants(t, &iv);
+}
+
+#[test]
+fn corrupted_payload_is_caught_by_verify() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = Some(20);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |seq| Fate {
+        corrupt: seq == 4,
+        ..Fate::default()
+    });
+    run(&mut s, &mut link, None);
+    assert_eq!(s.totals().corrupt, 1);
+    assert_eq!(s.totals().received, 20);
+}
+
+#[test]
+fn open_loop_correction_shows_a_stalled_sender() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = Some(500);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |_| Fate::default());
+    // The client freezes for 100 ms at t = 200 ms, then makes up the backlog.
+    run(&mut s, &mut link, Some((200 * MS, 300 * MS)));
+    let t = s.totals();
+    assert_eq!(t.sent, 500);
+    let raw = t.rtt.summary();
+    let corrected = t.rtt_corrected.summary();
+    assert!(
+        raw.max < 1.01,
+        "uncorrected RTT never sees the stall: {raw:?}"
+    );
+    assert!(
+        corrected.max >= 100.0,
+        "corrected RTT shows it: {corrected:?}"
+    );
+    assert!(t.behind_schedule >= 99, "{}", t.behind_schedule);
+}
+
+#[test]
+fn relay_keeps_the_window_and_is_closed_loop() {
+    let mut c = cfg(Pacing::Relay {
+        warmup: 8,
+        every: MS,
+    });
+    c.count = None;
+    c.send_until = Some(200 * MS);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(2 * MS, |_| Fate::default());
+    let iv = run(&mut s, &mut link, None);
+    let t = s.totals();
+    // 8 in flight, 2 ms round trip: 4 packets per ms once warm.
+    assert!(t.sent > 700 && t.sent <= 800, "{}", t.sent);
+    assert_eq!(t.lost, 0);
+    assert!(
+        t.rtt_corrected.is_empty(),
+        "closed loop has no corrected latency"
+    );
+    assert_eq!(s.stop_reason(), Some(StopReason::Duration));
+    check_invariants(t, &iv);
+}
+
+#[test]
+fn interval_pacing_waits_after_each_send() {
+    let mut c = cfg(Pacing::Interval { every: 10 * MS });
+    c.count = Some(10);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |_| Fate::default());
+    run(&mut s, &mut link, None);
+    assert_eq!(s.totals().first_send, Some(0));
+    assert_eq!(s.totals().last_send, Some(90 * MS));
+}
+
+#[test]
+fn drain_ends_early_when_everything_is_answered() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = Some(10);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |_| Fate::default());
+    run(&mut s, &mut link, None);
+    assert_eq!(
+        s.totals().last_reply,
+        Some(10 * MS),
+        "done at the last reply, not at +1 s"
+    );
+}
+
+#[test]
+fn stop_and_abort() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = None;
+    let mut s = Session::new(c);
+    let mut buf = [0u8; 64];
+    for ms in 0..5 {
+        while s.poll_transmit(ms * MS, &mut buf).is_some() {}
+    }
+    s.stop(5 * MS, StopReason::Signal);
+    assert!(
+        s.poll_transmit(6 * MS, &mut buf).is_none(),
+        "no sends after stop"
+    );
+    assert!(!s.is_done(), "still waiting for replies in flight");
+    s.abort(7 * MS, StopReason::Abort);
+    assert!(s.is_done());
+    let t = s.totals();
+    assert_eq!((t.sent, t.lost), (5, 5));
+    assert_eq!(s.stop_reason(), Some(StopReason::Signal));
+}
+
+#[test]
+fn foreign_and_truncated_input_is_counted_never_trusted() {
+    let mut s = Session::new(cfg(Pacing::Rate { pps: 1000.0 }));
+    let mut buf = [0u8; 64];
+    let n = s.poll_transmit(0, &mut buf).unwrap();
+    let mut reply = buf[..n].to_vec();
+    frame::set_kind_status(&mut reply, Kind::EchoReply, 0);
+    // Truncations, garbage, wrong flow, a request kind, a sequence never sent.
+    for k in 0..reply.len() {
+        s.handle_reply(1, &reply[..k]);
+    }
+    s.handle_reply(1, b"not ours at all, just bytes");
+    let mut other_flow = reply.clone();
+    other_flow[19] = 9;
+    s.handle_reply(1, &other_flow);
+    let mut unsent = reply.clone();
+    unsent[31] = 200;
+    s.handle_reply(1, &unsent);
+    let mut x = 0x1234_5678u64;
+    for _ in 0..2000 {
+        let mut junk = reply.clone();
+        for b in junk.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b ^= (x & 0x3) as u8;
+        }
+        s.handle_reply(1, &junk);
+    }
+    let t = s.totals();
+    assert!(t.foreign >= (reply.len() as u64) + 3);
+    assert!(t.received <= 1);
+    s.handle_reply(2, &reply);
+    assert!(s.totals().received + s.totals().duplicated >= 1);
+}
+
+#[test]
+fn raw_framing_round_trip() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.framing = Framing::Raw;
+    c.count = Some(30);
+    let mut s = Session::new(c);
+    let mut buf = vec![0u8; 64];
+    let mut now = 0;
+    let mut replies = Vec::new();
+    while !s.is_done() && now < 5000 * MS {
+        while let Some(n) = s.poll_transmit(now, &mut buf) {
+            replies.push((now + 3 * MS, buf[..n].to_vec())); // a plain echo returns the bytes
+        }
+        replies.retain(|(t, b)| {
+            if *t <= now {
+                s.handle_reply(now, b);
+                false
+            } else {
+                true
+            }
+        });
+        s.handle_timeout(now);
+        now += MS / 2;
+    }
+    let t = s.totals();
+    assert_eq!((t.sent, t.received, t.corrupt), (30, 30, 0));
+    assert!((t.rtt.summary().p50 - 3.0).abs() < 0.51);
+}
+
+#[test]
+fn stage_by_packet_count() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = Some(250);
+    c.stage = Stage::Packets(100);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |_| Fate::default());
+    let iv = run(&mut s, &mut link, None);
+    let sent: Vec<u64> = iv.iter().map(|i| i.sent).collect();
+    assert_eq!(sent, vec![100, 100, 50]);
+    check_invariants(s.totals(), &iv);
+}
