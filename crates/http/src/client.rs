@@ -1,0 +1,1007 @@
+//! The load driver of `npt http`: opens connections (TCP, TLS, HTTP/1.1 or h2 via hyper's
+//! client connection API, so npt controls every socket), sends requests on the schedule of
+//! [`crate::schedule`], and pushes one [`Event`] per request to its [`Shard`]. The calling thread
+//! drains the shards into the [`Collector`] every 100 ms, prints progress and stops the run on
+//! time or on the stop flag (Ctrl-C). Nothing here computes a statistic.
+//!
+//! Timing: a request's latency runs from just before it is handed to hyper (which writes it to
+//! the socket straight away) until its last body byte has been read; with `--new-conn` it starts
+//! before the TCP connect, so it contains the handshakes, as a fresh client sees them. In open
+//! loop the collector measures from the intended time too.
+
+use std::future::Future;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONNECTION, HOST};
+use http::{HeaderMap, Method, Request, Response, Uri};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use npt_report::http::{ColdStart, HttpBody, HttpSummary};
+use npt_report::probe::Health;
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use crate::coldstart::ProcessGroup;
+use crate::collect::{Collector, ConnEvent, Event, Outcome, Record, Shard};
+use crate::schedule::{host_for, OpenLoop, Tickets};
+use crate::Error;
+
+/// Pause after a failed connection attempt before the slot tries again.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(10);
+/// How often the calling thread drains events and checks the clock and the stop flag.
+const TICK: Duration = Duration::from_millis(100);
+const INTERVAL_NS: u64 = 1_000_000_000;
+
+/// A parsed `http://` or `https://` URL.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub url: String,
+    pub https: bool,
+    /// Host as written in the URL (no brackets around IPv6).
+    pub host: String,
+    pub port: u16,
+    /// `host[:port]` as written.
+    pub authority: String,
+    pub path_and_query: String,
+}
+
+impl Target {
+    pub fn parse(url: &str) -> Result<Target, Error> {
+        let bad = |why: &str| Error::Url(url.to_string(), why.to_string());
+        let uri: Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            Some(other) => {
+                return Err(bad(&format!(
+                    "unsupported scheme {other:?}: use http:// or https://"
+                )))
+            }
+            None => return Err(bad("no scheme: use http://HOST[:PORT]/PATH")),
+        };
+        let auth = uri.authority().ok_or_else(|| bad("no host"))?;
+        let host = auth.host().trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        if auth.as_str().contains('@') {
+            return Err(bad("user info in URLs is not supported"));
+        }
+        let port = auth.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let path_and_query = uri
+            .path_and_query()
+            .map_or("/".to_string(), |p| p.as_str().to_string());
+        let path_and_query = if path_and_query.is_empty() {
+            "/".to_string()
+        } else {
+            path_and_query
+        };
+        Ok(Target {
+            url: url.to_string(),
+            https,
+            host: host.to_string(),
+            port,
+            authority: auth.as_str().to_string(),
+            path_and_query,
+        })
+    }
+}
+
+/// `--cold-start CMD --ready-timeout D`.
+#[derive(Clone, Debug)]
+pub struct ColdStartConfig {
+    pub command: String,
+    pub ready_timeout: Duration,
+}
+
+/// Everything a run needs, already validated by the CLI (see [`Config::validate`]).
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub target: Target,
+    /// Virtual hosts sent as `Host` / `:authority`, round-robin; empty = the URL's authority.
+    pub hosts: Vec<String>,
+    pub method: Method,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+    /// `-c`: connections (each with `streams` concurrent requests).
+    pub connections: u32,
+    pub streams: u32,
+    pub http2: bool,
+    pub new_conn: bool,
+    /// `--rate`: open loop, requests per second.
+    pub rate: Option<f64>,
+    pub duration: Duration,
+    /// Per request (connect + TLS + response); a slower one counts as a `timeout` error.
+    pub timeout: Duration,
+    pub insecure: bool,
+    pub cold_start: Option<ColdStartConfig>,
+    /// Print a progress line to stderr once a second.
+    pub progress: bool,
+    /// Runtime worker threads; `None` = one per CPU.
+    pub threads: Option<usize>,
+}
+
+impl Config {
+    pub fn new(target: Target) -> Config {
+        Config {
+            target,
+            hosts: Vec::new(),
+            method: Method::GET,
+            headers: Vec::new(),
+            body: Bytes::new(),
+            connections: 50,
+            streams: 1,
+            http2: false,
+            new_conn: false,
+            rate: None,
+            duration: Duration::from_secs(10),
+            timeout: Duration::from_secs(10),
+            insecure: false,
+            cold_start: None,
+            progress: false,
+            threads: None,
+        }
+    }
+
+    /// Checks combinations the flags cannot express; the message names the flag.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: &str| Err(Error::Config(m.to_string()));
+        if self.connections == 0 {
+            return bad("-c/--connections must be at least 1");
+        }
+        if self.streams == 0 {
+            return bad("--streams must be at least 1");
+        }
+        if self.streams > 1 && !self.http2 {
+            return bad(
+                "--streams needs --http2 (HTTP/1.1 has one request in flight per connection)",
+            );
+        }
+        if self.streams > 1 && self.new_conn {
+            return bad(
+                "--streams cannot be combined with --new-conn (one request per connection)",
+            );
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return bad("--rate must be a positive number of requests per second");
+            }
+        }
+        if self.duration.is_zero() {
+            return bad("-d/--duration must be positive");
+        }
+        if self.timeout.is_zero() {
+            return bad("--timeout must be positive");
+        }
+        for h in &self.hosts {
+            if HeaderValue::from_str(h).is_err() || h.is_empty() {
+                return bad(&format!("--host {h:?} is not a valid Host header value"));
+            }
+        }
+        if let Some(cs) = &self.cold_start {
+            if cs.command.trim().is_empty() {
+                return bad("--cold-start needs a command");
+            }
+            if cs.ready_timeout.is_zero() {
+                return bad("--ready-timeout must be positive");
+            }
+        }
+        Ok(())
+    }
+
+    fn host_names(&self) -> Vec<String> {
+        if self.hosts.is_empty() {
+            vec![self.target.authority.clone()]
+        } else {
+            self.hosts.clone()
+        }
+    }
+}
+
+/// What [`run`] returns: the body and the envelope's times.
+#[derive(Debug)]
+pub struct RunResult {
+    pub started: SystemTime,
+    pub ended: SystemTime,
+    /// `duration` or `signal`.
+    pub stopped_by: &'static str,
+    pub body: HttpBody,
+}
+
+/// A request that got no complete response: kind (see [`classify`]) and message.
+#[derive(Debug)]
+pub struct Failure(pub &'static str, pub String);
+
+impl Failure {
+    fn from_err(e: &(dyn std::error::Error + 'static)) -> Failure {
+        Failure(classify(e), chain(e))
+    }
+}
+
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+/// Error kinds: `refused`, `reset`, `timeout`, `closed` (the peer closed before the response
+/// was complete), `tls`, `protocol` (unparsable response, h2 stream or connection errors),
+/// `connect` (other connect failures).
+pub fn classify(err: &(dyn std::error::Error + 'static)) -> &'static str {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    let mut fallback: Option<&'static str> = None;
+    while let Some(e) = cur {
+        if let Some(ioe) = e.downcast_ref::<io::Error>() {
+            match ioe.kind() {
+                io::ErrorKind::ConnectionRefused => return "refused",
+                io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe => return "reset",
+                io::ErrorKind::TimedOut => return "timeout",
+                io::ErrorKind::UnexpectedEof => fallback = fallback.or(Some("closed")),
+                _ => {}
+            }
+            if let Some(inner) = ioe.get_ref() {
+                if inner.downcast_ref::<rustls::Error>().is_some() {
+                    return "tls";
+                }
+            }
+        }
+        if e.downcast_ref::<rustls::Error>().is_some() {
+            return "tls";
+        }
+        if let Some(h) = e.downcast_ref::<hyper::Error>() {
+            if h.is_timeout() {
+                return "timeout";
+            }
+            if h.is_incomplete_message() || h.is_canceled() || h.is_closed() {
+                fallback = fallback.or(Some("closed"));
+            }
+        }
+        cur = e.source();
+    }
+    fallback.unwrap_or("protocol")
+}
+
+/// Plain TCP or TLS, so one code path drives both.
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Io::Plain(s) => s.is_write_vectored(),
+            Io::Tls(s) => s.is_write_vectored(),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Per host: the request target and `Host` header.
+struct HostReq {
+    uri: Uri,
+    host: HeaderValue,
+}
+
+/// One request number handed to a slot.
+#[derive(Clone, Copy)]
+struct Ticket {
+    host: usize,
+    intended: Option<Instant>,
+}
+
+/// Shared by every slot of a run.
+struct Ctx {
+    addr: SocketAddr,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+    h2: bool,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+    hosts: Vec<HostReq>,
+    open: Option<OpenLoop>,
+    tickets: Tickets,
+    t0: Instant,
+    end: Instant,
+    timeout: Duration,
+    new_conn: bool,
+}
+
+impl Ctx {
+    fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.t0).as_nanos() as u64
+    }
+
+    /// The next request for this slot; in open loop, waits until it is due. `None`: the
+    /// schedule is over.
+    async fn ticket(&self) -> Option<Ticket> {
+        let k = self.tickets.take();
+        let host = host_for(k, self.hosts.len());
+        match &self.open {
+            None => (Instant::now() < self.end).then_some(Ticket {
+                host,
+                intended: None,
+            }),
+            Some(s) => {
+                let due = self.t0 + Duration::from_nanos(s.due(k)?);
+                tokio::time::sleep_until(due.into()).await;
+                Some(Ticket {
+                    host,
+                    intended: Some(due),
+                })
+            }
+        }
+    }
+
+    fn build(&self, host: usize) -> Request<Full<Bytes>> {
+        let h = &self.hosts[host];
+        let mut req = Request::new(Full::new(self.body.clone()));
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = h.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        if !self.h2 {
+            req.headers_mut().insert(HOST, h.host.clone());
+            if self.new_conn && !req.headers().contains_key(CONNECTION) {
+                req.headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+        }
+        req
+    }
+
+    /// TCP connect and, for https, the TLS handshake (checking ALPN for h2).
+    async fn connect(&self) -> Result<(Io, ConnEvent), Failure> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let t = Instant::now();
+        let tcp = match tokio::time::timeout_at(deadline, TcpStream::connect(self.addr)).await {
+            Err(_) => return Err(Failure("timeout", "connect timed out".into())),
+            Ok(Err(e)) => {
+                let f = Failure::from_err(&e);
+                let kind = if f.0 == "protocol" { "connect" } else { f.0 };
+                return Err(Failure(kind, format!("connect: {}", f.1)));
+            }
+            Ok(Ok(s)) => s,
+        };
+        let _ = tcp.set_nodelay(true);
+        let connect_ns = t.elapsed().as_nanos() as u64;
+        let Some((connector, name)) = &self.tls else {
+            return Ok((
+                Io::Plain(tcp),
+                ConnEvent {
+                    connect_ns,
+                    tls_ns: None,
+                },
+            ));
+        };
+        let t = Instant::now();
+        let tls =
+            match tokio::time::timeout_at(deadline, connector.connect(name.clone(), tcp)).await {
+                Err(_) => return Err(Failure("timeout", "TLS handshake timed out".into())),
+                Ok(Err(e)) => {
+                    let f = Failure::from_err(&e);
+                    let kind = if matches!(f.0, "reset" | "refused") {
+                        f.0
+                    } else {
+                        "tls"
+                    };
+                    return Err(Failure(kind, format!("TLS handshake: {}", f.1)));
+                }
+                Ok(Ok(s)) => s,
+            };
+        let tls_ns = t.elapsed().as_nanos() as u64;
+        if self.h2 && tls.get_ref().1.alpn_protocol() != Some(crate::tls::ALPN_H2) {
+            return Err(Failure(
+                "protocol",
+                "server did not negotiate h2 by ALPN".into(),
+            ));
+        }
+        Ok((
+            Io::Tls(Box::new(tls)),
+            ConnEvent {
+                connect_ns,
+                tls_ns: Some(tls_ns),
+            },
+        ))
+    }
+
+    fn push(
+        &self,
+        shard: &Shard,
+        tk: Ticket,
+        sent: Instant,
+        result: Result<(u16, Instant, u64), Failure>,
+    ) {
+        let done = Instant::now();
+        let (outcome, head_ns, bytes_in) = match result {
+            Ok((status, head, n)) => (Outcome::Response(status), self.ns(head), n),
+            Err(Failure(kind, msg)) => (Outcome::Error(kind, msg.into()), 0, 0),
+        };
+        shard.push(Record::Request(Event {
+            host: tk.host as u16,
+            outcome,
+            intended_ns: tk.intended.map(|t| self.ns(t)),
+            sent_ns: self.ns(sent),
+            head_ns,
+            done_ns: self.ns(done),
+            bytes_out: self.body.len() as u64,
+            bytes_in,
+        }));
+    }
+
+    /// Awaits a response and reads its body, within the request timeout from `sent`.
+    async fn exchange<F>(&self, sent: Instant, fut: F) -> Result<(u16, Instant, u64), Failure>
+    where
+        F: Future<Output = Result<Response<Incoming>, Failure>>,
+    {
+        let work = async {
+            let resp = fut.await?;
+            let head = Instant::now();
+            let status = resp.status().as_u16();
+            let mut body = resp.into_body();
+            let mut n = 0u64;
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| Failure::from_err(&e))?;
+                if let Some(d) = frame.data_ref() {
+                    n += d.len() as u64;
+                }
+            }
+            Ok((status, head, n))
+        };
+        match tokio::time::timeout_at((sent + self.timeout).into(), work).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure(
+                "timeout",
+                format!("no complete response within {:?}", self.timeout),
+            )),
+        }
+    }
+
+    /// One request on a connection of its own (`--new-conn`, cold start): connect, TLS,
+    /// request, close. Returns the status, head time and body bytes.
+    async fn fresh_request(
+        &self,
+        host: usize,
+        shard: Option<&Shard>,
+    ) -> Result<(u16, Instant, u64), Failure> {
+        let sent = Instant::now();
+        let (io, ce) = self.connect().await?;
+        if let Some(s) = shard {
+            s.push(Record::Conn(ce));
+        }
+        let req = self.build(host);
+        if self.h2 {
+            let (mut tx, conn) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+                    .await
+                    .map_err(|e| Failure::from_err(&e))?;
+            let conn = tokio::spawn(conn);
+            let r = self
+                .exchange(sent, async {
+                    tx.send_request(req)
+                        .await
+                        .map_err(|e| Failure::from_err(&e))
+                })
+                .await;
+            conn.abort();
+            r
+        } else {
+            let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+                .await
+                .map_err(|e| Failure::from_err(&e))?;
+            // Drive the connection in this task; it ends once the sender is gone.
+            let work = async move {
+                let r = self
+                    .exchange(sent, async {
+                        tx.send_request(req)
+                            .await
+                            .map_err(|e| Failure::from_err(&e))
+                    })
+                    .await;
+                drop(tx);
+                r
+            };
+            let conn = async {
+                let _ = tokio::time::timeout_at((sent + self.timeout).into(), conn).await;
+            };
+            tokio::join!(work, conn).0
+        }
+    }
+}
+
+/// `--new-conn`: every request on its own connection.
+async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
+    while let Some(tk) = ctx.ticket().await {
+        let sent = Instant::now();
+        let r = ctx.fresh_request(tk.host, Some(&shard)).await;
+        ctx.push(&shard, tk, sent, r);
+    }
+}
+
+/// HTTP/1.1 keep-alive: one connection, one request at a time, reconnecting when it breaks.
+async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
+    loop {
+        let io = match ctx.connect().await {
+            Ok((io, ce)) => {
+                shard.push(Record::Conn(ce));
+                io
+            }
+            Err(f) => {
+                // A failed connection costs the request that would have used it.
+                let Some(tk) = ctx.ticket().await else { return };
+                ctx.push(&shard, tk, Instant::now(), Err(f));
+                tokio::time::sleep(RECONNECT_BACKOFF).await;
+                continue;
+            }
+        };
+        let (tx, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(io)).await {
+            Ok(x) => x,
+            Err(_) => continue,
+        };
+        let requests = async {
+            let mut tx = tx;
+            loop {
+                // Err: the server closed the connection between requests; reconnect.
+                if tx.ready().await.is_err() {
+                    return false;
+                }
+                let Some(tk) = ctx.ticket().await else {
+                    return true;
+                };
+                let req = ctx.build(tk.host);
+                let sent = Instant::now();
+                let r = ctx
+                    .exchange(sent, async {
+                        tx.send_request(req)
+                            .await
+                            .map_err(|e| Failure::from_err(&e))
+                    })
+                    .await;
+                let failed = r.is_err();
+                ctx.push(&shard, tk, sent, r);
+                if failed {
+                    return false;
+                }
+            }
+        };
+        // One task polls both the connection and the request loop: no cross-task wakeups.
+        let (done, _) = tokio::join!(requests, conn);
+        if done {
+            return;
+        }
+    }
+}
+
+/// HTTP/2: one connection carrying `streams` concurrent request loops.
+async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
+    loop {
+        let io = match ctx.connect().await {
+            Ok((io, ce)) => {
+                shard.push(Record::Conn(ce));
+                io
+            }
+            Err(f) => {
+                let Some(tk) = ctx.ticket().await else { return };
+                ctx.push(&shard, tk, Instant::now(), Err(f));
+                tokio::time::sleep(RECONNECT_BACKOFF).await;
+                continue;
+            }
+        };
+        let mut builder = hyper::client::conn::http2::Builder::new(TokioExecutor::new());
+        builder.initial_stream_window_size(1 << 20);
+        builder.initial_connection_window_size(1 << 24);
+        let (tx, conn) = match builder.handshake(TokioIo::new(io)).await {
+            Ok(x) => x,
+            Err(e) => {
+                let Some(tk) = ctx.ticket().await else { return };
+                ctx.push(&shard, tk, Instant::now(), Err(Failure::from_err(&e)));
+                tokio::time::sleep(RECONNECT_BACKOFF).await;
+                continue;
+            }
+        };
+        let conn = tokio::spawn(conn);
+        let mut set = JoinSet::new();
+        for _ in 0..streams {
+            let (ctx, shard, mut tx) = (ctx.clone(), shard.clone(), tx.clone());
+            set.spawn(async move {
+                loop {
+                    if tx.ready().await.is_err() {
+                        return false;
+                    }
+                    let Some(tk) = ctx.ticket().await else {
+                        return true;
+                    };
+                    let req = ctx.build(tk.host);
+                    let sent = Instant::now();
+                    let r = ctx
+                        .exchange(sent, async {
+                            tx.send_request(req)
+                                .await
+                                .map_err(|e| Failure::from_err(&e))
+                        })
+                        .await;
+                    let failed = r.is_err();
+                    ctx.push(&shard, tk, sent, r);
+                    if failed && tx.is_closed() {
+                        return false;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut done = false;
+        while let Some(r) = set.join_next().await {
+            done |= r.unwrap_or(false);
+        }
+        conn.abort();
+        if done {
+            return;
+        }
+    }
+}
+
+fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> {
+    let tls = if cfg.target.https {
+        let connector = TlsConnector::from(crate::tls::client_config(cfg.insecure, cfg.http2)?);
+        let name = ServerName::try_from(cfg.target.host.clone())
+            .map_err(|e| Error::Url(cfg.target.url.clone(), format!("TLS server name: {e}")))?;
+        Some((connector, name))
+    } else {
+        None
+    };
+    let scheme = if cfg.target.https { "https" } else { "http" };
+    let mut hosts = Vec::new();
+    for h in cfg.host_names() {
+        let uri: Uri = if cfg.http2 {
+            format!("{scheme}://{h}{}", cfg.target.path_and_query)
+                .parse()
+                .map_err(|e| Error::Config(format!("--host {h:?}: {e}")))?
+        } else {
+            cfg.target
+                .path_and_query
+                .parse()
+                .map_err(|e| Error::Url(cfg.target.url.clone(), format!("{e}")))?
+        };
+        let host = HeaderValue::from_str(&h)
+            .map_err(|_| Error::Config(format!("--host {h:?} is not a valid header value")))?;
+        hosts.push(HostReq { uri, host });
+    }
+    let mut headers = HeaderMap::new();
+    for (k, v) in &cfg.headers {
+        headers.append(k.clone(), v.clone());
+    }
+    Ok(Ctx {
+        addr,
+        tls,
+        h2: cfg.http2,
+        method: cfg.method.clone(),
+        headers,
+        body: cfg.body.clone(),
+        hosts,
+        open: cfg
+            .rate
+            .map(|r| OpenLoop::new(r, Some(cfg.duration.as_nanos() as u64))),
+        tickets: Tickets::new(),
+        t0,
+        end: t0 + cfg.duration,
+        timeout: cfg.timeout,
+        new_conn: cfg.new_conn,
+    })
+}
+
+/// Resolves the URL's host (the first address wins, as most clients do).
+pub fn resolve(t: &Target) -> Result<SocketAddr, Error> {
+    (t.host.as_str(), t.port)
+        .to_socket_addrs()
+        .map_err(|e| Error::Io(format!("resolving {}", t.host), e))?
+        .next()
+        .ok_or_else(|| Error::Url(t.url.clone(), "host has no address".into()))
+}
+
+/// Polls with fresh connections until the first 2xx, as seed 003's cold start.
+async fn cold_start(
+    ctx: &Ctx,
+    cs: &ColdStartConfig,
+    group: &mut ProcessGroup,
+    spawned: Instant,
+    stop: &AtomicBool,
+) -> Result<ColdStart, Error> {
+    let deadline = spawned + cs.ready_timeout;
+    let mut attempts = 0u64;
+    let mut last = String::from("no attempt yet");
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Error::ColdStart(
+                "interrupted before the first answer".into(),
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::ColdStart(format!(
+                "no 2xx answer within --ready-timeout {:?} after {attempts} attempts (last: {last})",
+                cs.ready_timeout
+            )));
+        }
+        attempts += 1;
+        let sent = Instant::now();
+        let r = tokio::time::timeout_at(deadline.into(), ctx.fresh_request(0, None)).await;
+        let done = Instant::now();
+        match r {
+            Ok(Ok((status, _, _))) if (200..300).contains(&status) => {
+                return Ok(ColdStart {
+                    command: cs.command.clone(),
+                    ready_ms: (done - spawned).as_secs_f64() * 1e3,
+                    first_request_ms: (done - sent).as_secs_f64() * 1e3,
+                    attempts,
+                    first_status: status,
+                });
+            }
+            Ok(Ok((status, _, _))) => last = format!("status {status}"),
+            Ok(Err(Failure(kind, msg))) => last = format!("{kind}: {msg}"),
+            Err(_) => last = "timeout".into(),
+        }
+        if let Some(exit) = group.exited() {
+            return Err(Error::ColdStart(format!(
+                "{exit} before answering (last: {last})"
+            )));
+        }
+        tokio::time::sleep(RECONNECT_BACKOFF).await;
+    }
+}
+
+/// Runs a benchmark to the end of `cfg.duration` or until `stop` is set, and returns the
+/// result body. Blocks the calling thread, which collects and prints progress.
+pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
+    cfg.validate()?;
+    let threads = cfg
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("npt-http")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Io("starting the runtime".into(), e))?;
+    let addr = resolve(&cfg.target)?;
+
+    // Cold start: the command runs until this function returns, however it returns.
+    let mut group = None;
+    let mut cold = None;
+    if let Some(cs) = &cfg.cold_start {
+        let spawned = Instant::now();
+        let g = group.insert(ProcessGroup::spawn(&cs.command)?);
+        let ctx = build_ctx(cfg, addr, spawned)?;
+        cold = Some(rt.block_on(cold_start(&ctx, cs, g, spawned, &stop))?);
+    }
+
+    let cpu0 = npt_report::cpu_seconds();
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let ctx = Arc::new(build_ctx(cfg, addr, t0)?);
+    let hosts = cfg.host_names();
+    let mut collector = Collector::new(&hosts, cfg.rate.is_some(), INTERVAL_NS);
+    let shards: Vec<Arc<Shard>> = (0..cfg.connections)
+        .map(|_| Arc::new(Shard::default()))
+        .collect();
+    let mut tasks = Vec::with_capacity(shards.len());
+    for shard in &shards {
+        let (ctx, shard) = (ctx.clone(), shard.clone());
+        let task = if cfg.new_conn {
+            rt.spawn(new_conn_slot(ctx, shard))
+        } else if cfg.http2 {
+            rt.spawn(h2_slot(ctx, shard, cfg.streams))
+        } else {
+            rt.spawn(h1_slot(ctx, shard))
+        };
+        tasks.push(task);
+    }
+
+    let end = t0 + cfg.duration;
+    let mut buf = Vec::new();
+    let mut next_progress = t0 + Duration::from_secs(1);
+    let drain = |collector: &mut Collector, buf: &mut Vec<Record>, cutoff: u64| {
+        for s in &shards {
+            s.drain_into(buf);
+            for r in buf.iter() {
+                match r {
+                    Record::Request(e) if e.done_ns > cutoff => {}
+                    r => collector.add(r),
+                }
+            }
+        }
+    };
+    let stopped_by = loop {
+        let now = Instant::now();
+        if now >= end {
+            break "duration";
+        }
+        if stop.load(Ordering::Relaxed) {
+            break "signal";
+        }
+        if tasks.iter().all(|t| t.is_finished()) {
+            break "duration";
+        }
+        std::thread::sleep(TICK.min(end - now));
+        drain(&mut collector, &mut buf, u64::MAX);
+        let now = Instant::now();
+        collector.close_until(ctx.ns(now).saturating_sub(TICK.as_nanos() as u64));
+        if cfg.progress && now >= next_progress {
+            next_progress += Duration::from_secs(1);
+            let p = collector.progress();
+            eprint!(
+                "\r{:>4.0}s  {} requests  {:.0} req/s  p99 {:.2} ms  {} errors   ",
+                (now - t0).as_secs_f64(),
+                p.requests,
+                p.rps,
+                p.p99_ms,
+                p.errors
+            );
+        }
+    };
+    let stop_at = Instant::now().min(end);
+    let ended = SystemTime::now();
+    for t in &tasks {
+        t.abort();
+    }
+    let cutoff = ctx.ns(stop_at);
+    drain(&mut collector, &mut buf, cutoff);
+    if cfg.progress {
+        eprint!("\r{:70}\r", "");
+    }
+    let (u1, s1) = npt_report::cpu_seconds();
+    let wall = stop_at.duration_since(t0).as_secs_f64().max(1e-9);
+    let health = Health {
+        cpu_user_s: u1 - cpu0.0,
+        cpu_sys_s: s1 - cpu0.1,
+        cpu_pct: (u1 - cpu0.0 + s1 - cpu0.1) / wall * 100.0,
+        max_rss_bytes: npt_report::max_rss_bytes(),
+        ..Health::default()
+    };
+    let summary = HttpSummary {
+        url: cfg.target.url.clone(),
+        target: addr.to_string(),
+        method: cfg.method.to_string(),
+        protocol: if cfg.http2 { "h2" } else { "http/1.1" }.to_string(),
+        tls: cfg.target.https,
+        mode: if cfg.rate.is_some() { "open" } else { "closed" }.to_string(),
+        rate: cfg.rate,
+        connections: cfg.connections,
+        streams: cfg.streams,
+        new_conn: cfg.new_conn,
+        ..HttpSummary::default()
+    };
+    let mut body = collector.finish(summary, cutoff, health);
+    body.cold_start = cold;
+    rt.shutdown_timeout(Duration::from_millis(200));
+    if let Some(mut g) = group {
+        g.kill(Duration::from_millis(500));
+    }
+    Ok(RunResult {
+        started,
+        ended,
+        stopped_by,
+        body,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let t = Target::parse("http://127.0.0.1:8080/x?y=1").unwrap();
+        assert_eq!(
+            (t.https, t.port, t.host.as_str()),
+            (false, 8080, "127.0.0.1")
+        );
+        assert_eq!(t.path_and_query, "/x?y=1");
+        let t = Target::parse("https://[::1]").unwrap();
+        assert_eq!((t.https, t.port, t.host.as_str()), (true, 443, "::1"));
+        assert_eq!(t.path_and_query, "/");
+        assert!(Target::parse("ftp://x/")
+            .unwrap_err()
+            .to_string()
+            .contains("scheme"));
+        assert!(Target::parse("localhost:80").is_err());
+        assert!(Target::parse("http://").is_err());
+        assert!(Target::parse("not a url").is_err());
+    }
+
+    #[test]
+    fn conflicting_flags_are_named() {
+        let base = Config::new(Target::parse("http://127.0.0.1:1/").unwrap());
+        let mut c = base.clone();
+        c.streams = 4;
+        assert!(c.validate().unwrap_err().to_string().contains("--http2"));
+        c.http2 = true;
+        c.new_conn = true;
+        assert!(c.validate().unwrap_err().to_string().contains("--new-conn"));
+        let mut c = base.clone();
+        c.rate = Some(0.0);
+        assert!(c.validate().unwrap_err().to_string().contains("--rate"));
+        let mut c = base.clone();
+        c.hosts = vec!["bad\nhost".into()];
+        assert!(c.validate().unwrap_err().to_string().contains("--host"));
+        assert!(base.validate().is_ok());
+    }
+
+    #[test]
+    fn errors_are_classified() {
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        assert_eq!(classify(&refused), "refused");
+        let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+        assert_eq!(classify(&reset), "reset");
+        let tls = io::Error::new(io::ErrorKind::InvalidData, rustls::Error::DecryptError);
+        assert_eq!(classify(&tls), "tls");
+        let other = io::Error::other("weird");
+        assert_eq!(classify(&other), "protocol");
+    }
+}

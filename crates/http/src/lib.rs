@@ -1,0 +1,35 @@
+//! `npt http`: the HTTP gateway benchmark (seed 003) and the HTTP responder behind
+//! `npt serve --http`.
+//!
+//! Layout, sans-IO first: [`schedule`] (open-loop tickets, host rotation) and [`collect`]
+//! (events → histograms, intervals, the result body) are plain code tested with a virtual
+//! clock; [`client`] is the thin tokio/hyper driver that opens sockets and emits events;
+//! [`coldstart`] spawns and reaps the command under test; [`server`] is the responder and
+//! [`tls`] the rustls setup shared by both sides.
+
+pub mod client;
+pub mod coldstart;
+pub mod collect;
+pub mod schedule;
+pub mod server;
+pub mod tls;
+
+pub use client::{run, Config, RunResult, Target};
+pub use server::{spawn_http_server, ServerHandle, ServerOptions};
+
+/// Errors of the library; the CLI maps `Url`/`Config` to usage errors (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("bad URL {0:?}: {1}")]
+    Url(String, String),
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("{0}")]
+    Protocol(String),
+    #[error("cold start: {0}")]
+    ColdStart(String),
+}

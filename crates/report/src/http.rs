@@ -1,0 +1,144 @@
+//! The body of an `http` result (the gateway benchmark): summary, per-host results, cold start,
+//! tester health, the NPT-compatible `latency` and `errors` blocks, serialized histograms and
+//! the per-interval series.
+//!
+//! Field names here are what users script against (docs/http.md, "JSON names"): `summary.requests`,
+//! `summary.rps`, `summary.latency_ms.*`, `summary.status.<code>`, `summary.errors`,
+//! `hosts.<host>.requests`, `cold_start.ready_ms`, `cold_start.first_request_ms` and, in open
+//! loop, `summary.latency_uncorrected_ms`. Keep them stable; `schema/http.schema.json` checks them.
+
+use std::collections::BTreeMap;
+
+use npt_stats::{SerializedHistogram, Summary};
+use serde::{Deserialize, Serialize};
+
+use crate::probe::{Directions, Errors, Health, NptLatency};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HttpBody {
+    pub summary: HttpSummary,
+    /// Per virtual host (the `Host` header / `:authority` sent), keyed by that name.
+    pub hosts: BTreeMap<String, HostResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start: Option<ColdStart>,
+    pub health: Health,
+    /// NPT's block; the key is `tcp` (HTTP runs over TCP).
+    pub latency: BTreeMap<String, NptLatency>,
+    pub errors: Errors,
+    pub histograms: HttpHistograms,
+    pub intervals: Vec<HttpInterval>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HttpSummary {
+    pub url: String,
+    /// The socket address requests were sent to.
+    pub target: String,
+    pub method: String,
+    /// `http/1.1` or `h2`.
+    pub protocol: String,
+    pub tls: bool,
+    /// `closed` (`-c` workers send as soon as the previous answer is in) or `open` (`--rate`).
+    pub mode: String,
+    pub open_loop: bool,
+    /// `--rate`, requests per second (open loop only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Concurrent connections (`-c`).
+    pub connections: u32,
+    /// Concurrent streams per HTTP/2 connection (1 for HTTP/1.1).
+    pub streams: u32,
+    /// True with `--new-conn`: a new TCP (and TLS) connection per request.
+    pub new_conn: bool,
+    /// Responses received completely, whatever their status.
+    pub requests: u64,
+    /// Responses with a 2xx status.
+    pub ok: u64,
+    /// Requests that got no complete response (transport errors, timeouts); by kind in `errors`.
+    pub errors: u64,
+    /// `requests` per second over the measured phase.
+    pub rps: f64,
+    /// Length of the measured phase (after any cold start).
+    pub duration_s: f64,
+    /// Connections opened during the measured phase.
+    pub connections_opened: u64,
+    /// Response counts by status code (`"200"`, `"404"` …).
+    pub status: BTreeMap<String, u64>,
+    /// Request and response body bytes (headers excluded).
+    pub bytes: Directions,
+    /// Body bits per second each way (headers excluded).
+    pub throughput_bps: Directions,
+    /// Request latency: first byte handed to the socket → last response byte read. In open loop
+    /// this is measured from the *intended* send time (coordinated-omission corrected, as wrk2).
+    pub latency_ms: Summary,
+    /// Open loop only: latency from the actual send, which hides server stalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_uncorrected_ms: Option<Summary>,
+    /// Phases: TCP connect, TLS handshake (per connection), time to the response head, complete.
+    pub phases_ms: Phases,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Phases {
+    pub connect: Summary,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<Summary>,
+    /// From the actual send to the response head (status line and headers) being parsed.
+    pub ttfb: Summary,
+    /// From the actual send to the last body byte (the uncorrected latency).
+    pub complete: Summary,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HostResult {
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub rps: f64,
+    pub status: BTreeMap<String, u64>,
+    pub bytes_received: u64,
+    pub latency_ms: Summary,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_uncorrected_ms: Option<Summary>,
+    pub ttfb_ms: Summary,
+}
+
+/// Seed 003's cold start: a command is spawned and polled until its first 2xx answer.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ColdStart {
+    pub command: String,
+    /// From spawning the command to the end of the first 2xx response.
+    pub ready_ms: f64,
+    /// Latency of that first successful request alone.
+    pub first_request_ms: f64,
+    /// Requests (and connection attempts) sent until then, the successful one included.
+    pub attempts: u64,
+    pub first_status: u16,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HttpHistograms {
+    pub latency: SerializedHistogram,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_uncorrected: Option<SerializedHistogram>,
+    pub ttfb: SerializedHistogram,
+    pub connect: SerializedHistogram,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<SerializedHistogram>,
+    /// Latency per host, as in `latency`.
+    pub hosts: BTreeMap<String, SerializedHistogram>,
+}
+
+/// One 1-second stage of the run; a request belongs to the interval in which it completed.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HttpInterval {
+    pub index: u32,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub requests: u64,
+    pub errors: u64,
+    pub rps: f64,
+    pub status: BTreeMap<String, u64>,
+    pub latency_ms: Summary,
+    pub histogram: SerializedHistogram,
+}
