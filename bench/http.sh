@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# bench/http.sh — npt http and npt serve --http side by side with their peers, in one run.
+#
+#   bench/http.sh [DURATION]        (default 10s per figure; needs a release build of npt)
+#
+# Installs nothing. Needs nginx (Debian nginx-light), wrk and h2load (nghttp2-client):
+#   apt-get install -y nginx-light wrk nghttp2-client
+# Starts nginx with a temporary config (one worker, `return 200`, loopback, pid/logs in a temp
+# dir), and npt serve --http, both killed on exit. Prints every figure (requests/s) and the
+# ratios the issue asks for:
+#   npt http keep-alive -c50      vs  wrk -t2 -c50                         (goal ≥ 1.0)
+#   npt http --new-conn -c50      vs  wrk -t2 -c50 -H 'Connection: close'  (goal ≥ 1.0)
+#   npt http --http2 -c4 streams  vs  h2load -c4 -m10 (same clients and streams) (goal ≥ 0.9)
+#   npt serve --http under wrk    vs  nginx under wrk                      (goal ≥ 0.8)
+# Everything shares this machine's CPUs with the server under test; read ratios, not absolutes.
+set -euo pipefail
+
+DUR=${1:-10s}
+DUR_S=${DUR%s}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+NPT=${NPT:-$ROOT/target/release/npt}
+
+for tool in nginx wrk h2load python3; do
+    if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ]; then
+        echo "bench/http.sh: $tool not found (apt-get install -y nginx-light wrk nghttp2-client)" >&2
+        exit 2
+    fi
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+if [ ! -x "$NPT" ]; then
+    echo "bench/http.sh: $NPT missing: cargo build --release -p npt" >&2
+    exit 2
+fi
+
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    if [ -f "$TMP/nginx.pid" ]; then kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true; fi
+    sleep 0.2
+    rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+wait_port() { # port: up to 5 s for a listener
+    for _ in $(seq 1 100); do
+        if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    echo "bench/http.sh: nothing listening on port $1" >&2
+    exit 1
+}
+
+NGX_PORT=$(free_port)
+mkdir -p "$TMP/ngx"
+cat >"$TMP/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $TMP/nginx.pid;
+error_log $TMP/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/ngx;
+    proxy_temp_path $TMP/ngx;
+    fastcgi_temp_path $TMP/ngx;
+    uwsgi_temp_path $TMP/ngx;
+    scgi_temp_path $TMP/ngx;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$NGX_PORT;
+        listen 127.0.0.1:$((NGX_PORT + 1)) http2;
+        location / { return 200 "ok\n"; }
+    }
+}
+EOF
+# The h2c (prior knowledge) listener is NGX_PORT+1; make sure that port is free as well.
+"$NGINX" -c "$TMP/nginx.conf" -p "$TMP" &
+PIDS+=($!)
+wait_port "$NGX_PORT"
+wait_port $((NGX_PORT + 1))
+
+NPT_PORT=$(free_port)
+"$NPT" serve --http "127.0.0.1:$NPT_PORT" >"$TMP/npt-serve.log" 2>&1 &
+PIDS+=($!)
+wait_port "$NPT_PORT"
+
+URL=http://127.0.0.1:$NGX_PORT/
+H2URL=http://127.0.0.1:$((NGX_PORT + 1))/
+
+npt_rps() { # args → requests/s from the JSON result
+    "$NPT" http "$@" -d "$DUR" -q --json "$TMP/r.json" >/dev/null
+    python3 -c "import json; print('%.0f' % json.load(open('$TMP/r.json'))['summary']['rps'])"
+}
+wrk_rps() {
+    wrk -d "$DUR" "$@" | awk '/Requests\/sec/ {printf "%.0f\n", $2}'
+}
+h2load_rps() {
+    h2load -D "$DUR_S" "$@" 2>/dev/null | awk '/^finished in/ {gsub(",","",$4); printf "%.0f\n", $4}'
+}
+ratio() { python3 -c "print('%.2f' % ($1 / $2 if $2 else 0))"; }
+
+echo "bench/http.sh: $(nproc) CPUs, $DUR per figure, nginx 1 worker on :$NGX_PORT (h2c :$((NGX_PORT + 1))), npt serve on :$NPT_PORT"
+printf '%-44s %12s\n' "figure" "requests/s"
+
+a=$(npt_rps "$URL" -c 50)
+b=$(wrk_rps -t2 -c50 "$URL")
+printf '%-44s %12s\n' "npt http -c50 (keep-alive) → nginx" "$a" "wrk -t2 -c50 → nginx" "$b"
+r1=$(ratio "$a" "$b")
+
+a=$(npt_rps "$URL" -c 50 --new-conn)
+b=$(wrk_rps -t2 -c50 -H 'Connection: close' "$URL")
+printf '%-44s %12s\n' "npt http -c50 --new-conn → nginx" "$a" "wrk -t2 -c50 -H 'Connection: close' → nginx" "$b"
+r2=$(ratio "$a" "$b")
+
+a=$(npt_rps "$H2URL" --http2 -c 4 --streams 10)
+b=$(h2load_rps -c4 -m10 -t2 "$H2URL")
+printf '%-44s %12s\n' "npt http --http2 -c4 --streams 10 → nginx" "$a" "h2load -c4 -m10 -t2 → nginx" "$b"
+r3=$(ratio "$a" "$b")
+
+a=$(wrk_rps -t2 -c50 "http://127.0.0.1:$NPT_PORT/")
+b=$(wrk_rps -t2 -c50 "$URL")
+printf '%-44s %12s\n' "wrk -t2 -c50 → npt serve --http" "$a" "wrk -t2 -c50 → nginx" "$b"
+r4=$(ratio "$a" "$b")
+
+echo
+echo "ratios (goal in brackets)"
+echo "  npt http keep-alive / wrk              $r1  [>= 1.0]"
+echo "  npt http --new-conn / wrk close        $r2  [>= 1.0]"
+echo "  npt http --http2 / h2load              $r3  [>= 0.9]"
+echo "  npt serve --http / nginx (under wrk)   $r4  [>= 0.8]"

@@ -1,0 +1,379 @@
+//! `npt http`: the gateway benchmark (seed 003). Parses flags, validates them into
+//! [`npt_http::Config`] (usage errors name the flag), runs, prints the text summary and writes
+//! the `http` result document with `--json` — also when the run is cut short by Ctrl-C.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use npt_http::client::ColdStartConfig;
+use npt_http::{Config, Target};
+use npt_report::http::HttpBody;
+use npt_report::{text, Document};
+
+use crate::usage::parse_duration;
+use crate::usage;
+
+#[derive(Args, Debug, Clone)]
+#[command(after_help = "Examples:
+  npt http http://127.0.0.1:8080/ -c 50 -d 30s
+  npt http http://gw:80/ --host app1.test --host app2.test -c 50 -d 5s
+  npt http URL --new-conn -c 50 -d 10s
+  npt http URL --http2 --streams 10 -c 4
+  npt http URL --rate 5000 -d 30s
+  npt http URL --cold-start 'node app.js' --ready-timeout 10s")]
+pub struct HttpArgs {
+    /// http:// or https:// URL to load (the address connected to; see --host).
+    pub url: String,
+    /// Concurrent connections (each carries --streams requests with --http2).
+    #[arg(short = 'c', long = "connections", default_value_t = 50)]
+    pub connections: u32,
+    /// How long to send for: 10s, 2m …
+    #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Open loop: this many requests per second in total, latency measured from the intended
+    /// send time as well (coordinated-omission correction, as wrk2).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// A new TCP (and TLS) connection for every request, sent with `Connection: close`.
+    #[arg(long)]
+    pub new_conn: bool,
+    /// HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http.
+    #[arg(long)]
+    pub http2: bool,
+    /// Concurrent streams per HTTP/2 connection (needs --http2).
+    #[arg(long)]
+    pub streams: Option<u32>,
+    /// Virtual host sent as Host / :authority; repeat for several (round-robin, per-host results).
+    #[arg(long = "host", value_name = "HOST")]
+    pub hosts: Vec<String>,
+    /// Extra request header, "Name: value"; repeatable.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Request method (default GET, or POST when a body is given).
+    #[arg(short = 'm', long)]
+    pub method: Option<String>,
+    /// Request body.
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// Accept any TLS certificate (self-signed test servers).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// Per-request limit (connect + TLS + whole response); slower requests count as timeouts.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Spawn this command (sh -c, own process group), poll until its first 2xx answer, report
+    /// the time to it, then run the warm benchmark; the group is killed at the end.
+    #[arg(long, value_name = "CMD")]
+    pub cold_start: Option<String>,
+    /// How long --cold-start waits for the first 2xx answer.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, requires = "cold_start")]
+    pub ready_timeout: Duration,
+    /// Write the result document (JSON) to this file, atomically.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Client runtime threads (default: one per CPU).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress line on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// Turns flags into the engine's config; every error names its flag.
+pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
+    let target = Target::parse(&a.url).map_err(|e| usage!("URL: {e}"))?;
+    let mut c = Config::new(target);
+    c.connections = a.connections;
+    c.duration = a.duration;
+    c.rate = a.rate;
+    c.new_conn = a.new_conn;
+    c.http2 = a.http2;
+    if a.streams.is_some() && !a.http2 {
+        return Err(usage!(
+            "--streams needs --http2 (HTTP/1.1 carries one request at a time per connection)"
+        ));
+    }
+    c.streams = a.streams.unwrap_or(1);
+    c.hosts = a.hosts.clone();
+    for h in &a.headers {
+        let (name, value) = h
+            .split_once(':')
+            .ok_or_else(|| usage!("-H {h:?}: expected \"Name: value\""))?;
+        let name = http::header::HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| usage!("-H {h:?}: bad header name"))?;
+        let value = http::header::HeaderValue::from_str(value.trim())
+            .map_err(|_| usage!("-H {h:?}: bad header value"))?;
+        if name == http::header::HOST {
+            // A Host header is a virtual host: same meaning as --host.
+            if a.hosts.is_empty() {
+                c.hosts = vec![value
+                    .to_str()
+                    .map_err(|_| usage!("-H {h:?}: Host must be text"))?
+                    .to_string()];
+            }
+            continue;
+        }
+        c.headers.push((name, value));
+    }
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => Some(bytes::Bytes::from(b.clone().into_bytes())),
+        (None, Some(p)) => Some(bytes::Bytes::from(
+            std::fs::read(p).map_err(|e| usage!("--body-file {}: {e}", p.display()))?,
+        )),
+        (None, None) => None,
+    };
+    c.method = match &a.method {
+        Some(m) => http::Method::from_bytes(m.as_bytes())
+            .map_err(|_| usage!("-m/--method {m:?} is not a valid method"))?,
+        None if body.is_some() => http::Method::POST,
+        None => http::Method::GET,
+    };
+    c.body = body.unwrap_or_default();
+    c.insecure = a.insecure;
+    c.timeout = a.timeout;
+    c.cold_start = a.cold_start.as_ref().map(|cmd| ColdStartConfig {
+        command: cmd.clone(),
+        ready_timeout: a.ready_timeout,
+    });
+    c.threads = a.threads;
+    if a.threads == Some(0) {
+        return Err(usage!("--threads must be at least 1"));
+    }
+    c.progress = !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    c.validate().map_err(|e| usage!("{e}"))?;
+    Ok(c)
+}
+
+fn config_json(a: &HttpArgs, c: &Config) -> serde_json::Value {
+    serde_json::json!({
+        "url": a.url,
+        "connections": c.connections,
+        "duration_s": c.duration.as_secs_f64(),
+        "rate": c.rate,
+        "new_conn": c.new_conn,
+        "http2": c.http2,
+        "streams": c.streams,
+        "hosts": c.hosts,
+        "headers": a.headers,
+        "method": c.method.as_str(),
+        "body_bytes": c.body.len(),
+        "insecure": c.insecure,
+        "timeout_s": c.timeout.as_secs_f64(),
+        "cold_start": c.cold_start.as_ref().map(|cs| serde_json::json!({
+            "command": cs.command,
+            "ready_timeout_s": cs.ready_timeout.as_secs_f64(),
+        })),
+    })
+}
+
+pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
+    let cfg = config(&args)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let result = npt_http::run(&cfg, stop).map_err(|e| match e {
+        npt_http::Error::Url(..) | npt_http::Error::Config(_) => usage!("{e}"),
+        e => anyhow::Error::new(e),
+    })?;
+    let doc = Document::new(
+        "http",
+        result.started,
+        result.ended,
+        result.stopped_by,
+        config_json(&args, &cfg),
+        result.body,
+    );
+    // The report first: a closed stdout must not cost the user their result file.
+    if let Some(path) = &args.json {
+        npt_report::write_atomic(path, &doc.to_json_pretty())
+            .with_context(|| format!("writing --json {}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    render(&mut out, &doc.body, &doc.stopped_by)?;
+    out.flush()?;
+    Ok(if doc.body.summary.requests == 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn lat(s: &npt_report::Summary) -> String {
+    format!(
+        "min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (ms)",
+        text::ms(s.min),
+        text::ms(s.mean),
+        text::ms(s.p50),
+        text::ms(s.p90),
+        text::ms(s.p99),
+        text::ms(s.p999),
+        text::ms(s.max)
+    )
+}
+
+/// The text summary.
+pub fn render(w: &mut impl std::io::Write, b: &HttpBody, stopped_by: &str) -> std::io::Result<()> {
+    let s = &b.summary;
+    let shape = if s.new_conn {
+        "new connection per request".to_string()
+    } else if s.protocol == "h2" {
+        format!("{} connections × {} streams", s.connections, s.streams)
+    } else {
+        format!("{} keep-alive connections", s.connections)
+    };
+    let mode = match s.rate {
+        Some(r) => format!("open loop at {r} req/s"),
+        None => format!("closed loop, {} concurrent", s.connections * s.streams),
+    };
+    writeln!(
+        w,
+        "npt http {} {}{} → {}: {}, {}",
+        s.method,
+        s.url,
+        if s.tls { " (TLS)" } else { "" },
+        s.target,
+        s.protocol,
+        shape
+    )?;
+    writeln!(w, "  mode        {mode}; {:.2} s, stopped by {stopped_by}", s.duration_s)?;
+    if let Some(cs) = &b.cold_start {
+        writeln!(
+            w,
+            "  cold start  ready after {} ms, first good request {} ms (status {}, {} attempts): `{}`",
+            text::ms(cs.ready_ms),
+            text::ms(cs.first_request_ms),
+            cs.first_status,
+            cs.attempts,
+            cs.command
+        )?;
+    }
+    writeln!(
+        w,
+        "  requests    {}  ({:.1} req/s)   2xx {}   errors {}",
+        s.requests, s.rps, s.ok, s.errors
+    )?;
+    let codes: Vec<String> = s.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    writeln!(w, "  status      {}", if codes.is_empty() { "-".into() } else { codes.join("  ") })?;
+    if let Some(u) = &s.latency_uncorrected_ms {
+        writeln!(w, "  latency     {}   (from intended send time)", lat(&s.latency_ms))?;
+        writeln!(w, "  uncorrected {}   (from actual send)", lat(u))?;
+        writeln!(
+            w,
+            "  schedule    {} sends more than {} ms behind schedule",
+            b.health.sends_behind_schedule, b.health.behind_threshold_ms
+        )?;
+    } else {
+        writeln!(w, "  latency     {}", lat(&s.latency_ms))?;
+    }
+    let p = &s.phases_ms;
+    let mut phases = format!(
+        "connect p50 {} p99 {} ({} conns)",
+        text::ms(p.connect.p50),
+        text::ms(p.connect.p99),
+        s.connections_opened
+    );
+    if let Some(t) = &p.tls {
+        phases += &format!("   tls p50 {} p99 {}", text::ms(t.p50), text::ms(t.p99));
+    }
+    phases += &format!(
+        "   ttfb p50 {} p99 {}   complete p50 {} p99 {}  (ms)",
+        text::ms(p.ttfb.p50),
+        text::ms(p.ttfb.p99),
+        text::ms(p.complete.p50),
+        text::ms(p.complete.p99)
+    );
+    writeln!(w, "  phases      {phases}")?;
+    if b.hosts.len() > 1 {
+        writeln!(w, "  hosts")?;
+        for (name, h) in &b.hosts {
+            writeln!(
+                w,
+                "    {name:<20} {:>9} req  {:>10.1} req/s  p50 {}  p99 {} ms  errors {}",
+                h.requests,
+                h.rps,
+                text::ms(h.latency_ms.p50),
+                text::ms(h.latency_ms.p99),
+                h.errors
+            )?;
+        }
+    }
+    for (kind, k) in b.errors.by_kind.iter() {
+        writeln!(
+            w,
+            "  error       {kind}: {}  e.g. {}",
+            k.count,
+            k.examples.first().map_or("", |s| s.as_str())
+        )?;
+    }
+    writeln!(
+        w,
+        "  bodies      sent {}  received {}  (headers excluded)",
+        text::bits(s.throughput_bps.up),
+        text::bits(s.throughput_bps.down)
+    )?;
+    writeln!(
+        w,
+        "  client      cpu {:.0}%  max rss {} MiB",
+        b.health.cpu_pct,
+        b.health.max_rss_bytes / (1 << 20)
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: HttpArgs,
+    }
+
+    fn parse(args: &[&str]) -> anyhow::Result<Config> {
+        let mut v = vec!["npt"];
+        v.extend_from_slice(args);
+        let t = T::try_parse_from(v).map_err(|e| anyhow::anyhow!("{e}"))?;
+        config(&t.a)
+    }
+
+    fn usage_msg(args: &[&str]) -> String {
+        let e = parse(args).unwrap_err();
+        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
+        e.to_string()
+    }
+
+    #[test]
+    fn bad_input_names_the_flag() {
+        assert!(usage_msg(&["ftp://x/"]).contains("scheme"));
+        assert!(usage_msg(&["nonsense"]).contains("URL"));
+        assert!(usage_msg(&["http://127.0.0.1/", "--streams", "4"]).contains("--http2"));
+        assert!(usage_msg(&["http://127.0.0.1/", "-H", "novalue"]).contains("-H"));
+        assert!(usage_msg(&["http://127.0.0.1/", "--rate", "-5"]).contains("--rate"));
+        assert!(usage_msg(&["http://127.0.0.1/", "-c", "0"]).contains("-c"));
+        assert!(usage_msg(&["http://127.0.0.1/", "--body-file", "/nonexistent/x"]).contains("--body-file"));
+        let e = usage_msg(&["http://127.0.0.1/", "--http2", "--new-conn", "--streams", "2"]);
+        assert!(e.contains("--new-conn"));
+    }
+
+    #[test]
+    fn body_implies_post_and_host_header_is_a_vhost() {
+        let c = parse(&["http://127.0.0.1/", "--body", "hi", "-H", "Host: a.test", "-H", "X-A: 1"]).unwrap();
+        assert_eq!(c.method, http::Method::POST);
+        assert_eq!(c.hosts, vec!["a.test".to_string()]);
+        assert_eq!(c.headers.len(), 1);
+        let c = parse(&["http://127.0.0.1/", "-m", "PUT", "--http2", "--streams", "8", "-c", "2"]).unwrap();
+        assert_eq!((c.method.as_str(), c.streams, c.connections), ("PUT", 8, 2));
+    }
+}
