@@ -1,1 +1,76 @@
-fn main(){}
+//! `npt`: the command line. Each subcommand parses its flags (clap derive), validates them into
+//! the engine's typed config (naming the flag in any error), runs, and renders. Exit codes:
+//! 0 ok, 1 the run failed (nothing answered, or the run could not be carried out),
+//! 2 usage or configuration error. A closed stdout (`| head`) counts as success.
+
+mod demo;
+mod probe;
+mod serve;
+mod signals;
+mod usage;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use usage::UsageError;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "npt",
+    version,
+    about = "npt: what a network path costs a real user",
+    long_about = "npt measures paths through forwarders, relay chains, tunnels, proxies and \
+gateways: latency as a user feels it, loss, jitter, pps and bandwidth."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Responder for every npt test: TCP and UDP echo on one port number.
+    Serve(serve::ServeArgs),
+    /// Line quality: UDP or TCP echo with sequence numbers and timestamps.
+    Probe(probe::ProbeArgs),
+    /// Starts an embedded server on loopback, probes it over UDP and TCP, prints the report.
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.cmd {
+        Command::Serve(a) => serve::run(a),
+        Command::Probe(a) => probe::run(a),
+        Command::Demo(a) => demo::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => exit_for(&err),
+    }
+}
+
+fn exit_for(err: &anyhow::Error) -> ExitCode {
+    if let Some(u) = err.downcast_ref::<UsageError>() {
+        eprintln!("npt: {u}");
+        return ExitCode::from(2);
+    }
+    if let Some(io) = err.downcast_ref::<std::io::Error>() {
+        if io.kind() == std::io::ErrorKind::BrokenPipe {
+            return ExitCode::SUCCESS;
+        }
+    }
+    eprintln!("npt: {err:#}");
+    ExitCode::from(1)
+}

@@ -35,10 +35,9 @@ pub fn ms(v: f64) -> String {
 /// One stage line, printed while a probe runs (seed 002's `[阶段]` line, loss never negative).
 pub fn stage_line(r: &IntervalRecord) -> String {
     format!(
-        "[stage {:>3}] {:>7.2}-{:<7.2}s  sent {:>8}  {:>9.0} pps  rtt p50 {} ms p99 {} ms  loss {:.2}% ({}/{})  late {}  up {}  down {}",
+        "[stage {:>3}] {:>15}  sent {:>8}  {:>9.0} pps  rtt p50 {} ms p99 {} ms  loss {:.2}% ({}/{})  late {}  up {}  down {}",
         r.index,
-        r.start_s,
-        r.end_s,
+        format!("{:.2}-{:.2}s", r.start_s, r.end_s),
         r.sent,
         r.pps,
         ms(r.rtt_ms.p50),
@@ -108,7 +107,11 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
     )?;
     writeln!(w, "rtt        {}", summary_line(&s.rtt_ms))?;
     if let Some(c) = &s.rtt_corrected_ms {
-        writeln!(w, "corrected  {}  (from the intended send time)", summary_line(c))?;
+        writeln!(
+            w,
+            "corrected  {}  (from the intended send time)",
+            summary_line(c)
+        )?;
     }
     writeln!(
         w,

@@ -4,5 +4,8 @@
 
 pub mod session;
 
+pub mod driver;
+pub mod runner;
 #[cfg(test)]
 mod session_tests;
+pub mod xml;

@@ -667,6 +667,11 @@ impl Session {
         &self.totals
     }
 
+    /// Mutable access for the driver to move the final totals out.
+    pub fn totals_mut(&mut self) -> &mut Totals {
+        &mut self.totals
+    }
+
     pub fn into_totals(self) -> Totals {
         self.totals
     }

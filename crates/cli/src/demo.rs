@@ -1,0 +1,86 @@
+//! `npt demo`: no arguments needed. Starts an embedded `npt serve` on loopback, probes it over
+//! UDP (open loop, fixed rate) and TCP (seed 001's first-packet and total latency), and prints
+//! both reports.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use npt_engine::probe::driver::Control;
+use npt_engine::probe::runner::{self, PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_server::{ServeConfig, Server};
+use npt_wire::Fill;
+
+use crate::probe::{banner, Format};
+use crate::usage::parse_duration;
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// How long the UDP probe runs.
+    #[arg(long, value_parser = parse_duration, default_value = "3s")]
+    pub duration: Duration,
+    /// UDP packets per second.
+    #[arg(long, default_value_t = 1000.0)]
+    pub pps: f64,
+}
+
+pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
+    if a.duration.is_zero() {
+        return Err(crate::usage!("--duration must be positive"));
+    }
+    if !(a.pps > 0.0 && a.pps <= 1e6) {
+        return Err(crate::usage!("--pps must be between 0 and 1,000,000"));
+    }
+    let server = Server::start(ServeConfig {
+        listen: vec!["127.0.0.1:0".parse()?],
+        ..ServeConfig::default()
+    })?;
+    let addr = server.local_addrs()[0];
+    println!("npt demo: embedded server on tcp+udp {addr}\n");
+    let control = Arc::new(Control::default());
+    crate::signals::install(&control)?;
+    let base = ProbeConfig {
+        proto: Proto::Udp,
+        target: addr.to_string(),
+        addr,
+        raw: false,
+        token: None,
+        size: 64,
+        fill: Fill::Random,
+        verify: true,
+        pacing: PacingSpec::Rate { pps: a.pps },
+        loss_timeout: Duration::from_secs(1),
+        count: None,
+        duration: Some(a.duration),
+        clients: 1,
+        threads: 1,
+        stage: StageSpec::Time(Duration::from_secs(1)),
+        behind_threshold: Duration::from_millis(1),
+    };
+    let tcp = ProbeConfig {
+        proto: Proto::Tcp,
+        size: 1000,
+        pacing: PacingSpec::Interval {
+            interval: Duration::from_millis(1),
+        },
+        count: Some(1000),
+        duration: None,
+        stage: StageSpec::Packets(250),
+        ..base.clone()
+    };
+    let mut code = ExitCode::SUCCESS;
+    for cfg in [base, tcp] {
+        println!("{}", banner(&cfg));
+        let outcome = runner::run(&cfg, control.clone(), |s| {
+            println!("{}", npt_report::text::stage_line(s))
+        })?;
+        println!();
+        if crate::probe::finish(&outcome, None, Format::Text)? != ExitCode::SUCCESS {
+            code = ExitCode::from(1);
+        }
+        println!();
+    }
+    drop(server);
+    Ok(code)
+}

@@ -1,0 +1,551 @@
+//! `npt probe`: flags (or seed 002's XML config) → a validated `ProbeConfig` → run → report.
+//!
+//! Layering: an XML config, when given, sets the values; any flag given on the command line
+//! overrides it. Every value is checked here and an error names the flag (or XML attribute).
+
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use npt_engine::probe::driver::Control;
+use npt_engine::probe::runner::{self, PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_engine::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
+use npt_wire::Fill;
+
+use crate::usage;
+use crate::usage::parse_duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Send, then wait --interval after each packet (closed loop, like ping).
+    Interval,
+    /// Fixed --pps, open loop; latency also from the intended send time.
+    Rate,
+    /// Warm up --warmup packets, then send one per reply (seed 002's onrecv).
+    Relay,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct ProbeArgs {
+    /// udp://HOST:PORT or tcp://HOST:PORT (not needed with --config).
+    pub target: Option<String>,
+    /// Seed 002's XML config (ConfigTemplate.xml); flags given here override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Pacing mode [default: rate].
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// Packets per second, whole run (rate mode) [default: 100].
+    #[arg(long)]
+    pub pps: Option<f64>,
+    /// Wait after each send (interval mode) [default: 10ms].
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// Packets in flight after warm-up, whole run (relay mode) [default: 128].
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// Spacing of warm-up packets (relay mode) [default: 1ms].
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup_interval: Option<Duration>,
+    /// Stop after sending this many packets.
+    #[arg(long, short = 'n')]
+    pub count: Option<u64>,
+    /// Stop sending after this long (e.g. 60s, 2m). Neither this nor --count: until Ctrl-C.
+    #[arg(long, short = 'd', value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Client sockets (distinct source ports); the load is split evenly [default: 1].
+    #[arg(long)]
+    pub clients: Option<u32>,
+    /// Sender threads the clients are spread over [default: min(clients, cores)].
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Bytes per packet, npt's header included [default: 64].
+    #[arg(long, short = 's')]
+    pub size: Option<usize>,
+    /// Payload fill.
+    #[arg(long, default_value = "random", value_parser = parse_fill)]
+    pub fill: Fill,
+    /// Check that every echoed payload is what was sent.
+    #[arg(long)]
+    pub verify: bool,
+    /// Carry sequence and timestamp inside the payload, for any plain echo server.
+    #[arg(long)]
+    pub raw: bool,
+    /// Secret the server was started with (npt serve --token).
+    #[arg(long, value_name = "SECRET")]
+    pub token: Option<String>,
+    /// A packet unanswered this long is lost; a later reply is "late".
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub loss_timeout: Duration,
+    /// Print a stage line every this long [default: 1s].
+    #[arg(long, value_parser = parse_duration)]
+    pub report_every: Option<Duration>,
+    /// Print a stage line every this many packets sent (instead of by time).
+    #[arg(long)]
+    pub report_every_packets: Option<u64>,
+    /// Sends more than this late count as behind schedule.
+    #[arg(long, value_parser = parse_duration, default_value = "1ms")]
+    pub behind_threshold: Duration,
+    /// Write the result document (JSON) to this file, atomically.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// What goes to stdout: a text report, or the JSON result document.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// No stage lines while running.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+fn parse_fill(s: &str) -> Result<Fill, String> {
+    s.parse()
+}
+
+/// Splits `udp://host:port` into protocol and address text.
+fn parse_target(t: &str) -> anyhow::Result<(Proto, String)> {
+    let (scheme, rest) = t
+        .split_once("://")
+        .ok_or_else(|| usage!("target {t:?}: expected udp://HOST:PORT or tcp://HOST:PORT"))?;
+    let proto = match scheme.to_ascii_lowercase().as_str() {
+        "udp" => Proto::Udp,
+        "tcp" => Proto::Tcp,
+        other => {
+            return Err(usage!(
+                "target {t:?}: unsupported scheme {other:?} (probe speaks udp:// and tcp://)"
+            ))
+        }
+    };
+    let rest = rest.trim_end_matches('/');
+    if rest.is_empty() {
+        return Err(usage!("target {t:?}: missing HOST:PORT"));
+    }
+    Ok((proto, rest.to_string()))
+}
+
+pub fn resolve(hostport: &str, flag: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(a) = hostport.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let (host, port) = hostport
+        .rsplit_once(':')
+        .ok_or_else(|| usage!("{flag} {hostport:?}: missing :PORT"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| usage!("{flag} {hostport:?}: bad port {port:?}"))?;
+    if port == 0 {
+        return Err(usage!("{flag} {hostport:?}: port 0 is not a target"));
+    }
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let mut addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| usage!("{flag} {hostport:?}: cannot resolve host {host:?}: {e}"))?;
+    addrs
+        .next()
+        .ok_or_else(|| usage!("{flag} {hostport:?}: host {host:?} has no address"))
+}
+
+/// Turns flags (and the XML config, if any) into a validated run config.
+pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
+    let mut notices = Vec::new();
+    let x = match &a.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage!("--config {}: {e}", path.display()))?;
+            let x = xml::parse(&text).map_err(|e| usage!("--config {}: {e}", path.display()))?;
+            if !x.ignored.is_empty() {
+                notices.push(format!(
+                    "config: ignored (no equivalent in npt, one sender loop per client): {}",
+                    x.ignored.join(", ")
+                ));
+            }
+            Some(x)
+        }
+        None => None,
+    };
+    let (proto, hostport) = match (&a.target, &x) {
+        (Some(t), _) => parse_target(t)?,
+        (None, Some(x)) => (
+            if x.tcp { Proto::Tcp } else { Proto::Udp },
+            if x.host.contains(':') {
+                format!("[{}]:{}", x.host, x.port)
+            } else {
+                format!("{}:{}", x.host, x.port)
+            },
+        ),
+        (None, None) => {
+            return Err(usage!(
+                "a target is required: npt probe udp://HOST:PORT (or --config FILE)"
+            ))
+        }
+    };
+    let addr = resolve(&hostport, "target")?;
+
+    // Pacing: flags first, then the XML, then defaults.
+    let mode = a.mode.or(x.as_ref().map(|x| match x.pacing {
+        XmlPacing::Interval(_) => Mode::Interval,
+        XmlPacing::OnSend { .. } => Mode::Rate,
+        XmlPacing::OnRecv { .. } => Mode::Relay,
+    }));
+    let mode = mode.unwrap_or(Mode::Rate);
+    let flag_for_other_mode = |given: bool, flag: &str, needs: &str| -> anyhow::Result<()> {
+        if given {
+            return Err(usage!("{flag} applies only to --mode {needs}"));
+        }
+        Ok(())
+    };
+    let pacing = match mode {
+        Mode::Rate => {
+            flag_for_other_mode(a.interval.is_some(), "--interval", "interval")?;
+            flag_for_other_mode(
+                a.warmup.is_some() || a.warmup_interval.is_some(),
+                "--warmup/--warmup-interval",
+                "relay",
+            )?;
+            let pps = a
+                .pps
+                .or(match x.as_ref().map(|x| x.pacing) {
+                    Some(XmlPacing::OnSend { maxpps }) => Some(maxpps),
+                    _ => None,
+                })
+                .unwrap_or(100.0);
+            if !(pps.is_finite() && pps > 0.0 && pps <= 10_000_000.0) {
+                return Err(usage!("--pps {pps}: must be between 0 and 10,000,000"));
+            }
+            PacingSpec::Rate { pps }
+        }
+        Mode::Interval => {
+            flag_for_other_mode(a.pps.is_some(), "--pps", "rate")?;
+            flag_for_other_mode(
+                a.warmup.is_some() || a.warmup_interval.is_some(),
+                "--warmup/--warmup-interval",
+                "relay",
+            )?;
+            let interval = a
+                .interval
+                .or(match x.as_ref().map(|x| x.pacing) {
+                    Some(XmlPacing::Interval(d)) => Some(d),
+                    _ => None,
+                })
+                .unwrap_or(Duration::from_millis(10));
+            PacingSpec::Interval { interval }
+        }
+        Mode::Relay => {
+            flag_for_other_mode(a.pps.is_some(), "--pps", "rate")?;
+            flag_for_other_mode(a.interval.is_some(), "--interval", "interval")?;
+            let (xw, xi) = match x.as_ref().map(|x| x.pacing) {
+                Some(XmlPacing::OnRecv { warmup, interval }) => (Some(warmup), Some(interval)),
+                _ => (None, None),
+            };
+            let warmup = a.warmup.or(xw).unwrap_or(128);
+            if warmup == 0 {
+                return Err(usage!("--warmup must be at least 1 (packets in flight)"));
+            }
+            PacingSpec::Relay {
+                warmup,
+                warmup_interval: a.warmup_interval.or(xi).unwrap_or(Duration::from_millis(1)),
+            }
+        }
+    };
+
+    // Stop condition.
+    let (mut count, mut duration) = (a.count, a.duration);
+    if count.is_none() && duration.is_none() {
+        match x.as_ref().map(|x| x.stop) {
+            Some(XmlStop::Count(n)) => count = Some(n),
+            Some(XmlStop::Time(d)) => duration = Some(d),
+            _ => {}
+        }
+    }
+    if count == Some(0) {
+        return Err(usage!("--count must be at least 1"));
+    }
+    if duration == Some(Duration::ZERO) {
+        return Err(usage!("--duration must be positive"));
+    }
+
+    let clients = a.clients.or(x.as_ref().map(|x| x.clients)).unwrap_or(1);
+    if clients == 0 || clients > 10_000 {
+        return Err(usage!("--clients {clients}: must be between 1 and 10000"));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let threads = a.threads.unwrap_or(clients.min(cores));
+    if threads == 0 {
+        return Err(usage!("--threads must be at least 1"));
+    }
+    if threads > clients {
+        notices.push(format!(
+            "--threads {threads} > --clients {clients}: using {clients}"
+        ));
+    }
+
+    let raw = a.raw || (x.is_some() && !a.raw && a.token.is_none());
+    if a.raw && a.token.is_some() {
+        return Err(usage!(
+            "--token needs npt's framed packets; it cannot be used with --raw"
+        ));
+    }
+    let min = if raw {
+        npt_wire::RAW_HEADER_LEN
+    } else {
+        npt_wire::HEADER_LEN
+    };
+    let max = match proto {
+        Proto::Udp => 65_507,
+        Proto::Tcp => npt_wire::frame::MAX_FRAME_LEN as usize,
+    };
+    let size = a.size.unwrap_or(64);
+    if size < min || size > max {
+        return Err(usage!(
+            "--size {size}: must be between {min} (the {} header) and {max} bytes",
+            if raw { "raw" } else { "framed" }
+        ));
+    }
+    if a.loss_timeout.is_zero() {
+        return Err(usage!("--loss-timeout must be positive"));
+    }
+    if a.report_every.is_some() && a.report_every_packets.is_some() {
+        return Err(usage!(
+            "--report-every and --report-every-packets cannot be used together"
+        ));
+    }
+    let stage = match (a.report_every, a.report_every_packets) {
+        (Some(d), None) if d.is_zero() => return Err(usage!("--report-every must be positive")),
+        (Some(d), None) => StageSpec::Time(d),
+        (None, Some(0)) => return Err(usage!("--report-every-packets must be at least 1")),
+        (None, Some(p)) => StageSpec::Packets(p),
+        _ => match x.as_ref().and_then(|x| x.log) {
+            Some(XmlLog::Count(p)) => StageSpec::Packets(p),
+            Some(XmlLog::Time(d)) => StageSpec::Time(d),
+            None => StageSpec::Time(Duration::from_secs(1)),
+        },
+    };
+    if matches!(&a.token, Some(t) if t.is_empty()) {
+        return Err(usage!("--token must not be empty"));
+    }
+    Ok((
+        ProbeConfig {
+            proto,
+            target: hostport,
+            addr,
+            raw,
+            token: a.token.as_deref().map(npt_wire::frame::token_from_secret),
+            size,
+            fill: a.fill,
+            verify: a.verify,
+            pacing,
+            loss_timeout: a.loss_timeout,
+            count,
+            duration,
+            clients,
+            threads: threads.min(clients),
+            stage,
+            behind_threshold: a.behind_threshold,
+        },
+        notices,
+    ))
+}
+
+pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let (cfg, notices) = config(&a)?;
+    for n in &notices {
+        eprintln!("npt probe: {n}");
+    }
+    let control = Arc::new(Control::default());
+    crate::signals::install(&control)?;
+    let json_to_stdout = a.format == Format::Json;
+    if !a.quiet {
+        eprintln!("{}", banner(&cfg));
+    }
+    let quiet = a.quiet;
+    let outcome = runner::run(&cfg, control, |stage| {
+        if quiet {
+            return;
+        }
+        let line = npt_report::text::stage_line(stage);
+        // Stage lines go where they do not mix with the JSON document.
+        if json_to_stdout {
+            eprintln!("{line}");
+        } else {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    })?;
+    finish(&outcome, a.json.as_deref(), a.format)
+}
+
+pub fn banner(cfg: &ProbeConfig) -> String {
+    let pacing = match cfg.pacing {
+        PacingSpec::Rate { pps } => format!("rate {pps} pps (open loop)"),
+        PacingSpec::Interval { interval } => format!("interval {interval:?} (closed loop)"),
+        PacingSpec::Relay {
+            warmup,
+            warmup_interval,
+        } => format!("relay, warm-up {warmup} packets every {warmup_interval:?} (closed loop)"),
+    };
+    let stop = match (cfg.count, cfg.duration) {
+        (Some(c), Some(d)) => format!("{c} packets or {d:?}"),
+        (Some(c), None) => format!("{c} packets"),
+        (None, Some(d)) => format!("{d:?}"),
+        (None, None) => "until Ctrl-C".to_string(),
+    };
+    format!(
+        "npt probe {}://{} ({}): {pacing}, {} B {}, {} client(s), stop after {stop}",
+        cfg.proto.name(),
+        cfg.target,
+        cfg.addr,
+        cfg.size,
+        if cfg.raw { "raw" } else { "framed" },
+        cfg.clients
+    )
+}
+
+/// Writes the result (file and/or stdout) and picks the exit code.
+pub fn finish(
+    outcome: &runner::Outcome,
+    json: Option<&std::path::Path>,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
+    let bytes = outcome.doc.to_json_pretty();
+    if let Some(path) = json {
+        npt_report::write_atomic(path, &bytes)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Json => out.write_all(&bytes)?,
+        Format::Text => npt_report::text::write_probe(&mut out, &outcome.doc)?,
+    }
+    out.flush()?;
+    if outcome.nothing_answered {
+        eprintln!("npt probe: no reply was received");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(target: &str) -> ProbeArgs {
+        ProbeArgs {
+            target: Some(target.to_string()),
+            fill: Fill::Random,
+            loss_timeout: Duration::from_secs(1),
+            behind_threshold: Duration::from_millis(1),
+            format: Format::Text,
+            ..ProbeArgs::default()
+        }
+    }
+
+    fn err(a: &ProbeArgs) -> String {
+        config(a).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults() {
+        let (c, _) = config(&args("udp://127.0.0.1:7777")).unwrap();
+        assert_eq!(c.proto, Proto::Udp);
+        assert_eq!(c.pacing, PacingSpec::Rate { pps: 100.0 });
+        assert_eq!((c.size, c.clients, c.raw), (64, 1, false));
+        assert_eq!(c.stage, StageSpec::Time(Duration::from_secs(1)));
+        assert_eq!((c.count, c.duration), (None, None));
+    }
+
+    #[test]
+    fn bad_targets_name_the_problem() {
+        assert!(err(&args("127.0.0.1:7777")).contains("expected udp://HOST:PORT"));
+        assert!(err(&args("http://127.0.0.1:7777")).contains("unsupported scheme"));
+        assert!(err(&args("udp://127.0.0.1")).contains("missing :PORT"));
+        assert!(err(&args("udp://127.0.0.1:99999")).contains("bad port"));
+        assert!(err(&args("udp://no-such-host.invalid:7")).contains("cannot resolve host"));
+    }
+
+    #[test]
+    fn flags_for_another_mode_are_refused() {
+        let mut a = args("udp://127.0.0.1:7");
+        a.interval = Some(Duration::from_millis(5));
+        assert!(err(&a).contains("--interval applies only to --mode interval"));
+        a.mode = Some(Mode::Relay);
+        assert!(err(&a).contains("--interval"));
+        let mut a = args("udp://127.0.0.1:7");
+        a.mode = Some(Mode::Relay);
+        a.pps = Some(5.0);
+        assert!(err(&a).contains("--pps applies only to --mode rate"));
+    }
+
+    #[test]
+    fn sizes_and_counts() {
+        let mut a = args("udp://127.0.0.1:7");
+        a.size = Some(40);
+        assert!(err(&a).contains("--size 40"));
+        a.raw = true;
+        assert!(config(&a).is_ok(), "raw header is 24 bytes");
+        a.size = Some(70_000);
+        assert!(err(&a).contains("--size"));
+        let mut a = args("udp://127.0.0.1:7");
+        a.count = Some(0);
+        assert!(err(&a).contains("--count"));
+        let mut a = args("udp://127.0.0.1:7");
+        a.clients = Some(0);
+        assert!(err(&a).contains("--clients"));
+        let mut a = args("udp://127.0.0.1:7");
+        a.raw = true;
+        a.token = Some("x".into());
+        assert!(err(&a).contains("--token"));
+    }
+
+    #[test]
+    fn xml_config_and_flag_override() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/ConfigTemplate.xml"
+        );
+        let mut a = ProbeArgs {
+            config: Some(path.into()),
+            ..args("x")
+        };
+        a.target = None;
+        let (c, notices) = config(&a).unwrap();
+        assert_eq!(
+            c.pacing,
+            PacingSpec::Relay {
+                warmup: 50_000,
+                warmup_interval: Duration::from_millis(10)
+            }
+        );
+        assert_eq!(c.count, Some(1_000_000));
+        assert!(
+            c.raw,
+            "the seed's dataprotocol raw means a plain echo server"
+        );
+        assert_eq!(c.stage, StageSpec::Packets(100_000));
+        assert_eq!(c.addr, "127.0.0.1:7777".parse().unwrap());
+        assert!(notices[0].contains("threadsperclient=8"));
+        a.count = Some(10);
+        a.warmup = Some(4);
+        let (c, _) = config(&a).unwrap();
+        assert_eq!(c.count, Some(10));
+        assert_eq!(
+            c.pacing,
+            PacingSpec::Relay {
+                warmup: 4,
+                warmup_interval: Duration::from_millis(10)
+            }
+        );
+        a.config = Some("/nonexistent.xml".into());
+        assert!(err(&a).contains("--config /nonexistent.xml"));
+    }
+}

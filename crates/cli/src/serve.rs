@@ -1,0 +1,90 @@
+//! `npt serve`: starts the responders and waits for Ctrl-C.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use npt_engine::probe::driver::Control;
+use npt_server::{Limits, ServeConfig, Server};
+
+use crate::usage;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address for TCP and UDP, on the same port number (repeatable).
+    #[arg(
+        long = "listen",
+        short = 'l',
+        value_name = "ADDR:PORT",
+        default_value = "0.0.0.0:7777"
+    )]
+    pub listen: Vec<String>,
+    /// Only answer clients that send this secret (probe --token). Disables raw echo.
+    #[arg(long, value_name = "SECRET")]
+    pub token: Option<String>,
+    /// UDP packets per second allowed from one source address.
+    #[arg(long, value_name = "PPS", default_value_t = 500_000.0)]
+    pub source_pps: f64,
+    /// UDP payload megabits per second allowed from one source address.
+    #[arg(long, value_name = "MBPS", default_value_t = 2000.0)]
+    pub source_mbps: f64,
+    /// TCP connections served at once.
+    #[arg(long, value_name = "N", default_value_t = 65_536)]
+    pub max_conns: usize,
+}
+
+pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
+    let mut listen = Vec::new();
+    for l in &a.listen {
+        let addr: SocketAddr = l.parse().map_err(|_| {
+            usage!("--listen {l:?}: expected ADDR:PORT, e.g. 0.0.0.0:7777 or [::]:7777")
+        })?;
+        listen.push(addr);
+    }
+    if !(a.source_pps > 0.0) {
+        return Err(usage!("--source-pps must be positive"));
+    }
+    if !(a.source_mbps > 0.0) {
+        return Err(usage!("--source-mbps must be positive"));
+    }
+    if a.max_conns == 0 {
+        return Err(usage!("--max-conns must be at least 1"));
+    }
+    if matches!(&a.token, Some(t) if t.is_empty()) {
+        return Err(usage!("--token must not be empty"));
+    }
+    Ok(ServeConfig {
+        listen,
+        token: a.token.as_deref().map(npt_wire::frame::token_from_secret),
+        limits: Limits {
+            pps: a.source_pps,
+            bytes_per_s: a.source_mbps * 1e6 / 8.0,
+            ..Limits::default()
+        },
+        max_tcp_conns: a.max_conns,
+    })
+}
+
+pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let cfg = config(&a)?;
+    let control = Arc::new(Control::default());
+    crate::signals::install(&control)?;
+    let server = Server::start(cfg)?;
+    {
+        let mut out = std::io::stdout().lock();
+        for addr in server.local_addrs() {
+            writeln!(out, "npt serve: listening on tcp+udp {addr}")?;
+        }
+        out.flush()?;
+    }
+    while control.signals.load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("npt serve: stopping; {}", server.counters().line());
+    drop(server);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,585 @@
+//! Drivers: move probe sessions' bytes through real sockets. One OS thread drives one or more
+//! flows; each flow is one connected socket and one [`Session`].
+//!
+//! The loop per wake-up: hand every due packet to the socket (UDP: one `sendmmsg` per batch),
+//! read everything that arrived (UDP: `recvmmsg`), advance deadlines, forward finished
+//! intervals to the runner, and sleep in `ppoll` until the earliest session timeout (with 1 ns
+//! timer slack) or at most 50 ms, so Ctrl-C is seen promptly. Time is read once per step from
+//! a shared monotonic epoch, so timestamps of all flows are comparable.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use npt_netio::{MsgBatch, Ready};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::session::{Interval, Session, SessionConfig, StopReason, Totals};
+
+/// The run's monotonic clock: ns since a shared epoch.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    epoch: Instant,
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        Clock {
+            epoch: Instant::now(),
+        }
+    }
+
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+/// Shared with the runner: how many stop signals have arrived (1 = stop sending and drain,
+/// 2 = abandon in-flight packets now).
+#[derive(Debug, Default)]
+pub struct Control {
+    pub signals: AtomicUsize,
+}
+
+impl Control {
+    fn level(&self) -> usize {
+        self.signals.load(Ordering::Relaxed)
+    }
+}
+
+/// TCP connection timing of one flow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpTimes {
+    pub connect_start: u64,
+    pub connect_ns: Option<u64>,
+}
+
+/// What a driver thread reports to the runner.
+pub enum Event {
+    Interval {
+        flow: usize,
+        interval: Interval,
+    },
+    Done {
+        flow: usize,
+        result: Box<FlowResult>,
+    },
+}
+
+pub struct FlowResult {
+    pub totals: Totals,
+    pub stop: Option<StopReason>,
+    pub tcp: Option<TcpTimes>,
+}
+
+const MAX_WAIT: Duration = Duration::from_millis(50);
+const BATCH: usize = 32;
+
+fn classify(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => "refused",
+        io::ErrorKind::ConnectionReset => "reset",
+        io::ErrorKind::ConnectionAborted => "aborted",
+        io::ErrorKind::TimedOut => "timeout",
+        io::ErrorKind::HostUnreachable => "unreachable",
+        io::ErrorKind::NetworkUnreachable => "unreachable",
+        io::ErrorKind::BrokenPipe => "reset",
+        io::ErrorKind::UnexpectedEof => "closed",
+        _ => "io",
+    }
+}
+
+fn apply_control(s: &mut Session, control: &Control, now: u64) {
+    match control.level() {
+        0 => {}
+        1 => s.stop(now, StopReason::Signal),
+        _ => s.abort(now, StopReason::Abort),
+    }
+}
+
+fn wait_until(
+    clock: &Clock,
+    fds: &[RawFd],
+    want_write: &[bool],
+    deadline: Option<u64>,
+    ready: &mut Vec<Ready>,
+) {
+    let now = clock.now();
+    let timeout = match deadline {
+        Some(d) if d <= now => Duration::ZERO,
+        Some(d) => Duration::from_nanos(d - now).min(MAX_WAIT),
+        None => MAX_WAIT,
+    };
+    if timeout.is_zero() {
+        ready.clear();
+        ready.resize(
+            fds.len(),
+            Ready {
+                readable: true,
+                ..Ready::default()
+            },
+        );
+        return;
+    }
+    if npt_netio::wait(fds, want_write, Some(timeout), ready).is_err() {
+        ready.clear();
+        ready.resize(fds.len(), Ready::default());
+    }
+}
+
+/// Creates a UDP socket connected to `target` (an ephemeral source port of its own).
+pub fn udp_socket(target: SocketAddr) -> io::Result<UdpSocket> {
+    let s = Socket::new(
+        Domain::for_address(target),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )?;
+    npt_netio::set_buffers(&s, 4 << 20);
+    let any: SocketAddr = if target.is_ipv4() {
+        "0.0.0.0:0".parse().expect("literal")
+    } else {
+        "[::]:0".parse().expect("literal")
+    };
+    s.bind(&any.into())?;
+    s.connect(&target.into())?;
+    Ok(s.into())
+}
+
+struct UdpFlow {
+    index: usize,
+    sock: UdpSocket,
+    session: Session,
+    done: bool,
+}
+
+/// Drives UDP flows until all are done. `flows`: (flow index, socket, session).
+pub fn run_udp(
+    flows: Vec<(usize, UdpSocket, Session)>,
+    clock: Clock,
+    control: Arc<Control>,
+    tx: Sender<Event>,
+) {
+    npt_netio::tighten_timer_slack();
+    let size = flows
+        .iter()
+        .map(|(_, _, s)| s.config().size)
+        .max()
+        .unwrap_or(64);
+    let mut out = MsgBatch::new(BATCH, size);
+    // One spare byte per buffer: a longer echo is visible as a length mismatch.
+    let mut inb = MsgBatch::new(BATCH, size + 1);
+    let mut flows: Vec<UdpFlow> = flows
+        .into_iter()
+        .map(|(index, sock, session)| UdpFlow {
+            index,
+            sock,
+            session,
+            done: false,
+        })
+        .collect();
+    let fds: Vec<RawFd> = flows.iter().map(|f| f.sock.as_raw_fd()).collect();
+    let no_write = vec![false; fds.len()];
+    let mut ready = Vec::new();
+    let mut remaining = flows.len();
+    while remaining > 0 {
+        let mut deadline: Option<u64> = None;
+        for f in flows.iter_mut().filter(|f| !f.done) {
+            let fd = f.sock.as_raw_fd();
+            let s = &mut f.session;
+            let now = clock.now();
+            apply_control(s, &control, now);
+            // Send everything due, a batch at a time.
+            loop {
+                let mut k = 0;
+                while k < BATCH {
+                    match s.poll_transmit(now, out.buf_mut(k)) {
+                        Some(n) => {
+                            out.set_len(k, n);
+                            k += 1;
+                        }
+                        None => break,
+                    }
+                }
+                if k == 0 {
+                    break;
+                }
+                let mut sent = 0;
+                while sent < k {
+                    let idx: Vec<usize> = (sent..k).collect();
+                    match out.send(fd, &idx, false, 0) {
+                        Ok(n) => sent += n.max(1),
+                        Err(e) => {
+                            // This packet did not leave; it will count as lost at its deadline.
+                            s.send_failed(classify(&e), || format!("send: {e}"));
+                            sent += 1;
+                        }
+                    }
+                }
+                if k < BATCH {
+                    break;
+                }
+            }
+            // Read everything that has arrived.
+            loop {
+                match inb.recv(fd, BATCH, libc::MSG_DONTWAIT) {
+                    Ok(n) => {
+                        let now = clock.now();
+                        for j in 0..n {
+                            s.handle_reply(now, inb.data(j));
+                        }
+                        if n < BATCH {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        // ICMP port unreachable and friends, reported on a connected socket.
+                        s.record_error(classify(&e), || format!("recv: {e}"));
+                        break;
+                    }
+                }
+            }
+            s.handle_timeout(clock.now());
+            while let Some(iv) = s.poll_interval() {
+                let _ = tx.send(Event::Interval {
+                    flow: f.index,
+                    interval: iv,
+                });
+            }
+            if s.is_done() {
+                f.done = true;
+                remaining -= 1;
+                let stop = s.stop_reason();
+                let totals = std::mem::take(s.totals_mut());
+                let _ = tx.send(Event::Done {
+                    flow: f.index,
+                    result: Box::new(FlowResult {
+                        totals,
+                        stop,
+                        tcp: None,
+                    }),
+                });
+                continue;
+            }
+            if let Some(t) = s.poll_timeout() {
+                deadline = Some(deadline.map_or(t, |d: u64| d.min(t)));
+            }
+        }
+        if remaining == 0 {
+            break;
+        }
+        wait_until(&clock, &fds, &no_write, deadline, &mut ready);
+    }
+}
+
+enum TcpState {
+    Connecting { sock: Socket, started: u64 },
+    Connected { sock: TcpStream },
+    Waiting { retry_at: u64 },
+    Closed,
+}
+
+struct TcpFlow {
+    index: usize,
+    cfg: SessionConfig,
+    session: Option<Session>,
+    state: TcpState,
+    times: TcpTimes,
+    attempts: u32,
+    out: Vec<u8>,
+    out_pos: usize,
+    inbuf: Vec<u8>,
+    errors_before_connect: npt_stats::ErrorCounts,
+}
+
+/// Connect attempts before a flow with no time limit gives up on a dead target.
+const MAX_CONNECT_ATTEMPTS: u32 = 10;
+const CONNECT_TIMEOUT_NS: u64 = 3_000_000_000;
+const RETRY_NS: u64 = 1_000_000_000;
+/// Frames queued ahead of the socket before sends wait (and show up as behind schedule).
+const MAX_QUEUED: usize = 256 * 1024;
+
+fn start_connect(target: SocketAddr) -> io::Result<Socket> {
+    let s = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    s.set_nonblocking(true)?;
+    s.set_nodelay(true)?;
+    match s.connect(&target.into()) {
+        Ok(()) => Ok(s),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(s),
+        Err(e) => Err(e),
+    }
+}
+
+impl TcpFlow {
+    fn fail(&mut self, now: u64, e: &io::Error, what: &str) {
+        let kind = classify(e);
+        let msg = format!("{what}: {e}");
+        match &mut self.session {
+            Some(s) => {
+                s.record_error(kind, || msg);
+                // The stream is gone: whatever was in flight will never come back.
+                s.abort(now, StopReason::Error);
+                self.state = TcpState::Closed;
+            }
+            None => {
+                self.errors_before_connect.record(kind, || msg);
+                self.attempts += 1;
+                let time_left = self.cfg.send_until.is_some_and(|u| now + RETRY_NS < u);
+                if time_left
+                    || (self.cfg.send_until.is_none() && self.attempts < MAX_CONNECT_ATTEMPTS)
+                {
+                    self.state = TcpState::Waiting {
+                        retry_at: now + RETRY_NS,
+                    };
+                } else {
+                    self.state = TcpState::Closed;
+                }
+            }
+        }
+    }
+}
+
+/// Drives TCP flows until all are done. `flows`: (flow index, session config); each connects
+/// first, and its schedule starts when the connection is up.
+pub fn run_tcp(
+    target: SocketAddr,
+    flows: Vec<(usize, SessionConfig)>,
+    clock: Clock,
+    control: Arc<Control>,
+    tx: Sender<Event>,
+) {
+    npt_netio::tighten_timer_slack();
+    let mut flows: Vec<TcpFlow> = flows
+        .into_iter()
+        .map(|(index, cfg)| {
+            let now = clock.now();
+            TcpFlow {
+                index,
+                cfg,
+                session: None,
+                state: TcpState::Waiting { retry_at: now },
+                times: TcpTimes {
+                    connect_start: now,
+                    connect_ns: None,
+                },
+                attempts: 0,
+                out: Vec::new(),
+                out_pos: 0,
+                inbuf: Vec::new(),
+                errors_before_connect: Default::default(),
+            }
+        })
+        .collect();
+    let mut ready: Vec<Ready> = Vec::new();
+    let mut fds: Vec<RawFd> = Vec::new();
+    let mut want_write: Vec<bool> = Vec::new();
+    let mut sent_done = vec![false; flows.len()];
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let mut deadline: Option<u64> = None;
+        let mut at = |t: u64| deadline = Some(deadline.map_or(t, |d: u64| d.min(t)));
+        fds.clear();
+        want_write.clear();
+        for (fi, f) in flows.iter_mut().enumerate() {
+            if sent_done[fi] {
+                continue;
+            }
+            let now = clock.now();
+            let level = control.level();
+            // Connection management: a fresh connect is checked in the same step.
+            if let TcpState::Waiting { retry_at } = f.state {
+                if level > 0 {
+                    f.state = TcpState::Closed;
+                } else if now >= retry_at {
+                    if f.attempts == 0 {
+                        f.times.connect_start = now;
+                    }
+                    match start_connect(target) {
+                        Ok(sock) => f.state = TcpState::Connecting { sock, started: now },
+                        Err(e) => f.fail(now, &e, "connect"),
+                    }
+                } else {
+                    at(retry_at);
+                }
+            }
+            if let TcpState::Connecting { sock, started } = &f.state {
+                let started = *started;
+                let now = clock.now();
+                match sock.take_error() {
+                    Ok(Some(e)) | Err(e) => f.fail(now, &e, "connect"),
+                    Ok(None) => {
+                        if sock.peer_addr().is_ok() {
+                            let TcpState::Connecting { sock, .. } =
+                                std::mem::replace(&mut f.state, TcpState::Closed)
+                            else {
+                                unreachable!("matched above")
+                            };
+                            let stream: TcpStream = sock.into();
+                            f.times.connect_ns = Some(now - f.times.connect_start);
+                            let mut cfg = f.cfg.clone();
+                            cfg.start = now;
+                            f.session = Some(Session::new(cfg));
+                            f.state = TcpState::Connected { sock: stream };
+                        } else if level > 0 {
+                            f.state = TcpState::Closed;
+                        } else if now - started > CONNECT_TIMEOUT_NS {
+                            let e = io::Error::new(io::ErrorKind::TimedOut, "no answer to SYN");
+                            f.fail(now, &e, "connect");
+                        } else {
+                            fds.push(sock.as_raw_fd());
+                            want_write.push(true);
+                            at(started + CONNECT_TIMEOUT_NS);
+                        }
+                    }
+                }
+            }
+            // Data.
+            if let TcpState::Connected { sock } = &mut f.state {
+                let s = f.session.as_mut().expect("connected flows have a session");
+                apply_control(s, &control, now);
+                let size = f.cfg.size;
+                while f.out.len() - f.out_pos < MAX_QUEUED {
+                    let start = f.out.len();
+                    f.out.resize(start + size, 0);
+                    match s.poll_transmit(now, &mut f.out[start..]) {
+                        Some(n) => f.out.truncate(start + n),
+                        None => {
+                            f.out.truncate(start);
+                            break;
+                        }
+                    }
+                }
+                let mut broken: Option<(io::Error, &str)> = None;
+                while f.out_pos < f.out.len() {
+                    match sock.write(&f.out[f.out_pos..]) {
+                        Ok(0) => {
+                            broken = Some((io::ErrorKind::WriteZero.into(), "write"));
+                            break;
+                        }
+                        Ok(n) => f.out_pos += n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            broken = Some((e, "write"));
+                            break;
+                        }
+                    }
+                }
+                if f.out_pos == f.out.len() {
+                    f.out.clear();
+                    f.out_pos = 0;
+                }
+                if broken.is_none() {
+                    loop {
+                        match sock.read(&mut buf) {
+                            Ok(0) => {
+                                if !s.is_done() {
+                                    broken = Some((io::ErrorKind::UnexpectedEof.into(), "read"));
+                                }
+                                break;
+                            }
+                            Ok(n) => {
+                                f.inbuf.extend_from_slice(&buf[..n]);
+                                let now = clock.now();
+                                let mut off = 0;
+                                while f.inbuf.len() - off >= size {
+                                    s.handle_reply(now, &f.inbuf[off..off + size]);
+                                    off += size;
+                                }
+                                f.inbuf.drain(..off);
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => {
+                                broken = Some((e, "read"));
+                                break;
+                            }
+                        }
+                    }
+                }
+                if let Some((e, what)) = broken {
+                    f.fail(clock.now(), &e, what);
+                } else {
+                    s.handle_timeout(clock.now());
+                    if !s.is_done() {
+                        fds.push(sock.as_raw_fd());
+                        want_write.push(f.out_pos < f.out.len());
+                        if let Some(t) = s.poll_timeout() {
+                            at(t);
+                        }
+                    }
+                }
+            }
+            if let Some(s) = f.session.as_mut() {
+                while let Some(iv) = s.poll_interval() {
+                    let _ = tx.send(Event::Interval {
+                        flow: f.index,
+                        interval: iv,
+                    });
+                }
+                if s.is_done() {
+                    f.state = TcpState::Closed;
+                }
+            }
+            if let TcpState::Closed = f.state {
+                sent_done[fi] = true;
+                let (totals, stop) = match f.session.take() {
+                    Some(s) => {
+                        let stop = s.stop_reason();
+                        (s.into_totals(), stop)
+                    }
+                    None => (
+                        Totals::default(),
+                        Some(if level > 0 {
+                            StopReason::Signal
+                        } else {
+                            StopReason::Error
+                        }),
+                    ),
+                };
+                let mut totals = totals;
+                totals.errors += &f.errors_before_connect;
+                let _ = tx.send(Event::Done {
+                    flow: f.index,
+                    result: Box::new(FlowResult {
+                        totals,
+                        stop,
+                        tcp: Some(f.times),
+                    }),
+                });
+            }
+        }
+        if sent_done.iter().all(|d| *d) {
+            break;
+        }
+        if fds.is_empty() {
+            let now = clock.now();
+            let d = deadline.unwrap_or(now + MAX_WAIT.as_nanos() as u64);
+            if d > now {
+                std::thread::sleep(Duration::from_nanos(d - now).min(MAX_WAIT));
+            }
+        } else {
+            wait_until(&clock, &fds, &want_write, deadline, &mut ready);
+        }
+    }
+}

@@ -1,0 +1,512 @@
+//! Runs a whole probe: splits the load over client flows and threads, merges their finished
+//! intervals into stage lines (an interval is printed once every flow has closed it), merges
+//! their totals, and builds the result document.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use npt_report::probe::{
+    Directions, Errors, Health, IntervalRecord, NptLatency, ProbeBody, ProbeHistograms,
+    ProbeSummary,
+};
+use npt_report::Document;
+use npt_wire::{Fill, Pacing};
+use serde::Serialize;
+
+use super::driver::{self, Clock, Control, Event, TcpTimes};
+use super::session::{Framing, Interval, Session, SessionConfig, Stage, StopReason, Totals};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Udp,
+    Tcp,
+}
+
+impl Proto {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Proto::Udp => "udp",
+            Proto::Tcp => "tcp",
+        }
+    }
+}
+
+/// How packets are paced, for the whole run (split over clients by the runner).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum PacingSpec {
+    Interval {
+        #[serde(serialize_with = "ser_dur")]
+        interval: Duration,
+    },
+    Rate {
+        pps: f64,
+    },
+    Relay {
+        warmup: u64,
+        #[serde(serialize_with = "ser_dur")]
+        warmup_interval: Duration,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageSpec {
+    Time(#[serde(serialize_with = "ser_dur")] Duration),
+    Packets(u64),
+}
+
+fn ser_dur<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{}ms", d.as_secs_f64() * 1e3))
+}
+
+fn ser_opt_dur<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => ser_dur(d, s),
+        None => s.serialize_none(),
+    }
+}
+
+fn ser_fill<S: serde::Serializer>(f: &Fill, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match f {
+        Fill::Random => "random",
+        Fill::Zero => "zero",
+        Fill::Pattern => "pattern",
+    })
+}
+
+/// Everything a probe run needs, validated.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeConfig {
+    pub proto: Proto,
+    /// As the user wrote it (`host:port`).
+    pub target: String,
+    pub addr: SocketAddr,
+    pub raw: bool,
+    #[serde(skip)]
+    pub token: Option<u64>,
+    pub size: usize,
+    #[serde(serialize_with = "ser_fill")]
+    pub fill: Fill,
+    pub verify: bool,
+    pub pacing: PacingSpec,
+    #[serde(serialize_with = "ser_dur")]
+    pub loss_timeout: Duration,
+    pub count: Option<u64>,
+    #[serde(serialize_with = "ser_opt_dur")]
+    pub duration: Option<Duration>,
+    pub clients: u32,
+    pub threads: u32,
+    pub stage: StageSpec,
+    /// Sends later than this after their due time count as behind schedule.
+    #[serde(serialize_with = "ser_dur")]
+    pub behind_threshold: Duration,
+}
+
+/// What a finished probe returns.
+pub struct Outcome {
+    pub doc: Document<ProbeBody>,
+    /// True when not a single reply came back.
+    pub nothing_answered: bool,
+}
+
+/// Splits `total` over `n` parts as evenly as possible (the first parts get the remainder).
+fn split(total: u64, n: u32, i: u32) -> u64 {
+    let n = n as u64;
+    total / n + u64::from((i as u64) < total % n)
+}
+
+fn session_config(
+    cfg: &ProbeConfig,
+    client: u32,
+    start: u64,
+    run_seed: u64,
+) -> Option<SessionConfig> {
+    let n = cfg.clients;
+    let pacing = match cfg.pacing {
+        PacingSpec::Interval { interval } => Pacing::Interval {
+            every: interval.as_nanos() as u64,
+        },
+        PacingSpec::Rate { pps } => Pacing::Rate {
+            pps: pps / n as f64,
+        },
+        PacingSpec::Relay {
+            warmup,
+            warmup_interval,
+        } => Pacing::Relay {
+            warmup: split(warmup, n, client).max(1),
+            every: warmup_interval.as_nanos() as u64,
+        },
+    };
+    let count = match cfg.count {
+        Some(c) => {
+            let mine = split(c, n, client);
+            if mine == 0 {
+                return None;
+            }
+            Some(mine)
+        }
+        None => None,
+    };
+    let stage = match cfg.stage {
+        StageSpec::Time(d) => Stage::Time(d.as_nanos().max(1) as u64),
+        StageSpec::Packets(p) => Stage::Packets(split(p, n, 0).max(1)),
+    };
+    let loss_timeout = cfg.loss_timeout.as_nanos() as u64;
+    // Remember enough retired sequence numbers to classify replies up to 4 loss timeouts old.
+    let history = match pacing {
+        Pacing::Rate { pps } => {
+            ((pps * cfg.loss_timeout.as_secs_f64() * 4.0) as usize).clamp(1 << 12, 1 << 22)
+        }
+        _ => 1 << 20,
+    };
+    Some(SessionConfig {
+        flow: client + 1,
+        framing: if cfg.raw {
+            Framing::Raw
+        } else {
+            Framing::Framed {
+                token: cfg.token.unwrap_or(0),
+            }
+        },
+        size: cfg.size,
+        fill: cfg.fill,
+        fill_seed: run_seed ^ (client as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        verify: cfg.verify,
+        pacing,
+        loss_timeout,
+        count,
+        send_until: cfg.duration.map(|d| start + d.as_nanos() as u64),
+        start,
+        stage,
+        behind_threshold: cfg.behind_threshold.as_nanos() as u64,
+        history,
+    })
+}
+
+/// Runs the probe to completion. `on_stage` gets each merged stage as soon as it is final.
+pub fn run(
+    cfg: &ProbeConfig,
+    control: Arc<Control>,
+    mut on_stage: impl FnMut(&IntervalRecord),
+) -> std::io::Result<Outcome> {
+    npt_netio::raise_nofile_limit();
+    let started_wall = SystemTime::now();
+    let clock = Clock::new();
+    let start = clock.now();
+    let run_seed = started_wall
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    let configs: Vec<(usize, SessionConfig)> = (0..cfg.clients)
+        .filter_map(|c| session_config(cfg, c, start, run_seed).map(|s| (c as usize, s)))
+        .collect();
+    let flows = configs.len();
+    let threads = (cfg.threads as usize).clamp(1, flows.max(1));
+    let (tx, rx) = mpsc::channel::<Event>();
+    let mut handles = Vec::new();
+    // Deal flows round-robin to threads.
+    let mut per_thread: Vec<Vec<(usize, SessionConfig)>> =
+        (0..threads).map(|_| Vec::new()).collect();
+    for (i, fc) in configs.into_iter().enumerate() {
+        per_thread[i % threads].push(fc);
+    }
+    for (t, mine) in per_thread.into_iter().enumerate() {
+        let tx = tx.clone();
+        let control = control.clone();
+        let name = format!("npt-probe-{t}");
+        let handle = match cfg.proto {
+            Proto::Udp => {
+                let mut socks = Vec::new();
+                for (i, sc) in mine {
+                    let sock = driver::udp_socket(cfg.addr)?;
+                    socks.push((i, sock, Session::new(sc)));
+                }
+                std::thread::Builder::new()
+                    .name(name)
+                    .spawn(move || driver::run_udp(socks, clock, control, tx))?
+            }
+            Proto::Tcp => {
+                let target = cfg.addr;
+                std::thread::Builder::new()
+                    .name(name)
+                    .spawn(move || driver::run_tcp(target, mine, clock, control, tx))?
+            }
+        };
+        handles.push(handle);
+    }
+    drop(tx);
+
+    let mut totals = Totals::default();
+    let mut stops: Vec<StopReason> = Vec::new();
+    let mut tcp_times: Vec<TcpTimes> = Vec::new();
+    // Per flow: the next interval index it will report, or None once done.
+    let mut next_index: Vec<Option<u32>> = vec![Some(0); cfg.clients as usize];
+    for (c, slot) in next_index.iter_mut().enumerate() {
+        if session_config(cfg, c as u32, start, run_seed).is_none() {
+            *slot = None;
+        }
+    }
+    let mut pending: BTreeMap<u32, Interval> = BTreeMap::new();
+    let mut printed_up_to = 0u32;
+    let mut records = Vec::new();
+    let emit = |iv: &Interval,
+                records: &mut Vec<IntervalRecord>,
+                on_stage: &mut dyn FnMut(&IntervalRecord)| {
+        let r = interval_record(iv, start);
+        on_stage(&r);
+        records.push(r);
+    };
+    for ev in rx {
+        match ev {
+            Event::Interval { flow, interval } => {
+                next_index[flow] = Some(interval.index + 1);
+                *pending.entry(interval.index).or_default() += &interval;
+            }
+            Event::Done { flow, result } => {
+                next_index[flow] = None;
+                totals += &result.totals;
+                if let Some(s) = result.stop {
+                    stops.push(s);
+                }
+                if let Some(t) = result.tcp {
+                    tcp_times.push(t);
+                }
+            }
+        }
+        // An interval is final once every flow still running has moved past it.
+        let horizon = next_index
+            .iter()
+            .flatten()
+            .min()
+            .copied()
+            .unwrap_or(u32::MAX);
+        while let Some((&k, _)) = pending.first_key_value() {
+            if k >= horizon {
+                break;
+            }
+            let iv = pending.remove(&k).expect("key just seen");
+            emit(&iv, &mut records, &mut on_stage);
+            printed_up_to = k + 1;
+        }
+    }
+    for (_, iv) in std::mem::take(&mut pending) {
+        emit(&iv, &mut records, &mut on_stage);
+    }
+    let _ = printed_up_to;
+    for h in handles {
+        let _ = h.join();
+    }
+    let ended_wall = SystemTime::now();
+    let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
+    let stopped_by = [
+        StopReason::Abort,
+        StopReason::Signal,
+        StopReason::Duration,
+        StopReason::Count,
+        StopReason::Error,
+    ]
+    .into_iter()
+    .find(|r| stops.contains(r))
+    .map_or("error", |r| r.name());
+    let body = build_body(cfg, &totals, &tcp_times, records, wall_s);
+    let nothing_answered = totals.received == 0;
+    let config = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
+    let doc = Document::new("probe", started_wall, ended_wall, stopped_by, config, body);
+    Ok(Outcome {
+        doc,
+        nothing_answered,
+    })
+}
+
+fn interval_record(iv: &Interval, run_start: u64) -> IntervalRecord {
+    let dur = (iv.end.saturating_sub(iv.start)) as f64 / 1e9;
+    let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
+    IntervalRecord {
+        index: iv.index,
+        start_s: iv.start.saturating_sub(run_start) as f64 / 1e9,
+        end_s: iv.end.saturating_sub(run_start) as f64 / 1e9,
+        sent: iv.sent,
+        received: iv.received,
+        lost: iv.lost,
+        late: iv.late,
+        duplicated: iv.duplicated,
+        reordered: iv.reordered,
+        loss_pct: pct(iv.lost, iv.sent),
+        pps: per_s(iv.sent as f64),
+        rtt_ms: iv.rtt.summary(),
+        jitter_ms: iv.jitter_ns / 1e6,
+        bandwidth_bps: Directions {
+            up: per_s(iv.bytes_up as f64 * 8.0),
+            down: per_s(iv.bytes_down as f64 * 8.0),
+        },
+        histogram: iv.rtt.to_serialized(),
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+fn build_body(
+    cfg: &ProbeConfig,
+    t: &Totals,
+    tcp: &[TcpTimes],
+    intervals: Vec<IntervalRecord>,
+    wall_s: f64,
+) -> ProbeBody {
+    // The send phase spans first to last send; n packets on a regular schedule span n-1 gaps.
+    let span = match (t.first_send, t.last_send) {
+        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        _ => 0.0,
+    };
+    let pps = if span > 0.0 {
+        (t.sent.saturating_sub(1)) as f64 / span
+    } else {
+        0.0
+    };
+    let per_packet_s = if pps > 0.0 { 1.0 / pps } else { 0.0 };
+    let send_duration_s = span + per_packet_s;
+    let per_s = |x: f64| {
+        if send_duration_s > 0.0 {
+            x / send_duration_s
+        } else {
+            0.0
+        }
+    };
+    let rtt = t.rtt.summary();
+    let open_loop = matches!(cfg.pacing, PacingSpec::Rate { .. });
+    let (first_packet_ms, connect_ms, total_ms) = if cfg.proto == Proto::Tcp {
+        let connected: Vec<&TcpTimes> = tcp.iter().filter(|x| x.connect_ns.is_some()).collect();
+        let n = connected.len().max(1) as f64;
+        let connect = connected
+            .iter()
+            .map(|x| x.connect_ns.unwrap_or(0) as f64)
+            .sum::<f64>()
+            / n
+            / 1e6;
+        let first_start = tcp.iter().map(|x| x.connect_start).min();
+        // First packet: connect + the first echo, as the user of a fresh connection sees it.
+        let first_packet = match (first_start, t.first_reply) {
+            (Some(s), Some(r)) => Some(r.saturating_sub(s) as f64 / 1e6),
+            _ => None,
+        };
+        let total = match (first_start, t.last_reply) {
+            (Some(s), Some(r)) => Some(r.saturating_sub(s) as f64 / 1e6),
+            _ => None,
+        };
+        (
+            first_packet,
+            (!connected.is_empty()).then_some(connect),
+            total,
+        )
+    } else {
+        (None, None, None)
+    };
+    let (user, sys) = npt_report::cpu_seconds();
+    let summary = ProbeSummary {
+        protocol: cfg.proto.name().to_string(),
+        target: cfg.target.clone(),
+        mode: match cfg.pacing {
+            PacingSpec::Interval { .. } => "interval",
+            PacingSpec::Rate { .. } => "rate",
+            PacingSpec::Relay { .. } => "relay",
+        }
+        .to_string(),
+        open_loop,
+        framing: if cfg.raw { "raw" } else { "framed" }.to_string(),
+        clients: cfg.clients,
+        size: cfg.size as u32,
+        sent: t.sent,
+        received: t.received,
+        lost: t.lost,
+        late: t.late,
+        duplicated: t.duplicated,
+        reordered: t.reordered,
+        loss_pct: pct(t.lost, t.sent),
+        pps,
+        pps_received: if t.sent > 0 {
+            pps * t.received as f64 / t.sent as f64
+        } else {
+            0.0
+        },
+        send_duration_s,
+        loss_timeout_ms: cfg.loss_timeout.as_secs_f64() * 1e3,
+        rtt_ms: rtt,
+        rtt_corrected_ms: open_loop.then(|| t.rtt_corrected.summary()),
+        jitter_ms: t.jitter_ns() / 1e6,
+        ipdv_ms: t.ipdv.summary(),
+        bandwidth_bps: Directions {
+            up: per_s(t.bytes_up as f64 * 8.0),
+            down: per_s(t.bytes_down as f64 * 8.0),
+        },
+        bytes: Directions {
+            up: t.bytes_up as f64,
+            down: t.bytes_down as f64,
+        },
+        first_packet_ms,
+        connect_ms,
+        total_ms,
+        corrupt: t.corrupt,
+        foreign: t.foreign,
+        stale: t.stale,
+    };
+    let health = Health {
+        sends_behind_schedule: t.behind_schedule,
+        behind_threshold_ms: cfg.behind_threshold.as_secs_f64() * 1e3,
+        send_lateness_ms: t.send_lateness.summary(),
+        cpu_user_s: user,
+        cpu_sys_s: sys,
+        cpu_pct: if wall_s > 0.0 {
+            (user + sys) / wall_s * 100.0
+        } else {
+            0.0
+        },
+        max_rss_bytes: npt_report::max_rss_bytes(),
+    };
+    let mut latency = BTreeMap::new();
+    latency.insert(cfg.proto.name().to_string(), NptLatency::from(&rtt));
+    let total_errors = t.errors.total();
+    let errors = Errors {
+        total_errors,
+        error_rate: if t.sent > 0 {
+            total_errors as f64 / t.sent as f64
+        } else if total_errors > 0 {
+            1.0
+        } else {
+            0.0
+        },
+        by_kind: t.errors.clone(),
+    };
+    ProbeBody {
+        summary,
+        health,
+        latency,
+        errors,
+        histograms: ProbeHistograms {
+            rtt: t.rtt.to_serialized(),
+            rtt_corrected: open_loop.then(|| t.rtt_corrected.to_serialized()),
+            ipdv: t.ipdv.to_serialized(),
+        },
+        intervals,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_is_even_and_complete() {
+        let parts: Vec<u64> = (0..3).map(|i| split(10, 3, i)).collect();
+        assert_eq!(parts, vec![4, 3, 3]);
+        assert_eq!((0..7).map(|i| split(5, 7, i)).sum::<u64>(), 5);
+    }
+}
