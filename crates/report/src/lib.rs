@@ -7,6 +7,7 @@
 
 pub mod http;
 pub mod probe;
+pub mod run;
 pub mod text;
 
 use std::io::{self, Write};
@@ -148,9 +149,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "result path has no file name"))?;
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "result path has no file name")
+    })?;
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
         name.to_string_lossy(),

@@ -1,1 +1,16 @@
-//! placeholder
+//! `npt run`: simulated users browsing the web over TCP, browsing over QUIC, moving large
+//! files and playing a game over UDP against `npt serve`, measured per request in HDR
+//! histograms (seed 000's NPT, with correct percentiles and flat memory).
+//!
+//! The decisions of a user live in [`model`] (pure, seeded, virtual-clock tested); the
+//! sockets in [`driver`]; the measurements in [`collect`].
+
+pub mod collect;
+pub mod config;
+pub mod driver;
+pub mod model;
+pub mod quic;
+
+pub use config::{Activity, ConfigError, Load, Mix, Proto, Range, Shape, Targets};
+pub use driver::{run, Progress, RunConfig, RunError, RunOutput};
+pub use quic::QuicTrust;

@@ -1,0 +1,146 @@
+//! The body of a `run` result (simulated users): NPT's `latency.<tcp|quic|udp>` and `errors`
+//! blocks with correct per-request values, then per protocol and per activity summaries,
+//! the tester's health, serialized histograms (exact merge later) and the 1 s series.
+//!
+//! Field names here are what users script against (docs/run.md, "JSON names"); keep them
+//! stable. `schema/run.schema.json` describes this layout and a test enforces it.
+
+use std::collections::BTreeMap;
+
+use npt_stats::{SerializedHistogram, Summary};
+use serde::{Deserialize, Serialize};
+
+use crate::probe::{Directions, Errors, NptLatency};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunBody {
+    pub summary: RunSummary,
+    pub health: RunHealth,
+    /// NPT's block: `latency.<tcp|quic|udp>.{avg,p50,p95,p99,max,min}_ms`, request latency
+    /// (first byte handed to the socket → last response byte read). Protocols with no
+    /// completed request are left out.
+    pub latency: BTreeMap<String, NptLatency>,
+    /// NPT's block; `error_rate` = errors / (completed requests + errors).
+    pub errors: Errors,
+    /// Keyed `tcp`, `quic`, `udp`.
+    pub protocols: BTreeMap<String, ProtocolStats>,
+    /// Keyed `web`, `quic`, `download`, `upload`, `game` (activities in the mix only).
+    pub activities: BTreeMap<String, ActivityStats>,
+    /// Serialized HDR histograms (ns), keyed `<protocol|activity|health>.<measure>`,
+    /// e.g. `tcp.latency`, `tcp.connect`, `web.latency`, `download.ttfb`.
+    pub histograms: BTreeMap<String, SerializedHistogram>,
+    pub intervals: Vec<RunInterval>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// `closed` (fixed users with think time) or `open` (sessions arriving at a rate).
+    pub model: String,
+    pub targets: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_target: Option<String>,
+    pub users: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate_per_s: Option<f64>,
+    pub mix: String,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub ramp_up_s: f64,
+    /// Sessions (visits, transfers, game sessions) started and finished without error.
+    pub sessions_started: u64,
+    pub sessions_completed: u64,
+    /// Completed requests over every protocol.
+    pub requests: u64,
+    pub requests_per_s: f64,
+    /// Application payload bytes each way (headers of IP/TCP/UDP/QUIC excluded; npt's own
+    /// 48-byte frame header included).
+    pub bytes: Directions,
+    pub throughput_bps: Directions,
+    pub max_active_users: u64,
+    pub max_active_connections: u64,
+    /// Open model: arrivals not started because `max_active` users were already active.
+    pub arrivals_dropped: u64,
+}
+
+/// The tester's own health: was the client the bottleneck?
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RunHealth {
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// CPU time / wall time × 100 (200 = both cores of a 2-core machine busy).
+    pub cpu_pct: f64,
+    pub max_rss_bytes: u64,
+    /// How late think-time and pause wakeups fired after they were due.
+    pub timer_lateness_ms: Summary,
+    /// Wakeups more than `late_threshold_ms` late.
+    pub late_wakeups: u64,
+    pub late_threshold_ms: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ProtocolStats {
+    pub requests: u64,
+    pub errors: u64,
+    pub connections: u64,
+    pub bytes: Directions,
+    /// Mean application throughput over the run, bits/s each way.
+    pub throughput_bps: Directions,
+    /// Request latency: first byte handed to the socket → last response byte read.
+    pub latency_ms: Summary,
+    /// TCP connect (SYN → established). For QUIC the same as the handshake.
+    pub connect_ms: Summary,
+    /// TCP: the handshake-sized exchange of a web page; QUIC: the QUIC/TLS handshake.
+    pub handshake_ms: Summary,
+    /// Connect start → last byte of the first request's response (seed 001's "first packet").
+    pub first_request_ms: Summary,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ActivityStats {
+    pub protocol: String,
+    pub sessions: u64,
+    pub requests: u64,
+    pub errors: u64,
+    pub bytes: Directions,
+    pub latency_ms: Summary,
+    /// Download/upload: request sent → first response byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb_ms: Option<Summary>,
+    /// Download/upload: bytes moved / time taken, over all transfers, bits/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer_bps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub game: Option<GameStats>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct GameStats {
+    pub sent: u64,
+    /// First replies within the loss timeout. `received + lost == sent`.
+    pub received: u64,
+    pub lost: u64,
+    pub late: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub loss_pct: f64,
+    /// RFC 3550 interarrival jitter of the RTT, sample-weighted over sessions.
+    pub jitter_ms: f64,
+    pub loss_timeout_ms: f64,
+}
+
+/// One interval (1 s by default) of the run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RunInterval {
+    pub index: u32,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub requests: u64,
+    pub errors: u64,
+    pub bytes: Directions,
+    /// Sampled at the end of the interval.
+    pub active_users: u64,
+    pub active_connections: u64,
+    /// Request latency of requests completed in this interval, all protocols.
+    pub latency_ms: Summary,
+    pub histogram: SerializedHistogram,
+}

@@ -1,0 +1,523 @@
+//! Where every user's measurements go: one set of HDR histograms and counters per protocol
+//! and per activity, shared by all users behind a mutex (held for a few hundred ns per
+//! record), plus gauges of active users and connections and the 1 s interval series.
+//!
+//! Memory is flat: a fixed number of histograms whatever the number of users or requests
+//! (a histogram per user would cost ~256 KiB × users); only the interval series grows, by
+//! one small record per interval.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use npt_report::probe::{Directions, Errors, NptLatency};
+use npt_report::run::{
+    ActivityStats, GameStats, ProtocolStats, RunHealth, RunInterval, RunSummary,
+};
+use npt_stats::{ErrorCounts, Histogram};
+
+use crate::config::{Activity, Proto};
+
+#[derive(Default)]
+struct ProtoAcc {
+    requests: u64,
+    errors: u64,
+    connections: u64,
+    up: u64,
+    down: u64,
+    latency: Histogram,
+    connect: Histogram,
+    handshake: Histogram,
+    first: Histogram,
+}
+
+/// Game session counters, added up over sessions.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GameCounts {
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub late: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    /// Σ jitter × samples and Σ samples, for the sample-weighted mean.
+    pub jitter_weighted_ns: f64,
+    pub jitter_samples: u64,
+}
+
+#[derive(Default)]
+struct ActAcc {
+    sessions: u64,
+    completed: u64,
+    requests: u64,
+    errors: u64,
+    up: u64,
+    down: u64,
+    latency: Histogram,
+    ttfb: Option<Histogram>,
+    transfer_bytes: u64,
+    transfer_ns: u64,
+    game: GameCounts,
+}
+
+#[derive(Default)]
+struct IntervalAcc {
+    requests: u64,
+    errors: u64,
+    up: u64,
+    down: u64,
+    latency: Histogram,
+}
+
+#[derive(Default)]
+struct Totals {
+    proto: [ProtoAcc; 3],
+    act: [ActAcc; 5],
+    errors: ErrorCounts,
+    interval: IntervalAcc,
+    intervals: Vec<RunInterval>,
+    lateness: Histogram,
+    late_wakeups: u64,
+}
+
+/// Timer wakeups later than this count as late in `health.late_wakeups`.
+pub const LATE_THRESHOLD_NS: u64 = 10_000_000;
+
+/// Shared by every user task of a run.
+#[derive(Default)]
+pub struct Collector {
+    totals: Mutex<Totals>,
+    pub active_users: AtomicU64,
+    pub active_conns: AtomicU64,
+    pub max_users: AtomicU64,
+    pub max_conns: AtomicU64,
+    pub arrivals_dropped: AtomicU64,
+    requests_total: AtomicU64,
+    errors_total: AtomicU64,
+}
+
+/// Decrements a gauge when dropped (also when the task is cancelled mid-request).
+pub struct Gauge<'a> {
+    g: &'a AtomicU64,
+}
+
+impl Drop for Gauge<'_> {
+    fn drop(&mut self) {
+        self.g.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Collector {
+    pub fn new() -> Collector {
+        Collector::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Totals> {
+        // A panic while holding the lock cannot leave the counters inconsistent enough to
+        // matter; keep measuring.
+        self.totals.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn user_active(&self) -> Gauge<'_> {
+        let n = self.active_users.fetch_add(1, Ordering::Relaxed) + 1;
+        self.max_users.fetch_max(n, Ordering::Relaxed);
+        Gauge {
+            g: &self.active_users,
+        }
+    }
+
+    pub fn conn_open(&self, p: Proto) -> Gauge<'_> {
+        let n = self.active_conns.fetch_add(1, Ordering::Relaxed) + 1;
+        self.max_conns.fetch_max(n, Ordering::Relaxed);
+        self.lock().proto[p.index()].connections += 1;
+        Gauge {
+            g: &self.active_conns,
+        }
+    }
+
+    pub fn session(&self, a: Activity) {
+        self.lock().act[a.index()].sessions += 1;
+    }
+
+    pub fn session_completed(&self, a: Activity) {
+        self.lock().act[a.index()].completed += 1;
+    }
+
+    /// One completed request: `ns` from its first byte sent to its last response byte.
+    pub fn request(&self, a: Activity, up: u64, down: u64, ns: u64) {
+        let mut t = self.lock();
+        let p = &mut t.proto[a.protocol().index()];
+        p.requests += 1;
+        p.up += up;
+        p.down += down;
+        p.latency.record(ns);
+        let x = &mut t.act[a.index()];
+        x.requests += 1;
+        x.up += up;
+        x.down += down;
+        x.latency.record(ns);
+        let i = &mut t.interval;
+        i.requests += 1;
+        i.up += up;
+        i.down += down;
+        i.latency.record(ns);
+        drop(t);
+        self.requests_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Bytes that moved without completing a request (a game packet's way up, say).
+    pub fn bytes(&self, a: Activity, up: u64, down: u64) {
+        let mut t = self.lock();
+        let p = &mut t.proto[a.protocol().index()];
+        p.up += up;
+        p.down += down;
+        let x = &mut t.act[a.index()];
+        x.up += up;
+        x.down += down;
+        t.interval.up += up;
+        t.interval.down += down;
+    }
+
+    pub fn connect(&self, p: Proto, ns: u64) {
+        self.lock().proto[p.index()].connect.record(ns);
+    }
+
+    pub fn handshake(&self, p: Proto, ns: u64) {
+        self.lock().proto[p.index()].handshake.record(ns);
+    }
+
+    pub fn first_request(&self, p: Proto, ns: u64) {
+        self.lock().proto[p.index()].first.record(ns);
+    }
+
+    pub fn ttfb(&self, a: Activity, ns: u64) {
+        self.lock().act[a.index()]
+            .ttfb
+            .get_or_insert_with(Histogram::new)
+            .record(ns);
+    }
+
+    pub fn transfer(&self, a: Activity, bytes: u64, ns: u64) {
+        let mut t = self.lock();
+        let x = &mut t.act[a.index()];
+        x.transfer_bytes += bytes;
+        x.transfer_ns += ns;
+    }
+
+    /// RTTs of game packets, recorded in batches to keep the lock rate low.
+    pub fn game_rtts(&self, rtts: &[u64]) {
+        if rtts.is_empty() {
+            return;
+        }
+        let mut t = self.lock();
+        let up_down = rtts.len() as u64;
+        for &ns in rtts {
+            t.proto[Proto::Udp.index()].latency.record(ns);
+            t.act[Activity::Game.index()].latency.record(ns);
+            t.interval.latency.record(ns);
+        }
+        t.proto[Proto::Udp.index()].requests += up_down;
+        t.act[Activity::Game.index()].requests += up_down;
+        t.interval.requests += up_down;
+        drop(t);
+        self.requests_total.fetch_add(up_down, Ordering::Relaxed);
+    }
+
+    pub fn game_session(&self, g: &GameCounts) {
+        let mut t = self.lock();
+        let x = &mut t.act[Activity::Game.index()].game;
+        x.sent += g.sent;
+        x.received += g.received;
+        x.lost += g.lost;
+        x.late += g.late;
+        x.duplicated += g.duplicated;
+        x.reordered += g.reordered;
+        x.jitter_weighted_ns += g.jitter_weighted_ns;
+        x.jitter_samples += g.jitter_samples;
+    }
+
+    /// One failed request, connection or session, by kind (`refused`, `reset`, `timeout`, …).
+    pub fn error(&self, a: Activity, kind: &str, example: impl FnOnce() -> String) {
+        let mut t = self.lock();
+        t.proto[a.protocol().index()].errors += 1;
+        t.act[a.index()].errors += 1;
+        t.interval.errors += 1;
+        let proto = a.protocol().name();
+        let act = a.name();
+        t.errors
+            .record(kind, || format!("{act} ({proto}): {}", example()));
+        drop(t);
+        self.errors_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How late a timer fired after its due time.
+    pub fn lateness(&self, ns: u64) {
+        let mut t = self.lock();
+        t.lateness.record(ns.max(1));
+        if ns > LATE_THRESHOLD_NS {
+            t.late_wakeups += 1;
+        }
+    }
+
+    pub fn requests_total(&self) -> u64 {
+        self.requests_total.load(Ordering::Relaxed)
+    }
+
+    pub fn errors_total(&self) -> u64 {
+        self.errors_total.load(Ordering::Relaxed)
+    }
+
+    /// Closes the current interval `[start_s, end_s)` and returns a copy of it.
+    pub fn close_interval(&self, start_s: f64, end_s: f64) -> RunInterval {
+        let users = self.active_users.load(Ordering::Relaxed);
+        let conns = self.active_conns.load(Ordering::Relaxed);
+        let mut t = self.lock();
+        let index = t.intervals.len() as u32;
+        let i = &mut t.interval;
+        let rec = RunInterval {
+            index,
+            start_s,
+            end_s,
+            requests: i.requests,
+            errors: i.errors,
+            bytes: Directions {
+                up: i.up as f64,
+                down: i.down as f64,
+            },
+            active_users: users,
+            active_connections: conns,
+            latency_ms: i.latency.summary(),
+            histogram: i.latency.to_serialized(),
+        };
+        i.requests = 0;
+        i.errors = 0;
+        i.up = 0;
+        i.down = 0;
+        i.latency.reset();
+        t.intervals.push(rec.clone());
+        rec
+    }
+
+    /// Builds the result body's measured parts. `secs`: the run's length.
+    pub fn finish(&self, secs: f64, game_loss_timeout_ms: f64) -> Measured {
+        let mut t = self.lock();
+        let secs = secs.max(1e-9);
+        let mut latency = std::collections::BTreeMap::new();
+        let mut protocols = std::collections::BTreeMap::new();
+        let mut histograms = std::collections::BTreeMap::new();
+        let mut requests = 0;
+        let (mut up, mut down) = (0u64, 0u64);
+        for p in Proto::ALL {
+            let a = &t.proto[p.index()];
+            requests += a.requests;
+            up += a.up;
+            down += a.down;
+            if a.requests == 0 && a.errors == 0 && a.connections == 0 {
+                continue;
+            }
+            let lat = a.latency.summary();
+            if a.requests > 0 {
+                latency.insert(p.name().to_string(), NptLatency::from(&lat));
+            }
+            protocols.insert(
+                p.name().to_string(),
+                ProtocolStats {
+                    requests: a.requests,
+                    errors: a.errors,
+                    connections: a.connections,
+                    bytes: Directions {
+                        up: a.up as f64,
+                        down: a.down as f64,
+                    },
+                    throughput_bps: Directions {
+                        up: a.up as f64 * 8.0 / secs,
+                        down: a.down as f64 * 8.0 / secs,
+                    },
+                    latency_ms: lat,
+                    connect_ms: a.connect.summary(),
+                    handshake_ms: a.handshake.summary(),
+                    first_request_ms: a.first.summary(),
+                },
+            );
+            for (name, h) in [
+                ("latency", &a.latency),
+                ("connect", &a.connect),
+                ("handshake", &a.handshake),
+                ("first_request", &a.first),
+            ] {
+                if !h.is_empty() {
+                    histograms.insert(format!("{}.{name}", p.name()), h.to_serialized());
+                }
+            }
+        }
+        let mut activities = std::collections::BTreeMap::new();
+        let (mut started, mut completed) = (0, 0);
+        for a in Activity::ALL {
+            let x = &t.act[a.index()];
+            started += x.sessions;
+            completed += x.completed;
+            if x.sessions == 0 && x.errors == 0 {
+                continue;
+            }
+            let game = (a == Activity::Game).then(|| {
+                let g = &x.game;
+                GameStats {
+                    sent: g.sent,
+                    received: g.received,
+                    lost: g.lost,
+                    late: g.late,
+                    duplicated: g.duplicated,
+                    reordered: g.reordered,
+                    loss_pct: if g.sent == 0 {
+                        0.0
+                    } else {
+                        g.lost as f64 * 100.0 / g.sent as f64
+                    },
+                    jitter_ms: if g.jitter_samples == 0 {
+                        0.0
+                    } else {
+                        g.jitter_weighted_ns / g.jitter_samples as f64 / 1e6
+                    },
+                    loss_timeout_ms: game_loss_timeout_ms,
+                }
+            });
+            activities.insert(
+                a.name().to_string(),
+                ActivityStats {
+                    protocol: a.protocol().name().to_string(),
+                    sessions: x.sessions,
+                    requests: x.requests,
+                    errors: x.errors,
+                    bytes: Directions {
+                        up: x.up as f64,
+                        down: x.down as f64,
+                    },
+                    latency_ms: x.latency.summary(),
+                    ttfb_ms: x.ttfb.as_ref().map(|h| h.summary()),
+                    transfer_bps: (x.transfer_ns > 0)
+                        .then(|| x.transfer_bytes as f64 * 8.0 / (x.transfer_ns as f64 / 1e9)),
+                    game,
+                },
+            );
+            if !x.latency.is_empty() {
+                histograms.insert(format!("{}.latency", a.name()), x.latency.to_serialized());
+            }
+            if let Some(h) = &x.ttfb {
+                histograms.insert(format!("{}.ttfb", a.name()), h.to_serialized());
+            }
+        }
+        if !t.lateness.is_empty() {
+            histograms.insert(
+                "health.timer_lateness".to_string(),
+                t.lateness.to_serialized(),
+            );
+        }
+        let total_errors = t.errors.total();
+        let errors = Errors {
+            total_errors,
+            error_rate: if requests + total_errors == 0 {
+                0.0
+            } else {
+                total_errors as f64 / (requests + total_errors) as f64
+            },
+            by_kind: t.errors.clone(),
+        };
+        let summary = RunSummary {
+            sessions_started: started,
+            sessions_completed: completed,
+            requests,
+            requests_per_s: requests as f64 / secs,
+            bytes: Directions {
+                up: up as f64,
+                down: down as f64,
+            },
+            throughput_bps: Directions {
+                up: up as f64 * 8.0 / secs,
+                down: down as f64 * 8.0 / secs,
+            },
+            max_active_users: self.max_users.load(Ordering::Relaxed),
+            max_active_connections: self.max_conns.load(Ordering::Relaxed),
+            arrivals_dropped: self.arrivals_dropped.load(Ordering::Relaxed),
+            ..RunSummary::default()
+        };
+        let health = RunHealth {
+            timer_lateness_ms: t.lateness.summary(),
+            late_wakeups: t.late_wakeups,
+            late_threshold_ms: LATE_THRESHOLD_NS as f64 / 1e6,
+            ..RunHealth::default()
+        };
+        Measured {
+            summary,
+            health,
+            latency,
+            errors,
+            protocols,
+            activities,
+            histograms,
+            intervals: std::mem::take(&mut t.intervals),
+        }
+    }
+}
+
+/// The measured parts of a [`npt_report::run::RunBody`]; the driver fills in the rest.
+pub struct Measured {
+    pub summary: RunSummary,
+    pub health: RunHealth,
+    pub latency: std::collections::BTreeMap<String, NptLatency>,
+    pub errors: Errors,
+    pub protocols: std::collections::BTreeMap<String, ProtocolStats>,
+    pub activities: std::collections::BTreeMap<String, ActivityStats>,
+    pub histograms: std::collections::BTreeMap<String, npt_stats::SerializedHistogram>,
+    pub intervals: Vec<RunInterval>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npt_block_comes_from_per_request_histograms() {
+        let c = Collector::new();
+        c.session(Activity::Web);
+        // 99 fast requests and one slow one: a per-second average would hide the slow one.
+        for _ in 0..99 {
+            c.request(Activity::Web, 100, 1000, 10_000_000);
+        }
+        c.request(Activity::Web, 100, 1000, 300_000_000);
+        c.error(Activity::Web, "refused", || "connection refused".into());
+        let m = c.finish(10.0, 1000.0);
+        let tcp = m.latency["tcp"];
+        assert!((tcp.p50_ms - 10.0).abs() < 0.02, "{}", tcp.p50_ms);
+        assert!((tcp.max_ms - 300.0).abs() < 0.5);
+        assert!((tcp.min_ms - 10.0).abs() < 0.02);
+        assert!((tcp.avg_ms - 12.9).abs() < 0.05, "{}", tcp.avg_ms);
+        assert_eq!(m.errors.total_errors, 1);
+        assert!((m.errors.error_rate - 1.0 / 101.0).abs() < 1e-12);
+        assert_eq!(m.activities["web"].requests, 100);
+        assert_eq!(m.summary.bytes.up, 10_000.0);
+        assert!(!m.latency.contains_key("quic"));
+    }
+
+    #[test]
+    fn intervals_reset_and_gauges_track() {
+        let c = Collector::new();
+        {
+            let _u = c.user_active();
+            let _k = c.conn_open(Proto::Tcp);
+            c.request(Activity::Web, 1, 2, 1_000);
+            let i = c.close_interval(0.0, 1.0);
+            assert_eq!(
+                (i.requests, i.active_users, i.active_connections),
+                (1, 1, 1)
+            );
+        }
+        let i = c.close_interval(1.0, 2.0);
+        assert_eq!(
+            (i.requests, i.active_users, i.active_connections),
+            (0, 0, 0)
+        );
+        assert_eq!(c.max_users.load(Ordering::Relaxed), 1);
+        let m = c.finish(2.0, 1000.0);
+        assert_eq!(m.intervals.len(), 2);
+        assert_eq!(m.protocols["tcp"].connections, 1);
+    }
+}
