@@ -241,6 +241,7 @@ pub const EXAMPLES_PER_KIND: usize = 3;
 
 /// Errors counted by kind, with the first few messages of each as examples.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct ErrorCounts {
     kinds: BTreeMap<String, ErrorKind>,
 }
