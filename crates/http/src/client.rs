@@ -756,6 +756,64 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
     })
 }
 
+/// `n` threads, each running a single-threaded tokio runtime until [`Workers::stop`].
+struct Workers {
+    handles: Vec<tokio::runtime::Handle>,
+    stops: Vec<tokio::sync::oneshot::Sender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    fn start(n: usize) -> Result<Workers, Error> {
+        let mut w = Workers {
+            handles: Vec::new(),
+            stops: Vec::new(),
+            threads: Vec::new(),
+        };
+        for i in 0..n.max(1) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::Io("starting a worker runtime".into(), e))?;
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            w.handles.push(rt.handle().clone());
+            w.stops.push(tx);
+            let t = std::thread::Builder::new()
+                .name(format!("npt-http-{i}"))
+                .spawn(move || {
+                    let _ = rt.block_on(rx);
+                    // Dropping `rt` here cancels its tasks on their own thread.
+                })
+                .map_err(|e| Error::Io("spawning a worker thread".into(), e))?;
+            w.threads.push(t);
+        }
+        Ok(w)
+    }
+
+    fn handle(&self, i: usize) -> &tokio::runtime::Handle {
+        &self.handles[i % self.handles.len()]
+    }
+
+    fn stop(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        for s in self.stops.drain(..) {
+            let _ = s.send(());
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
 /// Resolves the URL's host (the first address wins, as most clients do).
 pub fn resolve(t: &Target) -> Result<SocketAddr, Error> {
     (t.host.as_str(), t.port)
@@ -823,12 +881,13 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("npt-http")
+    // Cold start polls from this thread; the load runs on `threads` single-threaded runtimes
+    // (one event loop per core, as wrk does: no work-stealing traffic between cores).
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Io("starting the runtime".into(), e))?;
+    let workers = Workers::start(threads)?;
     let addr = resolve(&cfg.target)?;
 
     // Cold start: the command runs until this function returns, however it returns.
@@ -851,8 +910,9 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
         .map(|_| Arc::new(Shard::default()))
         .collect();
     let mut tasks = Vec::with_capacity(shards.len());
-    for shard in &shards {
+    for (i, shard) in shards.iter().enumerate() {
         let (ctx, shard) = (ctx.clone(), shard.clone());
+        let rt = workers.handle(i);
         let task = if cfg.new_conn {
             rt.spawn(new_conn_slot(ctx, shard))
         } else if cfg.http2 {
@@ -910,6 +970,8 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
     for t in &tasks {
         t.abort();
     }
+    // Dropping the runtimes cancels every request still in flight and closes its socket.
+    workers.stop();
     let cutoff = ctx.ns(stop_at);
     drain(&mut collector, &mut buf, cutoff);
     if cfg.progress {
@@ -939,7 +1001,7 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
     };
     let mut body = collector.finish(summary, cutoff, health);
     body.cold_start = cold;
-    rt.shutdown_timeout(Duration::from_millis(200));
+    drop(rt);
     if let Some(mut g) = group {
         g.kill(Duration::from_millis(500));
     }
