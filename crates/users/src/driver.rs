@@ -45,6 +45,66 @@ pub struct RunConfig {
     pub workers: usize,
 }
 
+impl RunConfig {
+    /// The effective configuration, for the result document's `config`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let r = |x: crate::config::Range| json!([x.lo, x.hi]);
+        let ms = |x: crate::config::Range| json!([x.lo as f64 / 1e6, x.hi as f64 / 1e6]);
+        let s = &self.shape;
+        let (model, load) = match self.load {
+            Load::Users { users, ramp_up } => (
+                "closed",
+                json!({"users": users, "ramp_up_s": ramp_up.as_secs_f64()}),
+            ),
+            Load::Arrivals {
+                per_sec,
+                max_active,
+            } => (
+                "open",
+                json!({"arrival_rate_per_s": per_sec, "max_active": max_active}),
+            ),
+        };
+        json!({
+            "targets": self.targets.stream.iter().map(|a| format!("tcp://{a}")).collect::<Vec<_>>(),
+            "quic": self.targets.quic.map(|a| a.to_string()),
+            "quic_server_name": self.targets.quic_server_name,
+            "quic_trust": match &self.quic_trust {
+                QuicTrust::Insecure => "insecure",
+                QuicTrust::Roots(_) => "ca",
+            },
+            "model": model,
+            "load": load,
+            "duration_s": self.duration.as_secs_f64(),
+            "mix": s.mix.to_string_compact(),
+            "think_ms": ms(s.think),
+            "seed": self.seed,
+            "token": self.token != 0,
+            "timeout_s": self.timeout.as_secs_f64(),
+            "interval_s": self.interval.as_secs_f64(),
+            "web": {
+                "pages": r(s.web.pages), "rounds": r(s.web.rounds),
+                "handshake_up": r(s.web.handshake_up), "handshake_down": r(s.web.handshake_down),
+                "request_up": r(s.web.request_up), "request_down": r(s.web.request_down),
+                "pause_ms": ms(s.web.pause),
+            },
+            "quic_visit": {
+                "resources": r(s.quic.resources), "doc_up": r(s.quic.doc_up),
+                "doc_down": r(s.quic.doc_down), "resource_up": r(s.quic.resource_up),
+                "resource_down": r(s.quic.resource_down),
+            },
+            "transfer": {
+                "download": r(s.transfer.download), "upload": r(s.transfer.upload),
+                "chunk": s.transfer.chunk,
+            },
+            "game": {
+                "session_ms": ms(s.game.session), "tick_hz": r(s.game.tick_hz),
+                "size": r(s.game.size), "loss_timeout_ms": s.game.loss_timeout.as_secs_f64() * 1e3,
+            },
+        })
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("cannot start the runtime: {0}")]
