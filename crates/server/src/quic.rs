@@ -183,8 +183,7 @@ fn load_tls(
             if chain.is_empty() {
                 return Err(pem_err(cert, "no CERTIFICATE block".into()));
             }
-            let key =
-                PrivateKeyDer::from_pem_file(key).map_err(|e| pem_err(key, e.to_string()))?;
+            let key = PrivateKeyDer::from_pem_file(key).map_err(|e| pem_err(key, e.to_string()))?;
             Ok((chain, key))
         }
     }
