@@ -1,0 +1,234 @@
+//! Servers that misbehave: one that stalls for 1 s every 3 s (the coordinated-omission
+//! test: the corrected p99 shows the stall, the uncorrected one hides it), and ones that reset,
+//! close, hang, answer garbage or refuse — classified errors, the run ends on time, the report
+//! is written. Nothing here depends on the machine's speed beyond generous margins.
+
+mod common;
+
+use std::convert::Infallible;
+use std::io::Read as _;
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper::Response;
+use hyper_util::rt::TokioIo;
+
+/// HTTP/1.1 server that holds every request arriving in [1 s, 2 s) of each 3 s period until 2 s.
+fn stalling_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let t0 = tokio::time::Instant::now();
+            loop {
+                let Ok((s, _)) = listener.accept().await else {
+                    continue;
+                };
+                let svc = service_fn(move |_req| async move {
+                    let phase = t0.elapsed().as_nanos() % 3_000_000_000;
+                    if (1_000_000_000..2_000_000_000).contains(&phase) {
+                        let left = 2_000_000_000 - phase;
+                        tokio::time::sleep(Duration::from_nanos(left as u64)).await;
+                    }
+                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
+                });
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(s), svc)
+                        .await;
+                });
+            }
+        });
+    });
+    addr
+}
+
+#[test]
+fn stall_shows_in_corrected_p99_only() {
+    let addr = stalling_server();
+    let mut c = config(&format!("http://{addr}/"));
+    c.rate = Some(400.0);
+    c.connections = 4;
+    c.duration = Duration::from_secs(6);
+    let v = document(run(&c));
+    assert_valid(&v);
+    let s = &v["summary"];
+    assert_eq!(s["errors"], 0);
+    let corrected = s["latency_ms"]["p99"].as_f64().unwrap();
+    let uncorrected = s["latency_uncorrected_ms"]["p99"].as_f64().unwrap();
+    eprintln!("p99 corrected {corrected} ms, uncorrected {uncorrected} ms");
+    // Two stalls of 1 s in 6 s: a third of the schedule is due while the server is stuck, so
+    // the corrected p99 is most of a second; only the ~4 requests in flight when a stall
+    // begins wait that long from their actual send, far fewer than 1 % of ~2400.
+    assert!(
+        corrected >= 500.0,
+        "corrected p99 {corrected} ms shows the stall"
+    );
+    assert!(
+        uncorrected < corrected / 2.0,
+        "uncorrected p99 {uncorrected} ms hides it (corrected {corrected} ms)"
+    );
+    assert!(s["latency_uncorrected_ms"]["max"].as_f64().unwrap() >= 500.0);
+    assert!(v["health"]["sends_behind_schedule"].as_u64().unwrap() > 100);
+}
+
+#[derive(Clone, Copy)]
+enum Fault {
+    Reset,
+    Close,
+    Hang,
+    Garbage,
+}
+
+/// A raw TCP server that reads a request and then misbehaves.
+fn faulty_server(fault: Fault) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            match fault {
+                Fault::Reset => reset(&s),
+                Fault::Close => drop(s),
+                Fault::Hang => held.push(s),
+                Fault::Garbage => {
+                    let _ = s.write_all(b"NOT HTTP AT ALL\r\n\r\n");
+                }
+            }
+        }
+    });
+    addr
+}
+
+/// Closes with RST instead of FIN (SO_LINGER with a zero timeout).
+fn reset(s: &TcpStream) {
+    let l = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt reads `l` for its size; the fd is open for the duration of the call.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&l as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
+fn run_against(addr: SocketAddr, timeout: Duration) -> serde_json::Value {
+    let mut c = config(&format!("http://{addr}/"));
+    c.connections = 2;
+    c.timeout = timeout;
+    let t = Instant::now();
+    let r = run(&c);
+    let took = t.elapsed();
+    assert!(
+        took < c.duration + Duration::from_secs(2),
+        "run took {took:?}"
+    );
+    assert_eq!(r.stopped_by, "duration");
+    // The report is written like the CLI writes it, and reads back valid.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let doc = npt_report::Document::new(
+        "http",
+        r.started,
+        r.ended,
+        r.stopped_by,
+        serde_json::json!({}),
+        r.body,
+    );
+    npt_report::write_atomic(&path, &doc.to_json_pretty()).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_valid(&v);
+    v
+}
+
+fn kind_count(v: &serde_json::Value, kind: &str) -> u64 {
+    v["errors"]["by_kind"][kind]["count"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn reset_is_classified() {
+    let v = run_against(faulty_server(Fault::Reset), Duration::from_secs(5));
+    assert_eq!(v["summary"]["requests"], 0);
+    assert!(kind_count(&v, "reset") > 0, "{}", v["errors"]);
+    assert_eq!(v["summary"]["errors"], v["errors"]["total_errors"]);
+    assert!(!v["errors"]["by_kind"]["reset"]["examples"][0]
+        .as_str()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn close_is_classified() {
+    let v = run_against(faulty_server(Fault::Close), Duration::from_secs(5));
+    assert_eq!(v["summary"]["requests"], 0);
+    assert!(kind_count(&v, "closed") > 0, "{}", v["errors"]);
+}
+
+#[test]
+fn hang_times_out_and_the_run_ends_on_time() {
+    let v = run_against(faulty_server(Fault::Hang), Duration::from_millis(300));
+    assert_eq!(v["summary"]["requests"], 0);
+    assert!(kind_count(&v, "timeout") > 0, "{}", v["errors"]);
+}
+
+#[test]
+fn garbage_is_a_protocol_error() {
+    let v = run_against(faulty_server(Fault::Garbage), Duration::from_secs(5));
+    assert_eq!(v["summary"]["requests"], 0);
+    assert!(kind_count(&v, "protocol") > 0, "{}", v["errors"]);
+}
+
+#[test]
+fn refused_is_classified() {
+    let v = run_against(
+        format!("127.0.0.1:{}", free_port()).parse().unwrap(),
+        Duration::from_secs(5),
+    );
+    assert!(kind_count(&v, "refused") > 0, "{}", v["errors"]);
+}
+
+#[test]
+fn stop_flag_ends_the_run_early_with_a_result() {
+    let addr = faulty_server(Fault::Hang);
+    let mut c = config(&format!("http://{addr}/"));
+    c.duration = Duration::from_secs(60);
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        s2.store(true, Ordering::Relaxed);
+    });
+    let t = Instant::now();
+    let r = npt_http::run(&c, stop).unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(r.stopped_by, "signal");
+    assert_valid(&document(r));
+}
