@@ -16,8 +16,8 @@ use npt_http::{Config, Target};
 use npt_report::http::HttpBody;
 use npt_report::{text, Document};
 
-use crate::usage::parse_duration;
 use crate::usage;
+use crate::usage::parse_duration;
 
 #[derive(Args, Debug, Clone)]
 #[command(after_help = "Examples:
@@ -245,7 +245,11 @@ pub fn render(w: &mut impl std::io::Write, b: &HttpBody, stopped_by: &str) -> st
         s.protocol,
         shape
     )?;
-    writeln!(w, "  mode        {mode}; {:.2} s, stopped by {stopped_by}", s.duration_s)?;
+    writeln!(
+        w,
+        "  mode        {mode}; {:.2} s, stopped by {stopped_by}",
+        s.duration_s
+    )?;
     if let Some(cs) = &b.cold_start {
         writeln!(
             w,
@@ -263,9 +267,21 @@ pub fn render(w: &mut impl std::io::Write, b: &HttpBody, stopped_by: &str) -> st
         s.requests, s.rps, s.ok, s.errors
     )?;
     let codes: Vec<String> = s.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    writeln!(w, "  status      {}", if codes.is_empty() { "-".into() } else { codes.join("  ") })?;
+    writeln!(
+        w,
+        "  status      {}",
+        if codes.is_empty() {
+            "-".into()
+        } else {
+            codes.join("  ")
+        }
+    )?;
     if let Some(u) = &s.latency_uncorrected_ms {
-        writeln!(w, "  latency     {}   (from intended send time)", lat(&s.latency_ms))?;
+        writeln!(
+            w,
+            "  latency     {}   (from intended send time)",
+            lat(&s.latency_ms)
+        )?;
         writeln!(w, "  uncorrected {}   (from actual send)", lat(u))?;
         writeln!(
             w,
@@ -362,18 +378,46 @@ mod tests {
         assert!(usage_msg(&["http://127.0.0.1/", "-H", "novalue"]).contains("-H"));
         assert!(usage_msg(&["http://127.0.0.1/", "--rate", "-5"]).contains("--rate"));
         assert!(usage_msg(&["http://127.0.0.1/", "-c", "0"]).contains("-c"));
-        assert!(usage_msg(&["http://127.0.0.1/", "--body-file", "/nonexistent/x"]).contains("--body-file"));
-        let e = usage_msg(&["http://127.0.0.1/", "--http2", "--new-conn", "--streams", "2"]);
+        assert!(
+            usage_msg(&["http://127.0.0.1/", "--body-file", "/nonexistent/x"])
+                .contains("--body-file")
+        );
+        let e = usage_msg(&[
+            "http://127.0.0.1/",
+            "--http2",
+            "--new-conn",
+            "--streams",
+            "2",
+        ]);
         assert!(e.contains("--new-conn"));
     }
 
     #[test]
     fn body_implies_post_and_host_header_is_a_vhost() {
-        let c = parse(&["http://127.0.0.1/", "--body", "hi", "-H", "Host: a.test", "-H", "X-A: 1"]).unwrap();
+        let c = parse(&[
+            "http://127.0.0.1/",
+            "--body",
+            "hi",
+            "-H",
+            "Host: a.test",
+            "-H",
+            "X-A: 1",
+        ])
+        .unwrap();
         assert_eq!(c.method, http::Method::POST);
         assert_eq!(c.hosts, vec!["a.test".to_string()]);
         assert_eq!(c.headers.len(), 1);
-        let c = parse(&["http://127.0.0.1/", "-m", "PUT", "--http2", "--streams", "8", "-c", "2"]).unwrap();
+        let c = parse(&[
+            "http://127.0.0.1/",
+            "-m",
+            "PUT",
+            "--http2",
+            "--streams",
+            "8",
+            "-c",
+            "2",
+        ])
+        .unwrap();
         assert_eq!((c.method.as_str(), c.streams, c.connections), ("PUT", 8, 2));
     }
 }

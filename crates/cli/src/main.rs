@@ -4,7 +4,9 @@
 //! 2 usage or configuration error. A closed stdout (`| head`) counts as success.
 
 mod demo;
+mod http;
 mod probe;
+mod run;
 mod serve;
 mod signals;
 mod usage;
@@ -36,6 +38,11 @@ enum Command {
     Probe(probe::ProbeArgs),
     /// Starts an embedded server on loopback, probes it over UDP and TCP, prints the report.
     Demo(demo::DemoArgs),
+    /// Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP.
+    Run(run::RunArgs),
+    /// Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual
+    /// hosts, closed or open loop, cold start of a command.
+    Http(http::HttpArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +61,8 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve::run(a),
         Command::Probe(a) => probe::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Http(a) => http::run(a),
     };
     match result {
         Ok(code) => code,

@@ -35,6 +35,32 @@ pub struct ServeArgs {
     /// TCP connections served at once.
     #[arg(long, value_name = "N", default_value_t = 65_536)]
     pub max_conns: usize,
+    /// Also serve HTTP on this address: `/`, `/bytes/N`, `/delay/MS`, `/status/CODE`, POST
+    /// echo; HTTP/1.1 + h2c (or h2 and http/1.1 by ALPN with --tls).
+    #[arg(long = "http", value_name = "ADDR:PORT")]
+    pub http: Option<String>,
+    /// HTTPS on the --http address (self-signed certificate unless --cert/--key).
+    #[arg(long, requires = "http")]
+    pub tls: bool,
+    /// PEM certificate chain for --tls.
+    #[arg(long, value_name = "FILE", requires = "tls", requires = "key")]
+    pub cert: Option<std::path::PathBuf>,
+    /// PEM private key for --tls.
+    #[arg(long, value_name = "FILE", requires = "tls", requires = "cert")]
+    pub key: Option<std::path::PathBuf>,
+}
+
+/// `--http`: the HTTP responder's options, if asked for.
+fn http_options(a: &ServeArgs) -> anyhow::Result<Option<npt_http::ServerOptions>> {
+    let Some(h) = &a.http else { return Ok(None) };
+    let addr: SocketAddr = h
+        .parse()
+        .map_err(|_| usage!("--http {h:?}: expected ADDR:PORT, e.g. 0.0.0.0:8080"))?;
+    let mut o = npt_http::ServerOptions::new(addr);
+    o.tls = a.tls;
+    o.cert = a.cert.clone();
+    o.key = a.key.clone();
+    Ok(Some(o))
 }
 
 pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
@@ -73,11 +99,24 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
     let control = Arc::new(Control::default());
     crate::signals::install(&control)?;
+    let http_opts = http_options(&a)?;
     let server = Server::start(cfg)?;
+    let http = match &http_opts {
+        Some(o) => Some(npt_http::spawn_http_server(o)?),
+        None => None,
+    };
     {
         let mut out = std::io::stdout().lock();
         for addr in server.local_addrs() {
             writeln!(out, "npt serve: listening on tcp+udp {addr}")?;
+        }
+        if let Some((addr, _)) = &http {
+            let what = if a.tls {
+                "https (h2, http/1.1)"
+            } else {
+                "http (http/1.1, h2c)"
+            };
+            writeln!(out, "npt serve: listening on {what} {addr}")?;
         }
         out.flush()?;
     }
@@ -86,5 +125,6 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("npt serve: stopping; {}", server.counters().line());
     drop(server);
+    drop(http);
     Ok(ExitCode::SUCCESS)
 }
