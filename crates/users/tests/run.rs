@@ -299,7 +299,10 @@ fn a_server_killed_mid_run_gives_classified_errors_and_a_report() {
     );
     let out = t.join().expect("run thread");
     let b = &out.body;
-    eprintln!("after kill: {} requests, errors {:?}", b.summary.requests, b.errors.by_kind);
+    eprintln!(
+        "after kill: {} requests, errors {:?}",
+        b.summary.requests, b.errors.by_kind
+    );
     assert_eq!(out.stopped_by, "duration", "the run went on to its end");
     assert!(b.summary.requests > 0, "requests before the kill");
     assert!(b.errors.total_errors > 0, "errors after the kill");
