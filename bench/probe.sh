@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# bench/probe.sh — npt probe/serve side by side with reference tools, on loopback, in one run.
+#
+#   bash bench/probe.sh            # all three parts (the memory part takes ~11 minutes)
+#   QUICK=1 bash bench/probe.sh    # memory part with 10 s vs 60 s instead of 1 vs 10 minutes
+#   ROUNDS=5 SECONDS_PER_RUN=5 bash bench/probe.sh
+#
+# 1. relay throughput: npt probe --mode relay --warmup 128 (64 B) against npt serve, vs the plain
+#    C pair in ../shared/baselines/udpecho.c (batch 32, window 128); rounds alternate A B A B so
+#    machine drift hits both; prints each round and the median ratio (goal >= 0.8, zero loss).
+# 2. RTT at 1000 pps: npt probe vs `sockperf ping-pong --full-rtt`, same CPU placement
+#    (server on CPU 0, client on CPU 1); prints both p50s and the difference (goal <= 15 us).
+# 3. memory: RSS of a 20,000 pps probe run for 1 minute vs 10 minutes (goal ratio <= 1.2).
+#
+# Needs: cc, sockperf (Debian package `sockperf`), taskset (util-linux), python3.
+# Traffic goes only to 127.0.0.1. Every process started here is killed on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+SECS=${SECONDS_PER_RUN:-5}
+NPT=${NPT:-target/release/npt}
+UDPECHO_SRC=${UDPECHO_SRC:-../shared/baselines/udpecho.c}
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+need() { command -v "$1" >/dev/null || { echo "bench: missing $1 ($2)" >&2; exit 2; }; }
+need cc "apt-get install gcc"
+need sockperf "apt-get install sockperf"
+need taskset "util-linux"
+need python3 "python3"
+[ -f "$UDPECHO_SRC" ] || { echo "bench: $UDPECHO_SRC not found (set UDPECHO_SRC)" >&2; exit 2; }
+
+cargo build --release -q -p npt
+cc -O2 -o "$WORK/udpecho" "$UDPECHO_SRC"
+
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+# Waits until a UDP port answers an npt framed echo or the C server is bound (bounded).
+wait_bound() { for _ in $(seq 100); do ss -lun | grep -q ":$1 " && return 0; sleep 0.05; done; echo "bench: port $1 never bound" >&2; exit 1; }
+jget() { python3 -c "import json,sys;d=json.load(open('$1'));print(eval('d'+sys.argv[1]))" "$2"; }
+
+echo "== 1. relay echo throughput, 64 B, window 128, ${SECS}s x ${ROUNDS} rounds =="
+ratios=()
+for r in $(seq "$ROUNDS"); do
+  p=$(free_port)
+  "$WORK/udpecho" s 127.0.0.1 "$p" 32 & PIDS+=($!); wait_bound "$p"
+  c=$("$WORK/udpecho" c 127.0.0.1 "$p" 32 128 "$SECS" 64 | sed 's/.*echo_pps=//')
+  kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+
+  p=$(free_port)
+  "$NPT" serve --listen "127.0.0.1:$p" >/dev/null & PIDS+=($!); wait_bound "$p"
+  "$NPT" probe "udp://127.0.0.1:$p" --mode relay --warmup 128 --size 64 -d "${SECS}s" -q --json "$WORK/relay.json" >/dev/null
+  kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+  n=$(jget "$WORK/relay.json" "['summary']['pps_received']")
+  lost=$(jget "$WORK/relay.json" "['summary']['lost']")
+  ratio=$(python3 -c "print(f'{$n/$c:.2f}')")
+  ratios+=("$ratio")
+  printf 'round %d: C pair %8.0f pps   npt %8.0f pps (lost %s)   ratio %s\n' "$r" "$c" "$n" "$lost" "$ratio"
+done
+median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
+echo "relay: median npt/C ratio $median (goal >= 0.80)"
+
+echo
+echo "== 2. RTT p50 at 1000 pps, 64 B, server on CPU 0, client on CPU 1, 10 s each =="
+p=$(free_port)
+taskset -c 0 sockperf server -i 127.0.0.1 -p "$p" >/dev/null 2>&1 & PIDS+=($!); wait_bound "$p"
+taskset -c 1 sockperf ping-pong -i 127.0.0.1 -p "$p" --full-rtt -t 10 --mps 1000 -m 64 >"$WORK/sp.txt" 2>&1
+kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+sp=$(grep 'percentile 50.000' "$WORK/sp.txt" | sed 's/.*= *//')
+sp99=$(grep 'percentile 99.000' "$WORK/sp.txt" | sed 's/.*= *//')
+p=$(free_port)
+taskset -c 0 "$NPT" serve --listen "127.0.0.1:$p" >/dev/null & PIDS+=($!); wait_bound "$p"
+taskset -c 1 "$NPT" probe "udp://127.0.0.1:$p" --pps 1000 -d 10s --size 64 -q --json "$WORK/rtt.json" >/dev/null
+kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+np=$(python3 -c "print(round($(jget "$WORK/rtt.json" "['summary']['rtt_ms']['p50']")*1000,3))")
+np99=$(python3 -c "print(round($(jget "$WORK/rtt.json" "['summary']['rtt_ms']['p99']")*1000,3))")
+echo "sockperf ping-pong --full-rtt: p50 ${sp} us  p99 ${sp99} us"
+echo "npt probe --pps 1000:           p50 ${np} us  p99 ${np99} us"
+echo "p50 difference npt - sockperf: $(python3 -c "print(round($np-$sp,3))") us (goal |diff| <= 15 us)"
+
+echo
+if [ "${QUICK:-0}" = 1 ]; then short=10; long=60; else short=60; long=600; fi
+echo "== 3. memory: 20,000 pps for ${short}s vs ${long}s =="
+p=$(free_port)
+"$NPT" serve --listen "127.0.0.1:$p" >/dev/null & PIDS+=($!); wait_bound "$p"
+"$NPT" probe "udp://127.0.0.1:$p" --pps 20000 -d "${short}s" -q --json "$WORK/m1.json" >/dev/null
+"$NPT" probe "udp://127.0.0.1:$p" --pps 20000 -d "${long}s" -q --json "$WORK/m2.json" >/dev/null
+kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+r1=$(jget "$WORK/m1.json" "['health']['max_rss_bytes']")
+r2=$(jget "$WORK/m2.json" "['health']['max_rss_bytes']")
+echo "max RSS ${short}s: $((r1/1024)) KiB   ${long}s: $((r2/1024)) KiB   ratio $(python3 -c "print(f'{$r2/$r1:.2f}')") (goal <= 1.2)"
