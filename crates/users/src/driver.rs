@@ -17,7 +17,10 @@ use std::time::{Duration, Instant, SystemTime};
 use npt_report::run::RunBody;
 use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
 use npt_wire::{Outcome, Window};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use std::pin::Pin;
+use std::task::Poll;
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::watch;
 
@@ -521,47 +524,106 @@ fn request_header(ctx: &Ctx, id: u64, seq: u64, up: u32, down: u32) -> [u8; HEAD
     hdr
 }
 
-/// When the response's first bytes (its header) and last byte arrived.
+/// When the response's first bytes and last byte arrived.
 struct Exchange {
     ttfb: Duration,
     total: Duration,
 }
 
-/// One framed request of `up` bytes answered by `down` bytes, over any byte stream.
-/// `buf` is the caller's scratch for discarding the response payload.
-#[allow(clippy::too_many_arguments)]
-async fn exchange<R, W>(
-    ctx: &Ctx,
-    r: &mut R,
+/// Progress needed within one `--timeout`: a transfer may take longer than the timeout as
+/// long as every piece of this size moves within it.
+const PIECE: usize = 1 << 20;
+
+thread_local! {
+    /// Where response payloads are read and dropped: one buffer per worker thread instead of
+    /// one per connection (10,000 users × 16 KiB would be 160 MB for nothing).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
+}
+
+/// Writes `hdr[*hdr_off..]` and then `body` payload bytes cut from the fill, at most `chunk`
+/// payload bytes per write call; header and first payload bytes go in one vectored write.
+async fn write_frame<W: AsyncWrite + Unpin>(
     w: &mut W,
-    id: u64,
-    seq: u64,
-    up: u64,
-    down: u64,
+    hdr: &[u8; HEADER_LEN],
+    hdr_off: &mut usize,
+    mut body: usize,
     chunk: usize,
-    buf: &mut [u8],
-) -> Result<Exchange, Fail>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let (up, down) = (frame_len(up), frame_len(down));
-    let t = Instant::now();
-    let hdr = request_header(ctx, id, seq, up, down);
-    ctx.io("send", w.write_all(&hdr)).await?;
+) -> io::Result<()> {
     let fill = fill();
-    let chunk = chunk.clamp(1, fill.len());
-    let mut left = up as usize - HEADER_LEN;
-    while left > 0 {
-        let n = left.min(chunk);
-        ctx.io("send", w.write_all(&fill[..n])).await?;
-        left -= n;
-    }
-    ctx.io("send", w.flush()).await?;
-    let mut rh = [0u8; HEADER_LEN];
-    ctx.io("receive", r.read_exact(&mut rh)).await?;
-    let ttfb = t.elapsed();
-    let h = Header::decode(&rh).map_err(|e| Fail::new("protocol", format!("response: {e}")))?;
+    std::future::poll_fn(|cx| loop {
+        if *hdr_off == HEADER_LEN && body == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let n = body.min(chunk).min(fill.len());
+        let bufs = [
+            io::IoSlice::new(&hdr[*hdr_off..]),
+            io::IoSlice::new(&fill[..n]),
+        ];
+        match Pin::new(&mut *w).poll_write_vectored(cx, &bufs) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+            Poll::Ready(Ok(k)) => {
+                let h = k.min(HEADER_LEN - *hdr_off);
+                *hdr_off += h;
+                body -= k - h;
+            }
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// Reads `n` bytes of the response (of `total`, `*got` read so far) into the per-thread
+/// scratch and drops them, keeping the first [`HEADER_LEN`] bytes in `head`.
+async fn read_discard<R: AsyncRead + Unpin>(
+    r: &mut R,
+    head: &mut [u8; HEADER_LEN],
+    got: &mut usize,
+    n: usize,
+    first: &mut Option<Instant>,
+) -> io::Result<()> {
+    let end = *got + n;
+    std::future::poll_fn(|cx| {
+        while *got < end {
+            let step = SCRATCH.with(|s| {
+                let mut s = s.borrow_mut();
+                let want = (end - *got).min(s.len());
+                let mut rb = ReadBuf::new(&mut s[..want]);
+                match Pin::new(&mut *r).poll_read(cx, &mut rb) {
+                    Poll::Ready(Ok(())) => {
+                        let filled = rb.filled();
+                        if filled.is_empty() {
+                            return Poll::Ready(Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "connection closed mid-response",
+                            )));
+                        }
+                        if first.is_none() {
+                            *first = Some(Instant::now());
+                        }
+                        if *got < HEADER_LEN {
+                            let k = (HEADER_LEN - *got).min(filled.len());
+                            head[*got..*got + k].copy_from_slice(&filled[..k]);
+                        }
+                        Poll::Ready(Ok(filled.len()))
+                    }
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                    Poll::Pending => Poll::Pending,
+                }
+            });
+            match step {
+                Poll::Ready(Ok(k)) => *got += k,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    })
+    .await
+}
+
+fn check_response(head: &[u8; HEADER_LEN], seq: u64, down: u32) -> Result<(), Fail> {
+    let h = Header::decode(head).map_err(|e| Fail::new("protocol", format!("response: {e}")))?;
     if h.kind != Kind::Response || h.seq != seq {
         return Err(Fail::new(
             "protocol",
@@ -577,20 +639,63 @@ where
             ),
         ));
     }
-    let mut left = down as usize - HEADER_LEN;
-    while left > 0 {
-        let n = left.min(buf.len());
-        let got = ctx.io("receive", r.read(&mut buf[..n])).await?;
-        if got == 0 {
-            return Err(Fail::new(
-                "closed",
-                "receive: connection closed mid-response",
-            ));
+    Ok(())
+}
+
+/// One framed request of `up` bytes answered by `down` bytes, over any byte stream, without
+/// a buffer of its own. Each [`PIECE`] must move within the timeout.
+#[allow(clippy::too_many_arguments)]
+async fn exchange<R, W>(
+    ctx: &Ctx,
+    r: &mut R,
+    w: &mut W,
+    id: u64,
+    seq: u64,
+    up: u64,
+    down: u64,
+    chunk: usize,
+) -> Result<Exchange, Fail>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let (up, down) = (frame_len(up), frame_len(down));
+    let chunk = chunk.clamp(1, 64 * 1024);
+    let t = Instant::now();
+    let hdr = request_header(ctx, id, seq, up, down);
+    let mut hdr_off = 0;
+    let mut body = up as usize - HEADER_LEN;
+    loop {
+        let piece = body.min(PIECE);
+        ctx.io("send", write_frame(w, &hdr, &mut hdr_off, piece, chunk))
+            .await?;
+        body -= piece;
+        if body == 0 {
+            break;
         }
-        left -= got;
+    }
+    ctx.io("send", w.flush()).await?;
+    let mut head = [0u8; HEADER_LEN];
+    let mut got = 0usize;
+    let mut first = None;
+    // The header (and whatever follows it in the same read), checked before the rest.
+    ctx.io(
+        "receive",
+        read_discard(r, &mut head, &mut got, HEADER_LEN, &mut first),
+    )
+    .await?;
+    check_response(&head, seq, down)?;
+    let total = down as usize;
+    while got < total {
+        let piece = (total - got).min(PIECE);
+        ctx.io(
+            "receive",
+            read_discard(r, &mut head, &mut got, piece, &mut first),
+        )
+        .await?;
     }
     Ok(Exchange {
-        ttfb,
+        ttfb: first.map_or(Duration::ZERO, |f| f.saturating_duration_since(t)),
         total: t.elapsed(),
     })
 }
@@ -629,7 +734,6 @@ async fn web_page(
     let (mut s, t_connect) = tcp_connect(ctx, target).await?;
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
-    let mut buf = vec![0u8; 16 * 1024];
     let hs = exchange(
         ctx,
         &mut r,
@@ -639,7 +743,6 @@ async fn web_page(
         plan.handshake_up,
         plan.handshake_down,
         usize::MAX,
-        &mut buf,
     )
     .await?;
     ctx.col.handshake(Proto::Tcp, hs.total.as_nanos() as u64);
@@ -659,7 +762,6 @@ async fn web_page(
             up,
             down,
             usize::MAX,
-            &mut buf,
         )
         .await?;
         ctx.col.request(
@@ -687,13 +789,12 @@ async fn transfer(ctx: &Ctx, a: Activity, id: u64, target: SocketAddr, n: u64) -
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
     let chunk = ctx.cfg.shape.transfer.chunk.clamp(1, 1 << 20) as usize;
-    let mut buf = vec![0u8; chunk.min(64 * 1024)];
     let (up, down) = if a == Activity::Download {
         (256, n)
     } else {
         (n, HEADER_LEN as u64)
     };
-    let x = exchange(ctx, &mut r, &mut w, id, 0, up, down, chunk, &mut buf).await?;
+    let x = exchange(ctx, &mut r, &mut w, id, 0, up, down, chunk).await?;
     let (up, down) = (frame_len(up) as u64, frame_len(down) as u64);
     ctx.col.request(a, up, down, x.total.as_nanos() as u64);
     ctx.col
@@ -798,19 +899,7 @@ async fn quic_request(
         }
         Err(_) => return Err(Fail::timeout("open stream")),
     };
-    let mut buf = [0u8; 4096];
-    let x = exchange(
-        ctx,
-        &mut recv,
-        &mut send,
-        id,
-        seq,
-        up,
-        down,
-        usize::MAX,
-        &mut buf,
-    )
-    .await?;
+    let x = exchange(ctx, &mut recv, &mut send, id, seq, up, down, usize::MAX).await?;
     let _ = send.finish();
     Ok(x.total)
 }
@@ -833,7 +922,8 @@ async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Resul
     let _conn = ctx.col.conn_open(Proto::Udp);
     let size = frame_len(plan.size).min(64 * 1024) as usize;
     let mut out = fill()[..size].to_vec();
-    let mut inb = vec![0u8; 64 * 1024];
+    // Echo replies are as long as the request; anything longer is not ours (truncated).
+    let mut inb = vec![0u8; size + 64];
     let timeout_ns = ctx.cfg.shape.game.loss_timeout.as_nanos() as u64;
     let mut win = Window::new(timeout_ns, 4096);
     let mut jit = npt_stats::Jitter::default();
