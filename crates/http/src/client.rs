@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, CONNECTION, HOST};
+use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Response, Uri};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
@@ -35,6 +35,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::coldstart::ProcessGroup;
 use crate::collect::{Collector, ConnEvent, Event, Outcome, Record, Shard};
+use crate::h1;
 use crate::schedule::{host_for, OpenLoop, Tickets};
 use crate::Error;
 
@@ -345,10 +346,9 @@ impl AsyncWrite for Io {
     }
 }
 
-/// Per host: the request target and `Host` header.
+/// Per host, for h2: the request target (its authority becomes `:authority`).
 struct HostReq {
     uri: Uri,
-    host: HeaderValue,
 }
 
 /// One request number handed to a slot.
@@ -372,7 +372,10 @@ struct Ctx {
     t0: Instant,
     end: Instant,
     timeout: Duration,
-    new_conn: bool,
+    /// HTTP/1.1: the request for each host, encoded once.
+    h1_reqs: Vec<Vec<u8>>,
+    /// HEAD responses have no body whatever their headers say.
+    is_head: bool,
 }
 
 impl Ctx {
@@ -407,13 +410,6 @@ impl Ctx {
         *req.method_mut() = self.method.clone();
         *req.uri_mut() = h.uri.clone();
         *req.headers_mut() = self.headers.clone();
-        if !self.h2 {
-            req.headers_mut().insert(HOST, h.host.clone());
-            if self.new_conn && !req.headers().contains_key(CONNECTION) {
-                req.headers_mut()
-                    .insert(CONNECTION, HeaderValue::from_static("close"));
-            }
-        }
         req
     }
 
@@ -496,12 +492,27 @@ impl Ctx {
         }));
     }
 
-    /// Awaits a response and reads its body, within the request timeout from `sent`.
+    /// Awaits `work` (a whole request: response head and body) within the request timeout
+    /// counted from `sent`.
+    async fn timed<F>(&self, sent: Instant, work: F) -> Result<(u16, Instant, u64), Failure>
+    where
+        F: Future<Output = Result<(u16, Instant, u64), Failure>>,
+    {
+        match tokio::time::timeout_at((sent + self.timeout).into(), work).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure(
+                "timeout",
+                format!("no complete response within {:?}", self.timeout),
+            )),
+        }
+    }
+
+    /// h2 (hyper): awaits a response and reads its body, within the request timeout.
     async fn exchange<F>(&self, sent: Instant, fut: F) -> Result<(u16, Instant, u64), Failure>
     where
         F: Future<Output = Result<Response<Incoming>, Failure>>,
     {
-        let work = async {
+        self.timed(sent, async {
             let resp = fut.await?;
             let head = Instant::now();
             let status = resp.status().as_u16();
@@ -514,14 +525,29 @@ impl Ctx {
                 }
             }
             Ok((status, head, n))
-        };
-        match tokio::time::timeout_at((sent + self.timeout).into(), work).await {
-            Ok(r) => r,
-            Err(_) => Err(Failure(
-                "timeout",
-                format!("no complete response within {:?}", self.timeout),
-            )),
-        }
+        })
+        .await
+    }
+
+    /// HTTP/1.1: one request on `conn`; `Ok(.., keep_alive)`.
+    async fn h1_exchange(
+        &self,
+        conn: &mut h1::Conn<Io>,
+        host: usize,
+        sent: Instant,
+    ) -> (Result<(u16, Instant, u64), Failure>, bool) {
+        let mut keep = false;
+        let r = self
+            .timed(sent, async {
+                let r = conn
+                    .request(&self.h1_reqs[host], self.is_head)
+                    .await
+                    .map_err(|e| Failure(e.kind(), e.to_string()))?;
+                keep = r.keep_alive;
+                Ok((r.status, r.head, r.body))
+            })
+            .await;
+        (r, keep)
     }
 
     /// One request on a connection of its own (`--new-conn`, cold start): connect, TLS,
@@ -553,25 +579,8 @@ impl Ctx {
             conn.abort();
             r
         } else {
-            let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-                .await
-                .map_err(|e| Failure::from_err(&e))?;
-            // Drive the connection in this task; it ends once the sender is gone.
-            let work = async move {
-                let r = self
-                    .exchange(sent, async {
-                        tx.send_request(req)
-                            .await
-                            .map_err(|e| Failure::from_err(&e))
-                    })
-                    .await;
-                drop(tx);
-                r
-            };
-            let conn = async {
-                let _ = tokio::time::timeout_at((sent + self.timeout).into(), conn).await;
-            };
-            tokio::join!(work, conn).0
+            let mut conn = h1::Conn::new(io);
+            self.h1_exchange(&mut conn, host, sent).await.0
         }
     }
 }
@@ -601,40 +610,16 @@ async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
                 continue;
             }
         };
-        let (tx, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(io)).await {
-            Ok(x) => x,
-            Err(_) => continue,
-        };
-        let requests = async {
-            let mut tx = tx;
-            loop {
-                // Err: the server closed the connection between requests; reconnect.
-                if tx.ready().await.is_err() {
-                    return false;
-                }
-                let Some(tk) = ctx.ticket().await else {
-                    return true;
-                };
-                let req = ctx.build(tk.host);
-                let sent = Instant::now();
-                let r = ctx
-                    .exchange(sent, async {
-                        tx.send_request(req)
-                            .await
-                            .map_err(|e| Failure::from_err(&e))
-                    })
-                    .await;
-                let failed = r.is_err();
-                ctx.push(&shard, tk, sent, r);
-                if failed {
-                    return false;
-                }
+        let mut conn = h1::Conn::new(io);
+        loop {
+            let Some(tk) = ctx.ticket().await else { return };
+            let sent = Instant::now();
+            let (r, keep_alive) = ctx.h1_exchange(&mut conn, tk.host, sent).await;
+            let failed = r.is_err();
+            ctx.push(&shard, tk, sent, r);
+            if failed || !keep_alive {
+                break; // reconnect
             }
-        };
-        // One task polls both the connection and the request loop: no cross-task wakeups.
-        let (done, _) = tokio::join!(requests, conn);
-        if done {
-            return;
         }
     }
 }
@@ -729,14 +714,33 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
                 .parse()
                 .map_err(|e| Error::Url(cfg.target.url.clone(), format!("{e}")))?
         };
-        let host = HeaderValue::from_str(&h)
+        HeaderValue::from_str(&h)
             .map_err(|_| Error::Config(format!("--host {h:?} is not a valid header value")))?;
-        hosts.push(HostReq { uri, host });
+        hosts.push(HostReq { uri });
     }
     let mut headers = HeaderMap::new();
     for (k, v) in &cfg.headers {
         headers.append(k.clone(), v.clone());
     }
+    let raw_headers: Vec<(String, Vec<u8>)> = cfg
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), v.as_bytes().to_vec()))
+        .collect();
+    let h1_reqs = cfg
+        .host_names()
+        .iter()
+        .map(|h| {
+            h1::encode_request(
+                cfg.method.as_str(),
+                &cfg.target.path_and_query,
+                h,
+                &raw_headers,
+                &cfg.body,
+                cfg.new_conn,
+            )
+        })
+        .collect();
     Ok(Ctx {
         addr,
         tls,
@@ -752,7 +756,8 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
         t0,
         end: t0 + cfg.duration,
         timeout: cfg.timeout,
-        new_conn: cfg.new_conn,
+        h1_reqs,
+        is_head: cfg.method == Method::HEAD,
     })
 }
 

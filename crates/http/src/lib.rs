@@ -4,12 +4,13 @@
 //! Layout, sans-IO first: [`schedule`] (open-loop tickets, host rotation) and [`collect`]
 //! (events → histograms, intervals, the result body) are plain code tested with a virtual
 //! clock; [`client`] is the thin tokio/hyper driver that opens sockets and emits events;
-//! [`coldstart`] spawns and reaps the command under test; [`server`] is the responder and
+//! [`h1`] is the lean HTTP/1.1 client connection (h2 uses hyper); [`coldstart`] spawns and reaps the command under test; [`server`] is the responder and
 //! [`tls`] the rustls setup shared by both sides.
 
 pub mod client;
 pub mod coldstart;
 pub mod collect;
+pub mod h1;
 pub mod schedule;
 pub mod server;
 pub mod tls;
