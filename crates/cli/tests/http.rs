@@ -1,0 +1,179 @@
+//! `npt http` and `npt serve --http` as a user calls them: bad URLs and conflicting flags exit 2
+//! naming the flag; `--cold-start` runs `npt serve --http` itself, reports its ready time, then
+//! the warm run, and writes a schema-valid document; Ctrl-C still writes the report.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn npt() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_npt"))
+}
+
+fn validate(doc: &serde_json::Value) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/http.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errs: Vec<String> = v.iter_errors(doc).map(|e| e.to_string()).collect();
+    assert!(errs.is_empty(), "{errs:#?}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `npt serve --http 127.0.0.1:0`; returns the child and the HTTP address it printed.
+fn serve_http() -> (Child, String) {
+    let mut child = npt()
+        .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        let Some(Ok(line)) = lines.next() else { break };
+        if line.contains("listening on http") {
+            let addr = line.rsplit(' ').next().unwrap().to_string();
+            return (child, addr);
+        }
+    }
+    let _ = child.kill();
+    panic!("npt serve --http did not report its address");
+}
+
+#[test]
+fn bad_input_exits_2_and_names_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["ftp://127.0.0.1/"], "scheme"),
+        (&["127.0.0.1:80"], "URL"),
+        (&["http://127.0.0.1:9/", "--streams", "4"], "--http2"),
+        (
+            &[
+                "http://127.0.0.1:9/",
+                "--http2",
+                "--new-conn",
+                "--streams",
+                "2",
+            ],
+            "--new-conn",
+        ),
+        (&["http://127.0.0.1:9/", "--rate", "0"], "--rate"),
+        (&["http://127.0.0.1:9/", "-H", "no colon"], "-H"),
+        (
+            &["http://127.0.0.1:9/", "--ready-timeout", "1s"],
+            "--cold-start",
+        ),
+        (
+            &[
+                "http://127.0.0.1:9/",
+                "--body",
+                "a",
+                "--body-file",
+                "/etc/hostname",
+            ],
+            "--body",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = npt().arg("http").args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn cold_start_of_npt_serve_then_warm_run() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let cmd = format!(
+        "exec {} serve --listen 127.0.0.1:0 --http 127.0.0.1:{port}",
+        env!("CARGO_BIN_EXE_npt")
+    );
+    let out = npt()
+        .args([
+            "http",
+            &format!("http://127.0.0.1:{port}/"),
+            "-c",
+            "2",
+            "-d",
+            "1s",
+        ])
+        .args(["--cold-start", &cmd, "--ready-timeout", "20s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("cold start  ready after"), "{text}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    validate(&doc);
+    assert!(doc["cold_start"]["ready_ms"].as_f64().unwrap() > 0.0);
+    assert!(doc["summary"]["requests"].as_u64().unwrap() > 0);
+    // The spawned server is gone: its port refuses.
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "cold-started server still answers"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_still_writes_the_report() {
+    let (mut srv, addr) = serve_http();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = npt()
+        .args([
+            "http",
+            &format!("http://{addr}/"),
+            "-c",
+            "2",
+            "-d",
+            "60s",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The handler is installed right after flag parsing; give the run a moment to start.
+    std::thread::sleep(Duration::from_millis(700));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "npt http did not stop on SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = srv.kill();
+    let _ = srv.wait();
+    assert_eq!(status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    validate(&doc);
+    assert_eq!(doc["stopped_by"], "signal");
+    assert!(doc["summary"]["requests"].as_u64().unwrap() > 0);
+}
