@@ -376,7 +376,7 @@ mod tests {
         assert!(usage_msg(&["nonsense"]).contains("URL"));
         assert!(usage_msg(&["http://127.0.0.1/", "--streams", "4"]).contains("--http2"));
         assert!(usage_msg(&["http://127.0.0.1/", "-H", "novalue"]).contains("-H"));
-        assert!(usage_msg(&["http://127.0.0.1/", "--rate", "-5"]).contains("--rate"));
+        assert!(usage_msg(&["http://127.0.0.1/", "--rate=-5"]).contains("--rate"));
         assert!(usage_msg(&["http://127.0.0.1/", "-c", "0"]).contains("-c"));
         assert!(
             usage_msg(&["http://127.0.0.1/", "--body-file", "/nonexistent/x"])
