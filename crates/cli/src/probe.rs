@@ -289,7 +289,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         ));
     }
 
-    let raw = a.raw || (x.is_some() && !a.raw && a.token.is_none());
+    let raw = a.raw || (x.is_some() && a.token.is_none());
     if a.raw && a.token.is_some() {
         return Err(usage!(
             "--token needs npt's framed packets; it cannot be used with --raw"

@@ -47,7 +47,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn secs_to_duration(secs: f64, s: &str) -> Result<Duration, String> {
-    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
         return Err(format!("bad duration {s:?}"));
     }
     Ok(Duration::from_secs_f64(secs))

@@ -294,6 +294,19 @@ pub fn set_buffers(sock: &socket2::Socket, bytes: usize) {
     let _ = sock.set_send_buffer_size(bytes);
 }
 
+/// Raises this process's open-file limit to its hard limit (a server or a load generator with
+/// thousands of connections needs more than the usual soft 1024).
+pub fn raise_nofile_limit() {
+    // SAFETY: getrlimit/setrlimit with a valid struct.
+    unsafe {
+        let mut r: libc::rlimit = mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,18 +365,5 @@ mod tests {
         )
         .unwrap();
         assert!(!ready[0].readable);
-    }
-}
-
-/// Raises this process's open-file limit to its hard limit (a server or a load generator with
-/// thousands of connections needs more than the usual soft 1024).
-pub fn raise_nofile_limit() {
-    // SAFETY: getrlimit/setrlimit with a valid struct.
-    unsafe {
-        let mut r: libc::rlimit = mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
     }
 }

@@ -21,7 +21,9 @@ impl std::str::FromStr for Fill {
             "random" => Ok(Fill::Random),
             "zero" => Ok(Fill::Zero),
             "pattern" => Ok(Fill::Pattern),
-            _ => Err(format!("unknown fill {s:?}: expected random, zero or pattern")),
+            _ => Err(format!(
+                "unknown fill {s:?}: expected random, zero or pattern"
+            )),
         }
     }
 }
@@ -95,7 +97,10 @@ mod tests {
         for b in &buf {
             counts[*b as usize] += 1;
         }
-        assert!(counts.iter().all(|&c| (150..370).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (150..370).contains(&c)),
+            "{counts:?}"
+        );
     }
 
     #[test]

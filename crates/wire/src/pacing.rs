@@ -66,9 +66,10 @@ impl Pacer {
     /// When the next packet is due; `None` while a relay schedule waits for a reply.
     pub fn next_due(&self) -> Option<u64> {
         match self.pacing {
-            Pacing::Interval { every } => {
-                Some(self.last_actual.map_or(self.start, |t| t.saturating_add(every)))
-            }
+            Pacing::Interval { every } => Some(
+                self.last_actual
+                    .map_or(self.start, |t| t.saturating_add(every)),
+            ),
             Pacing::Rate { pps } => Some(self.start + (self.sent as f64 * 1e9 / pps) as u64),
             Pacing::Relay { .. } => {
                 let warm = self.warm_due();
@@ -139,7 +140,15 @@ mod tests {
             // The sender is 1 s late for every packet: the schedule does not move.
             p.on_sent(d, d + 1000 * MS);
         }
-        assert_eq!(dues, vec![1000, 1000 + 333_333_333, 1000 + 666_666_666, 1000 + 1_000_000_000]);
+        assert_eq!(
+            dues,
+            vec![
+                1000,
+                1000 + 333_333_333,
+                1000 + 666_666_666,
+                1000 + 1_000_000_000
+            ]
+        );
     }
 
     #[test]
@@ -152,7 +161,13 @@ mod tests {
 
     #[test]
     fn relay_warms_up_then_sends_on_reply() {
-        let mut p = Pacer::new(Pacing::Relay { warmup: 2, every: MS }, 0);
+        let mut p = Pacer::new(
+            Pacing::Relay {
+                warmup: 2,
+                every: MS,
+            },
+            0,
+        );
         assert_eq!(p.next_due(), Some(0));
         p.on_sent(0, 0);
         assert_eq!(p.next_due(), Some(MS));
@@ -162,7 +177,11 @@ mod tests {
         p.on_reply(6 * MS);
         assert_eq!(p.next_due(), Some(5 * MS));
         p.on_sent(5 * MS, 6 * MS);
-        assert_eq!(p.next_due(), Some(5 * MS), "second credit still outstanding");
+        assert_eq!(
+            p.next_due(),
+            Some(5 * MS),
+            "second credit still outstanding"
+        );
         p.on_sent(5 * MS, 6 * MS);
         assert_eq!(p.next_due(), None);
         assert_eq!(p.sent(), 4);
@@ -170,11 +189,21 @@ mod tests {
 
     #[test]
     fn relay_reply_during_warmup_adds_to_the_window() {
-        let mut p = Pacer::new(Pacing::Relay { warmup: 3, every: 10 * MS }, 0);
+        let mut p = Pacer::new(
+            Pacing::Relay {
+                warmup: 3,
+                every: 10 * MS,
+            },
+            0,
+        );
         p.on_sent(0, 0);
         p.on_reply(MS); // reply to the first packet before the second warm-up packet is due
         assert_eq!(p.next_due(), Some(MS));
         p.on_sent(MS, MS);
-        assert_eq!(p.next_due(), Some(10 * MS), "warm-up continues on its own schedule");
+        assert_eq!(
+            p.next_due(),
+            Some(10 * MS),
+            "warm-up continues on its own schedule"
+        );
     }
 }

@@ -212,7 +212,13 @@ mod tests {
         let mut w = Window::new(1000 * MS, 16);
         let s0 = w.push(0, 0, 0);
         assert_eq!(s0, 0);
-        assert!(matches!(w.on_reply(0), Outcome::OnTime { reordered: false, .. }));
+        assert!(matches!(
+            w.on_reply(0),
+            Outcome::OnTime {
+                reordered: false,
+                ..
+            }
+        ));
         assert_eq!(w.on_reply(0), Outcome::Duplicate);
         assert_eq!(w.in_flight(), 0);
         assert_eq!(w.next_expiry(), None);
@@ -227,7 +233,11 @@ mod tests {
         assert!(lost_list(&mut w, 99 * MS).is_empty());
         let mut tags = Vec::new();
         w.expire(100 * MS, |_, s| tags.push(s.tag));
-        assert_eq!(tags, vec![3], "loss belongs to the interval the packet was sent in");
+        assert_eq!(
+            tags,
+            vec![3],
+            "loss belongs to the interval the packet was sent in"
+        );
         assert_eq!(w.on_reply(0), Outcome::Late { reordered: false });
         assert_eq!(w.on_reply(0), Outcome::Duplicate);
         assert!(matches!(w.on_reply(1), Outcome::OnTime { .. }));
@@ -240,9 +250,27 @@ mod tests {
         for i in 0..3 {
             w.push(i, i, 0);
         }
-        assert!(matches!(w.on_reply(2), Outcome::OnTime { reordered: false, .. }));
-        assert!(matches!(w.on_reply(0), Outcome::OnTime { reordered: true, .. }));
-        assert!(matches!(w.on_reply(1), Outcome::OnTime { reordered: true, .. }));
+        assert!(matches!(
+            w.on_reply(2),
+            Outcome::OnTime {
+                reordered: false,
+                ..
+            }
+        ));
+        assert!(matches!(
+            w.on_reply(0),
+            Outcome::OnTime {
+                reordered: true,
+                ..
+            }
+        ));
+        assert!(matches!(
+            w.on_reply(1),
+            Outcome::OnTime {
+                reordered: true,
+                ..
+            }
+        ));
         assert_eq!(w.on_reply(1), Outcome::Duplicate);
     }
 

@@ -92,9 +92,9 @@ impl El<'_, '_> {
         self.node.attribute(attr)
     }
 
-    fn num<T: std::str::FromStr>(&self, attr: &'static str, min: T) -> Result<T, XmlError>
+    fn num<T>(&self, attr: &'static str, min: T) -> Result<T, XmlError>
     where
-        T: PartialOrd + std::fmt::Display + Copy,
+        T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
     {
         let v = self.attr(attr)?;
         let bad = |why: String| XmlError::BadValue {
