@@ -532,3 +532,54 @@ fn demo_runs_with_no_arguments() {
     assert!(text.contains("npt probe udp://"), "{text}");
     assert!(text.contains("first packet"), "{text}");
 }
+
+#[test]
+fn several_clients_on_threads_split_the_load_and_merge_exactly() {
+    let (srv, addr) = serve(&[]);
+    let target = format!("udp://{addr}");
+    let o = run(
+        &[
+            "probe",
+            &target,
+            "--clients",
+            "5",
+            "--threads",
+            "2",
+            "--pps",
+            "2500",
+            "-n",
+            "2001",
+            "--report-every-packets",
+            "500",
+            "--format",
+            "json",
+            "-q",
+        ],
+        LIMIT,
+    );
+    drop(srv);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_valid(&d, "probe");
+    assert_eq!(
+        u(&d, "/summary/sent"),
+        2001,
+        "the remainder goes to the first client"
+    );
+    assert_eq!(u(&d, "/summary/clients"), 5);
+    assert_eq!(u(&d, "/summary/received") + u(&d, "/summary/lost"), 2001);
+    let stages = d["intervals"].as_array().unwrap();
+    let sent: u64 = stages.iter().map(|s| s["sent"].as_u64().unwrap()).sum();
+    assert_eq!(sent, 2001);
+    // Each client closes a stage every 500/5 = 100 of its ~400 packets: 4 or 5 merged stages.
+    assert!((4..=5).contains(&stages.len()), "{}", stages.len());
+    // The merged RTT histogram holds every on-time reply of every client.
+    let h = npt_stats::SerializedHistogram {
+        encoding: d["histograms"]["rtt"]["encoding"].as_str().unwrap().into(),
+        unit: "ns".into(),
+        clamped: 0,
+        data: d["histograms"]["rtt"]["data"].as_str().unwrap().into(),
+    };
+    let hist = npt_stats::Histogram::from_serialized(&h).unwrap();
+    assert_eq!(hist.count(), u(&d, "/summary/received"));
+}
