@@ -32,6 +32,11 @@ pub struct Event {
     pub outcome: Outcome,
     /// Open loop: when the request was due.
     pub intended_ns: Option<u64>,
+    /// Open loop: the request was due before any slot was free to send it — the server was
+    /// holding every slot — so its latency counts from `intended_ns` (coordinated omission).
+    /// Otherwise the slot waited for the timer and any lateness is the client's own (timer
+    /// granularity), reported in `health.send_lateness_ms` but not charged as latency.
+    pub held_up: bool,
     /// When its first byte was handed to the connection.
     pub sent_ns: u64,
     /// When the response head was parsed (0 when there was none).
@@ -209,7 +214,9 @@ impl Collector {
             Outcome::Response(code) => {
                 let actual = e.done_ns.saturating_sub(e.sent_ns);
                 let lat = match e.intended_ns {
-                    Some(i) if self.open_loop => e.done_ns.saturating_sub(i.min(e.sent_ns)),
+                    Some(i) if self.open_loop && e.held_up => {
+                        e.done_ns.saturating_sub(i.min(e.sent_ns))
+                    }
                     _ => actual,
                 };
                 let ttfb = e.head_ns.saturating_sub(e.sent_ns);
@@ -405,6 +412,7 @@ mod tests {
             host,
             outcome: Outcome::Response(code),
             intended_ns: None,
+            held_up: false,
             sent_ns: sent,
             head_ns: sent + (done - sent) / 2,
             done_ns: done,
@@ -418,6 +426,7 @@ mod tests {
             host,
             outcome: Outcome::Error(kind, "boom".into()),
             intended_ns: None,
+            held_up: false,
             sent_ns: at,
             head_ns: 0,
             done_ns: at,
@@ -474,6 +483,7 @@ mod tests {
             host: 0,
             outcome: Outcome::Response(200),
             intended_ns: Some(0),
+            held_up: true,
             sent_ns: 500 * MS,
             head_ns: 500 * MS,
             done_ns: 501 * MS,
@@ -491,6 +501,27 @@ mod tests {
         assert!((u.max - 1.0).abs() < 0.01, "{}", u.max);
         assert_eq!(body.health.sends_behind_schedule, 1);
         assert!(body.histograms.latency_uncorrected.is_some());
+    }
+
+    #[test]
+    fn timer_lateness_is_not_charged_to_the_server() {
+        let mut c = Collector::new(&["h".to_string()], true, 1000 * MS);
+        // Due at 10 ms, a free slot waited and the timer woke it 1 ms late.
+        c.add(&Record::Request(Event {
+            host: 0,
+            outcome: Outcome::Response(200),
+            intended_ns: Some(10 * MS),
+            held_up: false,
+            sent_ns: 11 * MS,
+            head_ns: 11 * MS,
+            done_ns: 11 * MS + 100_000,
+            bytes_out: 0,
+            bytes_in: 0,
+        }));
+        let body = c.finish(HttpSummary::default(), 1000 * MS, Health::default());
+        assert!((body.summary.latency_ms.max - 0.1).abs() < 0.01);
+        assert!((body.health.send_lateness_ms.max - 1.0).abs() < 0.01);
+        assert_eq!(body.health.sends_behind_schedule, 0);
     }
 
     #[test]
