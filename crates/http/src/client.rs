@@ -966,7 +966,7 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
             break "duration";
         }
         std::thread::sleep(TICK.min(end - now));
-        drain(&mut collector, &mut buf, u64::MAX);
+        drain(&mut collector, &mut buf, ctx.ns(end));
         let now = Instant::now();
         collector.close_until(ctx.ns(now).saturating_sub(TICK.as_nanos() as u64));
         if cfg.progress && now >= next_progress {

@@ -36,7 +36,17 @@ fn keep_alive_with_virtual_hosts() {
     assert!(s["latency_ms"]["p50"].as_f64().unwrap() > 0.0);
     assert!(s.get("latency_uncorrected_ms").is_none());
     assert_eq!(v["latency"]["tcp"]["p99_ms"], s["latency_ms"]["p99"]);
-    assert!(!v["intervals"].as_array().unwrap().is_empty());
+    let intervals = v["intervals"].as_array().unwrap();
+    assert!(!intervals.is_empty());
+    let in_intervals: u64 = intervals
+        .iter()
+        .map(|i| i["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(in_intervals, n, "every request is in exactly one interval");
+    let dur = s["duration_s"].as_f64().unwrap();
+    assert!(intervals
+        .iter()
+        .all(|i| i["end_s"].as_f64().unwrap() <= dur + 1e-9));
     assert_eq!(v["stopped_by"], "duration");
 }
 
