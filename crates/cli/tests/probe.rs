@@ -267,43 +267,65 @@ fn raw_mode_against_a_plain_echo_server() {
 }
 
 #[test]
-fn tcp_server_that_hangs_up_is_a_classified_error() {
+fn tcp_server_that_hangs_up_is_a_classified_error_and_the_probe_reconnects() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let h = std::thread::spawn(move || {
-        let (mut c, _) = l.accept().unwrap();
-        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut buf = [0u8; 64];
-        for _ in 0..10 {
-            if c.read_exact(&mut buf).is_err() {
-                return;
+        // First connection: echo 10 frames, then hang up mid-run.
+        // Second connection: echo until the client closes.
+        for limit in [10usize, usize::MAX] {
+            let (mut c, _) = l.accept().unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut buf = [0u8; 64];
+            let mut n = 0;
+            while n < limit && c.read_exact(&mut buf).is_ok() {
+                buf[5] = 2;
+                if c.write_all(&buf).is_err() {
+                    break;
+                }
+                n += 1;
             }
-            buf[5] = 2;
-            c.write_all(&buf).unwrap();
         }
-        // Then hang up mid-run.
     });
     let target = format!("tcp://{addr}");
+    let t0 = Instant::now();
     let o = run(
         &[
-            "probe", &target, "--pps", "200", "-d", "3s", "--format", "json", "-q",
+            "probe",
+            &target,
+            "--pps",
+            "200",
+            "-d",
+            "3s",
+            "--loss-timeout",
+            "300ms",
+            "--format",
+            "json",
+            "-q",
         ],
         LIMIT,
     );
     h.join().unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_secs(3),
+        "finishes on time, not early"
+    );
     let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_valid(&d, "probe");
-    assert_eq!(u(&d, "/summary/received"), 10);
-    assert_eq!(
+    assert_eq!(d["stopped_by"], "duration");
+    let (sent, recv, lost) = (
         u(&d, "/summary/sent"),
-        u(&d, "/summary/received") + u(&d, "/summary/lost")
+        u(&d, "/summary/received"),
+        u(&d, "/summary/lost"),
     );
+    assert_eq!(sent, recv + lost);
+    assert!(recv > 100, "reconnected and kept measuring: {recv}");
+    assert!(lost >= 1, "what was in flight on the broken stream is lost");
     let kinds = d["errors"]["by_kind"].as_object().unwrap();
     assert!(
         kinds.contains_key("closed") || kinds.contains_key("reset"),
         "{kinds:?}"
     );
-    assert!(u(&d, "/errors/total_errors") >= 1);
 }
 
 #[test]

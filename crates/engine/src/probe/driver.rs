@@ -289,9 +289,18 @@ pub fn run_udp(
 }
 
 enum TcpState {
-    Connecting { sock: Socket, started: u64 },
-    Connected { sock: TcpStream },
-    Waiting { retry_at: u64 },
+    Connecting {
+        sock: Socket,
+        started: u64,
+    },
+    Connected {
+        sock: TcpStream,
+    },
+    Waiting {
+        retry_at: u64,
+    },
+    /// Lost its connection and no longer sending: only waiting out the loss timeout.
+    Disconnected,
     Closed,
 }
 
@@ -334,12 +343,22 @@ impl TcpFlow {
     fn fail(&mut self, now: u64, e: &io::Error, what: &str) {
         let kind = classify(e);
         let msg = format!("{what}: {e}");
+        // Whatever was queued or half-read belonged to the old stream.
+        self.out.clear();
+        self.out_pos = 0;
+        self.inbuf.clear();
         match &mut self.session {
             Some(s) => {
+                // Packets in flight on the broken stream never come back: they are lost at
+                // their deadline. The session goes on; the driver reconnects while it sends.
                 s.record_error(kind, || msg);
-                // The stream is gone: whatever was in flight will never come back.
-                s.abort(now, StopReason::Error);
-                self.state = TcpState::Closed;
+                self.state = if s.is_sending() {
+                    TcpState::Waiting {
+                        retry_at: now + RETRY_NS,
+                    }
+                } else {
+                    TcpState::Disconnected
+                };
             }
             None => {
                 self.errors_before_connect.record(kind, || msg);
@@ -354,6 +373,18 @@ impl TcpFlow {
                 } else {
                     self.state = TcpState::Closed;
                 }
+            }
+        }
+    }
+
+    /// While disconnected, a flow's schedule goes on: packets that fall due are counted as sent
+    /// (and so, at their deadline, lost), as a user's packets would be.
+    fn run_disconnected(&mut self, now: u64, scratch: &mut [u8]) {
+        if let Some(s) = self.session.as_mut() {
+            while s.poll_transmit(now, scratch).is_some() {}
+            s.handle_timeout(now);
+            if let (TcpState::Waiting { .. }, false) = (&self.state, s.is_sending()) {
+                self.state = TcpState::Disconnected;
             }
         }
     }
@@ -409,7 +440,11 @@ pub fn run_tcp(
             // Connection management: a fresh connect is checked in the same step.
             if let TcpState::Waiting { retry_at } = f.state {
                 if level > 0 {
-                    f.state = TcpState::Closed;
+                    f.state = if f.session.is_some() {
+                        TcpState::Disconnected
+                    } else {
+                        TcpState::Closed
+                    };
                 } else if now >= retry_at {
                     if f.attempts == 0 {
                         f.times.connect_start = now;
@@ -435,13 +470,19 @@ pub fn run_tcp(
                                 unreachable!("matched above")
                             };
                             let stream: TcpStream = sock.into();
-                            f.times.connect_ns = Some(now - f.times.connect_start);
-                            let mut cfg = f.cfg.clone();
-                            cfg.start = now;
-                            f.session = Some(Session::new(cfg));
+                            if f.session.is_none() {
+                                f.times.connect_ns = Some(now - f.times.connect_start);
+                                let mut cfg = f.cfg.clone();
+                                cfg.start = now;
+                                f.session = Some(Session::new(cfg));
+                            }
                             f.state = TcpState::Connected { sock: stream };
                         } else if level > 0 {
-                            f.state = TcpState::Closed;
+                            f.state = if f.session.is_some() {
+                                TcpState::Disconnected
+                            } else {
+                                TcpState::Closed
+                            };
                         } else if now - started > CONNECT_TIMEOUT_NS {
                             let e = io::Error::new(io::ErrorKind::TimedOut, "no answer to SYN");
                             f.fail(now, &e, "connect");
@@ -451,6 +492,15 @@ pub fn run_tcp(
                             at(started + CONNECT_TIMEOUT_NS);
                         }
                     }
+                }
+            }
+            if !matches!(f.state, TcpState::Connected { .. } | TcpState::Closed) {
+                if let Some(s) = f.session.as_mut() {
+                    apply_control(s, &control, now);
+                }
+                f.run_disconnected(clock.now(), &mut buf);
+                if let Some(t) = f.session.as_ref().and_then(|s| s.poll_timeout()) {
+                    at(t);
                 }
             }
             // Data.
