@@ -48,6 +48,19 @@ pub struct ServeArgs {
     /// PEM private key for --tls.
     #[arg(long, value_name = "FILE", requires = "tls", requires = "cert")]
     pub key: Option<std::path::PathBuf>,
+    /// Also serve QUIC on this UDP address (framed requests on every bidirectional stream,
+    /// ALPN `npt`; for `npt run --quic`).
+    #[arg(long = "quic", value_name = "ADDR:PORT")]
+    pub quic: Option<String>,
+    /// PEM certificate chain for --quic [default: self-signed for localhost, 127.0.0.1, ::1].
+    #[arg(long, value_name = "FILE", requires = "quic", requires = "quic_key")]
+    pub quic_cert: Option<std::path::PathBuf>,
+    /// PEM private key for --quic-cert.
+    #[arg(long, value_name = "FILE", requires = "quic", requires = "quic_cert")]
+    pub quic_key: Option<std::path::PathBuf>,
+    /// Write the QUIC certificate (PEM) to this file, for `npt run --ca FILE`.
+    #[arg(long, value_name = "FILE", requires = "quic")]
+    pub quic_cert_out: Option<std::path::PathBuf>,
 }
 
 /// `--http`: the HTTP responder's options, if asked for.
@@ -101,6 +114,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     crate::signals::install(&control)?;
     let http_opts = http_options(&a)?;
     let server = Server::start(cfg)?;
+    let quic = start_quic(&a, &server)?;
     let http = match &http_opts {
         Some(o) => Some(npt_http::spawn_http_server(o)?),
         None => None,
@@ -118,13 +132,42 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             };
             writeln!(out, "npt serve: listening on {what} {addr}")?;
         }
+        if let Some(q) = &quic {
+            writeln!(out, "npt serve: listening on quic {}", q.local_addr())?;
+        }
         out.flush()?;
     }
     while control.signals.load(Ordering::SeqCst) == 0 {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!("npt serve: stopping; {}", server.counters().line());
+    drop(quic);
     drop(server);
     drop(http);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--quic`: the QUIC responder on the server's runtime, sharing its counters and token.
+fn start_quic(
+    a: &ServeArgs,
+    server: &Server,
+) -> anyhow::Result<Option<npt_server::quic::QuicServer>> {
+    let Some(q) = &a.quic else { return Ok(None) };
+    let addr: SocketAddr = q
+        .parse()
+        .map_err(|_| usage!("--quic {q:?}: expected ADDR:PORT, e.g. 0.0.0.0:7778"))?;
+    let tls = match (&a.quic_cert, &a.quic_key) {
+        (Some(cert), Some(key)) => npt_server::quic::QuicTls::Pem {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        _ => npt_server::quic::QuicTls::SelfSigned,
+    };
+    let token = a.token.as_deref().map(npt_wire::frame::token_from_secret);
+    let qs = npt_server::quic::start_quic(&server.runtime(), addr, tls, token, server.counters())?;
+    if let Some(path) = &a.quic_cert_out {
+        npt_report::write_atomic(path, qs.cert_pem().as_bytes())
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(Some(qs))
 }
