@@ -420,7 +420,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 fn banner(cfg: &RunConfig) -> String {
     let load = match cfg.load {
         Load::Users { users, ramp_up } => {
-            format!("{users} users (closed loop, ramp-up {ramp_up:?})")
+            format!(
+                "{users} users (closed loop, ramp-up {})",
+                humantime::format_duration(ramp_up)
+            )
         }
         Load::Arrivals {
             per_sec,
@@ -437,10 +440,10 @@ fn banner(cfg: &RunConfig) -> String {
         targets.push(format!("quic://{q}"));
     }
     format!(
-        "npt run {}: {load}, mix {}, {:?}, seed {}",
+        "npt run {}: {load}, mix {}, {}, seed {}",
         targets.join(" "),
         cfg.shape.mix.to_string_compact(),
-        cfg.duration,
+        humantime::format_duration(cfg.duration),
         cfg.seed
     )
 }

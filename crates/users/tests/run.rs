@@ -354,3 +354,57 @@ fn an_unexpected_quic_certificate_is_one_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn the_token_opens_the_server_and_its_absence_is_an_error() {
+    let token = npt_wire::frame::token_from_secret("s3cret");
+    let s = Server::start(ServeConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        token: Some(token),
+        ..ServeConfig::default()
+    })
+    .unwrap();
+    let mut cfg = config(
+        s.local_addrs().to_vec(),
+        None,
+        QuicTrust::Insecure,
+        "web=1",
+        3,
+        1.5,
+    );
+    cfg.token = token;
+    let with = run(cfg.clone());
+    assert!(with.body.summary.requests > 0);
+    assert_eq!(with.body.errors.total_errors, 0);
+    cfg.token = 0;
+    let without = run(cfg);
+    assert_eq!(without.body.summary.requests, 0);
+    assert!(without.body.errors.total_errors > 0);
+}
+
+#[test]
+fn the_open_model_starts_sessions_at_the_arrival_rate() {
+    let s = server();
+    let mut cfg = config(
+        s.local_addrs().to_vec(),
+        None,
+        QuicTrust::Insecure,
+        "web=1",
+        0,
+        2.0,
+    );
+    cfg.load = Load::Arrivals {
+        per_sec: 50.0,
+        max_active: 1000,
+    };
+    let out = run(cfg);
+    let b = &out.body;
+    // Arrivals at k/50 s for k = 0..: 100 of them start before 2 s; allow a few at the edge.
+    assert!(
+        (95..=100).contains(&b.summary.sessions_started),
+        "{}",
+        b.summary.sessions_started
+    );
+    assert_eq!(b.summary.arrivals_dropped, 0);
+    assert_eq!(b.errors.total_errors, 0);
+}
