@@ -26,8 +26,8 @@ pub struct RunBody {
     pub protocols: BTreeMap<String, ProtocolStats>,
     /// Keyed `web`, `quic`, `download`, `upload`, `game` (activities in the mix only).
     pub activities: BTreeMap<String, ActivityStats>,
-    /// Serialized HDR histograms (ns), keyed `<protocol|activity|health>.<measure>`,
-    /// e.g. `tcp.latency`, `tcp.connect`, `web.latency`, `download.ttfb`.
+    /// Serialized HDR histograms (ns): `proto.<tcp|quic|udp>.<latency|connect|handshake|
+    /// first_request>`, `activity.<name>.<latency|ttfb>`, `health.timer_lateness`.
     pub histograms: BTreeMap<String, SerializedHistogram>,
     pub intervals: Vec<RunInterval>,
 }

@@ -345,7 +345,7 @@ impl Collector {
                 ("first_request", &a.first),
             ] {
                 if !h.is_empty() {
-                    histograms.insert(format!("{}.{name}", p.name()), h.to_serialized());
+                    histograms.insert(format!("proto.{}.{name}", p.name()), h.to_serialized());
                 }
             }
         }
@@ -399,10 +399,13 @@ impl Collector {
                 },
             );
             if !x.latency.is_empty() {
-                histograms.insert(format!("{}.latency", a.name()), x.latency.to_serialized());
+                histograms.insert(
+                    format!("activity.{}.latency", a.name()),
+                    x.latency.to_serialized(),
+                );
             }
             if let Some(h) = &x.ttfb {
-                histograms.insert(format!("{}.ttfb", a.name()), h.to_serialized());
+                histograms.insert(format!("activity.{}.ttfb", a.name()), h.to_serialized());
             }
         }
         if !t.lateness.is_empty() {

@@ -164,7 +164,7 @@ fn every_activity_completes_without_errors_and_matches_the_schema() {
         "the series adds up to the totals"
     );
     // Serialized histograms decode to the same counts (exact merge later).
-    let h = npt_stats::Histogram::from_serialized(&b.histograms["tcp.latency"]).unwrap();
+    let h = npt_stats::Histogram::from_serialized(&b.histograms["proto.tcp.latency"]).unwrap();
     assert_eq!(h.count(), b.protocols["tcp"].requests);
     assert_eq!(out.stopped_by, "duration");
     validate(&document(&cfg, &out));
