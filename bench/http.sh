@@ -36,7 +36,7 @@ TMP=$(mktemp -d)
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    if [ -f "$TMP/nginx.pid" ]; then kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true; fi
+    if [ -f "$TMP/nginx.pid" ]; then kill "$(cat "$TMP/nginx.pid" 2>/dev/null)" 2>/dev/null || true; fi
     sleep 0.2
     rm -rf "$TMP"
 }
@@ -54,10 +54,12 @@ wait_port() { # port: up to 5 s for a listener
         sleep 0.05
     done
     echo "bench/http.sh: nothing listening on port $1" >&2
-    exit 1
+    return 1
 }
 
 NGX_PORT=$(free_port)
+NGX_H2_PORT=$(free_port)
+while [ "$NGX_H2_PORT" = "$NGX_PORT" ]; do NGX_H2_PORT=$(free_port); done
 mkdir -p "$TMP/ngx"
 cat >"$TMP/nginx.conf" <<EOF
 worker_processes 1;
@@ -75,24 +77,23 @@ http {
     keepalive_requests 1000000;
     server {
         listen 127.0.0.1:$NGX_PORT;
-        listen 127.0.0.1:$((NGX_PORT + 1)) http2;
+        listen 127.0.0.1:$NGX_H2_PORT http2;
         location / { return 200 "ok\n"; }
     }
 }
 EOF
-# The h2c (prior knowledge) listener is NGX_PORT+1; make sure that port is free as well.
 "$NGINX" -c "$TMP/nginx.conf" -p "$TMP" &
 PIDS+=($!)
-wait_port "$NGX_PORT"
-wait_port $((NGX_PORT + 1))
+wait_port "$NGX_PORT" || { cat "$TMP/error.log" >&2; exit 1; }
+wait_port "$NGX_H2_PORT" || { cat "$TMP/error.log" >&2; exit 1; }
 
 NPT_PORT=$(free_port)
-"$NPT" serve --http "127.0.0.1:$NPT_PORT" >"$TMP/npt-serve.log" 2>&1 &
+"$NPT" serve --listen 127.0.0.1:0 --http "127.0.0.1:$NPT_PORT" >"$TMP/npt-serve.log" 2>&1 &
 PIDS+=($!)
-wait_port "$NPT_PORT"
+wait_port "$NPT_PORT" || { cat "$TMP/npt-serve.log" >&2; exit 1; }
 
 URL=http://127.0.0.1:$NGX_PORT/
-H2URL=http://127.0.0.1:$((NGX_PORT + 1))/
+H2URL=http://127.0.0.1:$NGX_H2_PORT/
 
 npt_rps() { # args → requests/s from the JSON result
     "$NPT" http "$@" -d "$DUR" -q --json "$TMP/r.json" >/dev/null
@@ -106,7 +107,7 @@ h2load_rps() {
 }
 ratio() { python3 -c "print('%.2f' % ($1 / $2 if $2 else 0))"; }
 
-echo "bench/http.sh: $(nproc) CPUs, $DUR per figure, nginx 1 worker on :$NGX_PORT (h2c :$((NGX_PORT + 1))), npt serve on :$NPT_PORT"
+echo "bench/http.sh: $(nproc) CPUs, $DUR per figure, nginx 1 worker on :$NGX_PORT (h2c :$NGX_H2_PORT), npt serve on :$NPT_PORT"
 printf '%-44s %12s\n' "figure" "requests/s"
 
 a=$(npt_rps "$URL" -c 50)

@@ -564,18 +564,20 @@ impl Ctx {
 
     /// One request on a connection of its own (`--new-conn`, cold start): connect, TLS,
     /// request, close. Returns the status, head time and body bytes.
+    /// `buf` is the HTTP/1.1 read buffer, handed from connection to connection.
     async fn fresh_request(
         &self,
         host: usize,
         shard: Option<&Shard>,
+        buf: &mut Vec<u8>,
     ) -> Result<(u16, Instant, u64), Failure> {
         let sent = Instant::now();
         let (io, ce) = self.connect().await?;
         if let Some(s) = shard {
             s.push(Record::Conn(ce));
         }
-        let req = self.build(host);
         if self.h2 {
+            let req = self.build(host);
             let (mut tx, conn) =
                 hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
                     .await
@@ -591,17 +593,20 @@ impl Ctx {
             conn.abort();
             r
         } else {
-            let mut conn = h1::Conn::new(io);
-            self.h1_exchange(&mut conn, host, sent).await.0
+            let mut conn = h1::Conn::with_buffer(io, std::mem::take(buf));
+            let r = self.h1_exchange(&mut conn, host, sent).await.0;
+            *buf = conn.into_buffer();
+            r
         }
     }
 }
 
 /// `--new-conn`: every request on its own connection.
 async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
+    let mut buf = Vec::new();
     while let Some(tk) = ctx.ticket().await {
         let sent = Instant::now();
-        let r = ctx.fresh_request(tk.host, Some(&shard)).await;
+        let r = ctx.fresh_request(tk.host, Some(&shard), &mut buf).await;
         ctx.push(&shard, tk, sent, r);
     }
 }
@@ -865,7 +870,9 @@ async fn cold_start(
         }
         attempts += 1;
         let sent = Instant::now();
-        let r = tokio::time::timeout_at(deadline.into(), ctx.fresh_request(0, None)).await;
+        let r =
+            tokio::time::timeout_at(deadline.into(), ctx.fresh_request(0, None, &mut Vec::new()))
+                .await;
         let done = Instant::now();
         match r {
             Ok(Ok((status, _, _))) if (200..300).contains(&status) => {

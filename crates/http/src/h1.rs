@@ -100,12 +100,26 @@ pub struct Conn<IO> {
 
 impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
     pub fn new(io: IO) -> Conn<IO> {
+        Conn::with_buffer(io, Vec::new())
+    }
+
+    /// Reuses `buf` (from [`Conn::into_buffer`]) as the read buffer: `--new-conn` opens a
+    /// connection per request and need not allocate and zero 16 KiB each time.
+    pub fn with_buffer(io: IO, mut buf: Vec<u8>) -> Conn<IO> {
+        if buf.len() < READ_CHUNK {
+            buf.resize(READ_CHUNK, 0);
+        }
         Conn {
             io,
-            buf: vec![0; READ_CHUNK],
+            buf,
             pos: 0,
             len: 0,
         }
+    }
+
+    /// The read buffer, for the next connection.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
     }
 
     /// Reads more bytes after the unconsumed ones; `Ok(0)` is end of stream.
