@@ -203,36 +203,39 @@ impl Collector {
         x.transfer_ns += ns;
     }
 
-    /// RTTs of game packets, recorded in batches to keep the lock rate low.
-    pub fn game_rtts(&self, rtts: &[u64]) {
-        if rtts.is_empty() {
-            return;
-        }
+    /// A game session's progress: RTTs of on-time replies, the counts decided since the last
+    /// flush and the bytes moved, in one lock (a session flushes every 64 replies).
+    pub fn game_flush(&self, rtts: &[u64], g: &GameCounts, up: u64, down: u64) {
+        let n = rtts.len() as u64;
         let mut t = self.lock();
-        let up_down = rtts.len() as u64;
         for &ns in rtts {
             t.proto[Proto::Udp.index()].latency.record(ns);
             t.act[Activity::Game.index()].latency.record(ns);
             t.interval.latency.record(ns);
         }
-        t.proto[Proto::Udp.index()].requests += up_down;
-        t.act[Activity::Game.index()].requests += up_down;
-        t.interval.requests += up_down;
+        let p = &mut t.proto[Proto::Udp.index()];
+        p.requests += n;
+        p.up += up;
+        p.down += down;
+        let x = &mut t.act[Activity::Game.index()];
+        x.requests += n;
+        x.up += up;
+        x.down += down;
+        let a = &mut x.game;
+        a.sent += g.sent;
+        a.received += g.received;
+        a.lost += g.lost;
+        a.late += g.late;
+        a.duplicated += g.duplicated;
+        a.reordered += g.reordered;
+        a.jitter_weighted_ns += g.jitter_weighted_ns;
+        a.jitter_samples += g.jitter_samples;
+        let i = &mut t.interval;
+        i.requests += n;
+        i.up += up;
+        i.down += down;
         drop(t);
-        self.requests_total.fetch_add(up_down, Ordering::Relaxed);
-    }
-
-    pub fn game_session(&self, g: &GameCounts) {
-        let mut t = self.lock();
-        let x = &mut t.act[Activity::Game.index()].game;
-        x.sent += g.sent;
-        x.received += g.received;
-        x.lost += g.lost;
-        x.late += g.late;
-        x.duplicated += g.duplicated;
-        x.reordered += g.reordered;
-        x.jitter_weighted_ns += g.jitter_weighted_ns;
-        x.jitter_samples += g.jitter_samples;
+        self.requests_total.fetch_add(n, Ordering::Relaxed);
     }
 
     /// One failed request, connection or session, by kind (`refused`, `reset`, `timeout`, …).

@@ -904,6 +904,61 @@ async fn quic_request(
     Ok(x.total)
 }
 
+/// A game session's counts since they were last handed to the collector. A packet is
+/// counted as sent only once its fate is known (answered or lost), and counts, RTTs and bytes
+/// are handed over together, so `received + lost == sent` and `requests == received` hold in
+/// the result even for sessions the end of the run cuts off (their undecided packets are
+/// left out, like any request in flight at the end).
+struct GameAcc {
+    g: GameCounts,
+    rtts: [u64; 64],
+    nr: usize,
+    up: u64,
+    down: u64,
+    jitter_flushed: u64,
+}
+
+impl Default for GameAcc {
+    fn default() -> Self {
+        GameAcc {
+            g: GameCounts::default(),
+            rtts: [0; 64],
+            nr: 0,
+            up: 0,
+            down: 0,
+            jitter_flushed: 0,
+        }
+    }
+}
+
+impl GameAcc {
+    fn lost(&mut self) {
+        self.g.sent += 1;
+        self.g.lost += 1;
+    }
+
+    /// Records an on-time reply; true when the batch is full and should be flushed.
+    fn received(&mut self, rtt: u64) -> bool {
+        self.g.sent += 1;
+        self.g.received += 1;
+        self.rtts[self.nr] = rtt;
+        self.nr += 1;
+        self.nr == self.rtts.len()
+    }
+
+    fn flush(&mut self, col: &Collector, jit: &npt_stats::Jitter) {
+        let new = jit.samples() - self.jitter_flushed;
+        self.jitter_flushed = jit.samples();
+        self.g.jitter_weighted_ns = jit.value_ns() * new as f64;
+        self.g.jitter_samples = new;
+        col.game_flush(&self.rtts[..self.nr], &self.g, self.up, self.down);
+        self.g = GameCounts::default();
+        self.nr = 0;
+        self.up = 0;
+        self.down = 0;
+    }
+}
+
 /// A game session: fixed-size `Echo` datagrams at a fixed tick; RTT from the echoed stamp,
 /// loss/late/duplicate/reorder from the sequence window, RFC 3550 jitter of the RTT.
 async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Result<(), Fail> {
@@ -927,10 +982,7 @@ async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Resul
     let timeout_ns = ctx.cfg.shape.game.loss_timeout.as_nanos() as u64;
     let mut win = Window::new(timeout_ns, 4096);
     let mut jit = npt_stats::Jitter::default();
-    let mut g = GameCounts::default();
-    let mut rtts = [0u64; 64];
-    let mut nr = 0usize;
-    let (mut up, mut down) = (0u64, 0u64);
+    let mut acc = GameAcc::default();
     let start = Instant::now();
     let end = start + plan.length;
     let mut next = start;
@@ -944,7 +996,7 @@ async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Resul
         tokio::select! {
             _ = tokio::time::sleep_until(next.into()), if sending => {
                 let now_ns = ctx.now_ns();
-                win.expire(now_ns, |_, _| g.lost += 1);
+                win.expire(now_ns, |_, _| acc.lost());
                 let seq = win.push(now_ns, now_ns, 0);
                 let h = Header {
                     kind: Kind::Echo,
@@ -962,8 +1014,7 @@ async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Resul
                     result = Err(Fail::io("send", &e));
                     break;
                 }
-                g.sent += 1;
-                up += size as u64;
+                acc.up += size as u64;
                 next += plan.tick;
                 // Fell behind (a stalled worker): skip ticks rather than burst.
                 let now = Instant::now();
@@ -983,41 +1034,30 @@ async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Resul
                 if h.kind != Kind::EchoReply || h.flow != id as u32 {
                     continue;
                 }
-                down += n as u64;
+                acc.down += n as u64;
                 let now_ns = ctx.now_ns();
-                win.expire(now_ns, |_, _| g.lost += 1);
+                win.expire(now_ns, |_, _| acc.lost());
                 match win.on_reply(h.seq) {
                     Outcome::OnTime { slot, reordered } => {
-                        g.received += 1;
-                        g.reordered += reordered as u64;
                         let rtt = now_ns.saturating_sub(slot.sent);
                         jit.record(rtt);
-                        rtts[nr] = rtt;
-                        nr += 1;
-                        if nr == rtts.len() {
-                            ctx.col.game_rtts(&rtts[..nr]);
-                            ctx.col.bytes(Activity::Game, up, down);
-                            nr = 0;
-                            up = 0;
-                            down = 0;
+                        acc.g.reordered += reordered as u64;
+                        if acc.received(rtt) {
+                            acc.flush(&ctx.col, &jit);
                         }
                     }
                     Outcome::Late { reordered } => {
-                        g.late += 1;
-                        g.reordered += reordered as u64;
+                        acc.g.late += 1;
+                        acc.g.reordered += reordered as u64;
                     }
-                    Outcome::Duplicate => g.duplicated += 1,
+                    Outcome::Duplicate => acc.g.duplicated += 1,
                     Outcome::Unknown | Outcome::Stale => {}
                 }
             }
             _ = tokio::time::sleep_until(drain_until.into()), if !sending => break,
         }
     }
-    win.expire_all(|_, _| g.lost += 1);
-    ctx.col.game_rtts(&rtts[..nr]);
-    ctx.col.bytes(Activity::Game, up, down);
-    g.jitter_weighted_ns = jit.value_ns() * jit.samples() as f64;
-    g.jitter_samples = jit.samples();
-    ctx.col.game_session(&g);
+    win.expire_all(|_, _| acc.lost());
+    acc.flush(&ctx.col, &jit);
     result
 }
