@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/http.sh — npt http and npt serve --http side by side with their peers, in one run.
 #
-#   bench/http.sh [DURATION]        (default 10s per figure; needs a release build of npt)
+#   [REPS=3] bench/http.sh [DURATION]   (default 5s per figure, each pair run REPS times
+#                                        alternately, medians compared; needs a release build)
 #
 # Installs nothing. Needs nginx (Debian nginx-light), wrk and h2load (nghttp2-client):
 #   apt-get install -y nginx-light wrk nghttp2-client
@@ -15,7 +16,8 @@
 # Everything shares this machine's CPUs with the server under test; read ratios, not absolutes.
 set -euo pipefail
 
-DUR=${1:-10s}
+DUR=${1:-5s}
+REPS=${REPS:-3}
 DUR_S=${DUR%s}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NPT=${NPT:-$ROOT/target/release/npt}
@@ -107,31 +109,41 @@ h2load_rps() {
 }
 ratio() { python3 -c "print('%.2f' % ($1 / $2 if $2 else 0))"; }
 
-echo "bench/http.sh: $(nproc) CPUs, $DUR per figure, nginx 1 worker on :$NGX_PORT (h2c :$NGX_H2_PORT), npt serve on :$NPT_PORT"
-printf '%-44s %12s\n' "figure" "requests/s"
+echo "bench/http.sh: $(nproc) CPUs, $DUR per figure, $REPS alternating repetitions (median shown)," \
+    "nginx 1 worker on :$NGX_PORT (h2c :$NGX_H2_PORT), npt serve on :$NPT_PORT"
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-a=$(npt_rps "$URL" -c 50)
-b=$(wrk_rps -t2 -c50 "$URL")
-printf '%-44s %12s\n' "npt http -c50 (keep-alive) → nginx" "$a" "wrk -t2 -c50 → nginx" "$b"
-r1=$(ratio "$a" "$b")
+# pair NAME_A NAME_B CMD_A CMD_B: runs A and B alternately REPS times, prints both medians
+# and every sample, and leaves the ratio of the medians in $RATIO.
+pair() {
+    local name_a=$1 name_b=$2 cmd_a=$3 cmd_b=$4 as=() bs=()
+    for _ in $(seq 1 "$REPS"); do
+        as+=("$(eval "$cmd_a")")
+        bs+=("$(eval "$cmd_b")")
+    done
+    local ma mb
+    ma=$(median "${as[@]}")
+    mb=$(median "${bs[@]}")
+    printf '%-46s %10s   (%s)\n' "$name_a" "$ma" "${as[*]}" "$name_b" "$mb" "${bs[*]}"
+    RATIO=$(ratio "$ma" "$mb")
+}
 
-a=$(npt_rps "$URL" -c 50 --new-conn)
-b=$(wrk_rps -t2 -c50 -H 'Connection: close' "$URL")
-printf '%-44s %12s\n' "npt http -c50 --new-conn → nginx" "$a" "wrk -t2 -c50 -H 'Connection: close' → nginx" "$b"
-r2=$(ratio "$a" "$b")
-
-a=$(npt_rps "$H2URL" --http2 -c 4 --streams 10)
-b=$(h2load_rps -c4 -m10 -t2 "$H2URL")
-printf '%-44s %12s\n' "npt http --http2 -c4 --streams 10 → nginx" "$a" "h2load -c4 -m10 -t2 → nginx" "$b"
-r3=$(ratio "$a" "$b")
-
-a=$(wrk_rps -t2 -c50 "http://127.0.0.1:$NPT_PORT/")
-b=$(wrk_rps -t2 -c50 "$URL")
-printf '%-44s %12s\n' "wrk -t2 -c50 → npt serve --http" "$a" "wrk -t2 -c50 → nginx" "$b"
-r4=$(ratio "$a" "$b")
+printf '%-46s %10s   %s\n' "figure" "req/s" "(samples)"
+pair "npt http -c50 (keep-alive) -> nginx" "wrk -t2 -c50 -> nginx" \
+    'npt_rps "$URL" -c 50' 'wrk_rps -t2 -c50 "$URL"'
+r1=$RATIO
+pair "npt http -c50 --new-conn -> nginx" "wrk -t2 -c50 -H 'Connection: close' -> nginx" \
+    'npt_rps "$URL" -c 50 --new-conn' "wrk_rps -t2 -c50 -H 'Connection: close' \"\$URL\""
+r2=$RATIO
+pair "npt http --http2 -c4 --streams 10 -> nginx" "h2load -c4 -m10 -t2 -> nginx" \
+    'npt_rps "$H2URL" --http2 -c 4 --streams 10' 'h2load_rps -c4 -m10 -t2 "$H2URL"'
+r3=$RATIO
+pair "wrk -t2 -c50 -> npt serve --http" "wrk -t2 -c50 -> nginx" \
+    'wrk_rps -t2 -c50 "http://127.0.0.1:$NPT_PORT/"' 'wrk_rps -t2 -c50 "$URL"'
+r4=$RATIO
 
 echo
-echo "ratios (goal in brackets)"
+echo "ratios of medians (goal in brackets)"
 echo "  npt http keep-alive / wrk              $r1  [>= 1.0]"
 echo "  npt http --new-conn / wrk close        $r2  [>= 1.0]"
 echo "  npt http --http2 / h2load              $r3  [>= 0.9]"
