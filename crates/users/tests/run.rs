@@ -410,3 +410,22 @@ fn the_open_model_starts_sessions_at_the_arrival_rate() {
     assert_eq!(b.summary.arrivals_dropped, 0);
     assert_eq!(b.errors.total_errors, 0);
 }
+
+#[test]
+fn several_targets_share_the_users_round_robin() {
+    let a = server();
+    let b = server();
+    let cfg = config(
+        vec![a.local_addrs()[0], b.local_addrs()[0]],
+        None,
+        QuicTrust::Insecure,
+        "web=1",
+        4,
+        1.5,
+    );
+    let out = run(cfg);
+    assert_eq!(out.body.errors.total_errors, 0);
+    let got = |s: &Server| npt_server::Counters::get(&s.counters().tcp_accepted);
+    assert!(got(&a) > 0 && got(&b) > 0, "a {} b {}", got(&a), got(&b));
+    assert_eq!(out.body.summary.targets.len(), 2);
+}
