@@ -45,6 +45,7 @@ fn serve_http() -> (Child, String) {
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("npt serve --http did not report its address");
 }
 
