@@ -379,6 +379,7 @@ struct Ctx {
     h1_reqs: Vec<Vec<u8>>,
     /// HEAD responses have no body whatever their headers say.
     is_head: bool,
+    insecure: bool,
 }
 
 impl Ctx {
@@ -459,7 +460,12 @@ impl Ctx {
                     } else {
                         "tls"
                     };
-                    return Err(Failure(kind, format!("TLS handshake: {}", f.1)));
+                    let hint = if f.1.contains("certificate") && !self.insecure {
+                        " (--insecure accepts self-signed certificates)"
+                    } else {
+                        ""
+                    };
+                    return Err(Failure(kind, format!("TLS handshake: {}{hint}", f.1)));
                 }
                 Ok(Ok(s)) => s,
             };
@@ -775,6 +781,7 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
         timeout: cfg.timeout,
         h1_reqs,
         is_head: cfg.method == Method::HEAD,
+        insecure: cfg.insecure,
     })
 }
 
