@@ -30,6 +30,8 @@ struct Cli {
     cmd: Command,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Responder for every npt test: TCP and UDP echo on one port number.
