@@ -84,10 +84,10 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
         })?;
         listen.push(addr);
     }
-    if !(a.source_pps > 0.0) {
+    if a.source_pps.is_nan() || a.source_pps <= 0.0 {
         return Err(usage!("--source-pps must be positive"));
     }
-    if !(a.source_mbps > 0.0) {
+    if a.source_mbps.is_nan() || a.source_mbps <= 0.0 {
         return Err(usage!("--source-mbps must be positive"));
     }
     if a.max_conns == 0 {
