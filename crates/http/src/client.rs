@@ -510,27 +510,18 @@ impl Ctx {
         }));
     }
 
-    /// Awaits `work` (a whole request: response head and body) within the request timeout
-    /// counted from `sent`.
-    async fn timed<F>(&self, sent: Instant, work: F) -> Result<(u16, Instant, u64), Failure>
-    where
-        F: Future<Output = Result<(u16, Instant, u64), Failure>>,
-    {
-        match tokio::time::timeout_at((sent + self.timeout).into(), work).await {
-            Ok(r) => r,
-            Err(_) => Err(Failure(
-                "timeout",
-                format!("no complete response within {:?}", self.timeout),
-            )),
-        }
-    }
-
-    /// h2 (hyper): awaits a response and reads its body, within the request timeout.
-    async fn exchange<F>(&self, sent: Instant, fut: F) -> Result<(u16, Instant, u64), Failure>
+    /// h2 (hyper): awaits a response and reads its body, within the request timeout kept by
+    /// the stream's watchdog.
+    async fn exchange<F>(
+        &self,
+        sent: Instant,
+        fut: F,
+        wd: &mut Watchdog,
+    ) -> Result<(u16, Instant, u64), Failure>
     where
         F: Future<Output = Result<Response<Incoming>, Failure>>,
     {
-        self.timed(sent, async {
+        let work = async {
             let resp = fut.await?;
             let head = Instant::now();
             let status = resp.status().as_u16();
@@ -543,8 +534,15 @@ impl Ctx {
                 }
             }
             Ok((status, head, n))
-        })
-        .await
+        };
+        wd.guard(sent + self.timeout, work)
+            .await
+            .unwrap_or_else(|| {
+                Err(Failure(
+                    "timeout",
+                    format!("no complete response within {:?}", self.timeout),
+                ))
+            })
     }
 
     /// HTTP/1.1: one request on `conn`, within the request timeout kept by the slot's
@@ -599,11 +597,15 @@ impl Ctx {
                     .map_err(|e| Failure::from_err(&e))?;
             let conn = tokio::spawn(conn);
             let r = self
-                .exchange(sent, async {
-                    tx.send_request(req)
-                        .await
-                        .map_err(|e| Failure::from_err(&e))
-                })
+                .exchange(
+                    sent,
+                    async {
+                        tx.send_request(req)
+                            .await
+                            .map_err(|e| Failure::from_err(&e))
+                    },
+                    wd,
+                )
                 .await;
             conn.abort();
             r
@@ -692,6 +694,7 @@ async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
         for _ in 0..streams {
             let (ctx, shard, mut tx) = (ctx.clone(), shard.clone(), tx.clone());
             set.spawn(async move {
+                let mut wd = Watchdog::new(ctx.timeout);
                 loop {
                     if tx.ready().await.is_err() {
                         return false;
@@ -702,11 +705,15 @@ async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
                     let req = ctx.build(tk.host);
                     let sent = Instant::now();
                     let r = ctx
-                        .exchange(sent, async {
-                            tx.send_request(req)
-                                .await
-                                .map_err(|e| Failure::from_err(&e))
-                        })
+                        .exchange(
+                            sent,
+                            async {
+                                tx.send_request(req)
+                                    .await
+                                    .map_err(|e| Failure::from_err(&e))
+                            },
+                            &mut wd,
+                        )
                         .await;
                     let failed = r.is_err();
                     ctx.push(&shard, tk, sent, r);
