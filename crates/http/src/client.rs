@@ -1,11 +1,12 @@
-//! The load driver of `npt http`: opens connections (TCP, TLS, HTTP/1.1 or h2 via hyper's
-//! client connection API, so npt controls every socket), sends requests on the schedule of
+//! The load driver of `npt http`: opens connections (TCP, TLS; HTTP/1.1 through [`crate::h1`],
+//! h2 through the `h2` crate directly — hyper's h2 client spawns a task per request — so npt
+//! controls every socket), sends requests on the schedule of
 //! [`crate::schedule`], and pushes one [`Event`] per request to its [`Shard`]. The calling thread
 //! drains the shards into the [`Collector`] every 100 ms, prints progress and stops the run on
 //! time or on the stop flag (Ctrl-C). Nothing here computes a statistic.
 //!
-//! Timing: a request's latency runs from just before it is handed to hyper (which writes it to
-//! the socket straight away) until its last body byte has been read; with `--new-conn` it starts
+//! Timing: a request's latency runs from just before it is written to the connection until its
+//! last body byte has been read; with `--new-conn` it starts
 //! before the TCP connect, so it contains the handshakes, as a fresh client sees them. In open
 //! loop a request that was due while every slot was busy is measured from its intended time
 //! (the server held it up); one that merely waited for the timer is measured from its send.
@@ -21,10 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
-use http::{HeaderMap, Method, Request, Response, Uri};
-use http_body_util::{BodyExt as _, Full};
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use http::{HeaderMap, Method, Request, Uri};
 use npt_report::http::{ColdStart, HttpBody, HttpSummary};
 use npt_report::probe::Health;
 use rustls::pki_types::ServerName;
@@ -274,6 +272,11 @@ pub fn classify(err: &(dyn std::error::Error + 'static)) -> &'static str {
         if e.downcast_ref::<rustls::Error>().is_some() {
             return "tls";
         }
+        if let Some(h) = e.downcast_ref::<h2::Error>() {
+            if let Some(ioe) = h.get_io() {
+                return classify(ioe);
+            }
+        }
         if let Some(h) = e.downcast_ref::<hyper::Error>() {
             if h.is_timeout() {
                 return "timeout";
@@ -416,13 +419,54 @@ impl Ctx {
         }
     }
 
-    fn build(&self, host: usize) -> Request<Full<Bytes>> {
-        let h = &self.hosts[host];
-        let mut req = Request::new(Full::new(self.body.clone()));
+    /// The h2 request head for `host` (the body, if any, follows as one DATA frame).
+    fn build_h2(&self, host: usize) -> Request<()> {
+        let mut req = Request::new(());
         *req.method_mut() = self.method.clone();
-        *req.uri_mut() = h.uri.clone();
+        *req.uri_mut() = self.hosts[host].uri.clone();
         *req.headers_mut() = self.headers.clone();
         req
+    }
+
+    /// One request on an h2 connection: `(status, head time, body bytes)`.
+    async fn h2_request(&self, tx: &mut H2Tx, host: usize) -> Result<(u16, Instant, u64), Failure> {
+        let eos = self.body.is_empty();
+        let (resp, mut send) = tx
+            .send_request(self.build_h2(host), eos)
+            .map_err(|e| Failure::from_err(&e))?;
+        if !eos {
+            send.send_data(self.body.clone(), true)
+                .map_err(|e| Failure::from_err(&e))?;
+        }
+        let resp = resp.await.map_err(|e| Failure::from_err(&e))?;
+        let head = Instant::now();
+        let status = resp.status().as_u16();
+        let mut body = resp.into_body();
+        let mut n = 0u64;
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.map_err(|e| Failure::from_err(&e))?;
+            n += chunk.len() as u64;
+            let _ = body.flow_control().release_capacity(chunk.len());
+        }
+        Ok((status, head, n))
+    }
+
+    /// h2: waits for the connection to take a stream, then one request within the timeout.
+    async fn h2_exchange(
+        &self,
+        tx: &mut H2Tx,
+        host: usize,
+        sent: Instant,
+        wd: &mut Watchdog,
+    ) -> Result<(u16, Instant, u64), Failure> {
+        wd.guard(sent + self.timeout, self.h2_request(tx, host))
+            .await
+            .unwrap_or_else(|| {
+                Err(Failure(
+                    "timeout",
+                    format!("no complete response within {:?}", self.timeout),
+                ))
+            })
     }
 
     /// TCP connect and, for https, the TLS handshake (checking ALPN for h2).
@@ -510,41 +554,6 @@ impl Ctx {
         }));
     }
 
-    /// h2 (hyper): awaits a response and reads its body, within the request timeout kept by
-    /// the stream's watchdog.
-    async fn exchange<F>(
-        &self,
-        sent: Instant,
-        fut: F,
-        wd: &mut Watchdog,
-    ) -> Result<(u16, Instant, u64), Failure>
-    where
-        F: Future<Output = Result<Response<Incoming>, Failure>>,
-    {
-        let work = async {
-            let resp = fut.await?;
-            let head = Instant::now();
-            let status = resp.status().as_u16();
-            let mut body = resp.into_body();
-            let mut n = 0u64;
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| Failure::from_err(&e))?;
-                if let Some(d) = frame.data_ref() {
-                    n += d.len() as u64;
-                }
-            }
-            Ok((status, head, n))
-        };
-        wd.guard(sent + self.timeout, work)
-            .await
-            .unwrap_or_else(|| {
-                Err(Failure(
-                    "timeout",
-                    format!("no complete response within {:?}", self.timeout),
-                ))
-            })
-    }
-
     /// HTTP/1.1: one request on `conn`, within the request timeout kept by the slot's
     /// watchdog; also returns whether the connection can carry another request.
     async fn h1_exchange(
@@ -590,23 +599,14 @@ impl Ctx {
             s.push(Record::Conn(ce));
         }
         if self.h2 {
-            let req = self.build(host);
-            let (mut tx, conn) =
-                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+            let (mut tx, conn) = h2_handshake(io).await?;
+            let r = async {
+                std::future::poll_fn(|cx| tx.poll_ready(cx))
                     .await
                     .map_err(|e| Failure::from_err(&e))?;
-            let conn = tokio::spawn(conn);
-            let r = self
-                .exchange(
-                    sent,
-                    async {
-                        tx.send_request(req)
-                            .await
-                            .map_err(|e| Failure::from_err(&e))
-                    },
-                    wd,
-                )
-                .await;
+                self.h2_exchange(&mut tx, host, sent, wd).await
+            }
+            .await;
             conn.abort();
             r
         } else {
@@ -677,49 +677,31 @@ async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
                 continue;
             }
         };
-        let mut builder = hyper::client::conn::http2::Builder::new(TokioExecutor::new());
-        builder.initial_stream_window_size(1 << 20);
-        builder.initial_connection_window_size(1 << 24);
-        let (tx, conn) = match builder.handshake(TokioIo::new(io)).await {
+        let (tx, conn) = match h2_handshake(io).await {
             Ok(x) => x,
-            Err(e) => {
+            Err(f) => {
                 let Some(tk) = ctx.ticket().await else { return };
-                ctx.push(&shard, tk, Instant::now(), Err(Failure::from_err(&e)));
+                ctx.push(&shard, tk, Instant::now(), Err(f));
                 tokio::time::sleep(RECONNECT_BACKOFF).await;
                 continue;
             }
         };
-        let conn = tokio::spawn(conn);
         let mut set = JoinSet::new();
         for _ in 0..streams {
             let (ctx, shard, mut tx) = (ctx.clone(), shard.clone(), tx.clone());
             set.spawn(async move {
                 let mut wd = Watchdog::new(ctx.timeout);
                 loop {
-                    if tx.ready().await.is_err() {
+                    // Err: the connection is gone; the slot reconnects.
+                    if std::future::poll_fn(|cx| tx.poll_ready(cx)).await.is_err() {
                         return false;
                     }
                     let Some(tk) = ctx.ticket().await else {
                         return true;
                     };
-                    let req = ctx.build(tk.host);
                     let sent = Instant::now();
-                    let r = ctx
-                        .exchange(
-                            sent,
-                            async {
-                                tx.send_request(req)
-                                    .await
-                                    .map_err(|e| Failure::from_err(&e))
-                            },
-                            &mut wd,
-                        )
-                        .await;
-                    let failed = r.is_err();
+                    let r = ctx.h2_exchange(&mut tx, tk.host, sent, &mut wd).await;
                     ctx.push(&shard, tk, sent, r);
-                    if failed && tx.is_closed() {
-                        return false;
-                    }
                 }
             });
         }
@@ -733,6 +715,22 @@ async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
             return;
         }
     }
+}
+
+type H2Tx = h2::client::SendRequest<Bytes>;
+
+/// h2 handshake (prior knowledge, or after ALPN `h2`); the connection runs as its own task.
+async fn h2_handshake(io: Io) -> Result<(H2Tx, tokio::task::JoinHandle<()>), Failure> {
+    let (tx, conn) = h2::client::Builder::new()
+        .initial_window_size(1 << 20)
+        .initial_connection_window_size(1 << 24)
+        .handshake::<_, Bytes>(io)
+        .await
+        .map_err(|e| Failure::from_err(&e))?;
+    let task = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok((tx, task))
 }
 
 fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> {
