@@ -383,6 +383,8 @@ struct Ctx {
     /// HEAD responses have no body whatever their headers say.
     is_head: bool,
     insecure: bool,
+    /// `--new-conn` HTTP/1.1 with every request shorter than one TCP segment.
+    one_segment: bool,
 }
 
 impl Ctx {
@@ -469,22 +471,37 @@ impl Ctx {
             })
     }
 
-    /// TCP connect and, for https, the TLS handshake (checking ALPN for h2).
+    /// TCP connect and, for https, the TLS handshake (checking ALPN for h2), within the
+    /// request timeout.
     async fn connect(&self) -> Result<(Io, ConnEvent), Failure> {
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        match tokio::time::timeout(self.timeout, self.connect_untimed()).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure(
+                "timeout",
+                format!("connect/TLS handshake not done within {:?}", self.timeout),
+            )),
+        }
+    }
+
+    /// [`Ctx::connect`] without its own timer: the caller bounds it.
+    async fn connect_untimed(&self) -> Result<(Io, ConnEvent), Failure> {
         let t = Instant::now();
-        let tcp = match tokio::time::timeout_at(deadline, TcpStream::connect(self.addr)).await {
-            Err(_) => return Err(Failure("timeout", "connect timed out".into())),
-            Ok(Err(e)) => {
+        let tcp = match TcpStream::connect(self.addr).await {
+            Err(e) => {
                 let f = Failure::from_err(&e);
                 let kind = if f.0 == "protocol" { "connect" } else { f.0 };
                 return Err(Failure(kind, format!("connect: {}", f.1)));
             }
-            Ok(Ok(s)) => s,
+            Ok(s) => s,
         };
-        let _ = tcp.set_nodelay(true);
         let connect_ns = t.elapsed().as_nanos() as u64;
         let Some((connector, name)) = &self.tls else {
+            // A one-segment request on a fresh connection is one write that Nagle cannot
+            // delay; skip the syscall. Keep-alive connections (a small write may still be
+            // unacknowledged), h2 and bigger requests need TCP_NODELAY.
+            if !self.one_segment {
+                let _ = tcp.set_nodelay(true);
+            }
             return Ok((
                 Io::Plain(tcp),
                 ConnEvent {
@@ -493,26 +510,26 @@ impl Ctx {
                 },
             ));
         };
+        // TLS: the Finished message and the request are separate writes.
+        let _ = tcp.set_nodelay(true);
         let t = Instant::now();
-        let tls =
-            match tokio::time::timeout_at(deadline, connector.connect(name.clone(), tcp)).await {
-                Err(_) => return Err(Failure("timeout", "TLS handshake timed out".into())),
-                Ok(Err(e)) => {
-                    let f = Failure::from_err(&e);
-                    let kind = if matches!(f.0, "reset" | "refused") {
-                        f.0
-                    } else {
-                        "tls"
-                    };
-                    let hint = if f.1.contains("certificate") && !self.insecure {
-                        " (--insecure accepts self-signed certificates)"
-                    } else {
-                        ""
-                    };
-                    return Err(Failure(kind, format!("TLS handshake: {}{hint}", f.1)));
-                }
-                Ok(Ok(s)) => s,
-            };
+        let tls = match connector.connect(name.clone(), tcp).await {
+            Err(e) => {
+                let f = Failure::from_err(&e);
+                let kind = if matches!(f.0, "reset" | "refused") {
+                    f.0
+                } else {
+                    "tls"
+                };
+                let hint = if f.1.contains("certificate") && !self.insecure {
+                    " (--insecure accepts self-signed certificates)"
+                } else {
+                    ""
+                };
+                return Err(Failure(kind, format!("TLS handshake: {}{hint}", f.1)));
+            }
+            Ok(s) => s,
+        };
         let tls_ns = t.elapsed().as_nanos() as u64;
         if self.h2 && tls.get_ref().1.alpn_protocol() != Some(crate::tls::ALPN_H2) {
             return Err(Failure(
@@ -584,8 +601,9 @@ impl Ctx {
     }
 
     /// One request on a connection of its own (`--new-conn`, cold start): connect, TLS,
-    /// request, close. Returns the status, head time and body bytes.
-    /// `buf` is the HTTP/1.1 read buffer, handed from connection to connection.
+    /// request, close — all within one request timeout kept by `wd`. Returns the status, head
+    /// time and body bytes. `buf` is the HTTP/1.1 read buffer, handed from connection to
+    /// connection.
     async fn fresh_request(
         &self,
         host: usize,
@@ -594,27 +612,41 @@ impl Ctx {
         wd: &mut Watchdog,
     ) -> Result<(u16, Instant, u64), Failure> {
         let sent = Instant::now();
-        let (io, ce) = self.connect().await?;
-        if let Some(s) = shard {
-            s.push(Record::Conn(ce));
-        }
-        if self.h2 {
-            let (mut tx, conn) = h2_handshake(io).await?;
-            let r = async {
-                std::future::poll_fn(|cx| tx.poll_ready(cx))
-                    .await
-                    .map_err(|e| Failure::from_err(&e))?;
-                self.h2_exchange(&mut tx, host, sent, wd).await
+        let work = async {
+            let (io, ce) = self.connect_untimed().await?;
+            if let Some(s) = shard {
+                s.push(Record::Conn(ce));
             }
-            .await;
-            conn.abort();
-            r
-        } else {
-            let mut conn = h1::Conn::with_buffer(io, std::mem::take(buf));
-            let r = self.h1_exchange(&mut conn, host, sent, wd).await.0;
-            *buf = conn.into_buffer();
-            r
-        }
+            if self.h2 {
+                let (mut tx, conn) = h2_handshake(io).await?;
+                let r = async {
+                    std::future::poll_fn(|cx| tx.poll_ready(cx))
+                        .await
+                        .map_err(|e| Failure::from_err(&e))?;
+                    self.h2_request(&mut tx, host).await
+                }
+                .await;
+                conn.abort();
+                r
+            } else {
+                let mut conn = h1::Conn::with_buffer(io, std::mem::take(buf));
+                let r = conn
+                    .request(&self.h1_reqs[host], self.is_head)
+                    .await
+                    .map(|r| (r.status, r.head, r.body))
+                    .map_err(|e| Failure(e.kind(), e.to_string()));
+                *buf = conn.into_buffer();
+                r
+            }
+        };
+        wd.guard(sent + self.timeout, work)
+            .await
+            .unwrap_or_else(|| {
+                Err(Failure(
+                    "timeout",
+                    format!("no complete response within {:?}", self.timeout),
+                ))
+            })
     }
 }
 
@@ -768,7 +800,7 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
         .iter()
         .map(|(k, v)| (k.as_str().to_string(), v.as_bytes().to_vec()))
         .collect();
-    let h1_reqs = cfg
+    let h1_reqs: Vec<Vec<u8>> = cfg
         .host_names()
         .iter()
         .map(|h| {
@@ -782,6 +814,7 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
             )
         })
         .collect();
+    let one_segment = cfg.new_conn && !cfg.http2 && h1_reqs.iter().all(|r| r.len() <= 1200);
     Ok(Ctx {
         addr,
         tls,
@@ -800,6 +833,7 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
         h1_reqs,
         is_head: cfg.method == Method::HEAD,
         insecure: cfg.insecure,
+        one_segment,
     })
 }
 
