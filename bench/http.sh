@@ -97,15 +97,31 @@ wait_port "$NPT_PORT" || { cat "$TMP/npt-serve.log" >&2; exit 1; }
 URL=http://127.0.0.1:$NGX_PORT/
 H2URL=http://127.0.0.1:$NGX_H2_PORT/
 
-npt_rps() { # args → requests/s from the JSON result
-    "$NPT" http "$@" -d "$DUR" -q --json "$TMP/r.json" >/dev/null
-    python3 -c "import json; print('%.0f' % json.load(open('$TMP/r.json'))['summary']['rps'])"
+# Each *_rps prints "REQ_PER_S CPU_US_PER_REQUEST" for one run. The CPU figure (user + sys of
+# the client process, from /usr/bin/time) is steadier than req/s when the box is shared.
+timed() { /usr/bin/time -f '%U %S' -o "$TMP/time" "$@"; }
+cpu_us() { # requests → µs of client CPU per request
+    python3 -c "u,s=map(float,open('$TMP/time').read().split()[-2:]); n=$1; print('%.1f' % ((u+s)*1e6/n if n else 0))"
+}
+npt_rps() {
+    timed "$NPT" http "$@" -d "$DUR" -q --json "$TMP/r.json" >/dev/null
+    local rps n
+    read -r rps n < <(python3 -c "import json; s=json.load(open('$TMP/r.json'))['summary']; print('%.0f %d' % (s['rps'], s['requests']))")
+    echo "$rps $(cpu_us "$n")"
 }
 wrk_rps() {
-    wrk -d "$DUR" "$@" | awk '/Requests\/sec/ {printf "%.0f\n", $2}'
+    timed wrk -d "$DUR" "$@" >"$TMP/wrk.out"
+    local rps n
+    rps=$(awk '/Requests\/sec/ {printf "%.0f", $2}' "$TMP/wrk.out")
+    n=$(awk '/requests in/ {print $1}' "$TMP/wrk.out")
+    echo "$rps $(cpu_us "$n")"
 }
 h2load_rps() {
-    h2load -D "$DUR_S" "$@" 2>/dev/null | awk '/^finished in/ {gsub(",","",$4); printf "%.0f\n", $4}'
+    timed h2load -D "$DUR_S" "$@" >"$TMP/h2load.out" 2>/dev/null
+    local rps n
+    rps=$(awk '/^finished in/ {gsub(",","",$4); printf "%.0f", $4}' "$TMP/h2load.out")
+    n=$(awk '/^requests:/ {print $8}' "$TMP/h2load.out")
+    echo "$rps $(cpu_us "$n")"
 }
 ratio() { python3 -c "print('%.2f' % ($1 / $2 if $2 else 0))"; }
 
@@ -113,38 +129,40 @@ echo "bench/http.sh: $(nproc) CPUs, $DUR per figure, $REPS alternating repetitio
     "nginx 1 worker on :$NGX_PORT (h2c :$NGX_H2_PORT), npt serve on :$NPT_PORT"
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-# pair NAME_A NAME_B CMD_A CMD_B: runs A and B alternately REPS times, prints both medians
-# and every sample, and leaves the ratio of the medians in $RATIO.
+# pair NAME_A NAME_B CMD_A CMD_B: runs A and B alternately REPS times, prints the median
+# req/s and client CPU µs/request of each with every sample, and leaves the ratio of the
+# req/s medians in $RATIO and of the CPU medians (B/A: >1 means A is cheaper) in $CPU_RATIO.
 pair() {
-    local name_a=$1 name_b=$2 cmd_a=$3 cmd_b=$4 as=() bs=()
+    local name_a=$1 name_b=$2 cmd_a=$3 cmd_b=$4 ar=() br=() ac=() bc=() r c
     for _ in $(seq 1 "$REPS"); do
-        as+=("$(eval "$cmd_a")")
-        bs+=("$(eval "$cmd_b")")
+        read -r r c < <(eval "$cmd_a"); ar+=("$r"); ac+=("$c")
+        read -r r c < <(eval "$cmd_b"); br+=("$r"); bc+=("$c")
     done
-    local ma mb
-    ma=$(median "${as[@]}")
-    mb=$(median "${bs[@]}")
-    printf '%-46s %10s   (%s)\n' "$name_a" "$ma" "${as[*]}" "$name_b" "$mb" "${bs[*]}"
-    RATIO=$(ratio "$ma" "$mb")
+    local mar mbr mac mbc
+    mar=$(median "${ar[@]}"); mbr=$(median "${br[@]}")
+    mac=$(median "${ac[@]}"); mbc=$(median "${bc[@]}")
+    printf '%-46s %10s %10s   (%s)\n' "$name_a" "$mar" "$mac" "${ar[*]}" "$name_b" "$mbr" "$mbc" "${br[*]}"
+    RATIO=$(ratio "$mar" "$mbr")
+    CPU_RATIO=$(ratio "$mbc" "$mac")
 }
 
-printf '%-46s %10s   %s\n' "figure" "req/s" "(samples)"
+printf '%-46s %10s %10s   %s\n' "figure" "req/s" "cpu us/req" "(req/s samples)"
 pair "npt http -c50 (keep-alive) -> nginx" "wrk -t2 -c50 -> nginx" \
     'npt_rps "$URL" -c 50' 'wrk_rps -t2 -c50 "$URL"'
-r1=$RATIO
+r1=$RATIO c1=$CPU_RATIO
 pair "npt http -c50 --new-conn -> nginx" "wrk -t2 -c50 -H 'Connection: close' -> nginx" \
     'npt_rps "$URL" -c 50 --new-conn' "wrk_rps -t2 -c50 -H 'Connection: close' \"\$URL\""
-r2=$RATIO
+r2=$RATIO c2=$CPU_RATIO
 pair "npt http --http2 -c4 --streams 10 -> nginx" "h2load -c4 -m10 -t2 -> nginx" \
     'npt_rps "$H2URL" --http2 -c 4 --streams 10' 'h2load_rps -c4 -m10 -t2 "$H2URL"'
-r3=$RATIO
+r3=$RATIO c3=$CPU_RATIO
 pair "wrk -t2 -c50 -> npt serve --http" "wrk -t2 -c50 -> nginx" \
     'wrk_rps -t2 -c50 "http://127.0.0.1:$NPT_PORT/"' 'wrk_rps -t2 -c50 "$URL"'
 r4=$RATIO
 
 echo
-echo "ratios of medians (goal in brackets)"
-echo "  npt http keep-alive / wrk              $r1  [>= 1.0]"
-echo "  npt http --new-conn / wrk close        $r2  [>= 1.0]"
-echo "  npt http --http2 / h2load              $r3  [>= 0.9]"
-echo "  npt serve --http / nginx (under wrk)   $r4  [>= 0.8]"
+echo "ratios of medians (goal in brackets); cpu = peer's client CPU per request / npt's (> 1: npt is cheaper)"
+echo "  npt http keep-alive / wrk              $r1  [>= 1.0]   cpu $c1"
+echo "  npt http --new-conn / wrk close        $r2  [>= 1.0]   cpu $c2"
+echo "  npt http --http2 / h2load              $r3  [>= 0.9]   cpu $c3"
+echo "  npt serve --http / nginx (under wrk)   $r4  [>= 0.8]   (cpu column: of wrk, the client)"
