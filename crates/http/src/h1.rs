@@ -4,8 +4,9 @@
 //!
 //! Why not hyper's client here: a benchmark client must cost less than the server it loads.
 //! hyper's dispatcher moves every request through channels and a `HeaderMap`; this path does
-//! one `write` and usually one `read` per request with no allocation, like wrk. h2 stays on
-//! hyper. The response parsing is [`httparse`]; the chunked decoder below is pure and tested.
+//! one `write` and usually one `read` per request with no allocation, like wrk. (h2 goes
+//! through the `h2` crate.) Responses are parsed with [`httparse`]; the chunked decoder below
+//! is pure and tested.
 
 use std::io;
 use std::time::Instant;

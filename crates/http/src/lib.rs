@@ -3,8 +3,9 @@
 //!
 //! Layout, sans-IO first: [`schedule`] (open-loop tickets, host rotation) and [`collect`]
 //! (events → histograms, intervals, the result body) are plain code tested with a virtual
-//! clock; [`client`] is the thin tokio/hyper driver that opens sockets and emits events;
-//! [`h1`] is the lean HTTP/1.1 client connection (h2 uses hyper); [`coldstart`] spawns and reaps the command under test; [`server`] is the responder and
+//! clock; [`client`] is the thin tokio driver that opens sockets and emits events; [`h1`] is
+//! its lean HTTP/1.1 connection (h2 goes through the `h2` crate); [`coldstart`] spawns and
+//! reaps the command under test; [`server`] is the hyper responder and
 //! [`tls`] the rustls setup shared by both sides.
 
 pub mod client;
