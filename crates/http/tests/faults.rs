@@ -1,7 +1,8 @@
 //! Servers that misbehave: one that stalls for 1 s every 3 s (the coordinated-omission
 //! test: the corrected p99 shows the stall, the uncorrected one hides it), and ones that reset,
-//! close, hang, answer garbage or refuse — classified errors, the run ends on time, the report
-//! is written. Nothing here depends on the machine's speed beyond generous margins.
+//! close, hang, answer garbage or refuse — over HTTP/1.1 and h2 — classified errors, the run
+//! ends on time, the report is written. Nothing here depends on the machine's speed beyond
+//! generous margins.
 
 mod common;
 
@@ -231,4 +232,75 @@ fn stop_flag_ends_the_run_early_with_a_result() {
     );
     assert_eq!(r.stopped_by, "signal");
     assert_valid(&document(r));
+}
+
+/// An h2c server that takes every stream and then either never answers or resets it.
+fn h2_server(reset: bool) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((s, _)) = listener.accept().await else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(s).await else {
+                        return;
+                    };
+                    let mut held = Vec::new();
+                    while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                        if reset {
+                            respond.send_reset(h2::Reason::INTERNAL_ERROR);
+                        } else {
+                            held.push(respond);
+                        }
+                    }
+                });
+            }
+        });
+    });
+    addr
+}
+
+fn run_h2_against(addr: SocketAddr, timeout: Duration) -> serde_json::Value {
+    let mut c = config(&format!("http://{addr}/"));
+    c.http2 = true;
+    c.connections = 1;
+    c.streams = 4;
+    c.timeout = timeout;
+    let t = Instant::now();
+    let r = run(&c);
+    assert!(
+        t.elapsed() < c.duration + Duration::from_secs(2),
+        "took {:?}",
+        t.elapsed()
+    );
+    let v = document(r);
+    assert_valid(&v);
+    v
+}
+
+#[test]
+fn h2_streams_that_hang_time_out() {
+    let v = run_h2_against(h2_server(false), Duration::from_millis(300));
+    assert_eq!(v["summary"]["requests"], 0);
+    assert!(kind_count(&v, "timeout") > 0, "{}", v["errors"]);
+}
+
+#[test]
+fn h2_stream_resets_are_protocol_errors() {
+    let v = run_h2_against(h2_server(true), Duration::from_secs(5));
+    assert_eq!(v["summary"]["requests"], 0);
+    assert!(kind_count(&v, "protocol") > 0, "{}", v["errors"]);
+    assert_eq!(
+        v["summary"]["connections_opened"], 1,
+        "a stream reset does not cost the connection"
+    );
 }
