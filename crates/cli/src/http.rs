@@ -420,4 +420,89 @@ mod tests {
         .unwrap();
         assert_eq!((c.method.as_str(), c.streams, c.connections), ("PUT", 8, 2));
     }
+
+    fn body(open_loop: bool, hosts: &[&str]) -> HttpBody {
+        use npt_http::collect::{Collector, Event, Outcome, Record};
+        let names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+        let mut c = Collector::new(&names, open_loop, 1_000_000_000);
+        for i in 0..10u64 {
+            c.add(&Record::Request(Event {
+                host: (i % hosts.len() as u64) as u16,
+                outcome: Outcome::Response(if i == 0 { 503 } else { 200 }),
+                intended_ns: open_loop.then_some(i * 1_000_000),
+                held_up: false,
+                sent_ns: i * 1_000_000,
+                head_ns: i * 1_000_000 + 100_000,
+                done_ns: i * 1_000_000 + 200_000,
+                bytes_out: 0,
+                bytes_in: 3,
+            }));
+        }
+        c.add(&Record::Request(Event {
+            host: 0,
+            outcome: Outcome::Error("refused", "connection refused".into()),
+            intended_ns: None,
+            held_up: false,
+            sent_ns: 0,
+            head_ns: 0,
+            done_ns: 0,
+            bytes_out: 0,
+            bytes_in: 0,
+        }));
+        let summary = npt_report::http::HttpSummary {
+            url: "http://127.0.0.1:1/".into(),
+            method: "GET".into(),
+            protocol: "http/1.1".into(),
+            connections: 2,
+            streams: 1,
+            rate: open_loop.then_some(1000.0),
+            ..Default::default()
+        };
+        c.finish(summary, 1_000_000_000, Default::default())
+    }
+
+    fn rendered(b: &HttpBody) -> String {
+        let mut out = Vec::new();
+        render(&mut out, b, "duration").unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn summary_text_closed_loop_one_host() {
+        let t = rendered(&body(false, &["a.test"]));
+        assert!(t.contains("closed loop, 2 concurrent"), "{t}");
+        assert!(
+            t.contains("requests    10  (10.0 req/s)   2xx 9   errors 1"),
+            "{t}"
+        );
+        assert!(t.contains("status      200: 9  503: 1"), "{t}");
+        assert!(
+            t.contains("error       refused: 1  e.g. connection refused"),
+            "{t}"
+        );
+        assert!(!t.contains("uncorrected"), "{t}");
+        assert!(
+            !t.contains("hosts"),
+            "one host needs no per-host table: {t}"
+        );
+    }
+
+    #[test]
+    fn summary_text_open_loop_hosts_and_cold_start() {
+        let mut b = body(true, &["app1.test", "app2.test"]);
+        b.cold_start = Some(npt_report::http::ColdStart {
+            command: "node app.js".into(),
+            ready_ms: 201.0,
+            first_request_ms: 11.7,
+            attempts: 5,
+            first_status: 200,
+        });
+        let t = rendered(&b);
+        assert!(t.contains("open loop at 1000 req/s"), "{t}");
+        assert!(t.contains("(from intended send time)"), "{t}");
+        assert!(t.contains("uncorrected min"), "{t}");
+        assert!(t.contains("app1.test") && t.contains("app2.test"), "{t}");
+        assert!(t.contains("cold start  ready after 201"), "{t}");
+        assert!(t.contains("`node app.js`"), "{t}");
+    }
 }
