@@ -129,3 +129,26 @@ fn stop_during_warm_run_kills_the_group() {
     assert!(r.body.cold_start.is_some());
     assert!(!group_alive(pgid(&pidfile)));
 }
+
+#[test]
+fn stop_during_cold_start_kills_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let port = free_port();
+    let cmd = format!("echo $$ > {}; sleep 60", pidfile.display());
+    let c = cold_config(port, cmd, Duration::from_secs(30));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s2, pf) = (stop.clone(), pidfile.clone());
+    std::thread::spawn(move || {
+        let t = Instant::now();
+        while !pf.exists() && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        s2.store(true, Ordering::Relaxed);
+    });
+    let t = Instant::now();
+    let e = npt_http::run(&c, stop).unwrap_err();
+    assert!(e.to_string().contains("interrupted"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert!(!group_alive(pgid(&pidfile)));
+}
