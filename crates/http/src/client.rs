@@ -1048,7 +1048,8 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
 
     let end = t0 + cfg.duration;
     let mut buf = Vec::new();
-    let mut next_progress = t0 + Duration::from_secs(1);
+    // Each progress line shows the interval that just closed (closing lags by one tick).
+    let mut next_progress = t0 + Duration::from_secs(1) + TICK;
     let drain = |collector: &mut Collector, buf: &mut Vec<Record>, cutoff: u64| {
         for s in &shards {
             s.drain_into(buf);
