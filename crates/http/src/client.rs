@@ -453,7 +453,7 @@ impl Ctx {
         Ok((status, head, n))
     }
 
-    /// h2: waits for the connection to take a stream, then one request within the timeout.
+    /// h2: one request within the timeout kept by the stream's watchdog.
     async fn h2_exchange(
         &self,
         tx: &mut H2Tx,
@@ -554,9 +554,15 @@ impl Ctx {
         result: Result<(u16, Instant, u64), Failure>,
     ) {
         let done = Instant::now();
-        let (outcome, head_ns, bytes_in) = match result {
-            Ok((status, head, n)) => (Outcome::Response(status), self.ns(head), n),
-            Err(Failure(kind, msg)) => (Outcome::Error(kind, msg.into()), 0, 0),
+        // Body bytes count for completed exchanges only: a failed one may not have sent any.
+        let (outcome, head_ns, bytes_in, bytes_out) = match result {
+            Ok((status, head, n)) => (
+                Outcome::Response(status),
+                self.ns(head),
+                n,
+                self.body.len() as u64,
+            ),
+            Err(Failure(kind, msg)) => (Outcome::Error(kind, msg.into()), 0, 0, 0),
         };
         shard.push(Record::Request(Event {
             host: tk.host as u16,
@@ -566,7 +572,7 @@ impl Ctx {
             sent_ns: self.ns(sent),
             head_ns,
             done_ns: self.ns(done),
-            bytes_out: self.body.len() as u64,
+            bytes_out,
             bytes_in,
         }));
     }

@@ -64,7 +64,7 @@ pub struct HttpSummary {
     pub connections_opened: u64,
     /// Response counts by status code (`"200"`, `"404"` …).
     pub status: BTreeMap<String, u64>,
-    /// Request and response body bytes (headers excluded).
+    /// Request and response body bytes of completed requests (headers excluded).
     pub bytes: Directions,
     /// Body bits per second each way (headers excluded).
     pub throughput_bps: Directions,
