@@ -934,13 +934,25 @@ impl Drop for Workers {
     }
 }
 
-/// Resolves the URL's host (the first address wins, as most clients do).
+/// Resolves the URL's host. With several addresses (`localhost` → `::1` and `127.0.0.1`) the
+/// first that accepts a TCP connection within 1 s wins, as a browser's fallback would find it;
+/// when none does (a cold start has not begun yet) the first address is used.
 pub fn resolve(t: &Target) -> Result<SocketAddr, Error> {
-    (t.host.as_str(), t.port)
+    let addrs: Vec<SocketAddr> = (t.host.as_str(), t.port)
         .to_socket_addrs()
         .map_err(|e| Error::Io(format!("resolving {}", t.host), e))?
-        .next()
-        .ok_or_else(|| Error::Url(t.url.clone(), "host has no address".into()))
+        .collect();
+    let first = *addrs
+        .first()
+        .ok_or_else(|| Error::Url(t.url.clone(), "host has no address".into()))?;
+    if addrs.len() == 1 {
+        return Ok(first);
+    }
+    Ok(addrs
+        .iter()
+        .copied()
+        .find(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok())
+        .unwrap_or(first))
 }
 
 /// Polls with fresh connections until the first 2xx, as seed 003's cold start.
