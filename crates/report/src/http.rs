@@ -2,7 +2,7 @@
 //! tester health, the NPT-compatible `latency` and `errors` blocks, serialized histograms and
 //! the per-interval series.
 //!
-//! Field names here are what users script against (docs/http.md, "JSON names"): `summary.requests`,
+//! Field names here are what users script against (README, `npt http`, "JSON names"): `summary.requests`,
 //! `summary.rps`, `summary.latency_ms.*`, `summary.status.<code>`, `summary.errors`,
 //! `hosts.<host>.requests`, `cold_start.ready_ms`, `cold_start.first_request_ms` and, in open
 //! loop, `summary.latency_uncorrected_ms`. Keep them stable; `schema/http.schema.json` checks them.
