@@ -5,11 +5,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{ring, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, ServerConfig, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, ServerConfig};
 
 use crate::Error;
 
@@ -61,7 +60,7 @@ pub fn client_config(insecure: bool, h2: bool) -> Result<Arc<ClientConfig>, Erro
     let mut cfg = if insecure {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider())))
+            .with_custom_certificate_verifier(Arc::new(npt_tls::AcceptAny(provider())))
             .with_no_client_auth()
     } else {
         let roots = rustls::RootCertStore {
@@ -73,53 +72,4 @@ pub fn client_config(insecure: bool, h2: bool) -> Result<Arc<ClientConfig>, Erro
     // Every `--new-conn` request must pay for a full handshake, as a fresh client would.
     cfg.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(cfg))
-}
-
-/// `--insecure`: accepts any server certificate, still checks handshake signatures.
-#[derive(Debug)]
-struct AcceptAny(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }

@@ -6,9 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::CertificateDer;
 
 /// The ALPN protocol id (the same as `npt_server::quic::ALPN`).
 pub const ALPN: &[u8] = b"npt";
@@ -75,7 +73,7 @@ pub fn client_endpoint(
     let mut tls = match trust {
         QuicTrust::Insecure => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+            .with_custom_certificate_verifier(Arc::new(npt_tls::AcceptAny(provider)))
             .with_no_client_auth(),
         QuicTrust::Roots(ders) => {
             let mut roots = rustls::RootCertStore::empty();
@@ -128,54 +126,5 @@ pub async fn preflight(
         Err(_) => Err(format!(
             "{target}: no QUIC answer within {timeout:?} (is `npt serve --quic` running?)"
         )),
-    }
-}
-
-/// `--insecure`: accepts any certificate, still checks the handshake signatures.
-#[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
