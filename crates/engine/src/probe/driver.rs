@@ -195,6 +195,8 @@ pub fn run_udp(
     let fds: Vec<RawFd> = flows.iter().map(|f| f.sock.as_raw_fd()).collect();
     let no_write = vec![false; fds.len()];
     let mut ready = Vec::new();
+    // Slot indices for sendmmsg, built once instead of once per batch.
+    let all_slots: Vec<usize> = (0..BATCH).collect();
     let mut remaining = flows.len();
     while remaining > 0 {
         let mut deadline: Option<u64> = None;
@@ -220,8 +222,7 @@ pub fn run_udp(
                 }
                 let mut sent = 0;
                 while sent < k {
-                    let idx: Vec<usize> = (sent..k).collect();
-                    match out.send(fd, &idx, false, 0) {
+                    match out.send(fd, &all_slots[sent..k], false, 0) {
                         Ok(n) => sent += n.max(1),
                         Err(e) => {
                             // This packet did not leave; it will count as lost at its deadline.
