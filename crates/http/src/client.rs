@@ -669,22 +669,31 @@ async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
     }
 }
 
+/// Connects a slot. A failed connection costs the request that would have used it (counted
+/// as that request's error), then the slot backs off and tries again; `None` once no request
+/// is due any more.
+async fn connect_slot(ctx: &Ctx, shard: &Shard) -> Option<Io> {
+    loop {
+        match ctx.connect().await {
+            Ok((io, ce)) => {
+                shard.push(Record::Conn(ce));
+                return Some(io);
+            }
+            Err(f) => {
+                let tk = ctx.ticket().await?;
+                ctx.push(shard, tk, Instant::now(), Err(f));
+                tokio::time::sleep(RECONNECT_BACKOFF).await;
+            }
+        }
+    }
+}
+
 /// HTTP/1.1 keep-alive: one connection, one request at a time, reconnecting when it breaks.
 async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
     let mut wd = Watchdog::new(ctx.timeout);
     loop {
-        let io = match ctx.connect().await {
-            Ok((io, ce)) => {
-                shard.push(Record::Conn(ce));
-                io
-            }
-            Err(f) => {
-                // A failed connection costs the request that would have used it.
-                let Some(tk) = ctx.ticket().await else { return };
-                ctx.push(&shard, tk, Instant::now(), Err(f));
-                tokio::time::sleep(RECONNECT_BACKOFF).await;
-                continue;
-            }
+        let Some(io) = connect_slot(&ctx, &shard).await else {
+            return;
         };
         let mut conn = h1::Conn::new(io);
         loop {
@@ -703,17 +712,8 @@ async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
 /// HTTP/2: one connection carrying `streams` concurrent request loops.
 async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
     loop {
-        let io = match ctx.connect().await {
-            Ok((io, ce)) => {
-                shard.push(Record::Conn(ce));
-                io
-            }
-            Err(f) => {
-                let Some(tk) = ctx.ticket().await else { return };
-                ctx.push(&shard, tk, Instant::now(), Err(f));
-                tokio::time::sleep(RECONNECT_BACKOFF).await;
-                continue;
-            }
+        let Some(io) = connect_slot(&ctx, &shard).await else {
+            return;
         };
         let (tx, conn) = match h2_handshake(io).await {
             Ok(x) => x,
