@@ -5,6 +5,7 @@
 //! the stream responder ([`stream`]), which later transports (QUIC streams) reuse.
 
 pub mod limiter;
+pub mod loopguard;
 pub mod quic;
 pub mod stream;
 mod udp;
@@ -59,6 +60,9 @@ pub struct Counters {
     pub udp_errors: AtomicU64,
     pub refused_token: AtomicU64,
     pub refused_rate: AtomicU64,
+    /// Raw UDP datagrams not echoed because they could start or feed an echo loop
+    /// (see [`loopguard`]).
+    pub refused_loop: AtomicU64,
     pub refused_conns: AtomicU64,
     pub malformed: AtomicU64,
     pub clamped: AtomicU64,
@@ -76,7 +80,7 @@ impl Counters {
     pub fn line(&self) -> String {
         let g = Counters::get;
         format!(
-            "udp rx {} tx {} pkts; tcp conns {} rx {} tx {} bytes; refused: token {} rate {} conns {}; malformed {}; clamped {}",
+            "udp rx {} tx {} pkts; tcp conns {} rx {} tx {} bytes; refused: token {} rate {} loop {} conns {}; malformed {}; clamped {}",
             g(&self.udp_rx),
             g(&self.udp_tx),
             g(&self.tcp_accepted),
@@ -84,6 +88,7 @@ impl Counters {
             g(&self.tcp_tx_bytes),
             g(&self.refused_token),
             g(&self.refused_rate),
+            g(&self.refused_loop),
             g(&self.refused_conns),
             g(&self.malformed),
             g(&self.clamped)

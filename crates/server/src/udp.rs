@@ -7,6 +7,8 @@
 //! - per-source packet and byte budgets ([`crate::limiter`]) bound what any one source can make
 //!   it send;
 //! - with `--token`, only framed packets carrying the token are answered (raw echo is off);
+//! - raw echo never answers what could be another echo service ([`crate::loopguard`]), so a
+//!   forged datagram cannot start an endless ping-pong between two servers (or with itself);
 //! - every refusal is counted and summarized on stderr at most every five seconds.
 
 use std::net::UdpSocket;
@@ -19,6 +21,7 @@ use npt_netio::MsgBatch;
 use npt_wire::frame::{self, status, Header, Kind};
 
 use crate::limiter::{Limiter, Verdict};
+use crate::loopguard::{self, LoopGuard};
 use crate::Shared;
 
 const BATCH: usize = 32;
@@ -33,6 +36,7 @@ struct Tally {
     tx_bytes: u64,
     refused_token: u64,
     refused_rate: u64,
+    refused_loop: u64,
     malformed: u64,
     clamped: u64,
 }
@@ -42,6 +46,10 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
     let mut batch = MsgBatch::new(BATCH, MAX_DATAGRAM);
     let mut limiter = Limiter::new(shared.cfg.limits);
+    let own_port = sock.local_addr().map_or(0, |a| a.port());
+    let mut guard = LoopGuard::new(own_port);
+    // The UDP thread's own refusal tally for its log line (the shared counters also count TCP).
+    let mut refused = Tally::default();
     let epoch = Instant::now();
     let mut send_idx: Vec<usize> = Vec::with_capacity(BATCH);
     let mut last_log = Instant::now();
@@ -59,7 +67,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                         shared.counters.udp_errors.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                maybe_log(&shared, &mut last_log, &mut logged_refusals);
+                maybe_log(&refused, &mut last_log, &mut logged_refusals);
                 continue;
             }
         };
@@ -81,7 +89,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                     continue;
                 }
             }
-            if answer(&mut batch, i, token, &mut t) {
+            if answer(&mut batch, i, token, &mut t, |data| {
+                guard.check(now, peer, data)
+            }) {
                 send_idx.push(i);
             }
         }
@@ -101,27 +111,44 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         c.udp_rx_bytes.fetch_add(t.rx_bytes, Ordering::Relaxed);
         c.udp_tx.fetch_add(t.tx, Ordering::Relaxed);
         c.udp_tx_bytes.fetch_add(t.tx_bytes, Ordering::Relaxed);
-        if t.refused_token + t.refused_rate + t.malformed + t.clamped > 0 {
+        if t.refused_token + t.refused_rate + t.refused_loop + t.malformed + t.clamped > 0 {
             c.refused_token
                 .fetch_add(t.refused_token, Ordering::Relaxed);
             c.refused_rate.fetch_add(t.refused_rate, Ordering::Relaxed);
+            c.refused_loop.fetch_add(t.refused_loop, Ordering::Relaxed);
             c.malformed.fetch_add(t.malformed, Ordering::Relaxed);
             c.clamped.fetch_add(t.clamped, Ordering::Relaxed);
+            refused.refused_token += t.refused_token;
+            refused.refused_rate += t.refused_rate;
+            refused.refused_loop += t.refused_loop;
+            refused.malformed += t.malformed;
+            refused.clamped += t.clamped;
         }
         if last_log.elapsed() >= LOG_EVERY {
-            maybe_log(&shared, &mut last_log, &mut logged_refusals);
+            maybe_log(&refused, &mut last_log, &mut logged_refusals);
         }
     }
 }
 
-/// Rewrites datagram `i` into its answer in place; false = send nothing.
-fn answer(batch: &mut MsgBatch, i: usize, token: Option<u64>, t: &mut Tally) -> bool {
+/// Rewrites datagram `i` into its answer in place; false = send nothing. `raw_ok` decides
+/// whether a raw (unframed) datagram may be echoed (the loop guard).
+fn answer(
+    batch: &mut MsgBatch,
+    i: usize,
+    token: Option<u64>,
+    t: &mut Tally,
+    raw_ok: impl FnOnce(&[u8]) -> loopguard::Verdict,
+) -> bool {
     let len = batch.len(i);
     let data = batch.data_mut(i);
     if !frame::is_framed(data) {
         if token.is_some() {
             // Raw echo cannot carry a token: refused when the server requires one.
             t.refused_token += 1;
+            return false;
+        }
+        if raw_ok(data) != loopguard::Verdict::Answer {
+            t.refused_loop += 1;
             return false;
         }
         return true; // plain echo, same size
@@ -173,20 +200,17 @@ fn answer(batch: &mut MsgBatch, i: usize, token: Option<u64>, t: &mut Tally) -> 
     }
 }
 
-fn maybe_log(shared: &Shared, last: &mut Instant, logged: &mut u64) {
+/// Logs this UDP socket's own refusals (never TCP's) at most every [`LOG_EVERY`].
+fn maybe_log(r: &Tally, last: &mut Instant, logged: &mut u64) {
     if last.elapsed() < LOG_EVERY {
         return;
     }
     *last = Instant::now();
-    let c = &shared.counters;
-    let token = c.refused_token.load(Ordering::Relaxed);
-    let rate = c.refused_rate.load(Ordering::Relaxed);
-    let bad = c.malformed.load(Ordering::Relaxed);
-    let total = token + rate + bad;
+    let total = r.refused_token + r.refused_rate + r.refused_loop + r.malformed;
     if total > *logged {
         eprintln!(
-            "npt serve: udp refused so far: {token} bad/missing token, {rate} over per-source limits, {bad} malformed; {} clamped",
-            c.clamped.load(Ordering::Relaxed)
+            "npt serve: udp refused so far: {} bad/missing token, {} over per-source limits, {} possible echo loops, {} malformed; {} clamped",
+            r.refused_token, r.refused_rate, r.refused_loop, r.malformed, r.clamped
         );
         *logged = total;
     }
