@@ -33,6 +33,14 @@ pub enum StatsError {
     Decode(String),
 }
 
+/// Highest value a new histogram has room for before it grows. A histogram is sized lazily:
+/// it starts with the buckets for 1 ns .. ~16 µs (~24 KiB instead of ~256 KiB for the whole
+/// range) and grows only as far as the values recorded into it reach, never past
+/// [`HIGHEST_NS`]. Bucket boundaries depend only on the lowest value and the significant
+/// digits, so every histogram records and merges exactly as a full-range one would; only
+/// memory differs. That matters where many are alive at once (one per open stage per client).
+const INITIAL_HIGHEST_NS: u64 = 16_384;
+
 /// A latency histogram in nanoseconds. Mergeable with `+=`.
 #[derive(Clone, Debug)]
 pub struct Histogram {
@@ -42,11 +50,10 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram {
-            h: hdrhistogram::Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGFIG)
-                .expect("constant bounds are valid"),
-            clamped: 0,
-        }
+        let mut h = hdrhistogram::Histogram::new_with_bounds(LOWEST_NS, INITIAL_HIGHEST_NS, SIGFIG)
+            .expect("constant bounds are valid");
+        h.auto(true);
+        Histogram { h, clamped: 0 }
     }
 }
 
@@ -69,7 +76,7 @@ impl Histogram {
         } else {
             ns
         };
-        // Cannot fail: v is within the bounds the histogram was built with.
+        // Cannot fail: the histogram grows (auto-resize) up to v <= HIGHEST_NS.
         let _ = self.h.record_n(v, n);
     }
 
@@ -162,7 +169,8 @@ impl Histogram {
 
 impl AddAssign<&Histogram> for Histogram {
     fn add_assign(&mut self, rhs: &Histogram) {
-        // Same bounds on both sides, so adding cannot fail.
+        // Same lowest value and precision on both sides, and self grows to rhs's range, so
+        // adding cannot fail.
         let _ = self.h.add(&rhs.h);
         self.clamped += rhs.clamped;
     }
@@ -335,6 +343,31 @@ mod tests {
         }
         a += &b;
         assert_eq!(a.summary(), all.summary());
+    }
+
+    #[test]
+    fn lazily_sized_histograms_grow_to_an_hour_and_merge_both_ways() {
+        // A small-range histogram merged into a grown one and the other way round gives the
+        // same distribution as recording everything into one.
+        let (mut small, mut big, mut all) = (Histogram::new(), Histogram::new(), Histogram::new());
+        for v in [10u64, 2_000, 9_000] {
+            small.record(v);
+            all.record(v);
+        }
+        for v in [5_000_000u64, 90_000_000_000, HIGHEST_NS, HIGHEST_NS + 5] {
+            big.record(v);
+            all.record(v);
+        }
+        let mut a = small.clone();
+        a += &big;
+        let mut b = big.clone();
+        b += &small;
+        assert_eq!(a.summary(), all.summary());
+        assert_eq!(b.summary(), all.summary());
+        assert_eq!(all.clamped(), 1, "above an hour is clamped and counted");
+        assert!(all.max_ns() >= HIGHEST_NS && all.max_ns() <= HIGHEST_NS + HIGHEST_NS / 1000);
+        let back = Histogram::from_serialized(&small.to_serialized()).unwrap();
+        assert_eq!(back.summary(), small.summary());
     }
 
     #[test]
