@@ -59,7 +59,8 @@ pub struct ProbeSummary {
     pub bandwidth_bps: Directions,
     /// Application payload bytes each way.
     pub bytes: Directions,
-    /// TCP: connect + first echo, mean over connections (seed 001's "first packet latency").
+    /// TCP: connect + the first echo on that connection and nothing else, mean over flows
+    /// (seed 001's "first packet latency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_packet_ms: Option<f64>,
     /// TCP: connect time, mean over connections.

@@ -67,6 +67,8 @@ impl Control {
 pub struct TcpTimes {
     pub connect_start: u64,
     pub connect_ns: Option<u64>,
+    /// Round-trip time of the first echo on the first connection.
+    pub first_echo_ns: Option<u64>,
 }
 
 /// What a driver thread reports to the runner.
@@ -89,6 +91,10 @@ pub struct FlowResult {
 
 const MAX_WAIT: Duration = Duration::from_millis(50);
 const BATCH: usize = 32;
+/// Batches one UDP flow may send per wake-up before replies, deadlines and Ctrl-C get their
+/// turn: a schedule that is always due (a tiny interval, a rate above what the host can send)
+/// must not starve the receive side or ignore a stop.
+const MAX_BATCHES_PER_STEP: usize = 16;
 
 fn classify(e: &io::Error) -> &'static str {
     match e.kind() {
@@ -205,8 +211,8 @@ pub fn run_udp(
             let s = &mut f.session;
             let now = clock.now();
             apply_control(s, &control, now);
-            // Send everything due, a batch at a time.
-            loop {
+            // Send what is due, a batch at a time, a bounded number of batches per step.
+            for _ in 0..MAX_BATCHES_PER_STEP {
                 let mut k = 0;
                 while k < BATCH {
                     match s.poll_transmit(now, out.buf_mut(k)) {
@@ -413,6 +419,7 @@ pub fn run_tcp(
                 times: TcpTimes {
                     connect_start: now,
                     connect_ns: None,
+                    first_echo_ns: None,
                 },
                 attempts: 0,
                 out: Vec::new(),
@@ -504,9 +511,13 @@ pub fn run_tcp(
                     at(t);
                 }
             }
-            // Data.
+            // Data. The clock is read again: a connection that just came up sends its first
+            // packet in this same step (its schedule starts at the connect time).
+            let now = clock.now();
             if let TcpState::Connected { sock } = &mut f.state {
-                let s = f.session.as_mut().expect("connected flows have a session");
+                let Some(s) = f.session.as_mut() else {
+                    unreachable!("a flow is Connected only after its session exists")
+                };
                 apply_control(s, &control, now);
                 let size = f.cfg.size;
                 while f.out.len() - f.out_pos < MAX_QUEUED {
@@ -597,6 +608,7 @@ pub fn run_tcp(
                 let (totals, stop) = match f.session.take() {
                     Some(s) => {
                         let stop = s.stop_reason();
+                        f.times.first_echo_ns = s.totals().first_rtt;
                         (s.into_totals(), stop)
                     }
                     None => (

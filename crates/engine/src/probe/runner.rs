@@ -298,7 +298,18 @@ pub fn run(
     }
     let _ = printed_up_to;
     for h in handles {
-        let _ = h.join();
+        if let Err(panic) = h.join() {
+            // A flow thread died: say so in the result instead of dropping its flows silently.
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            totals
+                .errors
+                .record("internal", || format!("a probe thread panicked: {what}"));
+            stops.push(StopReason::Error);
+        }
     }
     let ended_wall = SystemTime::now();
     let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
@@ -307,6 +318,7 @@ pub fn run(
         StopReason::Signal,
         StopReason::Duration,
         StopReason::Count,
+        StopReason::Stalled,
         StopReason::Error,
     ]
     .into_iter()
@@ -393,11 +405,14 @@ fn build_body(
             / n
             / 1e6;
         let first_start = tcp.iter().map(|x| x.connect_start).min();
-        // First packet: connect + the first echo, as the user of a fresh connection sees it.
-        let first_packet = match (first_start, t.first_reply) {
-            (Some(s), Some(r)) => Some(r.saturating_sub(s) as f64 / 1e6),
-            _ => None,
-        };
+        // First packet (seed 001): connect + the first echo on that connection, and nothing
+        // else (no wait for the schedule), averaged over flows like connect_ms.
+        let firsts: Vec<f64> = tcp
+            .iter()
+            .filter_map(|x| Some((x.connect_ns? + x.first_echo_ns?) as f64 / 1e6))
+            .collect();
+        let first_packet =
+            (!firsts.is_empty()).then(|| firsts.iter().sum::<f64>() / firsts.len() as f64);
         let total = match (first_start, t.last_reply) {
             (Some(s), Some(r)) => Some(r.saturating_sub(s) as f64 / 1e6),
             _ => None,

@@ -105,6 +105,9 @@ pub struct Totals {
     pub last_send: Option<u64>,
     pub first_reply: Option<u64>,
     pub last_reply: Option<u64>,
+    /// Round-trip time of the first on-time reply of a flow (after `+=`: the smallest of the
+    /// flows'). TCP's first-packet latency is the connect plus this, nothing else.
+    pub first_rtt: Option<u64>,
     pub errors: ErrorCounts,
 }
 
@@ -146,6 +149,7 @@ impl AddAssign<&Totals> for Totals {
         self.last_send = max_opt(self.last_send, o.last_send);
         self.first_reply = min_opt(self.first_reply, o.first_reply);
         self.last_reply = max_opt(self.last_reply, o.last_reply);
+        self.first_rtt = min_opt(self.first_rtt, o.first_rtt);
         self.errors += &o.errors;
     }
 }
@@ -222,6 +226,9 @@ pub enum StopReason {
     Signal,
     Abort,
     Error,
+    /// Relay pacing with nothing in flight and nothing it may send: every packet that could
+    /// release the next one was lost (seed 002: "a network like that is worth a complaint").
+    Stalled,
 }
 
 impl StopReason {
@@ -232,6 +239,7 @@ impl StopReason {
             StopReason::Signal => "signal",
             StopReason::Abort => "abort",
             StopReason::Error => "error",
+            StopReason::Stalled => "stalled",
         }
     }
 }
@@ -299,8 +307,10 @@ impl Session {
         }
     }
 
-    fn newest_mut(&mut self) -> &mut Interval {
-        self.open.back_mut().expect("one interval is always open")
+    /// The newest open interval: the home of late and duplicate arrivals. None once the
+    /// session is done (every interval has been handed out).
+    fn newest_mut(&mut self) -> Option<&mut Interval> {
+        self.open.back_mut()
     }
 
     fn interval_mut(&mut self, index: u32) -> Option<&mut Interval> {
@@ -356,7 +366,12 @@ impl Session {
         if self.state == State::Done {
             return;
         }
-        self.stop_reason.get_or_insert(why);
+        // A second Ctrl-C turns a draining stop into an abort: the report says so.
+        if why == StopReason::Abort {
+            self.stop_reason = Some(why);
+        } else {
+            self.stop_reason.get_or_insert(why);
+        }
         let mut tags = std::mem::take(&mut self.lost_tags);
         self.window.expire_all(|_, slot| tags.push(slot.tag));
         for &tag in &tags {
@@ -387,7 +402,10 @@ impl Session {
             self.begin_drain(now, StopReason::Count);
             return None;
         }
-        let due = self.pacer.next_due()?;
+        let Some(due) = self.pacer.next_due() else {
+            self.check_stalled(now);
+            return None;
+        };
         if let Some(until) = self.cfg.send_until {
             if due >= until || now >= until {
                 self.begin_drain(now, StopReason::Duration);
@@ -448,8 +466,32 @@ impl Session {
         Some(size)
     }
 
+    /// A relay schedule that has sent its warm-up and has nothing in flight can never send
+    /// again (only replies release packets): stop instead of waiting for ever.
+    fn check_stalled(&mut self, now: u64) {
+        if self.state == State::Sending
+            && self.window.in_flight() == 0
+            && self.totals.sent > 0
+            && self.pacer.next_due().is_none()
+        {
+            self.totals.errors.record("stalled", || {
+                format!(
+                    "relay stalled after {} packets: every packet in flight was lost, so none \
+                     released the next",
+                    self.totals.sent
+                )
+            });
+            self.begin_drain(now, StopReason::Stalled);
+        }
+    }
+
     /// Handles one received datagram or frame.
     pub fn handle_reply(&mut self, now: u64, bytes: &[u8]) {
+        if self.state == State::Done {
+            // After the end (a second Ctrl-C abandons what is in flight): counted, not measured.
+            self.totals.stale += 1;
+            return;
+        }
         let Some((flow, seq, ts)) = self.parse(bytes) else {
             self.totals.foreign += 1;
             return;
@@ -489,6 +531,7 @@ impl Session {
                     t.rtt_corrected.record(now.saturating_sub(slot.intended));
                 }
                 t.first_reply.get_or_insert(now);
+                t.first_rtt.get_or_insert(rtt);
                 t.last_reply = Some(now);
                 if reordered {
                     t.reordered += 1;
@@ -514,16 +557,18 @@ impl Session {
                 if reordered {
                     self.totals.reordered += 1;
                 }
-                let iv = self.newest_mut();
-                iv.late += 1;
-                iv.bytes_down += arrival;
+                if let Some(iv) = self.newest_mut() {
+                    iv.late += 1;
+                    iv.bytes_down += arrival;
+                }
             }
             Outcome::Duplicate => {
                 self.totals.duplicated += 1;
                 self.totals.bytes_down += arrival;
-                let iv = self.newest_mut();
-                iv.duplicated += 1;
-                iv.bytes_down += arrival;
+                if let Some(iv) = self.newest_mut() {
+                    iv.duplicated += 1;
+                    iv.bytes_down += arrival;
+                }
             }
             Outcome::Stale => self.totals.stale += 1,
             Outcome::Unknown => self.totals.foreign += 1,
@@ -567,6 +612,7 @@ impl Session {
     /// Advances deadlines and interval closes to `now`.
     pub fn handle_timeout(&mut self, now: u64) {
         self.expire(now);
+        self.check_stalled(now);
         self.close_intervals(now);
         self.maybe_finish(now);
     }

@@ -355,7 +355,11 @@ fn stop_and_abort() {
     assert!(s.is_done());
     let t = s.totals();
     assert_eq!((t.sent, t.lost), (5, 5));
-    assert_eq!(s.stop_reason(), Some(StopReason::Signal));
+    assert_eq!(
+        s.stop_reason(),
+        Some(StopReason::Abort),
+        "the second signal aborts"
+    );
 }
 
 #[test]
@@ -434,4 +438,72 @@ fn stage_by_packet_count() {
     let sent: Vec<u64> = iv.iter().map(|i| i.sent).collect();
     assert_eq!(sent, vec![100, 100, 50]);
     check_invariants(s.totals(), &iv);
+}
+
+#[test]
+fn relay_with_every_warmup_packet_lost_ends_instead_of_waiting_for_ever() {
+    let mut c = cfg(Pacing::Relay {
+        warmup: 10,
+        every: MS,
+    });
+    c.count = Some(1_000_000);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |_| Fate {
+        drop: true,
+        ..Fate::default()
+    });
+    let iv = run(&mut s, &mut link, None);
+    let t = s.totals();
+    assert_eq!((t.sent, t.lost, t.received), (10, 10, 0));
+    assert_eq!(s.stop_reason(), Some(StopReason::Stalled));
+    assert_eq!(t.errors.get("stalled"), 1);
+    check_invariants(t, &iv);
+}
+
+#[test]
+fn relay_stalls_only_when_the_last_packet_in_flight_is_lost() {
+    // Every second packet is lost: each loss shrinks the relay window by one, so 4 warm-up
+    // packets dwindle to none; until then the schedule keeps sending on replies.
+    let mut c = cfg(Pacing::Relay {
+        warmup: 4,
+        every: MS,
+    });
+    c.count = Some(1_000_000);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(MS, |seq| Fate {
+        drop: seq % 2 == 1,
+        ..Fate::default()
+    });
+    let iv = run(&mut s, &mut link, None);
+    let t = s.totals();
+    assert_eq!(s.stop_reason(), Some(StopReason::Stalled));
+    assert!(t.sent > 4, "replies released more packets: {}", t.sent);
+    assert_eq!(t.received + t.lost, t.sent);
+    check_invariants(t, &iv);
+}
+
+#[test]
+fn replies_after_the_end_are_stale_not_a_panic() {
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = None;
+    let mut s = Session::new(c);
+    let mut buf = [0u8; 64];
+    let mut sent = Vec::new();
+    for ms in 0..3 {
+        while let Some(n) = s.poll_transmit(ms * MS, &mut buf) {
+            let mut reply = buf[..n].to_vec();
+            frame::set_kind_status(&mut reply, Kind::EchoReply, 0);
+            sent.push(reply);
+        }
+    }
+    s.stop(3 * MS, StopReason::Signal);
+    s.abort(4 * MS, StopReason::Abort); // the second Ctrl-C
+    assert!(s.is_done());
+    // The abandoned packets' replies, one of them twice, arrive after the end.
+    for r in sent.iter().chain(sent.first()) {
+        s.handle_reply(5 * MS, r);
+    }
+    let t = s.totals();
+    assert_eq!((t.sent, t.lost, t.received), (3, 3, 0));
+    assert_eq!(t.stale, 4);
 }
