@@ -6,6 +6,7 @@
 mod demo;
 mod http;
 mod probe;
+mod probe_checks;
 mod run;
 mod serve;
 mod signals;

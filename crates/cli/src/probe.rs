@@ -16,6 +16,7 @@ use npt_engine::probe::runner::{self, PacingSpec, ProbeConfig, Proto, StageSpec}
 use npt_engine::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
 use npt_wire::Fill;
 
+use crate::probe_checks::check_memory;
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -58,6 +59,10 @@ pub struct ProbeArgs {
     /// Spacing of warm-up packets (relay mode) [default: 1ms].
     #[arg(long, value_parser = parse_duration)]
     pub warmup_interval: Option<Duration>,
+    /// One message in flight over one connection, the next sent when its echo is back (seed
+    /// 001's TCP ping-pong client): short for --mode relay --warmup 1.
+    #[arg(long)]
+    pub ping_pong: bool,
     /// Stop after sending this many packets.
     #[arg(long, short = 'n')]
     pub count: Option<u64>,
@@ -197,7 +202,23 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         XmlPacing::OnSend { .. } => Mode::Rate,
         XmlPacing::OnRecv { .. } => Mode::Relay,
     }));
-    let mode = mode.unwrap_or(Mode::Rate);
+    if a.ping_pong {
+        if matches!(a.mode, Some(m) if m != Mode::Relay) {
+            return Err(usage!(
+                "--ping-pong is relay pacing; it cannot be used with --mode"
+            ));
+        }
+        if matches!(a.warmup, Some(w) if w != 1) {
+            return Err(usage!(
+                "--ping-pong keeps one message in flight; drop --warmup"
+            ));
+        }
+    }
+    let mode = if a.ping_pong {
+        Mode::Relay
+    } else {
+        mode.unwrap_or(Mode::Rate)
+    };
     let flag_for_other_mode = |given: bool, flag: &str, needs: &str| -> anyhow::Result<()> {
         if given {
             return Err(usage!("{flag} applies only to --mode {needs}"));
@@ -231,13 +252,17 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
                 "--warmup/--warmup-interval",
                 "relay",
             )?;
-            let interval = a
-                .interval
-                .or(match x.as_ref().map(|x| x.pacing) {
-                    Some(XmlPacing::Interval(d)) => Some(d),
-                    _ => None,
-                })
-                .unwrap_or(Duration::from_millis(10));
+            let (interval, source) = match (a.interval, x.as_ref().map(|x| x.pacing)) {
+                (Some(d), _) => (d, "--interval"),
+                (None, Some(XmlPacing::Interval(d))) => (d, "--config: <relay interval>"),
+                _ => (Duration::from_millis(10), "--interval"),
+            };
+            if interval.is_zero() {
+                return Err(usage!(
+                    "{source} 0: must be positive (0 would send as fast as the CPU allows, for \
+                     ever); for a fixed rate use --mode rate --pps N"
+                ));
+            }
             PacingSpec::Interval { interval }
         }
         Mode::Relay => {
@@ -247,7 +272,11 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
                 Some(XmlPacing::OnRecv { warmup, interval }) => (Some(warmup), Some(interval)),
                 _ => (None, None),
             };
-            let warmup = a.warmup.or(xw).unwrap_or(128);
+            let warmup = if a.ping_pong {
+                1
+            } else {
+                a.warmup.or(xw).unwrap_or(128)
+            };
             if warmup == 0 {
                 return Err(usage!("--warmup must be at least 1 (packets in flight)"));
             }
@@ -333,6 +362,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     if matches!(&a.token, Some(t) if t.is_empty()) {
         return Err(usage!("--token must not be empty"));
     }
+    check_memory(clients, stage, a.loss_timeout, &pacing)?;
     Ok((
         ProbeConfig {
             proto,
@@ -357,7 +387,14 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
 }
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
-    let (cfg, notices) = config(&a)?;
+    let (mut cfg, mut notices) = config(&a)?;
+    if cfg.proto == Proto::Tcp {
+        // A name with several addresses (localhost → ::1, 127.0.0.1): the first that accepts.
+        if let Some((addr, note)) = crate::probe_checks::first_accepting(&cfg.target, cfg.addr) {
+            cfg.addr = addr;
+            notices.extend(note);
+        }
+    }
     for n in &notices {
         eprintln!("npt probe: {n}");
     }
@@ -462,6 +499,24 @@ mod tests {
         assert_eq!((c.size, c.clients, c.raw), (64, 1, false));
         assert_eq!(c.stage, StageSpec::Time(Duration::from_secs(1)));
         assert_eq!((c.count, c.duration), (None, None));
+    }
+
+    #[test]
+    fn interval_zero_is_refused_and_ping_pong_is_relay_with_one_in_flight() {
+        let mut a = args("udp://127.0.0.1:7777");
+        a.mode = Some(Mode::Interval);
+        a.interval = Some(Duration::ZERO);
+        assert!(
+            err(&a).contains("--interval 0: must be positive"),
+            "{}",
+            err(&a)
+        );
+        let mut a = args("tcp://127.0.0.1:7777");
+        a.ping_pong = true;
+        let (c, _) = config(&a).unwrap();
+        assert!(matches!(c.pacing, PacingSpec::Relay { warmup: 1, .. }));
+        a.mode = Some(Mode::Rate);
+        assert!(err(&a).contains("--ping-pong"));
     }
 
     #[test]

@@ -1,0 +1,233 @@
+//! Why this exists: regression tests for probe defects found by trying to break it — an
+//! interval of 0 that never stopped, a relay run that waited for ever once its warm-up was
+//! lost, Ctrl-C ignored by a busy sender, and a second Ctrl-C that could lose a flow's totals.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn u(d: &serde_json::Value, p: &str) -> u64 {
+    d.pointer(p)
+        .and_then(|v| v.as_u64())
+        .unwrap_or_else(|| panic!("{p} missing in {d}"))
+}
+
+fn sigint(child: &Child) {
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+}
+
+/// Waits (bounded) for the child to exit; returns its stderr.
+fn wait_exit(mut child: Child, limit: Duration) -> (std::process::ExitStatus, String) {
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("npt did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    (status, err)
+}
+
+/// A UDP port with nothing behind it (bound, then released).
+fn dead_udp_port() -> std::net::SocketAddr {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.local_addr().unwrap()
+}
+
+#[test]
+fn interval_zero_is_refused_on_the_command_line_and_in_the_xml_config() {
+    let out = run(
+        &[
+            "probe",
+            "udp://127.0.0.1:9",
+            "--mode",
+            "interval",
+            "--interval",
+            "0s",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--interval 0: must be positive"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("zero.xml");
+    std::fs::write(
+        &xml,
+        r#"<settings><general protocol="udp" clientcount="1" /><target ip="127.0.0.1" port="9" />
+        <control mode="count" param="10" /><relay mode="interval" interval="0" /></settings>"#,
+    )
+    .unwrap();
+    let out = run(
+        &["probe", "--config", xml.to_str().unwrap()],
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("<relay interval> 0"), "{err}");
+}
+
+#[test]
+fn relay_with_count_ends_when_every_warmup_packet_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("stalled.json");
+    let target = format!("udp://{}", dead_udp_port());
+    let out = run(
+        &[
+            "probe",
+            &target,
+            "--mode",
+            "relay",
+            "--warmup",
+            "10",
+            "--count",
+            "1000000",
+            "--loss-timeout",
+            "300ms",
+            "-q",
+            "--json",
+            out_file.to_str().unwrap(),
+        ],
+        Duration::from_secs(15),
+    );
+    assert_eq!(out.status.code(), Some(1), "nothing answered");
+    let d = json(&out_file);
+    assert_valid(&d, "probe");
+    assert_eq!(d["stopped_by"], "stalled");
+    assert_eq!(u(&d, "/summary/sent"), 10);
+    assert_eq!(u(&d, "/summary/lost"), 10);
+}
+
+#[test]
+fn relay_with_a_wrong_token_ends_too() {
+    let (_srv, addr) = serve(&["--token", "right"]);
+    let out = run(
+        &[
+            "probe",
+            &format!("udp://{addr}"),
+            "--token",
+            "wrong",
+            "--mode",
+            "relay",
+            "--warmup",
+            "5",
+            "--count",
+            "1000",
+            "--loss-timeout",
+            "200ms",
+            "-q",
+            "--format",
+            "json",
+        ],
+        Duration::from_secs(15),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["stopped_by"], "stalled");
+}
+
+#[test]
+fn ctrl_c_stops_a_sender_that_is_always_behind() {
+    // 10 M pps is more than this host can send: the schedule is always due.
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("busy.json");
+    let mut child = npt()
+        .args([
+            "probe",
+            &format!("udp://{addr}"),
+            "--pps",
+            "10000000",
+            "--duration",
+            "1h",
+            "--report-every",
+            "200ms",
+            "--json",
+            out_file.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with("[stage"),
+        "a stage line while busy: {line}"
+    );
+    sigint(&child);
+    let (status, err) = wait_exit(child, Duration::from_secs(10));
+    assert!(status.success(), "{err}");
+    let d = json(&out_file);
+    assert_valid(&d, "probe");
+    assert_eq!(d["stopped_by"], "signal");
+    assert_eq!(
+        u(&d, "/summary/sent"),
+        u(&d, "/summary/received") + u(&d, "/summary/lost")
+    );
+}
+
+#[test]
+fn a_second_ctrl_c_with_packets_in_flight_keeps_every_flow() {
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("abort.json");
+    let mut child = npt()
+        .args([
+            "probe",
+            &format!("udp://{addr}"),
+            "--pps",
+            "400000",
+            "--clients",
+            "2",
+            "--loss-timeout",
+            "30s",
+            "--report-every",
+            "200ms",
+            "--json",
+            out_file.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    // The first stage line closes only after its loss timeout; wait for the banner instead.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(800) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sigint(&child);
+    std::thread::sleep(Duration::from_millis(30));
+    sigint(&child);
+    let (status, err) = wait_exit(child, Duration::from_secs(10));
+    let _ = stdout.read_to_string(&mut line);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(status.code().is_some(), "exited, not killed: {err}");
+    let d = json(&out_file);
+    assert_valid(&d, "probe");
+    assert_eq!(d["stopped_by"], "abort");
+    assert_eq!(u(&d, "/summary/clients"), 2);
+    assert!(d["errors"]["by_kind"].get("internal").is_none(), "{d}");
+    assert_eq!(
+        u(&d, "/summary/sent"),
+        u(&d, "/summary/received") + u(&d, "/summary/lost")
+    );
+}
