@@ -62,7 +62,7 @@ pub fn check_memory(
          {total} latency histograms alive (up to {} MiB; a stage stays open until its loss \
          timeout has passed); the limit is {MAX_HISTOGRAMS}: use fewer --clients, a longer \
          {}, or a shorter --loss-timeout",
-        total * WORST_HISTOGRAM_BYTES >> 20,
+        (total * WORST_HISTOGRAM_BYTES) >> 20,
         stage_flag.split(' ').next().unwrap_or("--report-every"),
     ))
 }

@@ -231,3 +231,113 @@ fn a_second_ctrl_c_with_packets_in_flight_keeps_every_flow() {
         u(&d, "/summary/received") + u(&d, "/summary/lost")
     );
 }
+
+/// A plain TCP echo that misbehaves: after `extra_after` bytes it inserts one stray byte
+/// (`Some`), or answers every byte with garbage (`None`). Serves one connection at a time
+/// until the listener is dropped with the returned guard's thread detached.
+fn odd_tcp_echo(extra_after: Option<usize>) -> std::net::SocketAddr {
+    use std::io::Write;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        // Bounded: a handful of connections (the probe may reconnect), each ends with the peer.
+        for conn in l.incoming().take(8) {
+            let Ok(mut c) = conn else { return };
+            let _ = c.set_read_timeout(Some(Duration::from_secs(20)));
+            let mut buf = [0u8; 4096];
+            let mut total = 0usize;
+            let mut inserted = false;
+            while let Ok(n) = c.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let out: Vec<u8> = match extra_after {
+                    Some(at) if !inserted && total + n > at => {
+                        inserted = true;
+                        let cut = at - total;
+                        let mut v = buf[..cut].to_vec();
+                        v.push(0x00);
+                        v.extend_from_slice(&buf[cut..n]);
+                        v
+                    }
+                    Some(_) => buf[..n].to_vec(),
+                    None => vec![0x5A; n],
+                };
+                total += n;
+                if c.write_all(&out).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_stray_byte_in_a_tcp_echo_costs_one_reply_not_the_run() {
+    let addr = odd_tcp_echo(Some(3 * 100));
+    let out = run(
+        &[
+            "probe",
+            &format!("tcp://{addr}"),
+            "--raw",
+            "--size",
+            "100",
+            "--ping-pong",
+            "--count",
+            "50",
+            "--loss-timeout",
+            "300ms",
+            "-q",
+            "--format",
+            "json",
+        ],
+        Duration::from_secs(20),
+    );
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        u(&d, "/errors/by_kind/protocol/count"),
+        1,
+        "{}",
+        d["errors"]
+    );
+    // Ping-pong: the reply that lost its first byte to the stray one is the only casualty,
+    // and losing it stalls the one-in-flight relay only if nothing else is in flight.
+    let (received, lost) = (u(&d, "/summary/received"), u(&d, "/summary/lost"));
+    assert!(received >= 3, "replies before the stray byte: {received}");
+    assert!(lost <= 1, "lost {lost}");
+}
+
+#[test]
+fn a_garbage_tcp_echo_is_a_protocol_error_and_the_run_ends_on_time() {
+    let addr = odd_tcp_echo(None);
+    let out = run(
+        &[
+            "probe",
+            &format!("tcp://{addr}"),
+            "--raw",
+            "--pps",
+            "2000",
+            "--duration",
+            "2s",
+            "--loss-timeout",
+            "300ms",
+            "-q",
+            "--format",
+            "json",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(1), "nothing answered");
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        u(&d, "/errors/by_kind/protocol/count") >= 1,
+        "{}",
+        d["errors"]
+    );
+    assert!(
+        u(&d, "/summary/foreign") < 100,
+        "no flood of 'foreign': {}",
+        d["summary"]
+    );
+}

@@ -19,6 +19,7 @@ use npt_netio::{MsgBatch, Ready};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::session::{Interval, Session, SessionConfig, StopReason, Totals};
+use super::stream::ReplyStream;
 
 /// The run's monotonic clock: ns since a shared epoch.
 #[derive(Clone, Copy, Debug)]
@@ -106,6 +107,7 @@ fn classify(e: &io::Error) -> &'static str {
         io::ErrorKind::NetworkUnreachable => "unreachable",
         io::ErrorKind::BrokenPipe => "reset",
         io::ErrorKind::UnexpectedEof => "closed",
+        io::ErrorKind::InvalidData => "protocol",
         _ => "io",
     }
 }
@@ -320,7 +322,7 @@ struct TcpFlow {
     attempts: u32,
     out: Vec<u8>,
     out_pos: usize,
-    inbuf: Vec<u8>,
+    inbuf: ReplyStream,
     errors_before_connect: npt_stats::ErrorCounts,
 }
 
@@ -411,6 +413,7 @@ pub fn run_tcp(
         .into_iter()
         .map(|(index, cfg)| {
             let now = clock.now();
+            let size = cfg.size;
             TcpFlow {
                 index,
                 cfg,
@@ -424,7 +427,7 @@ pub fn run_tcp(
                 attempts: 0,
                 out: Vec::new(),
                 out_pos: 0,
-                inbuf: Vec::new(),
+                inbuf: ReplyStream::new(size),
                 errors_before_connect: Default::default(),
             }
         })
@@ -561,14 +564,29 @@ pub fn run_tcp(
                                 break;
                             }
                             Ok(n) => {
-                                f.inbuf.extend_from_slice(&buf[..n]);
+                                f.inbuf.push(&buf[..n]);
                                 let now = clock.now();
-                                let mut off = 0;
-                                while f.inbuf.len() - off >= size {
-                                    s.handle_reply(now, &f.inbuf[off..off + size]);
-                                    off += size;
+                                let d = f.inbuf.drain(|b| s.try_handle_reply(now, b));
+                                if d.lost_step > 0 {
+                                    s.totals_mut().foreign += u64::from(d.lost_step);
+                                    s.record_error("protocol", || {
+                                        format!(
+                                            "echo stream out of step: skipped {} bytes to \
+                                             the next reply",
+                                            d.skipped
+                                        )
+                                    });
                                 }
-                                f.inbuf.drain(..off);
+                                if d.broken {
+                                    broken = Some((
+                                        io::Error::new(
+                                            io::ErrorKind::InvalidData,
+                                            "no reply in the last 64 KiB of the stream",
+                                        ),
+                                        "read",
+                                    ));
+                                    break;
+                                }
                             }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

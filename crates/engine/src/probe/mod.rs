@@ -1,6 +1,7 @@
 //! `npt probe`: line quality by echo. [`session`] is the sans-IO measurement of one flow;
 //! [`driver`] moves it over UDP or TCP sockets; [`runner`] runs many flows on threads, prints
-//! stage lines and builds the result document; [`xml`] reads seed 002's XML config.
+//! stage lines and builds the result document; [`stream`] cuts a TCP echo stream back into
+//! replies; [`xml`] reads seed 002's XML config.
 
 pub mod session;
 
@@ -8,4 +9,5 @@ pub mod driver;
 pub mod runner;
 #[cfg(test)]
 mod session_tests;
+pub mod stream;
 pub mod xml;

@@ -485,6 +485,18 @@ impl Session {
         }
     }
 
+    /// Handles `bytes` if they are one of this flow's replies (right framing, flow and size)
+    /// and returns true; otherwise counts nothing and returns false (a TCP stream that lost its
+    /// step, see [`super::stream`]).
+    pub fn try_handle_reply(&mut self, now: u64, bytes: &[u8]) -> bool {
+        let ours = bytes.len() == self.cfg.size
+            && matches!(self.parse(bytes), Some((flow, _, _)) if flow == self.cfg.flow);
+        if ours {
+            self.handle_reply(now, bytes);
+        }
+        ours
+    }
+
     /// Handles one received datagram or frame.
     pub fn handle_reply(&mut self, now: u64, bytes: &[u8]) {
         if self.state == State::Done {
