@@ -141,25 +141,12 @@ fn relay_with_a_wrong_token_ends_too() {
     assert_eq!(d["stopped_by"], "stalled");
 }
 
-#[test]
-fn ctrl_c_stops_a_sender_that_is_always_behind() {
-    // 10 M pps is more than this host can send: the schedule is always due.
-    let (_srv, addr) = serve(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let out_file = dir.path().join("busy.json");
+/// Starts `npt probe` with `args` and waits (bounded by the probe's own first stage) for its
+/// first stage line: proof that packets are flowing.
+fn probe_until_first_stage(args: &[&str]) -> Child {
     let mut child = npt()
-        .args([
-            "probe",
-            &format!("udp://{addr}"),
-            "--pps",
-            "10000000",
-            "--duration",
-            "1h",
-            "--report-every",
-            "200ms",
-            "--json",
-            out_file.to_str().unwrap(),
-        ])
+        .arg("probe")
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -167,10 +154,35 @@ fn ctrl_c_stops_a_sender_that_is_always_behind() {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
-    assert!(
-        line.starts_with("[stage"),
-        "a stage line while busy: {line}"
-    );
+    assert!(line.starts_with("[stage"), "a stage line first: {line:?}");
+    // Keep draining stdout so the probe never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stdout.read_to_string(&mut rest);
+    });
+    child
+}
+
+#[test]
+fn ctrl_c_stops_a_sender_that_is_always_behind() {
+    // 10 M pps is more than this host can send: the schedule is always due.
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("busy.json");
+    let target = format!("udp://{addr}");
+    let child = probe_until_first_stage(&[
+        &target,
+        "--pps",
+        "10000000",
+        "--duration",
+        "1h",
+        "--report-every",
+        "200ms",
+        "--loss-timeout",
+        "200ms",
+        "--json",
+        out_file.to_str().unwrap(),
+    ]);
     sigint(&child);
     let (status, err) = wait_exit(child, Duration::from_secs(10));
     assert!(status.success(), "{err}");
@@ -183,42 +195,74 @@ fn ctrl_c_stops_a_sender_that_is_always_behind() {
     );
 }
 
+/// A UDP echo that answers each datagram `delay` after it arrived, for at most `life`.
+/// Returns its address and the count of datagrams it has received.
+fn delaying_udp_echo(
+    delay: Duration,
+    life: Duration,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(5)))
+        .unwrap();
+    let addr = sock.local_addr().unwrap();
+    let got = std::sync::Arc::new(AtomicU64::new(0));
+    let counter = got.clone();
+    std::thread::spawn(move || {
+        let end = Instant::now() + life;
+        let mut queue = std::collections::VecDeque::new();
+        let mut buf = [0u8; 2048];
+        while Instant::now() < end {
+            if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                counter.fetch_add(1, Ordering::Relaxed);
+                queue.push_back((Instant::now() + delay, buf[..n].to_vec(), from));
+            }
+            while matches!(queue.front(), Some((due, _, _)) if *due <= Instant::now()) {
+                let (_, data, to) = queue.pop_front().unwrap();
+                let _ = sock.send_to(&data, to);
+            }
+        }
+    });
+    (addr, got)
+}
+
 #[test]
 fn a_second_ctrl_c_with_packets_in_flight_keeps_every_flow() {
-    let (_srv, addr) = serve(&[]);
+    let (addr, got) = delaying_udp_echo(Duration::from_millis(500), Duration::from_secs(20));
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("abort.json");
-    let mut child = npt()
+    let child = npt()
         .args([
             "probe",
             &format!("udp://{addr}"),
+            "--raw",
             "--pps",
-            "400000",
+            "2000",
             "--clients",
             "2",
             "--loss-timeout",
             "30s",
-            "--report-every",
-            "200ms",
+            "-q",
             "--json",
             out_file.to_str().unwrap(),
         ])
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    // The first stage line closes only after its loss timeout; wait for the banner instead.
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_millis(800) {
-        std::thread::sleep(Duration::from_millis(50));
+    // Packets are in flight once the echo has some (its replies take 500 ms).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.load(std::sync::atomic::Ordering::Relaxed) < 100 {
+        assert!(Instant::now() < deadline, "the probe never sent");
+        std::thread::sleep(Duration::from_millis(5));
     }
     sigint(&child);
-    std::thread::sleep(Duration::from_millis(30));
+    std::thread::sleep(Duration::from_millis(50));
     sigint(&child);
     let (status, err) = wait_exit(child, Duration::from_secs(10));
-    let _ = stdout.read_to_string(&mut line);
     assert!(!err.contains("panicked"), "{err}");
     assert!(status.code().is_some(), "exited, not killed: {err}");
     let d = json(&out_file);
@@ -226,6 +270,10 @@ fn a_second_ctrl_c_with_packets_in_flight_keeps_every_flow() {
     assert_eq!(d["stopped_by"], "abort");
     assert_eq!(u(&d, "/summary/clients"), 2);
     assert!(d["errors"]["by_kind"].get("internal").is_none(), "{d}");
+    assert!(
+        u(&d, "/summary/lost") > 0,
+        "abandoned packets count as lost"
+    );
     assert_eq!(
         u(&d, "/summary/sent"),
         u(&d, "/summary/received") + u(&d, "/summary/lost")
