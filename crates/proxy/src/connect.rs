@@ -105,7 +105,9 @@ fn read_until<T>(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(ProxyError::Protocol(format!("endless answer during {phase}")))
+    Err(ProxyError::Protocol(format!(
+        "endless answer during {phase}"
+    )))
 }
 
 /// The address a SOCKS5 request names: a name for `socks5h://`, else resolved here.
@@ -121,7 +123,11 @@ pub fn target_for(via: &Via, host: &str, port: u16) -> Result<Target, ProxyError
         .ok()
         .and_then(|mut a| a.next())
         .map(Target::Addr)
-        .ok_or_else(|| ProxyError::Usage(format!("cannot resolve {host:?} (use socks5h:// to let the proxy resolve it)")))
+        .ok_or_else(|| {
+            ProxyError::Usage(format!(
+                "cannot resolve {host:?} (use socks5h:// to let the proxy resolve it)"
+            ))
+        })
 }
 
 fn socks_handshake(
@@ -178,7 +184,14 @@ pub fn tcp_connect(
     match via.kind {
         ViaKind::Socks5 { .. } => {
             let target = target_for(via, host, port)?;
-            socks_handshake(&mut s, via, socks5::CMD_CONNECT, &target, deadline, &mut phases)?;
+            socks_handshake(
+                &mut s,
+                via,
+                socks5::CMD_CONNECT,
+                &target,
+                deadline,
+                &mut phases,
+            )?;
         }
         ViaKind::Http => {
             let authority = if host.contains(':') && !host.starts_with('[') {

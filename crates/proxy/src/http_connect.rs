@@ -48,9 +48,10 @@ pub fn parse_response(b: &[u8]) -> Result<Option<usize>, ProxyError> {
                     "the proxy wants credentials or rejected them: {code} {reason}"
                 ))),
                 403 => Err(ProxyError::Denied(format!("{code} {reason}"))),
-                502 | 503 | 504 => Err(ProxyError::TargetUnreachable(format!(
-                    "{code} {reason}"
-                ))),
+                // tinyproxy says "500 Unable to connect", squid 503, others 502 or 504.
+                500 | 502 | 503 | 504 => {
+                    Err(ProxyError::TargetUnreachable(format!("{code} {reason}")))
+                }
                 _ => Err(ProxyError::Protocol(format!(
                     "the proxy answered CONNECT with {code} {reason}"
                 ))),

@@ -234,8 +234,14 @@ mod tests {
         let v = Via::parse("socks5h://[::1]").unwrap();
         assert_eq!((v.host.as_str(), v.port), ("::1", 1080));
         assert_eq!(v.authority(), "[::1]:1080");
-        assert_eq!(Via::parse("HTTP://proxy:3128/").unwrap().kind, ViaKind::Http);
-        let v = Via::parse("socks5://h:1").unwrap().with_user("a:b").unwrap();
+        assert_eq!(
+            Via::parse("HTTP://proxy:3128/").unwrap().kind,
+            ViaKind::Http
+        );
+        let v = Via::parse("socks5://h:1")
+            .unwrap()
+            .with_user("a:b")
+            .unwrap();
         assert_eq!(v.credentials(), Some(("a", "b")));
         for (bad, why) in [
             ("proxy:1080", "expected socks5://"),

@@ -215,10 +215,7 @@ pub fn parse_reply(b: &[u8]) -> Result<Option<(Target, usize)>, ProxyError> {
         return Ok(None);
     }
     if b[0] != VERSION {
-        return Err(ProxyError::Protocol(format!(
-            "bad reply version {}",
-            b[0]
-        )));
+        return Err(ProxyError::Protocol(format!("bad reply version {}", b[0])));
     }
     if b[1] != 0 {
         return Err(ProxyError::Refused {
@@ -278,12 +275,20 @@ mod tests {
         assert_eq!(r, [5, 1, 0, 1, 10, 1, 2, 3, 0x1E, 0x61]);
         r.clear();
         request(CMD_CONNECT, &Target::Name("ex.org".into(), 80), &mut r).unwrap();
-        assert_eq!(r, [5, 1, 0, 3, 6, b'e', b'x', b'.', b'o', b'r', b'g', 0, 80]);
+        assert_eq!(
+            r,
+            [5, 1, 0, 3, 6, b'e', b'x', b'.', b'o', b'r', b'g', 0, 80]
+        );
         r.clear();
         request(CMD_UDP_ASSOCIATE, &v4("0.0.0.0:0"), &mut r).unwrap();
         assert_eq!(r, [5, 3, 0, 1, 0, 0, 0, 0, 0, 0]);
         r.clear();
-        request(CMD_CONNECT, &Target::Addr("[::1]:443".parse().unwrap()), &mut r).unwrap();
+        request(
+            CMD_CONNECT,
+            &Target::Addr("[::1]:443".parse().unwrap()),
+            &mut r,
+        )
+        .unwrap();
         let mut want = vec![5, 1, 0, 4];
         want.extend_from_slice(&Ipv6Addr::LOCALHOST.octets());
         want.extend_from_slice(&[1, 0xBB]);
@@ -294,24 +299,39 @@ mod tests {
     fn replies_parse_incrementally_and_errors_are_in_words() {
         assert_eq!(parse_method(&[5]).unwrap(), None);
         assert_eq!(parse_method(&[5, 0]).unwrap(), Some((0, 2)));
-        assert!(matches!(parse_method(&[5, 0xFF]), Err(ProxyError::AuthFailed(_))));
-        assert!(matches!(parse_method(&[4, 0]), Err(ProxyError::Protocol(_))));
+        assert!(matches!(
+            parse_method(&[5, 0xFF]),
+            Err(ProxyError::AuthFailed(_))
+        ));
+        assert!(matches!(
+            parse_method(&[4, 0]),
+            Err(ProxyError::Protocol(_))
+        ));
         assert_eq!(parse_auth_reply(&[1, 0]).unwrap(), Some(2));
-        assert!(matches!(parse_auth_reply(&[1, 1]), Err(ProxyError::AuthFailed(_))));
+        assert!(matches!(
+            parse_auth_reply(&[1, 1]),
+            Err(ProxyError::AuthFailed(_))
+        ));
         let ok = [5, 0, 0, 1, 127, 0, 0, 1, 0x04, 0x38];
         for cut in 0..ok.len() {
             assert_eq!(parse_reply(&ok[..cut]).unwrap(), None, "cut at {cut}");
         }
-        assert_eq!(
-            parse_reply(&ok).unwrap(),
-            Some((v4("127.0.0.1:1080"), 10))
-        );
+        assert_eq!(parse_reply(&ok).unwrap(), Some((v4("127.0.0.1:1080"), 10)));
         let e = parse_reply(&[5, 2, 0, 1, 0, 0, 0, 0, 0, 0]).unwrap_err();
         assert_eq!(e.kind(), "proxy_denied");
         assert!(e.to_string().contains("not allowed by ruleset"), "{e}");
-        assert_eq!(parse_reply(&[5, 5, 0, 1]).unwrap_err().kind(), "proxy_target_refused");
-        assert_eq!(parse_reply(&[5, 7, 0, 1]).unwrap_err().kind(), "proxy_unsupported");
-        assert!(parse_reply(&[5, 0, 0, 9, 0]).is_err(), "unknown address type");
+        assert_eq!(
+            parse_reply(&[5, 5, 0, 1]).unwrap_err().kind(),
+            "proxy_target_refused"
+        );
+        assert_eq!(
+            parse_reply(&[5, 7, 0, 1]).unwrap_err().kind(),
+            "proxy_unsupported"
+        );
+        assert!(
+            parse_reply(&[5, 0, 0, 9, 0]).is_err(),
+            "unknown address type"
+        );
     }
 
     #[test]
@@ -321,7 +341,10 @@ mod tests {
         assert_eq!(&buf[..n], &[0, 0, 0, 1, 192, 0, 2, 7, 0, 9]);
         buf[n..n + 3].copy_from_slice(b"abc");
         assert_eq!(udp_payload_offset(&buf[..n + 3]).unwrap(), n);
-        assert!(udp_payload_offset(&[0, 0, 1, 1, 0, 0, 0, 0, 0, 0]).is_err(), "fragment");
+        assert!(
+            udp_payload_offset(&[0, 0, 1, 1, 0, 0, 0, 0, 0, 0]).is_err(),
+            "fragment"
+        );
         assert!(udp_payload_offset(&[0, 0, 0, 1, 1]).is_err(), "short");
         assert!(udp_header(&v4("1.2.3.4:5"), &mut [0u8; 5]).is_err());
     }
