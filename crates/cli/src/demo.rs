@@ -57,6 +57,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         threads: 1,
         stage: StageSpec::Time(Duration::from_secs(1)),
         behind_threshold: Duration::from_millis(1),
+        via: None,
     };
     let tcp = ProbeConfig {
         proto: Proto::Tcp,

@@ -11,6 +11,7 @@ mod run;
 mod serve;
 mod signals;
 mod usage;
+mod via;
 
 use std::process::ExitCode;
 

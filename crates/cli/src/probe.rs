@@ -19,6 +19,7 @@ use npt_wire::Fill;
 use crate::probe_checks::check_memory;
 use crate::usage;
 use crate::usage::parse_duration;
+use crate::via::ViaArgs;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
@@ -111,6 +112,8 @@ pub struct ProbeArgs {
     /// No stage lines while running.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub via: ViaArgs,
 }
 
 fn parse_fill(s: &str) -> Result<Fill, String> {
@@ -160,6 +163,15 @@ pub fn resolve(hostport: &str, flag: &str) -> anyhow::Result<SocketAddr> {
         .ok_or_else(|| usage!("{flag} {hostport:?}: host {host:?} has no address"))
 }
 
+/// A target the proxy will resolve: the unspecified address with the target's port.
+fn unresolved(hostport: &str) -> anyhow::Result<SocketAddr> {
+    let port = hostport
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok())
+        .ok_or_else(|| usage!("target {hostport:?}: missing :PORT"))?;
+    Ok(SocketAddr::from(([0, 0, 0, 0], port)))
+}
+
 /// Turns flags (and the XML config, if any) into a validated run config.
 pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     let mut notices = Vec::new();
@@ -194,7 +206,13 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
             ))
         }
     };
-    let addr = resolve(&hostport, "target")?;
+    let via = a.via.resolve(proto == Proto::Udp)?;
+    let addr = match resolve(&hostport, "target") {
+        Ok(addr) => addr,
+        // socks5h://: the proxy resolves the name; the port is all npt needs here.
+        Err(_) if a.via.remote_dns() => unresolved(&hostport)?,
+        Err(e) => return Err(e),
+    };
 
     // Pacing: flags first, then the XML, then defaults.
     let mode = a.mode.or(x.as_ref().map(|x| match x.pacing {
@@ -381,6 +399,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
             threads: threads.min(clients),
             stage,
             behind_threshold: a.behind_threshold,
+            via,
         },
         notices,
     ))
@@ -388,7 +407,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let (mut cfg, mut notices) = config(&a)?;
-    if cfg.proto == Proto::Tcp {
+    if cfg.proto == Proto::Tcp && cfg.via.is_none() {
         // A name with several addresses (localhost → ::1, 127.0.0.1): the first that accepts.
         if let Some((addr, note)) = crate::probe_checks::first_accepting(&cfg.target, cfg.addr) {
             cfg.addr = addr;

@@ -14,6 +14,8 @@
 pub mod connect;
 pub mod http_connect;
 pub mod socks5;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::fmt;
 use std::io;

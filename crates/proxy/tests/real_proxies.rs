@@ -5,130 +5,13 @@
 //! tests fail with a message saying which is missing (unless NPT_SKIP_PROXIES=1).
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
 
+use npt_proxy::testing::{danted, free_port, have, microsocks, running_with_arg, tinyproxy};
 use npt_proxy::{socks5, tcp_connect, udp_associate, Via};
 
 const T: Duration = Duration::from_secs(5);
-
-/// A proxy process killed when dropped.
-/// The temporary directory (config, pid file) lives as long as the process.
-struct Proc(Child, #[allow(dead_code)] Option<tempfile::TempDir>);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn have(bin: &str) -> bool {
-    if Path::new(bin).exists() {
-        return true;
-    }
-    if std::env::var_os("NPT_SKIP_PROXIES").is_some() {
-        eprintln!("SKIPPED: {bin} not installed and NPT_SKIP_PROXIES is set");
-        return false;
-    }
-    panic!(
-        "{bin} is not installed (apt-get install dante-server microsocks tinyproxy; .ci/run does)"
-    );
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something accepts on `port` (bounded), or the process died.
-fn wait_listening(p: &mut Proc, port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        if let Ok(Some(st)) = p.0.try_wait() {
-            panic!("proxy exited early: {st}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("proxy never listened on {port}");
-}
-
-fn spawn(cmd: &mut Command, dir: Option<tempfile::TempDir>, port: u16) -> Proc {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("proxy starts");
-    let mut p = Proc(child, dir);
-    wait_listening(&mut p, port);
-    p
-}
-
-fn danted(port: u16) -> Proc {
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("danted.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "logoutput: stderr\ninternal: 127.0.0.1 port = {port}\nexternal: 127.0.0.1\n\
-             clientmethod: none\nsocksmethod: none\nuser.privileged: root\n\
-             user.unprivileged: nobody\n\
-             client pass {{ from: 127.0.0.0/8 to: 0.0.0.0/0 }}\n\
-             socks block {{ from: 0.0.0.0/0 to: 127.0.0.99/32 }}\n\
-             socks pass {{ from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect udpassociate udpreply }}\n"
-        ),
-    )
-    .unwrap();
-    let pid = dir.path().join("danted.pid");
-    spawn(
-        Command::new("/usr/sbin/danted")
-            .arg("-f")
-            .arg(&conf)
-            .arg("-p")
-            .arg(&pid),
-        Some(dir),
-        port,
-    )
-}
-
-fn tinyproxy(port: u16) -> Proc {
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("tinyproxy.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "User nobody\nGroup nogroup\nPort {port}\nListen 127.0.0.1\nTimeout 30\n\
-             Allow 127.0.0.1\nMaxClients 50\n"
-        ),
-    )
-    .unwrap();
-    spawn(
-        Command::new("/usr/bin/tinyproxy")
-            .arg("-d")
-            .arg("-c")
-            .arg(&conf),
-        Some(dir),
-        port,
-    )
-}
-
-fn microsocks(port: u16, auth: Option<(&str, &str)>) -> Proc {
-    let mut c = Command::new("/usr/bin/microsocks");
-    c.args(["-i", "127.0.0.1", "-p", &port.to_string()]);
-    if let Some((u, p)) = auth {
-        c.args(["-u", u, "-P", p]);
-    }
-    spawn(&mut c, None, port)
-}
 
 /// A TCP echo server on loopback for a bounded number of connections.
 fn tcp_echo() -> SocketAddr {
@@ -192,7 +75,7 @@ fn dante_connect_and_udp_associate() {
     }
     let port = free_port();
     let d = danted(port);
-    let conf = d.1.as_ref().map(|t| t.path().join("danted.conf")).unwrap();
+    let conf = d.config("danted.conf").unwrap();
     let via = Via::parse(&format!("socks5://127.0.0.1:{port}")).unwrap();
     echo_through(&via, tcp_echo());
 
@@ -227,17 +110,6 @@ fn dante_connect_and_udp_associate() {
         assert!(Instant::now() < deadline, "danted processes left behind");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Whether any process has `arg` on its command line.
-fn running_with_arg(arg: &Path) -> bool {
-    let want = arg.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .any(|c| String::from_utf8_lossy(&c).contains(&want))
 }
 
 #[test]

@@ -69,12 +69,33 @@ pub struct ProbeSummary {
     /// TCP: from the first connect until the last reply (seed 001's "total latency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_ms: Option<f64>,
+    /// `--via`: the proxy and the phases of its handshakes (means over connections or UDP
+    /// associations). `connect_ms` / `first_packet_ms` then include the whole handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyPhases>,
     /// Replies whose payload differed from what was sent (`--verify`).
     pub corrupt: u64,
     /// Datagrams that were not a reply of this run (foreign, truncated, other flow).
     pub foreign: u64,
     /// Replies too old to classify as late or duplicate.
     pub stale: u64,
+}
+
+/// A proxy handshake, phase by phase (ms, means over `handshakes`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ProxyPhases {
+    /// The proxy URL, password left out.
+    pub via: String,
+    /// Handshakes that succeeded (TCP connections or UDP associations).
+    pub handshakes: u64,
+    /// TCP connect to the proxy.
+    pub proxy_connect_ms: f64,
+    /// SOCKS5 method choice and user/password exchange (0 for HTTP CONNECT).
+    pub auth_ms: f64,
+    /// CONNECT / UDP ASSOCIATE sent → the proxy's success reply.
+    pub reply_ms: f64,
+    /// All three.
+    pub handshake_ms: f64,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]

@@ -137,6 +137,18 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
             ms(total)
         )?;
     }
+    if let Some(p) = &s.proxy {
+        writeln!(
+            w,
+            "proxy      {}  handshake {} ms (connect {} ms, auth {} ms, reply {} ms) x{}",
+            p.via,
+            ms(p.handshake_ms),
+            ms(p.proxy_connect_ms),
+            ms(p.auth_ms),
+            ms(p.reply_ms),
+            p.handshakes
+        )?;
+    }
     if s.corrupt + s.foreign + s.stale > 0 {
         writeln!(
             w,

@@ -70,6 +70,9 @@ pub struct TcpTimes {
     pub connect_ns: Option<u64>,
     /// Round-trip time of the first echo on the first connection.
     pub first_echo_ns: Option<u64>,
+    /// `--via`: the proxy handshake's phases on the first connection (`connect_ns` is then the
+    /// whole handshake: the time until the tunnel was open).
+    pub proxy: Option<npt_proxy::Phases>,
 }
 
 /// What a driver thread reports to the runner.
@@ -168,16 +171,71 @@ pub fn udp_socket(target: SocketAddr) -> io::Result<UdpSocket> {
     Ok(s.into())
 }
 
+/// A flow's datagrams go through a SOCKS5 UDP relay: each one is prefixed with the same
+/// request header (built once), and each reply's header is checked and stripped in place.
+pub struct SocksUdp {
+    header: Vec<u8>,
+    /// The association lasts while this TCP connection is open.
+    _control: TcpStream,
+}
+
+impl SocksUdp {
+    pub fn header_len(&self) -> usize {
+        self.header.len()
+    }
+}
+
+/// Opens a SOCKS5 UDP association for one flow: a UDP socket connected to the proxy's relay
+/// and the header that addresses `target` (`host:port` as written; `addr` as resolved here).
+pub fn socks_udp(
+    via: &npt_proxy::Via,
+    target: &str,
+    addr: SocketAddr,
+    timeout: Duration,
+) -> Result<(UdpSocket, SocksUdp, npt_proxy::Phases), npt_proxy::ProxyError> {
+    let assoc = npt_proxy::udp_associate(via, timeout)?;
+    let sock = udp_socket(assoc.relay)?;
+    let (host, port) = split_target(target, addr);
+    let t = if addr.ip().is_unspecified() {
+        npt_proxy::connect::target_for(via, &host, port)?
+    } else {
+        npt_proxy::Target::Addr(addr)
+    };
+    let mut header = vec![0u8; 3 + t.encoded_len()];
+    let n = npt_proxy::socks5::udp_header(&t, &mut header)?;
+    header.truncate(n);
+    Ok((
+        sock,
+        SocksUdp {
+            header,
+            _control: assoc.control,
+        },
+        assoc.phases,
+    ))
+}
+
+/// `host:port` / `[v6]:port` as the user wrote it → host and port (port from `addr` if absent).
+pub fn split_target(target: &str, addr: SocketAddr) -> (String, u16) {
+    match target.rsplit_once(':') {
+        Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => (
+            h.trim_start_matches('[').trim_end_matches(']').to_string(),
+            p.parse().unwrap_or(addr.port()),
+        ),
+        _ => (addr.ip().to_string(), addr.port()),
+    }
+}
+
 struct UdpFlow {
     index: usize,
     sock: UdpSocket,
     session: Session,
+    socks: Option<SocksUdp>,
     done: bool,
 }
 
-/// Drives UDP flows until all are done. `flows`: (flow index, socket, session).
+/// Drives UDP flows until all are done. `flows`: (flow index, socket, session, SOCKS relay).
 pub fn run_udp(
-    flows: Vec<(usize, UdpSocket, Session)>,
+    flows: Vec<(usize, UdpSocket, Session, Option<SocksUdp>)>,
     clock: Clock,
     control: Arc<Control>,
     tx: Sender<Event>,
@@ -185,7 +243,7 @@ pub fn run_udp(
     npt_netio::tighten_timer_slack();
     let size = flows
         .iter()
-        .map(|(_, _, s)| s.config().size)
+        .map(|(_, _, s, x)| s.config().size + x.as_ref().map_or(0, |x| x.header.len()))
         .max()
         .unwrap_or(64);
     let mut out = MsgBatch::new(BATCH, size);
@@ -193,10 +251,11 @@ pub fn run_udp(
     let mut inb = MsgBatch::new(BATCH, size + 1);
     let mut flows: Vec<UdpFlow> = flows
         .into_iter()
-        .map(|(index, sock, session)| UdpFlow {
+        .map(|(index, sock, session, socks)| UdpFlow {
             index,
             sock,
             session,
+            socks,
             done: false,
         })
         .collect();
@@ -216,10 +275,15 @@ pub fn run_udp(
             // Send what is due, a batch at a time, a bounded number of batches per step.
             for _ in 0..MAX_BATCHES_PER_STEP {
                 let mut k = 0;
+                let hl = f.socks.as_ref().map_or(0, |x| x.header.len());
                 while k < BATCH {
-                    match s.poll_transmit(now, out.buf_mut(k)) {
+                    let buf = out.buf_mut(k);
+                    if let Some(x) = &f.socks {
+                        buf[..hl].copy_from_slice(&x.header);
+                    }
+                    match s.poll_transmit(now, &mut buf[hl..]) {
                         Some(n) => {
-                            out.set_len(k, n);
+                            out.set_len(k, hl + n);
                             k += 1;
                         }
                         None => break,
@@ -249,7 +313,14 @@ pub fn run_udp(
                     Ok(n) => {
                         let now = clock.now();
                         for j in 0..n {
-                            s.handle_reply(now, inb.data(j));
+                            let d = inb.data(j);
+                            match &f.socks {
+                                None => s.handle_reply(now, d),
+                                Some(_) => match npt_proxy::socks5::udp_payload_offset(d) {
+                                    Ok(off) => s.handle_reply(now, &d[off..]),
+                                    Err(_) => s.totals_mut().foreign += 1,
+                                },
+                            }
                         }
                         if n < BATCH {
                             break;
@@ -350,8 +421,10 @@ fn start_connect(target: SocketAddr) -> io::Result<Socket> {
 
 impl TcpFlow {
     fn fail(&mut self, now: u64, e: &io::Error, what: &str) {
-        let kind = classify(e);
-        let msg = format!("{what}: {e}");
+        self.fail_kind(now, classify(e), format!("{what}: {e}"));
+    }
+
+    fn fail_kind(&mut self, now: u64, kind: &'static str, msg: String) {
         // Whatever was queued or half-read belonged to the old stream.
         self.out.clear();
         self.out_pos = 0;
@@ -399,10 +472,52 @@ impl TcpFlow {
     }
 }
 
+/// A TCP flow's connection through a proxy: the proxy and the target as the user wrote it.
+#[derive(Clone, Debug)]
+pub struct TcpVia {
+    pub via: npt_proxy::Via,
+    pub target: String,
+}
+
+fn connect_via(f: &mut TcpFlow, v: &TcpVia, target: SocketAddr, clock: &Clock) {
+    let (host, port) = split_target(&v.target, target);
+    let timeout = Duration::from_nanos(CONNECT_TIMEOUT_NS);
+    let tunnel = npt_proxy::tcp_connect(&v.via, &host, port, timeout).and_then(|(s, p)| {
+        s.set_nonblocking(true)?;
+        Ok((s, p))
+    });
+    let now = clock.now();
+    match tunnel {
+        Ok((stream, phases)) => {
+            if f.session.is_none() {
+                f.times.connect_ns = Some(now - f.times.connect_start);
+                f.times.proxy = Some(phases);
+                let mut cfg = f.cfg.clone();
+                cfg.start = now;
+                f.session = Some(Session::new(cfg));
+            }
+            f.state = TcpState::Connected { sock: stream };
+        }
+        Err(e) => {
+            let kind = e.kind();
+            f.fail_kind(now, kind, format!("via {}: {e}", v.via));
+            // Credentials, rulesets and unsupported commands do not change by retrying.
+            let permanent = matches!(
+                kind,
+                "proxy_auth_failed" | "proxy_denied" | "proxy_unsupported" | "usage"
+            );
+            if permanent && f.session.is_none() {
+                f.state = TcpState::Closed;
+            }
+        }
+    }
+}
+
 /// Drives TCP flows until all are done. `flows`: (flow index, session config); each connects
-/// first, and its schedule starts when the connection is up.
+/// first (directly, or through `via`), and its schedule starts when the connection is up.
 pub fn run_tcp(
     target: SocketAddr,
+    via: Option<TcpVia>,
     flows: Vec<(usize, SessionConfig)>,
     clock: Clock,
     control: Arc<Control>,
@@ -423,6 +538,7 @@ pub fn run_tcp(
                     connect_start: now,
                     connect_ns: None,
                     first_echo_ns: None,
+                    proxy: None,
                 },
                 attempts: 0,
                 out: Vec::new(),
@@ -460,9 +576,14 @@ pub fn run_tcp(
                     if f.attempts == 0 {
                         f.times.connect_start = now;
                     }
-                    match start_connect(target) {
-                        Ok(sock) => f.state = TcpState::Connecting { sock, started: now },
-                        Err(e) => f.fail(now, &e, "connect"),
+                    match &via {
+                        None => match start_connect(target) {
+                            Ok(sock) => f.state = TcpState::Connecting { sock, started: now },
+                            Err(e) => f.fail(now, &e, "connect"),
+                        },
+                        // The handshake blocks this thread for at most the connect timeout
+                        // (npt_proxy::connect); the tunnel is then driven like any socket.
+                        Some(v) => connect_via(f, v, target, &clock),
                     }
                 } else {
                     at(retry_at);

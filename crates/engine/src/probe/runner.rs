@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use npt_report::probe::{
     Directions, Errors, Health, IntervalRecord, NptLatency, ProbeBody, ProbeHistograms,
-    ProbeSummary,
+    ProbeSummary, ProxyPhases,
 };
 use npt_report::Document;
 use npt_wire::{Fill, Pacing};
@@ -105,6 +105,17 @@ pub struct ProbeConfig {
     /// Sends later than this after their due time count as behind schedule.
     #[serde(serialize_with = "ser_dur")]
     pub behind_threshold: Duration,
+    /// Go through this proxy (`--via`): SOCKS5 CONNECT or HTTP CONNECT for TCP, SOCKS5 UDP
+    /// ASSOCIATE for UDP. Recorded without its password.
+    #[serde(serialize_with = "ser_via")]
+    pub via: Option<npt_proxy::Via>,
+}
+
+fn ser_via<S: serde::Serializer>(v: &Option<npt_proxy::Via>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_str(&v.to_string()),
+        None => s.serialize_none(),
+    }
 }
 
 /// What a finished probe returns.
@@ -208,6 +219,9 @@ pub fn run(
     let threads = (cfg.threads as usize).clamp(1, flows.max(1));
     let (tx, rx) = mpsc::channel::<Event>();
     let mut handles = Vec::new();
+    // `--via` over UDP: each flow's association handshake, and flows that could not get one.
+    let mut proxy_phases: Vec<npt_proxy::Phases> = Vec::new();
+    let mut failed: Vec<(usize, Totals)> = Vec::new();
     // Deal flows round-robin to threads.
     let mut per_thread: Vec<Vec<(usize, SessionConfig)>> =
         (0..threads).map(|_| Vec::new()).collect();
@@ -222,8 +236,28 @@ pub fn run(
             Proto::Udp => {
                 let mut socks = Vec::new();
                 for (i, sc) in mine {
-                    let sock = driver::udp_socket(cfg.addr)?;
-                    socks.push((i, sock, Session::new(sc)));
+                    match &cfg.via {
+                        None => {
+                            let sock = driver::udp_socket(cfg.addr)?;
+                            socks.push((i, sock, Session::new(sc), None));
+                        }
+                        Some(via) => {
+                            let timeout = Duration::from_secs(5);
+                            match driver::socks_udp(via, &cfg.target, cfg.addr, timeout) {
+                                Ok((sock, relay, phases)) => {
+                                    proxy_phases.push(phases);
+                                    socks.push((i, sock, Session::new(sc), Some(relay)));
+                                }
+                                Err(e) => {
+                                    // This flow cannot send at all: a classified error in
+                                    // the report, and the other flows still run.
+                                    let mut t = Totals::default();
+                                    t.errors.record(e.kind(), || format!("via {via}: {e}"));
+                                    failed.push((i, t));
+                                }
+                            }
+                        }
+                    }
                 }
                 std::thread::Builder::new()
                     .name(name)
@@ -231,9 +265,13 @@ pub fn run(
             }
             Proto::Tcp => {
                 let target = cfg.addr;
+                let via = cfg.via.clone().map(|via| driver::TcpVia {
+                    via,
+                    target: cfg.target.clone(),
+                });
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || driver::run_tcp(target, mine, clock, control, tx))?
+                    .spawn(move || driver::run_tcp(target, via, mine, clock, control, tx))?
             }
         };
         handles.push(handle);
@@ -249,6 +287,11 @@ pub fn run(
         if session_config(cfg, c as u32, start, run_seed).is_none() {
             *slot = None;
         }
+    }
+    for (i, t) in failed {
+        next_index[i] = None;
+        totals += &t;
+        stops.push(StopReason::Error);
     }
     let mut pending: BTreeMap<u32, Interval> = BTreeMap::new();
     let mut printed_up_to = 0u32;
@@ -324,7 +367,9 @@ pub fn run(
     .into_iter()
     .find(|r| stops.contains(r))
     .map_or("error", |r| r.name());
-    let body = build_body(cfg, &totals, &tcp_times, records, wall_s);
+    proxy_phases.extend(tcp_times.iter().filter_map(|t| t.proxy));
+    let mut body = build_body(cfg, &totals, &tcp_times, records, wall_s);
+    body.summary.proxy = proxy_summary(cfg, &proxy_phases);
     let nothing_answered = totals.received == 0;
     let config = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
     let doc = Document::new("probe", started_wall, ended_wall, stopped_by, config, body);
@@ -365,6 +410,22 @@ fn pct(part: u64, whole: u64) -> f64 {
     } else {
         part as f64 * 100.0 / whole as f64
     }
+}
+
+/// Means of the proxy handshakes' phases, when the run went through one.
+fn proxy_summary(cfg: &ProbeConfig, phases: &[npt_proxy::Phases]) -> Option<ProxyPhases> {
+    let via = cfg.via.as_ref()?;
+    let n = phases.len().max(1) as f64;
+    let mean =
+        |f: fn(&npt_proxy::Phases) -> u64| phases.iter().map(f).sum::<u64>() as f64 / n / 1e6;
+    Some(ProxyPhases {
+        via: via.to_string(),
+        handshakes: phases.len() as u64,
+        proxy_connect_ms: mean(|p| p.proxy_connect_ns),
+        auth_ms: mean(|p| p.auth_ns),
+        reply_ms: mean(|p| p.reply_ns),
+        handshake_ms: mean(|p| p.total_ns()),
+    })
 }
 
 fn build_body(
@@ -429,6 +490,7 @@ fn build_body(
     let summary = ProbeSummary {
         protocol: cfg.proto.name().to_string(),
         target: cfg.target.clone(),
+        proxy: None,
         mode: match cfg.pacing {
             PacingSpec::Interval { .. } => "interval",
             PacingSpec::Rate { .. } => "rate",

@@ -1,0 +1,166 @@
+//! Why this exists: `npt probe --via` must measure a path through a real proxy the way that
+//! proxy's own clients use it — SOCKS5 UDP ASSOCIATE (danted), SOCKS5 CONNECT with a password
+//! (microsocks), HTTP CONNECT (tinyproxy) — agree with the direct path within the proxy's
+//! overhead, and turn a refusing or dead proxy into a classified error and a non-zero exit.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use npt_proxy::testing::{danted, free_port, have, microsocks, tinyproxy};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn probe_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let mut all = vec!["probe"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-q", "--format", "json"]);
+    let out = run(&all, LIMIT);
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), doc)
+}
+
+fn f(d: &serde_json::Value, p: &str) -> f64 {
+    d.pointer(p)
+        .and_then(|v| v.as_f64())
+        .unwrap_or_else(|| panic!("{p} missing"))
+}
+
+#[test]
+fn udp_through_dante_udp_associate() {
+    if !have("/usr/sbin/danted") {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let port = free_port();
+    let _d = danted(port);
+    let via = format!("socks5://127.0.0.1:{port}");
+    let target = format!("udp://{addr}");
+    let (code, d) = probe_json(&[&target, "--pps", "500", "-n", "500", "--via", &via]);
+    assert_eq!(code, Some(0), "{}", d["errors"]);
+    assert_valid(&d, "probe");
+    assert_eq!(f(&d, "/summary/received"), 500.0);
+    assert_eq!(f(&d, "/summary/proxy/handshakes"), 1.0);
+    assert!(f(&d, "/summary/proxy/reply_ms") > 0.0);
+    assert_eq!(d["config"]["via"], via);
+}
+
+#[test]
+fn tcp_through_socks5_with_a_password_and_http_connect_agree_with_direct() {
+    if !have("/usr/bin/microsocks") || !have("/usr/bin/tinyproxy") {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let target = format!("tcp://{addr}");
+    let ping = [
+        target.as_str(),
+        "--ping-pong",
+        "-n",
+        "300",
+        "--size",
+        "1000",
+    ];
+    let (code, direct) = probe_json(&ping);
+    assert_eq!(code, Some(0));
+    let direct_p50 = f(&direct, "/summary/rtt_ms/p50");
+
+    let m = free_port();
+    let _m = microsocks(m, Some(("npt", "pw")));
+    let t = free_port();
+    let _t = tinyproxy(t);
+    for via in [
+        format!("socks5://127.0.0.1:{m}"),
+        format!("http://127.0.0.1:{t}"),
+    ] {
+        let mut args = ping.to_vec();
+        args.extend_from_slice(&["--via", &via]);
+        if via.starts_with("socks5") {
+            args.extend_from_slice(&["--via-user", "npt:pw"]);
+        }
+        let (code, d) = probe_json(&args);
+        assert_eq!(code, Some(0), "{via}: {}", d["errors"]);
+        assert_valid(&d, "probe");
+        assert_eq!(f(&d, "/summary/received"), 300.0, "{via}");
+        let p50 = f(&d, "/summary/rtt_ms/p50");
+        // A loopback proxy adds its own relay hop: more than nothing, less than milliseconds.
+        assert!(
+            p50 >= direct_p50 * 0.5,
+            "{via}: p50 {p50} vs direct {direct_p50}"
+        );
+        assert!(
+            p50 - direct_p50 < 5.0,
+            "{via}: p50 {p50} vs direct {direct_p50}"
+        );
+        let handshake = f(&d, "/summary/proxy/handshake_ms");
+        assert!(
+            f(&d, "/summary/connect_ms") >= handshake * 0.99,
+            "connect includes it"
+        );
+    }
+}
+
+#[test]
+fn refusing_or_dead_proxies_are_classified_and_exit_non_zero() {
+    if !have("/usr/bin/microsocks") {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let m = free_port();
+    let _m = microsocks(m, Some(("npt", "pw")));
+    let target = format!("tcp://{addr}");
+    let cases = [
+        (
+            format!("socks5://npt:wrong@127.0.0.1:{m}"),
+            "proxy_auth_failed",
+        ),
+        (
+            format!("socks5://127.0.0.1:{}", free_port()),
+            "proxy_refused",
+        ),
+    ];
+    for (via, kind) in cases {
+        let (code, d) = probe_json(&[&target, "-n", "5", "-d", "2s", "--via", &via]);
+        assert_eq!(code, Some(1), "{via}");
+        assert!(
+            d["errors"]["by_kind"].get(kind).is_some(),
+            "{via}: {}",
+            d["errors"]
+        );
+        assert!(
+            !d["config"]["via"].as_str().unwrap().contains("wrong"),
+            "password kept out"
+        );
+    }
+    // UDP through a proxy that cannot associate: the flow reports it, nothing is sent.
+    let (code, d) = probe_json(&[
+        &format!("udp://{addr}"),
+        "-n",
+        "5",
+        "--via",
+        &format!("socks5://127.0.0.1:{}", free_port()),
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(
+        d["errors"]["by_kind"].get("proxy_refused").is_some(),
+        "{}",
+        d["errors"]
+    );
+    // An HTTP proxy cannot carry UDP: a usage error before anything starts.
+    let out = run(
+        &[
+            "probe",
+            &format!("udp://{addr}"),
+            "--via",
+            "http://127.0.0.1:3128",
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot carry UDP"));
+}

@@ -1,0 +1,143 @@
+//! Real proxies for tests (feature `testing`): Debian's `danted`, `microsocks` and `tinyproxy`
+//! started on a free loopback port with a config of their own, waited for until they accept,
+//! and killed (with every process they forked) when dropped. Used by this crate's tests and
+//! by the `--via` tests of the binary, so both drive the same proxies the same way.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A proxy process killed when dropped.
+/// The temporary directory (config, pid file) lives as long as the process.
+pub struct Proc(Child, Option<tempfile::TempDir>);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn have(bin: &str) -> bool {
+    if Path::new(bin).exists() {
+        return true;
+    }
+    if std::env::var_os("NPT_SKIP_PROXIES").is_some() {
+        eprintln!("SKIPPED: {bin} not installed and NPT_SKIP_PROXIES is set");
+        return false;
+    }
+    panic!(
+        "{bin} is not installed (apt-get install dante-server microsocks tinyproxy; .ci/run does)"
+    );
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts on `port` (bounded), or the process died.
+fn wait_listening(p: &mut Proc, port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        if let Ok(Some(st)) = p.0.try_wait() {
+            panic!("proxy exited early: {st}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("proxy never listened on {port}");
+}
+
+fn spawn(cmd: &mut Command, dir: Option<tempfile::TempDir>, port: u16) -> Proc {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("proxy starts");
+    let mut p = Proc(child, dir);
+    wait_listening(&mut p, port);
+    p
+}
+
+pub fn danted(port: u16) -> Proc {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("danted.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "logoutput: stderr\ninternal: 127.0.0.1 port = {port}\nexternal: 127.0.0.1\n\
+             clientmethod: none\nsocksmethod: none\nuser.privileged: root\n\
+             user.unprivileged: nobody\n\
+             client pass {{ from: 127.0.0.0/8 to: 0.0.0.0/0 }}\n\
+             socks block {{ from: 0.0.0.0/0 to: 127.0.0.99/32 }}\n\
+             socks pass {{ from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect udpassociate udpreply }}\n"
+        ),
+    )
+    .unwrap();
+    let pid = dir.path().join("danted.pid");
+    spawn(
+        Command::new("/usr/sbin/danted")
+            .arg("-f")
+            .arg(&conf)
+            .arg("-p")
+            .arg(&pid),
+        Some(dir),
+        port,
+    )
+}
+
+pub fn tinyproxy(port: u16) -> Proc {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("tinyproxy.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "User nobody\nGroup nogroup\nPort {port}\nListen 127.0.0.1\nTimeout 30\n\
+             Allow 127.0.0.1\nMaxClients 50\n"
+        ),
+    )
+    .unwrap();
+    spawn(
+        Command::new("/usr/bin/tinyproxy")
+            .arg("-d")
+            .arg("-c")
+            .arg(&conf),
+        Some(dir),
+        port,
+    )
+}
+
+pub fn microsocks(port: u16, auth: Option<(&str, &str)>) -> Proc {
+    let mut c = Command::new("/usr/bin/microsocks");
+    c.args(["-i", "127.0.0.1", "-p", &port.to_string()]);
+    if let Some((u, p)) = auth {
+        c.args(["-u", u, "-P", p]);
+    }
+    spawn(&mut c, None, port)
+}
+
+impl Proc {
+    /// The config file the proxy was started with (danted, tinyproxy).
+    pub fn config(&self, name: &str) -> Option<PathBuf> {
+        self.1.as_ref().map(|d| d.path().join(name))
+    }
+}
+
+/// Whether any process has `arg` on its command line.
+pub fn running_with_arg(arg: &Path) -> bool {
+    let want = arg.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| String::from_utf8_lossy(&c).contains(&want))
+}
