@@ -5,6 +5,7 @@
 //! body is per kind (see [`probe`]). Types derive `Deserialize` as well as `Serialize` so a
 //! saved result can be rendered again or merged without re-running anything.
 
+pub mod html;
 pub mod http;
 pub mod probe;
 pub mod run;
