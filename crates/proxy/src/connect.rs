@@ -7,8 +7,9 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use crate::handshake::{Handshake, Step};
 use crate::socks5::{self, Target};
-use crate::{http_connect, ProxyError, Via, ViaKind};
+use crate::{ProxyError, Via, ViaKind};
 
 /// How long each phase took, in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,7 +41,7 @@ fn ns(since: Instant) -> u64 {
     since.elapsed().as_nanos() as u64
 }
 
-fn connect_proxy(via: &Via, deadline: Instant) -> Result<(TcpStream, u64), ProxyError> {
+pub(crate) fn connect_proxy(via: &Via, deadline: Instant) -> Result<(TcpStream, u64), ProxyError> {
     let authority = via.authority();
     let err = |source| ProxyError::Connect {
         addr: authority.clone(),
@@ -67,46 +68,60 @@ fn connect_proxy(via: &Via, deadline: Instant) -> Result<(TcpStream, u64), Proxy
     })))
 }
 
-/// Reads until `parse` has a whole answer, leaving any bytes after it in `buf`.
-fn read_until<T>(
+/// Runs `h` to completion over a blocking socket before `deadline`, timing its phases.
+fn drive(
     s: &mut TcpStream,
-    buf: &mut Vec<u8>,
+    mut h: Handshake,
     deadline: Instant,
-    phase: &'static str,
-    mut parse: impl FnMut(&[u8]) -> Result<Option<(T, usize)>, ProxyError>,
-) -> Result<T, ProxyError> {
+    phases: &mut Phases,
+) -> Result<Option<Target>, ProxyError> {
     let mut chunk = [0u8; 1024];
-    // Bounded: every pass reads at least one byte or fails, and the deadline is checked.
+    let mut t = Instant::now();
+    // Bounded: every pass writes or reads at least one byte, or fails; the deadline is checked.
     for _ in 0..64 * 1024 {
-        if let Some((v, used)) = parse(buf)? {
-            buf.drain(..used);
-            return Ok(v);
+        if !h.output().is_empty() {
+            s.write_all(h.output())?;
+            h.written();
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(ProxyError::Timeout(phase));
+            return Err(ProxyError::Timeout(h.phase()));
         }
         s.set_read_timeout(Some(left))?;
-        match s.read(&mut chunk) {
+        let n = match s.read(&mut chunk) {
             Ok(0) => {
                 return Err(ProxyError::Protocol(format!(
-                    "the proxy closed the connection during {phase}"
+                    "the proxy closed the connection during {}",
+                    h.phase()
                 )))
             }
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Ok(n) => n,
             Err(e)
                 if matches!(
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err(ProxyError::Timeout(phase))
+                return Err(ProxyError::Timeout(h.phase()))
             }
             Err(e) => return Err(e.into()),
+        };
+        match h.on_read(&chunk[..n])? {
+            Step::NeedMore => {}
+            Step::Authenticated => {
+                phases.auth_ns = ns(t);
+                t = Instant::now();
+            }
+            Step::Done { bound } => {
+                phases.reply_ns = ns(t);
+                s.set_read_timeout(None)?;
+                return Ok(bound);
+            }
         }
     }
     Err(ProxyError::Protocol(format!(
-        "endless answer during {phase}"
+        "endless answer during {}",
+        h.phase()
     )))
 }
 
@@ -130,46 +145,6 @@ pub fn target_for(via: &Via, host: &str, port: u16) -> Result<Target, ProxyError
         })
 }
 
-fn socks_handshake(
-    s: &mut TcpStream,
-    via: &Via,
-    cmd: u8,
-    target: &Target,
-    deadline: Instant,
-    phases: &mut Phases,
-) -> Result<Target, ProxyError> {
-    let mut out = Vec::with_capacity(64);
-    let mut buf = Vec::with_capacity(64);
-    let t = Instant::now();
-    socks5::greeting(via.credentials().is_some(), &mut out);
-    s.write_all(&out)?;
-    let method = read_until(s, &mut buf, deadline, "method choice", socks5::parse_method)?;
-    if method == socks5::METHOD_USERPASS {
-        let (u, p) = via.credentials().ok_or_else(|| {
-            ProxyError::AuthFailed("the proxy asks for a user name and password".into())
-        })?;
-        out.clear();
-        socks5::auth_request(u, p, &mut out)?;
-        s.write_all(&out)?;
-        read_until(s, &mut buf, deadline, "authentication", |b| {
-            Ok(socks5::parse_auth_reply(b)?.map(|n| ((), n)))
-        })?;
-    }
-    phases.auth_ns = ns(t);
-    let t = Instant::now();
-    out.clear();
-    socks5::request(cmd, target, &mut out)?;
-    s.write_all(&out)?;
-    let bound = read_until(s, &mut buf, deadline, "request reply", socks5::parse_reply)?;
-    phases.reply_ns = ns(t);
-    if !buf.is_empty() {
-        return Err(ProxyError::Protocol(
-            "the proxy sent data before the tunnel was open".into(),
-        ));
-    }
-    Ok(bound)
-}
-
 /// A TCP connection to `host:port` through `via`, ready to carry the application's bytes.
 pub fn tcp_connect(
     via: &Via,
@@ -179,43 +154,10 @@ pub fn tcp_connect(
 ) -> Result<(TcpStream, Phases), ProxyError> {
     let deadline = Instant::now() + timeout;
     let mut phases = Phases::default();
+    let h = Handshake::connect(via, host, port)?;
     let (mut s, connect_ns) = connect_proxy(via, deadline)?;
     phases.proxy_connect_ns = connect_ns;
-    match via.kind {
-        ViaKind::Socks5 { .. } => {
-            let target = target_for(via, host, port)?;
-            socks_handshake(
-                &mut s,
-                via,
-                socks5::CMD_CONNECT,
-                &target,
-                deadline,
-                &mut phases,
-            )?;
-        }
-        ViaKind::Http => {
-            let authority = if host.contains(':') && !host.starts_with('[') {
-                format!("[{host}]:{port}")
-            } else {
-                format!("{host}:{port}")
-            };
-            let mut out = Vec::with_capacity(128);
-            http_connect::request(&authority, via.credentials(), &mut out);
-            let t = Instant::now();
-            s.write_all(&out)?;
-            let mut buf = Vec::new();
-            read_until(&mut s, &mut buf, deadline, "CONNECT reply", |b| {
-                Ok(http_connect::parse_response(b)?.map(|n| ((), n)))
-            })?;
-            phases.reply_ns = ns(t);
-            if !buf.is_empty() {
-                return Err(ProxyError::Protocol(
-                    "the proxy sent data before the tunnel was open".into(),
-                ));
-            }
-        }
-    }
-    s.set_read_timeout(None)?;
+    drive(&mut s, h, deadline, &mut phases)?;
     Ok((s, phases))
 }
 
@@ -232,26 +174,19 @@ pub fn udp_associate(via: &Via, timeout: Duration) -> Result<UdpAssociation, Pro
     phases.proxy_connect_ns = connect_ns;
     // The client's UDP address is not known yet: all zeros, as RFC 1928 allows.
     let any = Target::Addr(SocketAddr::from(([0, 0, 0, 0], 0)));
-    let bound = socks_handshake(
-        &mut s,
-        via,
-        socks5::CMD_UDP_ASSOCIATE,
-        &any,
-        deadline,
-        &mut phases,
-    )?;
+    let h = Handshake::socks(via, socks5::CMD_UDP_ASSOCIATE, any);
+    let bound = drive(&mut s, h, deadline, &mut phases)?;
     let mut relay = match bound {
-        Target::Addr(a) => a,
-        Target::Name(n, _) => {
+        Some(Target::Addr(a)) => a,
+        other => {
             return Err(ProxyError::Protocol(format!(
-                "the proxy named its UDP relay by name ({n:?}), not by address"
+                "the proxy gave no address for its UDP relay ({other:?})"
             )))
         }
     };
     if relay.ip().is_unspecified() {
         relay.set_ip(s.peer_addr()?.ip());
     }
-    s.set_read_timeout(None)?;
     Ok(UdpAssociation {
         control: s,
         relay,

@@ -5,13 +5,18 @@
 //!   tests, fuzzed by the random-bytes tests);
 //! - [`Via`] is the one `--via` URL grammar every subcommand shares (curl's conventions:
 //!   `socks5://`, `socks5h://` = the proxy resolves the name, `http://`; credentials in the URL);
-//! - [`connect`] runs a handshake over a blocking socket with a deadline and times each phase
+//! - [`handshake`] is the client handshake as a sans-IO state machine; [`connect`] drives it
+//!   over a blocking socket (and `connect_async`, feature `tokio`, over tokio) with a deadline,
+//!   timing each phase
 //!   (connect to the proxy, authentication, the CONNECT / ASSOCIATE reply), which the reports
 //!   show beside the latency the user feels.
 //!
 //! Errors are classified ([`ProxyError::kind`]) with the proxy's reply code in words.
 
 pub mod connect;
+#[cfg(feature = "tokio")]
+pub mod connect_async;
+pub mod handshake;
 pub mod http_connect;
 pub mod socks5;
 #[cfg(feature = "testing")]

@@ -174,3 +174,40 @@ fn a_dead_proxy_is_a_classified_error() {
     assert_eq!(e.kind(), "proxy_timeout", "{e}");
     assert!(t.elapsed() < Duration::from_secs(3));
 }
+
+#[test]
+fn the_async_driver_goes_through_the_same_proxies() {
+    if !have("/usr/bin/microsocks") || !have("/usr/bin/tinyproxy") {
+        return;
+    }
+    let echo = tcp_echo();
+    let m = free_port();
+    let _m = microsocks(m, Some(("npt", "pw")));
+    let t = free_port();
+    let _t = tinyproxy(t);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        for url in [
+            format!("socks5://npt:pw@127.0.0.1:{m}"),
+            format!("http://127.0.0.1:{t}"),
+        ] {
+            let via = Via::parse(&url).unwrap();
+            let connect = npt_proxy::connect_async::tcp_connect(&via, "127.0.0.1", echo.port());
+            let (mut s, phases) = tokio::time::timeout(T, connect).await.unwrap().unwrap();
+            assert!(phases.reply_ns > 0, "{url}: {phases:?}");
+            s.write_all(b"through").await.unwrap();
+            let mut back = [0u8; 7];
+            s.read_exact(&mut back).await.unwrap();
+            assert_eq!(&back, b"through", "{url}");
+        }
+        let wrong = Via::parse(&format!("socks5://npt:no@127.0.0.1:{m}")).unwrap();
+        let e = npt_proxy::connect_async::tcp_connect(&wrong, "127.0.0.1", echo.port())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), "proxy_auth_failed");
+    });
+}
