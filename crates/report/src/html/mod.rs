@@ -197,7 +197,7 @@ th, td { border-bottom: 1px solid #d0d7de; padding: 4px 10px; white-space: nowra
 th { background: #f6f8fa; position: sticky; top: 0; }
 td.n { text-align: right; }
 tbody tr:nth-child(even) { background: #fafbfc; }
-.plot { width: 100%; min-height: 120px; }
+.plot { width: 100%; min-height: 120px; overflow: hidden; }
 .uplot .u-title { display: none; }
 .uplot .u-legend { font-size: .85em; }
 "##;
@@ -252,16 +252,18 @@ const PAGE_JS: &str = r##"(function () {
     plots.push({ u: new uPlot(opts, cols, el), el: el });
   });
   document.body.setAttribute("data-charts-drawn", String(plots.length));
-  var pending = null;
-  window.addEventListener("resize", function () {
-    if (pending) { clearTimeout(pending); }
-    pending = setTimeout(function () {
-      plots.forEach(function (p) {
-        var w = p.el.clientWidth || 600;
-        p.u.setSize({ width: w, height: height(w) });
-      });
-    }, 100);
-  });
+  function fit() {
+    plots.forEach(function (p) {
+      var w = p.el.clientWidth || 600;
+      if (Math.abs(w - p.u.width) > 1) { p.u.setSize({ width: w, height: height(w) }); }
+    });
+  }
+  if (window.ResizeObserver) {
+    var ro = new ResizeObserver(fit);
+    plots.forEach(function (p) { ro.observe(p.el); });
+  } else {
+    window.addEventListener("resize", fit);
+  }
 })();
 "##;
 
