@@ -17,7 +17,7 @@ fn sample_page() -> Page {
         secs.iter()
             .map(|s| {
                 // a gap every 13th interval, as a lost interval would leave
-                if (*s as u32) % 13 == 0 {
+                if (*s as u32).is_multiple_of(13) {
                     None
                 } else {
                     Some(k + (s / 7.0).sin().abs() * k)
@@ -88,7 +88,6 @@ fn sample_page() -> Page {
                     label: "direct".into(),
                     values: cdf_x.iter().map(|x| Some(1.0 - (-x).exp())).collect(),
                 }],
-                ..Chart::default()
             },
         ],
     }
