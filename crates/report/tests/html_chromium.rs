@@ -76,7 +76,6 @@ fn sample_page() -> Page {
                         values: vec![Some(0.4), Some(0.6), None, Some(1.5), Some(3.0)],
                     },
                 ],
-                ..Chart::default()
             },
             Chart {
                 id: "cdf".into(),
@@ -88,6 +87,7 @@ fn sample_page() -> Page {
                     label: "direct".into(),
                     values: cdf_x.iter().map(|x| Some(1.0 - (-x).exp())).collect(),
                 }],
+                ..Chart::default()
             },
         ],
     }
