@@ -135,6 +135,8 @@ pub struct RunArgs {
     /// No progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub via: crate::via::ViaArgs,
 }
 
 fn range(
@@ -205,6 +207,17 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
             "--mix {}: give at least one target tcp://HOST:PORT",
             mix.to_string_compact()
         ));
+    }
+    let via = a.via.resolve(false)?;
+    if let Some(v) = &via {
+        let udp = [npt_users::Activity::Quic, npt_users::Activity::Game];
+        if let Some(x) = udp.iter().find(|x| mix.weight(**x) > 0) {
+            return Err(usage!(
+                "--via {v}: npt run carries only its TCP activities (web, download, upload) \
+                 through a proxy; --mix {} includes {x:?}",
+                mix.to_string_compact()
+            ));
+        }
     }
     if a.users == 0 {
         return Err(usage!("--users must be at least 1"));
@@ -332,6 +345,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
             stream,
             quic,
             quic_server_name,
+            via,
         },
         load,
         duration: a.duration,

@@ -93,6 +93,10 @@ pub struct ProtocolStats {
     pub handshake_ms: Summary,
     /// Connect start → last byte of the first request's response (seed 001's "first packet").
     pub first_request_ms: Summary,
+    /// `--via`: the proxy's own part of each connect (authentication + CONNECT reply);
+    /// `connect_ms` then runs until the tunnel is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_ms: Option<Summary>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -28,6 +28,8 @@ struct ProtoAcc {
     connect: Histogram,
     handshake: Histogram,
     first: Histogram,
+    /// `--via`: the proxy's own part of each connect (authentication + CONNECT reply).
+    proxy: Histogram,
 }
 
 /// Game session counters, added up over sessions.
@@ -179,6 +181,10 @@ impl Collector {
 
     pub fn connect(&self, p: Proto, ns: u64) {
         self.lock().proto[p.index()].connect.record(ns);
+    }
+
+    pub fn proxy(&self, p: Proto, ns: u64) {
+        self.lock().proto[p.index()].proxy.record(ns);
     }
 
     pub fn handshake(&self, p: Proto, ns: u64) {
@@ -339,6 +345,7 @@ impl Collector {
                     connect_ms: a.connect.summary(),
                     handshake_ms: a.handshake.summary(),
                     first_request_ms: a.first.summary(),
+                    proxy_ms: (!a.proxy.is_empty()).then(|| a.proxy.summary()),
                 },
             );
             for (name, h) in [
@@ -346,6 +353,7 @@ impl Collector {
                 ("connect", &a.connect),
                 ("handshake", &a.handshake),
                 ("first_request", &a.first),
+                ("proxy", &a.proxy),
             ] {
                 if !h.is_empty() {
                     histograms.insert(format!("proto.{}.{name}", p.name()), h.to_serialized());

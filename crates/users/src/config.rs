@@ -398,6 +398,8 @@ pub struct Targets {
     pub quic: Option<SocketAddr>,
     /// Name checked against the QUIC server's certificate.
     pub quic_server_name: String,
+    /// `--via`: TCP connections go through this proxy (SOCKS5 or HTTP CONNECT).
+    pub via: Option<npt_proxy::Via>,
 }
 
 #[cfg(test)]

@@ -72,6 +72,7 @@ impl RunConfig {
             "targets": self.targets.stream.iter().map(|a| format!("tcp://{a}")).collect::<Vec<_>>(),
             "quic": self.targets.quic.map(|a| a.to_string()),
             "quic_server_name": self.targets.quic_server_name,
+            "via": self.targets.via.as_ref().map(|v| v.to_string()),
             "quic_trust": match &self.quic_trust {
                 QuicTrust::Insecure => "insecure",
                 QuicTrust::Roots(_) => "ca",
@@ -702,7 +703,20 @@ where
 
 async fn tcp_connect(ctx: &Ctx, target: SocketAddr) -> Result<(TcpStream, Instant), Fail> {
     let t = Instant::now();
-    let s = ctx.io("connect", TcpStream::connect(target)).await?;
+    let s = match &ctx.cfg.targets.via {
+        None => ctx.io("connect", TcpStream::connect(target)).await?,
+        Some(via) => {
+            let host = target.ip().to_string();
+            let tunnel = npt_proxy::connect_async::tcp_connect(via, &host, target.port());
+            let (s, phases) = match tokio::time::timeout(ctx.cfg.timeout, tunnel).await {
+                Ok(Ok(x)) => x,
+                Ok(Err(e)) => return Err(Fail::new(e.kind(), format!("via {via}: {e}"))),
+                Err(_) => return Err(Fail::timeout("proxy handshake")),
+            };
+            ctx.col.proxy(Proto::Tcp, phases.auth_ns + phases.reply_ns);
+            s
+        }
+    };
     ctx.col.connect(Proto::Tcp, t.elapsed().as_nanos() as u64);
     let _ = s.set_nodelay(true);
     Ok((s, t))

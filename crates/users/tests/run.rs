@@ -81,6 +81,7 @@ fn config(
             stream,
             quic,
             quic_server_name: "localhost".into(),
+            via: None,
         },
         load: Load::Users {
             users,

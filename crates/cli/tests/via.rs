@@ -1,5 +1,5 @@
-//! Why this exists: `npt probe --via` must measure a path through a real proxy the way that
-//! proxy's own clients use it — SOCKS5 UDP ASSOCIATE (danted), SOCKS5 CONNECT with a password
+//! Why this exists: `--via` (probe, run) must measure a path through a real proxy the way
+//! that proxy's own clients use it — SOCKS5 UDP ASSOCIATE (danted), SOCKS5 CONNECT with a password
 //! (microsocks), HTTP CONNECT (tinyproxy) — agree with the direct path within the proxy's
 //! overhead, and turn a refusing or dead proxy into a classified error and a non-zero exit.
 
@@ -163,4 +163,67 @@ fn refusing_or_dead_proxies_are_classified_and_exit_non_zero() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot carry UDP"));
+}
+
+#[test]
+fn run_users_through_socks5_and_http_connect() {
+    if !have("/usr/bin/microsocks") || !have("/usr/bin/tinyproxy") {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let m = free_port();
+    let _m = microsocks(m, None);
+    let t = free_port();
+    let _t = tinyproxy(t);
+    let dir = tempfile::tempdir().unwrap();
+    for (i, via) in [
+        format!("socks5://127.0.0.1:{m}"),
+        format!("http://127.0.0.1:{t}"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out_file = dir.path().join(format!("run{i}.json"));
+        let out = run(
+            &[
+                "run",
+                &format!("tcp://{addr}"),
+                "--users",
+                "5",
+                "--duration",
+                "2s",
+                "--mix",
+                "web=100",
+                "--via",
+                via,
+                "--json",
+                out_file.to_str().unwrap(),
+                "-q",
+            ],
+            LIMIT,
+        );
+        let d = json(&out_file);
+        assert_eq!(out.status.code(), Some(0), "{via}: {}", d["errors"]);
+        assert_valid(&d, "run");
+        assert!(f(&d, "/summary/requests") > 0.0, "{via}");
+        assert_eq!(f(&d, "/errors/total_errors"), 0.0, "{via}: {}", d["errors"]);
+        assert!(
+            f(&d, "/protocols/tcp/proxy_ms/count") > 0.0,
+            "{via}: proxy phase recorded"
+        );
+        assert_eq!(d["config"]["via"], via.as_str());
+    }
+    // UDP activities cannot go through --via in npt run: refused up front.
+    let out = run(
+        &[
+            "run",
+            &format!("tcp://{addr}"),
+            "--mix",
+            "web=50,game=50",
+            "--via",
+            &format!("socks5://127.0.0.1:{m}"),
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2));
 }
