@@ -1,0 +1,424 @@
+//! The socket half of `npt ping`: drives a [`Session`] with a TCP connect, a UDP echo or a
+//! QUIC handshake per attempt. Waits are sliced to at most 100 ms so a Ctrl-C (counted into
+//! `signals` by the caller) is seen promptly: the first stops new attempts and lets those in
+//! flight finish, the second gives them up.
+
+use std::io;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use npt_wire::frame::{Header, Kind, HEADER_LEN};
+use npt_wire::raw::{RawStamp, RAW_HEADER_LEN};
+
+use crate::session::{Event, Session, Tally};
+use crate::{Config, PingError, Proto};
+
+const SLICE: Duration = Duration::from_millis(100);
+
+/// What a finished run measured.
+#[derive(Debug)]
+pub struct Outcome {
+    pub tally: Tally,
+    /// The addresses the target resolved to.
+    pub addrs: Vec<SocketAddr>,
+    /// `count`, `signal` or `abort` (second signal).
+    pub stopped_by: &'static str,
+}
+
+/// Called for every settled attempt, with the address it went to.
+pub type OnEvent<'a> = &'a mut dyn FnMut(&Event, SocketAddr);
+
+/// Pings `cfg.target` until the count is reached or `signals` says stop.
+pub fn run(cfg: &Config, signals: &AtomicUsize, on: OnEvent) -> Result<Outcome, PingError> {
+    let addrs = cfg.target.resolve()?;
+    let clock = Instant::now();
+    let mut session = Session::new(cfg.count, dur_ns(cfg.interval), dur_ns(cfg.timeout), 0);
+    let stopped_by = match cfg.target.proto {
+        Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, signals, on, |a, t| {
+            TcpStream::connect_timeout(&a, t)
+                .map(drop)
+                .map_err(|e| (classify_io(&e), format!("{a}: {e}")))
+        })?,
+        Proto::Quic => {
+            let mut q = Quic::new(cfg)?;
+            let r = run_blocking(&mut session, &addrs, cfg, clock, signals, on, |a, t| {
+                q.attempt(a, t)
+            });
+            q.close();
+            r?
+        }
+        Proto::Udp => run_udp(&mut session, &addrs, cfg, clock, signals, on)?,
+    };
+    Ok(Outcome {
+        tally: session.tally,
+        addrs,
+        stopped_by,
+    })
+}
+
+fn dur_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 4)
+}
+
+fn now_ns(clock: Instant) -> u64 {
+    dur_ns(clock.elapsed())
+}
+
+/// `refused`, `timeout`, `unreachable`, `reset`, else `io`.
+pub fn classify_io(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => "refused",
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => "timeout",
+        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => "reset",
+        _ => match e.raw_os_error() {
+            Some(libc::EHOSTUNREACH) | Some(libc::ENETUNREACH) => "unreachable",
+            _ => "io",
+        },
+    }
+}
+
+/// Applies the signal count: 1 stops new attempts, 2 abandons those in flight.
+fn check_signals(session: &mut Session, signals: &AtomicUsize) -> Option<&'static str> {
+    match signals.load(Ordering::SeqCst) {
+        0 => None,
+        1 => {
+            session.stop();
+            Some("signal")
+        }
+        _ => {
+            session.abandon();
+            Some("abort")
+        }
+    }
+}
+
+/// One attempt at a time (TCP connect, QUIC handshake): `attempt(addr, time_left)` blocks.
+/// Each attempt tries the host's addresses in turn, starting with the one that answered last.
+fn run_blocking(
+    session: &mut Session,
+    addrs: &[SocketAddr],
+    cfg: &Config,
+    clock: Instant,
+    signals: &AtomicUsize,
+    on: OnEvent,
+    mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (&'static str, String)>,
+) -> Result<&'static str, PingError> {
+    let mut stopped_by = "count";
+    let mut preferred = 0usize;
+    loop {
+        if let Some(why) = check_signals(session, signals) {
+            stopped_by = why;
+        }
+        let Some(due) = session.due() else { break };
+        let now = now_ns(clock);
+        if now < due {
+            std::thread::sleep(Duration::from_nanos(due - now).min(SLICE));
+            continue;
+        }
+        let (seq, given_up) = session.on_sent(now);
+        for ev in &given_up {
+            on(ev, addrs[preferred]);
+        }
+        let started = Instant::now();
+        let mut result = Err(("timeout", "no answer".to_string()));
+        let mut used = preferred;
+        for k in 0..addrs.len() {
+            let Some(left) = cfg.timeout.checked_sub(started.elapsed()) else {
+                break;
+            };
+            if left.is_zero() {
+                break;
+            }
+            used = (preferred + k) % addrs.len();
+            if k > 0 {
+                session.restart(seq, now_ns(clock));
+            }
+            result = attempt(addrs[used], left);
+            if result.is_ok() {
+                break;
+            }
+        }
+        let ev = match result {
+            Ok(()) => {
+                preferred = used;
+                session.on_reply(seq, now_ns(clock))
+            }
+            Err((kind, detail)) => session.on_error(seq, kind, detail),
+        };
+        if let Some(ev) = ev {
+            on(&ev, addrs[used]);
+        }
+    }
+    Ok(stopped_by)
+}
+
+/// UDP echo: attempts overlap when the timeout is longer than the interval. Until the first
+/// answer, an address that times out or refuses hands over to the host's next address.
+fn run_udp(
+    session: &mut Session,
+    addrs: &[SocketAddr],
+    cfg: &Config,
+    clock: Instant,
+    signals: &AtomicUsize,
+    on: OnEvent,
+) -> Result<&'static str, PingError> {
+    let flow = flow_id();
+    let size = cfg
+        .size
+        .max(if cfg.raw { RAW_HEADER_LEN } else { HEADER_LEN });
+    let mut out = vec![0u8; size];
+    let mut inb = vec![0u8; 65_536];
+    let mut socks: Vec<Option<UdpSocket>> = addrs.iter().map(|_| None).collect();
+    let mut cur = 0usize;
+    let mut answered = false;
+    let mut stopped_by = "count";
+    loop {
+        if let Some(why) = check_signals(session, signals) {
+            stopped_by = why;
+        }
+        let now = now_ns(clock);
+        for ev in session.expire(now) {
+            on(&ev, addrs[cur]);
+            if !answered {
+                cur = (cur + 1) % addrs.len();
+            }
+        }
+        if session.finished() {
+            break;
+        }
+        if socks[cur].is_none() {
+            socks[cur] = Some(udp_socket(addrs[cur])?);
+        }
+        let sock = socks[cur].as_ref().expect("opened above");
+        if session.due().is_some_and(|d| now >= d) {
+            let (seq, given_up) = session.on_sent(now);
+            for ev in &given_up {
+                on(ev, addrs[cur]);
+            }
+            encode(&mut out, cfg, flow, seq, now);
+            if let Err(e) = sock.send(&out) {
+                if let Some(ev) =
+                    session.on_error(seq, classify_io(&e), format!("{}: {e}", addrs[cur]))
+                {
+                    on(&ev, addrs[cur]);
+                }
+            }
+            continue;
+        }
+        let wait = session
+            .next_wake()
+            .map_or(SLICE, |w| Duration::from_nanos(w.saturating_sub(now)))
+            .clamp(Duration::from_micros(100), SLICE);
+        sock.set_read_timeout(Some(wait))
+            .map_err(PingError::Socket)?;
+        match sock.recv(&mut inb) {
+            Ok(n) => {
+                let t = now_ns(clock);
+                if let Some(seq) = decode(&inb[..n], cfg.raw, flow) {
+                    if let Some(ev) = session.on_reply(seq, t) {
+                        answered |= matches!(ev, Event::Reply { .. });
+                        on(&ev, addrs[cur]);
+                    }
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                // An ICMP error on the connected socket: it answers for the oldest attempt.
+                if let Some(seq) = session.oldest_pending() {
+                    let detail = format!("{}: {e}", addrs[cur]);
+                    if let Some(ev) = session.on_error(seq, classify_io(&e), detail) {
+                        on(&ev, addrs[cur]);
+                    }
+                }
+                if !answered {
+                    cur = (cur + 1) % addrs.len();
+                }
+            }
+        }
+    }
+    Ok(stopped_by)
+}
+
+fn udp_socket(to: SocketAddr) -> Result<UdpSocket, PingError> {
+    let bind: SocketAddr = if to.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let s = UdpSocket::bind(bind).map_err(PingError::Socket)?;
+    s.connect(to).map_err(PingError::Socket)?;
+    Ok(s)
+}
+
+fn flow_id() -> u32 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    t ^ std::process::id().rotate_left(16)
+}
+
+/// Writes attempt `seq` into `buf`: a framed echo request, or a raw stamp for any echo.
+pub fn encode(buf: &mut [u8], cfg: &Config, flow: u32, seq: u64, now: u64) {
+    if cfg.raw {
+        RawStamp {
+            flow,
+            seq,
+            send_ts: now,
+        }
+        .encode(buf)
+        .expect("buffer holds the stamp");
+    } else {
+        Header {
+            kind: Kind::Echo,
+            flags: 0,
+            frame_len: buf.len() as u32,
+            reply_len: 0,
+            flow,
+            status: 0,
+            seq,
+            send_ts: now,
+            token: cfg.token,
+        }
+        .encode(buf)
+        .expect("buffer holds the header");
+    }
+}
+
+/// The sequence number of an echo of ours; `None` for anything else.
+pub fn decode(buf: &[u8], raw: bool, flow: u32) -> Option<u64> {
+    if raw {
+        let s = RawStamp::decode(buf).ok()?;
+        (s.flow == flow).then_some(s.seq)
+    } else {
+        let h = Header::decode(buf).ok()?;
+        (h.kind == Kind::EchoReply && h.flow == flow).then_some(h.seq)
+    }
+}
+
+/// QUIC handshakes on one endpoint per address family.
+struct Quic {
+    rt: tokio::runtime::Runtime,
+    trust: npt_users::QuicTrust,
+    name: String,
+    timeout: Duration,
+    endpoints: Vec<(bool, quinn::Endpoint)>,
+}
+
+impl Quic {
+    fn new(cfg: &Config) -> Result<Quic, PingError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(PingError::Socket)?;
+        Ok(Quic {
+            rt,
+            trust: cfg.trust.clone(),
+            name: cfg.target.host.clone(),
+            timeout: cfg.timeout,
+            endpoints: Vec::new(),
+        })
+    }
+
+    fn endpoint(&mut self, to: SocketAddr) -> Result<quinn::Endpoint, (&'static str, String)> {
+        if let Some((_, ep)) = self.endpoints.iter().find(|(v4, _)| *v4 == to.is_ipv4()) {
+            return Ok(ep.clone());
+        }
+        let _guard = self.rt.enter();
+        let ep = npt_users::quic::client_endpoint(to, &self.trust, self.timeout)
+            .map_err(|e| ("local", e))?;
+        self.endpoints.push((to.is_ipv4(), ep.clone()));
+        Ok(ep)
+    }
+
+    /// One handshake to `to`: done when the client has the server's handshake (1 RTT, or 2
+    /// if the server asks for address validation with a Retry).
+    fn attempt(&mut self, to: SocketAddr, left: Duration) -> Result<(), (&'static str, String)> {
+        let ep = self.endpoint(to)?;
+        let connecting = ep
+            .connect(to, &self.name)
+            .map_err(|e| ("local", format!("{to}: {e}")))?;
+        self.rt.block_on(async move {
+            match tokio::time::timeout(left, connecting).await {
+                Ok(Ok(conn)) => {
+                    conn.close(0u32.into(), b"ping");
+                    Ok(())
+                }
+                Ok(Err(e)) => Err((
+                    npt_users::quic::classify_connection(&e),
+                    format!("{to}: {e}"),
+                )),
+                Err(_) => Err(("timeout", format!("{to}: no handshake within {left:?}"))),
+            }
+        })
+    }
+
+    /// Lets the endpoints send their CONNECTION_CLOSE frames (bounded).
+    fn close(&mut self) {
+        for (_, ep) in self.endpoints.drain(..) {
+            ep.close(0u32.into(), b"done");
+            let _ = self.rt.block_on(tokio::time::timeout(
+                Duration::from_millis(500),
+                ep.wait_idle(),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Target;
+
+    fn cfg(raw: bool) -> Config {
+        Config {
+            target: Target::parse("udp://127.0.0.1:9").unwrap(),
+            count: Some(1),
+            interval: Duration::from_millis(10),
+            timeout: Duration::from_millis(100),
+            size: 64,
+            raw,
+            token: 7,
+            trust: Default::default(),
+        }
+    }
+
+    #[test]
+    fn framed_and_raw_round_trip_only_our_flow() {
+        for raw in [false, true] {
+            let mut b = vec![0u8; 64];
+            encode(&mut b, &cfg(raw), 42, 9, 123);
+            if !raw {
+                npt_wire::frame::set_kind_status(&mut b, Kind::EchoReply, 0);
+            }
+            assert_eq!(decode(&b, raw, 42), Some(9), "raw={raw}");
+            assert_eq!(decode(&b, raw, 43), None, "another flow, raw={raw}");
+        }
+        let mut b = vec![0u8; 64];
+        encode(&mut b, &cfg(false), 42, 9, 123);
+        assert_eq!(
+            decode(&b, false, 42),
+            None,
+            "our own request reflected is not a reply"
+        );
+    }
+
+    #[test]
+    fn io_errors_are_classified() {
+        let e = io::Error::from(io::ErrorKind::ConnectionRefused);
+        assert_eq!(classify_io(&e), "refused");
+        assert_eq!(
+            classify_io(&io::Error::from(io::ErrorKind::TimedOut)),
+            "timeout"
+        );
+        assert_eq!(
+            classify_io(&io::Error::from_raw_os_error(libc::EHOSTUNREACH)),
+            "unreachable"
+        );
+    }
+}
