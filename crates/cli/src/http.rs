@@ -86,6 +86,8 @@ pub struct HttpArgs {
     /// No progress line on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub via: crate::via::ViaArgs,
 }
 
 /// Turns flags into the engine's config; every error names its flag.
@@ -103,6 +105,7 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
         ));
     }
     c.streams = a.streams.unwrap_or(1);
+    c.via = a.via.resolve(false)?;
     c.hosts = a.hosts.clone();
     for h in &a.headers {
         let (name, value) = h

@@ -2,8 +2,9 @@
 //! naming the flag; `--cold-start` runs `npt serve --http` itself, reports its ready time, then
 //! the warm run, and writes a schema-valid document; Ctrl-C still writes the report.
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn npt() -> Command {
@@ -25,28 +26,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// `npt serve --http 127.0.0.1:0`; returns the child and the HTTP address it printed.
-fn serve_http() -> (Child, String) {
-    let mut child = npt()
-        .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(10) {
-        let Some(Ok(line)) = lines.next() else { break };
-        if line.contains("listening on http") {
-            let addr = line.rsplit(' ').next().unwrap().to_string();
-            return (child, addr);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("npt serve --http did not report its address");
 }
 
 #[test]
@@ -137,7 +116,7 @@ fn cold_start_of_npt_serve_then_warm_run() {
 
 #[test]
 fn ctrl_c_still_writes_the_report() {
-    let (mut srv, addr) = serve_http();
+    let (srv, addr) = common::serve_http();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let mut child = npt()
@@ -170,8 +149,7 @@ fn ctrl_c_still_writes_the_report() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert_eq!(status.code(), Some(0));
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     validate(&doc);

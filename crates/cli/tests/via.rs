@@ -1,4 +1,4 @@
-//! Why this exists: `--via` (probe, run) must measure a path through a real proxy the way
+//! Why this exists: `--via` (probe, run, http) must measure a path through a real proxy the way
 //! that proxy's own clients use it — SOCKS5 UDP ASSOCIATE (danted), SOCKS5 CONNECT with a password
 //! (microsocks), HTTP CONNECT (tinyproxy) — agree with the direct path within the proxy's
 //! overhead, and turn a refusing or dead proxy into a classified error and a non-zero exit.
@@ -226,4 +226,48 @@ fn run_users_through_socks5_and_http_connect() {
         LIMIT,
     );
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn http_through_socks5_and_an_http_proxy_in_absolute_form() {
+    if !have("/usr/bin/microsocks") || !have("/usr/bin/tinyproxy") {
+        return;
+    }
+    let (_srv, http_addr) = serve_http();
+    let m = free_port();
+    let _m = microsocks(m, None);
+    let t = free_port();
+    let _t = tinyproxy(t);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://{http_addr}/");
+    for (i, (via, tunnel)) in [
+        (format!("socks5://127.0.0.1:{m}"), true),
+        (format!("http://127.0.0.1:{t}"), false),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out_file = dir.path().join(format!("http{i}.json"));
+        let out_path = out_file.to_str().unwrap();
+        let mut args = vec!["http", &url, "-c", "4", "-d", "1s", "--via", via, "-q"];
+        args.extend(["--json", out_path]);
+        // tinyproxy 1.11 closes each client connection after one response without saying
+        // `Connection: close`: keep-alive through it fails every second request, so its
+        // absolute-form case runs a new connection per request, as its clients must.
+        if !tunnel {
+            args.push("--new-conn");
+        }
+        let out = run(&args, LIMIT);
+        let d = json(&out_file);
+        assert_eq!(out.status.code(), Some(0), "{via}: {}", d["errors"]);
+        assert_valid(&d, "http");
+        assert!(f(&d, "/summary/requests") > 10.0, "{via}");
+        assert_eq!(f(&d, "/summary/errors"), 0.0, "{via}: {}", d["errors"]);
+        // A tunnel records the proxy's handshake; absolute form has none.
+        assert_eq!(
+            d["summary"]["phases_ms"].get("proxy").is_some(),
+            *tunnel,
+            "{via}"
+        );
+    }
 }

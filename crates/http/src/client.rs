@@ -133,6 +133,9 @@ pub struct Config {
     pub progress: bool,
     /// Runtime worker threads; `None` = one per CPU.
     pub threads: Option<usize>,
+    /// `--via`: SOCKS5 or HTTP CONNECT tunnel per connection; through an HTTP proxy a plain
+    /// `http://` HTTP/1.1 target is requested in absolute form instead (as browsers do).
+    pub via: Option<npt_proxy::Via>,
 }
 
 impl Config {
@@ -154,6 +157,7 @@ impl Config {
             cold_start: None,
             progress: false,
             threads: None,
+            via: None,
         }
     }
 
@@ -385,6 +389,12 @@ struct Ctx {
     insecure: bool,
     /// `--new-conn` HTTP/1.1 with every request shorter than one TCP segment.
     one_segment: bool,
+    /// `--via`, and whether requests go to the proxy in absolute form (no tunnel).
+    via: Option<npt_proxy::Via>,
+    absolute_form: bool,
+    /// The URL's host and port (what a tunnel is opened to).
+    target_host: String,
+    target_port: u16,
 }
 
 impl Ctx {
@@ -486,13 +496,23 @@ impl Ctx {
     /// [`Ctx::connect`] without its own timer: the caller bounds it.
     async fn connect_untimed(&self) -> Result<(Io, ConnEvent), Failure> {
         let t = Instant::now();
-        let tcp = match TcpStream::connect(self.addr).await {
-            Err(e) => {
-                let f = Failure::from_err(&e);
-                let kind = if f.0 == "protocol" { "connect" } else { f.0 };
-                return Err(Failure(kind, format!("connect: {}", f.1)));
+        let (tcp, proxy_ns) = match &self.via {
+            Some(via) if !self.absolute_form => {
+                let tunnel =
+                    npt_proxy::connect_async::tcp_connect(via, &self.target_host, self.target_port);
+                match tunnel.await {
+                    Ok((s, p)) => (s, Some(p.auth_ns + p.reply_ns)),
+                    Err(e) => return Err(Failure(e.kind(), format!("via {via}: {e}"))),
+                }
             }
-            Ok(s) => s,
+            _ => match TcpStream::connect(self.addr).await {
+                Err(e) => {
+                    let f = Failure::from_err(&e);
+                    let kind = if f.0 == "protocol" { "connect" } else { f.0 };
+                    return Err(Failure(kind, format!("connect: {}", f.1)));
+                }
+                Ok(s) => (s, None),
+            },
         };
         let connect_ns = t.elapsed().as_nanos() as u64;
         let Some((connector, name)) = &self.tls else {
@@ -507,6 +527,7 @@ impl Ctx {
                 ConnEvent {
                     connect_ns,
                     tls_ns: None,
+                    proxy_ns,
                 },
             ));
         };
@@ -542,6 +563,7 @@ impl Ctx {
             ConnEvent {
                 connect_ns,
                 tls_ns: Some(tls_ns),
+                proxy_ns,
             },
         ))
     }
@@ -806,13 +828,25 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
         .iter()
         .map(|(k, v)| (k.as_str().to_string(), v.as_bytes().to_vec()))
         .collect();
+    // Through an HTTP proxy without a tunnel, the request line names the whole URL.
+    let absolute_form = matches!(&cfg.via, Some(v) if v.kind == npt_proxy::ViaKind::Http)
+        && !cfg.target.https
+        && !cfg.http2;
+    let request_target = if absolute_form {
+        format!(
+            "http://{}{}",
+            cfg.target.authority, cfg.target.path_and_query
+        )
+    } else {
+        cfg.target.path_and_query.clone()
+    };
     let h1_reqs: Vec<Vec<u8>> = cfg
         .host_names()
         .iter()
         .map(|h| {
             h1::encode_request(
                 cfg.method.as_str(),
-                &cfg.target.path_and_query,
+                &request_target,
                 h,
                 &raw_headers,
                 &cfg.body,
@@ -840,6 +874,10 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
         is_head: cfg.method == Method::HEAD,
         insecure: cfg.insecure,
         one_segment,
+        via: cfg.via.clone(),
+        absolute_form,
+        target_host: cfg.target.host.clone(),
+        target_port: cfg.target.port,
     })
 }
 
@@ -1029,7 +1067,14 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
         .build()
         .map_err(|e| Error::Io("starting the runtime".into(), e))?;
     let workers = Workers::start(threads)?;
-    let addr = resolve(&cfg.target)?;
+    // Through a proxy, connections go to the proxy (a tunnel, or absolute-form requests).
+    let addr = match &cfg.via {
+        None => resolve(&cfg.target)?,
+        Some(via) => {
+            let proxy = Target::parse(&format!("http://{}/", via.authority()))?;
+            resolve(&proxy)?
+        }
+    };
 
     // Cold start: the command runs until this function returns, however it returns.
     let mut group = None;

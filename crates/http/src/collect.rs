@@ -52,6 +52,8 @@ pub struct Event {
 pub struct ConnEvent {
     pub connect_ns: u64,
     pub tls_ns: Option<u64>,
+    /// `--via`: the proxy's own part of the connect (authentication + CONNECT reply).
+    pub proxy_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -126,6 +128,7 @@ pub struct Collector {
     ttfb: Histogram,
     connect: Histogram,
     tls: Histogram,
+    proxy: Histogram,
     conns: u64,
     status: StatusCounts,
     requests: u64,
@@ -163,6 +166,7 @@ impl Collector {
             ttfb: Histogram::new(),
             connect: Histogram::new(),
             tls: Histogram::new(),
+            proxy: Histogram::new(),
             conns: 0,
             status: StatusCounts::default(),
             requests: 0,
@@ -184,6 +188,9 @@ impl Collector {
                 self.connect.record(c.connect_ns);
                 if let Some(t) = c.tls_ns {
                     self.tls.record(t);
+                }
+                if let Some(p) = c.proxy_ns {
+                    self.proxy.record(p);
                 }
             }
             Record::Request(e) => self.add_request(e),
@@ -343,6 +350,7 @@ impl Collector {
         summary.phases_ms = Phases {
             connect: self.connect.summary(),
             tls: has_tls.then(|| self.tls.summary()),
+            proxy: (!self.proxy.is_empty()).then(|| self.proxy.summary()),
             ttfb: self.ttfb.summary(),
             complete: self.uncorrected.summary(),
         };
@@ -393,6 +401,7 @@ impl Collector {
                 ttfb: self.ttfb.to_serialized(),
                 connect: self.connect.to_serialized(),
                 tls: has_tls.then(|| self.tls.to_serialized()),
+                proxy: (!self.proxy.is_empty()).then(|| self.proxy.to_serialized()),
                 hosts: host_hists,
             },
             intervals: std::mem::take(&mut self.closed),
@@ -446,6 +455,7 @@ mod tests {
         c.add(&Record::Conn(ConnEvent {
             connect_ns: MS,
             tls_ns: None,
+            proxy_ns: None,
         }));
         let body = c.finish(HttpSummary::default(), 2000 * MS, Health::default());
         let s = &body.summary;

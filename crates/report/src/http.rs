@@ -83,6 +83,10 @@ pub struct Phases {
     pub connect: Summary,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<Summary>,
+    /// `--via`: the proxy's own part of each connect (authentication + CONNECT reply);
+    /// `connect` then runs until the tunnel is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<Summary>,
     /// From the actual send to the response head (status line and headers) being parsed.
     pub ttfb: Summary,
     /// From the actual send to the last body byte (the uncorrected latency).
@@ -125,6 +129,8 @@ pub struct HttpHistograms {
     pub connect: SerializedHistogram,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<SerializedHistogram>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<SerializedHistogram>,
     /// Latency per host, as in `latency`.
     pub hosts: BTreeMap<String, SerializedHistogram>,
 }

@@ -50,6 +50,27 @@ pub fn serve(extra: &[&str]) -> (Guard, SocketAddr) {
     (Guard(child), addr)
 }
 
+/// `npt serve --http 127.0.0.1:0`; returns the server and the HTTP address it printed.
+pub fn serve_http() -> (Guard, String) {
+    let mut child = npt()
+        .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("npt serve starts");
+    let stdout = child.stdout.take().expect("piped");
+    let guard = Guard(child);
+    // Bounded: the server prints a handful of ready lines, then nothing until it stops.
+    for line in BufReader::new(stdout).lines().take(8) {
+        let Ok(line) = line else { break };
+        if line.contains("listening on http") {
+            let addr = line.rsplit(' ').next().unwrap_or_default().to_string();
+            return (guard, addr);
+        }
+    }
+    panic!("npt serve --http did not report its address");
+}
+
 /// Runs `npt` with `args`, killing it after `limit`.
 pub fn run(args: &[&str], limit: Duration) -> Output {
     let mut child = npt()
