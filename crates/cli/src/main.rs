@@ -5,6 +5,7 @@
 
 mod demo;
 mod http;
+mod ping;
 mod probe;
 mod probe_checks;
 mod run;
@@ -47,6 +48,8 @@ enum Command {
     /// Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual
     /// hosts, closed or open loop, cold start of a command.
     Http(http::HttpArgs),
+    /// Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style.
+    Ping(ping::PingArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::Run(a) => run::run(a),
         Command::Http(a) => http::run(a),
+        Command::Ping(a) => ping::run(a),
     };
     match result {
         Ok(code) => code,

@@ -340,10 +340,11 @@ impl Quic {
     /// if the server asks for address validation with a Retry).
     fn attempt(&mut self, to: SocketAddr, left: Duration) -> Result<(), (&'static str, String)> {
         let ep = self.endpoint(to)?;
-        let connecting = ep
-            .connect(to, &self.name)
-            .map_err(|e| ("local", format!("{to}: {e}")))?;
+        let name = self.name.clone();
         self.rt.block_on(async move {
+            let connecting = ep
+                .connect(to, &name)
+                .map_err(|e| ("local", format!("{to}: {e}")))?;
             match tokio::time::timeout(left, connecting).await {
                 Ok(Ok(conn)) => {
                     conn.close(0u32.into(), b"ping");
@@ -360,6 +361,7 @@ impl Quic {
 
     /// Lets the endpoints send their CONNECTION_CLOSE frames (bounded).
     fn close(&mut self) {
+        let _guard = self.rt.enter();
         for (_, ep) in self.endpoints.drain(..) {
             ep.close(0u32.into(), b"done");
             let _ = self.rt.block_on(tokio::time::timeout(
@@ -420,5 +422,58 @@ mod tests {
             classify_io(&io::Error::from_raw_os_error(libc::EHOSTUNREACH)),
             "unreachable"
         );
+    }
+}
+
+#[cfg(test)]
+mod multi_address {
+    use super::*;
+    use crate::Target;
+
+    /// A host whose first address refuses: every attempt is answered by the second, and the
+    /// refused first try neither counts as an error nor inflates the RTT.
+    #[test]
+    fn tcp_tries_each_address_and_keeps_the_one_that_answered() {
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let open_addr = open.local_addr().unwrap();
+        let cfg = Config {
+            target: Target::parse(&format!("tcp://{open_addr}")).unwrap(),
+            count: Some(3),
+            interval: Duration::from_millis(5),
+            timeout: Duration::from_secs(1),
+            size: 64,
+            raw: false,
+            token: 0,
+            trust: Default::default(),
+        };
+        let mut session = Session::new(cfg.count, 5_000_000, 1_000_000_000, 0);
+        let mut seen = Vec::new();
+        let mut tries = Vec::new();
+        run_blocking(
+            &mut session,
+            &[closed, open_addr],
+            &cfg,
+            Instant::now(),
+            &AtomicUsize::new(0),
+            &mut |ev, a| seen.push((ev.clone(), a)),
+            |a, t| {
+                tries.push(a);
+                TcpStream::connect_timeout(&a, t)
+                    .map(drop)
+                    .map_err(|e| (classify_io(&e), e.to_string()))
+            },
+        )
+        .unwrap();
+        assert_eq!(tries, vec![closed, open_addr, open_addr, open_addr]);
+        assert_eq!(seen.len(), 3);
+        assert!(seen
+            .iter()
+            .all(|(ev, a)| matches!(ev, Event::Reply { .. }) && *a == open_addr));
+        assert_eq!(session.tally.received, 3);
+        assert!(session.tally.errors.is_empty());
     }
 }

@@ -1,0 +1,322 @@
+//! `npt ping`: a hop's round-trip time, ping-style. Per-attempt lines, a summary (sent,
+//! received, loss, min / avg / p50 / p90 / max / stddev), and a `kind = "ping"` result
+//! document with `--json`. Exit 1 when nothing answered, 2 for a bad flag.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use clap::Args;
+use npt_ping::net::Outcome;
+use npt_ping::result::{PingBody, PingSummary};
+use npt_ping::session::Event;
+use npt_ping::{Config, Proto, QuicTrust, Target};
+
+use crate::usage;
+use crate::usage::parse_duration;
+
+#[derive(Args, Debug)]
+pub struct PingArgs {
+    /// tcp://HOST:PORT (connect RTT), udp://HOST:PORT (echo RTT), quic://HOST:PORT (handshake).
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    /// Attempts to make; 0 = until Ctrl-C.
+    #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
+    pub count: u64,
+    /// Time between attempts (e.g. 200ms, 1s).
+    #[arg(
+        long,
+        short = 'i',
+        value_name = "DUR",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
+    pub interval: String,
+    /// How long one attempt waits for its answer.
+    #[arg(
+        long,
+        short = 'W',
+        value_name = "DUR",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
+    pub timeout: String,
+    /// UDP datagram size in bytes, header included (at least 48 framed, 24 raw).
+    #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
+    pub size: usize,
+    /// UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`.
+    #[arg(long)]
+    pub raw: bool,
+    /// UDP framed: the secret of `npt serve --token`.
+    #[arg(long, value_name = "SECRET")]
+    pub token: Option<String>,
+    /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub ca: Option<PathBuf>,
+    /// QUIC: accept any certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Only the summary, no per-attempt lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<PathBuf>,
+}
+
+fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    let d = parse_duration(s).map_err(|e| usage!("{flag} {s:?}: {e}"))?;
+    if d.is_zero() {
+        return Err(usage!("{flag} must be positive, got {s:?}"));
+    }
+    Ok(d)
+}
+
+pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
+    let target = Target::parse(&a.target).map_err(|e| usage!("{e}"))?;
+    let interval = positive("--interval", &a.interval)?;
+    let timeout = positive("--timeout", &a.timeout)?;
+    if a.raw && target.proto != Proto::Udp {
+        return Err(usage!("--raw is for udp:// targets"));
+    }
+    if a.token.is_some() && (target.proto != Proto::Udp || a.raw) {
+        return Err(usage!("--token is for framed udp:// targets"));
+    }
+    if matches!(&a.token, Some(t) if t.is_empty()) {
+        return Err(usage!("--token must not be empty"));
+    }
+    if (a.ca.is_some() || a.insecure) && target.proto != Proto::Quic {
+        return Err(usage!("--ca and --insecure are for quic:// targets"));
+    }
+    let min = if a.raw {
+        npt_wire::raw::RAW_HEADER_LEN
+    } else {
+        npt_wire::frame::HEADER_LEN
+    };
+    if target.proto == Proto::Udp && !(min..=65_507).contains(&a.size) {
+        return Err(usage!(
+            "--size {} must be between {min} and 65507 bytes",
+            a.size
+        ));
+    }
+    let trust = match (&a.ca, a.insecure) {
+        (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--ca: {e}"))?,
+        (None, true) => QuicTrust::Insecure,
+        (None, false) if target.proto == Proto::Quic => {
+            return Err(usage!(
+                "quic:// needs --ca FILE (the server's certificate) or --insecure"
+            ))
+        }
+        (None, false) => QuicTrust::default(),
+    };
+    Ok(Config {
+        target,
+        count: (a.count > 0).then_some(a.count),
+        interval,
+        timeout,
+        size: a.size,
+        raw: a.raw,
+        token: a
+            .token
+            .as_deref()
+            .map_or(0, npt_wire::frame::token_from_secret),
+        trust,
+    })
+}
+
+fn config_json(cfg: &Config) -> serde_json::Value {
+    serde_json::json!({
+        "target": cfg.target.to_string(),
+        "proto": cfg.target.proto.name(),
+        "count": cfg.count,
+        "interval_s": cfg.interval.as_secs_f64(),
+        "timeout_s": cfg.timeout.as_secs_f64(),
+        "size": cfg.size,
+        "raw": cfg.raw,
+    })
+}
+
+fn what(cfg: &Config) -> String {
+    match cfg.target.proto {
+        Proto::Tcp => "TCP connect".to_string(),
+        Proto::Udp if cfg.raw => format!("UDP raw echo, {} B", cfg.size),
+        Proto::Udp => format!("UDP echo, {} B", cfg.size),
+        Proto::Quic => "QUIC handshake".to_string(),
+    }
+}
+
+pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
+    let cfg = config(&a)?;
+    let signals = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let s = signals.clone();
+        // SAFETY: the handler only does an atomic add, which is async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                s.fetch_add(1, Ordering::SeqCst);
+            })?;
+        }
+    }
+    let to_stdout = a.json.as_deref() == Some(std::path::Path::new("-"));
+    // Text goes where it does not mix with a JSON document on stdout.
+    let mut text: Box<dyn Write> = if to_stdout {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
+    let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+    writeln!(
+        text,
+        "PING {} ({}): {}",
+        cfg.target,
+        shown.join(", "),
+        what(&cfg)
+    )?;
+    text.flush()?;
+    let started = SystemTime::now();
+    let quiet = a.quiet;
+    let mut write_err = None;
+    let outcome = npt_ping::net::run(&cfg, &signals, &mut |ev, addr| {
+        if quiet || write_err.is_some() {
+            return;
+        }
+        let line = match ev {
+            Event::Reply { seq, rtt_ns } => {
+                format!("seq={seq} from {addr} time={:.3} ms", *rtt_ns as f64 / 1e6)
+            }
+            Event::Error { seq, kind, detail } => format!("seq={seq} {kind} ({detail})"),
+            Event::Late { seq } => format!("seq={seq} late or duplicate reply from {addr}"),
+        };
+        if let Err(e) = writeln!(text, "{line}").and_then(|()| text.flush()) {
+            write_err = Some(e);
+        }
+    })?;
+    if let Some(e) = write_err {
+        return Err(e.into());
+    }
+    let ended = SystemTime::now();
+    let body = PingBody::new(
+        &cfg.target.to_string(),
+        cfg.target.proto,
+        &outcome.addrs,
+        &outcome.tally,
+    );
+    write_summary(
+        &mut *text,
+        &cfg,
+        &outcome,
+        &body.summary,
+        ended.duration_since(started).unwrap_or_default(),
+    )?;
+    text.flush()?;
+    if let Some(path) = &a.json {
+        let doc = npt_report::Document::new(
+            "ping",
+            started,
+            ended,
+            outcome.stopped_by,
+            config_json(&cfg),
+            body,
+        );
+        let bytes = doc.to_json_pretty();
+        if to_stdout {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)?;
+            out.flush()?;
+        } else {
+            npt_report::write_atomic(path, &bytes)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        }
+    }
+    if outcome.tally.received == 0 {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_summary(
+    out: &mut dyn Write,
+    cfg: &Config,
+    o: &Outcome,
+    s: &PingSummary,
+    took: Duration,
+) -> std::io::Result<()> {
+    writeln!(out, "--- {} ping statistics ---", cfg.target)?;
+    let stopped = match o.stopped_by {
+        "count" => String::new(),
+        why => format!(", stopped by {why}"),
+    };
+    writeln!(
+        out,
+        "{} sent, {} received, {:.1}% loss, {} late, time {:.2} s{stopped}",
+        s.sent,
+        s.received,
+        s.loss_pct,
+        s.late,
+        took.as_secs_f64()
+    )?;
+    if s.received > 0 {
+        writeln!(
+            out,
+            "rtt min/avg/p50/p90/max/stddev = {:.3}/{:.3}/{:.3}/{:.3}/{:.3}/{:.3} ms",
+            s.min_ms, s.avg_ms, s.p50_ms, s.p90_ms, s.max_ms, s.stddev_ms
+        )?;
+    }
+    if !o.tally.errors.is_empty() {
+        let kinds: Vec<String> = o
+            .tally
+            .errors
+            .iter()
+            .map(|(k, v)| format!("{k} {}", v.count))
+            .collect();
+        writeln!(out, "errors: {}", kinds.join(", "))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: PingArgs,
+    }
+
+    fn cfg(args: &[&str]) -> anyhow::Result<Config> {
+        let t = T::try_parse_from(std::iter::once("ping").chain(args.iter().copied()))?;
+        config(&t.a)
+    }
+
+    fn usage_msg(args: &[&str]) -> String {
+        let e = cfg(args).expect_err("must be refused");
+        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
+        e.to_string()
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&["tcp://127.0.0.1:7"]).unwrap();
+        assert_eq!(c.count, Some(5));
+        assert_eq!(c.interval, Duration::from_secs(1));
+        assert_eq!(c.timeout, Duration::from_secs(1));
+        assert_eq!(cfg(&["udp://127.0.0.1:7", "-c", "0"]).unwrap().count, None);
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag() {
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--interval", "0"]).contains("--interval"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--interval", "-1s"]).contains("--interval"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--timeout", "0ms"]).contains("--timeout"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--raw"]).contains("--raw"));
+        assert!(usage_msg(&["quic://127.0.0.1:7"]).contains("--insecure"));
+        assert!(usage_msg(&["udp://127.0.0.1:7", "--size", "10"]).contains("--size"));
+        assert!(usage_msg(&["127.0.0.1:7"]).contains("tcp://"));
+    }
+}
