@@ -65,6 +65,8 @@ pub struct PingArgs {
     /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub via: crate::via::ViaArgs,
 }
 
 fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
@@ -102,6 +104,12 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
             a.size
         ));
     }
+    let via = a.via.resolve(target.proto == Proto::Udp)?;
+    if via.is_some() && target.proto != Proto::Tcp {
+        return Err(usage!(
+            "--via: npt ping measures tcp:// through a proxy (the time to its CONNECT reply)"
+        ));
+    }
     let trust = match (&a.ca, a.insecure) {
         (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--ca: {e}"))?,
         (None, true) => QuicTrust::Insecure,
@@ -124,6 +132,7 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
             .as_deref()
             .map_or(0, npt_wire::frame::token_from_secret),
         trust,
+        via,
     })
 }
 
@@ -136,12 +145,16 @@ fn config_json(cfg: &Config) -> serde_json::Value {
         "timeout_s": cfg.timeout.as_secs_f64(),
         "size": cfg.size,
         "raw": cfg.raw,
+        "via": cfg.via.as_ref().map(|v| v.to_string()),
     })
 }
 
 fn what(cfg: &Config) -> String {
     match cfg.target.proto {
-        Proto::Tcp => "TCP connect".to_string(),
+        Proto::Tcp => match &cfg.via {
+            Some(v) => format!("TCP connect via {v}, until its CONNECT reply"),
+            None => "TCP connect".to_string(),
+        },
         Proto::Udp if cfg.raw => format!("UDP raw echo, {} B", cfg.size),
         Proto::Udp => format!("UDP echo, {} B", cfg.size),
         Proto::Quic => "QUIC handshake".to_string(),

@@ -271,3 +271,42 @@ fn http_through_socks5_and_an_http_proxy_in_absolute_form() {
         );
     }
 }
+
+#[test]
+fn ping_measures_the_time_to_a_connect_reply_through_the_proxy() {
+    if !have("/usr/bin/microsocks") {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let m = free_port();
+    let _m = microsocks(m, Some(("npt", "pw")));
+    let target = format!("tcp://{addr}");
+    let via = format!("socks5://npt:pw@127.0.0.1:{m}");
+    let args = [
+        "ping", &target, "-c", "5", "-i", "50ms", "--via", &via, "--json", "-", "-q",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status.code(), Some(0));
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&d, "ping");
+    assert_eq!(f(&d, "/summary/received"), 5.0);
+    assert!(f(&d, "/summary/min_ms") > 0.0);
+    assert_eq!(
+        d["config"]["via"],
+        "socks5://npt:***@127.0.0.1:".to_string() + &m.to_string()
+    );
+    // Wrong credentials: every attempt a classified failure, exit 1.
+    let bad = format!("socks5://npt:no@127.0.0.1:{m}");
+    let out = run(
+        &[
+            "ping", &target, "-c", "2", "-i", "50ms", "--via", &bad, "--json", "-", "-q",
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(f(&d, "/errors/by_kind/proxy_auth_failed/count"), 2.0);
+    // Only tcp:// goes through a proxy in npt ping.
+    let out = run(&["ping", &format!("udp://{addr}"), "--via", &via], LIMIT);
+    assert_eq!(out.status.code(), Some(2));
+}

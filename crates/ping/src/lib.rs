@@ -132,6 +132,9 @@ pub struct Config {
     /// UDP framed: the access token of `npt serve --token`.
     pub token: u64,
     pub trust: QuicTrust,
+    /// `--via` (tcp:// only): each attempt is a connect through the proxy, measured until its
+    /// CONNECT reply (the tunnel is open).
+    pub via: Option<npt_proxy::Via>,
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::raw::{RawStamp, RAW_HEADER_LEN};
 
 use crate::session::{Event, Session, Tally};
-use crate::{Config, PingError, Proto};
+use crate::{Config, PingError, Proto, Target};
 
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -31,9 +31,37 @@ pub type OnEvent<'a> = &'a mut dyn FnMut(&Event, SocketAddr);
 
 /// Pings `cfg.target` until the count is reached or `signals` says stop.
 pub fn run(cfg: &Config, signals: &AtomicUsize, on: OnEvent) -> Result<Outcome, PingError> {
-    let addrs = cfg.target.resolve()?;
     let clock = Instant::now();
     let mut session = Session::new(cfg.count, dur_ns(cfg.interval), dur_ns(cfg.timeout), 0);
+    if let Some(via) = &cfg.via {
+        // Through a proxy: attempts go to the proxy, which resolves or connects the target.
+        let proxy = Target {
+            proto: Proto::Tcp,
+            host: via.host.clone(),
+            port: via.port,
+        };
+        let addrs = proxy.resolve()?;
+        let (host, port) = (cfg.target.host.clone(), cfg.target.port);
+        let stopped_by = run_blocking(
+            &mut session,
+            &addrs[..1],
+            cfg,
+            clock,
+            signals,
+            on,
+            |_, t| {
+                npt_proxy::tcp_connect(via, &host, port, t)
+                    .map(drop)
+                    .map_err(|e| (e.kind(), format!("via {via}: {e}")))
+            },
+        )?;
+        return Ok(Outcome {
+            tally: session.tally,
+            addrs,
+            stopped_by,
+        });
+    }
+    let addrs = cfg.target.resolve()?;
     let stopped_by = match cfg.target.proto {
         Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, signals, on, |a, t| {
             TcpStream::connect_timeout(&a, t)
@@ -375,7 +403,6 @@ impl Quic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Target;
 
     fn cfg(raw: bool) -> Config {
         Config {
@@ -387,6 +414,7 @@ mod tests {
             raw,
             token: 7,
             trust: Default::default(),
+            via: None,
         }
     }
 
@@ -428,7 +456,6 @@ mod tests {
 #[cfg(test)]
 mod multi_address {
     use super::*;
-    use crate::Target;
 
     /// A host whose first address refuses: every attempt is answered by the second, and the
     /// refused first try neither counts as an error nor inflates the RTT.
@@ -449,6 +476,7 @@ mod multi_address {
             raw: false,
             token: 0,
             trust: Default::default(),
+            via: None,
         };
         let mut session = Session::new(cfg.count, 5_000_000, 1_000_000_000, 0);
         let mut seen = Vec::new();
