@@ -88,6 +88,8 @@ pub struct HttpArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
+    #[command(flatten)]
+    pub segment: crate::segment::SegmentArgs,
 }
 
 /// Turns flags into the engine's config; every error names its flag.
@@ -179,7 +181,14 @@ fn config_json(a: &HttpArgs, c: &Config) -> serde_json::Value {
 }
 
 pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
-    let cfg = config(&args)?;
+    let mut cfg = config(&args)?;
+    let segment = args.segment.resolve(&config_json(&args, &cfg))?;
+    if let Some((seg, _)) = &segment {
+        seg.apply_http(&mut cfg)?;
+    }
+    if let Some(n) = args.segment.wait_for_start()? {
+        eprintln!("npt http: {n}");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
@@ -188,12 +197,16 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         npt_http::Error::Url(..) | npt_http::Error::Config(_) => usage!("{e}"),
         e => anyhow::Error::new(e),
     })?;
+    let mut config = config_json(&args, &cfg);
+    if let Some((_, info)) = &segment {
+        crate::segment::label(&mut config, info)?;
+    }
     let doc = Document::new(
         "http",
         result.started,
         result.ended,
         result.stopped_by,
-        config_json(&args, &cfg),
+        config,
         result.body,
     );
     // The report first: a closed stdout must not cost the user their result file.

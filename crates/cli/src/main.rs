@@ -9,6 +9,7 @@ mod ping;
 mod probe;
 mod probe_checks;
 mod run;
+mod segment;
 mod serve;
 mod signals;
 mod usage;

@@ -114,6 +114,8 @@ pub struct ProbeArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub via: ViaArgs,
+    #[command(flatten)]
+    pub segment: crate::segment::SegmentArgs,
 }
 
 fn parse_fill(s: &str) -> Result<Fill, String> {
@@ -381,28 +383,31 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         return Err(usage!("--token must not be empty"));
     }
     check_memory(clients, stage, a.loss_timeout, &pacing)?;
-    Ok((
-        ProbeConfig {
-            proto,
-            target: hostport,
-            addr,
-            raw,
-            token: a.token.as_deref().map(npt_wire::frame::token_from_secret),
-            size,
-            fill: a.fill,
-            verify: a.verify,
-            pacing,
-            loss_timeout: a.loss_timeout,
-            count,
-            duration,
-            clients,
-            threads: threads.min(clients),
-            stage,
-            behind_threshold: a.behind_threshold,
-            via,
-        },
-        notices,
-    ))
+    let mut cfg = ProbeConfig {
+        proto,
+        target: hostport,
+        addr,
+        raw,
+        token: a.token.as_deref().map(npt_wire::frame::token_from_secret),
+        size,
+        fill: a.fill,
+        verify: a.verify,
+        pacing,
+        loss_timeout: a.loss_timeout,
+        count,
+        duration,
+        clients,
+        threads: threads.min(clients),
+        stage,
+        behind_threshold: a.behind_threshold,
+        via,
+        segment: None,
+    };
+    if let Some((seg, info)) = a.segment.resolve(&serde_json::to_value(&cfg)?)? {
+        seg.apply_probe(&mut cfg)?;
+        cfg.segment = Some(serde_json::to_value(info)?);
+    }
+    Ok((cfg, notices))
 }
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
@@ -414,6 +419,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             notices.extend(note);
         }
     }
+    notices.extend(a.segment.wait_for_start()?);
     for n in &notices {
         eprintln!("npt probe: {n}");
     }

@@ -137,6 +137,8 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
+    #[command(flatten)]
+    pub segment: crate::segment::SegmentArgs,
 }
 
 fn range(
@@ -371,7 +373,14 @@ fn host_of(hp: &str) -> String {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let cfg = config(&a)?;
+    let mut cfg = config(&a)?;
+    let segment = a.segment.resolve(&cfg.to_json())?;
+    if let Some((seg, _)) = &segment {
+        seg.apply_run(&mut cfg)?;
+    }
+    if let Some(n) = a.segment.wait_for_start()? {
+        eprintln!("npt run: {n}");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
@@ -405,12 +414,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if tty && !quiet {
         eprintln!();
     }
+    let mut config_json = cfg.to_json();
+    if let Some((_, info)) = &segment {
+        crate::segment::label(&mut config_json, info)?;
+    }
     let doc = npt_report::Document::new(
         "run",
         out.started,
         out.ended,
         out.stopped_by,
-        cfg.to_json(),
+        config_json,
         out.body,
     );
     let bytes = doc.to_json_pretty();

@@ -109,6 +109,9 @@ pub struct ProbeConfig {
     /// ASSOCIATE for UDP. Recorded without its password.
     #[serde(serialize_with = "ser_via")]
     pub via: Option<npt_proxy::Via>,
+    /// `--segment`: which part of a split load this is (index, count, run id, config hash).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<serde_json::Value>,
 }
 
 fn ser_via<S: serde::Serializer>(v: &Option<npt_proxy::Via>, s: S) -> Result<S::Ok, S::Error> {
