@@ -1,20 +1,33 @@
-//! Per-source packet and byte limits for the UDP responder (token buckets keyed by source IP).
+//! Per-source packet and byte limits for the UDP responder: token buckets at two levels.
 //!
-//! Pure code: `check(now_ns, ip, bytes)` decides; the caller counts and logs refusals. The table
-//! is bounded: idle sources are swept, and when it is still full every further source shares
-//! one overflow bucket, so a flood of spoofed sources cannot grow memory or lock out the rest.
+//! - **Per source socket** (address and port): the configured budget. A client that floods
+//!   exhausts its own bucket and nobody else's — before, buckets were per IP address, and one
+//!   flooding socket starved every other client behind the same address (4 of 200 probe packets
+//!   answered).
+//! - **Per IP address**: [`IP_SHARE`] times the budget, so a host cannot multiply its budget
+//!   without end by opening (or spoofing) more ports.
+//!
+//! Pure code: `check(now_ns, source, bytes)` decides; the caller counts and logs refusals. Both
+//! tables are bounded: idle entries are swept, and when a table is still full every further
+//! key shares one overflow bucket, so a flood of spoofed sources cannot grow memory or lock out
+//! the sources already known.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::hash::Hash;
+use std::net::{IpAddr, SocketAddr};
 
-/// Limits applied to each source address.
+/// How many per-source budgets one IP address may use at once.
+pub const IP_SHARE: f64 = 4.0;
+
+/// Limits applied to each source.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Limits {
-    /// Packets per second per source (burst: one second's worth).
+    /// Packets per second per source socket (burst: one second's worth).
     pub pps: f64,
-    /// Payload bytes per second per source (burst: one second's worth).
+    /// Payload bytes per second per source socket (burst: one second's worth).
     pub bytes_per_s: f64,
-    /// Sources tracked at once before they share the overflow bucket.
+    /// Sources (and, separately, addresses) tracked at once before they share the overflow
+    /// bucket.
     pub max_sources: usize,
 }
 
@@ -26,6 +39,16 @@ impl Default for Limits {
             pps: 500_000.0,
             bytes_per_s: 250e6,
             max_sources: 65_536,
+        }
+    }
+}
+
+impl Limits {
+    fn scaled(&self, k: f64) -> Limits {
+        Limits {
+            pps: self.pps * k,
+            bytes_per_s: self.bytes_per_s * k,
+            max_sources: self.max_sources,
         }
     }
 }
@@ -53,65 +76,105 @@ impl Bucket {
         }
     }
 
-    fn take(&mut self, l: &Limits, now: u64, bytes: usize) -> Verdict {
+    fn refill(&mut self, l: &Limits, now: u64) {
         let dt = now.saturating_sub(self.last) as f64 / 1e9;
         self.last = now.max(self.last);
         self.packets = (self.packets + dt * l.pps).min(l.pps);
         self.bytes = (self.bytes + dt * l.bytes_per_s).min(l.bytes_per_s);
+    }
+
+    fn can_take(&self, bytes: usize) -> Verdict {
         if self.packets < 1.0 {
-            return Verdict::PacketLimit;
+            Verdict::PacketLimit
+        } else if self.bytes < bytes as f64 {
+            Verdict::ByteLimit
+        } else {
+            Verdict::Allow
         }
-        if self.bytes < bytes as f64 {
-            return Verdict::ByteLimit;
-        }
+    }
+
+    fn take(&mut self, bytes: usize) {
         self.packets -= 1.0;
         self.bytes -= bytes as f64;
-        Verdict::Allow
     }
 }
 
-/// How long a source must be idle before it may be forgotten.
+/// How long an entry must be idle before it may be forgotten.
 const IDLE_NS: u64 = 10_000_000_000;
 
-pub struct Limiter {
+/// A bounded table of buckets with one shared overflow bucket.
+struct Table<K> {
     limits: Limits,
-    table: HashMap<IpAddr, Bucket>,
+    map: HashMap<K, Bucket>,
     overflow: Bucket,
     last_sweep: u64,
 }
 
-impl Limiter {
-    pub fn new(limits: Limits) -> Limiter {
-        Limiter {
+impl<K: Hash + Eq + Copy> Table<K> {
+    fn new(limits: Limits) -> Table<K> {
+        Table {
             limits,
-            table: HashMap::new(),
+            map: HashMap::new(),
             overflow: Bucket::full(&limits, 0),
             last_sweep: 0,
         }
     }
 
-    pub fn sources(&self) -> usize {
-        self.table.len()
+    /// The (refilled) bucket for `key`: its own, or the overflow when the table is full.
+    fn bucket(&mut self, now: u64, key: K) -> &mut Bucket {
+        let l = self.limits;
+        if !self.map.contains_key(&key) {
+            if self.map.len() >= l.max_sources
+                && now.saturating_sub(self.last_sweep) >= IDLE_NS / 10
+            {
+                self.last_sweep = now;
+                self.map.retain(|_, b| now.saturating_sub(b.last) < IDLE_NS);
+            }
+            if self.map.len() >= l.max_sources {
+                self.overflow.refill(&l, now);
+                return &mut self.overflow;
+            }
+            self.map.insert(key, Bucket::full(&l, now));
+        }
+        let b = self.map.get_mut(&key).expect("inserted above");
+        b.refill(&l, now);
+        b
+    }
+}
+
+pub struct Limiter {
+    sources: Table<SocketAddr>,
+    ips: Table<IpAddr>,
+}
+
+impl Limiter {
+    pub fn new(limits: Limits) -> Limiter {
+        Limiter {
+            sources: Table::new(limits),
+            ips: Table::new(limits.scaled(IP_SHARE)),
+        }
     }
 
-    pub fn check(&mut self, now: u64, ip: IpAddr, bytes: usize) -> Verdict {
-        let l = self.limits;
-        if let Some(b) = self.table.get_mut(&ip) {
-            return b.take(&l, now, bytes);
+    /// Source sockets tracked.
+    pub fn sources(&self) -> usize {
+        self.sources.map.len()
+    }
+
+    /// A packet of `bytes` from `source` at `now`: allowed only if both its socket's and its
+    /// address's buckets have room (and then taken from both).
+    pub fn check(&mut self, now: u64, source: SocketAddr, bytes: usize) -> Verdict {
+        let v = self.sources.bucket(now, source).can_take(bytes);
+        if v != Verdict::Allow {
+            return v;
         }
-        if self.table.len() >= l.max_sources && now.saturating_sub(self.last_sweep) >= IDLE_NS / 10
-        {
-            self.last_sweep = now;
-            self.table
-                .retain(|_, b| now.saturating_sub(b.last) < IDLE_NS);
+        let ip = self.ips.bucket(now, source.ip());
+        let v = ip.can_take(bytes);
+        if v != Verdict::Allow {
+            return v;
         }
-        if self.table.len() >= l.max_sources {
-            return self.overflow.take(&l, now, bytes);
-        }
-        let mut b = Bucket::full(&l, now);
-        let v = b.take(&l, now, bytes);
-        self.table.insert(ip, b);
-        v
+        ip.take(bytes);
+        self.sources.bucket(now, source).take(bytes);
+        Verdict::Allow
     }
 }
 
@@ -121,8 +184,8 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
-    fn ip(n: u8) -> IpAddr {
-        IpAddr::from([10, 0, 0, n])
+    fn src(n: u8, port: u16) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, n], port))
     }
 
     #[test]
@@ -133,17 +196,17 @@ mod tests {
             max_sources: 8,
         });
         let allowed = (0..15)
-            .filter(|_| l.check(0, ip(1), 100) == Verdict::Allow)
+            .filter(|_| l.check(0, src(1, 1000), 100) == Verdict::Allow)
             .count();
         assert_eq!(allowed, 10, "one second of burst");
-        assert_eq!(l.check(0, ip(1), 100), Verdict::PacketLimit);
+        assert_eq!(l.check(0, src(1, 1000), 100), Verdict::PacketLimit);
         assert_eq!(
-            l.check(S / 2, ip(1), 100),
+            l.check(S / 2, src(1, 1000), 100),
             Verdict::Allow,
             "half a second refills 5"
         );
         assert_eq!(
-            l.check(0, ip(2), 100),
+            l.check(0, src(2, 1000), 100),
             Verdict::Allow,
             "other sources are separate"
         );
@@ -156,27 +219,65 @@ mod tests {
             bytes_per_s: 1000.0,
             max_sources: 8,
         });
-        assert_eq!(l.check(0, ip(1), 600), Verdict::Allow);
-        assert_eq!(l.check(0, ip(1), 600), Verdict::ByteLimit);
+        assert_eq!(l.check(0, src(1, 1), 600), Verdict::Allow);
+        assert_eq!(l.check(0, src(1, 1), 600), Verdict::ByteLimit);
     }
 
     #[test]
-    fn table_is_bounded_and_overflow_is_shared() {
+    fn a_flooding_socket_does_not_starve_its_neighbours() {
+        let mut l = Limiter::new(Limits {
+            pps: 100.0,
+            bytes_per_s: 1e9,
+            max_sources: 64,
+        });
+        let (flood, probe) = (src(1, 40000), src(1, 40001));
+        let mut answered = 0;
+        // One second: the flooder sends 10,000 packets, the probe 100 (its budget), interleaved.
+        for i in 0..10_000u64 {
+            let now = i * S / 10_000;
+            let _ = l.check(now, flood, 64);
+            if i % 100 == 0 && l.check(now, probe, 64) == Verdict::Allow {
+                answered += 1;
+            }
+        }
+        assert_eq!(answered, 100, "the probe keeps its own budget");
+    }
+
+    #[test]
+    fn one_address_cannot_multiply_its_budget_with_ports() {
+        let mut l = Limiter::new(Limits {
+            pps: 10.0,
+            bytes_per_s: 1e9,
+            max_sources: 1024,
+        });
+        let allowed = (0..100u16)
+            .flat_map(|p| (0..20).map(move |_| p))
+            .filter(|&p| l.check(0, src(7, 1000 + p), 1) == Verdict::Allow)
+            .count();
+        assert_eq!(
+            allowed as f64,
+            10.0 * IP_SHARE,
+            "the address's share, not 100 x 10"
+        );
+    }
+
+    #[test]
+    fn tables_are_bounded_and_overflow_is_shared() {
         let mut l = Limiter::new(Limits {
             pps: 2.0,
             bytes_per_s: 1e9,
             max_sources: 4,
         });
         for n in 0..4 {
-            assert_eq!(l.check(0, ip(n), 1), Verdict::Allow);
+            assert_eq!(l.check(0, src(n, 1), 1), Verdict::Allow);
         }
         // Sources 10.. share one bucket of 2 packets.
-        assert_eq!(l.check(0, ip(10), 1), Verdict::Allow);
-        assert_eq!(l.check(0, ip(11), 1), Verdict::Allow);
-        assert_eq!(l.check(0, ip(12), 1), Verdict::PacketLimit);
+        assert_eq!(l.check(0, src(10, 1), 1), Verdict::Allow);
+        assert_eq!(l.check(0, src(11, 1), 1), Verdict::Allow);
+        assert_eq!(l.check(0, src(12, 1), 1), Verdict::PacketLimit);
         assert_eq!(l.sources(), 4);
         // After the idle time the table is swept and new sources get their own bucket.
-        assert_eq!(l.check(20 * S, ip(13), 1), Verdict::Allow);
+        assert_eq!(l.check(20 * S, src(13, 1), 1), Verdict::Allow);
         assert_eq!(l.sources(), 1);
     }
 }

@@ -82,7 +82,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 t.malformed += 1;
                 continue;
             };
-            match limiter.check(now, peer.ip(), len) {
+            match limiter.check(now, peer, len) {
                 Verdict::Allow => {}
                 Verdict::PacketLimit | Verdict::ByteLimit => {
                     t.refused_rate += 1;
