@@ -5,6 +5,7 @@
 
 mod demo;
 mod http;
+mod live;
 mod ping;
 mod probe;
 mod probe_checks;

@@ -430,7 +430,31 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{}", banner(&cfg));
     }
     let quiet = a.quiet;
+    let live = if crate::live::wanted(quiet) && !json_to_stdout {
+        let c = control.clone();
+        let spec = crate::live::Spec {
+            title: banner(&cfg),
+            rate_unit: "pps",
+            duration: cfg.duration,
+        };
+        Some(crate::live::Live::start(spec, move || {
+            c.signals.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })?)
+    } else {
+        None
+    };
     let outcome = runner::run(&cfg, control, |stage| {
+        if let Some(l) = &live {
+            l.sample(crate::live::Sample {
+                t_s: stage.end_s,
+                rate: stage.pps,
+                p50_ms: stage.rtt_ms.p50,
+                p99_ms: stage.rtt_ms.p99,
+                errors: 0,
+                loss_pct: Some(stage.loss_pct),
+            });
+            return;
+        }
         if quiet {
             return;
         }
@@ -444,6 +468,9 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             let _ = out.flush();
         }
     })?;
+    if let Some(l) = live {
+        l.finish()?;
+    }
     finish(&outcome, a.json.as_deref(), a.format)
 }
 

@@ -1,0 +1,138 @@
+//! Why this exists: the live view is only seen on a real terminal. These tests run `npt probe`
+//! inside tmux (`.ci/run` installs it), read the screen with `capture-pane`, press `q` with
+//! `send-keys`, and check the run stopped and still wrote its full report — and that without a
+//! terminal the plain stage lines are printed instead.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A tmux session killed when dropped.
+struct Tmux(String);
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
+    }
+}
+
+fn have_tmux() -> bool {
+    if Command::new("tmux").arg("-V").output().is_ok() {
+        return true;
+    }
+    if std::env::var_os("NPT_SKIP_TMUX").is_some() {
+        eprintln!("SKIPPED: tmux not installed and NPT_SKIP_TMUX is set");
+        return false;
+    }
+    panic!("tmux is not installed (apt-get install tmux; .ci/run does)");
+}
+
+fn screen(s: &Tmux) -> String {
+    let out = Command::new("tmux")
+        .args(["capture-pane", "-p", "-t", &s.0])
+        .output()
+        .expect("capture-pane");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Polls the screen (bounded) until it contains `what`.
+fn wait_screen(s: &Tmux, what: &str, limit: Duration) -> String {
+    let end = Instant::now() + limit;
+    loop {
+        let text = screen(s);
+        if text.contains(what) {
+            return text;
+        }
+        assert!(
+            Instant::now() < end,
+            "screen never showed {what:?}:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn q_stops_a_live_probe_and_the_report_is_still_written() {
+    if !have_tmux() {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("live.json");
+    let name = format!("npt-live-{}", std::process::id());
+    let cmd = format!(
+        "{} probe udp://{addr} --pps 1000 -d 60s --report-every 200ms --loss-timeout 200ms \
+         --json {}; echo EXIT=$?; sleep 30",
+        env!("CARGO_BIN_EXE_npt"),
+        out.display()
+    );
+    let ok = Command::new("tmux")
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            &name,
+            "-x",
+            "100",
+            "-y",
+            "24",
+            &cmd,
+        ])
+        .status()
+        .expect("tmux starts");
+    assert!(ok.success());
+    let session = Tmux(name);
+    let view = wait_screen(
+        &session,
+        "p50 latency per interval",
+        Duration::from_secs(10),
+    );
+    assert!(view.contains("remaining"), "{view}");
+    wait_screen(&session, "rate 1000 pps", Duration::from_secs(10));
+    let t = Instant::now();
+    let ok = Command::new("tmux")
+        .args(["send-keys", "-t", &session.0, "q"])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let after = wait_screen(&session, "EXIT=0", Duration::from_secs(10));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "q did not stop it promptly"
+    );
+    // The view is gone and the text report is on the normal screen.
+    assert!(after.contains("stopped by signal"), "{after}");
+    assert!(!after.contains("p50 latency per interval"), "{after}");
+    let d = json(&out);
+    assert_valid(&d, "probe");
+    assert_eq!(d["stopped_by"], "signal");
+}
+
+#[test]
+fn without_a_terminal_the_stage_lines_are_printed() {
+    let (_srv, addr) = serve(&[]);
+    let out = run(
+        &[
+            "probe",
+            &format!("udp://{addr}"),
+            "--pps",
+            "200",
+            "-d",
+            "1s",
+            "--report-every",
+            "500ms",
+        ],
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.starts_with("[stage")), "{text}");
+    assert!(
+        !text.contains("\u{1b}[?1049h"),
+        "no alternate screen in a pipe"
+    );
+}
