@@ -5,7 +5,7 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -193,7 +193,47 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
-    let result = npt_http::run(&cfg, stop).map_err(|e| match e {
+    let live = if crate::live::wanted(args.quiet) && cfg.cold_start.is_none() {
+        let s = stop.clone();
+        let spec = crate::live::Spec {
+            title: format!("npt http {} {}", cfg.method, cfg.target.url),
+            rate_unit: "req/s",
+            duration: Some(cfg.duration),
+        };
+        cfg.progress = false;
+        Some(crate::live::Live::start(spec, move || {
+            s.store(true, Ordering::SeqCst)
+        })?)
+    } else {
+        None
+    };
+    let mut errors_before = 0;
+    let result = npt_http::run_with_progress(&cfg, stop, |p, elapsed| match &live {
+        Some(l) => {
+            l.sample(crate::live::Sample {
+                t_s: elapsed.as_secs_f64(),
+                rate: p.rps,
+                p50_ms: p.p50_ms,
+                p99_ms: p.p99_ms,
+                errors: p.errors - errors_before,
+                loss_pct: None,
+            });
+            errors_before = p.errors;
+        }
+        None if cfg.progress => eprint!(
+            "\r{:>4.0}s  {} requests  {:.0} req/s  p99 {:.2} ms  {} errors   ",
+            elapsed.as_secs_f64(),
+            p.requests,
+            p.rps,
+            p.p99_ms,
+            p.errors
+        ),
+        None => {}
+    });
+    if let Some(l) = live {
+        l.finish()?;
+    }
+    let result = result.map_err(|e| match e {
         npt_http::Error::Url(..) | npt_http::Error::Config(_) => usage!("{e}"),
         e => anyhow::Error::new(e),
     })?;

@@ -390,7 +390,34 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{}", banner(&cfg));
     }
     let tty = std::io::stderr().is_terminal();
+    let live = if crate::live::wanted(quiet) && a.format == RunFormat::Text {
+        let s = stop.clone();
+        let spec = crate::live::Spec {
+            title: banner(&cfg),
+            rate_unit: "req/s",
+            duration: Some(cfg.duration),
+        };
+        Some(crate::live::Live::start(spec, move || {
+            s.store(true, std::sync::atomic::Ordering::SeqCst)
+        })?)
+    } else {
+        None
+    };
+    let interval_s = cfg.interval.as_secs_f64().max(1e-9);
+    let mut errors_before = 0;
     let out = npt_users::run(cfg.clone(), stop, |p| {
+        if let Some(l) = &live {
+            l.sample(crate::live::Sample {
+                t_s: p.elapsed.as_secs_f64(),
+                rate: p.interval_requests as f64 / interval_s,
+                p50_ms: p.interval_p50_ms,
+                p99_ms: p.interval_p99_ms,
+                errors: p.errors.saturating_sub(errors_before),
+                loss_pct: None,
+            });
+            errors_before = p.errors;
+            return;
+        }
         if quiet {
             return;
         }
@@ -410,7 +437,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         } else {
             eprintln!("{line}");
         }
-    })?;
+    });
+    if let Some(l) = live {
+        l.finish()?;
+    }
+    let out = out?;
     if tty && !quiet {
         eprintln!();
     }

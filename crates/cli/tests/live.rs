@@ -56,18 +56,14 @@ fn wait_screen(s: &Tmux, what: &str, limit: Duration) -> String {
     }
 }
 
-#[test]
-fn q_stops_a_live_probe_and_the_report_is_still_written() {
-    if !have_tmux() {
-        return;
-    }
-    let (_srv, addr) = serve(&[]);
+/// Runs `npt <args> --json FILE` in tmux, waits for the live view to show a rate, presses `q`,
+/// and returns the result document and the screen after exit.
+fn live_then_q(args: &str, rate: &str) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("live.json");
-    let name = format!("npt-live-{}", std::process::id());
+    let name = format!("npt-live-{}-{}", std::process::id(), rate.len());
     let cmd = format!(
-        "{} probe udp://{addr} --pps 1000 -d 60s --report-every 200ms --loss-timeout 200ms \
-         --json {}; echo EXIT=$?; sleep 30",
+        "{} {args} --json {}; echo EXIT=$?; sleep 30",
         env!("CARGO_BIN_EXE_npt"),
         out.display()
     );
@@ -93,7 +89,7 @@ fn q_stops_a_live_probe_and_the_report_is_still_written() {
         Duration::from_secs(10),
     );
     assert!(view.contains("remaining"), "{view}");
-    wait_screen(&session, "rate 1000 pps", Duration::from_secs(10));
+    wait_screen(&session, rate, Duration::from_secs(10));
     let t = Instant::now();
     let ok = Command::new("tmux")
         .args(["send-keys", "-t", &session.0, "q"])
@@ -106,10 +102,40 @@ fn q_stops_a_live_probe_and_the_report_is_still_written() {
         "q did not stop it promptly"
     );
     // The view is gone and the text report is on the normal screen.
-    assert!(after.contains("stopped by signal"), "{after}");
     assert!(!after.contains("p50 latency per interval"), "{after}");
-    let d = json(&out);
+    (json(&out), after)
+}
+
+#[test]
+fn q_stops_a_live_probe_and_the_report_is_still_written() {
+    if !have_tmux() {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let args =
+        format!("probe udp://{addr} --pps 1000 -d 60s --report-every 200ms --loss-timeout 200ms");
+    let (d, screen) = live_then_q(&args, "rate 1000 pps");
+    assert!(screen.contains("stopped by signal"), "{screen}");
     assert_valid(&d, "probe");
+    assert_eq!(d["stopped_by"], "signal");
+}
+
+#[test]
+fn q_stops_live_run_and_http_views_too() {
+    if !have_tmux() {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let (d, _) = live_then_q(
+        &format!("run tcp://{addr} --users 5 -d 60s --mix web=100"),
+        "req/s",
+    );
+    assert_valid(&d, "run");
+    assert!(d["summary"]["requests"].as_u64().unwrap() > 0);
+    assert!(d["duration_s"].as_f64().unwrap() < 30.0, "stopped early");
+    let (_h, http) = serve_http();
+    let (d, _) = live_then_q(&format!("http http://{http}/ -c 2 -d 60s"), "req/s");
+    assert_valid(&d, "http");
     assert_eq!(d["stopped_by"], "signal");
 }
 

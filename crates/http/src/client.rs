@@ -1055,6 +1055,27 @@ async fn cold_start(
 /// Runs a benchmark to the end of `cfg.duration` or until `stop` is set, and returns the
 /// result body. Blocks the calling thread, which collects and prints progress.
 pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
+    run_with_progress(cfg, stop, |p, elapsed| {
+        if cfg.progress {
+            eprint!(
+                "\r{:>4.0}s  {} requests  {:.0} req/s  p99 {:.2} ms  {} errors   ",
+                elapsed.as_secs_f64(),
+                p.requests,
+                p.rps,
+                p.p99_ms,
+                p.errors
+            );
+        }
+    })
+}
+
+/// [`run`], handing the progress of each closed second to `progress` (a live view) instead
+/// of printing it.
+pub fn run_with_progress(
+    cfg: &Config,
+    stop: Arc<AtomicBool>,
+    mut progress: impl FnMut(&crate::collect::Progress, Duration),
+) -> Result<RunResult, Error> {
     cfg.validate()?;
     let threads = cfg
         .threads
@@ -1139,17 +1160,9 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
         drain(&mut collector, &mut buf, ctx.ns(end));
         let now = Instant::now();
         collector.close_until(ctx.ns(now).saturating_sub(TICK.as_nanos() as u64));
-        if cfg.progress && now >= next_progress {
+        if now >= next_progress {
             next_progress += Duration::from_secs(1);
-            let p = collector.progress();
-            eprint!(
-                "\r{:>4.0}s  {} requests  {:.0} req/s  p99 {:.2} ms  {} errors   ",
-                (now - t0).as_secs_f64(),
-                p.requests,
-                p.rps,
-                p.p99_ms,
-                p.errors
-            );
+            progress(&collector.progress(), now - t0);
         }
     };
     let stop_at = Instant::now().min(end);

@@ -149,6 +149,7 @@ pub struct Progress {
     pub errors: u64,
     /// Of the last closed interval.
     pub rps: f64,
+    pub p50_ms: f64,
     pub p99_ms: f64,
 }
 
@@ -298,6 +299,7 @@ impl Collector {
             requests: self.requests,
             errors: self.errors.total(),
             rps: last.map_or(0.0, |r| r.rps),
+            p50_ms: last.map_or(0.0, |r| r.latency_ms.p50),
             p99_ms: last.map_or(0.0, |r| r.latency_ms.p99),
         }
     }

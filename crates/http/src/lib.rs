@@ -16,7 +16,7 @@ pub mod schedule;
 pub mod server;
 pub mod tls;
 
-pub use client::{run, Config, RunResult, Target};
+pub use client::{run, run_with_progress, Config, RunResult, Target};
 pub use server::{spawn_http_server, ServerHandle, ServerOptions};
 
 /// Errors of the library; the CLI maps `Url`/`Config` to usage errors (exit 2).
