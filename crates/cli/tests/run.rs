@@ -187,3 +187,52 @@ fn ctrl_c_ends_the_run_and_the_report_is_written() {
     validate(&doc);
     let _ = std::fs::remove_file(json);
 }
+
+/// A server that accepts and then never answers (nor closes), for a bounded time.
+fn silent_server() -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming().take(64) {
+            match c {
+                Ok(c) => held.push(c),
+                Err(_) => return,
+            }
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    a
+}
+
+#[test]
+fn requests_cut_off_by_the_end_are_reported_not_hidden() {
+    let addr = silent_server();
+    let out = tmp("cut.json");
+    // The run (1 s) is shorter than the timeout (10 s): nothing completes, nothing fails.
+    let o = npt()
+        .args([
+            "run",
+            &format!("tcp://{addr}"),
+            "--users",
+            "3",
+            "-d",
+            "1s",
+            "--mix",
+            "web=100",
+            "--timeout",
+            "10s",
+            "-q",
+            "--json",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let d: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    validate(&d);
+    assert_eq!(d["summary"]["in_flight_at_end"], 3, "{}", d["summary"]);
+    assert!(d["summary"]["oldest_in_flight_ms"].as_f64().unwrap() > 500.0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("in flight at the end: 3 requests"), "{text}");
+}

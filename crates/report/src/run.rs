@@ -60,6 +60,12 @@ pub struct RunSummary {
     pub max_active_connections: u64,
     /// Open model: arrivals not started because `max_active` users were already active.
     pub arrivals_dropped: u64,
+    /// Requests still in flight when the run ended (neither completed nor failed; those older
+    /// than the timeout are also counted as `timeout` errors), and the age of the oldest.
+    #[serde(default)]
+    pub in_flight_at_end: u64,
+    #[serde(default)]
+    pub oldest_in_flight_ms: f64,
 }
 
 /// The tester's own health: was the client the bottleneck?
@@ -183,6 +189,13 @@ pub fn write_text(
         s.throughput_bps.up / 1e6,
         s.throughput_bps.down / 1e6
     )?;
+    if s.in_flight_at_end > 0 {
+        writeln!(
+            w,
+            "  in flight at the end: {} requests, the oldest {:.1} ms (not in the latencies)",
+            s.in_flight_at_end, s.oldest_in_flight_ms
+        )?;
+    }
     writeln!(w)?;
     writeln!(
         w,

@@ -209,6 +209,7 @@ fn fill() -> &'static [u8] {
 struct Ctx {
     cfg: RunConfig,
     col: Collector,
+    inflight: crate::inflight::InFlight,
     t0: Instant,
     quic: Option<quinn::Endpoint>,
     alive: AtomicU64,
@@ -296,6 +297,7 @@ async fn run_async(
     let ctx = Arc::new(Ctx {
         cfg: cfg.clone(),
         col: Collector::new(),
+        inflight: Default::default(),
         t0: Instant::now(),
         quic: quic_ep,
         alive: AtomicU64::new(0),
@@ -384,6 +386,18 @@ async fn run_async(
         tokio::time::sleep_until(wake.into()).await;
     }
     let ran = ctx.t0.elapsed();
+    // What the end cuts off, read before the users' futures (and their guards) are dropped.
+    let cut = ctx
+        .inflight
+        .cut(ctx.now_ns(), ctx.cfg.timeout.as_nanos() as u64);
+    for a in &cut.timed_out {
+        ctx.col.error(*a, "timeout", || {
+            format!(
+                "no answer within {:?}, still waiting when the run ended",
+                ctx.cfg.timeout
+            )
+        });
+    }
     let _ = stop_tx.send(true);
     // Users leave at once (their futures are dropped at the next poll); wait a bounded time.
     let give_up = Instant::now() + Duration::from_secs(3);
@@ -425,6 +439,8 @@ async fn run_async(
     summary.seed = cfg.seed;
     summary.duration_s = secs;
     summary.ramp_up_s = ramp;
+    summary.in_flight_at_end = cut.count;
+    summary.oldest_in_flight_ms = cut.oldest_ns as f64 / 1e6;
     let mut health = m.health;
     health.cpu_user_s = cpu1.0 - cpu0.0;
     health.cpu_sys_s = cpu1.1 - cpu0.1;
@@ -648,6 +664,7 @@ fn check_response(head: &[u8; HEADER_LEN], seq: u64, down: u32) -> Result<(), Fa
 #[allow(clippy::too_many_arguments)]
 async fn exchange<R, W>(
     ctx: &Ctx,
+    act: Activity,
     r: &mut R,
     w: &mut W,
     id: u64,
@@ -662,6 +679,7 @@ where
 {
     let (up, down) = (frame_len(up), frame_len(down));
     let chunk = chunk.clamp(1, 64 * 1024);
+    let _in_flight = ctx.inflight.enter(ctx.now_ns(), act);
     let t = Instant::now();
     let hdr = request_header(ctx, id, seq, up, down);
     let mut hdr_off = 0;
@@ -750,6 +768,7 @@ async fn web_page(
     let (mut r, mut w) = s.split();
     let hs = exchange(
         ctx,
+        Activity::Web,
         &mut r,
         &mut w,
         id,
@@ -769,6 +788,7 @@ async fn web_page(
         let (up, down) = ch.web_round(shape);
         let x = exchange(
             ctx,
+            Activity::Web,
             &mut r,
             &mut w,
             id,
@@ -808,7 +828,7 @@ async fn transfer(ctx: &Ctx, a: Activity, id: u64, target: SocketAddr, n: u64) -
     } else {
         (n, HEADER_LEN as u64)
     };
-    let x = exchange(ctx, &mut r, &mut w, id, 0, up, down, chunk).await?;
+    let x = exchange(ctx, a, &mut r, &mut w, id, 0, up, down, chunk).await?;
     let (up, down) = (frame_len(up) as u64, frame_len(down) as u64);
     ctx.col.request(a, up, down, x.total.as_nanos() as u64);
     ctx.col
@@ -913,7 +933,18 @@ async fn quic_request(
         }
         Err(_) => return Err(Fail::timeout("open stream")),
     };
-    let x = exchange(ctx, &mut recv, &mut send, id, seq, up, down, usize::MAX).await?;
+    let x = exchange(
+        ctx,
+        Activity::Quic,
+        &mut recv,
+        &mut send,
+        id,
+        seq,
+        up,
+        down,
+        usize::MAX,
+    )
+    .await?;
     let _ = send.finish();
     Ok(x.total)
 }

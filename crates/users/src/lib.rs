@@ -8,6 +8,7 @@
 pub mod collect;
 pub mod config;
 pub mod driver;
+pub mod inflight;
 pub mod model;
 pub mod quic;
 
