@@ -322,6 +322,13 @@ pub fn render(w: &mut impl std::io::Write, b: &HttpBody, stopped_by: &str) -> st
         "  requests    {}  ({:.1} req/s)   2xx {}   errors {}",
         s.requests, s.rps, s.ok, s.errors
     )?;
+    if s.in_flight_at_end > 0 {
+        writeln!(
+            w,
+            "  in flight   {} at the end, the oldest {:.1} ms (not in the latencies)",
+            s.in_flight_at_end, s.oldest_in_flight_ms
+        )?;
+    }
     let codes: Vec<String> = s.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     writeln!(
         w,

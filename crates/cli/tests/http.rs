@@ -156,3 +156,40 @@ fn ctrl_c_still_writes_the_report() {
     assert_eq!(doc["stopped_by"], "signal");
     assert!(doc["summary"]["requests"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn requests_cut_off_by_the_end_are_reported_not_hidden() {
+    // Accepts and never answers (nor closes), for a bounded time.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let held: Vec<_> = l.incoming().take(8).filter_map(Result::ok).collect();
+        std::thread::sleep(Duration::from_secs(30));
+        drop(held);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cut.json");
+    let out = npt()
+        .args([
+            "http",
+            &format!("http://{addr}/"),
+            "-c",
+            "3",
+            "-d",
+            "1s",
+            "--timeout",
+            "10s",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    validate(&doc);
+    assert_eq!(doc["summary"]["in_flight_at_end"], 3, "{}", doc["summary"]);
+    assert!(doc["summary"]["oldest_in_flight_ms"].as_f64().unwrap() > 500.0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("in flight   3 at the end"), "{text}");
+    assert_eq!(out.status.code(), Some(1), "nothing completed");
+}

@@ -395,6 +395,8 @@ struct Ctx {
     /// The URL's host and port (what a tunnel is opened to).
     target_host: String,
     target_port: u16,
+    /// Requests running now, for what the end of the run cuts off.
+    inflight: crate::inflight::InFlight,
 }
 
 impl Ctx {
@@ -684,6 +686,7 @@ async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
     let mut wd = Watchdog::new(ctx.timeout);
     while let Some(tk) = ctx.ticket().await {
         let sent = Instant::now();
+        let _in_flight = ctx.inflight.enter(ctx.ns(sent));
         let r = ctx
             .fresh_request(tk.host, Some(&shard), &mut buf, &mut wd)
             .await;
@@ -721,7 +724,9 @@ async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
         loop {
             let Some(tk) = ctx.ticket().await else { return };
             let sent = Instant::now();
+            let in_flight = ctx.inflight.enter(ctx.ns(sent));
             let (r, keep_alive) = ctx.h1_exchange(&mut conn, tk.host, sent, &mut wd).await;
+            drop(in_flight);
             let failed = r.is_err();
             ctx.push(&shard, tk, sent, r);
             if failed || !keep_alive {
@@ -760,7 +765,9 @@ async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
                         return true;
                     };
                     let sent = Instant::now();
+                    let in_flight = ctx.inflight.enter(ctx.ns(sent));
                     let r = ctx.h2_exchange(&mut tx, tk.host, sent, &mut wd).await;
+                    drop(in_flight);
                     ctx.push(&shard, tk, sent, r);
                 }
             });
@@ -878,6 +885,7 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
         absolute_form,
         target_host: cfg.target.host.clone(),
         target_port: cfg.target.port,
+        inflight: Default::default(),
     })
 }
 
@@ -1167,6 +1175,8 @@ pub fn run_with_progress(
     };
     let stop_at = Instant::now().min(end);
     let ended = SystemTime::now();
+    // What the end cuts off, read before the tasks (and their guards) are dropped.
+    let (in_flight, oldest_ns) = ctx.inflight.cut(ctx.ns(Instant::now()));
     for t in &tasks {
         t.abort();
     }
@@ -1197,6 +1207,8 @@ pub fn run_with_progress(
         connections: cfg.connections,
         streams: cfg.streams,
         new_conn: cfg.new_conn,
+        in_flight_at_end: in_flight,
+        oldest_in_flight_ms: oldest_ns as f64 / 1e6,
         ..HttpSummary::default()
     };
     let mut body = collector.finish(summary, cutoff, health);

@@ -12,6 +12,7 @@ pub mod client;
 pub mod coldstart;
 pub mod collect;
 pub mod h1;
+pub mod inflight;
 pub mod schedule;
 pub mod server;
 pub mod tls;

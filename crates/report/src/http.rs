@@ -56,6 +56,12 @@ pub struct HttpSummary {
     pub ok: u64,
     /// Requests that got no complete response (transport errors, timeouts); by kind in `errors`.
     pub errors: u64,
+    /// Requests still waiting for their response when the run ended (neither counted as
+    /// requests nor as errors), and the age of the oldest.
+    #[serde(default)]
+    pub in_flight_at_end: u64,
+    #[serde(default)]
+    pub oldest_in_flight_ms: f64,
     /// `requests` per second over the measured phase.
     pub rps: f64,
     /// Length of the measured phase (after any cold start).
