@@ -220,14 +220,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
             });
             errors_before = p.errors;
         }
-        None if cfg.progress => eprint!(
-            "\r{:>4.0}s  {} requests  {:.0} req/s  p99 {:.2} ms  {} errors   ",
-            elapsed.as_secs_f64(),
-            p.requests,
-            p.rps,
-            p.p99_ms,
-            p.errors
-        ),
+        None if cfg.progress => eprint!("\r{}", p.line(elapsed)),
         None => {}
     });
     if let Some(l) = live {

@@ -26,6 +26,29 @@ fn probe_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
     (out.status.code(), doc)
 }
 
+/// `npt serve` and a microsocks that wants user `npt`, password `pw` (None: not installed).
+struct Locked {
+    _srv: Guard,
+    addr: std::net::SocketAddr,
+    _m: npt_proxy::testing::Proc,
+    port: u16,
+}
+
+fn locked_microsocks() -> Option<Locked> {
+    if !have("/usr/bin/microsocks") {
+        return None;
+    }
+    let (srv, addr) = serve(&[]);
+    let port = free_port();
+    let m = microsocks(port, Some(("npt", "pw")));
+    Some(Locked {
+        _srv: srv,
+        addr,
+        _m: m,
+        port,
+    })
+}
+
 fn f(d: &serde_json::Value, p: &str) -> f64 {
     d.pointer(p)
         .and_then(|v| v.as_f64())
@@ -107,12 +130,10 @@ fn tcp_through_socks5_with_a_password_and_http_connect_agree_with_direct() {
 
 #[test]
 fn refusing_or_dead_proxies_are_classified_and_exit_non_zero() {
-    if !have("/usr/bin/microsocks") {
+    let Some(env) = locked_microsocks() else {
         return;
-    }
-    let (_srv, addr) = serve(&[]);
-    let m = free_port();
-    let _m = microsocks(m, Some(("npt", "pw")));
+    };
+    let (addr, m) = (env.addr, env.port);
     let target = format!("tcp://{addr}");
     let cases = [
         (
@@ -274,12 +295,10 @@ fn http_through_socks5_and_an_http_proxy_in_absolute_form() {
 
 #[test]
 fn ping_measures_the_time_to_a_connect_reply_through_the_proxy() {
-    if !have("/usr/bin/microsocks") {
+    let Some(env) = locked_microsocks() else {
         return;
-    }
-    let (_srv, addr) = serve(&[]);
-    let m = free_port();
-    let _m = microsocks(m, Some(("npt", "pw")));
+    };
+    let (addr, m) = (env.addr, env.port);
     let target = format!("tcp://{addr}");
     let via = format!("socks5://npt:pw@127.0.0.1:{m}");
     let args = [

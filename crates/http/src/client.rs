@@ -1065,14 +1065,7 @@ async fn cold_start(
 pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
     run_with_progress(cfg, stop, |p, elapsed| {
         if cfg.progress {
-            eprint!(
-                "\r{:>4.0}s  {} requests  {:.0} req/s  p99 {:.2} ms  {} errors   ",
-                elapsed.as_secs_f64(),
-                p.requests,
-                p.rps,
-                p.p99_ms,
-                p.errors
-            );
+            eprint!("\r{}", p.line(elapsed));
         }
     })
 }

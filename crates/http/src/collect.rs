@@ -153,6 +153,20 @@ pub struct Progress {
     pub p99_ms: f64,
 }
 
+impl Progress {
+    /// The one-line progress `npt http` prints on a terminal without the live view.
+    pub fn line(&self, elapsed: std::time::Duration) -> String {
+        format!(
+            "{:>4.0}s  {} requests  {:.0} req/s  p99 {:.2} ms  {} errors   ",
+            elapsed.as_secs_f64(),
+            self.requests,
+            self.rps,
+            self.p99_ms,
+            self.errors
+        )
+    }
+}
+
 impl Collector {
     pub fn new(hosts: &[String], open_loop: bool, interval_ns: u64) -> Collector {
         Collector {
