@@ -7,6 +7,7 @@
 
 pub mod html;
 pub mod http;
+pub mod merge;
 pub mod probe;
 pub mod run;
 pub mod text;

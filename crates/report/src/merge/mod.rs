@@ -1,0 +1,249 @@
+//! `npt merge`: the result documents of the parts of one segmented run (`--segment i/n`) joined
+//! into the document one agent doing the whole load would have written.
+//!
+//! Exact where the data allows it: counters add, histograms are deserialized and added (so a
+//! percentile of the merge is the percentile of all samples — HDR buckets are identical in
+//! every part), and every summary and the NPT `latency` block are computed again from the
+//! merged histograms. Rates of parts that ran side by side add up. What cannot be merged
+//! exactly is said where it is used: RFC 3550 jitter (parts keep no sample count; weighted by
+//! replies) and the tester's health (per machine; the merge keeps the sums of CPU seconds and
+//! the worst part's figures).
+//!
+//! Before joining, the parts are checked: one kind, one run id and one config hash (else the
+//! parts belong to different runs and are refused, naming the files), no index twice, and
+//! missing indexes reported in `config.segment.missing`.
+
+mod probe;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use npt_stats::{Histogram, SerializedHistogram};
+use serde::{Deserialize, Serialize};
+
+use crate::Document;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("{0}: {1}")]
+    Read(PathBuf, String),
+    #[error("{0}: not a part of a segmented run (no config.segment; run it with --segment I/N)")]
+    NotAPart(PathBuf),
+    #[error("{a} and {b} are parts of different runs ({what}: {va} vs {vb})")]
+    Mismatch {
+        a: PathBuf,
+        b: PathBuf,
+        what: &'static str,
+        va: String,
+        vb: String,
+    },
+    #[error("{a} and {b} are both segment {index}")]
+    Duplicate { a: PathBuf, b: PathBuf, index: u32 },
+    #[error("{0}: kind {1:?} cannot be merged (probe, run and http can)")]
+    Kind(PathBuf, String),
+    #[error("nothing to merge")]
+    Empty,
+    #[error("{0}: histogram {1}: {2}")]
+    Histogram(PathBuf, String, String),
+}
+
+/// `config.segment` of a part, as `--segment` wrote it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SegmentLabel {
+    pub index: u32,
+    pub count: u32,
+    pub run_id: String,
+    pub config_hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
+}
+
+/// One part, read and checked.
+pub struct Part {
+    pub path: PathBuf,
+    pub kind: String,
+    pub segment: SegmentLabel,
+    pub json: serde_json::Value,
+}
+
+impl Part {
+    pub fn read(path: &Path) -> Result<Part, MergeError> {
+        let err = |m: String| MergeError::Read(path.to_path_buf(), m);
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| err(format!("not a result document: {e}")))?;
+        let schema = json["schema"].as_str().unwrap_or("");
+        if schema != crate::SCHEMA {
+            return Err(err(format!(
+                "schema {schema:?} is not {:?} (written by another npt version?)",
+                crate::SCHEMA
+            )));
+        }
+        let kind = json["kind"].as_str().unwrap_or("").to_string();
+        let segment: SegmentLabel = serde_json::from_value(json["config"]["segment"].clone())
+            .map_err(|_| MergeError::NotAPart(path.to_path_buf()))?;
+        Ok(Part {
+            path: path.to_path_buf(),
+            kind,
+            segment,
+            json,
+        })
+    }
+}
+
+/// What the merge found about the set of parts.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Coverage {
+    pub count: u32,
+    pub run_id: String,
+    pub config_hash: String,
+    pub merged: Vec<u32>,
+    pub missing: Vec<u32>,
+}
+
+/// Checks that the parts belong together; returns what they cover.
+pub fn check(parts: &[Part]) -> Result<Coverage, MergeError> {
+    let first = parts.first().ok_or(MergeError::Empty)?;
+    let mut seen: Vec<Option<&Path>> = vec![None; first.segment.count as usize];
+    for p in parts {
+        let mismatch = |what, va: &str, vb: &str| MergeError::Mismatch {
+            a: first.path.clone(),
+            b: p.path.clone(),
+            what,
+            va: va.to_string(),
+            vb: vb.to_string(),
+        };
+        if p.kind != first.kind {
+            return Err(mismatch("kind", &first.kind, &p.kind));
+        }
+        if p.segment.run_id != first.segment.run_id {
+            return Err(mismatch("run id", &first.segment.run_id, &p.segment.run_id));
+        }
+        if p.segment.config_hash != first.segment.config_hash {
+            return Err(mismatch(
+                "config hash",
+                &first.segment.config_hash,
+                &p.segment.config_hash,
+            ));
+        }
+        if p.segment.count != first.segment.count {
+            return Err(mismatch(
+                "segment count",
+                &first.segment.count.to_string(),
+                &p.segment.count.to_string(),
+            ));
+        }
+        let Some(slot) = seen.get_mut(p.segment.index as usize) else {
+            return Err(mismatch(
+                "segment index",
+                &first.segment.count.to_string(),
+                &p.segment.index.to_string(),
+            ));
+        };
+        if let Some(prev) = slot {
+            return Err(MergeError::Duplicate {
+                a: prev.to_path_buf(),
+                b: p.path.clone(),
+                index: p.segment.index,
+            });
+        }
+        *slot = Some(&p.path);
+    }
+    let merged: BTreeSet<u32> = parts.iter().map(|p| p.segment.index).collect();
+    Ok(Coverage {
+        count: first.segment.count,
+        run_id: first.segment.run_id.clone(),
+        config_hash: first.segment.config_hash.clone(),
+        merged: merged.iter().copied().collect(),
+        missing: (0..first.segment.count)
+            .filter(|i| !merged.contains(i))
+            .collect(),
+    })
+}
+
+/// Merges the parts into one document (JSON), after [`check`].
+pub fn merge(parts: &[Part]) -> Result<(serde_json::Value, Coverage), MergeError> {
+    let coverage = check(parts)?;
+    let first = &parts[0];
+    let doc = match first.kind.as_str() {
+        "probe" => probe::merge(parts)?,
+        other => return Err(MergeError::Kind(first.path.clone(), other.to_string())),
+    };
+    let mut v = serde_json::to_value(&doc).map_err(|e| {
+        MergeError::Read(first.path.clone(), format!("cannot serialize the merge: {e}"))
+    })?;
+    v["config"]["segment"] = serde_json::json!({
+        "count": coverage.count,
+        "run_id": coverage.run_id,
+        "config_hash": coverage.config_hash,
+        "merged": coverage.merged,
+        "missing": coverage.missing,
+    });
+    Ok((v, coverage))
+}
+
+/// The envelope of the merged document: earliest start, latest end, the most telling stop.
+fn envelope<B>(parts: &[(PathBuf, Document<B>)], body: B) -> Document<B> {
+    let (_, first) = &parts[0];
+    let started_at = parts.iter().map(|(_, d)| d.started_at.clone()).min();
+    let ended_at = parts.iter().map(|(_, d)| d.ended_at.clone()).max();
+    let duration_s = parts.iter().map(|(_, d)| d.duration_s).fold(0.0, f64::max);
+    // A part stopped by hand or by an error says more about the run than one that finished.
+    let rank = |s: &str| match s {
+        "abort" => 0,
+        "signal" => 1,
+        "error" => 2,
+        "stalled" => 3,
+        "duration" => 4,
+        _ => 5,
+    };
+    let stopped_by = parts
+        .iter()
+        .map(|(_, d)| d.stopped_by.clone())
+        .min_by_key(|s| rank(s))
+        .unwrap_or_default();
+    Document {
+        schema: first.schema.clone(),
+        kind: first.kind.clone(),
+        tool: first.tool.clone(),
+        host: first.host.clone(),
+        started_at: started_at.unwrap_or_default(),
+        ended_at: ended_at.unwrap_or_default(),
+        duration_s,
+        stopped_by,
+        config: first.config.clone(),
+        body,
+    }
+}
+
+/// Adds serialized histograms exactly; `None`s are skipped.
+fn add_hists<'a>(
+    path: &Path,
+    name: &str,
+    hs: impl Iterator<Item = Option<&'a SerializedHistogram>>,
+) -> Result<Histogram, MergeError> {
+    let mut total = Histogram::new();
+    for h in hs.flatten() {
+        let h = Histogram::from_serialized(h).map_err(|e| {
+            MergeError::Histogram(path.to_path_buf(), name.to_string(), e.to_string())
+        })?;
+        total += &h;
+    }
+    Ok(total)
+}
+
+/// Parses the parts as documents with body `B`.
+fn typed<B: for<'de> Deserialize<'de>>(
+    parts: &[Part],
+) -> Result<Vec<(PathBuf, Document<B>)>, MergeError> {
+    parts
+        .iter()
+        .map(|p| {
+            serde_json::from_value::<Document<B>>(p.json.clone())
+                .map(|d| (p.path.clone(), d))
+                .map_err(|e| MergeError::Read(p.path.clone(), format!("unexpected layout: {e}")))
+        })
+        .collect()
+}

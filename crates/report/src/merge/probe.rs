@@ -1,0 +1,194 @@
+//! Merging `probe` parts: counters add, rates of concurrent parts add, RTT / corrected RTT /
+//! IPDV and each stage's RTT come from the added histograms; stages are joined by index (the
+//! parts started together with `--start-at`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::probe::{Directions, Errors, Health, IntervalRecord, NptLatency, ProbeBody};
+use crate::Document;
+
+use super::{add_hists, envelope, typed, MergeError, Part};
+
+fn add_dir(a: &mut Directions, b: &Directions) {
+    a.up += b.up;
+    a.down += b.down;
+}
+
+/// Mean of `v` weighted by `w` (0 when there is no weight).
+fn weighted(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
+    let (mut sum, mut weight) = (0.0, 0.0);
+    for (v, w) in pairs {
+        sum += v * w;
+        weight += w;
+    }
+    if weight > 0.0 {
+        sum / weight
+    } else {
+        0.0
+    }
+}
+
+pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
+    let docs: Vec<(PathBuf, Document<ProbeBody>)> = typed(parts)?;
+    let path = &docs[0].0;
+    let bodies: Vec<&ProbeBody> = docs.iter().map(|(_, d)| &d.body).collect();
+
+    let rtt = add_hists(path, "rtt", bodies.iter().map(|b| Some(&b.histograms.rtt)))?;
+    let corrected = add_hists(
+        path,
+        "rtt_corrected",
+        bodies.iter().map(|b| b.histograms.rtt_corrected.as_ref()),
+    )?;
+    let ipdv = add_hists(path, "ipdv", bodies.iter().map(|b| Some(&b.histograms.ipdv)))?;
+
+    let mut s = bodies[0].summary.clone();
+    let sum = |f: fn(&ProbeBody) -> u64| bodies.iter().map(|b| f(b)).sum::<u64>();
+    s.clients = bodies.iter().map(|b| b.summary.clients).sum();
+    s.sent = sum(|b| b.summary.sent);
+    s.received = sum(|b| b.summary.received);
+    s.lost = sum(|b| b.summary.lost);
+    s.late = sum(|b| b.summary.late);
+    s.duplicated = sum(|b| b.summary.duplicated);
+    s.reordered = sum(|b| b.summary.reordered);
+    s.corrupt = sum(|b| b.summary.corrupt);
+    s.foreign = sum(|b| b.summary.foreign);
+    s.stale = sum(|b| b.summary.stale);
+    s.loss_pct = if s.sent == 0 {
+        0.0
+    } else {
+        s.lost as f64 * 100.0 / s.sent as f64
+    };
+    s.pps = bodies.iter().map(|b| b.summary.pps).sum();
+    s.pps_received = bodies.iter().map(|b| b.summary.pps_received).sum();
+    s.send_duration_s = bodies
+        .iter()
+        .map(|b| b.summary.send_duration_s)
+        .fold(0.0, f64::max);
+    s.rtt_ms = rtt.summary();
+    s.rtt_corrected_ms = (!corrected.is_empty()).then(|| corrected.summary());
+    s.ipdv_ms = ipdv.summary();
+    // RFC 3550 jitter has no exact merge (parts keep no sample count): weighted by replies.
+    s.jitter_ms = weighted(
+        bodies
+            .iter()
+            .map(|b| (b.summary.jitter_ms, b.summary.received as f64)),
+    );
+    s.bandwidth_bps = Directions::default();
+    s.bytes = Directions::default();
+    for b in &bodies {
+        add_dir(&mut s.bandwidth_bps, &b.summary.bandwidth_bps);
+        add_dir(&mut s.bytes, &b.summary.bytes);
+    }
+    let per_client = |f: fn(&ProbeBody) -> Option<f64>| {
+        let v: Vec<(f64, f64)> = bodies
+            .iter()
+            .filter_map(|b| f(b).map(|x| (x, f64::from(b.summary.clients))))
+            .collect();
+        (!v.is_empty()).then(|| weighted(v.into_iter()))
+    };
+    s.first_packet_ms = per_client(|b| b.summary.first_packet_ms);
+    s.connect_ms = per_client(|b| b.summary.connect_ms);
+    s.total_ms = bodies
+        .iter()
+        .filter_map(|b| b.summary.total_ms)
+        .reduce(f64::max);
+
+    let mut errors = Errors::default();
+    for b in &bodies {
+        errors.by_kind += &b.errors.by_kind;
+    }
+    errors.total_errors = errors.by_kind.total();
+    errors.error_rate = if s.sent == 0 {
+        if errors.total_errors > 0 {
+            1.0
+        } else {
+            0.0
+        }
+    } else {
+        errors.total_errors as f64 / s.sent as f64
+    };
+
+    // Health is per machine: CPU seconds and late sends add; the worst part's figures stay.
+    let worst = bodies
+        .iter()
+        .max_by(|a, b| {
+            a.health
+                .send_lateness_ms
+                .p99
+                .total_cmp(&b.health.send_lateness_ms.p99)
+        })
+        .map(|b| b.health.clone())
+        .unwrap_or_default();
+    let health = Health {
+        sends_behind_schedule: bodies.iter().map(|b| b.health.sends_behind_schedule).sum(),
+        cpu_user_s: bodies.iter().map(|b| b.health.cpu_user_s).sum(),
+        cpu_sys_s: bodies.iter().map(|b| b.health.cpu_sys_s).sum(),
+        cpu_pct: bodies.iter().map(|b| b.health.cpu_pct).fold(0.0, f64::max),
+        max_rss_bytes: bodies.iter().map(|b| b.health.max_rss_bytes).max().unwrap_or(0),
+        ..worst
+    };
+
+    let intervals = merge_intervals(path, &bodies)?;
+    let mut latency = BTreeMap::new();
+    if !rtt.is_empty() {
+        latency.insert(s.protocol.clone(), NptLatency::from(&s.rtt_ms));
+    }
+    let mut histograms = bodies[0].histograms.clone();
+    histograms.rtt = rtt.to_serialized();
+    histograms.rtt_corrected = (!corrected.is_empty()).then(|| corrected.to_serialized());
+    histograms.ipdv = ipdv.to_serialized();
+    let body = ProbeBody {
+        summary: s,
+        health,
+        latency,
+        errors,
+        histograms,
+        intervals,
+    };
+    Ok(envelope(&docs, body))
+}
+
+fn merge_intervals(
+    path: &std::path::Path,
+    bodies: &[&ProbeBody],
+) -> Result<Vec<IntervalRecord>, MergeError> {
+    let mut by_index: BTreeMap<u32, Vec<&IntervalRecord>> = BTreeMap::new();
+    for b in bodies {
+        for iv in &b.intervals {
+            by_index.entry(iv.index).or_default().push(iv);
+        }
+    }
+    let mut out = Vec::with_capacity(by_index.len());
+    for (index, ivs) in by_index {
+        let h = add_hists(
+            path,
+            &format!("intervals[{index}].histogram"),
+            ivs.iter().map(|iv| Some(&iv.histogram)),
+        )?;
+        let mut m = ivs[0].clone();
+        m.start_s = ivs.iter().map(|iv| iv.start_s).fold(f64::INFINITY, f64::min);
+        m.end_s = ivs.iter().map(|iv| iv.end_s).fold(0.0, f64::max);
+        m.sent = ivs.iter().map(|iv| iv.sent).sum();
+        m.received = ivs.iter().map(|iv| iv.received).sum();
+        m.lost = ivs.iter().map(|iv| iv.lost).sum();
+        m.late = ivs.iter().map(|iv| iv.late).sum();
+        m.duplicated = ivs.iter().map(|iv| iv.duplicated).sum();
+        m.reordered = ivs.iter().map(|iv| iv.reordered).sum();
+        m.loss_pct = if m.sent == 0 {
+            0.0
+        } else {
+            m.lost as f64 * 100.0 / m.sent as f64
+        };
+        m.pps = ivs.iter().map(|iv| iv.pps).sum();
+        m.jitter_ms = weighted(ivs.iter().map(|iv| (iv.jitter_ms, iv.received as f64)));
+        m.bandwidth_bps = Directions::default();
+        for iv in &ivs {
+            add_dir(&mut m.bandwidth_bps, &iv.bandwidth_bps);
+        }
+        m.rtt_ms = h.summary();
+        m.histogram = h.to_serialized();
+        out.push(m);
+    }
+    Ok(out)
+}
