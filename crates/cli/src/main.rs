@@ -6,6 +6,7 @@
 mod demo;
 mod http;
 mod live;
+mod merge;
 mod ping;
 mod probe;
 mod probe_checks;
@@ -52,6 +53,8 @@ enum Command {
     Http(http::HttpArgs),
     /// Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style.
     Ping(ping::PingArgs),
+    /// Joins the results of the parts of a segmented run (--segment i/n) into one, exactly.
+    Merge(merge::MergeArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Http(a) => http::run(a),
         Command::Ping(a) => ping::run(a),
+        Command::Merge(a) => merge::run(a),
     };
     match result {
         Ok(code) => code,

@@ -132,3 +132,138 @@ fn run_splits_users_and_bad_splits_are_refused() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(why));
     }
 }
+
+fn merge(files: &[std::path::PathBuf], out: &std::path::Path) -> std::process::Output {
+    let mut args: Vec<String> = vec!["merge".into()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.extend(["--json".into(), out.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    run(&args, Duration::from_secs(20))
+}
+
+#[test]
+fn merged_parts_match_one_agent_doing_the_whole_load() {
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("udp://{addr}");
+    let args: Vec<String> = ["probe", &target, "--pps", "2000", "--count", "2001"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let parts = agents(&args, 4, dir.path());
+    let files: Vec<_> = (0..4)
+        .map(|k| dir.path().join(format!("part{k}.json")))
+        .collect();
+    let merged_path = dir.path().join("all.json");
+    let out = merge(&files, &merged_path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = json(&merged_path);
+    assert_valid(&m, "probe");
+    assert_eq!(u(&m, "/summary/sent"), 2001);
+    let received: u64 = parts.iter().map(|d| u(d, "/summary/received")).sum();
+    assert_eq!(u(&m, "/summary/received"), received);
+    assert_eq!(
+        u(&m, "/summary/rtt_ms/count"),
+        received,
+        "every sample in the merge"
+    );
+    assert_eq!(
+        m["config"]["segment"]["merged"],
+        serde_json::json!([0, 1, 2, 3])
+    );
+    // One agent doing the whole load: the same count (the latencies are other samples).
+    let whole = dir.path().join("whole.json");
+    let o = run(
+        &[
+            &target,
+            "--pps",
+            "2000",
+            "--count",
+            "2001",
+            "-q",
+            "--json",
+            whole.to_str().unwrap(),
+        ]
+        .iter()
+        .fold(vec!["probe"], |mut v, a| {
+            v.push(a);
+            v
+        }),
+        Duration::from_secs(20),
+    );
+    assert!(o.status.success());
+    assert_eq!(u(&json(&whole), "/summary/sent"), u(&m, "/summary/sent"));
+
+    // A part from another run is refused, naming both files; a missing part is reported.
+    let (_srv2, addr2) = serve(&[]);
+    let other_dir = tempfile::tempdir().unwrap();
+    let other_args: Vec<String> = ["probe", &format!("udp://{addr2}"), "--count", "40"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    agents(&other_args, 2, other_dir.path());
+    let mixed = vec![files[0].clone(), other_dir.path().join("part1.json")];
+    let out = merge(&mixed, &dir.path().join("x.json"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("parts of different runs") && err.contains("part1.json"),
+        "{err}"
+    );
+    let out = merge(&files[..3], &dir.path().join("three.json"));
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing [3]"));
+}
+
+#[test]
+fn run_and_http_parts_merge_too() {
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<String> = [
+        "run",
+        &format!("tcp://{addr}"),
+        "--users",
+        "6",
+        "--duration",
+        "1s",
+        "--mix",
+        "web=100",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let parts = agents(&args, 3, dir.path());
+    let files: Vec<_> = (0..3)
+        .map(|k| dir.path().join(format!("part{k}.json")))
+        .collect();
+    let out = dir.path().join("run.json");
+    assert!(merge(&files, &out).status.success());
+    let m = json(&out);
+    assert_valid(&m, "run");
+    let requests: u64 = parts.iter().map(|d| u(d, "/summary/requests")).sum();
+    assert_eq!(u(&m, "/summary/requests"), requests);
+    assert_eq!(u(&m, "/summary/users"), 6);
+    assert_eq!(u(&m, "/protocols/tcp/latency_ms/count"), requests);
+
+    let (_h, http) = serve_http();
+    let hdir = tempfile::tempdir().unwrap();
+    let hargs: Vec<String> = ["http", &format!("http://{http}/"), "-c", "4", "-d", "1s"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let hparts = agents(&hargs, 2, hdir.path());
+    let hfiles: Vec<_> = (0..2)
+        .map(|k| hdir.path().join(format!("part{k}.json")))
+        .collect();
+    let hout = hdir.path().join("http.json");
+    assert!(merge(&hfiles, &hout).status.success());
+    let m = json(&hout);
+    assert_valid(&m, "http");
+    let requests: u64 = hparts.iter().map(|d| u(d, "/summary/requests")).sum();
+    assert_eq!(u(&m, "/summary/requests"), requests);
+    assert_eq!(u(&m, "/summary/latency_ms/count"), requests);
+}

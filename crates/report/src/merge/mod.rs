@@ -13,7 +13,9 @@
 //! parts belong to different runs and are refused, naming the files), no index twice, and
 //! missing indexes reported in `config.segment.missing`.
 
+mod http;
 mod probe;
+mod run;
 #[cfg(test)]
 mod tests;
 
@@ -167,13 +169,20 @@ pub fn check(parts: &[Part]) -> Result<Coverage, MergeError> {
 pub fn merge(parts: &[Part]) -> Result<(serde_json::Value, Coverage), MergeError> {
     let coverage = check(parts)?;
     let first = &parts[0];
-    let doc = match first.kind.as_str() {
-        "probe" => probe::merge(parts)?,
+    let ser = |r: Result<serde_json::Value, serde_json::Error>| {
+        r.map_err(|e| {
+            MergeError::Read(
+                first.path.clone(),
+                format!("cannot serialize the merge: {e}"),
+            )
+        })
+    };
+    let mut v = match first.kind.as_str() {
+        "probe" => ser(serde_json::to_value(probe::merge(parts)?))?,
+        "run" => ser(serde_json::to_value(run::merge(parts)?))?,
+        "http" => ser(serde_json::to_value(http::merge(parts)?))?,
         other => return Err(MergeError::Kind(first.path.clone(), other.to_string())),
     };
-    let mut v = serde_json::to_value(&doc).map_err(|e| {
-        MergeError::Read(first.path.clone(), format!("cannot serialize the merge: {e}"))
-    })?;
     v["config"]["segment"] = serde_json::json!({
         "count": coverage.count,
         "run_id": coverage.run_id,

@@ -40,7 +40,11 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
         "rtt_corrected",
         bodies.iter().map(|b| b.histograms.rtt_corrected.as_ref()),
     )?;
-    let ipdv = add_hists(path, "ipdv", bodies.iter().map(|b| Some(&b.histograms.ipdv)))?;
+    let ipdv = add_hists(
+        path,
+        "ipdv",
+        bodies.iter().map(|b| Some(&b.histograms.ipdv)),
+    )?;
 
     let mut s = bodies[0].summary.clone();
     let sum = |f: fn(&ProbeBody) -> u64| bodies.iter().map(|b| f(b)).sum::<u64>();
@@ -125,7 +129,11 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
         cpu_user_s: bodies.iter().map(|b| b.health.cpu_user_s).sum(),
         cpu_sys_s: bodies.iter().map(|b| b.health.cpu_sys_s).sum(),
         cpu_pct: bodies.iter().map(|b| b.health.cpu_pct).fold(0.0, f64::max),
-        max_rss_bytes: bodies.iter().map(|b| b.health.max_rss_bytes).max().unwrap_or(0),
+        max_rss_bytes: bodies
+            .iter()
+            .map(|b| b.health.max_rss_bytes)
+            .max()
+            .unwrap_or(0),
         ..worst
     };
 
@@ -167,7 +175,10 @@ fn merge_intervals(
             ivs.iter().map(|iv| Some(&iv.histogram)),
         )?;
         let mut m = ivs[0].clone();
-        m.start_s = ivs.iter().map(|iv| iv.start_s).fold(f64::INFINITY, f64::min);
+        m.start_s = ivs
+            .iter()
+            .map(|iv| iv.start_s)
+            .fold(f64::INFINITY, f64::min);
         m.end_s = ivs.iter().map(|iv| iv.end_s).fold(0.0, f64::max);
         m.sent = ivs.iter().map(|iv| iv.sent).sum();
         m.received = ivs.iter().map(|iv| iv.received).sum();

@@ -89,20 +89,34 @@ fn a_merge_of_split_samples_has_the_percentiles_of_all_of_them() {
     let (merged, cov) = merge(&parts).unwrap();
     assert_eq!(cov.missing, Vec::<u32>::new());
     let whole = probe_doc(&all, 0, 1, "whole");
-    for key in ["min", "mean", "p50", "p90", "p99", "p999", "p9999", "max", "count"] {
+    for key in [
+        "min", "mean", "p50", "p90", "p99", "p999", "p9999", "max", "count",
+    ] {
         let (m, w) = (
             &merged["summary"]["rtt_ms"][key],
             &whole["summary"]["rtt_ms"][key],
         );
         let (m, w) = (m.as_f64().unwrap(), w.as_f64().unwrap());
-        assert!((m - w).abs() <= w.abs() * 1e-12, "{key}: merged {m} vs whole {w}");
+        assert!(
+            (m - w).abs() <= w.abs() * 1e-12,
+            "{key}: merged {m} vs whole {w}"
+        );
     }
     assert_eq!(merged["summary"]["sent"], 20_004);
     assert_eq!(merged["summary"]["lost"], 4);
     assert_eq!(merged["summary"]["pps"], 400.0);
-    assert_eq!(merged["latency"]["udp"]["p99_ms"], whole["summary"]["rtt_ms"]["p99"]);
-    assert_eq!(merged["intervals"][0]["rtt_ms"]["p99"], whole["summary"]["rtt_ms"]["p99"]);
-    assert_eq!(merged["config"]["segment"]["merged"], serde_json::json!([0, 1, 2, 3]));
+    assert_eq!(
+        merged["latency"]["udp"]["p99_ms"],
+        whole["summary"]["rtt_ms"]["p99"]
+    );
+    assert_eq!(
+        merged["intervals"][0]["rtt_ms"]["p99"],
+        whole["summary"]["rtt_ms"]["p99"]
+    );
+    assert_eq!(
+        merged["config"]["segment"]["merged"],
+        serde_json::json!([0, 1, 2, 3])
+    );
 }
 
 #[test]
@@ -118,9 +132,16 @@ fn parts_that_do_not_belong_together_are_refused_and_gaps_reported() {
         part(probe_doc(&s, 1, 2, "r1"), "c"),
         part(probe_doc(&s, 1, 2, "r1"), "d"),
     ];
-    assert!(merge(&twice).err().unwrap().to_string().contains("both segment 1"));
+    assert!(merge(&twice)
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("both segment 1"));
     let gap = vec![part(probe_doc(&s, 2, 4, "r1"), "e")];
     let (m, cov) = merge(&gap).unwrap();
     assert_eq!(cov.missing, vec![0, 1, 3]);
-    assert_eq!(m["config"]["segment"]["missing"], serde_json::json!([0, 1, 3]));
+    assert_eq!(
+        m["config"]["segment"]["missing"],
+        serde_json::json!([0, 1, 3])
+    );
 }

@@ -1,0 +1,182 @@
+//! Merging `http` parts (the gateway benchmark): counters and status codes add, rates of
+//! concurrent parts add, latency (corrected and uncorrected), phases and per-host latency come
+//! from the added histograms; intervals are joined by index.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use npt_stats::Histogram;
+
+use crate::http::{HostResult, HttpBody, HttpInterval};
+use crate::probe::{Directions, Errors, Health, NptLatency};
+use crate::Document;
+
+use super::{add_hists, envelope, typed, MergeError, Part};
+
+fn add_codes(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}
+
+fn opt(h: Histogram) -> Option<Histogram> {
+    (!h.is_empty()).then_some(h)
+}
+
+pub(super) fn merge(parts: &[Part]) -> Result<Document<HttpBody>, MergeError> {
+    let docs: Vec<(PathBuf, Document<HttpBody>)> = typed(parts)?;
+    let path = &docs[0].0;
+    let bodies: Vec<&HttpBody> = docs.iter().map(|(_, d)| &d.body).collect();
+    let hs = |name: &str, f: fn(&HttpBody) -> Option<&npt_stats::SerializedHistogram>| {
+        add_hists(path, name, bodies.iter().map(|b| f(b)))
+    };
+    let latency = hs("latency", |b| Some(&b.histograms.latency))?;
+    let uncorrected = opt(hs("latency_uncorrected", |b| {
+        b.histograms.latency_uncorrected.as_ref()
+    })?);
+    let ttfb = hs("ttfb", |b| Some(&b.histograms.ttfb))?;
+    let connect = hs("connect", |b| Some(&b.histograms.connect))?;
+    let tls = opt(hs("tls", |b| b.histograms.tls.as_ref())?);
+    let proxy = opt(hs("proxy", |b| b.histograms.proxy.as_ref())?);
+
+    let mut s = bodies[0].summary.clone();
+    s.requests = bodies.iter().map(|b| b.summary.requests).sum();
+    s.ok = bodies.iter().map(|b| b.summary.ok).sum();
+    s.errors = bodies.iter().map(|b| b.summary.errors).sum();
+    s.in_flight_at_end = bodies.iter().map(|b| b.summary.in_flight_at_end).sum();
+    s.oldest_in_flight_ms = bodies
+        .iter()
+        .map(|b| b.summary.oldest_in_flight_ms)
+        .fold(0.0, f64::max);
+    s.rps = bodies.iter().map(|b| b.summary.rps).sum();
+    s.rate = bodies.iter().map(|b| b.summary.rate).sum::<Option<f64>>();
+    s.connections = bodies.iter().map(|b| b.summary.connections).sum();
+    s.duration_s = bodies
+        .iter()
+        .map(|b| b.summary.duration_s)
+        .fold(0.0, f64::max);
+    s.connections_opened = bodies.iter().map(|b| b.summary.connections_opened).sum();
+    s.status = BTreeMap::new();
+    s.bytes = Directions::default();
+    s.throughput_bps = Directions::default();
+    for b in &bodies {
+        add_codes(&mut s.status, &b.summary.status);
+        s.bytes.up += b.summary.bytes.up;
+        s.bytes.down += b.summary.bytes.down;
+        s.throughput_bps.up += b.summary.throughput_bps.up;
+        s.throughput_bps.down += b.summary.throughput_bps.down;
+    }
+    s.latency_ms = latency.summary();
+    s.latency_uncorrected_ms = uncorrected.as_ref().map(|h| h.summary());
+    s.phases_ms.connect = connect.summary();
+    s.phases_ms.tls = tls.as_ref().map(|h| h.summary());
+    s.phases_ms.proxy = proxy.as_ref().map(|h| h.summary());
+    s.phases_ms.ttfb = ttfb.summary();
+    s.phases_ms.complete = uncorrected.as_ref().unwrap_or(&latency).summary();
+
+    let mut hosts = BTreeMap::new();
+    let mut host_hists = BTreeMap::new();
+    let names: std::collections::BTreeSet<&String> =
+        bodies.iter().flat_map(|b| b.hosts.keys()).collect();
+    for h in names {
+        let all: Vec<&HostResult> = bodies.iter().filter_map(|b| b.hosts.get(h)).collect();
+        let hist = add_hists(path, h, bodies.iter().map(|b| b.histograms.hosts.get(h)))?;
+        let mut m = all[0].clone();
+        m.requests = all.iter().map(|x| x.requests).sum();
+        m.ok = all.iter().map(|x| x.ok).sum();
+        m.errors = all.iter().map(|x| x.errors).sum();
+        m.rps = all.iter().map(|x| x.rps).sum();
+        m.bytes_received = all.iter().map(|x| x.bytes_received).sum();
+        m.status = BTreeMap::new();
+        for x in &all {
+            add_codes(&mut m.status, &x.status);
+        }
+        m.latency_ms = hist.summary();
+        host_hists.insert(h.clone(), hist.to_serialized());
+        hosts.insert(h.clone(), m);
+    }
+
+    let mut errors = Errors::default();
+    for b in &bodies {
+        errors.by_kind += &b.errors.by_kind;
+    }
+    errors.total_errors = errors.by_kind.total();
+    let attempts = s.requests + errors.total_errors;
+    errors.error_rate = if attempts == 0 {
+        0.0
+    } else {
+        errors.total_errors as f64 / attempts as f64
+    };
+    let health = Health {
+        sends_behind_schedule: bodies.iter().map(|b| b.health.sends_behind_schedule).sum(),
+        cpu_user_s: bodies.iter().map(|b| b.health.cpu_user_s).sum(),
+        cpu_sys_s: bodies.iter().map(|b| b.health.cpu_sys_s).sum(),
+        cpu_pct: bodies.iter().map(|b| b.health.cpu_pct).fold(0.0, f64::max),
+        max_rss_bytes: bodies
+            .iter()
+            .map(|b| b.health.max_rss_bytes)
+            .max()
+            .unwrap_or(0),
+        ..bodies[0].health.clone()
+    };
+    let mut latency_block = BTreeMap::new();
+    if !latency.is_empty() {
+        latency_block.insert("tcp".to_string(), NptLatency::from(&s.latency_ms));
+    }
+    let mut histograms = bodies[0].histograms.clone();
+    histograms.latency = latency.to_serialized();
+    histograms.latency_uncorrected = uncorrected.as_ref().map(|h| h.to_serialized());
+    histograms.ttfb = ttfb.to_serialized();
+    histograms.connect = connect.to_serialized();
+    histograms.tls = tls.as_ref().map(|h| h.to_serialized());
+    histograms.proxy = proxy.as_ref().map(|h| h.to_serialized());
+    histograms.hosts = host_hists;
+    let body = HttpBody {
+        summary: s,
+        hosts,
+        cold_start: bodies[0].cold_start.clone(),
+        health,
+        latency: latency_block,
+        errors,
+        histograms,
+        intervals: merge_intervals(path, &bodies)?,
+    };
+    Ok(envelope(&docs, body))
+}
+
+fn merge_intervals(
+    path: &std::path::Path,
+    bodies: &[&HttpBody],
+) -> Result<Vec<HttpInterval>, MergeError> {
+    let mut by_index: BTreeMap<u32, Vec<&HttpInterval>> = BTreeMap::new();
+    for b in bodies {
+        for iv in &b.intervals {
+            by_index.entry(iv.index).or_default().push(iv);
+        }
+    }
+    let mut out = Vec::with_capacity(by_index.len());
+    for (index, ivs) in by_index {
+        let h = add_hists(
+            path,
+            &format!("intervals[{index}].histogram"),
+            ivs.iter().map(|iv| Some(&iv.histogram)),
+        )?;
+        let mut m = ivs[0].clone();
+        m.start_s = ivs
+            .iter()
+            .map(|iv| iv.start_s)
+            .fold(f64::INFINITY, f64::min);
+        m.end_s = ivs.iter().map(|iv| iv.end_s).fold(0.0, f64::max);
+        m.requests = ivs.iter().map(|iv| iv.requests).sum();
+        m.errors = ivs.iter().map(|iv| iv.errors).sum();
+        m.rps = ivs.iter().map(|iv| iv.rps).sum();
+        m.status = BTreeMap::new();
+        for iv in &ivs {
+            add_codes(&mut m.status, &iv.status);
+        }
+        m.latency_ms = h.summary();
+        m.histogram = h.to_serialized();
+        out.push(m);
+    }
+    Ok(out)
+}
