@@ -329,3 +329,72 @@ fn ping_measures_the_time_to_a_connect_reply_through_the_proxy() {
     let out = run(&["ping", &format!("udp://{addr}"), "--via", &via], LIMIT);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn https_goes_through_an_http_connect_tunnel() {
+    if !have("/usr/bin/tinyproxy") {
+        return;
+    }
+    let mut child = npt()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--tls",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _srv = Guard(child);
+    use std::io::BufRead;
+    let https = std::io::BufReader::new(stdout)
+        .lines()
+        .take(8)
+        .map_while(Result::ok)
+        .find(|l| l.contains("listening on https"))
+        .and_then(|l| l.rsplit(' ').next().map(str::to_string))
+        .expect("https address");
+    let t = free_port();
+    let _t = tinyproxy(t);
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("https.json");
+    let via = format!("http://127.0.0.1:{t}");
+    let url = format!("https://{https}/");
+    let out = run(
+        &[
+            "http",
+            &url,
+            "--insecure",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--via",
+            &via,
+            "-q",
+            "--json",
+        ]
+        .iter()
+        .copied()
+        .chain([out_file.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+        LIMIT,
+    );
+    let d = json(&out_file);
+    assert_eq!(out.status.code(), Some(0), "{}", d["errors"]);
+    assert_valid(&d, "http");
+    assert!(f(&d, "/summary/requests") > 10.0);
+    assert_eq!(f(&d, "/summary/errors"), 0.0, "{}", d["errors"]);
+    assert!(
+        d["summary"]["phases_ms"]["tls"].is_object(),
+        "TLS inside the tunnel"
+    );
+    assert!(
+        d["summary"]["phases_ms"]["proxy"].is_object(),
+        "the CONNECT phase"
+    );
+}
