@@ -68,13 +68,19 @@ fn spawn(cmd: &mut Command, dir: Option<tempfile::TempDir>, port: u16) -> Proc {
 }
 
 pub fn danted(port: u16) -> Proc {
+    danted_with(port, "none")
+}
+
+/// danted with `socksmethod` set to `method` (`none`, or `username`: system accounts, see
+/// [`SystemUser`]).
+pub fn danted_with(port: u16, method: &str) -> Proc {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("danted.conf");
     std::fs::write(
         &conf,
         format!(
             "logoutput: stderr\ninternal: 127.0.0.1 port = {port}\nexternal: 127.0.0.1\n\
-             clientmethod: none\nsocksmethod: none\nuser.privileged: root\n\
+             clientmethod: none\nsocksmethod: {method}\nuser.privileged: root\n\
              user.unprivileged: nobody\n\
              client pass {{ from: 127.0.0.0/8 to: 0.0.0.0/0 }}\n\
              socks block {{ from: 0.0.0.0/0 to: 127.0.0.99/32 }}\n\
@@ -140,4 +146,41 @@ pub fn running_with_arg(arg: &Path) -> bool {
         .flatten()
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .any(|c| String::from_utf8_lossy(&c).contains(&want))
+}
+
+/// A throwaway system account (danted's `username` method checks the system's password
+/// database), removed when dropped. Needs root.
+pub struct SystemUser {
+    pub name: String,
+    pub password: String,
+}
+
+impl SystemUser {
+    pub fn create() -> std::io::Result<SystemUser> {
+        let name = format!("npttest{}", std::process::id() % 100_000);
+        let password = format!("pw{}", std::process::id());
+        let ok = Command::new("useradd")
+            .args(["--no-create-home", "--shell", "/usr/sbin/nologin", &name])
+            .status()?
+            .success();
+        if !ok {
+            return Err(std::io::Error::other(format!("useradd {name} failed")));
+        }
+        let user = SystemUser { name, password };
+        let mut chpasswd = Command::new("chpasswd").stdin(Stdio::piped()).spawn()?;
+        if let Some(mut stdin) = chpasswd.stdin.take() {
+            use std::io::Write;
+            writeln!(stdin, "{}:{}", user.name, user.password)?;
+        }
+        if !chpasswd.wait()?.success() {
+            return Err(std::io::Error::other("chpasswd failed"));
+        }
+        Ok(user)
+    }
+}
+
+impl Drop for SystemUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).status();
+    }
 }

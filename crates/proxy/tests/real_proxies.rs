@@ -8,7 +8,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
 
-use npt_proxy::testing::{danted, free_port, have, microsocks, running_with_arg, tinyproxy};
+use npt_proxy::testing::{
+    danted, danted_with, free_port, have, microsocks, running_with_arg, tinyproxy, SystemUser,
+};
 use npt_proxy::{socks5, tcp_connect, udp_associate, Via};
 
 const T: Duration = Duration::from_secs(5);
@@ -210,4 +212,34 @@ fn the_async_driver_goes_through_the_same_proxies() {
             .unwrap_err();
         assert_eq!(e.kind(), "proxy_auth_failed");
     });
+}
+
+#[test]
+fn dante_with_a_username_and_password() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED dante_with_a_username_and_password: needs root to create an account");
+        return;
+    }
+    if !have("/usr/sbin/danted") {
+        return;
+    }
+    let user = SystemUser::create().expect("a throwaway account");
+    let port = free_port();
+    let _d = danted_with(port, "username");
+    let good = Via::parse(&format!(
+        "socks5://{}:{}@127.0.0.1:{port}",
+        user.name, user.password
+    ))
+    .unwrap();
+    echo_through(&good, tcp_echo());
+    let assoc = udp_associate(&good, T).expect("UDP ASSOCIATE with a password");
+    assert!(assoc.phases.auth_ns > 0);
+    drop(assoc);
+    let bad = Via::parse(&format!("socks5://{}:wrong@127.0.0.1:{port}", user.name)).unwrap();
+    let e = tcp_connect(&bad, "127.0.0.1", 7, T).unwrap_err();
+    assert_eq!(e.kind(), "proxy_auth_failed", "{e}");
+    let none = Via::parse(&format!("socks5://127.0.0.1:{port}")).unwrap();
+    let e = tcp_connect(&none, "127.0.0.1", 7, T).unwrap_err();
+    assert_eq!(e.kind(), "proxy_auth_failed", "{e}");
 }
