@@ -3,6 +3,7 @@
 //! 0 ok, 1 the run failed (nothing answered, or the run could not be carried out),
 //! 2 usage or configuration error. A closed stdout (`| head`) counts as success.
 
+mod compare;
 mod demo;
 mod http;
 mod live;
@@ -55,6 +56,8 @@ enum Command {
     Ping(ping::PingArgs),
     /// Joins the results of the parts of a segmented run (--segment i/n) into one, exactly.
     Merge(merge::MergeArgs),
+    /// Results side by side against theoretical latency (seed 000's table).
+    Compare(compare::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Http(a) => http::run(a),
         Command::Ping(a) => ping::run(a),
         Command::Merge(a) => merge::run(a),
+        Command::Compare(a) => compare::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,408 @@
+//! Seed 000's closing table: several results side by side — avg / p50 / p95 / p99 / max latency
+//! beside a *theoretical* latency (the sum of the hops' RTTs), the overhead over it and over a
+//! baseline (ms and %), errors, and loss and jitter for probes.
+//!
+//! Pure code over result documents (JSON values): each kind's headline latency is the
+//! request latency the user feels — probe: RTT; run: every protocol's request latency, its
+//! histograms added exactly; http: request latency (corrected in open loop); ping: the hop RTT.
+//! Rows of different kinds or different workload settings are allowed but noted: a p50 of a
+//! ping-pong probe and of a 300-user run are not the same figure.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use npt_stats::{Histogram, SerializedHistogram, Summary};
+use serde::Serialize;
+
+/// One result to compare: its name in the table, where it came from, and the document.
+pub struct Input {
+    pub name: String,
+    pub path: String,
+    pub doc: serde_json::Value,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub kind: String,
+    pub target: String,
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub theoretical_ms: Option<f64>,
+    /// avg − theoretical.
+    pub overhead_ms: Option<f64>,
+    pub overhead_pct: Option<f64>,
+    /// avg − the baseline's avg.
+    pub vs_baseline_ms: Option<f64>,
+    pub vs_baseline_pct: Option<f64>,
+    pub errors: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
+    /// The result file the row was read from.
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Table {
+    pub baseline: Option<String>,
+    pub scenarios: Vec<Row>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{0}: {1}")]
+    Doc(String, String),
+    #[error("--baseline {0:?} names no compared result")]
+    Baseline(String),
+    #[error("--theoretical {0:?} names no compared result")]
+    Theoretical(String),
+}
+
+/// The user-felt latency of a result, by kind.
+fn headline(input: &Input) -> Result<Summary, CompareError> {
+    let d = &input.doc;
+    let bad = |m: &str| CompareError::Doc(input.path.clone(), m.to_string());
+    let summary = |v: &serde_json::Value| -> Result<Summary, CompareError> {
+        serde_json::from_value(v.clone()).map_err(|e| bad(&format!("latency summary: {e}")))
+    };
+    match d["kind"].as_str().unwrap_or("") {
+        "probe" => summary(&d["summary"]["rtt_ms"]),
+        "http" => summary(&d["summary"]["latency_ms"]),
+        "run" => {
+            // Every protocol's request latency, added exactly.
+            let mut h = Histogram::new();
+            let hists = d["histograms"]
+                .as_object()
+                .ok_or_else(|| bad("no histograms"))?;
+            for (k, v) in hists {
+                if k.starts_with("proto.") && k.ends_with(".latency") {
+                    let s: SerializedHistogram =
+                        serde_json::from_value(v.clone()).map_err(|e| bad(&format!("{k}: {e}")))?;
+                    h += &Histogram::from_serialized(&s).map_err(|e| bad(&e.to_string()))?;
+                }
+            }
+            Ok(h.summary())
+        }
+        "ping" => {
+            let s = &d["summary"];
+            let f = |k: &str| s[k].as_f64().unwrap_or(0.0);
+            Ok(Summary {
+                count: s["received"].as_u64().unwrap_or(0),
+                min: f("min_ms"),
+                mean: f("avg_ms"),
+                stddev: f("stddev_ms"),
+                p50: f("p50_ms"),
+                p90: f("p90_ms"),
+                p95: f("p95_ms"),
+                p99: f("p99_ms"),
+                p999: f("max_ms"),
+                p9999: f("max_ms"),
+                max: f("max_ms"),
+            })
+        }
+        other => Err(bad(&format!("kind {other:?} cannot be compared"))),
+    }
+}
+
+fn target(d: &serde_json::Value) -> String {
+    let s = &d["summary"];
+    s["target"]
+        .as_str()
+        .or(s["url"].as_str())
+        .or(d["target"].as_str())
+        .or(s["targets"][0].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The workload settings that make two results comparable (the target left out).
+fn workload(d: &serde_json::Value) -> serde_json::Value {
+    let mut c = d["config"].clone();
+    if let Some(o) = c.as_object_mut() {
+        for k in ["target", "targets", "url", "addr", "segment", "seed", "via"] {
+            o.remove(k);
+        }
+    }
+    c
+}
+
+fn pct(part: f64, of: f64) -> Option<f64> {
+    (of > 0.0).then(|| part * 100.0 / of)
+}
+
+/// Builds the table. `baseline` and the keys of `theoretical` name rows.
+pub fn table(
+    inputs: &[Input],
+    baseline: Option<&str>,
+    theoretical: &BTreeMap<String, f64>,
+) -> Result<Table, CompareError> {
+    let mut rows = Vec::new();
+    for i in inputs {
+        let s = headline(i)?;
+        let d = &i.doc;
+        let probe = d["kind"] == "probe";
+        rows.push(Row {
+            name: i.name.clone(),
+            kind: d["kind"].as_str().unwrap_or("").to_string(),
+            target: target(d),
+            avg_ms: s.mean,
+            p50_ms: s.p50,
+            p95_ms: s.p95,
+            p99_ms: s.p99,
+            max_ms: s.max,
+            theoretical_ms: theoretical.get(&i.name).copied(),
+            errors: d["errors"]["total_errors"].as_u64().unwrap_or(0),
+            loss_pct: probe.then(|| d["summary"]["loss_pct"].as_f64().unwrap_or(0.0)),
+            jitter_ms: probe.then(|| d["summary"]["jitter_ms"].as_f64().unwrap_or(0.0)),
+            result: i.path.clone(),
+            ..Row::default()
+        });
+    }
+    for k in theoretical.keys() {
+        if !rows.iter().any(|r| &r.name == k) {
+            return Err(CompareError::Theoretical(k.clone()));
+        }
+    }
+    let base_avg = match baseline {
+        Some(b) => Some(
+            rows.iter()
+                .find(|r| r.name == b)
+                .map(|r| r.avg_ms)
+                .ok_or_else(|| CompareError::Baseline(b.to_string()))?,
+        ),
+        None => None,
+    };
+    for r in &mut rows {
+        if let Some(t) = r.theoretical_ms {
+            r.overhead_ms = Some(r.avg_ms - t);
+            r.overhead_pct = pct(r.avg_ms - t, t);
+        }
+        if let Some(b) = base_avg {
+            r.vs_baseline_ms = Some(r.avg_ms - b);
+            r.vs_baseline_pct = pct(r.avg_ms - b, b);
+        }
+    }
+    let mut notes = Vec::new();
+    let kinds: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.kind.as_str()).collect();
+    if kinds.len() > 1 {
+        notes.push(format!(
+            "results of different kinds ({}): their latencies measure different things",
+            kinds.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    } else if let Some(first) = inputs.first() {
+        let w = workload(&first.doc);
+        for i in &inputs[1..] {
+            if workload(&i.doc) != w {
+                notes.push(format!(
+                    "{} ran different workload settings from {}",
+                    i.name, first.name
+                ));
+            }
+        }
+    }
+    Ok(Table {
+        baseline: baseline.map(str::to_string),
+        scenarios: rows,
+        notes,
+    })
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".to_string(), |x| format!("{x:.digits$}"))
+}
+
+fn signed(ms: Option<f64>, pct: Option<f64>) -> String {
+    match (ms, pct) {
+        (Some(m), Some(p)) => format!("{m:+.2} ({p:+.1}%)"),
+        (Some(m), None) => format!("{m:+.2}"),
+        _ => "-".to_string(),
+    }
+}
+
+const HEADER: [&str; 10] = [
+    "scenario",
+    "avg",
+    "p50",
+    "p95",
+    "p99",
+    "max",
+    "theoretical",
+    "overhead",
+    "vs baseline",
+    "errors",
+];
+
+fn cells(r: &Row) -> Vec<String> {
+    let mut errors = r.errors.to_string();
+    if let Some(l) = r.loss_pct {
+        errors += &format!(", loss {l:.2}%");
+    }
+    vec![
+        r.name.clone(),
+        format!("{:.2}", r.avg_ms),
+        format!("{:.2}", r.p50_ms),
+        format!("{:.2}", r.p95_ms),
+        format!("{:.2}", r.p99_ms),
+        format!("{:.2}", r.max_ms),
+        opt(r.theoretical_ms, 2),
+        signed(r.overhead_ms, r.overhead_pct),
+        signed(r.vs_baseline_ms, r.vs_baseline_pct),
+        errors,
+    ]
+}
+
+/// The table for a terminal: aligned columns, latencies in ms.
+pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
+    let rows: Vec<Vec<String>> = t.scenarios.iter().map(cells).collect();
+    let widths: Vec<usize> = (0..HEADER.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([HEADER[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |w: &mut dyn Write, r: &[String]| -> io::Result<()> {
+        let parts: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, &n))| {
+                if i == 0 {
+                    format!("{c:<n$}")
+                } else {
+                    format!("{c:>n$}")
+                }
+            })
+            .collect();
+        writeln!(w, "{}", parts.join("  ").trim_end())
+    };
+    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+    line(w, &header)?;
+    for r in &rows {
+        line(w, r)?;
+    }
+    writeln!(
+        w,
+        "(latency in ms; overhead = avg − theoretical; vs baseline = avg − the baseline's avg)"
+    )?;
+    for n in &t.notes {
+        writeln!(w, "note: {n}")?;
+    }
+    Ok(())
+}
+
+/// The table in Markdown, ready to paste into an issue or a post like seed 000's.
+pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
+    writeln!(
+        w,
+        "| scenario | avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | theoretical (ms) | overhead | vs baseline | errors |"
+    )?;
+    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|")?;
+    for r in &t.scenarios {
+        let c = cells(r);
+        let name = c[0].replace('|', "\\|");
+        writeln!(w, "| {name} | {} |", c[1..].join(" | "))?;
+    }
+    for n in &t.notes {
+        writeln!(w, "\n> note: {n}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(name: &str, samples: &[u64], loss: f64) -> Input {
+        let mut h = Histogram::new();
+        for &s in samples {
+            h.record(s);
+        }
+        Input {
+            name: name.into(),
+            path: format!("{name}.json"),
+            doc: serde_json::json!({
+                "kind": "probe",
+                "config": {"pacing": "rate", "target": name},
+                "summary": {"target": name, "rtt_ms": h.summary(), "loss_pct": loss,
+                            "jitter_ms": 0.5},
+                "errors": {"total_errors": 2},
+            }),
+        }
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn overheads_against_theoretical_and_baseline() {
+        let inputs = [
+            probe("direct", &[299 * MS; 10], 0.0),
+            probe("chain", &[285 * MS; 10], 1.5),
+        ];
+        let theo = BTreeMap::from([("chain".to_string(), 152.0 + 32.0 + 69.0)]);
+        let t = table(&inputs, Some("direct"), &theo).unwrap();
+        let chain = &t.scenarios[1];
+        assert_eq!(chain.theoretical_ms, Some(253.0));
+        // 285 ms against 253 ms in theory: +32 ms, +12.6 %; 14 ms under the direct path.
+        let oh = chain.overhead_ms.unwrap();
+        assert!((oh - 32.0).abs() < 0.5, "{oh}");
+        assert!((chain.overhead_pct.unwrap() - 12.6).abs() < 0.3);
+        assert!((chain.vs_baseline_ms.unwrap() + 14.0).abs() < 0.5);
+        assert_eq!(t.scenarios[0].vs_baseline_ms, Some(0.0));
+        assert_eq!(
+            t.scenarios[0].overhead_ms, None,
+            "no theoretical: no overhead"
+        );
+        assert_eq!(chain.loss_pct, Some(1.5));
+        assert!(t.notes.is_empty(), "{:?}", t.notes);
+    }
+
+    #[test]
+    fn bad_names_and_mixed_kinds() {
+        let inputs = [probe("a", &[MS], 0.0)];
+        assert!(table(&inputs, Some("nope"), &BTreeMap::new()).is_err());
+        let theo = BTreeMap::from([("x".to_string(), 1.0)]);
+        assert!(table(&inputs, None, &theo).is_err());
+        let mut other = probe("b", &[MS], 0.0);
+        other.doc["config"]["pacing"] = "relay".into();
+        let t = table(&[probe("a", &[MS], 0.0), other], None, &BTreeMap::new()).unwrap();
+        assert!(
+            t.notes[0].contains("different workload settings"),
+            "{:?}",
+            t.notes
+        );
+    }
+
+    #[test]
+    fn renders_text_and_markdown() {
+        let inputs = [
+            probe("direct", &[2 * MS], 0.0),
+            probe("via|proxy", &[3 * MS], 0.0),
+        ];
+        let t = table(&inputs, Some("direct"), &BTreeMap::new()).unwrap();
+        let mut text = Vec::new();
+        write_text(&mut text, &t).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.lines().next().unwrap().starts_with("scenario"),
+            "{text}"
+        );
+        // 2 and 3 ms read back within HDR's 0.1 %: +1.00 ms, about +50 %.
+        assert!(
+            text.contains("+1.00 (+49.9%)") || text.contains("+1.00 (+50.0%)"),
+            "{text}"
+        );
+        let mut md = Vec::new();
+        write_markdown(&mut md, &t).unwrap();
+        let md = String::from_utf8(md).unwrap();
+        assert!(md.contains("| via\\|proxy | 3.00 |"), "{md}");
+    }
+}
