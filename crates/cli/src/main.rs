@@ -11,6 +11,7 @@ mod merge;
 mod ping;
 mod probe;
 mod probe_checks;
+mod report;
 mod run;
 mod segment;
 mod serve;
@@ -58,6 +59,8 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Results side by side against theoretical latency (seed 000's table).
     Compare(compare::CompareArgs),
+    /// Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts.
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         Command::Ping(a) => ping::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Report(a) => report::run(a),
     };
     match result {
         Ok(code) => code,

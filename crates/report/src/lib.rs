@@ -8,6 +8,7 @@
 pub mod html;
 pub mod http;
 pub mod merge;
+pub mod page;
 pub mod compare;
 pub mod probe;
 pub mod run;
