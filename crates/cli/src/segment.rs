@@ -296,7 +296,11 @@ mod tests {
         let other = serde_json::json!({"users": 101, "mix": "web=100"});
         assert_ne!(config_hash(&w), config_hash(&other));
         let seeded = serde_json::json!({"users": 100, "mix": "web=100", "seed": 7});
-        assert_eq!(config_hash(&w), config_hash(&seeded), "the seed is per agent");
+        assert_eq!(
+            config_hash(&w),
+            config_hash(&seeded),
+            "the seed is per agent"
+        );
         let bad = SegmentArgs {
             start_at: Some("tomorrow".into()),
             ..SegmentArgs::default()

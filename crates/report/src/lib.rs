@@ -5,11 +5,11 @@
 //! body is per kind (see [`probe`]). Types derive `Deserialize` as well as `Serialize` so a
 //! saved result can be rendered again or merged without re-running anything.
 
+pub mod compare;
 pub mod html;
 pub mod http;
 pub mod merge;
 pub mod page;
-pub mod compare;
 pub mod probe;
 pub mod run;
 pub mod text;
