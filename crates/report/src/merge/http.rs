@@ -11,7 +11,7 @@ use crate::http::{HostResult, HttpBody, HttpInterval};
 use crate::probe::{Directions, Errors, Health, NptLatency};
 use crate::Document;
 
-use super::{add_hists, envelope, typed, MergeError, Part};
+use super::{add_hists, envelope, group_intervals, typed, MergeError, Part};
 
 fn add_codes(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
     for (k, v) in from {
@@ -148,35 +148,28 @@ fn merge_intervals(
     path: &std::path::Path,
     bodies: &[&HttpBody],
 ) -> Result<Vec<HttpInterval>, MergeError> {
-    let mut by_index: BTreeMap<u32, Vec<&HttpInterval>> = BTreeMap::new();
-    for b in bodies {
-        for iv in &b.intervals {
-            by_index.entry(iv.index).or_default().push(iv);
-        }
-    }
-    let mut out = Vec::with_capacity(by_index.len());
-    for (index, ivs) in by_index {
-        let h = add_hists(
-            path,
-            &format!("intervals[{index}].histogram"),
-            ivs.iter().map(|iv| Some(&iv.histogram)),
-        )?;
-        let mut m = ivs[0].clone();
-        m.start_s = ivs
-            .iter()
-            .map(|iv| iv.start_s)
-            .fold(f64::INFINITY, f64::min);
-        m.end_s = ivs.iter().map(|iv| iv.end_s).fold(0.0, f64::max);
-        m.requests = ivs.iter().map(|iv| iv.requests).sum();
-        m.errors = ivs.iter().map(|iv| iv.errors).sum();
-        m.rps = ivs.iter().map(|iv| iv.rps).sum();
-        m.status = BTreeMap::new();
-        for iv in &ivs {
-            add_codes(&mut m.status, &iv.status);
-        }
-        m.latency_ms = h.summary();
-        m.histogram = h.to_serialized();
-        out.push(m);
-    }
-    Ok(out)
+    let groups = group_intervals(
+        path,
+        bodies.iter().flat_map(|b| b.intervals.iter()),
+        |iv| iv.index,
+        |iv| &iv.histogram,
+        |iv| (iv.start_s, iv.end_s),
+    )?;
+    Ok(groups
+        .into_iter()
+        .map(|(ivs, h, start, end)| {
+            let mut m = ivs[0].clone();
+            (m.start_s, m.end_s) = (start, end);
+            m.requests = ivs.iter().map(|iv| iv.requests).sum();
+            m.errors = ivs.iter().map(|iv| iv.errors).sum();
+            m.rps = ivs.iter().map(|iv| iv.rps).sum();
+            m.status = BTreeMap::new();
+            for iv in &ivs {
+                add_codes(&mut m.status, &iv.status);
+            }
+            m.latency_ms = h.summary();
+            m.histogram = h.to_serialized();
+            m
+        })
+        .collect())
 }

@@ -243,6 +243,38 @@ fn add_hists<'a>(
     Ok(total)
 }
 
+/// The intervals of all parts grouped by index (parts started together, so index k is the same
+/// stretch of time in each), each group with its histograms added and its time span.
+#[allow(clippy::type_complexity)]
+fn group_intervals<'a, T: 'a>(
+    path: &Path,
+    all: impl Iterator<Item = &'a T>,
+    index: impl Fn(&T) -> u32,
+    hist: impl Fn(&T) -> &SerializedHistogram,
+    span: impl Fn(&T) -> (f64, f64),
+) -> Result<Vec<(Vec<&'a T>, Histogram, f64, f64)>, MergeError> {
+    let mut by_index: std::collections::BTreeMap<u32, Vec<&'a T>> = Default::default();
+    for iv in all {
+        by_index.entry(index(iv)).or_default().push(iv);
+    }
+    by_index
+        .into_iter()
+        .map(|(k, ivs)| {
+            let h = add_hists(
+                path,
+                &format!("intervals[{k}].histogram"),
+                ivs.iter().map(|iv| Some(hist(iv))),
+            )?;
+            let start = ivs
+                .iter()
+                .map(|iv| span(iv).0)
+                .fold(f64::INFINITY, f64::min);
+            let end = ivs.iter().map(|iv| span(iv).1).fold(0.0, f64::max);
+            Ok((ivs, h, start, end))
+        })
+        .collect()
+}
+
 /// Parses the parts as documents with body `B`.
 fn typed<B: for<'de> Deserialize<'de>>(
     parts: &[Part],

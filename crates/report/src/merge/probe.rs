@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::probe::{Directions, Errors, Health, IntervalRecord, NptLatency, ProbeBody};
 use crate::Document;
 
-use super::{add_hists, envelope, typed, MergeError, Part};
+use super::{add_hists, envelope, group_intervals, typed, MergeError, Part};
 
 fn add_dir(a: &mut Directions, b: &Directions) {
     a.up += b.up;
@@ -161,45 +161,38 @@ fn merge_intervals(
     path: &std::path::Path,
     bodies: &[&ProbeBody],
 ) -> Result<Vec<IntervalRecord>, MergeError> {
-    let mut by_index: BTreeMap<u32, Vec<&IntervalRecord>> = BTreeMap::new();
-    for b in bodies {
-        for iv in &b.intervals {
-            by_index.entry(iv.index).or_default().push(iv);
-        }
-    }
-    let mut out = Vec::with_capacity(by_index.len());
-    for (index, ivs) in by_index {
-        let h = add_hists(
-            path,
-            &format!("intervals[{index}].histogram"),
-            ivs.iter().map(|iv| Some(&iv.histogram)),
-        )?;
-        let mut m = ivs[0].clone();
-        m.start_s = ivs
-            .iter()
-            .map(|iv| iv.start_s)
-            .fold(f64::INFINITY, f64::min);
-        m.end_s = ivs.iter().map(|iv| iv.end_s).fold(0.0, f64::max);
-        m.sent = ivs.iter().map(|iv| iv.sent).sum();
-        m.received = ivs.iter().map(|iv| iv.received).sum();
-        m.lost = ivs.iter().map(|iv| iv.lost).sum();
-        m.late = ivs.iter().map(|iv| iv.late).sum();
-        m.duplicated = ivs.iter().map(|iv| iv.duplicated).sum();
-        m.reordered = ivs.iter().map(|iv| iv.reordered).sum();
-        m.loss_pct = if m.sent == 0 {
-            0.0
-        } else {
-            m.lost as f64 * 100.0 / m.sent as f64
-        };
-        m.pps = ivs.iter().map(|iv| iv.pps).sum();
-        m.jitter_ms = weighted(ivs.iter().map(|iv| (iv.jitter_ms, iv.received as f64)));
-        m.bandwidth_bps = Directions::default();
-        for iv in &ivs {
-            add_dir(&mut m.bandwidth_bps, &iv.bandwidth_bps);
-        }
-        m.rtt_ms = h.summary();
-        m.histogram = h.to_serialized();
-        out.push(m);
-    }
-    Ok(out)
+    let groups = group_intervals(
+        path,
+        bodies.iter().flat_map(|b| b.intervals.iter()),
+        |iv| iv.index,
+        |iv| &iv.histogram,
+        |iv| (iv.start_s, iv.end_s),
+    )?;
+    Ok(groups
+        .into_iter()
+        .map(|(ivs, h, start, end)| {
+            let mut m = ivs[0].clone();
+            (m.start_s, m.end_s) = (start, end);
+            m.sent = ivs.iter().map(|iv| iv.sent).sum();
+            m.received = ivs.iter().map(|iv| iv.received).sum();
+            m.lost = ivs.iter().map(|iv| iv.lost).sum();
+            m.late = ivs.iter().map(|iv| iv.late).sum();
+            m.duplicated = ivs.iter().map(|iv| iv.duplicated).sum();
+            m.reordered = ivs.iter().map(|iv| iv.reordered).sum();
+            m.loss_pct = if m.sent == 0 {
+                0.0
+            } else {
+                m.lost as f64 * 100.0 / m.sent as f64
+            };
+            m.pps = ivs.iter().map(|iv| iv.pps).sum();
+            m.jitter_ms = weighted(ivs.iter().map(|iv| (iv.jitter_ms, iv.received as f64)));
+            m.bandwidth_bps = Directions::default();
+            for iv in &ivs {
+                add_dir(&mut m.bandwidth_bps, &iv.bandwidth_bps);
+            }
+            m.rtt_ms = h.summary();
+            m.histogram = h.to_serialized();
+            m
+        })
+        .collect())
 }

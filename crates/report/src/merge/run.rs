@@ -11,7 +11,7 @@ use crate::probe::{Directions, Errors, NptLatency};
 use crate::run::{ActivityStats, GameStats, ProtocolStats, RunBody, RunHealth, RunInterval};
 use crate::Document;
 
-use super::{add_hists, envelope, typed, MergeError, Part};
+use super::{add_hists, envelope, group_intervals, typed, MergeError, Part};
 
 fn add_dir(a: &mut Directions, b: &Directions) {
     a.up += b.up;
@@ -200,36 +200,29 @@ fn merge_intervals(
     path: &std::path::Path,
     bodies: &[&RunBody],
 ) -> Result<Vec<RunInterval>, MergeError> {
-    let mut by_index: BTreeMap<u32, Vec<&RunInterval>> = BTreeMap::new();
-    for b in bodies {
-        for iv in &b.intervals {
-            by_index.entry(iv.index).or_default().push(iv);
-        }
-    }
-    let mut out = Vec::with_capacity(by_index.len());
-    for (index, ivs) in by_index {
-        let h = add_hists(
-            path,
-            &format!("intervals[{index}].histogram"),
-            ivs.iter().map(|iv| Some(&iv.histogram)),
-        )?;
-        let mut m = ivs[0].clone();
-        m.start_s = ivs
-            .iter()
-            .map(|iv| iv.start_s)
-            .fold(f64::INFINITY, f64::min);
-        m.end_s = ivs.iter().map(|iv| iv.end_s).fold(0.0, f64::max);
-        m.requests = ivs.iter().map(|iv| iv.requests).sum();
-        m.errors = ivs.iter().map(|iv| iv.errors).sum();
-        m.bytes = Directions::default();
-        for iv in &ivs {
-            add_dir(&mut m.bytes, &iv.bytes);
-        }
-        m.active_users = ivs.iter().map(|iv| iv.active_users).sum();
-        m.active_connections = ivs.iter().map(|iv| iv.active_connections).sum();
-        m.latency_ms = h.summary();
-        m.histogram = h.to_serialized();
-        out.push(m);
-    }
-    Ok(out)
+    let groups = group_intervals(
+        path,
+        bodies.iter().flat_map(|b| b.intervals.iter()),
+        |iv| iv.index,
+        |iv| &iv.histogram,
+        |iv| (iv.start_s, iv.end_s),
+    )?;
+    Ok(groups
+        .into_iter()
+        .map(|(ivs, h, start, end)| {
+            let mut m = ivs[0].clone();
+            (m.start_s, m.end_s) = (start, end);
+            m.requests = ivs.iter().map(|iv| iv.requests).sum();
+            m.errors = ivs.iter().map(|iv| iv.errors).sum();
+            m.bytes = Directions::default();
+            for iv in &ivs {
+                add_dir(&mut m.bytes, &iv.bytes);
+            }
+            m.active_users = ivs.iter().map(|iv| iv.active_users).sum();
+            m.active_connections = ivs.iter().map(|iv| iv.active_connections).sum();
+            m.latency_ms = h.summary();
+            m.histogram = h.to_serialized();
+            m
+        })
+        .collect())
 }
