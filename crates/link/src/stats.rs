@@ -1,0 +1,257 @@
+//! What a link actually applied, as a value that adds up: packet and byte counts in and out,
+//! drops by cause, duplicates, reorderings, and an HDR histogram of the delay error (when the
+//! runtime really released each packet minus when it was due). One per link direction; the
+//! lab merges them with `+=` and serializes them with the histogram, so saved stats merge
+//! exactly later.
+
+use std::ops::AddAssign;
+use std::time::Duration;
+
+use npt_stats::{Histogram, SerializedHistogram};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Counters and the delay-error histogram of one link direction. Mergeable with `+=`.
+#[derive(Clone, Debug, Default)]
+pub struct LinkStats {
+    packets_in: u64,
+    bytes_in: u64,
+    packets_out: u64,
+    bytes_out: u64,
+    dropped_loss: u64,
+    dropped_queue: u64,
+    duplicated: u64,
+    reordered: u64,
+    released_early: u64,
+    delay_error: Histogram,
+}
+
+/// The numbers of [`LinkStats`] a person reads: counters and delay error in µs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkSummary {
+    pub packets_in: u64,
+    pub bytes_in: u64,
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    pub dropped_loss: u64,
+    pub dropped_queue: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    /// Releases reported before their due time (a runtime bug if ever non-zero).
+    pub released_early: u64,
+    /// Releases recorded in the delay-error histogram.
+    pub delay_error_count: u64,
+    pub delay_error_p50_us: f64,
+    pub delay_error_p99_us: f64,
+    pub delay_error_max_us: f64,
+}
+
+impl LinkStats {
+    pub fn packets_in(&self) -> u64 {
+        self.packets_in
+    }
+    pub fn bytes_in(&self) -> u64 {
+        self.bytes_in
+    }
+    /// Packets handed out by `pop_due`, duplicates included.
+    pub fn packets_out(&self) -> u64 {
+        self.packets_out
+    }
+    pub fn bytes_out(&self) -> u64 {
+        self.bytes_out
+    }
+    /// Dropped by the loss model.
+    pub fn dropped_loss(&self) -> u64 {
+        self.dropped_loss
+    }
+    /// Dropped because the bottleneck queue was full.
+    pub fn dropped_queue(&self) -> u64 {
+        self.dropped_queue
+    }
+    /// Extra copies made.
+    pub fn duplicated(&self) -> u64 {
+        self.duplicated
+    }
+    /// Packets that skipped the delay and are due before a packet that arrived earlier.
+    pub fn reordered(&self) -> u64 {
+        self.reordered
+    }
+    pub fn released_early(&self) -> u64 {
+        self.released_early
+    }
+    /// Actual release minus due time, in ns.
+    pub fn delay_error(&self) -> &Histogram {
+        &self.delay_error
+    }
+
+    pub fn summary(&self) -> LinkSummary {
+        let us = |ns: u64| ns as f64 / 1e3;
+        let h = &self.delay_error;
+        let (p50, p99, max) = if h.is_empty() {
+            (0.0, 0.0, 0.0)
+        } else {
+            (
+                us(h.quantile_ns(0.50)),
+                us(h.quantile_ns(0.99)),
+                us(h.max_ns()),
+            )
+        };
+        LinkSummary {
+            packets_in: self.packets_in,
+            bytes_in: self.bytes_in,
+            packets_out: self.packets_out,
+            bytes_out: self.bytes_out,
+            dropped_loss: self.dropped_loss,
+            dropped_queue: self.dropped_queue,
+            duplicated: self.duplicated,
+            reordered: self.reordered,
+            released_early: self.released_early,
+            delay_error_count: h.count(),
+            delay_error_p50_us: p50,
+            delay_error_p99_us: p99,
+            delay_error_max_us: max,
+        }
+    }
+
+    pub(crate) fn record_in(&mut self, len: usize) {
+        self.packets_in += 1;
+        self.bytes_in = self.bytes_in.saturating_add(len as u64);
+    }
+    pub(crate) fn record_out(&mut self, len: usize) {
+        self.packets_out += 1;
+        self.bytes_out = self.bytes_out.saturating_add(len as u64);
+    }
+    pub(crate) fn record_loss(&mut self) {
+        self.dropped_loss += 1;
+    }
+    pub(crate) fn record_queue_drop(&mut self) {
+        self.dropped_queue += 1;
+    }
+    pub(crate) fn record_duplicate(&mut self) {
+        self.duplicated += 1;
+    }
+    pub(crate) fn record_reorder(&mut self) {
+        self.reordered += 1;
+    }
+    pub(crate) fn record_delay_error(&mut self, late: Duration, early: bool) {
+        if early {
+            self.released_early += 1;
+        }
+        self.delay_error
+            .record(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
+    }
+}
+
+impl AddAssign<&LinkStats> for LinkStats {
+    fn add_assign(&mut self, o: &LinkStats) {
+        self.packets_in += o.packets_in;
+        self.bytes_in = self.bytes_in.saturating_add(o.bytes_in);
+        self.packets_out += o.packets_out;
+        self.bytes_out = self.bytes_out.saturating_add(o.bytes_out);
+        self.dropped_loss += o.dropped_loss;
+        self.dropped_queue += o.dropped_queue;
+        self.duplicated += o.duplicated;
+        self.reordered += o.reordered;
+        self.released_early += o.released_early;
+        self.delay_error += &o.delay_error;
+    }
+}
+
+impl AddAssign for LinkStats {
+    fn add_assign(&mut self, o: LinkStats) {
+        *self += &o;
+    }
+}
+
+/// The serialized form: the summary's fields, flattened, plus the histogram under
+/// `delay_error` (unit ns) so that saved stats merge exactly.
+#[derive(Serialize, Deserialize)]
+struct LinkStatsDoc {
+    #[serde(flatten)]
+    summary: LinkSummary,
+    delay_error: SerializedHistogram,
+}
+
+impl Serialize for LinkStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        LinkStatsDoc {
+            summary: self.summary(),
+            delay_error: self.delay_error.to_serialized(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LinkStats {
+    /// Counters and the histogram are read; the percentiles are recomputed from the histogram.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let doc = LinkStatsDoc::deserialize(d)?;
+        let delay_error =
+            Histogram::from_serialized(&doc.delay_error).map_err(serde::de::Error::custom)?;
+        let s = doc.summary;
+        Ok(LinkStats {
+            packets_in: s.packets_in,
+            bytes_in: s.bytes_in,
+            packets_out: s.packets_out,
+            bytes_out: s.bytes_out,
+            dropped_loss: s.dropped_loss,
+            dropped_queue: s.dropped_queue,
+            duplicated: s.duplicated,
+            reordered: s.reordered,
+            released_early: s.released_early,
+            delay_error,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(k: u64) -> LinkStats {
+        let mut s = LinkStats::default();
+        for i in 0..k {
+            s.record_in(100);
+            s.record_out(100);
+            s.record_delay_error(Duration::from_micros(10 * (i + 1)), false);
+        }
+        s.record_loss();
+        s.record_queue_drop();
+        s.record_duplicate();
+        s.record_reorder();
+        s
+    }
+
+    #[test]
+    fn stats_merge_with_plus_assign() {
+        let mut total = sample(3);
+        total += &sample(2);
+        total += sample(1);
+        let s = total.summary();
+        assert_eq!(s.packets_in, 6);
+        assert_eq!(s.bytes_out, 600);
+        assert_eq!(s.dropped_loss, 3);
+        assert_eq!(s.dropped_queue, 3);
+        assert_eq!(s.duplicated, 3);
+        assert_eq!(s.reordered, 3);
+        assert_eq!(s.delay_error_count, 6);
+        // 10,20,30 + 10,20 + 10 µs: median 10..20, max 30 (HDR: 3 significant digits).
+        assert!((s.delay_error_max_us - 30.0).abs() < 0.1, "{s:?}");
+        assert!((s.delay_error_p50_us - 20.0).abs() < 10.1, "{s:?}");
+    }
+
+    #[test]
+    fn stats_survive_json_and_merge_exactly_after() {
+        let a = sample(50);
+        let json = serde_json::to_string(&a).unwrap();
+        assert!(json.contains("\"delay_error_p99_us\""), "{json}");
+        assert!(json.contains("\"delay_error\":{"), "{json}");
+        let back: LinkStats = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.summary(), a.summary());
+        let mut m1 = a.clone();
+        m1 += &a;
+        let mut m2 = back.clone();
+        m2 += &back;
+        assert_eq!(m1.summary(), m2.summary());
+        assert!(LinkStats::default().summary().delay_error_max_us == 0.0);
+    }
+}
