@@ -65,6 +65,29 @@
 //! the bottleneck plus the packets that arrived during the last `delay + jitter` (with `rate`:
 //! at most `(delay + jitter) · rate / (8 · smallest packet)` of them), each twice at most when
 //! duplicated; plus one `Instant` per bottleneck packet. A `delay` of 1 h at most is accepted.
+//!
+//! # Driving it
+//! ```
+//! use std::time::{Duration, Instant};
+//! use npt_link::{Impairments, Link, Verdict};
+//!
+//! let imp: Impairments = toml::from_str(r#"delay = "50ms"
+//! loss = "1%""#).unwrap();
+//! let mut link = Link::new(&imp, 7);
+//! let t0 = Instant::now(); // the runtime's clock; tests use a virtual one
+//! if let Verdict::Queued { due, .. } = link.push(t0, vec![0u8; 64], 64) {
+//!     assert_eq!(due, t0 + Duration::from_millis(50));
+//! }
+//! // Runtime loop: sleep until just before `next_due()`, spin to it, then release.
+//! while let Some(due) = link.next_due() {
+//!     let now = due; // what the clock reads when the runtime wakes
+//!     while let Some((pkt, due)) = link.pop_due(now) {
+//!         // write `pkt` to the other TUN, then:
+//!         link.record_release(due, now);
+//!     }
+//! }
+//! println!("{:?}", link.stats().summary());
+//! ```
 
 mod config;
 mod human;

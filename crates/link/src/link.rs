@@ -228,6 +228,12 @@ impl<P: Clone> Link<P> {
         &self.stats
     }
 
+    /// Hands over the stats gathered so far and starts afresh: per-interval or per-scenario
+    /// stats that add back up to the total with `+=`.
+    pub fn take_stats(&mut self) -> LinkStats {
+        std::mem::take(&mut self.stats)
+    }
+
     /// Packets held in the delay line now (the bottleneck queue's packets included).
     pub fn held(&self) -> usize {
         self.delayed.len() + self.overtaking.len()

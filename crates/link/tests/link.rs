@@ -309,7 +309,13 @@ fn release_errors_go_into_the_histogram() {
         late += 1;
     }
     link.record_release(t0 + MS, t0); // early: counted apart, recorded as 0
-    let s = link.stats().summary();
+                                      // Taking the stats in two parts and adding them back gives the whole.
+    let whole = link.stats().summary();
+    let mut parts = link.take_stats();
+    assert_eq!(link.stats().summary(), Default::default());
+    parts += link.take_stats();
+    assert_eq!(parts.summary(), whole);
+    let s = parts.summary();
     assert_eq!(s.delay_error_count, 101);
     assert_eq!(s.released_early, 1);
     assert!((s.delay_error_p50_us - 149.0).abs() < 1.0, "{s:?}");
