@@ -137,24 +137,42 @@ impl Impairments {
     }
 }
 
-/// The table as written: strings parsed in `TryFrom`, so errors name the field.
+/// The table as written. Each string is checked as it is read, so a parse error points at
+/// the value in the file; `TryFrom` then converts (the same parse, now infallible) and runs
+/// [`Impairments::validate`], whose errors point at the table.
 #[derive(Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct RawImpairments {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "checked_delay"
+    )]
     delay: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "checked_jitter"
+    )]
     jitter: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     loss: Option<RawLoss>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "checked_duplicate"
+    )]
     duplicate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "checked_reorder"
+    )]
     reorder: Option<String>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "string_or_number"
+        deserialize_with = "checked_rate"
     )]
     rate: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,13 +191,29 @@ enum RawLoss {
 #[serde(deny_unknown_fields)]
 struct RawLossModel {
     model: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "checked_loss_p"
+    )]
     p: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "checked_loss_r"
+    )]
     r: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "checked_loss_bad"
+    )]
     bad: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "checked_loss_good"
+    )]
     good: Option<String>,
 }
 
@@ -194,6 +228,7 @@ impl<'de> Deserialize<'de> for RawLoss {
                 f.write_str("a percentage such as \"1%\" or a table with a `model` key")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RawLoss, E> {
+                parse_percent("loss", v).map_err(E::custom)?;
                 Ok(RawLoss::Percent(v.to_string()))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawLoss, A::Error> {
@@ -205,25 +240,51 @@ impl<'de> Deserialize<'de> for RawLoss {
     }
 }
 
+/// A field read as a string and checked with its parser, so the error carries the value's
+/// position in the file.
+macro_rules! checked {
+    ($name:ident, $field:literal, $parse:ident) => {
+        fn $name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+            let text = String::deserialize(d)?;
+            $parse($field, &text).map_err(de::Error::custom)?;
+            Ok(Some(text))
+        }
+    };
+}
+checked!(checked_delay, "delay", parse_duration);
+checked!(checked_jitter, "jitter", parse_duration);
+checked!(checked_duplicate, "duplicate", parse_percent);
+checked!(checked_reorder, "reorder", parse_percent);
+checked!(checked_loss_p, "loss.p", parse_percent);
+checked!(checked_loss_r, "loss.r", parse_percent);
+checked!(checked_loss_bad, "loss.bad", parse_percent);
+checked!(checked_loss_good, "loss.good", parse_percent);
+
+fn checked_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let text = string_or_number(d)?;
+    parse_rate("rate", &text).map_err(de::Error::custom)?;
+    Ok(Some(text))
+}
+
 /// `rate = "10mbit"` or `rate = 10000000`: numbers become their decimal text.
-fn string_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+fn string_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     struct V;
     impl Visitor<'_> for V {
-        type Value = Option<String>;
+        type Value = String;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("a bit rate such as \"10mbit\" or a number of bit/s")
         }
         fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(v.to_string()))
+            Ok(v.to_string())
         }
         fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            Ok(Some(v.to_string()))
+            Ok(v.to_string())
         }
         fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(Some(v.to_string()))
+            Ok(v.to_string())
         }
         fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-            Ok(Some(v.to_string()))
+            Ok(v.to_string())
         }
     }
     d.deserialize_any(V)

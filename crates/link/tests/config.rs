@@ -224,3 +224,21 @@ fn validate_names_the_field_of_values_built_in_code() {
     ok.validate().unwrap();
     assert!(!ok.is_passthrough());
 }
+
+#[test]
+fn parse_errors_point_at_the_value() {
+    let file = "[x]\ndelay = \"5ms\"\n\n[y]\ndelay = \"5ms\"\nrate = \"fast\"\n";
+    let e = toml::from_str::<BTreeMap<String, Impairments>>(file)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 6"), "{e}");
+    assert!(e.contains("rate: cannot read \"fast\""), "{e}");
+    let file = "[y]\nloss = { model = \"gilbert-elliott\", p = \"1\", r = \"30%\" }\n";
+    let e = toml::from_str::<BTreeMap<String, Impairments>>(file)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("line 2") && e.contains("loss.p: cannot read \"1\""),
+        "{e}"
+    );
+}
