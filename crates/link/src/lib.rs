@@ -41,11 +41,11 @@
 //! # Compared with netem and Mahimahi
 //! - **netem** reorders packets whenever jitter is larger than the packet spacing (its
 //!   time-sorted queue releases each at its own jittered time) unless its child queue is
-//!   replaced by a FIFO; here jitter never reorders — the Mahimahi-like behaviour of a path
-//!   whose delay varies but whose packets keep order — and reordering is only what `reorder`
-//!   asks for. netem's default jitter distribution is uniform too. netem's `limit` counts
-//!   every packet it holds, delayed ones included, so a long delay at a high rate needs a big
-//!   limit; here `queue` counts only the bottleneck backlog, as a router queue would. netem's
+//!   replaced by a FIFO; here, as in Mahimahi's shells, packets keep their order: the delay
+//!   varies but reordering is only what `reorder` asks for. netem draws each packet's jitter
+//!   independently (uniform by default); here it follows a curve in time (step 3). netem's
+//!   `limit` counts every packet it holds, delayed ones included, so a long delay at a high
+//!   rate needs a big limit; here `queue` counts only the bottleneck backlog, as a router queue would. netem's
 //!   duplicate re-enqueues the copy, which gets its own delay and uses rate; here it follows
 //!   the original. netem's `reorder` (with a gap) likewise sends chosen packets immediately.
 //!   netem's `loss gemodel p r 1-h 1-k` is the same Gilbert–Elliott chain (`bad` = 1-h,

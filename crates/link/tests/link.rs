@@ -29,6 +29,13 @@ fn due(v: Verdict) -> Instant {
 }
 
 #[test]
+fn a_link_can_move_to_its_own_thread() {
+    fn send<T: Send + 'static>() {}
+    send::<Link<Vec<u8>>>();
+    send::<npt_link::LinkStats>();
+}
+
+#[test]
 fn zero_impairments_pass_through_in_order_at_now() {
     let t0 = Instant::now();
     let mut link = Link::new(&Impairments::default(), 1);
