@@ -103,4 +103,21 @@ mod tests {
         assert!(mean_us.abs() < 150.0, "mean offset {mean_us} µs");
         assert_eq!(JitterCurve::new(Duration::ZERO).offset(t0, &mut rng), 0);
     }
+
+    #[test]
+    fn the_spread_is_about_047_jitter_as_documented() {
+        let mut rng = SmallRng::seed_from_u64(2);
+        let mut c = JitterCurve::new(Duration::from_millis(5));
+        let mut t = Instant::now();
+        let n = 100_000;
+        let offsets: Vec<f64> = (0..n)
+            .map(|i| {
+                t += Duration::from_micros([3, 170, 450, 1300][i % 4]);
+                c.offset(t, &mut rng) as f64 / 5e6
+            })
+            .collect();
+        let mean = offsets.iter().sum::<f64>() / n as f64;
+        let sd = (offsets.iter().map(|o| (o - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+        assert!((0.44..0.50).contains(&sd), "sd {sd} of jitter");
+    }
 }
