@@ -1,0 +1,19 @@
+//! `npt lab`: several hosts on one Linux box. Nodes are network namespaces; links are pairs of
+//! TUN devices joined by npt's user-space link emulator ([`npt_link`]: delay, jitter, loss,
+//! duplication, reordering, rate), since many kernels (this one included) have no netem;
+//! services (npt serve, socat, haproxy, any command) run on nodes.
+//!
+//! [`topology`] reads and checks the file, [`plan`] turns it into addresses and routes (pure,
+//! tested without root), and [`runtime`] builds and removes it (root).
+
+pub mod netns;
+pub mod plan;
+pub mod pump;
+pub mod runtime;
+pub mod show;
+pub mod topology;
+pub mod tun;
+
+pub use plan::Plan;
+pub use runtime::{Lab, LabError, LabOptions, LabStatus};
+pub use topology::{Topology, TopologyError};

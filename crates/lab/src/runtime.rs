@@ -1,0 +1,504 @@
+//! A lab that is up: its namespaces, TUN links with their pump threads, and service processes.
+//! [`Lab::up`] creates them in order and, on any failure, tears down what it had made;
+//! [`Lab::down`] (or `Drop`) removes everything: services (their process groups, then any
+//! process left in a lab namespace), pumps (closing the TUN devices, which the kernel then
+//! deletes), and the namespaces. Nothing is created outside the lab's namespaces.
+
+use std::fs::File;
+use std::io::Read;
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::netns::{self, NetnsError};
+use crate::plan::Plan;
+use crate::pump::{Published, Pump};
+use crate::topology::{Ready, Service};
+use crate::tun::Tun;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("npt lab needs root (network namespaces and TUN devices); run it with sudo")]
+    NotRoot,
+    #[error("no TUN device: /dev/net/tun is missing (modprobe tun, or give the container --device /dev/net/tun)")]
+    NoTun,
+    #[error("lab {lab} is already up (namespace {netns} exists); `npt lab down {lab}` first")]
+    AlreadyUp { lab: String, netns: String },
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+    #[error("service {name}: {msg}")]
+    Service { name: String, msg: String },
+}
+
+/// Checks that a lab can be built here at all (before anything is created).
+pub fn preflight(plan: &Plan) -> Result<(), LabError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(LabError::NotRoot);
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Err(LabError::NoTun);
+    }
+    let existing = netns::list()?;
+    if let Some(n) = plan.nodes.iter().find(|n| existing.contains(&n.netns)) {
+        return Err(LabError::AlreadyUp {
+            lab: plan.lab.clone(),
+            netns: n.netns.clone(),
+        });
+    }
+    Ok(())
+}
+
+pub struct LabOptions {
+    /// The npt binary services and scenarios run as `npt`.
+    pub npt_exe: PathBuf,
+    /// Service logs go here, one file per service.
+    pub log_dir: PathBuf,
+    pub seed: u64,
+    /// How long a service may take to become ready.
+    pub ready_timeout: Duration,
+}
+
+struct Running {
+    name: String,
+    node: String,
+    child: Child,
+}
+
+pub struct Lab {
+    plan: Plan,
+    created: Vec<String>,
+    pumps: Vec<(usize, bool, Pump)>,
+    services: Vec<Running>,
+    log_dir: PathBuf,
+}
+
+/// One direction as `npt lab status` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct DirStatus {
+    pub from: String,
+    pub to: String,
+    pub config: npt_link::Impairments,
+    pub applied: npt_link::LinkSummary,
+    pub read_errors: u64,
+    pub write_errors: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LinkStatus {
+    pub a: String,
+    pub b: String,
+    pub subnet: String,
+    pub a_addr: String,
+    pub b_addr: String,
+    pub a_if: String,
+    pub b_if: String,
+    pub directions: Vec<DirStatus>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ServiceStatus {
+    pub name: String,
+    pub node: String,
+    pub pid: u32,
+    pub running: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LabStatus {
+    pub lab: String,
+    pub nodes: Vec<NodeStatus>,
+    pub links: Vec<LinkStatus>,
+    pub services: Vec<ServiceStatus>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeStatus {
+    pub name: String,
+    pub netns: String,
+    pub addrs: Vec<String>,
+}
+
+impl Lab {
+    /// Builds the lab: namespaces, links, routes, pumps, then services (each waited for).
+    pub fn up(plan: &Plan, services: &[Service], opts: &LabOptions) -> Result<Lab, LabError> {
+        preflight(plan)?;
+        let mut lab = Lab {
+            plan: plan.clone(),
+            created: Vec::new(),
+            pumps: Vec::new(),
+            services: Vec::new(),
+            log_dir: opts.log_dir.clone(),
+        };
+        // On error `lab` is dropped here, which tears down whatever was made.
+        lab.build(opts)?;
+        for s in services {
+            lab.start_service(s, opts)?;
+        }
+        Ok(lab)
+    }
+
+    fn build(&mut self, opts: &LabOptions) -> Result<(), LabError> {
+        for n in &self.plan.nodes {
+            netns::add(&n.netns)?;
+            self.created.push(n.netns.clone());
+            netns::in_netns(&n.netns, || {
+                // Forwarding on, reverse-path filtering off (paths may be asymmetric), IPv6
+                // off so no router solicitations or MLD reports cross the emulated links.
+                netns::sysctl("net.ipv4.ip_forward", "1")?;
+                netns::sysctl("net.ipv4.conf.all.rp_filter", "0")?;
+                netns::sysctl("net.ipv4.conf.default.rp_filter", "0")?;
+                netns::sysctl("net.ipv6.conf.all.disable_ipv6", "1")?;
+                netns::sysctl("net.ipv6.conf.default.disable_ipv6", "1")?;
+                Ok(())
+            })?;
+        }
+        let mut lines: Vec<Vec<String>> =
+            vec![vec!["link set dev lo up".into()]; self.plan.nodes.len()];
+        let mut tuns = Vec::new();
+        for l in &self.plan.links {
+            let (na, nb) = (&self.plan.nodes[l.a].netns, &self.plan.nodes[l.b].netns);
+            let (ia, ib) = (l.a_if.clone(), l.b_if.clone());
+            let ta = netns::in_netns(na, move || Tun::create(&ia))?;
+            let tb = netns::in_netns(nb, move || Tun::create(&ib))?;
+            tuns.push((Arc::new(ta), Arc::new(tb)));
+            for (n, dev, addr) in [(l.a, &l.a_if, l.a_addr), (l.b, &l.b_if, l.b_addr)] {
+                lines[n].push(format!("link set dev {dev} mtu {} up", l.spec.mtu));
+                lines[n].push(format!("addr add {addr}/{} dev {dev}", l.prefix));
+            }
+        }
+        for (n, node) in self.plan.nodes.iter().enumerate() {
+            for r in &node.routes {
+                lines[n].push(format!(
+                    "route add {}/{} via {} dev {}",
+                    r.network, r.prefix, r.via, r.dev
+                ));
+            }
+            netns::ip_batch(&node.netns, &lines[n])?;
+        }
+        for (i, (l, (ta, tb))) in self.plan.links.iter().zip(tuns).enumerate() {
+            let names = (&self.plan.nodes[l.a].name, &self.plan.nodes[l.b].name);
+            let seed = opts.seed ^ ((i as u64) << 1);
+            let ab = Pump::start(
+                format!("lab {}>{}", names.0, names.1),
+                ta.clone(),
+                tb.clone(),
+                &l.spec.a_to_b,
+                seed,
+            )
+            .map_err(|e| NetnsError::Io {
+                what: "starting a link thread".into(),
+                source: e,
+            })?;
+            self.pumps.push((i, true, ab));
+            let ba = Pump::start(
+                format!("lab {}>{}", names.1, names.0),
+                tb,
+                ta,
+                &l.spec.b_to_a,
+                seed ^ 1,
+            )
+            .map_err(|e| NetnsError::Io {
+                what: "starting a link thread".into(),
+                source: e,
+            })?;
+            self.pumps.push((i, false, ba));
+        }
+        Ok(())
+    }
+
+    /// A command in `node`'s namespace (`ip netns exec`), with a leading `npt` replaced by
+    /// this npt binary.
+    pub fn command(&self, node: &str, argv: &[String], npt_exe: &Path) -> Option<Command> {
+        let n = self.plan.node(node)?;
+        Some(exec_command(&self.plan.nodes[n].netns, argv, npt_exe))
+    }
+
+    fn start_service(&mut self, s: &Service, opts: &LabOptions) -> Result<(), LabError> {
+        let fail = |msg: String| LabError::Service {
+            name: s.name.clone(),
+            msg,
+        };
+        let log_path = opts.log_dir.join(format!("{}.log", s.name));
+        let log = File::create(&log_path)
+            .map_err(|e| fail(format!("cannot create {}: {e}", log_path.display())))?;
+        let err_log = log.try_clone().map_err(|e| fail(e.to_string()))?;
+        let mut cmd = self
+            .command(&s.node, &s.cmd, &opts.npt_exe)
+            .ok_or_else(|| fail(format!("unknown node {}", s.node)))?;
+        cmd.stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err_log)
+            .process_group(0);
+        let child = cmd
+            .spawn()
+            .map_err(|e| fail(format!("cannot start {:?}: {e}", s.cmd)))?;
+        self.services.push(Running {
+            name: s.name.clone(),
+            node: s.node.clone(),
+            child,
+        });
+        let Some(ready) = &s.ready else {
+            return Ok(());
+        };
+        let netns = self.plan.nodes[self.plan.node(&s.node).unwrap_or(0)]
+            .netns
+            .clone();
+        let deadline = Instant::now() + opts.ready_timeout;
+        loop {
+            if let Some(run) = self.services.last_mut() {
+                if let Ok(Some(status)) = run.child.try_wait() {
+                    return Err(fail(format!(
+                        "exited ({status}) before it was ready; its log {}:\n{}",
+                        log_path.display(),
+                        tail(&log_path)
+                    )));
+                }
+            }
+            if is_ready(&netns, ready) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(fail(format!(
+                    "not ready after {:?} ({ready:?}); its log {}:\n{}",
+                    opts.ready_timeout,
+                    log_path.display(),
+                    tail(&log_path)
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn log_dir(&self) -> &Path {
+        &self.log_dir
+    }
+
+    /// Nodes, links with what each direction applied so far, services.
+    pub fn status(&mut self) -> LabStatus {
+        let snaps: Vec<(usize, bool, Published)> = self
+            .pumps
+            .iter()
+            .map(|(i, ab, p)| (*i, *ab, p.snapshot()))
+            .collect();
+        let services = self
+            .services
+            .iter_mut()
+            .map(|r| ServiceStatus {
+                name: r.name.clone(),
+                node: r.node.clone(),
+                pid: r.child.id(),
+                running: matches!(r.child.try_wait(), Ok(None)),
+            })
+            .collect();
+        status_of(&self.plan, &snaps, services)
+    }
+
+    /// Tears everything down; returns the final status and any errors met on the way.
+    pub fn down(mut self) -> (LabStatus, Vec<String>) {
+        let status = self.status();
+        let errors = self.teardown();
+        (status, errors)
+    }
+
+    fn teardown(&mut self) -> Vec<String> {
+        let mut errors = Vec::new();
+        for r in &mut self.services {
+            stop_group(&mut r.child);
+        }
+        self.services.clear();
+        for (_, _, p) in self.pumps.drain(..) {
+            drop(p.stop());
+        }
+        for ns in self.created.drain(..).rev() {
+            if let Err(e) = netns::delete(&ns) {
+                errors.push(e.to_string());
+            }
+        }
+        errors
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for e in self.teardown() {
+            eprintln!("npt lab: cleanup: {e}");
+        }
+    }
+}
+
+pub fn exec_command(netns: &str, argv: &[String], npt_exe: &Path) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", netns]);
+    match argv.split_first() {
+        Some((first, rest)) if first == "npt" => {
+            cmd.arg(npt_exe).args(rest);
+        }
+        _ => {
+            cmd.args(argv);
+        }
+    }
+    cmd
+}
+
+/// SIGTERM to the service's process group, then SIGKILL after 2 s.
+fn stop_group(child: &mut Child) {
+    let pgid = child.id() as i32;
+    // SAFETY: signalling a process group we created (process_group(0) at spawn).
+    unsafe {
+        libc::kill(-pgid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: as above; the group may already be gone.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+fn is_ready(netns: &str, ready: &Ready) -> bool {
+    match *ready {
+        Ready::Tcp(addr) => netns::in_netns(netns, move || {
+            TcpStream::connect_timeout(&std::net::SocketAddr::V4(addr), Duration::from_millis(200))
+                .map(|_| ())
+        })
+        .is_ok(),
+        Ready::Udp(port) => netns::in_netns(netns, move || {
+            let mut text = String::new();
+            File::open("/proc/thread-self/net/udp")?.read_to_string(&mut text)?;
+            Ok(udp_bound(&text, port))
+        })
+        .unwrap_or(false),
+    }
+}
+
+/// Whether /proc/net/udp lists a socket bound to `port` (its local_address column, hex).
+fn udp_bound(table: &str, port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .any(|local| local.ends_with(&want))
+}
+
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(10)..].join("\n")
+}
+
+fn status_of(
+    plan: &Plan,
+    snaps: &[(usize, bool, Published)],
+    services: Vec<ServiceStatus>,
+) -> LabStatus {
+    let nodes = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(n, node)| NodeStatus {
+            name: node.name.clone(),
+            netns: node.netns.clone(),
+            addrs: plan
+                .links
+                .iter()
+                .filter_map(|l| {
+                    if l.a == n {
+                        Some(format!("{}/{} ({})", l.a_addr, l.prefix, l.a_if))
+                    } else if l.b == n {
+                        Some(format!("{}/{} ({})", l.b_addr, l.prefix, l.b_if))
+                    } else {
+                        None
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let links = plan
+        .links
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let (an, bn) = (&plan.nodes[l.a].name, &plan.nodes[l.b].name);
+            let directions = [true, false]
+                .iter()
+                .map(|&ab| {
+                    let p = snaps
+                        .iter()
+                        .find(|(j, d, _)| *j == i && *d == ab)
+                        .map(|(_, _, p)| p.clone())
+                        .unwrap_or_default();
+                    let (from, to, config) = if ab {
+                        (an, bn, &l.spec.a_to_b)
+                    } else {
+                        (bn, an, &l.spec.b_to_a)
+                    };
+                    DirStatus {
+                        from: from.clone(),
+                        to: to.clone(),
+                        config: config.clone(),
+                        applied: p.stats.summary(),
+                        read_errors: p.read_errors,
+                        write_errors: p.write_errors,
+                    }
+                })
+                .collect();
+            LinkStatus {
+                a: an.clone(),
+                b: bn.clone(),
+                subnet: format!("{}/{}", l.network, l.prefix),
+                a_addr: l.a_addr.to_string(),
+                b_addr: l.b_addr.to_string(),
+                a_if: l.a_if.clone(),
+                b_if: l.b_if.clone(),
+                directions,
+            }
+        })
+        .collect();
+    LabStatus {
+        lab: plan.lab.clone(),
+        nodes,
+        links,
+        services,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_table_port_match() {
+        let t = "  sl  local_address rem_address   st\n   0: 00000000:1E61 00000000:0000 07\n";
+        assert!(udp_bound(t, 7777));
+        assert!(!udp_bound(t, 7778));
+    }
+
+    #[test]
+    fn npt_is_replaced_by_the_binary() {
+        let c = exec_command("ns1", &["npt".into(), "serve".into()], Path::new("/x/npt"));
+        let args: Vec<_> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args, ["netns", "exec", "ns1", "/x/npt", "serve"]);
+        let c = exec_command("ns1", &["socat".into()], Path::new("/x/npt"));
+        assert_eq!(c.get_args().last().unwrap(), "socat");
+    }
+}
