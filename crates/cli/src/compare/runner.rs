@@ -179,6 +179,12 @@ fn describe(ended: &Ended, limit: Duration, log: &Path) -> String {
     }
 }
 
+/// A progress line on stderr; a closed stderr must not stop the runs (eprintln would panic).
+fn progress(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(io::stderr(), "{line}");
+}
+
 /// Pings one hop: its average RTT, or why there is none.
 fn ping_hop(
     set: &ScenarioSet,
@@ -260,7 +266,7 @@ pub fn run_scenarios(
             let stem = format!("hop-{}-{}", file_stem(i, &s.name), j + 1);
             let hop = ping_hop(set, opts, launcher, s.node.as_deref(), url, &stem);
             if opts.progress {
-                eprintln!(
+                progress(format_args!(
                     "npt compare: hop {} of {}: {}",
                     url,
                     s.name,
@@ -268,7 +274,7 @@ pub fn run_scenarios(
                         || format!("FAILED ({})", hop.error.as_deref().unwrap_or("")),
                         |a| format!("avg {a:.3} ms")
                     )
-                );
+                ));
             }
             acc[i].hops.push(hop);
         }
@@ -331,10 +337,10 @@ pub fn run_scenarios(
                 }
             };
             if opts.progress {
-                eprintln!(
+                progress(format_args!(
                     "npt compare: [{done}/{total}] {} run {r}/{runs}: {status} ({took:.1} s)",
                     s.name
-                );
+                ));
             }
         }
     }
