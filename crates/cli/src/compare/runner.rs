@@ -144,6 +144,29 @@ fn read_result(path: &Path) -> Result<serde_json::Value, String> {
     Ok(doc)
 }
 
+/// The error kinds of a result, with one example each: " (refused 10: e.g. connect: …)".
+fn first_errors(doc: &serde_json::Value) -> String {
+    let Some(kinds) = doc["errors"]["by_kind"].as_object() else {
+        return String::new();
+    };
+    let parts: Vec<String> = kinds
+        .iter()
+        .take(3)
+        .map(|(k, v)| {
+            let n = v["count"].as_u64().unwrap_or(0);
+            match v["examples"][0].as_str() {
+                Some(e) => format!("{k} {n}: e.g. {e}"),
+                None => format!("{k} {n}"),
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
+}
+
 /// File names keep the scenario's number and a safe form of its name.
 fn file_stem(i: usize, name: &str) -> String {
     let safe: String = name
@@ -328,8 +351,11 @@ pub fn run_scenarios(
                                 _ => "ok".to_string(),
                             }
                         }
-                        _ => {
-                            let m = describe(&ended, plans[i].timeout, &log);
+                        res => {
+                            let mut m = describe(&ended, plans[i].timeout, &log);
+                            if let Ok(doc) = res {
+                                m += &first_errors(&doc);
+                            }
                             acc[i].failures.push(format!("run {r}: {m}"));
                             m
                         }
@@ -350,6 +376,17 @@ pub fn run_scenarios(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_kinds_explain_a_run_without_samples() {
+        let doc = serde_json::json!({"errors": {"by_kind": {
+            "proxy_refused": {"count": 10, "examples": ["via socks5://p:1: refused"]}}}});
+        assert_eq!(
+            first_errors(&doc),
+            " (proxy_refused 10: e.g. via socks5://p:1: refused)"
+        );
+        assert_eq!(first_errors(&serde_json::json!({})), "");
+    }
 
     #[test]
     fn file_names_are_safe_and_distinct() {

@@ -187,6 +187,34 @@ mod tests {
     }
 
     #[test]
+    fn the_example_scenario_files_are_valid() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/compare");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let set = parse_scenarios(&std::fs::read_to_string(&p).unwrap())
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                super::super::scenarios::validate(&set, super::super::scenarios::Purpose::Compare)
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                for i in 0..set.scenario.len() {
+                    plan(&set, i).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                }
+                n += 1;
+            }
+        }
+        assert!(n >= 2, "examples found: {n}");
+    }
+
+    #[test]
+    fn a_flag_given_twice_is_refused_before_running() {
+        let e = plan(&set("probe", r#""-n", "5""#, "args = [\"-n\", \"6\"]"), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot be used multiple times"), "{e}");
+    }
+
+    #[test]
     fn bad_flags_and_endless_workloads_are_refused_naming_the_scenario() {
         let e = plan(&set("probe", r#""--cuont", "5""#, ""), 0)
             .unwrap_err()
