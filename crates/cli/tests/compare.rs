@@ -16,6 +16,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
+use npt_proxy::testing::running_with_arg;
 
 const DELAY: Duration = Duration::from_millis(5);
 
@@ -477,15 +478,30 @@ args = ["-n", "20"]
     assert!(stdout.contains("interrupted (Ctrl-C)"), "{stdout}");
 }
 
-/// Whether any process has `arg` on its command line.
-fn running_with_arg(arg: &Path) -> bool {
-    let want = arg.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .any(|c| String::from_utf8_lossy(&c).contains(&want))
+#[test]
+fn a_run_past_its_time_bound_is_killed_and_a_row_with_its_error() {
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    // 1000 packets at 100 pps would take 10 s; the file bounds each run at 1 s.
+    let text = format!(
+        "[workload]\nkind = \"probe\"\nargs = [\"-n\", \"1000\"]\ntimeout = \"1s\"\n\
+         [[scenario]]\nname = \"slow\"\ntarget = \"udp://{addr}\"\n"
+    );
+    let file = write_file(dir.path(), "slow.toml", &text);
+    let (out_dir, json_path) = (dir.path().join("out"), dir.path().join("t.json"));
+    let started = Instant::now();
+    let (o, j) = (out_dir.to_str().unwrap(), json_path.to_str().unwrap());
+    let args = ["compare", &file, "--out-dir", o, "--json", j];
+    let out = run(&args, Duration::from_secs(30));
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let t = json(&json_path);
+    assert_eq!(t["scenarios"][0]["error"], "run 1: timed out after 1 s");
+    assert!(!running_with_arg(&out_dir.join("run1-01-slow.json")));
 }
 
 #[test]
