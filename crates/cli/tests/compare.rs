@@ -1,14 +1,22 @@
 //! Why this exists: `npt compare` must put a forwarded path beside the direct one with the
 //! delay the forwarder really adds, against the theoretical latency given, and refuse bad input
-//! naming it. The forwarder is written here: it holds each chunk 5 ms in each direction.
+//! naming it — from result files, and by running a scenario file itself (child `npt`
+//! processes, hops pinged, `--runs` interleaved, failing scenarios as rows, Ctrl-C keeping the
+//! table so far), with its HTML page drawn in headless Chromium. The forwarder is written here:
+//! it holds each chunk 5 ms in each direction.
 
+#[path = "../../report/tests/chromium/mod.rs"]
+mod chromium;
 mod common;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
+use npt_proxy::testing::running_with_arg;
 
 const DELAY: Duration = Duration::from_millis(5);
 
@@ -145,5 +153,460 @@ fn bad_input_exits_2_naming_it() {
         assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(want), "{err}");
+    }
+}
+
+/// A port nothing listens on (bound, then released).
+fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn write_file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_scenario_file_runs_each_scenario_and_keeps_failures_as_rows() {
+    let (_srv, addr) = serve(&[]);
+    let fwd = delaying_forwarder(addr);
+    let dead = closed_port();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_file(
+        dir.path(),
+        "scenarios.toml",
+        &format!(
+            r#"
+baseline = "direct"
+hop_pings = 5
+[workload]
+kind = "probe"
+args = ["--ping-pong", "-n", "100", "--size", "200"]
+[[scenario]]
+name = "direct"
+target = "tcp://{addr}"
+hops = ["tcp://{addr}", "tcp://{addr}"]
+[[scenario]]
+name = "forwarded"
+target = "tcp://{fwd}"
+hop_rtts_ms = [5, 5]
+[[scenario]]
+name = "dead"
+target = "tcp://127.0.0.1:{dead}"
+theoretical_ms = 1
+"#
+        ),
+    );
+    let out_dir = dir.path().join("out");
+    let (json_path, md, html) = (
+        dir.path().join("cmp.json"),
+        dir.path().join("cmp.md"),
+        dir.path().join("cmp.html"),
+    );
+    let started = Instant::now();
+    let out = run(
+        &[
+            "compare",
+            &file,
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+            "--json",
+            json_path.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("npt compare of 3 scenarios took {took:?}\n{text}\n{err}");
+    // A failed scenario makes the exit status 1; the table is still complete.
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(text.starts_with("scenario"), "{text}");
+    let t = json(&json_path);
+    assert_eq!(t["baseline"], "direct");
+    assert_eq!(t["runs"], 1);
+    let rows = t["scenarios"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["direct", "forwarded", "dead"]);
+    // Every row that ran points at its own result file, a valid probe document.
+    for r in &rows[..2] {
+        let p = Path::new(r["result"].as_str().unwrap());
+        assert!(p.starts_with(&out_dir), "{p:?}");
+        assert_valid(&json(p), "probe");
+        assert_eq!(r["runs"], 1);
+        assert_eq!(r["error"], serde_json::Value::Null);
+        for k in ["avg_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"] {
+            assert!(r[k].as_f64().unwrap() > 0.0, "{k} in {r}");
+        }
+    }
+    // direct: the theoretical latency is the sum of the two pinged hops' average RTTs.
+    let direct = &rows[0];
+    let hops = direct["hops"].as_array().unwrap();
+    assert_eq!(hops.len(), 2);
+    let sum: f64 = hops
+        .iter()
+        .map(|h| {
+            let doc = json(Path::new(h["result"].as_str().unwrap()));
+            assert_eq!(doc["kind"], "ping");
+            f(&doc, "/summary/avg_ms")
+        })
+        .sum();
+    assert!(
+        (f(direct, "/theoretical_ms") - sum).abs() < 1e-9,
+        "{direct}"
+    );
+    // forwarded: 5 ms each way over direct, and over the 10 ms given as its theory.
+    let fw = &rows[1];
+    assert_eq!(fw["theoretical_ms"], 10.0);
+    let extra = f(fw, "/vs_baseline_ms");
+    assert!(
+        (9.9..14.0).contains(&extra),
+        "forwarded is {extra} ms over direct"
+    );
+    assert!(f(fw, "/overhead_ms") > -0.5, "{fw}");
+    // dead: a row with its error and no figures.
+    let d = &rows[2];
+    assert!(d["avg_ms"].is_null(), "{d}");
+    assert_eq!(d["runs"], 0);
+    let e = d["error"].as_str().unwrap();
+    assert!(e.starts_with("run 1: exit status 1"), "{e}");
+    assert!(text.contains("error: dead: run 1: exit status 1"), "{text}");
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .starts_with("| scenario |"));
+    if chromium::wanted() {
+        let dom = chromium::assert_every_chart_drew(&html, 3);
+        for name in ["direct p50", "forwarded p50"] {
+            assert!(dom.contains(&format!(">{name}<")), "{name} over time");
+        }
+        eprintln!(
+            "compare HTML: {} KB",
+            std::fs::metadata(&html).unwrap().len() / 1024
+        );
+    }
+}
+
+#[test]
+fn runs_are_interleaved_and_merged() {
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_file(
+        dir.path(),
+        "two.toml",
+        &format!(
+            r#"
+[workload]
+kind = "probe"
+args = ["-n", "50", "--pps", "500"]
+[[scenario]]
+name = "udp"
+target = "udp://{addr}"
+[[scenario]]
+name = "tcp"
+target = "tcp://{addr}"
+args = ["--size", "100"]
+"#
+        ),
+    );
+    let out_dir = dir.path().join("out");
+    let json_path = dir.path().join("t.json");
+    let out = run(
+        &[
+            "compare",
+            &file,
+            "--runs",
+            "2",
+            "--baseline",
+            "udp",
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+            "--json",
+            json_path.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // A B A B, by the order the children started (their own start stamps).
+    let order: Vec<(String, String)> = ["run1-01-udp", "run1-02-tcp", "run2-01-udp", "run2-02-tcp"]
+        .iter()
+        .map(|s| {
+            let doc = json(&out_dir.join(format!("{s}.json")));
+            (
+                doc["started_at"].as_str().unwrap().to_string(),
+                s.to_string(),
+            )
+        })
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(sorted, order, "children did not run interleaved");
+    let t = json(&json_path);
+    assert_eq!(t["runs"], 2);
+    for (i, r) in t["scenarios"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(r["runs"], 2, "{r}");
+        assert_eq!(r["merged"], "histograms");
+        assert_eq!(r["results"].as_array().unwrap().len(), 2);
+        // The merged histogram holds both runs' samples: its p50 lies within the runs' p50s.
+        let (lo, hi) = (f(r, "/spread/p50_ms/min"), f(r, "/spread/p50_ms/max"));
+        let p50 = f(r, "/p50_ms");
+        assert!(lo <= p50 && p50 <= hi, "{r}");
+        assert!(f(r, "/spread/avg_ms/min") <= f(r, "/spread/avg_ms/max"));
+        let docs: Vec<serde_json::Value> = r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| json(Path::new(p.as_str().unwrap())))
+            .collect();
+        let received: f64 = docs.iter().map(|d| f(d, "/summary/received")).sum();
+        assert_eq!(received, 100.0, "scenario {i}: 2 runs × 50 packets");
+        let target = if i == 0 { "udp" } else { "tcp" };
+        assert!(r["target"].as_str().unwrap().starts_with(target));
+    }
+    assert!(err.contains("[3/4] udp run 2/2: ok"), "{err}");
+}
+
+#[test]
+fn ctrl_c_kills_the_child_and_keeps_the_table_so_far() {
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_file(
+        dir.path(),
+        "long.toml",
+        &format!(
+            r#"
+[workload]
+kind = "probe"
+args = ["--pps", "100"]
+[[scenario]]
+name = "short"
+target = "udp://{addr}"
+args = ["-n", "20"]
+[[scenario]]
+name = "long"
+target = "udp://{addr}"
+args = ["--duration", "5m"]
+[[scenario]]
+name = "never"
+target = "udp://{addr}"
+args = ["-n", "20"]
+"#
+        ),
+    );
+    let out_dir = dir.path().join("out");
+    let json_path = dir.path().join("t.json");
+    let mut child = npt()
+        .args(["compare", &file, "--out-dir"])
+        .arg(&out_dir)
+        .arg("--json")
+        .arg(&json_path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard_pid = child.id();
+    let stderr = child.stderr.take().unwrap();
+    // Wait (bounded by the lines npt prints) until the short scenario is done; keep reading
+    // stderr after that so npt never writes into a closed pipe.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().take(100) {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains("[1/3] short run 1/1: ok"))
+    {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(l) => seen.push(l),
+            Err(_) => panic!("the short scenario did not finish: {seen:?}"),
+        }
+    }
+    let long_json = out_dir.join("run1-02-long.json");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !running_with_arg(&long_json) {
+        assert!(Instant::now() < deadline, "the long child never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on the npt compare child we spawned.
+    assert_eq!(unsafe { libc::kill(guard_pid as i32, libc::SIGINT) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "npt compare did not stop on Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        !running_with_arg(&long_json),
+        "the long child was left running"
+    );
+    let t = json(&json_path);
+    assert_eq!(t["interrupted"], true);
+    let rows = t["scenarios"].as_array().unwrap();
+    assert!(rows[0]["p50_ms"].as_f64().unwrap() > 0.0, "{}", rows[0]);
+    assert_eq!(rows[1]["error"], "run 1: interrupted");
+    assert_eq!(rows[2]["runs"], 0);
+    assert!(
+        !out_dir.join("run1-03-never.log").exists(),
+        "nothing starts after Ctrl-C"
+    );
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert!(stdout.contains("interrupted (Ctrl-C)"), "{stdout}");
+}
+
+#[test]
+fn a_run_past_its_time_bound_is_killed_and_a_row_with_its_error() {
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    // 1000 packets at 100 pps would take 10 s; the file bounds each run at 1 s.
+    let text = format!(
+        "[workload]\nkind = \"probe\"\nargs = [\"-n\", \"1000\"]\ntimeout = \"1s\"\n\
+         [[scenario]]\nname = \"slow\"\ntarget = \"udp://{addr}\"\n"
+    );
+    let file = write_file(dir.path(), "slow.toml", &text);
+    let (out_dir, json_path) = (dir.path().join("out"), dir.path().join("t.json"));
+    let started = Instant::now();
+    let (o, j) = (out_dir.to_str().unwrap(), json_path.to_str().unwrap());
+    let args = ["compare", &file, "--out-dir", o, "--json", j];
+    let out = run(&args, Duration::from_secs(30));
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let t = json(&json_path);
+    assert_eq!(t["scenarios"][0]["error"], "run 1: timed out after 1 s");
+    assert!(!running_with_arg(&out_dir.join("run1-01-slow.json")));
+}
+
+#[test]
+fn through_a_socks5_proxy_as_a_scenario_field() {
+    if !npt_proxy::testing::have("/usr/bin/microsocks") {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let port = npt_proxy::testing::free_port();
+    let _proxy = npt_proxy::testing::microsocks(port, None);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_file(
+        dir.path(),
+        "via.toml",
+        &format!(
+            r#"
+baseline = "direct"
+[workload]
+kind = "probe"
+args = ["--ping-pong", "-n", "50"]
+[[scenario]]
+name = "direct"
+target = "tcp://{addr}"
+[[scenario]]
+name = "via-socks"
+target = "tcp://{addr}"
+via = "socks5://127.0.0.1:{port}"
+"#
+        ),
+    );
+    let json_path = dir.path().join("t.json");
+    let out = run(
+        &["compare", &file, "--json", json_path.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let t = json(&json_path);
+    let via = &t["scenarios"][1];
+    assert_eq!(via["via"], format!("socks5://127.0.0.1:{port}"));
+    assert_eq!(t["scenarios"][0]["via"], serde_json::Value::Null);
+    let doc = json(Path::new(via["result"].as_str().unwrap()));
+    assert!(doc["config"]["via"]
+        .as_str()
+        .unwrap()
+        .contains(&port.to_string()));
+    assert!(f(via, "/p50_ms") > 0.0);
+    // Without --out-dir the results go to a kept temporary directory, printed.
+    let dir_line = err
+        .lines()
+        .find(|l| l.contains("results and logs in"))
+        .unwrap();
+    let kept = Path::new(dir_line.rsplit(' ').next().unwrap());
+    assert!(kept.join("run1-02-via-socks.json").exists(), "{dir_line}");
+    let _ = std::fs::remove_dir_all(kept);
+}
+
+#[test]
+fn bad_scenario_files_exit_2_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = "[workload]\nkind = \"probe\"\nargs = [\"-n\", \"5\"]\n\
+                [[scenario]]\nname = \"a\"\ntarget = \"udp://127.0.0.1:9\"\n";
+    for (i, (text, want)) in [
+        (good.replace("name = ", "nmae = "), "unknown field `nmae`"),
+        (
+            good.replace("target = \"udp://127.0.0.1:9\"\n", ""),
+            "missing field `target`",
+        ),
+        (
+            good.replace("\"probe\"", "\"iperf\""),
+            "unknown variant `iperf`",
+        ),
+        (
+            format!("{good}node = \"client\"\n"),
+            "scenario[0].node: node is for `npt lab` topology files",
+        ),
+        (
+            good.replace("\"-n\", \"5\"", "\"--cuont\", \"5\""),
+            "scenario[0] (a): workload.args + args:",
+        ),
+        (
+            format!("baseline = \"b\"\n{good}"),
+            "baseline: \"b\" names no scenario",
+        ),
+        ("kind = [".to_string(), "TOML parse error"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let file = write_file(dir.path(), &format!("bad{i}.toml"), &text);
+        let out = run(&["compare", &file], Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}\n{err}");
+        assert!(err.contains(want), "want {want:?} in {err}");
+        assert!(err.contains(&format!("bad{i}.toml")), "{err}");
+    }
+    let good_file = write_file(dir.path(), "good.toml", good);
+    for (args, want) in [
+        (vec!["--hops", "a=1+2"], "--hops is for result files"),
+        (vec!["--runs", "0"], "--runs must be at least 1"),
+    ] {
+        let mut a = vec!["compare", good_file.as_str()];
+        a.extend(args);
+        let out = run(&a, Duration::from_secs(10));
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(want));
     }
 }

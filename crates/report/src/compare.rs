@@ -7,6 +7,12 @@
 //! histograms added exactly; http: request latency (corrected in open loop); ping: the hop RTT.
 //! Rows of different kinds or different workload settings are allowed but noted: a p50 of a
 //! ping-pong probe and of a 300-user run are not the same figure.
+//!
+//! [`runs`] builds the same table from scenarios run several times (`npt compare
+//! scenarios.toml --runs N`), and [`page`] draws it as an HTML page.
+
+pub mod page;
+pub mod runs;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -21,16 +27,20 @@ pub struct Input {
     pub doc: serde_json::Value,
 }
 
+/// One row of the table. Latency figures are `None` (JSON `null`) when the scenario produced no
+/// result at all; `error` then says why.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Row {
     pub name: String,
     pub kind: String,
     pub target: String,
-    pub avg_ms: f64,
-    pub p50_ms: f64,
-    pub p95_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
+    /// The proxy the scenario went through (`--via`), if any.
+    pub via: Option<String>,
+    pub avg_ms: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
     pub theoretical_ms: Option<f64>,
     /// avg − theoretical.
     pub overhead_ms: Option<f64>,
@@ -43,8 +53,46 @@ pub struct Row {
     pub loss_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<f64>,
-    /// The result file the row was read from.
+    /// Runs that produced a result (1 for a compared file).
+    pub runs: u32,
+    /// How the figures of several runs were combined: `histograms` (merged exactly) or
+    /// `median` (the median of the runs' figures); `None` for a single run.
+    pub merged: Option<String>,
+    /// Spread across runs: min and max of the per-run p50 and avg.
+    pub spread: Option<Spread>,
+    /// Hops pinged for the theoretical latency (`hops = [...]` in a scenario file).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<Hop>,
+    /// Why the scenario (or some of its runs) failed.
+    pub error: Option<String>,
+    /// The first result file the row was read from ("" when there is none).
     pub result: String,
+    /// Every result file the row was read from, one per run.
+    pub results: Vec<String>,
+}
+
+/// The lowest and highest of a figure over the runs of one scenario.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Range {
+    pub min: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Spread {
+    pub p50_ms: Range,
+    pub avg_ms: Range,
+}
+
+/// One hop of a scenario's path, pinged by npt: its average RTT adds to the theoretical latency.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Hop {
+    pub url: String,
+    /// Average RTT; `None` when the hop did not answer.
+    pub avg_ms: Option<f64>,
+    /// The `npt ping` result file.
+    pub result: String,
+    pub error: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -52,6 +100,9 @@ pub struct Table {
     pub baseline: Option<String>,
     pub scenarios: Vec<Row>,
     pub notes: Vec<String>,
+    /// True when Ctrl-C stopped the scenarios early: the table holds what was measured.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +187,35 @@ fn pct(part: f64, of: f64) -> Option<f64> {
     (of > 0.0).then(|| part * 100.0 / of)
 }
 
+impl Row {
+    /// The latency columns from one summary.
+    pub fn with_figures(mut self, s: &Summary) -> Row {
+        self.avg_ms = Some(s.mean);
+        self.p50_ms = Some(s.p50);
+        self.p95_ms = Some(s.p95);
+        self.p99_ms = Some(s.p99);
+        self.max_ms = Some(s.max);
+        self
+    }
+}
+
+/// Fills the overhead columns: avg − theoretical, and avg − the baseline's avg (a row without
+/// figures, or a baseline without them, gets none).
+pub fn overheads(rows: &mut [Row], baseline: Option<&str>) {
+    let base_avg = baseline.and_then(|b| rows.iter().find(|r| r.name == b).and_then(|r| r.avg_ms));
+    for r in rows {
+        let Some(avg) = r.avg_ms else { continue };
+        if let Some(t) = r.theoretical_ms {
+            r.overhead_ms = Some(avg - t);
+            r.overhead_pct = pct(avg - t, t);
+        }
+        if let Some(b) = base_avg {
+            r.vs_baseline_ms = Some(avg - b);
+            r.vs_baseline_pct = pct(avg - b, b);
+        }
+    }
+}
+
 /// Builds the table. `baseline` and the keys of `theoretical` name rows.
 pub fn table(
     inputs: &[Input],
@@ -147,47 +227,35 @@ pub fn table(
         let s = headline(i)?;
         let d = &i.doc;
         let probe = d["kind"] == "probe";
-        rows.push(Row {
-            name: i.name.clone(),
-            kind: d["kind"].as_str().unwrap_or("").to_string(),
-            target: target(d),
-            avg_ms: s.mean,
-            p50_ms: s.p50,
-            p95_ms: s.p95,
-            p99_ms: s.p99,
-            max_ms: s.max,
-            theoretical_ms: theoretical.get(&i.name).copied(),
-            errors: d["errors"]["total_errors"].as_u64().unwrap_or(0),
-            loss_pct: probe.then(|| d["summary"]["loss_pct"].as_f64().unwrap_or(0.0)),
-            jitter_ms: probe.then(|| d["summary"]["jitter_ms"].as_f64().unwrap_or(0.0)),
-            result: i.path.clone(),
-            ..Row::default()
-        });
+        rows.push(
+            Row {
+                name: i.name.clone(),
+                kind: d["kind"].as_str().unwrap_or("").to_string(),
+                target: target(d),
+                via: d["config"]["via"].as_str().map(str::to_string),
+                theoretical_ms: theoretical.get(&i.name).copied(),
+                errors: d["errors"]["total_errors"].as_u64().unwrap_or(0),
+                loss_pct: probe.then(|| d["summary"]["loss_pct"].as_f64().unwrap_or(0.0)),
+                jitter_ms: probe.then(|| d["summary"]["jitter_ms"].as_f64().unwrap_or(0.0)),
+                runs: 1,
+                result: i.path.clone(),
+                results: vec![i.path.clone()],
+                ..Row::default()
+            }
+            .with_figures(&s),
+        );
     }
     for k in theoretical.keys() {
         if !rows.iter().any(|r| &r.name == k) {
             return Err(CompareError::Theoretical(k.clone()));
         }
     }
-    let base_avg = match baseline {
-        Some(b) => Some(
-            rows.iter()
-                .find(|r| r.name == b)
-                .map(|r| r.avg_ms)
-                .ok_or_else(|| CompareError::Baseline(b.to_string()))?,
-        ),
-        None => None,
-    };
-    for r in &mut rows {
-        if let Some(t) = r.theoretical_ms {
-            r.overhead_ms = Some(r.avg_ms - t);
-            r.overhead_pct = pct(r.avg_ms - t, t);
-        }
-        if let Some(b) = base_avg {
-            r.vs_baseline_ms = Some(r.avg_ms - b);
-            r.vs_baseline_pct = pct(r.avg_ms - b, b);
+    if let Some(b) = baseline {
+        if !rows.iter().any(|r| r.name == b) {
+            return Err(CompareError::Baseline(b.to_string()));
         }
     }
+    overheads(&mut rows, baseline);
     let mut notes = Vec::new();
     let kinds: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.kind.as_str()).collect();
     if kinds.len() > 1 {
@@ -210,6 +278,7 @@ pub fn table(
         baseline: baseline.map(str::to_string),
         scenarios: rows,
         notes,
+        interrupted: false,
     })
 }
 
@@ -225,7 +294,8 @@ fn signed(ms: Option<f64>, pct: Option<f64>) -> String {
     }
 }
 
-const HEADER: [&str; 10] = [
+/// Column names of the text, Markdown and HTML tables.
+pub const HEADER: [&str; 10] = [
     "scenario",
     "avg",
     "p50",
@@ -238,18 +308,26 @@ const HEADER: [&str; 10] = [
     "errors",
 ];
 
-fn cells(r: &Row) -> Vec<String> {
+/// One row's cells, as the text, Markdown and HTML tables show them.
+pub fn cells(r: &Row) -> Vec<String> {
     let mut errors = r.errors.to_string();
     if let Some(l) = r.loss_pct {
         errors += &format!(", loss {l:.2}%");
     }
+    if r.error.is_some() {
+        errors += if r.avg_ms.is_some() {
+            ", failed runs"
+        } else {
+            ", FAILED"
+        };
+    }
     vec![
         r.name.clone(),
-        format!("{:.2}", r.avg_ms),
-        format!("{:.2}", r.p50_ms),
-        format!("{:.2}", r.p95_ms),
-        format!("{:.2}", r.p99_ms),
-        format!("{:.2}", r.max_ms),
+        opt(r.avg_ms, 2),
+        opt(r.p50_ms, 2),
+        opt(r.p95_ms, 2),
+        opt(r.p99_ms, 2),
+        opt(r.max_ms, 2),
         opt(r.theoretical_ms, 2),
         signed(r.overhead_ms, r.overhead_pct),
         signed(r.vs_baseline_ms, r.vs_baseline_pct),
@@ -293,10 +371,47 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
         w,
         "(latency in ms; overhead = avg − theoretical; vs baseline = avg − the baseline's avg)"
     )?;
-    for n in &t.notes {
-        writeln!(w, "note: {n}")?;
+    for l in footer(t) {
+        writeln!(w, "{l}")?;
     }
     Ok(())
+}
+
+/// Lines under the table: the spread over runs, errors, hops, notes.
+fn footer(t: &Table) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in &t.scenarios {
+        if let (Some(s), Some(how)) = (&r.spread, &r.merged) {
+            if r.runs > 1 {
+                out.push(format!(
+                    "runs: {} over {} runs ({how}): p50 {:.2}..{:.2}, avg {:.2}..{:.2} ms",
+                    r.name, r.runs, s.p50_ms.min, s.p50_ms.max, s.avg_ms.min, s.avg_ms.max
+                ));
+            }
+        }
+    }
+    for r in &t.scenarios {
+        if !r.hops.is_empty() {
+            let hops: Vec<String> = r
+                .hops
+                .iter()
+                .map(|h| format!("{} {}", h.url, opt(h.avg_ms, 2)))
+                .collect();
+            out.push(format!("hops: {}: {}", r.name, hops.join(" + ")));
+        }
+    }
+    for r in &t.scenarios {
+        if let Some(e) = &r.error {
+            out.push(format!("error: {}: {e}", r.name));
+        }
+    }
+    for n in &t.notes {
+        out.push(format!("note: {n}"));
+    }
+    if t.interrupted {
+        out.push("note: interrupted (Ctrl-C): the table holds what was measured so far".into());
+    }
+    out
 }
 
 /// The table in Markdown, ready to paste into an issue or a post like seed 000's.
@@ -311,8 +426,12 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
         let name = c[0].replace('|', "\\|");
         writeln!(w, "| {name} | {} |", c[1..].join(" | "))?;
     }
-    for n in &t.notes {
-        writeln!(w, "\n> note: {n}")?;
+    let foot = footer(t);
+    if !foot.is_empty() {
+        writeln!(w)?;
+    }
+    for l in foot {
+        writeln!(w, "> {}  ", l.replace('|', "\\|"))?;
     }
     Ok(())
 }

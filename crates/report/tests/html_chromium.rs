@@ -3,13 +3,21 @@
 //! chart drew a non-empty canvas with exactly the points we gave it. A file that merely exists, or
 //! a script error that leaves the charts blank, fails here.
 //!
+//! The second test does the same for a compare page: three scenarios' results (histograms and
+//! intervals) through the compare table and its page builder, side by side in every chart.
+//!
 //! Needs Debian's `chromium` (CI installs it); set `NPT_SKIP_CHROMIUM=1` to skip explicitly.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod chromium;
 
-use npt_report::html::{render, Chart, Page, Series, Table};
+use std::time::Duration;
+
+use chromium::{attr, dump_dom, opening_tag};
+use npt_report::compare::page::html_page;
+use npt_report::compare::runs::{table_of_runs, ScenarioRuns};
+use npt_report::compare::Input;
+use npt_report::html::{render, render_to_vec, Chart, Page, Series, Table};
+use npt_stats::Histogram;
 
 fn sample_page() -> Page {
     let secs: Vec<f64> = (1..=60).map(f64::from).collect();
@@ -76,6 +84,7 @@ fn sample_page() -> Page {
                         values: vec![Some(0.4), Some(0.6), None, Some(1.5), Some(3.0)],
                     },
                 ],
+                ..Chart::default()
             },
             Chart {
                 id: "cdf".into(),
@@ -93,82 +102,11 @@ fn sample_page() -> Page {
     }
 }
 
-/// Runs headless Chromium on `file` and returns the DOM it dumped; killed after `limit`.
-fn dump_dom(file: &std::path::Path, profile: &std::path::Path, limit: Duration) -> String {
-    let mut child = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--window-size=1000,1200",
-            "--virtual-time-budget=5000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", file.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn chromium");
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait().expect("wait for chromium") {
-            Some(status) => {
-                assert!(status.success(), "chromium exited with {status}");
-                break;
-            }
-            None if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("chromium did not finish within {limit:?}");
-            }
-            None => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-    reader.join().unwrap()
-}
-
-/// The opening tag of the element with `id`, from a serialized DOM.
-fn opening_tag<'a>(dom: &'a str, id: &str) -> &'a str {
-    let at = dom
-        .find(&format!("id=\"{id}\""))
-        .unwrap_or_else(|| panic!("no element {id} in the DOM"));
-    let start = dom[..at].rfind('<').unwrap();
-    let end = at + dom[at..].find('>').unwrap();
-    &dom[start..=end]
-}
-
-fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
-    let key = format!(" {name}=\"");
-    let at = tag.find(&key)? + key.len();
-    Some(&tag[at..at + tag[at..].find('"')?])
-}
-
 #[test]
 fn every_chart_draws_in_headless_chromium() {
-    if std::env::var_os("NPT_SKIP_CHROMIUM").is_some_and(|v| v == "1") {
-        eprintln!("SKIPPED: NPT_SKIP_CHROMIUM=1");
+    if !chromium::wanted() {
         return;
     }
-    let found = Command::new("chromium")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    assert!(
-        found.is_ok_and(|s| s.success()),
-        "headless Chromium is needed for this test: install Debian's `chromium` \
-         (apt-get install chromium) or set NPT_SKIP_CHROMIUM=1 to skip it"
-    );
-
     let page = sample_page();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("report.html");
@@ -208,4 +146,84 @@ fn every_chart_draws_in_headless_chromium() {
     assert_eq!(dom.matches("<canvas").count(), page.charts.len());
     assert!(dom.contains("u-legend"), "legends drawn");
     assert!(dom.contains("realm &lt;chain&gt;"), "table text escaped");
+}
+
+/// A probe result as `npt probe --json` writes the parts the compare page reads: its RTT
+/// histogram, summary and intervals (`base_ms` plus a slow tail).
+fn probe_doc(base_ms: f64, secs: usize) -> serde_json::Value {
+    let mut h = Histogram::new();
+    let mut intervals = Vec::new();
+    for s in 0..secs {
+        let mut iv = Histogram::new();
+        for i in 0..200u64 {
+            let ns = ((base_ms + (i % 50) as f64 * 0.01) * 1e6) as u64
+                + if i == 199 { 4_000_000 } else { 0 };
+            h.record(ns);
+            iv.record(ns);
+        }
+        let sum = iv.summary();
+        intervals.push(serde_json::json!({
+            "index": s, "start_s": s as f64, "end_s": s as f64 + 1.0 + base_ms / 1000.0,
+            "pps": 200.0, "loss_pct": 0.0, "rtt_ms": {"p50": sum.p50, "p99": sum.p99}
+        }));
+    }
+    serde_json::json!({
+        "kind": "probe",
+        "summary": {"target": "udp://127.0.0.1:7777", "rtt_ms": h.summary(), "sent": h.count(),
+                    "lost": 0, "jitter_ms": 0.1},
+        "histograms": {"rtt": h.to_serialized()},
+        "errors": {"total_errors": 0},
+        "intervals": intervals,
+    })
+}
+
+#[test]
+fn a_compare_page_draws_every_scenario_in_headless_chromium() {
+    if !chromium::wanted() {
+        return;
+    }
+    let scenarios = [("direct", 0.2), ("realm", 0.4), ("chain <3 hops>", 10.5)];
+    let docs: Vec<Vec<serde_json::Value>> = scenarios
+        .iter()
+        .map(|(_, ms)| vec![probe_doc(*ms, 10), probe_doc(*ms, 10)])
+        .collect();
+    let runs: Vec<ScenarioRuns> = scenarios
+        .iter()
+        .zip(&docs)
+        .map(|((name, _), d)| ScenarioRuns {
+            name: name.to_string(),
+            kind: "probe".into(),
+            theoretical_ms: (*name != "direct").then_some(0.2),
+            results: d
+                .iter()
+                .enumerate()
+                .map(|(i, doc)| Input {
+                    name: name.to_string(),
+                    path: format!("r{i}-{name}.json"),
+                    doc: doc.clone(),
+                })
+                .collect(),
+            ..ScenarioRuns::default()
+        })
+        .collect();
+    let table = table_of_runs(&runs, Some("direct"), false).unwrap();
+    let page = html_page(&table, &docs, "scenarios.toml");
+    assert_eq!(page.charts.len(), 3);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("compare.html");
+    std::fs::write(&file, render_to_vec(&page)).unwrap();
+    let dom = chromium::assert_every_chart_drew(&file, page.charts.len());
+    // Every scenario is a line (legend entry) in each chart: p50 and p99 over time, one line in
+    // the spectrum and in the CDF.
+    for (name, _) in &scenarios {
+        let esc = name.replace('<', "&lt;").replace('>', "&gt;");
+        assert_eq!(
+            dom.matches(&format!(">{esc} p50<")).count(),
+            1,
+            "{name} p50 over time"
+        );
+        let n = dom.matches(&format!(">{esc}<")).count();
+        assert!(n >= 4, "{name}: 2 tables + 2 legends, found {n}");
+    }
+    assert!(dom.contains("chain &lt;3 hops&gt;"), "table text escaped");
 }

@@ -43,6 +43,10 @@ pub struct Chart {
     pub x_log: bool,
     /// Logarithmic y axis; values <= 0 cannot be drawn on it and become gaps.
     pub y_log: bool,
+    /// Draw each line across its gaps: for charts whose series have their points at different
+    /// x (the compare page's scenarios), where a `None` means "no point here", not "missing".
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub span_gaps: bool,
     /// x values, ascending.
     pub x: Vec<f64>,
     pub series: Vec<Series>,
@@ -234,7 +238,7 @@ const PAGE_JS: &str = r##"(function () {
       axes: [{ label: c.x_label }, { label: c.y_label }],
       legend: { show: true, live: true },
       series: [{ label: c.x_label }].concat(c.series.map(function (s, j) {
-        return { label: s.label, stroke: palette[j % palette.length], width: 1.5, spanGaps: false,
+        return { label: s.label, stroke: palette[j % palette.length], width: 1.5, spanGaps: !!c.span_gaps,
                  points: { show: cols[0].length <= 40 } };
       })),
       hooks: {

@@ -1,40 +1,12 @@
-//! `npt compare FILE...`: results already measured, side by side in seed 000's table — avg /
-//! p50 / p95 / p99 / max, theoretical latency (the sum of hop RTTs, given with
-//! `--theoretical NAME=MS` or `--hops NAME=152+32+69`), overhead over it and over a baseline.
-//! Running scenario files (`compare scenarios.toml`) is not here yet.
+//! `npt compare FILE...`: results already measured, side by side — theoretical latency given
+//! with `--theoretical NAME=MS` or `--hops NAME=152+32+69`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::ExitCode;
 
-use clap::Args;
-use npt_report::compare::{self, Input};
+use npt_report::compare::{self, Input, Table};
 
+use super::CompareArgs;
 use crate::usage;
-
-#[derive(Args, Debug)]
-pub struct CompareArgs {
-    /// Result files (`--json` of probe, run, http or ping); a row each, named after the file
-    /// unless NAME=FILE.
-    #[arg(required = true, value_name = "[NAME=]FILE")]
-    pub results: Vec<String>,
-    /// The row the others are compared with (a name or a file given above).
-    #[arg(long, value_name = "NAME")]
-    pub baseline: Option<String>,
-    /// Theoretical latency of a row, in ms: NAME=253.
-    #[arg(long, value_name = "NAME=MS")]
-    pub theoretical: Vec<String>,
-    /// Theoretical latency as the sum of the hops' RTTs, in ms: NAME=152+32+69.
-    #[arg(long, value_name = "NAME=MS+MS…")]
-    pub hops: Vec<String>,
-    /// Also write the table as JSON here (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write the table as Markdown here (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-}
 
 fn name_of(path: &str) -> String {
     std::path::Path::new(path)
@@ -62,9 +34,10 @@ fn ms_list(flag: &str, spec: &str, sep: char) -> anyhow::Result<(String, f64)> {
     Ok((name.to_string(), total))
 }
 
-pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
+/// The table of the result files named in `a`, and each row's document (for the HTML page).
+pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<serde_json::Value>>)> {
     let mut inputs = Vec::new();
-    for r in &a.results {
+    for r in &a.inputs {
         let (name, path) = match r.split_once('=') {
             Some((n, p)) if !n.is_empty() => (n.to_string(), p.to_string()),
             _ => (name_of(r), r.clone()),
@@ -100,20 +73,6 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     });
     let table =
         compare::table(&inputs, baseline.as_deref(), &theoretical).map_err(|e| usage!("{e}"))?;
-    if let Some(p) = &a.json {
-        let mut bytes = serde_json::to_vec_pretty(&table)?;
-        bytes.push(b'\n');
-        npt_report::write_atomic(p, &bytes)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
-    }
-    if let Some(p) = &a.markdown {
-        let mut md = Vec::new();
-        compare::write_markdown(&mut md, &table)?;
-        npt_report::write_atomic(p, &md)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
-    }
-    let mut out = std::io::stdout().lock();
-    compare::write_text(&mut out, &table)?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    let docs = inputs.into_iter().map(|i| vec![i.doc]).collect();
+    Ok((table, docs))
 }

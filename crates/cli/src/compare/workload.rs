@@ -1,0 +1,245 @@
+//! From a scenario to the command line of its child: the workload's flags, the scenario's own,
+//! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`
+//! / `run` / `http` / `ping`, so a bad flag is refused before anything runs, naming the scenario.
+//! The same parse gives the run's expected length, from which each child's time bound is derived.
+
+use std::time::Duration;
+
+use clap::Parser;
+
+use super::scenarios::{Scenario, ScenarioError, ScenarioSet, WorkloadKind};
+use crate::http::HttpArgs;
+use crate::ping::PingArgs;
+use crate::probe::{Mode, ProbeArgs};
+use crate::run::RunArgs;
+use crate::usage::parse_duration;
+
+/// One scenario's child command line (without `--json`, added per run) and its time bound.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Planned {
+    pub argv: Vec<String>,
+    pub timeout: Duration,
+}
+
+/// The four workloads, parsed exactly as `npt KIND …` parses them.
+// Parsed once per scenario: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Parser, Debug)]
+#[command(name = "npt", no_binary_name = true)]
+enum Check {
+    Probe(ProbeArgs),
+    Run(RunArgs),
+    Http(HttpArgs),
+    Ping(PingArgs),
+}
+
+/// Added to every bound: process start-up, connecting, writing the result.
+const GRACE: Duration = Duration::from_secs(15);
+
+fn err(field: &str, msg: impl Into<String>) -> ScenarioError {
+    ScenarioError::Invalid {
+        field: field.to_string(),
+        msg: msg.into(),
+    }
+}
+
+/// How long a run of these flags should take at most, before the grace: the send phase plus the
+/// time the last request may wait for its answer. Relay (ping-pong) probes are bounded by every
+/// packet waiting its full loss timeout, the worst case.
+fn expected(check: &Check) -> Result<Duration, String> {
+    Ok(match check {
+        Check::Probe(a) => {
+            let relay = a.ping_pong || a.mode == Some(Mode::Relay);
+            let by_count = a.count.map(|n| {
+                if relay {
+                    a.loss_timeout * n as u32
+                } else if a.mode == Some(Mode::Interval) {
+                    a.interval.unwrap_or(Duration::from_millis(10)) * n as u32
+                } else {
+                    Duration::from_secs_f64(n as f64 / a.pps.unwrap_or(100.0).max(1e-3))
+                }
+            });
+            let send = match (a.duration, by_count) {
+                (Some(d), Some(c)) => d.min(c),
+                (Some(d), None) => d,
+                (None, Some(c)) => c,
+                (None, None) => {
+                    return Err(
+                        "probe needs --count or --duration: a scenario must end by itself".into(),
+                    )
+                }
+            };
+            send + a.loss_timeout
+        }
+        Check::Run(a) => a.ramp_up + a.duration + a.timeout,
+        Check::Http(a) => {
+            let cold = if a.cold_start.is_some() {
+                a.ready_timeout
+            } else {
+                Duration::ZERO
+            };
+            cold + a.duration + a.timeout
+        }
+        Check::Ping(a) => {
+            if a.count == 0 {
+                return Err("ping needs a --count above 0: a scenario must end by itself".into());
+            }
+            let i = parse_duration(&a.interval).map_err(|e| format!("--interval: {e}"))?;
+            let t = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
+            i * a.count as u32 + t
+        }
+    })
+}
+
+/// The child command line of scenario `i` and its bound.
+pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
+    let s: &Scenario = &set.scenario[i];
+    let field = format!("scenario[{i}] ({})", s.name);
+    let kind = set.workload.kind;
+    let mut argv = vec![kind.command().to_string(), s.target.clone()];
+    argv.extend(set.workload.args.iter().cloned());
+    argv.extend(s.args.iter().cloned());
+    if let Some(v) = &s.via {
+        let udp = kind == WorkloadKind::Probe && s.target.to_ascii_lowercase().starts_with("udp:");
+        crate::via::ViaArgs {
+            via: Some(v.clone()),
+            via_user: None,
+        }
+        .resolve(udp)
+        .map_err(|e| err(&format!("scenario[{i}].via"), e.to_string()))?;
+        argv.extend(["--via".to_string(), v.clone()]);
+    }
+    argv.push("-q".into());
+    let check = Check::try_parse_from(&argv).map_err(|e| {
+        let first = e.to_string();
+        let first = first
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ");
+        err(&field, format!("workload.args + args: {first}"))
+    })?;
+    let timeout = match &set.workload.timeout {
+        Some(t) => parse_duration(t).map_err(|e| err("workload.timeout", e))?,
+        None => {
+            let e = expected(&check).map_err(|m| err("workload.args", m))?;
+            e + e / 2 + GRACE
+        }
+    };
+    Ok(Planned { argv, timeout })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scenarios::parse_scenarios;
+    use super::*;
+
+    fn set(kind: &str, args: &str, extra: &str) -> ScenarioSet {
+        parse_scenarios(&format!(
+            "[workload]\nkind = \"{kind}\"\nargs = [{args}]\n[[scenario]]\nname = \"a\"\n\
+             target = \"udp://127.0.0.1:9\"\n{extra}"
+        ))
+        .unwrap()
+    }
+
+    fn secs(kind: &str, args: &str) -> f64 {
+        plan(&set(kind, args, ""), 0).unwrap().timeout.as_secs_f64()
+    }
+
+    #[test]
+    fn bounds_follow_the_workload() {
+        // 500 packets at 100 pps: 5 s, + 1 s loss timeout = 6 s; × 1.5 + 15 s grace.
+        assert_eq!(secs("probe", r#""-n", "500""#), 6.0 * 1.5 + 15.0);
+        // interval mode: 100 × 20 ms = 2 s + 1 s.
+        assert_eq!(
+            secs(
+                "probe",
+                r#""-n", "100", "--mode", "interval", "--interval", "20ms""#
+            ),
+            3.0 * 1.5 + 15.0
+        );
+        // ping-pong: every packet may wait its loss timeout.
+        assert_eq!(
+            secs(
+                "probe",
+                r#""-n", "10", "--ping-pong", "--loss-timeout", "200ms""#
+            ),
+            2.2 * 1.5 + 15.0
+        );
+        // run: ramp-up + duration + request timeout.
+        assert_eq!(
+            secs("run", r#""-d", "10s", "--ramp-up", "2s""#),
+            22.0 * 1.5 + 15.0
+        );
+        assert_eq!(
+            secs("http", r#""-d", "4s", "--timeout", "2s""#),
+            6.0 * 1.5 + 15.0
+        );
+        assert_eq!(
+            secs("ping", r#""-c", "4", "-i", "500ms""#),
+            3.0 * 1.5 + 15.0
+        );
+        let p = plan(&set("ping", r#""-c", "4""#, ""), 0).unwrap();
+        assert_eq!(p.argv, ["ping", "udp://127.0.0.1:9", "-c", "4", "-q"]);
+        let mut s = set("probe", "", "");
+        s.workload.timeout = Some("90s".into());
+        assert_eq!(plan(&s, 0).unwrap().timeout, Duration::from_secs(90));
+    }
+
+    #[test]
+    fn the_example_scenario_files_are_valid() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/compare");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let set = parse_scenarios(&std::fs::read_to_string(&p).unwrap())
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                super::super::scenarios::validate(&set, super::super::scenarios::Purpose::Compare)
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                for i in 0..set.scenario.len() {
+                    plan(&set, i).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                }
+                n += 1;
+            }
+        }
+        assert!(n >= 2, "examples found: {n}");
+    }
+
+    #[test]
+    fn a_flag_given_twice_is_refused_before_running() {
+        let e = plan(&set("probe", r#""-n", "5""#, "args = [\"-n\", \"6\"]"), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot be used multiple times"), "{e}");
+    }
+
+    #[test]
+    fn bad_flags_and_endless_workloads_are_refused_naming_the_scenario() {
+        let e = plan(&set("probe", r#""--cuont", "5""#, ""), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("scenario[0] (a): workload.args + args:"),
+            "{e}"
+        );
+        assert!(e.contains("--cuont"), "{e}");
+        let e = plan(&set("probe", "", ""), 0).unwrap_err().to_string();
+        assert!(e.contains("needs --count or --duration"), "{e}");
+        let e = plan(&set("ping", r#""-c", "0""#, ""), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--count above 0"), "{e}");
+        let e = plan(&set("probe", r#""-n", "5""#, "via = \"http://p:3128\""), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("scenario[0].via:"), "{e}");
+        assert!(e.contains("cannot carry UDP"), "{e}");
+        let p = plan(
+            &set("probe", r#""-n", "5""#, "via = \"socks5://p:1080\""),
+            0,
+        )
+        .unwrap();
+        assert_eq!(&p.argv[3..], ["5", "--via", "socks5://p:1080", "-q"]);
+    }
+}

@@ -1,0 +1,332 @@
+//! The table of a scenario file: each scenario run once or several times (`--runs N`), and its
+//! rows built from all of its runs.
+//!
+//! Runs are combined exactly where the results allow it: every result kind carries its latency
+//! histogram, and histograms add without loss, so the figures of N runs are those of one
+//! histogram holding every sample (`merged = "histograms"`). A result without a usable histogram
+//! (an older or foreign document) falls back to the median of the runs' figures
+//! (`merged = "median"`). Either way the spread across runs — the lowest and highest per-run p50
+//! and avg — shows whether the runs agreed.
+
+use npt_stats::{Histogram, Summary};
+
+use super::{headline, overheads, target, Hop, Input, Range, Row, Spread, Table};
+
+/// What running one scenario produced, over all of its runs.
+#[derive(Default)]
+pub struct ScenarioRuns {
+    pub name: String,
+    /// The target as the scenario file gave it.
+    pub target: String,
+    pub via: Option<String>,
+    /// The workload kind (`probe`, `run`, `http`, `ping`).
+    pub kind: String,
+    /// Given in the file (`theoretical_ms`, `hop_rtts_ms`) or the sum of the pinged hops.
+    pub theoretical_ms: Option<f64>,
+    pub hops: Vec<Hop>,
+    /// The result of each run that produced one, in run order.
+    pub results: Vec<Input>,
+    /// What went wrong, one entry per failed run ("run 2: timed out after 31 s").
+    pub failures: Vec<String>,
+}
+
+/// The sum of the hops' RTTs, when every hop answered.
+pub fn theoretical_from_hops(hops: &[Hop]) -> Option<f64> {
+    if hops.is_empty() {
+        return None;
+    }
+    hops.iter().map(|h| h.avg_ms).sum()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The user-felt latency of all runs together, and how it was combined.
+fn combine(per_run: &[Summary], results: &[Input]) -> (Summary, &'static str) {
+    let hists: Vec<Histogram> = results
+        .iter()
+        .map(|i| crate::page::headline(&i.doc))
+        .collect();
+    // A histogram is usable when it holds exactly the samples the run's summary counts.
+    let exact = hists
+        .iter()
+        .zip(per_run)
+        .all(|(h, s)| !h.is_empty() && h.count() == s.count);
+    if exact {
+        let mut all = Histogram::new();
+        for h in &hists {
+            all += h;
+        }
+        return (all.summary(), "histograms");
+    }
+    let m = |f: fn(&Summary) -> f64| median(per_run.iter().map(f).collect());
+    let s = Summary {
+        count: per_run.iter().map(|s| s.count).sum(),
+        min: m(|s| s.min),
+        mean: m(|s| s.mean),
+        stddev: m(|s| s.stddev),
+        p50: m(|s| s.p50),
+        p90: m(|s| s.p90),
+        p95: m(|s| s.p95),
+        p99: m(|s| s.p99),
+        p999: m(|s| s.p999),
+        p9999: m(|s| s.p9999),
+        max: m(|s| s.max),
+    };
+    (s, "median")
+}
+
+fn range(v: impl Iterator<Item = f64>) -> Range {
+    v.fold(
+        Range {
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        },
+        |r, x| Range {
+            min: r.min.min(x),
+            max: r.max.max(x),
+        },
+    )
+}
+
+fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
+    let mut row = Row {
+        name: s.name.clone(),
+        kind: s.kind.clone(),
+        target: s.target.clone(),
+        via: s.via.clone(),
+        theoretical_ms: s.theoretical_ms,
+        hops: s.hops.clone(),
+        runs: s.results.len() as u32,
+        results: s.results.iter().map(|i| i.path.clone()).collect(),
+        result: s
+            .results
+            .first()
+            .map(|i| i.path.clone())
+            .unwrap_or_default(),
+        error: (!s.failures.is_empty()).then(|| s.failures.join("; ")),
+        ..Row::default()
+    };
+    if s.results.is_empty() {
+        return Ok(row);
+    }
+    let per_run: Vec<Summary> = s.results.iter().map(headline).collect::<Result<_, _>>()?;
+    let (all, how) = combine(&per_run, &s.results);
+    row = row.with_figures(&all);
+    row.merged = (s.results.len() > 1).then(|| how.to_string());
+    row.spread = Some(Spread {
+        p50_ms: range(per_run.iter().map(|s| s.p50)),
+        avg_ms: range(per_run.iter().map(|s| s.mean)),
+    });
+    if let Some(first) = s.results.first() {
+        if row.target.is_empty() {
+            row.target = target(&first.doc);
+        }
+    }
+    let docs = || s.results.iter().map(|i| &i.doc);
+    row.errors = docs()
+        .map(|d| d["errors"]["total_errors"].as_u64().unwrap_or(0))
+        .sum();
+    if s.kind == "probe" {
+        // Loss over all packets sent in every run; jitter as the median of the runs'.
+        let sent: u64 = docs()
+            .map(|d| d["summary"]["sent"].as_u64().unwrap_or(0))
+            .sum();
+        let lost: u64 = docs()
+            .map(|d| d["summary"]["lost"].as_u64().unwrap_or(0))
+            .sum();
+        row.loss_pct = Some(if sent > 0 {
+            lost as f64 * 100.0 / sent as f64
+        } else {
+            0.0
+        });
+        row.jitter_ms = Some(median(
+            docs()
+                .map(|d| d["summary"]["jitter_ms"].as_f64().unwrap_or(0.0))
+                .collect(),
+        ));
+    }
+    Ok(row)
+}
+
+/// The table of a scenario file's runs, in scenario order. `baseline` names a scenario.
+pub fn table_of_runs(
+    scenarios: &[ScenarioRuns],
+    baseline: Option<&str>,
+    interrupted: bool,
+) -> Result<Table, super::CompareError> {
+    let mut rows: Vec<Row> = scenarios.iter().map(row).collect::<Result<_, _>>()?;
+    overheads(&mut rows, baseline);
+    let mut notes = Vec::new();
+    if let Some(b) = baseline {
+        if rows.iter().any(|r| r.name == b && r.avg_ms.is_none()) {
+            notes.push(format!(
+                "the baseline {b} has no result: no vs-baseline figures"
+            ));
+        }
+    }
+    for r in &rows {
+        if r.hops.iter().any(|h| h.avg_ms.is_none()) {
+            notes.push(format!(
+                "{}: a hop did not answer, so there is no theoretical latency",
+                r.name
+            ));
+        }
+    }
+    let most = rows.iter().map(|r| r.runs).max().unwrap_or(0);
+    if most > 1 {
+        let how = if rows.iter().any(|r| r.merged.as_deref() == Some("median")) {
+            "histograms merged exactly where every run had one, else the median of the runs (see `merged`)"
+        } else {
+            "every run's histogram merged exactly"
+        };
+        notes.push(format!(
+            "figures over up to {most} interleaved runs per scenario: {how}"
+        ));
+    }
+    Ok(Table {
+        baseline: baseline.map(str::to_string),
+        scenarios: rows,
+        notes,
+        interrupted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn probe_run(path: &str, samples: &[u64], sent: u64, lost: u64) -> Input {
+        let mut h = Histogram::new();
+        for &s in samples {
+            h.record(s);
+        }
+        Input {
+            name: String::new(),
+            path: path.into(),
+            doc: serde_json::json!({
+                "kind": "probe",
+                "summary": {"target": "udp://x:1", "rtt_ms": h.summary(), "sent": sent,
+                            "lost": lost, "jitter_ms": 0.25},
+                "histograms": {"rtt": h.to_serialized()},
+                "errors": {"total_errors": 1},
+            }),
+        }
+    }
+
+    fn hop(avg: Option<f64>) -> Hop {
+        Hop {
+            url: "tcp://h:1".into(),
+            avg_ms: avg,
+            ..Hop::default()
+        }
+    }
+
+    #[test]
+    fn theoretical_is_the_sum_of_the_hops_or_nothing() {
+        let hops = [hop(Some(152.0)), hop(Some(32.0)), hop(Some(69.0))];
+        assert_eq!(theoretical_from_hops(&hops), Some(253.0));
+        assert_eq!(theoretical_from_hops(&[hop(Some(1.0)), hop(None)]), None);
+        assert_eq!(theoretical_from_hops(&[]), None);
+    }
+
+    #[test]
+    fn runs_merge_exactly_and_report_their_spread() {
+        // Run 1: 10 × 10 ms; run 2: 30 × 20 ms. Merged: p50 is 20 ms (30 of 40 samples), the
+        // mean (10·10 + 30·20) / 40 = 17.5 ms; the runs' own p50s are 10 and 20.
+        let s = ScenarioRuns {
+            name: "direct".into(),
+            kind: "probe".into(),
+            target: "udp://x:1".into(),
+            results: vec![
+                probe_run("r1.json", &[10 * MS; 10], 10, 0),
+                probe_run("r2.json", &[20 * MS; 30], 40, 10),
+            ],
+            ..ScenarioRuns::default()
+        };
+        let t = table_of_runs(&[s], Some("direct"), false).unwrap();
+        let r = &t.scenarios[0];
+        assert_eq!(r.runs, 2);
+        assert_eq!(r.merged.as_deref(), Some("histograms"));
+        assert!((r.p50_ms.unwrap() - 20.0).abs() < 0.05, "{r:?}");
+        assert!((r.avg_ms.unwrap() - 17.5).abs() < 0.05, "{r:?}");
+        let sp = r.spread.unwrap();
+        assert!((sp.p50_ms.min - 10.0).abs() < 0.05 && (sp.p50_ms.max - 20.0).abs() < 0.05);
+        assert!((sp.avg_ms.min - 10.0).abs() < 0.05 && (sp.avg_ms.max - 20.0).abs() < 0.05);
+        // Loss over every packet sent: 10 of 50.
+        assert_eq!(r.loss_pct, Some(20.0));
+        assert_eq!(r.errors, 2);
+        assert_eq!(r.results, ["r1.json", "r2.json"]);
+        assert_eq!(r.vs_baseline_ms, Some(0.0));
+        assert!(t.notes[0].contains("merged exactly"), "{:?}", t.notes);
+    }
+
+    #[test]
+    fn without_histograms_the_median_of_runs() {
+        let mut runs = vec![
+            probe_run("a", &[10 * MS], 1, 0),
+            probe_run("b", &[30 * MS], 1, 0),
+            probe_run("c", &[20 * MS], 1, 0),
+        ];
+        for r in &mut runs {
+            r.doc["histograms"] = serde_json::json!({});
+        }
+        let s = ScenarioRuns {
+            name: "x".into(),
+            kind: "probe".into(),
+            results: runs,
+            ..ScenarioRuns::default()
+        };
+        let t = table_of_runs(&[s], None, false).unwrap();
+        let r = &t.scenarios[0];
+        assert_eq!(r.merged.as_deref(), Some("median"));
+        assert!((r.avg_ms.unwrap() - 20.0).abs() < 0.05, "{r:?}");
+        assert!((r.spread.unwrap().avg_ms.max - 30.0).abs() < 0.05);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn a_failed_scenario_is_a_row_with_its_error_and_overheads_use_hops() {
+        let ok = ScenarioRuns {
+            name: "chain".into(),
+            kind: "probe".into(),
+            hops: vec![hop(Some(5.0)), hop(Some(5.0))],
+            theoretical_ms: theoretical_from_hops(&[hop(Some(5.0)), hop(Some(5.0))]),
+            results: vec![probe_run("c.json", &[12 * MS; 5], 5, 0)],
+            ..ScenarioRuns::default()
+        };
+        let bad = ScenarioRuns {
+            name: "direct".into(),
+            kind: "probe".into(),
+            failures: vec!["run 1: timed out after 12 s".into()],
+            ..ScenarioRuns::default()
+        };
+        let t = table_of_runs(&[bad, ok], Some("direct"), true).unwrap();
+        let (bad, ok) = (&t.scenarios[0], &t.scenarios[1]);
+        assert_eq!(bad.avg_ms, None);
+        assert_eq!(bad.runs, 0);
+        assert_eq!(bad.error.as_deref(), Some("run 1: timed out after 12 s"));
+        assert_eq!(ok.theoretical_ms, Some(10.0));
+        assert!((ok.overhead_ms.unwrap() - 2.0).abs() < 0.02);
+        assert!((ok.overhead_pct.unwrap() - 20.0).abs() < 0.2);
+        assert_eq!(ok.vs_baseline_ms, None, "the baseline failed");
+        assert!(t.notes[0].contains("baseline direct has no result"));
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["interrupted"], true);
+        assert!(json["scenarios"][0]["avg_ms"].is_null());
+        let mut text = Vec::new();
+        super::super::write_text(&mut text, &t).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("error: direct: run 1: timed out"), "{text}");
+        assert!(text.contains("FAILED"), "{text}");
+    }
+}
