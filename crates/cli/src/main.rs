@@ -6,6 +6,7 @@
 mod compare;
 mod demo;
 mod http;
+mod lab;
 mod live;
 mod merge;
 mod ping;
@@ -61,6 +62,9 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts.
     Report(report::ReportArgs),
+    /// Several hosts on this box: network namespaces joined by emulated links (delay, jitter,
+    /// loss, rate), services on them, scenarios across them (root).
+    Lab(lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report::run(a),
+        Command::Lab(a) => lab::run(a),
     };
     match result {
         Ok(code) => code,

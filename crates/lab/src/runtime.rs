@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::netns::{self, NetnsError};
 use crate::plan::Plan;
@@ -79,7 +79,7 @@ pub struct Lab {
 }
 
 /// One direction as `npt lab status` shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DirStatus {
     pub from: String,
     pub to: String,
@@ -89,7 +89,7 @@ pub struct DirStatus {
     pub write_errors: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LinkStatus {
     pub a: String,
     pub b: String,
@@ -101,7 +101,7 @@ pub struct LinkStatus {
     pub directions: Vec<DirStatus>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ServiceStatus {
     pub name: String,
     pub node: String,
@@ -109,7 +109,7 @@ pub struct ServiceStatus {
     pub running: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LabStatus {
     pub lab: String,
     pub nodes: Vec<NodeStatus>,
@@ -117,7 +117,7 @@ pub struct LabStatus {
     pub services: Vec<ServiceStatus>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NodeStatus {
     pub name: String,
     pub netns: String,
@@ -501,4 +501,25 @@ mod tests {
         let c = exec_command("ns1", &["socat".into()], Path::new("/x/npt"));
         assert_eq!(c.get_args().last().unwrap(), "socat");
     }
+}
+
+/// Sends SIGTERM to `pid` and waits (up to `within`) until it is gone. True if it was alive.
+pub fn terminate(pid: i32, within: Duration) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    // SAFETY: signalling a pid the caller read from the lab's own pid file.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + within;
+    // SAFETY: as above.
+    while Instant::now() < deadline && unsafe { libc::kill(pid, 0) } == 0 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
 }

@@ -76,7 +76,13 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let (table, docs) = files::table(&a)?;
     let title = a.inputs.join(" ");
-    write_outputs(&a, &table, &docs, &title, None)?;
+    let outs = Outputs {
+        json: a.json.clone(),
+        markdown: a.markdown.clone(),
+        html: a.html.clone(),
+        ..Outputs::default()
+    };
+    write_outputs(&outs, &table, &docs, &title, None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -104,9 +110,6 @@ fn run_file(a: CompareArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    if a.runs == Some(0) {
-        return Err(usage!("--runs must be at least 1"));
-    }
     let path = &a.inputs[0];
     let text = std::fs::read_to_string(path).map_err(|e| usage!("{path}: cannot read: {e}"))?;
     let mut set = parse_scenarios(&text).map_err(|e| usage!("{path}: {e}"))?;
@@ -114,7 +117,50 @@ fn run_file(a: CompareArgs) -> anyhow::Result<ExitCode> {
         set.baseline = Some(b.clone());
     }
     validate(&set, Purpose::Compare).map_err(|e| usage!("{path}: {e}"))?;
-    let out_dir = match &a.out_dir {
+    let outs = Outputs {
+        runs: a.runs,
+        out_dir: a.out_dir.clone(),
+        json: a.json.clone(),
+        markdown: a.markdown.clone(),
+        html: a.html.clone(),
+    };
+    run_set(&set, path, &outs, &SelfLauncher::new()?)
+}
+
+/// Where a scenario run's table goes (`npt compare` and `npt lab run` share these flags).
+#[derive(Args, Debug, Clone, Default)]
+pub struct Outputs {
+    /// Run the whole set this many times, interleaved (A B C A B C …).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
+    /// Where the result files and logs go [default: a new temporary directory, kept and
+    /// printed].
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Also write the table as JSON here (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write the table as Markdown here (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Also write a self-contained HTML page with the table and charts here (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// Runs a validated scenario set through `launcher`, writes the outputs asked for and the
+/// text table; exit 1 when a scenario failed or the run was interrupted. Ctrl-C / SIGTERM
+/// stop it with the table so far written.
+pub fn run_set(
+    set: &scenarios::ScenarioSet,
+    title: &str,
+    outs: &Outputs,
+    launcher: &dyn runner::Launcher,
+) -> anyhow::Result<ExitCode> {
+    if outs.runs == Some(0) {
+        return Err(usage!("--runs must be at least 1"));
+    }
+    let out_dir = match &outs.out_dir {
         Some(d) => d.clone(),
         None => temp_out_dir()?,
     };
@@ -124,15 +170,14 @@ fn run_file(a: CompareArgs) -> anyhow::Result<ExitCode> {
         signal_hook::flag::register(sig, cancel.clone())?;
     }
     let opts = RunOpts {
-        runs: a.runs.unwrap_or(1),
+        runs: outs.runs.unwrap_or(1),
         out_dir: out_dir.clone(),
         cancel,
         progress: true,
     };
-    let launcher = SelfLauncher::new()?;
-    let table = match run_scenarios(&set, &opts, &launcher) {
+    let table = match run_scenarios(set, &opts, launcher) {
         Ok(t) => t,
-        Err(RunError::Scenario(e)) => return Err(usage!("{path}: {e}")),
+        Err(RunError::Scenario(e)) => return Err(usage!("{title}: {e}")),
         Err(e) => return Err(e.into()),
     };
     let docs: Vec<Vec<serde_json::Value>> = table
@@ -146,7 +191,7 @@ fn run_file(a: CompareArgs) -> anyhow::Result<ExitCode> {
                 .collect()
         })
         .collect();
-    write_outputs(&a, &table, &docs, path, Some((&out_dir, opts.runs)))?;
+    write_outputs(outs, &table, &docs, title, Some((&out_dir, opts.runs)))?;
     let failed = table.interrupted || table.scenarios.iter().any(|r| r.error.is_some());
     Ok(if failed {
         ExitCode::from(1)
@@ -162,7 +207,7 @@ fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 
 /// Writes the files asked for, then the text table to stdout.
 fn write_outputs(
-    a: &CompareArgs,
+    a: &Outputs,
     table: &Table,
     docs: &[Vec<serde_json::Value>],
     title: &str,
