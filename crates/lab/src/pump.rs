@@ -1,12 +1,17 @@
-//! The wire of one link direction: a thread that reads packets from the sending end's TUN
-//! device, passes them through the sans-IO emulator ([`npt_link::Link`]) and writes each to
-//! the receiving end's TUN device when it is due.
+//! The wires of a lab: a thread that moves packets for one or more link directions. For each
+//! direction it reads packets from the sending end's TUN device, passes them through the
+//! sans-IO emulator ([`npt_link::Link`]) and writes each to the receiving end's TUN device when
+//! it is due.
 //!
 //! Waiting (DESIGN "lab"): plain sleeps wake 50–130 µs late on the machines npt runs on, so the
-//! thread sleeps in `ppoll` (1 ns timer slack) until [`SPIN`] before the next due time — waking
-//! early if a packet arrives — then spins, still reading arrivals, until the due time. With
-//! nothing held it blocks on the TUN descriptor alone. Every loop is bounded by the stop flag,
-//! checked at least every [`IDLE`].
+//! thread sleeps in `ppoll` (1 ns timer slack) until [`SPIN`] before the earliest due time —
+//! waking early if a packet arrives — then spins, still watching for arrivals, until it. With
+//! nothing held it blocks on the TUN descriptors alone, checking the stop flag every [`IDLE`].
+//!
+//! Why one thread serves many directions: a spinning thread per direction does not scale —
+//! seed 000's lab has ten directions, and ten spinners on a two-core box delayed each other by
+//! tens of milliseconds (measured: delay error p99 of 10–100 ms). One thread spins at most one
+//! core; `npt lab --link-threads N` spreads the directions over N threads for heavy traffic.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,14 +23,14 @@ use npt_link::{Impairments, Link, LinkStats};
 use crate::tun::Tun;
 
 /// How long before a due time the thread stops sleeping and spins.
-pub const SPIN: Duration = Duration::from_micros(200);
+pub const SPIN: Duration = Duration::from_micros(150);
 /// The longest block with nothing held, so a stop request is seen promptly.
 pub const IDLE: Duration = Duration::from_millis(50);
-/// How often the published snapshot of the stats is refreshed.
+/// How often the published snapshots of the stats are refreshed.
 const PUBLISH: Duration = Duration::from_millis(200);
 /// Largest packet read (the TUN MTU is at most 65,535).
 const BUF: usize = 65_536;
-/// Packets read per pass before releasing what is due again.
+/// Packets read per direction per pass before releasing what is due again.
 const BATCH: usize = 64;
 
 /// What a direction publishes for `npt lab status`: the emulator's stats plus I/O errors.
@@ -36,46 +41,99 @@ pub struct Published {
     pub read_errors: u64,
 }
 
-pub struct Pump {
-    stop: Arc<AtomicBool>,
+/// One direction of a link: from one TUN device, through the emulator, to the other.
+pub struct Direction {
+    from: Arc<Tun>,
+    to: Arc<Tun>,
+    link: Link<Vec<u8>>,
     published: Arc<Mutex<Published>>,
-    handle: Option<JoinHandle<()>>,
+    read_errors: u64,
+    write_errors: u64,
 }
 
-impl Pump {
-    /// Starts moving packets from `from` to `to` under `imp`.
-    pub fn start(
-        name: String,
+impl Direction {
+    /// A direction and the handle its snapshots are read through.
+    pub fn new(
         from: Arc<Tun>,
         to: Arc<Tun>,
         imp: &Impairments,
         seed: u64,
-    ) -> std::io::Result<Pump> {
-        let stop = Arc::new(AtomicBool::new(false));
+    ) -> (Direction, Arc<Mutex<Published>>) {
         let published = Arc::new(Mutex::new(Published::default()));
-        let link = Link::new(imp, seed);
-        let (s, p) = (stop.clone(), published.clone());
+        let d = Direction {
+            from,
+            to,
+            link: Link::new(imp, seed),
+            published: published.clone(),
+            read_errors: 0,
+            write_errors: 0,
+        };
+        (d, published)
+    }
+
+    fn publish(&self) {
+        if let Ok(mut p) = self.published.lock() {
+            p.stats = self.link.stats().clone();
+            p.read_errors = self.read_errors;
+            p.write_errors = self.write_errors;
+        }
+    }
+
+    fn release(&mut self, pool: &mut Vec<Vec<u8>>) {
+        let now = Instant::now();
+        while let Some((pkt, due)) = self.link.pop_due(now) {
+            let at = Instant::now();
+            if self.to.send(&pkt).is_err() {
+                self.write_errors += 1;
+            }
+            self.link.record_release(due, at);
+            if pool.len() < 1024 {
+                pool.push(pkt);
+            }
+        }
+    }
+
+    fn take_arrivals(&mut self, pool: &mut Vec<Vec<u8>>) {
+        for _ in 0..BATCH {
+            let mut buf = pool.pop().unwrap_or_default();
+            buf.resize(BUF, 0);
+            match self.from.recv(&mut buf) {
+                Ok(n) => {
+                    buf.truncate(n);
+                    self.link.push(Instant::now(), buf, n);
+                }
+                Err(e) => {
+                    if e.kind() != std::io::ErrorKind::WouldBlock {
+                        self.read_errors += 1;
+                    }
+                    pool.push(buf);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// A thread driving some directions; stopped (and joined) on `stop` or drop.
+pub struct Pump {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Pump {
+    pub fn start(name: String, dirs: Vec<Direction>) -> std::io::Result<Pump> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
         let handle = std::thread::Builder::new()
             .name(name)
-            .spawn(move || run(link, &from, &to, &s, &p))?;
+            .spawn(move || run(dirs, &s))?;
         Ok(Pump {
             stop,
-            published,
             handle: Some(handle),
         })
     }
 
-    pub fn snapshot(&self) -> Published {
-        self.published.lock().map(|p| p.clone()).unwrap_or_default()
-    }
-
-    /// Stops the thread and returns its final stats.
-    pub fn stop(mut self) -> Published {
-        self.halt();
-        self.snapshot()
-    }
-
-    fn halt(&mut self) {
+    pub fn stop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -85,92 +143,53 @@ impl Pump {
 
 impl Drop for Pump {
     fn drop(&mut self) {
-        self.halt();
+        self.stop();
     }
 }
 
-fn run(
-    mut link: Link<Vec<u8>>,
-    from: &Tun,
-    to: &Tun,
-    stop: &AtomicBool,
-    published: &Mutex<Published>,
-) {
+fn run(mut dirs: Vec<Direction>, stop: &AtomicBool) {
     npt_netio::tighten_timer_slack();
     raise_priority();
+    let fds: Vec<i32> = dirs.iter().map(|d| d.from.fd()).collect();
     let mut pool: Vec<Vec<u8>> = Vec::new();
-    let mut ready = Vec::with_capacity(1);
-    let (mut read_errors, mut write_errors) = (0u64, 0u64);
+    let mut ready = Vec::with_capacity(fds.len());
     let mut last_publish = Instant::now();
-    let publish = |link: &Link<Vec<u8>>, r: u64, w: u64| {
-        if let Ok(mut p) = published.lock() {
-            p.stats = link.stats().clone();
-            p.read_errors = r;
-            p.write_errors = w;
-        }
-    };
     while !stop.load(Ordering::Relaxed) {
-        // Release everything due.
-        let now = Instant::now();
-        while let Some((pkt, due)) = link.pop_due(now) {
-            let at = Instant::now();
-            if to.send(&pkt).is_err() {
-                write_errors += 1;
-            }
-            link.record_release(due, at);
-            if pool.len() < 1024 {
-                pool.push(pkt);
-            }
+        for d in &mut dirs {
+            d.release(&mut pool);
         }
-        // Take what has arrived.
-        for _ in 0..BATCH {
-            let mut buf = pool.pop().unwrap_or_default();
-            buf.resize(BUF, 0);
-            match from.recv(&mut buf) {
-                Ok(n) => {
-                    buf.truncate(n);
-                    link.push(Instant::now(), buf, n);
-                }
-                Err(e) => {
-                    if e.kind() != std::io::ErrorKind::WouldBlock {
-                        read_errors += 1;
-                    }
-                    pool.push(buf);
-                    break;
-                }
-            }
+        for d in &mut dirs {
+            d.take_arrivals(&mut pool);
         }
         if last_publish.elapsed() >= PUBLISH {
-            publish(&link, read_errors, write_errors);
+            dirs.iter().for_each(Direction::publish);
             last_publish = Instant::now();
         }
-        // Wait for the next due time or the next arrival.
         let now = Instant::now();
-        let timeout = match link.next_due() {
+        let timeout = match dirs.iter().filter_map(|d| d.link.next_due()).min() {
             None => IDLE,
             Some(due) if due <= now => continue,
             Some(due) => {
                 let left = due - now;
                 if left <= SPIN {
-                    spin_until(due, from);
+                    spin_until(due, &fds, &mut ready);
                     continue;
                 }
                 (left - SPIN).min(IDLE)
             }
         };
-        let _ = npt_netio::wait(&[from.fd()], &[false], Some(timeout), &mut ready);
+        let _ = npt_netio::wait(&fds, &[], Some(timeout), &mut ready);
     }
-    publish(&link, read_errors, write_errors);
+    dirs.iter().for_each(Direction::publish);
 }
 
-/// Spins until `due` or until a packet is waiting on `from` (it must be stamped on arrival,
-/// not after the spin). Bounded by `due`, at most [`SPIN`] away.
-fn spin_until(due: Instant, from: &Tun) {
-    let mut ready = Vec::with_capacity(1);
+/// Spins until `due` or until a packet is waiting on one of `fds` (it must be stamped on
+/// arrival, not after the spin). Bounded by `due`, at most [`SPIN`] away.
+fn spin_until(due: Instant, fds: &[i32], ready: &mut Vec<npt_netio::Ready>) {
     while Instant::now() < due {
         // A zero-timeout poll is one cheap syscall and keeps arrival stamps honest.
-        if npt_netio::wait(&[from.fd()], &[false], Some(Duration::ZERO), &mut ready).is_ok()
-            && ready.first().is_some_and(|r| r.readable)
+        if npt_netio::wait(fds, &[], Some(Duration::ZERO), ready).is_ok()
+            && ready.iter().any(|r| r.readable)
         {
             return;
         }
@@ -178,13 +197,20 @@ fn spin_until(due: Instant, from: &Tun) {
     }
 }
 
-/// Nice −15 for this thread (root only; ignored otherwise): on a box that is also compiling or
-/// running the test's own client and server, a link thread that waits its turn behind them
-/// releases packets late. Not a real-time class: a link at 75 kpps never sleeps, and a
-/// SCHED_FIFO spinner would starve the very programs whose packets it carries.
+/// The lowest real-time priority (SCHED_FIFO 1) for this thread when allowed (root), else
+/// nice −15. A wire that waits its turn behind a compiler, a fuzzer or the test's own client
+/// and server releases packets late: with nice −15 alone, seed 000's lab on a loaded two-core
+/// box showed delay-error p99 of 25–60 ms. FIFO 1 runs it as soon as it wakes; the kernel's
+/// real-time throttling still leaves 5 % of its core to others, and at most one core per wire
+/// thread is taken, so the programs whose packets it carries run on the others.
 fn raise_priority() {
-    // SAFETY: gettid and setpriority on the calling thread only.
+    // SAFETY: sched_setscheduler / setpriority on the calling thread only, with a valid
+    // sched_param.
     unsafe {
+        let param = libc::sched_param { sched_priority: 1 };
+        if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 {
+            return;
+        }
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         libc::setpriority(libc::PRIO_PROCESS, tid, -15);
     }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::netns::{self, NetnsError};
 use crate::plan::Plan;
-use crate::pump::{Published, Pump};
+use crate::pump::{Direction, Published, Pump};
 use crate::topology::{Ready, Service};
 use crate::tun::Tun;
 
@@ -62,6 +62,8 @@ pub struct LabOptions {
     pub seed: u64,
     /// How long a service may take to become ready.
     pub ready_timeout: Duration,
+    /// Threads moving packets; the link directions are spread over them (at least 1).
+    pub link_threads: usize,
 }
 
 struct Running {
@@ -73,7 +75,9 @@ struct Running {
 pub struct Lab {
     plan: Plan,
     created: Vec<String>,
-    pumps: Vec<(usize, bool, Pump)>,
+    pumps: Vec<Pump>,
+    /// Per direction: link index, a→b?, its published stats.
+    published: Vec<(usize, bool, Arc<std::sync::Mutex<Published>>)>,
     services: Vec<Running>,
     log_dir: PathBuf,
 }
@@ -132,6 +136,7 @@ impl Lab {
             plan: plan.clone(),
             created: Vec::new(),
             pumps: Vec::new(),
+            published: Vec::new(),
             services: Vec::new(),
             log_dir: opts.log_dir.clone(),
         };
@@ -181,33 +186,29 @@ impl Lab {
             }
             netns::ip_batch(&node.netns, &lines[n])?;
         }
+        let threads = opts.link_threads.max(1);
+        let mut groups: Vec<Vec<Direction>> = (0..threads).map(|_| Vec::new()).collect();
+        let mut k = 0;
         for (i, (l, (ta, tb))) in self.plan.links.iter().zip(tuns).enumerate() {
-            let names = (&self.plan.nodes[l.a].name, &self.plan.nodes[l.b].name);
             let seed = opts.seed ^ ((i as u64) << 1);
-            let ab = Pump::start(
-                format!("lab {}>{}", names.0, names.1),
-                ta.clone(),
-                tb.clone(),
-                &l.spec.a_to_b,
-                seed,
-            )
-            .map_err(|e| NetnsError::Io {
+            let (ab, pab) = Direction::new(ta.clone(), tb.clone(), &l.spec.a_to_b, seed);
+            let (ba, pba) = Direction::new(tb, ta, &l.spec.b_to_a, seed ^ 1);
+            self.published.push((i, true, pab));
+            self.published.push((i, false, pba));
+            for d in [ab, ba] {
+                groups[k % threads].push(d);
+                k += 1;
+            }
+        }
+        for (t, dirs) in groups.into_iter().enumerate() {
+            if dirs.is_empty() {
+                continue;
+            }
+            let pump = Pump::start(format!("lab wire {t}"), dirs).map_err(|e| NetnsError::Io {
                 what: "starting a link thread".into(),
                 source: e,
             })?;
-            self.pumps.push((i, true, ab));
-            let ba = Pump::start(
-                format!("lab {}>{}", names.1, names.0),
-                tb,
-                ta,
-                &l.spec.b_to_a,
-                seed ^ 1,
-            )
-            .map_err(|e| NetnsError::Io {
-                what: "starting a link thread".into(),
-                source: e,
-            })?;
-            self.pumps.push((i, false, ba));
+            self.pumps.push(pump);
         }
         Ok(())
     }
@@ -286,9 +287,9 @@ impl Lab {
     /// Nodes, links with what each direction applied so far, services.
     pub fn status(&mut self) -> LabStatus {
         let snaps: Vec<(usize, bool, Published)> = self
-            .pumps
+            .published
             .iter()
-            .map(|(i, ab, p)| (*i, *ab, p.snapshot()))
+            .map(|(i, ab, p)| (*i, *ab, p.lock().map(|p| p.clone()).unwrap_or_default()))
             .collect();
         let services = self
             .services
@@ -316,8 +317,8 @@ impl Lab {
             stop_group(&mut r.child);
         }
         self.services.clear();
-        for (_, _, p) in self.pumps.drain(..) {
-            drop(p.stop());
+        for mut p in self.pumps.drain(..) {
+            p.stop();
         }
         for ns in self.created.drain(..).rev() {
             if let Err(e) = netns::delete(&ns) {

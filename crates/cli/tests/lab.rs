@@ -1,0 +1,359 @@
+//! `npt lab` end to end: bad topology files exit 2 naming the field (no root needed); with root,
+//! paths of known delay, loss and rate read back as that delay, loss and rate through npt's own
+//! `ping` and `probe`, `first_packet_ms` is connect + one echo in every pacing mode, a second
+//! `up` is refused, and nothing (namespace, process) is left after `down`, SIGTERM or `run`.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{f, json, npt, run};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Root tests skip, visibly, when not root (CI is root, so there they run).
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            eprintln!("SKIPPED: {} needs root (network namespaces, TUN)", module_path!());
+            return;
+        }
+    };
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn namespaces(lab: &str) -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("npt-{lab}-")))
+        .map(str::to_string)
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks existence.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Two nodes, one link with `link` impairments (TOML lines), `npt serve` on the server.
+fn pair(lab: &str, link: &str) -> String {
+    format!(
+        r#"name = "{lab}"
+[[node]]
+name = "client"
+[[node]]
+name = "server"
+[[link]]
+a = "client"
+b = "server"
+{link}
+[[service]]
+name = "serve"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
+ready = "tcp://10.0.1.2:7777"
+"#
+    )
+}
+
+/// A lab brought up with `npt lab up` and brought down when dropped.
+struct Up {
+    lab: String,
+}
+
+impl Up {
+    fn new(dir: &Path, lab: &str, text: &str) -> Up {
+        let file = write(dir, &format!("{lab}.toml"), text);
+        let out = run(&["lab", "up", file.to_str().unwrap()], Duration::from_secs(60));
+        assert!(
+            out.status.success(),
+            "lab up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Up {
+            lab: lab.to_string(),
+        }
+    }
+
+    fn exec(&self, args: &[&str]) -> Output {
+        let mut a = vec!["lab", "exec", &self.lab, "client", "--", "npt"];
+        a.extend_from_slice(args);
+        run(&a, Duration::from_secs(120))
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", &self.lab], Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn bad_topologies_exit_2_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = pair("bad", "delay = \"1ms\"");
+    let cases: Vec<(String, &str)> = vec![
+        (
+            base.replace("name = \"server\"\n[[link]]", "name = \"client\"\n[[link]]"),
+            "node[1].name",
+        ),
+        (base.replace("b = \"server\"", "b = \"nowhere\""), "link[0].b"),
+        (
+            base.replace("node = \"server\"", "node = \"mars\""),
+            "service[0].node",
+        ),
+        (base.replace("delay = \"1ms\"", "delay = \"-5ms\""), "delay"),
+        (base.replace("delay = \"1ms\"", "loss = \"101%\""), "loss"),
+        (base.replace("delay = \"1ms\"", "rate = \"fast\""), "rate"),
+        (base.replace("delay = \"1ms\"", "colour = \"red\""), "link[0].colour"),
+        (
+            base.clone()
+                + "[workload]\nkind = \"ping\"\n[[scenario]]\nname = \"x\"\nnode = \"client\"\n\
+                   target = \"tcp://10.9.9.9:7777\"\n",
+            "scenario[0].target",
+        ),
+    ];
+    for (i, (text, field)) in cases.iter().enumerate() {
+        let file = write(dir.path(), &format!("bad{i}.toml"), text);
+        let out = run(&["lab", "check", file.to_str().unwrap()], Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "case {i} ({field}): {err}");
+        assert!(err.contains(field), "case {i}: {err:?} does not name {field}");
+    }
+    // Nothing was created by any of them.
+    assert!(namespaces("bad").is_empty());
+}
+
+#[test]
+fn delay_reads_back_in_ping_and_probe() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let up = Up::new(dir.path(), "tdelay", &pair("tdelay", "delay = \"50ms\""));
+    let pj = dir.path().join("ping.json");
+    let out = up.exec(&[
+        "ping", "tcp://10.0.1.2:7777", "--count", "10", "--interval", "50ms", "-q", "--json",
+        pj.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p50 = f(&json(&pj), "/latency/tcp/p50_ms");
+    assert!((p50 - 100.0).abs() <= 1.0, "ping p50 {p50} ms, want 100 ± 1");
+
+    let rj = dir.path().join("probe.json");
+    let out = up.exec(&[
+        "probe", "udp://10.0.1.2:7777", "--count", "300", "--mode", "rate", "--pps", "100",
+        "--json", rj.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p50 = f(&json(&rj), "/latency/udp/p50_ms");
+    assert!((p50 - 100.0).abs() <= 1.0, "probe p50 {p50} ms, want 100 ± 1");
+}
+
+#[test]
+fn first_packet_is_connect_plus_one_echo_in_every_mode() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let up = Up::new(dir.path(), "tfirst", &pair("tfirst", "delay = \"25ms\""));
+    let modes: [&[&str]; 3] = [
+        &["--mode", "interval", "--interval", "20ms"],
+        &["--mode", "rate", "--pps", "200"],
+        &["--ping-pong"],
+    ];
+    for m in modes {
+        let j = dir.path().join("first.json");
+        let mut args = vec!["probe", "tcp://10.0.1.2:7777", "--count", "20", "--json"];
+        args.push(j.to_str().unwrap());
+        args.extend_from_slice(m);
+        let out = up.exec(&args);
+        assert!(out.status.success(), "{m:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc = json(&j);
+        let (connect, first) = (
+            f(&doc, "/summary/connect_ms"),
+            f(&doc, "/summary/first_packet_ms"),
+        );
+        // Connect is one RTT (50 ms), the first echo one more.
+        assert!((connect - 50.0).abs() <= 1.5, "{m:?}: connect {connect} ms");
+        assert!((first - 100.0).abs() <= 2.0, "{m:?}: first packet {first} ms, want ~100");
+    }
+}
+
+#[test]
+fn loss_reads_back_in_probe() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let up = Up::new(dir.path(), "tloss", &pair("tloss", "loss = \"1%\""));
+    let j = dir.path().join("loss.json");
+    let out = up.exec(&[
+        "probe", "udp://10.0.1.2:7777", "--count", "20000", "--mode", "rate", "--pps", "5000",
+        "--json", j.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&j);
+    let loss = f(&doc, "/summary/loss_pct");
+    // 1 % each way is 1.99 % round trip; 20,000 packets put 2 sigma at about ±0.2 %.
+    assert!((1.5..=2.5).contains(&loss), "round-trip loss {loss} %");
+}
+
+/// Runs `f` on a thread inside namespace `ns`.
+fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    let file = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
+    std::thread::spawn(move || {
+        // SAFETY: setns on a namespace file we hold; affects only this thread.
+        assert_eq!(unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+        f()
+    })
+}
+
+#[test]
+fn rate_caps_a_tcp_stream() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let _up = Up::new(dir.path(), "trate", &pair("trate", "rate = \"10mbit\"\ndelay = \"5ms\""));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = in_ns("npt-trate-server", move || {
+        let l = TcpListener::bind("10.0.1.2:9999").unwrap();
+        tx.send(()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = vec![0u8; 65536];
+        let start = Instant::now();
+        let (mut counted, mut t1) = (0u64, None);
+        // Skip the first second (slow start), then count four seconds.
+        while start.elapsed() < Duration::from_secs(5) {
+            let n = match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if start.elapsed() >= Duration::from_secs(1) {
+                t1.get_or_insert_with(Instant::now);
+                counted += n as u64;
+            }
+        }
+        counted as f64 * 8.0 / t1.map_or(1.0, |t| t.elapsed().as_secs_f64())
+    });
+    rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let source = in_ns("npt-trate-client", || {
+        let mut s = TcpStream::connect("10.0.1.2:9999").unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+        let buf = vec![0x5au8; 65536];
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(6) {
+            if s.write_all(&buf).is_err() {
+                break;
+            }
+        }
+    });
+    let bps = sink.join().unwrap();
+    drop(source.join());
+    let mbit = bps / 1e6;
+    assert!((9.0..=10.0).contains(&mbit), "TCP goodput {mbit:.2} Mbit/s through a 10mbit link");
+}
+
+#[test]
+fn second_up_refused_and_nothing_left_after_down_or_sigterm() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let text = pair("tleak", "delay = \"1ms\"");
+    let file = write(dir.path(), "tleak.toml", &text);
+    let f_ = file.to_str().unwrap();
+    for how in ["down", "sigterm"] {
+        let out = run(&["lab", "up", f_], Duration::from_secs(60));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(namespaces("tleak").len(), 2);
+        let again = run(&["lab", "up", f_], Duration::from_secs(60));
+        assert_eq!(again.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&again.stderr).contains("already up"));
+        let status: serde_json::Value = serde_json::from_slice(
+            &run(&["lab", "status", "tleak", "--json"], Duration::from_secs(10)).stdout,
+        )
+        .unwrap();
+        let service_pid = status["services"][0]["pid"].as_i64().unwrap() as i32;
+        assert!(alive(service_pid));
+        let daemon: i32 = std::fs::read_to_string("/run/npt-lab/tleak/pid")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        if how == "down" {
+            let out = run(&["lab", "down", "tleak"], Duration::from_secs(30));
+            assert!(out.status.success());
+        } else {
+            // SAFETY: signalling the lab's daemon.
+            unsafe { libc::kill(daemon, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while alive(daemon) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        assert!(!alive(daemon), "{how}: lab process still running");
+        assert!(!alive(service_pid), "{how}: service still running");
+        assert!(namespaces("tleak").is_empty(), "{how}: namespaces left: {:?}", namespaces("tleak"));
+    }
+    // A lab killed outright leaves namespaces behind; `down` removes them.
+    let out = run(&["lab", "up", f_], Duration::from_secs(60));
+    assert!(out.status.success());
+    let daemon: i32 = std::fs::read_to_string("/run/npt-lab/tleak/pid").unwrap().trim().parse().unwrap();
+    // SAFETY: as above.
+    unsafe { libc::kill(daemon, libc::SIGKILL) };
+    while alive(daemon) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = run(&["lab", "down", "tleak"], Duration::from_secs(30));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(namespaces("tleak").is_empty());
+}
+
+#[test]
+fn run_tears_down_on_sigint() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let text = pair("tint", "delay = \"1ms\"")
+        + "[workload]\nkind = \"probe\"\nargs = [\"--count\", \"100000\", \"--mode\", \"rate\", \"--pps\", \"100\"]\n\
+           [[scenario]]\nname = \"long\"\nnode = \"client\"\ntarget = \"udp://10.0.1.2:7777\"\n";
+    let file = write(dir.path(), "tint.toml", &text);
+    let mut child = npt()
+        .args(["lab", "run", file.to_str().unwrap(), "--out-dir"])
+        .arg(dir.path().join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the scenario runs (the compare runner's line), then interrupt.
+    let mut err = child.stderr.take().unwrap();
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut buf = [0u8; 256];
+    while !seen.contains("results and logs") && Instant::now() < deadline {
+        match err.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+    assert!(namespaces("tint").len() == 2, "lab not up: {seen}");
+    // SAFETY: signalling our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "lab run did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    assert!(namespaces("tint").is_empty(), "namespaces left: {:?}", namespaces("tint"));
+}
