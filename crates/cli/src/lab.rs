@@ -91,8 +91,7 @@ fn load(file: &Path) -> anyhow::Result<(Topology, Plan)> {
     let stem = file
         .file_stem()
         .map_or("lab".into(), |s| s.to_string_lossy().into_owned());
-    let mut topo =
-        Topology::parse(&text, &stem).map_err(|e| usage!("{}: {e}", file.display()))?;
+    let mut topo = Topology::parse(&text, &stem).map_err(|e| usage!("{}: {e}", file.display()))?;
     // `{dir}` in a service's command is the topology file's directory (for config files).
     let dir = std::fs::canonicalize(file)
         .ok()
@@ -104,8 +103,7 @@ fn load(file: &Path) -> anyhow::Result<(Topology, Plan)> {
         }
     }
     let plan = Plan::new(&topo).map_err(|e| usage!("{}: {e}", file.display()))?;
-    check_lab_scenarios(&topo, &plan)
-        .map_err(|e| usage!("{}: {e}", file.display()))?;
+    check_lab_scenarios(&topo, &plan).map_err(|e| usage!("{}: {e}", file.display()))?;
     Ok((topo, plan))
 }
 
@@ -136,22 +134,45 @@ pub fn run(a: LabArgs) -> anyhow::Result<ExitCode> {
 fn check(file: &Path) -> anyhow::Result<ExitCode> {
     let (topo, plan) = load(file)?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "lab {}: {} nodes, {} links, {} services, {} scenarios",
-        plan.lab, plan.nodes.len(), plan.links.len(), topo.services.len(),
-        topo.scenarios.get("scenario").and_then(|s| s.as_array()).map_or(0, |a| a.len()))?;
+    writeln!(
+        out,
+        "lab {}: {} nodes, {} links, {} services, {} scenarios",
+        plan.lab,
+        plan.nodes.len(),
+        plan.links.len(),
+        topo.services.len(),
+        topo.scenarios
+            .get("scenario")
+            .and_then(|s| s.as_array())
+            .map_or(0, |a| a.len())
+    )?;
     for l in &plan.links {
         let (a, b) = (&plan.nodes[l.a].name, &plan.nodes[l.b].name);
-        writeln!(out, "  link {a} {} ({}) — {b} {} ({})  mtu {}", l.a_addr, l.a_if, l.b_addr, l.b_if, l.spec.mtu)?;
+        writeln!(
+            out,
+            "  link {a} {} ({}) — {b} {} ({})  mtu {}",
+            l.a_addr, l.a_if, l.b_addr, l.b_if, l.spec.mtu
+        )?;
         writeln!(out, "    {a} > {b}: {}", show::describe(&l.spec.a_to_b))?;
         writeln!(out, "    {b} > {a}: {}", show::describe(&l.spec.b_to_a))?;
     }
     for n in &plan.nodes {
         for r in &n.routes {
-            writeln!(out, "  route on {}: {}/{} via {} dev {}", n.name, r.network, r.prefix, r.via, r.dev)?;
+            writeln!(
+                out,
+                "  route on {}: {}/{} via {} dev {}",
+                n.name, r.network, r.prefix, r.via, r.dev
+            )?;
         }
     }
     for s in &topo.services {
-        writeln!(out, "  service {} on {}: {}", s.name, s.node, s.cmd.join(" "))?;
+        writeln!(
+            out,
+            "  service {} on {}: {}",
+            s.name,
+            s.node,
+            s.cmd.join(" ")
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -300,8 +321,8 @@ fn status(name: &str, json: bool) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let s: LabStatus = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let s: LabStatus =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     show::write_status(&mut out, &s)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -309,10 +330,14 @@ fn status(name: &str, json: bool) -> anyhow::Result<ExitCode> {
 fn exec(name: &str, node: &str, cmd: &[String]) -> anyhow::Result<ExitCode> {
     let ns = npt_lab::plan::netns_name(name, node);
     if !netns::list()?.contains(&ns) {
-        return Err(usage!("lab {name} has no node {node} up (no namespace {ns})"));
+        return Err(usage!(
+            "lab {name} has no node {node} up (no namespace {ns})"
+        ));
     }
     let status = runtime::exec_command(&ns, cmd, &npt_exe()?).status()?;
-    Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+    Ok(ExitCode::from(
+        status.code().unwrap_or(1).clamp(0, 255) as u8
+    ))
 }
 
 /// The scenario keys of a topology file as compare's scenario set (None: the file has none),
@@ -392,8 +417,14 @@ fn run_lab(r: RunArgs) -> anyhow::Result<ExitCode> {
         ready_timeout: Duration::from_secs(20),
         link_threads: usize::from(r.link_threads),
     };
-    eprintln!("npt lab {}: building ({} nodes, {} links, {} services; logs in {})",
-        plan.lab, plan.nodes.len(), plan.links.len(), topo.services.len(), log_dir.display());
+    eprintln!(
+        "npt lab {}: building ({} nodes, {} links, {} services; logs in {})",
+        plan.lab,
+        plan.nodes.len(),
+        plan.links.len(),
+        topo.services.len(),
+        log_dir.display()
+    );
     let lab = Lab::up(&plan, &topo.services, &opts).map_err(lab_error)?;
     if signals.load(Ordering::SeqCst) > 0 {
         drop(lab);

@@ -19,13 +19,21 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Root tests skip, visibly, when not root (CI is root, so there they run).
+/// Labs measure time: one at a time, so two tests' traffic does not compete for the CPU.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Root tests skip, visibly, when not root (CI is root, so there they run); the others hold
+/// [`SERIAL`] for their whole run.
 macro_rules! require_root {
     () => {
         if !is_root() {
-            eprintln!("SKIPPED: {} needs root (network namespaces, TUN)", module_path!());
+            eprintln!(
+                "SKIPPED: {} needs root (network namespaces, TUN)",
+                module_path!()
+            );
             return;
         }
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     };
 }
 
@@ -79,7 +87,10 @@ struct Up {
 impl Up {
     fn new(dir: &Path, lab: &str, text: &str) -> Up {
         let file = write(dir, &format!("{lab}.toml"), text);
-        let out = run(&["lab", "up", file.to_str().unwrap()], Duration::from_secs(60));
+        let out = run(
+            &["lab", "up", file.to_str().unwrap()],
+            Duration::from_secs(60),
+        );
         assert!(
             out.status.success(),
             "lab up: {}",
@@ -107,7 +118,8 @@ impl Drop for Up {
 fn bad_topologies_exit_2_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let base = pair("bad", "delay = \"1ms\"");
-    let cases: Vec<(String, &str)> = vec![
+    let cases: Vec<(String, &str)> =
+        vec![
         (
             base.replace("name = \"server\"\n[[link]]", "name = \"client\"\n[[link]]"),
             "node[1].name",
@@ -130,10 +142,16 @@ fn bad_topologies_exit_2_naming_the_field() {
     ];
     for (i, (text, field)) in cases.iter().enumerate() {
         let file = write(dir.path(), &format!("bad{i}.toml"), text);
-        let out = run(&["lab", "check", file.to_str().unwrap()], Duration::from_secs(10));
+        let out = run(
+            &["lab", "check", file.to_str().unwrap()],
+            Duration::from_secs(10),
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "case {i} ({field}): {err}");
-        assert!(err.contains(field), "case {i}: {err:?} does not name {field}");
+        assert!(
+            err.contains(field),
+            "case {i}: {err:?} does not name {field}"
+        );
     }
     // Nothing was created by any of them.
     assert!(namespaces("bad").is_empty());
@@ -146,21 +164,50 @@ fn delay_reads_back_in_ping_and_probe() {
     let up = Up::new(dir.path(), "tdelay", &pair("tdelay", "delay = \"50ms\""));
     let pj = dir.path().join("ping.json");
     let out = up.exec(&[
-        "ping", "tcp://10.0.1.2:7777", "--count", "10", "--interval", "50ms", "-q", "--json",
+        "ping",
+        "tcp://10.0.1.2:7777",
+        "--count",
+        "10",
+        "--interval",
+        "50ms",
+        "-q",
+        "--json",
         pj.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let p50 = f(&json(&pj), "/latency/tcp/p50_ms");
-    assert!((p50 - 100.0).abs() <= 1.0, "ping p50 {p50} ms, want 100 ± 1");
+    assert!(
+        (p50 - 100.0).abs() <= 1.0,
+        "ping p50 {p50} ms, want 100 ± 1"
+    );
 
     let rj = dir.path().join("probe.json");
     let out = up.exec(&[
-        "probe", "udp://10.0.1.2:7777", "--count", "300", "--mode", "rate", "--pps", "100",
-        "--json", rj.to_str().unwrap(),
+        "probe",
+        "udp://10.0.1.2:7777",
+        "--count",
+        "300",
+        "--mode",
+        "rate",
+        "--pps",
+        "100",
+        "--json",
+        rj.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let p50 = f(&json(&rj), "/latency/udp/p50_ms");
-    assert!((p50 - 100.0).abs() <= 1.0, "probe p50 {p50} ms, want 100 ± 1");
+    assert!(
+        (p50 - 100.0).abs() <= 1.0,
+        "probe p50 {p50} ms, want 100 ± 1"
+    );
 }
 
 #[test]
@@ -179,7 +226,11 @@ fn first_packet_is_connect_plus_one_echo_in_every_mode() {
         args.push(j.to_str().unwrap());
         args.extend_from_slice(m);
         let out = up.exec(&args);
-        assert!(out.status.success(), "{m:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{m:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let doc = json(&j);
         let (connect, first) = (
             f(&doc, "/summary/connect_ms"),
@@ -187,7 +238,10 @@ fn first_packet_is_connect_plus_one_echo_in_every_mode() {
         );
         // Connect is one RTT (50 ms), the first echo one more.
         assert!((connect - 50.0).abs() <= 1.5, "{m:?}: connect {connect} ms");
-        assert!((first - 100.0).abs() <= 2.0, "{m:?}: first packet {first} ms, want ~100");
+        assert!(
+            (first - 100.0).abs() <= 2.0,
+            "{m:?}: first packet {first} ms, want ~100"
+        );
     }
 }
 
@@ -198,10 +252,22 @@ fn loss_reads_back_in_probe() {
     let up = Up::new(dir.path(), "tloss", &pair("tloss", "loss = \"1%\""));
     let j = dir.path().join("loss.json");
     let out = up.exec(&[
-        "probe", "udp://10.0.1.2:7777", "--count", "20000", "--mode", "rate", "--pps", "5000",
-        "--json", j.to_str().unwrap(),
+        "probe",
+        "udp://10.0.1.2:7777",
+        "--count",
+        "20000",
+        "--mode",
+        "rate",
+        "--pps",
+        "5000",
+        "--json",
+        j.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc = json(&j);
     let loss = f(&doc, "/summary/loss_pct");
     // 1 % each way is 1.99 % round trip; 20,000 packets put 2 sigma at about ±0.2 %.
@@ -209,11 +275,17 @@ fn loss_reads_back_in_probe() {
 }
 
 /// Runs `f` on a thread inside namespace `ns`.
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+fn in_ns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
     let file = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
     std::thread::spawn(move || {
         // SAFETY: setns on a namespace file we hold; affects only this thread.
-        assert_eq!(unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+        assert_eq!(
+            unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) },
+            0
+        );
         f()
     })
 }
@@ -222,7 +294,11 @@ fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) ->
 fn rate_caps_a_tcp_stream() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let _up = Up::new(dir.path(), "trate", &pair("trate", "rate = \"10mbit\"\ndelay = \"5ms\""));
+    let _up = Up::new(
+        dir.path(),
+        "trate",
+        &pair("trate", "rate = \"10mbit\"\ndelay = \"5ms\""),
+    );
     let (tx, rx) = std::sync::mpsc::channel();
     let sink = in_ns("npt-trate-server", move || {
         let l = TcpListener::bind("10.0.1.2:9999").unwrap();
@@ -260,7 +336,10 @@ fn rate_caps_a_tcp_stream() {
     let bps = sink.join().unwrap();
     drop(source.join());
     let mbit = bps / 1e6;
-    assert!((9.0..=10.0).contains(&mbit), "TCP goodput {mbit:.2} Mbit/s through a 10mbit link");
+    assert!(
+        (9.0..=10.0).contains(&mbit),
+        "TCP goodput {mbit:.2} Mbit/s through a 10mbit link"
+    );
 }
 
 #[test]
@@ -272,13 +351,21 @@ fn second_up_refused_and_nothing_left_after_down_or_sigterm() {
     let f_ = file.to_str().unwrap();
     for how in ["down", "sigterm"] {
         let out = run(&["lab", "up", f_], Duration::from_secs(60));
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(namespaces("tleak").len(), 2);
         let again = run(&["lab", "up", f_], Duration::from_secs(60));
         assert_eq!(again.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&again.stderr).contains("already up"));
         let status: serde_json::Value = serde_json::from_slice(
-            &run(&["lab", "status", "tleak", "--json"], Duration::from_secs(10)).stdout,
+            &run(
+                &["lab", "status", "tleak", "--json"],
+                Duration::from_secs(10),
+            )
+            .stdout,
         )
         .unwrap();
         let service_pid = status["services"][0]["pid"].as_i64().unwrap() as i32;
@@ -301,19 +388,31 @@ fn second_up_refused_and_nothing_left_after_down_or_sigterm() {
         }
         assert!(!alive(daemon), "{how}: lab process still running");
         assert!(!alive(service_pid), "{how}: service still running");
-        assert!(namespaces("tleak").is_empty(), "{how}: namespaces left: {:?}", namespaces("tleak"));
+        assert!(
+            namespaces("tleak").is_empty(),
+            "{how}: namespaces left: {:?}",
+            namespaces("tleak")
+        );
     }
     // A lab killed outright leaves namespaces behind; `down` removes them.
     let out = run(&["lab", "up", f_], Duration::from_secs(60));
     assert!(out.status.success());
-    let daemon: i32 = std::fs::read_to_string("/run/npt-lab/tleak/pid").unwrap().trim().parse().unwrap();
+    let daemon: i32 = std::fs::read_to_string("/run/npt-lab/tleak/pid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     // SAFETY: as above.
     unsafe { libc::kill(daemon, libc::SIGKILL) };
     while alive(daemon) {
         std::thread::sleep(Duration::from_millis(10));
     }
     let out = run(&["lab", "down", "tleak"], Duration::from_secs(30));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(namespaces("tleak").is_empty());
 }
 
@@ -355,5 +454,9 @@ fn run_tears_down_on_sigint() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(!status.success());
-    assert!(namespaces("tint").is_empty(), "namespaces left: {:?}", namespaces("tint"));
+    assert!(
+        namespaces("tint").is_empty(),
+        "namespaces left: {:?}",
+        namespaces("tint")
+    );
 }

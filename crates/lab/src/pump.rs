@@ -28,8 +28,6 @@ pub const SPIN: Duration = Duration::from_micros(150);
 pub const IDLE: Duration = Duration::from_millis(50);
 /// How often the published snapshots of the stats are refreshed.
 const PUBLISH: Duration = Duration::from_millis(200);
-/// Largest packet read (the TUN MTU is at most 65,535).
-const BUF: usize = 65_536;
 /// Packets read per direction per pass before releasing what is due again.
 const BATCH: usize = 64;
 
@@ -41,11 +39,21 @@ pub struct Published {
     pub read_errors: u64,
 }
 
+/// A packet held by the emulator: a buffer of the link's MTU, allocated (and zeroed) once and
+/// reused from a pool, and the length read into it.
+#[derive(Clone)]
+struct Pkt {
+    buf: Vec<u8>,
+    len: usize,
+}
+
 /// One direction of a link: from one TUN device, through the emulator, to the other.
 pub struct Direction {
     from: Arc<Tun>,
     to: Arc<Tun>,
-    link: Link<Vec<u8>>,
+    link: Link<Pkt>,
+    /// The link's MTU: no packet read from its TUN device is longer.
+    mtu: usize,
     published: Arc<Mutex<Published>>,
     read_errors: u64,
     write_errors: u64,
@@ -57,6 +65,7 @@ impl Direction {
         from: Arc<Tun>,
         to: Arc<Tun>,
         imp: &Impairments,
+        mtu: u32,
         seed: u64,
     ) -> (Direction, Arc<Mutex<Published>>) {
         let published = Arc::new(Mutex::new(Published::default()));
@@ -64,6 +73,7 @@ impl Direction {
             from,
             to,
             link: Link::new(imp, seed),
+            mtu: mtu as usize,
             published: published.clone(),
             read_errors: 0,
             write_errors: 0,
@@ -83,24 +93,27 @@ impl Direction {
         let now = Instant::now();
         while let Some((pkt, due)) = self.link.pop_due(now) {
             let at = Instant::now();
-            if self.to.send(&pkt).is_err() {
+            if self.to.send(&pkt.buf[..pkt.len]).is_err() {
                 self.write_errors += 1;
             }
             self.link.record_release(due, at);
-            if pool.len() < 1024 {
-                pool.push(pkt);
+            if pool.len() < 4096 {
+                pool.push(pkt.buf);
             }
         }
     }
 
     fn take_arrivals(&mut self, pool: &mut Vec<Vec<u8>>) {
         for _ in 0..BATCH {
-            let mut buf = pool.pop().unwrap_or_default();
-            buf.resize(BUF, 0);
+            // Pool buffers are never shorter than they were made; a link with a larger MTU
+            // than the buffer's makes its own.
+            let mut buf = pool
+                .pop()
+                .filter(|b| b.len() >= self.mtu)
+                .unwrap_or_else(|| vec![0; self.mtu]);
             match self.from.recv(&mut buf) {
-                Ok(n) => {
-                    buf.truncate(n);
-                    self.link.push(Instant::now(), buf, n);
+                Ok(len) => {
+                    self.link.push(Instant::now(), Pkt { buf, len }, len);
                 }
                 Err(e) => {
                     if e.kind() != std::io::ErrorKind::WouldBlock {

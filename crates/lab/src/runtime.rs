@@ -191,8 +191,9 @@ impl Lab {
         let mut k = 0;
         for (i, (l, (ta, tb))) in self.plan.links.iter().zip(tuns).enumerate() {
             let seed = opts.seed ^ ((i as u64) << 1);
-            let (ab, pab) = Direction::new(ta.clone(), tb.clone(), &l.spec.a_to_b, seed);
-            let (ba, pba) = Direction::new(tb, ta, &l.spec.b_to_a, seed ^ 1);
+            let (ab, pab) =
+                Direction::new(ta.clone(), tb.clone(), &l.spec.a_to_b, l.spec.mtu, seed);
+            let (ba, pba) = Direction::new(tb, ta, &l.spec.b_to_a, l.spec.mtu, seed ^ 1);
             self.published.push((i, true, pab));
             self.published.push((i, false, pba));
             for d in [ab, ba] {

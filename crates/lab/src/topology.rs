@@ -84,7 +84,14 @@ pub enum Ready {
 }
 
 const TOP_KEYS: &[&str] = &[
-    "name", "node", "link", "service", "baseline", "hop_pings", "workload", "scenario",
+    "name",
+    "node",
+    "link",
+    "service",
+    "baseline",
+    "hop_pings",
+    "workload",
+    "scenario",
 ];
 const IMPAIRMENT_KEYS: &[&str] = &[
     "delay",
@@ -352,7 +359,12 @@ impl Topology {
 
         let scenarios: toml::Table = top
             .iter()
-            .filter(|(k, _)| matches!(k.as_str(), "baseline" | "hop_pings" | "workload" | "scenario"))
+            .filter(|(k, _)| {
+                matches!(
+                    k.as_str(),
+                    "baseline" | "hop_pings" | "workload" | "scenario"
+                )
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         Ok(Topology {

@@ -47,7 +47,10 @@ fn addresses_follow_file_order_or_the_given_subnet() {
     assert_eq!(p.lab, "chain");
     assert_eq!(p.nodes[0].netns, "npt-chain-client");
     let l0 = &p.links[0];
-    assert_eq!((l0.a_addr, l0.b_addr), (Ipv4Addr::new(10, 0, 1, 1), Ipv4Addr::new(10, 0, 1, 2)));
+    assert_eq!(
+        (l0.a_addr, l0.b_addr),
+        (Ipv4Addr::new(10, 0, 1, 1), Ipv4Addr::new(10, 0, 1, 2))
+    );
     assert_eq!((l0.a_if.as_str(), l0.b_if.as_str()), ("sea", "client"));
     let l2 = &p.links[2];
     assert_eq!(l2.b_addr, Ipv4Addr::new(192, 168, 7, 2));
@@ -82,7 +85,10 @@ fn routes_follow_the_chain_both_ways() {
     assert!(p.reaches(0, Ipv4Addr::new(192, 168, 7, 2)));
     assert!(p.reaches(3, Ipv4Addr::new(10, 0, 1, 1)));
     assert!(!p.reaches(0, Ipv4Addr::new(10, 9, 9, 9)), "nobody owns it");
-    assert!(!p.reaches(0, Ipv4Addr::new(10, 0, 1, 3)), "in a subnet, but no node's");
+    assert!(
+        !p.reaches(0, Ipv4Addr::new(10, 0, 1, 3)),
+        "in a subnet, but no node's"
+    );
 }
 
 #[test]
@@ -121,7 +127,10 @@ fn two_links_between_the_same_nodes_get_distinct_interfaces() {
     .unwrap();
     let p = Plan::new(&t).unwrap();
     assert_ne!(p.links[0].a_if, p.links[1].a_if);
-    assert!(p.links.iter().all(|l| l.a_if.len() <= 15 && l.b_if.len() <= 15));
+    assert!(p
+        .links
+        .iter()
+        .all(|l| l.a_if.len() <= 15 && l.b_if.len() <= 15));
 }
 
 #[test]
