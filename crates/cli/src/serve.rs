@@ -55,6 +55,9 @@ pub struct ServeArgs {
     /// address, in megabits; one reply can be at most one second's worth.
     #[arg(long, value_name = "MBPS", default_value_t = 10_000.0)]
     pub reply_mbps: f64,
+    /// How often refusals are summarized on stderr (tests shorten it).
+    #[arg(long, hide = true, value_name = "DUR", default_value = "5s", value_parser = parse_duration)]
+    pub log_every: Duration,
     /// Also serve HTTP on this address: `/`, `/bytes/N`, `/delay/MS`, `/status/CODE`, POST
     /// echo; HTTP/1.1 + h2c (or h2 and http/1.1 by ALPN with --tls).
     #[arg(long = "http", value_name = "ADDR:PORT")]
@@ -101,6 +104,7 @@ fn http_options(
     o.idle_timeout = a.http_idle_timeout;
     o.io_timeout = a.io_timeout;
     o.token = a.token.clone();
+    o.log_every = cfg.log_every;
     Ok(Some(o))
 }
 
@@ -124,6 +128,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
         ("--io-timeout", a.io_timeout),
         ("--http-header-timeout", a.http_header_timeout),
         ("--http-idle-timeout", a.http_idle_timeout),
+        ("--log-every", a.log_every),
     ] {
         if d.is_zero() {
             return Err(usage!("{flag} must be positive"));
@@ -152,7 +157,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
             bytes_per_s: a.reply_mbps * 1e6 / 8.0,
             ..npt_server::BudgetLimits::default()
         },
-        ..ServeConfig::default()
+        log_every: a.log_every,
     })
 }
 

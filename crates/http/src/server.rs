@@ -198,6 +198,14 @@ pub fn spawn_http_server(opts: &ServerOptions) -> Result<(SocketAddr, ServerHand
     std_listener
         .set_nonblocking(true)
         .map_err(|e| Error::Io("listener".into(), e))?;
+    // std listens with a backlog of 128: a burst of connections beyond it waits for SYN
+    // retransmits (1 s, 3 s …) before the accept loop even sees them (1,100 connections took
+    // 5 s). Listening again only raises the backlog (the kernel caps it at somaxconn).
+    {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: listen on a valid, bound, listening socket.
+        let _ = unsafe { libc::listen(std_listener.as_raw_fd(), 4096) };
+    }
     let addr = std_listener
         .local_addr()
         .map_err(|e| Error::Io("listener".into(), e))?;

@@ -1,0 +1,295 @@
+//! Why this exists: with 1,100 idle connections under a 1,024-file limit, `npt serve` used to
+//! stop answering TCP and HTTP without a word (`--max-conns` defaulted to 65,536, accept's
+//! EMFILE was retried silently, nothing ever timed out). These tests run the real binary under
+//! a low `RLIMIT_NOFILE` (set in the child before exec) and check that excess connections are
+//! refused and counted, idle ones time out, failed accepts are reported without spinning, a
+//! `--max-conns` the limit cannot hold is refused, and a well-behaved client keeps getting
+//! answers throughout.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{npt, Guard};
+use npt_wire::frame::{Header, Kind, HEADER_LEN};
+
+/// A running `npt serve` with its addresses and everything it wrote to stderr so far.
+struct Served {
+    guard: Guard,
+    tcp: SocketAddr,
+    http: Option<SocketAddr>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Served {
+    fn pid(&self) -> i32 {
+        self.guard.0.id() as i32
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+fn set_nofile(cmd: &mut std::process::Command, n: u64) {
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = libc::rlimit {
+                rlim_cur: n as libc::rlim_t,
+                rlim_max: n as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Starts `npt serve --listen 127.0.0.1:0 ARGS` with at most `nofile` open files.
+fn serve(nofile: u64, args: &[&str]) -> Served {
+    let mut cmd = npt();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--log-every", "300ms"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    set_nofile(&mut cmd, nofile);
+    let mut child: Child = cmd.spawn().expect("npt serve starts");
+    let stdout = child.stdout.take().expect("piped");
+    let err = child.stderr.take().expect("piped");
+    let stderr = Arc::new(Mutex::new(String::new()));
+    {
+        let stderr = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let mut s = stderr.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+    }
+    let want_http = args.contains(&"--http");
+    let (mut tcp, mut http) = (None, None);
+    // Bounded: a handful of ready lines.
+    for line in BufReader::new(stdout).lines().take(8) {
+        let line = line.expect("ready line");
+        let addr: Option<SocketAddr> = line.rsplit(' ').next().and_then(|a| a.parse().ok());
+        if line.contains("tcp+udp") {
+            tcp = addr;
+        } else if line.contains("listening on http") {
+            http = addr;
+        }
+        if tcp.is_some() && (http.is_some() || !want_http) {
+            break;
+        }
+    }
+    Served {
+        guard: Guard(child),
+        tcp: tcp.expect("tcp address printed"),
+        http,
+        stderr,
+    }
+}
+
+/// One framed echo on a fresh connection, everything within a second.
+fn tcp_echo_ok(addr: SocketAddr) -> bool {
+    let Ok(mut c) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return false;
+    };
+    let _ = c.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut f = [0u8; 64];
+    Header {
+        kind: Kind::Echo,
+        flags: 0,
+        frame_len: 64,
+        reply_len: 0,
+        flow: 1,
+        status: 0,
+        seq: 9,
+        send_ts: 1,
+        token: 0,
+    }
+    .encode(&mut f)
+    .unwrap();
+    let mut back = [0u8; 64];
+    c.write_all(&f).is_ok()
+        && c.read_exact(&mut back).is_ok()
+        && Header::decode(&back[..HEADER_LEN])
+            .is_ok_and(|h| h.kind == Kind::EchoReply && h.seq == 9)
+}
+
+/// `GET /` on a fresh connection answered 200 within two seconds.
+fn http_ok(addr: SocketAddr) -> bool {
+    let Ok(mut c) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return false;
+    };
+    let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let mut resp = String::new();
+    c.write_all(req.as_bytes()).is_ok()
+        && c.read_to_string(&mut resp).is_ok()
+        && resp.starts_with("HTTP/1.1 200")
+}
+
+/// Retries `f` every 50 ms until it holds or `limit` passes; how long it took.
+fn until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if f() {
+            return Some(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// The value after `name` in the last periodic line's `section` (e.g. "tcp refused:").
+fn logged(stderr: &str, section: &str, name: &str) -> u64 {
+    let Some(line) = stderr.lines().rev().find(|l| l.contains(section)) else {
+        return 0;
+    };
+    let rest = &line[line.find(section).unwrap_or(0) + section.len()..];
+    let mut words = rest.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == name {
+            return words
+                .next()
+                .and_then(|v| v.trim_end_matches(';').parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    0
+}
+
+fn open_fds(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which ends with ')'): utime is the 12th, stime the 13th.
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let p = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    p(11) + p(12)
+}
+
+/// Opens up to `n` connections to `addr` and keeps them open without sending anything.
+fn hold(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok())
+        .collect()
+}
+
+#[test]
+fn idle_connections_beyond_the_file_limit_are_refused_or_timed_out_and_good_clients_answered() {
+    let s = serve(
+        1024,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--idle-timeout",
+            "3s",
+            "--http-idle-timeout",
+            "3s",
+        ],
+    );
+    let http = s.http.expect("http address");
+    assert!(tcp_echo_ok(s.tcp) && http_ok(http), "answers when quiet");
+    let t0 = Instant::now();
+    let idle_tcp = hold(s.tcp, 1100);
+    let t1 = t0.elapsed();
+    let idle_http = hold(http, 1100);
+    eprintln!("held tcp in {t1:?}, http in {:?}", t0.elapsed() - t1);
+    assert!(idle_tcp.len() + idle_http.len() >= 2100, "connections held");
+    let fds = open_fds(s.pid());
+    assert!(fds <= 1024, "within the limit: {fds}");
+    // With the caps full, a good client is refused until idle ones time out: bounded wait.
+    let t_tcp = until(Duration::from_secs(20), || tcp_echo_ok(s.tcp));
+    let t_http = until(Duration::from_secs(20), || http_ok(http));
+    assert!(t_tcp.is_some(), "tcp answered; stderr: {}", s.stderr());
+    assert!(t_http.is_some(), "http answered; stderr: {}", s.stderr());
+    eprintln!("answered again after tcp {t_tcp:?}, http {t_http:?}; fds at peak {fds}");
+    // Every refusal and timeout is counted, and shows in the periodic line.
+    let counted = until(Duration::from_secs(5), || {
+        let e = s.stderr();
+        logged(&e, "tcp refused:", "conns") >= 600
+            && logged(&e, "http refused:", "conns") >= 600
+            && logged(&e, "tcp refused:", "idle") >= 400
+            && logged(&e, "http refused:", "idle") >= 400
+    });
+    let e = s.stderr();
+    assert!(counted.is_some(), "refusals logged: {e}");
+    assert_eq!(logged(&e, "tcp refused:", "accept-errors"), 0, "{e}");
+    assert!(
+        !e.contains("accept failed"),
+        "caps kept accept from failing: {e}"
+    );
+    drop(idle_tcp);
+    drop(idle_http);
+}
+
+#[test]
+fn a_max_conns_the_file_limit_cannot_hold_is_a_usage_error() {
+    let mut cmd = npt();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--max-conns", "5000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    set_nofile(&mut cmd, 1024);
+    let child = cmd.spawn().expect("npt starts");
+    let mut g = Guard(child);
+    let status = until(Duration::from_secs(10), || {
+        g.0.try_wait().ok().flatten().is_some()
+    });
+    assert!(status.is_some(), "exits at once");
+    let code = g.0.wait().unwrap().code();
+    let mut err = String::new();
+    g.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--max-conns") && err.contains("960"), "{err}");
+}
+
+#[test]
+fn running_out_of_descriptors_on_accept_is_reported_and_does_not_spin() {
+    let s = serve(1024, &["--idle-timeout", "60s"]);
+    assert!(tcp_echo_ok(s.tcp));
+    // Someone lowers the limit under the running server (or other files use it up): the
+    // cap derived at start no longer protects accept.
+    let low = libc::rlimit {
+        rlim_cur: 128,
+        rlim_max: 128,
+    };
+    // SAFETY: prlimit on our own child with a valid struct.
+    let rc = unsafe { libc::prlimit(s.pid(), libc::RLIMIT_NOFILE, &low, std::ptr::null_mut()) };
+    assert_eq!(rc, 0, "prlimit: {}", std::io::Error::last_os_error());
+    let held = hold(s.tcp, 300);
+    let reported = until(Duration::from_secs(10), || {
+        s.stderr().contains("accept failed")
+    });
+    assert!(reported.is_some(), "EMFILE reported: {}", s.stderr());
+    assert!(s.stderr().contains("out of file descriptors"));
+    // Backing off, not spinning: under 30% of one core over two seconds.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let (t0, c0) = (Instant::now(), cpu_ticks(s.pid()));
+    std::thread::sleep(Duration::from_secs(2));
+    let cpu = (cpu_ticks(s.pid()) - c0) as f64 / hz / t0.elapsed().as_secs_f64();
+    assert!(cpu < 0.3, "accept loop spins: {:.0}% cpu", cpu * 100.0);
+    let lines = s.stderr().matches("accept failed").count();
+    assert!(
+        lines <= 2,
+        "logged once per interval, not per failure: {lines} lines"
+    );
+    // The held connections go away, descriptors come back, good clients are answered again.
+    drop(held);
+    let back = until(Duration::from_secs(10), || tcp_echo_ok(s.tcp));
+    assert!(back.is_some(), "serving again; stderr: {}", s.stderr());
+    let e = s.stderr();
+    assert!(logged(&e, "tcp refused:", "accept-errors") > 0, "{e}");
+    eprintln!("cpu while out of descriptors {:.1}%", cpu * 100.0);
+}
