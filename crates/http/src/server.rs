@@ -342,9 +342,8 @@ pub async fn serve(
                     }
                 }
             };
-            if let Err(close) = conn::watch(&state, policy.opts.deadlines(), work).await {
-                close.count(&policy.counters);
-            }
+            let d = policy.opts.deadlines();
+            let _ = conn::watch(&state, d, &policy.counters, work).await;
         });
     }
     log.abort();

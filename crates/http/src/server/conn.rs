@@ -228,7 +228,7 @@ pub enum Close {
 }
 
 impl Close {
-    pub fn count(self, c: &HttpCounters) {
+    fn count(self, c: &HttpCounters) {
         let k = match self {
             Close::Header => &c.closed_header,
             Close::Idle => &c.closed_idle,
@@ -239,10 +239,12 @@ impl Close {
     }
 }
 
-/// Runs `conn` until it ends or the watchdog closes it (dropping it closes the socket).
+/// Runs `conn` until it ends or the watchdog closes it (dropping it closes the socket); the
+/// close is counted first, so whoever sees the connection end also sees the count.
 pub async fn watch<F: std::future::Future>(
     state: &ConnState,
     d: Deadlines,
+    counters: &HttpCounters,
     conn: F,
 ) -> Result<F::Output, Close> {
     let every = d.header.min(d.idle).min(d.io) / 4;
@@ -254,6 +256,7 @@ pub async fn watch<F: std::future::Future>(
             out = &mut conn => return Ok(out),
             _ = tick.tick() => {
                 if let Some(v) = state.verdict(&d) {
+                    v.count(counters);
                     return Err(v);
                 }
             }
