@@ -292,4 +292,7 @@ fn running_out_of_descriptors_on_accept_is_reported_and_does_not_spin() {
     let e = s.stderr();
     assert!(logged(&e, "tcp refused:", "accept-errors") > 0, "{e}");
     eprintln!("cpu while out of descriptors {:.1}%", cpu * 100.0);
+    for l in e.lines().filter(|l| l.contains("accept failed")) {
+        eprintln!("{l}");
+    }
 }
