@@ -7,169 +7,14 @@
 //! answers throughout.
 
 mod common;
+mod serve_util;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
+use std::io::Read;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{npt, Guard};
-use npt_wire::frame::{Header, Kind, HEADER_LEN};
-
-/// A running `npt serve` with its addresses and everything it wrote to stderr so far.
-struct Served {
-    guard: Guard,
-    tcp: SocketAddr,
-    http: Option<SocketAddr>,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Served {
-    fn pid(&self) -> i32 {
-        self.guard.0.id() as i32
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-}
-
-fn set_nofile(cmd: &mut std::process::Command, n: u64) {
-    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let r = libc::rlimit {
-                rlim_cur: n as libc::rlim_t,
-                rlim_max: n as libc::rlim_t,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-/// Starts `npt serve --listen 127.0.0.1:0 ARGS` with at most `nofile` open files.
-fn serve(nofile: u64, args: &[&str]) -> Served {
-    let mut cmd = npt();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--log-every", "300ms"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    set_nofile(&mut cmd, nofile);
-    let mut child: Child = cmd.spawn().expect("npt serve starts");
-    let stdout = child.stdout.take().expect("piped");
-    let err = child.stderr.take().expect("piped");
-    let stderr = Arc::new(Mutex::new(String::new()));
-    {
-        let stderr = stderr.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                let mut s = stderr.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-    }
-    let want_http = args.contains(&"--http");
-    let (mut tcp, mut http) = (None, None);
-    // Bounded: a handful of ready lines.
-    for line in BufReader::new(stdout).lines().take(8) {
-        let line = line.expect("ready line");
-        let addr: Option<SocketAddr> = line.rsplit(' ').next().and_then(|a| a.parse().ok());
-        if line.contains("tcp+udp") {
-            tcp = addr;
-        } else if line.contains("listening on http") {
-            http = addr;
-        }
-        if tcp.is_some() && (http.is_some() || !want_http) {
-            break;
-        }
-    }
-    Served {
-        guard: Guard(child),
-        tcp: tcp.expect("tcp address printed"),
-        http,
-        stderr,
-    }
-}
-
-/// One framed echo on a fresh connection, everything within a second.
-fn tcp_echo_ok(addr: SocketAddr) -> bool {
-    let Ok(mut c) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
-        return false;
-    };
-    let _ = c.set_read_timeout(Some(Duration::from_secs(1)));
-    let mut f = [0u8; 64];
-    Header {
-        kind: Kind::Echo,
-        flags: 0,
-        frame_len: 64,
-        reply_len: 0,
-        flow: 1,
-        status: 0,
-        seq: 9,
-        send_ts: 1,
-        token: 0,
-    }
-    .encode(&mut f)
-    .unwrap();
-    let mut back = [0u8; 64];
-    c.write_all(&f).is_ok()
-        && c.read_exact(&mut back).is_ok()
-        && Header::decode(&back[..HEADER_LEN])
-            .is_ok_and(|h| h.kind == Kind::EchoReply && h.seq == 9)
-}
-
-/// `GET /` on a fresh connection answered 200 within two seconds.
-fn http_ok(addr: SocketAddr) -> bool {
-    let Ok(mut c) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
-        return false;
-    };
-    let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
-    let req = "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-    let mut resp = String::new();
-    c.write_all(req.as_bytes()).is_ok()
-        && c.read_to_string(&mut resp).is_ok()
-        && resp.starts_with("HTTP/1.1 200")
-}
-
-/// Retries `f` every 50 ms until it holds or `limit` passes; how long it took.
-fn until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if f() {
-            return Some(t.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
-}
-
-/// The value after `name` in the last periodic line's `section` (e.g. "tcp refused:").
-fn logged(stderr: &str, section: &str, name: &str) -> u64 {
-    let Some(line) = stderr.lines().rev().find(|l| l.contains(section)) else {
-        return 0;
-    };
-    let rest = &line[line.find(section).unwrap_or(0) + section.len()..];
-    let mut words = rest.split_whitespace();
-    while let Some(w) = words.next() {
-        if w == name {
-            return words
-                .next()
-                .and_then(|v| v.trim_end_matches(';').parse().ok())
-                .unwrap_or(0);
-        }
-    }
-    0
-}
-
-fn open_fds(pid: i32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
-}
+use serve_util::{hold, http_ok, logged, open_fds, serve, set_nofile, tcp_echo_ok, until};
 
 fn cpu_ticks(pid: i32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -178,13 +23,6 @@ fn cpu_ticks(pid: i32) -> u64 {
     let f: Vec<&str> = after.split_whitespace().collect();
     let p = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     p(11) + p(12)
-}
-
-/// Opens up to `n` connections to `addr` and keeps them open without sending anything.
-fn hold(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
-    (0..n)
-        .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok())
-        .collect()
 }
 
 #[test]

@@ -17,6 +17,7 @@
 //! accepts (out of descriptors) are counted, logged at most every 5 s, and backed off.
 
 mod conn;
+mod gate;
 
 pub use conn::HttpCounters;
 
@@ -382,22 +383,24 @@ async fn serve_conn<S>(
             async move {
                 let _busy = state.handler();
                 policy.counters.requests.fetch_add(1, Ordering::Relaxed);
-                let resp = route(req, &policy, Some(peer)).await;
+                let resp = gate::route(req, &policy, Some(peer)).await;
                 let open = state.response();
                 Ok::<_, Infallible>(resp.map(|body| Tracked { body, _open: open }))
             }
         })
     };
-    match builder.serve_connection(TokioIo::new(io), svc).await {
-        Ok(()) => {}
-        Err(e) => {
+    if let Err(e) = builder.serve_connection(TokioIo::new(io), svc).await {
+        match e.downcast_ref::<hyper::Error>() {
             // hyper's own header-read timeout: the next request of a kept-alive HTTP/1.1
             // connection did not come within the idle timeout.
-            if e.downcast_ref::<hyper::Error>()
-                .is_some_and(|h| h.is_timeout())
-            {
+            Some(h) if h.is_timeout() => {
                 policy.counters.closed_idle.fetch_add(1, Ordering::Relaxed);
             }
+            // A request hyper could not parse: answered 400/431, connection closed.
+            Some(h) if h.is_parse() => {
+                policy.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
         }
     }
 }
@@ -425,59 +428,6 @@ impl Body for Tracked {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
-    }
-}
-
-/// True if the request carries the secret, in the [`TOKEN_HEADER`] header or the
-/// [`TOKEN_QUERY`] query parameter (compared as sent: no percent-decoding).
-fn authorized(req: &Request<Incoming>, secret: &str) -> bool {
-    let s = secret.as_bytes();
-    if let Some(v) = req.headers().get(TOKEN_HEADER) {
-        if conn::token_matches(v.as_bytes(), s) {
-            return true;
-        }
-    }
-    req.uri().query().is_some_and(|q| {
-        q.split('&').any(|kv| {
-            kv.split_once('=')
-                .is_some_and(|(k, v)| k == TOKEN_QUERY && conn::token_matches(v.as_bytes(), s))
-        })
-    })
-}
-
-/// [`respond`] under a policy: the token gate and the reply budget.
-async fn route(
-    req: Request<Incoming>,
-    policy: &Policy,
-    peer: Option<IpAddr>,
-) -> Response<RespBody> {
-    let c = &policy.counters;
-    if let Some(secret) = &policy.opts.token {
-        let tiny = (req.method() == Method::GET || req.method() == Method::HEAD)
-            && req.uri().path() == "/";
-        if !tiny && !authorized(&req, secret) {
-            c.refused_token.fetch_add(1, Ordering::Relaxed);
-            return plain(
-                StatusCode::UNAUTHORIZED,
-                "token required: x-npt-token header or ?token= query parameter\n",
-            );
-        }
-    }
-    if let (Some(hook), Some(ip)) = (&policy.opts.reply_budget, peer) {
-        if req.method() != Method::POST && req.method() != Method::PUT {
-            if let Some(n) = req.uri().path().strip_prefix("/bytes/") {
-                if let Ok(n) = n.parse::<u64>() {
-                    if !(hook.0)(ip, n.min(MAX_BYTES)) {
-                        c.refused_budget.fetch_add(1, Ordering::Relaxed);
-                        return plain(StatusCode::TOO_MANY_REQUESTS, "reply budget exceeded\n");
-                    }
-                }
-            }
-        }
-    }
-    match respond(req).await {
-        Ok(r) => r,
-        Err(never) => match never {},
     }
 }
 

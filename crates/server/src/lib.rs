@@ -77,6 +77,7 @@ pub struct StreamCounters {
     pub refused_token: AtomicU64,
     /// `Request`s refused because the source address's reply budget did not hold them.
     pub refused_budget: AtomicU64,
+    /// Frames that do not decode, replies sent to us, and frames cut short by the peer.
     pub malformed: AtomicU64,
     /// Closed after `idle` without the first byte of a next frame.
     pub closed_idle: AtomicU64,

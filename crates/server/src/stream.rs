@@ -118,7 +118,13 @@ where
 {
     match serve(stream, cx).await {
         Ok(()) | Err(End::Closed) => Ok(()),
-        Err(End::Io(e)) => Err(e),
+        Err(End::Io(e)) => {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                // The peer closed inside a frame: a truncated frame.
+                cx.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e)
+        }
     }
 }
 

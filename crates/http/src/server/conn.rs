@@ -36,6 +36,9 @@ pub struct HttpCounters {
     pub refused_token: AtomicU64,
     /// `/bytes/N` answered 429 because the source address's reply budget did not hold N.
     pub refused_budget: AtomicU64,
+    /// Connections ended by a request hyper could not parse (answered 400 or 431: bad or
+    /// conflicting framing headers, header floods).
+    pub malformed: AtomicU64,
     /// Closed because a request head (or TLS handshake) was not complete within `header`.
     pub closed_header: AtomicU64,
     /// Closed after `idle` without traffic (or without the next request, for HTTP/1.1).
@@ -66,11 +69,12 @@ impl HttpCounters {
     pub fn refusals_line(&self) -> String {
         let g = HttpCounters::get;
         format!(
-            "http refused: conns {} accept-errors {} token {} budget {}; closed header {} idle {} stalled-read {} stalled-write {}",
+            "http refused: conns {} accept-errors {} token {} budget {} malformed {}; closed header {} idle {} stalled-read {} stalled-write {}",
             g(&self.refused_conns),
             g(&self.accept_errors),
             g(&self.refused_token),
             g(&self.refused_budget),
+            g(&self.malformed),
             g(&self.closed_header),
             g(&self.closed_idle),
             g(&self.stalled_read),
@@ -86,6 +90,7 @@ impl HttpCounters {
             &self.accept_errors,
             &self.refused_token,
             &self.refused_budget,
+            &self.malformed,
             &self.closed_header,
             &self.closed_idle,
             &self.stalled_read,
