@@ -222,3 +222,15 @@ fn bytes_beyond_the_reply_budget_get_429() {
     );
     assert_eq!(get(&h.counters().refused_budget), 2);
 }
+
+#[test]
+fn a_stalled_tls_handshake_is_closed_after_the_header_deadline() {
+    let (addr, h) = start(|o| o.tls = true);
+    let mut c = TcpStream::connect(addr).unwrap();
+    // A TLS record header announcing a 512-byte handshake message, and 3 bytes of it.
+    c.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01])
+        .unwrap();
+    let took = closed_by_server(&mut c);
+    assert!(took >= HEADER / 2 && took < IDLE, "closed after {took:?}");
+    wait_for(&h, |c| &c.closed_header, 1);
+}
