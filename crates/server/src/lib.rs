@@ -3,6 +3,12 @@
 //! Each listen address gets TCP and UDP on the **same port number** (forwarders often map one
 //! port for both). UDP runs on its own thread ([`udp`]); TCP connections are tokio tasks over
 //! the stream responder ([`stream`]), which later transports (QUIC streams) reuse.
+//!
+//! Nothing a peer does holds resources for free: every stream state has a deadline
+//! ([`Timeouts`]), TCP connections are capped (`max_tcp_conns`; `npt serve` derives it from the
+//! open-file limit, [`fdlimit`]) and failed accepts are counted and backed off, asked-for reply
+//! bytes are charged to the source address ([`budget`]), and each transport counts its own
+//! refusals and closes ([`Counters`]), summarized on stderr while they happen.
 
 pub mod budget;
 pub mod fdlimit;
