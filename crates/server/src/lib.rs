@@ -436,3 +436,27 @@ fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     s.bind(&addr.into())?;
     Ok(s.into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_transport_has_its_own_refusals_in_the_periodic_line() {
+        let c = Counters::default();
+        c.tcp.refused_token.fetch_add(1, Ordering::Relaxed);
+        c.tcp_refused_conns.fetch_add(2, Ordering::Relaxed);
+        c.quic.stalled_read.fetch_add(3, Ordering::Relaxed);
+        c.quic_conns.fetch_add(4, Ordering::Relaxed);
+        let line = c.refusals_line();
+        assert!(line.starts_with("udp refused: token 0 "), "{line}");
+        assert!(
+            line.contains("tcp refused: conns 2 accept-errors 0 token 1 "),
+            "{line}"
+        );
+        assert!(line.contains("quic streams refused: token 0"), "{line}");
+        assert!(line.ends_with("stalled-read 3 stalled-write 0"), "{line}");
+        assert_eq!(c.refusals_total(), 6);
+        assert!(c.line().contains("tcp conns 0 ") && c.line().contains("quic conns 4 "));
+    }
+}
