@@ -308,8 +308,13 @@ pub async fn serve(
                 };
                 if due {
                     last_log = Some(std::time::Instant::now());
+                    let hint = if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                        " (out of file descriptors: raise `ulimit -n` or lower --max-conns)"
+                    } else {
+                        ""
+                    };
                     eprintln!(
-                        "npt serve: http accept failed {since_log} time(s): {e}; backing off and serving on"
+                        "npt serve: http accept failed {since_log} time(s): {e}{hint}; backing off and serving on"
                     );
                     since_log = 0;
                 }

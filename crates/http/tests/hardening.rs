@@ -231,6 +231,9 @@ fn a_stalled_tls_handshake_is_closed_after_the_header_deadline() {
     c.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01])
         .unwrap();
     let took = closed_by_server(&mut c);
-    assert!(took >= HEADER / 2 && took < HEADER * 4, "closed after {took:?}");
+    assert!(
+        took >= HEADER / 2 && took < HEADER * 4,
+        "closed after {took:?}"
+    );
     wait_for(&h, |c| &c.closed_header, 1);
 }
