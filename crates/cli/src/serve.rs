@@ -12,6 +12,7 @@ use npt_engine::probe::driver::Control;
 use npt_server::{Limits, ServeConfig, Server};
 
 use crate::usage;
+use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -32,9 +33,31 @@ pub struct ServeArgs {
     /// UDP payload megabits per second allowed from one source address.
     #[arg(long, value_name = "MBPS", default_value_t = 2000.0)]
     pub source_mbps: f64,
-    /// TCP connections served at once.
-    #[arg(long, value_name = "N", default_value_t = 65_536)]
-    pub max_conns: usize,
+    /// TCP connections served at once, and as many HTTP ones with --http; further ones are
+    /// closed at once and counted [default: what the open-file limit holds, at most 65536].
+    #[arg(long, value_name = "N")]
+    pub max_conns: Option<usize>,
+    /// Close a TCP connection with no new frame for this long.
+    #[arg(long, value_name = "DUR", default_value = "300s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Close a connection stalled inside a frame (header, payload) or not reading its replies
+    /// for this long (TCP; and HTTP bodies and responses).
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
+    pub io_timeout: Duration,
+    /// Close an HTTP connection whose request head is not complete this long after its
+    /// first byte.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
+    pub http_header_timeout: Duration,
+    /// Close an HTTP connection with no traffic and no request in progress for this long.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = parse_duration)]
+    pub http_idle_timeout: Duration,
+    /// Asked-for reply bytes (TCP/QUIC Responses, HTTP /bytes/N) per second per source
+    /// address, in megabits; one reply can be at most one second's worth.
+    #[arg(long, value_name = "MBPS", default_value_t = 10_000.0)]
+    pub reply_mbps: f64,
+    /// How often refusals are summarized on stderr (tests shorten it).
+    #[arg(long, hide = true, value_name = "DUR", default_value = "5s", value_parser = parse_duration)]
+    pub log_every: Duration,
     /// Also serve HTTP on this address: `/`, `/bytes/N`, `/delay/MS`, `/status/CODE`, POST
     /// echo; HTTP/1.1 + h2c (or h2 and http/1.1 by ALPN with --tls).
     #[arg(long = "http", value_name = "ADDR:PORT")]
@@ -64,7 +87,10 @@ pub struct ServeArgs {
 }
 
 /// `--http`: the HTTP responder's options, if asked for.
-fn http_options(a: &ServeArgs) -> anyhow::Result<Option<npt_http::ServerOptions>> {
+fn http_options(
+    a: &ServeArgs,
+    cfg: &ServeConfig,
+) -> anyhow::Result<Option<npt_http::ServerOptions>> {
     let Some(h) = &a.http else { return Ok(None) };
     let addr: SocketAddr = h
         .parse()
@@ -73,6 +99,12 @@ fn http_options(a: &ServeArgs) -> anyhow::Result<Option<npt_http::ServerOptions>
     o.tls = a.tls;
     o.cert = a.cert.clone();
     o.key = a.key.clone();
+    o.max_conns = cfg.max_tcp_conns;
+    o.header_timeout = a.http_header_timeout;
+    o.idle_timeout = a.http_idle_timeout;
+    o.io_timeout = a.io_timeout;
+    o.token = a.token.clone();
+    o.log_every = cfg.log_every;
     Ok(Some(o))
 }
 
@@ -90,8 +122,20 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
     if a.source_mbps.is_nan() || a.source_mbps <= 0.0 {
         return Err(usage!("--source-mbps must be positive"));
     }
-    if a.max_conns == 0 {
-        return Err(usage!("--max-conns must be at least 1"));
+    let max_conns = max_conns(a)?;
+    for (flag, d) in [
+        ("--idle-timeout", a.idle_timeout),
+        ("--io-timeout", a.io_timeout),
+        ("--http-header-timeout", a.http_header_timeout),
+        ("--http-idle-timeout", a.http_idle_timeout),
+        ("--log-every", a.log_every),
+    ] {
+        if d.is_zero() {
+            return Err(usage!("{flag} must be positive"));
+        }
+    }
+    if a.reply_mbps.is_nan() || a.reply_mbps <= 0.0 {
+        return Err(usage!("--reply-mbps must be positive"));
     }
     if matches!(&a.token, Some(t) if t.is_empty()) {
         return Err(usage!("--token must not be empty"));
@@ -104,19 +148,52 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
             bytes_per_s: a.source_mbps * 1e6 / 8.0,
             ..Limits::default()
         },
-        max_tcp_conns: a.max_conns,
+        max_tcp_conns: max_conns,
+        timeouts: npt_server::Timeouts {
+            idle: a.idle_timeout,
+            io: a.io_timeout,
+        },
+        budget: npt_server::BudgetLimits {
+            bytes_per_s: a.reply_mbps * 1e6 / 8.0,
+            ..npt_server::BudgetLimits::default()
+        },
+        log_every: a.log_every,
     })
+}
+
+/// `--max-conns`, or the default the open-file limit holds (raised to the hard limit first);
+/// a value the limit cannot hold is a usage error (exit 2), not a silent stall later.
+fn max_conns(a: &ServeArgs) -> anyhow::Result<usize> {
+    use npt_server::fdlimit;
+    let responders = 1 + usize::from(a.http.is_some());
+    let soft = fdlimit::raise_nofile().map_or(u64::MAX, |l| l.soft);
+    match a.max_conns {
+        None => Ok(fdlimit::default_max_conns(soft, responders)),
+        Some(0) => Err(usage!("--max-conns must be at least 1")),
+        Some(n) => match fdlimit::check_max_conns(n, soft, responders) {
+            Ok(()) => Ok(n),
+            Err(most) => Err(usage!(
+                "--max-conns {n}: the open-file limit ({soft}, `ulimit -n`) holds at most {most} connections per responder here"
+            )),
+        },
+    }
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
     let control = Arc::new(Control::default());
     crate::signals::install(&control)?;
-    let http_opts = http_options(&a)?;
+    let http_opts = http_options(&a, &cfg)?;
     let server = Server::start(cfg)?;
     let quic = start_quic(&a, &server)?;
-    let http = match &http_opts {
-        Some(o) => Some(npt_http::spawn_http_server(o)?),
+    let http = match http_opts {
+        Some(mut o) => {
+            let budget = server.reply_budget();
+            o.reply_budget = Some(npt_http::server::ReplyBudgetHook(Arc::new(move |ip, n| {
+                budget.take(ip, n)
+            })));
+            Some(npt_http::spawn_http_server(&o)?)
+        }
         None => None,
     };
     {
@@ -141,6 +218,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!("npt serve: stopping; {}", server.counters().line());
+    if let Some((_, h)) = &http {
+        eprintln!("npt serve: stopping; {}", h.counters().line());
+    }
     drop(quic);
     drop(server);
     drop(http);
@@ -163,8 +243,7 @@ fn start_quic(
         },
         _ => npt_server::quic::QuicTls::SelfSigned,
     };
-    let token = a.token.as_deref().map(npt_wire::frame::token_from_secret);
-    let qs = npt_server::quic::start_quic(&server.runtime(), addr, tls, token, server.counters())?;
+    let qs = server.start_quic(addr, tls)?;
     if let Some(path) = &a.quic_cert_out {
         npt_report::write_atomic(path, qs.cert_pem().as_bytes())
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;

@@ -3,7 +3,15 @@
 //! Each listen address gets TCP and UDP on the **same port number** (forwarders often map one
 //! port for both). UDP runs on its own thread ([`udp`]); TCP connections are tokio tasks over
 //! the stream responder ([`stream`]), which later transports (QUIC streams) reuse.
+//!
+//! Nothing a peer does holds resources for free: every stream state has a deadline
+//! ([`Timeouts`]), TCP connections are capped (`max_tcp_conns`; `npt serve` derives it from the
+//! open-file limit, [`fdlimit`]) and failed accepts are counted and backed off, asked-for reply
+//! bytes are charged to the source address ([`budget`]), and each transport counts its own
+//! refusals and closes ([`Counters`]), summarized on stderr while they happen.
 
+pub mod budget;
+pub mod fdlimit;
 pub mod limiter;
 pub mod loopguard;
 pub mod quic;
@@ -12,13 +20,19 @@ mod udp;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdTcpListener, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+pub use budget::{BudgetLimits, ReplyBudget};
 pub use limiter::Limits;
+pub use stream::Timeouts;
+
+/// How often refusals are summarized on stderr (only when something changed).
+pub const LOG_EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
@@ -27,8 +41,15 @@ pub struct ServeConfig {
     /// Required access token (see `npt_wire::frame::token_from_secret`); None = open.
     pub token: Option<u64>,
     pub limits: Limits,
-    /// TCP connections served at once; further ones are accepted and closed at once.
+    /// TCP connections served at once; further ones are accepted, closed at once and counted.
+    /// `npt serve` derives the default from the open-file limit ([`fdlimit`]).
     pub max_tcp_conns: usize,
+    /// Deadlines of TCP connections and QUIC streams.
+    pub timeouts: Timeouts,
+    /// Per-address budget for asked-for reply bytes (TCP and QUIC `Response`s).
+    pub budget: BudgetLimits,
+    /// How often refusals are summarized on stderr.
+    pub log_every: Duration,
 }
 
 impl Default for ServeConfig {
@@ -37,7 +58,10 @@ impl Default for ServeConfig {
             listen: vec![SocketAddr::from(([0, 0, 0, 0], 7777))],
             token: None,
             limits: Limits::default(),
-            max_tcp_conns: 65_536,
+            max_tcp_conns: fdlimit::MAX_DEFAULT_CONNS,
+            timeouts: Timeouts::default(),
+            budget: BudgetLimits::default(),
+            log_every: LOG_EVERY,
         }
     }
 }
@@ -50,7 +74,47 @@ pub enum ServeError {
     Runtime(io::Error),
 }
 
-/// What the server has done, for its log and for tests.
+/// What the stream responder did on one transport (TCP connections, or QUIC streams).
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    pub rx_bytes: AtomicU64,
+    pub tx_bytes: AtomicU64,
+    /// Streams closed for a missing or wrong token (or raw echo while a token is required).
+    pub refused_token: AtomicU64,
+    /// `Request`s refused because the source address's reply budget did not hold them.
+    pub refused_budget: AtomicU64,
+    /// Frames that do not decode, replies sent to us, and frames cut short by the peer.
+    pub malformed: AtomicU64,
+    /// Closed after `idle` without the first byte of a next frame.
+    pub closed_idle: AtomicU64,
+    /// Closed because a started header or a payload stopped arriving for `io`.
+    pub stalled_read: AtomicU64,
+    /// Closed because the peer did not drain a reply for `io`.
+    pub stalled_write: AtomicU64,
+}
+
+impl StreamCounters {
+    fn refusals(&self) -> [u64; 6] {
+        let g = Counters::get;
+        [
+            g(&self.refused_token),
+            g(&self.refused_budget),
+            g(&self.malformed),
+            g(&self.closed_idle),
+            g(&self.stalled_read),
+            g(&self.stalled_write),
+        ]
+    }
+
+    fn refusals_text(&self) -> String {
+        let [token, budget, malformed, idle, read, write] = self.refusals();
+        format!(
+            "token {token} budget {budget} malformed {malformed}; closed idle {idle} stalled-read {read} stalled-write {write}"
+        )
+    }
+}
+
+/// What the server has done, for its log and for tests. Each transport has its own counters.
 #[derive(Debug, Default)]
 pub struct Counters {
     pub udp_rx: AtomicU64,
@@ -58,17 +122,25 @@ pub struct Counters {
     pub udp_tx: AtomicU64,
     pub udp_tx_bytes: AtomicU64,
     pub udp_errors: AtomicU64,
-    pub refused_token: AtomicU64,
-    pub refused_rate: AtomicU64,
+    /// UDP datagrams refused for a missing or wrong token.
+    pub udp_refused_token: AtomicU64,
+    /// UDP datagrams over the per-source packet or byte budget ([`limiter`]).
+    pub udp_refused_rate: AtomicU64,
     /// Raw UDP datagrams not echoed because they could start or feed an echo loop
     /// (see [`loopguard`]).
-    pub refused_loop: AtomicU64,
-    pub refused_conns: AtomicU64,
-    pub malformed: AtomicU64,
-    pub clamped: AtomicU64,
+    pub udp_refused_loop: AtomicU64,
+    pub udp_malformed: AtomicU64,
+    /// UDP `Request`s answered with fewer bytes than asked (no amplification).
+    pub udp_clamped: AtomicU64,
     pub tcp_accepted: AtomicU64,
-    pub tcp_rx_bytes: AtomicU64,
-    pub tcp_tx_bytes: AtomicU64,
+    /// TCP connections closed at once because `max_tcp_conns` were open.
+    pub tcp_refused_conns: AtomicU64,
+    /// Failed TCP accepts (EMFILE/ENFILE: out of descriptors), each followed by a short back-off.
+    pub tcp_accept_errors: AtomicU64,
+    pub tcp: StreamCounters,
+    pub quic_conns: AtomicU64,
+    pub quic_streams: AtomicU64,
+    pub quic: StreamCounters,
 }
 
 impl Counters {
@@ -76,29 +148,59 @@ impl Counters {
         c.load(Ordering::Relaxed)
     }
 
-    /// One line for the log.
+    /// One line for the log: traffic, then every refusal and close.
     pub fn line(&self) -> String {
         let g = Counters::get;
         format!(
-            "udp rx {} tx {} pkts; tcp conns {} rx {} tx {} bytes; refused: token {} rate {} loop {} conns {}; malformed {}; clamped {}",
+            "udp rx {} tx {} pkts; tcp conns {} rx {} tx {} bytes; quic conns {} streams {} rx {} tx {} bytes; {}",
             g(&self.udp_rx),
             g(&self.udp_tx),
             g(&self.tcp_accepted),
-            g(&self.tcp_rx_bytes),
-            g(&self.tcp_tx_bytes),
-            g(&self.refused_token),
-            g(&self.refused_rate),
-            g(&self.refused_loop),
-            g(&self.refused_conns),
-            g(&self.malformed),
-            g(&self.clamped)
+            g(&self.tcp.rx_bytes),
+            g(&self.tcp.tx_bytes),
+            g(&self.quic_conns),
+            g(&self.quic_streams),
+            g(&self.quic.rx_bytes),
+            g(&self.quic.tx_bytes),
+            self.refusals_line()
         )
+    }
+
+    /// Every refusal and forced close, per transport (the periodic log line).
+    pub fn refusals_line(&self) -> String {
+        let g = Counters::get;
+        format!(
+            "udp refused: token {} rate {} loop {} malformed {} (clamped {}); tcp refused: conns {} accept-errors {} {}; quic streams refused: {}",
+            g(&self.udp_refused_token),
+            g(&self.udp_refused_rate),
+            g(&self.udp_refused_loop),
+            g(&self.udp_malformed),
+            g(&self.udp_clamped),
+            g(&self.tcp_refused_conns),
+            g(&self.tcp_accept_errors),
+            self.tcp.refusals_text(),
+            self.quic.refusals_text()
+        )
+    }
+
+    /// The sum of every refusal and forced close: the periodic line is printed when it moves.
+    pub fn refusals_total(&self) -> u64 {
+        let g = Counters::get;
+        g(&self.udp_refused_token)
+            + g(&self.udp_refused_rate)
+            + g(&self.udp_refused_loop)
+            + g(&self.udp_malformed)
+            + g(&self.tcp_refused_conns)
+            + g(&self.tcp_accept_errors)
+            + self.tcp.refusals().iter().sum::<u64>()
+            + self.quic.refusals().iter().sum::<u64>()
     }
 }
 
 pub(crate) struct Shared {
     pub cfg: ServeConfig,
     pub counters: Arc<Counters>,
+    pub budget: Arc<ReplyBudget>,
     pub stop: AtomicBool,
 }
 
@@ -113,7 +215,7 @@ pub struct Server {
 impl Server {
     /// Binds every address (TCP and UDP on one port number each) and starts serving.
     pub fn start(cfg: ServeConfig) -> Result<Server, ServeError> {
-        npt_netio::raise_nofile_limit();
+        let _ = fdlimit::raise_nofile();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("npt-serve")
@@ -123,10 +225,12 @@ impl Server {
         let shared = Arc::new(Shared {
             cfg: cfg.clone(),
             counters: Arc::new(Counters::default()),
+            budget: Arc::new(ReplyBudget::new(cfg.budget)),
             stop: AtomicBool::new(false),
         });
         let mut addrs = Vec::new();
         let mut threads = Vec::new();
+        let active = Arc::new(AtomicUsize::new(0));
         for want in &cfg.listen {
             let (tcp, udp) = bind_pair(*want)?;
             let bound = tcp.local_addr().map_err(|e| ServeError::Bind {
@@ -148,8 +252,9 @@ impl Server {
                     addr: bound,
                     source: e,
                 })?;
-            rt.spawn(accept_loop(listener, sh));
+            rt.spawn(accept_loop(listener, sh, active.clone()));
         }
+        rt.spawn(log_refusals(shared.clone()));
         Ok(Server {
             addrs,
             shared,
@@ -167,6 +272,11 @@ impl Server {
         self.shared.counters.clone()
     }
 
+    /// The per-address reply budget, shared with responders added by other crates (HTTP).
+    pub fn reply_budget(&self) -> Arc<ReplyBudget> {
+        self.shared.budget.clone()
+    }
+
     /// A handle to the runtime, for responders added by other crates (HTTP, QUIC).
     pub fn runtime(&self) -> tokio::runtime::Handle {
         self.rt
@@ -174,6 +284,27 @@ impl Server {
             .expect("runtime lives until drop")
             .handle()
             .clone()
+    }
+
+    /// Starts the QUIC responder on this server's runtime with its token, deadlines, reply
+    /// budget and counters.
+    pub fn start_quic(
+        &self,
+        addr: SocketAddr,
+        tls: quic::QuicTls,
+    ) -> Result<quic::QuicServer, quic::QuicError> {
+        let cfg = &self.shared.cfg;
+        quic::start_quic_with(
+            &self.runtime(),
+            addr,
+            tls,
+            quic::StreamOptions {
+                token: cfg.token,
+                timeouts: cfg.timeouts,
+                budget: Some(self.shared.budget.clone()),
+            },
+            self.counters(),
+        )
     }
 }
 
@@ -189,21 +320,58 @@ impl Drop for Server {
     }
 }
 
-async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
-    let active = Arc::new(AtomicU64::new(0));
+/// Prints [`Counters::refusals_line`] every `log_every` when a refusal or close happened
+/// since the last line: refusals show while they happen, not only at exit.
+async fn log_refusals(shared: Arc<Shared>) {
+    let mut logged = 0u64;
+    let mut tick = tokio::time::interval(shared.cfg.log_every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let (sock, _peer) = match listener.accept().await {
+        tick.tick().await;
+        let c = &shared.counters;
+        let total = c.refusals_total();
+        if total != logged {
+            logged = total;
+            eprintln!("npt serve: so far {}", c.refusals_line());
+        }
+    }
+}
+
+/// Decrements the open-connection count when a connection task ends, however it ends.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    active: Arc<AtomicUsize>,
+) {
+    let mut errors = fdlimit::AcceptErrors::default();
+    loop {
+        let (sock, peer) = match listener.accept().await {
             Ok(x) => x,
-            Err(_) => {
-                // EMFILE and friends: back off briefly instead of spinning.
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            Err(e) => {
+                // EMFILE and friends: report, back off briefly instead of spinning, go on.
+                shared
+                    .counters
+                    .tcp_accept_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                if let Some(n) = errors.record(Instant::now()) {
+                    eprintln!("{}", fdlimit::accept_error_line("tcp", n, &e));
+                }
+                tokio::time::sleep(fdlimit::ACCEPT_BACKOFF).await;
                 continue;
             }
         };
-        if active.load(Ordering::Relaxed) as usize >= shared.cfg.max_tcp_conns {
+        if active.load(Ordering::Relaxed) >= shared.cfg.max_tcp_conns {
             shared
                 .counters
-                .refused_conns
+                .tcp_refused_conns
                 .fetch_add(1, Ordering::Relaxed);
             drop(sock);
             continue;
@@ -211,11 +379,18 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
         let _ = sock.set_nodelay(true);
         shared.counters.tcp_accepted.fetch_add(1, Ordering::Relaxed);
         active.fetch_add(1, Ordering::Relaxed);
+        let slot = Slot(active.clone());
         let sh = shared.clone();
-        let act = active.clone();
         tokio::spawn(async move {
-            let _ = stream::serve_stream(sock, sh.cfg.token, &sh.counters).await;
-            act.fetch_sub(1, Ordering::Relaxed);
+            let _slot = slot;
+            let cx = stream::StreamCtx {
+                token: sh.cfg.token,
+                counters: &sh.counters.tcp,
+                timeouts: sh.cfg.timeouts,
+                budget: Some(&sh.budget),
+                peer: Some(peer.ip()),
+            };
+            let _ = stream::serve_stream(sock, &cx).await;
         });
     }
 }
@@ -260,4 +435,28 @@ fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     npt_netio::set_buffers(&s, 4 << 20);
     s.bind(&addr.into())?;
     Ok(s.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_transport_has_its_own_refusals_in_the_periodic_line() {
+        let c = Counters::default();
+        c.tcp.refused_token.fetch_add(1, Ordering::Relaxed);
+        c.tcp_refused_conns.fetch_add(2, Ordering::Relaxed);
+        c.quic.stalled_read.fetch_add(3, Ordering::Relaxed);
+        c.quic_conns.fetch_add(4, Ordering::Relaxed);
+        let line = c.refusals_line();
+        assert!(line.starts_with("udp refused: token 0 "), "{line}");
+        assert!(
+            line.contains("tcp refused: conns 2 accept-errors 0 token 1 "),
+            "{line}"
+        );
+        assert!(line.contains("quic streams refused: token 0"), "{line}");
+        assert!(line.ends_with("stalled-read 3 stalled-write 0"), "{line}");
+        assert_eq!(c.refusals_total(), 6);
+        assert!(c.line().contains("tcp conns 0 ") && c.line().contains("quic conns 4 "));
+    }
 }

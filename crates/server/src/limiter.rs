@@ -61,7 +61,7 @@ pub enum Verdict {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Bucket {
+pub(crate) struct Bucket {
     packets: f64,
     bytes: f64,
     last: u64,
@@ -83,7 +83,7 @@ impl Bucket {
         self.bytes = (self.bytes + dt * l.bytes_per_s).min(l.bytes_per_s);
     }
 
-    fn can_take(&self, bytes: usize) -> Verdict {
+    pub(crate) fn can_take(&self, bytes: usize) -> Verdict {
         if self.packets < 1.0 {
             Verdict::PacketLimit
         } else if self.bytes < bytes as f64 {
@@ -93,7 +93,7 @@ impl Bucket {
         }
     }
 
-    fn take(&mut self, bytes: usize) {
+    pub(crate) fn take(&mut self, bytes: usize) {
         self.packets -= 1.0;
         self.bytes -= bytes as f64;
     }
@@ -102,8 +102,9 @@ impl Bucket {
 /// How long an entry must be idle before it may be forgotten.
 const IDLE_NS: u64 = 10_000_000_000;
 
-/// A bounded table of buckets with one shared overflow bucket.
-struct Table<K> {
+/// A bounded table of buckets with one shared overflow bucket (also used, per address, by the
+/// reply budget in [`crate::budget`]).
+pub(crate) struct Table<K> {
     limits: Limits,
     map: HashMap<K, Bucket>,
     overflow: Bucket,
@@ -111,7 +112,7 @@ struct Table<K> {
 }
 
 impl<K: Hash + Eq + Copy> Table<K> {
-    fn new(limits: Limits) -> Table<K> {
+    pub(crate) fn new(limits: Limits) -> Table<K> {
         Table {
             limits,
             map: HashMap::new(),
@@ -121,7 +122,7 @@ impl<K: Hash + Eq + Copy> Table<K> {
     }
 
     /// The (refilled) bucket for `key`: its own, or the overflow when the table is full.
-    fn bucket(&mut self, now: u64, key: K) -> &mut Bucket {
+    pub(crate) fn bucket(&mut self, now: u64, key: K) -> &mut Bucket {
         let l = self.limits;
         if !self.map.contains_key(&key) {
             if self.map.len() >= l.max_sources

@@ -15,6 +15,8 @@ use std::time::Duration;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use crate::budget::ReplyBudget;
+use crate::stream::{StreamCtx, Timeouts};
 use crate::Counters;
 
 /// The ALPN protocol id npt speaks over QUIC.
@@ -76,12 +78,37 @@ impl Drop for QuicServer {
     }
 }
 
-/// Binds `addr` (UDP) and serves QUIC on the given runtime until the returned value is dropped.
+/// How each QUIC stream is served (see [`crate::stream::StreamCtx`]).
+#[derive(Clone, Default)]
+pub struct StreamOptions {
+    pub token: Option<u64>,
+    pub timeouts: Timeouts,
+    /// Per-address reply budget; None = unlimited.
+    pub budget: Option<Arc<ReplyBudget>>,
+}
+
+/// Binds `addr` (UDP) and serves QUIC on the given runtime until the returned value is dropped,
+/// with default deadlines and no reply budget (`Server::start_quic` shares the server's).
 pub fn start_quic(
     handle: &tokio::runtime::Handle,
     addr: SocketAddr,
     tls: QuicTls,
     token: Option<u64>,
+    counters: Arc<Counters>,
+) -> Result<QuicServer, QuicError> {
+    let opts = StreamOptions {
+        token,
+        ..StreamOptions::default()
+    };
+    start_quic_with(handle, addr, tls, opts, counters)
+}
+
+/// [`start_quic`] with every stream option.
+pub fn start_quic_with(
+    handle: &tokio::runtime::Handle,
+    addr: SocketAddr,
+    tls: QuicTls,
+    opts: StreamOptions,
     counters: Arc<Counters>,
 ) -> Result<QuicServer, QuicError> {
     let (chain, key) = load_tls(&tls)?;
@@ -116,11 +143,12 @@ pub fn start_quic(
     handle.spawn(async move {
         while let Some(incoming) = ep.accept().await {
             let counters = counters.clone();
+            let opts = opts.clone();
             tokio::spawn(async move {
                 let Ok(conn) = incoming.await else {
                     return;
                 };
-                serve_connection(conn, token, counters).await;
+                serve_connection(conn, opts, counters).await;
             });
         }
     });
@@ -131,18 +159,25 @@ pub fn start_quic(
     })
 }
 
-async fn serve_connection(conn: quinn::Connection, token: Option<u64>, counters: Arc<Counters>) {
-    counters
-        .tcp_accepted
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters: Arc<Counters>) {
+    use std::sync::atomic::Ordering;
+    counters.quic_conns.fetch_add(1, Ordering::Relaxed);
+    let peer = conn.remote_address().ip();
     // Ends when the peer closes the connection or it idles out.
     while let Ok((send, recv)) = conn.accept_bi().await {
+        counters.quic_streams.fetch_add(1, Ordering::Relaxed);
         let counters = counters.clone();
+        let opts = opts.clone();
         tokio::spawn(async move {
             let mut joined = tokio::io::join(recv, send);
-            let ok = crate::stream::serve_stream(&mut joined, token, &counters)
-                .await
-                .is_ok();
+            let cx = StreamCtx {
+                token: opts.token,
+                counters: &counters.quic,
+                timeouts: opts.timeouts,
+                budget: opts.budget.as_deref(),
+                peer: Some(peer),
+            };
+            let ok = crate::stream::serve_stream(&mut joined, &cx).await.is_ok();
             let (mut recv, mut send) = joined.into_inner();
             if ok {
                 let _ = send.finish();

@@ -2,16 +2,25 @@
 //!
 //! The first four bytes decide the mode for the whole stream:
 //! - the framed magic: a sequence of frames. `Echo` comes back as `EchoReply` with the same
-//!   bytes; `Request` (up `frame_len` bytes) is answered by a `Response` of `reply_len` bytes.
+//!   bytes; `Request` (up `frame_len` bytes) is answered by a `Response` of `reply_len` bytes,
+//!   if the source address's reply budget ([`crate::budget`]) holds it — otherwise by a bare
+//!   `Response` header with `status = CLAMPED` and `frame_len = 48`, and the stream is closed.
 //!   Payloads are streamed through fixed buffers, never held whole, so a 64 MiB frame costs
 //!   no more memory than a 64-byte one.
 //! - anything else: plain byte echo (refused when a token is required).
 //!
+//! Every wait has a deadline ([`Timeouts`]), so no peer holds a slot for longer than it keeps
+//! the exchange moving: `idle` for the first byte of the next frame, `io` for the rest of a
+//! header, for each 64 KiB of payload, and for each write of a reply (a peer that stops reading
+//! stalls our writes). Each kind of close is counted ([`StreamCounters`]).
+//!
 //! Output is flushed whenever no further request bytes are already buffered, so pipelined
 //! frames are answered with one write and a lone frame is answered at once.
 
+use std::future::Future;
 use std::io;
-use std::sync::atomic::Ordering;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use npt_wire::frame::{self, status, Header, Kind, HEADER_LEN};
@@ -19,15 +28,49 @@ use tokio::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
 };
 
-use crate::Counters;
+use crate::budget::ReplyBudget;
+use crate::StreamCounters;
 
-/// How long a stream may sit idle between frames before the server closes it.
+/// How long a stream may sit idle between frames before the server closes it (default).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-/// Fill chunk for responses (written past the small write buffer, straight to the socket).
+/// How long any read inside a frame, or any write of a reply, may take (default).
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Fill chunk for responses (written past the small write buffer, straight to the socket);
+/// also the most payload read per deadline.
 const CHUNK: usize = 64 * 1024;
 /// Read and write buffers per stream: small, because a server may hold tens of thousands of
 /// streams (64 KiB each made 9,000 connections cost 1.7 GB); large frames bypass them.
 const STREAM_BUF: usize = 8 * 1024;
+
+/// The stream responder's deadlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Waiting for the first byte of the next frame (or of more raw-echo data).
+    pub idle: Duration,
+    /// Every other wait: the rest of a header once its first byte came, each 64 KiB of
+    /// payload (so payloads must move at 64 KiB per `io` or faster), each write of a reply.
+    pub io: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            idle: IDLE_TIMEOUT,
+            io: IO_TIMEOUT,
+        }
+    }
+}
+
+/// What one stream is served with.
+pub struct StreamCtx<'a> {
+    /// Required access token; None = open.
+    pub token: Option<u64>,
+    pub counters: &'a StreamCounters,
+    pub timeouts: Timeouts,
+    /// Charged for `Response` bytes when both it and the peer's address are known.
+    pub budget: Option<&'a ReplyBudget>,
+    pub peer: Option<IpAddr>,
+}
 
 /// Bytes used to fill `Response` payloads (incompressible).
 fn fill_chunk() -> &'static [u8] {
@@ -39,52 +82,112 @@ fn fill_chunk() -> &'static [u8] {
     })
 }
 
-/// Serves one stream until the peer closes it, misbehaves, or idles out.
-pub async fn serve_stream<S>(stream: S, token: Option<u64>, counters: &Counters) -> io::Result<()>
+/// Why serving stopped early: a counted close (deadline, refusal) or an I/O error.
+enum End {
+    Closed,
+    Io(io::Error),
+}
+
+impl From<io::Error> for End {
+    fn from(e: io::Error) -> End {
+        End::Io(e)
+    }
+}
+
+/// Runs `f` under deadline `d`; on expiry counts one `on_timeout` and ends the stream.
+async fn within<T>(
+    d: Duration,
+    f: impl Future<Output = io::Result<T>>,
+    on_timeout: &AtomicU64,
+) -> Result<T, End> {
+    match tokio::time::timeout(d, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(End::Io(e)),
+        Err(_) => {
+            on_timeout.fetch_add(1, Ordering::Relaxed);
+            Err(End::Closed)
+        }
+    }
+}
+
+/// Serves one stream until the peer closes it, misbehaves, stalls or idles out. Deadlines and
+/// refusals end it with `Ok` (they are counted); I/O errors are returned.
+pub async fn serve_stream<S>(stream: S, cx: &StreamCtx<'_>) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    match serve(stream, cx).await {
+        Ok(()) | Err(End::Closed) => Ok(()),
+        Err(End::Io(e)) => {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                // The peer closed inside a frame: a truncated frame.
+                cx.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Waits (up to `idle`) for the next frame to start, then (up to `io`) for its first
+/// `prefix.len()` bytes. False on a clean end: EOF before any byte, or the idle timeout.
+async fn next_frame<R: AsyncRead + Unpin>(
+    r: &mut BufReader<R>,
+    prefix: &mut [u8],
+    cx: &StreamCtx<'_>,
+) -> Result<bool, End> {
+    let eof = match tokio::time::timeout(cx.timeouts.idle, r.fill_buf()).await {
+        Err(_) => {
+            cx.counters.closed_idle.fetch_add(1, Ordering::Relaxed);
+            return Ok(false);
+        }
+        Ok(res) => res?.is_empty(),
+    };
+    if eof {
+        return Ok(false);
+    }
+    within(
+        cx.timeouts.io,
+        r.read_exact(prefix),
+        &cx.counters.stalled_read,
+    )
+    .await?;
+    Ok(true)
+}
+
+async fn serve<S>(stream: S, cx: &StreamCtx<'_>) -> Result<(), End>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let c = cx.counters;
+    let io_t = cx.timeouts.io;
     let (r, w) = tokio::io::split(stream);
     let mut r = BufReader::with_capacity(STREAM_BUF, r);
     let mut w = BufWriter::with_capacity(STREAM_BUF, w);
     let mut hdr = [0u8; HEADER_LEN];
-    match tokio::time::timeout(IDLE_TIMEOUT, r.read_exact(&mut hdr[..4])).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
-        Ok(Err(e)) => return Err(e),
-        Err(_) => return Ok(()),
+    if !next_frame(&mut r, &mut hdr[..4], cx).await? {
+        return Ok(());
     }
     if hdr[..4] != frame::MAGIC {
-        if token.is_some() {
-            counters.refused_token.fetch_add(1, Ordering::Relaxed);
+        if cx.token.is_some() {
+            c.refused_token.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        return raw_echo(&hdr[..4], r, w, counters).await;
+        return raw_echo(&hdr[..4], r, w, cx).await;
     }
-    let mut first = true;
     // Payload bytes pass through here; grown only as far as a frame needs (at most CHUNK).
     let mut buf: Vec<u8> = Vec::new();
     loop {
-        if !first {
-            match tokio::time::timeout(IDLE_TIMEOUT, r.read_exact(&mut hdr[..4])).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => break,
-                Ok(Err(e)) => return Err(e),
-                Err(_) => break,
-            }
-        }
-        first = false;
-        r.read_exact(&mut hdr[4..]).await?;
+        within(io_t, r.read_exact(&mut hdr[4..]), &c.stalled_read).await?;
         let h = match Header::decode(&hdr) {
             Ok(h) => h,
             Err(_) => {
-                counters.malformed.fetch_add(1, Ordering::Relaxed);
+                c.malformed.fetch_add(1, Ordering::Relaxed);
                 break;
             }
         };
-        if let Some(tok) = token {
+        if let Some(tok) = cx.token {
             if h.token != tok {
-                counters.refused_token.fetch_add(1, Ordering::Relaxed);
+                c.refused_token.fetch_add(1, Ordering::Relaxed);
                 break;
             }
         }
@@ -92,27 +195,23 @@ where
         if buf.len() < rest.min(CHUNK) {
             buf.resize(rest.min(CHUNK), 0);
         }
-        counters
-            .tcp_rx_bytes
-            .fetch_add(h.frame_len as u64, Ordering::Relaxed);
+        c.rx_bytes.fetch_add(h.frame_len as u64, Ordering::Relaxed);
         match h.kind {
             Kind::Echo => {
                 frame::set_kind_status(&mut hdr, Kind::EchoReply, status::OK);
-                w.write_all(&hdr).await?;
+                within(io_t, w.write_all(&hdr), &c.stalled_write).await?;
                 while rest > 0 {
                     let n = rest.min(buf.len());
-                    r.read_exact(&mut buf[..n]).await?;
-                    w.write_all(&buf[..n]).await?;
+                    within(io_t, r.read_exact(&mut buf[..n]), &c.stalled_read).await?;
+                    within(io_t, w.write_all(&buf[..n]), &c.stalled_write).await?;
                     rest -= n;
                 }
-                counters
-                    .tcp_tx_bytes
-                    .fetch_add(h.frame_len as u64, Ordering::Relaxed);
+                c.tx_bytes.fetch_add(h.frame_len as u64, Ordering::Relaxed);
             }
             Kind::Request => {
                 while rest > 0 {
                     let n = rest.min(buf.len());
-                    r.read_exact(&mut buf[..n]).await?;
+                    within(io_t, r.read_exact(&mut buf[..n]), &c.stalled_read).await?;
                     rest -= n;
                 }
                 let want = if h.reply_len == 0 {
@@ -121,6 +220,24 @@ where
                     h.reply_len
                 };
                 let reply = want.clamp(HEADER_LEN as u32, frame::MAX_FRAME_LEN);
+                let allowed = match (cx.budget, cx.peer) {
+                    (Some(b), Some(ip)) => b.take(ip, reply as u64),
+                    _ => true,
+                };
+                if !allowed {
+                    // Over budget: a bare header saying the reply was cut, then close (a
+                    // client waiting for the full size would otherwise wait for its timeout).
+                    c.refused_budget.fetch_add(1, Ordering::Relaxed);
+                    let out = Header {
+                        kind: Kind::Response,
+                        frame_len: HEADER_LEN as u32,
+                        status: status::CLAMPED,
+                        ..h
+                    };
+                    let _ = out.encode(&mut hdr);
+                    within(io_t, w.write_all(&hdr), &c.stalled_write).await?;
+                    break;
+                }
                 let out = Header {
                     kind: Kind::Response,
                     frame_len: reply,
@@ -128,28 +245,33 @@ where
                     ..h
                 };
                 let _ = out.encode(&mut hdr);
-                w.write_all(&hdr).await?;
+                within(io_t, w.write_all(&hdr), &c.stalled_write).await?;
                 let mut left = reply as usize - HEADER_LEN;
                 let fill = fill_chunk();
                 while left > 0 {
                     let n = left.min(fill.len());
-                    w.write_all(&fill[..n]).await?;
+                    within(io_t, w.write_all(&fill[..n]), &c.stalled_write).await?;
                     left -= n;
                 }
-                counters
-                    .tcp_tx_bytes
-                    .fetch_add(reply as u64, Ordering::Relaxed);
+                c.tx_bytes.fetch_add(reply as u64, Ordering::Relaxed);
             }
             Kind::EchoReply | Kind::Response => {
-                counters.malformed.fetch_add(1, Ordering::Relaxed);
+                c.malformed.fetch_add(1, Ordering::Relaxed);
                 break;
             }
         }
         if r.buffer().is_empty() {
-            w.flush().await?;
+            within(io_t, w.flush(), &c.stalled_write).await?;
+        }
+        if !next_frame(&mut r, &mut hdr[..4], cx).await? {
+            break;
+        }
+        if hdr[..4] != frame::MAGIC {
+            c.malformed.fetch_add(1, Ordering::Relaxed);
+            break;
         }
     }
-    w.flush().await?;
+    within(io_t, w.flush(), &c.stalled_write).await?;
     Ok(())
 }
 
@@ -157,35 +279,45 @@ async fn raw_echo<R, W>(
     prefix: &[u8],
     mut r: BufReader<R>,
     mut w: BufWriter<W>,
-    counters: &Counters,
-) -> io::Result<()>
+    cx: &StreamCtx<'_>,
+) -> Result<(), End>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    w.write_all(prefix).await?;
-    w.flush().await?;
+    let c = cx.counters;
+    let io_t = cx.timeouts.io;
+    within(io_t, w.write_all(prefix), &c.stalled_write).await?;
+    within(io_t, w.flush(), &c.stalled_write).await?;
     let mut total = prefix.len() as u64;
-    loop {
+    let result = loop {
         let n = {
-            let got = match tokio::time::timeout(IDLE_TIMEOUT, r.fill_buf()).await {
-                Ok(res) => res?,
-                Err(_) => break,
+            let got = match tokio::time::timeout(cx.timeouts.idle, r.fill_buf()).await {
+                Ok(Ok(got)) => got,
+                Ok(Err(e)) => break Err(End::Io(e)),
+                Err(_) => {
+                    c.closed_idle.fetch_add(1, Ordering::Relaxed);
+                    break Ok(());
+                }
             };
             if got.is_empty() {
-                break;
+                break Ok(());
             }
-            w.write_all(got).await?;
+            if let Err(e) = within(io_t, w.write_all(got), &c.stalled_write).await {
+                break Err(e);
+            }
             got.len()
         };
         r.consume(n);
         total += n as u64;
         if r.buffer().is_empty() {
-            w.flush().await?;
+            if let Err(e) = within(io_t, w.flush(), &c.stalled_write).await {
+                break Err(e);
+            }
         }
-    }
-    w.flush().await?;
-    counters.tcp_rx_bytes.fetch_add(total, Ordering::Relaxed);
-    counters.tcp_tx_bytes.fetch_add(total, Ordering::Relaxed);
-    Ok(())
+    };
+    c.rx_bytes.fetch_add(total, Ordering::Relaxed);
+    c.tx_bytes.fetch_add(total, Ordering::Relaxed);
+    result?;
+    within(io_t, w.flush(), &c.stalled_write).await
 }

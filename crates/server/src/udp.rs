@@ -9,7 +9,7 @@
 //! - with `--token`, only framed packets carrying the token are answered (raw echo is off);
 //! - raw echo never answers what could be another echo service ([`crate::loopguard`]), so a
 //!   forged datagram cannot start an endless ping-pong between two servers (or with itself);
-//! - every refusal is counted and summarized on stderr at most every five seconds.
+//! - every refusal is counted (the server's log task summarizes them on stderr).
 
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
@@ -26,7 +26,6 @@ use crate::Shared;
 
 const BATCH: usize = 32;
 const MAX_DATAGRAM: usize = 65_536;
-const LOG_EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 struct Tally {
@@ -48,12 +47,8 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let mut limiter = Limiter::new(shared.cfg.limits);
     let own_port = sock.local_addr().map_or(0, |a| a.port());
     let mut guard = LoopGuard::new(own_port);
-    // The UDP thread's own refusal tally for its log line (the shared counters also count TCP).
-    let mut refused = Tally::default();
     let epoch = Instant::now();
     let mut send_idx: Vec<usize> = Vec::with_capacity(BATCH);
-    let mut last_log = Instant::now();
-    let mut logged_refusals = 0u64;
     let token = shared.cfg.token;
     while !shared.stop.load(Ordering::Relaxed) {
         let n = match batch.recv(fd, BATCH, libc::MSG_WAITFORONE) {
@@ -67,7 +62,6 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                         shared.counters.udp_errors.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                maybe_log(&refused, &mut last_log, &mut logged_refusals);
                 continue;
             }
         };
@@ -112,20 +106,14 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         c.udp_tx.fetch_add(t.tx, Ordering::Relaxed);
         c.udp_tx_bytes.fetch_add(t.tx_bytes, Ordering::Relaxed);
         if t.refused_token + t.refused_rate + t.refused_loop + t.malformed + t.clamped > 0 {
-            c.refused_token
+            c.udp_refused_token
                 .fetch_add(t.refused_token, Ordering::Relaxed);
-            c.refused_rate.fetch_add(t.refused_rate, Ordering::Relaxed);
-            c.refused_loop.fetch_add(t.refused_loop, Ordering::Relaxed);
-            c.malformed.fetch_add(t.malformed, Ordering::Relaxed);
-            c.clamped.fetch_add(t.clamped, Ordering::Relaxed);
-            refused.refused_token += t.refused_token;
-            refused.refused_rate += t.refused_rate;
-            refused.refused_loop += t.refused_loop;
-            refused.malformed += t.malformed;
-            refused.clamped += t.clamped;
-        }
-        if last_log.elapsed() >= LOG_EVERY {
-            maybe_log(&refused, &mut last_log, &mut logged_refusals);
+            c.udp_refused_rate
+                .fetch_add(t.refused_rate, Ordering::Relaxed);
+            c.udp_refused_loop
+                .fetch_add(t.refused_loop, Ordering::Relaxed);
+            c.udp_malformed.fetch_add(t.malformed, Ordering::Relaxed);
+            c.udp_clamped.fetch_add(t.clamped, Ordering::Relaxed);
         }
     }
 }
@@ -197,21 +185,5 @@ fn answer(
             t.malformed += 1;
             false
         }
-    }
-}
-
-/// Logs this UDP socket's own refusals (never TCP's) at most every [`LOG_EVERY`].
-fn maybe_log(r: &Tally, last: &mut Instant, logged: &mut u64) {
-    if last.elapsed() < LOG_EVERY {
-        return;
-    }
-    *last = Instant::now();
-    let total = r.refused_token + r.refused_rate + r.refused_loop + r.malformed;
-    if total > *logged {
-        eprintln!(
-            "npt serve: udp refused so far: {} bad/missing token, {} over per-source limits, {} possible echo loops, {} malformed; {} clamped",
-            r.refused_token, r.refused_rate, r.refused_loop, r.malformed, r.clamped
-        );
-        *logged = total;
     }
 }

@@ -117,7 +117,12 @@ fn a_forged_datagram_between_two_servers_does_not_loop() {
         wait_for(Duration::from_secs(2), || rx(&ca) >= 1),
         "A never got the forged datagram"
     );
-    let counts = settled(&[&ca.udp_rx, &cb.udp_rx, &ca.refused_loop, &cb.refused_loop]);
+    let counts = settled(&[
+        &ca.udp_rx,
+        &cb.udp_rx,
+        &ca.udp_refused_loop,
+        &cb.udp_refused_loop,
+    ]);
     let (rx_a, rx_b, loop_a, loop_b) = (counts[0], counts[1], counts[2], counts[3]);
     eprintln!("A rx {rx_a} refused_loop {loop_a}; B rx {rx_b} refused_loop {loop_b}");
     // The guard cuts the loop after REPEAT_LIMIT rounds at whichever server sees it first.
@@ -146,7 +151,7 @@ fn a_forged_datagram_from_the_server_itself_is_not_answered() {
         b"echo svc",
     );
     assert!(wait_for(Duration::from_secs(2), || rx(&c) >= 2));
-    let counts = settled(&[&c.udp_rx, &c.udp_tx, &c.refused_loop]);
+    let counts = settled(&[&c.udp_rx, &c.udp_tx, &c.udp_refused_loop]);
     assert_eq!(counts, vec![2, 0, 2], "rx, tx, refused_loop");
 }
 

@@ -40,7 +40,7 @@ fn a_flooding_socket_does_not_lock_out_its_neighbours() {
     // Wait until the flood is being refused, so the probe really runs under it.
     let c = srv.counters();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while Counters::get(&c.refused_rate) == 0 {
+    while Counters::get(&c.udp_refused_rate) == 0 {
         assert!(Instant::now() < deadline, "the flood was never limited");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -62,7 +62,7 @@ fn a_flooding_socket_does_not_lock_out_its_neighbours() {
     }
     stop.store(true, Ordering::Relaxed);
     let flooded = flood.join().unwrap();
-    let refused = Counters::get(&c.refused_rate);
+    let refused = Counters::get(&c.udp_refused_rate);
     eprintln!("flood sent {flooded}, refused {refused}; probe answered {answered}/200");
     assert!(refused > 1_000, "the flood was limited");
     assert!(answered >= 195, "the probe was locked out: {answered}/200");

@@ -78,7 +78,7 @@ fn udp_request_is_never_answered_with_more_bytes() {
     );
     c.send(&frame(Kind::Request, 200, 100, 2, 0)).unwrap();
     assert_eq!(c.recv(&mut buf).unwrap(), 100, "smaller replies are fine");
-    assert_eq!(Counters::get(&s.counters().clamped), 1);
+    assert_eq!(Counters::get(&s.counters().udp_clamped), 1);
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn udp_token_gate() {
         "only the good token is answered"
     );
     assert!(c.recv(&mut buf).is_err(), "nothing else comes back");
-    assert_eq!(Counters::get(&s.counters().refused_token), 2);
+    assert_eq!(Counters::get(&s.counters().udp_refused_token), 2);
 }
 
 #[test]
@@ -111,10 +111,10 @@ fn udp_foreign_and_truncated_datagrams_are_counted_not_answered() {
     let mut buf = [0u8; 128];
     assert!(c.recv(&mut buf).is_err());
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while Counters::get(&s.counters().malformed) < 2 && std::time::Instant::now() < deadline {
+    while Counters::get(&s.counters().udp_malformed) < 2 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(Counters::get(&s.counters().malformed), 2);
+    assert_eq!(Counters::get(&s.counters().udp_malformed), 2);
 }
 
 #[test]
@@ -167,5 +167,5 @@ fn tcp_raw_echo_and_token_gate() {
         0,
         "wrong token: closed without an answer"
     );
-    assert_eq!(Counters::get(&s2.counters().refused_token), 1);
+    assert_eq!(Counters::get(&s2.counters().tcp.refused_token), 1);
 }
