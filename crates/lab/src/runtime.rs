@@ -481,6 +481,27 @@ fn status_of(
     }
 }
 
+/// Sends SIGTERM to `pid` and waits (up to `within`) until it is gone. True if it was alive.
+pub fn terminate(pid: i32, within: Duration) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    // SAFETY: signalling a pid the caller read from the lab's own pid file.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + within;
+    // SAFETY: as above.
+    while Instant::now() < deadline && unsafe { libc::kill(pid, 0) } == 0 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -503,25 +524,4 @@ mod tests {
         let c = exec_command("ns1", &["socat".into()], Path::new("/x/npt"));
         assert_eq!(c.get_args().last().unwrap(), "socat");
     }
-}
-
-/// Sends SIGTERM to `pid` and waits (up to `within`) until it is gone. True if it was alive.
-pub fn terminate(pid: i32, within: Duration) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: signal 0 only checks that the process exists.
-    if unsafe { libc::kill(pid, 0) } != 0 {
-        return false;
-    }
-    // SAFETY: signalling a pid the caller read from the lab's own pid file.
-    unsafe {
-        libc::kill(pid, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + within;
-    // SAFETY: as above.
-    while Instant::now() < deadline && unsafe { libc::kill(pid, 0) } == 0 {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
 }

@@ -53,6 +53,12 @@ pub struct Row {
     pub loss_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<f64>,
+    /// TCP probes: connect + first echo (seed 001's "first packet latency"), median of runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_packet_ms: Option<f64>,
+    /// TCP probes: first connect to last reply (seed 001's "total latency"), median of runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_ms: Option<f64>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -388,6 +394,14 @@ fn footer(t: &Table) -> Vec<String> {
                     r.name, r.runs, s.p50_ms.min, s.p50_ms.max, s.avg_ms.min, s.avg_ms.max
                 ));
             }
+        }
+    }
+    for r in &t.scenarios {
+        if let (Some(first), Some(total)) = (r.first_packet_ms, r.total_ms) {
+            out.push(format!(
+                "tcp: {} first packet {first:.2} ms (connect + first echo), total {total:.2} ms",
+                r.name
+            ));
         }
     }
     for r in &t.scenarios {

@@ -152,6 +152,13 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
                 .map(|d| d["summary"]["jitter_ms"].as_f64().unwrap_or(0.0))
                 .collect(),
         ));
+        let of =
+            |key: &str| -> Vec<f64> { docs().filter_map(|d| d["summary"][key].as_f64()).collect() };
+        let (first, total) = (of("first_packet_ms"), of("total_ms"));
+        if !first.is_empty() && !total.is_empty() {
+            row.first_packet_ms = Some(median(first));
+            row.total_ms = Some(median(total));
+        }
     }
     Ok(row)
 }
