@@ -91,10 +91,13 @@ pub struct HttpArgs {
     pub via: crate::via::ViaArgs,
     #[command(flatten)]
     pub segment: crate::segment::SegmentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 /// Turns flags into the engine's config; every error names its flag.
 pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
+    a.metrics.check()?;
     let target = Target::parse(&a.url).map_err(|e| usage!("URL: {e}"))?;
     let mut c = Config::new(target);
     c.connections = a.connections;
@@ -194,6 +197,21 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
+    let protocol = if cfg.http2 { "h2" } else { "http/1.1" };
+    let metrics = args.metrics.start(
+        "http",
+        &[("protocol", protocol), ("target", &cfg.target.url)],
+    )?;
+    if let Some(m) = &metrics {
+        let labels = m.labels(&[]);
+        cfg.metrics = Some((
+            m.published.clone(),
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ));
+    }
     let live = if crate::live::wanted(args.quiet) && cfg.cold_start.is_none() {
         let s = stop.clone();
         let spec = crate::live::Spec {
@@ -251,6 +269,16 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     render(&mut out, &doc.body, &doc.stopped_by)?;
     out.flush()?;
+    drop(out);
+    if let Some(m) = metrics {
+        // A second Ctrl-C (the first one may have ended the run) ends the linger.
+        let again = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(sig, again.clone())
+                .context("installing signal handlers")?;
+        }
+        m.linger(|| again.load(Ordering::Relaxed));
+    }
     Ok(if doc.body.summary.requests == 0 {
         ExitCode::from(1)
     } else {

@@ -139,6 +139,8 @@ pub struct RunArgs {
     pub via: crate::via::ViaArgs,
     #[command(flatten)]
     pub segment: crate::segment::SegmentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 fn range(
@@ -170,6 +172,7 @@ fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
 
 /// Validates the flags into the engine's config; every error names its flag.
 pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
+    a.metrics.check()?;
     let mut stream = Vec::new();
     for t in &a.targets {
         if t.starts_with("udp://") || t.starts_with("http") || t.starts_with("quic://") {
@@ -361,6 +364,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
         interval: a.interval,
         quic_trust,
         workers: a.workers,
+        metrics: None,
     })
 }
 
@@ -384,6 +388,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let target = a.targets.join(",");
+    let metrics = a.metrics.start("run", &[("target", &target)])?;
+    if let Some(m) = &metrics {
+        let labels = m.labels(&[]);
+        cfg.metrics = Some((
+            m.published.clone(),
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ));
     }
     let quiet = a.quiet;
     if !quiet {
@@ -468,6 +484,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         RunFormat::Text => npt_report::run::write_text(&mut stdout, &doc)?,
     }
     stdout.flush()?;
+    drop(stdout);
+    if let Some(m) = metrics {
+        // A second Ctrl-C (the first one may have ended the run) ends the linger.
+        let again = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(sig, again.clone())?;
+        }
+        m.linger(|| again.load(std::sync::atomic::Ordering::Relaxed));
+    }
     if doc.body.summary.requests == 0 {
         eprintln!("npt run: no request completed");
         return Ok(ExitCode::from(1));

@@ -138,6 +138,8 @@ pub struct Config {
     /// `--via`: SOCKS5 or HTTP CONNECT tunnel per connection; through an HTTP proxy a plain
     /// `http://` HTTP/1.1 target is requested in absolute form instead (as browsers do).
     pub via: Option<npt_proxy::Via>,
+    /// `--metrics`: the snapshot to refresh after each drain, and the labels of every series.
+    pub metrics: Option<(npt_metrics::Published, Vec<(String, String)>)>,
 }
 
 impl Config {
@@ -160,6 +162,7 @@ impl Config {
             progress: false,
             threads: None,
             via: None,
+            metrics: None,
         }
     }
 
@@ -1162,6 +1165,17 @@ pub fn run_with_progress(
             }
         }
     };
+    let publish = |collector: &Collector| {
+        if let Some((published, labels)) = &cfg.metrics {
+            let l: Vec<(&str, &str)> = labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let mut s = npt_metrics::Snapshot::new();
+            collector.export(&mut s, &l);
+            published.publish(s);
+        }
+    };
     let stopped_by = loop {
         let now = Instant::now();
         if now >= end {
@@ -1175,6 +1189,7 @@ pub fn run_with_progress(
         }
         std::thread::sleep(TICK.min(end - now));
         drain(&mut collector, &mut buf, ctx.ns(end));
+        publish(&collector);
         let now = Instant::now();
         collector.close_until(ctx.ns(now).saturating_sub(TICK.as_nanos() as u64));
         if now >= next_progress {
@@ -1194,6 +1209,7 @@ pub fn run_with_progress(
     workers.stop();
     let cutoff = ctx.ns(stop_at);
     drain(&mut collector, &mut buf, cutoff);
+    publish(&collector);
     if cfg.progress {
         eprint!("\r{:70}\r", "");
     }

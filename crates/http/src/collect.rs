@@ -83,7 +83,7 @@ impl Shard {
 }
 
 #[derive(Default)]
-struct StatusCounts(BTreeMap<u16, u64>);
+pub(crate) struct StatusCounts(pub(crate) BTreeMap<u16, u64>);
 
 impl StatusCounts {
     fn add(&mut self, code: u16) {
@@ -95,15 +95,15 @@ impl StatusCounts {
 }
 
 #[derive(Default)]
-struct HostAcc {
-    requests: u64,
-    ok: u64,
-    errors: u64,
-    bytes_in: u64,
-    status: StatusCounts,
-    latency: Histogram,
-    uncorrected: Histogram,
-    ttfb: Histogram,
+pub(crate) struct HostAcc {
+    pub(crate) requests: u64,
+    pub(crate) ok: u64,
+    pub(crate) errors: u64,
+    pub(crate) bytes_in: u64,
+    pub(crate) status: StatusCounts,
+    pub(crate) latency: Histogram,
+    pub(crate) uncorrected: Histogram,
+    pub(crate) ttfb: Histogram,
 }
 
 #[derive(Default)]
@@ -116,24 +116,24 @@ struct IntervalAcc {
 
 /// Accumulates events into the result.
 pub struct Collector {
-    hosts: Vec<(String, HostAcc)>,
-    open_loop: bool,
+    pub(crate) hosts: Vec<(String, HostAcc)>,
+    pub(crate) open_loop: bool,
     interval_ns: u64,
-    latency: Histogram,
-    uncorrected: Histogram,
-    ttfb: Histogram,
-    connect: Histogram,
-    tls: Histogram,
-    proxy: Histogram,
-    conns: u64,
-    status: StatusCounts,
-    requests: u64,
-    ok: u64,
-    bytes_out: u64,
-    bytes_in: u64,
-    errors: ErrorCounts,
-    lateness: Histogram,
-    behind: u64,
+    pub(crate) latency: Histogram,
+    pub(crate) uncorrected: Histogram,
+    pub(crate) ttfb: Histogram,
+    pub(crate) connect: Histogram,
+    pub(crate) tls: Histogram,
+    pub(crate) proxy: Histogram,
+    pub(crate) conns: u64,
+    pub(crate) status: StatusCounts,
+    pub(crate) requests: u64,
+    pub(crate) ok: u64,
+    pub(crate) bytes_out: u64,
+    pub(crate) bytes_in: u64,
+    pub(crate) errors: ErrorCounts,
+    pub(crate) lateness: Histogram,
+    pub(crate) behind: u64,
     open: BTreeMap<u32, IntervalAcc>,
     closed: Vec<HttpInterval>,
 }

@@ -13,6 +13,7 @@ pub mod coldstart;
 pub mod collect;
 pub mod h1;
 pub mod inflight;
+pub mod metrics;
 pub mod pacer;
 pub mod schedule;
 pub mod server;
