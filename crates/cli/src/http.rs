@@ -81,7 +81,10 @@ pub struct HttpArgs {
     /// Write the result document (JSON) to this file, atomically.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Client runtime threads (default: one per CPU).
+    /// Client runtime threads. Default: one per CPU when the target is remote (a dedicated
+    /// load machine); half the CPUs (at least 1) when it is on this machine (loopback or a
+    /// local address), leaving the rest to the server. The result's config says which was
+    /// chosen and why (`threads`, `threads_why`).
     #[arg(long)]
     pub threads: Option<usize>,
     /// No progress line on stderr.
@@ -253,6 +256,9 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     if let Some((_, info)) = &segment {
         crate::segment::label(&mut config, info)?;
     }
+    let threads = result.threads.clone();
+    config["threads"] = threads.threads.into();
+    config["threads_why"] = threads.why.clone().into();
     let doc = Document::new(
         "http",
         result.started,
@@ -268,6 +274,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     }
     let mut out = std::io::stdout().lock();
     render(&mut out, &doc.body, &doc.stopped_by)?;
+    writeln!(out, "  threads     {} ({})", threads.threads, threads.why)?;
     out.flush()?;
     drop(out);
     if let Some(m) = metrics {
