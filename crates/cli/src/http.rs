@@ -83,8 +83,9 @@ pub struct HttpArgs {
     pub json: Option<PathBuf>,
     /// Client runtime threads. Default: one per CPU when the target is remote (a dedicated
     /// load machine); half the CPUs (at least 1) when it is on this machine (loopback or a
-    /// local address), leaving the rest to the server. The result's config says which was
-    /// chosen and why (`threads`, `threads_why`).
+    /// local address), leaving the rest to the server — except with --new-conn, whose
+    /// connection setup costs the client as much as the server (one per CPU). The output and
+    /// the result's config say which was chosen and why (`threads`, `threads_why`).
     #[arg(long)]
     pub threads: Option<usize>,
     /// No progress line on stderr.
