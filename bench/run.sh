@@ -15,7 +15,7 @@
 #    (goal <= 1.2: histograms are fixed-size, only the 1 s series grows).
 # 3. capacity: the same user model at CAP_STEPS users (1,000 … 16,000), CAP_DURATION each
 #    (ramp-up a third of it, not measured apart): requests/s, p99, client CPU per 1,000
-#    requests, and the first user count at which p99 is at least twice its value at the first
+#    requests, and the user count from which p99 stays at least twice its value at the first
 #    step — the point where this machine (client and server together) stops keeping up.
 #    PARTS="3" runs only this part; every summary also prints client CPU per 1,000 requests.
 #
@@ -124,11 +124,17 @@ import json, sys
 work, steps = sys.argv[1], [int(x) for x in sys.argv[2:]]
 p99 = {u: json.load(open(f"{work}/cap-{u}.json"))["latency"].get("tcp", {}).get("p99_ms", 0) for u in steps}
 ref = p99[steps[0]]
-hit = next((u for u in steps[1:] if ref > 0 and p99[u] >= 2 * ref), None)
-if hit is None:
-    print(f"  p99 stayed under twice its {steps[0]}-user value ({ref:.2f} ms) up to {steps[-1]} users")
+# A p99 of a few hundred µs on a shared machine jumps now and then: the figure is the first
+# step from which p99 stays at least doubled, with the first single crossing beside it.
+doubled = [ref > 0 and p99[u] >= 2 * ref for u in steps]
+stays = next((u for i, u in enumerate(steps) if i > 0 and all(doubled[i:])), None)
+first = next((u for i, u in enumerate(steps) if i > 0 and doubled[i]), None)
+if stays is None:
+    print(f"  p99 does not stay at twice its {steps[0]}-user value ({ref:.2f} ms) up to {steps[-1]} users"
+          + (f" (first crossed at {first} users: {p99[first]:.2f} ms)" if first else ""))
 else:
-    prev = steps[steps.index(hit) - 1]
-    print(f"  p99 doubles between {prev} and {hit} users ({ref:.2f} ms at {steps[0]} -> {p99[hit]:.2f} ms at {hit})")
+    prev = steps[steps.index(stays) - 1]
+    print(f"  p99 doubles between {prev} and {stays} users and stays doubled ({ref:.2f} ms at {steps[0]} -> {p99[stays]:.2f} ms at {stays})"
+          + (f"; first crossed at {first} users" if first != stays else ""))
 EOF
 fi
