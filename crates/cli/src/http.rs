@@ -206,16 +206,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         "http",
         &[("protocol", protocol), ("target", &cfg.target.url)],
     )?;
-    if let Some(m) = &metrics {
-        let labels = m.labels(&[]);
-        cfg.metrics = Some((
-            m.published.clone(),
-            labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        ));
-    }
+    cfg.metrics = metrics.as_ref().map(|m| m.for_engine());
     let live = if crate::live::wanted(args.quiet) && cfg.cold_start.is_none() {
         let s = stop.clone();
         let spec = crate::live::Spec {
@@ -279,13 +270,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     drop(out);
     if let Some(m) = metrics {
-        // A second Ctrl-C (the first one may have ended the run) ends the linger.
-        let again = Arc::new(AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(sig, again.clone())
-                .context("installing signal handlers")?;
-        }
-        m.linger(|| again.load(Ordering::Relaxed));
+        m.linger_until_signal()?;
     }
     Ok(if doc.body.summary.requests == 0 {
         ExitCode::from(1)

@@ -91,6 +91,22 @@ impl RunMetrics {
         self.published.publish(s);
     }
 
+    /// What an engine's config takes: the snapshot to refresh and the labels of every series.
+    pub fn for_engine(&self) -> (Published, Vec<(String, String)>) {
+        (self.published.clone(), self.labels.clone())
+    }
+
+    /// [`RunMetrics::linger`] that a new SIGINT/SIGTERM ends (the first one may have ended
+    /// the run already).
+    pub fn linger_until_signal(self) -> anyhow::Result<()> {
+        let again = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(sig, again.clone())?;
+        }
+        self.linger(|| again.load(std::sync::atomic::Ordering::Relaxed));
+        Ok(())
+    }
+
     /// After the run: keeps the endpoint up for `--metrics-linger`, or until `stopped()`.
     pub fn linger(self, stopped: impl Fn() -> bool) {
         if self.linger.is_zero() {

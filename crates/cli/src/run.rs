@@ -389,18 +389,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
-    let target = a.targets.join(",");
-    let metrics = a.metrics.start("run", &[("target", &target)])?;
-    if let Some(m) = &metrics {
-        let labels = m.labels(&[]);
-        cfg.metrics = Some((
-            m.published.clone(),
-            labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        ));
-    }
+    let metrics = a
+        .metrics
+        .start("run", &[("target", &a.targets.join(","))])?;
+    cfg.metrics = metrics.as_ref().map(|m| m.for_engine());
     let quiet = a.quiet;
     if !quiet {
         eprintln!("{}", banner(&cfg));
@@ -484,14 +476,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         RunFormat::Text => npt_report::run::write_text(&mut stdout, &doc)?,
     }
     stdout.flush()?;
-    drop(stdout);
     if let Some(m) = metrics {
-        // A second Ctrl-C (the first one may have ended the run) ends the linger.
-        let again = Arc::new(AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(sig, again.clone())?;
-        }
-        m.linger(|| again.load(std::sync::atomic::Ordering::Relaxed));
+        m.linger_until_signal()?;
     }
     if doc.body.summary.requests == 0 {
         eprintln!("npt run: no request completed");

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod pacer;
 pub mod schedule;
 pub mod server;
+pub mod threads;
 pub mod tls;
 
 pub use client::{run, run_with_progress, Config, RunResult, Target};
