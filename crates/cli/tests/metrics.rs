@@ -2,6 +2,7 @@
 //! agent (`npt probe … --metrics`) on loopback, writes a Prometheus config that scrapes both
 //! every second, starts Prometheus, and queries its HTTP API until the series appear; their
 //! values must equal what the agent's own result document says (and what the server counted).
+//! A second test checks the final totals of `npt http` and `npt run` endpoints (no Prometheus).
 //! Needs the Debian package `prometheus` (installed by `.ci/run`); skipped with a message
 //! when it is missing and this is not root, a failure when it is missing on root (CI).
 
@@ -265,4 +266,72 @@ fn prometheus_scrapes_serve_and_an_agent() {
     let up = query(prom, "up");
     assert_eq!(up.len(), 2, "both targets scraped: {up:?}");
     assert!(up.iter().all(|(_, v)| *v == 1.0), "both targets up: {up:?}");
+}
+
+/// Starts `npt ARGS --metrics 127.0.0.1:0 --metrics-linger 60s --json FILE`, waits for the
+/// result file, then scrapes the lingering endpoint once: (result document, OpenMetrics text).
+fn run_and_scrape(args: &[&str]) -> (serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = npt()
+        .args(args)
+        .args(["-q", "--metrics", "127.0.0.1:0", "--metrics-linger", "60s"])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("npt starts");
+    let addr = metrics_addr(child.stderr.take().unwrap());
+    let _child = Guard(child);
+    let start = Instant::now();
+    while !json.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "run never finished"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, text) = get(addr, "/metrics").expect("the endpoint lingers");
+    assert!(status.contains("200"), "{status}");
+    (common::json(&json), text)
+}
+
+/// The value of the one sample line that starts with `series` (name and labels).
+fn sample(text: &str, series: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(series))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn http_and_run_agents_export_their_final_totals() {
+    let (_serve, addr) = serve(&[]);
+    let (_http_serve, http) = serve_http();
+    let url = format!("http://{http}/");
+    let (doc, text) = run_and_scrape(&["http", &url, "--rate", "300", "-c", "4", "-d", "2s"]);
+    let labels = format!("{{protocol=\"http/1.1\",target=\"{url}\",host=\"{http}\"}}");
+    assert_eq!(
+        sample(&text, &format!("npt_requests_total{labels}")),
+        f(&doc, "/summary/requests")
+    );
+    assert_eq!(
+        sample(
+            &text,
+            &format!("npt_request_duration_seconds_count{labels}")
+        ),
+        f(&doc, "/summary/requests")
+    );
+    assert!(text.contains("npt_request_duration_uncorrected_seconds_bucket"));
+
+    let target = format!("tcp://{addr}");
+    let (doc, text) = run_and_scrape(&["run", &target, "--users", "5", "--duration", "2s"]);
+    let web = format!("{{target=\"{target}\",activity=\"web\"}}");
+    assert_eq!(
+        sample(&text, &format!("npt_requests_total{web}")),
+        f(&doc, "/summary/requests")
+    );
+    assert!(f(&doc, "/summary/requests") > 0.0);
 }
