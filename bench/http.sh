@@ -12,6 +12,8 @@
 #   npt http keep-alive -c50      vs  wrk -t2 -c50                         (goal ≥ 1.0)
 #   npt http --new-conn -c50      vs  wrk -t2 -c50 -H 'Connection: close'  (goal ≥ 1.0)
 #   npt http --http2 -c4 streams  vs  h2load -c4 -m10 (same clients and streams) (goal ≥ 0.9)
+#   the same with --threads $(nproc) (one runtime thread per CPU: the default before npt picked
+#   half the CPUs for a target on this machine), to show what the default choice is worth
 #   npt serve --http under wrk    vs  nginx under wrk                      (goal ≥ 0.8)
 # Everything shares this machine's CPUs with the server under test; read ratios, not absolutes.
 set -euo pipefail
@@ -146,6 +148,10 @@ pair() {
     CPU_RATIO=$(ratio "$mbc" "$mac")
 }
 
+# Which client thread count npt http picks by default against this (local) server, and why.
+"$NPT" http "$H2URL" --http2 -c 1 -d 0.2s -q --json "$TMP/t.json" >/dev/null
+THREADS_WHY=$(python3 -c "import json; c=json.load(open('$TMP/t.json'))['config']; print('%s thread(s): %s' % (c['threads'], c['threads_why']))")
+echo "npt http default: $THREADS_WHY"
 printf '%-46s %10s %10s   %s\n' "figure" "req/s" "cpu us/req" "(req/s samples)"
 pair "npt http -c50 (keep-alive) -> nginx" "wrk -t2 -c50 -> nginx" \
     'npt_rps "$URL" -c 50' 'wrk_rps -t2 -c50 "$URL"'
@@ -156,6 +162,10 @@ r2=$RATIO c2=$CPU_RATIO
 pair "npt http --http2 -c4 --streams 10 -> nginx" "h2load -c4 -m10 -t2 -> nginx" \
     'npt_rps "$H2URL" --http2 -c 4 --streams 10' 'h2load_rps -c4 -m10 -t2 "$H2URL"'
 r3=$RATIO c3=$CPU_RATIO
+NCPU=$(nproc)
+pair "npt http --http2 ... --threads $NCPU (one per CPU)" "h2load -c4 -m10 -t2 -> nginx" \
+    'npt_rps "$H2URL" --http2 -c 4 --streams 10 --threads "$NCPU"' 'h2load_rps -c4 -m10 -t2 "$H2URL"'
+r3b=$RATIO c3b=$CPU_RATIO
 pair "wrk -t2 -c50 -> npt serve --http" "wrk -t2 -c50 -> nginx" \
     'wrk_rps -t2 -c50 "http://127.0.0.1:$NPT_PORT/"' 'wrk_rps -t2 -c50 "$URL"'
 r4=$RATIO
@@ -164,5 +174,6 @@ echo
 echo "ratios of medians (goal in brackets); cpu = peer's client CPU per request / npt's (> 1: npt is cheaper)"
 echo "  npt http keep-alive / wrk              $r1  [>= 1.0]   cpu $c1"
 echo "  npt http --new-conn / wrk close        $r2  [>= 1.0]   cpu $c2"
-echo "  npt http --http2 / h2load              $r3  [>= 0.9]   cpu $c3"
+echo "  npt http --http2 / h2load              $r3  [>= 0.9]   cpu $c3   (default threads: $THREADS_WHY)"
+echo "  npt http --http2 --threads $NCPU / h2load   $r3b  [for comparison: one thread per CPU]   cpu $c3b"
 echo "  npt serve --http / nginx (under wrk)   $r4  [>= 0.8]   (cpu column: of wrk, the client)"

@@ -36,8 +36,9 @@ pub struct HttpArgs {
     /// How long to send for: 10s, 2m …
     #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Open loop: this many requests per second in total, latency measured from the intended
-    /// send time as well (coordinated-omission correction, as wrk2).
+    /// Open loop: this many requests per second in total, released on time by a precise pacer
+    /// thread (sleep, then spin); latency is measured from the intended send time
+    /// (coordinated-omission correction, as wrk2) with the figure from the actual send beside.
     #[arg(long)]
     pub rate: Option<f64>,
     /// A new TCP (and TLS) connection for every request, sent with `Connection: close`.
@@ -80,7 +81,11 @@ pub struct HttpArgs {
     /// Write the result document (JSON) to this file, atomically.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Client runtime threads (default: one per CPU).
+    /// Client runtime threads. Default: one per CPU when the target is remote (a dedicated
+    /// load machine); half the CPUs (at least 1) when it is on this machine (loopback or a
+    /// local address), leaving the rest to the server — except with --new-conn, whose
+    /// connection setup costs the client as much as the server (one per CPU). The output and
+    /// the result's config say which was chosen and why (`threads`, `threads_why`).
     #[arg(long)]
     pub threads: Option<usize>,
     /// No progress line on stderr.
@@ -90,10 +95,13 @@ pub struct HttpArgs {
     pub via: crate::via::ViaArgs,
     #[command(flatten)]
     pub segment: crate::segment::SegmentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 /// Turns flags into the engine's config; every error names its flag.
 pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
+    a.metrics.check()?;
     let target = Target::parse(&a.url).map_err(|e| usage!("URL: {e}"))?;
     let mut c = Config::new(target);
     c.connections = a.connections;
@@ -193,6 +201,12 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
+    let protocol = if cfg.http2 { "h2" } else { "http/1.1" };
+    let metrics = args.metrics.start(
+        "http",
+        &[("protocol", protocol), ("target", &cfg.target.url)],
+    )?;
+    cfg.metrics = metrics.as_ref().map(|m| m.for_engine());
     let live = if crate::live::wanted(args.quiet) && cfg.cold_start.is_none() {
         let s = stop.clone();
         let spec = crate::live::Spec {
@@ -234,6 +248,9 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     if let Some((_, info)) = &segment {
         crate::segment::label(&mut config, info)?;
     }
+    let threads = result.threads.clone();
+    config["threads"] = threads.threads.into();
+    config["threads_why"] = threads.why.clone().into();
     let doc = Document::new(
         "http",
         result.started,
@@ -249,7 +266,12 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     }
     let mut out = std::io::stdout().lock();
     render(&mut out, &doc.body, &doc.stopped_by)?;
+    writeln!(out, "  threads     {} ({})", threads.threads, threads.why)?;
     out.flush()?;
+    drop(out);
+    if let Some(m) = metrics {
+        m.linger_until_signal()?;
+    }
     Ok(if doc.body.summary.requests == 0 {
         ExitCode::from(1)
     } else {
@@ -339,9 +361,18 @@ pub fn render(w: &mut impl std::io::Write, b: &HttpBody, stopped_by: &str) -> st
             lat(&s.latency_ms)
         )?;
         writeln!(w, "  uncorrected {}   (from actual send)", lat(u))?;
+        let timer = match &b.health.timer_lateness_ms {
+            Some(t) => format!(
+                "; pacer timer late p50 {:.1} p99 {:.1} max {:.1} µs",
+                t.p50 * 1e3,
+                t.p99 * 1e3,
+                t.max * 1e3
+            ),
+            None => String::new(),
+        };
         writeln!(
             w,
-            "  schedule    {} sends more than {} ms behind schedule",
+            "  schedule    {} sends more than {} ms behind schedule{timer}",
             b.health.sends_behind_schedule, b.health.behind_threshold_ms
         )?;
     } else {
@@ -486,7 +517,6 @@ mod tests {
                 host: (i % hosts.len() as u64) as u16,
                 outcome: Outcome::Response(if i == 0 { 503 } else { 200 }),
                 intended_ns: open_loop.then_some(i * 1_000_000),
-                held_up: false,
                 sent_ns: i * 1_000_000,
                 head_ns: i * 1_000_000 + 100_000,
                 done_ns: i * 1_000_000 + 200_000,
@@ -498,7 +528,6 @@ mod tests {
             host: 0,
             outcome: Outcome::Error("refused", "connection refused".into()),
             intended_ns: None,
-            held_up: false,
             sent_ns: 0,
             head_ns: 0,
             done_ns: 0,

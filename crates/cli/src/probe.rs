@@ -116,6 +116,8 @@ pub struct ProbeArgs {
     pub via: ViaArgs,
     #[command(flatten)]
     pub segment: crate::segment::SegmentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 fn parse_fill(s: &str) -> Result<Fill, String> {
@@ -176,6 +178,7 @@ fn unresolved(hostport: &str) -> anyhow::Result<SocketAddr> {
 
 /// Turns flags (and the XML config, if any) into a validated run config.
 pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
+    a.metrics.check()?;
     let mut notices = Vec::new();
     let x = match &a.config {
         Some(path) => {
@@ -425,6 +428,12 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
     let control = Arc::new(Control::default());
     crate::signals::install(&control)?;
+    let target = cfg.addr.to_string();
+    let metrics = a.metrics.start(
+        "probe",
+        &[("protocol", cfg.proto.name()), ("target", &target)],
+    )?;
+    let mut probe_live = crate::metrics::ProbeLive::default();
     let json_to_stdout = a.format == Format::Json;
     if !a.quiet {
         eprintln!("{}", banner(&cfg));
@@ -443,7 +452,10 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let outcome = runner::run(&cfg, control, |stage| {
+    let outcome = runner::run(&cfg, control.clone(), |stage| {
+        if let Some(m) = &metrics {
+            probe_live.stage(m, stage);
+        }
         if let Some(l) = &live {
             l.sample(crate::live::Sample {
                 t_s: stage.end_s,
@@ -471,7 +483,13 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     if let Some(l) = live {
         l.finish()?;
     }
-    finish(&outcome, a.json.as_deref(), a.format)
+    let code = finish(&outcome, a.json.as_deref(), a.format)?;
+    if let Some(m) = metrics {
+        probe_live.finish(&m, &outcome.doc.body);
+        let signals = control.signals.load(std::sync::atomic::Ordering::SeqCst);
+        m.linger(|| control.signals.load(std::sync::atomic::Ordering::SeqCst) > signals);
+    }
+    Ok(code)
 }
 
 pub fn banner(cfg: &ProbeConfig) -> String {

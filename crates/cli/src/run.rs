@@ -139,6 +139,8 @@ pub struct RunArgs {
     pub via: crate::via::ViaArgs,
     #[command(flatten)]
     pub segment: crate::segment::SegmentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 fn range(
@@ -170,6 +172,7 @@ fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
 
 /// Validates the flags into the engine's config; every error names its flag.
 pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
+    a.metrics.check()?;
     let mut stream = Vec::new();
     for t in &a.targets {
         if t.starts_with("udp://") || t.starts_with("http") || t.starts_with("quic://") {
@@ -361,6 +364,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
         interval: a.interval,
         quic_trust,
         workers: a.workers,
+        metrics: None,
     })
 }
 
@@ -385,6 +389,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
+    let metrics = a
+        .metrics
+        .start("run", &[("target", &a.targets.join(","))])?;
+    cfg.metrics = metrics.as_ref().map(|m| m.for_engine());
     let quiet = a.quiet;
     if !quiet {
         eprintln!("{}", banner(&cfg));
@@ -468,6 +476,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         RunFormat::Text => npt_report::run::write_text(&mut stdout, &doc)?,
     }
     stdout.flush()?;
+    if let Some(m) = metrics {
+        m.linger_until_signal()?;
+    }
     if doc.body.summary.requests == 0 {
         eprintln!("npt run: no request completed");
         return Ok(ExitCode::from(1));

@@ -84,6 +84,9 @@ pub struct ServeArgs {
     /// Write the QUIC certificate (PEM) to this file, for `npt run --ca FILE`.
     #[arg(long, value_name = "FILE", requires = "quic")]
     pub quic_cert_out: Option<std::path::PathBuf>,
+    /// Serve the responder's counters in OpenMetrics text at http://ADDR/metrics (Prometheus).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
 }
 
 /// `--http`: the HTTP responder's options, if asked for.
@@ -185,6 +188,14 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     crate::signals::install(&control)?;
     let http_opts = http_options(&a, &cfg)?;
     let server = Server::start(cfg)?;
+    let _metrics = match &a.metrics {
+        Some(m) => Some(crate::metrics::start_source(
+            "serve",
+            m,
+            crate::serve_metrics::source(server.counters()),
+        )?),
+        None => None,
+    };
     let quic = start_quic(&a, &server)?;
     let http = match http_opts {
         Some(mut o) => {

@@ -8,8 +8,9 @@
 //! Timing: a request's latency runs from just before it is written to the connection until its
 //! last body byte has been read; with `--new-conn` it starts
 //! before the TCP connect, so it contains the handshakes, as a fresh client sees them. In open
-//! loop a request that was due while every slot was busy is measured from its intended time
-//! (the server held it up); one that merely waited for the timer is measured from its send.
+//! loop every request is also measured from its intended time: the [`crate::pacer`] thread
+//! releases it then (to ~1 µs, not tokio's 1 ms timer), and a slot busy with a slow answer
+//! makes it leave late (coordinated-omission correction, as wrk2).
 
 use std::future::Future;
 use std::io;
@@ -35,7 +36,9 @@ use tokio_rustls::TlsConnector;
 use crate::coldstart::ProcessGroup;
 use crate::collect::{Collector, ConnEvent, Event, Outcome, Record, Shard};
 use crate::h1;
+use crate::pacer::{Due, Pacer};
 use crate::schedule::{host_for, OpenLoop, Tickets};
+use crate::threads::{choose_threads, is_local, ThreadChoice};
 use crate::Error;
 
 /// Pause after a failed connection attempt before the slot tries again.
@@ -131,11 +134,13 @@ pub struct Config {
     pub cold_start: Option<ColdStartConfig>,
     /// Print a progress line to stderr once a second.
     pub progress: bool,
-    /// Runtime worker threads; `None` = one per CPU.
+    /// Runtime worker threads; `None` = [`crate::threads::choose_threads`] decides.
     pub threads: Option<usize>,
     /// `--via`: SOCKS5 or HTTP CONNECT tunnel per connection; through an HTTP proxy a plain
     /// `http://` HTTP/1.1 target is requested in absolute form instead (as browsers do).
     pub via: Option<npt_proxy::Via>,
+    /// `--metrics`: the snapshot to refresh after each drain, and the labels of every series.
+    pub metrics: Option<(npt_metrics::Published, Vec<(String, String)>)>,
 }
 
 impl Config {
@@ -158,6 +163,7 @@ impl Config {
             progress: false,
             threads: None,
             via: None,
+            metrics: None,
         }
     }
 
@@ -224,6 +230,8 @@ pub struct RunResult {
     /// `duration` or `signal`.
     pub stopped_by: &'static str,
     pub body: HttpBody,
+    /// Client threads used, and why.
+    pub threads: ThreadChoice,
 }
 
 /// A request that got no complete response: kind (see [`classify`]) and message.
@@ -363,9 +371,8 @@ struct HostReq {
 #[derive(Clone, Copy)]
 struct Ticket {
     host: usize,
+    /// Open loop: when the pacer released it (its due time, give or take ~1 µs).
     intended: Option<Instant>,
-    /// Open loop: no slot was free when the request was due.
-    held_up: bool,
 }
 
 /// Shared by every slot of a run.
@@ -377,7 +384,8 @@ struct Ctx {
     headers: HeaderMap,
     body: Bytes,
     hosts: Vec<HostReq>,
-    open: Option<OpenLoop>,
+    /// Open loop: requests released by the pacer thread at their intended times.
+    open: Option<async_channel::Receiver<Due>>,
     tickets: Tickets,
     t0: Instant,
     end: Instant,
@@ -404,30 +412,22 @@ impl Ctx {
         t.saturating_duration_since(self.t0).as_nanos() as u64
     }
 
-    /// The next request for this slot; in open loop, waits until it is due. `None`: the
-    /// schedule is over.
+    /// The next request for this slot; in open loop, waits until the pacer releases it.
+    /// `None`: the schedule is over.
     async fn ticket(&self) -> Option<Ticket> {
-        let k = self.tickets.take();
-        let host = host_for(k, self.hosts.len());
         match &self.open {
-            None => (Instant::now() < self.end).then_some(Ticket {
-                host,
-                intended: None,
-                held_up: false,
-            }),
-            Some(s) => {
-                let due = self.t0 + Duration::from_nanos(s.due(k)?);
-                // Taken after it was due: every slot was busy, the server held them up. Taken
-                // before: the slot waits, and only the timer (1 ms wheel) makes it late, which
-                // is the client's doing and is not charged to the server.
-                let held_up = Instant::now() >= due;
-                if !held_up {
-                    tokio::time::sleep_until(due.into()).await;
-                }
+            None => {
+                let k = self.tickets.take();
+                (Instant::now() < self.end).then_some(Ticket {
+                    host: host_for(k, self.hosts.len()),
+                    intended: None,
+                })
+            }
+            Some(rx) => {
+                let d = rx.recv().await.ok()?;
                 Some(Ticket {
-                    host,
-                    intended: Some(due),
-                    held_up,
+                    host: host_for(d.k, self.hosts.len()),
+                    intended: Some(d.intended),
                 })
             }
         }
@@ -592,7 +592,6 @@ impl Ctx {
             host: tk.host as u16,
             outcome,
             intended_ns: tk.intended.map(|t| self.ns(t)),
-            held_up: tk.held_up,
             sent_ns: self.ns(sent),
             head_ns,
             done_ns: self.ns(done),
@@ -800,7 +799,12 @@ async fn h2_handshake(io: Io) -> Result<(H2Tx, tokio::task::JoinHandle<()>), Fai
     Ok((tx, task))
 }
 
-fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> {
+fn build_ctx(
+    cfg: &Config,
+    addr: SocketAddr,
+    t0: Instant,
+    open: Option<async_channel::Receiver<Due>>,
+) -> Result<Ctx, Error> {
     let tls = if cfg.target.https {
         let connector = TlsConnector::from(crate::tls::client_config(cfg.insecure, cfg.http2)?);
         let name = ServerName::try_from(cfg.target.host.clone())
@@ -870,9 +874,7 @@ fn build_ctx(cfg: &Config, addr: SocketAddr, t0: Instant) -> Result<Ctx, Error> 
         headers,
         body: cfg.body.clone(),
         hosts,
-        open: cfg
-            .rate
-            .map(|r| OpenLoop::new(r, Some(cfg.duration.as_nanos() as u64))),
+        open,
         tickets: Tickets::new(),
         t0,
         end: t0 + cfg.duration,
@@ -1078,17 +1080,12 @@ pub fn run_with_progress(
     mut progress: impl FnMut(&crate::collect::Progress, Duration),
 ) -> Result<RunResult, Error> {
     cfg.validate()?;
-    let threads = cfg
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
     // Cold start polls from this thread; the load runs on `threads` single-threaded runtimes
     // (one event loop per core, as wrk does: no work-stealing traffic between cores).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Io("starting the runtime".into(), e))?;
-    let workers = Workers::start(threads)?;
     // Through a proxy, connections go to the proxy (a tunnel, or absolute-form requests).
     let addr = match &cfg.via {
         None => resolve(&cfg.target)?,
@@ -1097,6 +1094,9 @@ pub fn run_with_progress(
             resolve(&proxy)?
         }
     };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = choose_threads(cfg.threads, cpus, is_local(addr), cfg.new_conn);
+    let workers = Workers::start(threads.threads)?;
 
     // Cold start: the command runs until this function returns, however it returns.
     let mut group = None;
@@ -1104,14 +1104,34 @@ pub fn run_with_progress(
     if let Some(cs) = &cfg.cold_start {
         let spawned = Instant::now();
         let g = group.insert(ProcessGroup::spawn(&cs.command)?);
-        let ctx = build_ctx(cfg, addr, spawned)?;
+        let ctx = build_ctx(cfg, addr, spawned, None)?;
         cold = Some(rt.block_on(cold_start(&ctx, cs, g, spawned, &stop))?);
     }
 
     let cpu0 = npt_report::cpu_seconds();
     let started = SystemTime::now();
     let t0 = Instant::now();
-    let ctx = Arc::new(build_ctx(cfg, addr, t0)?);
+    // Open loop: the pacer releases request k at t0 + k/rate; at most one request per slot
+    // waits in the channel, so a stalled server makes the pacer (and the sends) fall behind
+    // instead of piling up an unbounded queue.
+    let slots = (cfg.connections as usize).saturating_mul(cfg.streams as usize);
+    let pacer = match cfg.rate {
+        Some(r) => Some(
+            Pacer::start(
+                OpenLoop::new(r, Some(cfg.duration.as_nanos() as u64)),
+                t0,
+                slots,
+            )
+            .map_err(|e| Error::Io("starting the pacer thread".into(), e))?,
+        ),
+        None => None,
+    };
+    let ctx = Arc::new(build_ctx(
+        cfg,
+        addr,
+        t0,
+        pacer.as_ref().map(|p| p.rx.clone()),
+    )?);
     let hosts = cfg.host_names();
     let mut collector = Collector::new(&hosts, cfg.rate.is_some(), INTERVAL_NS);
     let shards: Vec<Arc<Shard>> = (0..cfg.connections)
@@ -1146,6 +1166,17 @@ pub fn run_with_progress(
             }
         }
     };
+    let publish = |collector: &Collector| {
+        if let Some((published, labels)) = &cfg.metrics {
+            let l: Vec<(&str, &str)> = labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let mut s = npt_metrics::Snapshot::new();
+            collector.export(&mut s, &l);
+            published.publish(s);
+        }
+    };
     let stopped_by = loop {
         let now = Instant::now();
         if now >= end {
@@ -1159,6 +1190,7 @@ pub fn run_with_progress(
         }
         std::thread::sleep(TICK.min(end - now));
         drain(&mut collector, &mut buf, ctx.ns(end));
+        publish(&collector);
         let now = Instant::now();
         collector.close_until(ctx.ns(now).saturating_sub(TICK.as_nanos() as u64));
         if now >= next_progress {
@@ -1173,10 +1205,12 @@ pub fn run_with_progress(
     for t in &tasks {
         t.abort();
     }
+    let timer_lateness = pacer.map(Pacer::finish);
     // Dropping the runtimes cancels every request still in flight and closes its socket.
     workers.stop();
     let cutoff = ctx.ns(stop_at);
     drain(&mut collector, &mut buf, cutoff);
+    publish(&collector);
     if cfg.progress {
         eprint!("\r{:70}\r", "");
     }
@@ -1187,6 +1221,7 @@ pub fn run_with_progress(
         cpu_sys_s: s1 - cpu0.1,
         cpu_pct: (u1 - cpu0.0 + s1 - cpu0.1) / wall * 100.0,
         max_rss_bytes: npt_report::max_rss_bytes(),
+        timer_lateness_ms: timer_lateness.map(|h| h.summary()),
         ..Health::default()
     };
     let summary = HttpSummary {
@@ -1215,6 +1250,7 @@ pub fn run_with_progress(
         ended,
         stopped_by,
         body,
+        threads,
     })
 }
 

@@ -30,13 +30,9 @@ pub enum Outcome {
 pub struct Event {
     pub host: u16,
     pub outcome: Outcome,
-    /// Open loop: when the request was due.
+    /// Open loop: when the request was due; its latency counts from then (coordinated
+    /// omission), the pacer's own lateness (~µs) included.
     pub intended_ns: Option<u64>,
-    /// Open loop: the request was due before any slot was free to send it — the server was
-    /// holding every slot — so its latency counts from `intended_ns` (coordinated omission).
-    /// Otherwise the slot waited for the timer and any lateness is the client's own (timer
-    /// granularity), reported in `health.send_lateness_ms` but not charged as latency.
-    pub held_up: bool,
     /// When its first byte was handed to the connection.
     pub sent_ns: u64,
     /// When the response head was parsed (0 when there was none).
@@ -87,7 +83,7 @@ impl Shard {
 }
 
 #[derive(Default)]
-struct StatusCounts(BTreeMap<u16, u64>);
+pub(crate) struct StatusCounts(pub(crate) BTreeMap<u16, u64>);
 
 impl StatusCounts {
     fn add(&mut self, code: u16) {
@@ -99,15 +95,15 @@ impl StatusCounts {
 }
 
 #[derive(Default)]
-struct HostAcc {
-    requests: u64,
-    ok: u64,
-    errors: u64,
-    bytes_in: u64,
-    status: StatusCounts,
-    latency: Histogram,
-    uncorrected: Histogram,
-    ttfb: Histogram,
+pub(crate) struct HostAcc {
+    pub(crate) requests: u64,
+    pub(crate) ok: u64,
+    pub(crate) errors: u64,
+    pub(crate) bytes_in: u64,
+    pub(crate) status: StatusCounts,
+    pub(crate) latency: Histogram,
+    pub(crate) uncorrected: Histogram,
+    pub(crate) ttfb: Histogram,
 }
 
 #[derive(Default)]
@@ -120,24 +116,24 @@ struct IntervalAcc {
 
 /// Accumulates events into the result.
 pub struct Collector {
-    hosts: Vec<(String, HostAcc)>,
-    open_loop: bool,
+    pub(crate) hosts: Vec<(String, HostAcc)>,
+    pub(crate) open_loop: bool,
     interval_ns: u64,
-    latency: Histogram,
-    uncorrected: Histogram,
-    ttfb: Histogram,
-    connect: Histogram,
-    tls: Histogram,
-    proxy: Histogram,
-    conns: u64,
-    status: StatusCounts,
-    requests: u64,
-    ok: u64,
-    bytes_out: u64,
-    bytes_in: u64,
-    errors: ErrorCounts,
-    lateness: Histogram,
-    behind: u64,
+    pub(crate) latency: Histogram,
+    pub(crate) uncorrected: Histogram,
+    pub(crate) ttfb: Histogram,
+    pub(crate) connect: Histogram,
+    pub(crate) tls: Histogram,
+    pub(crate) proxy: Histogram,
+    pub(crate) conns: u64,
+    pub(crate) status: StatusCounts,
+    pub(crate) requests: u64,
+    pub(crate) ok: u64,
+    pub(crate) bytes_out: u64,
+    pub(crate) bytes_in: u64,
+    pub(crate) errors: ErrorCounts,
+    pub(crate) lateness: Histogram,
+    pub(crate) behind: u64,
     open: BTreeMap<u32, IntervalAcc>,
     closed: Vec<HttpInterval>,
 }
@@ -236,9 +232,7 @@ impl Collector {
             Outcome::Response(code) => {
                 let actual = e.done_ns.saturating_sub(e.sent_ns);
                 let lat = match e.intended_ns {
-                    Some(i) if self.open_loop && e.held_up => {
-                        e.done_ns.saturating_sub(i.min(e.sent_ns))
-                    }
+                    Some(i) if self.open_loop => e.done_ns.saturating_sub(i.min(e.sent_ns)),
                     _ => actual,
                 };
                 let ttfb = e.head_ns.saturating_sub(e.sent_ns);
@@ -437,7 +431,6 @@ mod tests {
             host,
             outcome: Outcome::Response(code),
             intended_ns: None,
-            held_up: false,
             sent_ns: sent,
             head_ns: sent + (done - sent) / 2,
             done_ns: done,
@@ -451,7 +444,6 @@ mod tests {
             host,
             outcome: Outcome::Error(kind, "boom".into()),
             intended_ns: None,
-            held_up: false,
             sent_ns: at,
             head_ns: 0,
             done_ns: at,
@@ -509,7 +501,6 @@ mod tests {
             host: 0,
             outcome: Outcome::Response(200),
             intended_ns: Some(0),
-            held_up: true,
             sent_ns: 500 * MS,
             head_ns: 500 * MS,
             done_ns: 501 * MS,
@@ -530,14 +521,13 @@ mod tests {
     }
 
     #[test]
-    fn timer_lateness_is_not_charged_to_the_server() {
+    fn open_loop_latency_always_counts_from_the_intended_time() {
         let mut c = Collector::new(&["h".to_string()], true, 1000 * MS);
-        // Due at 10 ms, a free slot waited and the timer woke it 1 ms late.
+        // Due at 10 ms, left 1 ms late (a busy slot or a late wake-up): charged either way.
         c.add(&Record::Request(Event {
             host: 0,
             outcome: Outcome::Response(200),
             intended_ns: Some(10 * MS),
-            held_up: false,
             sent_ns: 11 * MS,
             head_ns: 11 * MS,
             done_ns: 11 * MS + 100_000,
@@ -545,7 +535,9 @@ mod tests {
             bytes_in: 0,
         }));
         let body = c.finish(HttpSummary::default(), 1000 * MS, Health::default());
-        assert!((body.summary.latency_ms.max - 0.1).abs() < 0.01);
+        assert!((body.summary.latency_ms.max - 1.1).abs() < 0.01);
+        let uncorrected = body.summary.latency_uncorrected_ms.unwrap();
+        assert!((uncorrected.max - 0.1).abs() < 0.01);
         assert!((body.health.send_lateness_ms.max - 1.0).abs() < 0.01);
         assert_eq!(body.health.sends_behind_schedule, 0);
     }

@@ -3,7 +3,7 @@
 //!
 //! Layout, sans-IO first: [`schedule`] (open-loop tickets, host rotation) and [`collect`]
 //! (events → histograms, intervals, the result body) are plain code tested with a virtual
-//! clock; [`client`] is the thin tokio driver that opens sockets and emits events; [`h1`] is
+//! clock; [`pacer`] is the thread that releases open-loop requests on time; [`client`] is the thin tokio driver that opens sockets and emits events; [`h1`] is
 //! its lean HTTP/1.1 connection (h2 goes through the `h2` crate); [`coldstart`] spawns and
 //! reaps the command under test; [`server`] is the hyper responder and
 //! [`tls`] the rustls setup shared by both sides.
@@ -13,8 +13,11 @@ pub mod coldstart;
 pub mod collect;
 pub mod h1;
 pub mod inflight;
+pub mod metrics;
+pub mod pacer;
 pub mod schedule;
 pub mod server;
+pub mod threads;
 pub mod tls;
 
 pub use client::{run, run_with_progress, Config, RunResult, Target};

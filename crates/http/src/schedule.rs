@@ -3,10 +3,11 @@
 //!
 //! Closed loop (`-c`): every worker slot sends its next request as soon as the previous answer
 //! is in; there is no schedule. Open loop (`--rate`): request `k` is *intended* at `k / rate`
-//! seconds whatever happened before, and any free slot takes the next ticket. When every slot
-//! is busy (the server stalls) tickets pile up and leave late; their latency is then measured
-//! from the intended time as well (coordinated-omission correction, as wrk2), so a stall shows
-//! in the corrected percentiles instead of silently lowering the send rate.
+//! seconds whatever happened before; the [`crate::pacer`] thread releases it then and any free
+//! slot takes it. When every slot is busy (the server stalls) requests pile up and leave late;
+//! latency is always measured from the intended time as well (coordinated-omission correction,
+//! as wrk2), so a stall shows in the corrected percentiles instead of silently lowering the
+//! send rate.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

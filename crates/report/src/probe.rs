@@ -117,6 +117,10 @@ pub struct Health {
     /// CPU time / wall time × 100 (200 = both cores of a 2-core machine busy).
     pub cpu_pct: f64,
     pub max_rss_bytes: u64,
+    /// Open-loop pacer: how late its timer released each send after its due time (before
+    /// any wait for a free slot); `None` where no such timer runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_lateness_ms: Option<Summary>,
 }
 
 /// NPT's latency block: `latency.<proto>.{avg,p50,p95,p99,max,min}_ms`.

@@ -110,6 +110,22 @@ impl Histogram {
         self.h.mean()
     }
 
+    /// Counts per bucket for explicit upper bounds `bounds_ns` (ascending, inclusive), plus
+    /// one last count above the highest bound: what an OpenMetrics histogram exports. One pass
+    /// over the recorded values (at most a few thousand distinct ones), so it can run on every
+    /// scrape.
+    pub fn bucket_counts(&self, bounds_ns: &[u64]) -> Vec<u64> {
+        let mut out = vec![0u64; bounds_ns.len() + 1];
+        for v in self.h.iter_recorded() {
+            // A recorded value stands for its whole HDR bucket; its highest equivalent value
+            // is what "at most `le`" compares (3 significant digits).
+            let value = self.h.highest_equivalent(v.value_iterated_to());
+            let i = bounds_ns.partition_point(|&b| b < value);
+            out[i] += v.count_at_value();
+        }
+        out
+    }
+
     pub fn reset(&mut self) {
         self.h.reset();
         self.clamped = 0;
@@ -312,6 +328,20 @@ impl AddAssign<&ErrorCounts> for ErrorCounts {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn bucket_counts_split_at_the_bounds() {
+        let mut h = Histogram::new();
+        for ns in [500, 1_000, 1_500, 2_000_000, 9_000_000_000] {
+            h.record(ns);
+        }
+        assert_eq!(
+            h.bucket_counts(&[1_000, 1_000_000, 1_000_000_000]),
+            vec![2, 1, 1, 1]
+        );
+        assert_eq!(Histogram::new().bucket_counts(&[1]), vec![0, 0]);
+    }
+
     use super::*;
 
     #[test]

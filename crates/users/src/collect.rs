@@ -18,10 +18,10 @@ use npt_stats::{ErrorCounts, Histogram};
 use crate::config::{Activity, Proto};
 
 #[derive(Default)]
-struct ProtoAcc {
-    requests: u64,
-    errors: u64,
-    connections: u64,
+pub(crate) struct ProtoAcc {
+    pub(crate) requests: u64,
+    pub(crate) errors: u64,
+    pub(crate) connections: u64,
     up: u64,
     down: u64,
     latency: Histogram,
@@ -47,18 +47,18 @@ pub struct GameCounts {
 }
 
 #[derive(Default)]
-struct ActAcc {
-    sessions: u64,
+pub(crate) struct ActAcc {
+    pub(crate) sessions: u64,
     completed: u64,
-    requests: u64,
-    errors: u64,
+    pub(crate) requests: u64,
+    pub(crate) errors: u64,
     up: u64,
     down: u64,
-    latency: Histogram,
+    pub(crate) latency: Histogram,
     ttfb: Option<Histogram>,
     transfer_bytes: u64,
     transfer_ns: u64,
-    game: GameCounts,
+    pub(crate) game: GameCounts,
 }
 
 #[derive(Default)]
@@ -71,10 +71,10 @@ struct IntervalAcc {
 }
 
 #[derive(Default)]
-struct Totals {
-    proto: [ProtoAcc; 3],
-    act: [ActAcc; 5],
-    errors: ErrorCounts,
+pub(crate) struct Totals {
+    pub(crate) proto: [ProtoAcc; 3],
+    pub(crate) act: [ActAcc; 5],
+    pub(crate) errors: ErrorCounts,
     interval: IntervalAcc,
     intervals: Vec<RunInterval>,
     lateness: Histogram,
@@ -113,7 +113,7 @@ impl Collector {
         Collector::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Totals> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Totals> {
         // A panic while holding the lock cannot leave the counters inconsistent enough to
         // matter; keep measuring.
         self.totals.lock().unwrap_or_else(|e| e.into_inner())

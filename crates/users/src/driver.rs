@@ -46,6 +46,8 @@ pub struct RunConfig {
     pub quic_trust: QuicTrust,
     /// Tokio worker threads (0 = one per core).
     pub workers: usize,
+    /// `--metrics`: the snapshot to refresh once per interval, and the labels of every series.
+    pub metrics: Option<(npt_metrics::Published, Vec<(String, String)>)>,
 }
 
 impl RunConfig {
@@ -370,6 +372,7 @@ async fn run_async(
                 .close_interval(last_cut.as_secs_f64(), now.as_secs_f64());
             last_cut = now;
             next_interval += cfg.interval;
+            publish_metrics(&cfg, &ctx.col);
             progress(&Progress {
                 elapsed: now,
                 active_users: ctx.col.active_users.load(Ordering::Relaxed),
@@ -411,6 +414,7 @@ async fn run_async(
     if let Some(ep) = &ctx.quic {
         ep.close(0u32.into(), b"run over");
     }
+    publish_metrics(&cfg, &ctx.col);
     let ended = SystemTime::now();
     let cpu1 = npt_report::cpu_seconds();
     let secs = ran.as_secs_f64();
@@ -1105,4 +1109,17 @@ async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Resul
     win.expire_all(|_, _| acc.lost());
     acc.flush(&ctx.col, &jit);
     result
+}
+
+/// `--metrics`: the totals so far, for the next scrape (once per interval and at the end).
+fn publish_metrics(cfg: &RunConfig, col: &Collector) {
+    if let Some((published, labels)) = &cfg.metrics {
+        let l: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut s = npt_metrics::Snapshot::new();
+        col.export(&mut s, &l);
+        published.publish(s);
+    }
 }

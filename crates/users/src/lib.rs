@@ -9,6 +9,7 @@ pub mod collect;
 pub mod config;
 pub mod driver;
 pub mod inflight;
+pub mod metrics;
 pub mod model;
 pub mod quic;
 

@@ -95,6 +95,7 @@ fn config(
         interval: Duration::from_secs(1),
         quic_trust: trust,
         workers: 2,
+        metrics: None,
     }
 }
 

@@ -550,6 +550,8 @@ fn build_body(
             0.0
         },
         max_rss_bytes: npt_report::max_rss_bytes(),
+        // The probe's own send lateness is its timer's: `send_lateness_ms` already says it.
+        timer_lateness_ms: None,
     };
     let mut latency = BTreeMap::new();
     latency.insert(cfg.proto.name().to_string(), NptLatency::from(&rtt));

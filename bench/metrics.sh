@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/metrics.sh — what `--metrics` costs: the same load with and without the OpenMetrics
+# endpoint (and a scraper polling it every SCRAPE_S seconds, default 1 s: a fast Prometheus),
+# rounds alternating A B / B A so machine drift hits both, medians and their ratio.
+#
+#   bash bench/metrics.sh                    # 3 rounds of 5 s per figure
+#   ROUNDS=5 SECS=10 SCRAPE_S=0.1 bash bench/metrics.sh
+#
+# 1. npt probe --mode relay --warmup 128 (64 B) against npt serve: pps, with and without
+#    the probe's --metrics (and both endpoints scraped).
+# 2. npt http -c 50 (keep-alive) against npt serve --http: req/s, with and without --metrics.
+# Goal: ratios ~1.0 (within the run-to-run noise; the counters are read on scrape, the hot
+# path records nothing extra). The "with" rounds also pay for the scraper (a curl process
+# per endpoint per scrape) on the same CPUs. Traffic goes only to 127.0.0.1; every process started here is
+# killed on exit. Needs python3 and curl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-5}
+SCRAPE_S=${SCRAPE_S:-1}
+NPT=${NPT:-target/release/npt}
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+[ -x "$NPT" ] || { echo "bench/metrics.sh: $NPT missing: cargo build --release -p npt" >&2; exit 2; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+  for _ in $(seq 1 100); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "bench/metrics.sh: nothing listening on $1" >&2; return 1
+}
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+ratio() { python3 -c "print('%.3f' % ($1 / $2 if $2 else 0))"; }
+# scrape PORT...: polls the endpoints every SCRAPE_S seconds in the background until killed; its pid in $SCRAPER.
+scrape() { ( while true; do for p in "$@"; do curl -s -o /dev/null "http://127.0.0.1:$p/metrics" || true; done; sleep "$SCRAPE_S"; done ) & SCRAPER=$!; PIDS+=($SCRAPER); }
+
+# One server, started with --metrics: its counters are the same atomics with or without the
+# endpoint (read only on scrape), so the difference between rounds is the agent's --metrics and
+# the scraping, which runs only in the "with" rounds (agent and server endpoints).
+P=$(free_port); H=$(free_port); M_SERVE=$(free_port)
+"$NPT" serve --listen "127.0.0.1:$P" --http "127.0.0.1:$H" --metrics "127.0.0.1:$M_SERVE" >/dev/null 2>&1 & PIDS+=($!)
+wait_port "$P"; wait_port "$H"; wait_port "$M_SERVE"
+
+probe_pps() { # PORT [extra flags] → pps
+  local port=$1; shift
+  "$NPT" probe "udp://127.0.0.1:$port" --mode relay --warmup 128 --size 64 -d "${SECS}s" -q \
+    --json "$WORK/p.json" "$@" >/dev/null
+  python3 -c "import json; print('%.0f' % json.load(open('$WORK/p.json'))['summary']['pps'])"
+}
+http_rps() { # PORT [extra flags] → req/s
+  local port=$1; shift
+  "$NPT" http "http://127.0.0.1:$port/" -c 50 -d "${SECS}s" -q --json "$WORK/h.json" "$@" >/dev/null
+  python3 -c "import json; print('%.0f' % json.load(open('$WORK/h.json'))['summary']['rps'])"
+}
+
+echo "bench/metrics.sh: $(nproc) CPUs, $ROUNDS rounds of ${SECS}s, alternating without / with --metrics (scraped every ${SCRAPE_S}s)"
+with_probe() { local m; m=$(free_port); scrape "$m" "$M_SERVE"; probe_pps "$P" --metrics "127.0.0.1:$m"; kill "$SCRAPER"; }
+with_http() { local m; m=$(free_port); scrape "$m" "$M_SERVE"; http_rps "$H" --metrics "127.0.0.1:$m"; kill "$SCRAPER"; }
+pa=(); pb=(); ha=(); hb=()
+for i in $(seq 1 "$ROUNDS"); do
+  # A B in odd rounds, B A in even ones, so a drift within a round hits both alike.
+  if [ $((i % 2)) = 1 ]; then a=$(probe_pps "$P"); b=$(with_probe); else b=$(with_probe); a=$(probe_pps "$P"); fi
+  pa+=("$a"); pb+=("$b")
+  echo "round $i  probe relay pps: without $a  with $b"
+  if [ $((i % 2)) = 1 ]; then a=$(http_rps "$H"); b=$(with_http); else b=$(with_http); a=$(http_rps "$H"); fi
+  ha+=("$a"); hb+=("$b")
+  echo "round $i  http -c50 req/s:  without $a  with $b"
+done
+mpa=$(median "${pa[@]}"); mpb=$(median "${pb[@]}"); mha=$(median "${ha[@]}"); mhb=$(median "${hb[@]}")
+echo
+echo "medians                       without      with   with/without"
+printf 'npt probe relay (pps)      %10s %9s   %s\n' "$mpa" "$mpb" "$(ratio "$mpb" "$mpa")"
+printf 'npt http -c50 (req/s)      %10s %9s   %s\n' "$mha" "$mhb" "$(ratio "$mhb" "$mha")"

@@ -1,0 +1,134 @@
+//! `npt serve --metrics ADDR`: the responder's counters in OpenMetrics text, read from its
+//! atomics on each scrape (nothing on the echo path changes). Kept out of `serve.rs` so the
+//! mapping from `npt_server::Counters` to metric names is in one short place.
+//!
+//! Not exported: open connections — the server keeps that count private to its accept loop.
+
+use std::sync::Arc;
+
+use npt_metrics::{Snapshot, Source};
+use npt_server::Counters;
+
+/// The scrape source for a running server's counters.
+pub fn source(counters: Arc<Counters>) -> Source {
+    Arc::new(move |s: &mut Snapshot| fill(s, &counters))
+}
+
+fn fill(s: &mut Snapshot, c: &Counters) {
+    let g = Counters::get;
+    let udp = [("transport", "udp")];
+    let rx = "Packets received by npt serve (UDP datagrams).";
+    s.counter("npt_serve_packets_received_total", rx, &udp, g(&c.udp_rx));
+    let tx = "Packets sent by npt serve (UDP datagrams).";
+    s.counter("npt_serve_packets_sent_total", tx, &udp, g(&c.udp_tx));
+    let rxb = "Payload bytes received by npt serve.";
+    let txb = "Payload bytes sent by npt serve.";
+    s.counter(
+        "npt_serve_bytes_received_total",
+        rxb,
+        &udp,
+        g(&c.udp_rx_bytes),
+    );
+    s.counter("npt_serve_bytes_sent_total", txb, &udp, g(&c.udp_tx_bytes));
+    for (transport, sc) in [("tcp", &c.tcp), ("quic", &c.quic)] {
+        let l = [("transport", transport)];
+        s.counter("npt_serve_bytes_received_total", rxb, &l, g(&sc.rx_bytes));
+        s.counter("npt_serve_bytes_sent_total", txb, &l, g(&sc.tx_bytes));
+    }
+    s.counter(
+        "npt_serve_connections_accepted_total",
+        "Connections accepted (QUIC: connections; its streams are npt_serve_streams_total).",
+        &[("transport", "tcp")],
+        g(&c.tcp_accepted),
+    );
+    s.counter(
+        "npt_serve_connections_accepted_total",
+        "Connections accepted (QUIC: connections; its streams are npt_serve_streams_total).",
+        &[("transport", "quic")],
+        g(&c.quic_conns),
+    );
+    s.counter(
+        "npt_serve_streams_total",
+        "QUIC streams served.",
+        &[("transport", "quic")],
+        g(&c.quic_streams),
+    );
+    let refused = "Datagrams, requests or connections refused or closed, by transport and reason.";
+    for (reason, v) in [
+        ("token", &c.udp_refused_token),
+        ("rate", &c.udp_refused_rate),
+        ("loop", &c.udp_refused_loop),
+        ("malformed", &c.udp_malformed),
+    ] {
+        s.counter(
+            "npt_serve_refused_total",
+            refused,
+            &[("transport", "udp"), ("reason", reason)],
+            g(v),
+        );
+    }
+    s.counter(
+        "npt_serve_refused_total",
+        refused,
+        &[("transport", "tcp"), ("reason", "conns")],
+        g(&c.tcp_refused_conns),
+    );
+    for (transport, sc) in [("tcp", &c.tcp), ("quic", &c.quic)] {
+        for (reason, v) in [
+            ("token", &sc.refused_token),
+            ("budget", &sc.refused_budget),
+            ("malformed", &sc.malformed),
+            ("idle", &sc.closed_idle),
+            ("stalled_read", &sc.stalled_read),
+            ("stalled_write", &sc.stalled_write),
+        ] {
+            s.counter(
+                "npt_serve_refused_total",
+                refused,
+                &[("transport", transport), ("reason", reason)],
+                g(v),
+            );
+        }
+    }
+    s.counter(
+        "npt_serve_clamped_total",
+        "Answers sent with fewer bytes than asked (no amplification).",
+        &[],
+        g(&c.udp_clamped),
+    );
+    s.counter(
+        "npt_serve_errors_total",
+        "Send/receive errors, by transport (TCP: failed accepts).",
+        &udp,
+        g(&c.udp_errors),
+    );
+    s.counter(
+        "npt_serve_errors_total",
+        "Send/receive errors, by transport (TCP: failed accepts).",
+        &[("transport", "tcp")],
+        g(&c.tcp_accept_errors),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn counters_are_read_on_scrape() {
+        let c = Arc::new(Counters::default());
+        let src = source(c.clone());
+        c.udp_rx.fetch_add(5, Ordering::Relaxed);
+        c.udp_refused_rate.fetch_add(2, Ordering::Relaxed);
+        let text = npt_metrics::encode(&src);
+        assert!(
+            text.contains("npt_serve_packets_received_total{transport=\"udp\"} 5"),
+            "{text}"
+        );
+        assert!(
+            text.contains("npt_serve_refused_total{transport=\"udp\",reason=\"rate\"} 2"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,337 @@
+//! `--metrics` end to end with a real Prometheus: the test starts `npt serve --metrics` and an
+//! agent (`npt probe … --metrics`) on loopback, writes a Prometheus config that scrapes both
+//! every second, starts Prometheus, and queries its HTTP API until the series appear; their
+//! values must equal what the agent's own result document says (and what the server counted).
+//! A second test checks the final totals of `npt http` and `npt run` endpoints (no Prometheus).
+//! Needs the Debian package `prometheus` (installed by `.ci/run`); skipped with a message
+//! when it is missing and this is not root, a failure when it is missing on root (CI).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn prometheus_binary() -> Option<String> {
+    let found = Command::new("sh")
+        .args(["-c", "command -v prometheus"])
+        .output()
+        .ok()?;
+    let path = String::from_utf8_lossy(&found.stdout).trim().to_string();
+    (found.status.success() && !path.is_empty()).then_some(path)
+}
+
+/// Reads `child`'s stderr until the "metrics on http://ADDR/metrics" line (bounded in time),
+/// and keeps draining it on a thread so the child never writes into a closed pipe.
+fn metrics_addr(stderr: impl Read + Send + 'static) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            if let Some(rest) = line.split("metrics on http://").nth(1) {
+                let _ = tx.send(rest.trim_end_matches("/metrics").to_string());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("a 'metrics on' line")
+        .parse()
+        .expect("an address")
+}
+
+/// A GET over plain HTTP/1.0: (status line, body).
+fn get(addr: SocketAddr, path: &str) -> Option<(String, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let (head, body) = out.split_once("\r\n\r\n")?;
+    Some((head.lines().next()?.to_string(), body.to_string()))
+}
+
+/// `/api/v1/query?query=NAME`: each series' labels and value.
+fn query(prom: SocketAddr, name: &str) -> Vec<(serde_json::Value, f64)> {
+    let Some((status, body)) = get(prom, &format!("/api/v1/query?query={name}")) else {
+        return Vec::new();
+    };
+    if !status.contains("200") {
+        return Vec::new();
+    }
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    v["data"]["result"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|s| {
+                    let value = s["value"][1].as_str()?.parse().ok()?;
+                    Some((s["metric"].clone(), value))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Polls until `name`'s series whose labels match `want` has `value`; bounded by `limit`.
+fn wait_for_value(
+    prom: SocketAddr,
+    name: &str,
+    want: &[(&str, &str)],
+    value: f64,
+    limit: Duration,
+) {
+    let start = Instant::now();
+    let mut last = Vec::new();
+    while start.elapsed() < limit {
+        last = query(prom, name);
+        let hit = last.iter().any(|(labels, v)| {
+            want.iter().all(|(k, w)| labels[*k] == *w) && (*v - value).abs() < 1e-9
+        });
+        if hit {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!("{name}{want:?} never reached {value} in Prometheus; last answer: {last:?}");
+}
+
+fn write_config(path: &Path, targets: &[SocketAddr]) {
+    let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+    std::fs::write(
+        path,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: npt\n    static_configs:\n      - targets: [{}]\n",
+            list.join(", ")
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn prometheus_scrapes_serve_and_an_agent() {
+    let Some(prometheus) = prometheus_binary() else {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            panic!(
+                "prometheus is not installed (Debian package `prometheus`; .ci/run installs it)"
+            );
+        }
+        eprintln!(
+            "SKIPPED prometheus_scrapes_serve_and_an_agent: prometheus not installed and not root"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+
+    // The responder, with its metrics on a port of its own.
+    let mut serve = npt()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("npt serve starts");
+    let serve_metrics = metrics_addr(serve.stderr.take().unwrap());
+    let ready = BufReader::new(serve.stdout.take().unwrap())
+        .lines()
+        .next()
+        .expect("ready line")
+        .unwrap();
+    let serve_addr: SocketAddr = ready.rsplit(' ').next().unwrap().parse().unwrap();
+    let _serve = Guard(serve);
+
+    // The agent: 1,000 packets at 250/s, its endpoint kept up after the run.
+    let json = dir.path().join("probe.json");
+    let mut probe = npt()
+        .args(["probe", &format!("udp://{serve_addr}")])
+        .args(["--count", "1000", "--pps", "250", "-q"])
+        .args(["--metrics", "127.0.0.1:0", "--metrics-linger", "120s"])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("npt probe starts");
+    let probe_metrics = metrics_addr(probe.stderr.take().unwrap());
+    let _probe = Guard(probe);
+
+    // Prometheus on a free loopback port, scraping both every second.
+    let config = dir.path().join("prometheus.yml");
+    write_config(&config, &[serve_metrics, probe_metrics]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let prom: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let _prom = Guard(
+        Command::new(&prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address={prom}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus starts"),
+    );
+    let start = Instant::now();
+    while !get(prom, "/-/ready").is_some_and(|(s, _)| s.contains("200")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "prometheus not ready"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Live: the agent's series appear while it runs.
+    let start = Instant::now();
+    while query(prom, "npt_packets_sent_total").is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "npt_packets_sent_total never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    // Final: once the agent wrote its report, Prometheus must hold the same figures.
+    let start = Instant::now();
+    while !json.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "probe never finished"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let doc = common::json(&json);
+    let sent = u(&doc, "/summary/sent");
+    let received = u(&doc, "/summary/received");
+    let lost = u(&doc, "/summary/lost");
+    assert_eq!(sent, 1000);
+    let target = serve_addr.to_string();
+    let agent = [("protocol", "udp"), ("target", target.as_str())];
+    let limit = Duration::from_secs(30);
+    wait_for_value(prom, "npt_packets_sent_total", &agent, sent as f64, limit);
+    wait_for_value(
+        prom,
+        "npt_packets_received_total",
+        &agent,
+        received as f64,
+        limit,
+    );
+    wait_for_value(prom, "npt_packets_lost_total", &agent, lost as f64, limit);
+    wait_for_value(
+        prom,
+        "npt_packet_rtt_seconds_count",
+        &agent,
+        received as f64,
+        limit,
+    );
+    // Every on-time reply of a loopback echo is under 10 s: the le="10.0" bucket holds them
+    // all, and the +Inf bucket equals the count.
+    wait_for_value(
+        prom,
+        "npt_packet_rtt_seconds_bucket",
+        &[("le", "+Inf"), ("target", target.as_str())],
+        received as f64,
+        limit,
+    );
+    // The server saw every datagram the agent sent (loopback) and answered each.
+    let udp = [("transport", "udp")];
+    wait_for_value(
+        prom,
+        "npt_serve_packets_received_total",
+        &udp,
+        sent as f64,
+        limit,
+    );
+    wait_for_value(
+        prom,
+        "npt_serve_packets_sent_total",
+        &udp,
+        sent as f64,
+        limit,
+    );
+    let up = query(prom, "up");
+    assert_eq!(up.len(), 2, "both targets scraped: {up:?}");
+    assert!(up.iter().all(|(_, v)| *v == 1.0), "both targets up: {up:?}");
+}
+
+/// Starts `npt ARGS --metrics 127.0.0.1:0 --metrics-linger 60s --json FILE`, waits for the
+/// result file, then scrapes the lingering endpoint once: (result document, OpenMetrics text).
+fn run_and_scrape(args: &[&str]) -> (serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = npt()
+        .args(args)
+        .args(["-q", "--metrics", "127.0.0.1:0", "--metrics-linger", "60s"])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("npt starts");
+    let addr = metrics_addr(child.stderr.take().unwrap());
+    let _child = Guard(child);
+    let start = Instant::now();
+    while !json.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "run never finished"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, text) = get(addr, "/metrics").expect("the endpoint lingers");
+    assert!(status.contains("200"), "{status}");
+    (common::json(&json), text)
+}
+
+/// The value of the one sample line that starts with `series` (name and labels).
+fn sample(text: &str, series: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(series))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn http_and_run_agents_export_their_final_totals() {
+    let (_serve, addr) = serve(&[]);
+    let (_http_serve, http) = serve_http();
+    let url = format!("http://{http}/");
+    let (doc, text) = run_and_scrape(&["http", &url, "--rate", "300", "-c", "4", "-d", "2s"]);
+    let labels = format!("{{protocol=\"http/1.1\",target=\"{url}\",host=\"{http}\"}}");
+    assert_eq!(
+        sample(&text, &format!("npt_requests_total{labels}")),
+        f(&doc, "/summary/requests")
+    );
+    assert_eq!(
+        sample(
+            &text,
+            &format!("npt_request_duration_seconds_count{labels}")
+        ),
+        f(&doc, "/summary/requests")
+    );
+    assert!(text.contains("npt_request_duration_uncorrected_seconds_bucket"));
+
+    let target = format!("tcp://{addr}");
+    let (doc, text) = run_and_scrape(&["run", &target, "--users", "5", "--duration", "2s"]);
+    let web = format!("{{target=\"{target}\",activity=\"web\"}}");
+    assert_eq!(
+        sample(&text, &format!("npt_requests_total{web}")),
+        f(&doc, "/summary/requests")
+    );
+    assert!(f(&doc, "/summary/requests") > 0.0);
+}

@@ -1,0 +1,133 @@
+//! `npt run --metrics`: the collector's totals so far as OpenMetrics series, labelled by
+//! protocol and activity. The driver publishes them once per interval (and at the end) under
+//! the collector's lock, which users already take per request; nothing is added per request.
+
+use std::sync::atomic::Ordering;
+
+use npt_metrics::Snapshot;
+
+use crate::collect::Collector;
+use crate::config::{Activity, Proto};
+
+impl Collector {
+    /// Writes the totals so far into `s`; every series carries `labels` (e.g. `target`).
+    pub fn export(&self, s: &mut Snapshot, labels: &[(&str, &str)]) {
+        let with = |extra: &[(&'static str, &str)]| -> Vec<(String, String)> {
+            labels
+                .iter()
+                .chain(extra.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let t = self.lock();
+        for a in Activity::ALL {
+            let x = &t.act[a.index()];
+            if x.sessions == 0 && x.requests == 0 {
+                continue;
+            }
+            let l = with(&[("activity", a.name())]);
+            let r: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            s.counter(
+                "npt_requests_total",
+                "Requests (rounds) completed, by activity.",
+                &r,
+                x.requests,
+            );
+            s.counter(
+                "npt_request_errors_total",
+                "Requests that failed, by activity.",
+                &r,
+                x.errors,
+            );
+            s.counter(
+                "npt_sessions_total",
+                "User sessions started, by activity.",
+                &r,
+                x.sessions,
+            );
+            s.histogram(
+                "npt_request_duration_seconds",
+                "Request latency (first byte written to last byte read), by activity.",
+                &r,
+                &x.latency,
+            );
+            if a == Activity::Game {
+                let g = &x.game;
+                s.counter("npt_packets_sent_total", "Game packets sent.", &r, g.sent);
+                s.counter(
+                    "npt_packets_lost_total",
+                    "Game packets without a reply within the loss timeout.",
+                    &r,
+                    g.lost,
+                );
+            }
+        }
+        for p in Proto::ALL {
+            let x = &t.proto[p.index()];
+            if x.connections == 0 && x.requests == 0 {
+                continue;
+            }
+            let l = with(&[("protocol", p.name())]);
+            let r: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            s.counter(
+                "npt_connections_opened_total",
+                "Connections opened, by protocol.",
+                &r,
+                x.connections,
+            );
+        }
+        for (kind, k) in t.errors.iter() {
+            let l = with(&[("kind", kind)]);
+            let r: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            s.counter("npt_errors_total", "Errors by kind.", &r, k.count);
+        }
+        drop(t);
+        let l = with(&[]);
+        let r: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        s.gauge(
+            "npt_active_users",
+            "Users running now.",
+            &r,
+            self.active_users.load(Ordering::Relaxed) as f64,
+        );
+        s.gauge(
+            "npt_open_connections",
+            "Connections open now.",
+            &r,
+            self.active_conns.load(Ordering::Relaxed) as f64,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use npt_metrics::Value;
+
+    #[test]
+    fn export_reads_the_totals() {
+        let c = Collector::new();
+        c.session(Activity::Web);
+        c.request(Activity::Web, 10, 20, 1_000_000);
+        c.request(Activity::Web, 10, 20, 3_000_000);
+        c.error(Activity::Web, "refused", || "x".into());
+        let _u = c.user_active();
+        let mut s = Snapshot::new();
+        c.export(&mut s, &[("target", "t")]);
+        let web = [("target", "t"), ("activity", "web")];
+        assert_eq!(s.get("npt_requests_total", &web), Some(&Value::Counter(2)));
+        assert_eq!(
+            s.get("npt_errors_total", &[("target", "t"), ("kind", "refused")]),
+            Some(&Value::Counter(1))
+        );
+        assert_eq!(
+            s.get("npt_active_users", &[("target", "t")]),
+            Some(&Value::Gauge(1.0))
+        );
+        let Some(Value::Histogram { count, .. }) = s.get("npt_request_duration_seconds", &web)
+        else {
+            panic!("no histogram");
+        };
+        assert_eq!(*count, 2);
+    }
+}
