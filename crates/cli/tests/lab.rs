@@ -251,6 +251,7 @@ fn loss_reads_back_in_probe() {
     let dir = tempfile::tempdir().unwrap();
     let up = Up::new(dir.path(), "tloss", &pair("tloss", "loss = \"1%\""));
     let j = dir.path().join("loss.json");
+    let before = applied(&up.lab, "dropped_loss");
     let out = up.exec(&[
         "probe",
         "udp://10.0.1.2:7777",
@@ -272,6 +273,10 @@ fn loss_reads_back_in_probe() {
     let loss = f(&doc, "/summary/loss_pct");
     // 1 % each way is 1.99 % round trip; 20,000 packets put 2 sigma at about ±0.2 %.
     assert!((1.5..=2.5).contains(&loss), "round-trip loss {loss} %");
+    // And exactly the packets the link says it dropped (both directions).
+    let lost = common::u(&doc, "/summary/lost");
+    let drops = settled(&up.lab, "dropped_loss", before + lost) - before;
+    assert_eq!(lost, drops, "probe lost vs link drops");
 }
 
 /// Runs `f` on a thread inside namespace `ns`.
@@ -459,4 +464,87 @@ fn run_tears_down_on_sigint() {
         "namespaces left: {:?}",
         namespaces("tint")
     );
+}
+
+/// Sums `applied.KEY` over every direction of every link.
+fn applied(lab: &str, key: &str) -> u64 {
+    let out = run(&["lab", "status", lab, "--json"], Duration::from_secs(10));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    s["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["directions"].as_array().unwrap().iter())
+        .map(|d| d["applied"][key].as_u64().unwrap())
+        .sum()
+}
+
+/// `applied(KEY)` once the lab's published counters reach `want` — they are refreshed every
+/// 200 ms, so a read right after a run may lag — or after 3 s, whatever they are then.
+fn settled(lab: &str, key: &str, want: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let v = applied(lab, key);
+        if v == want || Instant::now() >= deadline {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn duplicates_reordering_and_jitter_read_back() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let up = Up::new(
+        dir.path(),
+        "tdup",
+        &pair(
+            "tdup",
+            "delay = \"10ms\"\njitter = \"2ms\"\nduplicate = \"1%\"\nreorder = \"1%\"",
+        ),
+    );
+    let (dup0, reo0) = (applied("tdup", "duplicated"), applied("tdup", "reordered"));
+    let j = dir.path().join("dup.json");
+    let out = up.exec(&[
+        "probe",
+        "udp://10.0.1.2:7777",
+        "--count",
+        "5000",
+        "--mode",
+        "rate",
+        "--pps",
+        "1000",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&j);
+    // Every copy a link made is one extra reply at the client (no loss on this link).
+    let seen = common::u(&doc, "/summary/duplicated");
+    let dup = settled("tdup", "duplicated", dup0 + seen) - dup0;
+    assert!(dup > 0);
+    assert_eq!(seen, dup, "probe duplicates vs link copies");
+    let reo = applied("tdup", "reordered") - reo0;
+    let seen = common::u(&doc, "/summary/reordered");
+    assert!(
+        reo > 0 && seen > 0,
+        "link reordered {reo}, probe saw {seen}"
+    );
+    // The link counts packets that overtook; the probe counts, as RFC 4737 does, the packets
+    // that arrive after a higher sequence number — the overtaken ones. A packet that skips a
+    // 10 ± 2 ms hold at 1,000 pps overtakes about 8 to 12.
+    assert!(
+        seen >= reo * 6 && seen <= reo * 12,
+        "probe saw {seen} reordered, the links made {reo} packets overtake"
+    );
+    // 10 ms ± 2 ms each way: RTT between 16 and 24 ms (a reordered packet skips the delay).
+    let p50 = f(&doc, "/latency/udp/p50_ms");
+    assert!((19.0..=21.0).contains(&p50), "rtt p50 {p50}");
+    let p99 = f(&doc, "/latency/udp/p99_ms");
+    assert!(p99 <= 25.0, "rtt p99 {p99}");
 }
