@@ -354,6 +354,21 @@ fn second_up_refused_and_nothing_left_after_down_or_sigterm() {
     let text = pair("tleak", "delay = \"1ms\"");
     let file = write(dir.path(), "tleak.toml", &text);
     let f_ = file.to_str().unwrap();
+    // The host's own links and routes: a lab adds nothing to them, and leaves nothing.
+    let host = || {
+        let l = Command::new("ip")
+            .args(["-o", "link"])
+            .output()
+            .unwrap()
+            .stdout;
+        let r = Command::new("ip").args(["route"]).output().unwrap().stdout;
+        let names: Vec<String> = String::from_utf8_lossy(&l)
+            .lines()
+            .filter_map(|x| x.split(':').nth(1).map(|n| n.trim().to_string()))
+            .collect();
+        (names, String::from_utf8_lossy(&r).into_owned())
+    };
+    let host_before = host();
     for how in ["down", "sigterm"] {
         let out = run(&["lab", "up", f_], Duration::from_secs(60));
         assert!(
@@ -419,6 +434,27 @@ fn second_up_refused_and_nothing_left_after_down_or_sigterm() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(namespaces("tleak").is_empty());
+    assert_eq!(host(), host_before, "host links or routes changed");
+
+    // A service that dies before it is ready: `up` fails, naming it, and removes what it made.
+    let bad = text.replace(
+        "cmd = [\"npt\", \"serve\", \"--listen\", \"0.0.0.0:7777\"]",
+        "cmd = [\"sh\", \"-c\", \"echo no luck; exit 3\"]",
+    );
+    assert_ne!(bad, text);
+    let badf = write(dir.path(), "tleak-bad.toml", &bad);
+    let out = run(
+        &["lab", "up", badf.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("serve") && err.contains("no luck"), "{err}");
+    assert!(
+        namespaces("tleak").is_empty(),
+        "namespaces left after a failed up"
+    );
+    assert_eq!(host(), host_before);
 }
 
 #[test]
