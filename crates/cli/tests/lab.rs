@@ -236,11 +236,17 @@ fn first_packet_is_connect_plus_one_echo_in_every_mode() {
             f(&doc, "/summary/connect_ms"),
             f(&doc, "/summary/first_packet_ms"),
         );
-        // Connect is one RTT (50 ms), the first echo one more.
-        assert!((connect - 50.0).abs() <= 1.5, "{m:?}: connect {connect} ms");
+        // Connect is one RTT (50 ms), the first echo one more — and nothing else: a wait for
+        // the pacing schedule would add milliseconds. The bounds leave 5 ms for the client and
+        // server being scheduled late on a busy box; the link's own error is microseconds.
         assert!(
-            (first - 100.0).abs() <= 2.0,
-            "{m:?}: first packet {first} ms, want ~100"
+            (49.5..=55.0).contains(&connect),
+            "{m:?}: connect {connect} ms"
+        );
+        let echo = first - connect;
+        assert!(
+            (49.5..=55.0).contains(&echo),
+            "{m:?}: first packet {first} ms = connect {connect} + {echo}, want + ~50"
         );
     }
 }
@@ -578,9 +584,10 @@ fn duplicates_reordering_and_jitter_read_back() {
         seen >= reo * 6 && seen <= reo * 12,
         "probe saw {seen} reordered, the links made {reo} packets overtake"
     );
-    // 10 ms ± 2 ms each way: RTT between 16 and 24 ms (a reordered packet skips the delay).
+    // 10 ms ± 2 ms each way: RTT 16 to 24 ms, p50 the configured 20 ms; a reordered packet
+    // skips the delay (about 10 ms). The p99 bound leaves room for a busy box's scheduling.
     let p50 = f(&doc, "/latency/udp/p50_ms");
     assert!((19.0..=21.0).contains(&p50), "rtt p50 {p50}");
     let p99 = f(&doc, "/latency/udp/p99_ms");
-    assert!(p99 <= 25.0, "rtt p99 {p99}");
+    assert!(p99 <= 30.0, "rtt p99 {p99}");
 }
