@@ -5,6 +5,7 @@
 //! Run: `cargo fuzz run http` from fuzz/ (needs cargo-fuzz; see bench/fuzz.sh).
 #![no_main]
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::pin::{pin, Pin};
@@ -83,6 +84,10 @@ fn chunked_pieces(body: &[u8], piece: usize) -> Outcome {
     (Ok((used, false)), d.data)
 }
 
+thread_local! {
+    static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 fuzz_target!(|data: &[u8]| {
     let (&sel, rest) = match data.split_first() {
         Some(x) => x,
@@ -104,7 +109,10 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(chunked_pieces(rest, piece), whole, "piece size {piece}");
 
-    let mut conn = Conn::new(Script { data: rest, piece });
+    // The read buffer is reused as `--new-conn` does: no 16 KiB to zero per input, and what a
+    // previous response left in it must not leak into this one.
+    let buf = BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    let mut conn = Conn::with_buffer(Script { data: rest, piece }, buf);
     let req = encode_request("GET", "/", "fuzz.test", &[], b"", false);
     let mut body = 0u64;
     for _ in 0..3 {
@@ -122,4 +130,5 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
+    BUF.with(|b| *b.borrow_mut() = conn.into_buffer());
 });
