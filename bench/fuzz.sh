@@ -1,24 +1,40 @@
 #!/usr/bin/env bash
 # bench/fuzz.sh — every fuzz target in fuzz/ for a fixed number of executions, no crash allowed.
 #
-#   bash bench/fuzz.sh                 # 10,000,000 executions per target
-#   RUNS=1000000 bash bench/fuzz.sh    # a quicker pass
-#   TARGETS="proxy" bash bench/fuzz.sh
+#   bash bench/fuzz.sh                        # 10M executions per network decoder, 1M per file
+#   RUNS=1000000 TEXT_RUNS=100000 bash bench/fuzz.sh    # a quicker pass
+#   TARGETS="proxy xml" bash bench/fuzz.sh
 #
-# Targets: decode (frames, raw stamps, the sequence window), proxy (SOCKS5 and HTTP CONNECT
-# replies through the parsers and the handshake state machine). Needs cargo-fuzz
-# (`cargo install cargo-fuzz`) and a nightly toolchain, or RUSTC_BOOTSTRAP=1 on stable (used
-# here: libFuzzer's instrumentation needs unstable flags). An input that crashes is kept in
-# fuzz/artifacts/<target>/ and must become a regression test before it is fixed.
+# Network decoders (RUNS, default 10,000,000): decode (frames, raw stamps, the sequence window),
+# proxy (SOCKS5 and HTTP CONNECT replies through the parsers and the handshake state machine),
+# ping (framed and raw echo replies into a ping session), http (HTTP/1.1 response heads,
+# chunked bodies whole and in pieces, whole responses through `Conn::request`).
+# Files a user writes (TEXT_RUNS, default 1,000,000): xml (seed 002's config), topology (the
+# lab file, then its plan), link (impairment strings and tables, then a link run). Each of
+# those executions parses a whole XML or TOML document, ~10x the cost of a datagram, and the
+# input comes from the user's own file, not from a peer; 1M keeps each near two minutes.
+# Needs cargo-fuzz (`cargo install cargo-fuzz`) and a nightly toolchain, or RUSTC_BOOTSTRAP=1
+# on stable (used here: libFuzzer's instrumentation needs unstable flags). Inputs in
+# fuzz/seeds/<target>/ start each corpus (fuzz/corpus/<target>/, kept between runs). An input
+# that crashes is kept in fuzz/artifacts/<target>/ and must become a regression test before
+# it is fixed.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 RUNS=${RUNS:-10000000}
-TARGETS=${TARGETS:-"decode proxy"}
+TEXT_RUNS=${TEXT_RUNS:-1000000}
+TARGETS=${TARGETS:-"decode proxy ping http xml topology link"}
 command -v cargo-fuzz >/dev/null || { echo "bench: missing cargo-fuzz (cargo install cargo-fuzz)" >&2; exit 2; }
 for t in $TARGETS; do
-  echo "== $t: $RUNS executions"
+  case $t in
+    xml | topology | link) runs=$TEXT_RUNS ;;
+    *) runs=$RUNS ;;
+  esac
+  mkdir -p "corpus/$t"
+  seeds=()
+  [ -d "seeds/$t" ] && seeds=("seeds/$t")
+  echo "== $t: $runs executions"
   start=$(date +%s)
-  RUSTC_BOOTSTRAP=1 cargo fuzz run "$t" -- -runs="$RUNS" -max_len=4096 2>&1 \
+  RUSTC_BOOTSTRAP=1 cargo fuzz run "$t" "corpus/$t" "${seeds[@]}" -- -runs="$runs" -max_len=4096 2>&1 \
     | grep -E "^(Done|#[0-9]+ +DONE)|ERROR|panicked|crash-" || true
   status=${PIPESTATUS[0]}
   echo "$t: exit $status after $(( $(date +%s) - start )) s"

@@ -163,8 +163,10 @@ fn array_of_tables<'a>(
 fn unknown_keys(t: &toml::Table, allowed: &[&str], at: &str) -> Result<(), TopologyError> {
     for k in t.keys() {
         if !allowed.contains(&k.as_str()) {
+            // TOML allows `"" = 1`; an empty key must still show (found by fuzz/topology).
+            let k = if k.is_empty() { "\"\"" } else { k.as_str() };
             let key = if at.is_empty() {
-                k.clone()
+                k.to_string()
             } else {
                 format!("{at}.{k}")
             };

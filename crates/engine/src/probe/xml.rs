@@ -186,9 +186,12 @@ pub fn parse(text: &str) -> Result<XmlConfig, XmlError> {
             if let Some(d) = relay.opt("ppsdelay") {
                 ignored.push(format!("relay ppsdelay={d}"));
             }
-            XmlPacing::OnSend {
-                maxpps: relay.num("maxpps", 0.001)?,
+            let maxpps: f64 = relay.num("maxpps", 0.001)?;
+            // "NaN" and "inf" read as f64 and NaN passes the minimum (found by fuzz/xml).
+            if !maxpps.is_finite() {
+                return Err(relay.bad("maxpps", "must be a finite number"));
             }
+            XmlPacing::OnSend { maxpps }
         }
         "onrecv" => XmlPacing::OnRecv {
             warmup: relay.num("warmupcount", 1)?,
@@ -303,5 +306,22 @@ mod tests {
             Err(XmlError::Syntax(_))
         ));
         assert!(matches!(parse("<other/>"), Err(XmlError::Root(_))));
+    }
+
+    /// fuzz/xml: `maxpps="NaN"` passed the minimum check (NaN compares false) and `"inf"`
+    /// read as a rate; both reached `npt probe`, which refused them naming `--pps`, not the
+    /// file. Now the file's attribute is named.
+    #[test]
+    fn fuzz_crash_maxpps_nan_and_inf_are_refused() {
+        for v in ["NaN", "inf", "-inf", "infinity"] {
+            let x = TEMPLATE
+                .replace(r#"mode="onrecv""#, r#"mode="onsend""#)
+                .replace(r#"maxpps="1000""#, &format!("maxpps=\"{v}\""));
+            let e = parse(&x).unwrap_err();
+            assert!(
+                e.to_string().starts_with("config: <relay maxpps="),
+                "{v}: {e}"
+            );
+        }
     }
 }
