@@ -36,6 +36,31 @@ fn scaled(dir: &Path, name: &str, edits: &[(&str, &str)]) -> std::path::PathBuf 
     out
 }
 
+/// `npt lab run FILE --json …` to the end; the compare table and the text it printed.
+fn lab_run(dir: &Path, file: &Path) -> (serde_json::Value, String) {
+    let json = dir.join("cmp.json");
+    let out = run(
+        &[
+            "lab",
+            "run",
+            file.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--out-dir",
+            dir.join("out").to_str().unwrap(),
+        ],
+        Duration::from_secs(240),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (table, stdout)
+}
+
 fn row<'a>(table: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     table["scenarios"]
         .as_array()
@@ -61,26 +86,7 @@ fn seed000_reads_back_its_theoretical_latencies() {
             "\"--users\", \"10\", \"--duration\", \"6s\"",
         )],
     );
-    let json = dir.path().join("cmp.json");
-    let out = run(
-        &[
-            "lab",
-            "run",
-            file.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-            "--out-dir",
-            dir.path().join("out").to_str().unwrap(),
-        ],
-        Duration::from_secs(240),
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let (t, stdout) = lab_run(dir.path(), &file);
     let direct = row(&t, "direct")["p50_ms"].as_f64().unwrap();
     assert!(
         (297.0..=305.0).contains(&direct),
@@ -112,27 +118,8 @@ fn seed001_reports_first_packet_and_total_per_loss_case() {
         "seed001.toml",
         &[("\"--count\", \"1000\"", "\"--count\", \"60\"")],
     );
-    let json = dir.path().join("cmp.json");
-    let out = run(
-        &[
-            "lab",
-            "run",
-            file.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-            "--out-dir",
-            dir.path().join("out").to_str().unwrap(),
-        ],
-        Duration::from_secs(240),
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (t, stdout) = lab_run(dir.path(), &file);
     assert!(stdout.contains("first packet"), "{stdout}");
-    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     for loss in ["0%", "1%", "2%"] {
         for path in ["direct", "forwarded"] {
             let r = row(&t, &format!("{path}-{loss}"));

@@ -38,22 +38,8 @@ pub struct CompareArgs {
     /// Result files: theoretical latency as the sum of the hops' RTTs, in ms: NAME=152+32+69.
     #[arg(long, value_name = "NAME=MS+MS…")]
     pub hops: Vec<String>,
-    /// Scenario file: run the whole set this many times, interleaved (A B C A B C …).
-    #[arg(long, value_name = "N")]
-    pub runs: Option<u32>,
-    /// Scenario file: where the result files and logs go [default: a new temporary directory,
-    /// kept and printed].
-    #[arg(long, value_name = "DIR")]
-    pub out_dir: Option<PathBuf>,
-    /// Also write the table as JSON here (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write the table as Markdown here (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-    /// Also write a self-contained HTML page with the table and charts here (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: Outputs,
 }
 
 fn is_scenario_file(a: &CompareArgs) -> bool {
@@ -65,8 +51,8 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         return run_file(a);
     }
     for (flag, given) in [
-        ("--runs", a.runs.is_some()),
-        ("--out-dir", a.out_dir.is_some()),
+        ("--runs", a.out.runs.is_some()),
+        ("--out-dir", a.out.out_dir.is_some()),
     ] {
         if given {
             return Err(usage!(
@@ -76,13 +62,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let (table, docs) = files::table(&a)?;
     let title = a.inputs.join(" ");
-    let outs = Outputs {
-        json: a.json.clone(),
-        markdown: a.markdown.clone(),
-        html: a.html.clone(),
-        ..Outputs::default()
-    };
-    write_outputs(&outs, &table, &docs, &title, None)?;
+    write_outputs(&a.out, &table, &docs, &title, None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -117,24 +97,17 @@ fn run_file(a: CompareArgs) -> anyhow::Result<ExitCode> {
         set.baseline = Some(b.clone());
     }
     validate(&set, Purpose::Compare).map_err(|e| usage!("{path}: {e}"))?;
-    let outs = Outputs {
-        runs: a.runs,
-        out_dir: a.out_dir.clone(),
-        json: a.json.clone(),
-        markdown: a.markdown.clone(),
-        html: a.html.clone(),
-    };
-    run_set(&set, path, &outs, &SelfLauncher::new()?)
+    run_set(&set, path, &a.out, &SelfLauncher::new()?)
 }
 
 /// Where a scenario run's table goes (`npt compare` and `npt lab run` share these flags).
 #[derive(Args, Debug, Clone, Default)]
 pub struct Outputs {
-    /// Run the whole set this many times, interleaved (A B C A B C …).
+    /// Scenario file: run the whole set this many times, interleaved (A B C A B C …).
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
-    /// Where the result files and logs go [default: a new temporary directory, kept and
-    /// printed].
+    /// Scenario file: where the result files and logs go [default: a new temporary directory,
+    /// kept and printed].
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
     /// Also write the table as JSON here (atomically).
