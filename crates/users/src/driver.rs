@@ -446,12 +446,16 @@ async fn run_async(
     health.cpu_sys_s = cpu1.1 - cpu0.1;
     health.cpu_pct = (health.cpu_user_s + health.cpu_sys_s) * 100.0 / secs.max(1e-9);
     health.max_rss_bytes = npt_report::max_rss_bytes();
+    // Requests started: completed, failed (the timed-out ones among those still in flight
+    // included), and the rest of those still in flight.
+    let attempts = summary.requests + m.errors.total_errors + cut.count
+        - (cut.timed_out.len() as u64).min(cut.count);
     Ok(RunOutput {
         body: RunBody {
             summary,
             health,
             latency: m.latency,
-            errors: m.errors,
+            errors: npt_report::probe::Errors::new(m.errors.by_kind, attempts),
             protocols: m.protocols,
             activities: m.activities,
             histograms: m.histograms,
@@ -994,8 +998,7 @@ impl GameAcc {
     fn flush(&mut self, col: &Collector, jit: &npt_stats::Jitter) {
         let new = jit.samples() - self.jitter_flushed;
         self.jitter_flushed = jit.samples();
-        self.g.jitter_weighted_ns = jit.value_ns() * new as f64;
-        self.g.jitter_samples = new;
+        self.g.jitter = npt_stats::JitterMean::from_value(jit.value_ns(), new);
         col.game_flush(&self.rtts[..self.nr], &self.g, self.up, self.down);
         self.g = GameCounts::default();
         self.nr = 0;

@@ -398,7 +398,8 @@ fn interval_record(iv: &Interval, run_start: u64) -> IntervalRecord {
         loss_pct: pct(iv.lost, iv.sent),
         pps: per_s(iv.sent as f64),
         rtt_ms: iv.rtt.summary(),
-        jitter_ms: iv.jitter_ns / 1e6,
+        jitter_ms: iv.jitter.value_ns() / 1e6,
+        jitter_samples: Some(iv.jitter.samples()),
         bandwidth_bps: Directions {
             up: per_s(iv.bytes_up as f64 * 8.0),
             down: per_s(iv.bytes_down as f64 * 8.0),
@@ -521,7 +522,8 @@ fn build_body(
         loss_timeout_ms: cfg.loss_timeout.as_secs_f64() * 1e3,
         rtt_ms: rtt,
         rtt_corrected_ms: open_loop.then(|| t.rtt_corrected.summary()),
-        jitter_ms: t.jitter_ns() / 1e6,
+        jitter_ms: t.jitter.value_ns() / 1e6,
+        jitter_samples: Some(t.jitter.samples()),
         ipdv_ms: t.ipdv.summary(),
         bandwidth_bps: Directions {
             up: per_s(t.bytes_up as f64 * 8.0),
@@ -553,18 +555,7 @@ fn build_body(
     };
     let mut latency = BTreeMap::new();
     latency.insert(cfg.proto.name().to_string(), NptLatency::from(&rtt));
-    let total_errors = t.errors.total();
-    let errors = Errors {
-        total_errors,
-        error_rate: if t.sent > 0 {
-            total_errors as f64 / t.sent as f64
-        } else if total_errors > 0 {
-            1.0
-        } else {
-            0.0
-        },
-        by_kind: t.errors.clone(),
-    };
+    let errors = Errors::new(t.errors.clone(), t.sent);
     ProbeBody {
         summary,
         health,
@@ -582,6 +573,50 @@ fn build_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tcp_config() -> ProbeConfig {
+        ProbeConfig {
+            proto: Proto::Tcp,
+            target: "127.0.0.1:9".into(),
+            addr: "127.0.0.1:9".parse().unwrap(),
+            raw: false,
+            token: None,
+            size: 64,
+            fill: Fill::Random,
+            verify: false,
+            pacing: PacingSpec::Interval {
+                interval: Duration::from_millis(1),
+            },
+            loss_timeout: Duration::from_secs(1),
+            count: Some(10),
+            duration: None,
+            clients: 2,
+            threads: 1,
+            stage: StageSpec::Packets(10),
+            behind_threshold: Duration::from_millis(1),
+            via: None,
+            segment: None,
+        }
+    }
+
+    #[test]
+    fn error_rate_is_errors_over_packets_sent() {
+        let mut t = Totals {
+            sent: 8,
+            ..Totals::default()
+        };
+        t.errors.record("reset", || "connection reset".into());
+        t.errors.record("reset", || "connection reset".into());
+        let b = build_body(&tcp_config(), &t, &[], Vec::new(), 1.0);
+        assert_eq!(b.errors.total_errors, 2);
+        assert_eq!(b.errors.attempts, Some(8));
+        assert_eq!(b.errors.error_rate, 0.25);
+        // Nothing could be sent at all (every flow refused): each error is its own attempt.
+        let mut t = Totals::default();
+        t.errors.record("refused", || "connection refused".into());
+        let b = build_body(&tcp_config(), &t, &[], Vec::new(), 1.0);
+        assert_eq!(b.errors.error_rate, 1.0);
+    }
 
     #[test]
     fn split_is_even_and_complete() {

@@ -4,10 +4,11 @@
 //! Exact where the data allows it: counters add, histograms are deserialized and added (so a
 //! percentile of the merge is the percentile of all samples — HDR buckets are identical in
 //! every part), and every summary and the NPT `latency` block are computed again from the
-//! merged histograms. Rates of parts that ran side by side add up. What cannot be merged
-//! exactly is said where it is used: RFC 3550 jitter (parts keep no sample count; weighted by
-//! replies) and the tester's health (per machine; the merge keeps the sums of CPU seconds and
-//! the worst part's figures).
+//! merged histograms. Rates of parts that ran side by side add up. RFC 3550 jitter merges with
+//! the stats crate's `JitterMean` from each part's `jitter_ms` and `jitter_samples`, as the
+//! probe's own clients do (files older than `jitter_samples` are weighted by replies). What
+//! cannot be merged exactly is said where it is used: the tester's health (per machine; the
+//! merge keeps the sums of CPU seconds and the worst part's figures).
 //!
 //! Before joining, the parts are checked: one kind, one run id and one config hash (else the
 //! parts belong to different runs and are refused, naming the files), no index twice, and

@@ -29,6 +29,21 @@ fn weighted(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
     }
 }
 
+/// Jitter of the parts `(jitter_ms, jitter_samples, replies)` merged with
+/// [`npt_stats::JitterMean`]. Parts written before `jitter_samples` existed are weighted by
+/// their replies, and the merge then has no sample count either (it is not exact).
+pub(super) fn merge_jitter(
+    parts: impl Iterator<Item = (f64, Option<u64>, u64)>,
+) -> (f64, Option<u64>) {
+    let mut m = npt_stats::JitterMean::default();
+    let mut exact = true;
+    for (ms, samples, replies) in parts {
+        exact &= samples.is_some();
+        m += &crate::probe::jitter_mean(ms, samples, replies);
+    }
+    (m.value_ns() / 1e6, exact.then(|| m.samples()))
+}
+
 pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
     let docs: Vec<(PathBuf, Document<ProbeBody>)> = typed(parts)?;
     let path = &docs[0].0;
@@ -72,12 +87,15 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
     s.rtt_ms = rtt.summary();
     s.rtt_corrected_ms = (!corrected.is_empty()).then(|| corrected.summary());
     s.ipdv_ms = ipdv.summary();
-    // RFC 3550 jitter has no exact merge (parts keep no sample count): weighted by replies.
-    s.jitter_ms = weighted(
-        bodies
-            .iter()
-            .map(|b| (b.summary.jitter_ms, b.summary.received as f64)),
-    );
+    // Jitter: the stats crate's sample-weighted merge, exact with `jitter_samples`.
+    let jitter = merge_jitter(bodies.iter().map(|b| {
+        (
+            b.summary.jitter_ms,
+            b.summary.jitter_samples,
+            b.summary.received,
+        )
+    }));
+    (s.jitter_ms, s.jitter_samples) = jitter;
     s.bandwidth_bps = Directions::default();
     s.bytes = Directions::default();
     for b in &bodies {
@@ -98,20 +116,15 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
         .filter_map(|b| b.summary.total_ms)
         .reduce(f64::max);
 
-    let mut errors = Errors::default();
+    let mut by_kind = npt_stats::ErrorCounts::default();
     for b in &bodies {
-        errors.by_kind += &b.errors.by_kind;
+        by_kind += &b.errors.by_kind;
     }
-    errors.total_errors = errors.by_kind.total();
-    errors.error_rate = if s.sent == 0 {
-        if errors.total_errors > 0 {
-            1.0
-        } else {
-            0.0
-        }
-    } else {
-        errors.total_errors as f64 / s.sent as f64
-    };
+    let attempts = bodies
+        .iter()
+        .map(|b| b.errors.attempts_or(b.summary.sent))
+        .sum();
+    let errors = Errors::new(by_kind, attempts);
 
     // Health is per machine: CPU seconds and late sends add; the worst part's figures stay.
     let worst = bodies
@@ -185,7 +198,10 @@ fn merge_intervals(
                 m.lost as f64 * 100.0 / m.sent as f64
             };
             m.pps = ivs.iter().map(|iv| iv.pps).sum();
-            m.jitter_ms = weighted(ivs.iter().map(|iv| (iv.jitter_ms, iv.received as f64)));
+            (m.jitter_ms, m.jitter_samples) = merge_jitter(
+                ivs.iter()
+                    .map(|iv| (iv.jitter_ms, iv.jitter_samples, iv.received)),
+            );
             m.bandwidth_bps = Directions::default();
             for iv in &ivs {
                 add_dir(&mut m.bandwidth_bps, &iv.bandwidth_bps);
