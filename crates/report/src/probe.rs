@@ -64,12 +64,17 @@ pub struct ProbeSummary {
     /// Application payload bytes each way.
     pub bytes: Directions,
     /// TCP: connect + the first echo on that connection and nothing else, mean over flows
-    /// (seed 001's "first packet latency").
+    /// (seed 001's "first packet latency"); the distribution is `phases_ms.first_packet`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_packet_ms: Option<f64>,
-    /// TCP: connect time, mean over connections.
+    /// TCP: connect time, mean over connections; the distribution is `phases_ms.connect`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_ms: Option<f64>,
+    /// TCP: the distributions of connect and first packet over flows, from the histograms
+    /// `histograms.{connect,first_packet}` (as `run`'s `protocols.tcp.connect_ms`). Absent in
+    /// files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases_ms: Option<ProbePhases>,
     /// TCP: from the first connect until the last reply (seed 001's "total latency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_ms: Option<f64>,
@@ -83,6 +88,15 @@ pub struct ProbeSummary {
     pub foreign: u64,
     /// Replies too old to classify as late or duplicate.
     pub stale: u64,
+}
+
+/// TCP phases of a probe's flows, in ms.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ProbePhases {
+    /// TCP connect (with `--via`: until the tunnel is open), one per flow.
+    pub connect: Summary,
+    /// Connect + the first echo on that connection, one per flow that got one.
+    pub first_packet: Summary,
 }
 
 /// A proxy handshake, phase by phase (ms, means over `handshakes`).
@@ -207,6 +221,11 @@ pub struct ProbeHistograms {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_corrected: Option<SerializedHistogram>,
     pub ipdv: SerializedHistogram,
+    /// TCP only: connect and first packet, one value per flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<SerializedHistogram>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_packet: Option<SerializedHistogram>,
 }
 
 /// One stage of the run. Loss is attributed to the interval a packet was *sent* in, so an

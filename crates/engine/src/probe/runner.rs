@@ -10,9 +10,10 @@ use std::time::{Duration, SystemTime};
 
 use npt_report::probe::{
     Directions, Errors, Health, IntervalRecord, NptLatency, ProbeBody, ProbeHistograms,
-    ProbeSummary, ProxyPhases,
+    ProbePhases, ProbeSummary, ProxyPhases,
 };
 use npt_report::Document;
+use npt_stats::Histogram;
 use npt_wire::{Fill, Pacing};
 use serde::Serialize;
 
@@ -460,36 +461,35 @@ fn build_body(
     };
     let rtt = t.rtt.summary();
     let open_loop = matches!(cfg.pacing, PacingSpec::Rate { .. });
-    let (first_packet_ms, connect_ms, total_ms) = if cfg.proto == Proto::Tcp {
-        let connected: Vec<&TcpTimes> = tcp.iter().filter(|x| x.connect_ns.is_some()).collect();
-        let n = connected.len().max(1) as f64;
-        let connect = connected
-            .iter()
-            .map(|x| x.connect_ns.unwrap_or(0) as f64)
-            .sum::<f64>()
-            / n
-            / 1e6;
+    // TCP: connect and first packet (seed 001: connect + the first echo on that connection,
+    // and nothing else, no wait for the schedule), one value per flow into HDR histograms.
+    let (mut connect, mut first_packet) = (Histogram::new(), Histogram::new());
+    for x in tcp {
+        if let Some(c) = x.connect_ns {
+            connect.record(c);
+            if let Some(e) = x.first_echo_ns {
+                first_packet.record(c + e);
+            }
+        }
+    }
+    let tcp_phases = (cfg.proto == Proto::Tcp && !connect.is_empty()).then(|| ProbePhases {
+        connect: connect.summary(),
+        first_packet: first_packet.summary(),
+    });
+    let total_ms = if cfg.proto == Proto::Tcp {
         let first_start = tcp.iter().map(|x| x.connect_start).min();
-        // First packet (seed 001): connect + the first echo on that connection, and nothing
-        // else (no wait for the schedule), averaged over flows like connect_ms.
-        let firsts: Vec<f64> = tcp
-            .iter()
-            .filter_map(|x| Some((x.connect_ns? + x.first_echo_ns?) as f64 / 1e6))
-            .collect();
-        let first_packet =
-            (!firsts.is_empty()).then(|| firsts.iter().sum::<f64>() / firsts.len() as f64);
-        let total = match (first_start, t.last_reply) {
+        match (first_start, t.last_reply) {
             (Some(s), Some(r)) => Some(r.saturating_sub(s) as f64 / 1e6),
             _ => None,
-        };
-        (
-            first_packet,
-            (!connected.is_empty()).then_some(connect),
-            total,
-        )
+        }
     } else {
-        (None, None, None)
+        None
     };
+    let connect_ms = tcp_phases.as_ref().map(|p| p.connect.mean);
+    let first_packet_ms = tcp_phases
+        .as_ref()
+        .filter(|p| p.first_packet.count > 0)
+        .map(|p| p.first_packet.mean);
     let (user, sys) = npt_report::cpu_seconds();
     let summary = ProbeSummary {
         protocol: cfg.proto.name().to_string(),
@@ -536,6 +536,7 @@ fn build_body(
         first_packet_ms,
         connect_ms,
         total_ms,
+        phases_ms: tcp_phases.clone(),
         corrupt: t.corrupt,
         foreign: t.foreign,
         stale: t.stale,
@@ -565,6 +566,8 @@ fn build_body(
             rtt: t.rtt.to_serialized(),
             rtt_corrected: open_loop.then(|| t.rtt_corrected.to_serialized()),
             ipdv: t.ipdv.to_serialized(),
+            connect: tcp_phases.is_some().then(|| connect.to_serialized()),
+            first_packet: tcp_phases.is_some().then(|| first_packet.to_serialized()),
         },
         intervals,
     }
@@ -616,6 +619,42 @@ mod tests {
         t.errors.record("refused", || "connection refused".into());
         let b = build_body(&tcp_config(), &t, &[], Vec::new(), 1.0);
         assert_eq!(b.errors.error_rate, 1.0);
+    }
+
+    #[test]
+    fn tcp_connect_and_first_packet_are_histograms_with_the_mean_beside() {
+        let ms = 1_000_000u64;
+        let flow = |connect: Option<u64>, echo: Option<u64>| TcpTimes {
+            connect_start: 0,
+            connect_ns: connect,
+            first_echo_ns: echo,
+            proxy: None,
+        };
+        let tcp = [
+            flow(Some(2 * ms), Some(ms)),
+            flow(Some(4 * ms), Some(3 * ms)),
+            flow(Some(9 * ms), None),
+            flow(None, None),
+        ];
+        let b = build_body(&tcp_config(), &Totals::default(), &tcp, Vec::new(), 1.0);
+        let s = &b.summary;
+        let p = s.phases_ms.as_ref().expect("tcp phases");
+        assert_eq!((p.connect.count, p.first_packet.count), (3, 2));
+        assert!(
+            (s.connect_ms.unwrap() - 5.0).abs() < 0.01,
+            "{:?}",
+            s.connect_ms
+        );
+        assert!((s.first_packet_ms.unwrap() - 5.0).abs() < 0.01);
+        assert_eq!(s.connect_ms, Some(p.connect.mean));
+        assert!((p.connect.max - 9.0).abs() < 0.01 && (p.first_packet.min - 3.0).abs() < 0.01);
+        let h = Histogram::from_serialized(b.histograms.connect.as_ref().unwrap()).unwrap();
+        assert_eq!(h.summary(), p.connect);
+        // UDP has neither.
+        let mut udp = tcp_config();
+        udp.proto = Proto::Udp;
+        let b = build_body(&udp, &Totals::default(), &[], Vec::new(), 1.0);
+        assert!(b.summary.phases_ms.is_none() && b.histograms.connect.is_none());
     }
 
     #[test]

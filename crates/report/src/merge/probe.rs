@@ -1,6 +1,6 @@
 //! Merging `probe` parts: counters add, rates of concurrent parts add, RTT / corrected RTT /
-//! IPDV and each stage's RTT come from the added histograms; stages are joined by index (the
-//! parts started together with `--start-at`).
+//! IPDV, TCP connect and first packet, and each stage's RTT come from the added histograms;
+//! stages are joined by index (the parts started together with `--start-at`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -109,8 +109,36 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
             .collect();
         (!v.is_empty()).then(|| weighted(v.into_iter()))
     };
-    s.first_packet_ms = per_client(|b| b.summary.first_packet_ms);
-    s.connect_ms = per_client(|b| b.summary.connect_ms);
+    // TCP connect and first packet: from the added histograms when every part has them (exact),
+    // else (parts older than those histograms) the means weighted by clients.
+    let tcp_parts = bodies.iter().filter(|b| b.summary.connect_ms.is_some());
+    let exact =
+        tcp_parts.clone().count() > 0 && tcp_parts.clone().all(|b| b.histograms.connect.is_some());
+    let (connect, first_packet) = (
+        add_hists(
+            path,
+            "connect",
+            bodies.iter().map(|b| b.histograms.connect.as_ref()),
+        )?,
+        add_hists(
+            path,
+            "first_packet",
+            bodies.iter().map(|b| b.histograms.first_packet.as_ref()),
+        )?,
+    );
+    if exact {
+        let phases = crate::probe::ProbePhases {
+            connect: connect.summary(),
+            first_packet: first_packet.summary(),
+        };
+        s.connect_ms = Some(phases.connect.mean);
+        s.first_packet_ms = (phases.first_packet.count > 0).then_some(phases.first_packet.mean);
+        s.phases_ms = Some(phases);
+    } else {
+        s.first_packet_ms = per_client(|b| b.summary.first_packet_ms);
+        s.connect_ms = per_client(|b| b.summary.connect_ms);
+        s.phases_ms = None;
+    }
     s.total_ms = bodies
         .iter()
         .filter_map(|b| b.summary.total_ms)
@@ -159,6 +187,8 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
     histograms.rtt = rtt.to_serialized();
     histograms.rtt_corrected = (!corrected.is_empty()).then(|| corrected.to_serialized());
     histograms.ipdv = ipdv.to_serialized();
+    histograms.connect = exact.then(|| connect.to_serialized());
+    histograms.first_packet = exact.then(|| first_packet.to_serialized());
     let body = ProbeBody {
         summary: s,
         health,

@@ -42,6 +42,8 @@ fn probe_doc(samples: &[u64], index: u32, count: u32, run_id: &str) -> serde_jso
             rtt: h.to_serialized(),
             rtt_corrected: None,
             ipdv: Histogram::new().to_serialized(),
+            connect: None,
+            first_packet: None,
         },
         intervals: vec![iv],
     };
@@ -219,4 +221,55 @@ fn jitter_of_a_merge_of_parts_is_the_jitter_of_one_result() {
     let (m, _) = merge(&[part(old, "jo"), part(new, "jn")]).unwrap();
     assert!(m["summary"]["jitter_ms"].as_f64().unwrap() > 0.0);
     assert!(m["summary"].get("jitter_samples").is_none());
+}
+
+#[test]
+fn tcp_connect_and_first_packet_merge_from_histograms_old_parts_by_mean() {
+    let ms = 1_000_000u64;
+    let tcp_part = |connects: &[u64], index: u32, run: &str| {
+        let (mut c, mut f) = (Histogram::new(), Histogram::new());
+        for &x in connects {
+            c.record(x * ms);
+            f.record((x + 1) * ms);
+        }
+        let mut d = probe_doc(&[ms], index, 2, run);
+        d["summary"]["connect_ms"] = c.summary().mean.into();
+        d["summary"]["first_packet_ms"] = f.summary().mean.into();
+        d["summary"]["clients"] = connects.len().into();
+        d["summary"]["phases_ms"] = serde_json::json!({
+            "connect": c.summary(), "first_packet": f.summary()});
+        d["histograms"]["connect"] = serde_json::to_value(c.to_serialized()).unwrap();
+        d["histograms"]["first_packet"] = serde_json::to_value(f.to_serialized()).unwrap();
+        d
+    };
+    let (m, _) = merge(&[
+        part(tcp_part(&[1, 2, 3], 0, "t1"), "ta"),
+        part(tcp_part(&[10], 1, "t1"), "tb"),
+    ])
+    .unwrap();
+    let mut all = Histogram::new();
+    for x in [1u64, 2, 3, 10] {
+        all.record(x * ms);
+    }
+    assert_eq!(m["summary"]["phases_ms"]["connect"]["count"], 4);
+    assert_eq!(
+        m["summary"]["phases_ms"]["connect"]["p99"],
+        all.summary().p99
+    );
+    assert_eq!(m["summary"]["connect_ms"], all.summary().mean);
+    assert!(m["histograms"]["first_packet"]["data"].is_string());
+    // Parts from before the histograms: the means weighted by clients, and no distribution.
+    let old = |connects: &[u64], index: u32| {
+        let mut d = tcp_part(connects, index, "t2");
+        d["summary"].as_object_mut().unwrap().remove("phases_ms");
+        d["histograms"].as_object_mut().unwrap().remove("connect");
+        d["histograms"]
+            .as_object_mut()
+            .unwrap()
+            .remove("first_packet");
+        d
+    };
+    let (m, _) = merge(&[part(old(&[1, 2, 3], 0), "to"), part(old(&[10], 1), "tp")]).unwrap();
+    assert!((m["summary"]["connect_ms"].as_f64().unwrap() - 4.0).abs() < 0.01);
+    assert!(m["summary"].get("phases_ms").is_none());
 }
