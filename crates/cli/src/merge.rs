@@ -67,7 +67,7 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
         }
         (Format::Text, _) => {
             let d: npt_report::Document<npt_report::http::HttpBody> = serde_json::from_value(doc)?;
-            crate::http::render(&mut out, &d.body, &d.stopped_by)?;
+            npt_report::http::write_text(&mut out, &d)?;
         }
     }
     out.flush()?;

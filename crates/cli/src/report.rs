@@ -80,7 +80,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
             "http" => {
                 let d: npt_report::Document<npt_report::http::HttpBody> =
                     serde_json::from_value(doc).map_err(bad)?;
-                crate::http::render(&mut out, &d.body, &d.stopped_by)?;
+                npt_report::http::write_text(&mut out, &d)?;
             }
             _ => {
                 // Kinds without a text renderer of their own: the compare row.
