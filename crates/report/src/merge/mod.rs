@@ -48,6 +48,9 @@ pub enum MergeError {
     Kind(PathBuf, String),
     #[error("nothing to merge")]
     Empty,
+    /// A message that already names the file.
+    #[error("{0}")]
+    Checked(String),
     #[error("{0}: histogram {1}: {2}")]
     Histogram(PathBuf, String, String),
 }
@@ -77,13 +80,8 @@ impl Part {
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| err(format!("not a result document: {e}")))?;
-        let schema = json["schema"].as_str().unwrap_or("");
-        if schema != crate::SCHEMA {
-            return Err(err(format!(
-                "schema {schema:?} is not {:?} (written by another npt version?)",
-                crate::SCHEMA
-            )));
-        }
+        crate::result::check_schema(&path.display().to_string(), &json)
+            .map_err(|e| MergeError::Checked(e.to_string()))?;
         let kind = json["kind"].as_str().unwrap_or("").to_string();
         let segment: SegmentLabel = serde_json::from_value(json["config"]["segment"].clone())
             .map_err(|_| MergeError::NotAPart(path.to_path_buf()))?;
