@@ -27,6 +27,38 @@ pub const READABLE: &[&str] = &[crate::SCHEMA];
 /// The kinds [`Workload`] holds.
 pub const KINDS: &[&str] = &["probe", "run", "http"];
 
+/// The one vocabulary of error kinds every workload counts under (`errors.by_kind`), with what
+/// each means. Besides these: `stalled` (a probe's relay pacing with nothing left to send),
+/// `internal`, `config`, and the proxy's own `proxy_*` kinds.
+pub const ERROR_KINDS: &[(&str, &str)] = &[
+    ("refused", "the connection was refused"),
+    (
+        "reset",
+        "the connection was reset or aborted, or the pipe broke",
+    ),
+    ("closed", "the peer closed before the answer was complete"),
+    ("timeout", "no answer, or no progress, within the timeout"),
+    ("unreachable", "host or network unreachable"),
+    (
+        "local",
+        "the tester's own limits: no local address or port, out of file descriptors",
+    ),
+    ("tls", "the TLS handshake or the certificate failed"),
+    ("protocol", "an answer that is not what the protocol says"),
+    ("io", "any other socket error"),
+];
+
+/// A kind in the one vocabulary ([`ERROR_KINDS`]): the names the workloads used before it are
+/// mapped (`aborted`, from a probe, is `reset`; `connect`, http's other connect failures, is
+/// `io`), every other name is kept. Collectors record through this, and reading maps old files.
+pub fn error_kind(kind: &str) -> &str {
+    match kind {
+        "aborted" => "reset",
+        "connect" => "io",
+        k => k,
+    }
+}
+
 /// A result document of any workload.
 pub type AnyResult = Document<Workload>;
 
@@ -89,12 +121,20 @@ pub fn from_value(name: &str, json: serde_json::Value) -> Result<AnyResult, Read
             body: wrap(d.body),
         })
     }
-    match kind.as_str() {
+    let mut r = match kind.as_str() {
         "probe" => typed(json, Workload::Probe).map_err(layout),
         "run" => typed(json, Workload::Run).map_err(layout),
         "http" => typed(json, Workload::Http).map_err(layout),
         _ => Err(ReadError::Kind(name.to_string(), kind)),
-    }
+    }?;
+    // Files written before the one vocabulary of error kinds read in it.
+    let errors = match &mut r.body {
+        Workload::Probe(b) => &mut b.errors,
+        Workload::Run(b) => &mut b.errors,
+        Workload::Http(b) => &mut b.errors,
+    };
+    errors.by_kind = errors.by_kind.renamed(error_kind);
+    Ok(r)
 }
 
 /// Reads and types a result file; errors name the file.

@@ -238,3 +238,18 @@ fn the_text_of_any_kind_is_its_commands_text() {
         assert!(!out.is_empty());
     }
 }
+
+#[test]
+fn old_error_kind_names_read_in_the_one_vocabulary() {
+    let mut json = http();
+    json["errors"]["by_kind"] = serde_json::json!({
+        "connect": {"count": 2, "examples": ["connect: no route"]},
+        "io": {"count": 1, "examples": ["x"]},
+        "aborted": {"count": 3, "examples": ["a"]}});
+    let r = from_value("old.json", json).unwrap();
+    let k = &r.body.errors().by_kind;
+    assert_eq!((k.get("io"), k.get("reset"), k.get("connect")), (3, 3, 0));
+    for (kind, _) in ERROR_KINDS {
+        assert_eq!(error_kind(kind), *kind, "the vocabulary maps to itself");
+    }
+}

@@ -348,6 +348,20 @@ impl ErrorCounts {
     }
 }
 
+impl ErrorCounts {
+    /// The same errors with each kind renamed by `name` (kinds that map to one name add up,
+    /// their examples joined up to the limit): reads files written with older kind names.
+    pub fn renamed(&self, name: impl Fn(&str) -> &str) -> ErrorCounts {
+        let mut out = ErrorCounts::default();
+        for (kind, v) in &self.kinds {
+            let mut one = ErrorCounts::default();
+            one.kinds.insert(name(kind).to_string(), v.clone());
+            out += &one;
+        }
+        out
+    }
+}
+
 impl AddAssign<&ErrorCounts> for ErrorCounts {
     fn add_assign(&mut self, rhs: &ErrorCounts) {
         for (kind, v) in &rhs.kinds {
@@ -519,5 +533,7 @@ mod tests {
         assert_eq!(e.get("timeout"), 11);
         let (_, t) = e.iter().find(|(k, _)| *k == "timeout").unwrap();
         assert_eq!(t.examples, vec!["t0", "t1", "t2"]);
+        let r = e.renamed(|k| if k == "refused" { "timeout" } else { k });
+        assert_eq!((r.total(), r.get("timeout"), r.get("refused")), (12, 12, 0));
     }
 }

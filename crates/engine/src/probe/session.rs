@@ -379,6 +379,8 @@ impl Session {
 
     /// Counts a transport error (refused, reset, …) against this flow.
     pub fn record_error(&mut self, kind: &str, example: impl FnOnce() -> String) {
+        // In the one vocabulary of every result (the driver's classifier says `aborted`).
+        let kind = npt_report::result::error_kind(kind);
         self.totals.errors.record(kind, example);
     }
 

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use npt_stats::{Histogram, SerializedHistogram};
 use serde::{Deserialize, Serialize};
 
+use crate::result::Workload;
 use crate::Document;
 
 #[derive(Debug, thiserror::Error)]
@@ -274,16 +275,72 @@ fn group_intervals<'a, T: 'a>(
         .collect()
 }
 
-/// Parses the parts as documents with body `B`.
-fn typed<B: for<'de> Deserialize<'de>>(
-    parts: &[Part],
-) -> Result<Vec<(PathBuf, Document<B>)>, MergeError> {
+/// A workload part `npt merge` reads out of the one result type.
+trait Body: Sized {
+    fn pick(w: Workload) -> Option<Self>;
+}
+
+impl Body for crate::probe::ProbeBody {
+    fn pick(w: Workload) -> Option<Self> {
+        match w {
+            Workload::Probe(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl Body for crate::run::RunBody {
+    fn pick(w: Workload) -> Option<Self> {
+        match w {
+            Workload::Run(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl Body for crate::http::HttpBody {
+    fn pick(w: Workload) -> Option<Self> {
+        match w {
+            Workload::Http(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// Reads the parts as the one result type (older error kind names mapped) with body `B`.
+fn typed<B: Body>(parts: &[Part]) -> Result<Vec<(PathBuf, Document<B>)>, MergeError> {
     parts
         .iter()
         .map(|p| {
-            serde_json::from_value::<Document<B>>(p.json.clone())
-                .map(|d| (p.path.clone(), d))
-                .map_err(|e| MergeError::Read(p.path.clone(), format!("unexpected layout: {e}")))
+            let r = crate::result::from_value(&p.path.display().to_string(), p.json.clone())
+                .map_err(|e| MergeError::Checked(e.to_string()))?;
+            let Document {
+                schema,
+                kind,
+                tool,
+                host,
+                started_at,
+                ended_at,
+                duration_s,
+                stopped_by,
+                config,
+                body,
+            } = r;
+            let body =
+                B::pick(body).ok_or_else(|| MergeError::Kind(p.path.clone(), kind.clone()))?;
+            let d = Document {
+                schema,
+                kind,
+                tool,
+                host,
+                started_at,
+                ended_at,
+                duration_s,
+                stopped_by,
+                config,
+                body,
+            };
+            Ok((p.path.clone(), d))
         })
         .collect()
 }
