@@ -13,8 +13,7 @@ use anyhow::Context as _;
 use clap::Args;
 use npt_http::client::ColdStartConfig;
 use npt_http::{Config, Target};
-use npt_report::http::HttpBody;
-use npt_report::{text, Document};
+use npt_report::Document;
 
 use crate::usage;
 use crate::usage::parse_duration;
@@ -265,8 +264,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing --json {}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
-    render(&mut out, &doc.body, &doc.stopped_by)?;
-    writeln!(out, "  threads     {} ({})", threads.threads, threads.why)?;
+    npt_report::http::write_text(&mut out, &doc)?;
     out.flush()?;
     drop(out);
     if let Some(m) = metrics {
@@ -277,160 +275,6 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn lat(s: &npt_report::Summary) -> String {
-    format!(
-        "min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (ms)",
-        text::ms(s.min),
-        text::ms(s.mean),
-        text::ms(s.p50),
-        text::ms(s.p90),
-        text::ms(s.p99),
-        text::ms(s.p999),
-        text::ms(s.max)
-    )
-}
-
-/// The text summary.
-pub fn render(w: &mut impl std::io::Write, b: &HttpBody, stopped_by: &str) -> std::io::Result<()> {
-    let s = &b.summary;
-    let shape = if s.new_conn {
-        "new connection per request".to_string()
-    } else if s.protocol == "h2" {
-        format!("{} connections × {} streams", s.connections, s.streams)
-    } else {
-        format!("{} keep-alive connections", s.connections)
-    };
-    let mode = match s.rate {
-        Some(r) => format!("open loop at {r} req/s"),
-        None => format!("closed loop, {} concurrent", s.connections * s.streams),
-    };
-    writeln!(
-        w,
-        "npt http {} {}{} → {}: {}, {}",
-        s.method,
-        s.url,
-        if s.tls { " (TLS)" } else { "" },
-        s.target,
-        s.protocol,
-        shape
-    )?;
-    writeln!(
-        w,
-        "  mode        {mode}; {:.2} s, stopped by {stopped_by}",
-        s.duration_s
-    )?;
-    if let Some(cs) = &b.cold_start {
-        writeln!(
-            w,
-            "  cold start  ready after {} ms, first good request {} ms (status {}, {} attempts): `{}`",
-            text::ms(cs.ready_ms),
-            text::ms(cs.first_request_ms),
-            cs.first_status,
-            cs.attempts,
-            cs.command
-        )?;
-    }
-    writeln!(
-        w,
-        "  requests    {}  ({:.1} req/s)   2xx {}   errors {}",
-        s.requests, s.rps, s.ok, s.errors
-    )?;
-    if s.in_flight_at_end > 0 {
-        writeln!(
-            w,
-            "  in flight   {} at the end, the oldest {:.1} ms (not in the latencies)",
-            s.in_flight_at_end, s.oldest_in_flight_ms
-        )?;
-    }
-    let codes: Vec<String> = s.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    writeln!(
-        w,
-        "  status      {}",
-        if codes.is_empty() {
-            "-".into()
-        } else {
-            codes.join("  ")
-        }
-    )?;
-    if let Some(u) = &s.latency_uncorrected_ms {
-        writeln!(
-            w,
-            "  latency     {}   (from intended send time)",
-            lat(&s.latency_ms)
-        )?;
-        writeln!(w, "  uncorrected {}   (from actual send)", lat(u))?;
-        let timer = match &b.health.timer_lateness_ms {
-            Some(t) => format!(
-                "; pacer timer late p50 {:.1} p99 {:.1} max {:.1} µs",
-                t.p50 * 1e3,
-                t.p99 * 1e3,
-                t.max * 1e3
-            ),
-            None => String::new(),
-        };
-        writeln!(
-            w,
-            "  schedule    {} sends more than {} ms behind schedule{timer}",
-            b.health.sends_behind_schedule, b.health.behind_threshold_ms
-        )?;
-    } else {
-        writeln!(w, "  latency     {}", lat(&s.latency_ms))?;
-    }
-    let p = &s.phases_ms;
-    let mut phases = format!(
-        "connect p50 {} p99 {} ({} conns)",
-        text::ms(p.connect.p50),
-        text::ms(p.connect.p99),
-        s.connections_opened
-    );
-    if let Some(t) = &p.tls {
-        phases += &format!("   tls p50 {} p99 {}", text::ms(t.p50), text::ms(t.p99));
-    }
-    phases += &format!(
-        "   ttfb p50 {} p99 {}   complete p50 {} p99 {}  (ms)",
-        text::ms(p.ttfb.p50),
-        text::ms(p.ttfb.p99),
-        text::ms(p.complete.p50),
-        text::ms(p.complete.p99)
-    );
-    writeln!(w, "  phases      {phases}")?;
-    if b.hosts.len() > 1 {
-        writeln!(w, "  hosts")?;
-        for (name, h) in &b.hosts {
-            writeln!(
-                w,
-                "    {name:<20} {:>9} req  {:>10.1} req/s  p50 {}  p99 {} ms  errors {}",
-                h.requests,
-                h.rps,
-                text::ms(h.latency_ms.p50),
-                text::ms(h.latency_ms.p99),
-                h.errors
-            )?;
-        }
-    }
-    for (kind, k) in b.errors.by_kind.iter() {
-        writeln!(
-            w,
-            "  error       {kind}: {}  e.g. {}",
-            k.count,
-            k.examples.first().map_or("", |s| s.as_str())
-        )?;
-    }
-    writeln!(
-        w,
-        "  bodies      sent {}  received {}  (headers excluded)",
-        text::bits(s.throughput_bps.up),
-        text::bits(s.throughput_bps.down)
-    )?;
-    writeln!(
-        w,
-        "  client      cpu {:.0}%  max rss {} MiB",
-        b.health.cpu_pct,
-        b.health.max_rss_bytes / (1 << 20)
-    )?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -506,88 +350,5 @@ mod tests {
         ])
         .unwrap();
         assert_eq!((c.method.as_str(), c.streams, c.connections), ("PUT", 8, 2));
-    }
-
-    fn body(open_loop: bool, hosts: &[&str]) -> HttpBody {
-        use npt_http::collect::{Collector, Event, Outcome, Record};
-        let names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
-        let mut c = Collector::new(&names, open_loop, 1_000_000_000);
-        for i in 0..10u64 {
-            c.add(&Record::Request(Event {
-                host: (i % hosts.len() as u64) as u16,
-                outcome: Outcome::Response(if i == 0 { 503 } else { 200 }),
-                intended_ns: open_loop.then_some(i * 1_000_000),
-                sent_ns: i * 1_000_000,
-                head_ns: i * 1_000_000 + 100_000,
-                done_ns: i * 1_000_000 + 200_000,
-                bytes_out: 0,
-                bytes_in: 3,
-            }));
-        }
-        c.add(&Record::Request(Event {
-            host: 0,
-            outcome: Outcome::Error("refused", "connection refused".into()),
-            intended_ns: None,
-            sent_ns: 0,
-            head_ns: 0,
-            done_ns: 0,
-            bytes_out: 0,
-            bytes_in: 0,
-        }));
-        let summary = npt_report::http::HttpSummary {
-            url: "http://127.0.0.1:1/".into(),
-            method: "GET".into(),
-            protocol: "http/1.1".into(),
-            connections: 2,
-            streams: 1,
-            rate: open_loop.then_some(1000.0),
-            ..Default::default()
-        };
-        c.finish(summary, 1_000_000_000, Default::default())
-    }
-
-    fn rendered(b: &HttpBody) -> String {
-        let mut out = Vec::new();
-        render(&mut out, b, "duration").unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn summary_text_closed_loop_one_host() {
-        let t = rendered(&body(false, &["a.test"]));
-        assert!(t.contains("closed loop, 2 concurrent"), "{t}");
-        assert!(
-            t.contains("requests    10  (10.0 req/s)   2xx 9   errors 1"),
-            "{t}"
-        );
-        assert!(t.contains("status      200: 9  503: 1"), "{t}");
-        assert!(
-            t.contains("error       refused: 1  e.g. connection refused"),
-            "{t}"
-        );
-        assert!(!t.contains("uncorrected"), "{t}");
-        assert!(
-            !t.contains("hosts"),
-            "one host needs no per-host table: {t}"
-        );
-    }
-
-    #[test]
-    fn summary_text_open_loop_hosts_and_cold_start() {
-        let mut b = body(true, &["app1.test", "app2.test"]);
-        b.cold_start = Some(npt_report::http::ColdStart {
-            command: "node app.js".into(),
-            ready_ms: 201.0,
-            first_request_ms: 11.7,
-            attempts: 5,
-            first_status: 200,
-        });
-        let t = rendered(&b);
-        assert!(t.contains("open loop at 1000 req/s"), "{t}");
-        assert!(t.contains("(from intended send time)"), "{t}");
-        assert!(t.contains("uncorrected min"), "{t}");
-        assert!(t.contains("app1.test") && t.contains("app2.test"), "{t}");
-        assert!(t.contains("cold start  ready after 201"), "{t}");
-        assert!(t.contains("`node app.js`"), "{t}");
     }
 }

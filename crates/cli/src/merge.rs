@@ -56,18 +56,9 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match (a.format, doc["kind"].as_str()) {
         (Format::Json, _) => out.write_all(&bytes)?,
-        (Format::Text, Some("probe")) => {
-            let d: npt_report::Document<npt_report::probe::ProbeBody> =
-                serde_json::from_value(doc)?;
-            npt_report::text::write_probe(&mut out, &d)?;
-        }
-        (Format::Text, Some("run")) => {
-            let d: npt_report::Document<npt_report::run::RunBody> = serde_json::from_value(doc)?;
-            npt_report::run::write_text(&mut out, &d)?;
-        }
         (Format::Text, _) => {
-            let d: npt_report::Document<npt_report::http::HttpBody> = serde_json::from_value(doc)?;
-            crate::http::render(&mut out, &d.body, &d.stopped_by)?;
+            let d = npt_report::result::from_value("the merge", doc)?;
+            npt_report::result::write_text(&mut out, &d)?;
         }
     }
     out.flush()?;

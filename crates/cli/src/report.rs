@@ -38,16 +38,8 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&a.file).map_err(|e| usage!("{path}: cannot read: {e}"))?;
     let doc: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| usage!("{path}: not a result document: {e}"))?;
-    let schema = doc["schema"].as_str().unwrap_or("");
-    if schema != npt_report::SCHEMA {
-        return Err(usage!(
-            "{path}: schema {schema:?} is not {:?} (written by another npt version?)",
-            npt_report::SCHEMA
-        ));
-    }
+    npt_report::result::check_schema(&path, &doc).map_err(|e| usage!("{e}"))?;
     let kind = doc["kind"].as_str().unwrap_or("").to_string();
-    let bad =
-        |e: serde_json::Error| usage!("{path}: a {kind} document with an unexpected layout: {e}");
     let mut out: Vec<u8> = Vec::new();
     match a.format {
         Format::Json => {
@@ -69,18 +61,9 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
             compare::write_markdown(&mut out, &t)?;
         }
         Format::Text => match kind.as_str() {
-            "probe" => {
-                let d = serde_json::from_value(doc).map_err(bad)?;
-                npt_report::text::write_probe(&mut out, &d)?;
-            }
-            "run" => {
-                let d = serde_json::from_value(doc).map_err(bad)?;
-                npt_report::run::write_text(&mut out, &d)?;
-            }
-            "http" => {
-                let d: npt_report::Document<npt_report::http::HttpBody> =
-                    serde_json::from_value(doc).map_err(bad)?;
-                crate::http::render(&mut out, &d.body, &d.stopped_by)?;
+            k if npt_report::result::KINDS.contains(&k) => {
+                let d = npt_report::result::from_value(&path, doc).map_err(|e| usage!("{e}"))?;
+                npt_report::result::write_text(&mut out, &d)?;
             }
             _ => {
                 // Kinds without a text renderer of their own: the compare row.

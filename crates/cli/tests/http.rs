@@ -189,6 +189,8 @@ fn requests_cut_off_by_the_end_are_reported_not_hidden() {
     validate(&doc);
     assert_eq!(doc["summary"]["in_flight_at_end"], 3, "{}", doc["summary"]);
     assert!(doc["summary"]["oldest_in_flight_ms"].as_f64().unwrap() > 500.0);
+    // Requests started count as attempts, answered or not.
+    assert_eq!(doc["errors"]["attempts"], 3, "{}", doc["errors"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("in flight   3 at the end"), "{text}");
     assert_eq!(out.status.code(), Some(1), "nothing completed");

@@ -98,6 +98,11 @@ fn tcp_probe_reports_first_packet_and_total() {
         "{connect} <= {first} <= {total}"
     );
     assert!(d["latency"]["tcp"].is_object());
+    // The means scripts read sit beside the full distributions they come from.
+    assert_eq!(u(&d, "/summary/phases_ms/connect/count"), 1);
+    assert_eq!(f(&d, "/summary/phases_ms/connect/mean"), connect);
+    assert_eq!(f(&d, "/summary/phases_ms/first_packet/mean"), first);
+    assert!(d["histograms"]["first_packet"]["data"].is_string());
 }
 
 #[test]

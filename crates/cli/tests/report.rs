@@ -131,6 +131,14 @@ fn every_kind_in_every_format_and_the_html_draws_in_chromium() {
         let again: serde_json::Value = serde_json::from_str(&report(&f, "json")).unwrap();
         assert_eq!(again, original, "{kind}: json is the document itself");
         assert!(!report(&f, "text").is_empty(), "{kind}");
+        if *kind == "http" {
+            // The library renders it: the saved result reads back as the command printed it.
+            assert_eq!(
+                report(&f, "text"),
+                String::from_utf8_lossy(&out.stdout),
+                "npt report --format text of an http result is what npt http printed"
+            );
+        }
         let csv = report(&f, "csv");
         assert!(csv.starts_with("row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors"));
         assert!(

@@ -233,6 +233,9 @@ fn requests_cut_off_by_the_end_are_reported_not_hidden() {
     validate(&d);
     assert_eq!(d["summary"]["in_flight_at_end"], 3, "{}", d["summary"]);
     assert!(d["summary"]["oldest_in_flight_ms"].as_f64().unwrap() > 500.0);
+    // Requests started count as attempts, answered or not.
+    assert_eq!(d["errors"]["attempts"], 3, "{}", d["errors"]);
+    assert_eq!(d["errors"]["error_rate"], 0.0);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("in flight at the end: 3 requests"), "{text}");
 }

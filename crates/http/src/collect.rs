@@ -227,6 +227,8 @@ impl Collector {
             Outcome::Error(kind, msg) => {
                 host.errors += 1;
                 iv.errors += 1;
+                // In the one vocabulary of every result (the client says `connect`).
+                let kind = npt_report::result::error_kind(kind);
                 self.errors.record(kind, || msg.to_string());
             }
             Outcome::Response(code) => {
@@ -388,7 +390,8 @@ impl Collector {
                 },
             );
         }
-        let attempts = self.requests + total_errors;
+        // Requests started: completed, failed, or still waiting for their answer at the end.
+        let attempts = self.requests + total_errors + summary.in_flight_at_end;
         let mut latency = BTreeMap::new();
         latency.insert("tcp".to_string(), NptLatency::from(&summary.latency_ms));
         HttpBody {
@@ -396,15 +399,7 @@ impl Collector {
             cold_start: None,
             health,
             latency,
-            errors: Errors {
-                total_errors,
-                error_rate: if attempts == 0 {
-                    0.0
-                } else {
-                    total_errors as f64 / attempts as f64
-                },
-                by_kind: self.errors.clone(),
-            },
+            errors: Errors::new(self.errors.clone(), attempts),
             histograms: HttpHistograms {
                 latency: self.latency.to_serialized(),
                 latency_uncorrected: open_loop.then(|| self.uncorrected.to_serialized()),
@@ -491,6 +486,26 @@ mod tests {
         assert_eq!(body.intervals[1].requests, 1);
         assert_eq!(body.intervals[1].errors, 1);
         assert_eq!(body.latency["tcp"].max_ms, s.latency_ms.max);
+    }
+
+    #[test]
+    fn error_rate_counts_requests_still_in_flight_and_kinds_use_one_vocabulary() {
+        let hosts = vec!["a".to_string()];
+        let mut c = Collector::new(&hosts, false, 1000 * MS);
+        c.add(&ok(0, 200, 0, 2 * MS));
+        c.add(&err(0, "reset", 3 * MS));
+        // The client's `connect` (other connect failures) is `io` in every result.
+        c.add(&err(0, "connect", 4 * MS));
+        let summary = HttpSummary {
+            in_flight_at_end: 2,
+            ..HttpSummary::default()
+        };
+        let body = c.finish(summary, 1000 * MS, Health::default());
+        // Started: 1 completed + 2 failed + 2 still waiting at the end.
+        assert_eq!(body.errors.attempts, Some(5));
+        assert_eq!(body.errors.error_rate, 0.4);
+        assert_eq!(body.errors.by_kind.get("io"), 1);
+        assert_eq!(body.errors.by_kind.get("connect"), 0);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! the renderers that turn it into text. `report`, `compare` and `merge` read only this.
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
-//! body is per kind (see [`probe`]). Types derive `Deserialize` as well as `Serialize` so a
+//! body is per kind (see [`probe`], [`run`], [`http`]), and [`result`] reads any of them as one
+//! type with a typed workload part. Types derive `Deserialize` as well as `Serialize` so a
 //! saved result can be rendered again or merged without re-running anything.
 
 pub mod compare;
@@ -11,6 +12,7 @@ pub mod http;
 pub mod merge;
 pub mod page;
 pub mod probe;
+pub mod result;
 pub mod run;
 pub mod text;
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::{ErrorCounts, SerializedHistogram, Summary};
+use npt_stats::{ErrorCounts, JitterMean, SerializedHistogram, Summary};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -53,6 +53,10 @@ pub struct ProbeSummary {
     pub rtt_corrected_ms: Option<Summary>,
     /// RFC 3550 interarrival jitter of the round-trip time (sample-weighted over clients).
     pub jitter_ms: f64,
+    /// The samples `jitter_ms` is the weighted mean of, so that results merge exactly
+    /// ([`npt_stats::JitterMean`]). Absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_samples: Option<u64>,
     /// |RTT(i) - RTT(i-1)| between consecutive replies (IPDV).
     pub ipdv_ms: Summary,
     /// Application payload bits/s each way (IP/UDP/TCP headers excluded).
@@ -60,12 +64,17 @@ pub struct ProbeSummary {
     /// Application payload bytes each way.
     pub bytes: Directions,
     /// TCP: connect + the first echo on that connection and nothing else, mean over flows
-    /// (seed 001's "first packet latency").
+    /// (seed 001's "first packet latency"); the distribution is `phases_ms.first_packet`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_packet_ms: Option<f64>,
-    /// TCP: connect time, mean over connections.
+    /// TCP: connect time, mean over connections; the distribution is `phases_ms.connect`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_ms: Option<f64>,
+    /// TCP: the distributions of connect and first packet over flows, from the histograms
+    /// `histograms.{connect,first_packet}` (as `run`'s `protocols.tcp.connect_ms`). Absent in
+    /// files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases_ms: Option<ProbePhases>,
     /// TCP: from the first connect until the last reply (seed 001's "total latency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_ms: Option<f64>,
@@ -79,6 +88,15 @@ pub struct ProbeSummary {
     pub foreign: u64,
     /// Replies too old to classify as late or duplicate.
     pub stale: u64,
+}
+
+/// TCP phases of a probe's flows, in ms.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ProbePhases {
+    /// TCP connect (with `--via`: until the tunnel is open), one per flow.
+    pub connect: Summary,
+    /// Connect + the first echo on that connection, one per flow that got one.
+    pub first_packet: Summary,
 }
 
 /// A proxy handshake, phase by phase (ms, means over `handshakes`).
@@ -147,13 +165,58 @@ impl From<&Summary> for NptLatency {
     }
 }
 
-/// NPT's errors block, plus the kinds.
+/// NPT's errors block, plus the kinds. The same for every kind of result:
+/// `error_rate = total_errors ÷ attempts`, where an attempt is a packet sent (`probe`) or a
+/// request started (`run`, `http`: completed, failed or still in flight at the end). An error
+/// that kept anything from being sent at all (a flow that could not connect) counts as its own
+/// attempt, so the rate is never above 1.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Errors {
     pub total_errors: u64,
-    /// Errors per packet sent.
+    /// `total_errors ÷ attempts`, 0..=1.
     pub error_rate: f64,
+    /// What `error_rate` divides by. Absent in files written before it was recorded; read
+    /// those with [`Errors::attempts_or`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u64>,
     pub by_kind: ErrorCounts,
+}
+
+impl Errors {
+    /// The block for `by_kind` errors over `attempts` attempts.
+    pub fn new(by_kind: ErrorCounts, attempts: u64) -> Errors {
+        let total_errors = by_kind.total();
+        Errors {
+            total_errors,
+            error_rate: error_rate(total_errors, attempts),
+            attempts: Some(attempts),
+            by_kind,
+        }
+    }
+
+    /// The attempts recorded, or for an older file what its `error_rate` divided by then
+    /// (`legacy`: packets sent for a probe, completed requests + errors for run and http).
+    pub fn attempts_or(&self, legacy: u64) -> u64 {
+        self.attempts.unwrap_or(legacy)
+    }
+}
+
+/// A saved jitter as the stats crate's mergeable value. Files written before
+/// `jitter_samples` existed are weighted by `legacy_weight` (their replies), as merges of them
+/// always were.
+pub fn jitter_mean(jitter_ms: f64, samples: Option<u64>, legacy_weight: u64) -> JitterMean {
+    JitterMean::from_value(jitter_ms * 1e6, samples.unwrap_or(legacy_weight))
+}
+
+/// `errors ÷ attempts`, the one definition of `error_rate`; an attempt count below the errors
+/// (errors that kept anything from being sent) is raised to them, so the rate stays in 0..=1.
+pub fn error_rate(errors: u64, attempts: u64) -> f64 {
+    let attempts = attempts.max(errors);
+    if attempts == 0 {
+        0.0
+    } else {
+        errors as f64 / attempts as f64
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -162,6 +225,11 @@ pub struct ProbeHistograms {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_corrected: Option<SerializedHistogram>,
     pub ipdv: SerializedHistogram,
+    /// TCP only: connect and first packet, one value per flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<SerializedHistogram>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_packet: Option<SerializedHistogram>,
 }
 
 /// One stage of the run. Loss is attributed to the interval a packet was *sent* in, so an
@@ -182,6 +250,38 @@ pub struct IntervalRecord {
     pub pps: f64,
     pub rtt_ms: Summary,
     pub jitter_ms: f64,
+    /// As `summary.jitter_samples`, for this interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_samples: Option<u64>,
     pub bandwidth_bps: Directions,
     pub histogram: SerializedHistogram,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_rate_is_errors_over_attempts_and_never_above_one() {
+        assert_eq!(error_rate(0, 0), 0.0);
+        assert_eq!(error_rate(1, 4), 0.25);
+        // A flow that could not connect sent nothing: its error is its own attempt.
+        assert_eq!(error_rate(2, 0), 1.0);
+        assert_eq!(error_rate(3, 2), 1.0);
+        let mut kinds = ErrorCounts::default();
+        kinds.record("timeout", || "t".into());
+        kinds.record("refused", || "r".into());
+        let e = Errors::new(kinds, 8);
+        assert_eq!(
+            (e.total_errors, e.attempts, e.error_rate),
+            (2, Some(8), 0.25)
+        );
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["attempts"], 8);
+        // A file written before `attempts` existed still reads, with the old denominator.
+        let old: Errors = serde_json::from_value(serde_json::json!({
+            "total_errors": 1, "error_rate": 0.5, "by_kind": {}}))
+        .unwrap();
+        assert_eq!(old.attempts_or(2), 2);
+    }
 }

@@ -20,7 +20,7 @@ pub struct RunBody {
     /// (first byte handed to the socket → last response byte read). Protocols with no
     /// completed request are left out.
     pub latency: BTreeMap<String, NptLatency>,
-    /// NPT's block; `error_rate` = errors / (completed requests + errors).
+    /// NPT's block; `error_rate` = errors ÷ requests started (see [`Errors`]).
     pub errors: Errors,
     /// Keyed `tcp`, `quic`, `udp`.
     pub protocols: BTreeMap<String, ProtocolStats>,
@@ -135,6 +135,9 @@ pub struct GameStats {
     pub loss_pct: f64,
     /// RFC 3550 interarrival jitter of the RTT, sample-weighted over sessions.
     pub jitter_ms: f64,
+    /// The samples `jitter_ms` is the weighted mean of (exact merges); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_samples: Option<u64>,
     pub loss_timeout_ms: f64,
 }
 

@@ -250,13 +250,65 @@ impl Jitter {
     }
 
     /// Combines estimators of independent flows: the sample-weighted mean of their estimates
-    /// (the RFC 3550 value is a per-flow smoothed value; it has no exact merge).
+    /// (see [`JitterMean`]), in ns.
     pub fn merged(parts: &[Jitter]) -> f64 {
-        let n: u64 = parts.iter().map(|p| p.samples).sum();
-        if n == 0 {
-            return 0.0;
+        let mut m = JitterMean::default();
+        for p in parts {
+            m += p;
         }
-        parts.iter().map(|p| p.j * p.samples as f64).sum::<f64>() / n as f64
+        m.value_ns()
+    }
+}
+
+/// The RFC 3550 jitter of many flows: the mean of their estimates, each weighted by its
+/// samples. A per-flow estimate is a smoothed value and cannot itself be merged, but this
+/// combination can, exactly: adding parts (clients, sessions, agents' result files) in any
+/// grouping gives the value of one collector that saw every flow. A result file keeps the
+/// value and the samples (`jitter_ms`, `jitter_samples`), which is all a merge needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct JitterMean {
+    weighted_ns: f64,
+    samples: u64,
+}
+
+impl JitterMean {
+    /// One flow's estimate.
+    pub fn of(j: &Jitter) -> JitterMean {
+        JitterMean::from_value(j.value_ns(), j.samples())
+    }
+
+    /// A value of `samples` samples, as read back from a result (`jitter_ms × 1e6`).
+    pub fn from_value(value_ns: f64, samples: u64) -> JitterMean {
+        JitterMean {
+            weighted_ns: value_ns * samples as f64,
+            samples,
+        }
+    }
+
+    /// The sample-weighted mean in ns (0 without samples).
+    pub fn value_ns(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.weighted_ns / self.samples as f64
+        }
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+}
+
+impl AddAssign<&JitterMean> for JitterMean {
+    fn add_assign(&mut self, rhs: &JitterMean) {
+        self.weighted_ns += rhs.weighted_ns;
+        self.samples += rhs.samples;
+    }
+}
+
+impl AddAssign<&Jitter> for JitterMean {
+    fn add_assign(&mut self, rhs: &Jitter) {
+        *self += &JitterMean::of(rhs);
     }
 }
 
@@ -309,6 +361,20 @@ impl ErrorCounts {
 
     pub fn is_empty(&self) -> bool {
         self.kinds.is_empty()
+    }
+}
+
+impl ErrorCounts {
+    /// The same errors with each kind renamed by `name` (kinds that map to one name add up,
+    /// their examples joined up to the limit): reads files written with older kind names.
+    pub fn renamed(&self, name: impl Fn(&str) -> &str) -> ErrorCounts {
+        let mut out = ErrorCounts::default();
+        for (kind, v) in &self.kinds {
+            let mut one = ErrorCounts::default();
+            one.kinds.insert(name(kind).to_string(), v.clone());
+            out += &one;
+        }
+        out
     }
 }
 
@@ -447,6 +513,43 @@ mod tests {
     }
 
     #[test]
+    fn jitter_of_many_flows_merges_the_same_in_any_grouping() {
+        let flows: Vec<Jitter> = (0..5u64)
+            .map(|f| {
+                let mut j = Jitter::default();
+                for i in 0..(10 + f * 7) {
+                    j.record(1_000 + (i * 7919 * (f + 1)) % 500);
+                }
+                j
+            })
+            .collect();
+        let mut all = JitterMean::default();
+        for f in &flows {
+            all += f;
+        }
+        let by_hand: f64 = flows
+            .iter()
+            .map(|f| f.value_ns() * f.samples() as f64)
+            .sum::<f64>()
+            / flows.iter().map(|f| f.samples() as f64).sum::<f64>();
+        assert!((all.value_ns() - by_hand).abs() < 1e-9);
+        assert_eq!(Jitter::merged(&flows), all.value_ns());
+        // Two parts, each written out as (value, samples) and read back, then added.
+        let part = |fs: &[Jitter]| {
+            let mut m = JitterMean::default();
+            for f in fs {
+                m += f;
+            }
+            JitterMean::from_value(m.value_ns(), m.samples())
+        };
+        let mut merged = part(&flows[..2]);
+        merged += &part(&flows[2..]);
+        assert_eq!(merged.samples(), all.samples());
+        assert!((merged.value_ns() - all.value_ns()).abs() <= all.value_ns() * 1e-12);
+        assert_eq!(JitterMean::default().value_ns(), 0.0);
+    }
+
+    #[test]
     fn errors_count_and_keep_few_examples() {
         let mut e = ErrorCounts::default();
         for i in 0..10 {
@@ -460,5 +563,7 @@ mod tests {
         assert_eq!(e.get("timeout"), 11);
         let (_, t) = e.iter().find(|(k, _)| *k == "timeout").unwrap();
         assert_eq!(t.examples, vec!["t0", "t1", "t2"]);
+        let r = e.renamed(|k| if k == "refused" { "timeout" } else { k });
+        assert_eq!((r.total(), r.get("timeout"), r.get("refused")), (12, 12, 0));
     }
 }

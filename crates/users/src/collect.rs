@@ -13,7 +13,7 @@ use npt_report::probe::{Directions, Errors, NptLatency};
 use npt_report::run::{
     ActivityStats, GameStats, ProtocolStats, RunHealth, RunInterval, RunSummary,
 };
-use npt_stats::{ErrorCounts, Histogram};
+use npt_stats::{ErrorCounts, Histogram, JitterMean};
 
 use crate::config::{Activity, Proto};
 
@@ -41,9 +41,8 @@ pub struct GameCounts {
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
-    /// Σ jitter × samples and Σ samples, for the sample-weighted mean.
-    pub jitter_weighted_ns: f64,
-    pub jitter_samples: u64,
+    /// RFC 3550 jitter of the sessions, sample-weighted (merges exactly).
+    pub jitter: JitterMean,
 }
 
 #[derive(Default)]
@@ -234,8 +233,7 @@ impl Collector {
         a.late += g.late;
         a.duplicated += g.duplicated;
         a.reordered += g.reordered;
-        a.jitter_weighted_ns += g.jitter_weighted_ns;
-        a.jitter_samples += g.jitter_samples;
+        a.jitter += &g.jitter;
         let i = &mut t.interval;
         i.requests += n;
         i.up += up;
@@ -252,8 +250,9 @@ impl Collector {
         t.interval.errors += 1;
         let proto = a.protocol().name();
         let act = a.name();
-        t.errors
-            .record(kind, || format!("{act} ({proto}): {}", example()));
+        t.errors.record(npt_report::result::error_kind(kind), || {
+            format!("{act} ({proto}): {}", example())
+        });
         drop(t);
         self.errors_total.fetch_add(1, Ordering::Relaxed);
     }
@@ -383,11 +382,8 @@ impl Collector {
                     } else {
                         g.lost as f64 * 100.0 / g.sent as f64
                     },
-                    jitter_ms: if g.jitter_samples == 0 {
-                        0.0
-                    } else {
-                        g.jitter_weighted_ns / g.jitter_samples as f64 / 1e6
-                    },
+                    jitter_ms: g.jitter.value_ns() / 1e6,
+                    jitter_samples: Some(g.jitter.samples()),
                     loss_timeout_ms: game_loss_timeout_ms,
                 }
             });
@@ -425,16 +421,9 @@ impl Collector {
                 t.lateness.to_serialized(),
             );
         }
-        let total_errors = t.errors.total();
-        let errors = Errors {
-            total_errors,
-            error_rate: if requests + total_errors == 0 {
-                0.0
-            } else {
-                total_errors as f64 / (requests + total_errors) as f64
-            },
-            by_kind: t.errors.clone(),
-        };
+        // Requests started that neither completed nor failed (in flight at the end) are added
+        // by the driver, which knows them.
+        let errors = Errors::new(t.errors.clone(), requests + t.errors.total());
         let summary = RunSummary {
             sessions_started: started,
             sessions_completed: completed,

@@ -46,13 +46,7 @@ pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<serde_json::Valu
             std::fs::read_to_string(&path).map_err(|e| usage!("{path}: cannot read: {e}"))?;
         let doc: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| usage!("{path}: not a result document: {e}"))?;
-        let schema = doc["schema"].as_str().unwrap_or("");
-        if schema != npt_report::SCHEMA {
-            return Err(usage!(
-                "{path}: schema {schema:?} is not {:?} (written by another npt version?)",
-                npt_report::SCHEMA
-            ));
-        }
+        npt_report::result::check_schema(&path, &doc).map_err(|e| usage!("{e}"))?;
         inputs.push(Input { name, path, doc });
     }
     let mut theoretical = BTreeMap::new();

@@ -10,9 +10,10 @@ use std::time::{Duration, SystemTime};
 
 use npt_report::probe::{
     Directions, Errors, Health, IntervalRecord, NptLatency, ProbeBody, ProbeHistograms,
-    ProbeSummary, ProxyPhases,
+    ProbePhases, ProbeSummary, ProxyPhases,
 };
 use npt_report::Document;
+use npt_stats::Histogram;
 use npt_wire::{Fill, Pacing};
 use serde::Serialize;
 
@@ -398,7 +399,8 @@ fn interval_record(iv: &Interval, run_start: u64) -> IntervalRecord {
         loss_pct: pct(iv.lost, iv.sent),
         pps: per_s(iv.sent as f64),
         rtt_ms: iv.rtt.summary(),
-        jitter_ms: iv.jitter_ns / 1e6,
+        jitter_ms: iv.jitter.value_ns() / 1e6,
+        jitter_samples: Some(iv.jitter.samples()),
         bandwidth_bps: Directions {
             up: per_s(iv.bytes_up as f64 * 8.0),
             down: per_s(iv.bytes_down as f64 * 8.0),
@@ -459,36 +461,35 @@ fn build_body(
     };
     let rtt = t.rtt.summary();
     let open_loop = matches!(cfg.pacing, PacingSpec::Rate { .. });
-    let (first_packet_ms, connect_ms, total_ms) = if cfg.proto == Proto::Tcp {
-        let connected: Vec<&TcpTimes> = tcp.iter().filter(|x| x.connect_ns.is_some()).collect();
-        let n = connected.len().max(1) as f64;
-        let connect = connected
-            .iter()
-            .map(|x| x.connect_ns.unwrap_or(0) as f64)
-            .sum::<f64>()
-            / n
-            / 1e6;
+    // TCP: connect and first packet (seed 001: connect + the first echo on that connection,
+    // and nothing else, no wait for the schedule), one value per flow into HDR histograms.
+    let (mut connect, mut first_packet) = (Histogram::new(), Histogram::new());
+    for x in tcp {
+        if let Some(c) = x.connect_ns {
+            connect.record(c);
+            if let Some(e) = x.first_echo_ns {
+                first_packet.record(c + e);
+            }
+        }
+    }
+    let tcp_phases = (cfg.proto == Proto::Tcp && !connect.is_empty()).then(|| ProbePhases {
+        connect: connect.summary(),
+        first_packet: first_packet.summary(),
+    });
+    let total_ms = if cfg.proto == Proto::Tcp {
         let first_start = tcp.iter().map(|x| x.connect_start).min();
-        // First packet (seed 001): connect + the first echo on that connection, and nothing
-        // else (no wait for the schedule), averaged over flows like connect_ms.
-        let firsts: Vec<f64> = tcp
-            .iter()
-            .filter_map(|x| Some((x.connect_ns? + x.first_echo_ns?) as f64 / 1e6))
-            .collect();
-        let first_packet =
-            (!firsts.is_empty()).then(|| firsts.iter().sum::<f64>() / firsts.len() as f64);
-        let total = match (first_start, t.last_reply) {
+        match (first_start, t.last_reply) {
             (Some(s), Some(r)) => Some(r.saturating_sub(s) as f64 / 1e6),
             _ => None,
-        };
-        (
-            first_packet,
-            (!connected.is_empty()).then_some(connect),
-            total,
-        )
+        }
     } else {
-        (None, None, None)
+        None
     };
+    let connect_ms = tcp_phases.as_ref().map(|p| p.connect.mean);
+    let first_packet_ms = tcp_phases
+        .as_ref()
+        .filter(|p| p.first_packet.count > 0)
+        .map(|p| p.first_packet.mean);
     let (user, sys) = npt_report::cpu_seconds();
     let summary = ProbeSummary {
         protocol: cfg.proto.name().to_string(),
@@ -521,7 +522,8 @@ fn build_body(
         loss_timeout_ms: cfg.loss_timeout.as_secs_f64() * 1e3,
         rtt_ms: rtt,
         rtt_corrected_ms: open_loop.then(|| t.rtt_corrected.summary()),
-        jitter_ms: t.jitter_ns() / 1e6,
+        jitter_ms: t.jitter.value_ns() / 1e6,
+        jitter_samples: Some(t.jitter.samples()),
         ipdv_ms: t.ipdv.summary(),
         bandwidth_bps: Directions {
             up: per_s(t.bytes_up as f64 * 8.0),
@@ -534,6 +536,7 @@ fn build_body(
         first_packet_ms,
         connect_ms,
         total_ms,
+        phases_ms: tcp_phases.clone(),
         corrupt: t.corrupt,
         foreign: t.foreign,
         stale: t.stale,
@@ -555,18 +558,7 @@ fn build_body(
     };
     let mut latency = BTreeMap::new();
     latency.insert(cfg.proto.name().to_string(), NptLatency::from(&rtt));
-    let total_errors = t.errors.total();
-    let errors = Errors {
-        total_errors,
-        error_rate: if t.sent > 0 {
-            total_errors as f64 / t.sent as f64
-        } else if total_errors > 0 {
-            1.0
-        } else {
-            0.0
-        },
-        by_kind: t.errors.clone(),
-    };
+    let errors = Errors::new(t.errors.clone(), t.sent);
     ProbeBody {
         summary,
         health,
@@ -576,19 +568,13 @@ fn build_body(
             rtt: t.rtt.to_serialized(),
             rtt_corrected: open_loop.then(|| t.rtt_corrected.to_serialized()),
             ipdv: t.ipdv.to_serialized(),
+            connect: tcp_phases.is_some().then(|| connect.to_serialized()),
+            first_packet: tcp_phases.is_some().then(|| first_packet.to_serialized()),
         },
         intervals,
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_is_even_and_complete() {
-        let parts: Vec<u64> = (0..3).map(|i| split(10, 3, i)).collect();
-        assert_eq!(parts, vec![4, 3, 3]);
-        assert_eq!((0..7).map(|i| split(5, 7, i)).sum::<u64>(), 5);
-    }
-}
+#[path = "runner_tests.rs"]
+mod tests;

@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::ops::AddAssign;
 
-use npt_stats::{ErrorCounts, Histogram, Jitter};
+use npt_stats::{ErrorCounts, Histogram, Jitter, JitterMean};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::raw::{RawStamp, RAW_HEADER_LEN};
 use npt_wire::{fill, Fill, Outcome, Pacer, Pacing, Window};
@@ -98,9 +98,8 @@ pub struct Totals {
     pub ipdv: Histogram,
     pub send_lateness: Histogram,
     pub behind_schedule: u64,
-    /// Sum of per-flow RFC 3550 jitter × samples, and the samples (for a weighted mean).
-    pub jitter_weighted_ns: f64,
-    pub jitter_samples: u64,
+    /// RFC 3550 jitter of the flows, sample-weighted (merges exactly).
+    pub jitter: JitterMean,
     pub first_send: Option<u64>,
     pub last_send: Option<u64>,
     pub first_reply: Option<u64>,
@@ -143,8 +142,7 @@ impl AddAssign<&Totals> for Totals {
         self.ipdv += &o.ipdv;
         self.send_lateness += &o.send_lateness;
         self.behind_schedule += o.behind_schedule;
-        self.jitter_weighted_ns += o.jitter_weighted_ns;
-        self.jitter_samples += o.jitter_samples;
+        self.jitter += &o.jitter;
         self.first_send = min_opt(self.first_send, o.first_send);
         self.last_send = max_opt(self.last_send, o.last_send);
         self.first_reply = min_opt(self.first_reply, o.first_reply);
@@ -157,11 +155,7 @@ impl AddAssign<&Totals> for Totals {
 impl Totals {
     /// Sample-weighted RFC 3550 jitter in ns.
     pub fn jitter_ns(&self) -> f64 {
-        if self.jitter_samples == 0 {
-            0.0
-        } else {
-            self.jitter_weighted_ns / self.jitter_samples as f64
-        }
+        self.jitter.value_ns()
     }
 }
 
@@ -181,8 +175,10 @@ pub struct Interval {
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub rtt: Histogram,
-    pub jitter_ns: f64,
-    /// Flows that contributed (to average the jitter).
+    /// A flow's RFC 3550 estimate at its last reply in this interval, weighted by the samples
+    /// it took in it; after `+=`, the flows' sample-weighted mean.
+    pub jitter: JitterMean,
+    /// Flows that contributed.
     pub flows: u32,
 }
 
@@ -205,8 +201,7 @@ impl AddAssign<&Interval> for Interval {
         self.bytes_up += o.bytes_up;
         self.bytes_down += o.bytes_down;
         self.rtt += &o.rtt;
-        self.jitter_ns = (self.jitter_ns * self.flows as f64 + o.jitter_ns * o.flows as f64)
-            / (self.flows + o.flows).max(1) as f64;
+        self.jitter += &o.jitter;
         self.flows += o.flows;
     }
 }
@@ -384,6 +379,8 @@ impl Session {
 
     /// Counts a transport error (refused, reset, …) against this flow.
     pub fn record_error(&mut self, kind: &str, example: impl FnOnce() -> String) {
+        // In the one vocabulary of every result (the driver's classifier says `aborted`).
+        let kind = npt_report::result::error_kind(kind);
         self.totals.errors.record(kind, example);
     }
 
@@ -548,15 +545,17 @@ impl Session {
                 if reordered {
                     t.reordered += 1;
                 }
-                if let Some(d) = self.jitter.record(rtt) {
-                    self.totals.ipdv.record(d);
-                }
+                let sampled = self
+                    .jitter
+                    .record(rtt)
+                    .inspect(|&d| self.totals.ipdv.record(d));
                 let j = self.jitter.value_ns();
                 if let Some(iv) = self.interval_mut(slot.tag) {
                     iv.received += 1;
                     iv.bytes_down += arrival;
                     iv.rtt.record(rtt);
-                    iv.jitter_ns = j;
+                    let n = iv.jitter.samples() + u64::from(sampled.is_some());
+                    iv.jitter = JitterMean::from_value(j, n);
                     if reordered {
                         iv.reordered += 1;
                     }
@@ -640,8 +639,7 @@ impl Session {
 
     fn finish_all(&mut self, _now: u64) {
         self.state = State::Done;
-        self.totals.jitter_weighted_ns = self.jitter.value_ns() * self.jitter.samples() as f64;
-        self.totals.jitter_samples = self.jitter.samples();
+        self.totals.jitter = JitterMean::of(&self.jitter);
         // Trailing intervals in which nothing happened (the drain) are not worth a record.
         while matches!(self.open.back(), Some(iv) if self.open.len() > 1
             && iv.sent + iv.received + iv.late + iv.duplicated == 0)

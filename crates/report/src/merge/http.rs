@@ -96,17 +96,18 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<HttpBody>, MergeError> {
         hosts.insert(h.clone(), m);
     }
 
-    let mut errors = Errors::default();
+    let mut by_kind = npt_stats::ErrorCounts::default();
     for b in &bodies {
-        errors.by_kind += &b.errors.by_kind;
+        by_kind += &b.errors.by_kind;
     }
-    errors.total_errors = errors.by_kind.total();
-    let attempts = s.requests + errors.total_errors;
-    errors.error_rate = if attempts == 0 {
-        0.0
-    } else {
-        errors.total_errors as f64 / attempts as f64
-    };
+    let attempts = bodies
+        .iter()
+        .map(|b| {
+            b.errors
+                .attempts_or(b.summary.requests + b.errors.total_errors)
+        })
+        .sum();
+    let errors = Errors::new(by_kind, attempts);
     let health = Health {
         sends_behind_schedule: bodies.iter().map(|b| b.health.sends_behind_schedule).sum(),
         cpu_user_s: bodies.iter().map(|b| b.health.cpu_user_s).sum(),

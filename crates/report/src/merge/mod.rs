@@ -4,10 +4,11 @@
 //! Exact where the data allows it: counters add, histograms are deserialized and added (so a
 //! percentile of the merge is the percentile of all samples — HDR buckets are identical in
 //! every part), and every summary and the NPT `latency` block are computed again from the
-//! merged histograms. Rates of parts that ran side by side add up. What cannot be merged
-//! exactly is said where it is used: RFC 3550 jitter (parts keep no sample count; weighted by
-//! replies) and the tester's health (per machine; the merge keeps the sums of CPU seconds and
-//! the worst part's figures).
+//! merged histograms. Rates of parts that ran side by side add up. RFC 3550 jitter merges with
+//! the stats crate's `JitterMean` from each part's `jitter_ms` and `jitter_samples`, as the
+//! probe's own clients do (files older than `jitter_samples` are weighted by replies). What
+//! cannot be merged exactly is said where it is used: the tester's health (per machine; the
+//! merge keeps the sums of CPU seconds and the worst part's figures).
 //!
 //! Before joining, the parts are checked: one kind, one run id and one config hash (else the
 //! parts belong to different runs and are refused, naming the files), no index twice, and
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use npt_stats::{Histogram, SerializedHistogram};
 use serde::{Deserialize, Serialize};
 
+use crate::result::Workload;
 use crate::Document;
 
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +49,9 @@ pub enum MergeError {
     Kind(PathBuf, String),
     #[error("nothing to merge")]
     Empty,
+    /// A message that already names the file.
+    #[error("{0}")]
+    Checked(String),
     #[error("{0}: histogram {1}: {2}")]
     Histogram(PathBuf, String, String),
 }
@@ -76,13 +81,8 @@ impl Part {
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| err(format!("not a result document: {e}")))?;
-        let schema = json["schema"].as_str().unwrap_or("");
-        if schema != crate::SCHEMA {
-            return Err(err(format!(
-                "schema {schema:?} is not {:?} (written by another npt version?)",
-                crate::SCHEMA
-            )));
-        }
+        crate::result::check_schema(&path.display().to_string(), &json)
+            .map_err(|e| MergeError::Checked(e.to_string()))?;
         let kind = json["kind"].as_str().unwrap_or("").to_string();
         let segment: SegmentLabel = serde_json::from_value(json["config"]["segment"].clone())
             .map_err(|_| MergeError::NotAPart(path.to_path_buf()))?;
@@ -275,16 +275,72 @@ fn group_intervals<'a, T: 'a>(
         .collect()
 }
 
-/// Parses the parts as documents with body `B`.
-fn typed<B: for<'de> Deserialize<'de>>(
-    parts: &[Part],
-) -> Result<Vec<(PathBuf, Document<B>)>, MergeError> {
+/// A workload part `npt merge` reads out of the one result type.
+trait Body: Sized {
+    fn pick(w: Workload) -> Option<Self>;
+}
+
+impl Body for crate::probe::ProbeBody {
+    fn pick(w: Workload) -> Option<Self> {
+        match w {
+            Workload::Probe(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl Body for crate::run::RunBody {
+    fn pick(w: Workload) -> Option<Self> {
+        match w {
+            Workload::Run(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl Body for crate::http::HttpBody {
+    fn pick(w: Workload) -> Option<Self> {
+        match w {
+            Workload::Http(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// Reads the parts as the one result type (older error kind names mapped) with body `B`.
+fn typed<B: Body>(parts: &[Part]) -> Result<Vec<(PathBuf, Document<B>)>, MergeError> {
     parts
         .iter()
         .map(|p| {
-            serde_json::from_value::<Document<B>>(p.json.clone())
-                .map(|d| (p.path.clone(), d))
-                .map_err(|e| MergeError::Read(p.path.clone(), format!("unexpected layout: {e}")))
+            let r = crate::result::from_value(&p.path.display().to_string(), p.json.clone())
+                .map_err(|e| MergeError::Checked(e.to_string()))?;
+            let Document {
+                schema,
+                kind,
+                tool,
+                host,
+                started_at,
+                ended_at,
+                duration_s,
+                stopped_by,
+                config,
+                body,
+            } = r;
+            let body =
+                B::pick(body).ok_or_else(|| MergeError::Kind(p.path.clone(), kind.clone()))?;
+            let d = Document {
+                schema,
+                kind,
+                tool,
+                host,
+                started_at,
+                ended_at,
+                duration_s,
+                stopped_by,
+                config,
+                body,
+            };
+            Ok((p.path.clone(), d))
         })
         .collect()
 }

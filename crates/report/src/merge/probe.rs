@@ -1,6 +1,6 @@
 //! Merging `probe` parts: counters add, rates of concurrent parts add, RTT / corrected RTT /
-//! IPDV and each stage's RTT come from the added histograms; stages are joined by index (the
-//! parts started together with `--start-at`).
+//! IPDV, TCP connect and first packet, and each stage's RTT come from the added histograms;
+//! stages are joined by index (the parts started together with `--start-at`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,6 +27,21 @@ fn weighted(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
     } else {
         0.0
     }
+}
+
+/// Jitter of the parts `(jitter_ms, jitter_samples, replies)` merged with
+/// [`npt_stats::JitterMean`]. Parts written before `jitter_samples` existed are weighted by
+/// their replies, and the merge then has no sample count either (it is not exact).
+pub(super) fn merge_jitter(
+    parts: impl Iterator<Item = (f64, Option<u64>, u64)>,
+) -> (f64, Option<u64>) {
+    let mut m = npt_stats::JitterMean::default();
+    let mut exact = true;
+    for (ms, samples, replies) in parts {
+        exact &= samples.is_some();
+        m += &crate::probe::jitter_mean(ms, samples, replies);
+    }
+    (m.value_ns() / 1e6, exact.then(|| m.samples()))
 }
 
 pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
@@ -72,12 +87,15 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
     s.rtt_ms = rtt.summary();
     s.rtt_corrected_ms = (!corrected.is_empty()).then(|| corrected.summary());
     s.ipdv_ms = ipdv.summary();
-    // RFC 3550 jitter has no exact merge (parts keep no sample count): weighted by replies.
-    s.jitter_ms = weighted(
-        bodies
-            .iter()
-            .map(|b| (b.summary.jitter_ms, b.summary.received as f64)),
-    );
+    // Jitter: the stats crate's sample-weighted merge, exact with `jitter_samples`.
+    let jitter = merge_jitter(bodies.iter().map(|b| {
+        (
+            b.summary.jitter_ms,
+            b.summary.jitter_samples,
+            b.summary.received,
+        )
+    }));
+    (s.jitter_ms, s.jitter_samples) = jitter;
     s.bandwidth_bps = Directions::default();
     s.bytes = Directions::default();
     for b in &bodies {
@@ -91,27 +109,50 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
             .collect();
         (!v.is_empty()).then(|| weighted(v.into_iter()))
     };
-    s.first_packet_ms = per_client(|b| b.summary.first_packet_ms);
-    s.connect_ms = per_client(|b| b.summary.connect_ms);
+    // TCP connect and first packet: from the added histograms when every part has them (exact),
+    // else (parts older than those histograms) the means weighted by clients.
+    let tcp_parts = bodies.iter().filter(|b| b.summary.connect_ms.is_some());
+    let exact =
+        tcp_parts.clone().count() > 0 && tcp_parts.clone().all(|b| b.histograms.connect.is_some());
+    let (connect, first_packet) = (
+        add_hists(
+            path,
+            "connect",
+            bodies.iter().map(|b| b.histograms.connect.as_ref()),
+        )?,
+        add_hists(
+            path,
+            "first_packet",
+            bodies.iter().map(|b| b.histograms.first_packet.as_ref()),
+        )?,
+    );
+    if exact {
+        let phases = crate::probe::ProbePhases {
+            connect: connect.summary(),
+            first_packet: first_packet.summary(),
+        };
+        s.connect_ms = Some(phases.connect.mean);
+        s.first_packet_ms = (phases.first_packet.count > 0).then_some(phases.first_packet.mean);
+        s.phases_ms = Some(phases);
+    } else {
+        s.first_packet_ms = per_client(|b| b.summary.first_packet_ms);
+        s.connect_ms = per_client(|b| b.summary.connect_ms);
+        s.phases_ms = None;
+    }
     s.total_ms = bodies
         .iter()
         .filter_map(|b| b.summary.total_ms)
         .reduce(f64::max);
 
-    let mut errors = Errors::default();
+    let mut by_kind = npt_stats::ErrorCounts::default();
     for b in &bodies {
-        errors.by_kind += &b.errors.by_kind;
+        by_kind += &b.errors.by_kind;
     }
-    errors.total_errors = errors.by_kind.total();
-    errors.error_rate = if s.sent == 0 {
-        if errors.total_errors > 0 {
-            1.0
-        } else {
-            0.0
-        }
-    } else {
-        errors.total_errors as f64 / s.sent as f64
-    };
+    let attempts = bodies
+        .iter()
+        .map(|b| b.errors.attempts_or(b.summary.sent))
+        .sum();
+    let errors = Errors::new(by_kind, attempts);
 
     // Health is per machine: CPU seconds and late sends add; the worst part's figures stay.
     let worst = bodies
@@ -146,6 +187,8 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
     histograms.rtt = rtt.to_serialized();
     histograms.rtt_corrected = (!corrected.is_empty()).then(|| corrected.to_serialized());
     histograms.ipdv = ipdv.to_serialized();
+    histograms.connect = exact.then(|| connect.to_serialized());
+    histograms.first_packet = exact.then(|| first_packet.to_serialized());
     let body = ProbeBody {
         summary: s,
         health,
@@ -185,7 +228,10 @@ fn merge_intervals(
                 m.lost as f64 * 100.0 / m.sent as f64
             };
             m.pps = ivs.iter().map(|iv| iv.pps).sum();
-            m.jitter_ms = weighted(ivs.iter().map(|iv| (iv.jitter_ms, iv.received as f64)));
+            (m.jitter_ms, m.jitter_samples) = merge_jitter(
+                ivs.iter()
+                    .map(|iv| (iv.jitter_ms, iv.jitter_samples, iv.received)),
+            );
             m.bandwidth_bps = Directions::default();
             for iv in &ivs {
                 add_dir(&mut m.bandwidth_bps, &iv.bandwidth_bps);

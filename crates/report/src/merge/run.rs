@@ -124,17 +124,18 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<RunBody>, MergeError> {
             latency.insert(p.clone(), NptLatency::from(&stats.latency_ms));
         }
     }
-    let mut errors = Errors::default();
+    let mut by_kind = npt_stats::ErrorCounts::default();
     for b in &bodies {
-        errors.by_kind += &b.errors.by_kind;
+        by_kind += &b.errors.by_kind;
     }
-    errors.total_errors = errors.by_kind.total();
-    let attempts = s.requests + errors.total_errors;
-    errors.error_rate = if attempts == 0 {
-        0.0
-    } else {
-        errors.total_errors as f64 / attempts as f64
-    };
+    let attempts = bodies
+        .iter()
+        .map(|b| {
+            b.errors
+                .attempts_or(b.summary.requests + b.errors.total_errors)
+        })
+        .sum();
+    let errors = Errors::new(by_kind, attempts);
 
     let health = RunHealth {
         cpu_user_s: bodies.iter().map(|b| b.health.cpu_user_s).sum(),
@@ -182,17 +183,12 @@ fn merge_game(all: &[&ActivityStats]) -> Option<GameStats> {
     } else {
         g.lost as f64 * 100.0 / g.sent as f64
     };
-    // RFC 3550 jitter has no exact merge: weighted by replies.
-    let w: f64 = games.iter().map(|x| x.received as f64).sum();
-    g.jitter_ms = if w > 0.0 {
+    // Jitter: the stats crate's sample-weighted merge, exact with `jitter_samples`.
+    (g.jitter_ms, g.jitter_samples) = super::probe::merge_jitter(
         games
             .iter()
-            .map(|x| x.jitter_ms * x.received as f64)
-            .sum::<f64>()
-            / w
-    } else {
-        0.0
-    };
+            .map(|x| (x.jitter_ms, x.jitter_samples, x.received)),
+    );
     Some(g)
 }
 

@@ -42,6 +42,8 @@ fn probe_doc(samples: &[u64], index: u32, count: u32, run_id: &str) -> serde_jso
             rtt: h.to_serialized(),
             rtt_corrected: None,
             ipdv: Histogram::new().to_serialized(),
+            connect: None,
+            first_packet: None,
         },
         intervals: vec![iv],
     };
@@ -144,4 +146,130 @@ fn parts_that_do_not_belong_together_are_refused_and_gaps_reported() {
         m["config"]["segment"]["missing"],
         serde_json::json!([0, 1, 3])
     );
+}
+
+#[test]
+fn error_rate_of_a_merge_is_errors_over_all_attempts_old_files_included() {
+    let s = [1_000_000u64, 2_000_000];
+    let mut refused = npt_stats::ErrorCounts::default();
+    refused.record("refused", || "connection refused".into());
+    let mut a = probe_doc(&s, 0, 2, "r1");
+    a["errors"] = serde_json::to_value(crate::probe::Errors::new(refused.clone(), 3)).unwrap();
+    // Written before `errors.attempts` existed: a probe's rate divided by packets sent (3).
+    let mut b = probe_doc(&s, 1, 2, "r1");
+    b["errors"] = serde_json::json!({
+        "total_errors": 1, "error_rate": 1.0 / 3.0, "by_kind": refused});
+    let (m, _) = merge(&[part(a, "ea"), part(b, "eb")]).unwrap();
+    assert_eq!(m["errors"]["total_errors"], 2);
+    assert_eq!(m["errors"]["attempts"], 6);
+    assert_eq!(m["errors"]["error_rate"], 2.0 / 6.0);
+}
+
+#[test]
+fn jitter_of_a_merge_of_parts_is_the_jitter_of_one_result() {
+    // Six flows with different jitter and sample counts: one result held them all, or three
+    // parts two each. Written out and read back, the parts merge to the one result's value.
+    let flows: Vec<npt_stats::Jitter> = (0..6u64)
+        .map(|f| {
+            let mut j = npt_stats::Jitter::default();
+            for i in 0..(20 + f * 13) {
+                j.record(50_000 + (i * 7919 * (f + 3)) % (40_000 * (f + 1)));
+            }
+            j
+        })
+        .collect();
+    let with_jitter = |fs: &[npt_stats::Jitter], index: u32, count: u32, run: &str| {
+        let mut m = npt_stats::JitterMean::default();
+        for f in fs {
+            m += f;
+        }
+        let mut d = probe_doc(&[1_000_000], index, count, run);
+        d["summary"]["jitter_ms"] = (m.value_ns() / 1e6).into();
+        d["summary"]["jitter_samples"] = m.samples().into();
+        d["intervals"][0]["jitter_ms"] = (m.value_ns() / 1e6).into();
+        d["intervals"][0]["jitter_samples"] = m.samples().into();
+        d
+    };
+    let whole = with_jitter(&flows, 0, 1, "whole");
+    let parts: Vec<Part> = (0..3u32)
+        .map(|k| {
+            let d = with_jitter(&flows[2 * k as usize..2 * k as usize + 2], k, 3, "r1");
+            part(d, &format!("j{k}"))
+        })
+        .collect();
+    let (m, _) = merge(&parts).unwrap();
+    for at in ["/summary", "/intervals/0"] {
+        let (got, want) = (&m.pointer(at).unwrap(), &whole.pointer(at).unwrap());
+        assert_eq!(got["jitter_samples"], want["jitter_samples"], "{at}");
+        let (g, w) = (
+            got["jitter_ms"].as_f64().unwrap(),
+            want["jitter_ms"].as_f64().unwrap(),
+        );
+        assert!(
+            w > 0.0 && (g - w).abs() <= w * 1e-12,
+            "{at}: merged {g} vs one {w}"
+        );
+    }
+    // A part written before `jitter_samples` existed still merges (weighted by replies), and
+    // the merge then claims no sample count.
+    let mut old = with_jitter(&flows[..2], 0, 2, "r2");
+    old["summary"]
+        .as_object_mut()
+        .unwrap()
+        .remove("jitter_samples");
+    let new = with_jitter(&flows[2..4], 1, 2, "r2");
+    let (m, _) = merge(&[part(old, "jo"), part(new, "jn")]).unwrap();
+    assert!(m["summary"]["jitter_ms"].as_f64().unwrap() > 0.0);
+    assert!(m["summary"].get("jitter_samples").is_none());
+}
+
+#[test]
+fn tcp_connect_and_first_packet_merge_from_histograms_old_parts_by_mean() {
+    let ms = 1_000_000u64;
+    let tcp_part = |connects: &[u64], index: u32, run: &str| {
+        let (mut c, mut f) = (Histogram::new(), Histogram::new());
+        for &x in connects {
+            c.record(x * ms);
+            f.record((x + 1) * ms);
+        }
+        let mut d = probe_doc(&[ms], index, 2, run);
+        d["summary"]["connect_ms"] = c.summary().mean.into();
+        d["summary"]["first_packet_ms"] = f.summary().mean.into();
+        d["summary"]["clients"] = connects.len().into();
+        d["summary"]["phases_ms"] = serde_json::json!({
+            "connect": c.summary(), "first_packet": f.summary()});
+        d["histograms"]["connect"] = serde_json::to_value(c.to_serialized()).unwrap();
+        d["histograms"]["first_packet"] = serde_json::to_value(f.to_serialized()).unwrap();
+        d
+    };
+    let (m, _) = merge(&[
+        part(tcp_part(&[1, 2, 3], 0, "t1"), "ta"),
+        part(tcp_part(&[10], 1, "t1"), "tb"),
+    ])
+    .unwrap();
+    let mut all = Histogram::new();
+    for x in [1u64, 2, 3, 10] {
+        all.record(x * ms);
+    }
+    assert_eq!(m["summary"]["phases_ms"]["connect"]["count"], 4);
+    assert_eq!(
+        m["summary"]["phases_ms"]["connect"]["p99"],
+        all.summary().p99
+    );
+    assert_eq!(m["summary"]["connect_ms"], all.summary().mean);
+    assert!(m["histograms"]["first_packet"]["data"].is_string());
+    // Parts from before the histograms: the means weighted by clients, and no distribution.
+    let old = |connects: &[u64], index: u32| {
+        let mut d = tcp_part(connects, index, "t2");
+        d["summary"].as_object_mut().unwrap().remove("phases_ms");
+        d["histograms"].as_object_mut().unwrap().remove("connect");
+        d["histograms"]
+            .as_object_mut()
+            .unwrap()
+            .remove("first_packet");
+        d
+    };
+    let (m, _) = merge(&[part(old(&[1, 2, 3], 0), "to"), part(old(&[10], 1), "tp")]).unwrap();
+    assert!((m["summary"]["connect_ms"].as_f64().unwrap() - 4.0).abs() < 0.01);
+    assert!(m["summary"].get("phases_ms").is_none());
 }

@@ -1,0 +1,255 @@
+//! Tests of the one result type: every workload's document reads into it and writes back
+//! byte-for-byte the same JSON names, and its shared views (intervals, histograms, headline,
+//! health, text) agree with the kind-specific fields they come from.
+
+use std::time::SystemTime;
+
+use npt_stats::{ErrorCounts, Histogram};
+
+use super::*;
+use crate::http::{HttpHistograms, HttpInterval, HttpSummary};
+use crate::probe::{IntervalRecord, ProbeHistograms, ProbeSummary};
+use crate::run::{RunInterval, RunSummary};
+
+fn hist(values: &[u64]) -> Histogram {
+    let mut h = Histogram::new();
+    for &v in values {
+        h.record(v);
+    }
+    h
+}
+
+fn errors() -> Errors {
+    let mut k = ErrorCounts::default();
+    k.record("refused", || "connection refused".into());
+    Errors::new(k, 10)
+}
+
+fn doc<B: Serialize>(kind: &str, body: B) -> serde_json::Value {
+    let now = SystemTime::now();
+    let d = Document::new(
+        kind,
+        now,
+        now,
+        "duration",
+        serde_json::json!({"x": 1}),
+        body,
+    );
+    serde_json::to_value(d).unwrap()
+}
+
+fn probe() -> serde_json::Value {
+    let h = hist(&[1_000_000, 2_000_000, 3_000_000]);
+    let mut body = ProbeBody {
+        summary: ProbeSummary {
+            protocol: "udp".into(),
+            sent: 4,
+            received: 3,
+            lost: 1,
+            rtt_ms: h.summary(),
+            ..ProbeSummary::default()
+        },
+        health: crate::probe::Health {
+            cpu_pct: 12.5,
+            ..Default::default()
+        },
+        latency: BTreeMap::new(),
+        errors: errors(),
+        histograms: ProbeHistograms {
+            rtt: h.to_serialized(),
+            rtt_corrected: None,
+            ipdv: Histogram::new().to_serialized(),
+            connect: None,
+            first_packet: None,
+        },
+        intervals: vec![IntervalRecord {
+            index: 0,
+            end_s: 1.0,
+            sent: 4,
+            received: 3,
+            lost: 1,
+            loss_pct: 25.0,
+            pps: 4.0,
+            rtt_ms: h.summary(),
+            histogram: h.to_serialized(),
+            ..IntervalRecord::default()
+        }],
+    };
+    body.latency
+        .insert("udp".into(), NptLatency::from(&body.summary.rtt_ms));
+    doc("probe", body)
+}
+
+fn run() -> serde_json::Value {
+    let (tcp, quic) = (hist(&[5_000_000, 6_000_000]), hist(&[50_000_000]));
+    let mut histograms = BTreeMap::new();
+    histograms.insert("proto.tcp.latency".to_string(), tcp.to_serialized());
+    histograms.insert("proto.quic.latency".to_string(), quic.to_serialized());
+    histograms.insert(
+        "health.timer_lateness".to_string(),
+        hist(&[1]).to_serialized(),
+    );
+    let body = RunBody {
+        summary: RunSummary {
+            requests: 3,
+            ..RunSummary::default()
+        },
+        health: crate::run::RunHealth {
+            cpu_pct: 40.0,
+            max_rss_bytes: 7,
+            ..Default::default()
+        },
+        latency: BTreeMap::new(),
+        errors: errors(),
+        protocols: BTreeMap::new(),
+        activities: BTreeMap::new(),
+        histograms,
+        intervals: vec![RunInterval {
+            index: 2,
+            start_s: 2.0,
+            end_s: 2.5,
+            requests: 3,
+            errors: 1,
+            latency_ms: tcp.summary(),
+            histogram: tcp.to_serialized(),
+            ..RunInterval::default()
+        }],
+    };
+    doc("run", body)
+}
+
+fn http() -> serde_json::Value {
+    let h = hist(&[200_000; 4]);
+    let mut hosts = BTreeMap::new();
+    hosts.insert("a.test".to_string(), h.to_serialized());
+    let body = HttpBody {
+        summary: HttpSummary {
+            url: "http://127.0.0.1:1/".into(),
+            method: "GET".into(),
+            protocol: "http/1.1".into(),
+            connections: 1,
+            streams: 1,
+            requests: 4,
+            latency_ms: h.summary(),
+            ..HttpSummary::default()
+        },
+        hosts: BTreeMap::new(),
+        cold_start: None,
+        health: Default::default(),
+        latency: BTreeMap::new(),
+        errors: errors(),
+        histograms: HttpHistograms {
+            latency: h.to_serialized(),
+            latency_uncorrected: None,
+            ttfb: h.to_serialized(),
+            connect: Histogram::new().to_serialized(),
+            tls: None,
+            proxy: None,
+            hosts,
+        },
+        intervals: vec![HttpInterval {
+            index: 0,
+            end_s: 1.0,
+            requests: 4,
+            rps: 4.0,
+            latency_ms: h.summary(),
+            histogram: h.to_serialized(),
+            ..HttpInterval::default()
+        }],
+    };
+    doc("http", body)
+}
+
+#[test]
+fn every_kind_reads_into_one_type_and_writes_back_the_same_json() {
+    for (kind, json) in [("probe", probe()), ("run", run()), ("http", http())] {
+        let r = from_value("f.json", json.clone()).unwrap();
+        assert_eq!(r.body.kind(), kind);
+        assert_eq!(r.kind, kind);
+        assert_eq!(serde_json::to_value(&r).unwrap(), json, "{kind}");
+        assert_eq!(r.body.errors().total_errors, 1, "{kind}");
+        assert_eq!(r.body.errors().attempts, Some(10), "{kind}");
+    }
+}
+
+#[test]
+fn the_shared_views_come_from_each_kinds_own_fields() {
+    let p = from_value("p", probe()).unwrap().body;
+    let iv = &p.intervals()[0];
+    assert_eq!((iv.rate, iv.completed, iv.loss_pct), (4.0, 3, Some(25.0)));
+    assert_eq!(p.latency()["udp"].max_ms, iv.latency_ms.max);
+    assert_eq!(p.health().cpu_pct, 12.5);
+    assert_eq!(
+        p.histograms().keys().collect::<Vec<_>>(),
+        vec!["ipdv", "rtt"]
+    );
+    assert_eq!(p.headline().count(), 3);
+
+    let r = from_value("r", run()).unwrap().body;
+    let iv = &r.intervals()[0];
+    assert_eq!(
+        (iv.index, iv.rate, iv.errors, iv.loss_pct),
+        (2, 6.0, 1, None)
+    );
+    assert_eq!((r.health().cpu_pct, r.health().max_rss_bytes), (40.0, 7));
+    // Run's headline is every protocol's request latency added exactly, no timer lateness.
+    let all = hist(&[5_000_000, 6_000_000, 50_000_000]);
+    assert_eq!(r.headline().summary(), all.summary());
+    assert!(r.histograms().contains_key("proto.quic.latency"));
+
+    let h = from_value("h", http()).unwrap().body;
+    assert_eq!(h.intervals()[0].rate, 4.0);
+    assert!(h.histograms().contains_key("hosts.a.test"));
+    assert_eq!(h.headline().count(), 4);
+}
+
+#[test]
+fn unreadable_documents_are_errors_that_name_the_file() {
+    let mut old = probe();
+    old["schema"] = "npt.result.v0".into();
+    let e = from_value("old.json", old).unwrap_err().to_string();
+    assert!(e.contains("old.json") && e.contains("npt.result.v0"), "{e}");
+    let mut ping = probe();
+    ping["kind"] = "ping".into();
+    let e = from_value("ping.json", ping).unwrap_err();
+    assert!(matches!(e, ReadError::Kind(..)), "{e}");
+    let mut broken = run();
+    broken["intervals"] = "no".into();
+    let e = from_value("b.json", broken).unwrap_err().to_string();
+    assert!(e.starts_with("b.json: a run document"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.json");
+    std::fs::write(&cut, &http().to_string()[..100]).unwrap();
+    let e = read(&cut).unwrap_err().to_string();
+    assert!(e.contains("cut.json: not a result document"), "{e}");
+}
+
+#[test]
+fn the_text_of_any_kind_is_its_commands_text() {
+    let json = http();
+    let typed: Document<HttpBody> = serde_json::from_value(json.clone()).unwrap();
+    let (mut direct, mut any) = (Vec::new(), Vec::new());
+    crate::http::write_text(&mut direct, &typed).unwrap();
+    write_text(&mut any, &from_value("h", json).unwrap()).unwrap();
+    assert_eq!(any, direct);
+    for json in [probe(), run()] {
+        let mut out = Vec::new();
+        write_text(&mut out, &from_value("x", json).unwrap()).unwrap();
+        assert!(!out.is_empty());
+    }
+}
+
+#[test]
+fn old_error_kind_names_read_in_the_one_vocabulary() {
+    let mut json = http();
+    json["errors"]["by_kind"] = serde_json::json!({
+        "connect": {"count": 2, "examples": ["connect: no route"]},
+        "io": {"count": 1, "examples": ["x"]},
+        "aborted": {"count": 3, "examples": ["a"]}});
+    let r = from_value("old.json", json).unwrap();
+    let k = &r.body.errors().by_kind;
+    assert_eq!((k.get("io"), k.get("reset"), k.get("connect")), (3, 3, 0));
+    for (kind, _) in ERROR_KINDS {
+        assert_eq!(error_kind(kind), *kind, "the vocabulary maps to itself");
+    }
+}

@@ -1,0 +1,249 @@
+//! The activities a user carries out over TCP and QUIC: web visits (a page = its own
+//! connection, the handshake-sized exchange, then request rounds), large transfers, and QUIC
+//! visits with concurrent streams.
+
+use super::*;
+
+pub(super) async fn tcp_connect(
+    ctx: &Ctx,
+    target: SocketAddr,
+) -> Result<(TcpStream, Instant), Fail> {
+    let t = Instant::now();
+    let s = match &ctx.cfg.targets.via {
+        None => ctx.io("connect", TcpStream::connect(target)).await?,
+        Some(via) => {
+            let host = target.ip().to_string();
+            let tunnel = npt_proxy::connect_async::tcp_connect(via, &host, target.port());
+            let (s, phases) = match tokio::time::timeout(ctx.cfg.timeout, tunnel).await {
+                Ok(Ok(x)) => x,
+                Ok(Err(e)) => return Err(Fail::new(e.kind(), format!("via {via}: {e}"))),
+                Err(_) => return Err(Fail::timeout("proxy handshake")),
+            };
+            ctx.col.proxy(Proto::Tcp, phases.auth_ns + phases.reply_ns);
+            s
+        }
+    };
+    ctx.col.connect(Proto::Tcp, t.elapsed().as_nanos() as u64);
+    let _ = s.set_nodelay(true);
+    Ok((s, t))
+}
+
+pub(super) async fn web_visit(
+    ctx: &Ctx,
+    ch: &mut Chooser,
+    id: u64,
+    target: SocketAddr,
+) -> Result<(), Fail> {
+    let shape: &Shape = &ctx.cfg.shape;
+    let pages = ch.pages(shape);
+    for p in 0..pages {
+        let plan = ch.page(shape);
+        web_page(ctx, ch, id, target, plan).await?;
+        if p + 1 < pages {
+            let d = ch.pause(shape);
+            ctx.sleep_until(Instant::now() + d).await;
+        }
+    }
+    Ok(())
+}
+
+/// One page: its own connection, the handshake-sized exchange, then the request rounds.
+pub(super) async fn web_page(
+    ctx: &Ctx,
+    ch: &mut Chooser,
+    id: u64,
+    target: SocketAddr,
+    plan: PagePlan,
+) -> Result<(), Fail> {
+    let shape = &ctx.cfg.shape;
+    let (mut s, t_connect) = tcp_connect(ctx, target).await?;
+    let _conn = ctx.col.conn_open(Proto::Tcp);
+    let (mut r, mut w) = s.split();
+    let hs = exchange(
+        ctx,
+        Activity::Web,
+        &mut r,
+        &mut w,
+        id,
+        0,
+        plan.handshake_up,
+        plan.handshake_down,
+        usize::MAX,
+    )
+    .await?;
+    ctx.col.handshake(Proto::Tcp, hs.total.as_nanos() as u64);
+    ctx.col.bytes(
+        Activity::Web,
+        frame_len(plan.handshake_up) as u64,
+        frame_len(plan.handshake_down) as u64,
+    );
+    for round in 0..plan.rounds {
+        let (up, down) = ch.web_round(shape);
+        let x = exchange(
+            ctx,
+            Activity::Web,
+            &mut r,
+            &mut w,
+            id,
+            1 + round as u64,
+            up,
+            down,
+            usize::MAX,
+        )
+        .await?;
+        ctx.col.request(
+            Activity::Web,
+            frame_len(up) as u64,
+            frame_len(down) as u64,
+            x.total.as_nanos() as u64,
+        );
+        if round == 0 {
+            ctx.col
+                .first_request(Proto::Tcp, t_connect.elapsed().as_nanos() as u64);
+        }
+        if round + 1 < plan.rounds {
+            let d = ch.pause(shape);
+            ctx.sleep_until(Instant::now() + d).await;
+        }
+    }
+    Ok(())
+}
+
+/// One large download (a small request, `n` bytes back) or upload (`n` bytes up, a header
+/// back), moved in chunks of `--chunk` bytes.
+pub(super) async fn transfer(
+    ctx: &Ctx,
+    a: Activity,
+    id: u64,
+    target: SocketAddr,
+    n: u64,
+) -> Result<(), Fail> {
+    let (mut s, t_connect) = tcp_connect(ctx, target).await?;
+    let _conn = ctx.col.conn_open(Proto::Tcp);
+    let (mut r, mut w) = s.split();
+    let chunk = ctx.cfg.shape.transfer.chunk.clamp(1, 1 << 20) as usize;
+    let (up, down) = if a == Activity::Download {
+        (256, n)
+    } else {
+        (n, HEADER_LEN as u64)
+    };
+    let x = exchange(ctx, a, &mut r, &mut w, id, 0, up, down, chunk).await?;
+    let (up, down) = (frame_len(up) as u64, frame_len(down) as u64);
+    ctx.col.request(a, up, down, x.total.as_nanos() as u64);
+    ctx.col
+        .first_request(Proto::Tcp, t_connect.elapsed().as_nanos() as u64);
+    ctx.col.ttfb(a, x.ttfb.as_nanos() as u64);
+    ctx.col.transfer(a, up.max(down), x.total.as_nanos() as u64);
+    Ok(())
+}
+
+/// One QUIC visit: connect (the handshake), the main document, then the resources on
+/// concurrent bidirectional streams of the same connection.
+pub(super) async fn quic_visit(ctx: &Arc<Ctx>, ch: &mut Chooser, id: u64) -> Result<(), Fail> {
+    let (Some(ep), Some(target)) = (&ctx.quic, ctx.cfg.targets.quic) else {
+        return Err(Fail::new("config", "no QUIC endpoint"));
+    };
+    let shape = &ctx.cfg.shape;
+    let plan = ch.quic_visit(shape);
+    let t = Instant::now();
+    let connecting = ep
+        .connect(target, &ctx.cfg.targets.quic_server_name)
+        .map_err(|e| Fail::new("local", format!("connect: {e}")))?;
+    let conn = match tokio::time::timeout(ctx.cfg.timeout, connecting).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            return Err(Fail::new(
+                quic::classify_connection(&e),
+                format!("handshake: {e}"),
+            ))
+        }
+        Err(_) => return Err(Fail::timeout("handshake")),
+    };
+    let hs = t.elapsed().as_nanos() as u64;
+    ctx.col.connect(Proto::Quic, hs);
+    ctx.col.handshake(Proto::Quic, hs);
+    let _conn = ctx.col.conn_open(Proto::Quic);
+    let result = async {
+        let (up, down) = (plan.doc_up, plan.doc_down);
+        let x = quic_request(ctx, &conn, id, 0, up, down).await?;
+        ctx.col.request(
+            Activity::Quic,
+            frame_len(up) as u64,
+            frame_len(down) as u64,
+            x.as_nanos() as u64,
+        );
+        ctx.col
+            .first_request(Proto::Quic, t.elapsed().as_nanos() as u64);
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..plan.resources {
+            let (up, down) = ch.quic_resource(shape);
+            let ctx = ctx.clone();
+            let conn = conn.clone();
+            set.spawn(async move {
+                let r = quic_request(&ctx, &conn, id, 1 + i as u64, up, down).await;
+                (r, up, down)
+            });
+        }
+        let mut first_err = None;
+        while let Some(j) = set.join_next().await {
+            match j {
+                Ok((Ok(d), up, down)) => ctx.col.request(
+                    Activity::Quic,
+                    frame_len(up) as u64,
+                    frame_len(down) as u64,
+                    d.as_nanos() as u64,
+                ),
+                Ok((Err(f), _, _)) => {
+                    // Every failed stream counts; the visit fails once, with the first.
+                    if first_err.is_none() {
+                        first_err = Some(f);
+                    } else {
+                        ctx.col.error(Activity::Quic, f.kind, || f.msg);
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        match first_err {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+    .await;
+    conn.close(0u32.into(), b"visit over");
+    result
+}
+
+pub(super) async fn quic_request(
+    ctx: &Ctx,
+    conn: &quinn::Connection,
+    id: u64,
+    seq: u64,
+    up: u64,
+    down: u64,
+) -> Result<Duration, Fail> {
+    let (mut send, mut recv) = match tokio::time::timeout(ctx.cfg.timeout, conn.open_bi()).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            return Err(Fail::new(
+                quic::classify_connection(&e),
+                format!("open stream: {e}"),
+            ))
+        }
+        Err(_) => return Err(Fail::timeout("open stream")),
+    };
+    let x = exchange(
+        ctx,
+        Activity::Quic,
+        &mut recv,
+        &mut send,
+        id,
+        seq,
+        up,
+        down,
+        usize::MAX,
+    )
+    .await?;
+    let _ = send.finish();
+    Ok(x.total)
+}

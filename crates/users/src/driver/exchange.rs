@@ -1,0 +1,215 @@
+//! The framed request/response exchange over any byte stream: request headers, payload cut
+//! from one shared fill, vectored writes, responses read and dropped into a per-thread scratch,
+//! with progress required within the timeout for every piece.
+
+use super::*;
+
+/// 64 KiB of incompressible bytes every request payload is cut from (no per-request fill).
+pub(super) fn fill() -> &'static [u8] {
+    static FILL: OnceLock<Vec<u8>> = OnceLock::new();
+    FILL.get_or_init(|| {
+        let mut v = vec![0u8; 64 * 1024];
+        npt_wire::fill::fill(npt_wire::Fill::Random, 0x7573_6572, 0, &mut v);
+        v
+    })
+}
+
+pub(super) fn frame_len(n: u64) -> u32 {
+    n.clamp(HEADER_LEN as u64, MAX_FRAME_LEN as u64) as u32
+}
+
+pub(super) fn request_header(ctx: &Ctx, id: u64, seq: u64, up: u32, down: u32) -> [u8; HEADER_LEN] {
+    let mut hdr = [0u8; HEADER_LEN];
+    let h = Header {
+        kind: Kind::Request,
+        flags: 0,
+        frame_len: up,
+        reply_len: down,
+        flow: id as u32,
+        status: 0,
+        seq,
+        send_ts: ctx.now_ns(),
+        token: ctx.cfg.token,
+    };
+    // Cannot fail: the buffer is exactly one header long.
+    let _ = h.encode(&mut hdr);
+    hdr
+}
+
+/// When the response's first bytes and last byte arrived.
+pub(super) struct Exchange {
+    pub(super) ttfb: Duration,
+    pub(super) total: Duration,
+}
+
+/// Progress needed within one `--timeout`: a transfer may take longer than the timeout as
+/// long as every piece of this size moves within it.
+pub(super) const PIECE: usize = 1 << 20;
+
+thread_local! {
+    /// Where response payloads are read and dropped: one buffer per worker thread instead of
+    /// one per connection (10,000 users × 16 KiB would be 160 MB for nothing).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
+}
+
+/// Writes `hdr[*hdr_off..]` and then `body` payload bytes cut from the fill, at most `chunk`
+/// payload bytes per write call; header and first payload bytes go in one vectored write.
+pub(super) async fn write_frame<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    hdr: &[u8; HEADER_LEN],
+    hdr_off: &mut usize,
+    mut body: usize,
+    chunk: usize,
+) -> io::Result<()> {
+    let fill = fill();
+    std::future::poll_fn(|cx| loop {
+        if *hdr_off == HEADER_LEN && body == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let n = body.min(chunk).min(fill.len());
+        let bufs = [
+            io::IoSlice::new(&hdr[*hdr_off..]),
+            io::IoSlice::new(&fill[..n]),
+        ];
+        match Pin::new(&mut *w).poll_write_vectored(cx, &bufs) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+            Poll::Ready(Ok(k)) => {
+                let h = k.min(HEADER_LEN - *hdr_off);
+                *hdr_off += h;
+                body -= k - h;
+            }
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// Reads `n` bytes of the response (of `total`, `*got` read so far) into the per-thread
+/// scratch and drops them, keeping the first [`HEADER_LEN`] bytes in `head`.
+pub(super) async fn read_discard<R: AsyncRead + Unpin>(
+    r: &mut R,
+    head: &mut [u8; HEADER_LEN],
+    got: &mut usize,
+    n: usize,
+    first: &mut Option<Instant>,
+) -> io::Result<()> {
+    let end = *got + n;
+    std::future::poll_fn(|cx| {
+        while *got < end {
+            let step = SCRATCH.with(|s| {
+                let mut s = s.borrow_mut();
+                let want = (end - *got).min(s.len());
+                let mut rb = ReadBuf::new(&mut s[..want]);
+                match Pin::new(&mut *r).poll_read(cx, &mut rb) {
+                    Poll::Ready(Ok(())) => {
+                        let filled = rb.filled();
+                        if filled.is_empty() {
+                            return Poll::Ready(Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "connection closed mid-response",
+                            )));
+                        }
+                        if first.is_none() {
+                            *first = Some(Instant::now());
+                        }
+                        if *got < HEADER_LEN {
+                            let k = (HEADER_LEN - *got).min(filled.len());
+                            head[*got..*got + k].copy_from_slice(&filled[..k]);
+                        }
+                        Poll::Ready(Ok(filled.len()))
+                    }
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                    Poll::Pending => Poll::Pending,
+                }
+            });
+            match step {
+                Poll::Ready(Ok(k)) => *got += k,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    })
+    .await
+}
+
+pub(super) fn check_response(head: &[u8; HEADER_LEN], seq: u64, down: u32) -> Result<(), Fail> {
+    let h = Header::decode(head).map_err(|e| Fail::new("protocol", format!("response: {e}")))?;
+    if h.kind != Kind::Response || h.seq != seq {
+        return Err(Fail::new(
+            "protocol",
+            format!("expected response {seq}, got {:?} {}", h.kind, h.seq),
+        ));
+    }
+    if h.frame_len != down {
+        return Err(Fail::new(
+            "protocol",
+            format!(
+                "asked for {down} bytes, server answers {} (server limits?)",
+                h.frame_len
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One framed request of `up` bytes answered by `down` bytes, over any byte stream, without
+/// a buffer of its own. Each [`PIECE`] must move within the timeout.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn exchange<R, W>(
+    ctx: &Ctx,
+    act: Activity,
+    r: &mut R,
+    w: &mut W,
+    id: u64,
+    seq: u64,
+    up: u64,
+    down: u64,
+    chunk: usize,
+) -> Result<Exchange, Fail>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let (up, down) = (frame_len(up), frame_len(down));
+    let chunk = chunk.clamp(1, 64 * 1024);
+    let _in_flight = ctx.inflight.enter(ctx.now_ns(), act);
+    let t = Instant::now();
+    let hdr = request_header(ctx, id, seq, up, down);
+    let mut hdr_off = 0;
+    let mut body = up as usize - HEADER_LEN;
+    loop {
+        let piece = body.min(PIECE);
+        ctx.io("send", write_frame(w, &hdr, &mut hdr_off, piece, chunk))
+            .await?;
+        body -= piece;
+        if body == 0 {
+            break;
+        }
+    }
+    ctx.io("send", w.flush()).await?;
+    let mut head = [0u8; HEADER_LEN];
+    let mut got = 0usize;
+    let mut first = None;
+    // The header (and whatever follows it in the same read), checked before the rest.
+    ctx.io(
+        "receive",
+        read_discard(r, &mut head, &mut got, HEADER_LEN, &mut first),
+    )
+    .await?;
+    check_response(&head, seq, down)?;
+    let total = down as usize;
+    while got < total {
+        let piece = (total - got).min(PIECE);
+        ctx.io(
+            "receive",
+            read_discard(r, &mut head, &mut got, piece, &mut first),
+        )
+        .await?;
+    }
+    Ok(Exchange {
+        ttfb: first.map_or(Duration::ZERO, |f| f.saturating_duration_since(t)),
+        total: t.elapsed(),
+    })
+}

@@ -1,0 +1,494 @@
+//! The tokio driver: one task per user, asking the [`model`](crate::model) what to do and
+//! carrying it out on real sockets (TCP, one shared QUIC client endpoint, UDP), reporting
+//! every measurement to the [`Collector`].
+//!
+//! Timing points (DESIGN.md rule 2): a request's latency runs from just before its first byte
+//! is handed to the socket to just after its last response byte is read. Connect and
+//! handshake are timed apart; "first request" runs from the connect start to the end of the
+//! first request of that connection. Requests still in flight when the run stops are
+//! abandoned: neither counted nor errors.
+//!
+//! This module holds the run's configuration, its runtime and each user's life; the jobs a
+//! user's steps need live beside it: `fail` (error classes), `exchange` (the framed
+//! request/response codec over any byte stream), `activities` (web, transfers, QUIC) and
+//! `game` (UDP echo with the sequence window and jitter).
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use npt_report::run::RunBody;
+use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
+use npt_wire::{Outcome, Window};
+use std::pin::Pin;
+use std::task::Poll;
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpStream, UdpSocket};
+use tokio::sync::watch;
+
+use crate::collect::{Collector, GameCounts};
+use crate::config::{Activity, Load, Proto, Shape, Targets};
+use crate::model::{self, Chooser, PagePlan, Step, User};
+use crate::quic::{self, QuicTrust};
+
+mod activities;
+mod exchange;
+mod fail;
+mod game;
+
+use activities::*;
+use exchange::*;
+pub use fail::classify_io;
+use fail::*;
+use game::*;
+
+/// Everything a run needs.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub targets: Targets,
+    pub load: Load,
+    pub duration: Duration,
+    pub shape: Shape,
+    pub seed: u64,
+    /// Access token put in every frame (0 = none).
+    pub token: u64,
+    /// Connect, handshake and per-read/write idle timeout.
+    pub timeout: Duration,
+    /// Length of one interval of the series (and of the progress line).
+    pub interval: Duration,
+    pub quic_trust: QuicTrust,
+    /// Tokio worker threads (0 = one per core).
+    pub workers: usize,
+    /// `--metrics`: the snapshot to refresh once per interval, and the labels of every series.
+    pub metrics: Option<(npt_metrics::Published, Vec<(String, String)>)>,
+}
+
+impl RunConfig {
+    /// The effective configuration, for the result document's `config`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let r = |x: crate::config::Range| json!([x.lo, x.hi]);
+        let ms = |x: crate::config::Range| json!([x.lo as f64 / 1e6, x.hi as f64 / 1e6]);
+        let s = &self.shape;
+        let (model, load) = match self.load {
+            Load::Users { users, ramp_up } => (
+                "closed",
+                json!({"users": users, "ramp_up_s": ramp_up.as_secs_f64()}),
+            ),
+            Load::Arrivals {
+                per_sec,
+                max_active,
+            } => (
+                "open",
+                json!({"arrival_rate_per_s": per_sec, "max_active": max_active}),
+            ),
+        };
+        json!({
+            "targets": self.targets.stream.iter().map(|a| format!("tcp://{a}")).collect::<Vec<_>>(),
+            "quic": self.targets.quic.map(|a| a.to_string()),
+            "quic_server_name": self.targets.quic_server_name,
+            "via": self.targets.via.as_ref().map(|v| v.to_string()),
+            "quic_trust": match &self.quic_trust {
+                QuicTrust::Insecure => "insecure",
+                QuicTrust::Roots(_) => "ca",
+            },
+            "model": model,
+            "load": load,
+            "duration_s": self.duration.as_secs_f64(),
+            "mix": s.mix.to_string_compact(),
+            "think_ms": ms(s.think),
+            "seed": self.seed,
+            "token": self.token != 0,
+            "timeout_s": self.timeout.as_secs_f64(),
+            "interval_s": self.interval.as_secs_f64(),
+            "web": {
+                "pages": r(s.web.pages), "rounds": r(s.web.rounds),
+                "handshake_up": r(s.web.handshake_up), "handshake_down": r(s.web.handshake_down),
+                "request_up": r(s.web.request_up), "request_down": r(s.web.request_down),
+                "pause_ms": ms(s.web.pause),
+            },
+            "quic_visit": {
+                "resources": r(s.quic.resources), "doc_up": r(s.quic.doc_up),
+                "doc_down": r(s.quic.doc_down), "resource_up": r(s.quic.resource_up),
+                "resource_down": r(s.quic.resource_down),
+            },
+            "transfer": {
+                "download": r(s.transfer.download), "upload": r(s.transfer.upload),
+                "chunk": s.transfer.chunk,
+            },
+            "game": {
+                "session_ms": ms(s.game.session), "tick_hz": r(s.game.tick_hz),
+                "size": r(s.game.size), "loss_timeout_ms": s.game.loss_timeout.as_secs_f64() * 1e3,
+            },
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot start the runtime: {0}")]
+    Runtime(io::Error),
+    #[error("QUIC: {0}")]
+    Quic(String),
+    #[error("no target for activity {0} (give a tcp://HOST:PORT target)")]
+    NoTarget(&'static str),
+    #[error("activity quic needs --quic HOST:PORT")]
+    NoQuicTarget,
+}
+
+/// A snapshot for the progress line, once per interval.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub active_users: u64,
+    pub active_connections: u64,
+    pub requests: u64,
+    pub errors: u64,
+    pub interval_requests: u64,
+    pub interval_p50_ms: f64,
+    pub interval_p99_ms: f64,
+}
+
+/// What a finished run hands back to be wrapped in a result document.
+pub struct RunOutput {
+    pub body: RunBody,
+    pub started: SystemTime,
+    pub ended: SystemTime,
+    /// `duration` or `signal`.
+    pub stopped_by: &'static str,
+}
+
+struct Ctx {
+    cfg: RunConfig,
+    col: Collector,
+    inflight: crate::inflight::InFlight,
+    t0: Instant,
+    quic: Option<quinn::Endpoint>,
+    alive: AtomicU64,
+}
+
+impl Ctx {
+    fn now_ns(&self) -> u64 {
+        self.t0.elapsed().as_nanos() as u64
+    }
+
+    /// Sleeps until `at` and records how late the wakeup was.
+    async fn sleep_until(&self, at: Instant) {
+        tokio::time::sleep_until(at.into()).await;
+        let late = Instant::now().saturating_duration_since(at);
+        self.col.lateness(late.as_nanos() as u64);
+    }
+
+    async fn io<T>(
+        &self,
+        what: &str,
+        f: impl std::future::Future<Output = io::Result<T>>,
+    ) -> Result<T, Fail> {
+        match tokio::time::timeout(self.cfg.timeout, f).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(Fail::io(what, &e)),
+            Err(_) => Err(Fail::timeout(what)),
+        }
+    }
+}
+
+/// Runs the users until the duration is over or `stop` is set; calls `progress` once per
+/// interval. Builds its own tokio runtime.
+pub fn run(
+    cfg: RunConfig,
+    stop: Arc<AtomicBool>,
+    progress: impl FnMut(&Progress),
+) -> Result<RunOutput, RunError> {
+    for a in Activity::ALL {
+        if cfg.shape.mix.weight(a) == 0 {
+            continue;
+        }
+        if a == Activity::Quic {
+            if cfg.targets.quic.is_none() {
+                return Err(RunError::NoQuicTarget);
+            }
+        } else if cfg.targets.stream.is_empty() {
+            return Err(RunError::NoTarget(a.name()));
+        }
+    }
+    npt_netio::raise_nofile_limit();
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if cfg.workers > 0 {
+        b.worker_threads(cfg.workers);
+    }
+    let rt = b
+        .thread_name("npt-run")
+        .enable_all()
+        .build()
+        .map_err(RunError::Runtime)?;
+    let out = rt.block_on(run_async(cfg, stop, progress));
+    rt.shutdown_timeout(Duration::from_secs(1));
+    out
+}
+
+async fn run_async(
+    cfg: RunConfig,
+    stop: Arc<AtomicBool>,
+    mut progress: impl FnMut(&Progress),
+) -> Result<RunOutput, RunError> {
+    let quic_ep = if cfg.shape.mix.weight(Activity::Quic) > 0 {
+        let target = cfg.targets.quic.ok_or(RunError::NoQuicTarget)?;
+        let ep =
+            quic::client_endpoint(target, &cfg.quic_trust, cfg.timeout).map_err(RunError::Quic)?;
+        // One connection before the run: a certificate we do not trust is a clear error
+        // now, not thousands of classified errors later.
+        quic::preflight(&ep, target, &cfg.targets.quic_server_name, cfg.timeout)
+            .await
+            .map_err(RunError::Quic)?;
+        Some(ep)
+    } else {
+        None
+    };
+    let started = SystemTime::now();
+    let cpu0 = npt_report::cpu_seconds();
+    let ctx = Arc::new(Ctx {
+        cfg: cfg.clone(),
+        col: Collector::new(),
+        inflight: Default::default(),
+        t0: Instant::now(),
+        quic: quic_ep,
+        alive: AtomicU64::new(0),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let end = cfg.duration;
+    match cfg.load {
+        Load::Users { users, ramp_up } => {
+            for i in 0..users {
+                let user = User::new(
+                    cfg.seed,
+                    i as u64,
+                    model::ramp_start(i, users, ramp_up),
+                    end,
+                );
+                spawn_user(&ctx, user, i as u64, stop_rx.clone());
+            }
+        }
+        Load::Arrivals {
+            per_sec,
+            max_active,
+        } => {
+            let ctx2 = ctx.clone();
+            let rx = stop_rx.clone();
+            tokio::spawn(async move {
+                let mut stop = rx.clone();
+                let spawner = async {
+                    for k in 0u64.. {
+                        let at = model::arrival_at(k, per_sec);
+                        if at >= end {
+                            break;
+                        }
+                        ctx2.sleep_until(ctx2.t0 + at).await;
+                        if ctx2.alive.load(Ordering::Relaxed) >= max_active as u64 {
+                            ctx2.col.arrivals_dropped.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        spawn_user(
+                            &ctx2,
+                            User::visitor(ctx2.cfg.seed, k, at, end),
+                            k,
+                            rx.clone(),
+                        );
+                    }
+                };
+                tokio::select! {
+                    _ = stop.wait_for(|s| *s) => {}
+                    _ = spawner => {}
+                }
+            });
+        }
+    }
+
+    // The clock of the run: intervals, progress, the end, signals.
+    let mut stopped_by = "duration";
+    let mut next_interval = cfg.interval;
+    let mut last_cut = Duration::ZERO;
+    loop {
+        let now = ctx.t0.elapsed();
+        if stop.load(Ordering::Relaxed) {
+            stopped_by = "signal";
+            break;
+        }
+        if now >= end {
+            break;
+        }
+        if now >= next_interval {
+            let rec = ctx
+                .col
+                .close_interval(last_cut.as_secs_f64(), now.as_secs_f64());
+            last_cut = now;
+            next_interval += cfg.interval;
+            publish_metrics(&cfg, &ctx.col);
+            progress(&Progress {
+                elapsed: now,
+                active_users: ctx.col.active_users.load(Ordering::Relaxed),
+                active_connections: ctx.col.active_conns.load(Ordering::Relaxed),
+                requests: ctx.col.requests_total(),
+                errors: ctx.col.errors_total(),
+                interval_requests: rec.requests,
+                interval_p50_ms: rec.latency_ms.p50,
+                interval_p99_ms: rec.latency_ms.p99,
+            });
+        }
+        let wake =
+            (ctx.t0 + next_interval.min(end)).min(Instant::now() + Duration::from_millis(50));
+        tokio::time::sleep_until(wake.into()).await;
+    }
+    let ran = ctx.t0.elapsed();
+    // What the end cuts off, read before the users' futures (and their guards) are dropped.
+    let cut = ctx
+        .inflight
+        .cut(ctx.now_ns(), ctx.cfg.timeout.as_nanos() as u64);
+    for a in &cut.timed_out {
+        ctx.col.error(*a, "timeout", || {
+            format!(
+                "no answer within {:?}, still waiting when the run ended",
+                ctx.cfg.timeout
+            )
+        });
+    }
+    let _ = stop_tx.send(true);
+    // Users leave at once (their futures are dropped at the next poll); wait a bounded time.
+    let give_up = Instant::now() + Duration::from_secs(3);
+    while ctx.alive.load(Ordering::Relaxed) > 0 && Instant::now() < give_up {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if ran > last_cut + Duration::from_millis(1) {
+        ctx.col
+            .close_interval(last_cut.as_secs_f64(), ran.as_secs_f64());
+    }
+    if let Some(ep) = &ctx.quic {
+        ep.close(0u32.into(), b"run over");
+    }
+    publish_metrics(&cfg, &ctx.col);
+    let ended = SystemTime::now();
+    let cpu1 = npt_report::cpu_seconds();
+    let secs = ran.as_secs_f64();
+    let m = ctx
+        .col
+        .finish(secs, cfg.shape.game.loss_timeout.as_secs_f64() * 1e3);
+    let mut summary = m.summary;
+    let (model_name, users, rate, ramp) = match cfg.load {
+        Load::Users { users, ramp_up } => ("closed", users, None, ramp_up.as_secs_f64()),
+        Load::Arrivals {
+            per_sec,
+            max_active,
+        } => ("open", max_active, Some(per_sec), 0.0),
+    };
+    summary.model = model_name.to_string();
+    summary.targets = cfg
+        .targets
+        .stream
+        .iter()
+        .map(|a| format!("tcp://{a}"))
+        .collect();
+    summary.quic_target = cfg.targets.quic.map(|a| a.to_string());
+    summary.users = users;
+    summary.arrival_rate_per_s = rate;
+    summary.mix = cfg.shape.mix.to_string_compact();
+    summary.seed = cfg.seed;
+    summary.duration_s = secs;
+    summary.ramp_up_s = ramp;
+    summary.in_flight_at_end = cut.count;
+    summary.oldest_in_flight_ms = cut.oldest_ns as f64 / 1e6;
+    let mut health = m.health;
+    health.cpu_user_s = cpu1.0 - cpu0.0;
+    health.cpu_sys_s = cpu1.1 - cpu0.1;
+    health.cpu_pct = (health.cpu_user_s + health.cpu_sys_s) * 100.0 / secs.max(1e-9);
+    health.max_rss_bytes = npt_report::max_rss_bytes();
+    // Requests started: completed, failed (the timed-out ones among those still in flight
+    // included), and the rest of those still in flight.
+    let attempts = summary.requests + m.errors.total_errors + cut.count
+        - (cut.timed_out.len() as u64).min(cut.count);
+    Ok(RunOutput {
+        body: RunBody {
+            summary,
+            health,
+            latency: m.latency,
+            errors: npt_report::probe::Errors::new(m.errors.by_kind, attempts),
+            protocols: m.protocols,
+            activities: m.activities,
+            histograms: m.histograms,
+            intervals: m.intervals,
+        },
+        started,
+        ended,
+        stopped_by,
+    })
+}
+
+struct Alive<'a>(&'a AtomicU64);
+
+impl Drop for Alive<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn spawn_user(ctx: &Arc<Ctx>, user: User, id: u64, mut stop: watch::Receiver<bool>) {
+    let ctx = ctx.clone();
+    ctx.alive.fetch_add(1, Ordering::Relaxed);
+    tokio::spawn(async move {
+        let _alive = Alive(&ctx.alive);
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => {}
+            _ = user_life(&ctx, user, id) => {}
+        }
+    });
+}
+
+async fn user_life(ctx: &Arc<Ctx>, mut user: User, id: u64) {
+    let mut active = None;
+    let targets = &ctx.cfg.targets.stream;
+    let target = (!targets.is_empty()).then(|| targets[id as usize % targets.len()]);
+    loop {
+        match user.next(ctx.t0.elapsed(), &ctx.cfg.shape) {
+            Step::WaitUntil(t) => ctx.sleep_until(ctx.t0 + t).await,
+            Step::Act(a) => {
+                if active.is_none() {
+                    active = Some(ctx.col.user_active());
+                }
+                ctx.col.session(a);
+                let r = match (a, target) {
+                    (Activity::Quic, _) => quic_visit(ctx, &mut user.chooser, id).await,
+                    (_, None) => Err(Fail::new("config", "no target")),
+                    (Activity::Web, Some(t)) => web_visit(ctx, &mut user.chooser, id, t).await,
+                    (Activity::Download, Some(t)) => {
+                        let n = user.chooser.download(&ctx.cfg.shape);
+                        transfer(ctx, Activity::Download, id, t, n).await
+                    }
+                    (Activity::Upload, Some(t)) => {
+                        let n = user.chooser.upload(&ctx.cfg.shape);
+                        transfer(ctx, Activity::Upload, id, t, n).await
+                    }
+                    (Activity::Game, Some(t)) => game(ctx, &mut user.chooser, id, t).await,
+                };
+                match r {
+                    Ok(()) => ctx.col.session_completed(a),
+                    Err(f) => ctx.col.error(a, f.kind, || f.msg),
+                }
+            }
+            Step::Done => break,
+        }
+    }
+}
+
+/// `--metrics`: the totals so far, for the next scrape (once per interval and at the end).
+fn publish_metrics(cfg: &RunConfig, col: &Collector) {
+    if let Some((published, labels)) = &cfg.metrics {
+        let l: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut s = npt_metrics::Snapshot::new();
+        col.export(&mut s, &l);
+        published.publish(s);
+    }
+}
