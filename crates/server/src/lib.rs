@@ -25,11 +25,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use npt_wire::auth::ServerAuth;
 use socket2::{Domain, Protocol, Socket, Type};
 
 pub use budget::{BudgetLimits, ReplyBudget};
 pub use limiter::Limits;
 pub use stream::Timeouts;
+pub use udp::{MAX_SESSIONS, SESSION_IDLE_NS};
 
 /// How often refusals are summarized on stderr (only when something changed).
 pub const LOG_EVERY: Duration = Duration::from_secs(5);
@@ -38,9 +40,19 @@ pub const LOG_EVERY: Duration = Duration::from_secs(5);
 pub struct ServeConfig {
     /// Addresses to serve TCP and UDP on (port 0: one free port, the same for both).
     pub listen: Vec<SocketAddr>,
-    /// Required access token (see `npt_wire::frame::token_from_secret`); None = open.
-    pub token: Option<u64>,
+    /// The shared secret of `--token`: TCP and UDP clients must complete the keyed handshake
+    /// ([`npt_wire::auth`]); QUIC streams (inside TLS) carry `token_from_secret` of it.
+    /// None = open.
+    pub token: Option<String>,
+    /// UDP limits for sources that proved nothing ([`Limits::safe`] by default).
     pub limits: Limits,
+    /// UDP limits for authenticated sessions and exempt sources ([`Limits::open`]).
+    pub session_limits: Limits,
+    /// Loopback sources get `session_limits`, raw UDP echo and no reply budget: they cannot
+    /// be forged from the network, and benchmarks run there.
+    pub exempt_loopback: bool,
+    /// Raw UDP echo for every source (else loopback only): it reflects anything.
+    pub raw_echo: bool,
     /// TCP connections served at once; further ones are accepted, closed at once and counted.
     /// `npt serve` derives the default from the open-file limit ([`fdlimit`]).
     pub max_tcp_conns: usize,
@@ -57,7 +69,10 @@ impl Default for ServeConfig {
         ServeConfig {
             listen: vec![SocketAddr::from(([0, 0, 0, 0], 7777))],
             token: None,
-            limits: Limits::default(),
+            limits: Limits::safe(),
+            session_limits: Limits::open(),
+            exempt_loopback: true,
+            raw_echo: false,
             max_tcp_conns: fdlimit::MAX_DEFAULT_CONNS,
             timeouts: Timeouts::default(),
             budget: BudgetLimits::default(),
@@ -81,6 +96,10 @@ pub struct StreamCounters {
     pub tx_bytes: AtomicU64,
     /// Streams closed for a missing or wrong token (or raw echo while a token is required).
     pub refused_token: AtomicU64,
+    /// Streams closed for a failed handshake (wrong secret, bad message) under `--token`.
+    pub refused_handshake: AtomicU64,
+    /// Streams closed for a frame whose session tag does not verify.
+    pub refused_mac: AtomicU64,
     /// `Request`s refused because the source address's reply budget did not hold them.
     pub refused_budget: AtomicU64,
     /// Frames that do not decode, replies sent to us, and frames cut short by the peer.
@@ -94,10 +113,12 @@ pub struct StreamCounters {
 }
 
 impl StreamCounters {
-    fn refusals(&self) -> [u64; 6] {
+    fn refusals(&self) -> [u64; 8] {
         let g = Counters::get;
         [
             g(&self.refused_token),
+            g(&self.refused_handshake),
+            g(&self.refused_mac),
             g(&self.refused_budget),
             g(&self.malformed),
             g(&self.closed_idle),
@@ -107,9 +128,9 @@ impl StreamCounters {
     }
 
     fn refusals_text(&self) -> String {
-        let [token, budget, malformed, idle, read, write] = self.refusals();
+        let [token, handshake, mac, budget, malformed, idle, read, write] = self.refusals();
         format!(
-            "token {token} budget {budget} malformed {malformed}; closed idle {idle} stalled-read {read} stalled-write {write}"
+            "token {token} handshake {handshake} bad-mac {mac} budget {budget} malformed {malformed}; closed idle {idle} stalled-read {read} stalled-write {write}"
         )
     }
 }
@@ -122,8 +143,22 @@ pub struct Counters {
     pub udp_tx: AtomicU64,
     pub udp_tx_bytes: AtomicU64,
     pub udp_errors: AtomicU64,
-    /// UDP datagrams refused for a missing or wrong token.
+    /// UDP datagrams refused for a missing token (raw echo or unsealed frames under
+    /// `--token`; handshakes or sealed frames without it).
     pub udp_refused_token: AtomicU64,
+    /// Raw UDP datagrams from non-loopback sources without `--raw-echo`.
+    pub udp_refused_raw: AtomicU64,
+    /// Handshake messages refused: wrong secret, forged, expired or foreign cookie, bad
+    /// length, session table full.
+    pub udp_auth_handshake: AtomicU64,
+    /// Sealed frames from an address with no session (e.g. replayed from another socket).
+    pub udp_auth_session: AtomicU64,
+    /// Sealed frames whose tag does not verify.
+    pub udp_auth_mac: AtomicU64,
+    /// Sealed frames whose sequence number was seen before (or is too old).
+    pub udp_auth_replay: AtomicU64,
+    /// Authenticated sessions created (not a refusal).
+    pub udp_sessions: AtomicU64,
     /// UDP datagrams over the per-source packet or byte budget ([`limiter`]).
     pub udp_refused_rate: AtomicU64,
     /// Raw UDP datagrams not echoed because they could start or feed an echo loop
@@ -170,12 +205,18 @@ impl Counters {
     pub fn refusals_line(&self) -> String {
         let g = Counters::get;
         format!(
-            "udp refused: token {} rate {} loop {} malformed {} (clamped {}); tcp refused: conns {} accept-errors {} {}; quic streams refused: {}",
+            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic streams refused: {}",
             g(&self.udp_refused_token),
+            g(&self.udp_refused_raw),
+            g(&self.udp_auth_handshake),
+            g(&self.udp_auth_session),
+            g(&self.udp_auth_mac),
+            g(&self.udp_auth_replay),
             g(&self.udp_refused_rate),
             g(&self.udp_refused_loop),
             g(&self.udp_malformed),
             g(&self.udp_clamped),
+            g(&self.udp_sessions),
             g(&self.tcp_refused_conns),
             g(&self.tcp_accept_errors),
             self.tcp.refusals_text(),
@@ -187,6 +228,11 @@ impl Counters {
     pub fn refusals_total(&self) -> u64 {
         let g = Counters::get;
         g(&self.udp_refused_token)
+            + g(&self.udp_refused_raw)
+            + g(&self.udp_auth_handshake)
+            + g(&self.udp_auth_session)
+            + g(&self.udp_auth_mac)
+            + g(&self.udp_auth_replay)
             + g(&self.udp_refused_rate)
             + g(&self.udp_refused_loop)
             + g(&self.udp_malformed)
@@ -202,6 +248,17 @@ pub(crate) struct Shared {
     pub counters: Arc<Counters>,
     pub budget: Arc<ReplyBudget>,
     pub stop: AtomicBool,
+    /// The TCP handshake's server side (with `--token`), and the clock it reads.
+    pub auth: Option<ServerAuth>,
+    pub epoch: Instant,
+}
+
+/// 32 bytes from the OS RNG (cookie keys: never sent, new every start).
+pub(crate) fn random_key() -> [u8; 32] {
+    use rand::RngCore;
+    let mut k = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut k);
+    k
 }
 
 /// A running server. Dropping it stops every responder and joins its threads.
@@ -227,6 +284,11 @@ impl Server {
             counters: Arc::new(Counters::default()),
             budget: Arc::new(ReplyBudget::new(cfg.budget)),
             stop: AtomicBool::new(false),
+            auth: cfg
+                .token
+                .as_deref()
+                .map(|s| ServerAuth::new(s.as_bytes(), random_key())),
+            epoch: Instant::now(),
         });
         let mut addrs = Vec::new();
         let mut threads = Vec::new();
@@ -299,7 +361,7 @@ impl Server {
             addr,
             tls,
             quic::StreamOptions {
-                token: cfg.token,
+                token: cfg.token.as_deref().map(npt_wire::frame::token_from_secret),
                 timeouts: cfg.timeouts,
                 budget: Some(self.shared.budget.clone()),
             },
@@ -383,8 +445,16 @@ async fn accept_loop(
         let sh = shared.clone();
         tokio::spawn(async move {
             let _slot = slot;
+            let access = match &sh.auth {
+                Some(a) => stream::Access::Handshake {
+                    auth: a,
+                    peer,
+                    epoch: sh.epoch,
+                },
+                None => stream::Access::Open,
+            };
             let cx = stream::StreamCtx {
-                token: sh.cfg.token,
+                access,
                 counters: &sh.counters.tcp,
                 timeouts: sh.cfg.timeouts,
                 budget: Some(&sh.budget),
@@ -449,14 +519,20 @@ mod tests {
         c.quic.stalled_read.fetch_add(3, Ordering::Relaxed);
         c.quic_conns.fetch_add(4, Ordering::Relaxed);
         let line = c.refusals_line();
-        assert!(line.starts_with("udp refused: token 0 "), "{line}");
+        c.udp_auth_replay.fetch_add(5, Ordering::Relaxed);
+        assert!(line.starts_with("udp refused: token 0 raw 0 "), "{line}");
         assert!(
             line.contains("tcp refused: conns 2 accept-errors 0 token 1 "),
             "{line}"
         );
+        let line = c.refusals_line();
+        assert!(
+            line.contains("handshake 0 unknown-session 0 bad-mac 0 replay 5 rate 0"),
+            "{line}"
+        );
         assert!(line.contains("quic streams refused: token 0"), "{line}");
         assert!(line.ends_with("stalled-read 3 stalled-write 0"), "{line}");
-        assert_eq!(c.refusals_total(), 6);
+        assert_eq!(c.refusals_total(), 11);
         assert!(c.line().contains("tcp conns 0 ") && c.line().contains("quic conns 4 "));
     }
 }

@@ -87,8 +87,10 @@ pub struct ProbeConfig {
     pub target: String,
     pub addr: SocketAddr,
     pub raw: bool,
+    /// `--token`: the shared secret (never recorded). Each flow does the keyed handshake
+    /// first and seals every packet ([`super::auth`]).
     #[serde(skip)]
-    pub token: Option<u64>,
+    pub token: Option<String>,
     pub size: usize,
     #[serde(serialize_with = "ser_fill")]
     pub fill: Fill,
@@ -183,9 +185,7 @@ fn session_config(
         framing: if cfg.raw {
             Framing::Raw
         } else {
-            Framing::Framed {
-                token: cfg.token.unwrap_or(0),
-            }
+            Framing::Framed { token: 0 }
         },
         size: cfg.size,
         fill: cfg.fill,
@@ -199,6 +199,7 @@ fn session_config(
         stage,
         behind_threshold: cfg.behind_threshold.as_nanos() as u64,
         history,
+        auth: None,
     })
 }
 
@@ -209,6 +210,16 @@ pub fn run(
     mut on_stage: impl FnMut(&IntervalRecord),
 ) -> std::io::Result<Outcome> {
     npt_netio::raise_nofile_limit();
+    // `--token` over UDP: every flow's socket and handshake before the schedule starts (a
+    // failed handshake fails the probe: nothing could be measured through it).
+    let mut udp_auth: Vec<Option<(std::net::UdpSocket, npt_wire::auth::SessionKey)>> = Vec::new();
+    if let (Proto::Udp, Some(secret), None) = (cfg.proto, &cfg.token, &cfg.via) {
+        for _ in 0..cfg.clients {
+            let sock = driver::udp_socket(cfg.addr)?;
+            let key = super::auth::udp(&sock, secret, super::auth::HANDSHAKE_TIMEOUT)?;
+            udp_auth.push(Some((sock, key)));
+        }
+    }
     let started_wall = SystemTime::now();
     let clock = Clock::new();
     let start = clock.now();
@@ -241,7 +252,14 @@ pub fn run(
                 for (i, sc) in mine {
                     match &cfg.via {
                         None => {
-                            let sock = driver::udp_socket(cfg.addr)?;
+                            let mut sc = sc;
+                            let sock = match udp_auth.get_mut(i).and_then(Option::take) {
+                                Some((sock, key)) => {
+                                    sc.auth = Some(key);
+                                    sock
+                                }
+                                None => driver::udp_socket(cfg.addr)?,
+                            };
                             socks.push((i, sock, Session::new(sc), None));
                         }
                         Some(via) => {
@@ -268,13 +286,14 @@ pub fn run(
             }
             Proto::Tcp => {
                 let target = cfg.addr;
+                let secret = cfg.token.clone();
                 let via = cfg.via.clone().map(|via| driver::TcpVia {
                     via,
                     target: cfg.target.clone(),
                 });
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || driver::run_tcp(target, via, mine, clock, control, tx))?
+                    .spawn(move || driver::run_tcp(target, via, secret, mine, clock, control, tx))?
             }
         };
         handles.push(handle);

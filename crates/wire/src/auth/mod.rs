@@ -57,7 +57,7 @@
 //! offline against its proof (as with irtt; only a PAKE avoids that): use a long random secret.
 //! Payloads are not encrypted.
 
-mod handshake;
+pub mod handshake;
 mod sessions;
 #[cfg(test)]
 mod tests;

@@ -99,6 +99,11 @@ impl Sessions {
         self.map.len()
     }
 
+    /// True if `peer` has a session (cheap: no MAC computed).
+    pub fn has_session(&self, peer: &SocketAddr) -> bool {
+        self.map.contains_key(peer)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
