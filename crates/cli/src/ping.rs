@@ -127,10 +127,7 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
         timeout,
         size: a.size,
         raw: a.raw,
-        token: a
-            .token
-            .as_deref()
-            .map_or(0, npt_wire::frame::token_from_secret),
+        token: a.token.clone(),
         trust,
         via,
     })

@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use npt_report::run::RunBody;
+use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
 use npt_wire::{Outcome, Window};
 use std::pin::Pin;
@@ -24,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::watch;
 
+use crate::auth;
 use crate::collect::{Collector, GameCounts};
 use crate::config::{Activity, Load, Proto, Shape, Targets};
 use crate::model::{self, Chooser, PagePlan, Step, User};
@@ -37,8 +39,11 @@ pub struct RunConfig {
     pub duration: Duration,
     pub shape: Shape,
     pub seed: u64,
-    /// Access token put in every frame (0 = none).
+    /// Access token put in every QUIC frame (0 = none; inside TLS).
     pub token: u64,
+    /// `--token`'s secret: the keyed handshake on every TCP connection and game socket, whose
+    /// key then seals every frame ([`crate::auth`]).
+    pub secret: Option<String>,
     /// Connect, handshake and per-read/write idle timeout.
     pub timeout: Duration,
     /// Length of one interval of the series (and of the progress line).
@@ -523,7 +528,14 @@ fn frame_len(n: u64) -> u32 {
     n.clamp(HEADER_LEN as u64, MAX_FRAME_LEN as u64) as u32
 }
 
-fn request_header(ctx: &Ctx, id: u64, seq: u64, up: u32, down: u32) -> [u8; HEADER_LEN] {
+fn request_header(
+    ctx: &Ctx,
+    key: Option<&SessionKey>,
+    id: u64,
+    seq: u64,
+    up: u32,
+    down: u32,
+) -> [u8; HEADER_LEN] {
     let mut hdr = [0u8; HEADER_LEN];
     let h = Header {
         kind: Kind::Request,
@@ -538,6 +550,9 @@ fn request_header(ctx: &Ctx, id: u64, seq: u64, up: u32, down: u32) -> [u8; HEAD
     };
     // Cannot fail: the buffer is exactly one header long.
     let _ = h.encode(&mut hdr);
+    if let Some(k) = key {
+        let _ = k.seal(Dir::ToServer, &mut hdr);
+    }
     hdr
 }
 
@@ -639,8 +654,17 @@ async fn read_discard<R: AsyncRead + Unpin>(
     .await
 }
 
-fn check_response(head: &[u8; HEADER_LEN], seq: u64, down: u32) -> Result<(), Fail> {
+fn check_response(
+    head: &[u8; HEADER_LEN],
+    key: Option<&SessionKey>,
+    seq: u64,
+    down: u32,
+) -> Result<(), Fail> {
     let h = Header::decode(head).map_err(|e| Fail::new("protocol", format!("response: {e}")))?;
+    if let Some(k) = key {
+        k.open(Dir::ToClient, head)
+            .map_err(|e| Fail::new("protocol", format!("response: {e}")))?;
+    }
     if h.kind != Kind::Response || h.seq != seq {
         return Err(Fail::new(
             "protocol",
@@ -672,6 +696,7 @@ async fn exchange<R, W>(
     up: u64,
     down: u64,
     chunk: usize,
+    key: Option<&SessionKey>,
 ) -> Result<Exchange, Fail>
 where
     R: AsyncRead + Unpin,
@@ -681,7 +706,7 @@ where
     let chunk = chunk.clamp(1, 64 * 1024);
     let _in_flight = ctx.inflight.enter(ctx.now_ns(), act);
     let t = Instant::now();
-    let hdr = request_header(ctx, id, seq, up, down);
+    let hdr = request_header(ctx, key, id, seq, up, down);
     let mut hdr_off = 0;
     let mut body = up as usize - HEADER_LEN;
     loop {
@@ -703,7 +728,7 @@ where
         read_discard(r, &mut head, &mut got, HEADER_LEN, &mut first),
     )
     .await?;
-    check_response(&head, seq, down)?;
+    check_response(&head, key, seq, down)?;
     let total = down as usize;
     while got < total {
         let piece = (total - got).min(PIECE);
@@ -719,7 +744,11 @@ where
     })
 }
 
-async fn tcp_connect(ctx: &Ctx, target: SocketAddr) -> Result<(TcpStream, Instant), Fail> {
+/// A TCP connection to `target` (through `--via` if set), with its `--token` session key.
+async fn tcp_connect(
+    ctx: &Ctx,
+    target: SocketAddr,
+) -> Result<(TcpStream, Instant, Option<SessionKey>), Fail> {
     let t = Instant::now();
     let s = match &ctx.cfg.targets.via {
         None => ctx.io("connect", TcpStream::connect(target)).await?,
@@ -737,7 +766,15 @@ async fn tcp_connect(ctx: &Ctx, target: SocketAddr) -> Result<(TcpStream, Instan
     };
     ctx.col.connect(Proto::Tcp, t.elapsed().as_nanos() as u64);
     let _ = s.set_nodelay(true);
-    Ok((s, t))
+    let mut s = s;
+    let key = match &ctx.cfg.secret {
+        Some(secret) => Some(
+            ctx.io("token handshake", auth::stream(&mut s, secret))
+                .await?,
+        ),
+        None => None,
+    };
+    Ok((s, t, key))
 }
 
 async fn web_visit(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Result<(), Fail> {
@@ -763,7 +800,7 @@ async fn web_page(
     plan: PagePlan,
 ) -> Result<(), Fail> {
     let shape = &ctx.cfg.shape;
-    let (mut s, t_connect) = tcp_connect(ctx, target).await?;
+    let (mut s, t_connect, key) = tcp_connect(ctx, target).await?;
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
     let hs = exchange(
@@ -776,6 +813,7 @@ async fn web_page(
         plan.handshake_up,
         plan.handshake_down,
         usize::MAX,
+        key.as_ref(),
     )
     .await?;
     ctx.col.handshake(Proto::Tcp, hs.total.as_nanos() as u64);
@@ -796,6 +834,7 @@ async fn web_page(
             up,
             down,
             usize::MAX,
+            key.as_ref(),
         )
         .await?;
         ctx.col.request(
@@ -819,7 +858,7 @@ async fn web_page(
 /// One large download (a small request, `n` bytes back) or upload (`n` bytes up, a header
 /// back), moved in chunks of `--chunk` bytes.
 async fn transfer(ctx: &Ctx, a: Activity, id: u64, target: SocketAddr, n: u64) -> Result<(), Fail> {
-    let (mut s, t_connect) = tcp_connect(ctx, target).await?;
+    let (mut s, t_connect, key) = tcp_connect(ctx, target).await?;
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
     let chunk = ctx.cfg.shape.transfer.chunk.clamp(1, 1 << 20) as usize;
@@ -828,7 +867,7 @@ async fn transfer(ctx: &Ctx, a: Activity, id: u64, target: SocketAddr, n: u64) -
     } else {
         (n, HEADER_LEN as u64)
     };
-    let x = exchange(ctx, a, &mut r, &mut w, id, 0, up, down, chunk).await?;
+    let x = exchange(ctx, a, &mut r, &mut w, id, 0, up, down, chunk, key.as_ref()).await?;
     let (up, down) = (frame_len(up) as u64, frame_len(down) as u64);
     ctx.col.request(a, up, down, x.total.as_nanos() as u64);
     ctx.col
@@ -943,6 +982,7 @@ async fn quic_request(
         up,
         down,
         usize::MAX,
+        None, // the token value, inside TLS
     )
     .await?;
     let _ = send.finish();
@@ -1019,6 +1059,14 @@ async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Resul
     sock.connect(target)
         .await
         .map_err(|e| Fail::io("connect", &e))?;
+    let key = match &ctx.cfg.secret {
+        Some(secret) => Some(
+            auth::udp(&sock, secret, ctx.cfg.timeout)
+                .await
+                .map_err(|e| Fail::io("token handshake", &e))?,
+        ),
+        None => None,
+    };
     let _conn = ctx.col.conn_open(Proto::Udp);
     let size = frame_len(plan.size).min(64 * 1024) as usize;
     let mut out = fill()[..size].to_vec();
@@ -1055,6 +1103,9 @@ async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Resul
                     token: ctx.cfg.token,
                 };
                 let _ = h.encode(&mut out);
+                if let Some(k) = &key {
+                    let _ = k.seal(Dir::ToServer, &mut out);
+                }
                 if let Err(e) = sock.send(&out).await {
                     result = Err(Fail::io("send", &e));
                     break;
@@ -1077,6 +1128,9 @@ async fn game(ctx: &Ctx, ch: &mut Chooser, id: u64, target: SocketAddr) -> Resul
                 };
                 let Ok(h) = Header::decode(&inb[..n]) else { continue };
                 if h.kind != Kind::EchoReply || h.flow != id as u32 {
+                    continue;
+                }
+                if key.as_ref().is_some_and(|k| k.open(Dir::ToClient, &inb[..n]).is_err()) {
                     continue;
                 }
                 acc.down += n as u64;
