@@ -32,10 +32,15 @@ pub struct ServeArgs {
     /// total, 10,000 Mbit/s reply budget, raw UDP echo for everyone.
     #[arg(long)]
     pub open_limits: bool,
-    /// Answer raw (unframed) UDP from any address [default: loopback only; it reflects
-    /// anything].
+    /// Answer raw (unframed) UDP from any address [default: loopback and private addresses
+    /// only; it reflects anything].
     #[arg(long)]
     pub raw_echo: bool,
+    /// Apply the limits to loopback and private source addresses too (they are exempt by
+    /// default: benches, labs and clusters run there). For a host whose private side is not
+    /// trusted, or whose network lets spoofed private sources in.
+    #[arg(long)]
+    pub limit_local: bool,
     /// UDP packets per second from one source socket that has not authenticated (each
     /// address may use 4 times this) [default: 200; 500000 with --open-limits].
     #[arg(long, value_name = "PPS")]
@@ -168,8 +173,9 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
         (Limits::safe(), npt_server::BudgetLimits::safe())
     };
     let mbps = |m: f64| m * 1e6 / 8.0;
-    // A limit given explicitly applies to loopback too (so it can be tried there); the
-    // defaults leave loopback alone (it cannot be forged from the network; benches run there).
+    // A limit given explicitly applies to local sources too (so it can be tried there); the
+    // defaults leave loopback and private addresses alone (benches and labs run there) unless
+    // --limit-local.
     let explicit = a.source_pps.is_some()
         || a.source_mbps.is_some()
         || a.total_pps.is_some()
@@ -185,7 +191,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
             ..base
         },
         session_limits: Limits::open(),
-        exempt_loopback: !explicit,
+        exempt_local: !explicit && !a.limit_local,
         raw_echo: a.raw_echo || a.open_limits,
         max_tcp_conns: max_conns,
         timeouts: npt_server::Timeouts {
@@ -194,7 +200,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
         },
         budget: npt_server::BudgetLimits {
             bytes_per_s: a.reply_mbps.map_or(budget.bytes_per_s, mbps),
-            exempt_loopback: a.reply_mbps.is_none(),
+            exempt_local: a.reply_mbps.is_none() && !a.limit_local,
             ..budget
         },
         log_every: a.log_every,

@@ -25,8 +25,9 @@ pub struct BudgetLimits {
     pub bytes_per_s: f64,
     /// Addresses tracked at once before further ones share the overflow bucket.
     pub max_sources: usize,
-    /// Loopback addresses are not charged (a benchmark on the same host).
-    pub exempt_loopback: bool,
+    /// Local addresses ([`crate::is_local`]) are not charged (a benchmark on the same host
+    /// or LAN).
+    pub exempt_local: bool,
 }
 
 impl Default for BudgetLimits {
@@ -37,13 +38,13 @@ impl Default for BudgetLimits {
 }
 
 impl BudgetLimits {
-    /// 100 Mbit/s per address (a single reply at most 12.5 MB), loopback exempt: what a public
+    /// 100 Mbit/s per address (a single reply at most 12.5 MB), local addresses exempt: what a public
     /// server can give strangers without one of them taking its uplink.
     pub fn safe() -> BudgetLimits {
         BudgetLimits {
             bytes_per_s: 12.5e6,
             max_sources: 65_536,
-            exempt_loopback: true,
+            exempt_local: true,
         }
     }
 
@@ -60,7 +61,7 @@ impl BudgetLimits {
 /// The pure budget: `take(now_ns, addr, bytes)`.
 pub struct BudgetTable {
     table: Table<IpAddr>,
-    exempt_loopback: bool,
+    exempt_local: bool,
 }
 
 impl BudgetTable {
@@ -74,13 +75,13 @@ impl BudgetTable {
                 total_pps: f64::INFINITY,
                 total_bytes_per_s: f64::INFINITY,
             }),
-            exempt_loopback: l.exempt_loopback,
+            exempt_local: l.exempt_local,
         }
     }
 
     /// True (and the bytes are taken) if `addr` may be sent a reply of `bytes` at `now_ns`.
     pub fn take(&mut self, now_ns: u64, addr: IpAddr, bytes: u64) -> bool {
-        if self.exempt_loopback && addr.is_loopback() {
+        if self.exempt_local && crate::is_local(addr) {
             return true;
         }
         let b = self.table.bucket(now_ns, addr);
@@ -124,7 +125,7 @@ mod tests {
     const S: u64 = 1_000_000_000;
 
     fn ip(n: u8) -> IpAddr {
-        IpAddr::from([10, 0, 0, n])
+        IpAddr::from([198, 51, 100, n])
     }
 
     #[test]
@@ -132,7 +133,7 @@ mod tests {
         let mut b = BudgetTable::new(BudgetLimits {
             bytes_per_s: 1000.0,
             max_sources: 8,
-            exempt_loopback: true,
+            exempt_local: true,
         });
         assert!(b.take(0, ip(1), 600));
         assert!(!b.take(0, ip(1), 600), "only 400 left");
@@ -145,7 +146,7 @@ mod tests {
         let mut b = BudgetTable::new(BudgetLimits {
             bytes_per_s: 1000.0,
             max_sources: 8,
-            exempt_loopback: true,
+            exempt_local: true,
         });
         assert!(!b.take(100 * S, ip(1), 1001));
         assert!(b.take(100 * S, ip(1), 1000));

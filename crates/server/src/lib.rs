@@ -48,10 +48,11 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// UDP limits for authenticated sessions and exempt sources ([`Limits::open`]).
     pub session_limits: Limits,
-    /// Loopback sources get `session_limits`, raw UDP echo and no reply budget: they cannot
-    /// be forged from the network, and benchmarks run there.
-    pub exempt_loopback: bool,
-    /// Raw UDP echo for every source (else loopback only): it reflects anything.
+    /// Local sources ([`is_local`]: loopback, private, link-local) get `session_limits`, raw
+    /// UDP echo and no reply budget: benchmarks and labs run there, and spoofed local sources
+    /// do not cross the internet (BCP 38, `rp_filter`).
+    pub exempt_local: bool,
+    /// Raw UDP echo for every source (else local ones only): it reflects anything.
     pub raw_echo: bool,
     /// TCP connections served at once; further ones are accepted, closed at once and counted.
     /// `npt serve` derives the default from the open-file limit ([`fdlimit`]).
@@ -71,7 +72,7 @@ impl Default for ServeConfig {
             token: None,
             limits: Limits::safe(),
             session_limits: Limits::open(),
-            exempt_loopback: true,
+            exempt_local: true,
             raw_echo: false,
             max_tcp_conns: fdlimit::MAX_DEFAULT_CONNS,
             timeouts: Timeouts::default(),
@@ -146,7 +147,7 @@ pub struct Counters {
     /// UDP datagrams refused for a missing token (raw echo or unsealed frames under
     /// `--token`; handshakes or sealed frames without it).
     pub udp_refused_token: AtomicU64,
-    /// Raw UDP datagrams from non-loopback sources without `--raw-echo`.
+    /// Raw UDP datagrams from public sources without `--raw-echo`.
     pub udp_refused_raw: AtomicU64,
     /// Handshake messages refused: wrong secret, forged, expired or foreign cookie, bad
     /// length, session table full.
@@ -251,6 +252,23 @@ pub(crate) struct Shared {
     /// The TCP handshake's server side (with `--token`), and the clock it reads.
     pub auth: Option<ServerAuth>,
     pub epoch: Instant,
+}
+
+/// Addresses that are not on the public internet: loopback, IPv4 private (RFC 1918) and
+/// link-local, IPv6 unique-local and link-local, and IPv4-mapped forms of those. A server on a
+/// public address treats everyone else as a stranger (the safe limits).
+pub fn is_local(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_local(IpAddr::V4(v4));
+            }
+            let s0 = v6.segments()[0];
+            v6.is_loopback() || (s0 & 0xfe00) == 0xfc00 || (s0 & 0xffc0) == 0xfe80
+        }
+    }
 }
 
 /// 32 bytes from the OS RNG (cookie keys: never sent, new every start).
@@ -510,6 +528,33 @@ fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_addresses() {
+        for a in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.1.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(is_local(a.parse().unwrap()), "{a}");
+        }
+        for a in [
+            "8.8.8.8",
+            "172.32.0.1",
+            "2001:db8::1",
+            "::ffff:1.1.1.1",
+            "100.64.0.1",
+        ] {
+            assert!(!is_local(a.parse().unwrap()), "{a}");
+        }
+    }
 
     #[test]
     fn each_transport_has_its_own_refusals_in_the_periodic_line() {

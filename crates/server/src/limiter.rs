@@ -10,8 +10,8 @@
 //!   server send, so spoofing many addresses cannot turn it into a large reflector.
 //!
 //! Two sets of limits exist (see `ServeConfig`): [`Limits::safe`] for sources that have proved
-//! nothing (the default on a public address: about what irtt's server allows one client, its
-//! 10 ms minimum interval), and [`Limits::open`] for authenticated sessions, loopback and
+//! nothing (the default for public source addresses: about what irtt's server allows one client, its
+//! 10 ms minimum interval), and [`Limits::open`] for authenticated sessions, local sources (loopback, private) and
 //! `npt serve --open-limits`.
 //!
 //! Pure code: `check(now_ns, source, bytes)` decides; the caller counts and logs refusals. Both
@@ -64,7 +64,7 @@ impl Limits {
         }
     }
 
-    /// For authenticated sessions, loopback and `--open-limits`: one loopback probe at full
+    /// For authenticated sessions, local sources and `--open-limits`: one loopback probe at full
     /// speed is never refused, and one source still cannot flood a third party at line rate.
     pub fn open() -> Limits {
         Limits {

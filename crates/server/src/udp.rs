@@ -11,8 +11,9 @@
 //!   from, with a sequence number not seen before, are answered (raw echo is off); handshake
 //!   replies are exactly as long as the message that caused them;
 //! - sources that proved nothing get [`Limits::safe`](crate::Limits::safe) unless the server
-//!   was opened (`--open-limits`); authenticated sessions and loopback get the open limits;
-//! - raw echo answers loopback only, unless `--raw-echo` (it would reflect anything);
+//!   was opened (`--open-limits`); authenticated sessions and local sources
+//!   ([`crate::is_local`]) get the open limits;
+//! - raw echo answers local sources only, unless `--raw-echo` (it would reflect anything);
 //! - raw echo never answers what could be another echo service ([`crate::loopguard`]), so a
 //!   forged datagram cannot start an endless ping-pong between two servers (or with itself);
 //! - every refusal is counted (the server's log task summarizes them on stderr).
@@ -102,7 +103,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 t.malformed += 1;
                 continue;
             };
-            let exempt = cfg.exempt_loopback && peer.ip().is_loopback();
+            let exempt = cfg.exempt_local && crate::is_local(peer.ip());
             // A sealed frame from an address with a session is charged to the open limits
             // (its tag is checked below); everything else proved nothing yet.
             let trusted = exempt
@@ -191,7 +192,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
 
 /// Why a raw datagram was not echoed.
 enum Refused {
-    /// Raw echo is for loopback (or `--raw-echo`) only.
+    /// Raw echo is for local sources (or `--raw-echo`) only.
     Raw,
     /// It could start or feed an echo loop.
     Loop,

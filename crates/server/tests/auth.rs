@@ -246,7 +246,7 @@ fn udp_replies_are_never_larger_than_requests() {
 /// burst from one socket is cut at the safe per-source budget; an authenticated session is not.
 #[test]
 fn sources_that_proved_nothing_get_the_safe_limits() {
-    let (s, addr) = start(Some(SECRET), |c| c.exempt_loopback = false);
+    let (s, addr) = start(Some(SECRET), |c| c.exempt_local = false);
     let c = udp_client(addr);
     let key = udp_handshake(&c, SECRET, 6).expect("handshake");
     c.set_read_timeout(Some(Duration::from_millis(100)))
@@ -261,7 +261,7 @@ fn sources_that_proved_nothing_get_the_safe_limits() {
     }
     assert_eq!(answered, 1000, "a session has the open limits");
     // Unauthenticated server: raw echo refused, framed echo capped per source.
-    let (s2, addr) = start(None, |c| c.exempt_loopback = false);
+    let (s2, addr) = start(None, |c| c.exempt_local = false);
     let c = udp_client(addr);
     c.send(b"raw").unwrap();
     assert!(c.recv(&mut buf).is_err(), "raw echo answered");

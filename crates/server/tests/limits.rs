@@ -17,7 +17,7 @@ fn a_flooding_socket_does_not_lock_out_its_neighbours() {
             pps: 1_000.0,
             ..Limits::open()
         },
-        exempt_loopback: false,
+        exempt_local: false,
         raw_echo: true,
         ..ServeConfig::default()
     })
