@@ -188,6 +188,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     )?;
     text.flush()?;
     let started = SystemTime::now();
+    let started_mono = std::time::Instant::now();
     let quiet = a.quiet;
     let mut write_err = None;
     let outcome = npt_ping::net::run(&cfg, &signals, &mut |ev, addr| {
@@ -208,7 +209,8 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = write_err {
         return Err(e.into());
     }
-    let ended = SystemTime::now();
+    // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
+    let ended = started + started_mono.elapsed();
     let body = PingBody::new(
         &cfg.target.to_string(),
         cfg.target.proto,

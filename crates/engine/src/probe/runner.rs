@@ -376,7 +376,10 @@ pub fn run(
             stops.push(StopReason::Error);
         }
     }
-    let ended_wall = SystemTime::now();
+    // The wall clock labels the start only; the end is the start plus monotonic time, so a
+    // wall-clock step during the run (NTP, a VM resume) cannot make the run look negative or
+    // a day long (tests/wallclock.rs).
+    let ended_wall = started_wall + Duration::from_nanos(clock.now().saturating_sub(start));
     let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
     let stopped_by = [
         StopReason::Abort,
