@@ -23,6 +23,7 @@ TOL=${TOL:-10}
 FD_SLACK=${FD_SLACK:-16}
 NPT=${NPT:-target/release/npt}
 OUT=${OUT:-$(mktemp -d /tmp/npt-soak.XXXXXX)}
+mkdir -p "$OUT"
 TOKEN=${TOKEN:-}
 PIDS=()
 cleanup() {

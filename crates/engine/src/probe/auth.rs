@@ -127,3 +127,22 @@ pub fn tcp(sock: &mut std::net::TcpStream, secret: &str) -> io::Result<SessionKe
     sock.set_nonblocking(true)?;
     r
 }
+
+/// `--token` over UDP (direct, no `--via`): every flow's socket and handshake, before the
+/// schedule starts, indexed by client (a failed handshake fails the probe: nothing could be
+/// measured through it). Empty without a token.
+pub fn udp_flows(
+    cfg: &super::runner::ProbeConfig,
+) -> io::Result<Vec<Option<(UdpSocket, SessionKey)>>> {
+    let mut out = Vec::new();
+    if let (crate::probe::runner::Proto::Udp, Some(secret), None) =
+        (cfg.proto, &cfg.token, &cfg.via)
+    {
+        for _ in 0..cfg.clients {
+            let sock = super::driver::udp_socket(cfg.addr)?;
+            let key = udp(&sock, secret, HANDSHAKE_TIMEOUT)?;
+            out.push(Some((sock, key)));
+        }
+    }
+    Ok(out)
+}

@@ -210,16 +210,7 @@ pub fn run(
     mut on_stage: impl FnMut(&IntervalRecord),
 ) -> std::io::Result<Outcome> {
     npt_netio::raise_nofile_limit();
-    // `--token` over UDP: every flow's socket and handshake before the schedule starts (a
-    // failed handshake fails the probe: nothing could be measured through it).
-    let mut udp_auth: Vec<Option<(std::net::UdpSocket, npt_wire::auth::SessionKey)>> = Vec::new();
-    if let (Proto::Udp, Some(secret), None) = (cfg.proto, &cfg.token, &cfg.via) {
-        for _ in 0..cfg.clients {
-            let sock = driver::udp_socket(cfg.addr)?;
-            let key = super::auth::udp(&sock, secret, super::auth::HANDSHAKE_TIMEOUT)?;
-            udp_auth.push(Some((sock, key)));
-        }
-    }
+    let mut udp_auth = super::auth::udp_flows(cfg)?;
     let started_wall = SystemTime::now();
     let clock = Clock::new();
     let start = clock.now();
