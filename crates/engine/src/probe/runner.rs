@@ -87,8 +87,7 @@ pub struct ProbeConfig {
     pub target: String,
     pub addr: SocketAddr,
     pub raw: bool,
-    /// `--token`: the shared secret (never recorded). Each flow does the keyed handshake
-    /// first and seals every packet ([`super::auth`]).
+    /// `--token`'s secret, never recorded ([`super::auth`]).
     #[serde(skip)]
     pub token: Option<String>,
     pub size: usize,
@@ -243,15 +242,11 @@ pub fn run(
                 for (i, sc) in mine {
                     match &cfg.via {
                         None => {
-                            let mut sc = sc;
-                            let sock = match udp_auth.get_mut(i).and_then(Option::take) {
-                                Some((sock, key)) => {
-                                    sc.auth = Some(key);
-                                    sock
-                                }
-                                None => driver::udp_socket(cfg.addr)?,
+                            let (sock, auth) = match udp_auth.get_mut(i).and_then(Option::take) {
+                                Some((sock, key)) => (sock, Some(key)),
+                                None => (driver::udp_socket(cfg.addr)?, None),
                             };
-                            socks.push((i, sock, Session::new(sc), None));
+                            socks.push((i, sock, Session::new(SessionConfig { auth, ..sc }), None));
                         }
                         Some(via) => {
                             let timeout = Duration::from_secs(5);
@@ -367,9 +362,7 @@ pub fn run(
             stops.push(StopReason::Error);
         }
     }
-    // The wall clock labels the start only; the end is the start plus monotonic time, so a
-    // wall-clock step during the run (NTP, a VM resume) cannot make the run look negative or
-    // a day long (tests/wallclock.rs).
+    // Start label + monotonic time: a wall-clock step cannot distort it (tests/wallclock.rs).
     let ended_wall = started_wall + Duration::from_nanos(clock.now().saturating_sub(start));
     let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
     let stopped_by = [
