@@ -9,6 +9,10 @@
 #   RUN_SECS=240 PROBE_SECS=180 EVERY=20 bash bench/soak.sh     # a shortened pass
 #   TOKEN=s3cret bash bench/soak.sh                             # the same with --token
 #
+# `npt probe` keeps every stage record for its result document (~4 KiB of JSON per stage), so
+# its RSS grows with the number of stages by design: pass PROBE_ARGS="--report-every 10s" to
+# see whether anything else grows.
+#
 # Needs: python3. Traffic goes only to 127.0.0.1. Every process started here is stopped on exit.
 # Samples go to $OUT (default: a temp dir, kept) as `t_s process rss_kib fds` lines.
 set -euo pipefail
@@ -25,6 +29,7 @@ NPT=${NPT:-target/release/npt}
 OUT=${OUT:-$(mktemp -d /tmp/npt-soak.XXXXXX)}
 mkdir -p "$OUT"
 TOKEN=${TOKEN:-}
+read -r -a PROBE_EXTRA <<<"${PROBE_ARGS:-}"
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -INT "$p" 2>/dev/null || true; done
@@ -47,7 +52,7 @@ ADDR=$(awk '/listening on tcp\+udp/ {print $NF; exit}' "$OUT/serve.out")
   >"$OUT/run.out" 2>"$OUT/run.err" &
 RUN=$!; PIDS+=("$RUN")
 "$NPT" probe "udp://$ADDR" --pps "$PPS" -d "${PROBE_SECS}s" "${tok[@]}" -q \
-  --json "$OUT/probe.json" >"$OUT/probe.out" 2>"$OUT/probe.err" &
+  --json "$OUT/probe.json" "${PROBE_EXTRA[@]}" >"$OUT/probe.out" 2>"$OUT/probe.err" &
 PROBE=$!; PIDS+=("$PROBE")
 
 sample() { # $1 = t, $2 = name, $3 = pid
@@ -85,7 +90,6 @@ for line in open(f"{out}/samples.txt"):
     series.setdefault(name, []).append((float(t), int(rss), int(fds)))
 ok = True
 for name, s in series.items():
-    s = s[:-1] if len(s) > 2 else s  # the last sample may catch the process exiting
     after = [x for x in s if x[0] >= every]
     if len(after) < 2:
         print(f"{name:6} too few samples after the first {every:.0f} s"); ok = False; continue
