@@ -9,7 +9,7 @@
 #   RUN_SECS=240 PROBE_SECS=180 EVERY=20 bash bench/soak.sh     # a shortened pass
 #   TOKEN=s3cret bash bench/soak.sh                             # the same with --token
 #
-# `npt probe` keeps every stage record for its result document (~4 KiB of JSON per stage), so
+# `npt probe` keeps every stage record for its result document (~3.5 KiB of JSON per stage), so
 # its RSS grows with the number of stages by design: pass PROBE_ARGS="--report-every 10s" to
 # see whether anything else grows.
 #
