@@ -124,7 +124,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             }
             let raw_ok = exempt || cfg.raw_echo;
             let ok = match sessions.as_mut() {
-                None => answer(&mut batch, i, &mut t, None, |data| {
+                None => answer(&mut batch, i, &mut t, false, |data| {
                     if !raw_ok {
                         return Err(Refused::Raw);
                     }
@@ -248,7 +248,7 @@ fn answer_authenticated(
             return false;
         }
     };
-    if !answer(batch, i, t, Some(()), |_| Ok(())) {
+    if !answer(batch, i, t, true, |_| Ok(())) {
         return false;
     }
     // Cannot fail: answer() only answers frames of at least a header.
@@ -263,7 +263,7 @@ fn answer(
     batch: &mut MsgBatch,
     i: usize,
     t: &mut Tally,
-    authenticated: Option<()>,
+    authenticated: bool,
     raw_ok: impl FnOnce(&[u8]) -> Result<(), Refused>,
 ) -> bool {
     let len = batch.len(i);
@@ -286,7 +286,7 @@ fn answer(
         t.malformed += 1;
         return false;
     };
-    if authenticated.is_none() && auth::is_sealed(data) {
+    if !authenticated && auth::is_sealed(data) {
         // Sealed for a session this server does not keep (it has no --token).
         t.refused_token += 1;
         return false;
