@@ -127,10 +127,7 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
         timeout,
         size: a.size,
         raw: a.raw,
-        token: a
-            .token
-            .as_deref()
-            .map_or(0, npt_wire::frame::token_from_secret),
+        token: a.token.clone(),
         trust,
         via,
     })
@@ -191,6 +188,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     )?;
     text.flush()?;
     let started = SystemTime::now();
+    let started_mono = std::time::Instant::now();
     let quiet = a.quiet;
     let mut write_err = None;
     let outcome = npt_ping::net::run(&cfg, &signals, &mut |ev, addr| {
@@ -211,7 +209,8 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = write_err {
         return Err(e.into());
     }
-    let ended = SystemTime::now();
+    // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
+    let ended = started + started_mono.elapsed();
     let body = PingBody::new(
         &cfg.target.to_string(),
         cfg.target.proto,

@@ -88,7 +88,8 @@ pub struct ProbeArgs {
     /// Carry sequence and timestamp inside the payload, for any plain echo server.
     #[arg(long)]
     pub raw: bool,
-    /// Secret the server was started with (npt serve --token).
+    /// Secret the server was started with (npt serve --token): a keyed handshake per flow,
+    /// then every packet carries a MAC (the secret never travels).
     #[arg(long, value_name = "SECRET")]
     pub token: Option<String>,
     /// A packet unanswered this long is lost; a later reply is "late".
@@ -385,13 +386,19 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     if matches!(&a.token, Some(t) if t.is_empty()) {
         return Err(usage!("--token must not be empty"));
     }
+    if a.token.is_some() && proto == Proto::Udp && via.is_some() {
+        return Err(usage!(
+            "--token cannot be used with --via over UDP yet (the handshake does not go through \
+             a SOCKS5 UDP relay); use tcp:// through the proxy"
+        ));
+    }
     check_memory(clients, stage, a.loss_timeout, &pacing)?;
     let mut cfg = ProbeConfig {
         proto,
         target: hostport,
         addr,
         raw,
-        token: a.token.as_deref().map(npt_wire::frame::token_from_secret),
+        token: a.token.clone(),
         size,
         fill: a.fill,
         verify: a.verify,

@@ -360,6 +360,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
             .token
             .as_deref()
             .map_or(0, npt_wire::frame::token_from_secret),
+        secret: a.token.clone(),
         timeout: a.timeout,
         interval: a.interval,
         quic_trust,

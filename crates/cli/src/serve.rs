@@ -24,15 +24,39 @@ pub struct ServeArgs {
         default_value = "0.0.0.0:7777"
     )]
     pub listen: Vec<String>,
-    /// Only answer clients that send this secret (probe --token). Disables raw echo.
+    /// Only answer clients that prove this secret (probe/ping/run --token): a keyed handshake
+    /// on TCP and UDP, then a MAC on every packet. Disables raw echo.
     #[arg(long, value_name = "SECRET")]
     pub token: Option<String>,
-    /// UDP packets per second allowed from one source address.
-    #[arg(long, value_name = "PPS", default_value_t = 500_000.0)]
-    pub source_pps: f64,
-    /// UDP payload megabits per second allowed from one source address.
-    #[arg(long, value_name = "MBPS", default_value_t = 2000.0)]
-    pub source_mbps: f64,
+    /// Lift the internet-safe defaults: 500,000 pps and 2,000 Mbit/s per UDP source, no
+    /// total, 10,000 Mbit/s reply budget, raw UDP echo for everyone.
+    #[arg(long)]
+    pub open_limits: bool,
+    /// Answer raw (unframed) UDP from any address [default: loopback and private addresses
+    /// only; it reflects anything].
+    #[arg(long)]
+    pub raw_echo: bool,
+    /// Apply the limits to loopback and private source addresses too (they are exempt by
+    /// default: benches, labs and clusters run there). For a host whose private side is not
+    /// trusted, or whose network lets spoofed private sources in.
+    #[arg(long)]
+    pub limit_local: bool,
+    /// UDP packets per second from one source socket that has not authenticated (each
+    /// address may use 4 times this) [default: 200; 500000 with --open-limits].
+    #[arg(long, value_name = "PPS")]
+    pub source_pps: Option<f64>,
+    /// UDP megabits per second from one such source socket [default: 4; 2000 with
+    /// --open-limits].
+    #[arg(long, value_name = "MBPS")]
+    pub source_mbps: Option<f64>,
+    /// UDP packets per second from all unauthenticated sources together [default: 10000;
+    /// none with --open-limits].
+    #[arg(long, value_name = "PPS")]
+    pub total_pps: Option<f64>,
+    /// UDP megabits per second from all unauthenticated sources together [default: 40; none
+    /// with --open-limits].
+    #[arg(long, value_name = "MBPS")]
+    pub total_mbps: Option<f64>,
     /// TCP connections served at once, and as many HTTP ones with --http; further ones are
     /// closed at once and counted [default: what the open-file limit holds, at most 65536].
     #[arg(long, value_name = "N")]
@@ -52,9 +76,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DUR", default_value = "60s", value_parser = parse_duration)]
     pub http_idle_timeout: Duration,
     /// Asked-for reply bytes (TCP/QUIC Responses, HTTP /bytes/N) per second per source
-    /// address, in megabits; one reply can be at most one second's worth.
-    #[arg(long, value_name = "MBPS", default_value_t = 10_000.0)]
-    pub reply_mbps: f64,
+    /// address, in megabits; one reply can be at most one second's worth [default: 100;
+    /// 10000 with --open-limits].
+    #[arg(long, value_name = "MBPS")]
+    pub reply_mbps: Option<f64>,
     /// How often refusals are summarized on stderr (tests shorten it).
     #[arg(long, hide = true, value_name = "DUR", default_value = "5s", value_parser = parse_duration)]
     pub log_every: Duration,
@@ -119,11 +144,16 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
         })?;
         listen.push(addr);
     }
-    if a.source_pps.is_nan() || a.source_pps <= 0.0 {
-        return Err(usage!("--source-pps must be positive"));
-    }
-    if a.source_mbps.is_nan() || a.source_mbps <= 0.0 {
-        return Err(usage!("--source-mbps must be positive"));
+    for (flag, v) in [
+        ("--source-pps", a.source_pps),
+        ("--source-mbps", a.source_mbps),
+        ("--total-pps", a.total_pps),
+        ("--total-mbps", a.total_mbps),
+        ("--reply-mbps", a.reply_mbps),
+    ] {
+        if matches!(v, Some(v) if v.is_nan() || v <= 0.0) {
+            return Err(usage!("{flag} must be positive"));
+        }
     }
     let max_conns = max_conns(a)?;
     for (flag, d) in [
@@ -137,28 +167,44 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
             return Err(usage!("{flag} must be positive"));
         }
     }
-    if a.reply_mbps.is_nan() || a.reply_mbps <= 0.0 {
-        return Err(usage!("--reply-mbps must be positive"));
-    }
     if matches!(&a.token, Some(t) if t.is_empty()) {
         return Err(usage!("--token must not be empty"));
     }
+    let (base, budget) = if a.open_limits {
+        (Limits::open(), npt_server::BudgetLimits::open())
+    } else {
+        (Limits::safe(), npt_server::BudgetLimits::safe())
+    };
+    let mbps = |m: f64| m * 1e6 / 8.0;
+    // A limit given explicitly applies to local sources too (so it can be tried there); the
+    // defaults leave loopback and private addresses alone (benches and labs run there) unless
+    // --limit-local.
+    let explicit = a.source_pps.is_some()
+        || a.source_mbps.is_some()
+        || a.total_pps.is_some()
+        || a.total_mbps.is_some();
     Ok(ServeConfig {
         listen,
-        token: a.token.as_deref().map(npt_wire::frame::token_from_secret),
+        token: a.token.clone(),
         limits: Limits {
-            pps: a.source_pps,
-            bytes_per_s: a.source_mbps * 1e6 / 8.0,
-            ..Limits::default()
+            pps: a.source_pps.unwrap_or(base.pps),
+            bytes_per_s: a.source_mbps.map_or(base.bytes_per_s, mbps),
+            total_pps: a.total_pps.unwrap_or(base.total_pps),
+            total_bytes_per_s: a.total_mbps.map_or(base.total_bytes_per_s, mbps),
+            ..base
         },
+        session_limits: Limits::open(),
+        exempt_local: !explicit && !a.limit_local,
+        raw_echo: a.raw_echo || a.open_limits,
         max_tcp_conns: max_conns,
         timeouts: npt_server::Timeouts {
             idle: a.idle_timeout,
             io: a.io_timeout,
         },
         budget: npt_server::BudgetLimits {
-            bytes_per_s: a.reply_mbps * 1e6 / 8.0,
-            ..npt_server::BudgetLimits::default()
+            bytes_per_s: a.reply_mbps.map_or(budget.bytes_per_s, mbps),
+            exempt_local: a.reply_mbps.is_none() && !a.limit_local,
+            ..budget
         },
         log_every: a.log_every,
     })

@@ -54,6 +54,8 @@ pub enum PingError {
     Socket(std::io::Error),
     #[error("QUIC client: {0}")]
     Quic(String),
+    #[error("{0}: {1}")]
+    Auth(SocketAddr, std::io::Error),
 }
 
 impl Target {
@@ -129,8 +131,9 @@ pub struct Config {
     pub size: usize,
     /// UDP: any echo server (stamp inside the payload) instead of npt's framed echo.
     pub raw: bool,
-    /// UDP framed: the access token of `npt serve --token`.
-    pub token: u64,
+    /// UDP framed: the secret of `npt serve --token` (the keyed handshake on each socket,
+    /// then every packet sealed).
+    pub token: Option<String>,
     pub trust: QuicTrust,
     /// `--via` (tcp:// only): each attempt is a connect through the proxy, measured until its
     /// CONNECT reply (the tunnel is open).

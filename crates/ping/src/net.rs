@@ -5,6 +5,8 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
+
+use npt_wire::auth::{Dir, SessionKey};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -198,6 +200,8 @@ fn run_udp(
     let mut out = vec![0u8; size];
     let mut inb = vec![0u8; 65_536];
     let mut socks: Vec<Option<UdpSocket>> = addrs.iter().map(|_| None).collect();
+    // `--token`: each socket's session key (the handshake when the socket opens).
+    let mut keys: Vec<Option<SessionKey>> = addrs.iter().map(|_| None).collect();
     let mut cur = 0usize;
     let mut answered = false;
     let mut stopped_by = "count";
@@ -216,8 +220,19 @@ fn run_udp(
             break;
         }
         if socks[cur].is_none() {
-            socks[cur] = Some(udp_socket(addrs[cur])?);
+            let sock = udp_socket(addrs[cur])?;
+            if let Some(secret) = &cfg.token {
+                let key = npt_engine::probe::auth::udp(
+                    &sock,
+                    secret,
+                    npt_engine::probe::auth::HANDSHAKE_TIMEOUT,
+                )
+                .map_err(|e| PingError::Auth(addrs[cur], e))?;
+                keys[cur] = Some(key);
+            }
+            socks[cur] = Some(sock);
         }
+        let key = keys[cur].as_ref();
         let sock = socks[cur].as_ref().expect("opened above");
         if session.due().is_some_and(|d| now >= d) {
             let (seq, given_up) = session.on_sent(now);
@@ -225,6 +240,10 @@ fn run_udp(
                 on(ev, addrs[cur]);
             }
             encode(&mut out, cfg, flow, seq, now);
+            if let Some(k) = key {
+                // Cannot fail: `out` holds at least a header.
+                let _ = k.seal(Dir::ToServer, &mut out);
+            }
             if let Err(e) = sock.send(&out) {
                 if let Some(ev) =
                     session.on_error(seq, classify_io(&e), format!("{}: {e}", addrs[cur]))
@@ -243,7 +262,8 @@ fn run_udp(
         match sock.recv(&mut inb) {
             Ok(n) => {
                 let t = now_ns(clock);
-                if let Some(seq) = decode(&inb[..n], cfg.raw, flow) {
+                let genuine = key.is_none_or(|k| k.open(Dir::ToClient, &inb[..n]).is_ok());
+                if let Some(seq) = decode(&inb[..n], cfg.raw, flow).filter(|_| genuine) {
                     if let Some(ev) = session.on_reply(seq, t) {
                         answered |= matches!(ev, Event::Reply { .. });
                         on(&ev, addrs[cur]);
@@ -311,7 +331,7 @@ pub fn encode(buf: &mut [u8], cfg: &Config, flow: u32, seq: u64, now: u64) {
             status: 0,
             seq,
             send_ts: now,
-            token: cfg.token,
+            token: 0,
         }
         .encode(buf)
         .expect("buffer holds the header");
@@ -412,7 +432,7 @@ mod tests {
             timeout: Duration::from_millis(100),
             size: 64,
             raw,
-            token: 7,
+            token: Some("s3cret".into()),
             trust: Default::default(),
             via: None,
         }
@@ -474,7 +494,7 @@ mod multi_address {
             timeout: Duration::from_secs(1),
             size: 64,
             raw: false,
-            token: 0,
+            token: None,
             trust: Default::default(),
             via: None,
         };

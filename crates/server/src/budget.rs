@@ -25,16 +25,35 @@ pub struct BudgetLimits {
     pub bytes_per_s: f64,
     /// Addresses tracked at once before further ones share the overflow bucket.
     pub max_sources: usize,
+    /// Local addresses ([`crate::is_local`]) are not charged (a benchmark on the same host
+    /// or LAN).
+    pub exempt_local: bool,
 }
 
 impl Default for BudgetLimits {
-    /// 10 Gbit/s per address: never in the way of a loopback or LAN benchmark from one host,
-    /// but a single reply is at most 1.25 GB and a source cannot ask for more than that a
-    /// second. Public servers should set `--reply-mbps` to what their uplink can spare.
+    /// [`BudgetLimits::safe`].
     fn default() -> Self {
+        BudgetLimits::safe()
+    }
+}
+
+impl BudgetLimits {
+    /// 100 Mbit/s per address (a single reply at most 12.5 MB), local addresses exempt: what a public
+    /// server can give strangers without one of them taking its uplink.
+    pub fn safe() -> BudgetLimits {
+        BudgetLimits {
+            bytes_per_s: 12.5e6,
+            max_sources: 65_536,
+            exempt_local: true,
+        }
+    }
+
+    /// 10 Gbit/s per address (`--open-limits`): never in the way of a LAN benchmark from one
+    /// host, but a single reply is at most 1.25 GB.
+    pub fn open() -> BudgetLimits {
         BudgetLimits {
             bytes_per_s: 1.25e9,
-            max_sources: 65_536,
+            ..BudgetLimits::safe()
         }
     }
 }
@@ -42,6 +61,7 @@ impl Default for BudgetLimits {
 /// The pure budget: `take(now_ns, addr, bytes)`.
 pub struct BudgetTable {
     table: Table<IpAddr>,
+    exempt_local: bool,
 }
 
 impl BudgetTable {
@@ -52,12 +72,18 @@ impl BudgetTable {
                 pps: f64::INFINITY,
                 bytes_per_s: l.bytes_per_s,
                 max_sources: l.max_sources,
+                total_pps: f64::INFINITY,
+                total_bytes_per_s: f64::INFINITY,
             }),
+            exempt_local: l.exempt_local,
         }
     }
 
     /// True (and the bytes are taken) if `addr` may be sent a reply of `bytes` at `now_ns`.
     pub fn take(&mut self, now_ns: u64, addr: IpAddr, bytes: u64) -> bool {
+        if self.exempt_local && crate::is_local(addr) {
+            return true;
+        }
         let b = self.table.bucket(now_ns, addr);
         let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
         if b.can_take(bytes) == Verdict::Allow {
@@ -99,7 +125,7 @@ mod tests {
     const S: u64 = 1_000_000_000;
 
     fn ip(n: u8) -> IpAddr {
-        IpAddr::from([10, 0, 0, n])
+        IpAddr::from([198, 51, 100, n])
     }
 
     #[test]
@@ -107,6 +133,7 @@ mod tests {
         let mut b = BudgetTable::new(BudgetLimits {
             bytes_per_s: 1000.0,
             max_sources: 8,
+            exempt_local: true,
         });
         assert!(b.take(0, ip(1), 600));
         assert!(!b.take(0, ip(1), 600), "only 400 left");
@@ -119,15 +146,23 @@ mod tests {
         let mut b = BudgetTable::new(BudgetLimits {
             bytes_per_s: 1000.0,
             max_sources: 8,
+            exempt_local: true,
         });
         assert!(!b.take(100 * S, ip(1), 1001));
         assert!(b.take(100 * S, ip(1), 1000));
     }
 
     #[test]
-    fn sixteen_gib_is_refused_by_default() {
-        let mut b = BudgetTable::new(BudgetLimits::default());
+    fn sixteen_gib_is_refused_even_when_open() {
+        let mut b = BudgetTable::new(BudgetLimits::open());
         assert!(!b.take(0, ip(1), 16 << 30));
         assert!(b.take(0, ip(1), 64 << 20));
+        let mut b = BudgetTable::new(BudgetLimits::default());
+        assert!(!b.take(0, ip(1), 64 << 20), "safe: 12.5 MB a second");
+        assert!(b.take(0, ip(1), 12_000_000));
+        assert!(
+            b.take(0, IpAddr::from([127, 0, 0, 1]), 1 << 30),
+            "loopback exempt"
+        );
     }
 }

@@ -25,11 +25,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use npt_wire::auth::ServerAuth;
 use socket2::{Domain, Protocol, Socket, Type};
 
 pub use budget::{BudgetLimits, ReplyBudget};
 pub use limiter::Limits;
 pub use stream::Timeouts;
+pub use udp::{MAX_SESSIONS, SESSION_IDLE_NS};
 
 /// How often refusals are summarized on stderr (only when something changed).
 pub const LOG_EVERY: Duration = Duration::from_secs(5);
@@ -38,9 +40,20 @@ pub const LOG_EVERY: Duration = Duration::from_secs(5);
 pub struct ServeConfig {
     /// Addresses to serve TCP and UDP on (port 0: one free port, the same for both).
     pub listen: Vec<SocketAddr>,
-    /// Required access token (see `npt_wire::frame::token_from_secret`); None = open.
-    pub token: Option<u64>,
+    /// The shared secret of `--token`: TCP and UDP clients must complete the keyed handshake
+    /// ([`npt_wire::auth`]); QUIC streams (inside TLS) carry `token_from_secret` of it.
+    /// None = open.
+    pub token: Option<String>,
+    /// UDP limits for sources that proved nothing ([`Limits::safe`] by default).
     pub limits: Limits,
+    /// UDP limits for authenticated sessions and exempt sources ([`Limits::open`]).
+    pub session_limits: Limits,
+    /// Local sources ([`is_local`]: loopback, private, link-local) get `session_limits`, raw
+    /// UDP echo and no reply budget: benchmarks and labs run there, and spoofed local sources
+    /// do not cross the internet (BCP 38, `rp_filter`).
+    pub exempt_local: bool,
+    /// Raw UDP echo for every source (else local ones only): it reflects anything.
+    pub raw_echo: bool,
     /// TCP connections served at once; further ones are accepted, closed at once and counted.
     /// `npt serve` derives the default from the open-file limit ([`fdlimit`]).
     pub max_tcp_conns: usize,
@@ -57,7 +70,10 @@ impl Default for ServeConfig {
         ServeConfig {
             listen: vec![SocketAddr::from(([0, 0, 0, 0], 7777))],
             token: None,
-            limits: Limits::default(),
+            limits: Limits::safe(),
+            session_limits: Limits::open(),
+            exempt_local: true,
+            raw_echo: false,
             max_tcp_conns: fdlimit::MAX_DEFAULT_CONNS,
             timeouts: Timeouts::default(),
             budget: BudgetLimits::default(),
@@ -81,6 +97,10 @@ pub struct StreamCounters {
     pub tx_bytes: AtomicU64,
     /// Streams closed for a missing or wrong token (or raw echo while a token is required).
     pub refused_token: AtomicU64,
+    /// Streams closed for a failed handshake (wrong secret, bad message) under `--token`.
+    pub refused_handshake: AtomicU64,
+    /// Streams closed for a frame whose session tag does not verify.
+    pub refused_mac: AtomicU64,
     /// `Request`s refused because the source address's reply budget did not hold them.
     pub refused_budget: AtomicU64,
     /// Frames that do not decode, replies sent to us, and frames cut short by the peer.
@@ -94,10 +114,12 @@ pub struct StreamCounters {
 }
 
 impl StreamCounters {
-    fn refusals(&self) -> [u64; 6] {
+    fn refusals(&self) -> [u64; 8] {
         let g = Counters::get;
         [
             g(&self.refused_token),
+            g(&self.refused_handshake),
+            g(&self.refused_mac),
             g(&self.refused_budget),
             g(&self.malformed),
             g(&self.closed_idle),
@@ -107,9 +129,9 @@ impl StreamCounters {
     }
 
     fn refusals_text(&self) -> String {
-        let [token, budget, malformed, idle, read, write] = self.refusals();
+        let [token, handshake, mac, budget, malformed, idle, read, write] = self.refusals();
         format!(
-            "token {token} budget {budget} malformed {malformed}; closed idle {idle} stalled-read {read} stalled-write {write}"
+            "token {token} handshake {handshake} bad-mac {mac} budget {budget} malformed {malformed}; closed idle {idle} stalled-read {read} stalled-write {write}"
         )
     }
 }
@@ -122,8 +144,22 @@ pub struct Counters {
     pub udp_tx: AtomicU64,
     pub udp_tx_bytes: AtomicU64,
     pub udp_errors: AtomicU64,
-    /// UDP datagrams refused for a missing or wrong token.
+    /// UDP datagrams refused for a missing token (raw echo or unsealed frames under
+    /// `--token`; handshakes or sealed frames without it).
     pub udp_refused_token: AtomicU64,
+    /// Raw UDP datagrams from public sources without `--raw-echo`.
+    pub udp_refused_raw: AtomicU64,
+    /// Handshake messages refused: wrong secret, forged, expired or foreign cookie, bad
+    /// length, session table full.
+    pub udp_auth_handshake: AtomicU64,
+    /// Sealed frames from an address with no session (e.g. replayed from another socket).
+    pub udp_auth_session: AtomicU64,
+    /// Sealed frames whose tag does not verify.
+    pub udp_auth_mac: AtomicU64,
+    /// Sealed frames whose sequence number was seen before (or is too old).
+    pub udp_auth_replay: AtomicU64,
+    /// Authenticated sessions created (not a refusal).
+    pub udp_sessions: AtomicU64,
     /// UDP datagrams over the per-source packet or byte budget ([`limiter`]).
     pub udp_refused_rate: AtomicU64,
     /// Raw UDP datagrams not echoed because they could start or feed an echo loop
@@ -170,12 +206,18 @@ impl Counters {
     pub fn refusals_line(&self) -> String {
         let g = Counters::get;
         format!(
-            "udp refused: token {} rate {} loop {} malformed {} (clamped {}); tcp refused: conns {} accept-errors {} {}; quic streams refused: {}",
+            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic streams refused: {}",
             g(&self.udp_refused_token),
+            g(&self.udp_refused_raw),
+            g(&self.udp_auth_handshake),
+            g(&self.udp_auth_session),
+            g(&self.udp_auth_mac),
+            g(&self.udp_auth_replay),
             g(&self.udp_refused_rate),
             g(&self.udp_refused_loop),
             g(&self.udp_malformed),
             g(&self.udp_clamped),
+            g(&self.udp_sessions),
             g(&self.tcp_refused_conns),
             g(&self.tcp_accept_errors),
             self.tcp.refusals_text(),
@@ -187,6 +229,11 @@ impl Counters {
     pub fn refusals_total(&self) -> u64 {
         let g = Counters::get;
         g(&self.udp_refused_token)
+            + g(&self.udp_refused_raw)
+            + g(&self.udp_auth_handshake)
+            + g(&self.udp_auth_session)
+            + g(&self.udp_auth_mac)
+            + g(&self.udp_auth_replay)
             + g(&self.udp_refused_rate)
             + g(&self.udp_refused_loop)
             + g(&self.udp_malformed)
@@ -202,6 +249,34 @@ pub(crate) struct Shared {
     pub counters: Arc<Counters>,
     pub budget: Arc<ReplyBudget>,
     pub stop: AtomicBool,
+    /// The TCP handshake's server side (with `--token`), and the clock it reads.
+    pub auth: Option<ServerAuth>,
+    pub epoch: Instant,
+}
+
+/// Addresses that are not on the public internet: loopback, IPv4 private (RFC 1918) and
+/// link-local, IPv6 unique-local and link-local, and IPv4-mapped forms of those. A server on a
+/// public address treats everyone else as a stranger (the safe limits).
+pub fn is_local(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_local(IpAddr::V4(v4));
+            }
+            let s0 = v6.segments()[0];
+            v6.is_loopback() || (s0 & 0xfe00) == 0xfc00 || (s0 & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+/// 32 bytes from the OS RNG (cookie keys: never sent, new every start).
+pub(crate) fn random_key() -> [u8; 32] {
+    use rand::RngCore;
+    let mut k = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut k);
+    k
 }
 
 /// A running server. Dropping it stops every responder and joins its threads.
@@ -227,6 +302,11 @@ impl Server {
             counters: Arc::new(Counters::default()),
             budget: Arc::new(ReplyBudget::new(cfg.budget)),
             stop: AtomicBool::new(false),
+            auth: cfg
+                .token
+                .as_deref()
+                .map(|s| ServerAuth::new(s.as_bytes(), random_key())),
+            epoch: Instant::now(),
         });
         let mut addrs = Vec::new();
         let mut threads = Vec::new();
@@ -299,7 +379,7 @@ impl Server {
             addr,
             tls,
             quic::StreamOptions {
-                token: cfg.token,
+                token: cfg.token.as_deref().map(npt_wire::frame::token_from_secret),
                 timeouts: cfg.timeouts,
                 budget: Some(self.shared.budget.clone()),
             },
@@ -383,8 +463,16 @@ async fn accept_loop(
         let sh = shared.clone();
         tokio::spawn(async move {
             let _slot = slot;
+            let access = match &sh.auth {
+                Some(a) => stream::Access::Handshake {
+                    auth: a,
+                    peer,
+                    epoch: sh.epoch,
+                },
+                None => stream::Access::Open,
+            };
             let cx = stream::StreamCtx {
-                token: sh.cfg.token,
+                access,
                 counters: &sh.counters.tcp,
                 timeouts: sh.cfg.timeouts,
                 budget: Some(&sh.budget),
@@ -442,6 +530,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn local_addresses() {
+        for a in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.1.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(is_local(a.parse().unwrap()), "{a}");
+        }
+        for a in [
+            "8.8.8.8",
+            "172.32.0.1",
+            "2001:db8::1",
+            "::ffff:1.1.1.1",
+            "100.64.0.1",
+        ] {
+            assert!(!is_local(a.parse().unwrap()), "{a}");
+        }
+    }
+
+    #[test]
     fn each_transport_has_its_own_refusals_in_the_periodic_line() {
         let c = Counters::default();
         c.tcp.refused_token.fetch_add(1, Ordering::Relaxed);
@@ -449,14 +564,20 @@ mod tests {
         c.quic.stalled_read.fetch_add(3, Ordering::Relaxed);
         c.quic_conns.fetch_add(4, Ordering::Relaxed);
         let line = c.refusals_line();
-        assert!(line.starts_with("udp refused: token 0 "), "{line}");
+        c.udp_auth_replay.fetch_add(5, Ordering::Relaxed);
+        assert!(line.starts_with("udp refused: token 0 raw 0 "), "{line}");
         assert!(
             line.contains("tcp refused: conns 2 accept-errors 0 token 1 "),
             "{line}"
         );
+        let line = c.refusals_line();
+        assert!(
+            line.contains("handshake 0 unknown-session 0 bad-mac 0 replay 5 rate 0"),
+            "{line}"
+        );
         assert!(line.contains("quic streams refused: token 0"), "{line}");
         assert!(line.ends_with("stalled-read 3 stalled-write 0"), "{line}");
-        assert_eq!(c.refusals_total(), 6);
+        assert_eq!(c.refusals_total(), 11);
         assert!(c.line().contains("tcp conns 0 ") && c.line().contains("quic conns 4 "));
     }
 }

@@ -6,6 +6,13 @@
 //!   answered).
 //! - **Per IP address**: [`IP_SHARE`] times the budget, so a host cannot multiply its budget
 //!   without end by opening (or spoofing) more ports.
+//! - **In total** (`total_pps`, `total_bytes_per_s`): what all sources together may make the
+//!   server send, so spoofing many addresses cannot turn it into a large reflector.
+//!
+//! Two sets of limits exist (see `ServeConfig`): [`Limits::safe`] for sources that have proved
+//! nothing (the default for public source addresses: about what irtt's server allows one client, its
+//! 10 ms minimum interval), and [`Limits::open`] for authenticated sessions, local sources (loopback, private) and
+//! `npt serve --open-limits`.
 //!
 //! Pure code: `check(now_ns, source, bytes)` decides; the caller counts and logs refusals. Both
 //! tables are bounded: idle entries are swept, and when a table is still full every further
@@ -29,26 +36,59 @@ pub struct Limits {
     /// Sources (and, separately, addresses) tracked at once before they share the overflow
     /// bucket.
     pub max_sources: usize,
+    /// Packets per second from all sources together (infinite: no total).
+    pub total_pps: f64,
+    /// Payload bytes per second from all sources together (infinite: no total).
+    pub total_bytes_per_s: f64,
 }
 
 impl Default for Limits {
-    /// Generous enough that one loopback probe at full speed is never refused, bounded enough
-    /// that one source cannot make the server flood a third party at line rate.
+    /// [`Limits::safe`].
     fn default() -> Self {
-        Limits {
-            pps: 500_000.0,
-            bytes_per_s: 250e6,
-            max_sources: 65_536,
-        }
+        Limits::safe()
     }
 }
 
 impl Limits {
+    /// For sources that proved nothing, on a public address: 200 packets/s and 4 Mbit/s per
+    /// source socket (twice what `npt probe` sends by default; irtt's server allows a client
+    /// one packet per 10 ms), 10,000 packets/s and 40 Mbit/s for all of them together. A
+    /// spoofed flood can make the server reflect at most that, at 1:1 size.
+    pub fn safe() -> Limits {
+        Limits {
+            pps: 200.0,
+            bytes_per_s: 0.5e6,
+            max_sources: 65_536,
+            total_pps: 10_000.0,
+            total_bytes_per_s: 5e6,
+        }
+    }
+
+    /// For authenticated sessions, local sources and `--open-limits`: one loopback probe at full
+    /// speed is never refused, and one source still cannot flood a third party at line rate.
+    pub fn open() -> Limits {
+        Limits {
+            pps: 500_000.0,
+            bytes_per_s: 250e6,
+            max_sources: 65_536,
+            total_pps: f64::INFINITY,
+            total_bytes_per_s: f64::INFINITY,
+        }
+    }
+
     fn scaled(&self, k: f64) -> Limits {
         Limits {
             pps: self.pps * k,
             bytes_per_s: self.bytes_per_s * k,
-            max_sources: self.max_sources,
+            ..*self
+        }
+    }
+
+    fn total(&self) -> Limits {
+        Limits {
+            pps: self.total_pps,
+            bytes_per_s: self.total_bytes_per_s,
+            ..*self
         }
     }
 }
@@ -146,6 +186,7 @@ impl<K: Hash + Eq + Copy> Table<K> {
 pub struct Limiter {
     sources: Table<SocketAddr>,
     ips: Table<IpAddr>,
+    total: Table<()>,
 }
 
 impl Limiter {
@@ -153,6 +194,7 @@ impl Limiter {
         Limiter {
             sources: Table::new(limits),
             ips: Table::new(limits.scaled(IP_SHARE)),
+            total: Table::new(limits.total()),
         }
     }
 
@@ -168,12 +210,17 @@ impl Limiter {
         if v != Verdict::Allow {
             return v;
         }
-        let ip = self.ips.bucket(now, source.ip());
-        let v = ip.can_take(bytes);
+        let v = self.ips.bucket(now, source.ip()).can_take(bytes);
         if v != Verdict::Allow {
             return v;
         }
-        ip.take(bytes);
+        let total = self.total.bucket(now, ());
+        let v = total.can_take(bytes);
+        if v != Verdict::Allow {
+            return v;
+        }
+        total.take(bytes);
+        self.ips.bucket(now, source.ip()).take(bytes);
         self.sources.bucket(now, source).take(bytes);
         Verdict::Allow
     }
@@ -195,6 +242,7 @@ mod tests {
             pps: 10.0,
             bytes_per_s: 1e9,
             max_sources: 8,
+            ..Limits::open()
         });
         let allowed = (0..15)
             .filter(|_| l.check(0, src(1, 1000), 100) == Verdict::Allow)
@@ -219,6 +267,7 @@ mod tests {
             pps: 1e6,
             bytes_per_s: 1000.0,
             max_sources: 8,
+            ..Limits::open()
         });
         assert_eq!(l.check(0, src(1, 1), 600), Verdict::Allow);
         assert_eq!(l.check(0, src(1, 1), 600), Verdict::ByteLimit);
@@ -230,6 +279,7 @@ mod tests {
             pps: 100.0,
             bytes_per_s: 1e9,
             max_sources: 64,
+            ..Limits::open()
         });
         let (flood, probe) = (src(1, 40000), src(1, 40001));
         let mut answered = 0;
@@ -250,6 +300,7 @@ mod tests {
             pps: 10.0,
             bytes_per_s: 1e9,
             max_sources: 1024,
+            ..Limits::open()
         });
         let allowed = (0..100u16)
             .flat_map(|p| (0..20).map(move |_| p))
@@ -263,11 +314,35 @@ mod tests {
     }
 
     #[test]
+    fn the_total_holds_across_spoofed_sources() {
+        let mut l = Limiter::new(Limits {
+            pps: 10.0,
+            total_pps: 100.0,
+            ..Limits::safe()
+        });
+        let allowed = (0..=255u8)
+            .flat_map(|a| (0..4u8).map(move |b| src(a, 1000 + u16::from(b))))
+            .filter(|&s| l.check(0, s, 64) == Verdict::Allow)
+            .count();
+        assert_eq!(allowed, 100, "1,024 sources, one total");
+        assert_eq!(l.check(S / 10, src(1, 1000), 64), Verdict::Allow, "refills");
+    }
+
+    #[test]
+    fn safe_defaults_are_small_and_open_ones_are_not() {
+        let (s, o) = (Limits::safe(), Limits::open());
+        assert!(s.pps <= 200.0 && s.bytes_per_s * 8.0 <= 4e6);
+        assert!(s.total_pps.is_finite() && s.total_bytes_per_s * 8.0 <= 40e6);
+        assert!(o.pps >= 500_000.0 && o.total_pps.is_infinite());
+    }
+
+    #[test]
     fn tables_are_bounded_and_overflow_is_shared() {
         let mut l = Limiter::new(Limits {
             pps: 2.0,
             bytes_per_s: 1e9,
             max_sources: 4,
+            ..Limits::open()
         });
         for n in 0..4 {
             assert_eq!(l.check(0, src(n, 1), 1), Verdict::Allow);

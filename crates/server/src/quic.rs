@@ -171,7 +171,10 @@ async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters
         tokio::spawn(async move {
             let mut joined = tokio::io::join(recv, send);
             let cx = StreamCtx {
-                token: opts.token,
+                access: match opts.token {
+                    Some(t) => crate::stream::Access::Gate(t),
+                    None => crate::stream::Access::Open,
+                },
                 counters: &counters.quic,
                 timeouts: opts.timeouts,
                 budget: opts.budget.as_deref(),

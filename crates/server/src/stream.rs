@@ -9,6 +9,12 @@
 //!   no more memory than a 64-byte one.
 //! - anything else: plain byte echo (refused when a token is required).
 //!
+//! With `--token` on TCP ([`Access::Handshake`]) the stream must open with the keyed handshake
+//! ([`npt_wire::auth`]: Hello, Challenge, Auth, Accept, 96 bytes each), and every frame after it
+//! must carry a tag under that connection's session key (replies are sealed likewise). A frame
+//! captured from one connection fails on any other (each has its own key). QUIC streams use
+//! [`Access::Gate`]: the token value inside TLS, where no observer sees it.
+//!
 //! Every wait has a deadline ([`Timeouts`]), so no peer holds a slot for longer than it keeps
 //! the exchange moving: `idle` for the first byte of the next frame, `io` for the rest of a
 //! header, for each 64 KiB of payload, and for each write of a reply (a peer that stops reading
@@ -19,10 +25,11 @@
 
 use std::future::Future;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use npt_wire::auth::{self, Dir, ServerAuth, SessionKey, HS_LEN};
 use npt_wire::frame::{self, status, Header, Kind, HEADER_LEN};
 use tokio::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
@@ -61,10 +68,24 @@ impl Default for Timeouts {
     }
 }
 
+/// Who may use a stream.
+pub enum Access<'a> {
+    /// Anyone (no `--token`).
+    Open,
+    /// Every frame must carry this token value (QUIC: inside TLS).
+    Gate(u64),
+    /// The keyed handshake first, then sealed frames (TCP with `--token`). `epoch` is the
+    /// clock the cookies are issued and checked against.
+    Handshake {
+        auth: &'a ServerAuth,
+        peer: SocketAddr,
+        epoch: Instant,
+    },
+}
+
 /// What one stream is served with.
 pub struct StreamCtx<'a> {
-    /// Required access token; None = open.
-    pub token: Option<u64>,
+    pub access: Access<'a>,
     pub counters: &'a StreamCounters,
     pub timeouts: Timeouts,
     /// Charged for `Response` bytes when both it and the peer's address are known.
@@ -167,12 +188,38 @@ where
     if !next_frame(&mut r, &mut hdr[..4], cx).await? {
         return Ok(());
     }
-    if hdr[..4] != frame::MAGIC {
-        if cx.token.is_some() {
+    let mut key: Option<SessionKey> = None;
+    match &cx.access {
+        Access::Handshake { auth, peer, epoch } => {
+            if hdr[..4] != auth::HS_MAGIC {
+                c.refused_token.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            let Some(k) = handshake(&hdr[..4], &mut r, &mut w, auth, *peer, *epoch, cx).await?
+            else {
+                c.refused_handshake.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            };
+            key = Some(k);
+            if !next_frame(&mut r, &mut hdr[..4], cx).await? {
+                return Ok(());
+            }
+            if hdr[..4] != frame::MAGIC {
+                c.malformed.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
+        _ if hdr[..4] == auth::HS_MAGIC => {
+            // A client with --token, and this server has none (or QUIC's gate).
             c.refused_token.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        return raw_echo(&hdr[..4], r, w, cx).await;
+        Access::Gate(_) if hdr[..4] != frame::MAGIC => {
+            c.refused_token.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        _ if hdr[..4] != frame::MAGIC => return raw_echo(&hdr[..4], r, w, cx).await,
+        _ => {}
     }
     // Payload bytes pass through here; grown only as far as a frame needs (at most CHUNK).
     let mut buf: Vec<u8> = Vec::new();
@@ -185,9 +232,15 @@ where
                 break;
             }
         };
-        if let Some(tok) = cx.token {
+        if let Access::Gate(tok) = cx.access {
             if h.token != tok {
                 c.refused_token.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+        }
+        if let Some(k) = &key {
+            if k.open(Dir::ToServer, &hdr).is_err() {
+                c.refused_mac.fetch_add(1, Ordering::Relaxed);
                 break;
             }
         }
@@ -199,6 +252,7 @@ where
         match h.kind {
             Kind::Echo => {
                 frame::set_kind_status(&mut hdr, Kind::EchoReply, status::OK);
+                seal(&key, &mut hdr);
                 within(io_t, w.write_all(&hdr), &c.stalled_write).await?;
                 while rest > 0 {
                     let n = rest.min(buf.len());
@@ -235,6 +289,7 @@ where
                         ..h
                     };
                     let _ = out.encode(&mut hdr);
+                    seal(&key, &mut hdr);
                     within(io_t, w.write_all(&hdr), &c.stalled_write).await?;
                     break;
                 }
@@ -245,6 +300,7 @@ where
                     ..h
                 };
                 let _ = out.encode(&mut hdr);
+                seal(&key, &mut hdr);
                 within(io_t, w.write_all(&hdr), &c.stalled_write).await?;
                 let mut left = reply as usize - HEADER_LEN;
                 let fill = fill_chunk();
@@ -273,6 +329,56 @@ where
     }
     within(io_t, w.flush(), &c.stalled_write).await?;
     Ok(())
+}
+
+/// Seals a reply header with the stream's session key, if it has one.
+fn seal(key: &Option<SessionKey>, hdr: &mut [u8; HEADER_LEN]) {
+    if let Some(k) = key {
+        // Cannot fail: the header is HEADER_LEN bytes.
+        let _ = k.seal(Dir::ToClient, hdr);
+    }
+}
+
+/// The server side of the handshake on a stream: Hello (its first four bytes already read)
+/// → Challenge, Auth → Accept. `None` when a message does not verify (nothing more is sent).
+async fn handshake<R, W>(
+    prefix: &[u8],
+    r: &mut BufReader<R>,
+    w: &mut BufWriter<W>,
+    auth: &ServerAuth,
+    peer: SocketAddr,
+    epoch: Instant,
+    cx: &StreamCtx<'_>,
+) -> Result<Option<SessionKey>, End>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let c = cx.counters;
+    let io_t = cx.timeouts.io;
+    let mut msg = [0u8; HS_LEN];
+    let mut out = [0u8; HS_LEN];
+    msg[..4].copy_from_slice(prefix);
+    within(io_t, r.read_exact(&mut msg[4..]), &c.stalled_read).await?;
+    let now = || epoch.elapsed().as_nanos() as u64;
+    if !matches!(
+        auth.handle(now(), peer, &msg, &mut out),
+        Ok(auth::handshake::ServerStep::Challenge)
+    ) {
+        return Ok(None);
+    }
+    within(io_t, w.write_all(&out), &c.stalled_write).await?;
+    within(io_t, w.flush(), &c.stalled_write).await?;
+    // The client answers the Challenge at once: one round trip within `io`.
+    within(io_t, r.read_exact(&mut msg), &c.stalled_read).await?;
+    match auth.handle(now(), peer, &msg, &mut out) {
+        Ok(auth::handshake::ServerStep::Accepted { key, .. }) => {
+            within(io_t, w.write_all(&out), &c.stalled_write).await?;
+            within(io_t, w.flush(), &c.stalled_write).await?;
+            Ok(Some(key))
+        }
+        _ => Ok(None),
+    }
 }
 
 async fn raw_echo<R, W>(

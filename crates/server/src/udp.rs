@@ -6,7 +6,14 @@
 //!   is clamped and marked `status = CLAMPED`), so the server cannot amplify a spoofed request;
 //! - per-source packet and byte budgets ([`crate::limiter`]) bound what any one source can make
 //!   it send;
-//! - with `--token`, only framed packets carrying the token are answered (raw echo is off);
+//! - with `--token`, a source must first complete the keyed handshake ([`npt_wire::auth`]):
+//!   only framed packets sealed with its session key, from the address it did the handshake
+//!   from, with a sequence number not seen before, are answered (raw echo is off); handshake
+//!   replies are exactly as long as the message that caused them;
+//! - sources that proved nothing get [`Limits::safe`](crate::Limits::safe) unless the server
+//!   was opened (`--open-limits`); authenticated sessions and local sources
+//!   ([`crate::is_local`]) get the open limits;
+//! - raw echo answers local sources only, unless `--raw-echo` (it would reflect anything);
 //! - raw echo never answers what could be another echo service ([`crate::loopguard`]), so a
 //!   forged datagram cannot start an endless ping-pong between two servers (or with itself);
 //! - every refusal is counted (the server's log task summarizes them on stderr).
@@ -18,11 +25,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use npt_netio::MsgBatch;
+use npt_wire::auth::{self, AuthError, Dir, ServerAuth, Sessions, HS_LEN};
 use npt_wire::frame::{self, status, Header, Kind};
 
 use crate::limiter::{Limiter, Verdict};
 use crate::loopguard::{self, LoopGuard};
 use crate::Shared;
+
+/// Authenticated sessions one UDP socket keeps at once.
+pub const MAX_SESSIONS: usize = 4096;
+/// A session with no valid frame for this long may be forgotten (when the table is full).
+pub const SESSION_IDLE_NS: u64 = 60_000_000_000;
 
 const BATCH: usize = 32;
 const MAX_DATAGRAM: usize = 65_536;
@@ -34,7 +47,13 @@ struct Tally {
     tx: u64,
     tx_bytes: u64,
     refused_token: u64,
+    refused_raw: u64,
     refused_rate: u64,
+    auth_handshake: u64,
+    auth_session: u64,
+    auth_mac: u64,
+    auth_replay: u64,
+    sessions: u64,
     refused_loop: u64,
     malformed: u64,
     clamped: u64,
@@ -44,12 +63,20 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let fd = sock.as_raw_fd();
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
     let mut batch = MsgBatch::new(BATCH, MAX_DATAGRAM);
-    let mut limiter = Limiter::new(shared.cfg.limits);
+    let cfg = &shared.cfg;
+    let mut limiter = Limiter::new(cfg.limits);
+    let mut open_limiter = Limiter::new(cfg.session_limits);
     let own_port = sock.local_addr().map_or(0, |a| a.port());
     let mut guard = LoopGuard::new(own_port);
     let epoch = Instant::now();
     let mut send_idx: Vec<usize> = Vec::with_capacity(BATCH);
-    let token = shared.cfg.token;
+    let mut sessions = cfg.token.as_deref().map(|secret| {
+        Sessions::new(
+            ServerAuth::new(secret.as_bytes(), crate::random_key()),
+            MAX_SESSIONS,
+            SESSION_IDLE_NS,
+        )
+    });
     while !shared.stop.load(Ordering::Relaxed) {
         let n = match batch.recv(fd, BATCH, libc::MSG_WAITFORONE) {
             Ok(n) => n,
@@ -76,16 +103,39 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 t.malformed += 1;
                 continue;
             };
-            match limiter.check(now, peer, len) {
+            let exempt = cfg.exempt_local && crate::is_local(peer.ip());
+            // A sealed frame from an address with a session is charged to the open limits
+            // (its tag is checked below); everything else proved nothing yet.
+            let trusted = exempt
+                || sessions
+                    .as_ref()
+                    .is_some_and(|s| s.has_session(&peer) && auth::is_sealed(batch.data_mut(i)));
+            let l = if trusted {
+                &mut open_limiter
+            } else {
+                &mut limiter
+            };
+            match l.check(now, peer, len) {
                 Verdict::Allow => {}
                 Verdict::PacketLimit | Verdict::ByteLimit => {
                     t.refused_rate += 1;
                     continue;
                 }
             }
-            if answer(&mut batch, i, token, &mut t, |data| {
-                guard.check(now, peer, data)
-            }) {
+            let raw_ok = exempt || cfg.raw_echo;
+            let ok = match sessions.as_mut() {
+                None => answer(&mut batch, i, &mut t, false, |data| {
+                    if !raw_ok {
+                        return Err(Refused::Raw);
+                    }
+                    match guard.check(now, peer, data) {
+                        loopguard::Verdict::Answer => Ok(()),
+                        _ => Err(Refused::Loop),
+                    }
+                }),
+                Some(s) => answer_authenticated(&mut batch, i, &mut t, s, now, peer),
+            };
+            if ok {
                 send_idx.push(i);
             }
         }
@@ -105,9 +155,31 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         c.udp_rx_bytes.fetch_add(t.rx_bytes, Ordering::Relaxed);
         c.udp_tx.fetch_add(t.tx, Ordering::Relaxed);
         c.udp_tx_bytes.fetch_add(t.tx_bytes, Ordering::Relaxed);
-        if t.refused_token + t.refused_rate + t.refused_loop + t.malformed + t.clamped > 0 {
+        if t.refused_token
+            + t.refused_raw
+            + t.refused_rate
+            + t.refused_loop
+            + t.malformed
+            + t.clamped
+            + t.auth_handshake
+            + t.auth_session
+            + t.auth_mac
+            + t.auth_replay
+            + t.sessions
+            > 0
+        {
             c.udp_refused_token
                 .fetch_add(t.refused_token, Ordering::Relaxed);
+            c.udp_refused_raw
+                .fetch_add(t.refused_raw, Ordering::Relaxed);
+            c.udp_auth_handshake
+                .fetch_add(t.auth_handshake, Ordering::Relaxed);
+            c.udp_auth_session
+                .fetch_add(t.auth_session, Ordering::Relaxed);
+            c.udp_auth_mac.fetch_add(t.auth_mac, Ordering::Relaxed);
+            c.udp_auth_replay
+                .fetch_add(t.auth_replay, Ordering::Relaxed);
+            c.udp_sessions.fetch_add(t.sessions, Ordering::Relaxed);
             c.udp_refused_rate
                 .fetch_add(t.refused_rate, Ordering::Relaxed);
             c.udp_refused_loop
@@ -118,38 +190,106 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     }
 }
 
-/// Rewrites datagram `i` into its answer in place; false = send nothing. `raw_ok` decides
-/// whether a raw (unframed) datagram may be echoed (the loop guard).
-fn answer(
+/// Why a raw datagram was not echoed.
+enum Refused {
+    /// Raw echo is for local sources (or `--raw-echo`) only.
+    Raw,
+    /// It could start or feed an echo loop.
+    Loop,
+}
+
+/// With `--token`: a handshake message is answered in place (same length); a framed packet is
+/// answered only if its session, tag and sequence number check out, and its answer is sealed
+/// with the same session's key. Everything else is refused and counted by kind.
+fn answer_authenticated(
     batch: &mut MsgBatch,
     i: usize,
-    token: Option<u64>,
     t: &mut Tally,
-    raw_ok: impl FnOnce(&[u8]) -> loopguard::Verdict,
+    sessions: &mut Sessions,
+    now: u64,
+    peer: std::net::SocketAddr,
 ) -> bool {
     let len = batch.len(i);
     let data = batch.data_mut(i);
+    if auth::is_handshake(data) {
+        let mut out = [0u8; HS_LEN];
+        if len != HS_LEN {
+            t.auth_handshake += 1;
+            return false;
+        }
+        let before = sessions.len();
+        return match sessions.handshake(now, peer, data, &mut out) {
+            Ok(()) => {
+                if sessions.len() > before {
+                    t.sessions += 1;
+                }
+                data[..HS_LEN].copy_from_slice(&out);
+                true
+            }
+            Err(_) => {
+                t.auth_handshake += 1;
+                false
+            }
+        };
+    }
+    if !frame::is_framed(data) || !auth::is_sealed(data) {
+        // Raw echo and the old clear token carry no proof: refused.
+        t.refused_token += 1;
+        return false;
+    }
+    let key = match sessions.open(now, peer, data) {
+        Ok(k) => k,
+        Err(e) => {
+            match e {
+                AuthError::UnknownSession => t.auth_session += 1,
+                AuthError::Replay => t.auth_replay += 1,
+                _ => t.auth_mac += 1,
+            }
+            return false;
+        }
+    };
+    if !answer(batch, i, t, true, |_| Ok(())) {
+        return false;
+    }
+    // Cannot fail: answer() only answers frames of at least a header.
+    let _ = key.seal(Dir::ToClient, batch.data_mut(i));
+    true
+}
+
+/// Rewrites datagram `i` into its answer in place; false = send nothing. `raw_ok` decides
+/// whether a raw (unframed) datagram may be echoed (raw echo allowed, the loop guard);
+/// `authenticated` is set when the frame's tag was already checked.
+fn answer(
+    batch: &mut MsgBatch,
+    i: usize,
+    t: &mut Tally,
+    authenticated: bool,
+    raw_ok: impl FnOnce(&[u8]) -> Result<(), Refused>,
+) -> bool {
+    let len = batch.len(i);
+    let data = batch.data_mut(i);
+    if auth::is_handshake(data) {
+        // A client with --token, and this server has none: not echoed (it would look like an
+        // answer), counted as a token refusal.
+        t.refused_token += 1;
+        return false;
+    }
     if !frame::is_framed(data) {
-        if token.is_some() {
-            // Raw echo cannot carry a token: refused when the server requires one.
-            t.refused_token += 1;
-            return false;
+        match raw_ok(data) {
+            Ok(()) => return true, // plain echo, same size
+            Err(Refused::Raw) => t.refused_raw += 1,
+            Err(Refused::Loop) => t.refused_loop += 1,
         }
-        if raw_ok(data) != loopguard::Verdict::Answer {
-            t.refused_loop += 1;
-            return false;
-        }
-        return true; // plain echo, same size
+        return false;
     }
     let Ok(mut h) = Header::decode(data) else {
         t.malformed += 1;
         return false;
     };
-    if let Some(tok) = token {
-        if h.token != tok {
-            t.refused_token += 1;
-            return false;
-        }
+    if !authenticated && auth::is_sealed(data) {
+        // Sealed for a session this server does not keep (it has no --token).
+        t.refused_token += 1;
+        return false;
     }
     if h.frame_len as usize != len {
         t.malformed += 1;

@@ -169,6 +169,7 @@ fn replies_beyond_the_address_budget_are_refused_and_counted() {
     let (s, addr) = start(BudgetLimits {
         bytes_per_s: 1e6,
         max_sources: 16,
+        exempt_local: false,
     });
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

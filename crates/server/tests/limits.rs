@@ -15,8 +15,10 @@ fn a_flooding_socket_does_not_lock_out_its_neighbours() {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         limits: Limits {
             pps: 1_000.0,
-            ..Limits::default()
+            ..Limits::open()
         },
+        exempt_local: false,
+        raw_echo: true,
         ..ServeConfig::default()
     })
     .unwrap();

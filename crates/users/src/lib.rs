@@ -5,6 +5,7 @@
 //! The decisions of a user live in [`model`] (pure, seeded, virtual-clock tested); the
 //! sockets in [`driver`]; the measurements in [`collect`].
 
+pub mod auth;
 pub mod collect;
 pub mod config;
 pub mod driver;

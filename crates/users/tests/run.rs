@@ -91,6 +91,7 @@ fn config(
         shape: small_shape(mix),
         seed: 1,
         token: 0,
+        secret: None,
         timeout: Duration::from_secs(5),
         interval: Duration::from_secs(1),
         quic_trust: trust,
@@ -361,10 +362,9 @@ fn an_unexpected_quic_certificate_is_one_clear_error() {
 
 #[test]
 fn the_token_opens_the_server_and_its_absence_is_an_error() {
-    let token = npt_wire::frame::token_from_secret("s3cret");
     let s = Server::start(ServeConfig {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
-        token: Some(token),
+        token: Some("s3cret".into()),
         ..ServeConfig::default()
     })
     .unwrap();
@@ -376,11 +376,17 @@ fn the_token_opens_the_server_and_its_absence_is_an_error() {
         3,
         1.5,
     );
-    cfg.token = token;
+    cfg.secret = Some("s3cret".into());
     let with = run(cfg.clone());
     assert!(with.body.summary.requests > 0);
     assert_eq!(with.body.errors.total_errors, 0);
-    cfg.token = 0;
+    cfg.secret = Some("wrong".into());
+    let wrong = run(cfg.clone());
+    assert_eq!(wrong.body.summary.requests, 0);
+    assert!(wrong.body.errors.total_errors > 0);
+    // The old clear token value alone no longer opens it.
+    cfg.secret = None;
+    cfg.token = npt_wire::frame::token_from_secret("s3cret");
     let without = run(cfg);
     assert_eq!(without.body.summary.requests, 0);
     assert!(without.body.errors.total_errors > 0);

@@ -4,6 +4,7 @@
 //! Nothing here touches a socket or reads a clock: every function takes bytes and `now` (ns)
 //! as arguments, so all of it is tested with fixed bytes and a virtual clock.
 
+pub mod auth;
 pub mod fill;
 pub mod frame;
 pub mod pacing;

@@ -479,7 +479,43 @@ pub struct TcpVia {
     pub target: String,
 }
 
-fn connect_via(f: &mut TcpFlow, v: &TcpVia, target: SocketAddr, clock: &Clock) {
+/// With a secret, the handshake on a new connection; its key goes to the flow's config (and
+/// session, after a reconnect). `Ok(now)` after it; on failure the flow has recorded an `auth`
+/// error and is waiting to retry, or closed if it never had a session.
+fn authenticate(
+    f: &mut TcpFlow,
+    stream: &mut TcpStream,
+    secret: Option<&str>,
+    clock: &Clock,
+) -> Result<u64, ()> {
+    let Some(secret) = secret else {
+        return Ok(clock.now());
+    };
+    match super::auth::tcp(stream, secret) {
+        Ok(key) => {
+            if let Some(s) = f.session.as_mut() {
+                s.set_auth(key.clone());
+            }
+            f.cfg.auth = Some(key);
+            Ok(clock.now())
+        }
+        Err(e) => {
+            f.fail_kind(clock.now(), "auth", format!("{e}"));
+            if f.session.is_none() {
+                f.state = TcpState::Closed;
+            }
+            Err(())
+        }
+    }
+}
+
+fn connect_via(
+    f: &mut TcpFlow,
+    v: &TcpVia,
+    target: SocketAddr,
+    secret: Option<&str>,
+    clock: &Clock,
+) {
     let (host, port) = split_target(&v.target, target);
     let timeout = Duration::from_nanos(CONNECT_TIMEOUT_NS);
     let tunnel = npt_proxy::tcp_connect(&v.via, &host, port, timeout).and_then(|(s, p)| {
@@ -488,15 +524,19 @@ fn connect_via(f: &mut TcpFlow, v: &TcpVia, target: SocketAddr, clock: &Clock) {
     });
     let now = clock.now();
     match tunnel {
-        Ok((stream, phases)) => {
+        Ok((mut stream, phases)) => {
             if f.session.is_none() {
                 f.times.connect_ns = Some(now - f.times.connect_start);
                 f.times.proxy = Some(phases);
-                let mut cfg = f.cfg.clone();
-                cfg.start = now;
-                f.session = Some(Session::new(cfg));
             }
-            f.state = TcpState::Connected { sock: stream };
+            if let Ok(now) = authenticate(f, &mut stream, secret, clock) {
+                if f.session.is_none() {
+                    let mut cfg = f.cfg.clone();
+                    cfg.start = now;
+                    f.session = Some(Session::new(cfg));
+                }
+                f.state = TcpState::Connected { sock: stream };
+            }
         }
         Err(e) => {
             let kind = e.kind();
@@ -515,9 +555,13 @@ fn connect_via(f: &mut TcpFlow, v: &TcpVia, target: SocketAddr, clock: &Clock) {
 
 /// Drives TCP flows until all are done. `flows`: (flow index, session config); each connects
 /// first (directly, or through `via`), and its schedule starts when the connection is up.
+/// `secret` (`--token`): each connection does the keyed handshake first (blocking this thread
+/// for at most [`super::auth::HANDSHAKE_TIMEOUT`]); a failed one is an `auth` error, and ends
+/// a flow that never got its session.
 pub fn run_tcp(
     target: SocketAddr,
     via: Option<TcpVia>,
+    secret: Option<String>,
     flows: Vec<(usize, SessionConfig)>,
     clock: Clock,
     control: Arc<Control>,
@@ -583,7 +627,7 @@ pub fn run_tcp(
                         },
                         // The handshake blocks this thread for at most the connect timeout
                         // (npt_proxy::connect); the tunnel is then driven like any socket.
-                        Some(v) => connect_via(f, v, target, &clock),
+                        Some(v) => connect_via(f, v, target, secret.as_deref(), &clock),
                     }
                 } else {
                     at(retry_at);
@@ -601,14 +645,19 @@ pub fn run_tcp(
                             else {
                                 unreachable!("matched above")
                             };
-                            let stream: TcpStream = sock.into();
+                            let mut stream: TcpStream = sock.into();
                             if f.session.is_none() {
                                 f.times.connect_ns = Some(now - f.times.connect_start);
-                                let mut cfg = f.cfg.clone();
-                                cfg.start = now;
-                                f.session = Some(Session::new(cfg));
                             }
-                            f.state = TcpState::Connected { sock: stream };
+                            if let Ok(now) = authenticate(f, &mut stream, secret.as_deref(), &clock)
+                            {
+                                if f.session.is_none() {
+                                    let mut cfg = f.cfg.clone();
+                                    cfg.start = now;
+                                    f.session = Some(Session::new(cfg));
+                                }
+                                f.state = TcpState::Connected { sock: stream };
+                            }
                         } else if level > 0 {
                             f.state = if f.session.is_some() {
                                 TcpState::Disconnected

@@ -88,8 +88,9 @@ pub struct ProbeConfig {
     pub target: String,
     pub addr: SocketAddr,
     pub raw: bool,
+    /// `--token`'s secret, never recorded ([`super::auth`]).
     #[serde(skip)]
-    pub token: Option<u64>,
+    pub token: Option<String>,
     pub size: usize,
     #[serde(serialize_with = "ser_fill")]
     pub fill: Fill,
@@ -184,9 +185,7 @@ fn session_config(
         framing: if cfg.raw {
             Framing::Raw
         } else {
-            Framing::Framed {
-                token: cfg.token.unwrap_or(0),
-            }
+            Framing::Framed { token: 0 }
         },
         size: cfg.size,
         fill: cfg.fill,
@@ -200,6 +199,7 @@ fn session_config(
         stage,
         behind_threshold: cfg.behind_threshold.as_nanos() as u64,
         history,
+        auth: None,
     })
 }
 
@@ -210,6 +210,7 @@ pub fn run(
     mut on_stage: impl FnMut(&IntervalRecord),
 ) -> std::io::Result<Outcome> {
     npt_netio::raise_nofile_limit();
+    let mut udp_auth = super::auth::udp_flows(cfg)?;
     let started_wall = SystemTime::now();
     let clock = Clock::new();
     let start = clock.now();
@@ -242,8 +243,11 @@ pub fn run(
                 for (i, sc) in mine {
                     match &cfg.via {
                         None => {
-                            let sock = driver::udp_socket(cfg.addr)?;
-                            socks.push((i, sock, Session::new(sc), None));
+                            let (sock, auth) = match udp_auth.get_mut(i).and_then(Option::take) {
+                                Some((sock, key)) => (sock, Some(key)),
+                                None => (driver::udp_socket(cfg.addr)?, None),
+                            };
+                            socks.push((i, sock, Session::new(SessionConfig { auth, ..sc }), None));
                         }
                         Some(via) => {
                             let timeout = Duration::from_secs(5);
@@ -269,13 +273,14 @@ pub fn run(
             }
             Proto::Tcp => {
                 let target = cfg.addr;
+                let secret = cfg.token.clone();
                 let via = cfg.via.clone().map(|via| driver::TcpVia {
                     via,
                     target: cfg.target.clone(),
                 });
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || driver::run_tcp(target, via, mine, clock, control, tx))?
+                    .spawn(move || driver::run_tcp(target, via, secret, mine, clock, control, tx))?
             }
         };
         handles.push(handle);
@@ -358,7 +363,8 @@ pub fn run(
             stops.push(StopReason::Error);
         }
     }
-    let ended_wall = SystemTime::now();
+    // Start label + monotonic time: a wall-clock step cannot distort it (tests/wallclock.rs).
+    let ended_wall = started_wall + Duration::from_nanos(clock.now().saturating_sub(start));
     let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
     let stopped_by = [
         StopReason::Abort,

@@ -77,6 +77,9 @@ pub struct SessionConfig {
     pub behind_threshold: u64,
     /// Retired sequence numbers remembered to tell late from duplicate.
     pub history: usize,
+    /// `--token`: the session key every framed packet is sealed with, and every reply must
+    /// verify under (else it counts as foreign). Set per connection on TCP.
+    pub auth: Option<npt_wire::auth::SessionKey>,
 }
 
 /// Counters and histograms of a flow or of many flows merged (`+=`).
@@ -276,6 +279,11 @@ impl Session {
         s
     }
 
+    /// A new session key (`--token`, after a TCP reconnect's handshake).
+    pub fn set_auth(&mut self, key: npt_wire::auth::SessionKey) {
+        self.cfg.auth = Some(key);
+    }
+
     pub fn config(&self) -> &SessionConfig {
         &self.cfg
     }
@@ -432,6 +440,9 @@ impl Session {
                     token,
                 };
                 h.encode(buf).ok()?;
+                if let Some(k) = &self.cfg.auth {
+                    k.seal(npt_wire::auth::Dir::ToServer, buf).ok()?;
+                }
             }
             Framing::Raw => {
                 RawStamp {
@@ -593,6 +604,9 @@ impl Session {
                 let h = Header::decode(bytes).ok()?;
                 if h.kind != Kind::EchoReply || h.frame_len as usize != bytes.len() {
                     return None;
+                }
+                if let Some(k) = &self.cfg.auth {
+                    k.open(npt_wire::auth::Dir::ToClient, bytes).ok()?;
                 }
                 Some((h.flow, h.seq, h.send_ts))
             }

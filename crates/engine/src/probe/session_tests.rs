@@ -82,6 +82,7 @@ fn cfg(pacing: Pacing) -> SessionConfig {
         stage: Stage::Time(100 * MS),
         behind_threshold: MS,
         history: 1 << 16,
+        auth: None,
     }
 }
 

@@ -199,7 +199,8 @@ pub fn run_with_progress(
         }
     };
     let stop_at = Instant::now().min(end);
-    let ended = SystemTime::now();
+    // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
+    let ended = started + t0.elapsed();
     // What the end cuts off, read before the tasks (and their guards) are dropped.
     let (in_flight, oldest_ns) = ctx.inflight.cut(ctx.ns(Instant::now()));
     for t in &tasks {

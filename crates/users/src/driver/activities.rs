@@ -4,10 +4,11 @@
 
 use super::*;
 
+/// A TCP connection to `target` (through `--via` if set), with its `--token` session key.
 pub(super) async fn tcp_connect(
     ctx: &Ctx,
     target: SocketAddr,
-) -> Result<(TcpStream, Instant), Fail> {
+) -> Result<(TcpStream, Instant, Option<SessionKey>), Fail> {
     let t = Instant::now();
     let s = match &ctx.cfg.targets.via {
         None => ctx.io("connect", TcpStream::connect(target)).await?,
@@ -25,7 +26,15 @@ pub(super) async fn tcp_connect(
     };
     ctx.col.connect(Proto::Tcp, t.elapsed().as_nanos() as u64);
     let _ = s.set_nodelay(true);
-    Ok((s, t))
+    let mut s = s;
+    let key = match &ctx.cfg.secret {
+        Some(secret) => Some(
+            ctx.io("token handshake", auth::stream(&mut s, secret))
+                .await?,
+        ),
+        None => None,
+    };
+    Ok((s, t, key))
 }
 
 pub(super) async fn web_visit(
@@ -56,7 +65,7 @@ pub(super) async fn web_page(
     plan: PagePlan,
 ) -> Result<(), Fail> {
     let shape = &ctx.cfg.shape;
-    let (mut s, t_connect) = tcp_connect(ctx, target).await?;
+    let (mut s, t_connect, key) = tcp_connect(ctx, target).await?;
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
     let hs = exchange(
@@ -69,6 +78,7 @@ pub(super) async fn web_page(
         plan.handshake_up,
         plan.handshake_down,
         usize::MAX,
+        key.as_ref(),
     )
     .await?;
     ctx.col.handshake(Proto::Tcp, hs.total.as_nanos() as u64);
@@ -89,6 +99,7 @@ pub(super) async fn web_page(
             up,
             down,
             usize::MAX,
+            key.as_ref(),
         )
         .await?;
         ctx.col.request(
@@ -118,7 +129,7 @@ pub(super) async fn transfer(
     target: SocketAddr,
     n: u64,
 ) -> Result<(), Fail> {
-    let (mut s, t_connect) = tcp_connect(ctx, target).await?;
+    let (mut s, t_connect, key) = tcp_connect(ctx, target).await?;
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
     let chunk = ctx.cfg.shape.transfer.chunk.clamp(1, 1 << 20) as usize;
@@ -127,7 +138,7 @@ pub(super) async fn transfer(
     } else {
         (n, HEADER_LEN as u64)
     };
-    let x = exchange(ctx, a, &mut r, &mut w, id, 0, up, down, chunk).await?;
+    let x = exchange(ctx, a, &mut r, &mut w, id, 0, up, down, chunk, key.as_ref()).await?;
     let (up, down) = (frame_len(up) as u64, frame_len(down) as u64);
     ctx.col.request(a, up, down, x.total.as_nanos() as u64);
     ctx.col
@@ -242,6 +253,7 @@ pub(super) async fn quic_request(
         up,
         down,
         usize::MAX,
+        None, // the token value, inside TLS
     )
     .await?;
     let _ = send.finish();

@@ -18,7 +18,14 @@ pub(super) fn frame_len(n: u64) -> u32 {
     n.clamp(HEADER_LEN as u64, MAX_FRAME_LEN as u64) as u32
 }
 
-pub(super) fn request_header(ctx: &Ctx, id: u64, seq: u64, up: u32, down: u32) -> [u8; HEADER_LEN] {
+pub(super) fn request_header(
+    ctx: &Ctx,
+    key: Option<&SessionKey>,
+    id: u64,
+    seq: u64,
+    up: u32,
+    down: u32,
+) -> [u8; HEADER_LEN] {
     let mut hdr = [0u8; HEADER_LEN];
     let h = Header {
         kind: Kind::Request,
@@ -33,6 +40,9 @@ pub(super) fn request_header(ctx: &Ctx, id: u64, seq: u64, up: u32, down: u32) -
     };
     // Cannot fail: the buffer is exactly one header long.
     let _ = h.encode(&mut hdr);
+    if let Some(k) = key {
+        let _ = k.seal(Dir::ToServer, &mut hdr);
+    }
     hdr
 }
 
@@ -134,8 +144,17 @@ pub(super) async fn read_discard<R: AsyncRead + Unpin>(
     .await
 }
 
-pub(super) fn check_response(head: &[u8; HEADER_LEN], seq: u64, down: u32) -> Result<(), Fail> {
+pub(super) fn check_response(
+    head: &[u8; HEADER_LEN],
+    key: Option<&SessionKey>,
+    seq: u64,
+    down: u32,
+) -> Result<(), Fail> {
     let h = Header::decode(head).map_err(|e| Fail::new("protocol", format!("response: {e}")))?;
+    if let Some(k) = key {
+        k.open(Dir::ToClient, head)
+            .map_err(|e| Fail::new("protocol", format!("response: {e}")))?;
+    }
     if h.kind != Kind::Response || h.seq != seq {
         return Err(Fail::new(
             "protocol",
@@ -167,6 +186,7 @@ pub(super) async fn exchange<R, W>(
     up: u64,
     down: u64,
     chunk: usize,
+    key: Option<&SessionKey>,
 ) -> Result<Exchange, Fail>
 where
     R: AsyncRead + Unpin,
@@ -176,7 +196,7 @@ where
     let chunk = chunk.clamp(1, 64 * 1024);
     let _in_flight = ctx.inflight.enter(ctx.now_ns(), act);
     let t = Instant::now();
-    let hdr = request_header(ctx, id, seq, up, down);
+    let hdr = request_header(ctx, key, id, seq, up, down);
     let mut hdr_off = 0;
     let mut body = up as usize - HEADER_LEN;
     loop {
@@ -198,7 +218,7 @@ where
         read_discard(r, &mut head, &mut got, HEADER_LEN, &mut first),
     )
     .await?;
-    check_response(&head, seq, down)?;
+    check_response(&head, key, seq, down)?;
     let total = down as usize;
     while got < total {
         let piece = (total - got).min(PIECE);

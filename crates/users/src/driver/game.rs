@@ -77,6 +77,14 @@ pub(super) async fn game(
     sock.connect(target)
         .await
         .map_err(|e| Fail::io("connect", &e))?;
+    let key = match &ctx.cfg.secret {
+        Some(secret) => Some(
+            auth::udp(&sock, secret, ctx.cfg.timeout)
+                .await
+                .map_err(|e| Fail::io("token handshake", &e))?,
+        ),
+        None => None,
+    };
     let _conn = ctx.col.conn_open(Proto::Udp);
     let size = frame_len(plan.size).min(64 * 1024) as usize;
     let mut out = fill()[..size].to_vec();
@@ -113,6 +121,9 @@ pub(super) async fn game(
                     token: ctx.cfg.token,
                 };
                 let _ = h.encode(&mut out);
+                if let Some(k) = &key {
+                    let _ = k.seal(Dir::ToServer, &mut out);
+                }
                 if let Err(e) = sock.send(&out).await {
                     result = Err(Fail::io("send", &e));
                     break;
@@ -135,6 +146,9 @@ pub(super) async fn game(
                 };
                 let Ok(h) = Header::decode(&inb[..n]) else { continue };
                 if h.kind != Kind::EchoReply || h.flow != id as u32 {
+                    continue;
+                }
+                if key.as_ref().is_some_and(|k| k.open(Dir::ToClient, &inb[..n]).is_err()) {
                     continue;
                 }
                 acc.down += n as u64;

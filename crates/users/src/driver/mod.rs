@@ -20,6 +20,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use npt_report::run::RunBody;
+use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
 use npt_wire::{Outcome, Window};
 use std::pin::Pin;
@@ -29,6 +30,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::watch;
 
+use crate::auth;
 use crate::collect::{Collector, GameCounts};
 use crate::config::{Activity, Load, Proto, Shape, Targets};
 use crate::model::{self, Chooser, PagePlan, Step, User};
@@ -53,8 +55,11 @@ pub struct RunConfig {
     pub duration: Duration,
     pub shape: Shape,
     pub seed: u64,
-    /// Access token put in every frame (0 = none).
+    /// Access token put in every QUIC frame (0 = none; inside TLS).
     pub token: u64,
+    /// `--token`'s secret: the keyed handshake on every TCP connection and game socket, whose
+    /// key then seals every frame ([`crate::auth`]).
+    pub secret: Option<String>,
     /// Connect, handshake and per-read/write idle timeout.
     pub timeout: Duration,
     /// Length of one interval of the series (and of the progress line).
@@ -248,6 +253,7 @@ async fn run_async(
         None
     };
     let started = SystemTime::now();
+    let started_mono = Instant::now();
     let cpu0 = npt_report::cpu_seconds();
     let ctx = Arc::new(Ctx {
         cfg: cfg.clone(),
@@ -368,7 +374,8 @@ async fn run_async(
         ep.close(0u32.into(), b"run over");
     }
     publish_metrics(&cfg, &ctx.col);
-    let ended = SystemTime::now();
+    // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
+    let ended = started + started_mono.elapsed();
     let cpu1 = npt_report::cpu_seconds();
     let secs = ran.as_secs_f64();
     let m = ctx

@@ -1,0 +1,87 @@
+//! `--token` for `npt run`: the keyed handshake ([`npt_wire::auth::ClientHandshake`]) on each
+//! TCP connection and each game's UDP socket, async. Its key seals every frame the connection
+//! sends and checks every reply. (QUIC streams keep the token value: it travels inside TLS.)
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use npt_wire::auth::{ClientHandshake, SessionKey, HS_LEN};
+use rand::RngCore;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::UdpSocket;
+
+fn nonce() -> [u8; 16] {
+    let mut n = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut n);
+    n
+}
+
+/// The handshake over a byte stream (the caller bounds it in time).
+pub async fn stream<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    secret: &str,
+) -> io::Result<SessionKey> {
+    let mut hs = ClientHandshake::new(secret.as_bytes(), nonce(), 0, u64::MAX);
+    let mut m = [0u8; HS_LEN];
+    for _ in 0..2 {
+        let n = hs
+            .poll_transmit(0, &mut m)
+            .ok_or_else(|| io::Error::other("handshake: nothing to send"))?;
+        s.write_all(&m[..n]).await?;
+        s.flush().await?;
+        if let Err(e) = s.read_exact(&mut m).await {
+            return Err(if e.kind() == io::ErrorKind::UnexpectedEof {
+                io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "the server closed the connection during the --token handshake (wrong \
+                     secret, or no --token there)",
+                )
+            } else {
+                e
+            });
+        }
+        match hs.handle(0, &m) {
+            Ok(Some(k)) => return Ok(k),
+            Ok(None) => {}
+            Err(e) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("--token handshake: {e}"),
+                ))
+            }
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        "--token handshake: no Accept after two round trips",
+    ))
+}
+
+/// The handshake over a connected UDP socket, repeating lost messages, within `timeout`.
+pub async fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Result<SessionKey> {
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_nanos() as u64;
+    let mut hs = ClientHandshake::new(secret.as_bytes(), nonce(), 0, timeout.as_nanos() as u64);
+    let (mut out, mut inb) = ([0u8; HS_LEN], [0u8; 2048]);
+    loop {
+        if hs.check(now()).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no answer to the --token handshake (wrong secret, or no --token there)",
+            ));
+        }
+        if let Some(n) = hs.poll_transmit(now(), &mut out) {
+            sock.send(&out[..n]).await?;
+        }
+        let wait = hs
+            .poll_timeout()
+            .map_or(0, |at| at.saturating_sub(now()))
+            .max(1_000_000);
+        if let Ok(r) = tokio::time::timeout(Duration::from_nanos(wait), sock.recv(&mut inb)).await {
+            let n = r?;
+            if let Ok(Some(k)) = hs.handle(now(), &inb[..n]) {
+                return Ok(k);
+            }
+        }
+    }
+}
