@@ -111,11 +111,10 @@ fn tcp_through_socks5_with_a_password_and_http_connect_agree_with_direct() {
         assert_valid(&d, "probe");
         assert_eq!(f(&d, "/summary/received"), 300.0, "{via}");
         let p50 = f(&d, "/summary/rtt_ms/p50");
-        // A loopback proxy adds its own relay hop: more than nothing, less than milliseconds.
-        assert!(
-            p50 >= direct_p50 * 0.5,
-            "{via}: p50 {p50} vs direct {direct_p50}"
-        );
+        // A loopback proxy adds its own relay hop: less than milliseconds. (No lower bound:
+        // sub-0.1 ms loopback figures swing 2x either way on a busy box, so a proxied p50 below
+        // the direct one happens and proves nothing.)
+        assert!(p50 > 0.0, "{via}: p50 {p50}");
         assert!(
             p50 - direct_p50 < 5.0,
             "{via}: p50 {p50} vs direct {direct_p50}"
