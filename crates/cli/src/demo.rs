@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use npt_engine::probe::driver::Control;
-use npt_engine::probe::runner::{self, PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_probe::probe::driver::Control;
+use npt_probe::probe::runner::{self, PacingSpec, ProbeConfig, Proto, StageSpec};
 use npt_server::{ServeConfig, Server};
 use npt_wire::Fill;
 

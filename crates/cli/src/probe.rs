@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use npt_engine::probe::driver::Control;
-use npt_engine::probe::runner::{self, PacingSpec, ProbeConfig, Proto, StageSpec};
-use npt_engine::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
+use npt_probe::probe::driver::Control;
+use npt_probe::probe::runner::{self, PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_probe::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
 use npt_wire::Fill;
 
 use crate::probe_checks::check_memory;

@@ -4,7 +4,7 @@
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use npt_engine::probe::runner::{PacingSpec, StageSpec};
+use npt_probe::probe::runner::{PacingSpec, StageSpec};
 
 use crate::usage;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use npt_engine::probe::driver::Control;
+use npt_probe::probe::driver::Control;
 use npt_server::{Limits, ServeConfig, Server};
 
 use crate::usage;

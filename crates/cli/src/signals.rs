@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use npt_engine::probe::driver::Control;
+use npt_probe::probe::driver::Control;
 
 /// Counts SIGINT/SIGTERM into `control.signals`.
 pub fn install(control: &Arc<Control>) -> anyhow::Result<()> {

@@ -222,10 +222,10 @@ fn run_udp(
         if socks[cur].is_none() {
             let sock = udp_socket(addrs[cur])?;
             if let Some(secret) = &cfg.token {
-                let key = npt_engine::probe::auth::udp(
+                let key = npt_probe::probe::auth::udp(
                     &sock,
                     secret,
-                    npt_engine::probe::auth::HANDSHAKE_TIMEOUT,
+                    npt_probe::probe::auth::HANDSHAKE_TIMEOUT,
                 )
                 .map_err(|e| PingError::Auth(addrs[cur], e))?;
                 keys[cur] = Some(key);

@@ -3,7 +3,7 @@
 //! an error names the element (and attribute) at fault; a config that parses holds only
 //! values a probe can run with.
 
-use npt_engine::probe::xml::{parse, XmlError, XmlPacing};
+use npt_probe::probe::xml::{parse, XmlError, XmlPacing};
 
 const TEMPLATE: &str = include_str!("../../../examples/ConfigTemplate.xml");
 
