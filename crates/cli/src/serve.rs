@@ -118,12 +118,12 @@ pub struct ServeArgs {
 fn http_options(
     a: &ServeArgs,
     cfg: &ServeConfig,
-) -> anyhow::Result<Option<npt_http::ServerOptions>> {
+) -> anyhow::Result<Option<npt_server::http_server::ServerOptions>> {
     let Some(h) = &a.http else { return Ok(None) };
     let addr: SocketAddr = h
         .parse()
         .map_err(|_| usage!("--http {h:?}: expected ADDR:PORT, e.g. 0.0.0.0:8080"))?;
-    let mut o = npt_http::ServerOptions::new(addr);
+    let mut o = npt_server::http_server::ServerOptions::new(addr);
     o.tls = a.tls;
     o.cert = a.cert.clone();
     o.key = a.key.clone();
@@ -246,10 +246,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let http = match http_opts {
         Some(mut o) => {
             let budget = server.reply_budget();
-            o.reply_budget = Some(npt_http::server::ReplyBudgetHook(Arc::new(move |ip, n| {
-                budget.take(ip, n)
-            })));
-            Some(npt_http::spawn_http_server(&o)?)
+            o.reply_budget = Some(npt_server::http_server::ReplyBudgetHook(Arc::new(
+                move |ip, n| budget.take(ip, n),
+            )));
+            Some(npt_server::http_server::spawn_http_server(&o)?)
         }
         None => None,
     };

@@ -1,12 +1,11 @@
-//! `npt http`: the HTTP gateway benchmark (seed 003) and the HTTP responder behind
-//! `npt serve --http`.
+//! `npt http`: the HTTP gateway benchmark (seed 003). The HTTP responder behind
+//! `npt serve --http` is in npt-server (`http_server`), with the other responders.
 //!
 //! Layout, sans-IO first: [`schedule`] (open-loop tickets, host rotation) and [`collect`]
 //! (events → histograms, intervals, the result body) are plain code tested with a virtual
 //! clock; [`pacer`] is the thread that releases open-loop requests on time; [`client`] is the thin tokio driver that opens sockets and emits events; [`h1`] is
 //! its lean HTTP/1.1 connection (h2 goes through the `h2` crate); [`coldstart`] spawns and
-//! reaps the command under test; [`server`] is the hyper responder and
-//! [`tls`] the rustls setup shared by both sides.
+//! reaps the command under test; [`tls`] is the client's rustls setup.
 
 pub mod client;
 pub mod coldstart;
@@ -16,12 +15,10 @@ pub mod inflight;
 pub mod metrics;
 pub mod pacer;
 pub mod schedule;
-pub mod server;
 pub mod threads;
 pub mod tls;
 
 pub use client::{run, run_with_progress, Config, RunResult, Target};
-pub use server::{spawn_http_server, ServerHandle, ServerOptions};
 
 /// Errors of the library; the CLI maps `Url`/`Config` to usage errors (exit 2).
 #[derive(Debug, thiserror::Error)]

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use npt_http::server::{HttpCounters, ReplyBudgetHook};
-use npt_http::{ServerHandle, ServerOptions};
+use npt_server::http_server::{HttpCounters, ReplyBudgetHook};
+use npt_server::http_server::{ServerHandle, ServerOptions};
 
 const HEADER: Duration = Duration::from_millis(400);
 const IDLE: Duration = Duration::from_millis(800);
@@ -23,7 +23,7 @@ fn start(tweak: impl FnOnce(&mut ServerOptions)) -> (SocketAddr, ServerHandle) {
     o.idle_timeout = IDLE;
     o.io_timeout = IO;
     tweak(&mut o);
-    npt_http::spawn_http_server(&o).expect("responder starts")
+    npt_server::http_server::spawn_http_server(&o).expect("responder starts")
 }
 
 fn get(c: &AtomicU64) -> u64 {

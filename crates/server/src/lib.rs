@@ -12,6 +12,7 @@
 
 pub mod budget;
 pub mod fdlimit;
+pub mod http_server;
 pub mod limiter;
 pub mod loopguard;
 pub mod quic;

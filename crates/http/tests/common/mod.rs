@@ -7,14 +7,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use npt_http::{Config, RunResult, ServerHandle, ServerOptions, Target};
+use npt_http::{Config, RunResult, Target};
 use npt_report::Document;
+use npt_server::http_server::{ServerHandle, ServerOptions};
 
 pub fn responder(tls: bool) -> (SocketAddr, ServerHandle) {
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap());
     o.tls = tls;
     o.threads = Some(1);
-    npt_http::spawn_http_server(&o).expect("responder starts")
+    npt_server::http_server::spawn_http_server(&o).expect("responder starts")
 }
 
 /// A short closed-loop run: 4 connections, 1 s, one client thread.

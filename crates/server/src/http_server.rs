@@ -18,8 +18,20 @@
 
 mod conn;
 mod gate;
+mod tls;
 
 pub use conn::HttpCounters;
+
+/// Why the HTTP responder could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("{0}")]
+    Protocol(String),
+}
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -41,7 +53,6 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::Error;
 use conn::{ConnState, Deadlines, Watched};
 
 /// Largest `/bytes/N` and `/delay/MS` honoured; larger values are clamped.
@@ -180,7 +191,7 @@ pub fn spawn_http_server(opts: &ServerOptions) -> Result<(SocketAddr, ServerHand
                 ))
             }
         };
-        Some(crate::tls::server_config(ck)?)
+        Some(tls::server_config(ck)?)
     } else {
         None
     };
