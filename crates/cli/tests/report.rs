@@ -2,11 +2,11 @@
 //! the HTML page of a real result must draw every chart — checked in headless Chromium (Debian
 //! `chromium`, installed by .ci/run; `NPT_SKIP_CHROMIUM=1` skips only that part).
 
+#[path = "../../report/tests/chromium/mod.rs"]
+mod chromium;
 mod common;
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
@@ -21,42 +21,6 @@ fn report(file: &std::path::Path, format: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// Headless Chromium's DOM after the page's scripts ran (bounded: killed after 60 s).
-fn dump_dom(file: &std::path::Path, profile: &std::path::Path) -> String {
-    let mut child = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-        ])
-        .args(["--window-size=1000,1200", "--virtual-time-budget=5000"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", file.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("chromium starts");
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let end = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    reader.join().unwrap()
 }
 
 #[test]
@@ -173,15 +137,10 @@ fn every_kind_in_every_format_and_the_html_draws_in_chromium() {
         Duration::from_secs(10),
     );
     assert!(out.status.success());
-    if std::env::var_os("NPT_SKIP_CHROMIUM").is_some() {
-        eprintln!("SKIPPED the Chromium render check: NPT_SKIP_CHROMIUM is set");
+    if !chromium::wanted() {
         return;
     }
-    assert!(
-        Command::new("chromium").arg("--version").output().is_ok(),
-        "chromium is needed (apt-get install chromium; .ci/run does) or NPT_SKIP_CHROMIUM=1"
-    );
-    let dom = dump_dom(&page, &dir.path().join("profile"));
+    let dom = chromium::dump_dom(&page, &dir.path().join("profile"), Duration::from_secs(60));
     assert!(
         dom.contains("data-charts-drawn=\"5\""),
         "every chart drew:\n{}",

@@ -1,7 +1,7 @@
 //! Headless Chromium for the HTML tests: open a page, dump the DOM after its scripts ran, and
 //! check that every chart drew the points it promised (`data-expected-points` written by the
 //! renderer against `data-drawn-points` written by the page after uPlot drew). Shared by
-//! `html_chromium.rs` here and the cli's `tests/compare.rs` (included with `#[path]`).
+//! `html_chromium.rs` here and the cli's `tests/compare.rs` and `tests/report.rs` (included with `#[path]`).
 //!
 //! Needs Debian's `chromium` (CI installs it); `NPT_SKIP_CHROMIUM=1` skips explicitly.
 
