@@ -164,8 +164,8 @@ fn run(mut dirs: Vec<Direction>, stop: &AtomicBool) {
     npt_netio::tighten_timer_slack();
     raise_priority();
     let fds: Vec<i32> = dirs.iter().map(|d| d.from.fd()).collect();
+    let mut poll = npt_netio::PollSet::new(&fds);
     let mut pool: Vec<Vec<u8>> = Vec::new();
-    let mut ready = Vec::with_capacity(fds.len());
     let mut last_publish = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         for d in &mut dirs {
@@ -185,25 +185,24 @@ fn run(mut dirs: Vec<Direction>, stop: &AtomicBool) {
             Some(due) => {
                 let left = due - now;
                 if left <= SPIN {
-                    spin_until(due, &fds, &mut ready);
+                    spin_until(due, &mut poll);
                     continue;
                 }
                 (left - SPIN).min(IDLE)
             }
         };
-        let _ = npt_netio::wait(&fds, &[], Some(timeout), &mut ready);
+        let _ = poll.readable(timeout);
     }
     dirs.iter().for_each(Direction::publish);
 }
 
-/// Spins until `due` or until a packet is waiting on one of `fds` (it must be stamped on
-/// arrival, not after the spin). Bounded by `due`, at most [`SPIN`] away.
-fn spin_until(due: Instant, fds: &[i32], ready: &mut Vec<npt_netio::Ready>) {
+/// Spins until `due` or until a packet is waiting (it must be stamped on arrival, not after
+/// the spin). Bounded by `due`, at most [`SPIN`] away.
+fn spin_until(due: Instant, poll: &mut npt_netio::PollSet) {
     while Instant::now() < due {
-        // A zero-timeout poll is one cheap syscall and keeps arrival stamps honest.
-        if npt_netio::wait(fds, &[], Some(Duration::ZERO), ready).is_ok()
-            && ready.iter().any(|r| r.readable)
-        {
+        // A zero-timeout poll is one cheap syscall (no allocation) and keeps arrival stamps
+        // honest.
+        if poll.readable(Duration::ZERO).unwrap_or(false) {
             return;
         }
         std::hint::spin_loop();

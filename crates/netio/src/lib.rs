@@ -279,6 +279,54 @@ pub fn wait(
     Ok(())
 }
 
+/// A fixed set of descriptors waited on for readability again and again without allocating
+/// (a hot loop that polls between busy waits, like the lab's link threads).
+pub struct PollSet {
+    fds: Vec<libc::pollfd>,
+}
+
+impl PollSet {
+    pub fn new(fds: &[RawFd]) -> PollSet {
+        PollSet {
+            fds: fds
+                .iter()
+                .map(|&fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect(),
+        }
+    }
+
+    /// Waits until one descriptor is readable or `timeout` passes (zero: just looks). True if
+    /// one is readable; an interrupted wait (a signal) is false.
+    pub fn readable(&mut self, timeout: Duration) -> io::Result<bool> {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: fds is a valid array of pollfd; ts is a live timespec.
+        let rc = unsafe {
+            libc::ppoll(
+                self.fds.as_mut_ptr(),
+                self.fds.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            };
+        }
+        Ok(self.fds.iter().any(|p| p.revents & libc::POLLIN != 0))
+    }
+}
+
 /// Asks the kernel to wake this thread's timers within 1 ns of their deadline instead of the
 /// default 50 µs slack, so paced sends at tens of kpps leave on time.
 pub fn tighten_timer_slack() {
