@@ -5,7 +5,9 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use npt_wire::auth::{ClientHandshake, SessionKey, HS_LEN};
+use npt_wire::auth::{
+    stream_no_accept, stream_read_error, stream_step, ClientHandshake, SessionKey, HS_LEN,
+};
 use rand::RngCore;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UdpSocket;
@@ -29,32 +31,12 @@ pub async fn stream<S: AsyncRead + AsyncWrite + Unpin>(
             .ok_or_else(|| io::Error::other("handshake: nothing to send"))?;
         s.write_all(&m[..n]).await?;
         s.flush().await?;
-        if let Err(e) = s.read_exact(&mut m).await {
-            return Err(if e.kind() == io::ErrorKind::UnexpectedEof {
-                io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    "the server closed the connection during the --token handshake (wrong \
-                     secret, or no --token there)",
-                )
-            } else {
-                e
-            });
-        }
-        match hs.handle(0, &m) {
-            Ok(Some(k)) => return Ok(k),
-            Ok(None) => {}
-            Err(e) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("--token handshake: {e}"),
-                ))
-            }
+        s.read_exact(&mut m).await.map_err(stream_read_error)?;
+        if let Some(k) = stream_step(&mut hs, &m)? {
+            return Ok(k);
         }
     }
-    Err(io::Error::new(
-        io::ErrorKind::InvalidData,
-        "--token handshake: no Accept after two round trips",
-    ))
+    Err(stream_no_accept())
 }
 
 /// The handshake over a connected UDP socket, repeating lost messages, within `timeout`.

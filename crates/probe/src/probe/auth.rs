@@ -6,7 +6,9 @@ use std::io::{self, Read, Write};
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
-use npt_wire::auth::{ClientHandshake, SessionKey, HS_LEN};
+use npt_wire::auth::{
+    stream_no_accept, stream_read_error, stream_step, ClientHandshake, SessionKey, HS_LEN,
+};
 use rand::RngCore;
 
 /// How long a handshake may take before the flow fails.
@@ -78,32 +80,12 @@ pub fn stream<S: Read + Write>(s: &mut S, secret: &str) -> io::Result<SessionKey
             .ok_or_else(|| io::Error::other("handshake: nothing to send"))?;
         s.write_all(&m[..n])?;
         s.flush()?;
-        if let Err(e) = s.read_exact(&mut m) {
-            return Err(if e.kind() == io::ErrorKind::UnexpectedEof {
-                io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    "the server closed the connection during the --token handshake: wrong \
-                     secret, or the server has no --token",
-                )
-            } else {
-                e
-            });
-        }
-        match hs.handle(0, &m) {
-            Ok(Some(k)) => return Ok(k),
-            Ok(None) => {}
-            Err(e) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("--token handshake: {e}"),
-                ))
-            }
+        s.read_exact(&mut m).map_err(stream_read_error)?;
+        if let Some(k) = stream_step(&mut hs, &m)? {
+            return Ok(k);
         }
     }
-    Err(io::Error::new(
-        io::ErrorKind::InvalidData,
-        "--token handshake: no Accept after two round trips",
-    ))
+    Err(stream_no_accept())
 }
 
 /// [`stream`] on a TCP socket that is otherwise non-blocking: blocking with timeouts for the

@@ -250,3 +250,36 @@ impl ClientHandshake {
         }
     }
 }
+
+/// For the stream drivers (blocking in npt-probe, tokio in npt-users): the io errors they
+/// report, written once. A reply that did not come: the server hung up, which over a stream
+/// means it refused (wrong secret, or no `--token` there).
+pub fn stream_read_error(e: std::io::Error) -> std::io::Error {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "the server closed the connection during the --token handshake: wrong secret, or \
+             the server has no --token",
+        )
+    } else {
+        e
+    }
+}
+
+/// The handshake's step on a stream reply, as an io result: the key once accepted.
+pub fn stream_step(hs: &mut ClientHandshake, msg: &[u8]) -> std::io::Result<Option<SessionKey>> {
+    hs.handle(0, msg).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("--token handshake: {e}"),
+        )
+    })
+}
+
+/// Two round trips on a stream without an Accept.
+pub fn stream_no_accept() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "--token handshake: no Accept after two round trips",
+    )
+}

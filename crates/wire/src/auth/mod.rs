@@ -67,7 +67,10 @@ use std::net::SocketAddr;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-pub use handshake::{ClientHandshake, ServerAuth, COOKIE_TTL_NS, HS_RETRY_NS};
+pub use handshake::{
+    stream_no_accept, stream_read_error, stream_step, ClientHandshake, ServerAuth, COOKIE_TTL_NS,
+    HS_RETRY_NS,
+};
 pub use sessions::{ReplayWindow, Sessions, REPLAY_WINDOW};
 
 use crate::frame::HEADER_LEN;
