@@ -79,7 +79,6 @@ pub struct Lab {
     /// Per direction: link index, a→b?, its published stats.
     published: Vec<(usize, bool, Arc<std::sync::Mutex<Published>>)>,
     services: Vec<Running>,
-    log_dir: PathBuf,
 }
 
 /// One direction as `npt lab status` shows it.
@@ -138,7 +137,6 @@ impl Lab {
             pumps: Vec::new(),
             published: Vec::new(),
             services: Vec::new(),
-            log_dir: opts.log_dir.clone(),
         };
         // On error `lab` is dropped here, which tears down whatever was made.
         lab.build(opts)?;
@@ -275,14 +273,6 @@ impl Lab {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-
-    pub fn plan(&self) -> &Plan {
-        &self.plan
-    }
-
-    pub fn log_dir(&self) -> &Path {
-        &self.log_dir
     }
 
     /// Nodes, links with what each direction applied so far, services.
