@@ -68,12 +68,19 @@ fn no_dependency_has_a_rustsec_advisory() {
     let (ok, text) = cargo_deny(&["check", "advisories"]);
     if !ok && text.contains("failed to fetch advisory database") {
         if !have_advisory_copy() {
-            let why = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let why = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
             eprintln!("SKIPPED: the RustSec advisory database cannot be fetched here ({why})");
             return;
         }
         let (ok, offline) = cargo_deny(&["--offline", "check", "advisories"]);
-        assert!(ok, "cargo deny check advisories (earlier copy) refused:\n{offline}");
+        assert!(
+            ok,
+            "cargo deny check advisories (earlier copy) refused:\n{offline}"
+        );
         assert!(offline.contains("advisories ok"), "{offline}");
         return;
     }
