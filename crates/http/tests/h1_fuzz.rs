@@ -4,22 +4,7 @@
 //! follows it; the chunked decoder gives the same answer fed whole or in pieces.
 
 use npt_http::h1::{parse_head, Chunked};
-
-/// splitmix64: a fixed, dependency-free stream of test inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const SEEDS: &[&[u8]] = &[
     b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
@@ -30,17 +15,17 @@ const SEEDS: &[&[u8]] = &[
 /// Bytes that matter to the parsers, so mutations reach their branches.
 const ALPHABET: &[u8] = b"\r\n:;, 0123456789abcdefABCDEFxX\t\0\xff";
 
-fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
-    for _ in 0..=rng.below(4) {
-        let at = rng.below(input.len() + 1);
-        match rng.below(4) {
-            0 if at < input.len() => input[at] = ALPHABET[rng.below(ALPHABET.len())],
-            1 => input.insert(at, ALPHABET[rng.below(ALPHABET.len())]),
+fn mutate(rng: &mut StdRng, input: &mut Vec<u8>) {
+    for _ in 0..=rng.gen_range(0..4) {
+        let at = rng.gen_range(0..input.len() + 1);
+        match rng.gen_range(0..4) {
+            0 if at < input.len() => input[at] = ALPHABET[rng.gen_range(0..ALPHABET.len())],
+            1 => input.insert(at, ALPHABET[rng.gen_range(0..ALPHABET.len())]),
             2 if at < input.len() => {
-                let end = (at + rng.below(8)).min(input.len());
+                let end = (at + rng.gen_range(0..8)).min(input.len());
                 input.drain(at..end);
             }
-            _ => input.insert(at, rng.next() as u8),
+            _ => input.insert(at, rng.gen::<u8>()),
         }
     }
 }
@@ -66,13 +51,13 @@ fn chunked(body: &[u8], piece: usize) -> (Result<(usize, bool), &'static str>, u
 
 #[test]
 fn random_and_mutated_responses_never_panic() {
-    let mut rng = Rng(11);
+    let mut rng = StdRng::seed_from_u64(11);
     let (mut heads, mut bodies) = (0, 0);
     for i in 0..300_000 {
         let input: Vec<u8> = if i % 4 == 0 {
-            (0..rng.below(64)).map(|_| rng.next() as u8).collect()
+            (0..rng.gen_range(0..64)).map(|_| rng.gen::<u8>()).collect()
         } else {
-            let mut v = SEEDS[rng.below(SEEDS.len())].to_vec();
+            let mut v = SEEDS[rng.gen_range(0..SEEDS.len())].to_vec();
             mutate(&mut rng, &mut v);
             v
         };
@@ -87,7 +72,7 @@ fn random_and_mutated_responses_never_panic() {
             bodies += 1;
             assert!(data <= used as u64);
         }
-        let piece = 1 + rng.below(7);
+        let piece = 1 + rng.gen_range(0..7);
         assert_eq!(
             chunked(&input, piece),
             whole,

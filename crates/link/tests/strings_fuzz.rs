@@ -6,21 +6,7 @@
 use npt_link::{
     format_duration, parse_duration, parse_percent, parse_rate, Impairments, LinkError,
 };
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use rand::{rngs::StdRng, Rng, SeedableRng};
 
 /// What the strings are made of: digits, units, signs, exponents and a few odd characters.
 const PIECES: &[&str] = &[
@@ -69,11 +55,11 @@ fn names(r: Result<bool, LinkError>, field: &str) -> bool {
 
 #[test]
 fn random_strings_round_trip_or_name_the_field() {
-    let mut rng = Rng(7);
+    let mut rng = StdRng::seed_from_u64(7);
     let mut read = 0;
     for _ in 0..300_000 {
-        let text: String = (0..1 + rng.below(5))
-            .map(|_| PIECES[rng.below(PIECES.len())])
+        let text: String = (0..1 + rng.gen_range(0..5))
+            .map(|_| PIECES[rng.gen_range(0..PIECES.len())])
             .collect();
         let d = parse_duration("delay", &text).map(|d| {
             let back = parse_duration("delay", &format_duration(d)).unwrap();
@@ -100,15 +86,15 @@ fn mutated_tables_round_trip() {
     const TABLE: &str = "delay = \"50ms\"\njitter = \"2.5ms\"\nloss = { model = \
                          \"gilbert-elliott\", p = \"1%\", r = \"30%\" }\nduplicate = \"0.1%\"\n\
                          reorder = \"1%\"\nrate = \"10mbit\"\nqueue = 1000\n";
-    let mut rng = Rng(8);
+    let mut rng = StdRng::seed_from_u64(8);
     let mut accepted = 0;
     for _ in 0..20_000 {
         let mut text = TABLE.to_string();
-        let at = rng.below(text.len() + 1);
-        if rng.below(2) == 0 {
-            text.insert_str(at, PIECES[rng.below(PIECES.len() - 2)]);
+        let at = rng.gen_range(0..text.len() + 1);
+        if rng.gen_range(0..2) == 0 {
+            text.insert_str(at, PIECES[rng.gen_range(0..PIECES.len() - 2)]);
         } else {
-            let end = (at + 1 + rng.below(6)).min(text.len());
+            let end = (at + 1 + rng.gen_range(0..6)).min(text.len());
             text.replace_range(at..end, "");
         }
         if let Ok(imp) = toml::from_str::<Impairments>(&text) {

@@ -7,29 +7,15 @@ use npt_ping::net::decode;
 use npt_ping::session::{Event, Session};
 use npt_wire::frame::{Header, Kind};
 use npt_wire::raw::RawStamp;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const FLOW: u32 = 7;
 
 /// A valid reply of either kind for a small sequence number, then a few bytes changed.
-fn datagram(rng: &mut Rng) -> (Vec<u8>, bool) {
-    let raw = rng.below(2) == 0;
-    let mut b = vec![0u8; 24 + rng.below(40)];
-    let seq = rng.below(8) as u64;
+fn datagram(rng: &mut StdRng) -> (Vec<u8>, bool) {
+    let raw = rng.gen_range(0..2) == 0;
+    let mut b = vec![0u8; 24 + rng.gen_range(0..40)];
+    let seq = rng.gen_range(0..8) as u64;
     if raw {
         let s = RawStamp {
             flow: FLOW,
@@ -38,7 +24,7 @@ fn datagram(rng: &mut Rng) -> (Vec<u8>, bool) {
         };
         s.encode(&mut b).unwrap();
     } else {
-        b.resize(48 + rng.below(16), 0);
+        b.resize(48 + rng.gen_range(0..16), 0);
         let h = Header {
             kind: Kind::EchoReply,
             flags: 0,
@@ -52,19 +38,19 @@ fn datagram(rng: &mut Rng) -> (Vec<u8>, bool) {
         };
         h.encode(&mut b).unwrap();
     }
-    for _ in 0..rng.below(3) {
-        let at = rng.below(b.len());
-        b[at] = rng.next() as u8;
+    for _ in 0..rng.gen_range(0..3) {
+        let at = rng.gen_range(0..b.len());
+        b[at] = rng.gen::<u8>();
     }
-    if rng.below(8) == 0 {
-        b.truncate(rng.below(b.len()));
+    if rng.gen_range(0..8) == 0 {
+        b.truncate(rng.gen_range(0..b.len()));
     }
     (b, raw)
 }
 
 #[test]
 fn forged_replies_never_panic_or_count_twice() {
-    let mut rng = Rng(42);
+    let mut rng = StdRng::seed_from_u64(42);
     let mut replies = 0;
     for _ in 0..100 {
         let mut s = Session::new(Some(8), 1_000, 5_000, 0);
