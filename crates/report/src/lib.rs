@@ -14,6 +14,7 @@ pub mod page;
 pub mod probe;
 pub mod result;
 pub mod run;
+pub mod series;
 pub mod text;
 
 use std::io::{self, Write};
