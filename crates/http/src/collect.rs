@@ -135,7 +135,8 @@ pub struct Collector {
     pub(crate) lateness: Histogram,
     pub(crate) behind: u64,
     open: BTreeMap<u32, IntervalAcc>,
-    closed: Vec<HttpInterval>,
+    /// Bounded memory for long runs: older records wait in a temporary file.
+    closed: npt_report::series::Series<HttpInterval>,
 }
 
 /// What the progress line shows.
@@ -188,7 +189,7 @@ impl Collector {
             lateness: Histogram::new(),
             behind: 0,
             open: BTreeMap::new(),
-            closed: Vec::new(),
+            closed: npt_report::series::Series::default(),
         }
     }
 
@@ -409,7 +410,7 @@ impl Collector {
                 proxy: (!self.proxy.is_empty()).then(|| self.proxy.to_serialized()),
                 hosts: host_hists,
             },
-            intervals: std::mem::take(&mut self.closed),
+            intervals: std::mem::take(&mut self.closed).into_vec_logged(),
             summary,
         }
     }

@@ -88,22 +88,47 @@ impl<T: Serialize + DeserializeOwned> Series<T> {
         self.recent.iter()
     }
 
-    /// Every record, oldest first: the file read back, then those in memory.
-    pub fn into_vec(self) -> io::Result<Vec<T>> {
+    /// Every record, oldest first (the file read back, then those in memory), and how many
+    /// spilled records could not be read back (0 unless the temporary file failed us; the
+    /// caller says so, since the document then lacks them).
+    pub fn into_vec(self) -> (Vec<T>, u64) {
         let mut all = Vec::with_capacity(usize::try_from(self.len()).unwrap_or(0));
-        if let Some(mut f) = self.file {
-            f.rewind()?;
-            let mut lines = BufReader::new(f).lines();
-            for _ in 0..self.spilled {
-                let line = lines.next().ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::UnexpectedEof, "interval spill file is short")
-                })??;
-                all.push(serde_json::from_str(&line)?);
+        let mut missing = 0;
+        if let Some(f) = self.file {
+            let read = read_back(f, self.spilled, &mut all);
+            if read.is_err() {
+                missing = self.spilled - all.len() as u64;
             }
         }
         all.extend(self.recent);
-        Ok(all)
+        (all, missing)
     }
+
+    /// [`Series::into_vec`] for a collector building its document: the records, and a line
+    /// on stderr if the document lacks some.
+    pub fn into_vec_logged(self) -> Vec<T> {
+        let (all, missing) = self.into_vec();
+        if missing > 0 {
+            eprintln!(
+                "npt: {missing} interval records could not be read back from their temporary \
+                 file and are not in the result"
+            );
+        }
+        all
+    }
+}
+
+/// The first `n` lines of `f`, one record each, into `out`.
+fn read_back<T: DeserializeOwned>(mut f: File, n: u64, out: &mut Vec<T>) -> io::Result<()> {
+    f.rewind()?;
+    let mut lines = BufReader::new(f).lines();
+    for _ in 0..n {
+        let line = lines.next().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::UnexpectedEof, "interval spill file is short")
+        })??;
+        out.push(serde_json::from_str(&line)?);
+    }
+    Ok(())
 }
 
 impl<T: Serialize + DeserializeOwned> Default for Series<T> {
@@ -138,7 +163,8 @@ mod tests {
             assert_eq!(s.last(), Some(&rec(i)));
         }
         assert_eq!(s.len(), 1000);
-        let all = s.into_vec().unwrap();
+        let (all, missing) = s.into_vec();
+        assert_eq!(missing, 0);
         assert_eq!(all.len(), 1000);
         assert!(all.iter().enumerate().all(|(i, r)| *r == rec(i as u32)));
     }
@@ -150,8 +176,9 @@ mod tests {
             s.push(rec(i));
         }
         assert!(s.file.is_none());
-        assert_eq!(s.into_vec().unwrap().len(), KEEP);
-        assert!(Series::<Rec>::default().into_vec().unwrap().is_empty());
+        let want: Vec<Rec> = (0..KEEP as u32).map(rec).collect();
+        assert_eq!(s.into_vec(), (want, 0));
+        assert!(Series::<Rec>::default().into_vec().0.is_empty());
     }
 
     #[test]
@@ -167,7 +194,8 @@ mod tests {
         }
         assert_eq!(s.recent().count(), 7);
         assert_eq!(s.len(), 10);
-        let all = s.into_vec().unwrap();
+        let (all, missing) = s.into_vec();
+        assert_eq!(missing, 0);
         assert!(all.iter().enumerate().all(|(i, r)| *r == rec(i as u32)));
     }
 }

@@ -75,7 +75,8 @@ pub(crate) struct Totals {
     pub(crate) act: [ActAcc; 5],
     pub(crate) errors: ErrorCounts,
     interval: IntervalAcc,
-    intervals: Vec<RunInterval>,
+    /// Bounded memory for long runs: older records wait in a temporary file.
+    intervals: npt_report::series::Series<RunInterval>,
     lateness: Histogram,
     late_wakeups: u64,
 }
@@ -279,7 +280,7 @@ impl Collector {
         let users = self.active_users.load(Ordering::Relaxed);
         let conns = self.active_conns.load(Ordering::Relaxed);
         let mut t = self.lock();
-        let index = t.intervals.len() as u32;
+        let index = u32::try_from(t.intervals.len()).unwrap_or(u32::MAX);
         let i = &mut t.interval;
         let rec = RunInterval {
             index,
@@ -456,7 +457,7 @@ impl Collector {
             protocols,
             activities,
             histograms,
-            intervals: std::mem::take(&mut t.intervals),
+            intervals: std::mem::take(&mut t.intervals).into_vec_logged(),
         }
     }
 }

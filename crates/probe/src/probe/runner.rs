@@ -304,9 +304,10 @@ pub fn run(
     }
     let mut pending: BTreeMap<u32, Interval> = BTreeMap::new();
     let mut printed_up_to = 0u32;
-    let mut records = Vec::new();
+    // Bounded memory for long runs: older records wait in a temporary file (report::series).
+    let mut records = npt_report::series::Series::default();
     let emit = |iv: &Interval,
-                records: &mut Vec<IntervalRecord>,
+                records: &mut npt_report::series::Series<IntervalRecord>,
                 on_stage: &mut dyn FnMut(&IntervalRecord)| {
         let r = interval_record(iv, start);
         on_stage(&r);
@@ -378,6 +379,7 @@ pub fn run(
     .find(|r| stops.contains(r))
     .map_or("error", |r| r.name());
     proxy_phases.extend(tcp_times.iter().filter_map(|t| t.proxy));
+    let records = records.into_vec_logged();
     let mut body = build_body(cfg, &totals, &tcp_times, records, wall_s);
     body.summary.proxy = proxy_summary(cfg, &proxy_phases);
     let nothing_answered = totals.received == 0;
