@@ -34,9 +34,14 @@ for t in $TARGETS; do
   [ -d "seeds/$t" ] && seeds=("seeds/$t")
   echo "== $t: $runs executions"
   start=$(date +%s)
-  RUSTC_BOOTSTRAP=1 cargo fuzz run "$t" "corpus/$t" "${seeds[@]}" -- -runs="$runs" -max_len=4096 2>&1 \
-    | grep -E "^(Done|#[0-9]+ +DONE)|ERROR|panicked|crash-" || true
-  status=${PIPESTATUS[0]}
-  echo "$t: exit $status after $(( $(date +%s) - start )) s"
-  [ "$status" = 0 ] || exit 1
+  # The whole log is kept; the summary is libFuzzer's own "Done N runs" line, and a target that
+  # exits 0 without one (it did not build, or stopped early) fails like a crash.
+  log="fuzz-$t.log"
+  status=0
+  RUSTC_BOOTSTRAP=1 cargo fuzz run "$t" "corpus/$t" "${seeds[@]}" -- -runs="$runs" -max_len=4096 \
+    >"$log" 2>&1 || status=$?
+  grep -E "^Done [0-9]+ runs|ERROR|panicked|crash-" "$log" || true
+  grep -q "^Done $runs runs" "$log" || { [ "$status" = 0 ] && status=1; }
+  echo "$t: exit $status after $(( $(date +%s) - start )) s (log: fuzz/$log)"
+  [ "$status" = 0 ] || { tail -20 "$log" >&2; exit 1; }
 done
