@@ -59,7 +59,7 @@ pub struct ServeConfig {
     /// TCP connections served at once; further ones are accepted, closed at once and counted.
     /// `npt serve` derives the default from the open-file limit ([`fdlimit`]).
     pub max_tcp_conns: usize,
-    /// Deadlines of TCP connections and QUIC streams.
+    /// Deadlines of TCP connections and QUIC streams (`io` also bounds a QUIC handshake).
     pub timeouts: Timeouts,
     /// Per-address budget for asked-for reply bytes (TCP and QUIC `Response`s).
     pub budget: BudgetLimits,

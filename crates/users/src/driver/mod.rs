@@ -58,8 +58,8 @@ pub struct RunConfig {
     /// The `token` field of unsealed frame headers. Nothing checks it any more (`--token`
     /// is the keyed handshake on every transport, `secret`); `npt run` leaves it 0.
     pub token: u64,
-    /// `--token`'s secret: the keyed handshake on every TCP connection and game socket, whose
-    /// key then seals every frame ([`crate::auth`]).
+    /// `--token`'s secret: the keyed handshake on every TCP connection, QUIC stream and game
+    /// socket, whose key then seals every frame ([`crate::auth`]).
     pub secret: Option<String>,
     /// Connect, handshake and per-read/write idle timeout.
     pub timeout: Duration,
