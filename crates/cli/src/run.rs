@@ -356,10 +356,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
         duration: a.duration,
         shape,
         seed,
-        token: a
-            .token
-            .as_deref()
-            .map_or(0, npt_wire::frame::token_from_secret),
+        token: 0,
         secret: a.token.clone(),
         timeout: a.timeout,
         interval: a.interval,

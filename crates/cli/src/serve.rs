@@ -65,7 +65,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DUR", default_value = "300s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
     /// Close a connection stalled inside a frame (header, payload) or not reading its replies
-    /// for this long (TCP; and HTTP bodies and responses).
+    /// for this long (TCP and QUIC streams; HTTP bodies and responses); also the most a QUIC
+    /// handshake may take.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
     pub io_timeout: Duration,
     /// Close an HTTP connection whose request head is not complete this long after its

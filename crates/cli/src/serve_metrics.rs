@@ -81,6 +81,7 @@ fn fill(s: &mut Snapshot, c: &Counters) {
             ("idle", &sc.closed_idle),
             ("stalled_read", &sc.stalled_read),
             ("stalled_write", &sc.stalled_write),
+            ("reset", &sc.reset),
         ] {
             s.counter(
                 "npt_serve_refused_total",
@@ -89,6 +90,19 @@ fn fill(s: &mut Snapshot, c: &Counters) {
                 g(v),
             );
         }
+    }
+    for (reason, v) in [
+        ("failed_handshake", &c.quic_handshake_failed),
+        ("handshake_timeout", &c.quic_handshake_timeout),
+        ("aborted", &c.quic_aborted),
+        ("lost", &c.quic_lost),
+    ] {
+        s.counter(
+            "npt_serve_refused_total",
+            refused,
+            &[("transport", "quic"), ("reason", reason)],
+            g(v),
+        );
     }
     s.counter(
         "npt_serve_clamped_total",

@@ -1,7 +1,9 @@
 //! Why this exists: `--token` used to protect only the echo — the HTTP responder served
-//! `/bytes/N` to anyone. With `--token` now gating HTTP too, npt's own clients must keep working
-//! when they send the secret (`npt http -H 'x-npt-token: …'`, `npt run --token`), and get
-//! nothing but refusals when they do not; the server counts each refusal.
+//! `/bytes/N` to anyone — and QUIC streams carried a 64-bit value of the secret instead of the
+//! keyed handshake. With `--token` now gating HTTP too and QUIC streams opening with the
+//! handshake, npt's own clients must keep working when they send the secret
+//! (`npt http -H 'x-npt-token: …'`, `npt run --token` over TCP and QUIC), and get nothing but
+//! refusals when they do not or send a wrong one; the server counts each refusal.
 
 mod common;
 mod serve_util;
@@ -12,9 +14,19 @@ use common::{json, run};
 use serve_util::{logged, serve, until};
 
 #[test]
-fn npt_http_and_npt_run_work_with_the_token_and_are_refused_without() {
-    let s = serve(20_000, &["--http", "127.0.0.1:0", "--token", "s3cret"]);
-    let (tcp, http) = (s.tcp, s.http.expect("http"));
+fn npt_http_and_npt_run_over_tcp_and_quic_work_with_the_token_and_are_refused_without() {
+    let s = serve(
+        20_000,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--quic",
+            "127.0.0.1:0",
+            "--token",
+            "s3cret",
+        ],
+    );
+    let (tcp, http, quic) = (s.tcp, s.http.expect("http"), s.quic.expect("quic"));
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://{http}/bytes/1000");
     let http_run = |extra: &[&str], name: &str| {
@@ -67,6 +79,42 @@ fn npt_http_and_npt_run_work_with_the_token_and_are_refused_without() {
         doc["errors"]
     );
 
+    // QUIC: every stream opens with the keyed handshake; TLS alone opens nothing.
+    let quic = quic.to_string();
+    let quic_args = [
+        "run",
+        &target,
+        "--quic",
+        &quic,
+        "--insecure",
+        "-u",
+        "3",
+        "-d",
+        "2s",
+        "--mix",
+        "quic=1",
+        "--think",
+        "10ms..50ms",
+        "--json",
+        rp,
+    ];
+    let quic_run = |extra: &[&str]| {
+        run(&[&quic_args[..], extra].concat(), Duration::from_secs(60));
+        let doc = json(&r);
+        let n = |p: &str| doc.pointer(p).and_then(|v| v.as_u64()).unwrap_or(0);
+        (
+            n("/summary/requests"),
+            n("/errors/total_errors"),
+            doc["errors"].clone(),
+        )
+    };
+    let (requests, errors, e) = quic_run(&["--token", "s3cret"]);
+    assert!(requests > 0 && errors == 0, "{requests} requests: {e}");
+    for extra in [&["--token", "wrong"][..], &[]] {
+        let (requests, errors, e) = quic_run(extra);
+        assert!(requests == 0 && errors > 0, "{extra:?}: {requests}: {e}");
+    }
+
     let counted = until(Duration::from_secs(5), || {
         let e = s.stderr();
         // The last request on each of the 2 connections may have been answered after the
@@ -74,12 +122,15 @@ fn npt_http_and_npt_run_work_with_the_token_and_are_refused_without() {
         let refused = logged(&e, "http refused:", "token");
         (denied_n..=denied_n + in_flight + 2).contains(&refused)
             && logged(&e, "tcp refused:", "token") > 0
+            && logged(&e, "quic streams refused:", "handshake") > 0
+            && logged(&e, "quic streams refused:", "token") > 0
     });
     let e = s.stderr();
     assert!(
         counted.is_some(),
-        "client saw {denied_n} 401s (+{in_flight} in flight); server: {} / tcp {}",
+        "client saw {denied_n} 401s (+{in_flight} in flight); server: {} / tcp {}; {}",
         logged(&e, "http refused:", "token"),
-        logged(&e, "tcp refused:", "token")
+        logged(&e, "tcp refused:", "token"),
+        e.lines().last().unwrap_or("")
     );
 }

@@ -11,6 +11,7 @@
 //! refusals and closes ([`Counters`]), summarized on stderr while they happen.
 
 pub mod budget;
+mod counters;
 pub mod fdlimit;
 pub mod http_server;
 pub mod limiter;
@@ -21,7 +22,7 @@ mod udp;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdTcpListener, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -30,6 +31,7 @@ use npt_wire::auth::ServerAuth;
 use socket2::{Domain, Protocol, Socket, Type};
 
 pub use budget::{BudgetLimits, ReplyBudget};
+pub use counters::{Counters, StreamCounters};
 pub use limiter::Limits;
 pub use stream::Timeouts;
 pub use udp::{MAX_SESSIONS, SESSION_IDLE_NS};
@@ -41,9 +43,8 @@ pub const LOG_EVERY: Duration = Duration::from_secs(5);
 pub struct ServeConfig {
     /// Addresses to serve TCP and UDP on (port 0: one free port, the same for both).
     pub listen: Vec<SocketAddr>,
-    /// The shared secret of `--token`: TCP and UDP clients must complete the keyed handshake
-    /// ([`npt_wire::auth`]); QUIC streams (inside TLS) carry `token_from_secret` of it.
-    /// None = open.
+    /// The shared secret of `--token`: TCP connections, UDP clients and QUIC streams must
+    /// complete the keyed handshake ([`npt_wire::auth`]). None = open.
     pub token: Option<String>,
     /// UDP limits for sources that proved nothing ([`Limits::safe`] by default).
     pub limits: Limits,
@@ -58,7 +59,7 @@ pub struct ServeConfig {
     /// TCP connections served at once; further ones are accepted, closed at once and counted.
     /// `npt serve` derives the default from the open-file limit ([`fdlimit`]).
     pub max_tcp_conns: usize,
-    /// Deadlines of TCP connections and QUIC streams.
+    /// Deadlines of TCP connections and QUIC streams (`io` also bounds a QUIC handshake).
     pub timeouts: Timeouts,
     /// Per-address budget for asked-for reply bytes (TCP and QUIC `Response`s).
     pub budget: BudgetLimits,
@@ -91,167 +92,13 @@ pub enum ServeError {
     Runtime(io::Error),
 }
 
-/// What the stream responder did on one transport (TCP connections, or QUIC streams).
-#[derive(Debug, Default)]
-pub struct StreamCounters {
-    pub rx_bytes: AtomicU64,
-    pub tx_bytes: AtomicU64,
-    /// Streams closed for a missing or wrong token (or raw echo while a token is required).
-    pub refused_token: AtomicU64,
-    /// Streams closed for a failed handshake (wrong secret, bad message) under `--token`.
-    pub refused_handshake: AtomicU64,
-    /// Streams closed for a frame whose session tag does not verify.
-    pub refused_mac: AtomicU64,
-    /// `Request`s refused because the source address's reply budget did not hold them.
-    pub refused_budget: AtomicU64,
-    /// Frames that do not decode, replies sent to us, and frames cut short by the peer.
-    pub malformed: AtomicU64,
-    /// Closed after `idle` without the first byte of a next frame.
-    pub closed_idle: AtomicU64,
-    /// Closed because a started header or a payload stopped arriving for `io`.
-    pub stalled_read: AtomicU64,
-    /// Closed because the peer did not drain a reply for `io`.
-    pub stalled_write: AtomicU64,
-}
-
-impl StreamCounters {
-    fn refusals(&self) -> [u64; 8] {
-        let g = Counters::get;
-        [
-            g(&self.refused_token),
-            g(&self.refused_handshake),
-            g(&self.refused_mac),
-            g(&self.refused_budget),
-            g(&self.malformed),
-            g(&self.closed_idle),
-            g(&self.stalled_read),
-            g(&self.stalled_write),
-        ]
-    }
-
-    fn refusals_text(&self) -> String {
-        let [token, handshake, mac, budget, malformed, idle, read, write] = self.refusals();
-        format!(
-            "token {token} handshake {handshake} bad-mac {mac} budget {budget} malformed {malformed}; closed idle {idle} stalled-read {read} stalled-write {write}"
-        )
-    }
-}
-
-/// What the server has done, for its log and for tests. Each transport has its own counters.
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub udp_rx: AtomicU64,
-    pub udp_rx_bytes: AtomicU64,
-    pub udp_tx: AtomicU64,
-    pub udp_tx_bytes: AtomicU64,
-    pub udp_errors: AtomicU64,
-    /// UDP datagrams refused for a missing token (raw echo or unsealed frames under
-    /// `--token`; handshakes or sealed frames without it).
-    pub udp_refused_token: AtomicU64,
-    /// Raw UDP datagrams from public sources without `--raw-echo`.
-    pub udp_refused_raw: AtomicU64,
-    /// Handshake messages refused: wrong secret, forged, expired or foreign cookie, bad
-    /// length, session table full.
-    pub udp_auth_handshake: AtomicU64,
-    /// Sealed frames from an address with no session (e.g. replayed from another socket).
-    pub udp_auth_session: AtomicU64,
-    /// Sealed frames whose tag does not verify.
-    pub udp_auth_mac: AtomicU64,
-    /// Sealed frames whose sequence number was seen before (or is too old).
-    pub udp_auth_replay: AtomicU64,
-    /// Authenticated sessions created (not a refusal).
-    pub udp_sessions: AtomicU64,
-    /// UDP datagrams over the per-source packet or byte budget ([`limiter`]).
-    pub udp_refused_rate: AtomicU64,
-    /// Raw UDP datagrams not echoed because they could start or feed an echo loop
-    /// (see [`loopguard`]).
-    pub udp_refused_loop: AtomicU64,
-    pub udp_malformed: AtomicU64,
-    /// UDP `Request`s answered with fewer bytes than asked (no amplification).
-    pub udp_clamped: AtomicU64,
-    pub tcp_accepted: AtomicU64,
-    /// TCP connections closed at once because `max_tcp_conns` were open.
-    pub tcp_refused_conns: AtomicU64,
-    /// Failed TCP accepts (EMFILE/ENFILE: out of descriptors), each followed by a short back-off.
-    pub tcp_accept_errors: AtomicU64,
-    pub tcp: StreamCounters,
-    pub quic_conns: AtomicU64,
-    pub quic_streams: AtomicU64,
-    pub quic: StreamCounters,
-}
-
-impl Counters {
-    pub fn get(c: &AtomicU64) -> u64 {
-        c.load(Ordering::Relaxed)
-    }
-
-    /// One line for the log: traffic, then every refusal and close.
-    pub fn line(&self) -> String {
-        let g = Counters::get;
-        format!(
-            "udp rx {} tx {} pkts; tcp conns {} rx {} tx {} bytes; quic conns {} streams {} rx {} tx {} bytes; {}",
-            g(&self.udp_rx),
-            g(&self.udp_tx),
-            g(&self.tcp_accepted),
-            g(&self.tcp.rx_bytes),
-            g(&self.tcp.tx_bytes),
-            g(&self.quic_conns),
-            g(&self.quic_streams),
-            g(&self.quic.rx_bytes),
-            g(&self.quic.tx_bytes),
-            self.refusals_line()
-        )
-    }
-
-    /// Every refusal and forced close, per transport (the periodic log line).
-    pub fn refusals_line(&self) -> String {
-        let g = Counters::get;
-        format!(
-            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic streams refused: {}",
-            g(&self.udp_refused_token),
-            g(&self.udp_refused_raw),
-            g(&self.udp_auth_handshake),
-            g(&self.udp_auth_session),
-            g(&self.udp_auth_mac),
-            g(&self.udp_auth_replay),
-            g(&self.udp_refused_rate),
-            g(&self.udp_refused_loop),
-            g(&self.udp_malformed),
-            g(&self.udp_clamped),
-            g(&self.udp_sessions),
-            g(&self.tcp_refused_conns),
-            g(&self.tcp_accept_errors),
-            self.tcp.refusals_text(),
-            self.quic.refusals_text()
-        )
-    }
-
-    /// The sum of every refusal and forced close: the periodic line is printed when it moves.
-    pub fn refusals_total(&self) -> u64 {
-        let g = Counters::get;
-        g(&self.udp_refused_token)
-            + g(&self.udp_refused_raw)
-            + g(&self.udp_auth_handshake)
-            + g(&self.udp_auth_session)
-            + g(&self.udp_auth_mac)
-            + g(&self.udp_auth_replay)
-            + g(&self.udp_refused_rate)
-            + g(&self.udp_refused_loop)
-            + g(&self.udp_malformed)
-            + g(&self.tcp_refused_conns)
-            + g(&self.tcp_accept_errors)
-            + self.tcp.refusals().iter().sum::<u64>()
-            + self.quic.refusals().iter().sum::<u64>()
-    }
-}
-
 pub(crate) struct Shared {
     pub cfg: ServeConfig,
     pub counters: Arc<Counters>,
     pub budget: Arc<ReplyBudget>,
     pub stop: AtomicBool,
-    /// The TCP handshake's server side (with `--token`), and the clock it reads.
-    pub auth: Option<ServerAuth>,
+    /// The handshake's server side (with `--token`; TCP, UDP, QUIC), and the clock it reads.
+    pub auth: Option<Arc<ServerAuth>>,
     pub epoch: Instant,
 }
 
@@ -306,7 +153,7 @@ impl Server {
             auth: cfg
                 .token
                 .as_deref()
-                .map(|s| ServerAuth::new(s.as_bytes(), random_key())),
+                .map(|s| Arc::new(ServerAuth::new(s.as_bytes(), random_key()))),
             epoch: Instant::now(),
         });
         let mut addrs = Vec::new();
@@ -380,7 +227,8 @@ impl Server {
             addr,
             tls,
             quic::StreamOptions {
-                token: cfg.token.as_deref().map(npt_wire::frame::token_from_secret),
+                auth: self.shared.auth.clone(),
+                epoch: self.shared.epoch,
                 timeouts: cfg.timeouts,
                 budget: Some(self.shared.budget.clone()),
             },
@@ -516,7 +364,8 @@ fn tcp_listener(addr: SocketAddr) -> io::Result<StdTcpListener> {
     Ok(s.into())
 }
 
-fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
+/// A UDP socket with 4 MiB buffers (where the system allows): bursts wait, not drop.
+pub(crate) fn udp_socket(addr: SocketAddr) -> io::Result<UdpSocket> {
     let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     if addr.is_ipv6() {
         let _ = s.set_only_v6(false);
@@ -555,30 +404,5 @@ mod tests {
         ] {
             assert!(!is_local(a.parse().unwrap()), "{a}");
         }
-    }
-
-    #[test]
-    fn each_transport_has_its_own_refusals_in_the_periodic_line() {
-        let c = Counters::default();
-        c.tcp.refused_token.fetch_add(1, Ordering::Relaxed);
-        c.tcp_refused_conns.fetch_add(2, Ordering::Relaxed);
-        c.quic.stalled_read.fetch_add(3, Ordering::Relaxed);
-        c.quic_conns.fetch_add(4, Ordering::Relaxed);
-        let line = c.refusals_line();
-        c.udp_auth_replay.fetch_add(5, Ordering::Relaxed);
-        assert!(line.starts_with("udp refused: token 0 raw 0 "), "{line}");
-        assert!(
-            line.contains("tcp refused: conns 2 accept-errors 0 token 1 "),
-            "{line}"
-        );
-        let line = c.refusals_line();
-        assert!(
-            line.contains("handshake 0 unknown-session 0 bad-mac 0 replay 5 rate 0"),
-            "{line}"
-        );
-        assert!(line.contains("quic streams refused: token 0"), "{line}");
-        assert!(line.ends_with("stalled-read 3 stalled-write 0"), "{line}");
-        assert_eq!(c.refusals_total(), 11);
-        assert!(c.line().contains("tcp conns 0 ") && c.line().contains("quic conns 4 "));
     }
 }

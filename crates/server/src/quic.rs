@@ -6,14 +6,21 @@
 //! `localhost`, `127.0.0.1`, `::1`) unless PEM files are given. Clients must either trust that
 //! certificate (it is available as PEM from [`QuicServer::cert_pem`]) or skip verification on
 //! purpose (`npt run --insecure`). The ALPN protocol is [`ALPN`].
+//!
+//! With `--token` every stream opens with the same keyed handshake as a TCP connection
+//! ([`crate::stream::Access::Handshake`], keyed to the connection's current address) and its
+//! frames carry that stream's session tag; TLS alone proves nothing about the client.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use npt_wire::auth::ServerAuth;
 
 use crate::budget::ReplyBudget;
 use crate::stream::{StreamCtx, Timeouts};
@@ -79,25 +86,40 @@ impl Drop for QuicServer {
 }
 
 /// How each QUIC stream is served (see [`crate::stream::StreamCtx`]).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct StreamOptions {
-    pub token: Option<u64>,
+    /// `--token`: the keyed handshake's server side (None = open).
+    pub auth: Option<Arc<ServerAuth>>,
+    /// The clock the handshake's cookies are issued and checked against.
+    pub epoch: Instant,
     pub timeouts: Timeouts,
     /// Per-address reply budget; None = unlimited.
     pub budget: Option<Arc<ReplyBudget>>,
 }
 
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            auth: None,
+            epoch: Instant::now(),
+            timeouts: Timeouts::default(),
+            budget: None,
+        }
+    }
+}
+
 /// Binds `addr` (UDP) and serves QUIC on the given runtime until the returned value is dropped,
 /// with default deadlines and no reply budget (`Server::start_quic` shares the server's).
+/// `secret`: `--token` (None = open).
 pub fn start_quic(
     handle: &tokio::runtime::Handle,
     addr: SocketAddr,
     tls: QuicTls,
-    token: Option<u64>,
+    secret: Option<&str>,
     counters: Arc<Counters>,
 ) -> Result<QuicServer, QuicError> {
     let opts = StreamOptions {
-        token,
+        auth: secret.map(|s| Arc::new(ServerAuth::new(s.as_bytes(), crate::random_key()))),
         ..StreamOptions::default()
     };
     start_quic_with(handle, addr, tls, opts, counters)
@@ -137,16 +159,38 @@ pub fn start_quic_with(
         ));
     server_cfg.transport_config(Arc::new(transport));
     let _guard = handle.enter();
-    let endpoint = quinn::Endpoint::server(server_cfg, addr)
-        .map_err(|source| QuicError::Bind { addr, source })?;
+    // Large buffers: a burst of Initials (1,200+ bytes each) must not overflow the default
+    // ~200 KiB and be dropped by the kernel before the server can count or answer them.
+    let sock = crate::udp_socket(addr).map_err(|source| QuicError::Bind { addr, source })?;
+    let endpoint = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(server_cfg),
+        sock,
+        Arc::new(quinn::TokioRuntime),
+    )
+    .map_err(|source| QuicError::Bind { addr, source })?;
     let ep = endpoint.clone();
     handle.spawn(async move {
         while let Some(incoming) = ep.accept().await {
             let counters = counters.clone();
             let opts = opts.clone();
             tokio::spawn(async move {
-                let Ok(conn) = incoming.await else {
-                    return;
+                // The handshake gets the `io` deadline: an Initial and then silence must not
+                // hold state for the whole idle timeout (dropping it closes the connection).
+                let conn = match tokio::time::timeout(opts.timeouts.io, incoming).await {
+                    Ok(Ok(conn)) => conn,
+                    Ok(Err(quinn::ConnectionError::TimedOut)) | Err(_) => {
+                        counters
+                            .quic_handshake_timeout
+                            .fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    Ok(Err(_)) => {
+                        counters
+                            .quic_handshake_failed
+                            .fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
                 };
                 serve_connection(conn, opts, counters).await;
             });
@@ -160,19 +204,33 @@ pub fn start_quic_with(
 }
 
 async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters: Arc<Counters>) {
-    use std::sync::atomic::Ordering;
     counters.quic_conns.fetch_add(1, Ordering::Relaxed);
-    let peer = conn.remote_address().ip();
-    // Ends when the peer closes the connection or it idles out.
-    while let Ok((send, recv)) = conn.accept_bi().await {
+    // Ends when the peer closes the connection or it idles out; how it ended is counted.
+    loop {
+        let (send, recv) = match conn.accept_bi().await {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some(c) = connection_end(&counters, &e) {
+                    c.fetch_add(1, Ordering::Relaxed);
+                }
+                break;
+            }
+        };
         counters.quic_streams.fetch_add(1, Ordering::Relaxed);
         let counters = counters.clone();
         let opts = opts.clone();
+        // Read per stream: QUIC connections may migrate, and the cookie binds the address.
+        let addr = conn.remote_address();
+        let peer = addr.ip();
         tokio::spawn(async move {
             let mut joined = tokio::io::join(recv, send);
             let cx = StreamCtx {
-                access: match opts.token {
-                    Some(t) => crate::stream::Access::Gate(t),
+                access: match &opts.auth {
+                    Some(auth) => crate::stream::Access::Handshake {
+                        auth,
+                        peer: addr,
+                        epoch: opts.epoch,
+                    },
                     None => crate::stream::Access::Open,
                 },
                 counters: &counters.quic,
@@ -189,6 +247,19 @@ async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters
                 let _ = recv.stop(1u32.into());
             }
         });
+    }
+}
+
+/// The counter for how a connection ended, if that was not a clean close.
+fn connection_end<'a>(c: &'a Counters, e: &quinn::ConnectionError) -> Option<&'a AtomicU64> {
+    use quinn::ConnectionError as E;
+    match e {
+        E::ApplicationClosed(a) if a.error_code == 0u32.into() => None,
+        E::ConnectionClosed(t) if t.error_code == quinn::TransportErrorCode::NO_ERROR => None,
+        // The server is stopping.
+        E::LocallyClosed => None,
+        E::TimedOut => Some(&c.quic_lost),
+        _ => Some(&c.quic_aborted),
     }
 }
 

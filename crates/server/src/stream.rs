@@ -9,11 +9,11 @@
 //!   no more memory than a 64-byte one.
 //! - anything else: plain byte echo (refused when a token is required).
 //!
-//! With `--token` on TCP ([`Access::Handshake`]) the stream must open with the keyed handshake
-//! ([`npt_wire::auth`]: Hello, Challenge, Auth, Accept, 96 bytes each), and every frame after it
-//! must carry a tag under that connection's session key (replies are sealed likewise). A frame
-//! captured from one connection fails on any other (each has its own key). QUIC streams use
-//! [`Access::Gate`]: the token value inside TLS, where no observer sees it.
+//! With `--token` ([`Access::Handshake`], TCP connections and QUIC streams alike) the stream
+//! must open with the keyed handshake ([`npt_wire::auth`]: Hello, Challenge, Auth, Accept, 96
+//! bytes each), and every frame after it must carry a tag under that stream's session key
+//! (replies are sealed likewise). A frame captured from one stream fails on any other (each
+//! has its own key).
 //!
 //! Every wait has a deadline ([`Timeouts`]), so no peer holds a slot for longer than it keeps
 //! the exchange moving: `idle` for the first byte of the next frame, `io` for the rest of a
@@ -72,10 +72,8 @@ impl Default for Timeouts {
 pub enum Access<'a> {
     /// Anyone (no `--token`).
     Open,
-    /// Every frame must carry this token value (QUIC: inside TLS).
-    Gate(u64),
-    /// The keyed handshake first, then sealed frames (TCP with `--token`). `epoch` is the
-    /// clock the cookies are issued and checked against.
+    /// The keyed handshake first, then sealed frames (`--token`). `epoch` is the clock the
+    /// cookies are issued and checked against.
     Handshake {
         auth: &'a ServerAuth,
         peer: SocketAddr,
@@ -132,7 +130,7 @@ async fn within<T>(
 }
 
 /// Serves one stream until the peer closes it, misbehaves, stalls or idles out. Deadlines and
-/// refusals end it with `Ok` (they are counted); I/O errors are returned.
+/// refusals end it with `Ok`; I/O errors are returned. Every way it ends early is counted.
 pub async fn serve_stream<S>(stream: S, cx: &StreamCtx<'_>) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -140,10 +138,15 @@ where
     match serve(stream, cx).await {
         Ok(()) | Err(End::Closed) => Ok(()),
         Err(End::Io(e)) => {
-            if e.kind() == io::ErrorKind::UnexpectedEof {
+            match e.kind() {
                 // The peer closed inside a frame: a truncated frame.
-                cx.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                io::ErrorKind::UnexpectedEof => &cx.counters.malformed,
+                // QUIC: the whole connection ended; counted once per connection.
+                io::ErrorKind::NotConnected => return Err(e),
+                // A TCP RST (ECONNRESET, EPIPE), a QUIC stream reset, another I/O error.
+                _ => &cx.counters.reset,
             }
+            .fetch_add(1, Ordering::Relaxed);
             Err(e)
         }
     }
@@ -210,11 +213,7 @@ where
             }
         }
         _ if hdr[..4] == auth::HS_MAGIC => {
-            // A client with --token, and this server has none (or QUIC's gate).
-            c.refused_token.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
-        Access::Gate(_) if hdr[..4] != frame::MAGIC => {
+            // A client with --token, and this server has none.
             c.refused_token.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
@@ -232,12 +231,6 @@ where
                 break;
             }
         };
-        if let Access::Gate(tok) = cx.access {
-            if h.token != tok {
-                c.refused_token.fetch_add(1, Ordering::Relaxed);
-                break;
-            }
-        }
         if let Some(k) = &key {
             if k.open(Dir::ToServer, &hdr).is_err() {
                 c.refused_mac.fetch_add(1, Ordering::Relaxed);

@@ -1,6 +1,6 @@
 //! `--token` for `npt run`: the keyed handshake ([`npt_wire::auth::ClientHandshake`]) on each
-//! TCP connection and each game's UDP socket, async. Its key seals every frame the connection
-//! sends and checks every reply. (QUIC streams keep the token value: it travels inside TLS.)
+//! TCP connection, each QUIC stream and each game's UDP socket, async. Its key seals every
+//! frame the connection (stream) sends and checks every reply.
 
 use std::io;
 use std::time::{Duration, Instant};

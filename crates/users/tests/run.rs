@@ -368,28 +368,36 @@ fn the_token_opens_the_server_and_its_absence_is_an_error() {
         ..ServeConfig::default()
     })
     .unwrap();
-    let mut cfg = config(
-        s.local_addrs().to_vec(),
-        None,
-        QuicTrust::Insecure,
-        "web=1",
-        3,
-        1.5,
-    );
-    cfg.secret = Some("s3cret".into());
-    let with = run(cfg.clone());
-    assert!(with.body.summary.requests > 0);
-    assert_eq!(with.body.errors.total_errors, 0);
-    cfg.secret = Some("wrong".into());
-    let wrong = run(cfg.clone());
-    assert_eq!(wrong.body.summary.requests, 0);
-    assert!(wrong.body.errors.total_errors > 0);
-    // The old clear token value alone no longer opens it.
-    cfg.secret = None;
-    cfg.token = npt_wire::frame::token_from_secret("s3cret");
-    let without = run(cfg);
-    assert_eq!(without.body.summary.requests, 0);
-    assert!(without.body.errors.total_errors > 0);
+    let q = s
+        .start_quic("127.0.0.1:0".parse().unwrap(), QuicTls::SelfSigned)
+        .unwrap();
+    let c = s.counters();
+    // TCP and QUIC alike: the keyed handshake on every connection and every stream.
+    for (stream, quic, mix) in [
+        (s.local_addrs().to_vec(), None, "web=1"),
+        (vec![], Some(q.local_addr()), "quic=1"),
+    ] {
+        let mut cfg = config(stream, quic, QuicTrust::Insecure, mix, 3, 1.5);
+        cfg.secret = Some("s3cret".into());
+        let with = run(cfg.clone());
+        assert!(with.body.summary.requests > 0, "{mix}");
+        assert_eq!(with.body.errors.total_errors, 0, "{mix}");
+        cfg.secret = Some("wrong".into());
+        let wrong = run(cfg.clone());
+        assert_eq!(wrong.body.summary.requests, 0, "{mix}");
+        assert!(wrong.body.errors.total_errors > 0, "{mix}");
+        // The old clear token value alone no longer opens it.
+        cfg.secret = None;
+        cfg.token = npt_wire::frame::token_from_secret("s3cret");
+        let without = run(cfg);
+        assert_eq!(without.body.summary.requests, 0, "{mix}");
+        assert!(without.body.errors.total_errors > 0, "{mix}");
+    }
+    // The QUIC refusals are counted on QUIC's own counters.
+    let g = npt_server::Counters::get;
+    assert!(g(&c.quic.refused_handshake) > 0, "wrong secret");
+    assert!(g(&c.quic.refused_token) > 0, "no handshake");
+    assert!(g(&c.quic.rx_bytes) > 0 && g(&c.quic.tx_bytes) > 0);
 }
 
 #[test]

@@ -18,6 +18,7 @@ pub struct Served {
     pub guard: Guard,
     pub tcp: SocketAddr,
     pub http: Option<SocketAddr>,
+    pub quic: Option<SocketAddr>,
     pub stderr: Arc<Mutex<String>>,
 }
 
@@ -69,8 +70,8 @@ pub fn serve(nofile: u64, args: &[&str]) -> Served {
             }
         });
     }
-    let want_http = args.contains(&"--http");
-    let (mut tcp, mut http) = (None, None);
+    let (want_http, want_quic) = (args.contains(&"--http"), args.contains(&"--quic"));
+    let (mut tcp, mut http, mut quic) = (None, None, None);
     // Bounded: a handful of ready lines.
     for line in BufReader::new(stdout).lines().take(8) {
         let line = line.expect("ready line");
@@ -79,8 +80,10 @@ pub fn serve(nofile: u64, args: &[&str]) -> Served {
             tcp = addr;
         } else if line.contains("listening on http") {
             http = addr;
+        } else if line.contains("listening on quic") {
+            quic = addr;
         }
-        if tcp.is_some() && (http.is_some() || !want_http) {
+        if tcp.is_some() && (http.is_some() || !want_http) && (quic.is_some() || !want_quic) {
             break;
         }
     }
@@ -88,6 +91,7 @@ pub fn serve(nofile: u64, args: &[&str]) -> Served {
         guard: Guard(child),
         tcp: tcp.expect("tcp address printed"),
         http,
+        quic,
         stderr,
     }
 }
@@ -171,6 +175,12 @@ pub fn hold(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
     (0..n)
         .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok())
         .collect()
+}
+
+/// Closes with a RST instead of a FIN (SO_LINGER 0).
+pub fn rst_close(c: TcpStream) {
+    let _ = socket2::SockRef::from(&c).set_linger(Some(Duration::ZERO));
+    drop(c);
 }
 
 /// The server's resident memory in KiB (VmRSS).

@@ -243,6 +243,17 @@ pub(super) async fn quic_request(
         }
         Err(_) => return Err(Fail::timeout("open stream")),
     };
+    // `--token`: each stream opens with the keyed handshake, as a TCP connection does.
+    let key = match &ctx.cfg.secret {
+        Some(secret) => {
+            let mut s = tokio::io::join(&mut recv, &mut send);
+            Some(
+                ctx.io("token handshake", auth::stream(&mut s, secret))
+                    .await?,
+            )
+        }
+        None => None,
+    };
     let x = exchange(
         ctx,
         Activity::Quic,
@@ -253,7 +264,7 @@ pub(super) async fn quic_request(
         up,
         down,
         usize::MAX,
-        None, // the token value, inside TLS
+        key.as_ref(),
     )
     .await?;
     let _ = send.finish();

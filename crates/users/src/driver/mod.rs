@@ -55,10 +55,11 @@ pub struct RunConfig {
     pub duration: Duration,
     pub shape: Shape,
     pub seed: u64,
-    /// Access token put in every QUIC frame (0 = none; inside TLS).
+    /// The `token` field of unsealed frame headers. Nothing checks it any more (`--token`
+    /// is the keyed handshake on every transport, `secret`); `npt run` leaves it 0.
     pub token: u64,
-    /// `--token`'s secret: the keyed handshake on every TCP connection and game socket, whose
-    /// key then seals every frame ([`crate::auth`]).
+    /// `--token`'s secret: the keyed handshake on every TCP connection, QUIC stream and game
+    /// socket, whose key then seals every frame ([`crate::auth`]).
     pub secret: Option<String>,
     /// Connect, handshake and per-read/write idle timeout.
     pub timeout: Duration,
@@ -106,7 +107,7 @@ impl RunConfig {
             "mix": s.mix.to_string_compact(),
             "think_ms": ms(s.think),
             "seed": self.seed,
-            "token": self.token != 0,
+            "token": self.secret.is_some(),
             "timeout_s": self.timeout.as_secs_f64(),
             "interval_s": self.interval.as_secs_f64(),
             "web": {

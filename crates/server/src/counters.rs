@@ -1,0 +1,219 @@
+//! What the server counts, per transport: traffic, and every refusal and forced close, so a
+//! hostile peer shows up in the periodic log line ([`Counters::refusals_line`]) and in
+//! `--metrics` while it happens. Kept apart from the responders that bump them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What the stream responder did on one transport (TCP connections, or QUIC streams).
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    pub rx_bytes: AtomicU64,
+    pub tx_bytes: AtomicU64,
+    /// Streams closed for a missing or wrong token (or raw echo while a token is required).
+    pub refused_token: AtomicU64,
+    /// Streams closed for a failed handshake (wrong secret, bad message) under `--token`.
+    pub refused_handshake: AtomicU64,
+    /// Streams closed for a frame whose session tag does not verify.
+    pub refused_mac: AtomicU64,
+    /// `Request`s refused because the source address's reply budget did not hold them.
+    pub refused_budget: AtomicU64,
+    /// Frames that do not decode, replies sent to us, and frames cut short by the peer.
+    pub malformed: AtomicU64,
+    /// Closed after `idle` without the first byte of a next frame.
+    pub closed_idle: AtomicU64,
+    /// Closed because a started header or a payload stopped arriving for `io`.
+    pub stalled_read: AtomicU64,
+    /// Closed because the peer did not drain a reply for `io`.
+    pub stalled_write: AtomicU64,
+    /// Ended by the peer's reset or another I/O error: a TCP RST (`ECONNRESET`, `EPIPE`,
+    /// also a client that vanished and whose host answers with one), a QUIC stream reset or
+    /// its connection lost.
+    pub reset: AtomicU64,
+}
+
+impl StreamCounters {
+    fn refusals(&self) -> [u64; 9] {
+        let g = Counters::get;
+        [
+            g(&self.refused_token),
+            g(&self.refused_handshake),
+            g(&self.refused_mac),
+            g(&self.refused_budget),
+            g(&self.malformed),
+            g(&self.closed_idle),
+            g(&self.stalled_read),
+            g(&self.stalled_write),
+            g(&self.reset),
+        ]
+    }
+
+    fn refusals_text(&self) -> String {
+        let [token, handshake, mac, budget, malformed, idle, read, write, reset] = self.refusals();
+        format!(
+            "token {token} handshake {handshake} bad-mac {mac} budget {budget} malformed {malformed}; closed idle {idle} stalled-read {read} stalled-write {write} reset {reset}"
+        )
+    }
+}
+
+/// What the server has done, for its log and for tests. Each transport has its own counters.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub udp_rx: AtomicU64,
+    pub udp_rx_bytes: AtomicU64,
+    pub udp_tx: AtomicU64,
+    pub udp_tx_bytes: AtomicU64,
+    pub udp_errors: AtomicU64,
+    /// UDP datagrams refused for a missing token (raw echo or unsealed frames under
+    /// `--token`; handshakes or sealed frames without it).
+    pub udp_refused_token: AtomicU64,
+    /// Raw UDP datagrams from public sources without `--raw-echo`.
+    pub udp_refused_raw: AtomicU64,
+    /// Handshake messages refused: wrong secret, forged, expired or foreign cookie, bad
+    /// length, session table full.
+    pub udp_auth_handshake: AtomicU64,
+    /// Sealed frames from an address with no session (e.g. replayed from another socket).
+    pub udp_auth_session: AtomicU64,
+    /// Sealed frames whose tag does not verify.
+    pub udp_auth_mac: AtomicU64,
+    /// Sealed frames whose sequence number was seen before (or is too old).
+    pub udp_auth_replay: AtomicU64,
+    /// Authenticated sessions created (not a refusal).
+    pub udp_sessions: AtomicU64,
+    /// UDP datagrams over the per-source packet or byte budget ([`limiter`]).
+    pub udp_refused_rate: AtomicU64,
+    /// Raw UDP datagrams not echoed because they could start or feed an echo loop
+    /// (see [`loopguard`]).
+    pub udp_refused_loop: AtomicU64,
+    pub udp_malformed: AtomicU64,
+    /// UDP `Request`s answered with fewer bytes than asked (no amplification).
+    pub udp_clamped: AtomicU64,
+    pub tcp_accepted: AtomicU64,
+    /// TCP connections closed at once because `max_tcp_conns` were open.
+    pub tcp_refused_conns: AtomicU64,
+    /// Failed TCP accepts (EMFILE/ENFILE: out of descriptors), each followed by a short back-off.
+    pub tcp_accept_errors: AtomicU64,
+    pub tcp: StreamCounters,
+    pub quic_conns: AtomicU64,
+    /// QUIC handshakes that failed: the client rejected our certificate, offered no ALPN we
+    /// speak, or sent what does not parse.
+    pub quic_handshake_failed: AtomicU64,
+    /// QUIC handshakes not finished within the `io` deadline (an Initial, then nothing).
+    pub quic_handshake_timeout: AtomicU64,
+    /// QUIC connections the peer closed with an error code, or reset (stateless reset).
+    pub quic_aborted: AtomicU64,
+    /// QUIC connections that went silent until the idle timeout (a vanished client).
+    pub quic_lost: AtomicU64,
+    pub quic_streams: AtomicU64,
+    pub quic: StreamCounters,
+}
+
+impl Counters {
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+
+    /// One line for the log: traffic, then every refusal and close.
+    pub fn line(&self) -> String {
+        let g = Counters::get;
+        format!(
+            "udp rx {} tx {} pkts; tcp conns {} rx {} tx {} bytes; quic conns {} streams {} rx {} tx {} bytes; {}",
+            g(&self.udp_rx),
+            g(&self.udp_tx),
+            g(&self.tcp_accepted),
+            g(&self.tcp.rx_bytes),
+            g(&self.tcp.tx_bytes),
+            g(&self.quic_conns),
+            g(&self.quic_streams),
+            g(&self.quic.rx_bytes),
+            g(&self.quic.tx_bytes),
+            self.refusals_line()
+        )
+    }
+
+    /// Every refusal and forced close, per transport (the periodic log line).
+    pub fn refusals_line(&self) -> String {
+        let g = Counters::get;
+        format!(
+            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic conns refused: failed-handshake {} handshake-timeout {} aborted {} lost {}; quic streams refused: {}",
+            g(&self.udp_refused_token),
+            g(&self.udp_refused_raw),
+            g(&self.udp_auth_handshake),
+            g(&self.udp_auth_session),
+            g(&self.udp_auth_mac),
+            g(&self.udp_auth_replay),
+            g(&self.udp_refused_rate),
+            g(&self.udp_refused_loop),
+            g(&self.udp_malformed),
+            g(&self.udp_clamped),
+            g(&self.udp_sessions),
+            g(&self.tcp_refused_conns),
+            g(&self.tcp_accept_errors),
+            self.tcp.refusals_text(),
+            g(&self.quic_handshake_failed),
+            g(&self.quic_handshake_timeout),
+            g(&self.quic_aborted),
+            g(&self.quic_lost),
+            self.quic.refusals_text()
+        )
+    }
+
+    /// The sum of every refusal and forced close: the periodic line is printed when it moves.
+    pub fn refusals_total(&self) -> u64 {
+        let g = Counters::get;
+        g(&self.udp_refused_token)
+            + g(&self.udp_refused_raw)
+            + g(&self.udp_auth_handshake)
+            + g(&self.udp_auth_session)
+            + g(&self.udp_auth_mac)
+            + g(&self.udp_auth_replay)
+            + g(&self.udp_refused_rate)
+            + g(&self.udp_refused_loop)
+            + g(&self.udp_malformed)
+            + g(&self.tcp_refused_conns)
+            + g(&self.tcp_accept_errors)
+            + g(&self.quic_handshake_failed)
+            + g(&self.quic_handshake_timeout)
+            + g(&self.quic_aborted)
+            + g(&self.quic_lost)
+            + self.tcp.refusals().iter().sum::<u64>()
+            + self.quic.refusals().iter().sum::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_transport_has_its_own_refusals_in_the_periodic_line() {
+        let c = Counters::default();
+        c.tcp.refused_token.fetch_add(1, Ordering::Relaxed);
+        c.tcp_refused_conns.fetch_add(2, Ordering::Relaxed);
+        c.quic.stalled_read.fetch_add(3, Ordering::Relaxed);
+        c.quic_conns.fetch_add(4, Ordering::Relaxed);
+        let line = c.refusals_line();
+        c.udp_auth_replay.fetch_add(5, Ordering::Relaxed);
+        assert!(line.starts_with("udp refused: token 0 raw 0 "), "{line}");
+        assert!(
+            line.contains("tcp refused: conns 2 accept-errors 0 token 1 "),
+            "{line}"
+        );
+        let line = c.refusals_line();
+        assert!(
+            line.contains("handshake 0 unknown-session 0 bad-mac 0 replay 5 rate 0"),
+            "{line}"
+        );
+        assert!(line.contains("quic streams refused: token 0"), "{line}");
+        assert!(
+            line.ends_with("stalled-read 3 stalled-write 0 reset 0"),
+            "{line}"
+        );
+        assert_eq!(c.refusals_total(), 11);
+        c.tcp.reset.fetch_add(6, Ordering::Relaxed);
+        c.quic_aborted.fetch_add(7, Ordering::Relaxed);
+        let line = c.refusals_line();
+        assert!(line.contains("stalled-write 0 reset 6; quic conns refused: failed-handshake 0 handshake-timeout 0 aborted 7 lost 0; quic streams refused:"), "{line}");
+        assert_eq!(c.refusals_total(), 24);
+        assert!(c.line().contains("tcp conns 0 ") && c.line().contains("quic conns 4 "));
+    }
+}
