@@ -228,8 +228,6 @@ impl Collector {
             Outcome::Error(kind, msg) => {
                 host.errors += 1;
                 iv.errors += 1;
-                // In the one vocabulary of every result (the client says `connect`).
-                let kind = npt_report::result::error_kind(kind);
                 self.errors.record(kind, || msg.to_string());
             }
             Outcome::Response(code) => {
@@ -500,13 +498,12 @@ mod tests {
     }
 
     #[test]
-    fn error_rate_counts_requests_still_in_flight_and_kinds_use_one_vocabulary() {
+    fn error_rate_counts_requests_still_in_flight() {
         let hosts = vec!["a".to_string()];
         let mut c = Collector::new(&hosts, false, 1000 * MS);
         c.add(&ok(0, 200, 0, 2 * MS));
         c.add(&err(0, "reset", 3 * MS));
-        // The client's `connect` (other connect failures) is `io` in every result.
-        c.add(&err(0, "connect", 4 * MS));
+        c.add(&err(0, "io", 4 * MS));
         let summary = HttpSummary {
             in_flight_at_end: 2,
             ..HttpSummary::default()
@@ -516,7 +513,6 @@ mod tests {
         assert_eq!(body.errors.attempts, Some(5));
         assert_eq!(body.errors.error_rate, 0.4);
         assert_eq!(body.errors.by_kind.get("io"), 1);
-        assert_eq!(body.errors.by_kind.get("connect"), 0);
     }
 
     #[test]

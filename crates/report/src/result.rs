@@ -67,6 +67,28 @@ pub fn is_error_kind(kind: &str) -> bool {
         || kind.starts_with(PROXY_ERROR_PREFIX)
 }
 
+/// The kind in [`ERROR_KINDS`] of a socket error, for every classifier that meets one (probe,
+/// users, http, ping): refused; reset, aborted or a broken pipe; closed (EOF, not connected);
+/// timeout (a timed-out or would-block blocking call); unreachable (host or network); local (no
+/// local address or port, out of file descriptors); protocol (invalid data); else io.
+pub fn io_error_kind(e: &io::Error) -> &'static str {
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::ConnectionRefused => "refused",
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => "reset",
+        K::UnexpectedEof | K::NotConnected => "closed",
+        K::TimedOut | K::WouldBlock => "timeout",
+        K::HostUnreachable | K::NetworkUnreachable => "unreachable",
+        K::AddrInUse | K::AddrNotAvailable => "local",
+        K::InvalidData => "protocol",
+        _ => match e.raw_os_error() {
+            Some(libc::EHOSTUNREACH | libc::ENETUNREACH) => "unreachable",
+            Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL) => "local",
+            _ => "io",
+        },
+    }
+}
+
 /// A kind of a file written before the one vocabulary ([`ERROR_KINDS`]), in it: `aborted`
 /// (a probe's) is `reset`, `connect` (http's other connect failures) is `io`, every other name
 /// is kept. Only reading uses this: the classifiers emit the vocabulary's names themselves.

@@ -330,3 +330,56 @@ fn a_ping_reads_as_one_result_too() {
         "{text}"
     );
 }
+
+#[test]
+fn every_socket_error_has_a_kind_of_the_vocabulary() {
+    use std::io::ErrorKind as K;
+    let kinds = [
+        K::NotFound,
+        K::PermissionDenied,
+        K::ConnectionRefused,
+        K::ConnectionReset,
+        K::HostUnreachable,
+        K::NetworkUnreachable,
+        K::ConnectionAborted,
+        K::NotConnected,
+        K::AddrInUse,
+        K::AddrNotAvailable,
+        K::NetworkDown,
+        K::BrokenPipe,
+        K::AlreadyExists,
+        K::WouldBlock,
+        K::InvalidInput,
+        K::InvalidData,
+        K::TimedOut,
+        K::WriteZero,
+        K::Interrupted,
+        K::Unsupported,
+        K::UnexpectedEof,
+        K::OutOfMemory,
+        K::Other,
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for k in kinds {
+        seen.insert(io_error_kind(&io::Error::from(k)));
+    }
+    for errno in 1..200 {
+        seen.insert(io_error_kind(&io::Error::from_raw_os_error(errno)));
+    }
+    for k in &seen {
+        assert!(ERROR_KINDS.iter().any(|(v, _)| v == k), "{k}");
+    }
+    // Every kind of the vocabulary but tls (TLS errors are not socket errors) is reachable.
+    assert_eq!(seen.len(), ERROR_KINDS.len() - 1, "{seen:?}");
+    assert_eq!(
+        io_error_kind(&io::Error::from_raw_os_error(libc::EMFILE)),
+        "local"
+    );
+    assert_eq!(
+        io_error_kind(&io::Error::from_raw_os_error(libc::ECONNABORTED)),
+        "reset"
+    );
+    assert!(
+        is_error_kind("proxy_refused") && is_error_kind("stalled") && !is_error_kind("aborted")
+    );
+}

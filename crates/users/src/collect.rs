@@ -249,9 +249,8 @@ impl Collector {
         t.interval.errors += 1;
         let proto = a.protocol().name();
         let act = a.name();
-        t.errors.record(npt_report::result::error_kind(kind), || {
-            format!("{act} ({proto}): {}", example())
-        });
+        t.errors
+            .record(kind, || format!("{act} ({proto}): {}", example()));
         drop(t);
         self.errors_total.fetch_add(1, Ordering::Relaxed);
     }
