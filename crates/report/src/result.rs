@@ -91,7 +91,8 @@ pub fn io_error_kind(e: &io::Error) -> &'static str {
 
 /// A kind of a file written before the one vocabulary ([`ERROR_KINDS`]), in it: `aborted`
 /// (a probe's) is `reset`, `connect` (http's other connect failures) is `io`, every other name
-/// is kept. Only reading uses this: the classifiers emit the vocabulary's names themselves.
+/// is kept. For reading old files: the classifiers emit the vocabulary's names themselves (the
+/// probe session still passes the kinds it records through this, a no-op for them now).
 pub fn error_kind(kind: &str) -> &str {
     match kind {
         "aborted" => "reset",
