@@ -134,13 +134,14 @@ pub struct ProbeLive {
 
 impl ProbeLive {
     /// Adds one final stage (called once per stage, never per packet).
-    pub fn stage(&mut self, m: &RunMetrics, r: &npt_report::probe::IntervalRecord) {
-        self.sent += r.sent;
-        self.received += r.received;
-        self.lost += r.lost;
-        self.late += r.late;
-        self.duplicated += r.duplicated;
-        self.reordered += r.reordered;
+    pub fn stage(&mut self, m: &RunMetrics, r: &npt_report::interval::Interval) {
+        let n = |x: Option<u64>| x.unwrap_or(0);
+        self.sent += n(r.sent);
+        self.received += r.completed;
+        self.lost += n(r.lost);
+        self.late += n(r.late);
+        self.duplicated += n(r.duplicated);
+        self.reordered += n(r.reordered);
         if let Ok(h) = npt_stats::Histogram::from_serialized(&r.histogram) {
             self.rtt += &h;
         }
@@ -152,7 +153,8 @@ impl ProbeLive {
         let s = &body.summary;
         (self.sent, self.received, self.lost) = (s.sent, s.received, s.lost);
         (self.late, self.duplicated, self.reordered) = (s.late, s.duplicated, s.reordered);
-        if let Ok(h) = npt_stats::Histogram::from_serialized(&body.histograms.rtt) {
+        let rtt = body.histograms.get(npt_report::probe::hist::RTT);
+        if let Some(Ok(h)) = rtt.map(npt_stats::Histogram::from_serialized) {
             self.rtt = h;
         }
         m.publish(self.snapshot(m, Some(&body.errors.by_kind)));

@@ -10,8 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use clap::Args;
-use npt_ping::net::Outcome;
-use npt_ping::result::{PingBody, PingSummary};
 use npt_ping::session::Event;
 use npt_ping::{Config, Proto, QuicTrust, Target};
 
@@ -211,18 +209,20 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     }
     // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
     let ended = started + started_mono.elapsed();
-    let body = PingBody::new(
+    let body = npt_ping::result::body(
         &cfg.target.to_string(),
         cfg.target.proto,
         &outcome.addrs,
         &outcome.tally,
     );
-    write_summary(
+    npt_report::ping::write_text(
         &mut *text,
-        &cfg,
-        &outcome,
-        &body.summary,
-        ended.duration_since(started).unwrap_or_default(),
+        &body,
+        outcome.stopped_by,
+        ended
+            .duration_since(started)
+            .unwrap_or_default()
+            .as_secs_f64(),
     )?;
     text.flush()?;
     if let Some(path) = &a.json {
@@ -248,46 +248,6 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn write_summary(
-    out: &mut dyn Write,
-    cfg: &Config,
-    o: &Outcome,
-    s: &PingSummary,
-    took: Duration,
-) -> std::io::Result<()> {
-    writeln!(out, "--- {} ping statistics ---", cfg.target)?;
-    let stopped = match o.stopped_by {
-        "count" => String::new(),
-        why => format!(", stopped by {why}"),
-    };
-    writeln!(
-        out,
-        "{} sent, {} received, {:.1}% loss, {} late, time {:.2} s{stopped}",
-        s.sent,
-        s.received,
-        s.loss_pct,
-        s.late,
-        took.as_secs_f64()
-    )?;
-    if s.received > 0 {
-        writeln!(
-            out,
-            "rtt min/avg/p50/p90/max/stddev = {:.3}/{:.3}/{:.3}/{:.3}/{:.3}/{:.3} ms",
-            s.min_ms, s.avg_ms, s.p50_ms, s.p90_ms, s.max_ms, s.stddev_ms
-        )?;
-    }
-    if !o.tally.errors.is_empty() {
-        let kinds: Vec<String> = o
-            .tally
-            .errors
-            .iter()
-            .map(|(k, v)| format!("{k} {}", v.count))
-            .collect();
-        writeln!(out, "errors: {}", kinds.join(", "))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -466,11 +466,11 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         if let Some(l) = &live {
             l.sample(crate::live::Sample {
                 t_s: stage.end_s,
-                rate: stage.pps,
-                p50_ms: stage.rtt_ms.p50,
-                p99_ms: stage.rtt_ms.p99,
-                errors: 0,
-                loss_pct: Some(stage.loss_pct),
+                rate: stage.rate_per_s,
+                p50_ms: stage.latency_ms.p50,
+                p99_ms: stage.latency_ms.p99,
+                errors: stage.errors,
+                loss_pct: stage.loss_pct,
             });
             return;
         }

@@ -1,6 +1,7 @@
 //! `npt report FILE`: any saved result rendered again — text (as the command printed it),
-//! JSON, CSV (a row per interval plus a summary row), Markdown (the compare table's row) or a
-//! self-contained HTML page with charts — to stdout or, atomically, to `-o FILE`.
+//! JSON (in this npt's schema: an older file comes out converted), CSV (a row per interval
+//! plus a summary row), Markdown (the compare table's row) or a self-contained HTML page with
+//! charts — to stdout or, atomically, to `-o FILE`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -35,17 +36,11 @@ pub struct ReportArgs {
 
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let path = a.file.display().to_string();
-    let text = std::fs::read_to_string(&a.file).map_err(|e| usage!("{path}: cannot read: {e}"))?;
-    let doc: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| usage!("{path}: not a result document: {e}"))?;
-    npt_report::result::check_schema(&path, &doc).map_err(|e| usage!("{e}"))?;
-    let kind = doc["kind"].as_str().unwrap_or("").to_string();
+    // Every kind reads as the one result model; an older schema's file is converted to this one.
+    let doc = npt_report::result::read(&a.file).map_err(|e| usage!("{e}"))?;
     let mut out: Vec<u8> = Vec::new();
     match a.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &doc)?;
-            out.push(b'\n');
-        }
+        Format::Json => out = doc.to_json_pretty(),
         Format::Csv => npt_report::page::write_csv(&mut out, &doc)?,
         Format::Html => {
             let page = npt_report::page::html_page(&doc, &path);
@@ -55,28 +50,12 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
             let input = Input {
                 name: path.clone(),
                 path: path.clone(),
-                doc: doc.clone(),
+                doc: serde_json::to_value(&doc)?,
             };
             let t = compare::table(&[input], None, &BTreeMap::new()).map_err(|e| usage!("{e}"))?;
             compare::write_markdown(&mut out, &t)?;
         }
-        Format::Text => match kind.as_str() {
-            k if npt_report::result::KINDS.contains(&k) => {
-                let d = npt_report::result::from_value(&path, doc).map_err(|e| usage!("{e}"))?;
-                npt_report::result::write_text(&mut out, &d)?;
-            }
-            _ => {
-                // Kinds without a text renderer of their own: the compare row.
-                let input = Input {
-                    name: path.clone(),
-                    path: path.clone(),
-                    doc,
-                };
-                let t =
-                    compare::table(&[input], None, &BTreeMap::new()).map_err(|e| usage!("{e}"))?;
-                compare::write_text(&mut out, &t)?;
-            }
-        },
+        Format::Text => npt_report::result::write_text(&mut out, &doc)?,
     }
     match &a.output {
         Some(p) => npt_report::write_atomic(p, &out)

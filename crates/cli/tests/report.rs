@@ -167,3 +167,80 @@ fn bad_files_exit_2_naming_them() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(want));
     }
 }
+
+/// Results written by npt before schema v2 (`crates/report/tests/fixtures/v1`, one per kind in
+/// two segments) still work with `npt report` in every format (JSON comes out as v2), with
+/// `npt merge`, and with `npt compare`.
+#[test]
+fn v1_results_still_report_merge_and_compare() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures/v1");
+    let f = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    for kind in ["probe", "run", "http"] {
+        let part = dir.join(format!("{kind}-0.json"));
+        let v2: serde_json::Value = serde_json::from_str(&report(&part, "json")).unwrap();
+        assert_eq!(v2["schema"], "npt.result.v2", "{kind}");
+        assert_valid(&v2, kind);
+        assert_eq!(
+            report(&part, "text"),
+            std::fs::read_to_string(dir.join(format!("{kind}-0.txt"))).unwrap(),
+            "{kind}: the text a v1 npt printed"
+        );
+        assert_eq!(
+            report(&part, "csv"),
+            std::fs::read_to_string(dir.join(format!("{kind}-0.csv"))).unwrap(),
+            "{kind}: the CSV a v1 npt printed"
+        );
+        assert!(report(&part, "md").starts_with("| scenario | avg (ms)"));
+        assert!(report(&part, "html").contains("<html"));
+        let out = run(
+            &[
+                "merge",
+                &f(&format!("{kind}-0.json")),
+                &f(&format!("{kind}-1.json")),
+            ],
+            Duration::from_secs(10),
+        );
+        assert!(
+            out.status.success(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            std::fs::read_to_string(dir.join(format!("{kind}-merged.txt"))).unwrap(),
+            "{kind}: the merged text a v1 npt printed"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("cmp.html");
+    let out = run(
+        &[
+            "compare",
+            &format!("probe={}", f("probe-0.json")),
+            &format!("run={}", f("run-0.json")),
+            &format!("http={}", f("http-0.json")),
+            "--baseline",
+            "probe",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    for name in ["probe", "run", "http"] {
+        assert!(table.contains(name), "{table}");
+    }
+    let html = std::fs::read_to_string(&page).unwrap();
+    for chart in ["latency", "spectrum", "cdf"] {
+        assert!(html.contains(&format!("data-chart=\"{chart}\"")), "{chart}");
+    }
+    assert!(
+        !html.contains("data-expected-points=\"0\""),
+        "every chart has points"
+    );
+}

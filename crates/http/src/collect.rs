@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use npt_report::http::{HostResult, HttpBody, HttpHistograms, HttpInterval, HttpSummary, Phases};
+use npt_report::http::{hist, HostResult, HttpBody, HttpSummary, Phases};
+use npt_report::interval::Interval;
 use npt_report::probe::{Directions, Errors, Health, NptLatency};
 use npt_stats::{ErrorCounts, Histogram};
 
@@ -136,7 +137,7 @@ pub struct Collector {
     pub(crate) behind: u64,
     open: BTreeMap<u32, IntervalAcc>,
     /// Bounded memory for long runs: older records wait in a temporary file.
-    closed: npt_report::series::Series<HttpInterval>,
+    closed: npt_report::series::Series<Interval>,
 }
 
 /// What the progress line shows.
@@ -228,8 +229,6 @@ impl Collector {
             Outcome::Error(kind, msg) => {
                 host.errors += 1;
                 iv.errors += 1;
-                // In the one vocabulary of every result (the client says `connect`).
-                let kind = npt_report::result::error_kind(kind);
                 self.errors.record(kind, || msg.to_string());
             }
             Outcome::Response(code) => {
@@ -287,20 +286,21 @@ impl Collector {
         }
     }
 
-    fn interval_record(&self, idx: u32, acc: IntervalAcc, end_ns: Option<u64>) -> HttpInterval {
+    fn interval_record(&self, idx: u32, acc: IntervalAcc, end_ns: Option<u64>) -> Interval {
         let start = idx as u64 * self.interval_ns;
         let end = end_ns.unwrap_or(start + self.interval_ns).max(start + 1);
         let secs = (end - start) as f64 / 1e9;
-        HttpInterval {
+        Interval {
             index: idx,
             start_s: start as f64 / 1e9,
             end_s: end as f64 / 1e9,
-            requests: acc.requests,
+            completed: acc.requests,
             errors: acc.errors,
-            rps: acc.requests as f64 / secs,
-            status: acc.status.to_map(),
+            rate_per_s: acc.requests as f64 / secs,
             latency_ms: acc.latency.summary(),
+            status: Some(acc.status.to_map()),
             histogram: acc.latency.to_serialized(),
+            ..Interval::default()
         }
     }
 
@@ -309,7 +309,7 @@ impl Collector {
         Progress {
             requests: self.requests,
             errors: self.errors.total(),
-            rps: last.map_or(0.0, |r| r.rps),
+            rps: last.map_or(0.0, |r| r.rate_per_s),
             p50_ms: last.map_or(0.0, |r| r.latency_ms.p50),
             p99_ms: last.map_or(0.0, |r| r.latency_ms.p99),
         }
@@ -373,9 +373,26 @@ impl Collector {
         health.send_lateness_ms = self.lateness.summary();
 
         let mut hosts = BTreeMap::new();
-        let mut host_hists = BTreeMap::new();
+        let mut histograms = BTreeMap::new();
+        let mut put = |k: String, h: Option<&Histogram>| {
+            if let Some(h) = h {
+                histograms.insert(k, h.to_serialized());
+            }
+        };
+        put(hist::LATENCY.into(), Some(&self.latency));
+        put(
+            hist::LATENCY_UNCORRECTED.into(),
+            open_loop.then_some(&self.uncorrected),
+        );
+        put(hist::TTFB.into(), Some(&self.ttfb));
+        put(hist::CONNECT.into(), Some(&self.connect));
+        put(hist::TLS.into(), has_tls.then_some(&self.tls));
+        put(
+            hist::PROXY.into(),
+            (!self.proxy.is_empty()).then_some(&self.proxy),
+        );
         for (name, h) in &self.hosts {
-            host_hists.insert(name.clone(), h.latency.to_serialized());
+            put(hist::host(name), Some(&h.latency));
             hosts.insert(
                 name.clone(),
                 HostResult {
@@ -401,15 +418,7 @@ impl Collector {
             health,
             latency,
             errors: Errors::new(self.errors.clone(), attempts),
-            histograms: HttpHistograms {
-                latency: self.latency.to_serialized(),
-                latency_uncorrected: open_loop.then(|| self.uncorrected.to_serialized()),
-                ttfb: self.ttfb.to_serialized(),
-                connect: self.connect.to_serialized(),
-                tls: has_tls.then(|| self.tls.to_serialized()),
-                proxy: (!self.proxy.is_empty()).then(|| self.proxy.to_serialized()),
-                hosts: host_hists,
-            },
+            histograms,
             intervals: std::mem::take(&mut self.closed).into_vec_logged(),
             summary,
         }
@@ -483,20 +492,19 @@ mod tests {
         assert_eq!(body.errors.by_kind.get("refused"), 1);
         assert_eq!(body.errors.error_rate, 0.25);
         assert_eq!(body.intervals.len(), 2);
-        assert_eq!(body.intervals[0].requests, 2);
-        assert_eq!(body.intervals[1].requests, 1);
+        assert_eq!(body.intervals[0].completed, 2);
+        assert_eq!(body.intervals[1].completed, 1);
         assert_eq!(body.intervals[1].errors, 1);
         assert_eq!(body.latency["tcp"].max_ms, s.latency_ms.max);
     }
 
     #[test]
-    fn error_rate_counts_requests_still_in_flight_and_kinds_use_one_vocabulary() {
+    fn error_rate_counts_requests_still_in_flight() {
         let hosts = vec!["a".to_string()];
         let mut c = Collector::new(&hosts, false, 1000 * MS);
         c.add(&ok(0, 200, 0, 2 * MS));
         c.add(&err(0, "reset", 3 * MS));
-        // The client's `connect` (other connect failures) is `io` in every result.
-        c.add(&err(0, "connect", 4 * MS));
+        c.add(&err(0, "io", 4 * MS));
         let summary = HttpSummary {
             in_flight_at_end: 2,
             ..HttpSummary::default()
@@ -506,7 +514,6 @@ mod tests {
         assert_eq!(body.errors.attempts, Some(5));
         assert_eq!(body.errors.error_rate, 0.4);
         assert_eq!(body.errors.by_kind.get("io"), 1);
-        assert_eq!(body.errors.by_kind.get("connect"), 0);
     }
 
     #[test]
@@ -533,7 +540,7 @@ mod tests {
         let u = s.latency_uncorrected_ms.expect("open loop reports both");
         assert!((u.max - 1.0).abs() < 0.01, "{}", u.max);
         assert_eq!(body.health.sends_behind_schedule, 1);
-        assert!(body.histograms.latency_uncorrected.is_some());
+        assert!(body.histograms.contains_key(hist::LATENCY_UNCORRECTED));
     }
 
     #[test]
@@ -569,7 +576,7 @@ mod tests {
         let body = c.finish(HttpSummary::default(), 3200 * MS, Health::default());
         let idx: Vec<u32> = body.intervals.iter().map(|r| r.index).collect();
         assert_eq!(idx, vec![0, 1, 2]);
-        assert_eq!(body.intervals[1].requests, 0);
+        assert_eq!(body.intervals[1].completed, 0);
     }
 
     #[test]
@@ -579,7 +586,7 @@ mod tests {
         let body = c.finish(HttpSummary::default(), 1500 * MS, Health::default());
         let last = body.intervals.last().unwrap();
         assert_eq!(last.end_s, 1.5);
-        assert_eq!(last.rps, 2.0);
+        assert_eq!(last.rate_per_s, 2.0);
     }
 
     #[test]

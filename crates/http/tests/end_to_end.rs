@@ -40,7 +40,7 @@ fn keep_alive_with_virtual_hosts() {
     assert!(!intervals.is_empty());
     let in_intervals: u64 = intervals
         .iter()
-        .map(|i| i["requests"].as_u64().unwrap())
+        .map(|i| i["completed"].as_u64().unwrap())
         .sum();
     assert_eq!(in_intervals, n, "every request is in exactly one interval");
     let dur = s["duration_s"].as_f64().unwrap();

@@ -95,17 +95,10 @@ fn now_ns(clock: Instant) -> u64 {
     dur_ns(clock.elapsed())
 }
 
-/// `refused`, `timeout`, `unreachable`, `reset`, else `io`.
+/// A socket error's kind, in the one vocabulary of every result (`refused`, `timeout`,
+/// `unreachable`, `reset` …, else `io`).
 pub fn classify_io(e: &io::Error) -> &'static str {
-    match e.kind() {
-        io::ErrorKind::ConnectionRefused => "refused",
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => "timeout",
-        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => "reset",
-        _ => match e.raw_os_error() {
-            Some(libc::EHOSTUNREACH) | Some(libc::ENETUNREACH) => "unreachable",
-            _ => "io",
-        },
-    }
+    npt_report::result::io_error_kind(e)
 }
 
 /// Applies the signal count: 1 stops new attempts, 2 abandons those in flight.

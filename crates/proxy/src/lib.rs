@@ -57,7 +57,7 @@ impl ProxyError {
     /// The error kind reports count this under.
     pub fn kind(&self) -> &'static str {
         match self {
-            ProxyError::Usage(_) => "usage",
+            ProxyError::Usage(_) => "config",
             ProxyError::Connect { source, .. } => match source.kind() {
                 io::ErrorKind::ConnectionRefused => "proxy_refused",
                 io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => "proxy_timeout",
@@ -230,6 +230,40 @@ fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_in_the_vocabulary_of_results() {
+        let io = || io::Error::from(io::ErrorKind::ConnectionRefused);
+        let all = [
+            ProxyError::Usage("x".into()),
+            ProxyError::Connect {
+                addr: "a".into(),
+                source: io(),
+            },
+            ProxyError::Connect {
+                addr: "a".into(),
+                source: io::ErrorKind::TimedOut.into(),
+            },
+            ProxyError::Connect {
+                addr: "a".into(),
+                source: io::ErrorKind::Other.into(),
+            },
+            ProxyError::AuthFailed("x".into()),
+            ProxyError::Denied("x".into()),
+            ProxyError::TargetUnreachable("x".into()),
+            ProxyError::Protocol("x".into()),
+            ProxyError::Timeout("x"),
+            ProxyError::Io(io()),
+        ];
+        let refused = (0..=255u8).map(|code| ProxyError::Refused { code, words: "w" });
+        for e in all.into_iter().chain(refused) {
+            assert!(
+                npt_report::result::is_error_kind(e.kind()),
+                "{e}: {}",
+                e.kind()
+            );
+        }
+    }
 
     #[test]
     fn via_grammar() {

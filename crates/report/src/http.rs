@@ -10,12 +10,14 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::{SerializedHistogram, Summary};
+use npt_stats::Summary;
 use serde::{Deserialize, Serialize};
 
+use crate::interval::Interval;
 use crate::probe::{Directions, Errors, Health, NptLatency};
 use crate::text;
 use crate::Document;
+use crate::Histograms;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HttpBody {
@@ -28,8 +30,10 @@ pub struct HttpBody {
     /// NPT's block; the key is `tcp` (HTTP runs over TCP).
     pub latency: BTreeMap<String, NptLatency>,
     pub errors: Errors,
-    pub histograms: HttpHistograms,
-    pub intervals: Vec<HttpInterval>,
+    /// Serialized HDR histograms (ns) by name: [`hist`].
+    pub histograms: Histograms,
+    /// One per interval (1 s); `status` filled besides the common fields.
+    pub intervals: Vec<Interval>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -129,33 +133,25 @@ pub struct ColdStart {
     pub first_status: u16,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct HttpHistograms {
-    pub latency: SerializedHistogram,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_uncorrected: Option<SerializedHistogram>,
-    pub ttfb: SerializedHistogram,
-    pub connect: SerializedHistogram,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<SerializedHistogram>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub proxy: Option<SerializedHistogram>,
-    /// Latency per host, as in `latency`.
-    pub hosts: BTreeMap<String, SerializedHistogram>,
-}
+/// The names in an http result's `histograms` map (serialized HDR histograms, ns).
+pub mod hist {
+    /// Request latency (corrected in open loop), as `summary.latency_ms`.
+    pub const LATENCY: &str = "latency";
+    /// Open loop only: latency from the actual send.
+    pub const LATENCY_UNCORRECTED: &str = "latency_uncorrected";
+    pub const TTFB: &str = "ttfb";
+    pub const CONNECT: &str = "connect";
+    /// TLS runs only.
+    pub const TLS: &str = "tls";
+    /// `--via` only: the proxy's own part of each connect.
+    pub const PROXY: &str = "proxy";
+    /// Latency per host: `hosts.<host>`.
+    pub const HOST_PREFIX: &str = "hosts.";
 
-/// One 1-second stage of the run; a request belongs to the interval in which it completed.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct HttpInterval {
-    pub index: u32,
-    pub start_s: f64,
-    pub end_s: f64,
-    pub requests: u64,
-    pub errors: u64,
-    pub rps: f64,
-    pub status: BTreeMap<String, u64>,
-    pub latency_ms: Summary,
-    pub histogram: SerializedHistogram,
+    /// The name of `host`'s latency histogram.
+    pub fn host(host: &str) -> String {
+        format!("{HOST_PREFIX}{host}")
+    }
 }
 
 fn lat(s: &Summary) -> String {
@@ -377,15 +373,10 @@ mod tests {
             health: Health::default(),
             latency: BTreeMap::new(),
             errors: Errors::new(by_kind, 11),
-            histograms: HttpHistograms {
-                latency: empty.clone(),
-                latency_uncorrected: None,
-                ttfb: empty.clone(),
-                connect: empty,
-                tls: None,
-                proxy: None,
-                hosts: BTreeMap::new(),
-            },
+            histograms: [hist::LATENCY, hist::TTFB, hist::CONNECT]
+                .iter()
+                .map(|k| (k.to_string(), empty.clone()))
+                .collect(),
             intervals: Vec::new(),
         }
     }

@@ -9,8 +9,10 @@
 pub mod compare;
 pub mod html;
 pub mod http;
+pub mod interval;
 pub mod merge;
 pub mod page;
+pub mod ping;
 pub mod probe;
 pub mod result;
 pub mod run;
@@ -25,8 +27,16 @@ use serde::{Deserialize, Serialize};
 
 pub use npt_stats::{ErrorCounts, SerializedHistogram, Summary};
 
-/// Version string of the result document's layout; bumped on incompatible changes.
-pub const SCHEMA: &str = "npt.result.v1";
+/// Version string of the result document's layout; bumped on incompatible changes. v2 made
+/// the interval records one type ([`interval::Interval`]) and `histograms` one flat map of
+/// dotted names in every kind; v1 files are still read ([`result::READABLE`]).
+pub const SCHEMA: &str = "npt.result.v2";
+
+/// The schema before v2, still read (converted on read, [`result::from_value`]).
+pub const SCHEMA_V1: &str = "npt.result.v1";
+
+/// Serialized HDR histograms (ns) by dotted name (`rtt`, `proto.tcp.latency`, `hosts.a.test` …).
+pub type Histograms = std::collections::BTreeMap<String, SerializedHistogram>;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Document<B> {

@@ -1,120 +1,42 @@
-//! Any saved result (probe, run, http, ping) as the pieces `npt report` renders: one series of
-//! intervals in common units, the headline latency histogram, a CSV, and an HTML page with
-//! charts (latency over time, rate over time, errors and loss over time, the percentile
-//! spectrum, the CDF) built on [`crate::html`].
+//! Any saved result (probe, run, http, ping) as the pieces `npt report` renders, read from the
+//! one result model ([`AnyResult`]): a CSV of its interval series and headline latency, and an
+//! HTML page with charts (latency over time, rate over time, errors and loss over time, the
+//! percentile spectrum, the CDF) built on [`crate::html`].
 
 use std::io::{self, Write};
 
-use npt_stats::{Histogram, SerializedHistogram};
-
 use crate::html::{Chart, Page, Series, Table};
-
-/// One interval in common units.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Point {
-    pub index: u64,
-    pub start_s: f64,
-    pub end_s: f64,
-    /// Packets (probe) or requests (run, http) per second.
-    pub rate: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub errors: u64,
-    pub loss_pct: Option<f64>,
-}
-
-fn f(v: &serde_json::Value) -> f64 {
-    v.as_f64().unwrap_or(0.0)
-}
-
-/// The intervals of any result kind (ping has none).
-pub fn points(doc: &serde_json::Value) -> Vec<Point> {
-    let kind = doc["kind"].as_str().unwrap_or("");
-    let Some(ivs) = doc["intervals"].as_array() else {
-        return Vec::new();
-    };
-    ivs.iter()
-        .map(|iv| {
-            let (start, end) = (f(&iv["start_s"]), f(&iv["end_s"]));
-            let lat = if kind == "probe" {
-                &iv["rtt_ms"]
-            } else {
-                &iv["latency_ms"]
-            };
-            let rate = match kind {
-                "probe" => f(&iv["pps"]),
-                "http" => f(&iv["rps"]),
-                _ => f(&iv["requests"]) / (end - start).max(1e-9),
-            };
-            Point {
-                index: iv["index"].as_u64().unwrap_or(0),
-                start_s: start,
-                end_s: end,
-                rate,
-                p50_ms: f(&lat["p50"]),
-                p99_ms: f(&lat["p99"]),
-                errors: iv["errors"].as_u64().unwrap_or(0),
-                loss_pct: (kind == "probe").then(|| f(&iv["loss_pct"])),
-            }
-        })
-        .collect()
-}
-
-/// The latency the user feels, as one histogram (run: every protocol's, added exactly).
-pub fn headline(doc: &serde_json::Value) -> Histogram {
-    let one = |v: &serde_json::Value| {
-        serde_json::from_value::<SerializedHistogram>(v.clone())
-            .ok()
-            .and_then(|s| Histogram::from_serialized(&s).ok())
-    };
-    let mut h = Histogram::new();
-    match doc["kind"].as_str().unwrap_or("") {
-        "probe" => h = one(&doc["histograms"]["rtt"]).unwrap_or_default(),
-        "http" => h = one(&doc["histograms"]["latency"]).unwrap_or_default(),
-        "ping" => h = one(&doc["histogram"]).unwrap_or_default(),
-        _ => {
-            if let Some(m) = doc["histograms"].as_object() {
-                for (k, v) in m {
-                    if k.starts_with("proto.") && k.ends_with(".latency") {
-                        if let Some(x) = one(v) {
-                            h += &x;
-                        }
-                    }
-                }
-            }
-        }
-    }
-    h
-}
+use crate::interval::Interval;
+use crate::result::AnyResult;
 
 /// One row per interval, then a summary row; column names are stable (README).
-pub fn write_csv(w: &mut impl Write, doc: &serde_json::Value) -> io::Result<()> {
+pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
     writeln!(
         w,
         "row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors,loss_pct"
     )?;
-    for p in points(doc) {
+    for iv in doc.body.intervals() {
         writeln!(
             w,
             "interval,{},{:.3},{:.3},{:.3},{:.6},{:.6},{},{}",
-            p.index,
-            p.start_s,
-            p.end_s,
-            p.rate,
-            p.p50_ms,
-            p.p99_ms,
-            p.errors,
-            p.loss_pct.map_or(String::new(), |l| format!("{l:.4}"))
+            iv.index,
+            iv.start_s,
+            iv.end_s,
+            iv.rate_per_s,
+            iv.latency_ms.p50,
+            iv.latency_ms.p99,
+            iv.errors,
+            iv.loss_pct.map_or(String::new(), |l| format!("{l:.4}"))
         )?;
     }
-    let s = headline(doc).summary();
+    let s = doc.body.headline().summary();
     writeln!(
         w,
         "summary,,,{:.3},,{:.6},{:.6},{},",
-        f(&doc["duration_s"]),
+        doc.duration_s,
         s.p50,
         s.p99,
-        doc["errors"]["total_errors"].as_u64().unwrap_or(0)
+        doc.body.errors().total_errors
     )
 }
 
@@ -124,16 +46,13 @@ pub(crate) const SPECTRUM: [f64; 14] = [
 ];
 
 /// The HTML page of one result: a summary table and its charts.
-pub fn html_page(doc: &serde_json::Value, source: &str) -> Page {
-    let kind = doc["kind"].as_str().unwrap_or("?");
-    let h = headline(doc);
+pub fn html_page(doc: &AnyResult, source: &str) -> Page {
+    let kind = doc.body.kind();
+    let h = doc.body.headline();
     let s = h.summary();
     let rows = vec![
         vec!["kind".into(), kind.to_string()],
-        vec![
-            "stopped by".into(),
-            doc["stopped_by"].as_str().unwrap_or("").into(),
-        ],
+        vec!["stopped by".into(), doc.stopped_by.clone()],
         vec!["samples".into(), s.count.to_string()],
         vec![
             "min / mean / max (ms)".into(),
@@ -146,17 +65,11 @@ pub fn html_page(doc: &serde_json::Value, source: &str) -> Page {
                 s.p50, s.p90, s.p99, s.p999, s.p9999
             ),
         ],
-        vec![
-            "errors".into(),
-            doc["errors"]["total_errors"]
-                .as_u64()
-                .unwrap_or(0)
-                .to_string(),
-        ],
+        vec!["errors".into(), doc.body.errors().total_errors.to_string()],
     ];
-    let pts = points(doc);
+    let pts = doc.body.intervals();
     let t: Vec<f64> = pts.iter().map(|p| p.end_s).collect();
-    let series = |label: &str, v: &dyn Fn(&Point) -> Option<f64>| Series {
+    let series = |label: &str, v: &dyn Fn(&Interval) -> Option<f64>| Series {
         label: label.into(),
         values: pts.iter().map(v).collect(),
     };
@@ -169,8 +82,8 @@ pub fn html_page(doc: &serde_json::Value, source: &str) -> Page {
             y_label: "ms".into(),
             x: t.clone(),
             series: vec![
-                series("p50", &|p| Some(p.p50_ms)),
-                series("p99", &|p| Some(p.p99_ms)),
+                series("p50", &|p| Some(p.latency_ms.p50)),
+                series("p99", &|p| Some(p.latency_ms.p99)),
             ],
             ..Chart::default()
         });
@@ -185,7 +98,7 @@ pub fn html_page(doc: &serde_json::Value, source: &str) -> Page {
             x_label: "time (s)".into(),
             y_label: unit.into(),
             x: t.clone(),
-            series: vec![series("rate", &|p| Some(p.rate))],
+            series: vec![series("rate", &|p| Some(p.rate_per_s))],
             ..Chart::default()
         });
         let mut err = vec![series("errors", &|p| Some(p.errors as f64))];
@@ -250,11 +163,7 @@ pub fn html_page(doc: &serde_json::Value, source: &str) -> Page {
     }
     Page {
         title: format!("npt {kind}: {source}"),
-        subtitle: format!(
-            "{} → {}",
-            doc["started_at"].as_str().unwrap_or(""),
-            doc["ended_at"].as_str().unwrap_or("")
-        ),
+        subtitle: format!("{} → {}", doc.started_at, doc.ended_at),
         tables: vec![Table {
             caption: "Summary".into(),
             header: vec!["".into(), "".into()],
@@ -264,26 +173,67 @@ pub fn html_page(doc: &serde_json::Value, source: &str) -> Page {
     }
 }
 
+/// A probe result with `intervals` `(end_s, rate, loss %, p50 ms, p99 ms)` and an RTT histogram
+/// of `rtt_ns`, for tests of the readers.
+#[cfg(test)]
+pub(crate) fn test_probe(
+    rtt_ns: impl Iterator<Item = u64>,
+    intervals: &[(f64, f64, f64, f64, f64)],
+) -> AnyResult {
+    use crate::probe::{hist, Errors, ProbeBody};
+    let mut h = npt_stats::Histogram::new();
+    for v in rtt_ns {
+        h.record(v);
+    }
+    let intervals = intervals
+        .iter()
+        .enumerate()
+        .map(|(i, &(end_s, rate, loss, p50, p99))| Interval {
+            index: i as u32,
+            start_s: end_s - 1.0,
+            end_s,
+            rate_per_s: rate,
+            loss_pct: Some(loss),
+            latency_ms: npt_stats::Summary {
+                p50,
+                p99,
+                ..Default::default()
+            },
+            ..Interval::default()
+        })
+        .collect();
+    let body = ProbeBody {
+        summary: Default::default(),
+        health: Default::default(),
+        latency: Default::default(),
+        errors: Errors {
+            total_errors: 1,
+            ..Errors::default()
+        },
+        histograms: [(hist::RTT.to_string(), h.to_serialized())].into(),
+        intervals,
+    };
+    let t0 = std::time::SystemTime::UNIX_EPOCH;
+    let t1 = t0 + std::time::Duration::from_secs(2);
+    crate::Document::new(
+        "probe",
+        t0,
+        t1,
+        "count",
+        serde_json::Value::Null,
+        crate::result::Workload::Probe(body),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn doc() -> serde_json::Value {
-        let mut h = Histogram::new();
-        for i in 1..=1000u64 {
-            h.record(i * 1000);
-        }
-        serde_json::json!({
-            "kind": "probe", "stopped_by": "count", "duration_s": 2.0,
-            "errors": {"total_errors": 1},
-            "histograms": {"rtt": h.to_serialized()},
-            "intervals": [
-                {"index": 0, "start_s": 0.0, "end_s": 1.0, "pps": 100.0, "loss_pct": 0.0,
-                 "rtt_ms": {"p50": 0.5, "p99": 0.99}},
-                {"index": 1, "start_s": 1.0, "end_s": 2.0, "pps": 90.0, "loss_pct": 1.0,
-                 "rtt_ms": {"p50": 0.6, "p99": 1.2}}
-            ]
-        })
+    fn doc() -> AnyResult {
+        test_probe(
+            (1..=1000u64).map(|i| i * 1000),
+            &[(1.0, 100.0, 0.0, 0.5, 0.99), (2.0, 90.0, 1.0, 0.6, 1.2)],
+        )
     }
 
     #[test]
@@ -298,6 +248,7 @@ mod tests {
         );
         assert!(lines[2].starts_with("interval,1,1.000,2.000,90.000,0.600000,1.200000,0,1.0000"));
         assert!(lines[3].starts_with("summary,,,2.000,"), "{}", lines[3]);
+        assert!(lines[3].ends_with(",1,"), "total errors: {}", lines[3]);
     }
 
     #[test]

@@ -5,8 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::{ErrorCounts, JitterMean, SerializedHistogram, Summary};
+use npt_stats::{ErrorCounts, JitterMean, Summary};
 use serde::{Deserialize, Serialize};
+
+use crate::interval::Interval;
+use crate::Histograms;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProbeBody {
@@ -15,8 +18,9 @@ pub struct ProbeBody {
     /// NPT's block, keyed by protocol (`udp` or `tcp`).
     pub latency: BTreeMap<String, NptLatency>,
     pub errors: Errors,
-    pub histograms: ProbeHistograms,
-    pub intervals: Vec<IntervalRecord>,
+    /// Serialized HDR histograms (ns) by name: [`hist`].
+    pub histograms: Histograms,
+    pub intervals: Vec<Interval>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -116,7 +120,7 @@ pub struct ProxyPhases {
     pub handshake_ms: f64,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Directions {
     pub up: f64,
     pub down: f64,
@@ -219,42 +223,17 @@ pub fn error_rate(errors: u64, attempts: u64) -> f64 {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ProbeHistograms {
-    pub rtt: SerializedHistogram,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rtt_corrected: Option<SerializedHistogram>,
-    pub ipdv: SerializedHistogram,
-    /// TCP only: connect and first packet, one value per flow.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connect: Option<SerializedHistogram>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_packet: Option<SerializedHistogram>,
-}
-
-/// One stage of the run. Loss is attributed to the interval a packet was *sent* in, so an
-/// interval is only closed once its last packet's loss timeout has passed.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct IntervalRecord {
-    pub index: u32,
-    pub start_s: f64,
-    pub end_s: f64,
-    pub sent: u64,
-    pub received: u64,
-    pub lost: u64,
-    /// Late replies that *arrived* in this interval.
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
-    pub loss_pct: f64,
-    pub pps: f64,
-    pub rtt_ms: Summary,
-    pub jitter_ms: f64,
-    /// As `summary.jitter_samples`, for this interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jitter_samples: Option<u64>,
-    pub bandwidth_bps: Directions,
-    pub histogram: SerializedHistogram,
+/// The names in a probe's `histograms` map (serialized HDR histograms, ns).
+pub mod hist {
+    /// Round-trip time of on-time replies, from the actual send.
+    pub const RTT: &str = "rtt";
+    /// `rate` mode only: round-trip time from the intended send time.
+    pub const RTT_CORRECTED: &str = "rtt_corrected";
+    /// |RTT(i) - RTT(i-1)| between consecutive replies.
+    pub const IPDV: &str = "ipdv";
+    /// TCP only: connect and connect + first echo, one value per flow.
+    pub const CONNECT: &str = "connect";
+    pub const FIRST_PACKET: &str = "first_packet";
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
-//! Any saved result of a workload (`probe`, `run`, `http`) as one type: the shared envelope of
+//! Any saved result (`probe`, `run`, `http`, `ping`) as one type: the shared envelope of
 //! [`Document`] with a typed workload part, [`Workload`]. Readers (`npt report`, `npt merge`,
 //! the CSV and HTML pages, `compare`'s charts) read this instead of each picking its kind's
 //! fields out of the JSON, and it answers the questions they share in one vocabulary: the NPT
-//! `latency` and `errors` blocks, the tester's health, the interval series as one record type
-//! ([`Interval`]), the histograms under one dotted-name layout, the headline latency, the text.
+//! `latency` and `errors` blocks, the tester's health, the interval series (one record type,
+//! [`Interval`]), the histograms (one flat map of dotted names), the headline latency, the text.
 //!
-//! The JSON is unchanged: each workload part serializes to the names it always had (README,
-//! "JSON names"); this type only reads and writes them. Reading checks the schema version
-//! against the versions this npt can read ([`READABLE`]) and names what is wrong.
+//! Reading checks the schema version against the versions this npt can read ([`READABLE`]) and
+//! names what is wrong. A v1 file (`npt.result.v1`) is converted to the v2 layout as it is read
+//! ([`from_value`]), so every reader sees one shape: v1 had an interval record per kind, http's
+//! per-host histograms nested under `histograms.hosts`, and older error kind names.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -16,16 +17,19 @@ use std::path::Path;
 use npt_stats::{Histogram, SerializedHistogram};
 use serde::Serialize;
 
+pub use crate::interval::Interval;
+
 use crate::http::HttpBody;
+use crate::ping::PingBody;
 use crate::probe::{Errors, NptLatency, ProbeBody};
 use crate::run::RunBody;
 use crate::Document;
 
 /// Schema versions this npt reads. Writing always uses [`crate::SCHEMA`].
-pub const READABLE: &[&str] = &[crate::SCHEMA];
+pub const READABLE: &[&str] = &[crate::SCHEMA, crate::SCHEMA_V1];
 
 /// The kinds [`Workload`] holds.
-pub const KINDS: &[&str] = &["probe", "run", "http"];
+pub const KINDS: &[&str] = &["probe", "run", "http", "ping"];
 
 /// The one vocabulary of error kinds every workload counts under (`errors.by_kind`), with what
 /// each means. Besides these: `stalled` (a probe's relay pacing with nothing left to send),
@@ -48,9 +52,47 @@ pub const ERROR_KINDS: &[(&str, &str)] = &[
     ("io", "any other socket error"),
 ];
 
-/// A kind in the one vocabulary ([`ERROR_KINDS`]): the names the workloads used before it are
-/// mapped (`aborted`, from a probe, is `reset`; `connect`, http's other connect failures, is
-/// `io`), every other name is kept. Collectors record through this, and reading maps old files.
+/// Error kinds outside [`ERROR_KINDS`] that a result may still count: a probe's relay pacing
+/// with nothing left to send, a panicked thread, a bad configuration found at run time, and
+/// the proxy's own kinds (`proxy_refused`, `proxy_auth` …, any name with this prefix).
+pub const EXTRA_ERROR_KINDS: &[&str] = &["stalled", "internal", "config"];
+
+/// The prefix of the proxy's own error kinds.
+pub const PROXY_ERROR_PREFIX: &str = "proxy_";
+
+/// True for a name in [`ERROR_KINDS`], [`EXTRA_ERROR_KINDS`] or with [`PROXY_ERROR_PREFIX`].
+pub fn is_error_kind(kind: &str) -> bool {
+    ERROR_KINDS.iter().any(|(k, _)| *k == kind)
+        || EXTRA_ERROR_KINDS.contains(&kind)
+        || kind.starts_with(PROXY_ERROR_PREFIX)
+}
+
+/// The kind in [`ERROR_KINDS`] of a socket error, for every classifier that meets one (probe,
+/// users, http, ping): refused; reset, aborted or a broken pipe; closed (EOF, not connected);
+/// timeout (a timed-out or would-block blocking call); unreachable (host or network); local (no
+/// local address or port, out of file descriptors); protocol (invalid data); else io.
+pub fn io_error_kind(e: &io::Error) -> &'static str {
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::ConnectionRefused => "refused",
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => "reset",
+        K::UnexpectedEof | K::NotConnected => "closed",
+        K::TimedOut | K::WouldBlock => "timeout",
+        K::HostUnreachable | K::NetworkUnreachable => "unreachable",
+        K::AddrInUse | K::AddrNotAvailable => "local",
+        K::InvalidData => "protocol",
+        _ => match e.raw_os_error() {
+            Some(libc::EHOSTUNREACH | libc::ENETUNREACH) => "unreachable",
+            Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL) => "local",
+            _ => "io",
+        },
+    }
+}
+
+/// A kind of a file written before the one vocabulary ([`ERROR_KINDS`]), in it: `aborted`
+/// (a probe's) is `reset`, `connect` (http's other connect failures) is `io`, every other name
+/// is kept. For reading old files: the classifiers emit the vocabulary's names themselves (the
+/// probe session still passes the kinds it records through this, a no-op for them now).
 pub fn error_kind(kind: &str) -> &str {
     match kind {
         "aborted" => "reset",
@@ -63,7 +105,8 @@ pub fn error_kind(kind: &str) -> &str {
 pub type AnyResult = Document<Workload>;
 
 /// The typed part of a result that differs by workload. Serializes flat, as each body always
-/// did (the envelope's `kind` says which it is).
+/// did (the envelope's `kind` says which it is). A ping is not a workload (no intervals, no
+/// tester health) but is read as one so that `report` and `compare` read every result alike.
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 // One value per result read, never a collection of them: the variants' sizes do not matter.
@@ -72,6 +115,7 @@ pub enum Workload {
     Probe(ProbeBody),
     Run(RunBody),
     Http(HttpBody),
+    Ping(PingBody),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +126,7 @@ pub enum ReadError {
     NotJson(String, serde_json::Error),
     #[error("{0}: schema {1:?} is not one this npt reads ({READABLE:?}; written by another npt version?)")]
     Schema(String, String),
-    #[error("{0}: kind {1:?} is not a workload result (probe, run, http)")]
+    #[error("{0}: kind {1:?} is not a result this npt reads (probe, run, http, ping)")]
     Kind(String, String),
     #[error("{0}: a {1} document with an unexpected layout: {2}")]
     Layout(String, String, serde_json::Error),
@@ -98,9 +142,31 @@ pub fn check_schema(name: &str, json: &serde_json::Value) -> Result<(), ReadErro
     }
 }
 
-/// The typed result of a document read as JSON (any kind in [`KINDS`]).
-pub fn from_value(name: &str, json: serde_json::Value) -> Result<AnyResult, ReadError> {
+/// A v1 document rewritten in the v2 layout: the interval records of each kind become the one
+/// record ([`crate::interval`]), http's `histograms.hosts.<h>` become `histograms["hosts.<h>"]`.
+/// (Probe's and run's `histograms` were already maps of these names; ping did not change.)
+fn v1_to_v2(json: &mut serde_json::Value) {
+    let kind = json["kind"].as_str().unwrap_or("").to_string();
+    crate::interval::v1_to_v2(&kind, &mut json["intervals"]);
+    if kind == "http" {
+        if let Some(h) = json["histograms"].as_object_mut() {
+            if let Some(serde_json::Value::Object(hosts)) = h.remove("hosts") {
+                for (host, x) in hosts {
+                    h.insert(crate::http::hist::host(&host), x);
+                }
+            }
+        }
+    }
+    json["schema"] = crate::SCHEMA.into();
+}
+
+/// The typed result of a document read as JSON (any kind in [`KINDS`], any schema in
+/// [`READABLE`]; a v1 document is converted, and reads as v2).
+pub fn from_value(name: &str, mut json: serde_json::Value) -> Result<AnyResult, ReadError> {
     check_schema(name, &json)?;
+    if json["schema"] == crate::SCHEMA_V1 {
+        v1_to_v2(&mut json);
+    }
     let kind = json["kind"].as_str().unwrap_or("").to_string();
     let layout = |e| ReadError::Layout(name.to_string(), kind.clone(), e);
     fn typed<B: serde::de::DeserializeOwned>(
@@ -125,6 +191,7 @@ pub fn from_value(name: &str, json: serde_json::Value) -> Result<AnyResult, Read
         "probe" => typed(json, Workload::Probe).map_err(layout),
         "run" => typed(json, Workload::Run).map_err(layout),
         "http" => typed(json, Workload::Http).map_err(layout),
+        "ping" => typed(json, Workload::Ping).map_err(layout),
         _ => Err(ReadError::Kind(name.to_string(), kind)),
     }?;
     // Files written before the one vocabulary of error kinds read in it.
@@ -132,6 +199,7 @@ pub fn from_value(name: &str, json: serde_json::Value) -> Result<AnyResult, Read
         Workload::Probe(b) => &mut b.errors,
         Workload::Run(b) => &mut b.errors,
         Workload::Http(b) => &mut b.errors,
+        Workload::Ping(b) => &mut b.errors,
     };
     errors.by_kind = errors.by_kind.renamed(error_kind);
     Ok(r)
@@ -143,24 +211,6 @@ pub fn read(path: &Path) -> Result<AnyResult, ReadError> {
     let text = std::fs::read_to_string(path).map_err(|e| ReadError::Io(name.clone(), e))?;
     let json = serde_json::from_str(&text).map_err(|e| ReadError::NotJson(name.clone(), e))?;
     from_value(&name, json)
-}
-
-/// One interval of any workload, in common units.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Interval {
-    pub index: u64,
-    pub start_s: f64,
-    pub end_s: f64,
-    /// Packets sent (probe) or requests completed (run, http) per second.
-    pub rate: f64,
-    /// Replies (probe) or completed requests (run, http).
-    pub completed: u64,
-    /// Failed requests (run, http); a probe's intervals count loss instead.
-    pub errors: u64,
-    /// Probe only: packets sent in the interval that were lost, in %.
-    pub loss_pct: Option<f64>,
-    /// Round-trip time (probe) or request latency (run, http) of the interval.
-    pub latency_ms: npt_stats::Summary,
 }
 
 /// The tester's own health, as every workload reports it.
@@ -178,6 +228,7 @@ impl Workload {
             Workload::Probe(_) => "probe",
             Workload::Run(_) => "run",
             Workload::Http(_) => "http",
+            Workload::Ping(_) => "ping",
         }
     }
 
@@ -187,6 +238,7 @@ impl Workload {
             Workload::Probe(b) => &b.latency,
             Workload::Run(b) => &b.latency,
             Workload::Http(b) => &b.latency,
+            Workload::Ping(b) => &b.latency,
         }
     }
 
@@ -196,9 +248,11 @@ impl Workload {
             Workload::Probe(b) => &b.errors,
             Workload::Run(b) => &b.errors,
             Workload::Http(b) => &b.errors,
+            Workload::Ping(b) => &b.errors,
         }
     }
 
+    /// The tester's health (a ping records none: zeros).
     pub fn health(&self) -> TesterHealth {
         let (u, s, pct, rss) = match self {
             Workload::Probe(b) => (
@@ -219,6 +273,7 @@ impl Workload {
                 b.health.cpu_pct,
                 b.health.max_rss_bytes,
             ),
+            Workload::Ping(_) => return TesterHealth::default(),
         };
         TesterHealth {
             cpu_user_s: u,
@@ -228,113 +283,47 @@ impl Workload {
         }
     }
 
-    /// The interval series as one record type.
-    pub fn intervals(&self) -> Vec<Interval> {
+    /// The interval series (a ping has none).
+    pub fn intervals(&self) -> &[Interval] {
         match self {
-            Workload::Probe(b) => b
-                .intervals
-                .iter()
-                .map(|iv| Interval {
-                    index: iv.index.into(),
-                    start_s: iv.start_s,
-                    end_s: iv.end_s,
-                    rate: iv.pps,
-                    completed: iv.received,
-                    errors: 0,
-                    loss_pct: Some(iv.loss_pct),
-                    latency_ms: iv.rtt_ms,
-                })
-                .collect(),
-            Workload::Run(b) => b
-                .intervals
-                .iter()
-                .map(|iv| Interval {
-                    index: iv.index.into(),
-                    start_s: iv.start_s,
-                    end_s: iv.end_s,
-                    rate: iv.requests as f64 / (iv.end_s - iv.start_s).max(1e-9),
-                    completed: iv.requests,
-                    errors: iv.errors,
-                    loss_pct: None,
-                    latency_ms: iv.latency_ms,
-                })
-                .collect(),
-            Workload::Http(b) => b
-                .intervals
-                .iter()
-                .map(|iv| Interval {
-                    index: iv.index.into(),
-                    start_s: iv.start_s,
-                    end_s: iv.end_s,
-                    rate: iv.rps,
-                    completed: iv.requests,
-                    errors: iv.errors,
-                    loss_pct: None,
-                    latency_ms: iv.latency_ms,
-                })
-                .collect(),
+            Workload::Probe(b) => &b.intervals,
+            Workload::Run(b) => &b.intervals,
+            Workload::Http(b) => &b.intervals,
+            Workload::Ping(_) => &[],
         }
     }
 
-    /// Every serialized histogram under one layout of dotted names: a probe's `rtt`,
-    /// `rtt_corrected`, `ipdv`, `connect`, `first_packet`; run's names as they are
-    /// (`proto.tcp.latency` …); http's `latency`, `latency_uncorrected`, `ttfb`, `connect`,
-    /// `tls`, `proxy` and `hosts.<host>`.
-    pub fn histograms(&self) -> BTreeMap<String, &SerializedHistogram> {
-        let mut m: BTreeMap<String, &SerializedHistogram> = BTreeMap::new();
-        fn insert<'a>(
-            m: &mut BTreeMap<String, &'a SerializedHistogram>,
-            k: &str,
-            h: Option<&'a SerializedHistogram>,
-        ) {
-            if let Some(h) = h {
-                m.insert(k.to_string(), h);
-            }
-        }
-        let into = &mut m;
-        let mut put = |k: &str, h| insert(into, k, h);
-        match self {
-            Workload::Probe(b) => {
-                let h = &b.histograms;
-                put("rtt", Some(&h.rtt));
-                put("rtt_corrected", h.rtt_corrected.as_ref());
-                put("ipdv", Some(&h.ipdv));
-                put("connect", h.connect.as_ref());
-                put("first_packet", h.first_packet.as_ref());
-            }
-            Workload::Run(b) => {
-                for (k, h) in &b.histograms {
-                    put(k, Some(h));
-                }
-            }
-            Workload::Http(b) => {
-                let h = &b.histograms;
-                put("latency", Some(&h.latency));
-                put("latency_uncorrected", h.latency_uncorrected.as_ref());
-                put("ttfb", Some(&h.ttfb));
-                put("connect", Some(&h.connect));
-                put("tls", h.tls.as_ref());
-                put("proxy", h.proxy.as_ref());
-                for (host, x) in &h.hosts {
-                    put(&format!("hosts.{host}"), Some(x));
-                }
-            }
-        }
-        m
+    /// Every serialized histogram by its dotted name: a probe's `rtt`, `rtt_corrected`, `ipdv`,
+    /// `connect`, `first_packet`; run's `proto.tcp.latency` …; http's `latency`,
+    /// `latency_uncorrected`, `ttfb`, `connect`, `tls`, `proxy` and `hosts.<host>`; a ping's
+    /// one histogram as `rtt`.
+    pub fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
+        let map = match self {
+            Workload::Probe(b) => &b.histograms,
+            Workload::Run(b) => &b.histograms,
+            Workload::Http(b) => &b.histograms,
+            Workload::Ping(b) => return BTreeMap::from([("rtt", &b.histogram)]),
+        };
+        map.iter().map(|(k, h)| (k.as_str(), h)).collect()
     }
 
     /// The latency the user feels as one histogram: a probe's RTT, http's request latency,
-    /// run's request latency of every protocol added exactly. Undecodable data counts as empty.
+    /// run's request latency of every protocol added exactly, a ping's RTT. Undecodable data
+    /// counts as empty.
     pub fn headline(&self) -> Histogram {
-        let decode = |h: &SerializedHistogram| Histogram::from_serialized(h).unwrap_or_default();
+        let decode = |h: Option<&SerializedHistogram>| {
+            h.and_then(|h| Histogram::from_serialized(h).ok())
+                .unwrap_or_default()
+        };
         match self {
-            Workload::Probe(b) => decode(&b.histograms.rtt),
-            Workload::Http(b) => decode(&b.histograms.latency),
+            Workload::Probe(b) => decode(b.histograms.get(crate::probe::hist::RTT)),
+            Workload::Http(b) => decode(b.histograms.get(crate::http::hist::LATENCY)),
+            Workload::Ping(b) => decode(Some(&b.histogram)),
             Workload::Run(b) => {
                 let mut h = Histogram::new();
                 for (k, x) in &b.histograms {
                     if k.starts_with("proto.") && k.ends_with(".latency") {
-                        h += &decode(x);
+                        h += &decode(Some(x));
                     }
                 }
                 h
@@ -364,6 +353,7 @@ pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
         Workload::Probe(b) => crate::text::write_probe(w, &with(doc, b)),
         Workload::Run(b) => crate::run::write_text(&mut &mut *w, &with(doc, b)),
         Workload::Http(b) => crate::http::write_text(w, &with(doc, b)),
+        Workload::Ping(b) => crate::ping::write_text(w, b, &doc.stopped_by, doc.duration_s),
     }
 }
 

@@ -7,9 +7,9 @@ use std::time::SystemTime;
 use npt_stats::{ErrorCounts, Histogram};
 
 use super::*;
-use crate::http::{HttpHistograms, HttpInterval, HttpSummary};
-use crate::probe::{IntervalRecord, ProbeHistograms, ProbeSummary};
-use crate::run::{RunInterval, RunSummary};
+use crate::http::HttpSummary;
+use crate::probe::ProbeSummary;
+use crate::run::RunSummary;
 
 fn hist(values: &[u64]) -> Histogram {
     let mut h = Histogram::new();
@@ -55,24 +55,22 @@ fn probe() -> serde_json::Value {
         },
         latency: BTreeMap::new(),
         errors: errors(),
-        histograms: ProbeHistograms {
-            rtt: h.to_serialized(),
-            rtt_corrected: None,
-            ipdv: Histogram::new().to_serialized(),
-            connect: None,
-            first_packet: None,
-        },
-        intervals: vec![IntervalRecord {
+        histograms: [
+            ("rtt".to_string(), h.to_serialized()),
+            ("ipdv".to_string(), Histogram::new().to_serialized()),
+        ]
+        .into(),
+        intervals: vec![Interval {
             index: 0,
             end_s: 1.0,
-            sent: 4,
-            received: 3,
-            lost: 1,
-            loss_pct: 25.0,
-            pps: 4.0,
-            rtt_ms: h.summary(),
+            sent: Some(4),
+            completed: 3,
+            lost: Some(1),
+            loss_pct: Some(25.0),
+            rate_per_s: 4.0,
+            latency_ms: h.summary(),
             histogram: h.to_serialized(),
-            ..IntervalRecord::default()
+            ..Interval::default()
         }],
     };
     body.latency
@@ -104,15 +102,17 @@ fn run() -> serde_json::Value {
         protocols: BTreeMap::new(),
         activities: BTreeMap::new(),
         histograms,
-        intervals: vec![RunInterval {
+        intervals: vec![Interval {
             index: 2,
             start_s: 2.0,
             end_s: 2.5,
-            requests: 3,
+            completed: 3,
             errors: 1,
+            rate_per_s: 6.0,
             latency_ms: tcp.summary(),
+            active_users: Some(2),
             histogram: tcp.to_serialized(),
-            ..RunInterval::default()
+            ..Interval::default()
         }],
     };
     doc("run", body)
@@ -120,8 +120,6 @@ fn run() -> serde_json::Value {
 
 fn http() -> serde_json::Value {
     let h = hist(&[200_000; 4]);
-    let mut hosts = BTreeMap::new();
-    hosts.insert("a.test".to_string(), h.to_serialized());
     let body = HttpBody {
         summary: HttpSummary {
             url: "http://127.0.0.1:1/".into(),
@@ -138,23 +136,24 @@ fn http() -> serde_json::Value {
         health: Default::default(),
         latency: BTreeMap::new(),
         errors: errors(),
-        histograms: HttpHistograms {
-            latency: h.to_serialized(),
-            latency_uncorrected: None,
-            ttfb: h.to_serialized(),
-            connect: Histogram::new().to_serialized(),
-            tls: None,
-            proxy: None,
-            hosts,
-        },
-        intervals: vec![HttpInterval {
+        histograms: [
+            ("latency", h.to_serialized()),
+            ("ttfb", h.to_serialized()),
+            ("connect", Histogram::new().to_serialized()),
+            ("hosts.a.test", h.to_serialized()),
+        ]
+        .into_iter()
+        .map(|(k, h)| (k.to_string(), h))
+        .collect(),
+        intervals: vec![Interval {
             index: 0,
             end_s: 1.0,
-            requests: 4,
-            rps: 4.0,
+            completed: 4,
+            rate_per_s: 4.0,
             latency_ms: h.summary(),
+            status: Some([("200".to_string(), 4)].into()),
             histogram: h.to_serialized(),
-            ..HttpInterval::default()
+            ..Interval::default()
         }],
     };
     doc("http", body)
@@ -176,11 +175,14 @@ fn every_kind_reads_into_one_type_and_writes_back_the_same_json() {
 fn the_shared_views_come_from_each_kinds_own_fields() {
     let p = from_value("p", probe()).unwrap().body;
     let iv = &p.intervals()[0];
-    assert_eq!((iv.rate, iv.completed, iv.loss_pct), (4.0, 3, Some(25.0)));
+    assert_eq!(
+        (iv.rate_per_s, iv.completed, iv.loss_pct),
+        (4.0, 3, Some(25.0))
+    );
     assert_eq!(p.latency()["udp"].max_ms, iv.latency_ms.max);
     assert_eq!(p.health().cpu_pct, 12.5);
     assert_eq!(
-        p.histograms().keys().collect::<Vec<_>>(),
+        p.histograms().into_keys().collect::<Vec<_>>(),
         vec!["ipdv", "rtt"]
     );
     assert_eq!(p.headline().count(), 3);
@@ -188,7 +190,7 @@ fn the_shared_views_come_from_each_kinds_own_fields() {
     let r = from_value("r", run()).unwrap().body;
     let iv = &r.intervals()[0];
     assert_eq!(
-        (iv.index, iv.rate, iv.errors, iv.loss_pct),
+        (iv.index, iv.rate_per_s, iv.errors, iv.loss_pct),
         (2, 6.0, 1, None)
     );
     assert_eq!((r.health().cpu_pct, r.health().max_rss_bytes), (40.0, 7));
@@ -198,7 +200,7 @@ fn the_shared_views_come_from_each_kinds_own_fields() {
     assert!(r.histograms().contains_key("proto.quic.latency"));
 
     let h = from_value("h", http()).unwrap().body;
-    assert_eq!(h.intervals()[0].rate, 4.0);
+    assert_eq!(h.intervals()[0].rate_per_s, 4.0);
     assert!(h.histograms().contains_key("hosts.a.test"));
     assert_eq!(h.headline().count(), 4);
 }
@@ -209,9 +211,9 @@ fn unreadable_documents_are_errors_that_name_the_file() {
     old["schema"] = "npt.result.v0".into();
     let e = from_value("old.json", old).unwrap_err().to_string();
     assert!(e.contains("old.json") && e.contains("npt.result.v0"), "{e}");
-    let mut ping = probe();
-    ping["kind"] = "ping".into();
-    let e = from_value("ping.json", ping).unwrap_err();
+    let mut other = probe();
+    other["kind"] = "trace".into();
+    let e = from_value("trace.json", other).unwrap_err();
     assert!(matches!(e, ReadError::Kind(..)), "{e}");
     let mut broken = run();
     broken["intervals"] = "no".into();
@@ -252,4 +254,132 @@ fn old_error_kind_names_read_in_the_one_vocabulary() {
     for (kind, _) in ERROR_KINDS {
         assert_eq!(error_kind(kind), *kind, "the vocabulary maps to itself");
     }
+}
+
+/// A v1 document of each kind (the layouts before the one interval record and the flat
+/// histogram map) reads as the v2 document with the same figures.
+#[test]
+fn v1_documents_read_in_the_v2_layout() {
+    let to_v1 = |mut v2: serde_json::Value| {
+        v2["schema"] = crate::SCHEMA_V1.into();
+        let kind = v2["kind"].as_str().unwrap().to_string();
+        let iv = &mut v2["intervals"][0];
+        let o = iv.as_object_mut().unwrap();
+        let mv = |o: &mut serde_json::Map<String, serde_json::Value>, from: &str, to: &str| {
+            let v = o.remove(from).unwrap();
+            o.insert(to.to_string(), v);
+        };
+        match kind.as_str() {
+            "probe" => {
+                mv(o, "completed", "received");
+                mv(o, "rate_per_s", "pps");
+                mv(o, "latency_ms", "rtt_ms");
+                o.remove("errors");
+            }
+            "run" => {
+                mv(o, "completed", "requests");
+                o.remove("rate_per_s");
+            }
+            _ => {
+                mv(o, "completed", "requests");
+                mv(o, "rate_per_s", "rps");
+                let h = v2["histograms"].as_object_mut().unwrap();
+                let host = h.remove("hosts.a.test").unwrap();
+                h.insert("hosts".into(), serde_json::json!({ "a.test": host }));
+            }
+        }
+        v2
+    };
+    for v2 in [probe(), run(), http()] {
+        let v1 = to_v1(v2.clone());
+        assert_ne!(v1, v2);
+        let r = from_value("old.json", v1).unwrap();
+        assert_eq!(r.schema, crate::SCHEMA);
+        assert_eq!(serde_json::to_value(&r).unwrap(), v2, "{}", v2["kind"]);
+    }
+}
+
+#[test]
+fn a_ping_reads_as_one_result_too() {
+    let h = hist(&[1_000_000, 3_000_000]);
+    let body = crate::ping::PingBody {
+        target: "tcp://127.0.0.1:1".into(),
+        proto: "tcp".into(),
+        addresses: vec!["127.0.0.1:1".into()],
+        summary: crate::ping::PingSummary {
+            sent: 3,
+            received: 2,
+            lost: 1,
+            ..Default::default()
+        },
+        latency: BTreeMap::new(),
+        errors: Errors::default(),
+        histogram: h.to_serialized(),
+    };
+    let json = doc("ping", body);
+    let r = from_value("p.json", json.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&r).unwrap(), json);
+    assert_eq!(r.body.kind(), "ping");
+    assert!(r.body.intervals().is_empty());
+    assert_eq!(r.body.headline().count(), 2);
+    let mut out = Vec::new();
+    write_text(&mut out, &r).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.starts_with("--- tcp://127.0.0.1:1 ping statistics ---\n3 sent, 2 received"),
+        "{text}"
+    );
+}
+
+#[test]
+fn every_socket_error_has_a_kind_of_the_vocabulary() {
+    use std::io::ErrorKind as K;
+    let kinds = [
+        K::NotFound,
+        K::PermissionDenied,
+        K::ConnectionRefused,
+        K::ConnectionReset,
+        K::HostUnreachable,
+        K::NetworkUnreachable,
+        K::ConnectionAborted,
+        K::NotConnected,
+        K::AddrInUse,
+        K::AddrNotAvailable,
+        K::NetworkDown,
+        K::BrokenPipe,
+        K::AlreadyExists,
+        K::WouldBlock,
+        K::InvalidInput,
+        K::InvalidData,
+        K::TimedOut,
+        K::WriteZero,
+        K::Interrupted,
+        K::Unsupported,
+        K::UnexpectedEof,
+        K::OutOfMemory,
+        K::Other,
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for k in kinds {
+        seen.insert(io_error_kind(&io::Error::from(k)));
+    }
+    for errno in 1..200 {
+        seen.insert(io_error_kind(&io::Error::from_raw_os_error(errno)));
+    }
+    for k in &seen {
+        assert!(ERROR_KINDS.iter().any(|(v, _)| v == k), "{k}");
+    }
+    // Every kind of the vocabulary but tls (TLS errors are not socket errors) is reachable.
+    assert_eq!(seen.len(), ERROR_KINDS.len() - 1, "{seen:?}");
+    assert_eq!(
+        io_error_kind(&io::Error::from_raw_os_error(libc::EMFILE)),
+        "local"
+    );
+    assert_eq!(
+        io_error_kind(&io::Error::from_raw_os_error(libc::ECONNABORTED)),
+        "reset"
+    );
+    assert!(
+        is_error_kind("proxy_refused") && is_error_kind("stalled") && !is_error_kind("aborted")
+    );
 }

@@ -7,10 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::{SerializedHistogram, Summary};
+use npt_stats::Summary;
 use serde::{Deserialize, Serialize};
 
+use crate::interval::Interval;
 use crate::probe::{Directions, Errors, NptLatency};
+use crate::Histograms;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunBody {
@@ -28,8 +30,10 @@ pub struct RunBody {
     pub activities: BTreeMap<String, ActivityStats>,
     /// Serialized HDR histograms (ns): `proto.<tcp|quic|udp>.<latency|connect|handshake|
     /// first_request>`, `activity.<name>.<latency|ttfb>`, `health.timer_lateness`.
-    pub histograms: BTreeMap<String, SerializedHistogram>,
-    pub intervals: Vec<RunInterval>,
+    pub histograms: Histograms,
+    /// One per interval (1 s by default); `bytes`, `active_users` and `active_connections`
+    /// filled besides the common fields.
+    pub intervals: Vec<Interval>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -139,23 +143,6 @@ pub struct GameStats {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_samples: Option<u64>,
     pub loss_timeout_ms: f64,
-}
-
-/// One interval (1 s by default) of the run.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct RunInterval {
-    pub index: u32,
-    pub start_s: f64,
-    pub end_s: f64,
-    pub requests: u64,
-    pub errors: u64,
-    pub bytes: Directions,
-    /// Sampled at the end of the interval.
-    pub active_users: u64,
-    pub active_connections: u64,
-    /// Request latency of requests completed in this interval, all protocols.
-    pub latency_ms: Summary,
-    pub histogram: SerializedHistogram,
 }
 
 /// The text summary printed at the end of `npt run`.

@@ -4,7 +4,8 @@ use std::io::{self, Write};
 
 use npt_stats::Summary;
 
-use crate::probe::{IntervalRecord, ProbeBody};
+use crate::interval::Interval;
+use crate::probe::ProbeBody;
 use crate::Document;
 
 /// Formats bits per second with a unit (`12.34 Mbit/s`).
@@ -33,21 +34,24 @@ pub fn ms(v: f64) -> String {
 }
 
 /// One stage line, printed while a probe runs (seed 002's `[阶段]` line, loss never negative).
-pub fn stage_line(r: &IntervalRecord) -> String {
+/// The probe's own fields of the record count as 0 where absent.
+pub fn stage_line(r: &Interval) -> String {
+    let (sent, lost) = (r.sent.unwrap_or(0), r.lost.unwrap_or(0));
+    let bw = r.bandwidth_bps.unwrap_or_default();
     format!(
         "[stage {:>3}] {:>15}  sent {:>8}  {:>9.0} pps  rtt p50 {} ms p99 {} ms  loss {:.2}% ({}/{})  late {}  up {}  down {}",
         r.index,
         format!("{:.2}-{:.2}s", r.start_s, r.end_s),
-        r.sent,
-        r.pps,
-        ms(r.rtt_ms.p50),
-        ms(r.rtt_ms.p99),
-        r.loss_pct,
-        r.lost,
-        r.sent,
-        r.late,
-        bits(r.bandwidth_bps.up),
-        bits(r.bandwidth_bps.down),
+        sent,
+        r.rate_per_s,
+        ms(r.latency_ms.p50),
+        ms(r.latency_ms.p99),
+        r.loss_pct.unwrap_or(0.0),
+        lost,
+        sent,
+        r.late.unwrap_or(0),
+        bits(bw.up),
+        bits(bw.down),
     )
 }
 
@@ -203,15 +207,15 @@ mod tests {
 
     #[test]
     fn stage_line_shows_loss_over_sent() {
-        let r = IntervalRecord {
+        let r = Interval {
             index: 2,
             start_s: 3.5,
             end_s: 7.0,
-            sent: 1000,
-            received: 990,
-            lost: 10,
-            loss_pct: 1.0,
-            pps: 285.7,
+            sent: Some(1000),
+            completed: 990,
+            lost: Some(10),
+            loss_pct: Some(1.0),
+            rate_per_s: 285.7,
             ..Default::default()
         };
         let line = stage_line(&r);

@@ -17,6 +17,10 @@ use npt_report::compare::page::html_page;
 use npt_report::compare::runs::{table_of_runs, ScenarioRuns};
 use npt_report::compare::Input;
 use npt_report::html::{render, render_to_vec, Chart, Page, Series, Table};
+use npt_report::interval::Interval;
+use npt_report::probe::{hist, ProbeBody, ProbeSummary};
+use npt_report::result::{AnyResult, Workload};
+use npt_report::Document;
 use npt_stats::Histogram;
 
 fn sample_page() -> Page {
@@ -150,7 +154,7 @@ fn every_chart_draws_in_headless_chromium() {
 
 /// A probe result as `npt probe --json` writes the parts the compare page reads: its RTT
 /// histogram, summary and intervals (`base_ms` plus a slow tail).
-fn probe_doc(base_ms: f64, secs: usize) -> serde_json::Value {
+fn probe_doc(base_ms: f64, secs: usize) -> AnyResult {
     let mut h = Histogram::new();
     let mut intervals = Vec::new();
     for s in 0..secs {
@@ -161,20 +165,41 @@ fn probe_doc(base_ms: f64, secs: usize) -> serde_json::Value {
             h.record(ns);
             iv.record(ns);
         }
-        let sum = iv.summary();
-        intervals.push(serde_json::json!({
-            "index": s, "start_s": s as f64, "end_s": s as f64 + 1.0 + base_ms / 1000.0,
-            "pps": 200.0, "loss_pct": 0.0, "rtt_ms": {"p50": sum.p50, "p99": sum.p99}
-        }));
+        intervals.push(Interval {
+            index: s as u32,
+            start_s: s as f64,
+            end_s: s as f64 + 1.0 + base_ms / 1000.0,
+            rate_per_s: 200.0,
+            loss_pct: Some(0.0),
+            latency_ms: iv.summary(),
+            histogram: iv.to_serialized(),
+            ..Interval::default()
+        });
     }
-    serde_json::json!({
-        "kind": "probe",
-        "summary": {"target": "udp://127.0.0.1:7777", "rtt_ms": h.summary(), "sent": h.count(),
-                    "lost": 0, "jitter_ms": 0.1},
-        "histograms": {"rtt": h.to_serialized()},
-        "errors": {"total_errors": 0},
-        "intervals": intervals,
-    })
+    let body = ProbeBody {
+        summary: ProbeSummary {
+            target: "udp://127.0.0.1:7777".into(),
+            rtt_ms: h.summary(),
+            sent: h.count(),
+            jitter_ms: 0.1,
+            ..ProbeSummary::default()
+        },
+        health: Default::default(),
+        latency: Default::default(),
+        errors: Default::default(),
+        histograms: [(hist::RTT.to_string(), h.to_serialized())].into(),
+        intervals,
+    };
+    let t0 = std::time::SystemTime::UNIX_EPOCH;
+    let t1 = t0 + Duration::from_secs(secs as u64);
+    Document::new(
+        "probe",
+        t0,
+        t1,
+        "duration",
+        serde_json::Value::Null,
+        Workload::Probe(body),
+    )
 }
 
 #[test]
@@ -183,7 +208,7 @@ fn a_compare_page_draws_every_scenario_in_headless_chromium() {
         return;
     }
     let scenarios = [("direct", 0.2), ("realm", 0.4), ("chain <3 hops>", 10.5)];
-    let docs: Vec<Vec<serde_json::Value>> = scenarios
+    let docs: Vec<Vec<AnyResult>> = scenarios
         .iter()
         .map(|(_, ms)| vec![probe_doc(*ms, 10), probe_doc(*ms, 10)])
         .collect();
@@ -200,7 +225,7 @@ fn a_compare_page_draws_every_scenario_in_headless_chromium() {
                 .map(|(i, doc)| Input {
                     name: name.to_string(),
                     path: format!("r{i}-{name}.json"),
-                    doc: doc.clone(),
+                    doc: serde_json::to_value(doc).unwrap(),
                 })
                 .collect(),
             ..ScenarioRuns::default()

@@ -9,10 +9,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use npt_report::interval::Interval;
 use npt_report::probe::{Directions, Errors, NptLatency};
-use npt_report::run::{
-    ActivityStats, GameStats, ProtocolStats, RunHealth, RunInterval, RunSummary,
-};
+use npt_report::run::{ActivityStats, GameStats, ProtocolStats, RunHealth, RunSummary};
 use npt_stats::{ErrorCounts, Histogram, JitterMean};
 
 use crate::config::{Activity, Proto};
@@ -76,7 +75,7 @@ pub(crate) struct Totals {
     pub(crate) errors: ErrorCounts,
     interval: IntervalAcc,
     /// Bounded memory for long runs: older records wait in a temporary file.
-    intervals: npt_report::series::Series<RunInterval>,
+    intervals: npt_report::series::Series<Interval>,
     lateness: Histogram,
     late_wakeups: u64,
 }
@@ -251,9 +250,8 @@ impl Collector {
         t.interval.errors += 1;
         let proto = a.protocol().name();
         let act = a.name();
-        t.errors.record(npt_report::result::error_kind(kind), || {
-            format!("{act} ({proto}): {}", example())
-        });
+        t.errors
+            .record(kind, || format!("{act} ({proto}): {}", example()));
         drop(t);
         self.errors_total.fetch_add(1, Ordering::Relaxed);
     }
@@ -276,26 +274,28 @@ impl Collector {
     }
 
     /// Closes the current interval `[start_s, end_s)` and returns a copy of it.
-    pub fn close_interval(&self, start_s: f64, end_s: f64) -> RunInterval {
+    pub fn close_interval(&self, start_s: f64, end_s: f64) -> Interval {
         let users = self.active_users.load(Ordering::Relaxed);
         let conns = self.active_conns.load(Ordering::Relaxed);
         let mut t = self.lock();
         let index = u32::try_from(t.intervals.len()).unwrap_or(u32::MAX);
         let i = &mut t.interval;
-        let rec = RunInterval {
+        let rec = Interval {
             index,
             start_s,
             end_s,
-            requests: i.requests,
+            completed: i.requests,
             errors: i.errors,
-            bytes: Directions {
+            rate_per_s: i.requests as f64 / (end_s - start_s).max(1e-9),
+            latency_ms: i.latency.summary(),
+            bytes: Some(Directions {
                 up: i.up as f64,
                 down: i.down as f64,
-            },
-            active_users: users,
-            active_connections: conns,
-            latency_ms: i.latency.summary(),
+            }),
+            active_users: Some(users),
+            active_connections: Some(conns),
             histogram: i.latency.to_serialized(),
+            ..Interval::default()
         };
         i.requests = 0;
         i.errors = 0;
@@ -471,7 +471,7 @@ pub struct Measured {
     pub protocols: std::collections::BTreeMap<String, ProtocolStats>,
     pub activities: std::collections::BTreeMap<String, ActivityStats>,
     pub histograms: std::collections::BTreeMap<String, npt_stats::SerializedHistogram>,
-    pub intervals: Vec<RunInterval>,
+    pub intervals: Vec<Interval>,
 }
 
 #[cfg(test)]
@@ -510,14 +510,15 @@ mod tests {
             c.request(Activity::Web, 1, 2, 1_000);
             let i = c.close_interval(0.0, 1.0);
             assert_eq!(
-                (i.requests, i.active_users, i.active_connections),
-                (1, 1, 1)
+                (i.completed, i.active_users, i.active_connections),
+                (1, Some(1), Some(1))
             );
+            assert_eq!(i.rate_per_s, 1.0);
         }
         let i = c.close_interval(1.0, 2.0);
         assert_eq!(
-            (i.requests, i.active_users, i.active_connections),
-            (0, 0, 0)
+            (i.completed, i.active_users, i.active_connections),
+            (0, Some(0), Some(0))
         );
         assert_eq!(c.max_users.load(Ordering::Relaxed), 1);
         let m = c.finish(2.0, 1000.0);

@@ -164,7 +164,7 @@ fn every_activity_completes_without_errors_and_matches_the_schema() {
     assert_eq!(b.activities["game"].requests, g.received);
     assert!(!b.intervals.is_empty());
     assert_eq!(
-        b.intervals.iter().map(|i| i.requests).sum::<u64>(),
+        b.intervals.iter().map(|i| i.completed).sum::<u64>(),
         b.summary.requests,
         "the series adds up to the totals"
     );
@@ -327,7 +327,7 @@ fn a_server_killed_mid_run_gives_classified_errors_and_a_report() {
     );
     // Errors land in the intervals after the kill, requests before it.
     let first = &b.intervals[0];
-    assert!(first.requests > 0 && first.errors == 0);
+    assert!(first.completed > 0 && first.errors == 0);
     let doc = document(&cfg, &out);
     validate(&doc);
     let path = std::env::temp_dir().join(format!("npt-run-killed-{}.json", std::process::id()));

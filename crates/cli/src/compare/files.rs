@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use npt_report::compare::{self, Input, Table};
+use npt_report::result::AnyResult;
 
 use super::CompareArgs;
 use crate::usage;
@@ -35,8 +36,9 @@ fn ms_list(flag: &str, spec: &str, sep: char) -> anyhow::Result<(String, f64)> {
 }
 
 /// The table of the result files named in `a`, and each row's document (for the HTML page).
-pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<serde_json::Value>>)> {
+pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<AnyResult>>)> {
     let mut inputs = Vec::new();
+    let mut docs = Vec::new();
     for r in &a.inputs {
         let (name, path) = match r.split_once('=') {
             Some((n, p)) if !n.is_empty() => (n.to_string(), p.to_string()),
@@ -46,7 +48,10 @@ pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<serde_json::Valu
             std::fs::read_to_string(&path).map_err(|e| usage!("{path}: cannot read: {e}"))?;
         let doc: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| usage!("{path}: not a result document: {e}"))?;
-        npt_report::result::check_schema(&path, &doc).map_err(|e| usage!("{e}"))?;
+        // Read as the one result model: an older schema's file is converted to this one.
+        let typed = npt_report::result::from_value(&path, doc).map_err(|e| usage!("{e}"))?;
+        let doc = serde_json::to_value(&typed)?;
+        docs.push(vec![typed]);
         inputs.push(Input { name, path, doc });
     }
     let mut theoretical = BTreeMap::new();
@@ -67,6 +72,5 @@ pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<serde_json::Valu
     });
     let table =
         compare::table(&inputs, baseline.as_deref(), &theoretical).map_err(|e| usage!("{e}"))?;
-    let docs = inputs.into_iter().map(|i| vec![i.doc]).collect();
     Ok((table, docs))
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use npt_report::compare::{self, Table};
+use npt_report::result::AnyResult;
 
 use crate::usage;
 use runner::{run_scenarios, RunError, RunOpts, SelfLauncher};
@@ -153,14 +154,13 @@ pub fn run_set(
         Err(RunError::Scenario(e)) => return Err(usage!("{title}: {e}")),
         Err(e) => return Err(e.into()),
     };
-    let docs: Vec<Vec<serde_json::Value>> = table
+    let docs: Vec<Vec<AnyResult>> = table
         .scenarios
         .iter()
         .map(|r| {
             r.results
                 .iter()
-                .filter_map(|p| std::fs::read_to_string(p).ok())
-                .filter_map(|t| serde_json::from_str(&t).ok())
+                .filter_map(|p| npt_report::result::read(Path::new(p)).ok())
                 .collect()
         })
         .collect();
@@ -182,7 +182,7 @@ fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 fn write_outputs(
     a: &Outputs,
     table: &Table,
-    docs: &[Vec<serde_json::Value>],
+    docs: &[Vec<AnyResult>],
     title: &str,
     scenario_run: Option<(&Path, u32)>,
 ) -> anyhow::Result<()> {

@@ -10,6 +10,7 @@
 //! own process group (a terminal's Ctrl-C reaches only us) and dies with us (`PDEATHSIG`); on
 //! Ctrl-C the running child is killed and the table of what was measured is still returned.
 
+use npt_report::result::{AnyResult, Workload};
 use std::fs::File;
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -134,27 +135,27 @@ fn last_line(log: &Path) -> String {
 }
 
 /// Reads a result document a child wrote.
-fn read_result(path: &Path) -> Result<serde_json::Value, String> {
+/// The result a run wrote, as written and as the one result model.
+fn read_result(path: &Path) -> Result<(serde_json::Value, AnyResult), String> {
     let text = std::fs::read_to_string(path).map_err(|_| "no result written".to_string())?;
     let doc: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("result is not JSON: {e}"))?;
     if doc["schema"] != npt_report::SCHEMA {
         return Err(format!("result has schema {}", doc["schema"]));
     }
-    Ok(doc)
+    let typed = npt_report::result::from_value(&path.display().to_string(), doc.clone())
+        .map_err(|e| e.to_string())?;
+    Ok((doc, typed))
 }
 
 /// The error kinds of a result, with one example each: " (refused 10: e.g. connect: …)".
-fn first_errors(doc: &serde_json::Value) -> String {
-    let Some(kinds) = doc["errors"]["by_kind"].as_object() else {
-        return String::new();
-    };
-    let parts: Vec<String> = kinds
+fn first_errors(by_kind: &npt_stats::ErrorCounts) -> String {
+    let parts: Vec<String> = by_kind
         .iter()
         .take(3)
         .map(|(k, v)| {
-            let n = v["count"].as_u64().unwrap_or(0);
-            match v["examples"][0].as_str() {
+            let n = v.count;
+            match v.examples.first() {
                 Some(e) => format!("{k} {n}: e.g. {e}"),
                 None => format!("{k} {n}"),
             }
@@ -243,8 +244,14 @@ fn ping_hop(
     match run_child(cmd, &log, limit, &opts.cancel) {
         Err(e) => hop.error = Some(format!("cannot start npt ping: {e}")),
         Ok(ended) => match read_result(&result) {
-            Ok(doc) if doc["summary"]["received"].as_u64().unwrap_or(0) > 0 => {
-                hop.avg_ms = doc["summary"]["avg_ms"].as_f64();
+            Ok((
+                _,
+                AnyResult {
+                    body: Workload::Ping(b),
+                    ..
+                },
+            )) if b.summary.received > 0 => {
+                hop.avg_ms = Some(b.summary.avg_ms);
             }
             Ok(_) => hop.error = Some(format!("no answer: {}", last_line(&log))),
             Err(_) => hop.error = Some(describe(&ended, limit, &log)),
@@ -334,7 +341,7 @@ pub fn run_scenarios(
                     match read_result(&result) {
                         // A result without a single latency sample (nothing answered) has
                         // no figures to show: the run failed.
-                        Ok(doc) if finished && npt_report::page::headline(&doc).count() > 0 => {
+                        Ok((doc, typed)) if finished && typed.body.headline().count() > 0 => {
                             acc[i].results.push(Input {
                                 name: s.name.clone(),
                                 path: result.display().to_string(),
@@ -353,8 +360,8 @@ pub fn run_scenarios(
                         }
                         res => {
                             let mut m = describe(&ended, plans[i].timeout, &log);
-                            if let Ok(doc) = res {
-                                m += &first_errors(&doc);
+                            if let Ok((_, typed)) = res {
+                                m += &first_errors(&typed.body.errors().by_kind);
                             }
                             acc[i].failures.push(format!("run {r}: {m}"));
                             m
@@ -379,13 +386,15 @@ mod tests {
 
     #[test]
     fn error_kinds_explain_a_run_without_samples() {
-        let doc = serde_json::json!({"errors": {"by_kind": {
-            "proxy_refused": {"count": 10, "examples": ["via socks5://p:1: refused"]}}}});
+        let mut kinds = npt_stats::ErrorCounts::default();
+        for _ in 0..10 {
+            kinds.record("proxy_refused", || "via socks5://p:1: refused".into());
+        }
         assert_eq!(
-            first_errors(&doc),
+            first_errors(&kinds),
             " (proxy_refused 10: e.g. via socks5://p:1: refused)"
         );
-        assert_eq!(first_errors(&serde_json::json!({})), "");
+        assert_eq!(first_errors(&Default::default()), "");
     }
 
     #[test]

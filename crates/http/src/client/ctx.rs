@@ -155,8 +155,7 @@ impl Ctx {
             _ => match TcpStream::connect(self.addr).await {
                 Err(e) => {
                     let f = Failure::from_err(&e);
-                    let kind = if f.0 == "protocol" { "connect" } else { f.0 };
-                    return Err(Failure(kind, format!("connect: {}", f.1)));
+                    return Err(Failure(f.0, format!("connect: {}", f.1)));
                 }
                 Ok(s) => (s, None),
             },

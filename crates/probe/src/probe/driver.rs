@@ -100,19 +100,9 @@ const BATCH: usize = 32;
 /// must not starve the receive side or ignore a stop.
 const MAX_BATCHES_PER_STEP: usize = 16;
 
+/// A socket error's kind, in the one vocabulary of every result.
 fn classify(e: &io::Error) -> &'static str {
-    match e.kind() {
-        io::ErrorKind::ConnectionRefused => "refused",
-        io::ErrorKind::ConnectionReset => "reset",
-        io::ErrorKind::ConnectionAborted => "aborted",
-        io::ErrorKind::TimedOut => "timeout",
-        io::ErrorKind::HostUnreachable => "unreachable",
-        io::ErrorKind::NetworkUnreachable => "unreachable",
-        io::ErrorKind::BrokenPipe => "reset",
-        io::ErrorKind::UnexpectedEof => "closed",
-        io::ErrorKind::InvalidData => "protocol",
-        _ => "io",
-    }
+    npt_report::result::io_error_kind(e)
 }
 
 fn apply_control(s: &mut Session, control: &Control, now: u64) {
@@ -480,8 +470,9 @@ pub struct TcpVia {
 }
 
 /// With a secret, the handshake on a new connection; its key goes to the flow's config (and
-/// session, after a reconnect). `Ok(now)` after it; on failure the flow has recorded an `auth`
-/// error and is waiting to retry, or closed if it never had a session.
+/// session, after a reconnect). `Ok(now)` after it; on failure the flow has recorded the
+/// handshake's error (as `users` does: its socket error's kind) and is waiting to retry, or
+/// closed if it never had a session.
 fn authenticate(
     f: &mut TcpFlow,
     stream: &mut TcpStream,
@@ -500,7 +491,7 @@ fn authenticate(
             Ok(clock.now())
         }
         Err(e) => {
-            f.fail_kind(clock.now(), "auth", format!("{e}"));
+            f.fail_kind(clock.now(), classify(&e), format!("token handshake: {e}"));
             if f.session.is_none() {
                 f.state = TcpState::Closed;
             }
@@ -544,7 +535,7 @@ fn connect_via(
             // Credentials, rulesets and unsupported commands do not change by retrying.
             let permanent = matches!(
                 kind,
-                "proxy_auth_failed" | "proxy_denied" | "proxy_unsupported" | "usage"
+                "proxy_auth_failed" | "proxy_denied" | "proxy_unsupported" | "config"
             );
             if permanent && f.session.is_none() {
                 f.state = TcpState::Closed;

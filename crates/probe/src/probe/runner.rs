@@ -8,9 +8,10 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use npt_report::interval::Interval as Record;
+use npt_report::probe::hist;
 use npt_report::probe::{
-    Directions, Errors, Health, IntervalRecord, NptLatency, ProbeBody, ProbeHistograms,
-    ProbePhases, ProbeSummary, ProxyPhases,
+    Directions, Errors, Health, NptLatency, ProbeBody, ProbePhases, ProbeSummary, ProxyPhases,
 };
 use npt_report::Document;
 use npt_stats::Histogram;
@@ -207,7 +208,7 @@ fn session_config(
 pub fn run(
     cfg: &ProbeConfig,
     control: Arc<Control>,
-    mut on_stage: impl FnMut(&IntervalRecord),
+    mut on_stage: impl FnMut(&Record),
 ) -> std::io::Result<Outcome> {
     npt_netio::raise_nofile_limit();
     let mut udp_auth = super::auth::udp_flows(cfg)?;
@@ -307,8 +308,8 @@ pub fn run(
     // Bounded memory for long runs: older records wait in a temporary file (report::series).
     let mut records = npt_report::series::Series::default();
     let emit = |iv: &Interval,
-                records: &mut npt_report::series::Series<IntervalRecord>,
-                on_stage: &mut dyn FnMut(&IntervalRecord)| {
+                records: &mut npt_report::series::Series<Record>,
+                on_stage: &mut dyn FnMut(&Record)| {
         let r = interval_record(iv, start);
         on_stage(&r);
         records.push(r);
@@ -391,29 +392,32 @@ pub fn run(
     })
 }
 
-fn interval_record(iv: &Interval, run_start: u64) -> IntervalRecord {
+fn interval_record(iv: &Interval, run_start: u64) -> Record {
     let dur = (iv.end.saturating_sub(iv.start)) as f64 / 1e9;
     let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
-    IntervalRecord {
+    Record {
         index: iv.index,
         start_s: iv.start.saturating_sub(run_start) as f64 / 1e9,
         end_s: iv.end.saturating_sub(run_start) as f64 / 1e9,
-        sent: iv.sent,
-        received: iv.received,
-        lost: iv.lost,
-        late: iv.late,
-        duplicated: iv.duplicated,
-        reordered: iv.reordered,
-        loss_pct: pct(iv.lost, iv.sent),
-        pps: per_s(iv.sent as f64),
-        rtt_ms: iv.rtt.summary(),
-        jitter_ms: iv.jitter.value_ns() / 1e6,
+        completed: iv.received,
+        // Per-interval errors are not counted: a probe's failures are losses (`lost`).
+        errors: 0,
+        rate_per_s: per_s(iv.sent as f64),
+        latency_ms: iv.rtt.summary(),
+        sent: Some(iv.sent),
+        lost: Some(iv.lost),
+        late: Some(iv.late),
+        duplicated: Some(iv.duplicated),
+        reordered: Some(iv.reordered),
+        loss_pct: Some(pct(iv.lost, iv.sent)),
+        jitter_ms: Some(iv.jitter.value_ns() / 1e6),
         jitter_samples: Some(iv.jitter.samples()),
-        bandwidth_bps: Directions {
+        bandwidth_bps: Some(Directions {
             up: per_s(iv.bytes_up as f64 * 8.0),
             down: per_s(iv.bytes_down as f64 * 8.0),
-        },
+        }),
         histogram: iv.rtt.to_serialized(),
+        ..Record::default()
     }
 }
 
@@ -445,7 +449,7 @@ fn build_body(
     cfg: &ProbeConfig,
     t: &Totals,
     tcp: &[TcpTimes],
-    intervals: Vec<IntervalRecord>,
+    intervals: Vec<Record>,
     wall_s: f64,
 ) -> ProbeBody {
     // The send phase spans first to last send; n packets on a regular schedule span n-1 gaps.
@@ -572,13 +576,19 @@ fn build_body(
         health,
         latency,
         errors,
-        histograms: ProbeHistograms {
-            rtt: t.rtt.to_serialized(),
-            rtt_corrected: open_loop.then(|| t.rtt_corrected.to_serialized()),
-            ipdv: t.ipdv.to_serialized(),
-            connect: tcp_phases.is_some().then(|| connect.to_serialized()),
-            first_packet: tcp_phases.is_some().then(|| first_packet.to_serialized()),
-        },
+        histograms: [
+            (hist::RTT, Some(&t.rtt)),
+            (hist::RTT_CORRECTED, open_loop.then_some(&t.rtt_corrected)),
+            (hist::IPDV, Some(&t.ipdv)),
+            (hist::CONNECT, tcp_phases.is_some().then_some(&connect)),
+            (
+                hist::FIRST_PACKET,
+                tcp_phases.is_some().then_some(&first_packet),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(k, h)| Some((k.to_string(), h?.to_serialized())))
+        .collect(),
         intervals,
     }
 }

@@ -74,13 +74,13 @@ fn tcp_connect_and_first_packet_are_histograms_with_the_mean_beside() {
     assert!((s.first_packet_ms.unwrap() - 5.0).abs() < 0.01);
     assert_eq!(s.connect_ms, Some(p.connect.mean));
     assert!((p.connect.max - 9.0).abs() < 0.01 && (p.first_packet.min - 3.0).abs() < 0.01);
-    let h = Histogram::from_serialized(b.histograms.connect.as_ref().unwrap()).unwrap();
+    let h = Histogram::from_serialized(&b.histograms[hist::CONNECT]).unwrap();
     assert_eq!(h.summary(), p.connect);
     // UDP has neither.
     let mut udp = tcp_config();
     udp.proto = Proto::Udp;
     let b = build_body(&udp, &Totals::default(), &[], Vec::new(), 1.0);
-    assert!(b.summary.phases_ms.is_none() && b.histograms.connect.is_none());
+    assert!(b.summary.phases_ms.is_none() && !b.histograms.contains_key(hist::CONNECT));
 }
 
 #[test]

@@ -7,7 +7,8 @@ use npt_stats::Histogram;
 
 use super::{cells, Table, HEADER};
 use crate::html::{Chart, Page, Series, Table as HtmlTable};
-use crate::page::{headline, points, SPECTRUM};
+use crate::page::SPECTRUM;
+use crate::result::AnyResult;
 
 /// Quantiles sampled for the CDF; every scenario is read at the union of their latencies.
 const CDF_STEPS: usize = 200;
@@ -15,7 +16,7 @@ const CDF_STEPS: usize = 200;
 /// The page for `table`; `docs[i]` holds the result documents of `table.scenarios[i]`, one per
 /// run (empty for a failed scenario). Over time, each scenario shows its first run; the spectrum
 /// and CDF use every run's histogram added together.
-pub fn html_page(table: &Table, docs: &[Vec<serde_json::Value>], title: &str) -> Page {
+pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
     let mut rows = Vec::new();
     let mut detail = Vec::new();
     for r in &table.scenarios {
@@ -74,7 +75,7 @@ pub fn html_page(table: &Table, docs: &[Vec<serde_json::Value>], title: &str) ->
     }
     let names: Vec<&str> = table.scenarios.iter().map(|r| r.name.as_str()).collect();
     let empty = Vec::new();
-    let doc_sets: Vec<&Vec<serde_json::Value>> = (0..names.len())
+    let doc_sets: Vec<&Vec<AnyResult>> = (0..names.len())
         .map(|i| docs.get(i).unwrap_or(&empty))
         .collect();
     let mut charts = Vec::new();
@@ -87,7 +88,7 @@ pub fn html_page(table: &Table, docs: &[Vec<serde_json::Value>], title: &str) ->
         .filter_map(|(n, ds)| {
             let mut h = Histogram::new();
             for d in ds.iter() {
-                h += &headline(d);
+                h += &d.body.headline();
             }
             (!h.is_empty()).then_some((*n, h))
         })
@@ -112,11 +113,11 @@ pub fn html_page(table: &Table, docs: &[Vec<serde_json::Value>], title: &str) ->
 }
 
 /// p50 and p99 per interval, two lines per scenario on the union of their interval ends.
-fn over_time(names: &[&str], docs: &[&Vec<serde_json::Value>]) -> Option<Chart> {
-    let per: Vec<(&str, Vec<crate::page::Point>)> = names
+fn over_time(names: &[&str], docs: &[&Vec<AnyResult>]) -> Option<Chart> {
+    let per: Vec<(&str, &[crate::interval::Interval])> = names
         .iter()
         .zip(docs)
-        .filter_map(|(n, ds)| ds.first().map(|d| (*n, points(d))))
+        .filter_map(|(n, ds)| ds.first().map(|d| (*n, d.body.intervals())))
         .filter(|(_, p)| !p.is_empty())
         .collect();
     if per.is_empty() {
@@ -136,9 +137,9 @@ fn over_time(names: &[&str], docs: &[&Vec<serde_json::Value>]) -> Option<Chart> 
                 .map(|t| {
                     ps.iter().find(|p| p.end_s == *t).map(|p| {
                         if get == 0 {
-                            p.p50_ms
+                            p.latency_ms.p50
                         } else {
-                            p.p99_ms
+                            p.latency_ms.p99
                         }
                     })
                 })
@@ -240,31 +241,25 @@ mod tests {
     use super::super::Input;
     use super::*;
 
-    fn doc(ms: u64, intervals: &[(f64, f64)]) -> serde_json::Value {
-        let mut h = Histogram::new();
-        for i in 0..100 {
-            h.record(ms * 1_000_000 + i * 10_000);
-        }
-        let ivs: Vec<serde_json::Value> = intervals
+    fn doc(ms: u64, intervals: &[(f64, f64)]) -> AnyResult {
+        let ivs: Vec<_> = intervals
             .iter()
-            .enumerate()
-            .map(|(i, (end, p50))| {
-                serde_json::json!({"index": i, "start_s": end - 1.0, "end_s": end, "pps": 10.0,
-                                   "loss_pct": 0.0, "rtt_ms": {"p50": p50, "p99": p50 + 1.0}})
-            })
+            .map(|&(end, p50)| (end, 10.0, 0.0, p50, p50 + 1.0))
             .collect();
-        serde_json::json!({
-            "kind": "probe", "summary": {"rtt_ms": h.summary(), "sent": 100, "lost": 0},
-            "histograms": {"rtt": h.to_serialized()}, "errors": {"total_errors": 0},
-            "intervals": ivs,
-        })
+        let mut d = crate::page::test_probe((0..100).map(|i| ms * 1_000_000 + i * 10_000), &ivs);
+        let rtt = d.body.headline().summary();
+        if let crate::result::Workload::Probe(b) = &mut d.body {
+            b.summary.rtt_ms = rtt;
+            (b.summary.sent, b.summary.lost) = (100, 0);
+        }
+        d
     }
 
     #[test]
     fn scenarios_side_by_side_in_every_chart() {
         let a = vec![doc(1, &[(1.0, 1.0), (2.0, 1.1)])];
         let b = vec![doc(11, &[(1.01, 11.0), (2.01, 11.2)])];
-        let runs = |name: &str, d: &Vec<serde_json::Value>| ScenarioRuns {
+        let runs = |name: &str, d: &Vec<AnyResult>| ScenarioRuns {
             name: name.into(),
             kind: "probe".into(),
             results: d
@@ -272,7 +267,7 @@ mod tests {
                 .map(|d| Input {
                     name: name.into(),
                     path: format!("{name}.json"),
-                    doc: d.clone(),
+                    doc: serde_json::to_value(d).unwrap(),
                 })
                 .collect(),
             ..ScenarioRuns::default()

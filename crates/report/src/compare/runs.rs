@@ -52,7 +52,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn combine(per_run: &[Summary], results: &[Input]) -> (Summary, &'static str) {
     let hists: Vec<Histogram> = results
         .iter()
-        .map(|i| crate::page::headline(&i.doc))
+        .map(|i| {
+            crate::result::from_value(&i.path, i.doc.clone())
+                .map(|r| r.body.headline())
+                .unwrap_or_default()
+        })
         .collect();
     // A histogram is usable when it holds exactly the samples the run's summary counts.
     let exact = hists
@@ -213,20 +217,17 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn probe_run(path: &str, samples: &[u64], sent: u64, lost: u64) -> Input {
-        let mut h = Histogram::new();
-        for &s in samples {
-            h.record(s);
+        let mut d = crate::page::test_probe(samples.iter().copied(), &[]);
+        let rtt = d.body.headline().summary();
+        if let crate::result::Workload::Probe(b) = &mut d.body {
+            b.summary.target = "udp://x:1".into();
+            (b.summary.rtt_ms, b.summary.sent, b.summary.lost) = (rtt, sent, lost);
+            b.summary.jitter_ms = 0.25;
         }
         Input {
             name: String::new(),
             path: path.into(),
-            doc: serde_json::json!({
-                "kind": "probe",
-                "summary": {"target": "udp://x:1", "rtt_ms": h.summary(), "sent": sent,
-                            "lost": lost, "jitter_ms": 0.25},
-                "histograms": {"rtt": h.to_serialized()},
-                "errors": {"total_errors": 1},
-            }),
+            doc: serde_json::to_value(&d).unwrap(),
         }
     }
 

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use npt_stats::Histogram;
 
-use crate::http::{HostResult, HttpBody, HttpInterval};
+use crate::http::{hist, HostResult, HttpBody};
 use crate::probe::{Directions, Errors, Health, NptLatency};
 use crate::Document;
 
-use super::{add_hists, envelope, group_intervals, typed, MergeError, Part};
+use super::{add_hists, envelope, merge_intervals, typed, MergeError, Part};
 
 fn add_codes(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
     for (k, v) in from {
@@ -27,17 +27,13 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<HttpBody>, MergeError> {
     let docs: Vec<(PathBuf, Document<HttpBody>)> = typed(parts)?;
     let path = &docs[0].0;
     let bodies: Vec<&HttpBody> = docs.iter().map(|(_, d)| &d.body).collect();
-    let hs = |name: &str, f: fn(&HttpBody) -> Option<&npt_stats::SerializedHistogram>| {
-        add_hists(path, name, bodies.iter().map(|b| f(b)))
-    };
-    let latency = hs("latency", |b| Some(&b.histograms.latency))?;
-    let uncorrected = opt(hs("latency_uncorrected", |b| {
-        b.histograms.latency_uncorrected.as_ref()
-    })?);
-    let ttfb = hs("ttfb", |b| Some(&b.histograms.ttfb))?;
-    let connect = hs("connect", |b| Some(&b.histograms.connect))?;
-    let tls = opt(hs("tls", |b| b.histograms.tls.as_ref())?);
-    let proxy = opt(hs("proxy", |b| b.histograms.proxy.as_ref())?);
+    let hs = |name: &str| add_hists(path, name, bodies.iter().map(|b| b.histograms.get(name)));
+    let latency = hs(hist::LATENCY)?;
+    let uncorrected = opt(hs(hist::LATENCY_UNCORRECTED)?);
+    let ttfb = hs(hist::TTFB)?;
+    let connect = hs(hist::CONNECT)?;
+    let tls = opt(hs(hist::TLS)?);
+    let proxy = opt(hs(hist::PROXY)?);
 
     let mut s = bodies[0].summary.clone();
     s.requests = bodies.iter().map(|b| b.summary.requests).sum();
@@ -80,7 +76,8 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<HttpBody>, MergeError> {
         bodies.iter().flat_map(|b| b.hosts.keys()).collect();
     for h in names {
         let all: Vec<&HostResult> = bodies.iter().filter_map(|b| b.hosts.get(h)).collect();
-        let hist = add_hists(path, h, bodies.iter().map(|b| b.histograms.hosts.get(h)))?;
+        let name = hist::host(h);
+        let hist = hs(&name)?;
         let mut m = all[0].clone();
         m.requests = all.iter().map(|x| x.requests).sum();
         m.ok = all.iter().map(|x| x.ok).sum();
@@ -92,7 +89,7 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<HttpBody>, MergeError> {
             add_codes(&mut m.status, &x.status);
         }
         m.latency_ms = hist.summary();
-        host_hists.insert(h.clone(), hist.to_serialized());
+        host_hists.insert(name, hist.to_serialized());
         hosts.insert(h.clone(), m);
     }
 
@@ -124,14 +121,19 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<HttpBody>, MergeError> {
     if !latency.is_empty() {
         latency_block.insert("tcp".to_string(), NptLatency::from(&s.latency_ms));
     }
-    let mut histograms = bodies[0].histograms.clone();
-    histograms.latency = latency.to_serialized();
-    histograms.latency_uncorrected = uncorrected.as_ref().map(|h| h.to_serialized());
-    histograms.ttfb = ttfb.to_serialized();
-    histograms.connect = connect.to_serialized();
-    histograms.tls = tls.as_ref().map(|h| h.to_serialized());
-    histograms.proxy = proxy.as_ref().map(|h| h.to_serialized());
-    histograms.hosts = host_hists;
+    let mut histograms = host_hists;
+    for (k, h) in [
+        (hist::LATENCY, Some(&latency)),
+        (hist::LATENCY_UNCORRECTED, uncorrected.as_ref()),
+        (hist::TTFB, Some(&ttfb)),
+        (hist::CONNECT, Some(&connect)),
+        (hist::TLS, tls.as_ref()),
+        (hist::PROXY, proxy.as_ref()),
+    ] {
+        if let Some(h) = h {
+            histograms.insert(k.to_string(), h.to_serialized());
+        }
+    }
     let body = HttpBody {
         summary: s,
         hosts,
@@ -140,37 +142,7 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<HttpBody>, MergeError> {
         latency: latency_block,
         errors,
         histograms,
-        intervals: merge_intervals(path, &bodies)?,
+        intervals: merge_intervals(path, bodies.iter().flat_map(|b| b.intervals.iter()))?,
     };
     Ok(envelope(&docs, body))
-}
-
-fn merge_intervals(
-    path: &std::path::Path,
-    bodies: &[&HttpBody],
-) -> Result<Vec<HttpInterval>, MergeError> {
-    let groups = group_intervals(
-        path,
-        bodies.iter().flat_map(|b| b.intervals.iter()),
-        |iv| iv.index,
-        |iv| &iv.histogram,
-        |iv| (iv.start_s, iv.end_s),
-    )?;
-    Ok(groups
-        .into_iter()
-        .map(|(ivs, h, start, end)| {
-            let mut m = ivs[0].clone();
-            (m.start_s, m.end_s) = (start, end);
-            m.requests = ivs.iter().map(|iv| iv.requests).sum();
-            m.errors = ivs.iter().map(|iv| iv.errors).sum();
-            m.rps = ivs.iter().map(|iv| iv.rps).sum();
-            m.status = BTreeMap::new();
-            for iv in &ivs {
-                add_codes(&mut m.status, &iv.status);
-            }
-            m.latency_ms = h.summary();
-            m.histogram = h.to_serialized();
-            m
-        })
-        .collect())
 }

@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use npt_stats::{Histogram, SerializedHistogram};
 use serde::{Deserialize, Serialize};
 
+use crate::interval::Interval;
+use crate::probe::Directions;
 use crate::result::Workload;
 use crate::Document;
 
@@ -243,19 +245,18 @@ fn add_hists<'a>(
     Ok(total)
 }
 
-/// The intervals of all parts grouped by index (parts started together, so index k is the same
-/// stretch of time in each), each group with its histograms added and its time span.
-#[allow(clippy::type_complexity)]
-fn group_intervals<'a, T: 'a>(
+/// The intervals of all parts joined by index (parts started together, so index k is the same
+/// stretch of time in each), for every kind alike: counters and rates add (the parts ran side
+/// by side), latency comes from the added histograms, loss is computed again from the added
+/// counts, jitter merges as [`probe::merge_jitter`]. A kind-specific field is in the merge
+/// when a part had it.
+fn merge_intervals<'a>(
     path: &Path,
-    all: impl Iterator<Item = &'a T>,
-    index: impl Fn(&T) -> u32,
-    hist: impl Fn(&T) -> &SerializedHistogram,
-    span: impl Fn(&T) -> (f64, f64),
-) -> Result<Vec<(Vec<&'a T>, Histogram, f64, f64)>, MergeError> {
-    let mut by_index: std::collections::BTreeMap<u32, Vec<&'a T>> = Default::default();
+    all: impl Iterator<Item = &'a Interval>,
+) -> Result<Vec<Interval>, MergeError> {
+    let mut by_index: std::collections::BTreeMap<u32, Vec<&'a Interval>> = Default::default();
     for iv in all {
-        by_index.entry(index(iv)).or_default().push(iv);
+        by_index.entry(iv.index).or_default().push(iv);
     }
     by_index
         .into_iter()
@@ -263,14 +264,63 @@ fn group_intervals<'a, T: 'a>(
             let h = add_hists(
                 path,
                 &format!("intervals[{k}].histogram"),
-                ivs.iter().map(|iv| Some(hist(iv))),
+                ivs.iter().map(|iv| Some(&iv.histogram)),
             )?;
-            let start = ivs
+            let count = |f: fn(&Interval) -> Option<u64>| {
+                ivs.iter().filter_map(|iv| f(iv)).reduce(|a, b| a + b)
+            };
+            let dirs = |f: fn(&Interval) -> Option<Directions>| {
+                ivs.iter().filter_map(|iv| f(iv)).reduce(|a, b| Directions {
+                    up: a.up + b.up,
+                    down: a.down + b.down,
+                })
+            };
+            let mut m = ivs[0].clone();
+            m.start_s = ivs
                 .iter()
-                .map(|iv| span(iv).0)
+                .map(|iv| iv.start_s)
                 .fold(f64::INFINITY, f64::min);
-            let end = ivs.iter().map(|iv| span(iv).1).fold(0.0, f64::max);
-            Ok((ivs, h, start, end))
+            m.end_s = ivs.iter().map(|iv| iv.end_s).fold(0.0, f64::max);
+            m.completed = ivs.iter().map(|iv| iv.completed).sum();
+            m.errors = ivs.iter().map(|iv| iv.errors).sum();
+            m.rate_per_s = ivs.iter().map(|iv| iv.rate_per_s).sum();
+            m.latency_ms = h.summary();
+            m.histogram = h.to_serialized();
+            m.sent = count(|iv| iv.sent);
+            m.lost = count(|iv| iv.lost);
+            m.late = count(|iv| iv.late);
+            m.duplicated = count(|iv| iv.duplicated);
+            m.reordered = count(|iv| iv.reordered);
+            m.loss_pct = m.sent.map(|sent| {
+                let lost = m.lost.unwrap_or(0);
+                if sent == 0 {
+                    0.0
+                } else {
+                    lost as f64 * 100.0 / sent as f64
+                }
+            });
+            if m.jitter_ms.is_some() {
+                let (ms, samples) =
+                    probe::merge_jitter(ivs.iter().filter_map(|iv| {
+                        iv.jitter_ms.map(|ms| (ms, iv.jitter_samples, iv.completed))
+                    }));
+                (m.jitter_ms, m.jitter_samples) = (Some(ms), samples);
+            }
+            m.bandwidth_bps = dirs(|iv| iv.bandwidth_bps);
+            m.bytes = dirs(|iv| iv.bytes);
+            m.active_users = count(|iv| iv.active_users);
+            m.active_connections = count(|iv| iv.active_connections);
+            m.status = ivs
+                .iter()
+                .filter_map(|iv| iv.status.as_ref())
+                .fold(None, |acc, codes| {
+                    let mut acc: std::collections::BTreeMap<String, u64> = acc.unwrap_or_default();
+                    for (c, n) in codes {
+                        *acc.entry(c.clone()).or_default() += n;
+                    }
+                    Some(acc)
+                });
+            Ok(m)
         })
         .collect()
 }

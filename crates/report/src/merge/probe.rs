@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::probe::{Directions, Errors, Health, IntervalRecord, NptLatency, ProbeBody};
+use crate::probe::{hist, Directions, Errors, Health, NptLatency, ProbeBody};
 use crate::Document;
 
-use super::{add_hists, envelope, group_intervals, typed, MergeError, Part};
+use super::{add_hists, envelope, merge_intervals, typed, MergeError, Part};
 
 fn add_dir(a: &mut Directions, b: &Directions) {
     a.up += b.up;
@@ -49,17 +49,10 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
     let path = &docs[0].0;
     let bodies: Vec<&ProbeBody> = docs.iter().map(|(_, d)| &d.body).collect();
 
-    let rtt = add_hists(path, "rtt", bodies.iter().map(|b| Some(&b.histograms.rtt)))?;
-    let corrected = add_hists(
-        path,
-        "rtt_corrected",
-        bodies.iter().map(|b| b.histograms.rtt_corrected.as_ref()),
-    )?;
-    let ipdv = add_hists(
-        path,
-        "ipdv",
-        bodies.iter().map(|b| Some(&b.histograms.ipdv)),
-    )?;
+    let added = |name: &str| add_hists(path, name, bodies.iter().map(|b| b.histograms.get(name)));
+    let rtt = added(hist::RTT)?;
+    let corrected = added(hist::RTT_CORRECTED)?;
+    let ipdv = added(hist::IPDV)?;
 
     let mut s = bodies[0].summary.clone();
     let sum = |f: fn(&ProbeBody) -> u64| bodies.iter().map(|b| f(b)).sum::<u64>();
@@ -112,20 +105,11 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
     // TCP connect and first packet: from the added histograms when every part has them (exact),
     // else (parts older than those histograms) the means weighted by clients.
     let tcp_parts = bodies.iter().filter(|b| b.summary.connect_ms.is_some());
-    let exact =
-        tcp_parts.clone().count() > 0 && tcp_parts.clone().all(|b| b.histograms.connect.is_some());
-    let (connect, first_packet) = (
-        add_hists(
-            path,
-            "connect",
-            bodies.iter().map(|b| b.histograms.connect.as_ref()),
-        )?,
-        add_hists(
-            path,
-            "first_packet",
-            bodies.iter().map(|b| b.histograms.first_packet.as_ref()),
-        )?,
-    );
+    let exact = tcp_parts.clone().count() > 0
+        && tcp_parts
+            .clone()
+            .all(|b| b.histograms.contains_key(hist::CONNECT));
+    let (connect, first_packet) = (added(hist::CONNECT)?, added(hist::FIRST_PACKET)?);
     if exact {
         let phases = crate::probe::ProbePhases {
             connect: connect.summary(),
@@ -178,17 +162,24 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
         ..worst
     };
 
-    let intervals = merge_intervals(path, &bodies)?;
+    let intervals = merge_intervals(path, bodies.iter().flat_map(|b| b.intervals.iter()))?;
     let mut latency = BTreeMap::new();
     if !rtt.is_empty() {
         latency.insert(s.protocol.clone(), NptLatency::from(&s.rtt_ms));
     }
-    let mut histograms = bodies[0].histograms.clone();
-    histograms.rtt = rtt.to_serialized();
-    histograms.rtt_corrected = (!corrected.is_empty()).then(|| corrected.to_serialized());
-    histograms.ipdv = ipdv.to_serialized();
-    histograms.connect = exact.then(|| connect.to_serialized());
-    histograms.first_packet = exact.then(|| first_packet.to_serialized());
+    let histograms = [
+        (hist::RTT, Some(&rtt)),
+        (
+            hist::RTT_CORRECTED,
+            (!corrected.is_empty()).then_some(&corrected),
+        ),
+        (hist::IPDV, Some(&ipdv)),
+        (hist::CONNECT, exact.then_some(&connect)),
+        (hist::FIRST_PACKET, exact.then_some(&first_packet)),
+    ]
+    .into_iter()
+    .filter_map(|(k, h)| Some((k.to_string(), h?.to_serialized())))
+    .collect();
     let body = ProbeBody {
         summary: s,
         health,
@@ -198,47 +189,4 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
         intervals,
     };
     Ok(envelope(&docs, body))
-}
-
-fn merge_intervals(
-    path: &std::path::Path,
-    bodies: &[&ProbeBody],
-) -> Result<Vec<IntervalRecord>, MergeError> {
-    let groups = group_intervals(
-        path,
-        bodies.iter().flat_map(|b| b.intervals.iter()),
-        |iv| iv.index,
-        |iv| &iv.histogram,
-        |iv| (iv.start_s, iv.end_s),
-    )?;
-    Ok(groups
-        .into_iter()
-        .map(|(ivs, h, start, end)| {
-            let mut m = ivs[0].clone();
-            (m.start_s, m.end_s) = (start, end);
-            m.sent = ivs.iter().map(|iv| iv.sent).sum();
-            m.received = ivs.iter().map(|iv| iv.received).sum();
-            m.lost = ivs.iter().map(|iv| iv.lost).sum();
-            m.late = ivs.iter().map(|iv| iv.late).sum();
-            m.duplicated = ivs.iter().map(|iv| iv.duplicated).sum();
-            m.reordered = ivs.iter().map(|iv| iv.reordered).sum();
-            m.loss_pct = if m.sent == 0 {
-                0.0
-            } else {
-                m.lost as f64 * 100.0 / m.sent as f64
-            };
-            m.pps = ivs.iter().map(|iv| iv.pps).sum();
-            (m.jitter_ms, m.jitter_samples) = merge_jitter(
-                ivs.iter()
-                    .map(|iv| (iv.jitter_ms, iv.jitter_samples, iv.received)),
-            );
-            m.bandwidth_bps = Directions::default();
-            for iv in &ivs {
-                add_dir(&mut m.bandwidth_bps, &iv.bandwidth_bps);
-            }
-            m.rtt_ms = h.summary();
-            m.histogram = h.to_serialized();
-            m
-        })
-        .collect())
 }

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use npt_stats::Histogram;
 
 use crate::probe::{Directions, Errors, NptLatency};
-use crate::run::{ActivityStats, GameStats, ProtocolStats, RunBody, RunHealth, RunInterval};
+use crate::run::{ActivityStats, GameStats, ProtocolStats, RunBody, RunHealth};
 use crate::Document;
 
-use super::{add_hists, envelope, group_intervals, typed, MergeError, Part};
+use super::{add_hists, envelope, merge_intervals, typed, MergeError, Part};
 
 fn add_dir(a: &mut Directions, b: &Directions) {
     a.up += b.up;
@@ -151,7 +151,7 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<RunBody>, MergeError> {
         late_threshold_ms: bodies[0].health.late_threshold_ms,
     };
 
-    let intervals = merge_intervals(path, &bodies)?;
+    let intervals = merge_intervals(path, bodies.iter().flat_map(|b| b.intervals.iter()))?;
     let body = RunBody {
         summary: s,
         health,
@@ -190,35 +190,4 @@ fn merge_game(all: &[&ActivityStats]) -> Option<GameStats> {
             .map(|x| (x.jitter_ms, x.jitter_samples, x.received)),
     );
     Some(g)
-}
-
-fn merge_intervals(
-    path: &std::path::Path,
-    bodies: &[&RunBody],
-) -> Result<Vec<RunInterval>, MergeError> {
-    let groups = group_intervals(
-        path,
-        bodies.iter().flat_map(|b| b.intervals.iter()),
-        |iv| iv.index,
-        |iv| &iv.histogram,
-        |iv| (iv.start_s, iv.end_s),
-    )?;
-    Ok(groups
-        .into_iter()
-        .map(|(ivs, h, start, end)| {
-            let mut m = ivs[0].clone();
-            (m.start_s, m.end_s) = (start, end);
-            m.requests = ivs.iter().map(|iv| iv.requests).sum();
-            m.errors = ivs.iter().map(|iv| iv.errors).sum();
-            m.bytes = Directions::default();
-            for iv in &ivs {
-                add_dir(&mut m.bytes, &iv.bytes);
-            }
-            m.active_users = ivs.iter().map(|iv| iv.active_users).sum();
-            m.active_connections = ivs.iter().map(|iv| iv.active_connections).sum();
-            m.latency_ms = h.summary();
-            m.histogram = h.to_serialized();
-            m
-        })
-        .collect())
 }

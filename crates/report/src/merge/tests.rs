@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use npt_stats::Histogram;
 
 use super::*;
-use crate::probe::{IntervalRecord, ProbeBody, ProbeHistograms, ProbeSummary};
+use crate::probe::{hist, ProbeBody, ProbeSummary};
 
 fn probe_doc(samples: &[u64], index: u32, count: u32, run_id: &str) -> serde_json::Value {
     let mut h = Histogram::new();
@@ -24,27 +24,25 @@ fn probe_doc(samples: &[u64], index: u32, count: u32, run_id: &str) -> serde_jso
         rtt_ms: h.summary(),
         ..ProbeSummary::default()
     };
-    let iv = IntervalRecord {
+    let iv = Interval {
         index: 0,
-        sent: summary.sent,
-        received: summary.received,
-        lost: 1,
-        rtt_ms: h.summary(),
+        sent: Some(summary.sent),
+        completed: summary.received,
+        lost: Some(1),
+        latency_ms: h.summary(),
         histogram: h.to_serialized(),
-        ..IntervalRecord::default()
+        ..Interval::default()
     };
     let body = ProbeBody {
         summary,
         health: Default::default(),
         latency: Default::default(),
         errors: Default::default(),
-        histograms: ProbeHistograms {
-            rtt: h.to_serialized(),
-            rtt_corrected: None,
-            ipdv: Histogram::new().to_serialized(),
-            connect: None,
-            first_packet: None,
-        },
+        histograms: [
+            (hist::RTT.to_string(), h.to_serialized()),
+            (hist::IPDV.to_string(), Histogram::new().to_serialized()),
+        ]
+        .into(),
         intervals: vec![iv],
     };
     let config = serde_json::json!({"segment": {
@@ -112,7 +110,7 @@ fn a_merge_of_split_samples_has_the_percentiles_of_all_of_them() {
         whole["summary"]["rtt_ms"]["p99"]
     );
     assert_eq!(
-        merged["intervals"][0]["rtt_ms"]["p99"],
+        merged["intervals"][0]["latency_ms"]["p99"],
         whole["summary"]["rtt_ms"]["p99"]
     );
     assert_eq!(

@@ -26,7 +26,8 @@ impl Fail {
     }
 }
 
-/// `refused`, `reset`, `closed`, `timeout`, `local`, `tls`, `protocol` or `io`.
+/// A kind of the one vocabulary (`npt_report::result::ERROR_KINDS`): a lost QUIC connection's
+/// reason, else the socket error's kind.
 pub fn classify_io(e: &io::Error) -> &'static str {
     if let Some(inner) = e.get_ref() {
         if let Some(quinn::ReadError::ConnectionLost(c)) = inner.downcast_ref::<quinn::ReadError>()
@@ -39,18 +40,34 @@ pub fn classify_io(e: &io::Error) -> &'static str {
             return quic::classify_connection(c);
         }
     }
-    use io::ErrorKind as K;
-    match e.kind() {
-        K::ConnectionRefused => "refused",
-        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => "reset",
-        K::UnexpectedEof | K::NotConnected => "closed",
-        K::TimedOut => "timeout",
-        K::AddrInUse | K::AddrNotAvailable => "local",
-        K::InvalidData => "protocol",
-        _ => match e.raw_os_error() {
-            Some(libc_code) if libc_code == 113 || libc_code == 101 => "unreachable",
-            Some(24) | Some(23) => "local",
-            _ => "io",
-        },
+    npt_report::result::io_error_kind(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind a user's request, connection or session can fail with is in the one
+    /// vocabulary of results: socket errors, a lost QUIC connection, and the literal kinds.
+    #[test]
+    fn every_kind_is_in_the_vocabulary_of_results() {
+        use quinn::ConnectionError as C;
+        let mut kinds: Vec<&str> = vec!["timeout", "protocol", "config", "local"];
+        for errno in 1..200 {
+            kinds.push(Fail::io("x", &io::Error::from_raw_os_error(errno)).kind);
+        }
+        for c in [
+            C::TimedOut,
+            C::Reset,
+            C::LocallyClosed,
+            C::VersionMismatch,
+            C::CidsExhausted,
+        ] {
+            kinds.push(quic::classify_connection(&c));
+        }
+        kinds.push(Fail::timeout("x").kind);
+        for k in kinds {
+            assert!(npt_report::result::is_error_kind(k), "{k}");
+        }
     }
 }

@@ -339,7 +339,7 @@ async fn run_async(
                 active_connections: ctx.col.active_conns.load(Ordering::Relaxed),
                 requests: ctx.col.requests_total(),
                 errors: ctx.col.errors_total(),
-                interval_requests: rec.requests,
+                interval_requests: rec.completed,
                 interval_p50_ms: rec.latency_ms.p50,
                 interval_p99_ms: rec.latency_ms.p99,
             });
