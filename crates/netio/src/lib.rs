@@ -424,6 +424,38 @@ mod tests {
         assert_eq!(&buf[..n], &[1, 1, 1]);
     }
 
+    /// Found by the no-panic audit: with `MSG_TRUNC` the kernel reports a datagram's real
+    /// length, and a peer's 100-byte datagram into a 16-byte slot made `data(0)` slice past
+    /// the slot (a panic). The length is now clamped to the slot.
+    #[test]
+    fn a_truncated_datagram_stays_inside_its_slot() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.send_to(&[7u8; 100], b.local_addr().unwrap()).unwrap();
+        let mut inb = MsgBatch::new(2, 16);
+        let mut ready = Vec::new();
+        let mut got = 0;
+        for _ in 0..100 {
+            wait(
+                &[b.as_raw_fd()],
+                &[false],
+                Some(Duration::from_millis(100)),
+                &mut ready,
+            )
+            .unwrap();
+            got = inb
+                .recv(b.as_raw_fd(), 1, libc::MSG_DONTWAIT | libc::MSG_TRUNC)
+                .unwrap_or(0);
+            if got == 1 {
+                break;
+            }
+        }
+        assert_eq!(got, 1);
+        assert_eq!(inb.len(0), 16);
+        assert_eq!(inb.data(0), &[7u8; 16]);
+        assert_eq!(inb.data_mut(0).len(), 16);
+    }
+
     #[test]
     fn wait_times_out() {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
