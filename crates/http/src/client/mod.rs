@@ -326,6 +326,12 @@ mod tests {
         let mut c = base.clone();
         c.hosts = vec!["bad\nhost".into()];
         assert!(c.validate().unwrap_err().to_string().contains("--host"));
+        // Each event names its host in a u16: one more than fits is refused, not wrapped.
+        c.hosts = vec!["h".into(); 65_536];
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("--host") && e.contains("65535"), "{e}");
+        c.hosts.pop();
+        assert!(c.validate().is_ok());
         assert!(base.validate().is_ok());
     }
 
