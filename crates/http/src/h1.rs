@@ -7,6 +7,19 @@
 //! one `write` and usually one `read` per request with no allocation, like wrk. (h2 goes
 //! through the `h2` crate.) Responses are parsed with [`httparse`]; the chunked decoder below
 //! is pure and tested.
+// Parses HTTP/1.1 responses from the network: no panic path outside tests (README, "No panic on input").
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )
+)]
 
 use std::io;
 use std::time::Instant;
@@ -123,6 +136,11 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
         self.buf
     }
 
+    /// The bytes read and not consumed yet (`pos <= len <= buf.len()` always holds).
+    fn unread(&self) -> &[u8] {
+        self.buf.get(self.pos..self.len).unwrap_or_default()
+    }
+
     /// Reads more bytes after the unconsumed ones; `Ok(0)` is end of stream.
     async fn fill(&mut self) -> io::Result<usize> {
         if self.pos > 0 {
@@ -139,7 +157,11 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
             }
             self.buf.resize(self.buf.len() * 2, 0);
         }
-        let n = self.io.read(&mut self.buf[self.len..]).await?;
+        // `len <= buf.len()`: an empty slice would read 0, i.e. "closed", never panic.
+        let n = self
+            .io
+            .read(self.buf.get_mut(self.len..).unwrap_or_default())
+            .await?;
         self.len += n;
         Ok(n)
     }
@@ -154,7 +176,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
         self.io.flush().await?;
         loop {
             let (status, head_len, framing, keep_alive) = loop {
-                match parse_head(&self.buf[self.pos..self.len])? {
+                match parse_head(self.unread())? {
                     Some(h) => break h,
                     None => {
                         if self.fill().await? == 0 {
@@ -186,9 +208,10 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
             Framing::Length(n) => {
                 let mut left = n;
                 loop {
-                    let have = ((self.len - self.pos) as u64).min(left);
-                    self.pos += have as usize;
-                    left -= have;
+                    let have =
+                        (self.len - self.pos).min(usize::try_from(left).unwrap_or(usize::MAX));
+                    self.pos += have;
+                    left -= have as u64;
                     if left == 0 {
                         return Ok(n);
                     }
@@ -216,7 +239,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
                 let mut dec = Chunked::default();
                 loop {
                     let (used, done) = dec
-                        .feed(&self.buf[self.pos..self.len])
+                        .feed(self.unread())
                         .map_err(|e| H1Error::Protocol(e.to_string()))?;
                     self.pos += used;
                     if done {
@@ -320,8 +343,7 @@ impl Chunked {
     /// Consumes from `buf`; returns (bytes used, body complete).
     pub fn feed(&mut self, buf: &[u8]) -> Result<(usize, bool), &'static str> {
         let mut i = 0;
-        while i < buf.len() {
-            let b = buf[i];
+        while let Some(&b) = buf.get(i) {
             match self.state {
                 ChunkState::Size | ChunkState::SizeDigits(_) => {
                     let acc = match self.state {
@@ -333,7 +355,7 @@ impl Chunked {
                         if a > (u64::MAX >> 8) {
                             return Err("chunk size too large");
                         }
-                        self.state = ChunkState::SizeDigits(a * 16 + d as u64);
+                        self.state = ChunkState::SizeDigits(a * 16 + u64::from(d));
                     } else {
                         let Some(a) = acc else {
                             return Err("chunk size expected");
@@ -352,13 +374,14 @@ impl Chunked {
                     }
                 }
                 ChunkState::Data(n) => {
-                    let take = ((buf.len() - i) as u64).min(n);
-                    self.data += take;
-                    i += take as usize;
-                    self.state = if n == take {
+                    let take = (buf.len() - i).min(usize::try_from(n).unwrap_or(usize::MAX));
+                    let take64 = take as u64;
+                    self.data = self.data.saturating_add(take64);
+                    i += take;
+                    self.state = if n == take64 {
                         ChunkState::DataCr
                     } else {
-                        ChunkState::Data(n - take)
+                        ChunkState::Data(n - take64)
                     };
                     continue;
                 }

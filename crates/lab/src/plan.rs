@@ -6,6 +6,19 @@
 //! first host address, its `b` end the second. Routing: every node reaches every link subnet
 //! along a shortest path (fewest links; the earlier link in the file wins a tie), so a path
 //! may cross several nodes, each forwarding (ip_forward is on in every lab namespace).
+// Parses a user-written topology file: no panic path outside tests (README, "No panic on input").
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )
+)]
 
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
@@ -58,7 +71,10 @@ pub fn netns_name(lab: &str, node: &str) -> String {
 }
 
 fn contains(network: Ipv4Addr, prefix: u8, ip: Ipv4Addr) -> bool {
-    let mask = u32::MAX << (32 - prefix);
+    // A /0 matches everything (a shift by 32 would overflow).
+    let mask = u32::MAX
+        .checked_shl(32u32.saturating_sub(u32::from(prefix)))
+        .unwrap_or(0);
     u32::from(ip) & mask == u32::from(network)
 }
 
@@ -79,8 +95,19 @@ fn if_name(peer: &str, i: usize, taken: &[String]) -> String {
 }
 
 impl Plan {
+    // SAFE: `a` and `b` are positions in `topo.nodes` (an unknown end is an error) and
+    // `ifaces` has one entry per node; `j` is a position found in `links`.
+    #[allow(clippy::indexing_slicing)]
     pub fn new(topo: &Topology) -> Result<Plan, TopologyError> {
-        let index = |n: &str| topo.nodes.iter().position(|x| x == n).unwrap_or(0);
+        let index = |i: usize, end: &str, n: &str| {
+            topo.nodes
+                .iter()
+                .position(|x| x == n)
+                .ok_or_else(|| TopologyError {
+                    key: format!("link[{i}].{end}"),
+                    msg: format!("{n:?} is not a node"),
+                })
+        };
         let mut ifaces: Vec<Vec<String>> = vec![Vec::new(); topo.nodes.len()];
         let mut links: Vec<LinkPlan> = Vec::new();
         for (i, spec) in topo.links.iter().enumerate() {
@@ -106,7 +133,7 @@ impl Plan {
                     ),
                 });
             }
-            let (a, b) = (index(&spec.a), index(&spec.b));
+            let (a, b) = (index(i, "a", &spec.a)?, index(i, "b", &spec.b)?);
             let a_if = if_name(&spec.b, i, &ifaces[a]);
             ifaces[a].push(a_if.clone());
             let b_if = if_name(&spec.a, i, &ifaces[b]);
@@ -170,14 +197,17 @@ impl Plan {
                 .links
                 .iter()
                 .any(|l| (l.a == from || l.b == from) && contains(l.network, l.prefix, ip))
-            || self.nodes[from]
-                .routes
-                .iter()
-                .any(|r| contains(r.network, r.prefix, ip))
+            || self
+                .nodes
+                .get(from)
+                .is_some_and(|n| n.routes.iter().any(|r| contains(r.network, r.prefix, ip)))
     }
 }
 
 /// Shortest-path routes from node `n` to every subnet it is not attached to.
+// SAFE: `n` and every link end are node positions below `count` (the plan's own), and `hop`
+// is a position in `links`.
+#[allow(clippy::indexing_slicing)]
 fn routes_from(n: usize, count: usize, links: &[LinkPlan]) -> Vec<Route> {
     // BFS over nodes; first[m] = the link index through which n first reaches m.
     let mut dist = vec![usize::MAX; count];

@@ -6,6 +6,19 @@
 //! threads over these few wrappers: batched receive/send ([`MsgBatch`]), a wait with a
 //! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]).
 //! Everything unsafe in npt's socket code is in this file.
+// Parses socket addresses and control messages from the kernel: no panic path outside tests (README, "No panic on input").
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )
+)]
 
 use std::io;
 use std::mem;
@@ -28,6 +41,12 @@ pub struct MsgBatch {
 // the batch's own vectors; the batch is never shared between threads while in use.
 unsafe impl Send for MsgBatch {}
 
+// SAFE: slot indices are the caller's, never read from a packet: `0..capacity()`, or `0..n`
+// with `n` returned by `recv` (at most the slots offered). Each vector holds `capacity()`
+// slots of `buf_size` bytes from `new` on, and every length stored in `lens` is clamped to
+// `buf_size`, so the ranges of a valid slot lie inside `bufs`. An index past `capacity()` is
+// a caller bug, not input.
+#[allow(clippy::indexing_slicing)]
 impl MsgBatch {
     /// `n` messages of up to `buf_size` bytes each.
     pub fn new(n: usize, buf_size: usize) -> MsgBatch {
@@ -110,7 +129,7 @@ impl MsgBatch {
             if with_addr {
                 h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
                 h.msg_namelen = if for_recv {
-                    mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t
+                    STORAGE_LEN
                 } else {
                     self.addr_lens[i]
                 };
@@ -135,17 +154,18 @@ impl MsgBatch {
             libc::recvmmsg(
                 fd,
                 self.hdrs.as_mut_ptr(),
-                k as libc::c_uint,
+                c_count(k),
                 flags,
                 std::ptr::null_mut(),
             )
         };
-        if n < 0 {
+        let Ok(n) = usize::try_from(n) else {
             return Err(io::Error::last_os_error());
-        }
-        let n = n as usize;
+        };
         for i in 0..n {
-            self.lens[i] = self.hdrs[i].msg_len as usize;
+            // With `MSG_TRUNC` the kernel reports the datagram's real length, which may
+            // exceed the buffer: clamp so `data(i)` stays inside it.
+            self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.buf_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
         }
         Ok(n)
@@ -165,21 +185,16 @@ impl MsgBatch {
         while done < k {
             // SAFETY: as in recv.
             let n = unsafe {
-                libc::sendmmsg(
-                    fd,
-                    self.hdrs[done..].as_mut_ptr(),
-                    (k - done) as libc::c_uint,
-                    flags,
-                )
+                libc::sendmmsg(fd, self.hdrs[done..].as_mut_ptr(), c_count(k - done), flags)
             };
-            if n < 0 {
+            let Ok(n) = usize::try_from(n) else {
                 let e = io::Error::last_os_error();
                 if done > 0 {
                     return Ok(done);
                 }
                 return Err(e);
-            }
-            done += n as usize;
+            };
+            done += n;
         }
         Ok(done)
     }
@@ -188,12 +203,20 @@ impl MsgBatch {
     pub fn send_first(&mut self, fd: RawFd, n: usize, flags: i32) -> io::Result<usize> {
         let k = self.prepare(0..n, false, false);
         // SAFETY: as in recv.
-        let r = unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), k as libc::c_uint, flags) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(r as usize)
+        let r = unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), c_count(k), flags) };
+        usize::try_from(r).map_err(|_| io::Error::last_os_error())
     }
+}
+
+/// The size of a `sockaddr_storage`, as the kernel takes it.
+// SAFE: the struct is 128 bytes on Linux, far inside `socklen_t` (u32).
+#[allow(clippy::cast_possible_truncation)]
+const STORAGE_LEN: libc::socklen_t = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+
+/// A message count for `recvmmsg`/`sendmmsg` (at most the batch's capacity, far below
+/// `c_uint::MAX`; saturating would only offer the kernel fewer messages).
+fn c_count(k: usize) -> libc::c_uint {
+    libc::c_uint::try_from(k).unwrap_or(libc::c_uint::MAX)
 }
 
 fn from_storage(s: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {
@@ -247,7 +270,7 @@ pub fn wait(
         })
         .collect();
     let ts = timeout.map(|d| libc::timespec {
-        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
         tv_nsec: d.subsec_nanos() as libc::c_long,
     });
     let tsp = ts
@@ -303,7 +326,7 @@ impl PollSet {
     /// one is readable; an interrupted wait (a signal) is false.
     pub fn readable(&mut self, timeout: Duration) -> io::Result<bool> {
         let ts = libc::timespec {
-            tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
             tv_nsec: timeout.subsec_nanos() as libc::c_long,
         };
         // SAFETY: fds is a valid array of pollfd; ts is a live timespec.
@@ -399,6 +422,38 @@ mod tests {
         a.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let n = a.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], &[1, 1, 1]);
+    }
+
+    /// Found by the no-panic audit: with `MSG_TRUNC` the kernel reports a datagram's real
+    /// length, and a peer's 100-byte datagram into a 16-byte slot made `data(0)` slice past
+    /// the slot (a panic). The length is now clamped to the slot.
+    #[test]
+    fn a_truncated_datagram_stays_inside_its_slot() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.send_to(&[7u8; 100], b.local_addr().unwrap()).unwrap();
+        let mut inb = MsgBatch::new(2, 16);
+        let mut ready = Vec::new();
+        let mut got = 0;
+        for _ in 0..100 {
+            wait(
+                &[b.as_raw_fd()],
+                &[false],
+                Some(Duration::from_millis(100)),
+                &mut ready,
+            )
+            .unwrap();
+            got = inb
+                .recv(b.as_raw_fd(), 1, libc::MSG_DONTWAIT | libc::MSG_TRUNC)
+                .unwrap_or(0);
+            if got == 1 {
+                break;
+            }
+        }
+        assert_eq!(got, 1);
+        assert_eq!(inb.len(0), 16);
+        assert_eq!(inb.data(0), &[7u8; 16]);
+        assert_eq!(inb.data_mut(0).len(), 16);
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub fn run(cfg: &Config, signals: &AtomicUsize, on: OnEvent) -> Result<Outcome, 
         let (host, port) = (cfg.target.host.clone(), cfg.target.port);
         let stopped_by = run_blocking(
             &mut session,
-            &addrs[..1],
+            addrs.get(..1).unwrap_or_default(),
             cfg,
             clock,
             signals,
@@ -118,6 +118,9 @@ fn check_signals(session: &mut Session, signals: &AtomicUsize) -> Option<&'stati
 
 /// One attempt at a time (TCP connect, QUIC handshake): `attempt(addr, time_left)` blocks.
 /// Each attempt tries the host's addresses in turn, starting with the one that answered last.
+// SAFE: `addrs` is checked non-empty on entry, and every index into it is taken
+// `% addrs.len()` (or is 0).
+#[allow(clippy::indexing_slicing)]
 fn run_blocking(
     session: &mut Session,
     addrs: &[SocketAddr],
@@ -127,6 +130,9 @@ fn run_blocking(
     on: OnEvent,
     mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (&'static str, String)>,
 ) -> Result<&'static str, PingError> {
+    if addrs.is_empty() {
+        return Err(PingError::NoAddress(cfg.target.host.clone()));
+    }
     let mut stopped_by = "count";
     let mut preferred = 0usize;
     loop {
@@ -178,6 +184,9 @@ fn run_blocking(
 
 /// UDP echo: attempts overlap when the timeout is longer than the interval. Until the first
 /// answer, an address that times out or refuses hands over to the host's next address.
+// SAFE: `addrs` is checked non-empty on entry, `socks` and `keys` have one entry per address,
+// and `cur` is always taken `% addrs.len()`; `recv` returns `n <= inb.len()`.
+#[allow(clippy::indexing_slicing)]
 fn run_udp(
     session: &mut Session,
     addrs: &[SocketAddr],
@@ -186,6 +195,9 @@ fn run_udp(
     signals: &AtomicUsize,
     on: OnEvent,
 ) -> Result<&'static str, PingError> {
+    if addrs.is_empty() {
+        return Err(PingError::NoAddress(cfg.target.host.clone()));
+    }
     let flow = flow_id();
     let size = cfg
         .size
@@ -226,13 +238,16 @@ fn run_udp(
             socks[cur] = Some(sock);
         }
         let key = keys[cur].as_ref();
-        let sock = socks[cur].as_ref().expect("opened above");
+        let Some(sock) = socks[cur].as_ref() else {
+            continue; // opened just above
+        };
         if session.due().is_some_and(|d| now >= d) {
             let (seq, given_up) = session.on_sent(now);
             for ev in &given_up {
                 on(ev, addrs[cur]);
             }
-            encode(&mut out, cfg, flow, seq, now);
+            encode(&mut out, cfg, flow, seq, now)
+                .map_err(|e| PingError::Socket(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
             if let Some(k) = key {
                 // Cannot fail: `out` holds at least a header.
                 let _ = k.seal(Dir::ToServer, &mut out);
@@ -305,7 +320,14 @@ fn flow_id() -> u32 {
 }
 
 /// Writes attempt `seq` into `buf`: a framed echo request, or a raw stamp for any echo.
-pub fn encode(buf: &mut [u8], cfg: &Config, flow: u32, seq: u64, now: u64) {
+/// Fails only when `buf` is shorter than the header or stamp.
+pub fn encode(
+    buf: &mut [u8],
+    cfg: &Config,
+    flow: u32,
+    seq: u64,
+    now: u64,
+) -> Result<(), npt_wire::WireError> {
     if cfg.raw {
         RawStamp {
             flow,
@@ -313,12 +335,12 @@ pub fn encode(buf: &mut [u8], cfg: &Config, flow: u32, seq: u64, now: u64) {
             send_ts: now,
         }
         .encode(buf)
-        .expect("buffer holds the stamp");
     } else {
         Header {
             kind: Kind::Echo,
             flags: 0,
-            frame_len: buf.len() as u32,
+            // Longer than `u32::MAX`: the server refuses the length (no such UDP datagram).
+            frame_len: u32::try_from(buf.len()).unwrap_or(u32::MAX),
             reply_len: 0,
             flow,
             status: 0,
@@ -327,7 +349,6 @@ pub fn encode(buf: &mut [u8], cfg: &Config, flow: u32, seq: u64, now: u64) {
             token: 0,
         }
         .encode(buf)
-        .expect("buffer holds the header");
     }
 }
 
@@ -435,7 +456,7 @@ mod tests {
     fn framed_and_raw_round_trip_only_our_flow() {
         for raw in [false, true] {
             let mut b = vec![0u8; 64];
-            encode(&mut b, &cfg(raw), 42, 9, 123);
+            encode(&mut b, &cfg(raw), 42, 9, 123).unwrap();
             if !raw {
                 npt_wire::frame::set_kind_status(&mut b, Kind::EchoReply, 0);
             }
@@ -443,7 +464,7 @@ mod tests {
             assert_eq!(decode(&b, raw, 43), None, "another flow, raw={raw}");
         }
         let mut b = vec![0u8; 64];
-        encode(&mut b, &cfg(false), 42, 9, 123);
+        encode(&mut b, &cfg(false), 42, 9, 123).unwrap();
         assert_eq!(
             decode(&b, false, 42),
             None,

@@ -119,7 +119,8 @@ impl Session {
     pub fn on_reply(&mut self, seq: u64, now: u64) -> Option<Event> {
         match self.pending.iter().position(|(s, _)| *s == seq) {
             Some(i) => {
-                let (_, sent) = self.pending.remove(i).expect("index found");
+                // `position` just found `i`, so `remove` returns the entry.
+                let (_, sent) = self.pending.remove(i)?;
                 let rtt_ns = now.saturating_sub(sent);
                 self.tally.received += 1;
                 self.tally.rtt.record(rtt_ns);

@@ -38,7 +38,7 @@ pub struct UdpAssociation {
 }
 
 fn ns(since: Instant) -> u64 {
-    since.elapsed().as_nanos() as u64
+    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 pub(crate) fn connect_proxy(via: &Via, deadline: Instant) -> Result<(TcpStream, u64), ProxyError> {
@@ -106,7 +106,10 @@ fn drive(
             }
             Err(e) => return Err(e.into()),
         };
-        match h.on_read(&chunk[..n])? {
+        // SAFE: `read` returns at most the buffer's length.
+        #[allow(clippy::indexing_slicing)]
+        let got = &chunk[..n];
+        match h.on_read(got)? {
             Step::NeedMore => {}
             Step::Authenticated => {
                 phases.auth_ns = ns(t);

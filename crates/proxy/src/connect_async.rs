@@ -12,7 +12,7 @@ use crate::handshake::{Handshake, Step};
 use crate::{Phases, ProxyError, Via};
 
 fn ns(since: Instant) -> u64 {
-    since.elapsed().as_nanos() as u64
+    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// A TCP connection to `host:port` through `via`, ready to carry the application's bytes.
@@ -61,7 +61,10 @@ pub async fn tcp_connect(
                 h.phase()
             )));
         }
-        match h.on_read(&chunk[..n])? {
+        // SAFE: `read` returns at most the buffer's length.
+        #[allow(clippy::indexing_slicing)]
+        let got = &chunk[..n];
+        match h.on_read(got)? {
             Step::NeedMore => {}
             Step::Authenticated => {
                 phases.auth_ns = ns(t);

@@ -42,6 +42,9 @@ impl Target {
         } + 2
     }
 
+    // SAFE: `out.len() >= need = encoded_len()` is checked first, and every range below ends
+    // at most at `encoded_len()` for its variant (`rest + 2 == need`).
+    #[allow(clippy::indexing_slicing)]
     fn encode(&self, out: &mut [u8]) -> Result<usize, ProxyError> {
         let need = self.encoded_len();
         if out.len() < need {
@@ -80,14 +83,15 @@ impl Target {
 /// Parses ATYP + address + port at the start of `b`: the address and the bytes it took.
 /// `Ok(None)`: more bytes are needed.
 fn parse_addr(b: &[u8]) -> Result<Option<(Target, usize)>, ProxyError> {
-    let Some(&atyp) = b.first() else {
+    let Some((&atyp, rest)) = b.split_first() else {
         return Ok(None);
     };
-    let (len, name_len) = match atyp {
-        1 => (1 + 4 + 2, 0),
-        4 => (1 + 16 + 2, 0),
-        3 => match b.get(1) {
-            Some(&n) => (2 + n as usize + 2, n as usize),
+    // The address field: 4 or 16 bytes, or a length byte and that many name bytes.
+    let addr_len = match atyp {
+        1 => 4,
+        4 => 16,
+        3 => match rest.first() {
+            Some(&n) => 1 + usize::from(n),
             None => return Ok(None),
         },
         other => {
@@ -96,26 +100,27 @@ fn parse_addr(b: &[u8]) -> Result<Option<(Target, usize)>, ProxyError> {
             )))
         }
     };
-    if b.len() < len {
+    let Some((addr, rest)) = rest.split_at_checked(addr_len) else {
         return Ok(None);
-    }
-    let port = u16::from_be_bytes([b[len - 2], b[len - 1]]);
-    let t = match atyp {
-        1 => {
-            let ip = Ipv4Addr::new(b[1], b[2], b[3], b[4]);
-            Target::Addr(SocketAddr::new(IpAddr::V4(ip), port))
-        }
-        4 => {
-            let mut o = [0u8; 16];
-            o.copy_from_slice(&b[1..17]);
-            Target::Addr(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(o)), port))
-        }
-        _ => Target::Name(
-            String::from_utf8_lossy(&b[2..2 + name_len]).into_owned(),
-            port,
-        ),
     };
-    Ok(Some((t, len)))
+    let Some(port) = rest.first_chunk::<2>() else {
+        return Ok(None);
+    };
+    let port = u16::from_be_bytes(*port);
+    let t = match atyp {
+        1 => <[u8; 4]>::try_from(addr)
+            .ok()
+            .map(|o| Target::Addr(SocketAddr::new(IpAddr::V4(Ipv4Addr::from(o)), port))),
+        4 => <[u8; 16]>::try_from(addr)
+            .ok()
+            .map(|o| Target::Addr(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(o)), port))),
+        _ => addr
+            .get(1..)
+            .map(|n| Target::Name(String::from_utf8_lossy(n).into_owned(), port)),
+    };
+    // `addr` has exactly the length its type calls for, so `t` is always `Some`.
+    let t = t.ok_or_else(|| ProxyError::Protocol(format!("bad SOCKS address type {atyp}")))?;
+    Ok(Some((t, 1 + addr_len + 2)))
 }
 
 /// The greeting: the methods we can do (user/pass only when we have credentials).
@@ -129,17 +134,16 @@ pub fn greeting(with_credentials: bool, out: &mut Vec<u8>) {
 
 /// The server's method choice.
 pub fn parse_method(b: &[u8]) -> Result<Option<(u8, usize)>, ProxyError> {
-    if b.len() < 2 {
+    let [ver, method, ..] = *b else {
         return Ok(None);
-    }
-    if b[0] != VERSION {
+    };
+    if ver != VERSION {
         return Err(ProxyError::Protocol(format!(
-            "not a SOCKS5 server (version byte {})",
-            b[0]
+            "not a SOCKS5 server (version byte {ver})"
         )));
     }
-    match b[1] {
-        METHOD_NONE | METHOD_USERPASS => Ok(Some((b[1], 2))),
+    match method {
+        METHOD_NONE | METHOD_USERPASS => Ok(Some((method, 2))),
         METHOD_UNACCEPTABLE => Err(ProxyError::AuthFailed(
             "the proxy accepts none of our methods (it wants credentials, or other ones)".into(),
         )),
@@ -152,33 +156,31 @@ pub fn parse_method(b: &[u8]) -> Result<Option<(u8, usize)>, ProxyError> {
 /// RFC 1929 username/password request.
 pub fn auth_request(user: &str, pass: &str, out: &mut Vec<u8>) -> Result<(), ProxyError> {
     let (u, p) = (user.as_bytes(), pass.as_bytes());
-    if u.is_empty() || u.len() > 255 || p.len() > 255 {
+    let (Ok(ulen @ 1..), Ok(plen)) = (u8::try_from(u.len()), u8::try_from(p.len())) else {
         return Err(ProxyError::Usage(
             "SOCKS5 user name must be 1..255 bytes and password at most 255".into(),
         ));
-    }
+    };
     out.push(1);
-    out.push(u.len() as u8);
+    out.push(ulen);
     out.extend_from_slice(u);
-    out.push(p.len() as u8);
+    out.push(plen);
     out.extend_from_slice(p);
     Ok(())
 }
 
 pub fn parse_auth_reply(b: &[u8]) -> Result<Option<usize>, ProxyError> {
-    if b.len() < 2 {
+    let [ver, status, ..] = *b else {
         return Ok(None);
-    }
-    if b[0] != 1 {
+    };
+    if ver != 1 {
         return Err(ProxyError::Protocol(format!(
-            "bad auth reply version {}",
-            b[0]
+            "bad auth reply version {ver}"
         )));
     }
-    if b[1] != 0 {
+    if status != 0 {
         return Err(ProxyError::AuthFailed(format!(
-            "the proxy rejected the user name or password (status {})",
-            b[1]
+            "the proxy rejected the user name or password (status {status})"
         )));
     }
     Ok(Some(2))
@@ -189,7 +191,8 @@ pub fn request(cmd: u8, target: &Target, out: &mut Vec<u8>) -> Result<(), ProxyE
     out.extend_from_slice(&[VERSION, cmd, 0]);
     let start = out.len();
     out.resize(start + target.encoded_len(), 0);
-    target.encode(&mut out[start..])?;
+    // `start <= out.len()` after the resize; an empty slice would be refused by `encode`.
+    target.encode(out.get_mut(start..).unwrap_or_default())?;
     Ok(())
 }
 
@@ -211,41 +214,47 @@ pub fn reply_words(code: u8) -> &'static str {
 
 /// The reply to a request: the bound address (for UDP ASSOCIATE, where datagrams go).
 pub fn parse_reply(b: &[u8]) -> Result<Option<(Target, usize)>, ProxyError> {
-    if b.len() < 4 {
+    let [ver, code, _, ref rest @ ..] = *b else {
+        return Ok(None);
+    };
+    if rest.is_empty() {
         return Ok(None);
     }
-    if b[0] != VERSION {
-        return Err(ProxyError::Protocol(format!("bad reply version {}", b[0])));
+    if ver != VERSION {
+        return Err(ProxyError::Protocol(format!("bad reply version {ver}")));
     }
-    if b[1] != 0 {
+    if code != 0 {
         return Err(ProxyError::Refused {
-            code: b[1],
-            words: reply_words(b[1]),
+            code,
+            words: reply_words(code),
         });
     }
-    Ok(parse_addr(&b[3..])?.map(|(t, n)| (t, 3 + n)))
+    Ok(parse_addr(rest)?.map(|(t, n)| (t, 3 + n)))
 }
 
 /// Writes the UDP request header for `target` at the start of `out`; returns its length.
 /// Hot path: no allocation.
 pub fn udp_header(target: &Target, out: &mut [u8]) -> Result<usize, ProxyError> {
-    if out.len() < 3 {
+    let Some((head, rest)) = out.split_first_chunk_mut::<3>() else {
         return Err(ProxyError::Protocol("buffer too small".into()));
-    }
-    out[..3].copy_from_slice(&[0, 0, 0]);
-    Ok(3 + target.encode(&mut out[3..])?)
+    };
+    *head = [0, 0, 0];
+    Ok(3 + target.encode(rest)?)
 }
 
 /// Where the payload of a relayed UDP datagram starts (header checked, no allocation).
 /// Fragments (FRAG != 0) are refused: npt never sends them.
 pub fn udp_payload_offset(b: &[u8]) -> Result<usize, ProxyError> {
-    if b.len() < 4 {
+    let [_, _, frag, ref rest @ ..] = *b else {
+        return Err(ProxyError::Protocol("short SOCKS UDP datagram".into()));
+    };
+    if rest.is_empty() {
         return Err(ProxyError::Protocol("short SOCKS UDP datagram".into()));
     }
-    if b[2] != 0 {
+    if frag != 0 {
         return Err(ProxyError::Protocol("fragmented SOCKS UDP datagram".into()));
     }
-    match parse_addr(&b[3..])? {
+    match parse_addr(rest)? {
         Some((_, n)) => Ok(3 + n),
         None => Err(ProxyError::Protocol("short SOCKS UDP datagram".into())),
     }

@@ -111,7 +111,7 @@ impl ReplyBudget {
 
     /// True (and the bytes are taken) if `addr` may be sent a reply of `bytes` now.
     pub fn take(&self, addr: IpAddr, bytes: u64) -> bool {
-        let now = self.epoch.elapsed().as_nanos() as u64;
+        let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
         // A poisoned lock only means another task panicked mid-update of plain numbers.
         let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
         t.take(now, addr, bytes)

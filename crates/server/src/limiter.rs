@@ -175,9 +175,8 @@ impl<K: Hash + Eq + Copy> Table<K> {
                 self.overflow.refill(&l, now);
                 return &mut self.overflow;
             }
-            self.map.insert(key, Bucket::full(&l, now));
         }
-        let b = self.map.get_mut(&key).expect("inserted above");
+        let b = self.map.entry(key).or_insert_with(|| Bucket::full(&l, now));
         b.refill(&l, now);
         b
     }

@@ -89,10 +89,12 @@ impl LoopGuard {
         let fp = self.hash(|h| {
             payload.len().hash(h);
             let head = payload.len().min(FINGERPRINT_EDGE);
-            payload[..head].hash(h);
+            payload.get(..head).unwrap_or_default().hash(h);
             let tail = payload.len().saturating_sub(FINGERPRINT_EDGE).max(head);
-            payload[tail..].hash(h);
+            payload.get(tail..).unwrap_or_default().hash(h);
         });
+        // SAFE: `slot_of` is `% SLOTS` and `slots` holds SLOTS entries from `new` on.
+        #[allow(clippy::indexing_slicing)]
         let slot = &mut self.slots[Self::slot_of(peer_key)];
         let recent = now_ns.saturating_sub(slot.last_ns) < REPEAT_WINDOW_NS;
         if slot.peer != peer_key || !recent {

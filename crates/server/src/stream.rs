@@ -178,6 +178,9 @@ async fn next_frame<R: AsyncRead + Unpin>(
     Ok(true)
 }
 
+// SAFE: each `buf[..n]` / `fill[..n]` has `n = rest.min(buf.len())` (or `fill.len()`);
+// `HEADER_LEN` (48) fits a `u32`, and `reply >= HEADER_LEN` after its clamp.
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 async fn serve<S>(stream: S, cx: &StreamCtx<'_>) -> Result<(), End>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -353,7 +356,7 @@ where
     let mut out = [0u8; HS_LEN];
     msg[..4].copy_from_slice(prefix);
     within(io_t, r.read_exact(&mut msg[4..]), &c.stalled_read).await?;
-    let now = || epoch.elapsed().as_nanos() as u64;
+    let now = || u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
     if !matches!(
         auth.handle(now(), peer, &msg, &mut out),
         Ok(auth::handshake::ServerStep::Challenge)

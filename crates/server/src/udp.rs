@@ -92,7 +92,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 continue;
             }
         };
-        let now = epoch.elapsed().as_nanos() as u64;
+        let now = u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let mut t = Tally::default();
         send_idx.clear();
         for i in 0..n {
@@ -142,8 +142,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         if !send_idx.is_empty() {
             if let Ok(sent) = batch.send(fd, &send_idx, true, 0) {
                 t.tx += sent as u64;
-                t.tx_bytes += send_idx[..sent]
+                t.tx_bytes += send_idx
                     .iter()
+                    .take(sent)
                     .map(|&i| batch.len(i) as u64)
                     .sum::<u64>();
             } else {
@@ -223,7 +224,9 @@ fn answer_authenticated(
                 if sessions.len() > before {
                     t.sessions += 1;
                 }
-                data[..HS_LEN].copy_from_slice(&out);
+                if let Some(d) = data.first_chunk_mut::<HS_LEN>() {
+                    *d = out; // `handshake` accepted only a whole message
+                }
                 true
             }
             Err(_) => {
@@ -315,7 +318,8 @@ fn answer(
                 t.clamped += 1;
             }
             h.kind = Kind::Response;
-            h.frame_len = reply as u32;
+            // `reply <= len`, the datagram's length: far inside a `u32`.
+            h.frame_len = u32::try_from(reply).unwrap_or(u32::MAX);
             let _ = h.encode(data);
             batch.set_len(i, reply);
             true

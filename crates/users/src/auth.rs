@@ -1,6 +1,19 @@
 //! `--token` for `npt run`: the keyed handshake ([`npt_wire::auth::ClientHandshake`]) on each
 //! TCP connection, each QUIC stream and each game's UDP socket, async. Its key seals every
 //! frame the connection (stream) sends and checks every reply.
+// Parses peer handshake bytes: no panic path outside tests (README, "No panic on input").
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )
+)]
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -19,6 +32,8 @@ fn nonce() -> [u8; 16] {
 }
 
 /// The handshake over a byte stream (the caller bounds it in time).
+// SAFE: `poll_transmit` returns the length it wrote into `m` (at most `HS_LEN`).
+#[allow(clippy::indexing_slicing)]
 pub async fn stream<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     secret: &str,
@@ -40,10 +55,17 @@ pub async fn stream<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// The handshake over a connected UDP socket, repeating lost messages, within `timeout`.
+// SAFE: `poll_transmit` and `recv` return lengths within the buffer they filled.
+#[allow(clippy::indexing_slicing)]
 pub async fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Result<SessionKey> {
     let t0 = Instant::now();
-    let now = || t0.elapsed().as_nanos() as u64;
-    let mut hs = ClientHandshake::new(secret.as_bytes(), nonce(), 0, timeout.as_nanos() as u64);
+    let now = || u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let mut hs = ClientHandshake::new(
+        secret.as_bytes(),
+        nonce(),
+        0,
+        u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
+    );
     let (mut out, mut inb) = ([0u8; HS_LEN], [0u8; 2048]);
     loop {
         if hs.check(now()).is_err() {

@@ -43,8 +43,8 @@ pub fn fill(kind: Fill, seed: u64, seq: u64, buf: &mut [u8]) {
     match kind {
         Fill::Zero => buf.fill(0),
         Fill::Pattern => {
-            for (i, b) in buf.iter_mut().enumerate() {
-                *b = i as u8;
+            for (b, i) in buf.iter_mut().zip((0..=u8::MAX).cycle()) {
+                *b = i;
             }
         }
         Fill::Random => {
@@ -56,7 +56,8 @@ pub fn fill(kind: Fill, seed: u64, seq: u64, buf: &mut [u8]) {
             let rest = chunks.into_remainder();
             if !rest.is_empty() {
                 let v = splitmix(&mut st).to_le_bytes();
-                rest.copy_from_slice(&v[..rest.len()]);
+                // `chunks_exact_mut(8)` leaves fewer than 8 bytes.
+                rest.iter_mut().zip(v).for_each(|(r, b)| *r = b);
             }
         }
     }

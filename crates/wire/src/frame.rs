@@ -98,12 +98,11 @@ pub struct Header {
 impl Header {
     /// Writes the header into the first [`HEADER_LEN`] bytes of `buf`.
     pub fn encode(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        if buf.len() < HEADER_LEN {
-            return Err(WireError::Truncated {
-                need: HEADER_LEN,
-                have: buf.len(),
-            });
-        }
+        let have = buf.len();
+        let buf: &mut [u8; HEADER_LEN] = buf.first_chunk_mut().ok_or(WireError::Truncated {
+            need: HEADER_LEN,
+            have,
+        })?;
         buf[0..4].copy_from_slice(&MAGIC);
         buf[4] = VERSION;
         buf[5] = self.kind as u8;
@@ -121,12 +120,10 @@ impl Header {
     /// Reads a header from the front of `buf`. Checks magic, version, kind and that
     /// `frame_len` is at least the header; the caller checks it against what it received.
     pub fn decode(buf: &[u8]) -> Result<Header, WireError> {
-        if buf.len() < HEADER_LEN {
-            return Err(WireError::Truncated {
-                need: HEADER_LEN,
-                have: buf.len(),
-            });
-        }
+        let buf: &[u8; HEADER_LEN] = buf.first_chunk().ok_or(WireError::Truncated {
+            need: HEADER_LEN,
+            have: buf.len(),
+        })?;
         if buf[0..4] != MAGIC {
             return Err(WireError::BadMagic);
         }
@@ -154,12 +151,12 @@ impl Header {
 
 /// True when `buf` starts with the framed magic (cheap test for demultiplexing).
 pub fn is_framed(buf: &[u8]) -> bool {
-    buf.len() >= 4 && buf[0..4] == MAGIC
+    buf.starts_with(&MAGIC)
 }
 
 /// Rewrites kind and status of an encoded frame in place (what an echo responder does).
 pub fn set_kind_status(buf: &mut [u8], kind: Kind, status: u32) {
-    if buf.len() >= HEADER_LEN {
+    if let Some(buf) = buf.first_chunk_mut::<HEADER_LEN>() {
         buf[5] = kind as u8;
         buf[20..24].copy_from_slice(&status.to_be_bytes());
     }
@@ -178,14 +175,15 @@ pub fn token_from_secret(secret: &str) -> u64 {
     h.max(1)
 }
 
+/// The big-endian `u32` at the front of `b`. Callers pass a constant 4-byte range of a
+/// length-checked array; a shorter slice reads as 0 rather than panicking.
 pub(crate) fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    b.first_chunk().map_or(0, |a| u32::from_be_bytes(*a))
 }
 
+/// The big-endian `u64` at the front of `b` (as [`be32`]).
 pub(crate) fn be64(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[..8]);
-    u64::from_be_bytes(a)
+    b.first_chunk().map_or(0, |a| u64::from_be_bytes(*a))
 }
 
 #[cfg(test)]

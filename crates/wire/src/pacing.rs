@@ -70,7 +70,12 @@ impl Pacer {
                 self.last_actual
                     .map_or(self.start, |t| t.saturating_add(every)),
             ),
-            Pacing::Rate { pps } => Some(self.start + (self.sent as f64 * 1e9 / pps) as u64),
+            // SAFE: a float-to-int `as` saturates (NaN gives 0), and the sum saturates too.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            Pacing::Rate { pps } => Some(
+                self.start
+                    .saturating_add((self.sent as f64 * 1e9 / pps) as u64),
+            ),
             Pacing::Relay { .. } => {
                 let warm = self.warm_due();
                 let credit = (self.credits > 0).then_some(self.credit_since);

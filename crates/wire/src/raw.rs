@@ -36,12 +36,11 @@ pub struct RawStamp {
 
 impl RawStamp {
     pub fn encode(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        if buf.len() < RAW_HEADER_LEN {
-            return Err(WireError::Truncated {
-                need: RAW_HEADER_LEN,
-                have: buf.len(),
-            });
-        }
+        let have = buf.len();
+        let buf: &mut [u8; RAW_HEADER_LEN] = buf.first_chunk_mut().ok_or(WireError::Truncated {
+            need: RAW_HEADER_LEN,
+            have,
+        })?;
         buf[0..4].copy_from_slice(&RAW_MAGIC);
         buf[4..8].copy_from_slice(&self.flow.to_be_bytes());
         buf[8..16].copy_from_slice(&self.seq.to_be_bytes());
@@ -50,12 +49,10 @@ impl RawStamp {
     }
 
     pub fn decode(buf: &[u8]) -> Result<RawStamp, WireError> {
-        if buf.len() < RAW_HEADER_LEN {
-            return Err(WireError::Truncated {
-                need: RAW_HEADER_LEN,
-                have: buf.len(),
-            });
-        }
+        let buf: &[u8; RAW_HEADER_LEN] = buf.first_chunk().ok_or(WireError::Truncated {
+            need: RAW_HEADER_LEN,
+            have: buf.len(),
+        })?;
         if buf[0..4] != RAW_MAGIC {
             return Err(WireError::BadMagic);
         }

@@ -164,12 +164,19 @@ impl Window {
             return Outcome::Unknown;
         }
         if seq >= self.base {
-            let i = (seq - self.base) as usize;
-            if self.slots[i].answered {
+            // `base <= seq < next_seq() = base + slots.len()`, so the slot exists; a peer's
+            // `seq` reaches `get_mut` only through that check.
+            let s = usize::try_from(seq - self.base)
+                .ok()
+                .and_then(|i| self.slots.get_mut(i));
+            let Some(s) = s else {
+                return Outcome::Unknown;
+            };
+            if s.answered {
                 return Outcome::Duplicate;
             }
-            self.slots[i].answered = true;
-            let slot = self.slots[i];
+            s.answered = true;
+            let slot = *s;
             self.unanswered -= 1;
             // Retire answered packets at the front so the front is always the next deadline.
             while matches!(self.slots.front(), Some(s) if s.answered) {
@@ -183,10 +190,16 @@ impl Window {
         if seq < self.hist_base {
             return Outcome::Stale;
         }
-        let i = (seq - self.hist_base) as usize;
-        match self.history[i] {
+        // `hist_base <= seq < base`: the history holds exactly those numbers.
+        let fate = usize::try_from(seq - self.hist_base)
+            .ok()
+            .and_then(|i| self.history.get_mut(i));
+        let Some(fate) = fate else {
+            return Outcome::Stale;
+        };
+        match *fate {
             Fate::Lost => {
-                self.history[i] = Fate::LateSeen;
+                *fate = Fate::LateSeen;
                 let reordered = self.first_arrival(seq);
                 Outcome::Late { reordered }
             }

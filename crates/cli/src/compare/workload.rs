@@ -2,6 +2,19 @@
 //! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`
 //! / `run` / `http` / `ping`, so a bad flag is refused before anything runs, naming the scenario.
 //! The same parse gives the run's expected length, from which each child's time bound is derived.
+// Parses a user-written scenario file: no panic path outside tests (README, "No panic on input").
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )
+)]
 
 use std::time::Duration;
 
@@ -52,11 +65,13 @@ fn expected(check: &Check) -> Result<Duration, String> {
             let relay = a.ping_pong || a.mode == Some(Mode::Relay);
             let by_count = a.count.map(|n| {
                 if relay {
-                    a.loss_timeout * n as u32
+                    times(a.loss_timeout, n)
                 } else if a.mode == Some(Mode::Interval) {
-                    a.interval.unwrap_or(Duration::from_millis(10)) * n as u32
+                    times(a.interval.unwrap_or(Duration::from_millis(10)), n)
                 } else {
-                    Duration::from_secs_f64(n as f64 / a.pps.unwrap_or(100.0).max(1e-3))
+                    // Too long for a `Duration` (a huge count at a tiny rate): unbounded.
+                    Duration::try_from_secs_f64(n as f64 / a.pps.unwrap_or(100.0).max(1e-3))
+                        .unwrap_or(Duration::MAX)
                 }
             });
             let send = match (a.duration, by_count) {
@@ -69,16 +84,19 @@ fn expected(check: &Check) -> Result<Duration, String> {
                     )
                 }
             };
-            send + a.loss_timeout
+            send.saturating_add(a.loss_timeout)
         }
-        Check::Run(a) => a.ramp_up + a.duration + a.timeout,
+        Check::Run(a) => a
+            .ramp_up
+            .saturating_add(a.duration)
+            .saturating_add(a.timeout),
         Check::Http(a) => {
             let cold = if a.cold_start.is_some() {
                 a.ready_timeout
             } else {
                 Duration::ZERO
             };
-            cold + a.duration + a.timeout
+            cold.saturating_add(a.duration).saturating_add(a.timeout)
         }
         Check::Ping(a) => {
             if a.count == 0 {
@@ -86,14 +104,24 @@ fn expected(check: &Check) -> Result<Duration, String> {
             }
             let i = parse_duration(&a.interval).map_err(|e| format!("--interval: {e}"))?;
             let t = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
-            i * a.count as u32 + t
+            times(i, a.count).saturating_add(t)
         }
     })
 }
 
+/// `d × n`, saturating: counts come from the user's file and may be anything up to
+/// `u64::MAX` (a `Duration` multiplies only by a `u32`, and panics on overflow).
+fn times(d: Duration, n: u64) -> Duration {
+    let ns = d.as_nanos().saturating_mul(u128::from(n));
+    u64::try_from(ns).map_or(Duration::MAX, Duration::from_nanos)
+}
+
 /// The child command line of scenario `i` and its bound.
 pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
-    let s: &Scenario = &set.scenario[i];
+    let s: &Scenario = set
+        .scenario
+        .get(i)
+        .ok_or_else(|| err(&format!("scenario[{i}]"), "no such scenario"))?;
     let field = format!("scenario[{i}] ({})", s.name);
     let kind = set.workload.kind;
     let mut argv = vec![kind.command().to_string(), s.target.clone()];
@@ -123,7 +151,7 @@ pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
         Some(t) => parse_duration(t).map_err(|e| err("workload.timeout", e))?,
         None => {
             let e = expected(&check).map_err(|m| err("workload.args", m))?;
-            e + e / 2 + GRACE
+            e.saturating_add(e / 2).saturating_add(GRACE)
         }
     };
     Ok(Planned { argv, timeout })
@@ -241,5 +269,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(&p.argv[3..], ["5", "--via", "socks5://p:1080", "-q"]);
+    }
+
+    /// Crafted scenario files that once panicked or gave a wrong bound: a packet count whose
+    /// length at a tiny rate overflows a `Duration`, and counts past `u32::MAX` (cut to their
+    /// low 32 bits, so the child was killed long before its end).
+    #[test]
+    fn huge_counts_give_a_long_bound_not_a_panic() {
+        let endless = secs("probe", r#""-n", "18446744073709551615", "--pps", "0.001""#);
+        assert!(endless > 1e18, "{endless}");
+        // 2^32 + 1 packets 1 ms apart: ~50 days, not 1 ms.
+        let long = secs(
+            "probe",
+            r#""-n", "4294967297", "--mode", "interval", "--interval", "1ms""#,
+        );
+        assert!(long > 4_294_967.0, "{long}");
+        let long = secs("ping", r#""-c", "4294967297", "-i", "1ms""#);
+        assert!(long > 4_294_967.0, "{long}");
+        let long = secs(
+            "probe",
+            r#""-n", "4294967297", "--ping-pong", "--loss-timeout", "1000000000s""#,
+        );
+        assert!(long > 4e18, "{long}");
     }
 }

@@ -95,6 +95,9 @@ impl Config {
         if self.timeout.is_zero() {
             return bad("--timeout must be positive");
         }
+        if self.hosts.len() > usize::from(u16::MAX) {
+            return bad("--host: at most 65535 virtual hosts");
+        }
         for h in &self.hosts {
             if HeaderValue::from_str(h).is_err() || h.is_empty() {
                 return bad(&format!("--host {h:?} is not a valid Host header value"));

@@ -50,7 +50,7 @@ pub(super) struct Ctx {
 
 impl Ctx {
     pub(super) fn ns(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.t0).as_nanos() as u64
+        u64::try_from(t.saturating_duration_since(self.t0).as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// The next request for this slot; in open loop, waits until the pacer releases it.
@@ -74,7 +74,16 @@ impl Ctx {
         }
     }
 
+    /// The encoded HTTP/1.1 request for `host`.
+    // SAFE: `host` comes from `host_for(k, hosts.len())`; `h1_reqs` has one request per host.
+    #[allow(clippy::indexing_slicing)]
+    fn h1_req(&self, host: usize) -> &[u8] {
+        &self.h1_reqs[host]
+    }
+
     /// The h2 request head for `host` (the body, if any, follows as one DATA frame).
+    // SAFE: `host` comes from `host_for(k, hosts.len())`, always below `hosts.len()`.
+    #[allow(clippy::indexing_slicing)]
     pub(super) fn build_h2(&self, host: usize) -> Request<()> {
         let mut req = Request::new(());
         *req.method_mut() = self.method.clone();
@@ -160,7 +169,7 @@ impl Ctx {
                 Ok(s) => (s, None),
             },
         };
-        let connect_ns = t.elapsed().as_nanos() as u64;
+        let connect_ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let Some((connector, name)) = &self.tls else {
             // A one-segment request on a fresh connection is one write that Nagle cannot
             // delay; skip the syscall. Keep-alive connections (a small write may still be
@@ -197,7 +206,7 @@ impl Ctx {
             }
             Ok(s) => s,
         };
-        let tls_ns = t.elapsed().as_nanos() as u64;
+        let tls_ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
         if self.h2 && tls.get_ref().1.alpn_protocol() != Some(crate::tls::ALPN_H2) {
             return Err(Failure(
                 "protocol",
@@ -233,7 +242,8 @@ impl Ctx {
             Err(Failure(kind, msg)) => (Outcome::Error(kind, msg.into()), 0, 0, 0),
         };
         shard.push(Record::Request(Event {
-            host: tk.host as u16,
+            // `validate` caps the hosts at `u16::MAX`.
+            host: u16::try_from(tk.host).unwrap_or(u16::MAX),
             outcome,
             intended_ns: tk.intended.map(|t| self.ns(t)),
             sent_ns: self.ns(sent),
@@ -255,7 +265,7 @@ impl Ctx {
     ) -> (Result<(u16, Instant, u64), Failure>, bool) {
         let work = async {
             let r = conn
-                .request(&self.h1_reqs[host], self.is_head)
+                .request(self.h1_req(host), self.is_head)
                 .await
                 .map_err(|e| Failure(e.kind(), e.to_string()))?;
             Ok((r.status, r.head, r.body, r.keep_alive))
@@ -304,7 +314,7 @@ impl Ctx {
             } else {
                 let mut conn = h1::Conn::with_buffer(io, std::mem::take(buf));
                 let r = conn
-                    .request(&self.h1_reqs[host], self.is_head)
+                    .request(self.h1_req(host), self.is_head)
                     .await
                     .map(|r| (r.status, r.head, r.body))
                     .map_err(|e| Failure(e.kind(), e.to_string()));

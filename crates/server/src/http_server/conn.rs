@@ -135,7 +135,7 @@ impl ConnState {
     }
 
     fn now_ms(&self) -> u64 {
-        self.start.elapsed().as_millis() as u64
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     fn moved(&self) {

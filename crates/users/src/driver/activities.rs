@@ -24,7 +24,10 @@ pub(super) async fn tcp_connect(
             s
         }
     };
-    ctx.col.connect(Proto::Tcp, t.elapsed().as_nanos() as u64);
+    ctx.col.connect(
+        Proto::Tcp,
+        u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX),
+    );
     let _ = s.set_nodelay(true);
     let mut s = s;
     let key = match &ctx.cfg.secret {
@@ -81,7 +84,10 @@ pub(super) async fn web_page(
         key.as_ref(),
     )
     .await?;
-    ctx.col.handshake(Proto::Tcp, hs.total.as_nanos() as u64);
+    ctx.col.handshake(
+        Proto::Tcp,
+        u64::try_from(hs.total.as_nanos()).unwrap_or(u64::MAX),
+    );
     ctx.col.bytes(
         Activity::Web,
         frame_len(plan.handshake_up) as u64,
@@ -106,11 +112,13 @@ pub(super) async fn web_page(
             Activity::Web,
             frame_len(up) as u64,
             frame_len(down) as u64,
-            x.total.as_nanos() as u64,
+            u64::try_from(x.total.as_nanos()).unwrap_or(u64::MAX),
         );
         if round == 0 {
-            ctx.col
-                .first_request(Proto::Tcp, t_connect.elapsed().as_nanos() as u64);
+            ctx.col.first_request(
+                Proto::Tcp,
+                u64::try_from(t_connect.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            );
         }
         if round + 1 < plan.rounds {
             let d = ch.pause(shape);
@@ -140,11 +148,23 @@ pub(super) async fn transfer(
     };
     let x = exchange(ctx, a, &mut r, &mut w, id, 0, up, down, chunk, key.as_ref()).await?;
     let (up, down) = (frame_len(up) as u64, frame_len(down) as u64);
-    ctx.col.request(a, up, down, x.total.as_nanos() as u64);
+    ctx.col.request(
+        a,
+        up,
+        down,
+        u64::try_from(x.total.as_nanos()).unwrap_or(u64::MAX),
+    );
+    ctx.col.first_request(
+        Proto::Tcp,
+        u64::try_from(t_connect.elapsed().as_nanos()).unwrap_or(u64::MAX),
+    );
     ctx.col
-        .first_request(Proto::Tcp, t_connect.elapsed().as_nanos() as u64);
-    ctx.col.ttfb(a, x.ttfb.as_nanos() as u64);
-    ctx.col.transfer(a, up.max(down), x.total.as_nanos() as u64);
+        .ttfb(a, u64::try_from(x.ttfb.as_nanos()).unwrap_or(u64::MAX));
+    ctx.col.transfer(
+        a,
+        up.max(down),
+        u64::try_from(x.total.as_nanos()).unwrap_or(u64::MAX),
+    );
     Ok(())
 }
 
@@ -170,7 +190,7 @@ pub(super) async fn quic_visit(ctx: &Arc<Ctx>, ch: &mut Chooser, id: u64) -> Res
         }
         Err(_) => return Err(Fail::timeout("handshake")),
     };
-    let hs = t.elapsed().as_nanos() as u64;
+    let hs = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
     ctx.col.connect(Proto::Quic, hs);
     ctx.col.handshake(Proto::Quic, hs);
     let _conn = ctx.col.conn_open(Proto::Quic);
@@ -181,10 +201,12 @@ pub(super) async fn quic_visit(ctx: &Arc<Ctx>, ch: &mut Chooser, id: u64) -> Res
             Activity::Quic,
             frame_len(up) as u64,
             frame_len(down) as u64,
-            x.as_nanos() as u64,
+            u64::try_from(x.as_nanos()).unwrap_or(u64::MAX),
         );
-        ctx.col
-            .first_request(Proto::Quic, t.elapsed().as_nanos() as u64);
+        ctx.col.first_request(
+            Proto::Quic,
+            u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        );
         let mut set = tokio::task::JoinSet::new();
         for i in 0..plan.resources {
             let (up, down) = ch.quic_resource(shape);
@@ -202,7 +224,7 @@ pub(super) async fn quic_visit(ctx: &Arc<Ctx>, ch: &mut Chooser, id: u64) -> Res
                     Activity::Quic,
                     frame_len(up) as u64,
                     frame_len(down) as u64,
-                    d.as_nanos() as u64,
+                    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
                 ),
                 Ok((Err(f), _, _)) => {
                     // Every failed stream counts; the visit fails once, with the first.

@@ -15,7 +15,7 @@ pub(super) fn fill() -> &'static [u8] {
 }
 
 pub(super) fn frame_len(n: u64) -> u32 {
-    n.clamp(HEADER_LEN as u64, MAX_FRAME_LEN as u64) as u32
+    u32::try_from(n.clamp(HEADER_LEN as u64, u64::from(MAX_FRAME_LEN))).unwrap_or(MAX_FRAME_LEN)
 }
 
 pub(super) fn request_header(
@@ -27,12 +27,15 @@ pub(super) fn request_header(
     down: u32,
 ) -> [u8; HEADER_LEN] {
     let mut hdr = [0u8; HEADER_LEN];
+    // SAFE: deliberate: the flow id is the user id's low 32 bits.
+    #[allow(clippy::cast_possible_truncation)]
+    let flow = id as u32;
     let h = Header {
         kind: Kind::Request,
         flags: 0,
         frame_len: up,
         reply_len: down,
-        flow: id as u32,
+        flow,
         status: 0,
         seq,
         send_ts: ctx.now_ns(),
@@ -64,6 +67,9 @@ thread_local! {
 
 /// Writes `hdr[*hdr_off..]` and then `body` payload bytes cut from the fill, at most `chunk`
 /// payload bytes per write call; header and first payload bytes go in one vectored write.
+// SAFE: `*hdr_off <= HEADER_LEN` (it grows by at most `HEADER_LEN - *hdr_off`) and
+// `n <= fill.len()`.
+#[allow(clippy::indexing_slicing)]
 pub(super) async fn write_frame<W: AsyncWrite + Unpin>(
     w: &mut W,
     hdr: &[u8; HEADER_LEN],
@@ -97,6 +103,9 @@ pub(super) async fn write_frame<W: AsyncWrite + Unpin>(
 
 /// Reads `n` bytes of the response (of `total`, `*got` read so far) into the per-thread
 /// scratch and drops them, keeping the first [`HEADER_LEN`] bytes in `head`.
+// SAFE: `want <= s.len()`; `*got < HEADER_LEN` and `k <= HEADER_LEN - *got` keep the `head`
+// range inside its array, and `k <= filled.len()`.
+#[allow(clippy::indexing_slicing)]
 pub(super) async fn read_discard<R: AsyncRead + Unpin>(
     r: &mut R,
     head: &mut [u8; HEADER_LEN],

@@ -12,6 +12,19 @@
 //! user's steps need live beside it: `fail` (error classes), `exchange` (the framed
 //! request/response codec over any byte stream), `activities` (web, transfers, QUIC) and
 //! `game` (UDP echo with the sequence window and jitter).
+// Parses replies from the network: no panic path outside tests (README, "No panic on input").
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )
+)]
 
 use std::io;
 use std::net::SocketAddr;
@@ -39,6 +52,19 @@ use crate::quic::{self, QuicTrust};
 mod activities;
 mod exchange;
 mod fail;
+// Not yet under the no-panic lints (audited separately).
+#[cfg_attr(
+    not(test),
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )
+)]
 mod game;
 
 use activities::*;
@@ -178,14 +204,15 @@ struct Ctx {
 
 impl Ctx {
     fn now_ns(&self) -> u64 {
-        self.t0.elapsed().as_nanos() as u64
+        u64::try_from(self.t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// Sleeps until `at` and records how late the wakeup was.
     async fn sleep_until(&self, at: Instant) {
         tokio::time::sleep_until(at.into()).await;
         let late = Instant::now().saturating_duration_since(at);
-        self.col.lateness(late.as_nanos() as u64);
+        self.col
+            .lateness(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
     }
 
     async fn io<T>(
@@ -350,9 +377,10 @@ async fn run_async(
     }
     let ran = ctx.t0.elapsed();
     // What the end cuts off, read before the users' futures (and their guards) are dropped.
-    let cut = ctx
-        .inflight
-        .cut(ctx.now_ns(), ctx.cfg.timeout.as_nanos() as u64);
+    let cut = ctx.inflight.cut(
+        ctx.now_ns(),
+        u64::try_from(ctx.cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
+    );
     for a in &cut.timed_out {
         ctx.col.error(*a, "timeout", || {
             format!(
@@ -455,7 +483,10 @@ fn spawn_user(ctx: &Arc<Ctx>, user: User, id: u64, mut stop: watch::Receiver<boo
 async fn user_life(ctx: &Arc<Ctx>, mut user: User, id: u64) {
     let mut active = None;
     let targets = &ctx.cfg.targets.stream;
-    let target = (!targets.is_empty()).then(|| targets[id as usize % targets.len()]);
+    let target = usize::try_from(id)
+        .ok()
+        .and_then(|i| targets.get(i.checked_rem(targets.len())?))
+        .copied();
     loop {
         match user.next(ctx.t0.elapsed(), &ctx.cfg.shape) {
             Step::WaitUntil(t) => ctx.sleep_until(ctx.t0 + t).await,

@@ -15,8 +15,6 @@ use super::{
 pub const COOKIE_TTL_NS: u64 = 10_000_000_000;
 /// How often the client repeats an unanswered Hello or Auth (UDP may lose them).
 pub const HS_RETRY_NS: u64 = 250_000_000;
-/// Bytes of the cookie's tag (after its 8-byte issue time).
-const COOKIE_TAG: usize = COOKIE_LEN - 8;
 
 /// What the server did with a handshake message (the reply is in the caller's buffer).
 #[derive(Debug)]
@@ -58,7 +56,8 @@ impl ServerAuth {
         let mut c = [0u8; COOKIE_LEN];
         c[..8].copy_from_slice(&issued.to_be_bytes());
         let t = self.cookie_tag(peer, nonce, issued).finalize().into_bytes();
-        c[8..].copy_from_slice(&t[..COOKIE_TAG]);
+        // The cookie's last COOKIE_LEN - 8 bytes: the front of the 32-byte HMAC.
+        c[8..].iter_mut().zip(t.iter()).for_each(|(c, b)| *c = *b);
         c
     }
 

@@ -148,8 +148,8 @@ pub struct Msg {
 impl Msg {
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, AuthError> {
         let have = out.len();
-        let out = out
-            .get_mut(..HS_LEN)
+        let out: &mut [u8; HS_LEN] = out
+            .first_chunk_mut()
             .ok_or(AuthError::Truncated { need: HS_LEN, have })?;
         out.fill(0);
         out[0..4].copy_from_slice(&HS_MAGIC);
@@ -163,12 +163,10 @@ impl Msg {
 
     /// Decodes exactly [`HS_LEN`] bytes (a UDP datagram of another length is not a message).
     pub fn decode(b: &[u8]) -> Result<Msg, AuthError> {
-        if b.len() < HS_LEN {
-            return Err(AuthError::Truncated {
-                need: HS_LEN,
-                have: b.len(),
-            });
-        }
+        let b: &[u8; HS_LEN] = b.first_chunk().ok_or(AuthError::Truncated {
+            need: HS_LEN,
+            have: b.len(),
+        })?;
         if b[0..4] != HS_MAGIC {
             return Err(AuthError::BadMagic);
         }
@@ -197,7 +195,7 @@ impl Msg {
 
 /// True when `buf` starts with the handshake magic.
 pub fn is_handshake(buf: &[u8]) -> bool {
-    buf.len() >= 4 && buf[0..4] == HS_MAGIC
+    buf.starts_with(&HS_MAGIC)
 }
 
 /// Direction of a frame: each has its own tag, so a reply cannot be reflected as a request.
@@ -226,7 +224,7 @@ impl SessionKey {
         SessionKey { mac: keyed(k) }
     }
 
-    fn tag(&self, dir: Dir, hdr: &[u8]) -> HmacSha256 {
+    fn tag(&self, dir: Dir, hdr: &[u8; HEADER_LEN]) -> HmacSha256 {
         let mut m = self.mac.clone();
         m.update(&[dir as u8]);
         m.update(&hdr[..TAGGED]);
@@ -235,24 +233,28 @@ impl SessionKey {
 
     /// Sets [`AUTH_FLAG`] and writes the tag into an encoded frame header (in place).
     pub fn seal(&self, dir: Dir, frame: &mut [u8]) -> Result<(), crate::WireError> {
-        if frame.len() < HEADER_LEN {
-            return Err(crate::WireError::Truncated {
+        let have = frame.len();
+        let frame: &mut [u8; HEADER_LEN] =
+            frame.first_chunk_mut().ok_or(crate::WireError::Truncated {
                 need: HEADER_LEN,
-                have: frame.len(),
-            });
-        }
+                have,
+            })?;
         let flags = u16::from_be_bytes([frame[6], frame[7]]) | AUTH_FLAG;
         frame[6..8].copy_from_slice(&flags.to_be_bytes());
         let t = self.tag(dir, frame).finalize().into_bytes();
-        frame[TAGGED..HEADER_LEN].copy_from_slice(&t[..TAG_LEN]);
+        // The 32-byte HMAC-SHA256 covers all TAG_LEN bytes of the tag field.
+        frame[TAGGED..HEADER_LEN]
+            .iter_mut()
+            .zip(t.iter())
+            .for_each(|(f, b)| *f = *b);
         Ok(())
     }
 
     /// Checks the flag and the tag of a frame header (constant-time compare).
     pub fn open(&self, dir: Dir, frame: &[u8]) -> Result<(), AuthError> {
-        if frame.len() < HEADER_LEN {
+        let Some(frame) = frame.first_chunk::<HEADER_LEN>() else {
             return Err(AuthError::NotAuthenticated);
-        }
+        };
         if !is_sealed(frame) {
             return Err(AuthError::NotAuthenticated);
         }
@@ -264,7 +266,7 @@ impl SessionKey {
 
 /// True when a frame header has [`AUTH_FLAG`] set.
 pub fn is_sealed(frame: &[u8]) -> bool {
-    frame.len() >= 8 && u16::from_be_bytes([frame[6], frame[7]]) & AUTH_FLAG != 0
+    matches!(frame, [_, _, _, _, _, _, a, b, ..] if u16::from_be_bytes([*a, *b]) & AUTH_FLAG != 0)
 }
 
 pub(crate) fn keyed(key: &[u8]) -> HmacSha256 {

@@ -23,7 +23,10 @@ pub struct ReplayWindow {
 }
 
 impl ReplayWindow {
+    #[allow(clippy::cast_possible_truncation, clippy::indexing_slicing)]
     fn bit(&mut self, seq: u64) -> (&mut u64, u64) {
+        // SAFE: `i < REPLAY_WINDOW = 64 * WORDS`, so the cast is lossless and `i / 64 < WORDS`
+        // indexes the fixed `[u64; WORDS]`.
         let i = (seq % REPLAY_WINDOW) as usize;
         (&mut self.bits[i / 64], 1u64 << (i % 64))
     }
@@ -164,7 +167,9 @@ impl Sessions {
     ) -> Result<&SessionKey, AuthError> {
         let e = self.map.get_mut(&peer).ok_or(AuthError::UnknownSession)?;
         e.key.open(Dir::ToServer, frame)?;
-        if !e.replay.accept(be64(&frame[24..32])) {
+        // `open` succeeded, so `frame` holds a whole header (sequence number at 24..32).
+        let seq = frame.get(24..32).map_or(0, be64);
+        if !e.replay.accept(seq) {
             return Err(AuthError::Replay);
         }
         e.last = now;
