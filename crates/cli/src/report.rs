@@ -50,7 +50,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
             let input = Input {
                 name: path.clone(),
                 path: path.clone(),
-                doc: serde_json::to_value(&doc)?,
+                doc: doc.clone(),
             };
             let t = compare::table(&[input], None, &BTreeMap::new()).map_err(|e| usage!("{e}"))?;
             compare::write_markdown(&mut out, &t)?;

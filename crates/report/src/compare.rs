@@ -17,14 +17,16 @@ pub mod runs;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use npt_stats::{Histogram, SerializedHistogram, Summary};
+use npt_stats::{Histogram, Summary};
+
+use crate::result::{AnyResult, Workload};
 use serde::Serialize;
 
 /// One result to compare: its name in the table, where it came from, and the document.
 pub struct Input {
     pub name: String,
     pub path: String,
-    pub doc: serde_json::Value,
+    pub doc: AnyResult,
 }
 
 /// One row of the table. Latency figures are `None` (JSON `null`) when the scenario produced no
@@ -123,64 +125,54 @@ pub enum CompareError {
 
 /// The user-felt latency of a result, by kind.
 fn headline(input: &Input) -> Result<Summary, CompareError> {
-    let d = &input.doc;
     let bad = |m: &str| CompareError::Doc(input.path.clone(), m.to_string());
-    let summary = |v: &serde_json::Value| -> Result<Summary, CompareError> {
-        serde_json::from_value(v.clone()).map_err(|e| bad(&format!("latency summary: {e}")))
-    };
-    match d["kind"].as_str().unwrap_or("") {
-        "probe" => summary(&d["summary"]["rtt_ms"]),
-        "http" => summary(&d["summary"]["latency_ms"]),
-        "run" => {
-            // Every protocol's request latency, added exactly.
+    Ok(match &input.doc.body {
+        Workload::Probe(b) => b.summary.rtt_ms,
+        Workload::Http(b) => b.summary.latency_ms,
+        Workload::Run(b) => {
+            // Every protocol's request latency, added exactly; an undecodable one is an error
+            // here (not an empty histogram), since the table would silently lose its samples.
             let mut h = Histogram::new();
-            let hists = d["histograms"]
-                .as_object()
-                .ok_or_else(|| bad("no histograms"))?;
-            for (k, v) in hists {
+            for (k, v) in &b.histograms {
                 if k.starts_with("proto.") && k.ends_with(".latency") {
-                    let s: SerializedHistogram =
-                        serde_json::from_value(v.clone()).map_err(|e| bad(&format!("{k}: {e}")))?;
-                    h += &Histogram::from_serialized(&s).map_err(|e| bad(&e.to_string()))?;
+                    h += &Histogram::from_serialized(v).map_err(|e| bad(&format!("{k}: {e}")))?;
                 }
             }
-            Ok(h.summary())
+            h.summary()
         }
-        "ping" => {
-            let s = &d["summary"];
-            let f = |k: &str| s[k].as_f64().unwrap_or(0.0);
-            Ok(Summary {
-                count: s["received"].as_u64().unwrap_or(0),
-                min: f("min_ms"),
-                mean: f("avg_ms"),
-                stddev: f("stddev_ms"),
-                p50: f("p50_ms"),
-                p90: f("p90_ms"),
-                p95: f("p95_ms"),
-                p99: f("p99_ms"),
-                p999: f("max_ms"),
-                p9999: f("max_ms"),
-                max: f("max_ms"),
-            })
+        Workload::Ping(b) => {
+            let s = &b.summary;
+            Summary {
+                count: s.received,
+                min: s.min_ms,
+                mean: s.avg_ms,
+                stddev: s.stddev_ms,
+                p50: s.p50_ms,
+                p90: s.p90_ms,
+                p95: s.p95_ms,
+                p99: s.p99_ms,
+                p999: s.max_ms,
+                p9999: s.max_ms,
+                max: s.max_ms,
+            }
         }
-        other => Err(bad(&format!("kind {other:?} cannot be compared"))),
+    })
+}
+
+/// What a result measured: the probe's or ping's target, http's URL, run's first target.
+fn target(d: &AnyResult) -> String {
+    match &d.body {
+        Workload::Probe(b) => b.summary.target.clone(),
+        Workload::Http(b) if b.summary.target.is_empty() => b.summary.url.clone(),
+        Workload::Http(b) => b.summary.target.clone(),
+        Workload::Run(b) => b.summary.targets.first().cloned().unwrap_or_default(),
+        Workload::Ping(b) => b.target.clone(),
     }
 }
 
-fn target(d: &serde_json::Value) -> String {
-    let s = &d["summary"];
-    s["target"]
-        .as_str()
-        .or(s["url"].as_str())
-        .or(d["target"].as_str())
-        .or(s["targets"][0].as_str())
-        .unwrap_or("")
-        .to_string()
-}
-
 /// The workload settings that make two results comparable (the target left out).
-fn workload(d: &serde_json::Value) -> serde_json::Value {
-    let mut c = d["config"].clone();
+fn workload(d: &AnyResult) -> serde_json::Value {
+    let mut c = d.config.clone();
     if let Some(o) = c.as_object_mut() {
         for k in ["target", "targets", "url", "addr", "segment", "seed", "via"] {
             o.remove(k);
@@ -232,17 +224,20 @@ pub fn table(
     for i in inputs {
         let s = headline(i)?;
         let d = &i.doc;
-        let probe = d["kind"] == "probe";
+        let probe = match &d.body {
+            Workload::Probe(b) => Some(&b.summary),
+            _ => None,
+        };
         rows.push(
             Row {
                 name: i.name.clone(),
-                kind: d["kind"].as_str().unwrap_or("").to_string(),
+                kind: d.body.kind().to_string(),
                 target: target(d),
-                via: d["config"]["via"].as_str().map(str::to_string),
+                via: d.config["via"].as_str().map(str::to_string),
                 theoretical_ms: theoretical.get(&i.name).copied(),
-                errors: d["errors"]["total_errors"].as_u64().unwrap_or(0),
-                loss_pct: probe.then(|| d["summary"]["loss_pct"].as_f64().unwrap_or(0.0)),
-                jitter_ms: probe.then(|| d["summary"]["jitter_ms"].as_f64().unwrap_or(0.0)),
+                errors: d.body.errors().total_errors,
+                loss_pct: probe.map(|p| p.loss_pct),
+                jitter_ms: probe.map(|p| p.jitter_ms),
                 runs: 1,
                 result: i.path.clone(),
                 results: vec![i.path.clone()],
@@ -455,20 +450,18 @@ mod tests {
     use super::*;
 
     fn probe(name: &str, samples: &[u64], loss: f64) -> Input {
-        let mut h = Histogram::new();
-        for &s in samples {
-            h.record(s);
+        let mut d = crate::page::test_probe(samples.iter().copied(), &[]);
+        let rtt = d.body.headline().summary();
+        d.config = serde_json::json!({"pacing": "rate", "target": name});
+        if let Workload::Probe(b) = &mut d.body {
+            b.summary.target = name.into();
+            (b.summary.rtt_ms, b.summary.loss_pct, b.summary.jitter_ms) = (rtt, loss, 0.5);
+            b.errors.total_errors = 2;
         }
         Input {
             name: name.into(),
             path: format!("{name}.json"),
-            doc: serde_json::json!({
-                "kind": "probe",
-                "config": {"pacing": "rate", "target": name},
-                "summary": {"target": name, "rtt_ms": h.summary(), "loss_pct": loss,
-                            "jitter_ms": 0.5},
-                "errors": {"total_errors": 2},
-            }),
+            doc: d,
         }
     }
 
@@ -505,7 +498,7 @@ mod tests {
         let theo = BTreeMap::from([("x".to_string(), 1.0)]);
         assert!(table(&inputs, None, &theo).is_err());
         let mut other = probe("b", &[MS], 0.0);
-        other.doc["config"]["pacing"] = "relay".into();
+        other.doc.config["pacing"] = "relay".into();
         let t = table(&[probe("a", &[MS], 0.0), other], None, &BTreeMap::new()).unwrap();
         assert!(
             t.notes[0].contains("different workload settings"),

@@ -225,7 +225,7 @@ fn a_compare_page_draws_every_scenario_in_headless_chromium() {
                 .map(|(i, doc)| Input {
                     name: name.to_string(),
                     path: format!("r{i}-{name}.json"),
-                    doc: serde_json::to_value(doc).unwrap(),
+                    doc: doc.clone(),
                 })
                 .collect(),
             ..ScenarioRuns::default()

@@ -49,9 +49,8 @@ pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<AnyResult>>)> {
         let doc: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| usage!("{path}: not a result document: {e}"))?;
         // Read as the one result model: an older schema's file is converted to this one.
-        let typed = npt_report::result::from_value(&path, doc).map_err(|e| usage!("{e}"))?;
-        let doc = serde_json::to_value(&typed)?;
-        docs.push(vec![typed]);
+        let doc = npt_report::result::from_value(&path, doc).map_err(|e| usage!("{e}"))?;
+        docs.push(vec![doc.clone()]);
         inputs.push(Input { name, path, doc });
     }
     let mut theoretical = BTreeMap::new();

@@ -134,18 +134,15 @@ fn last_line(log: &Path) -> String {
     line.trim().chars().take(300).collect()
 }
 
-/// Reads a result document a child wrote.
-/// The result a run wrote, as written and as the one result model.
-fn read_result(path: &Path) -> Result<(serde_json::Value, AnyResult), String> {
+/// The result a run wrote, as the one result model (this npt wrote it: the current schema).
+fn read_result(path: &Path) -> Result<AnyResult, String> {
     let text = std::fs::read_to_string(path).map_err(|_| "no result written".to_string())?;
     let doc: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("result is not JSON: {e}"))?;
     if doc["schema"] != npt_report::SCHEMA {
         return Err(format!("result has schema {}", doc["schema"]));
     }
-    let typed = npt_report::result::from_value(&path.display().to_string(), doc.clone())
-        .map_err(|e| e.to_string())?;
-    Ok((doc, typed))
+    npt_report::result::from_value(&path.display().to_string(), doc).map_err(|e| e.to_string())
 }
 
 /// The error kinds of a result, with one example each: " (refused 10: e.g. connect: …)".
@@ -244,13 +241,10 @@ fn ping_hop(
     match run_child(cmd, &log, limit, &opts.cancel) {
         Err(e) => hop.error = Some(format!("cannot start npt ping: {e}")),
         Ok(ended) => match read_result(&result) {
-            Ok((
-                _,
-                AnyResult {
-                    body: Workload::Ping(b),
-                    ..
-                },
-            )) if b.summary.received > 0 => {
+            Ok(AnyResult {
+                body: Workload::Ping(b),
+                ..
+            }) if b.summary.received > 0 => {
                 hop.avg_ms = Some(b.summary.avg_ms);
             }
             Ok(_) => hop.error = Some(format!("no answer: {}", last_line(&log))),
@@ -341,7 +335,7 @@ pub fn run_scenarios(
                     match read_result(&result) {
                         // A result without a single latency sample (nothing answered) has
                         // no figures to show: the run failed.
-                        Ok((doc, typed)) if finished && typed.body.headline().count() > 0 => {
+                        Ok(doc) if finished && doc.body.headline().count() > 0 => {
                             acc[i].results.push(Input {
                                 name: s.name.clone(),
                                 path: result.display().to_string(),
@@ -360,7 +354,7 @@ pub fn run_scenarios(
                         }
                         res => {
                             let mut m = describe(&ended, plans[i].timeout, &log);
-                            if let Ok((_, typed)) = res {
+                            if let Ok(typed) = res {
                                 m += &first_errors(&typed.body.errors().by_kind);
                             }
                             acc[i].failures.push(format!("run {r}: {m}"));

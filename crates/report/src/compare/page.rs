@@ -267,7 +267,7 @@ mod tests {
                 .map(|d| Input {
                     name: name.into(),
                     path: format!("{name}.json"),
-                    doc: serde_json::to_value(d).unwrap(),
+                    doc: d.clone(),
                 })
                 .collect(),
             ..ScenarioRuns::default()

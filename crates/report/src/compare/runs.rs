@@ -10,6 +10,8 @@
 
 use npt_stats::{Histogram, Summary};
 
+use crate::result::Workload;
+
 use super::{headline, overheads, target, Hop, Input, Range, Row, Spread, Table};
 
 /// What running one scenario produced, over all of its runs.
@@ -50,14 +52,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// The user-felt latency of all runs together, and how it was combined.
 fn combine(per_run: &[Summary], results: &[Input]) -> (Summary, &'static str) {
-    let hists: Vec<Histogram> = results
-        .iter()
-        .map(|i| {
-            crate::result::from_value(&i.path, i.doc.clone())
-                .map(|r| r.body.headline())
-                .unwrap_or_default()
-        })
-        .collect();
+    let hists: Vec<Histogram> = results.iter().map(|i| i.doc.body.headline()).collect();
     // A histogram is usable when it holds exactly the samples the run's summary counts.
     let exact = hists
         .iter()
@@ -134,31 +129,31 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
             row.target = target(&first.doc);
         }
     }
-    let docs = || s.results.iter().map(|i| &i.doc);
-    row.errors = docs()
-        .map(|d| d["errors"]["total_errors"].as_u64().unwrap_or(0))
+    row.errors = s
+        .results
+        .iter()
+        .map(|i| i.doc.body.errors().total_errors)
         .sum();
+    let probes: Vec<&crate::probe::ProbeSummary> = s
+        .results
+        .iter()
+        .filter_map(|i| match &i.doc.body {
+            Workload::Probe(b) => Some(&b.summary),
+            _ => None,
+        })
+        .collect();
     if s.kind == "probe" {
         // Loss over all packets sent in every run; jitter as the median of the runs'.
-        let sent: u64 = docs()
-            .map(|d| d["summary"]["sent"].as_u64().unwrap_or(0))
-            .sum();
-        let lost: u64 = docs()
-            .map(|d| d["summary"]["lost"].as_u64().unwrap_or(0))
-            .sum();
+        let sent: u64 = probes.iter().map(|p| p.sent).sum();
+        let lost: u64 = probes.iter().map(|p| p.lost).sum();
         row.loss_pct = Some(if sent > 0 {
             lost as f64 * 100.0 / sent as f64
         } else {
             0.0
         });
-        row.jitter_ms = Some(median(
-            docs()
-                .map(|d| d["summary"]["jitter_ms"].as_f64().unwrap_or(0.0))
-                .collect(),
-        ));
-        let of =
-            |key: &str| -> Vec<f64> { docs().filter_map(|d| d["summary"][key].as_f64()).collect() };
-        let (first, total) = (of("first_packet_ms"), of("total_ms"));
+        row.jitter_ms = Some(median(probes.iter().map(|p| p.jitter_ms).collect()));
+        let first: Vec<f64> = probes.iter().filter_map(|p| p.first_packet_ms).collect();
+        let total: Vec<f64> = probes.iter().filter_map(|p| p.total_ms).collect();
         if !first.is_empty() && !total.is_empty() {
             row.first_packet_ms = Some(median(first));
             row.total_ms = Some(median(total));
@@ -227,7 +222,7 @@ mod tests {
         Input {
             name: String::new(),
             path: path.into(),
-            doc: serde_json::to_value(&d).unwrap(),
+            doc: d,
         }
     }
 
@@ -286,7 +281,9 @@ mod tests {
             probe_run("c", &[20 * MS], 1, 0),
         ];
         for r in &mut runs {
-            r.doc["histograms"] = serde_json::json!({});
+            if let Workload::Probe(b) = &mut r.doc.body {
+                b.histograms.clear();
+            }
         }
         let s = ScenarioRuns {
             name: "x".into(),
