@@ -1,6 +1,7 @@
 //! What a driver that hands results on in batches sees (`npt run`'s game): each reply's
 //! [`Arrival`], [`Progress`] takes that add up to the totals, `Tick` pacing under a driver that
-//! wakes late, and `--token` sealing — on the virtual clock and fake link of `session_tests`.
+//! wakes late, `--token` sealing, and the same counts without per-session histograms — on the
+//! virtual clock and fake link of `session_tests`.
 
 use std::cmp::Reverse;
 
@@ -256,4 +257,48 @@ fn token_sealed_frames_and_forged_replies() {
     s.abort(7 * MS, StopReason::Abort);
     assert_eq!(s.handle_arrival(8 * MS, &good), Arrival::Ignored);
     assert_eq!(s.totals().stale, 1);
+}
+
+#[test]
+fn without_histograms_every_count_is_the_same() {
+    let go = |keep: bool| {
+        let mut s = Session::new(tick_cfg(Pacing::Tick { every: 10 * MS }));
+        s.keep_histograms(keep);
+        let mut link = FakeLink::new(20 * MS, fate);
+        let seen = drive(&mut s, &mut link, 16, MS);
+        (s.into_totals(), seen)
+    };
+    let (with, a) = go(true);
+    let (without, b) = go(false);
+    let counts = |t: &Totals| {
+        (
+            (
+                t.sent,
+                t.received,
+                t.lost,
+                t.late,
+                t.duplicated,
+                t.reordered,
+            ),
+            (t.bytes_up, t.bytes_down, t.jitter, t.first_rtt),
+        )
+    };
+    assert_eq!(counts(&with), counts(&without));
+    assert_eq!((&a.takes, &a.rtts), (&b.takes, &b.rtts));
+    assert_eq!(with.rtt.count(), with.received);
+    assert!(with.ipdv.count() > 0 && with.send_lateness.count() > 0);
+    for h in [&without.rtt, &without.ipdv, &without.send_lateness] {
+        assert!(h.is_empty());
+    }
+    let iv = |s: &Seen| {
+        s.intervals
+            .iter()
+            .map(|i| (i.sent, i.received, i.lost, i.rtt.count()))
+            .collect::<Vec<_>>()
+    };
+    let (ia, ib) = (iv(&a), iv(&b));
+    assert_eq!(ia.len(), ib.len());
+    for (x, y) in ia.iter().zip(&ib) {
+        assert_eq!((x.0, x.1, x.2, x.3, y.3), (y.0, y.1, y.2, x.1, 0));
+    }
 }

@@ -17,6 +17,7 @@
 //!
 //! The configuration and the records the session hands back are plain data, in `types`.
 
+mod intervals;
 mod types;
 
 use std::collections::VecDeque;
@@ -51,6 +52,8 @@ pub struct Session {
     lost_tags: Vec<u32>,
     /// The counts (and jitter samples) at the last [`take_progress`](Session::take_progress).
     taken: Progress,
+    /// See [`keep_histograms`](Session::keep_histograms).
+    histograms: bool,
 }
 
 impl Session {
@@ -70,6 +73,7 @@ impl Session {
             scratch: Vec::new(),
             lost_tags: Vec::new(),
             taken: Progress::default(),
+            histograms: true,
             cfg,
         };
         s.open.push_back(s.new_interval(0));
@@ -81,49 +85,18 @@ impl Session {
         self.cfg.auth = Some(key);
     }
 
+    /// Whether the session keeps its per-flow histograms (RTT, corrected RTT, IPDV, send
+    /// lateness, each interval's RTT); on by default. Off for a driver that hands each RTT on
+    /// itself ([`handle_arrival`](Session::handle_arrival)) and runs thousands of sessions at
+    /// once, as `npt run`'s game does into the run's shared histograms: an empty histogram
+    /// costs nothing, a filled one up to a few hundred KiB. Counts, jitter, the intervals'
+    /// counts and [`take_progress`](Session::take_progress) are the same either way.
+    pub fn keep_histograms(&mut self, keep: bool) {
+        self.histograms = keep;
+    }
+
     pub fn config(&self) -> &SessionConfig {
         &self.cfg
-    }
-
-    fn new_interval(&self, index: u32) -> Interval {
-        let start = match self.cfg.stage {
-            Stage::Time(ns) => self.cfg.start + index as u64 * ns,
-            Stage::Packets(_) => self.totals.last_send.unwrap_or(self.cfg.start),
-        };
-        Interval {
-            index,
-            start,
-            end: start,
-            flows: 1,
-            ..Interval::default()
-        }
-    }
-
-    /// Index of the interval a send at `now` belongs to.
-    fn send_interval(&self, now: u64) -> u32 {
-        match self.cfg.stage {
-            Stage::Time(ns) => (now.saturating_sub(self.cfg.start) / ns.max(1)) as u32,
-            Stage::Packets(p) => (self.totals.sent / p.max(1)) as u32,
-        }
-    }
-
-    /// The newest open interval: the home of late and duplicate arrivals. None once the
-    /// session is done (every interval has been handed out).
-    fn newest_mut(&mut self) -> Option<&mut Interval> {
-        self.open.back_mut()
-    }
-
-    fn interval_mut(&mut self, index: u32) -> Option<&mut Interval> {
-        let i = index.checked_sub(self.first_open)? as usize;
-        self.open.get_mut(i)
-    }
-
-    fn ensure_open(&mut self, index: u32) {
-        while self.first_open + (self.open.len() as u32) <= index {
-            let next = self.first_open + self.open.len() as u32;
-            let iv = self.new_interval(next);
-            self.open.push_back(iv);
-        }
     }
 
     pub fn is_done(&self) -> bool {
@@ -259,7 +232,9 @@ impl Session {
         t.first_send.get_or_insert(now);
         t.last_send = Some(now);
         let late_by = now - due;
-        t.send_lateness.record(late_by);
+        if self.histograms {
+            t.send_lateness.record(late_by);
+        }
         if late_by > self.cfg.behind_threshold {
             t.behind_schedule += 1;
         }
@@ -350,9 +325,12 @@ impl Session {
                 let t = &mut self.totals;
                 t.received += 1;
                 t.bytes_down += arrival;
-                t.rtt.record(rtt);
-                if self.cfg.pacing.is_open_loop() {
-                    t.rtt_corrected.record(now.saturating_sub(slot.intended));
+                let hist = self.histograms;
+                if hist {
+                    t.rtt.record(rtt);
+                    if self.cfg.pacing.is_open_loop() {
+                        t.rtt_corrected.record(now.saturating_sub(slot.intended));
+                    }
                 }
                 t.first_reply.get_or_insert(now);
                 t.first_rtt.get_or_insert(rtt);
@@ -360,15 +338,17 @@ impl Session {
                 if reordered {
                     t.reordered += 1;
                 }
-                let sampled = self
-                    .jitter
-                    .record(rtt)
-                    .inspect(|&d| self.totals.ipdv.record(d));
+                let sampled = self.jitter.record(rtt);
+                if let (Some(d), true) = (sampled, hist) {
+                    self.totals.ipdv.record(d);
+                }
                 let j = self.jitter.value_ns();
                 if let Some(iv) = self.interval_mut(slot.tag) {
                     iv.received += 1;
                     iv.bytes_down += arrival;
-                    iv.rtt.record(rtt);
+                    if hist {
+                        iv.rtt.record(rtt);
+                    }
                     let n = iv.jitter.samples() + u64::from(sampled.is_some());
                     iv.jitter = JitterMean::from_value(j, n);
                     if reordered {
@@ -468,51 +448,7 @@ impl Session {
     fn finish_all(&mut self, _now: u64) {
         self.state = State::Done;
         self.totals.jitter = JitterMean::of(&self.jitter);
-        // Trailing intervals in which nothing happened (the drain) are not worth a record.
-        while matches!(self.open.back(), Some(iv) if self.open.len() > 1
-            && iv.sent + iv.received + iv.late + iv.duplicated == 0)
-        {
-            self.open.pop_back();
-        }
-        while let Some(mut iv) = self.open.pop_front() {
-            self.first_open += 1;
-            if let Stage::Time(ns) = self.cfg.stage {
-                iv.end = (iv.start + ns).min(iv.end.max(self.totals.last_send.unwrap_or(iv.start)));
-            }
-            self.done_intervals.push_back(iv);
-        }
-    }
-
-    fn interval_end(&self, iv: &Interval) -> u64 {
-        match self.cfg.stage {
-            Stage::Time(ns) => iv.start + ns,
-            Stage::Packets(_) => iv.end,
-        }
-    }
-
-    /// Closes intervals whose every packet is resolved: a newer interval exists (so sending
-    /// in it is over) and the loss timeout after its end has passed. The newest interval stays
-    /// open until the session is done, as the home of late and duplicate arrivals.
-    fn close_intervals(&mut self, now: u64) {
-        if self.state == State::Sending {
-            let current = self.send_interval(now);
-            self.ensure_open(current);
-        }
-        while self.open.len() > 1 {
-            let ended = self.interval_end(&self.open[0]);
-            if now < ended.saturating_add(self.cfg.loss_timeout) {
-                break;
-            }
-            let mut iv = self.open.pop_front().expect("len > 1");
-            iv.end = ended;
-            self.first_open += 1;
-            self.done_intervals.push_back(iv);
-        }
-    }
-
-    /// A finished interval, once all its packets are resolved.
-    pub fn poll_interval(&mut self) -> Option<Interval> {
-        self.done_intervals.pop_front()
+        self.close_all_intervals();
     }
 
     /// When the driver should call [`handle_timeout`](Session::handle_timeout) or
