@@ -42,24 +42,38 @@ pub enum StatsError {
 const INITIAL_HIGHEST_NS: u64 = 16_384;
 
 /// A latency histogram in nanoseconds. Mergeable with `+=`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Histogram {
-    h: hdrhistogram::Histogram<u64>,
+    /// Allocated at the first value: a histogram nothing was recorded into costs nothing,
+    /// which matters where thousands exist at once and most stay empty (a probe session per
+    /// `npt run` game user, whose RTTs go to the run's shared histograms instead).
+    h: Option<hdrhistogram::Histogram<u64>>,
     clamped: u64,
 }
 
-impl Default for Histogram {
-    fn default() -> Self {
-        let mut h = hdrhistogram::Histogram::new_with_bounds(LOWEST_NS, INITIAL_HIGHEST_NS, SIGFIG)
-            .expect("constant bounds are valid");
-        h.auto(true);
-        Histogram { h, clamped: 0 }
-    }
+fn empty_hdr() -> hdrhistogram::Histogram<u64> {
+    let mut h = hdrhistogram::Histogram::new_with_bounds(LOWEST_NS, INITIAL_HIGHEST_NS, SIGFIG)
+        .expect("constant bounds are valid");
+    h.auto(true);
+    h
 }
 
 impl Histogram {
     pub fn new() -> Histogram {
         Histogram::default()
+    }
+
+    /// The recorded values; one shared empty histogram while nothing was recorded.
+    fn get(&self) -> &hdrhistogram::Histogram<u64> {
+        static EMPTY: std::sync::OnceLock<hdrhistogram::Histogram<u64>> =
+            std::sync::OnceLock::new();
+        self.h
+            .as_ref()
+            .unwrap_or_else(|| EMPTY.get_or_init(empty_hdr))
+    }
+
+    fn get_mut(&mut self) -> &mut hdrhistogram::Histogram<u64> {
+        self.h.get_or_insert_with(empty_hdr)
     }
 
     /// Records one latency of `ns` nanoseconds.
@@ -77,15 +91,15 @@ impl Histogram {
             ns
         };
         // Cannot fail: the histogram grows (auto-resize) up to v <= HIGHEST_NS.
-        let _ = self.h.record_n(v, n);
+        let _ = self.get_mut().record_n(v, n);
     }
 
     pub fn count(&self) -> u64 {
-        self.h.len()
+        self.get().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.h.is_empty()
+        self.get().is_empty()
     }
 
     /// Values above one hour that were recorded as one hour.
@@ -95,19 +109,19 @@ impl Histogram {
 
     /// The value at quantile `q` (0..=1) in ns.
     pub fn quantile_ns(&self, q: f64) -> u64 {
-        self.h.value_at_quantile(q)
+        self.get().value_at_quantile(q)
     }
 
     pub fn max_ns(&self) -> u64 {
-        self.h.max()
+        self.get().max()
     }
 
     pub fn min_ns(&self) -> u64 {
-        self.h.min()
+        self.get().min()
     }
 
     pub fn mean_ns(&self) -> f64 {
-        self.h.mean()
+        self.get().mean()
     }
 
     /// Counts per bucket for explicit upper bounds `bounds_ns` (ascending, inclusive), plus
@@ -116,10 +130,10 @@ impl Histogram {
     /// scrape.
     pub fn bucket_counts(&self, bounds_ns: &[u64]) -> Vec<u64> {
         let mut out = vec![0u64; bounds_ns.len() + 1];
-        for v in self.h.iter_recorded() {
+        for v in self.get().iter_recorded() {
             // A recorded value stands for its whole HDR bucket; its highest equivalent value
             // is what "at most `le`" compares (3 significant digits).
-            let value = self.h.highest_equivalent(v.value_iterated_to());
+            let value = self.get().highest_equivalent(v.value_iterated_to());
             let i = bounds_ns.partition_point(|&b| b < value);
             out[i] += v.count_at_value();
         }
@@ -127,28 +141,30 @@ impl Histogram {
     }
 
     pub fn reset(&mut self) {
-        self.h.reset();
+        if let Some(h) = &mut self.h {
+            h.reset();
+        }
         self.clamped = 0;
     }
 
     /// min, mean, stddev and percentiles in milliseconds.
     pub fn summary(&self) -> Summary {
-        if self.h.is_empty() {
+        if self.get().is_empty() {
             return Summary::default();
         }
         let ms = |ns: u64| ns as f64 / 1e6;
         Summary {
-            count: self.h.len(),
-            min: ms(self.h.min()),
-            mean: self.h.mean() / 1e6,
-            stddev: self.h.stdev() / 1e6,
-            p50: ms(self.h.value_at_quantile(0.50)),
-            p90: ms(self.h.value_at_quantile(0.90)),
-            p95: ms(self.h.value_at_quantile(0.95)),
-            p99: ms(self.h.value_at_quantile(0.99)),
-            p999: ms(self.h.value_at_quantile(0.999)),
-            p9999: ms(self.h.value_at_quantile(0.9999)),
-            max: ms(self.h.max()),
+            count: self.get().len(),
+            min: ms(self.get().min()),
+            mean: self.get().mean() / 1e6,
+            stddev: self.get().stdev() / 1e6,
+            p50: ms(self.get().value_at_quantile(0.50)),
+            p90: ms(self.get().value_at_quantile(0.90)),
+            p95: ms(self.get().value_at_quantile(0.95)),
+            p99: ms(self.get().value_at_quantile(0.99)),
+            p999: ms(self.get().value_at_quantile(0.999)),
+            p9999: ms(self.get().value_at_quantile(0.9999)),
+            max: ms(self.get().max()),
         }
     }
 
@@ -156,7 +172,7 @@ impl Histogram {
     pub fn to_serialized(&self) -> SerializedHistogram {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new()
-            .serialize(&self.h, &mut bytes)
+            .serialize(self.get(), &mut bytes)
             .expect("serializing into a Vec cannot fail");
         SerializedHistogram {
             encoding: ENCODING.to_string(),
@@ -175,7 +191,7 @@ impl Histogram {
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| StatsError::Decode(format!("{e:?}")))?;
         let mut out = Histogram::default();
-        out.h
+        out.get_mut()
             .add(&decoded)
             .map_err(|e| StatsError::Decode(format!("{e:?}")))?;
         out.clamped = s.clamped;
@@ -187,7 +203,9 @@ impl AddAssign<&Histogram> for Histogram {
     fn add_assign(&mut self, rhs: &Histogram) {
         // Same lowest value and precision on both sides, and self grows to rhs's range, so
         // adding cannot fail.
-        let _ = self.h.add(&rhs.h);
+        if let Some(r) = &rhs.h {
+            let _ = self.get_mut().add(r);
+        }
         self.clamped += rhs.clamped;
     }
 }

@@ -11,6 +11,10 @@
 //!   that, each reply releases one new packet, so about `warmup` packets stay in flight and the
 //!   rate settles at what the path sustains. A lost packet releases nothing (as in the seed):
 //!   under heavy loss the rate decays towards zero, which is itself the finding.
+//! - `Tick`: a game's fixed tick. Packet *k* is due `every` after packet *k − 1* was due (no
+//!   drift from late wake-ups, unlike `Interval`), but a sender that fell more than a tick
+//!   behind skips the missed ticks and restarts the schedule from the late send instead of
+//!   bursting the backlog (unlike `Rate`): a game client does not replay missed frames.
 
 /// A schedule's parameters. Times in ns.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -18,6 +22,7 @@ pub enum Pacing {
     Interval { every: u64 },
     Rate { pps: f64 },
     Relay { warmup: u64, every: u64 },
+    Tick { every: u64 },
 }
 
 impl Pacing {
@@ -31,6 +36,7 @@ impl Pacing {
             Pacing::Interval { .. } => "interval",
             Pacing::Rate { .. } => "rate",
             Pacing::Relay { .. } => "relay",
+            Pacing::Tick { .. } => "tick",
         }
     }
 }
@@ -44,6 +50,8 @@ pub struct Pacer {
     warm_sent: u64,
     credits: u64,
     credit_since: u64,
+    /// `Tick`: when the next tick is due.
+    tick_due: u64,
 }
 
 impl Pacer {
@@ -56,6 +64,7 @@ impl Pacer {
             warm_sent: 0,
             credits: 0,
             credit_since: 0,
+            tick_due: start,
         }
     }
 
@@ -76,6 +85,7 @@ impl Pacer {
                 self.start
                     .saturating_add((self.sent as f64 * 1e9 / pps) as u64),
             ),
+            Pacing::Tick { .. } => Some(self.tick_due),
             Pacing::Relay { .. } => {
                 let warm = self.warm_due();
                 let credit = (self.credits > 0).then_some(self.credit_since);
@@ -100,6 +110,15 @@ impl Pacer {
     pub fn on_sent(&mut self, due: u64, actual: u64) {
         self.sent += 1;
         self.last_actual = Some(actual);
+        if let Pacing::Tick { every } = self.pacing {
+            let next = due.saturating_add(every);
+            // More than a tick behind: skip the missed ticks rather than burst them.
+            self.tick_due = if next.saturating_add(every) < actual {
+                actual
+            } else {
+                next
+            };
+        }
         if let Pacing::Relay { .. } = self.pacing {
             let use_credit = self.credits > 0
                 && match self.warm_due() {
@@ -210,5 +229,26 @@ mod tests {
             Some(10 * MS),
             "warm-up continues on its own schedule"
         );
+    }
+
+    #[test]
+    fn tick_keeps_its_schedule_and_skips_rather_than_bursts() {
+        let mut p = Pacer::new(Pacing::Tick { every: 10 * MS }, 0);
+        assert!(!Pacing::Tick { every: 1 }.is_open_loop());
+        assert_eq!(p.next_due(), Some(0));
+        // Woken 3 ms late: the next tick is still on the grid (not 13 ms as `Interval`).
+        p.on_sent(0, 3 * MS);
+        assert_eq!(p.next_due(), Some(10 * MS));
+        // Up to one tick behind, the schedule catches up by one tick.
+        p.on_sent(10 * MS, 29 * MS);
+        assert_eq!(p.next_due(), Some(20 * MS));
+        p.on_sent(20 * MS, 29 * MS);
+        assert_eq!(p.next_due(), Some(30 * MS));
+        // A 55 ms stall: ticks 40 and 50 are skipped, the schedule restarts at the late send.
+        p.on_sent(30 * MS, 85 * MS);
+        assert_eq!(p.next_due(), Some(85 * MS));
+        p.on_sent(85 * MS, 85 * MS);
+        assert_eq!(p.next_due(), Some(95 * MS));
+        assert_eq!(p.sent(), 5);
     }
 }

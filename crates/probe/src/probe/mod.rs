@@ -9,6 +9,8 @@ pub mod auth;
 pub mod driver;
 pub mod runner;
 #[cfg(test)]
+mod session_progress_tests;
+#[cfg(test)]
 mod session_tests;
 pub mod stream;
 pub mod xml;

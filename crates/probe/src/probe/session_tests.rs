@@ -9,26 +9,26 @@ use npt_wire::{Fill, Pacing};
 
 use super::session::*;
 
-const MS: u64 = 1_000_000;
+pub(super) const MS: u64 = 1_000_000;
 
 /// What the fake link does to the packet with a given sequence number.
 #[derive(Clone, Copy, Default)]
-struct Fate {
-    drop: bool,
-    copies: u32,
-    extra_delay: u64,
-    corrupt: bool,
+pub(super) struct Fate {
+    pub(super) drop: bool,
+    pub(super) copies: u32,
+    pub(super) extra_delay: u64,
+    pub(super) corrupt: bool,
 }
 
-struct FakeLink {
+pub(super) struct FakeLink {
     delay: u64,
     fate: Box<dyn Fn(u64) -> Fate>,
-    queue: BinaryHeap<Reverse<(u64, u64, Vec<u8>)>>,
+    pub(super) queue: BinaryHeap<Reverse<(u64, u64, Vec<u8>)>>,
     n: u64,
 }
 
 impl FakeLink {
-    fn new(delay: u64, fate: impl Fn(u64) -> Fate + 'static) -> FakeLink {
+    pub(super) fn new(delay: u64, fate: impl Fn(u64) -> Fate + 'static) -> FakeLink {
         FakeLink {
             delay,
             fate: Box::new(fate),
@@ -38,7 +38,7 @@ impl FakeLink {
     }
 
     /// The echo server at the far end flips the kind, as `npt serve` does.
-    fn send(&mut self, now: u64, bytes: &[u8], seq: u64) {
+    pub(super) fn send(&mut self, now: u64, bytes: &[u8], seq: u64) {
         let f = (self.fate)(seq);
         if f.drop {
             return;
@@ -61,12 +61,12 @@ impl FakeLink {
         }
     }
 
-    fn next_time(&self) -> Option<u64> {
+    pub(super) fn next_time(&self) -> Option<u64> {
         self.queue.peek().map(|Reverse((t, _, _))| *t)
     }
 }
 
-fn cfg(pacing: Pacing) -> SessionConfig {
+pub(super) fn cfg(pacing: Pacing) -> SessionConfig {
     SessionConfig {
         flow: 1,
         framing: Framing::Framed { token: 0 },
@@ -135,7 +135,7 @@ fn run(s: &mut Session, link: &mut FakeLink, stall: Option<(u64, u64)>) -> Vec<I
     panic!("virtual run did not finish");
 }
 
-fn check_invariants(t: &Totals, intervals: &[Interval]) {
+pub(super) fn check_invariants(t: &Totals, intervals: &[Interval]) {
     assert_eq!(t.received + t.lost, t.sent, "received + lost == sent");
     assert!(t.late <= t.lost);
     let sent: u64 = intervals.iter().map(|i| i.sent).sum();

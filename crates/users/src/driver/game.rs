@@ -1,64 +1,55 @@
-//! The game activity: fixed-size UDP echo datagrams at a fixed tick, RTT, loss, late,
-//! duplicates, reordering and RFC 3550 jitter, handed to the collector in batches.
+//! The game activity: a thin tokio driver of `npt probe`'s sans-IO [`Session`], so a game
+//! session is measured exactly as a probe flow is (same sequence window, loss timeout, drain
+//! and RFC 3550 jitter). The session decides what to send and when (fixed-size `Echo`
+//! datagrams at a fixed tick) and what each reply means; this module only moves bytes between
+//! one UDP socket and the session, sleeps until [`Session::poll_timeout`], and hands the
+//! session's progress to the run's collector in batches.
+
+use npt_probe::probe::session::{Arrival, Framing, Session, SessionConfig, Stage, StopReason};
+use npt_wire::{Fill, Pacing};
 
 use super::*;
 
-/// A game session's counts since they were last handed to the collector. A packet is
-/// counted as sent only once its fate is known (answered or lost), and counts, RTTs and bytes
-/// are handed over together, so `received + lost == sent` and `requests == received` hold in
-/// the result even for sessions the end of the run cuts off (their undecided packets are
-/// left out, like any request in flight at the end).
-pub(super) struct GameAcc {
-    g: GameCounts,
-    rtts: [u64; 64],
-    nr: usize,
-    up: u64,
-    down: u64,
-    jitter_flushed: u64,
+/// On-time RTTs since the last hand-over to the collector, with the session whose progress
+/// goes with them. RTTs and the session's counts are handed over together (every
+/// [`GameBatch::CAP`] replies and at the session's end), so `received + lost == sent` and
+/// `requests == received` hold in the result even for sessions the end of the run cuts off:
+/// what was not handed over yet is left out, like any request in flight at the end.
+struct GameBatch {
+    rtts: [u64; GameBatch::CAP],
+    n: usize,
 }
 
-impl Default for GameAcc {
-    fn default() -> Self {
-        GameAcc {
-            g: GameCounts::default(),
-            rtts: [0; 64],
-            nr: 0,
-            up: 0,
-            down: 0,
-            jitter_flushed: 0,
-        }
-    }
-}
-
-impl GameAcc {
-    fn lost(&mut self) {
-        self.g.sent += 1;
-        self.g.lost += 1;
-    }
+impl GameBatch {
+    const CAP: usize = 64;
 
     /// Records an on-time reply; true when the batch is full and should be flushed.
-    fn received(&mut self, rtt: u64) -> bool {
-        self.g.sent += 1;
-        self.g.received += 1;
-        self.rtts[self.nr] = rtt;
-        self.nr += 1;
-        self.nr == self.rtts.len()
+    fn push(&mut self, rtt: u64) -> bool {
+        self.rtts[self.n] = rtt;
+        self.n += 1;
+        self.n == Self::CAP
     }
 
-    fn flush(&mut self, col: &Collector, jit: &npt_stats::Jitter) {
-        let new = jit.samples() - self.jitter_flushed;
-        self.jitter_flushed = jit.samples();
-        self.g.jitter = npt_stats::JitterMean::from_value(jit.value_ns(), new);
-        col.game_flush(&self.rtts[..self.nr], &self.g, self.up, self.down);
-        self.g = GameCounts::default();
-        self.nr = 0;
-        self.up = 0;
-        self.down = 0;
+    fn flush(&mut self, col: &Collector, s: &mut Session) {
+        let p = s.take_progress();
+        debug_assert_eq!(p.received, self.n as u64, "one RTT per on-time reply");
+        let g = GameCounts {
+            sent: p.resolved,
+            received: p.received,
+            lost: p.lost,
+            late: p.late,
+            duplicated: p.duplicated,
+            reordered: p.reordered,
+            jitter: p.jitter,
+        };
+        col.game_flush(&self.rtts[..self.n], &g, p.bytes_up, p.bytes_down);
+        self.n = 0;
     }
 }
 
-/// A game session: fixed-size `Echo` datagrams at a fixed tick; RTT from the echoed stamp,
-/// loss/late/duplicate/reorder from the sequence window, RFC 3550 jitter of the RTT.
+/// A game session: a UDP socket connected to the target, the `--token` handshake if asked,
+/// then the probe session driven until it is done (sending for the plan's length, then
+/// draining for at most the loss timeout).
 pub(super) async fn game(
     ctx: &Ctx,
     ch: &mut Chooser,
@@ -77,7 +68,7 @@ pub(super) async fn game(
     sock.connect(target)
         .await
         .map_err(|e| Fail::io("connect", &e))?;
-    let key = match &ctx.cfg.secret {
+    let auth = match &ctx.cfg.secret {
         Some(secret) => Some(
             auth::udp(&sock, secret, ctx.cfg.timeout)
                 .await
@@ -87,94 +78,81 @@ pub(super) async fn game(
     };
     let _conn = ctx.col.conn_open(Proto::Udp);
     let size = frame_len(plan.size).min(64 * 1024) as usize;
-    let mut out = fill()[..size].to_vec();
+    let tick = (plan.tick.as_nanos() as u64).max(1);
+    let start = ctx.now_ns();
+    let mut s = Session::new(SessionConfig {
+        flow: id as u32,
+        framing: Framing::Framed {
+            token: ctx.cfg.token,
+        },
+        size,
+        fill: Fill::Random,
+        fill_seed: id,
+        verify: false,
+        pacing: Pacing::Tick { every: tick },
+        loss_timeout: ctx.cfg.shape.game.loss_timeout.as_nanos() as u64,
+        count: None,
+        send_until: Some(start + plan.length.as_nanos() as u64),
+        start,
+        // The run cuts its own intervals from the batches: one stage for the whole session.
+        stage: Stage::Packets(u64::MAX),
+        behind_threshold: tick,
+        history: 4096,
+        auth,
+    });
+    // RTTs go to the run's shared histograms: thousands of sessions keep none of their own.
+    s.keep_histograms(false);
+    let mut batch = GameBatch {
+        rtts: [0; GameBatch::CAP],
+        n: 0,
+    };
+    let result = drive(ctx, &sock, &mut s, &mut batch, size).await;
+    if result.is_err() {
+        // A socket error ends the session: what is in flight counts as lost.
+        s.abort(ctx.now_ns(), StopReason::Error);
+    }
+    batch.flush(&ctx.col, &mut s);
+    result
+}
+
+/// Moves bytes between `sock` and the session until it is done.
+async fn drive(
+    ctx: &Ctx,
+    sock: &UdpSocket,
+    s: &mut Session,
+    batch: &mut GameBatch,
+    size: usize,
+) -> Result<(), Fail> {
+    let mut out = vec![0u8; size];
     // Echo replies are as long as the request; anything longer is not ours (truncated).
     let mut inb = vec![0u8; size + 64];
-    let timeout_ns = ctx.cfg.shape.game.loss_timeout.as_nanos() as u64;
-    let mut win = Window::new(timeout_ns, 4096);
-    let mut jit = npt_stats::Jitter::default();
-    let mut acc = GameAcc::default();
-    let start = Instant::now();
-    let end = start + plan.length;
-    let mut next = start;
-    let mut result = Ok(());
     loop {
-        let sending = next < end;
-        if !sending && win.in_flight() == 0 {
-            break;
+        let now = ctx.now_ns();
+        while let Some(n) = s.poll_transmit(now, &mut out) {
+            sock.send(&out[..n])
+                .await
+                .map_err(|e| Fail::io("send", &e))?;
         }
-        let drain_until = end + ctx.cfg.shape.game.loss_timeout;
+        s.handle_timeout(now);
+        if s.is_done() {
+            return Ok(());
+        }
+        let Some(wake) = s.poll_timeout() else {
+            // Not done and nothing to wait for cannot happen with a tick schedule; never hang.
+            s.abort(now, StopReason::Abort);
+            return Ok(());
+        };
+        let wake = ctx.t0 + Duration::from_nanos(wake);
         tokio::select! {
-            _ = tokio::time::sleep_until(next.into()), if sending => {
-                let now_ns = ctx.now_ns();
-                win.expire(now_ns, |_, _| acc.lost());
-                let seq = win.push(now_ns, now_ns, 0);
-                let h = Header {
-                    kind: Kind::Echo,
-                    flags: 0,
-                    frame_len: size as u32,
-                    reply_len: 0,
-                    flow: id as u32,
-                    status: 0,
-                    seq,
-                    send_ts: now_ns,
-                    token: ctx.cfg.token,
-                };
-                let _ = h.encode(&mut out);
-                if let Some(k) = &key {
-                    let _ = k.seal(Dir::ToServer, &mut out);
-                }
-                if let Err(e) = sock.send(&out).await {
-                    result = Err(Fail::io("send", &e));
-                    break;
-                }
-                acc.up += size as u64;
-                next += plan.tick;
-                // Fell behind (a stalled worker): skip ticks rather than burst.
-                let now = Instant::now();
-                if next + plan.tick < now {
-                    next = now;
-                }
-            }
+            _ = tokio::time::sleep_until(wake.into()) => {}
             r = sock.recv(&mut inb) => {
-                let n = match r {
-                    Ok(n) => n,
-                    Err(e) => {
-                        result = Err(Fail::io("receive", &e));
-                        break;
+                let n = r.map_err(|e| Fail::io("receive", &e))?;
+                if let Arrival::OnTime { rtt } = s.handle_arrival(ctx.now_ns(), &inb[..n]) {
+                    if batch.push(rtt) {
+                        batch.flush(&ctx.col, s);
                     }
-                };
-                let Ok(h) = Header::decode(&inb[..n]) else { continue };
-                if h.kind != Kind::EchoReply || h.flow != id as u32 {
-                    continue;
-                }
-                if key.as_ref().is_some_and(|k| k.open(Dir::ToClient, &inb[..n]).is_err()) {
-                    continue;
-                }
-                acc.down += n as u64;
-                let now_ns = ctx.now_ns();
-                win.expire(now_ns, |_, _| acc.lost());
-                match win.on_reply(h.seq) {
-                    Outcome::OnTime { slot, reordered } => {
-                        let rtt = now_ns.saturating_sub(slot.sent);
-                        jit.record(rtt);
-                        acc.g.reordered += reordered as u64;
-                        if acc.received(rtt) {
-                            acc.flush(&ctx.col, &jit);
-                        }
-                    }
-                    Outcome::Late { reordered } => {
-                        acc.g.late += 1;
-                        acc.g.reordered += reordered as u64;
-                    }
-                    Outcome::Duplicate => acc.g.duplicated += 1,
-                    Outcome::Unknown | Outcome::Stale => {}
                 }
             }
-            _ = tokio::time::sleep_until(drain_until.into()), if !sending => break,
         }
     }
-    win.expire_all(|_, _| acc.lost());
-    acc.flush(&ctx.col, &jit);
-    result
 }

@@ -11,7 +11,7 @@
 //! This module holds the run's configuration, its runtime and each user's life; the jobs a
 //! user's steps need live beside it: `fail` (error classes), `exchange` (the framed
 //! request/response codec over any byte stream), `activities` (web, transfers, QUIC) and
-//! `game` (UDP echo with the sequence window and jitter).
+//! `game` (UDP echo, measured by `npt probe`'s session).
 // Parses replies from the network: no panic path outside tests (README, "No panic on input").
 #![cfg_attr(
     not(test),
@@ -35,7 +35,6 @@ use std::time::{Duration, Instant, SystemTime};
 use npt_report::run::RunBody;
 use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
-use npt_wire::{Outcome, Window};
 use std::pin::Pin;
 use std::task::Poll;
 

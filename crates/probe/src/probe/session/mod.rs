@@ -10,236 +10,31 @@
 //! reorder), the histograms, and the interval series, and emits each interval once every
 //! packet sent in it has been answered or declared lost (so a stage line never shows negative
 //! or not-yet-known loss). Tests drive it with a virtual clock and a fake link.
+//!
+//! A driver that hands results on while the session runs (`npt run`'s game, into per-second
+//! run intervals) uses [`Session::handle_arrival`] for each reply's RTT and
+//! [`Session::take_progress`] for the counts decided since its last batch.
+//!
+//! The configuration and the records the session hands back are plain data, in `types`.
+
+mod intervals;
+mod types;
 
 use std::collections::VecDeque;
-use std::ops::AddAssign;
 
-use npt_stats::{ErrorCounts, Histogram, Jitter, JitterMean};
-use npt_wire::frame::{Header, Kind, HEADER_LEN};
-use npt_wire::raw::{RawStamp, RAW_HEADER_LEN};
-use npt_wire::{fill, Fill, Outcome, Pacer, Pacing, Window};
+use npt_stats::{Jitter, JitterMean};
+use npt_wire::frame::{Header, Kind};
+use npt_wire::raw::RawStamp;
+use npt_wire::{fill, Outcome, Pacer, Window};
 
-/// How packets are laid out on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
-    /// npt's framed header (needs `npt serve`); carries the access token.
-    Framed { token: u64 },
-    /// Stamp inside the payload; works with any plain echo server.
-    Raw,
-}
-
-impl Framing {
-    pub fn header_len(&self) -> usize {
-        match self {
-            Framing::Framed { .. } => HEADER_LEN,
-            Framing::Raw => RAW_HEADER_LEN,
-        }
-    }
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            Framing::Framed { .. } => "framed",
-            Framing::Raw => "raw",
-        }
-    }
-}
-
-/// When stage (interval) records are cut.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stage {
-    /// Every `ns` of send time.
-    Time(u64),
-    /// Every this many packets sent by this session.
-    Packets(u64),
-}
-
-#[derive(Clone, Debug)]
-pub struct SessionConfig {
-    pub flow: u32,
-    pub framing: Framing,
-    /// Bytes per packet, header included.
-    pub size: usize,
-    pub fill: Fill,
-    pub fill_seed: u64,
-    /// Compare every echoed payload with what was sent.
-    pub verify: bool,
-    pub pacing: Pacing,
-    /// ns after which an unanswered packet is lost.
-    pub loss_timeout: u64,
-    /// Stop sending after this many packets.
-    pub count: Option<u64>,
-    /// Stop sending packets due at or after this time (ns, session clock).
-    pub send_until: Option<u64>,
-    /// Session clock time the schedule starts at.
-    pub start: u64,
-    pub stage: Stage,
-    /// A send later than this after its due time counts as behind schedule.
-    pub behind_threshold: u64,
-    /// Retired sequence numbers remembered to tell late from duplicate.
-    pub history: usize,
-    /// `--token`: the session key every framed packet is sealed with, and every reply must
-    /// verify under (else it counts as foreign). Set per connection on TCP.
-    pub auth: Option<npt_wire::auth::SessionKey>,
-}
-
-/// Counters and histograms of a flow or of many flows merged (`+=`).
-#[derive(Clone, Debug, Default)]
-pub struct Totals {
-    pub sent: u64,
-    pub received: u64,
-    pub lost: u64,
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
-    pub corrupt: u64,
-    pub foreign: u64,
-    pub stale: u64,
-    pub bytes_up: u64,
-    pub bytes_down: u64,
-    pub rtt: Histogram,
-    pub rtt_corrected: Histogram,
-    pub ipdv: Histogram,
-    pub send_lateness: Histogram,
-    pub behind_schedule: u64,
-    /// RFC 3550 jitter of the flows, sample-weighted (merges exactly).
-    pub jitter: JitterMean,
-    pub first_send: Option<u64>,
-    pub last_send: Option<u64>,
-    pub first_reply: Option<u64>,
-    pub last_reply: Option<u64>,
-    /// Round-trip time of the first on-time reply of a flow (after `+=`: the smallest of the
-    /// flows'). TCP's first-packet latency is the connect plus this, nothing else.
-    pub first_rtt: Option<u64>,
-    pub errors: ErrorCounts,
-}
-
-fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-fn max_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-impl AddAssign<&Totals> for Totals {
-    fn add_assign(&mut self, o: &Totals) {
-        self.sent += o.sent;
-        self.received += o.received;
-        self.lost += o.lost;
-        self.late += o.late;
-        self.duplicated += o.duplicated;
-        self.reordered += o.reordered;
-        self.corrupt += o.corrupt;
-        self.foreign += o.foreign;
-        self.stale += o.stale;
-        self.bytes_up += o.bytes_up;
-        self.bytes_down += o.bytes_down;
-        self.rtt += &o.rtt;
-        self.rtt_corrected += &o.rtt_corrected;
-        self.ipdv += &o.ipdv;
-        self.send_lateness += &o.send_lateness;
-        self.behind_schedule += o.behind_schedule;
-        self.jitter += &o.jitter;
-        self.first_send = min_opt(self.first_send, o.first_send);
-        self.last_send = max_opt(self.last_send, o.last_send);
-        self.first_reply = min_opt(self.first_reply, o.first_reply);
-        self.last_reply = max_opt(self.last_reply, o.last_reply);
-        self.first_rtt = min_opt(self.first_rtt, o.first_rtt);
-        self.errors += &o.errors;
-    }
-}
-
-impl Totals {
-    /// Sample-weighted RFC 3550 jitter in ns.
-    pub fn jitter_ns(&self) -> f64 {
-        self.jitter.value_ns()
-    }
-}
-
-/// One stage of one flow (or, after `+=`, of all flows) once it is final.
-#[derive(Clone, Debug, Default)]
-pub struct Interval {
-    pub index: u32,
-    /// Session-clock bounds (ns).
-    pub start: u64,
-    pub end: u64,
-    pub sent: u64,
-    pub received: u64,
-    pub lost: u64,
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
-    pub bytes_up: u64,
-    pub bytes_down: u64,
-    pub rtt: Histogram,
-    /// A flow's RFC 3550 estimate at its last reply in this interval, weighted by the samples
-    /// it took in it; after `+=`, the flows' sample-weighted mean.
-    pub jitter: JitterMean,
-    /// Flows that contributed.
-    pub flows: u32,
-}
-
-impl AddAssign<&Interval> for Interval {
-    fn add_assign(&mut self, o: &Interval) {
-        if self.flows == 0 {
-            self.index = o.index;
-            self.start = o.start;
-            self.end = o.end;
-        } else {
-            self.start = self.start.min(o.start);
-            self.end = self.end.max(o.end);
-        }
-        self.sent += o.sent;
-        self.received += o.received;
-        self.lost += o.lost;
-        self.late += o.late;
-        self.duplicated += o.duplicated;
-        self.reordered += o.reordered;
-        self.bytes_up += o.bytes_up;
-        self.bytes_down += o.bytes_down;
-        self.rtt += &o.rtt;
-        self.jitter += &o.jitter;
-        self.flows += o.flows;
-    }
-}
+use types::min_opt;
+pub use types::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Sending,
     Draining { until: u64 },
     Done,
-}
-
-/// Why a session stopped sending.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    Count,
-    Duration,
-    Signal,
-    Abort,
-    Error,
-    /// Relay pacing with nothing in flight and nothing it may send: every packet that could
-    /// release the next one was lost (seed 002: "a network like that is worth a complaint").
-    Stalled,
-}
-
-impl StopReason {
-    pub fn name(&self) -> &'static str {
-        match self {
-            StopReason::Count => "count",
-            StopReason::Duration => "duration",
-            StopReason::Signal => "signal",
-            StopReason::Abort => "abort",
-            StopReason::Error => "error",
-            StopReason::Stalled => "stalled",
-        }
-    }
 }
 
 pub struct Session {
@@ -255,6 +50,10 @@ pub struct Session {
     stop_reason: Option<StopReason>,
     scratch: Vec<u8>,
     lost_tags: Vec<u32>,
+    /// The counts (and jitter samples) at the last [`take_progress`](Session::take_progress).
+    taken: Progress,
+    /// See [`keep_histograms`](Session::keep_histograms).
+    histograms: bool,
 }
 
 impl Session {
@@ -273,6 +72,8 @@ impl Session {
             stop_reason: None,
             scratch: Vec::new(),
             lost_tags: Vec::new(),
+            taken: Progress::default(),
+            histograms: true,
             cfg,
         };
         s.open.push_back(s.new_interval(0));
@@ -284,49 +85,18 @@ impl Session {
         self.cfg.auth = Some(key);
     }
 
+    /// Whether the session keeps its per-flow histograms (RTT, corrected RTT, IPDV, send
+    /// lateness, each interval's RTT); on by default. Off for a driver that hands each RTT on
+    /// itself ([`handle_arrival`](Session::handle_arrival)) and runs thousands of sessions at
+    /// once, as `npt run`'s game does into the run's shared histograms: an empty histogram
+    /// costs nothing, a filled one up to a few hundred KiB. Counts, jitter, the intervals'
+    /// counts and [`take_progress`](Session::take_progress) are the same either way.
+    pub fn keep_histograms(&mut self, keep: bool) {
+        self.histograms = keep;
+    }
+
     pub fn config(&self) -> &SessionConfig {
         &self.cfg
-    }
-
-    fn new_interval(&self, index: u32) -> Interval {
-        let start = match self.cfg.stage {
-            Stage::Time(ns) => self.cfg.start + index as u64 * ns,
-            Stage::Packets(_) => self.totals.last_send.unwrap_or(self.cfg.start),
-        };
-        Interval {
-            index,
-            start,
-            end: start,
-            flows: 1,
-            ..Interval::default()
-        }
-    }
-
-    /// Index of the interval a send at `now` belongs to.
-    fn send_interval(&self, now: u64) -> u32 {
-        match self.cfg.stage {
-            Stage::Time(ns) => (now.saturating_sub(self.cfg.start) / ns.max(1)) as u32,
-            Stage::Packets(p) => (self.totals.sent / p.max(1)) as u32,
-        }
-    }
-
-    /// The newest open interval: the home of late and duplicate arrivals. None once the
-    /// session is done (every interval has been handed out).
-    fn newest_mut(&mut self) -> Option<&mut Interval> {
-        self.open.back_mut()
-    }
-
-    fn interval_mut(&mut self, index: u32) -> Option<&mut Interval> {
-        let i = index.checked_sub(self.first_open)? as usize;
-        self.open.get_mut(i)
-    }
-
-    fn ensure_open(&mut self, index: u32) {
-        while self.first_open + (self.open.len() as u32) <= index {
-            let next = self.first_open + self.open.len() as u32;
-            let iv = self.new_interval(next);
-            self.open.push_back(iv);
-        }
     }
 
     pub fn is_done(&self) -> bool {
@@ -462,7 +232,9 @@ impl Session {
         t.first_send.get_or_insert(now);
         t.last_send = Some(now);
         let late_by = now - due;
-        t.send_lateness.record(late_by);
+        if self.histograms {
+            t.send_lateness.record(late_by);
+        }
         if late_by > self.cfg.behind_threshold {
             t.behind_schedule += 1;
         }
@@ -507,24 +279,31 @@ impl Session {
 
     /// Handles one received datagram or frame.
     pub fn handle_reply(&mut self, now: u64, bytes: &[u8]) {
+        self.handle_arrival(now, bytes);
+    }
+
+    /// [`handle_reply`](Session::handle_reply), telling the driver what the bytes were: the
+    /// RTT of an on-time reply, for a driver that hands samples on itself (see
+    /// [`take_progress`](Session::take_progress)).
+    pub fn handle_arrival(&mut self, now: u64, bytes: &[u8]) -> Arrival {
         if self.state == State::Done {
             // After the end (a second Ctrl-C abandons what is in flight): counted, not measured.
             self.totals.stale += 1;
-            return;
+            return Arrival::Ignored;
         }
         let Some((flow, seq, ts)) = self.parse(bytes) else {
             self.totals.foreign += 1;
-            return;
+            return Arrival::Ignored;
         };
         if flow != self.cfg.flow || bytes.len() != self.cfg.size {
             self.totals.foreign += 1;
-            return;
+            return Arrival::Ignored;
         }
         // Deadlines first, so a reply after its timeout is late, never on time.
         self.expire(now);
         let outcome = self.window.on_reply(seq);
         let arrival = bytes.len() as u64;
-        match outcome {
+        let what = match outcome {
             Outcome::OnTime { slot, reordered } => {
                 if ts != slot.sent {
                     // The echo did not carry our stamp back intact.
@@ -546,9 +325,12 @@ impl Session {
                 let t = &mut self.totals;
                 t.received += 1;
                 t.bytes_down += arrival;
-                t.rtt.record(rtt);
-                if self.cfg.pacing.is_open_loop() {
-                    t.rtt_corrected.record(now.saturating_sub(slot.intended));
+                let hist = self.histograms;
+                if hist {
+                    t.rtt.record(rtt);
+                    if self.cfg.pacing.is_open_loop() {
+                        t.rtt_corrected.record(now.saturating_sub(slot.intended));
+                    }
                 }
                 t.first_reply.get_or_insert(now);
                 t.first_rtt.get_or_insert(rtt);
@@ -556,15 +338,17 @@ impl Session {
                 if reordered {
                     t.reordered += 1;
                 }
-                let sampled = self
-                    .jitter
-                    .record(rtt)
-                    .inspect(|&d| self.totals.ipdv.record(d));
+                let sampled = self.jitter.record(rtt);
+                if let (Some(d), true) = (sampled, hist) {
+                    self.totals.ipdv.record(d);
+                }
                 let j = self.jitter.value_ns();
                 if let Some(iv) = self.interval_mut(slot.tag) {
                     iv.received += 1;
                     iv.bytes_down += arrival;
-                    iv.rtt.record(rtt);
+                    if hist {
+                        iv.rtt.record(rtt);
+                    }
                     let n = iv.jitter.samples() + u64::from(sampled.is_some());
                     iv.jitter = JitterMean::from_value(j, n);
                     if reordered {
@@ -572,6 +356,7 @@ impl Session {
                     }
                 }
                 self.pacer.on_reply(now);
+                Arrival::OnTime { rtt }
             }
             Outcome::Late { reordered } => {
                 self.totals.late += 1;
@@ -583,6 +368,7 @@ impl Session {
                     iv.late += 1;
                     iv.bytes_down += arrival;
                 }
+                Arrival::Late
             }
             Outcome::Duplicate => {
                 self.totals.duplicated += 1;
@@ -591,11 +377,19 @@ impl Session {
                     iv.duplicated += 1;
                     iv.bytes_down += arrival;
                 }
+                Arrival::Duplicate
             }
-            Outcome::Stale => self.totals.stale += 1,
-            Outcome::Unknown => self.totals.foreign += 1,
-        }
+            Outcome::Stale => {
+                self.totals.stale += 1;
+                Arrival::Ignored
+            }
+            Outcome::Unknown => {
+                self.totals.foreign += 1;
+                Arrival::Ignored
+            }
+        };
         self.maybe_finish(now);
+        what
     }
 
     fn parse(&self, bytes: &[u8]) -> Option<(u32, u64, u64)> {
@@ -654,51 +448,7 @@ impl Session {
     fn finish_all(&mut self, _now: u64) {
         self.state = State::Done;
         self.totals.jitter = JitterMean::of(&self.jitter);
-        // Trailing intervals in which nothing happened (the drain) are not worth a record.
-        while matches!(self.open.back(), Some(iv) if self.open.len() > 1
-            && iv.sent + iv.received + iv.late + iv.duplicated == 0)
-        {
-            self.open.pop_back();
-        }
-        while let Some(mut iv) = self.open.pop_front() {
-            self.first_open += 1;
-            if let Stage::Time(ns) = self.cfg.stage {
-                iv.end = (iv.start + ns).min(iv.end.max(self.totals.last_send.unwrap_or(iv.start)));
-            }
-            self.done_intervals.push_back(iv);
-        }
-    }
-
-    fn interval_end(&self, iv: &Interval) -> u64 {
-        match self.cfg.stage {
-            Stage::Time(ns) => iv.start + ns,
-            Stage::Packets(_) => iv.end,
-        }
-    }
-
-    /// Closes intervals whose every packet is resolved: a newer interval exists (so sending
-    /// in it is over) and the loss timeout after its end has passed. The newest interval stays
-    /// open until the session is done, as the home of late and duplicate arrivals.
-    fn close_intervals(&mut self, now: u64) {
-        if self.state == State::Sending {
-            let current = self.send_interval(now);
-            self.ensure_open(current);
-        }
-        while self.open.len() > 1 {
-            let ended = self.interval_end(&self.open[0]);
-            if now < ended.saturating_add(self.cfg.loss_timeout) {
-                break;
-            }
-            let mut iv = self.open.pop_front().expect("len > 1");
-            iv.end = ended;
-            self.first_open += 1;
-            self.done_intervals.push_back(iv);
-        }
-    }
-
-    /// A finished interval, once all its packets are resolved.
-    pub fn poll_interval(&mut self) -> Option<Interval> {
-        self.done_intervals.pop_front()
+        self.close_all_intervals();
     }
 
     /// When the driver should call [`handle_timeout`](Session::handle_timeout) or
@@ -744,5 +494,39 @@ impl Session {
 
     pub fn into_totals(self) -> Totals {
         self.totals
+    }
+
+    /// What was decided since the last call (all of it on the first): packets resolved,
+    /// replies, bytes and the jitter estimate, for a driver that hands a long session's results
+    /// on in batches. Packets still in flight are not in it until their fate is known; once the
+    /// session [`is_done`](Session::is_done), the takes add up to [`totals`](Session::totals).
+    pub fn take_progress(&mut self) -> Progress {
+        let t = &self.totals;
+        let now = Progress {
+            resolved: t.received + t.lost,
+            received: t.received,
+            lost: t.lost,
+            late: t.late,
+            duplicated: t.duplicated,
+            reordered: t.reordered,
+            bytes_up: t.bytes_up,
+            bytes_down: t.bytes_down,
+            jitter: JitterMean::from_value(0.0, self.jitter.samples()),
+        };
+        let was = std::mem::replace(&mut self.taken, now);
+        Progress {
+            resolved: now.resolved - was.resolved,
+            received: now.received - was.received,
+            lost: now.lost - was.lost,
+            late: now.late - was.late,
+            duplicated: now.duplicated - was.duplicated,
+            reordered: now.reordered - was.reordered,
+            bytes_up: now.bytes_up - was.bytes_up,
+            bytes_down: now.bytes_down - was.bytes_down,
+            jitter: JitterMean::from_value(
+                self.jitter.value_ns(),
+                now.jitter.samples() - was.jitter.samples(),
+            ),
+        }
     }
 }

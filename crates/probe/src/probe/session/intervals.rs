@@ -1,0 +1,97 @@
+//! The probe session's interval (stage) series: which interval a send belongs to, where late
+//! and duplicate arrivals land, and when an interval is final — once a newer one exists and
+//! the loss timeout after its end has passed, so every packet sent in it is resolved.
+
+use super::{Interval, Session, Stage, State};
+
+impl Session {
+    pub(super) fn new_interval(&self, index: u32) -> Interval {
+        let start = match self.cfg.stage {
+            Stage::Time(ns) => self.cfg.start + index as u64 * ns,
+            Stage::Packets(_) => self.totals.last_send.unwrap_or(self.cfg.start),
+        };
+        Interval {
+            index,
+            start,
+            end: start,
+            flows: 1,
+            ..Interval::default()
+        }
+    }
+
+    /// Index of the interval a send at `now` belongs to.
+    pub(super) fn send_interval(&self, now: u64) -> u32 {
+        match self.cfg.stage {
+            Stage::Time(ns) => (now.saturating_sub(self.cfg.start) / ns.max(1)) as u32,
+            Stage::Packets(p) => (self.totals.sent / p.max(1)) as u32,
+        }
+    }
+
+    /// The newest open interval: the home of late and duplicate arrivals. None once the
+    /// session is done (every interval has been handed out).
+    pub(super) fn newest_mut(&mut self) -> Option<&mut Interval> {
+        self.open.back_mut()
+    }
+
+    pub(super) fn interval_mut(&mut self, index: u32) -> Option<&mut Interval> {
+        let i = index.checked_sub(self.first_open)? as usize;
+        self.open.get_mut(i)
+    }
+
+    pub(super) fn ensure_open(&mut self, index: u32) {
+        while self.first_open + (self.open.len() as u32) <= index {
+            let next = self.first_open + self.open.len() as u32;
+            let iv = self.new_interval(next);
+            self.open.push_back(iv);
+        }
+    }
+
+    pub(super) fn interval_end(&self, iv: &Interval) -> u64 {
+        match self.cfg.stage {
+            Stage::Time(ns) => iv.start + ns,
+            Stage::Packets(_) => iv.end,
+        }
+    }
+
+    /// Closes intervals whose every packet is resolved: a newer interval exists (so sending
+    /// in it is over) and the loss timeout after its end has passed. The newest interval stays
+    /// open until the session is done, as the home of late and duplicate arrivals.
+    pub(super) fn close_intervals(&mut self, now: u64) {
+        if self.state == State::Sending {
+            let current = self.send_interval(now);
+            self.ensure_open(current);
+        }
+        while self.open.len() > 1 {
+            let ended = self.interval_end(&self.open[0]);
+            if now < ended.saturating_add(self.cfg.loss_timeout) {
+                break;
+            }
+            let mut iv = self.open.pop_front().expect("len > 1");
+            iv.end = ended;
+            self.first_open += 1;
+            self.done_intervals.push_back(iv);
+        }
+    }
+
+    /// A finished interval, once all its packets are resolved.
+    pub fn poll_interval(&mut self) -> Option<Interval> {
+        self.done_intervals.pop_front()
+    }
+
+    /// The session is done: every open interval is final (trailing ones in which nothing
+    /// happened, the drain, are not worth a record).
+    pub(super) fn close_all_intervals(&mut self) {
+        while matches!(self.open.back(), Some(iv) if self.open.len() > 1
+            && iv.sent + iv.received + iv.late + iv.duplicated == 0)
+        {
+            self.open.pop_back();
+        }
+        while let Some(mut iv) = self.open.pop_front() {
+            self.first_open += 1;
+            if let Stage::Time(ns) = self.cfg.stage {
+                iv.end = (iv.start + ns).min(iv.end.max(self.totals.last_send.unwrap_or(iv.start)));
+            }
+            self.done_intervals.push_back(iv);
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! The probe session's vocabulary: how packets are framed and staged, the configuration of
+//! one flow, and what it hands back — [`Totals`], [`Interval`]s and the [`StopReason`]. Plain
+//! data (merged with `+=` across flows and threads); the state machine is in the parent module.
+
+use std::ops::AddAssign;
+
+use npt_stats::{ErrorCounts, Histogram, JitterMean};
+use npt_wire::frame::HEADER_LEN;
+use npt_wire::raw::RAW_HEADER_LEN;
+use npt_wire::{Fill, Pacing};
+
+/// How packets are laid out on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// npt's framed header (needs `npt serve`); carries the access token.
+    Framed { token: u64 },
+    /// Stamp inside the payload; works with any plain echo server.
+    Raw,
+}
+
+impl Framing {
+    pub fn header_len(&self) -> usize {
+        match self {
+            Framing::Framed { .. } => HEADER_LEN,
+            Framing::Raw => RAW_HEADER_LEN,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Framing::Framed { .. } => "framed",
+            Framing::Raw => "raw",
+        }
+    }
+}
+
+/// When stage (interval) records are cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Every `ns` of send time.
+    Time(u64),
+    /// Every this many packets sent by this session.
+    Packets(u64),
+}
+
+#[derive(Clone, Debug)]
+pub struct SessionConfig {
+    pub flow: u32,
+    pub framing: Framing,
+    /// Bytes per packet, header included.
+    pub size: usize,
+    pub fill: Fill,
+    pub fill_seed: u64,
+    /// Compare every echoed payload with what was sent.
+    pub verify: bool,
+    pub pacing: Pacing,
+    /// ns after which an unanswered packet is lost.
+    pub loss_timeout: u64,
+    /// Stop sending after this many packets.
+    pub count: Option<u64>,
+    /// Stop sending packets due at or after this time (ns, session clock).
+    pub send_until: Option<u64>,
+    /// Session clock time the schedule starts at.
+    pub start: u64,
+    pub stage: Stage,
+    /// A send later than this after its due time counts as behind schedule.
+    pub behind_threshold: u64,
+    /// Retired sequence numbers remembered to tell late from duplicate.
+    pub history: usize,
+    /// `--token`: the session key every framed packet is sealed with, and every reply must
+    /// verify under (else it counts as foreign). Set per connection on TCP.
+    pub auth: Option<npt_wire::auth::SessionKey>,
+}
+
+/// Counters and histograms of a flow or of many flows merged (`+=`).
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub late: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub corrupt: u64,
+    pub foreign: u64,
+    pub stale: u64,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub rtt: Histogram,
+    pub rtt_corrected: Histogram,
+    pub ipdv: Histogram,
+    pub send_lateness: Histogram,
+    pub behind_schedule: u64,
+    /// RFC 3550 jitter of the flows, sample-weighted (merges exactly).
+    pub jitter: JitterMean,
+    pub first_send: Option<u64>,
+    pub last_send: Option<u64>,
+    pub first_reply: Option<u64>,
+    pub last_reply: Option<u64>,
+    /// Round-trip time of the first on-time reply of a flow (after `+=`: the smallest of the
+    /// flows'). TCP's first-packet latency is the connect plus this, nothing else.
+    pub first_rtt: Option<u64>,
+    pub errors: ErrorCounts,
+}
+
+pub(super) fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+pub(super) fn max_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+impl AddAssign<&Totals> for Totals {
+    fn add_assign(&mut self, o: &Totals) {
+        self.sent += o.sent;
+        self.received += o.received;
+        self.lost += o.lost;
+        self.late += o.late;
+        self.duplicated += o.duplicated;
+        self.reordered += o.reordered;
+        self.corrupt += o.corrupt;
+        self.foreign += o.foreign;
+        self.stale += o.stale;
+        self.bytes_up += o.bytes_up;
+        self.bytes_down += o.bytes_down;
+        self.rtt += &o.rtt;
+        self.rtt_corrected += &o.rtt_corrected;
+        self.ipdv += &o.ipdv;
+        self.send_lateness += &o.send_lateness;
+        self.behind_schedule += o.behind_schedule;
+        self.jitter += &o.jitter;
+        self.first_send = min_opt(self.first_send, o.first_send);
+        self.last_send = max_opt(self.last_send, o.last_send);
+        self.first_reply = min_opt(self.first_reply, o.first_reply);
+        self.last_reply = max_opt(self.last_reply, o.last_reply);
+        self.first_rtt = min_opt(self.first_rtt, o.first_rtt);
+        self.errors += &o.errors;
+    }
+}
+
+impl Totals {
+    /// Sample-weighted RFC 3550 jitter in ns.
+    pub fn jitter_ns(&self) -> f64 {
+        self.jitter.value_ns()
+    }
+}
+
+/// One stage of one flow (or, after `+=`, of all flows) once it is final.
+#[derive(Clone, Debug, Default)]
+pub struct Interval {
+    pub index: u32,
+    /// Session-clock bounds (ns).
+    pub start: u64,
+    pub end: u64,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub late: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub rtt: Histogram,
+    /// A flow's RFC 3550 estimate at its last reply in this interval, weighted by the samples
+    /// it took in it; after `+=`, the flows' sample-weighted mean.
+    pub jitter: JitterMean,
+    /// Flows that contributed.
+    pub flows: u32,
+}
+
+impl AddAssign<&Interval> for Interval {
+    fn add_assign(&mut self, o: &Interval) {
+        if self.flows == 0 {
+            self.index = o.index;
+            self.start = o.start;
+            self.end = o.end;
+        } else {
+            self.start = self.start.min(o.start);
+            self.end = self.end.max(o.end);
+        }
+        self.sent += o.sent;
+        self.received += o.received;
+        self.lost += o.lost;
+        self.late += o.late;
+        self.duplicated += o.duplicated;
+        self.reordered += o.reordered;
+        self.bytes_up += o.bytes_up;
+        self.bytes_down += o.bytes_down;
+        self.rtt += &o.rtt;
+        self.jitter += &o.jitter;
+        self.flows += o.flows;
+    }
+}
+
+/// Why a session stopped sending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    Count,
+    Duration,
+    Signal,
+    Abort,
+    Error,
+    /// Relay pacing with nothing in flight and nothing it may send: every packet that could
+    /// release the next one was lost (seed 002: "a network like that is worth a complaint").
+    Stalled,
+}
+
+impl StopReason {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StopReason::Count => "count",
+            StopReason::Duration => "duration",
+            StopReason::Signal => "signal",
+            StopReason::Abort => "abort",
+            StopReason::Error => "error",
+            StopReason::Stalled => "stalled",
+        }
+    }
+}
+
+/// What one received datagram turned out to be ([`super::Session::handle_arrival`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// An on-time reply and its round-trip time (ns).
+    OnTime {
+        rtt: u64,
+    },
+    /// A reply after its packet was declared lost.
+    Late,
+    Duplicate,
+    /// Not a reply of this flow, a stale one, or one after the end: counted, not measured.
+    Ignored,
+}
+
+/// What a session decided since the last [`super::Session::take_progress`]: for a driver
+/// that hands a long session's results on in batches (`npt run`'s game flushes into per-second
+/// run intervals) instead of waiting for [`Totals`]. A packet shows up here once its fate is
+/// known, so every batch keeps `received + lost == resolved`, and `received` is the number of
+/// [`Arrival::OnTime`] replies since the last take.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Progress {
+    /// Packets answered or declared lost.
+    pub resolved: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub late: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    /// Bytes sent (counted at the send, like [`Totals::bytes_up`]).
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    /// The flow's RFC 3550 estimate now, weighted by the samples it took since the last take
+    /// (as an [`Interval`]'s jitter); adding the takes up gives a mergeable mean.
+    pub jitter: JitterMean,
+}
