@@ -29,19 +29,6 @@ pub mod fdlimit;
 pub mod http_server;
 pub mod limiter;
 pub mod loopguard;
-// Not yet under the no-panic lints (audited separately).
-#[cfg_attr(
-    not(test),
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
 pub mod quic;
 pub mod stream;
 mod udp;

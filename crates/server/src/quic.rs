@@ -134,7 +134,10 @@ pub fn start_quic_with(
     counters: Arc<Counters>,
 ) -> Result<QuicServer, QuicError> {
     let (chain, key) = load_tls(&tls)?;
-    let cert_der = chain[0].as_ref().to_vec();
+    let Some(leaf) = chain.first() else {
+        return Err(QuicError::Tls("no certificate".into()));
+    };
+    let cert_der = leaf.as_ref().to_vec();
     let cert_pem = pem_encode("CERTIFICATE", &cert_der);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut rustls_cfg = rustls::ServerConfig::builder_with_provider(provider)
@@ -300,21 +303,10 @@ fn load_tls(
 
 /// PEM-encodes one DER block (RFC 7468: base64 in 64-column lines).
 pub fn pem_encode(label: &str, der: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut b64 = String::with_capacity(der.len() * 4 / 3 + 4);
-    for c in der.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= c.len() {
-                b64.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                b64.push('=');
-            }
-        }
-    }
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = format!("-----BEGIN {label}-----\n");
+    // Base64 is ASCII, so every 64-byte chunk is whole characters.
     for line in b64.as_bytes().chunks(64) {
         out.push_str(std::str::from_utf8(line).unwrap_or(""));
         out.push('\n');

@@ -64,19 +64,6 @@ const INTERVAL_NS: u64 = 1_000_000_000;
 // (`use super::*`) and see each other's items as `pub(super)`.
 mod config;
 mod ctx;
-// Not yet under the no-panic lints (audited separately).
-#[cfg_attr(
-    not(test),
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
 mod failure;
 mod slots;
 mod stream;

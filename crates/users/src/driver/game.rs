@@ -25,9 +25,11 @@ impl GameBatch {
 
     /// Records an on-time reply; true when the batch is full and should be flushed.
     fn push(&mut self, rtt: u64) -> bool {
-        self.rtts[self.n] = rtt;
-        self.n += 1;
-        self.n == Self::CAP
+        if let Some(slot) = self.rtts.get_mut(self.n) {
+            *slot = rtt;
+            self.n += 1;
+        }
+        self.n >= Self::CAP
     }
 
     fn flush(&mut self, col: &Collector, s: &mut Session) {
@@ -42,7 +44,8 @@ impl GameBatch {
             reordered: p.reordered,
             jitter: p.jitter,
         };
-        col.game_flush(&self.rtts[..self.n], &g, p.bytes_up, p.bytes_down);
+        let rtts = self.rtts.get(..self.n).unwrap_or(&self.rtts);
+        col.game_flush(rtts, &g, p.bytes_up, p.bytes_down);
         self.n = 0;
     }
 }
@@ -78,9 +81,13 @@ pub(super) async fn game(
     };
     let _conn = ctx.col.conn_open(Proto::Udp);
     let size = frame_len(plan.size).min(64 * 1024) as usize;
-    let tick = (plan.tick.as_nanos() as u64).max(1);
+    let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let tick = ns(plan.tick).max(1);
     let start = ctx.now_ns();
     let mut s = Session::new(SessionConfig {
+        // Flow ids are the run's session numbers; the wire field is 32 bits, and a wrapped
+        // id only has to differ from the other sessions on this socket (there are none).
+        #[allow(clippy::cast_possible_truncation)] // SAFE: see above; truncation is intended.
         flow: id as u32,
         framing: Framing::Framed {
             token: ctx.cfg.token,
@@ -90,9 +97,9 @@ pub(super) async fn game(
         fill_seed: id,
         verify: false,
         pacing: Pacing::Tick { every: tick },
-        loss_timeout: ctx.cfg.shape.game.loss_timeout.as_nanos() as u64,
+        loss_timeout: ns(ctx.cfg.shape.game.loss_timeout),
         count: None,
-        send_until: Some(start + plan.length.as_nanos() as u64),
+        send_until: Some(start.saturating_add(ns(plan.length))),
         start,
         // The run cuts its own intervals from the batches: one stage for the whole session.
         stage: Stage::Packets(u64::MAX),
@@ -129,7 +136,7 @@ async fn drive(
     loop {
         let now = ctx.now_ns();
         while let Some(n) = s.poll_transmit(now, &mut out) {
-            sock.send(&out[..n])
+            sock.send(out.get(..n).unwrap_or(&out))
                 .await
                 .map_err(|e| Fail::io("send", &e))?;
         }
@@ -147,7 +154,8 @@ async fn drive(
             _ = tokio::time::sleep_until(wake.into()) => {}
             r = sock.recv(&mut inb) => {
                 let n = r.map_err(|e| Fail::io("receive", &e))?;
-                if let Arrival::OnTime { rtt } = s.handle_arrival(ctx.now_ns(), &inb[..n]) {
+                let reply = inb.get(..n).unwrap_or(&inb);
+                if let Arrival::OnTime { rtt } = s.handle_arrival(ctx.now_ns(), reply) {
                     if batch.push(rtt) {
                         batch.flush(&ctx.col, s);
                     }

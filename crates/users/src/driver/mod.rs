@@ -51,19 +51,6 @@ use crate::quic::{self, QuicTrust};
 mod activities;
 mod exchange;
 mod fail;
-// Not yet under the no-panic lints (audited separately).
-#[cfg_attr(
-    not(test),
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
 mod game;
 
 use activities::*;
