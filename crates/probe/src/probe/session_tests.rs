@@ -508,14 +508,3 @@ fn replies_after_the_end_are_stale_not_a_panic() {
     assert_eq!((t.sent, t.lost, t.received), (3, 3, 0));
     assert_eq!(t.stale, 4);
 }
-
-#[test]
-fn errors_are_counted_in_the_one_vocabulary_of_results() {
-    let mut s = Session::new(cfg(Pacing::Rate { pps: 1000.0 }));
-    // The driver's classifier says `aborted` for ECONNABORTED; every result calls it `reset`.
-    s.record_error("aborted", || "connection aborted".into());
-    s.record_error("refused", || "connection refused".into());
-    assert_eq!(s.totals().errors.get("reset"), 1);
-    assert_eq!(s.totals().errors.get("aborted"), 0);
-    assert_eq!(s.totals().errors.get("refused"), 1);
-}

@@ -155,10 +155,10 @@ impl Session {
         self.finish_all(now);
     }
 
-    /// Counts a transport error (refused, reset, …) against this flow.
+    /// Counts a transport error against this flow, under a kind of the one vocabulary of
+    /// every result (`npt_report::result::ERROR_KINDS`: the driver classifies with
+    /// `io_error_kind`).
     pub fn record_error(&mut self, kind: &str, example: impl FnOnce() -> String) {
-        // In the one vocabulary of every result (the driver's classifier says `aborted`).
-        let kind = npt_report::result::error_kind(kind);
         self.totals.errors.record(kind, example);
     }
 
