@@ -1,0 +1,150 @@
+//! Drivers: move probe sessions' bytes through real sockets. One OS thread drives one or more
+//! flows; each flow is one connected socket and one [`Session`].
+//!
+//! The loop per wake-up: hand every due packet to the socket (UDP: one `sendmmsg` per batch),
+//! read everything that arrived (UDP: `recvmmsg`), advance deadlines, forward finished
+//! intervals to the runner, and sleep in `ppoll` until the earliest session timeout (with 1 ns
+//! timer slack) or at most 50 ms, so Ctrl-C is seen promptly. Time is read once per step from
+//! a shared monotonic epoch, so timestamps of all flows are comparable.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use npt_netio::{MsgBatch, Ready};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::session::{Interval, Session, SessionConfig, StopReason, Totals};
+use super::stream::ReplyStream;
+
+mod tcp;
+mod udp;
+
+pub use tcp::{run_tcp, TcpVia};
+pub use udp::{run_udp, socks_udp, split_target, udp_socket, SocksUdp};
+
+/// The run's monotonic clock: ns since a shared epoch.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    epoch: Instant,
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        Clock {
+            epoch: Instant::now(),
+        }
+    }
+
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+/// Shared with the runner: how many stop signals have arrived (1 = stop sending and drain,
+/// 2 = abandon in-flight packets now).
+#[derive(Debug, Default)]
+pub struct Control {
+    pub signals: AtomicUsize,
+}
+
+impl Control {
+    fn level(&self) -> usize {
+        self.signals.load(Ordering::Relaxed)
+    }
+}
+
+/// TCP connection timing of one flow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpTimes {
+    pub connect_start: u64,
+    pub connect_ns: Option<u64>,
+    /// Round-trip time of the first echo on the first connection.
+    pub first_echo_ns: Option<u64>,
+    /// `--via`: the proxy handshake's phases on the first connection (`connect_ns` is then the
+    /// whole handshake: the time until the tunnel was open).
+    pub proxy: Option<npt_proxy::Phases>,
+}
+
+/// What a driver thread reports to the runner.
+pub enum Event {
+    Interval {
+        flow: usize,
+        interval: Interval,
+    },
+    Done {
+        flow: usize,
+        result: Box<FlowResult>,
+    },
+}
+
+pub struct FlowResult {
+    pub totals: Totals,
+    pub stop: Option<StopReason>,
+    pub tcp: Option<TcpTimes>,
+}
+
+const MAX_WAIT: Duration = Duration::from_millis(50);
+const BATCH: usize = 32;
+/// Batches one UDP flow may send per wake-up before replies, deadlines and Ctrl-C get their
+/// turn: a schedule that is always due (a tiny interval, a rate above what the host can send)
+/// must not starve the receive side or ignore a stop.
+const MAX_BATCHES_PER_STEP: usize = 16;
+
+/// A socket error's kind, in the one vocabulary of every result.
+fn classify(e: &io::Error) -> &'static str {
+    npt_report::result::io_error_kind(e)
+}
+
+fn apply_control(s: &mut Session, control: &Control, now: u64) {
+    match control.level() {
+        0 => {}
+        1 => s.stop(now, StopReason::Signal),
+        _ => s.abort(now, StopReason::Abort),
+    }
+}
+
+fn wait_until(
+    clock: &Clock,
+    fds: &[RawFd],
+    want_write: &[bool],
+    deadline: Option<u64>,
+    ready: &mut Vec<Ready>,
+) {
+    let now = clock.now();
+    let timeout = match deadline {
+        Some(d) if d <= now => Duration::ZERO,
+        Some(d) => Duration::from_nanos(d - now).min(MAX_WAIT),
+        None => MAX_WAIT,
+    };
+    if timeout.is_zero() {
+        ready.clear();
+        ready.resize(
+            fds.len(),
+            Ready {
+                readable: true,
+                ..Ready::default()
+            },
+        );
+        return;
+    }
+    if npt_netio::wait(fds, want_write, Some(timeout), ready).is_err() {
+        ready.clear();
+        ready.resize(fds.len(), Ready::default());
+    }
+}
