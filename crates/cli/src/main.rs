@@ -13,6 +13,7 @@ mod metrics;
 mod ping;
 mod probe;
 mod probe_checks;
+mod probe_config;
 mod report;
 mod run;
 mod segment;

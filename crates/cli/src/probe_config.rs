@@ -1,0 +1,308 @@
+//! `npt probe`'s flags (or seed 002's XML config) checked into a `ProbeConfig`. An XML config,
+//! when given, sets the values; any flag given on the command line overrides it. Every value
+//! is checked here and an error names the flag (or XML attribute).
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_probe::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
+
+use crate::probe::{Mode, ProbeArgs};
+use crate::probe_checks::check_memory;
+use crate::usage;
+
+/// Splits `udp://host:port` into protocol and address text.
+fn parse_target(t: &str) -> anyhow::Result<(Proto, String)> {
+    let (scheme, rest) = t
+        .split_once("://")
+        .ok_or_else(|| usage!("target {t:?}: expected udp://HOST:PORT or tcp://HOST:PORT"))?;
+    let proto = match scheme.to_ascii_lowercase().as_str() {
+        "udp" => Proto::Udp,
+        "tcp" => Proto::Tcp,
+        other => {
+            return Err(usage!(
+                "target {t:?}: unsupported scheme {other:?} (probe speaks udp:// and tcp://)"
+            ))
+        }
+    };
+    let rest = rest.trim_end_matches('/');
+    if rest.is_empty() {
+        return Err(usage!("target {t:?}: missing HOST:PORT"));
+    }
+    Ok((proto, rest.to_string()))
+}
+
+pub fn resolve(hostport: &str, flag: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(a) = hostport.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let (host, port) = hostport
+        .rsplit_once(':')
+        .ok_or_else(|| usage!("{flag} {hostport:?}: missing :PORT"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| usage!("{flag} {hostport:?}: bad port {port:?}"))?;
+    if port == 0 {
+        return Err(usage!("{flag} {hostport:?}: port 0 is not a target"));
+    }
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let mut addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| usage!("{flag} {hostport:?}: cannot resolve host {host:?}: {e}"))?;
+    addrs
+        .next()
+        .ok_or_else(|| usage!("{flag} {hostport:?}: host {host:?} has no address"))
+}
+
+/// A target the proxy will resolve: the unspecified address with the target's port.
+fn unresolved(hostport: &str) -> anyhow::Result<SocketAddr> {
+    let port = hostport
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok())
+        .ok_or_else(|| usage!("target {hostport:?}: missing :PORT"))?;
+    Ok(SocketAddr::from(([0, 0, 0, 0], port)))
+}
+
+/// Turns flags (and the XML config, if any) into a validated run config.
+pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
+    a.metrics.check()?;
+    let mut notices = Vec::new();
+    let x = match &a.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage!("--config {}: {e}", path.display()))?;
+            let x = xml::parse(&text).map_err(|e| usage!("--config {}: {e}", path.display()))?;
+            if !x.ignored.is_empty() {
+                notices.push(format!(
+                    "config: ignored (no equivalent in npt, one sender loop per client): {}",
+                    x.ignored.join(", ")
+                ));
+            }
+            Some(x)
+        }
+        None => None,
+    };
+    let (proto, hostport) = match (&a.target, &x) {
+        (Some(t), _) => parse_target(t)?,
+        (None, Some(x)) => (
+            if x.tcp { Proto::Tcp } else { Proto::Udp },
+            if x.host.contains(':') {
+                format!("[{}]:{}", x.host, x.port)
+            } else {
+                format!("{}:{}", x.host, x.port)
+            },
+        ),
+        (None, None) => {
+            return Err(usage!(
+                "a target is required: npt probe udp://HOST:PORT (or --config FILE)"
+            ))
+        }
+    };
+    let via = a.via.resolve(proto == Proto::Udp)?;
+    let addr = match resolve(&hostport, "target") {
+        Ok(addr) => addr,
+        // socks5h://: the proxy resolves the name; the port is all npt needs here.
+        Err(_) if a.via.remote_dns() => unresolved(&hostport)?,
+        Err(e) => return Err(e),
+    };
+
+    // Pacing: flags first, then the XML, then defaults.
+    let mode = a.mode.or(x.as_ref().map(|x| match x.pacing {
+        XmlPacing::Interval(_) => Mode::Interval,
+        XmlPacing::OnSend { .. } => Mode::Rate,
+        XmlPacing::OnRecv { .. } => Mode::Relay,
+    }));
+    if a.ping_pong {
+        if matches!(a.mode, Some(m) if m != Mode::Relay) {
+            return Err(usage!(
+                "--ping-pong is relay pacing; it cannot be used with --mode"
+            ));
+        }
+        if matches!(a.warmup, Some(w) if w != 1) {
+            return Err(usage!(
+                "--ping-pong keeps one message in flight; drop --warmup"
+            ));
+        }
+    }
+    let mode = if a.ping_pong {
+        Mode::Relay
+    } else {
+        mode.unwrap_or(Mode::Rate)
+    };
+    let flag_for_other_mode = |given: bool, flag: &str, needs: &str| -> anyhow::Result<()> {
+        if given {
+            return Err(usage!("{flag} applies only to --mode {needs}"));
+        }
+        Ok(())
+    };
+    let pacing = match mode {
+        Mode::Rate => {
+            flag_for_other_mode(a.interval.is_some(), "--interval", "interval")?;
+            flag_for_other_mode(
+                a.warmup.is_some() || a.warmup_interval.is_some(),
+                "--warmup/--warmup-interval",
+                "relay",
+            )?;
+            let pps = a
+                .pps
+                .or(match x.as_ref().map(|x| x.pacing) {
+                    Some(XmlPacing::OnSend { maxpps }) => Some(maxpps),
+                    _ => None,
+                })
+                .unwrap_or(100.0);
+            if !(pps.is_finite() && pps > 0.0 && pps <= 10_000_000.0) {
+                return Err(usage!("--pps {pps}: must be between 0 and 10,000,000"));
+            }
+            PacingSpec::Rate { pps }
+        }
+        Mode::Interval => {
+            flag_for_other_mode(a.pps.is_some(), "--pps", "rate")?;
+            flag_for_other_mode(
+                a.warmup.is_some() || a.warmup_interval.is_some(),
+                "--warmup/--warmup-interval",
+                "relay",
+            )?;
+            let (interval, source) = match (a.interval, x.as_ref().map(|x| x.pacing)) {
+                (Some(d), _) => (d, "--interval"),
+                (None, Some(XmlPacing::Interval(d))) => (d, "--config: <relay interval>"),
+                _ => (Duration::from_millis(10), "--interval"),
+            };
+            if interval.is_zero() {
+                return Err(usage!(
+                    "{source} 0: must be positive (0 would send as fast as the CPU allows, for \
+                     ever); for a fixed rate use --mode rate --pps N"
+                ));
+            }
+            PacingSpec::Interval { interval }
+        }
+        Mode::Relay => {
+            flag_for_other_mode(a.pps.is_some(), "--pps", "rate")?;
+            flag_for_other_mode(a.interval.is_some(), "--interval", "interval")?;
+            let (xw, xi) = match x.as_ref().map(|x| x.pacing) {
+                Some(XmlPacing::OnRecv { warmup, interval }) => (Some(warmup), Some(interval)),
+                _ => (None, None),
+            };
+            let warmup = if a.ping_pong {
+                1
+            } else {
+                a.warmup.or(xw).unwrap_or(128)
+            };
+            if warmup == 0 {
+                return Err(usage!("--warmup must be at least 1 (packets in flight)"));
+            }
+            PacingSpec::Relay {
+                warmup,
+                warmup_interval: a.warmup_interval.or(xi).unwrap_or(Duration::from_millis(1)),
+            }
+        }
+    };
+
+    // Stop condition.
+    let (mut count, mut duration) = (a.count, a.duration);
+    if count.is_none() && duration.is_none() {
+        match x.as_ref().map(|x| x.stop) {
+            Some(XmlStop::Count(n)) => count = Some(n),
+            Some(XmlStop::Time(d)) => duration = Some(d),
+            _ => {}
+        }
+    }
+    if count == Some(0) {
+        return Err(usage!("--count must be at least 1"));
+    }
+    if duration == Some(Duration::ZERO) {
+        return Err(usage!("--duration must be positive"));
+    }
+
+    let clients = a.clients.or(x.as_ref().map(|x| x.clients)).unwrap_or(1);
+    if clients == 0 || clients > 10_000 {
+        return Err(usage!("--clients {clients}: must be between 1 and 10000"));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let threads = a.threads.unwrap_or(clients.min(cores));
+    if threads == 0 {
+        return Err(usage!("--threads must be at least 1"));
+    }
+    if threads > clients {
+        notices.push(format!(
+            "--threads {threads} > --clients {clients}: using {clients}"
+        ));
+    }
+
+    let raw = a.raw || (x.is_some() && a.token.is_none());
+    if a.raw && a.token.is_some() {
+        return Err(usage!(
+            "--token needs npt's framed packets; it cannot be used with --raw"
+        ));
+    }
+    let min = if raw {
+        npt_wire::RAW_HEADER_LEN
+    } else {
+        npt_wire::HEADER_LEN
+    };
+    let max = match proto {
+        Proto::Udp => 65_507,
+        Proto::Tcp => npt_wire::frame::MAX_FRAME_LEN as usize,
+    };
+    let size = a.size.unwrap_or(64);
+    if size < min || size > max {
+        return Err(usage!(
+            "--size {size}: must be between {min} (the {} header) and {max} bytes",
+            if raw { "raw" } else { "framed" }
+        ));
+    }
+    if a.loss_timeout.is_zero() {
+        return Err(usage!("--loss-timeout must be positive"));
+    }
+    if a.report_every.is_some() && a.report_every_packets.is_some() {
+        return Err(usage!(
+            "--report-every and --report-every-packets cannot be used together"
+        ));
+    }
+    let stage = match (a.report_every, a.report_every_packets) {
+        (Some(d), None) if d.is_zero() => return Err(usage!("--report-every must be positive")),
+        (Some(d), None) => StageSpec::Time(d),
+        (None, Some(0)) => return Err(usage!("--report-every-packets must be at least 1")),
+        (None, Some(p)) => StageSpec::Packets(p),
+        _ => match x.as_ref().and_then(|x| x.log) {
+            Some(XmlLog::Count(p)) => StageSpec::Packets(p),
+            Some(XmlLog::Time(d)) => StageSpec::Time(d),
+            None => StageSpec::Time(Duration::from_secs(1)),
+        },
+    };
+    if matches!(&a.token, Some(t) if t.is_empty()) {
+        return Err(usage!("--token must not be empty"));
+    }
+    if a.token.is_some() && proto == Proto::Udp && via.is_some() {
+        return Err(usage!(
+            "--token cannot be used with --via over UDP yet (the handshake does not go through \
+             a SOCKS5 UDP relay); use tcp:// through the proxy"
+        ));
+    }
+    check_memory(clients, stage, a.loss_timeout, &pacing)?;
+    let mut cfg = ProbeConfig {
+        proto,
+        target: hostport,
+        addr,
+        raw,
+        token: a.token.clone(),
+        size,
+        fill: a.fill,
+        verify: a.verify,
+        pacing,
+        loss_timeout: a.loss_timeout,
+        count,
+        duration,
+        clients,
+        threads: threads.min(clients),
+        stage,
+        behind_threshold: a.behind_threshold,
+        via,
+        segment: None,
+    };
+    if let Some((seg, info)) = a.segment.resolve(&serde_json::to_value(&cfg)?)? {
+        seg.apply_probe(&mut cfg)?;
+        cfg.segment = Some(serde_json::to_value(info)?);
+    }
+    Ok((cfg, notices))
+}
