@@ -2,12 +2,15 @@
 # bench/soak.sh — long runs must not grow: npt serve under `npt run` for an hour and, at the
 # same time, `npt probe` at 20,000 pps for 30 minutes, with the resident memory (VmRSS) and
 # open descriptors of all three sampled every minute. After the first minute each series must
-# stay flat: within TOL % of its value at the end of the first minute (descriptors: also
-# within FD_SLACK, since `npt run` opens and closes connections all the time).
+# stay flat: memory within TOL % of its value at the end of the first minute; descriptors must
+# not grow — the median of the last quarter of the samples within FD_SLACK of the median of
+# the first quarter (`npt run` opens and closes connections all the time, so a single sample
+# says how many were open at that instant, not whether any leaked).
 #
 #   bash bench/soak.sh                                          # 60 min run, 30 min probe
 #   RUN_SECS=240 PROBE_SECS=180 EVERY=20 bash bench/soak.sh     # a shortened pass
 #   TOKEN=s3cret bash bench/soak.sh                             # the same with --token
+#   CHECK=/tmp/npt-soak.XXXXXX bash bench/soak.sh               # judge an earlier run's samples
 #
 # `npt probe` keeps every stage record for its result document (~3.5 KiB of JSON per stage), so
 # its RSS grows with the number of stages by design: pass PROBE_ARGS="--report-every 10s" to
@@ -26,7 +29,7 @@ USERS=${USERS:-50}
 TOL=${TOL:-10}
 FD_SLACK=${FD_SLACK:-16}
 NPT=${NPT:-target/release/npt}
-OUT=${OUT:-$(mktemp -d /tmp/npt-soak.XXXXXX)}
+OUT=${CHECK:-${OUT:-$(mktemp -d /tmp/npt-soak.XXXXXX)}}
 mkdir -p "$OUT"
 TOKEN=${TOKEN:-}
 read -r -a PROBE_EXTRA <<<"${PROBE_ARGS:-}"
@@ -38,6 +41,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 command -v python3 >/dev/null || { echo "bench: missing python3" >&2; exit 2; }
 
+if [ -z "${CHECK:-}" ]; then
 cargo build --release -q -p npt
 tok=()
 [ -n "$TOKEN" ] && tok=(--token "$TOKEN")
@@ -80,6 +84,7 @@ kill -INT "$SERVE" 2>/dev/null || true
 wait "$SERVE" 2>/dev/null || true
 PIDS=()
 tail -1 "$OUT/serve.err" | cut -c1-300
+fi
 
 python3 - "$OUT" "$EVERY" "$TOL" "$FD_SLACK" <<'PY'
 import json, sys
@@ -97,12 +102,16 @@ for name, s in series.items():
     hi_rss = max(x[1] for x in after); lo_rss = min(x[1] for x in after)
     hi_fds = max(x[2] for x in after); lo_fds = min(x[2] for x in after)
     rss_dev = max(hi_rss - base_rss, base_rss - lo_rss) / base_rss * 100
-    fds_ok = max(hi_fds - base_fds, base_fds - lo_fds) <= max(slack, base_fds * tol / 100)
+    q = max(1, len(after) // 4)
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    first_fds, last_fds = med([x[2] for x in after[:q]]), med([x[2] for x in after[-q:]])
+    fds_ok = last_fds - first_fds <= max(slack, first_fds * tol / 100)
     flat = rss_dev <= tol and fds_ok
     ok &= flat
     print(f"{name:6} {len(after)} samples after {every:.0f} s: rss {base_rss} KiB "
           f"(range {lo_rss}-{hi_rss}, {rss_dev:.1f} % off), fds {base_fds} "
-          f"(range {lo_fds}-{hi_fds})  {'flat' if flat else 'NOT FLAT'}")
+          f"(range {lo_fds}-{hi_fds}, median {first_fds} first quarter, {last_fds} last)  "
+          f"{'flat' if flat else 'NOT FLAT'}")
 for f in ("probe", "run"):
     try:
         d = json.load(open(f"{out}/{f}.json"))
