@@ -233,13 +233,13 @@ fn a_compare_page_draws_every_scenario_in_headless_chromium() {
         .collect();
     let table = table_of_runs(&runs, Some("direct"), false).unwrap();
     let page = html_page(&table, &docs, "scenarios.toml");
-    assert_eq!(page.charts.len(), 3);
+    assert_eq!(page.charts.len(), 5);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("compare.html");
     std::fs::write(&file, render_to_vec(&page)).unwrap();
     let dom = chromium::assert_every_chart_drew(&file, page.charts.len());
-    // Every scenario is a line (legend entry) in each chart: p50 and p99 over time, one line in
-    // the spectrum and in the CDF.
+    // Every scenario is a line (legend entry) in each chart: p50 and p99 over time, its rate,
+    // its errors, one line in the spectrum and in the CDF.
     for (name, _) in &scenarios {
         let esc = name.replace('<', "&lt;").replace('>', "&gt;");
         assert_eq!(
@@ -247,8 +247,16 @@ fn a_compare_page_draws_every_scenario_in_headless_chromium() {
             1,
             "{name} p50 over time"
         );
+        assert_eq!(
+            dom.matches(&format!(">{esc} errors<")).count(),
+            1,
+            "{name} errors over time"
+        );
         let n = dom.matches(&format!(">{esc}<")).count();
-        assert!(n >= 4, "{name}: 2 tables + 2 legends, found {n}");
+        assert!(
+            n >= 5,
+            "{name}: 2 tables + 3 legends (rate, spectrum, CDF), found {n}"
+        );
     }
     assert!(dom.contains("chain &lt;3 hops&gt;"), "table text escaped");
 }

@@ -7,6 +7,7 @@ use npt_stats::Histogram;
 
 use super::{cells, Table, HEADER};
 use crate::html::{Chart, Page, Series, Table as HtmlTable};
+use crate::interval::Interval;
 use crate::page::SPECTRUM;
 use crate::result::AnyResult;
 
@@ -78,10 +79,39 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
     let doc_sets: Vec<&Vec<AnyResult>> = (0..names.len())
         .map(|i| docs.get(i).unwrap_or(&empty))
         .collect();
-    let mut charts = Vec::new();
-    if let Some(c) = over_time(&names, &doc_sets) {
-        charts.push(c);
-    }
+    type Get = fn(&Interval) -> Option<f64>;
+    let latency: [(&str, Get); 2] = [
+        ("p50", |p| Some(p.latency_ms.p50)),
+        ("p99", |p| Some(p.latency_ms.p99)),
+    ];
+    let rate: [(&str, Get); 1] = [("", |p| Some(p.rate_per_s))];
+    let errors: [(&str, Get); 2] = [
+        ("errors", |p| Some(p.errors as f64)),
+        ("loss %", |p| p.loss_pct),
+    ];
+    let mut charts: Vec<Chart> = [
+        (
+            "latency",
+            "Latency per interval (first run of each scenario)",
+            "ms",
+            &latency[..],
+        ),
+        (
+            "rate",
+            "Rate per interval: packets or requests per second (first run)",
+            "per s",
+            &rate[..],
+        ),
+        (
+            "errors",
+            "Errors and loss per interval (first run)",
+            "count / %",
+            &errors[..],
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(id, title, unit, lines)| over_time(&names, &doc_sets, id, title, unit, lines))
+    .collect();
     let hists: Vec<(&str, Histogram)> = names
         .iter()
         .zip(&doc_sets)
@@ -112,9 +142,18 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
     }
 }
 
-/// p50 and p99 per interval, two lines per scenario on the union of their interval ends.
-fn over_time(names: &[&str], docs: &[&Vec<AnyResult>]) -> Option<Chart> {
-    let per: Vec<(&str, &[crate::interval::Interval])> = names
+/// One figure per interval as lines per scenario (and per `lines` entry), on the union of
+/// their interval ends; a line a scenario's kind does not have (a probe's loss in an http run)
+/// is left out.
+fn over_time(
+    names: &[&str],
+    docs: &[&Vec<AnyResult>],
+    id: &str,
+    title: &str,
+    unit: &str,
+    lines: &[(&str, fn(&Interval) -> Option<f64>)],
+) -> Option<Chart> {
+    let per: Vec<(&str, &[Interval])> = names
         .iter()
         .zip(docs)
         .filter_map(|(n, ds)| ds.first().map(|d| (*n, d.body.intervals())))
@@ -131,30 +170,25 @@ fn over_time(names: &[&str], docs: &[&Vec<AnyResult>]) -> Option<Chart> {
     x.dedup();
     let mut series = Vec::new();
     for (name, ps) in &per {
-        for (label, get) in [("p50", 0), ("p99", 1)] {
+        for (label, get) in lines {
+            if !ps.iter().any(|p| get(p).is_some()) {
+                continue;
+            }
             let values = x
                 .iter()
-                .map(|t| {
-                    ps.iter().find(|p| p.end_s == *t).map(|p| {
-                        if get == 0 {
-                            p.latency_ms.p50
-                        } else {
-                            p.latency_ms.p99
-                        }
-                    })
-                })
+                .map(|t| ps.iter().find(|p| p.end_s == *t).and_then(get))
                 .collect();
             series.push(Series {
-                label: format!("{name} {label}"),
+                label: format!("{name} {label}").trim_end().to_string(),
                 values,
             });
         }
     }
     Some(Chart {
-        id: "latency".into(),
-        title: "Latency per interval (first run of each scenario)".into(),
+        id: id.into(),
+        title: title.into(),
         x_label: "time (s)".into(),
-        y_label: "ms".into(),
+        y_label: unit.into(),
         span_gaps: true,
         x,
         series,
@@ -280,22 +314,28 @@ mod tests {
         let t = table_of_runs(&[runs("a", &a), runs("b", &b), failed], Some("a"), false).unwrap();
         let page = html_page(&t, &[a, b, Vec::new()], "x.toml");
         let ids: Vec<&str> = page.charts.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, ["latency", "spectrum", "cdf"]);
+        assert_eq!(ids, ["latency", "rate", "errors", "spectrum", "cdf"]);
         let lat = &page.charts[0];
         assert_eq!(lat.x, [1.0, 1.01, 2.0, 2.01]);
         assert_eq!(lat.series.len(), 4, "p50 and p99 of a and b");
         assert_eq!(lat.drawable_points(), 8);
+        let rate = &page.charts[1];
+        assert_eq!(rate.series.len(), 2, "one rate line per scenario");
+        assert_eq!(rate.series[0].label, "a");
+        let errors = &page.charts[2];
+        let labels: Vec<&str> = errors.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["a errors", "a loss %", "b errors", "b loss %"]);
         for c in &page.charts {
             assert!(c.x.windows(2).all(|w| w[0] < w[1]), "{}", c.id);
             assert!(c.series.iter().all(|s| s.values.len() == c.x.len()));
         }
         assert_eq!(
-            page.charts[1].series.len(),
+            page.charts[3].series.len(),
             2,
             "the failed scenario has no line"
         );
         // b's CDF is 0 until a's latencies are all behind, and reaches 1.
-        let cdf = &page.charts[2];
+        let cdf = &page.charts[4];
         let b_line = &cdf.series[1].values;
         assert_eq!(b_line[0], Some(0.0));
         assert_eq!(*b_line.last().unwrap(), Some(1.0));
