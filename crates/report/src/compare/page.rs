@@ -79,7 +79,6 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
     let doc_sets: Vec<&Vec<AnyResult>> = (0..names.len())
         .map(|i| docs.get(i).unwrap_or(&empty))
         .collect();
-    type Get = fn(&Interval) -> Option<f64>;
     let latency: [(&str, Get); 2] = [
         ("p50", |p| Some(p.latency_ms.p50)),
         ("p99", |p| Some(p.latency_ms.p99)),
@@ -142,6 +141,9 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
     }
 }
 
+/// One figure of an interval, if its kind has it.
+type Get = fn(&Interval) -> Option<f64>;
+
 /// One figure per interval as lines per scenario (and per `lines` entry), on the union of
 /// their interval ends; a line a scenario's kind does not have (a probe's loss in an http run)
 /// is left out.
@@ -151,7 +153,7 @@ fn over_time(
     id: &str,
     title: &str,
     unit: &str,
-    lines: &[(&str, fn(&Interval) -> Option<f64>)],
+    lines: &[(&str, Get)],
 ) -> Option<Chart> {
     let per: Vec<(&str, &[Interval])> = names
         .iter()
