@@ -284,8 +284,14 @@ theoretical_ms = 1
         .unwrap()
         .starts_with("| scenario |"));
     if chromium::wanted() {
-        let dom = chromium::assert_every_chart_drew(&html, 3);
-        for name in ["direct p50", "forwarded p50"] {
+        // Latency, rate and errors per interval, the spectrum and the CDF.
+        let dom = chromium::assert_every_chart_drew(&html, 5);
+        for name in [
+            "direct p50",
+            "forwarded p50",
+            "direct errors",
+            "forwarded loss %",
+        ] {
             assert!(dom.contains(&format!(">{name}<")), "{name} over time");
         }
         eprintln!(
