@@ -129,14 +129,12 @@ fn headline(input: &Input) -> Result<Summary, CompareError> {
     Ok(match &input.doc.body {
         Workload::Probe(b) => b.summary.rtt_ms,
         Workload::Http(b) => b.summary.latency_ms,
-        Workload::Run(b) => {
+        Workload::Run(_) => {
             // Every protocol's request latency, added exactly; an undecodable one is an error
             // here (not an empty histogram), since the table would silently lose its samples.
             let mut h = Histogram::new();
-            for (k, v) in &b.histograms {
-                if k.starts_with("proto.") && k.ends_with(".latency") {
-                    h += &Histogram::from_serialized(v).map_err(|e| bad(&format!("{k}: {e}")))?;
-                }
+            for (k, v) in input.doc.body.headline_parts() {
+                h += &Histogram::from_serialized(v).map_err(|e| bad(&format!("{k}: {e}")))?;
             }
             h.summary()
         }

@@ -307,28 +307,42 @@ impl Workload {
         map.iter().map(|(k, h)| (k.as_str(), h)).collect()
     }
 
-    /// The latency the user feels as one histogram: a probe's RTT, http's request latency,
-    /// run's request latency of every protocol added exactly, a ping's RTT. Undecodable data
-    /// counts as empty.
-    pub fn headline(&self) -> Histogram {
-        let decode = |h: Option<&SerializedHistogram>| {
-            h.and_then(|h| Histogram::from_serialized(h).ok())
-                .unwrap_or_default()
-        };
+    /// The histograms that make up [`Workload::headline`], by name: a probe's RTT, http's
+    /// request latency, run's request latency of every protocol, a ping's RTT.
+    pub fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
+        fn one<'a>(
+            m: &'a BTreeMap<String, SerializedHistogram>,
+            k: &str,
+        ) -> Option<(&'a str, &'a SerializedHistogram)> {
+            m.get_key_value(k).map(|(k, h)| (k.as_str(), h))
+        }
         match self {
-            Workload::Probe(b) => decode(b.histograms.get(crate::probe::hist::RTT)),
-            Workload::Http(b) => decode(b.histograms.get(crate::http::hist::LATENCY)),
-            Workload::Ping(b) => decode(Some(&b.histogram)),
-            Workload::Run(b) => {
-                let mut h = Histogram::new();
-                for (k, x) in &b.histograms {
-                    if k.starts_with("proto.") && k.ends_with(".latency") {
-                        h += &decode(Some(x));
-                    }
-                }
-                h
+            Workload::Probe(b) => one(&b.histograms, crate::probe::hist::RTT)
+                .into_iter()
+                .collect(),
+            Workload::Http(b) => one(&b.histograms, crate::http::hist::LATENCY)
+                .into_iter()
+                .collect(),
+            Workload::Ping(b) => vec![("rtt", &b.histogram)],
+            Workload::Run(b) => b
+                .histograms
+                .iter()
+                .filter(|(k, _)| k.starts_with("proto.") && k.ends_with(".latency"))
+                .map(|(k, h)| (k.as_str(), h))
+                .collect(),
+        }
+    }
+
+    /// The latency the user feels as one histogram: its [`headline_parts`](Self::headline_parts)
+    /// added exactly. Undecodable data counts as empty.
+    pub fn headline(&self) -> Histogram {
+        let mut h = Histogram::new();
+        for (_, x) in self.headline_parts() {
+            if let Ok(d) = Histogram::from_serialized(x) {
+                h += &d;
             }
         }
+        h
     }
 }
 
