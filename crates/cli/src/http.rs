@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use clap::Args;
 use npt_http::client::ColdStartConfig;
 use npt_http::{Config, Target};
-use npt_report::Document;
+use npt_result::Document;
 
 use crate::usage;
 use crate::usage::parse_duration;
@@ -260,11 +260,11 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     );
     // The report first: a closed stdout must not cost the user their result file.
     if let Some(path) = &args.json {
-        npt_report::write_atomic(path, &doc.to_json_pretty())
+        npt_result::write_atomic(path, &doc.to_json_pretty())
             .with_context(|| format!("writing --json {}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
-    npt_report::http::write_text(&mut out, &doc)?;
+    npt_report::text::write_http(&mut out, &doc)?;
     out.flush()?;
     drop(out);
     if let Some(m) = metrics {

@@ -233,7 +233,7 @@ fn stop_signals() -> anyhow::Result<Arc<AtomicUsize>> {
 
 fn write_status(dir: &Path, s: &LabStatus) {
     if let Ok(bytes) = serde_json::to_vec_pretty(s) {
-        let _ = npt_report::write_atomic(&dir.join("status.json"), &bytes);
+        let _ = npt_result::write_atomic(&dir.join("status.json"), &bytes);
     }
 }
 

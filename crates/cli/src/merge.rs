@@ -50,15 +50,15 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut bytes = serde_json::to_vec_pretty(&doc)?;
     bytes.push(b'\n');
     if let Some(path) = &a.json {
-        npt_report::write_atomic(path, &bytes)
+        npt_result::write_atomic(path, &bytes)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
     match (a.format, doc["kind"].as_str()) {
         (Format::Json, _) => out.write_all(&bytes)?,
         (Format::Text, _) => {
-            let d = npt_report::result::from_value("the merge", doc)?;
-            npt_report::result::write_text(&mut out, &d)?;
+            let d = npt_result::any::from_value("the merge", doc)?;
+            npt_report::text::write_text(&mut out, &d)?;
         }
     }
     out.flush()?;

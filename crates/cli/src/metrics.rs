@@ -134,7 +134,7 @@ pub struct ProbeLive {
 
 impl ProbeLive {
     /// Adds one final stage (called once per stage, never per packet).
-    pub fn stage(&mut self, m: &RunMetrics, r: &npt_report::interval::Interval) {
+    pub fn stage(&mut self, m: &RunMetrics, r: &npt_result::interval::Interval) {
         let n = |x: Option<u64>| x.unwrap_or(0);
         self.sent += n(r.sent);
         self.received += r.completed;
@@ -149,11 +149,11 @@ impl ProbeLive {
     }
 
     /// The report's totals, exactly as the result document has them.
-    pub fn finish(&mut self, m: &RunMetrics, body: &npt_report::probe::ProbeBody) {
+    pub fn finish(&mut self, m: &RunMetrics, body: &npt_result::probe::ProbeBody) {
         let s = &body.summary;
         (self.sent, self.received, self.lost) = (s.sent, s.received, s.lost);
         (self.late, self.duplicated, self.reordered) = (s.late, s.duplicated, s.reordered);
-        let rtt = body.histograms.get(npt_report::probe::hist::RTT);
+        let rtt = body.histograms.get(npt_result::probe::hist::RTT);
         if let Some(Ok(h)) = rtt.map(npt_stats::Histogram::from_serialized) {
             self.rtt = h;
         }

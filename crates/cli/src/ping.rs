@@ -215,7 +215,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         &outcome.addrs,
         &outcome.tally,
     );
-    npt_report::ping::write_text(
+    npt_report::text::write_ping(
         &mut *text,
         &body,
         outcome.stopped_by,
@@ -226,7 +226,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     )?;
     text.flush()?;
     if let Some(path) = &a.json {
-        let doc = npt_report::Document::new(
+        let doc = npt_result::Document::new(
             "ping",
             started,
             ended,
@@ -240,7 +240,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             out.write_all(&bytes)?;
             out.flush()?;
         } else {
-            npt_report::write_atomic(path, &bytes)
+            npt_result::write_atomic(path, &bytes)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         }
     }

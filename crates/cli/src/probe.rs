@@ -235,7 +235,7 @@ pub fn finish(
 ) -> anyhow::Result<ExitCode> {
     let bytes = outcome.doc.to_json_pretty();
     if let Some(path) = json {
-        npt_report::write_atomic(path, &bytes)
+        npt_result::write_atomic(path, &bytes)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();

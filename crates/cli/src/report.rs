@@ -37,7 +37,7 @@ pub struct ReportArgs {
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let path = a.file.display().to_string();
     // Every kind reads as the one result model; an older schema's file is converted to this one.
-    let doc = npt_report::result::read(&a.file).map_err(|e| usage!("{e}"))?;
+    let doc = npt_result::any::read(&a.file).map_err(|e| usage!("{e}"))?;
     let mut out: Vec<u8> = Vec::new();
     match a.format {
         Format::Json => out = doc.to_json_pretty(),
@@ -55,10 +55,10 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
             let t = compare::table(&[input], None, &BTreeMap::new()).map_err(|e| usage!("{e}"))?;
             compare::write_markdown(&mut out, &t)?;
         }
-        Format::Text => npt_report::result::write_text(&mut out, &doc)?,
+        Format::Text => npt_report::text::write_text(&mut out, &doc)?,
     }
     match &a.output {
-        Some(p) => npt_report::write_atomic(p, &out)
+        Some(p) => npt_result::write_atomic(p, &out)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
         None => {
             let mut o = std::io::stdout().lock();

@@ -455,7 +455,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some((_, info)) = &segment {
         crate::segment::label(&mut config_json, info)?;
     }
-    let doc = npt_report::Document::new(
+    let doc = npt_result::Document::new(
         "run",
         out.started,
         out.ended,
@@ -465,13 +465,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     );
     let bytes = doc.to_json_pretty();
     if let Some(path) = &a.json {
-        npt_report::write_atomic(path, &bytes)
+        npt_result::write_atomic(path, &bytes)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     let mut stdout = std::io::stdout().lock();
     match a.format {
         RunFormat::Json => stdout.write_all(&bytes)?,
-        RunFormat::Text => npt_report::run::write_text(&mut stdout, &doc)?,
+        RunFormat::Text => npt_report::text::write_run(&mut stdout, &doc)?,
     }
     stdout.flush()?;
     if let Some(m) = metrics {

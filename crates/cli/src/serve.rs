@@ -303,7 +303,7 @@ fn start_quic(
     };
     let qs = server.start_quic(addr, tls)?;
     if let Some(path) = &a.quic_cert_out {
-        npt_report::write_atomic(path, qs.cert_pem().as_bytes())
+        npt_result::write_atomic(path, qs.cert_pem().as_bytes())
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     Ok(Some(qs))

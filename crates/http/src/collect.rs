@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use npt_report::http::{hist, HostResult, HttpBody, HttpSummary, Phases};
-use npt_report::interval::Interval;
-use npt_report::probe::{Directions, Errors, Health, NptLatency};
+use npt_result::http::{hist, HostResult, HttpBody, HttpSummary, Phases};
+use npt_result::interval::Interval;
+use npt_result::probe::{Directions, Errors, Health, NptLatency};
 use npt_stats::{ErrorCounts, Histogram};
 
 /// A send that leaves more than this after its intended time is counted behind schedule.
@@ -137,7 +137,7 @@ pub struct Collector {
     pub(crate) behind: u64,
     open: BTreeMap<u32, IntervalAcc>,
     /// Bounded memory for long runs: older records wait in a temporary file.
-    closed: npt_report::series::Series<Interval>,
+    closed: npt_result::series::Series<Interval>,
 }
 
 /// What the progress line shows.
@@ -190,7 +190,7 @@ impl Collector {
             lateness: Histogram::new(),
             behind: 0,
             open: BTreeMap::new(),
-            closed: npt_report::series::Series::default(),
+            closed: npt_result::series::Series::default(),
         }
     }
 

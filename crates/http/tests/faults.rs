@@ -152,7 +152,7 @@ fn run_against(addr: SocketAddr, timeout: Duration) -> serde_json::Value {
     // The report is written like the CLI writes it, and reads back valid.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.json");
-    let doc = npt_report::Document::new(
+    let doc = npt_result::Document::new(
         "http",
         r.started,
         r.ended,
@@ -160,7 +160,7 @@ fn run_against(addr: SocketAddr, timeout: Duration) -> serde_json::Value {
         serde_json::json!({}),
         r.body,
     );
-    npt_report::write_atomic(&path, &doc.to_json_pretty()).unwrap();
+    npt_result::write_atomic(&path, &doc.to_json_pretty()).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_valid(&v);
     v

@@ -26,7 +26,7 @@ pub mod session;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-pub use npt_users::QuicTrust;
+pub use npt_client::QuicTrust;
 
 /// What a ping attempt measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -98,7 +98,7 @@ fn now_ns(clock: Instant) -> u64 {
 /// A socket error's kind, in the one vocabulary of every result (`refused`, `timeout`,
 /// `unreachable`, `reset` …, else `io`).
 pub fn classify_io(e: &io::Error) -> &'static str {
-    npt_report::result::io_error_kind(e)
+    npt_result::error::io_error_kind(e)
 }
 
 /// Applies the signal count: 1 stops new attempts, 2 abandons those in flight.
@@ -227,12 +227,8 @@ fn run_udp(
         if socks[cur].is_none() {
             let sock = udp_socket(addrs[cur])?;
             if let Some(secret) = &cfg.token {
-                let key = npt_probe::probe::auth::udp(
-                    &sock,
-                    secret,
-                    npt_probe::probe::auth::HANDSHAKE_TIMEOUT,
-                )
-                .map_err(|e| PingError::Auth(addrs[cur], e))?;
+                let key = npt_client::auth::udp(&sock, secret, npt_client::auth::HANDSHAKE_TIMEOUT)
+                    .map_err(|e| PingError::Auth(addrs[cur], e))?;
                 keys[cur] = Some(key);
             }
             socks[cur] = Some(sock);
@@ -366,7 +362,7 @@ pub fn decode(buf: &[u8], raw: bool, flow: u32) -> Option<u64> {
 /// QUIC handshakes on one endpoint per address family.
 struct Quic {
     rt: tokio::runtime::Runtime,
-    trust: npt_users::QuicTrust,
+    trust: npt_client::QuicTrust,
     name: String,
     timeout: Duration,
     endpoints: Vec<(bool, quinn::Endpoint)>,
@@ -392,7 +388,7 @@ impl Quic {
             return Ok(ep.clone());
         }
         let _guard = self.rt.enter();
-        let ep = npt_users::quic::client_endpoint(to, &self.trust, self.timeout)
+        let ep = npt_client::quic::client_endpoint(to, &self.trust, self.timeout)
             .map_err(|e| ("local", e))?;
         self.endpoints.push((to.is_ipv4(), ep.clone()));
         Ok(ep)
@@ -413,7 +409,7 @@ impl Quic {
                     Ok(())
                 }
                 Ok(Err(e)) => Err((
-                    npt_users::quic::classify_connection(&e),
+                    npt_client::quic::classify_connection(&e),
                     format!("{to}: {e}"),
                 )),
                 Err(_) => Err(("timeout", format!("{to}: no handshake within {left:?}"))),

@@ -1,11 +1,11 @@
 //! The body of a `kind = "ping"` result document from a session's tally. The types are
-//! npt-report's ([`npt_report::ping`]), which every reader of results reads as one model.
+//! npt-report's ([`npt_result::ping`]), which every reader of results reads as one model.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-pub use npt_report::ping::{PingBody, PingSummary};
-use npt_report::probe::{Errors, NptLatency};
+pub use npt_result::ping::{PingBody, PingSummary};
+use npt_result::probe::{Errors, NptLatency};
 
 use crate::session::Tally;
 use crate::Proto;

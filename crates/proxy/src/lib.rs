@@ -284,7 +284,7 @@ mod tests {
         let refused = (0..=255u8).map(|code| ProxyError::Refused { code, words: "w" });
         for e in all.into_iter().chain(refused) {
             assert!(
-                npt_report::result::is_error_kind(e.kind()),
+                npt_result::error::is_error_kind(e.kind()),
                 "{e}: {}",
                 e.kind()
             );

@@ -19,7 +19,7 @@ use std::io::{self, Write};
 
 use npt_stats::{Histogram, Summary};
 
-use crate::result::{AnyResult, Workload};
+use npt_result::any::{AnyResult, Workload};
 use serde::Serialize;
 
 /// One result to compare: its name in the table, where it came from, and the document.

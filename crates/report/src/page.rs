@@ -6,8 +6,8 @@
 use std::io::{self, Write};
 
 use crate::html::{Chart, Page, Series, Table};
-use crate::interval::Interval;
-use crate::result::AnyResult;
+use npt_result::any::AnyResult;
+use npt_result::interval::Interval;
 
 /// One row per interval, then a summary row; column names are stable (README).
 pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
@@ -180,7 +180,7 @@ pub(crate) fn test_probe(
     rtt_ns: impl Iterator<Item = u64>,
     intervals: &[(f64, f64, f64, f64, f64)],
 ) -> AnyResult {
-    use crate::probe::{hist, Errors, ProbeBody};
+    use npt_result::probe::{hist, Errors, ProbeBody};
     let mut h = npt_stats::Histogram::new();
     for v in rtt_ns {
         h.record(v);
@@ -215,13 +215,13 @@ pub(crate) fn test_probe(
     };
     let t0 = std::time::SystemTime::UNIX_EPOCH;
     let t1 = t0 + std::time::Duration::from_secs(2);
-    crate::Document::new(
+    npt_result::Document::new(
         "probe",
         t0,
         t1,
         "count",
         serde_json::Value::Null,
-        crate::result::Workload::Probe(body),
+        npt_result::any::Workload::Probe(body),
     )
 }
 

@@ -17,10 +17,10 @@ use npt_report::compare::page::html_page;
 use npt_report::compare::runs::{table_of_runs, ScenarioRuns};
 use npt_report::compare::Input;
 use npt_report::html::{render, render_to_vec, Chart, Page, Series, Table};
-use npt_report::interval::Interval;
-use npt_report::probe::{hist, ProbeBody, ProbeSummary};
-use npt_report::result::{AnyResult, Workload};
-use npt_report::Document;
+use npt_result::any::{AnyResult, Workload};
+use npt_result::interval::Interval;
+use npt_result::probe::{hist, ProbeBody, ProbeSummary};
+use npt_result::Document;
 use npt_stats::Histogram;
 
 fn sample_page() -> Page {

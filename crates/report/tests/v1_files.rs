@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use npt_report::merge::{merge, Part};
-use npt_report::result::{self, AnyResult};
+use npt_result::any::{self, AnyResult};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1")
@@ -35,7 +35,7 @@ fn validate(doc: &serde_json::Value) {
 
 fn text(doc: &AnyResult) -> String {
     let mut out = Vec::new();
-    result::write_text(&mut out, doc).unwrap();
+    npt_report::text::write_text(&mut out, doc).unwrap();
     String::from_utf8(out).unwrap()
 }
 
@@ -47,9 +47,9 @@ fn every_v1_fixture_reads_as_v2_and_renders_as_it_did() {
             let file = fixtures().join(format!("{stem}.json"));
             let raw: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-            assert_eq!(raw["schema"], npt_report::SCHEMA_V1, "{stem} is a v1 file");
-            let doc = result::read(&file).unwrap();
-            assert_eq!(doc.schema, npt_report::SCHEMA, "{stem}");
+            assert_eq!(raw["schema"], npt_result::SCHEMA_V1, "{stem} is a v1 file");
+            let doc = any::read(&file).unwrap();
+            assert_eq!(doc.schema, npt_result::SCHEMA, "{stem}");
             assert_eq!(doc.body.kind(), kind);
             let v2 = serde_json::to_value(&doc).unwrap();
             validate(&v2);
@@ -92,7 +92,7 @@ fn every_v1_fixture_reads_as_v2_and_renders_as_it_did() {
                 "{stem}"
             );
             // Read again from its own v2 JSON: nothing lost.
-            let again = result::from_value("again", v2.clone()).unwrap();
+            let again = any::from_value("again", v2.clone()).unwrap();
             assert_eq!(serde_json::to_value(&again).unwrap(), v2, "{stem}");
         }
     }
@@ -108,16 +108,16 @@ fn v1_parts_merge_as_they_did() {
         assert!(coverage.missing.is_empty(), "{kind}");
         assert_eq!(
             merged["schema"],
-            npt_report::SCHEMA,
+            npt_result::SCHEMA,
             "{kind}: the merge is v2"
         );
         validate(&merged);
-        let doc = result::from_value("the merge", merged).unwrap();
+        let doc = any::from_value("the merge", merged).unwrap();
         assert_eq!(text(&doc), golden(&format!("{kind}-merged.txt")), "{kind}");
         // Intervals joined by index: the merged series counts every part's completions.
         let sum = |d: &AnyResult| d.body.intervals().iter().map(|i| i.completed).sum::<u64>();
         let parts_sum: u64 = (0..2)
-            .map(|i| sum(&result::read(&fixtures().join(format!("{kind}-{i}.json"))).unwrap()))
+            .map(|i| sum(&any::read(&fixtures().join(format!("{kind}-{i}.json"))).unwrap()))
             .sum();
         assert_eq!(sum(&doc), parts_sum, "{kind}");
     }
@@ -130,7 +130,7 @@ fn an_unknown_schema_is_refused_naming_file_and_version() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("future.json");
     std::fs::write(&f, doc.to_string()).unwrap();
-    let e = result::read(&f).unwrap_err().to_string();
+    let e = any::read(&f).unwrap_err().to_string();
     assert!(
         e.contains("future.json") && e.contains("npt.result.v3"),
         "{e}"

@@ -9,9 +9,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use npt_report::interval::Interval;
-use npt_report::probe::{Directions, Errors, NptLatency};
-use npt_report::run::{ActivityStats, GameStats, ProtocolStats, RunHealth, RunSummary};
+use npt_result::interval::Interval;
+use npt_result::probe::{Directions, Errors, NptLatency};
+use npt_result::run::{ActivityStats, GameStats, ProtocolStats, RunHealth, RunSummary};
 use npt_stats::{ErrorCounts, Histogram, JitterMean};
 
 use crate::config::{Activity, Proto};
@@ -75,7 +75,7 @@ pub(crate) struct Totals {
     pub(crate) errors: ErrorCounts,
     interval: IntervalAcc,
     /// Bounded memory for long runs: older records wait in a temporary file.
-    intervals: npt_report::series::Series<Interval>,
+    intervals: npt_result::series::Series<Interval>,
     lateness: Histogram,
     late_wakeups: u64,
 }
@@ -462,7 +462,7 @@ impl Collector {
     }
 }
 
-/// The measured parts of a [`npt_report::run::RunBody`]; the driver fills in the rest.
+/// The measured parts of a [`npt_result::run::RunBody`]; the driver fills in the rest.
 pub struct Measured {
     pub summary: RunSummary,
     pub health: RunHealth,

@@ -5,15 +5,13 @@
 //! The decisions of a user live in [`model`] (pure, seeded, virtual-clock tested); the
 //! sockets in [`driver`]; the measurements in [`collect`].
 
-pub mod auth;
 pub mod collect;
 pub mod config;
 pub mod driver;
 pub mod inflight;
 pub mod metrics;
 pub mod model;
-pub mod quic;
 
 pub use config::{Activity, ConfigError, Load, Mix, Proto, Range, Shape, Targets};
 pub use driver::{run, Progress, RunConfig, RunError, RunOutput};
-pub use quic::QuicTrust;
+pub use npt_client::QuicTrust;

@@ -105,7 +105,7 @@ fn run(cfg: RunConfig) -> RunOutput {
 }
 
 fn document(cfg: &RunConfig, out: &RunOutput) -> serde_json::Value {
-    let doc = npt_report::Document::new(
+    let doc = npt_result::Document::new(
         "run",
         out.started,
         out.ended,
@@ -331,7 +331,7 @@ fn a_server_killed_mid_run_gives_classified_errors_and_a_report() {
     let doc = document(&cfg, &out);
     validate(&doc);
     let path = std::env::temp_dir().join(format!("npt-run-killed-{}.json", std::process::id()));
-    npt_report::write_atomic(&path, &serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    npt_result::write_atomic(&path, &serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
     let back: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(back["errors"]["total_errors"], b.errors.total_errors);
     let _ = std::fs::remove_file(path);

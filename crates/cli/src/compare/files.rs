@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use npt_report::compare::{self, Input, Table};
-use npt_report::result::AnyResult;
+use npt_result::any::AnyResult;
 
 use super::CompareArgs;
 use crate::usage;
@@ -49,7 +49,7 @@ pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<AnyResult>>)> {
         let doc: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| usage!("{path}: not a result document: {e}"))?;
         // Read as the one result model: an older schema's file is converted to this one.
-        let doc = npt_report::result::from_value(&path, doc).map_err(|e| usage!("{e}"))?;
+        let doc = npt_result::any::from_value(&path, doc).map_err(|e| usage!("{e}"))?;
         docs.push(vec![doc.clone()]);
         inputs.push(Input { name, path, doc });
     }

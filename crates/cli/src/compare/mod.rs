@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use npt_report::compare::{self, Table};
-use npt_report::result::AnyResult;
+use npt_result::any::AnyResult;
 
 use crate::usage;
 use runner::{run_scenarios, RunError, RunOpts, SelfLauncher};
@@ -160,7 +160,7 @@ pub fn run_set(
         .map(|r| {
             r.results
                 .iter()
-                .filter_map(|p| npt_report::result::read(Path::new(p)).ok())
+                .filter_map(|p| npt_result::any::read(Path::new(p)).ok())
                 .collect()
         })
         .collect();
@@ -174,7 +174,7 @@ pub fn run_set(
 }
 
 fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    npt_report::write_atomic(path, bytes)
+    npt_result::write_atomic(path, bytes)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
 }
 

@@ -10,7 +10,7 @@
 //! own process group (a terminal's Ctrl-C reaches only us) and dies with us (`PDEATHSIG`); on
 //! Ctrl-C the running child is killed and the table of what was measured is still returned.
 
-use npt_report::result::{AnyResult, Workload};
+use npt_result::any::{AnyResult, Workload};
 use std::fs::File;
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -139,10 +139,10 @@ fn read_result(path: &Path) -> Result<AnyResult, String> {
     let text = std::fs::read_to_string(path).map_err(|_| "no result written".to_string())?;
     let doc: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("result is not JSON: {e}"))?;
-    if doc["schema"] != npt_report::SCHEMA {
+    if doc["schema"] != npt_result::SCHEMA {
         return Err(format!("result has schema {}", doc["schema"]));
     }
-    npt_report::result::from_value(&path.display().to_string(), doc).map_err(|e| e.to_string())
+    npt_result::any::from_value(&path.display().to_string(), doc).map_err(|e| e.to_string())
 }
 
 /// The error kinds of a result, with one example each: " (refused 10: e.g. connect: …)".

@@ -26,7 +26,7 @@ pub(super) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
-/// Error kinds, in the one vocabulary of every result (`npt_report::result::ERROR_KINDS`):
+/// Error kinds, in the one vocabulary of every result (`npt_result::error::ERROR_KINDS`):
 /// a socket error's kind (`refused`, `reset`, `timeout`, `unreachable`, `local`, `io` …),
 /// `closed` (the peer closed before the response was complete), `tls`, `protocol`
 /// (unparsable response, h2 stream or connection errors).
@@ -40,7 +40,7 @@ pub fn classify(err: &(dyn std::error::Error + 'static)) -> &'static str {
                     return "tls";
                 }
             }
-            match npt_report::result::io_error_kind(ioe) {
+            match npt_result::error::io_error_kind(ioe) {
                 // Less telling than what an inner error may say: kept if nothing better.
                 k @ ("closed" | "protocol") => fallback = fallback.or(Some(k)),
                 // A socket error of no other kind; an error of npt's own (no OS error code)
@@ -98,7 +98,7 @@ mod tests {
         kinds.push(crate::h1::H1Error::Closed.kind());
         kinds.push(crate::h1::H1Error::Protocol("x".into()).kind());
         for k in kinds {
-            assert!(npt_report::result::is_error_kind(k), "{k}");
+            assert!(npt_result::error::is_error_kind(k), "{k}");
         }
         // A failed connect with an unclassified socket error is `io` (was `connect`).
         assert_eq!(classify(&io::Error::from_raw_os_error(libc::EPERM)), "io");

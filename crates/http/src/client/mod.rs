@@ -37,8 +37,8 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Uri};
-use npt_report::http::{ColdStart, HttpBody, HttpSummary};
-use npt_report::probe::Health;
+use npt_result::http::{ColdStart, HttpBody, HttpSummary};
+use npt_result::probe::Health;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -121,7 +121,7 @@ pub fn run_with_progress(
         cold = Some(rt.block_on(cold_start(&ctx, cs, g, spawned, &stop))?);
     }
 
-    let cpu0 = npt_report::cpu_seconds();
+    let cpu0 = npt_result::cpu_seconds();
     let started = SystemTime::now();
     let t0 = Instant::now();
     // Open loop: the pacer releases request k at t0 + k/rate; at most one request per slot
@@ -234,13 +234,13 @@ pub fn run_with_progress(
     if cfg.progress {
         eprint!("\r{:70}\r", "");
     }
-    let (u1, s1) = npt_report::cpu_seconds();
+    let (u1, s1) = npt_result::cpu_seconds();
     let wall = stop_at.duration_since(t0).as_secs_f64().max(1e-9);
     let health = Health {
         cpu_user_s: u1 - cpu0.0,
         cpu_sys_s: s1 - cpu0.1,
         cpu_pct: (u1 - cpu0.0 + s1 - cpu0.1) / wall * 100.0,
-        max_rss_bytes: npt_report::max_rss_bytes(),
+        max_rss_bytes: npt_result::max_rss_bytes(),
         timer_lateness_ms: timer_lateness.map(|h| h.summary()),
         ..Health::default()
     };

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use npt_http::{Config, RunResult, Target};
-use npt_report::Document;
+use npt_result::Document;
 use npt_server::http_server::{ServerHandle, ServerOptions};
 
 pub fn responder(tls: bool) -> (SocketAddr, ServerHandle) {

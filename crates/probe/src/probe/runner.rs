@@ -8,12 +8,12 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use npt_report::interval::Interval as Record;
-use npt_report::probe::hist;
-use npt_report::probe::{
+use npt_result::interval::Interval as Record;
+use npt_result::probe::hist;
+use npt_result::probe::{
     Directions, Errors, Health, NptLatency, ProbeBody, ProbePhases, ProbeSummary, ProxyPhases,
 };
-use npt_report::Document;
+use npt_result::Document;
 use npt_stats::Histogram;
 use npt_wire::{Fill, Pacing};
 use serde::Serialize;
@@ -306,9 +306,9 @@ pub fn run(
     let mut pending: BTreeMap<u32, Interval> = BTreeMap::new();
     let mut printed_up_to = 0u32;
     // Bounded memory for long runs: older records wait in a temporary file (report::series).
-    let mut records = npt_report::series::Series::default();
+    let mut records = npt_result::series::Series::default();
     let emit = |iv: &Interval,
-                records: &mut npt_report::series::Series<Record>,
+                records: &mut npt_result::series::Series<Record>,
                 on_stage: &mut dyn FnMut(&Record)| {
         let r = interval_record(iv, start);
         on_stage(&r);
@@ -502,7 +502,7 @@ fn build_body(
         .as_ref()
         .filter(|p| p.first_packet.count > 0)
         .map(|p| p.first_packet.mean);
-    let (user, sys) = npt_report::cpu_seconds();
+    let (user, sys) = npt_result::cpu_seconds();
     let summary = ProbeSummary {
         protocol: cfg.proto.name().to_string(),
         target: cfg.target.clone(),
@@ -564,7 +564,7 @@ fn build_body(
         } else {
             0.0
         },
-        max_rss_bytes: npt_report::max_rss_bytes(),
+        max_rss_bytes: npt_result::max_rss_bytes(),
         // The probe's own send lateness is its timer's: `send_lateness_ms` already says it.
         timer_lateness_ms: None,
     };

@@ -7,9 +7,9 @@ use npt_stats::Histogram;
 
 use super::{cells, Table, HEADER};
 use crate::html::{Chart, Page, Series, Table as HtmlTable};
-use crate::interval::Interval;
 use crate::page::SPECTRUM;
-use crate::result::AnyResult;
+use npt_result::any::AnyResult;
+use npt_result::interval::Interval;
 
 /// Quantiles sampled for the CDF; every scenario is read at the union of their latencies.
 const CDF_STEPS: usize = 200;
@@ -284,7 +284,7 @@ mod tests {
             .collect();
         let mut d = crate::page::test_probe((0..100).map(|i| ms * 1_000_000 + i * 10_000), &ivs);
         let rtt = d.body.headline().summary();
-        if let crate::result::Workload::Probe(b) = &mut d.body {
+        if let npt_result::any::Workload::Probe(b) = &mut d.body {
             b.summary.rtt_ms = rtt;
             (b.summary.sent, b.summary.lost) = (100, 0);
         }

@@ -10,7 +10,7 @@
 
 use npt_stats::{Histogram, Summary};
 
-use crate::result::Workload;
+use npt_result::any::Workload;
 
 use super::{headline, overheads, target, Hop, Input, Range, Row, Spread, Table};
 
@@ -134,7 +134,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         .iter()
         .map(|i| i.doc.body.errors().total_errors)
         .sum();
-    let probes: Vec<&crate::probe::ProbeSummary> = s
+    let probes: Vec<&npt_result::probe::ProbeSummary> = s
         .results
         .iter()
         .filter_map(|i| match &i.doc.body {
@@ -214,7 +214,7 @@ mod tests {
     fn probe_run(path: &str, samples: &[u64], sent: u64, lost: u64) -> Input {
         let mut d = crate::page::test_probe(samples.iter().copied(), &[]);
         let rtt = d.body.headline().summary();
-        if let crate::result::Workload::Probe(b) = &mut d.body {
+        if let npt_result::any::Workload::Probe(b) = &mut d.body {
             b.summary.target = "udp://x:1".into();
             (b.summary.rtt_ms, b.summary.sent, b.summary.lost) = (rtt, sent, lost);
             b.summary.jitter_ms = 0.25;

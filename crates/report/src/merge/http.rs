@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use npt_stats::Histogram;
 
-use crate::http::{hist, HostResult, HttpBody};
-use crate::probe::{Directions, Errors, Health, NptLatency};
-use crate::Document;
+use npt_result::http::{hist, HostResult, HttpBody};
+use npt_result::probe::{Directions, Errors, Health, NptLatency};
+use npt_result::Document;
 
 use super::{add_hists, envelope, merge_intervals, typed, MergeError, Part};
 

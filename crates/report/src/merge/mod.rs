@@ -26,10 +26,10 @@ use std::path::{Path, PathBuf};
 use npt_stats::{Histogram, SerializedHistogram};
 use serde::{Deserialize, Serialize};
 
-use crate::interval::Interval;
-use crate::probe::Directions;
-use crate::result::Workload;
-use crate::Document;
+use npt_result::any::Workload;
+use npt_result::interval::Interval;
+use npt_result::probe::Directions;
+use npt_result::Document;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -83,7 +83,7 @@ impl Part {
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| err(format!("not a result document: {e}")))?;
-        crate::result::check_schema(&path.display().to_string(), &json)
+        npt_result::any::check_schema(&path.display().to_string(), &json)
             .map_err(|e| MergeError::Checked(e.to_string()))?;
         let kind = json["kind"].as_str().unwrap_or("").to_string();
         let segment: SegmentLabel = serde_json::from_value(json["config"]["segment"].clone())
@@ -330,7 +330,7 @@ trait Body: Sized {
     fn pick(w: Workload) -> Option<Self>;
 }
 
-impl Body for crate::probe::ProbeBody {
+impl Body for npt_result::probe::ProbeBody {
     fn pick(w: Workload) -> Option<Self> {
         match w {
             Workload::Probe(b) => Some(b),
@@ -339,7 +339,7 @@ impl Body for crate::probe::ProbeBody {
     }
 }
 
-impl Body for crate::run::RunBody {
+impl Body for npt_result::run::RunBody {
     fn pick(w: Workload) -> Option<Self> {
         match w {
             Workload::Run(b) => Some(b),
@@ -348,7 +348,7 @@ impl Body for crate::run::RunBody {
     }
 }
 
-impl Body for crate::http::HttpBody {
+impl Body for npt_result::http::HttpBody {
     fn pick(w: Workload) -> Option<Self> {
         match w {
             Workload::Http(b) => Some(b),
@@ -362,7 +362,7 @@ fn typed<B: Body>(parts: &[Part]) -> Result<Vec<(PathBuf, Document<B>)>, MergeEr
     parts
         .iter()
         .map(|p| {
-            let r = crate::result::from_value(&p.path.display().to_string(), p.json.clone())
+            let r = npt_result::any::from_value(&p.path.display().to_string(), p.json.clone())
                 .map_err(|e| MergeError::Checked(e.to_string()))?;
             let Document {
                 schema,

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::probe::{hist, Directions, Errors, Health, NptLatency, ProbeBody};
-use crate::Document;
+use npt_result::probe::{hist, Directions, Errors, Health, NptLatency, ProbeBody};
+use npt_result::Document;
 
 use super::{add_hists, envelope, merge_intervals, typed, MergeError, Part};
 
@@ -39,7 +39,7 @@ pub(super) fn merge_jitter(
     let mut exact = true;
     for (ms, samples, replies) in parts {
         exact &= samples.is_some();
-        m += &crate::probe::jitter_mean(ms, samples, replies);
+        m += &npt_result::probe::jitter_mean(ms, samples, replies);
     }
     (m.value_ns() / 1e6, exact.then(|| m.samples()))
 }
@@ -111,7 +111,7 @@ pub(super) fn merge(parts: &[Part]) -> Result<Document<ProbeBody>, MergeError> {
             .all(|b| b.histograms.contains_key(hist::CONNECT));
     let (connect, first_packet) = (added(hist::CONNECT)?, added(hist::FIRST_PACKET)?);
     if exact {
-        let phases = crate::probe::ProbePhases {
+        let phases = npt_result::probe::ProbePhases {
             connect: connect.summary(),
             first_packet: first_packet.summary(),
         };

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use npt_stats::Histogram;
 
-use crate::probe::{Directions, Errors, NptLatency};
-use crate::run::{ActivityStats, GameStats, ProtocolStats, RunBody, RunHealth};
-use crate::Document;
+use npt_result::probe::{Directions, Errors, NptLatency};
+use npt_result::run::{ActivityStats, GameStats, ProtocolStats, RunBody, RunHealth};
+use npt_result::Document;
 
 use super::{add_hists, envelope, merge_intervals, typed, MergeError, Part};
 

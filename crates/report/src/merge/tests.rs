@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use npt_stats::Histogram;
 
 use super::*;
-use crate::probe::{hist, ProbeBody, ProbeSummary};
+use npt_result::probe::{hist, ProbeBody, ProbeSummary};
 
 fn probe_doc(samples: &[u64], index: u32, count: u32, run_id: &str) -> serde_json::Value {
     let mut h = Histogram::new();
@@ -152,7 +152,7 @@ fn error_rate_of_a_merge_is_errors_over_all_attempts_old_files_included() {
     let mut refused = npt_stats::ErrorCounts::default();
     refused.record("refused", || "connection refused".into());
     let mut a = probe_doc(&s, 0, 2, "r1");
-    a["errors"] = serde_json::to_value(crate::probe::Errors::new(refused.clone(), 3)).unwrap();
+    a["errors"] = serde_json::to_value(npt_result::probe::Errors::new(refused.clone(), 3)).unwrap();
     // Written before `errors.attempts` existed: a probe's rate divided by packets sent (3).
     let mut b = probe_doc(&s, 1, 2, "r1");
     b["errors"] = serde_json::json!({

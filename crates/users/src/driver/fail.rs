@@ -26,7 +26,7 @@ impl Fail {
     }
 }
 
-/// A kind of the one vocabulary (`npt_report::result::ERROR_KINDS`): a lost QUIC connection's
+/// A kind of the one vocabulary (`npt_result::error::ERROR_KINDS`): a lost QUIC connection's
 /// reason, else the socket error's kind.
 pub fn classify_io(e: &io::Error) -> &'static str {
     if let Some(inner) = e.get_ref() {
@@ -40,7 +40,7 @@ pub fn classify_io(e: &io::Error) -> &'static str {
             return quic::classify_connection(c);
         }
     }
-    npt_report::result::io_error_kind(e)
+    npt_result::error::io_error_kind(e)
 }
 
 #[cfg(test)]
@@ -67,7 +67,7 @@ mod tests {
         }
         kinds.push(Fail::timeout("x").kind);
         for k in kinds {
-            assert!(npt_report::result::is_error_kind(k), "{k}");
+            assert!(npt_result::error::is_error_kind(k), "{k}");
         }
     }
 }

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use npt_report::run::RunBody;
+use npt_result::run::RunBody;
 use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
 use std::pin::Pin;
@@ -42,11 +42,11 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::watch;
 
-use crate::auth;
 use crate::collect::{Collector, GameCounts};
 use crate::config::{Activity, Load, Proto, Shape, Targets};
 use crate::model::{self, Chooser, PagePlan, Step, User};
-use crate::quic::{self, QuicTrust};
+use npt_client::auth_async as auth;
+use npt_client::quic::{self, QuicTrust};
 
 mod activities;
 mod exchange;
@@ -71,7 +71,7 @@ pub struct RunConfig {
     /// is the keyed handshake on every transport, `secret`); `npt run` leaves it 0.
     pub token: u64,
     /// `--token`'s secret: the keyed handshake on every TCP connection, QUIC stream and game
-    /// socket, whose key then seals every frame ([`crate::auth`]).
+    /// socket, whose key then seals every frame ([`npt_client::auth_async`]).
     pub secret: Option<String>,
     /// Connect, handshake and per-read/write idle timeout.
     pub timeout: Duration,
@@ -268,7 +268,7 @@ async fn run_async(
     };
     let started = SystemTime::now();
     let started_mono = Instant::now();
-    let cpu0 = npt_report::cpu_seconds();
+    let cpu0 = npt_result::cpu_seconds();
     let ctx = Arc::new(Ctx {
         cfg: cfg.clone(),
         col: Collector::new(),
@@ -391,7 +391,7 @@ async fn run_async(
     publish_metrics(&cfg, &ctx.col);
     // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
     let ended = started + started_mono.elapsed();
-    let cpu1 = npt_report::cpu_seconds();
+    let cpu1 = npt_result::cpu_seconds();
     let secs = ran.as_secs_f64();
     let m = ctx
         .col
@@ -424,7 +424,7 @@ async fn run_async(
     health.cpu_user_s = cpu1.0 - cpu0.0;
     health.cpu_sys_s = cpu1.1 - cpu0.1;
     health.cpu_pct = (health.cpu_user_s + health.cpu_sys_s) * 100.0 / secs.max(1e-9);
-    health.max_rss_bytes = npt_report::max_rss_bytes();
+    health.max_rss_bytes = npt_result::max_rss_bytes();
     // Requests started: completed, failed (the timed-out ones among those still in flight
     // included), and the rest of those still in flight.
     let attempts = summary.requests + m.errors.total_errors + cut.count
@@ -434,7 +434,7 @@ async fn run_async(
             summary,
             health,
             latency: m.latency,
-            errors: npt_report::probe::Errors::new(m.errors.by_kind, attempts),
+            errors: npt_result::probe::Errors::new(m.errors.by_kind, attempts),
             protocols: m.protocols,
             activities: m.activities,
             histograms: m.histograms,

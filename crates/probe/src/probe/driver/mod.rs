@@ -108,7 +108,7 @@ const MAX_BATCHES_PER_STEP: usize = 16;
 
 /// A socket error's kind, in the one vocabulary of every result.
 fn classify(e: &io::Error) -> &'static str {
-    npt_report::result::io_error_kind(e)
+    npt_result::error::io_error_kind(e)
 }
 
 fn apply_control(s: &mut Session, control: &Control, now: u64) {

@@ -127,7 +127,7 @@ fn authenticate(
     let Some(secret) = secret else {
         return Ok(clock.now());
     };
-    match crate::probe::auth::tcp(stream, secret) {
+    match npt_client::auth::tcp(stream, secret) {
         Ok(key) => {
             if let Some(s) = f.session.as_mut() {
                 s.set_auth(key.clone());
@@ -192,7 +192,7 @@ fn connect_via(
 /// Drives TCP flows until all are done. `flows`: (flow index, session config); each connects
 /// first (directly, or through `via`), and its schedule starts when the connection is up.
 /// `secret` (`--token`): each connection does the keyed handshake first (blocking this thread
-/// for at most [`crate::probe::auth::HANDSHAKE_TIMEOUT`]); a failed one is an `auth` error, and ends
+/// for at most [`npt_client::auth::HANDSHAKE_TIMEOUT`]); a failed one is an `auth` error, and ends
 /// a flow that never got its session.
 pub fn run_tcp(
     target: SocketAddr,

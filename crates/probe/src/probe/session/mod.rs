@@ -156,7 +156,7 @@ impl Session {
     }
 
     /// Counts a transport error against this flow, under a kind of the one vocabulary of
-    /// every result (`npt_report::result::ERROR_KINDS`: the driver classifies with
+    /// every result (`npt_result::error::ERROR_KINDS`: the driver classifies with
     /// `io_error_kind`).
     pub fn record_error(&mut self, kind: &str, example: impl FnOnce() -> String) {
         self.totals.errors.record(kind, example);

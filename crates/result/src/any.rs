@@ -19,6 +19,7 @@ use serde::Serialize;
 
 pub use crate::interval::Interval;
 
+use crate::error::error_kind;
 use crate::http::HttpBody;
 use crate::ping::PingBody;
 use crate::probe::{Errors, NptLatency, ProbeBody};
@@ -30,76 +31,6 @@ pub const READABLE: &[&str] = &[crate::SCHEMA, crate::SCHEMA_V1];
 
 /// The kinds [`Workload`] holds.
 pub const KINDS: &[&str] = &["probe", "run", "http", "ping"];
-
-/// The one vocabulary of error kinds every workload counts under (`errors.by_kind`), with what
-/// each means. Besides these: `stalled` (a probe's relay pacing with nothing left to send),
-/// `internal`, `config`, and the proxy's own `proxy_*` kinds.
-pub const ERROR_KINDS: &[(&str, &str)] = &[
-    ("refused", "the connection was refused"),
-    (
-        "reset",
-        "the connection was reset or aborted, or the pipe broke",
-    ),
-    ("closed", "the peer closed before the answer was complete"),
-    ("timeout", "no answer, or no progress, within the timeout"),
-    ("unreachable", "host or network unreachable"),
-    (
-        "local",
-        "the tester's own limits: no local address or port, out of file descriptors",
-    ),
-    ("tls", "the TLS handshake or the certificate failed"),
-    ("protocol", "an answer that is not what the protocol says"),
-    ("io", "any other socket error"),
-];
-
-/// Error kinds outside [`ERROR_KINDS`] that a result may still count: a probe's relay pacing
-/// with nothing left to send, a panicked thread, a bad configuration found at run time, and
-/// the proxy's own kinds (`proxy_refused`, `proxy_auth` …, any name with this prefix).
-pub const EXTRA_ERROR_KINDS: &[&str] = &["stalled", "internal", "config"];
-
-/// The prefix of the proxy's own error kinds.
-pub const PROXY_ERROR_PREFIX: &str = "proxy_";
-
-/// True for a name in [`ERROR_KINDS`], [`EXTRA_ERROR_KINDS`] or with [`PROXY_ERROR_PREFIX`].
-pub fn is_error_kind(kind: &str) -> bool {
-    ERROR_KINDS.iter().any(|(k, _)| *k == kind)
-        || EXTRA_ERROR_KINDS.contains(&kind)
-        || kind.starts_with(PROXY_ERROR_PREFIX)
-}
-
-/// The kind in [`ERROR_KINDS`] of a socket error, for every classifier that meets one (probe,
-/// users, http, ping): refused; reset, aborted or a broken pipe; closed (EOF, not connected);
-/// timeout (a timed-out or would-block blocking call); unreachable (host or network); local (no
-/// local address or port, out of file descriptors); protocol (invalid data); else io.
-pub fn io_error_kind(e: &io::Error) -> &'static str {
-    use io::ErrorKind as K;
-    match e.kind() {
-        K::ConnectionRefused => "refused",
-        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => "reset",
-        K::UnexpectedEof | K::NotConnected => "closed",
-        K::TimedOut | K::WouldBlock => "timeout",
-        K::HostUnreachable | K::NetworkUnreachable => "unreachable",
-        K::AddrInUse | K::AddrNotAvailable => "local",
-        K::InvalidData => "protocol",
-        _ => match e.raw_os_error() {
-            Some(libc::EHOSTUNREACH | libc::ENETUNREACH) => "unreachable",
-            Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL) => "local",
-            _ => "io",
-        },
-    }
-}
-
-/// A kind of a file written before the one vocabulary ([`ERROR_KINDS`]), in it: `aborted`
-/// (a probe's) is `reset`, `connect` (http's other connect failures) is `io`, every other name
-/// is kept. For reading old files: the classifiers emit the vocabulary's names themselves (the
-/// probe session still passes the kinds it records through this, a no-op for them now).
-pub fn error_kind(kind: &str) -> &str {
-    match kind {
-        "aborted" => "reset",
-        "connect" => "io",
-        k => k,
-    }
-}
 
 /// A result document of any workload.
 pub type AnyResult = Document<Workload>;
@@ -346,31 +277,6 @@ impl Workload {
     }
 }
 
-/// The text summary of any workload's result, as the command that made it printed it.
-pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
-    // The renderers take their kind's document; lend them the envelope with the body.
-    fn with<B: Clone>(doc: &AnyResult, body: &B) -> Document<B> {
-        Document {
-            schema: doc.schema.clone(),
-            kind: doc.kind.clone(),
-            tool: doc.tool.clone(),
-            host: doc.host.clone(),
-            started_at: doc.started_at.clone(),
-            ended_at: doc.ended_at.clone(),
-            duration_s: doc.duration_s,
-            stopped_by: doc.stopped_by.clone(),
-            config: doc.config.clone(),
-            body: body.clone(),
-        }
-    }
-    match &doc.body {
-        Workload::Probe(b) => crate::text::write_probe(w, &with(doc, b)),
-        Workload::Run(b) => crate::run::write_text(&mut &mut *w, &with(doc, b)),
-        Workload::Http(b) => crate::http::write_text(w, &with(doc, b)),
-        Workload::Ping(b) => crate::ping::write_text(w, b, &doc.stopped_by, doc.duration_s),
-    }
-}
-
 #[cfg(test)]
-#[path = "result_tests.rs"]
+#[path = "any_tests.rs"]
 mod tests;

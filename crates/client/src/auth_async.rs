@@ -1,4 +1,4 @@
-//! `--token` for `npt run`: the keyed handshake ([`npt_wire::auth::ClientHandshake`]) on each
+//! `--token`, async (`npt run`, `npt ping`): the keyed handshake ([`npt_wire::auth::ClientHandshake`]) on each
 //! TCP connection, each QUIC stream and each game's UDP socket, async. Its key seals every
 //! frame the connection (stream) sends and checks every reply.
 // Parses peer handshake bytes: no panic path outside tests (README, "No panic on input").
@@ -18,18 +18,12 @@
 use std::io;
 use std::time::{Duration, Instant};
 
+use crate::auth::nonce;
 use npt_wire::auth::{
     stream_no_accept, stream_read_error, stream_step, ClientHandshake, SessionKey, HS_LEN,
 };
-use rand::RngCore;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UdpSocket;
-
-fn nonce() -> [u8; 16] {
-    let mut n = [0u8; 16];
-    rand::rngs::OsRng.fill_bytes(&mut n);
-    n
-}
 
 /// The handshake over a byte stream (the caller bounds it in time).
 // SAFE: `poll_transmit` returns the length it wrote into `m` (at most `HS_LEN`).

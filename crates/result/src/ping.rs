@@ -2,13 +2,12 @@
 //! `latency.<proto>` and `errors` blocks every npt result carries, and the RTT histogram so
 //! results merge exactly; and its text summary, so that `npt report` prints what `npt ping`
 //! printed. Here rather than in npt-ping so that every reader reads it as one typed result
-//! ([`crate::result::Workload::Ping`]).
+//! ([`crate::any::Workload::Ping`]).
 //!
 //! Field names are what users script against (README, `npt ping`); `schema/ping.schema.json`
 //! checks them.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
 
 use npt_stats::SerializedHistogram;
 use serde::{Deserialize, Serialize};
@@ -47,42 +46,4 @@ pub struct PingSummary {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub stddev_ms: f64,
-}
-
-/// The closing lines of `npt ping` (`--- TARGET ping statistics ---` …); `took_s` is the run's
-/// length.
-pub fn write_text(
-    out: &mut dyn Write,
-    b: &PingBody,
-    stopped_by: &str,
-    took_s: f64,
-) -> io::Result<()> {
-    let s = &b.summary;
-    writeln!(out, "--- {} ping statistics ---", b.target)?;
-    let stopped = match stopped_by {
-        "count" => String::new(),
-        why => format!(", stopped by {why}"),
-    };
-    writeln!(
-        out,
-        "{} sent, {} received, {:.1}% loss, {} late, time {:.2} s{stopped}",
-        s.sent, s.received, s.loss_pct, s.late, took_s
-    )?;
-    if s.received > 0 {
-        writeln!(
-            out,
-            "rtt min/avg/p50/p90/max/stddev = {:.3}/{:.3}/{:.3}/{:.3}/{:.3}/{:.3} ms",
-            s.min_ms, s.avg_ms, s.p50_ms, s.p90_ms, s.max_ms, s.stddev_ms
-        )?;
-    }
-    if !b.errors.by_kind.is_empty() {
-        let kinds: Vec<String> = b
-            .errors
-            .by_kind
-            .iter()
-            .map(|(k, v)| format!("{k} {}", v.count))
-            .collect();
-        writeln!(out, "errors: {}", kinds.join(", "))?;
-    }
-    Ok(())
 }

@@ -4,9 +4,18 @@ use std::io::{self, Write};
 
 use npt_stats::Summary;
 
-use crate::interval::Interval;
-use crate::probe::ProbeBody;
-use crate::Document;
+use npt_result::any::{AnyResult, Workload};
+use npt_result::interval::Interval;
+use npt_result::probe::ProbeBody;
+use npt_result::Document;
+
+mod http;
+mod ping;
+mod run;
+
+pub use http::write_http;
+pub use ping::write_ping;
+pub use run::write_run;
 
 /// Formats bits per second with a unit (`12.34 Mbit/s`).
 pub fn bits(bps: f64) -> String {
@@ -193,9 +202,67 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
     Ok(())
 }
 
+/// The text summary of any workload's result, as the command that made it printed it.
+pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
+    // The renderers take their kind's document; lend them the envelope with the body.
+    fn with<B: Clone>(doc: &AnyResult, body: &B) -> Document<B> {
+        Document {
+            schema: doc.schema.clone(),
+            kind: doc.kind.clone(),
+            tool: doc.tool.clone(),
+            host: doc.host.clone(),
+            started_at: doc.started_at.clone(),
+            ended_at: doc.ended_at.clone(),
+            duration_s: doc.duration_s,
+            stopped_by: doc.stopped_by.clone(),
+            config: doc.config.clone(),
+            body: body.clone(),
+        }
+    }
+    match &doc.body {
+        Workload::Probe(b) => write_probe(w, &with(doc, b)),
+        Workload::Run(b) => run::write_run(&mut &mut *w, &with(doc, b)),
+        Workload::Http(b) => http::write_http(w, &with(doc, b)),
+        Workload::Ping(b) => ping::write_ping(w, b, &doc.stopped_by, doc.duration_s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every kind's result, read as any result, prints its command's text: http's exactly
+    /// what `write_http` prints for its own document.
+    #[test]
+    fn the_text_of_any_kind_is_its_commands_text() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1");
+        let read = |kind: &str| npt_result::any::read(&dir.join(format!("{kind}-0.json"))).unwrap();
+        let any = read("http");
+        let Workload::Http(b) = &any.body else {
+            panic!("an http result")
+        };
+        let typed = Document {
+            schema: any.schema.clone(),
+            kind: any.kind.clone(),
+            tool: any.tool.clone(),
+            host: any.host.clone(),
+            started_at: any.started_at.clone(),
+            ended_at: any.ended_at.clone(),
+            duration_s: any.duration_s,
+            stopped_by: any.stopped_by.clone(),
+            config: any.config.clone(),
+            body: b.clone(),
+        };
+        let (mut direct, mut out) = (Vec::new(), Vec::new());
+        write_http(&mut direct, &typed).unwrap();
+        write_text(&mut out, &any).unwrap();
+        assert_eq!(out, direct);
+        for kind in ["probe", "run"] {
+            let mut out = Vec::new();
+            write_text(&mut out, &read(kind)).unwrap();
+            assert!(!out.is_empty());
+        }
+    }
 
     #[test]
     fn units() {

@@ -1,0 +1,111 @@
+//! `--token`, blocking (the probe, ping's UDP): drives the keyed handshake ([`npt_wire::auth::ClientHandshake`])
+//! over a blocking std socket before a flow starts, and returns the session key its frames
+//! are sealed with. Bounded by [`HANDSHAKE_TIMEOUT`]; UDP repeats lost messages.
+
+use std::io::{self, Read, Write};
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use npt_wire::auth::{
+    stream_no_accept, stream_read_error, stream_step, ClientHandshake, SessionKey, HS_LEN,
+};
+use rand::RngCore;
+
+/// How long a handshake may take before the flow fails.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// 16 bytes from the OS RNG.
+pub fn nonce() -> [u8; 16] {
+    let mut n = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut n);
+    n
+}
+
+fn timed_out(what: &str, timeout: Duration) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!(
+            "no answer to the --token handshake over {what} within {timeout:?}: is the server \
+             `npt serve --token` with the same secret?"
+        ),
+    )
+}
+
+/// The handshake over a connected UDP socket (its read timeout is restored to none).
+pub fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Result<SessionKey> {
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_nanos() as u64;
+    let mut hs = ClientHandshake::new(secret.as_bytes(), nonce(), 0, timeout.as_nanos() as u64);
+    let (mut out, mut inb) = ([0u8; HS_LEN], [0u8; 2048]);
+    let result = loop {
+        if hs.check(now()).is_err() {
+            break Err(timed_out("UDP", timeout));
+        }
+        if let Some(n) = hs.poll_transmit(now(), &mut out) {
+            sock.send(&out[..n])?;
+        }
+        let Some(at) = hs.poll_timeout() else {
+            break Err(timed_out("UDP", timeout));
+        };
+        let wait = at.saturating_sub(now()).max(1_000_000);
+        sock.set_read_timeout(Some(Duration::from_nanos(wait)))?;
+        match sock.recv(&mut inb) {
+            // Anything that is not the answer (a stray datagram) is ignored.
+            Ok(n) => {
+                if let Ok(Some(k)) = hs.handle(now(), &inb[..n]) {
+                    break Ok(k);
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => break Err(e),
+        }
+    };
+    sock.set_read_timeout(None)?;
+    result
+}
+
+/// The handshake over a byte stream (blocking, with read and write timeouts set by the caller).
+pub fn stream<S: Read + Write>(s: &mut S, secret: &str) -> io::Result<SessionKey> {
+    let mut hs = ClientHandshake::new(secret.as_bytes(), nonce(), 0, u64::MAX);
+    let mut m = [0u8; HS_LEN];
+    for _ in 0..2 {
+        let n = hs
+            .poll_transmit(0, &mut m)
+            .ok_or_else(|| io::Error::other("handshake: nothing to send"))?;
+        s.write_all(&m[..n])?;
+        s.flush()?;
+        s.read_exact(&mut m).map_err(stream_read_error)?;
+        if let Some(k) = stream_step(&mut hs, &m)? {
+            return Ok(k);
+        }
+    }
+    Err(stream_no_accept())
+}
+
+/// [`stream`] on a TCP socket that is otherwise non-blocking: blocking with timeouts for the
+/// handshake, then back.
+pub fn tcp(sock: &mut std::net::TcpStream, secret: &str) -> io::Result<SessionKey> {
+    sock.set_nonblocking(false)?;
+    sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    sock.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    let r = stream(sock, secret).map_err(|e| {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
+            timed_out("TCP", HANDSHAKE_TIMEOUT)
+        } else {
+            e
+        }
+    });
+    sock.set_read_timeout(None)?;
+    sock.set_write_timeout(None)?;
+    sock.set_nonblocking(true)?;
+    r
+}

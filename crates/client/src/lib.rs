@@ -1,0 +1,11 @@
+//! What the client side of several engines shares, so that no engine depends on another for
+//! it: the keyed `--token` handshake over a blocking socket ([`auth`], the probe and ping's
+//! UDP) and over tokio ([`auth_async`], run and ping), and the QUIC client endpoint with its
+//! certificate trust and error classification ([`quic`], run and ping). Beside `npt-tls`,
+//! which holds the certificate verifier both sides use.
+
+pub mod auth;
+pub mod auth_async;
+pub mod quic;
+
+pub use quic::QuicTrust;

@@ -1,0 +1,89 @@
+//! The closing lines `npt ping` prints, and `npt report` prints again.
+
+use std::io::{self, Write};
+
+use npt_result::ping::PingBody;
+
+/// The closing lines of `npt ping` (`--- TARGET ping statistics ---` …); `took_s` is the run's
+/// length.
+pub fn write_ping(
+    out: &mut dyn Write,
+    b: &PingBody,
+    stopped_by: &str,
+    took_s: f64,
+) -> io::Result<()> {
+    let s = &b.summary;
+    writeln!(out, "--- {} ping statistics ---", b.target)?;
+    let stopped = match stopped_by {
+        "count" => String::new(),
+        why => format!(", stopped by {why}"),
+    };
+    writeln!(
+        out,
+        "{} sent, {} received, {:.1}% loss, {} late, time {:.2} s{stopped}",
+        s.sent, s.received, s.loss_pct, s.late, took_s
+    )?;
+    if s.received > 0 {
+        writeln!(
+            out,
+            "rtt min/avg/p50/p90/max/stddev = {:.3}/{:.3}/{:.3}/{:.3}/{:.3}/{:.3} ms",
+            s.min_ms, s.avg_ms, s.p50_ms, s.p90_ms, s.max_ms, s.stddev_ms
+        )?;
+    }
+    if !b.errors.by_kind.is_empty() {
+        let kinds: Vec<String> = b
+            .errors
+            .by_kind
+            .iter()
+            .map(|(k, v)| format!("{k} {}", v.count))
+            .collect();
+        writeln!(out, "errors: {}", kinds.join(", "))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use npt_result::any::{from_value, Workload};
+    use npt_result::ping::PingSummary;
+    use npt_result::probe::Errors;
+    use npt_result::Document;
+
+    use super::*;
+
+    /// A ping read back as any result prints the closing lines `npt ping` printed.
+    #[test]
+    fn a_ping_reads_as_one_result_too() {
+        let mut h = npt_stats::Histogram::new();
+        for v in [1_000_000, 3_000_000] {
+            h.record(v);
+        }
+        let body = PingBody {
+            target: "tcp://127.0.0.1:1".into(),
+            proto: "tcp".into(),
+            addresses: vec!["127.0.0.1:1".into()],
+            summary: PingSummary {
+                sent: 3,
+                received: 2,
+                lost: 1,
+                ..Default::default()
+            },
+            latency: BTreeMap::new(),
+            errors: Errors::default(),
+            histogram: h.to_serialized(),
+        };
+        let now = std::time::SystemTime::now();
+        let doc = Document::new("ping", now, now, "count", serde_json::json!({}), body);
+        let r = from_value("p.json", serde_json::to_value(&doc).unwrap()).unwrap();
+        assert!(matches!(r.body, Workload::Ping(_)));
+        let mut out = Vec::new();
+        crate::text::write_text(&mut out, &r).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("--- tcp://127.0.0.1:1 ping statistics ---\n3 sent, 2 received"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! The body of an `http` result (the gateway benchmark): summary, per-host results, cold start,
+//! tester health, the NPT-compatible `latency` and `errors` blocks, serialized histograms and
+//! the per-interval series; and its text summary, here rather than in the binary so that
+//! `npt report` and `npt merge` print exactly what `npt http` printed.
+//!
+//! Field names here are what users script against (README, `npt http`, "JSON names"): `summary.requests`,
+//! `summary.rps`, `summary.latency_ms.*`, `summary.status.<code>`, `summary.errors`,
+//! `hosts.<host>.requests`, `cold_start.ready_ms`, `cold_start.first_request_ms` and, in open
+//! loop, `summary.latency_uncorrected_ms`. Keep them stable; `schema/http.schema.json` checks them.
+
+use std::collections::BTreeMap;
+
+use npt_stats::Summary;
+use serde::{Deserialize, Serialize};
+
+use crate::interval::Interval;
+use crate::probe::{Directions, Errors, Health, NptLatency};
+use crate::Histograms;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HttpBody {
+    pub summary: HttpSummary,
+    /// Per virtual host (the `Host` header / `:authority` sent), keyed by that name.
+    pub hosts: BTreeMap<String, HostResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start: Option<ColdStart>,
+    pub health: Health,
+    /// NPT's block; the key is `tcp` (HTTP runs over TCP).
+    pub latency: BTreeMap<String, NptLatency>,
+    pub errors: Errors,
+    /// Serialized HDR histograms (ns) by name: [`hist`].
+    pub histograms: Histograms,
+    /// One per interval (1 s); `status` filled besides the common fields.
+    pub intervals: Vec<Interval>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HttpSummary {
+    pub url: String,
+    /// The socket address requests were sent to.
+    pub target: String,
+    pub method: String,
+    /// `http/1.1` or `h2`.
+    pub protocol: String,
+    pub tls: bool,
+    /// `closed` (`-c` workers send as soon as the previous answer is in) or `open` (`--rate`).
+    pub mode: String,
+    pub open_loop: bool,
+    /// `--rate`, requests per second (open loop only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Concurrent connections (`-c`).
+    pub connections: u32,
+    /// Concurrent streams per HTTP/2 connection (1 for HTTP/1.1).
+    pub streams: u32,
+    /// True with `--new-conn`: a new TCP (and TLS) connection per request.
+    pub new_conn: bool,
+    /// Responses received completely, whatever their status.
+    pub requests: u64,
+    /// Responses with a 2xx status.
+    pub ok: u64,
+    /// Requests that got no complete response (transport errors, timeouts); by kind in `errors`.
+    pub errors: u64,
+    /// Requests still waiting for their response when the run ended (neither counted as
+    /// requests nor as errors), and the age of the oldest.
+    #[serde(default)]
+    pub in_flight_at_end: u64,
+    #[serde(default)]
+    pub oldest_in_flight_ms: f64,
+    /// `requests` per second over the measured phase.
+    pub rps: f64,
+    /// Length of the measured phase (after any cold start).
+    pub duration_s: f64,
+    /// Connections opened during the measured phase.
+    pub connections_opened: u64,
+    /// Response counts by status code (`"200"`, `"404"` …).
+    pub status: BTreeMap<String, u64>,
+    /// Request and response body bytes of completed requests (headers excluded).
+    pub bytes: Directions,
+    /// Body bits per second each way (headers excluded).
+    pub throughput_bps: Directions,
+    /// Request latency: first byte handed to the socket → last response byte read. In open loop
+    /// this is measured from the *intended* send time (coordinated-omission corrected, as wrk2).
+    pub latency_ms: Summary,
+    /// Open loop only: latency from the actual send, which hides server stalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_uncorrected_ms: Option<Summary>,
+    /// Phases: TCP connect, TLS handshake (per connection), time to the response head, complete.
+    pub phases_ms: Phases,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Phases {
+    pub connect: Summary,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<Summary>,
+    /// `--via`: the proxy's own part of each connect (authentication + CONNECT reply);
+    /// `connect` then runs until the tunnel is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<Summary>,
+    /// From the actual send to the response head (status line and headers) being parsed.
+    pub ttfb: Summary,
+    /// From the actual send to the last body byte (the uncorrected latency).
+    pub complete: Summary,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HostResult {
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub rps: f64,
+    pub status: BTreeMap<String, u64>,
+    pub bytes_received: u64,
+    pub latency_ms: Summary,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_uncorrected_ms: Option<Summary>,
+    pub ttfb_ms: Summary,
+}
+
+/// Seed 003's cold start: a command is spawned and polled until its first 2xx answer.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ColdStart {
+    pub command: String,
+    /// From spawning the command to the end of the first 2xx response.
+    pub ready_ms: f64,
+    /// Latency of that first successful request alone.
+    pub first_request_ms: f64,
+    /// Requests (and connection attempts) sent until then, the successful one included.
+    pub attempts: u64,
+    pub first_status: u16,
+}
+
+/// The names in an http result's `histograms` map (serialized HDR histograms, ns).
+pub mod hist {
+    /// Request latency (corrected in open loop), as `summary.latency_ms`.
+    pub const LATENCY: &str = "latency";
+    /// Open loop only: latency from the actual send.
+    pub const LATENCY_UNCORRECTED: &str = "latency_uncorrected";
+    pub const TTFB: &str = "ttfb";
+    pub const CONNECT: &str = "connect";
+    /// TLS runs only.
+    pub const TLS: &str = "tls";
+    /// `--via` only: the proxy's own part of each connect.
+    pub const PROXY: &str = "proxy";
+    /// Latency per host: `hosts.<host>`.
+    pub const HOST_PREFIX: &str = "hosts.";
+
+    /// The name of `host`'s latency histogram.
+    pub fn host(host: &str) -> String {
+        format!("{HOST_PREFIX}{host}")
+    }
+}

@@ -1,0 +1,226 @@
+//! The npt result document: one self-describing JSON value per run, the types of every
+//! workload's body, the error vocabulary they count under, the interval series, and the atomic
+//! writer. Engines write it and readers (`npt-report`'s renderers, compare and merge) read it;
+//! it depends on `npt-stats` and serde only, so no engine depends on a renderer.
+//!
+//! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
+//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`]), and [`any`] reads any of them
+//! as one type with a typed workload part. Types derive `Deserialize` as well as `Serialize` so
+//! a saved result can be rendered again or merged without re-running anything.
+
+pub mod any;
+pub mod error;
+pub mod http;
+pub mod interval;
+pub mod ping;
+pub mod probe;
+pub mod run;
+pub mod series;
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+pub use npt_stats::{ErrorCounts, SerializedHistogram, Summary};
+
+/// Version string of the result document's layout; bumped on incompatible changes. v2 made
+/// the interval records one type ([`interval::Interval`]) and `histograms` one flat map of
+/// dotted names in every kind; v1 files are still read ([`result::READABLE`]).
+pub const SCHEMA: &str = "npt.result.v2";
+
+/// The schema before v2, still read (converted on read, [`result::from_value`]).
+pub const SCHEMA_V1: &str = "npt.result.v1";
+
+/// Serialized HDR histograms (ns) by dotted name (`rtt`, `proto.tcp.latency`, `hosts.a.test` …).
+pub type Histograms = std::collections::BTreeMap<String, SerializedHistogram>;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Document<B> {
+    pub schema: String,
+    pub kind: String,
+    pub tool: Tool,
+    pub host: Host,
+    pub started_at: String,
+    pub ended_at: String,
+    pub duration_s: f64,
+    /// Why the run ended: `count`, `duration`, `signal`, `abort` (second signal), `error`.
+    pub stopped_by: String,
+    pub config: serde_json::Value,
+    #[serde(flatten)]
+    pub body: B,
+}
+
+impl<B: Serialize> Document<B> {
+    pub fn new(
+        kind: &str,
+        started: SystemTime,
+        ended: SystemTime,
+        stopped_by: &str,
+        config: serde_json::Value,
+        body: B,
+    ) -> Document<B> {
+        Document {
+            schema: SCHEMA.to_string(),
+            kind: kind.to_string(),
+            tool: Tool::this(),
+            host: Host::this(),
+            started_at: rfc3339(started),
+            ended_at: rfc3339(ended),
+            duration_s: ended
+                .duration_since(started)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+            stopped_by: stopped_by.to_string(),
+            config,
+            body,
+        }
+    }
+
+    pub fn to_json_pretty(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).expect("result documents always serialize");
+        v.push(b'\n');
+        v
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Tool {
+    pub fn this() -> Tool {
+        Tool {
+            name: "npt".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    pub cpus: usize,
+}
+
+impl Host {
+    pub fn this() -> Host {
+        Host {
+            hostname: hostname(),
+            os: std::env::consts::OS.to_string(),
+            arch: std::env::consts::ARCH.to_string(),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".to_string();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// User and system CPU seconds this process has used so far.
+pub fn cpu_seconds() -> (f64, f64) {
+    // SAFETY: getrusage fills the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Peak resident set size of this process in bytes.
+///
+/// Read from `/proc/self/status` (`VmHWM`) where it exists: `getrusage`'s `ru_maxrss` survives
+/// `exec`, so under `cargo run` it reported cargo's own peak (63 MiB instead of 9).
+pub fn max_rss_bytes() -> u64 {
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        let hwm = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+        if let Some(kib) = hwm {
+            return kib * 1024;
+        }
+    }
+    // SAFETY: getrusage fills the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if rc != 0 {
+        return 0;
+    }
+    ru.ru_maxrss as u64 * 1024
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to
+/// disk, then renamed over the target. A reader never sees half a result.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "result path has no file name")
+    })?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        write_atomic(&p, b"first").unwrap();
+        write_atomic(&p, b"second").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"second");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn peak_rss_is_plausible() {
+        let rss = max_rss_bytes();
+        assert!(rss > 100 * 1024 && rss < 64 << 30, "{rss}");
+    }
+
+    #[test]
+    fn atomic_write_into_missing_dir_fails_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("nope/r.json");
+        assert!(write_atomic(&p, b"x").is_err());
+    }
+}
