@@ -6,6 +6,7 @@
 use std::io;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 
+use npt_result::StopReason;
 use npt_wire::auth::{Dir, SessionKey};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -25,7 +26,7 @@ pub struct Outcome {
     /// The addresses the target resolved to.
     pub addrs: Vec<SocketAddr>,
     /// `count`, `signal` or `abort` (second signal).
-    pub stopped_by: &'static str,
+    pub stopped_by: StopReason,
 }
 
 /// Called for every settled attempt, with the address it went to.
@@ -102,16 +103,16 @@ pub fn classify_io(e: &io::Error) -> &'static str {
 }
 
 /// Applies the signal count: 1 stops new attempts, 2 abandons those in flight.
-fn check_signals(session: &mut Session, signals: &AtomicUsize) -> Option<&'static str> {
+fn check_signals(session: &mut Session, signals: &AtomicUsize) -> Option<StopReason> {
     match signals.load(Ordering::SeqCst) {
         0 => None,
         1 => {
             session.stop();
-            Some("signal")
+            Some(StopReason::Signal)
         }
         _ => {
             session.abandon();
-            Some("abort")
+            Some(StopReason::Abort)
         }
     }
 }
@@ -129,11 +130,11 @@ fn run_blocking(
     signals: &AtomicUsize,
     on: OnEvent,
     mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (&'static str, String)>,
-) -> Result<&'static str, PingError> {
+) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
         return Err(PingError::NoAddress(cfg.target.host.clone()));
     }
-    let mut stopped_by = "count";
+    let mut stopped_by = StopReason::Count;
     let mut preferred = 0usize;
     loop {
         if let Some(why) = check_signals(session, signals) {
@@ -194,7 +195,7 @@ fn run_udp(
     clock: Instant,
     signals: &AtomicUsize,
     on: OnEvent,
-) -> Result<&'static str, PingError> {
+) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
         return Err(PingError::NoAddress(cfg.target.host.clone()));
     }
@@ -209,7 +210,7 @@ fn run_udp(
     let mut keys: Vec<Option<SessionKey>> = addrs.iter().map(|_| None).collect();
     let mut cur = 0usize;
     let mut answered = false;
-    let mut stopped_by = "count";
+    let mut stopped_by = StopReason::Count;
     loop {
         if let Some(why) = check_signals(session, signals) {
             stopped_by = why;

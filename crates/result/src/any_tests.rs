@@ -32,7 +32,7 @@ fn doc<B: Serialize>(kind: &str, body: B) -> serde_json::Value {
         kind,
         now,
         now,
-        "duration",
+        crate::StopReason::Duration,
         serde_json::json!({"x": 1}),
         body,
     );

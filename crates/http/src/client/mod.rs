@@ -39,6 +39,7 @@ use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Uri};
 use npt_result::http::{ColdStart, HttpBody, HttpSummary};
 use npt_result::probe::Health;
+use npt_result::StopReason;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -196,13 +197,13 @@ pub fn run_with_progress(
     let stopped_by = loop {
         let now = Instant::now();
         if now >= end {
-            break "duration";
+            break StopReason::Duration;
         }
         if stop.load(Ordering::Relaxed) {
-            break "signal";
+            break StopReason::Signal;
         }
         if tasks.iter().all(|t| t.is_finished()) {
-            break "duration";
+            break StopReason::Duration;
         }
         std::thread::sleep(TICK.min(end - now));
         drain(&mut collector, &mut buf, ctx.ns(end));

@@ -368,17 +368,7 @@ pub fn run(
     // Start label + monotonic time: a wall-clock step cannot distort it (tests/wallclock.rs).
     let ended_wall = started_wall + Duration::from_nanos(clock.now().saturating_sub(start));
     let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
-    let stopped_by = [
-        StopReason::Abort,
-        StopReason::Signal,
-        StopReason::Duration,
-        StopReason::Count,
-        StopReason::Stalled,
-        StopReason::Error,
-    ]
-    .into_iter()
-    .find(|r| stops.contains(r))
-    .map_or("error", |r| r.name());
+    let stopped_by = StopReason::most_telling(stops);
     proxy_phases.extend(tcp_times.iter().filter_map(|t| t.proxy));
     let records = records.into_vec_logged();
     let mut body = build_body(cfg, &totals, &tcp_times, records, wall_s);

@@ -223,7 +223,7 @@ pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
         Workload::Probe(b) => write_probe(w, &with(doc, b)),
         Workload::Run(b) => run::write_run(&mut &mut *w, &with(doc, b)),
         Workload::Http(b) => http::write_http(w, &with(doc, b)),
-        Workload::Ping(b) => ping::write_ping(w, b, &doc.stopped_by, doc.duration_s),
+        Workload::Ping(b) => ping::write_ping(w, b, doc.stopped_by, doc.duration_s),
     }
 }
 

@@ -33,6 +33,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use npt_result::run::RunBody;
+use npt_result::StopReason;
 use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
 use std::pin::Pin;
@@ -176,7 +177,7 @@ pub struct RunOutput {
     pub started: SystemTime,
     pub ended: SystemTime,
     /// `duration` or `signal`.
-    pub stopped_by: &'static str,
+    pub stopped_by: npt_result::StopReason,
 }
 
 struct Ctx {
@@ -327,13 +328,13 @@ async fn run_async(
     }
 
     // The clock of the run: intervals, progress, the end, signals.
-    let mut stopped_by = "duration";
+    let mut stopped_by = StopReason::Duration;
     let mut next_interval = cfg.interval;
     let mut last_cut = Duration::ZERO;
     loop {
         let now = ctx.t0.elapsed();
         if stop.load(Ordering::Relaxed) {
-            stopped_by = "signal";
+            stopped_by = StopReason::Signal;
             break;
         }
         if now >= end {
