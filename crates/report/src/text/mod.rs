@@ -214,7 +214,7 @@ pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
             started_at: doc.started_at.clone(),
             ended_at: doc.ended_at.clone(),
             duration_s: doc.duration_s,
-            stopped_by: doc.stopped_by.clone(),
+            stopped_by: doc.stopped_by,
             config: doc.config.clone(),
             body: body.clone(),
         }
@@ -249,7 +249,7 @@ mod tests {
             started_at: any.started_at.clone(),
             ended_at: any.ended_at.clone(),
             duration_s: any.duration_s,
-            stopped_by: any.stopped_by.clone(),
+            stopped_by: any.stopped_by,
             config: any.config.clone(),
             body: b.clone(),
         };
