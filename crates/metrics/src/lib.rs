@@ -9,7 +9,6 @@
 //! listener is a small hyper server on a thread of its own ([`listener`]).
 
 pub mod listener;
-pub mod snapshot;
 
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +17,8 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
 pub use listener::Exporter;
-pub use snapshot::{Kind, Snapshot, Value, DURATION_BUCKETS_S};
+// The values a scrape shows are npt-stats' (engines fill them without depending on this crate).
+pub use npt_stats::snapshot::{self, Kind, Snapshot, Value, DURATION_BUCKETS_S};
 
 /// The media type of the OpenMetrics text exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

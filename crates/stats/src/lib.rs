@@ -5,12 +5,16 @@
 //! Latencies are recorded in nanoseconds into HDR histograms that resolve 1 µs .. 1 h at three
 //! significant digits (DESIGN.md rule 4). Values above an hour are clamped and counted.
 
+pub mod snapshot;
+
 use std::collections::BTreeMap;
 use std::ops::AddAssign;
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
+
+pub use snapshot::Snapshot;
 
 /// Lowest value told apart from zero, in ns. DESIGN.md asks for 1 µs .. 1 h at three
 /// significant digits; resolving from 1 ns keeps three digits even for the 10–50 µs round trips

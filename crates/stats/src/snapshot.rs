@@ -1,14 +1,16 @@
-//! What one scrape shows: metric families (counters, gauges, latency histograms with explicit
-//! buckets) and their labelled series, built from values npt already keeps — a run's collector
-//! fills one a few times a second from its cumulative histograms and counters, `npt serve`
-//! fills one on each scrape from its atomics — so the hot path records nothing extra.
+//! A run's totals as metric families (counters, gauges, latency histograms with explicit
+//! buckets) and their labelled series: what one scrape of `--metrics` shows. A workload fills
+//! one from values it keeps anyway — its cumulative histograms and counters, once per interval
+//! and at the end — and `npt serve` fills one on each scrape from its atomics, so the hot path
+//! records nothing extra. It lives here, beside the other values that add, so that engines can
+//! report their totals without depending on the exporter (`npt-metrics`, which encodes it).
 //!
 //! Names are written as users see them (Prometheus conventions): counters end in `_total`,
-//! durations in `_seconds`; [`crate::encode`] hands them to `prometheus-client` for the text.
+//! durations in `_seconds`; `npt_metrics::encode` hands them to `prometheus-client` for the text.
 
 use std::collections::BTreeMap;
 
-use npt_stats::Histogram;
+use crate::Histogram;
 
 /// Upper bounds (seconds) of every `*_duration_seconds` histogram: 100 µs to 10 s, roughly
 /// 1–2.5–5 per decade, covering loopback to intercontinental paths and stalls.
@@ -176,6 +178,34 @@ impl Snapshot {
     pub fn is_empty(&self) -> bool {
         self.families.is_empty()
     }
+
+    /// The same series, each with `first` put before its own labels (a run's `target`,
+    /// `protocol` …, which the workload that filled it does not know).
+    pub fn labelled(&self, first: &[(&str, &str)]) -> Snapshot {
+        let first = labels(first);
+        let families = self
+            .families
+            .iter()
+            .map(|(name, f)| {
+                let series = f
+                    .series
+                    .iter()
+                    .map(|(l, v)| {
+                        let mut all = first.clone();
+                        all.extend(l.iter().cloned());
+                        (all, v.clone())
+                    })
+                    .collect();
+                let f = Family {
+                    help: f.help.clone(),
+                    kind: f.kind,
+                    series,
+                };
+                (name.clone(), f)
+            })
+            .collect();
+        Snapshot { families }
+    }
 }
 
 #[cfg(test)]
@@ -212,5 +242,18 @@ mod tests {
         assert_eq!(buckets[5], 2, "3 ms falls under le=0.005");
         assert_eq!(buckets.iter().sum::<u64>(), 4);
         assert!((sum - 2.0 * 0.00305).abs() < 1e-5, "{sum}");
+    }
+
+    #[test]
+    fn labelled_puts_the_run_labels_first() {
+        let mut a = Snapshot::new();
+        a.counter("npt_requests_total", "r", &[("host", "a")], 2);
+        a.gauge("npt_open_connections", "g", &[], 1.0);
+        let b = a.labelled(&[("protocol", "h2"), ("target", "t")]);
+        let l = [("protocol", "h2"), ("target", "t"), ("host", "a")];
+        assert_eq!(b.get("npt_requests_total", &l), Some(&Value::Counter(2)));
+        let l = [("protocol", "h2"), ("target", "t")];
+        assert_eq!(b.get("npt_open_connections", &l), Some(&Value::Gauge(1.0)));
+        assert_eq!(b.get("npt_requests_total", &[("host", "a")]), None);
     }
 }
