@@ -5,7 +5,8 @@
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
 //! body is per kind (see [`probe`], [`run`], [`http`], [`ping`]), and [`any`] reads any of them
-//! as one type with a typed workload part. Types derive `Deserialize` as well as `Serialize` so
+//! as one type with a typed workload part. [`workload`] is the contract an engine keeps with
+//! the command line: run with a config and a stop control, report intervals, return a body. Types derive `Deserialize` as well as `Serialize` so
 //! a saved result can be rendered again or merged without re-running anything.
 
 pub mod any;
@@ -17,6 +18,7 @@ pub mod probe;
 pub mod run;
 pub mod series;
 pub mod stop;
+pub mod workload;
 
 pub use stop::StopReason;
 

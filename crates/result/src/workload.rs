@@ -1,0 +1,191 @@
+//! The contract every workload (`probe`, `run`, `http`, `ping`) keeps with the command line, so
+//! that the sequence around a run — segment, start-at, signals, metrics, live view, result
+//! file, rendering, exit code — is written once (`npt`'s `execute`) instead of once per
+//! subcommand. It sits here, below the engines, because the engines implement it and the cli
+//! calls it; it names only result types.
+//!
+//! A workload is its validated config. [`Workload::run`] runs it until its plan is done or the
+//! [`Stop`] says so, hands each interval to a callback as it closes ([`Progress`]: the one
+//! [`Interval`] record plus the cumulative figures a progress line and `--metrics` need), and
+//! returns the body of its result with its times and [`StopReason`] ([`Finished`]).
+//!
+//! A workload without a series (`ping`: one RTT per attempt, no rate, no interval in its
+//! result) never calls the callback; its per-attempt lines are its own text output, written by
+//! a sink it is given with its config.
+//!
+//! # Adding a workload (e.g. `npt bulk`)
+//! 1. `crates/result/src/<kind>.rs`: its body type (`Serialize + Deserialize`), a variant in
+//!    [`crate::any::Workload`] and its name in [`crate::any::KINDS`].
+//! 2. The engine crate: `impl Workload for <Config>` — `config()` (the effective config as the
+//!    result records it; also what `--segment` hashes), `run()` calling `on_interval` with each
+//!    closed [`Interval`] and its totals ([`npt_stats::Snapshot`], the `--metrics` series).
+//! 3. `crates/cli/src/<kind>.rs`: the clap flags and their validation into that config, then
+//!    `impl Subcommand` (`split` for `--segment`, `banner`, `live`, `line`, `render`, `failed`)
+//!    and one call of `execute::execute`. A renderer for the text in `npt-report` if it has its
+//!    own layout.
+//! 4. A variant in `main.rs`'s `Command`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use npt_stats::Snapshot;
+use serde::Serialize;
+
+use crate::interval::Interval;
+use crate::StopReason;
+
+/// What runs a workload: its validated config, run once.
+pub trait Workload {
+    /// `kind` of its result document (`probe`, `run`, `http`, `ping` …).
+    const KIND: &'static str;
+    /// The workload's part of the result document.
+    type Body: Serialize;
+    /// Why it could not run at all (a socket it could not open, a certificate refused …);
+    /// what it measured going wrong is counted in the body instead.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// The effective configuration, as the result's `config` records it. `--segment` hashes
+    /// it before the load is split, so agents given the same flags agree on the run's id.
+    fn config(&self) -> serde_json::Value;
+
+    /// Runs to the end of the plan or until `stop` says so. `on_interval` sees the intervals
+    /// that close while the run goes on, in order, each once (the last, partial ones may be
+    /// in the body only); it runs on the workload's collecting thread, never on a sender's.
+    fn run(
+        &mut self,
+        stop: &Stop,
+        on_interval: &mut dyn FnMut(&Progress<'_>),
+    ) -> Result<Finished<Self::Body>, Self::Error>;
+}
+
+/// The one stop control: how many stop requests (Ctrl-C, SIGTERM, `q` in the live view) have
+/// arrived. The first asks the run to start nothing new and let what is in flight finish; a
+/// second abandons what is in flight. Shared by reference (`Arc<Stop>`) with signal handlers:
+/// [`Stop::signal`] is a single atomic add, safe in one.
+#[derive(Debug, Default)]
+pub struct Stop {
+    signals: AtomicUsize,
+}
+
+impl Stop {
+    pub fn new() -> Stop {
+        Stop::default()
+    }
+
+    /// One more stop request.
+    pub fn signal(&self) {
+        self.signals.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Requests so far: 0 run on, 1 start nothing new, 2 or more abandon what is in flight.
+    pub fn level(&self) -> usize {
+        self.signals.load(Ordering::Relaxed)
+    }
+
+    /// Whether any stop was requested.
+    pub fn stopping(&self) -> bool {
+        self.level() > 0
+    }
+
+    /// The reason a run stopped by these requests reports: `signal` after one, `abort` after
+    /// two or more, `None` before any.
+    pub fn reason(&self) -> Option<StopReason> {
+        match self.level() {
+            0 => None,
+            1 => Some(StopReason::Signal),
+            _ => Some(StopReason::Abort),
+        }
+    }
+}
+
+/// One closed interval of a running workload, with what has been counted since the start.
+pub struct Progress<'a> {
+    /// The interval that just closed.
+    pub interval: &'a Interval,
+    /// Time since the start of the run when it was handed over.
+    pub elapsed: Duration,
+    /// Replies (probe) or requests (run, http) completed since the start.
+    pub completed: u64,
+    /// Failed requests since the start (a probe counts losses in the interval instead: 0).
+    pub errors: u64,
+    /// Writes the run's totals so far as metric series (what `--metrics` shows); called only
+    /// when someone exports them.
+    pub totals: &'a dyn Fn(&mut Snapshot),
+}
+
+impl Progress<'_> {
+    /// The totals so far, as [`Progress::totals`] writes them.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut s = Snapshot::new();
+        (self.totals)(&mut s);
+        s
+    }
+}
+
+/// What a finished run hands back to be wrapped in a result document.
+#[derive(Debug)]
+pub struct Finished<B> {
+    pub body: B,
+    pub started: SystemTime,
+    pub ended: SystemTime,
+    pub stopped_by: StopReason,
+    /// The final totals as metric series, equal to what the body says.
+    pub totals: Snapshot,
+    /// Settings the run decided for itself (http: `threads`, `threads_why`), recorded in the
+    /// result's `config` beside the ones it was given.
+    pub decided: serde_json::Map<String, serde_json::Value>,
+}
+
+impl<B> Finished<B> {
+    /// A run that decided nothing for itself.
+    pub fn new(
+        body: B,
+        started: SystemTime,
+        ended: SystemTime,
+        stopped_by: StopReason,
+        totals: Snapshot,
+    ) -> Finished<B> {
+        Finished {
+            body,
+            started,
+            ended,
+            stopped_by,
+            totals,
+            decided: serde_json::Map::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_stop_then_abort() {
+        let s = Stop::new();
+        assert_eq!((s.level(), s.stopping(), s.reason()), (0, false, None));
+        s.signal();
+        assert_eq!(s.reason(), Some(StopReason::Signal));
+        assert!(s.stopping());
+        s.signal();
+        s.signal();
+        assert_eq!((s.level(), s.reason()), (3, Some(StopReason::Abort)));
+    }
+
+    #[test]
+    fn progress_writes_its_totals_on_demand() {
+        let iv = Interval::default();
+        let p = Progress {
+            interval: &iv,
+            elapsed: Duration::from_secs(1),
+            completed: 3,
+            errors: 1,
+            totals: &|s: &mut Snapshot| s.counter("npt_requests_total", "r", &[], 3),
+        };
+        let s = p.snapshot();
+        assert_eq!(
+            s.get("npt_requests_total", &[]),
+            Some(&npt_stats::snapshot::Value::Counter(3))
+        );
+    }
+}
