@@ -26,6 +26,7 @@
 //! 4. A variant in `main.rs`'s `Command`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use npt_stats::Snapshot;
@@ -48,12 +49,13 @@ pub trait Workload {
     /// it before the load is split, so agents given the same flags agree on the run's id.
     fn config(&self) -> serde_json::Value;
 
-    /// Runs to the end of the plan or until `stop` says so. `on_interval` sees the intervals
-    /// that close while the run goes on, in order, each once (the last, partial ones may be
-    /// in the body only); it runs on the workload's collecting thread, never on a sender's.
+    /// Runs to the end of the plan or until `stop` says so (an `Arc`: sender threads keep
+    /// it). `on_interval` sees the intervals that close while the run goes on, in order, each
+    /// once (the last, partial ones may be in the body only); it runs on the workload's
+    /// collecting thread, never on a sender's.
     fn run(
         &mut self,
-        stop: &Stop,
+        stop: &Arc<Stop>,
         on_interval: &mut dyn FnMut(&Progress<'_>),
     ) -> Result<Finished<Self::Body>, Self::Error>;
 }

@@ -1,7 +1,8 @@
 //! `npt probe`: line quality by echo. [`session`] is the sans-IO measurement of one flow;
-//! [`driver`] moves it over UDP or TCP sockets; [`runner`] runs many flows on threads, prints
-//! stage lines and builds the result document; [`stream`] cuts a TCP echo stream back into
-//! replies; [`xml`] reads seed 002's XML config; [`auth`] does the `--token` handshake.
+//! [`driver`] moves it over UDP or TCP sockets; [`runner`] runs many flows on threads, hands
+//! over their merged stages and builds the result body; [`workload`] is the probe's side of the
+//! contract with the cli; [`stream`] cuts a TCP echo stream back into replies; [`xml`] reads
+//! seed 002's XML config; [`auth`] does the `--token` handshake.
 
 pub mod session;
 
@@ -13,4 +14,5 @@ mod session_progress_tests;
 #[cfg(test)]
 mod session_tests;
 pub mod stream;
+pub mod workload;
 pub mod xml;

@@ -1,6 +1,6 @@
 //! Runs a whole probe: splits the load over client flows and threads, merges their finished
-//! intervals into stage lines (an interval is printed once every flow has closed it), merges
-//! their totals, and builds the result document.
+//! intervals into stages (an interval is handed over once every flow has closed it), merges
+//! their totals, and builds the result body.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -13,13 +13,14 @@ use npt_result::probe::hist;
 use npt_result::probe::{
     Directions, Errors, Health, NptLatency, ProbeBody, ProbePhases, ProbeSummary, ProxyPhases,
 };
-use npt_result::Document;
+use npt_result::workload::{Finished, Progress, Stop};
 use npt_stats::Histogram;
 use npt_wire::{Fill, Pacing};
 use serde::Serialize;
 
-use super::driver::{self, Clock, Control, Event, TcpTimes};
+use super::driver::{self, Clock, Event, TcpTimes};
 use super::session::{Framing, Interval, Session, SessionConfig, Stage, StopReason, Totals};
+use super::workload::Running;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -112,9 +113,6 @@ pub struct ProbeConfig {
     /// ASSOCIATE for UDP. Recorded without its password.
     #[serde(serialize_with = "ser_via")]
     pub via: Option<npt_proxy::Via>,
-    /// `--segment`: which part of a split load this is (index, count, run id, config hash).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub segment: Option<serde_json::Value>,
 }
 
 fn ser_via<S: serde::Serializer>(v: &Option<npt_proxy::Via>, s: S) -> Result<S::Ok, S::Error> {
@@ -122,13 +120,6 @@ fn ser_via<S: serde::Serializer>(v: &Option<npt_proxy::Via>, s: S) -> Result<S::
         Some(v) => s.serialize_str(&v.to_string()),
         None => s.serialize_none(),
     }
-}
-
-/// What a finished probe returns.
-pub struct Outcome {
-    pub doc: Document<ProbeBody>,
-    /// True when not a single reply came back.
-    pub nothing_answered: bool,
 }
 
 /// Splits `total` over `n` parts as evenly as possible (the first parts get the remainder).
@@ -207,9 +198,9 @@ fn session_config(
 /// Runs the probe to completion. `on_stage` gets each merged stage as soon as it is final.
 pub fn run(
     cfg: &ProbeConfig,
-    control: Arc<Control>,
-    mut on_stage: impl FnMut(&Record),
-) -> std::io::Result<Outcome> {
+    stop: &Arc<Stop>,
+    on_stage: &mut dyn FnMut(&Progress<'_>),
+) -> std::io::Result<Finished<ProbeBody>> {
     npt_netio::raise_nofile_limit();
     let mut udp_auth = super::auth::udp_flows(cfg)?;
     let started_wall = SystemTime::now();
@@ -236,7 +227,7 @@ pub fn run(
     }
     for (t, mine) in per_thread.into_iter().enumerate() {
         let tx = tx.clone();
-        let control = control.clone();
+        let stop = stop.clone();
         let name = format!("npt-probe-{t}");
         let handle = match cfg.proto {
             Proto::Udp => {
@@ -270,7 +261,7 @@ pub fn run(
                 }
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || driver::run_udp(socks, clock, control, tx))?
+                    .spawn(move || driver::run_udp(socks, clock, stop, tx))?
             }
             Proto::Tcp => {
                 let target = cfg.addr;
@@ -281,7 +272,7 @@ pub fn run(
                 });
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || driver::run_tcp(target, via, secret, mine, clock, control, tx))?
+                    .spawn(move || driver::run_tcp(target, via, secret, mine, clock, stop, tx))?
             }
         };
         handles.push(handle);
@@ -307,11 +298,18 @@ pub fn run(
     let mut printed_up_to = 0u32;
     // Bounded memory for long runs: older records wait in a temporary file (report::series).
     let mut records = npt_result::series::Series::default();
-    let emit = |iv: &Interval,
-                records: &mut npt_result::series::Series<Record>,
-                on_stage: &mut dyn FnMut(&Record)| {
+    // What the stages handed over add up to, for `--metrics` while the run goes on.
+    let mut running = Running::default();
+    let mut emit = |iv: &Interval, records: &mut npt_result::series::Series<Record>| {
         let r = interval_record(iv, start);
-        on_stage(&r);
+        running.add(iv);
+        on_stage(&Progress {
+            interval: &r,
+            elapsed: Duration::from_nanos(iv.end.saturating_sub(start)),
+            completed: running.received(),
+            errors: 0,
+            totals: &|s| running.export(s),
+        });
         records.push(r);
     };
     for ev in rx {
@@ -343,12 +341,12 @@ pub fn run(
                 break;
             }
             let iv = pending.remove(&k).expect("key just seen");
-            emit(&iv, &mut records, &mut on_stage);
+            emit(&iv, &mut records);
             printed_up_to = k + 1;
         }
     }
     for (_, iv) in std::mem::take(&mut pending) {
-        emit(&iv, &mut records, &mut on_stage);
+        emit(&iv, &mut records);
     }
     let _ = printed_up_to;
     for h in handles {
@@ -373,13 +371,14 @@ pub fn run(
     let records = records.into_vec_logged();
     let mut body = build_body(cfg, &totals, &tcp_times, records, wall_s);
     body.summary.proxy = proxy_summary(cfg, &proxy_phases);
-    let nothing_answered = totals.received == 0;
-    let config = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
-    let doc = Document::new("probe", started_wall, ended_wall, stopped_by, config, body);
-    Ok(Outcome {
-        doc,
-        nothing_answered,
-    })
+    let totals = super::workload::final_totals(&body);
+    Ok(Finished::new(
+        body,
+        started_wall,
+        ended_wall,
+        stopped_by,
+        totals,
+    ))
 }
 
 fn interval_record(iv: &Interval, run_start: u64) -> Record {

@@ -24,7 +24,6 @@ fn tcp_config() -> ProbeConfig {
         stage: StageSpec::Packets(10),
         behind_threshold: Duration::from_millis(1),
         via: None,
-        segment: None,
     }
 }
 

@@ -10,12 +10,12 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use npt_netio::{MsgBatch, Ready};
+use npt_result::workload::Stop;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::session::{Interval, Session, SessionConfig, StopReason, Totals};
@@ -53,19 +53,6 @@ impl Clock {
 impl Default for Clock {
     fn default() -> Self {
         Clock::new()
-    }
-}
-
-/// Shared with the runner: how many stop signals have arrived (1 = stop sending and drain,
-/// 2 = abandon in-flight packets now).
-#[derive(Debug, Default)]
-pub struct Control {
-    pub signals: AtomicUsize,
-}
-
-impl Control {
-    fn level(&self) -> usize {
-        self.signals.load(Ordering::Relaxed)
     }
 }
 
@@ -111,8 +98,10 @@ fn classify(e: &io::Error) -> &'static str {
     npt_result::error::io_error_kind(e)
 }
 
-fn apply_control(s: &mut Session, control: &Control, now: u64) {
-    match control.level() {
+/// The run's stop requests, shared with the runner: 1 = stop sending and drain, 2 = abandon
+/// in-flight packets now.
+fn apply_stop(s: &mut Session, stop: &Stop, now: u64) {
+    match stop.level() {
         0 => {}
         1 => s.stop(now, StopReason::Signal),
         _ => s.abort(now, StopReason::Abort),

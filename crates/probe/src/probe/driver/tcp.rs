@@ -200,7 +200,7 @@ pub fn run_tcp(
     secret: Option<String>,
     flows: Vec<(usize, SessionConfig)>,
     clock: Clock,
-    control: Arc<Control>,
+    stop: Arc<Stop>,
     tx: Sender<Event>,
 ) {
     npt_netio::tighten_timer_slack();
@@ -243,7 +243,7 @@ pub fn run_tcp(
                 continue;
             }
             let now = clock.now();
-            let level = control.level();
+            let level = stop.level();
             // Connection management: a fresh connect is checked in the same step.
             if let TcpState::Waiting { retry_at } = f.state {
                 if level > 0 {
@@ -313,7 +313,7 @@ pub fn run_tcp(
             }
             if !matches!(f.state, TcpState::Connected { .. } | TcpState::Closed) {
                 if let Some(s) = f.session.as_mut() {
-                    apply_control(s, &control, now);
+                    apply_stop(s, &stop, now);
                 }
                 f.run_disconnected(clock.now(), &mut buf);
                 if let Some(t) = f.session.as_ref().and_then(|s| s.poll_timeout()) {
@@ -327,7 +327,7 @@ pub fn run_tcp(
                 let Some(s) = f.session.as_mut() else {
                     unreachable!("a flow is Connected only after its session exists")
                 };
-                apply_control(s, &control, now);
+                apply_stop(s, &stop, now);
                 let size = f.cfg.size;
                 while f.out.len() - f.out_pos < MAX_QUEUED {
                     let start = f.out.len();

@@ -87,7 +87,7 @@ struct UdpFlow {
 pub fn run_udp(
     flows: Vec<(usize, UdpSocket, Session, Option<SocksUdp>)>,
     clock: Clock,
-    control: Arc<Control>,
+    stop: Arc<Stop>,
     tx: Sender<Event>,
 ) {
     npt_netio::tighten_timer_slack();
@@ -121,7 +121,7 @@ pub fn run_udp(
             let fd = f.sock.as_raw_fd();
             let s = &mut f.session;
             let now = clock.now();
-            apply_control(s, &control, now);
+            apply_stop(s, &stop, now);
             // Send what is due, a batch at a time, a bounded number of batches per step.
             for _ in 0..MAX_BATCHES_PER_STEP {
                 let mut k = 0;

@@ -1,0 +1,147 @@
+//! The probe as a [`Workload`]: its config runs through [`runner::run`], and its totals are the
+//! `--metrics` series `npt probe` has always shown — the stages so far added up while the run
+//! goes on ([`Running`]), the report's own figures at the end ([`final_totals`]).
+
+use std::sync::Arc;
+
+use npt_result::probe::{hist, ProbeBody};
+use npt_result::workload::{Finished, Progress, Stop, Workload};
+use npt_stats::{ErrorCounts, Histogram, Snapshot};
+
+use super::runner::{self, ProbeConfig};
+use super::session::Interval;
+
+impl Workload for ProbeConfig {
+    const KIND: &'static str = "probe";
+    type Body = ProbeBody;
+    type Error = std::io::Error;
+
+    fn config(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn run(
+        &mut self,
+        stop: &Arc<Stop>,
+        on_interval: &mut dyn FnMut(&Progress<'_>),
+    ) -> std::io::Result<Finished<ProbeBody>> {
+        runner::run(self, stop, on_interval)
+    }
+}
+
+/// The merged stages handed over so far, added up (once per stage, never per packet).
+#[derive(Default)]
+pub struct Running {
+    sent: u64,
+    received: u64,
+    lost: u64,
+    late: u64,
+    duplicated: u64,
+    reordered: u64,
+    rtt: Histogram,
+}
+
+impl Running {
+    pub fn add(&mut self, iv: &Interval) {
+        self.sent += iv.sent;
+        self.received += iv.received;
+        self.lost += iv.lost;
+        self.late += iv.late;
+        self.duplicated += iv.duplicated;
+        self.reordered += iv.reordered;
+        self.rtt += &iv.rtt;
+    }
+
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    pub fn export(&self, s: &mut Snapshot) {
+        export(self, None, s);
+    }
+}
+
+/// The report's totals as the endpoint shows them after the run, exactly as the result
+/// document has them.
+pub fn final_totals(body: &ProbeBody) -> Snapshot {
+    let m = &body.summary;
+    let rtt = body.histograms.get(hist::RTT);
+    let t = Running {
+        sent: m.sent,
+        received: m.received,
+        lost: m.lost,
+        late: m.late,
+        duplicated: m.duplicated,
+        reordered: m.reordered,
+        rtt: match rtt.map(Histogram::from_serialized) {
+            Some(Ok(h)) => h,
+            _ => Histogram::new(),
+        },
+    };
+    let mut s = Snapshot::new();
+    export(&t, Some(&body.errors.by_kind), &mut s);
+    s
+}
+
+fn export(t: &Running, errors: Option<&ErrorCounts>, s: &mut Snapshot) {
+    for (name, help, v) in [
+        ("npt_packets_sent_total", "Probe packets sent.", t.sent),
+        (
+            "npt_packets_received_total",
+            "Probe replies received within the loss timeout.",
+            t.received,
+        ),
+        (
+            "npt_packets_lost_total",
+            "Probe packets without a reply within the loss timeout (counted in the stage they were sent in).",
+            t.lost,
+        ),
+        (
+            "npt_packets_late_total",
+            "Replies that came after the loss timeout (already lost).",
+            t.late,
+        ),
+        ("npt_packets_duplicated_total", "Duplicate replies.", t.duplicated),
+        ("npt_packets_reordered_total", "Replies out of order.", t.reordered),
+    ] {
+        s.counter(name, help, &[], v);
+    }
+    s.histogram(
+        "npt_packet_rtt_seconds",
+        "Round-trip time of on-time replies, from the actual send.",
+        &[],
+        &t.rtt,
+    );
+    for (kind, k) in errors.into_iter().flat_map(|e| e.iter()) {
+        s.counter("npt_errors_total", "Errors by kind.", &[("kind", kind)], k.count);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use npt_stats::snapshot::Value;
+
+    #[test]
+    fn stages_add_up_and_the_end_shows_the_report() {
+        let mut r = Running::default();
+        let mut iv = Interval {
+            sent: 10,
+            received: 9,
+            lost: 1,
+            ..Interval::default()
+        };
+        iv.rtt.record(2_000_000);
+        r.add(&iv);
+        r.add(&iv);
+        let mut s = Snapshot::new();
+        r.export(&mut s);
+        assert_eq!(s.get("npt_packets_sent_total", &[]), Some(&Value::Counter(20)));
+        assert_eq!(s.get("npt_packets_lost_total", &[]), Some(&Value::Counter(2)));
+        let Some(Value::Histogram { count, .. }) = s.get("npt_packet_rtt_seconds", &[]) else {
+            panic!("no rtt histogram");
+        };
+        assert_eq!(*count, 2);
+        assert_eq!(r.received(), 18);
+    }
+}
