@@ -3,7 +3,8 @@
 //! histograms (seed 000's NPT, with correct percentiles and flat memory).
 //!
 //! The decisions of a user live in [`model`] (pure, seeded, virtual-clock tested); the
-//! sockets in [`driver`]; the measurements in [`collect`].
+//! sockets in [`driver`]; the measurements in [`collect`]; the contract with the cli (run a
+//! [`RunConfig`], hand over intervals, return the body) in [`workload`].
 
 pub mod collect;
 pub mod config;
@@ -11,7 +12,8 @@ pub mod driver;
 pub mod inflight;
 pub mod metrics;
 pub mod model;
+pub mod workload;
 
 pub use config::{Activity, ConfigError, Load, Mix, Proto, Range, Shape, Targets};
-pub use driver::{run, Progress, RunConfig, RunError, RunOutput};
+pub use driver::{RunConfig, RunError};
 pub use npt_client::QuicTrust;

@@ -1,32 +1,25 @@
 //! `npt run --metrics`: the collector's totals so far as OpenMetrics series, labelled by
-//! protocol and activity. The driver publishes them once per interval (and at the end) under
+//! protocol and activity. The run hands them over with each interval (and at the end), under
 //! the collector's lock, which users already take per request; nothing is added per request.
+//! The cli's exporter puts the run's own labels (`target`) first.
 
 use std::sync::atomic::Ordering;
 
-use npt_metrics::Snapshot;
+use npt_stats::Snapshot;
 
 use crate::collect::Collector;
 use crate::config::{Activity, Proto};
 
 impl Collector {
-    /// Writes the totals so far into `s`; every series carries `labels` (e.g. `target`).
-    pub fn export(&self, s: &mut Snapshot, labels: &[(&str, &str)]) {
-        let with = |extra: &[(&'static str, &str)]| -> Vec<(String, String)> {
-            labels
-                .iter()
-                .chain(extra.iter())
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
+    /// Writes the totals so far into `s`.
+    pub fn export(&self, s: &mut Snapshot) {
         let t = self.lock();
         for a in Activity::ALL {
             let x = &t.act[a.index()];
             if x.sessions == 0 && x.requests == 0 {
                 continue;
             }
-            let l = with(&[("activity", a.name())]);
-            let r: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let r = [("activity", a.name())];
             s.counter(
                 "npt_requests_total",
                 "Requests (rounds) completed, by activity.",
@@ -67,8 +60,7 @@ impl Collector {
             if x.connections == 0 && x.requests == 0 {
                 continue;
             }
-            let l = with(&[("protocol", p.name())]);
-            let r: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let r = [("protocol", p.name())];
             s.counter(
                 "npt_connections_opened_total",
                 "Connections opened, by protocol.",
@@ -77,13 +69,11 @@ impl Collector {
             );
         }
         for (kind, k) in t.errors.iter() {
-            let l = with(&[("kind", kind)]);
-            let r: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let r = [("kind", kind)];
             s.counter("npt_errors_total", "Errors by kind.", &r, k.count);
         }
         drop(t);
-        let l = with(&[]);
-        let r: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let r: [(&str, &str); 0] = [];
         s.gauge(
             "npt_active_users",
             "Users running now.",
@@ -102,7 +92,7 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use npt_metrics::Value;
+    use npt_stats::snapshot::Value;
 
     #[test]
     fn export_reads_the_totals() {
@@ -113,7 +103,8 @@ mod tests {
         c.error(Activity::Web, "refused", || "x".into());
         let _u = c.user_active();
         let mut s = Snapshot::new();
-        c.export(&mut s, &[("target", "t")]);
+        c.export(&mut s);
+        let s = s.labelled(&[("target", "t")]);
         let web = [("target", "t"), ("activity", "web")];
         assert_eq!(s.get("npt_requests_total", &web), Some(&Value::Counter(2)));
         assert_eq!(

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use npt_server::{ServeConfig, Server};
 use npt_users::config::GameShape;
-use npt_users::{Load, Mix, QuicTrust, Range, RunConfig, RunOutput, Shape, Targets};
+use npt_result::run::RunBody;
+use npt_result::workload::{Finished, Stop, Workload};
+use npt_users::{Load, Mix, QuicTrust, Range, RunConfig, Shape, Targets};
 use npt_wire::frame::{self, Header, Kind};
 
 const MS: u64 = 1_000_000;
@@ -97,12 +99,12 @@ fn config(target: SocketAddr, users: u32, secs: f64) -> RunConfig {
         interval: Duration::from_secs(1),
         quic_trust: QuicTrust::Insecure,
         workers: 2,
-        metrics: None,
     }
 }
 
-fn run(cfg: RunConfig) -> RunOutput {
-    npt_users::run(cfg, Arc::new(AtomicBool::new(false)), |_| {}).expect("run completes")
+fn run(mut cfg: RunConfig) -> Finished<RunBody> {
+    cfg.run(&Arc::new(Stop::new()), &mut |_| {})
+        .expect("run completes")
 }
 
 #[test]

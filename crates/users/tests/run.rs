@@ -4,14 +4,15 @@
 //! errors and a report; an unexpected QUIC certificate is one clear error.
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use npt_server::quic::{start_quic, QuicServer, QuicTls};
 use npt_server::{ServeConfig, Server};
 use npt_users::config::{GameShape, QuicShape, TransferShape, WebShape};
-use npt_users::{Load, Mix, QuicTrust, Range, RunConfig, RunOutput, Shape, Targets};
+use npt_result::run::RunBody;
+use npt_result::workload::{Finished, Stop, Workload};
+use npt_users::{Load, Mix, QuicTrust, Range, RunConfig, Shape, Targets};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const MS: u64 = 1_000_000;
@@ -96,21 +97,21 @@ fn config(
         interval: Duration::from_secs(1),
         quic_trust: trust,
         workers: 2,
-        metrics: None,
     }
 }
 
-fn run(cfg: RunConfig) -> RunOutput {
-    npt_users::run(cfg, Arc::new(AtomicBool::new(false)), |_| {}).expect("run completes")
+fn run(mut cfg: RunConfig) -> Finished<RunBody> {
+    cfg.run(&Arc::new(Stop::new()), &mut |_| {})
+        .expect("run completes")
 }
 
-fn document(cfg: &RunConfig, out: &RunOutput) -> serde_json::Value {
+fn document(cfg: &RunConfig, out: &Finished<RunBody>) -> serde_json::Value {
     let doc = npt_result::Document::new(
         "run",
         out.started,
         out.ended,
         out.stopped_by,
-        cfg.to_json(),
+        cfg.config(),
         &out.body,
     );
     serde_json::from_slice(&doc.to_json_pretty()).unwrap()
@@ -346,7 +347,7 @@ fn an_unexpected_quic_certificate_is_one_clear_error() {
     let s = server();
     let q = quic_server(&s);
     let other = quic_server(&s);
-    let cfg = config(
+    let mut cfg = config(
         vec![],
         Some(q.local_addr()),
         QuicTrust::Roots(vec![other.cert_der().to_vec()]),
@@ -354,7 +355,7 @@ fn an_unexpected_quic_certificate_is_one_clear_error() {
         2,
         1.0,
     );
-    let err = match npt_users::run(cfg, Arc::new(AtomicBool::new(false)), |_| {}) {
+    let err = match cfg.run(&Arc::new(Stop::new()), &mut |_| {}) {
         Ok(_) => panic!("a run trusting another certificate must not start"),
         Err(e) => e.to_string(),
     };

@@ -28,11 +28,12 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use npt_result::run::RunBody;
+use npt_result::workload::{Finished, Progress, Stop};
 use npt_result::StopReason;
 use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
@@ -81,69 +82,6 @@ pub struct RunConfig {
     pub quic_trust: QuicTrust,
     /// Tokio worker threads (0 = one per core).
     pub workers: usize,
-    /// `--metrics`: the snapshot to refresh once per interval, and the labels of every series.
-    pub metrics: Option<(npt_metrics::Published, Vec<(String, String)>)>,
-}
-
-impl RunConfig {
-    /// The effective configuration, for the result document's `config`.
-    pub fn to_json(&self) -> serde_json::Value {
-        use serde_json::json;
-        let r = |x: crate::config::Range| json!([x.lo, x.hi]);
-        let ms = |x: crate::config::Range| json!([x.lo as f64 / 1e6, x.hi as f64 / 1e6]);
-        let s = &self.shape;
-        let (model, load) = match self.load {
-            Load::Users { users, ramp_up } => (
-                "closed",
-                json!({"users": users, "ramp_up_s": ramp_up.as_secs_f64()}),
-            ),
-            Load::Arrivals {
-                per_sec,
-                max_active,
-            } => (
-                "open",
-                json!({"arrival_rate_per_s": per_sec, "max_active": max_active}),
-            ),
-        };
-        json!({
-            "targets": self.targets.stream.iter().map(|a| format!("tcp://{a}")).collect::<Vec<_>>(),
-            "quic": self.targets.quic.map(|a| a.to_string()),
-            "quic_server_name": self.targets.quic_server_name,
-            "via": self.targets.via.as_ref().map(|v| v.to_string()),
-            "quic_trust": match &self.quic_trust {
-                QuicTrust::Insecure => "insecure",
-                QuicTrust::Roots(_) => "ca",
-            },
-            "model": model,
-            "load": load,
-            "duration_s": self.duration.as_secs_f64(),
-            "mix": s.mix.to_string_compact(),
-            "think_ms": ms(s.think),
-            "seed": self.seed,
-            "token": self.secret.is_some(),
-            "timeout_s": self.timeout.as_secs_f64(),
-            "interval_s": self.interval.as_secs_f64(),
-            "web": {
-                "pages": r(s.web.pages), "rounds": r(s.web.rounds),
-                "handshake_up": r(s.web.handshake_up), "handshake_down": r(s.web.handshake_down),
-                "request_up": r(s.web.request_up), "request_down": r(s.web.request_down),
-                "pause_ms": ms(s.web.pause),
-            },
-            "quic_visit": {
-                "resources": r(s.quic.resources), "doc_up": r(s.quic.doc_up),
-                "doc_down": r(s.quic.doc_down), "resource_up": r(s.quic.resource_up),
-                "resource_down": r(s.quic.resource_down),
-            },
-            "transfer": {
-                "download": r(s.transfer.download), "upload": r(s.transfer.upload),
-                "chunk": s.transfer.chunk,
-            },
-            "game": {
-                "session_ms": ms(s.game.session), "tick_hz": r(s.game.tick_hz),
-                "size": r(s.game.size), "loss_timeout_ms": s.game.loss_timeout.as_secs_f64() * 1e3,
-            },
-        })
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -156,28 +94,6 @@ pub enum RunError {
     NoTarget(&'static str),
     #[error("activity quic needs --quic HOST:PORT")]
     NoQuicTarget,
-}
-
-/// A snapshot for the progress line, once per interval.
-#[derive(Clone, Debug)]
-pub struct Progress {
-    pub elapsed: Duration,
-    pub active_users: u64,
-    pub active_connections: u64,
-    pub requests: u64,
-    pub errors: u64,
-    pub interval_requests: u64,
-    pub interval_p50_ms: f64,
-    pub interval_p99_ms: f64,
-}
-
-/// What a finished run hands back to be wrapped in a result document.
-pub struct RunOutput {
-    pub body: RunBody,
-    pub started: SystemTime,
-    pub ended: SystemTime,
-    /// `duration` or `signal`.
-    pub stopped_by: npt_result::StopReason,
 }
 
 struct Ctx {
@@ -215,45 +131,13 @@ impl Ctx {
     }
 }
 
-/// Runs the users until the duration is over or `stop` is set; calls `progress` once per
-/// interval. Builds its own tokio runtime.
-pub fn run(
+/// The run on the runtime [`RunConfig::run`](crate::workload) built: users until the duration
+/// is over or `stop` says so; `progress` sees each interval as it closes.
+pub(crate) async fn run_async(
     cfg: RunConfig,
-    stop: Arc<AtomicBool>,
-    progress: impl FnMut(&Progress),
-) -> Result<RunOutput, RunError> {
-    for a in Activity::ALL {
-        if cfg.shape.mix.weight(a) == 0 {
-            continue;
-        }
-        if a == Activity::Quic {
-            if cfg.targets.quic.is_none() {
-                return Err(RunError::NoQuicTarget);
-            }
-        } else if cfg.targets.stream.is_empty() {
-            return Err(RunError::NoTarget(a.name()));
-        }
-    }
-    npt_netio::raise_nofile_limit();
-    let mut b = tokio::runtime::Builder::new_multi_thread();
-    if cfg.workers > 0 {
-        b.worker_threads(cfg.workers);
-    }
-    let rt = b
-        .thread_name("npt-run")
-        .enable_all()
-        .build()
-        .map_err(RunError::Runtime)?;
-    let out = rt.block_on(run_async(cfg, stop, progress));
-    rt.shutdown_timeout(Duration::from_secs(1));
-    out
-}
-
-async fn run_async(
-    cfg: RunConfig,
-    stop: Arc<AtomicBool>,
-    mut progress: impl FnMut(&Progress),
-) -> Result<RunOutput, RunError> {
+    stop: &Stop,
+    progress: &mut dyn FnMut(&Progress<'_>),
+) -> Result<Finished<RunBody>, RunError> {
     let quic_ep = if cfg.shape.mix.weight(Activity::Quic) > 0 {
         let target = cfg.targets.quic.ok_or(RunError::NoQuicTarget)?;
         let ep =
@@ -333,7 +217,7 @@ async fn run_async(
     let mut last_cut = Duration::ZERO;
     loop {
         let now = ctx.t0.elapsed();
-        if stop.load(Ordering::Relaxed) {
+        if stop.stopping() {
             stopped_by = StopReason::Signal;
             break;
         }
@@ -346,16 +230,12 @@ async fn run_async(
                 .close_interval(last_cut.as_secs_f64(), now.as_secs_f64());
             last_cut = now;
             next_interval += cfg.interval;
-            publish_metrics(&cfg, &ctx.col);
             progress(&Progress {
+                interval: &rec,
                 elapsed: now,
-                active_users: ctx.col.active_users.load(Ordering::Relaxed),
-                active_connections: ctx.col.active_conns.load(Ordering::Relaxed),
-                requests: ctx.col.requests_total(),
+                completed: ctx.col.requests_total(),
                 errors: ctx.col.errors_total(),
-                interval_requests: rec.completed,
-                interval_p50_ms: rec.latency_ms.p50,
-                interval_p99_ms: rec.latency_ms.p99,
+                totals: &|s| ctx.col.export(s),
             });
         }
         let wake =
@@ -389,7 +269,8 @@ async fn run_async(
     if let Some(ep) = &ctx.quic {
         ep.close(0u32.into(), b"run over");
     }
-    publish_metrics(&cfg, &ctx.col);
+    let mut totals = npt_stats::Snapshot::new();
+    ctx.col.export(&mut totals);
     // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
     let ended = started + started_mono.elapsed();
     let cpu1 = npt_result::cpu_seconds();
@@ -430,8 +311,8 @@ async fn run_async(
     // included), and the rest of those still in flight.
     let attempts = summary.requests + m.errors.total_errors + cut.count
         - (cut.timed_out.len() as u64).min(cut.count);
-    Ok(RunOutput {
-        body: RunBody {
+    Ok(Finished::new(
+        RunBody {
             summary,
             health,
             latency: m.latency,
@@ -444,7 +325,8 @@ async fn run_async(
         started,
         ended,
         stopped_by,
-    })
+        totals,
+    ))
 }
 
 struct Alive<'a>(&'a AtomicU64);
@@ -503,18 +385,5 @@ async fn user_life(ctx: &Arc<Ctx>, mut user: User, id: u64) {
             }
             Step::Done => break,
         }
-    }
-}
-
-/// `--metrics`: the totals so far, for the next scrape (once per interval and at the end).
-fn publish_metrics(cfg: &RunConfig, col: &Collector) {
-    if let Some((published, labels)) = &cfg.metrics {
-        let l: Vec<(&str, &str)> = labels
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let mut s = npt_metrics::Snapshot::new();
-        col.export(&mut s, &l);
-        published.publish(s);
     }
 }
