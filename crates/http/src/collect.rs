@@ -140,31 +140,6 @@ pub struct Collector {
     closed: npt_result::series::Series<Interval>,
 }
 
-/// What the progress line shows.
-#[derive(Clone, Debug, Default)]
-pub struct Progress {
-    pub requests: u64,
-    pub errors: u64,
-    /// Of the last closed interval.
-    pub rps: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-}
-
-impl Progress {
-    /// The one-line progress `npt http` prints on a terminal without the live view.
-    pub fn line(&self, elapsed: std::time::Duration) -> String {
-        format!(
-            "{:>4.0}s  {} requests  {:.0} req/s  p99 {:.2} ms  {} errors   ",
-            elapsed.as_secs_f64(),
-            self.requests,
-            self.rps,
-            self.p99_ms,
-            self.errors
-        )
-    }
-}
-
 impl Collector {
     pub fn new(hosts: &[String], open_loop: bool, interval_ns: u64) -> Collector {
         Collector {
@@ -263,25 +238,31 @@ impl Collector {
 
     /// Closes every interval that ends at or before `upto_ns` (events arrive up to a drain
     /// period late, so the caller passes `now - a margin`).
-    pub fn close_until(&mut self, upto_ns: u64) {
+    /// Closes the intervals that end by `upto_ns` and returns them, in order (the empty
+    /// seconds between them included), for the run's progress.
+    pub fn close_until(&mut self, upto_ns: u64) -> Vec<Interval> {
+        let mut closed = Vec::new();
         while let Some((&idx, _)) = self.open.first_key_value() {
             let end = (idx as u64 + 1) * self.interval_ns;
             if end > upto_ns {
                 break;
             }
-            self.close_one(idx, end);
+            self.close_one(idx, end, &mut closed);
         }
+        closed
     }
 
-    fn close_one(&mut self, idx: u32, end_ns: u64) {
+    fn close_one(&mut self, idx: u32, end_ns: u64, closed: &mut Vec<Interval>) {
         // Fill gaps (a whole second without a completed request is a data point too).
         let next = self.closed.last().map_or(0, |r| r.index + 1);
         for gap in next..idx {
-            self.closed
-                .push(self.interval_record(gap, IntervalAcc::default(), None));
+            let rec = self.interval_record(gap, IntervalAcc::default(), None);
+            closed.push(rec.clone());
+            self.closed.push(rec);
         }
         if let Some(acc) = self.open.remove(&idx) {
             let rec = self.interval_record(idx, acc, Some(end_ns));
+            closed.push(rec.clone());
             self.closed.push(rec);
         }
     }
@@ -301,17 +282,6 @@ impl Collector {
             status: Some(acc.status.to_map()),
             histogram: acc.latency.to_serialized(),
             ..Interval::default()
-        }
-    }
-
-    pub fn progress(&self) -> Progress {
-        let last = self.closed.last();
-        Progress {
-            requests: self.requests,
-            errors: self.errors.total(),
-            rps: last.map_or(0.0, |r| r.rate_per_s),
-            p50_ms: last.map_or(0.0, |r| r.latency_ms.p50),
-            p99_ms: last.map_or(0.0, |r| r.latency_ms.p99),
         }
     }
 
@@ -336,7 +306,7 @@ impl Collector {
             } else {
                 full_end
             };
-            self.close_one(idx, end);
+            self.close_one(idx, end, &mut Vec::new());
         }
         let secs = (duration_ns as f64 / 1e9).max(1e-9);
         let total_errors = self.errors.total();
@@ -570,9 +540,10 @@ mod tests {
         let mut c = Collector::new(&["h".to_string()], false, 1000 * MS);
         c.add(&ok(0, 200, 0, MS));
         c.add(&ok(0, 200, 2500 * MS, 2501 * MS));
-        c.close_until(1500 * MS);
-        assert_eq!(c.progress().rps, 1.0);
-        c.close_until(3000 * MS);
+        let closed = c.close_until(1500 * MS);
+        assert_eq!(closed.last().map(|r| r.rate_per_s), Some(1.0));
+        let closed = c.close_until(3000 * MS);
+        assert_eq!(closed.iter().map(|r| r.index).collect::<Vec<_>>(), [1, 2]);
         let body = c.finish(HttpSummary::default(), 3200 * MS, Health::default());
         let idx: Vec<u32> = body.intervals.iter().map(|r| r.index).collect();
         assert_eq!(idx, vec![0, 1, 2]);

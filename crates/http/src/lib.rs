@@ -5,7 +5,8 @@
 //! (events → histograms, intervals, the result body) are plain code tested with a virtual
 //! clock; [`pacer`] is the thread that releases open-loop requests on time; [`client`] is the thin tokio driver that opens sockets and emits events; [`h1`] is
 //! its lean HTTP/1.1 connection (h2 goes through the `h2` crate); [`coldstart`] spawns and
-//! reaps the command under test; [`tls`] is the client's rustls setup.
+//! reaps the command under test; [`tls`] is the client's rustls setup; [`workload`] is the
+//! contract with the cli (run a [`Config`], hand over intervals, return the body).
 
 pub mod client;
 pub mod coldstart;
@@ -17,8 +18,9 @@ pub mod pacer;
 pub mod schedule;
 pub mod threads;
 pub mod tls;
+pub mod workload;
 
-pub use client::{run, run_with_progress, Config, RunResult, Target};
+pub use client::{run, Config, Target};
 
 /// Errors of the library; the CLI maps `Url`/`Config` to usage errors (exit 2).
 #[derive(Debug, thiserror::Error)]

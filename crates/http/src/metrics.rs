@@ -1,8 +1,9 @@
 //! `npt http --metrics`: what the collector has added up so far, as OpenMetrics series. The
-//! calling thread publishes it after each drain of the workers' shards (10 times a second),
-//! from the histograms and counters it keeps anyway, so the workers' hot path is unchanged.
+//! run hands them over with each interval that closes (and at the end), from the histograms
+//! and counters it keeps anyway, so the workers' hot path is unchanged. The cli's exporter puts
+//! the run's own labels (protocol, target) first.
 
-use npt_metrics::Snapshot;
+use npt_stats::Snapshot;
 
 use crate::collect::Collector;
 
@@ -11,13 +12,11 @@ fn refs(v: &[(String, String)]) -> Vec<(&str, &str)> {
 }
 
 impl Collector {
-    /// Writes the totals so far into `s`; every series carries `labels` (protocol, target …)
-    /// and, where it is per virtual host, `host`.
-    pub fn export(&self, s: &mut Snapshot, labels: &[(&str, &str)]) {
+    /// Writes the totals so far into `s`; series per virtual host carry `host`.
+    pub fn export(&self, s: &mut Snapshot) {
         let with = |extra: &[(&'static str, &str)]| -> Vec<(String, String)> {
-            labels
+            extra
                 .iter()
-                .chain(extra.iter())
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect()
         };
@@ -99,7 +98,7 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use crate::collect::{Collector, Event, Outcome, Record};
-    use npt_metrics::{Snapshot, Value};
+    use npt_stats::{snapshot::Value, Snapshot};
 
     #[test]
     fn export_matches_the_collector() {
@@ -121,7 +120,8 @@ mod tests {
             }));
         }
         let mut s = Snapshot::new();
-        c.export(&mut s, &[("protocol", "http/1.1")]);
+        c.export(&mut s);
+        let s = s.labelled(&[("protocol", "http/1.1")]);
         let a = [("protocol", "http/1.1"), ("host", "a.test")];
         assert_eq!(s.get("npt_requests_total", &a), Some(&Value::Counter(2)));
         assert_eq!(

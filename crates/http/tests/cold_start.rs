@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use npt_result::workload::Stop;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,7 +79,7 @@ fn command_that_exits_fails_fast() {
     let port = free_port();
     let c = cold_config(port, "exit 3".into(), Duration::from_secs(20));
     let t = Instant::now();
-    let e = npt_http::run(&c, Arc::new(AtomicBool::new(false))).unwrap_err();
+    let e = npt_http::run(&c, &Arc::new(Stop::new()), &mut |_| {}).unwrap_err();
     assert!(e.to_string().contains("exited"), "{e}");
     assert!(t.elapsed() < Duration::from_secs(10));
 }
@@ -92,7 +92,7 @@ fn never_ready_times_out_and_kills_the_group() {
     let cmd = format!("echo $$ > {}; sleep 60 & sleep 60", pidfile.display());
     let c = cold_config(port, cmd, Duration::from_millis(500));
     let t = Instant::now();
-    let e = npt_http::run(&c, Arc::new(AtomicBool::new(false))).unwrap_err();
+    let e = npt_http::run(&c, &Arc::new(Stop::new()), &mut |_| {}).unwrap_err();
     assert!(e.to_string().contains("--ready-timeout"), "{e}");
     assert!(t.elapsed() < Duration::from_secs(10));
     assert!(!group_alive(pgid(&pidfile)));
@@ -109,7 +109,7 @@ fn stop_during_warm_run_kills_the_group() {
         Duration::from_secs(20),
     );
     c.duration = Duration::from_secs(60);
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(Stop::new());
     let s2 = stop.clone();
     let pf = pidfile.clone();
     std::thread::spawn(move || {
@@ -122,9 +122,9 @@ fn stop_during_warm_run_kills_the_group() {
             std::thread::sleep(Duration::from_millis(20));
         }
         std::thread::sleep(Duration::from_millis(500));
-        s2.store(true, Ordering::Relaxed);
+        s2.signal();
     });
-    let r = npt_http::run(&c, stop).unwrap();
+    let r = npt_http::run(&c, &stop, &mut |_| {}).unwrap();
     assert_eq!(r.stopped_by.name(), "signal");
     assert!(r.body.cold_start.is_some());
     assert!(!group_alive(pgid(&pidfile)));
@@ -137,17 +137,17 @@ fn stop_during_cold_start_kills_the_group() {
     let port = free_port();
     let cmd = format!("echo $$ > {}; sleep 60", pidfile.display());
     let c = cold_config(port, cmd, Duration::from_secs(30));
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(Stop::new());
     let (s2, pf) = (stop.clone(), pidfile.clone());
     std::thread::spawn(move || {
         let t = Instant::now();
         while !pf.exists() && t.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(10));
         }
-        s2.store(true, Ordering::Relaxed);
+        s2.signal();
     });
     let t = Instant::now();
-    let e = npt_http::run(&c, stop).unwrap_err();
+    let e = npt_http::run(&c, &stop, &mut |_| {}).unwrap_err();
     assert!(e.to_string().contains("interrupted"), "{e}");
     assert!(t.elapsed() < Duration::from_secs(10));
     assert!(!group_alive(pgid(&pidfile)));

@@ -6,12 +6,12 @@
 
 mod common;
 
+use npt_result::workload::Stop;
 use std::convert::Infallible;
 use std::io::Read as _;
 use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd as _;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -217,14 +217,14 @@ fn stop_flag_ends_the_run_early_with_a_result() {
     let addr = faulty_server(Fault::Hang);
     let mut c = config(&format!("http://{addr}/"));
     c.duration = Duration::from_secs(60);
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(Stop::new());
     let s2 = stop.clone();
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
-        s2.store(true, Ordering::Relaxed);
+        s2.signal();
     });
     let t = Instant::now();
-    let r = npt_http::run(&c, stop).unwrap();
+    let r = npt_http::run(&c, &stop, &mut |_| {}).unwrap();
     assert!(
         t.elapsed() < Duration::from_secs(5),
         "took {:?}",

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use npt_server::{ServeConfig, Server};
-use npt_users::config::GameShape;
 use npt_result::run::RunBody;
 use npt_result::workload::{Finished, Stop, Workload};
+use npt_server::{ServeConfig, Server};
+use npt_users::config::GameShape;
 use npt_users::{Load, Mix, QuicTrust, Range, RunConfig, Shape, Targets};
 use npt_wire::frame::{self, Header, Kind};
 

@@ -7,11 +7,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use npt_result::run::RunBody;
+use npt_result::workload::{Finished, Stop, Workload};
 use npt_server::quic::{start_quic, QuicServer, QuicTls};
 use npt_server::{ServeConfig, Server};
 use npt_users::config::{GameShape, QuicShape, TransferShape, WebShape};
-use npt_result::run::RunBody;
-use npt_result::workload::{Finished, Stop, Workload};
 use npt_users::{Load, Mix, QuicTrust, Range, RunConfig, Shape, Targets};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -30,15 +30,13 @@ pub struct Config {
     pub timeout: Duration,
     pub insecure: bool,
     pub cold_start: Option<ColdStartConfig>,
-    /// Print a progress line to stderr once a second.
-    pub progress: bool,
     /// Runtime worker threads; `None` = [`crate::threads::choose_threads`] decides.
     pub threads: Option<usize>,
     /// `--via`: SOCKS5 or HTTP CONNECT tunnel per connection; through an HTTP proxy a plain
     /// `http://` HTTP/1.1 target is requested in absolute form instead (as browsers do).
     pub via: Option<npt_proxy::Via>,
-    /// `--metrics`: the snapshot to refresh after each drain, and the labels of every series.
-    pub metrics: Option<(npt_metrics::Published, Vec<(String, String)>)>,
+    /// The `-H` lines as given (a `Host:` one included), as the result's config records them.
+    pub header_lines: Vec<String>,
 }
 
 impl Config {
@@ -58,10 +56,9 @@ impl Config {
             timeout: Duration::from_secs(10),
             insecure: false,
             cold_start: None,
-            progress: false,
             threads: None,
             via: None,
-            metrics: None,
+            header_lines: Vec::new(),
         }
     }
 
@@ -121,16 +118,4 @@ impl Config {
             self.hosts.clone()
         }
     }
-}
-
-/// What [`run`] returns: the body and the envelope's times.
-#[derive(Debug)]
-pub struct RunResult {
-    pub started: SystemTime,
-    pub ended: SystemTime,
-    /// `duration` or `signal`.
-    pub stopped_by: npt_result::StopReason,
-    pub body: HttpBody,
-    /// Client threads used, and why.
-    pub threads: ThreadChoice,
 }

@@ -2,8 +2,9 @@
 //! h2 through the `h2` crate directly — hyper's h2 client spawns a task per request — so npt
 //! controls every socket), sends requests on the schedule of
 //! [`crate::schedule`], and pushes one [`Event`] per request to its [`Shard`]. The calling thread
-//! drains the shards into the [`Collector`] every 100 ms, prints progress and stops the run on
-//! time or on the stop flag (Ctrl-C). Nothing here computes a statistic.
+//! drains the shards into the [`Collector`] every 100 ms, hands each interval that closes to
+//! the caller and stops the run on time or on a stop request (Ctrl-C). Nothing here computes a
+//! statistic.
 //!
 //! Timing: a request's latency runs from just before it is written to the connection until its
 //! last body byte has been read; with `--new-conn` it starts
@@ -29,7 +30,6 @@ use std::future::Future;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
@@ -39,7 +39,9 @@ use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Uri};
 use npt_result::http::{ColdStart, HttpBody, HttpSummary};
 use npt_result::probe::Health;
+use npt_result::workload::{Finished, Progress, Stop};
 use npt_result::StopReason;
+use npt_stats::Snapshot;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -52,7 +54,7 @@ use crate::collect::{Collector, ConnEvent, Event, Outcome, Record, Shard};
 use crate::h1;
 use crate::pacer::{Due, Pacer};
 use crate::schedule::{host_for, OpenLoop, Tickets};
-use crate::threads::{choose_threads, is_local, ThreadChoice};
+use crate::threads::{choose_threads, is_local};
 use crate::Error;
 
 /// Pause after a failed connection attempt before the slot tries again.
@@ -71,28 +73,19 @@ mod stream;
 mod target;
 mod workers;
 
-pub use config::{ColdStartConfig, Config, RunResult};
+pub use config::{ColdStartConfig, Config};
 pub use failure::{classify, Failure};
 pub use target::{resolve, Target};
 use {ctx::*, slots::*, stream::*, workers::*};
 
-/// Runs a benchmark to the end of `cfg.duration` or until `stop` is set, and returns the
-/// result body. Blocks the calling thread, which collects and prints progress.
-pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
-    run_with_progress(cfg, stop, |p, elapsed| {
-        if cfg.progress {
-            eprint!("\r{}", p.line(elapsed));
-        }
-    })
-}
-
-/// [`run`], handing the progress of each closed second to `progress` (a live view) instead
-/// of printing it.
-pub fn run_with_progress(
+/// Runs a benchmark to the end of `cfg.duration` or until `stop` says so, and returns the
+/// result body. Blocks the calling thread, which collects and hands each interval that closes
+/// to `on_interval` (with the totals `--metrics` shows).
+pub fn run(
     cfg: &Config,
-    stop: Arc<AtomicBool>,
-    mut progress: impl FnMut(&crate::collect::Progress, Duration),
-) -> Result<RunResult, Error> {
+    stop: &Arc<Stop>,
+    on_interval: &mut dyn FnMut(&Progress<'_>),
+) -> Result<Finished<HttpBody>, Error> {
     cfg.validate()?;
     // Cold start polls from this thread; the load runs on `threads` single-threaded runtimes
     // (one event loop per core, as wrk does: no work-stealing traffic between cores).
@@ -119,7 +112,7 @@ pub fn run_with_progress(
         let spawned = Instant::now();
         let g = group.insert(ProcessGroup::spawn(&cs.command)?);
         let ctx = build_ctx(cfg, addr, spawned, None)?;
-        cold = Some(rt.block_on(cold_start(&ctx, cs, g, spawned, &stop))?);
+        cold = Some(rt.block_on(cold_start(&ctx, cs, g, spawned, stop))?);
     }
 
     let cpu0 = npt_result::cpu_seconds();
@@ -170,8 +163,6 @@ pub fn run_with_progress(
 
     let end = t0 + cfg.duration;
     let mut buf = Vec::new();
-    // Each progress line shows the interval that just closed (closing lags by one tick).
-    let mut next_progress = t0 + Duration::from_secs(1) + TICK;
     let drain = |collector: &mut Collector, buf: &mut Vec<Record>, cutoff: u64| {
         for s in &shards {
             s.drain_into(buf);
@@ -183,23 +174,12 @@ pub fn run_with_progress(
             }
         }
     };
-    let publish = |collector: &Collector| {
-        if let Some((published, labels)) = &cfg.metrics {
-            let l: Vec<(&str, &str)> = labels
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            let mut s = npt_metrics::Snapshot::new();
-            collector.export(&mut s, &l);
-            published.publish(s);
-        }
-    };
     let stopped_by = loop {
         let now = Instant::now();
         if now >= end {
             break StopReason::Duration;
         }
-        if stop.load(Ordering::Relaxed) {
+        if stop.stopping() {
             break StopReason::Signal;
         }
         if tasks.iter().all(|t| t.is_finished()) {
@@ -207,15 +187,20 @@ pub fn run_with_progress(
         }
         std::thread::sleep(TICK.min(end - now));
         drain(&mut collector, &mut buf, ctx.ns(end));
-        publish(&collector);
         let now = Instant::now();
-        collector.close_until(
+        // An interval closes one tick after its end, once its late completions are drained.
+        let closed = collector.close_until(
             ctx.ns(now)
                 .saturating_sub(u64::try_from(TICK.as_nanos()).unwrap_or(u64::MAX)),
         );
-        if now >= next_progress {
-            next_progress += Duration::from_secs(1);
-            progress(&collector.progress(), now - t0);
+        for interval in &closed {
+            on_interval(&Progress {
+                interval,
+                elapsed: now - t0,
+                completed: collector.requests(),
+                errors: collector.errors.total(),
+                totals: &|s| collector.export(s),
+            });
         }
     };
     let stop_at = Instant::now().min(end);
@@ -231,10 +216,8 @@ pub fn run_with_progress(
     workers.stop();
     let cutoff = ctx.ns(stop_at);
     drain(&mut collector, &mut buf, cutoff);
-    publish(&collector);
-    if cfg.progress {
-        eprint!("\r{:70}\r", "");
-    }
+    let mut totals = Snapshot::new();
+    collector.export(&mut totals);
     let (u1, s1) = npt_result::cpu_seconds();
     let wall = stop_at.duration_since(t0).as_secs_f64().max(1e-9);
     let health = Health {
@@ -266,13 +249,12 @@ pub fn run_with_progress(
     if let Some(mut g) = group {
         g.kill(Duration::from_millis(500));
     }
-    Ok(RunResult {
-        started,
-        ended,
-        stopped_by,
-        body,
-        threads,
-    })
+    let mut done = Finished::new(body, started, ended, stopped_by, totals);
+    done.decided
+        .insert("threads".into(), threads.threads.into());
+    done.decided
+        .insert("threads_why".into(), threads.why.into());
+    Ok(done)
 }
 
 #[cfg(test)]

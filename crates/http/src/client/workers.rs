@@ -68,13 +68,13 @@ pub(super) async fn cold_start(
     cs: &ColdStartConfig,
     group: &mut ProcessGroup,
     spawned: Instant,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> Result<ColdStart, Error> {
     let deadline = spawned + cs.ready_timeout;
     let mut attempts = 0u64;
     let mut last = String::from("no attempt yet");
     loop {
-        if stop.load(Ordering::Relaxed) {
+        if stop.stopping() {
             return Err(Error::ColdStart(
                 "interrupted before the first answer".into(),
             ));

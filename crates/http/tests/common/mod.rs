@@ -3,11 +3,12 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use npt_http::{Config, RunResult, Target};
+use npt_http::{Config, Target};
+use npt_result::http::HttpBody;
+use npt_result::workload::{Finished, Stop};
 use npt_result::Document;
 use npt_server::http_server::{ServerHandle, ServerOptions};
 
@@ -28,11 +29,11 @@ pub fn config(url: &str) -> Config {
     c
 }
 
-pub fn run(c: &Config) -> RunResult {
-    npt_http::run(c, Arc::new(AtomicBool::new(false))).expect("run completes")
+pub fn run(c: &Config) -> Finished<HttpBody> {
+    npt_http::run(c, &Arc::new(Stop::new()), &mut |_| {}).expect("run completes")
 }
 
-pub fn document(r: RunResult) -> serde_json::Value {
+pub fn document(r: Finished<HttpBody>) -> serde_json::Value {
     let doc = Document::new(
         "http",
         r.started,

@@ -113,7 +113,12 @@ fn export(t: &Running, errors: Option<&ErrorCounts>, s: &mut Snapshot) {
         &t.rtt,
     );
     for (kind, k) in errors.into_iter().flat_map(|e| e.iter()) {
-        s.counter("npt_errors_total", "Errors by kind.", &[("kind", kind)], k.count);
+        s.counter(
+            "npt_errors_total",
+            "Errors by kind.",
+            &[("kind", kind)],
+            k.count,
+        );
     }
 }
 
@@ -136,8 +141,14 @@ mod tests {
         r.add(&iv);
         let mut s = Snapshot::new();
         r.export(&mut s);
-        assert_eq!(s.get("npt_packets_sent_total", &[]), Some(&Value::Counter(20)));
-        assert_eq!(s.get("npt_packets_lost_total", &[]), Some(&Value::Counter(2)));
+        assert_eq!(
+            s.get("npt_packets_sent_total", &[]),
+            Some(&Value::Counter(20))
+        );
+        assert_eq!(
+            s.get("npt_packets_lost_total", &[]),
+            Some(&Value::Counter(2))
+        );
         let Some(Value::Histogram { count, .. }) = s.get("npt_packet_rtt_seconds", &[]) else {
             panic!("no rtt histogram");
         };

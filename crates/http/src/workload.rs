@@ -1,0 +1,46 @@
+//! `npt http` as a [`Workload`]: a [`Config`] runs through [`crate::client::run`], and records
+//! itself in the result's `config` (the URL and `-H` lines as given; the client threads the run
+//! chose are added by the run, in [`Finished::decided`]).
+
+use std::sync::Arc;
+
+use npt_result::http::HttpBody;
+use npt_result::workload::{Finished, Progress, Stop, Workload};
+
+use crate::{Config, Error};
+
+impl Workload for Config {
+    const KIND: &'static str = "http";
+    type Body = HttpBody;
+    type Error = Error;
+
+    fn config(&self) -> serde_json::Value {
+        serde_json::json!({
+            "url": self.target.url,
+            "connections": self.connections,
+            "duration_s": self.duration.as_secs_f64(),
+            "rate": self.rate,
+            "new_conn": self.new_conn,
+            "http2": self.http2,
+            "streams": self.streams,
+            "hosts": self.hosts,
+            "headers": self.header_lines,
+            "method": self.method.as_str(),
+            "body_bytes": self.body.len(),
+            "insecure": self.insecure,
+            "timeout_s": self.timeout.as_secs_f64(),
+            "cold_start": self.cold_start.as_ref().map(|cs| serde_json::json!({
+                "command": cs.command,
+                "ready_timeout_s": cs.ready_timeout.as_secs_f64(),
+            })),
+        })
+    }
+
+    fn run(
+        &mut self,
+        stop: &Arc<Stop>,
+        on_interval: &mut dyn FnMut(&Progress<'_>),
+    ) -> Result<Finished<HttpBody>, Error> {
+        crate::client::run(self, stop, on_interval)
+    }
+}
