@@ -4,7 +4,8 @@
 //! chain, `lab` uses them to check emulated link delays.
 //!
 //! [`session`] holds the sans-IO sequence/timeout bookkeeping; [`net`] drives it with sockets;
-//! [`result`] is the JSON body of a `kind = "ping"` result document.
+//! [`result`] is the JSON body of a `kind = "ping"` result document; [`workload`] is the
+//! contract with the cli ([`workload::Ping`]).
 // Parses ICMP and TCP replies from the network: no panic path outside tests (README, "No panic on input").
 #![cfg_attr(
     not(test),
@@ -22,6 +23,7 @@
 pub mod net;
 pub mod result;
 pub mod session;
+pub mod workload;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;

@@ -1,14 +1,14 @@
 //! The socket half of `npt ping`: drives a [`Session`] with a TCP connect, a UDP echo or a
 //! QUIC handshake per attempt. Waits are sliced to at most 100 ms so a Ctrl-C (counted into
-//! `signals` by the caller) is seen promptly: the first stops new attempts and lets those in
+//! the caller's [`Stop`]) is seen promptly: the first stops new attempts and lets those in
 //! flight finish, the second gives them up.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 
+use npt_result::workload::Stop;
 use npt_result::StopReason;
 use npt_wire::auth::{Dir, SessionKey};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
@@ -32,8 +32,8 @@ pub struct Outcome {
 /// Called for every settled attempt, with the address it went to.
 pub type OnEvent<'a> = &'a mut dyn FnMut(&Event, SocketAddr);
 
-/// Pings `cfg.target` until the count is reached or `signals` says stop.
-pub fn run(cfg: &Config, signals: &AtomicUsize, on: OnEvent) -> Result<Outcome, PingError> {
+/// Pings `cfg.target` until the count is reached or `stop` says so.
+pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError> {
     let clock = Instant::now();
     let mut session = Session::new(cfg.count, dur_ns(cfg.interval), dur_ns(cfg.timeout), 0);
     if let Some(via) = &cfg.via {
@@ -50,7 +50,7 @@ pub fn run(cfg: &Config, signals: &AtomicUsize, on: OnEvent) -> Result<Outcome, 
             addrs.get(..1).unwrap_or_default(),
             cfg,
             clock,
-            signals,
+            stop,
             on,
             |_, t| {
                 npt_proxy::tcp_connect(via, &host, port, t)
@@ -66,20 +66,20 @@ pub fn run(cfg: &Config, signals: &AtomicUsize, on: OnEvent) -> Result<Outcome, 
     }
     let addrs = cfg.target.resolve()?;
     let stopped_by = match cfg.target.proto {
-        Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, signals, on, |a, t| {
+        Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, t| {
             TcpStream::connect_timeout(&a, t)
                 .map(drop)
                 .map_err(|e| (classify_io(&e), format!("{a}: {e}")))
         })?,
         Proto::Quic => {
             let mut q = Quic::new(cfg)?;
-            let r = run_blocking(&mut session, &addrs, cfg, clock, signals, on, |a, t| {
+            let r = run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, t| {
                 q.attempt(a, t)
             });
             q.close();
             r?
         }
-        Proto::Udp => run_udp(&mut session, &addrs, cfg, clock, signals, on)?,
+        Proto::Udp => run_udp(&mut session, &addrs, cfg, clock, stop, on)?,
     };
     Ok(Outcome {
         tally: session.tally,
@@ -103,8 +103,8 @@ pub fn classify_io(e: &io::Error) -> &'static str {
 }
 
 /// Applies the signal count: 1 stops new attempts, 2 abandons those in flight.
-fn check_signals(session: &mut Session, signals: &AtomicUsize) -> Option<StopReason> {
-    match signals.load(Ordering::SeqCst) {
+fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReason> {
+    match stop.level() {
         0 => None,
         1 => {
             session.stop();
@@ -127,7 +127,7 @@ fn run_blocking(
     addrs: &[SocketAddr],
     cfg: &Config,
     clock: Instant,
-    signals: &AtomicUsize,
+    stop: &Stop,
     on: OnEvent,
     mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (&'static str, String)>,
 ) -> Result<StopReason, PingError> {
@@ -137,7 +137,7 @@ fn run_blocking(
     let mut stopped_by = StopReason::Count;
     let mut preferred = 0usize;
     loop {
-        if let Some(why) = check_signals(session, signals) {
+        if let Some(why) = check_stop(session, stop) {
             stopped_by = why;
         }
         let Some(due) = session.due() else { break };
@@ -193,7 +193,7 @@ fn run_udp(
     addrs: &[SocketAddr],
     cfg: &Config,
     clock: Instant,
-    signals: &AtomicUsize,
+    stop: &Stop,
     on: OnEvent,
 ) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
@@ -212,7 +212,7 @@ fn run_udp(
     let mut answered = false;
     let mut stopped_by = StopReason::Count;
     loop {
-        if let Some(why) = check_signals(session, signals) {
+        if let Some(why) = check_stop(session, stop) {
             stopped_by = why;
         }
         let now = now_ns(clock);
@@ -517,7 +517,7 @@ mod multi_address {
             &[closed, open_addr],
             &cfg,
             Instant::now(),
-            &AtomicUsize::new(0),
+            &Stop::new(),
             &mut |ev, a| seen.push((ev.clone(), a)),
             |a, t| {
                 tries.push(a);
