@@ -2,17 +2,19 @@
 //! UDP (open loop, fixed rate) and TCP (seed 001's first-packet and total latency), and prints
 //! both reports.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use npt_probe::probe::driver::Control;
-use npt_probe::probe::runner::{self, PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_result::workload::{Stop, Workload};
 use npt_server::{ServeConfig, Server};
 use npt_wire::Fill;
 
-use crate::probe::{banner, Format};
+use crate::execute::Subcommand;
+use crate::probe::banner;
 use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
@@ -38,8 +40,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     })?;
     let addr = server.local_addrs()[0];
     println!("npt demo: embedded server on tcp+udp {addr}\n");
-    let control = Arc::new(Control::default());
-    crate::signals::install(&control)?;
+    let stop = Arc::new(Stop::new());
+    crate::signals::install(&stop)?;
     let base = ProbeConfig {
         proto: Proto::Udp,
         target: addr.to_string(),
@@ -58,7 +60,6 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         stage: StageSpec::Time(Duration::from_secs(1)),
         behind_threshold: Duration::from_millis(1),
         via: None,
-        segment: None,
     };
     let tcp = ProbeConfig {
         proto: Proto::Tcp,
@@ -72,13 +73,17 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         ..base.clone()
     };
     let mut code = ExitCode::SUCCESS;
-    for cfg in [base, tcp] {
+    for mut cfg in [base, tcp] {
         println!("{}", banner(&cfg));
-        let outcome = runner::run(&cfg, control.clone(), |s| {
-            println!("{}", npt_report::text::stage_line(s))
-        })?;
+        let done = cfg.run(&stop, &mut |p| println!("{}", ProbeConfig::line(p)))?;
         println!();
-        if crate::probe::finish(&outcome, None, Format::Text)? != ExitCode::SUCCESS {
+        let doc = crate::execute::document(&cfg, done, None)?;
+        let mut out = std::io::stdout().lock();
+        ProbeConfig::render(&mut out, &doc)?;
+        out.flush()?;
+        drop(out);
+        if let Some(why) = ProbeConfig::failed(&doc.body) {
+            eprintln!("npt probe: {why}");
             code = ExitCode::from(1);
         }
         println!();

@@ -1,20 +1,22 @@
 //! `npt http`: the gateway benchmark (seed 003). Parses flags, validates them into
-//! [`npt_http::Config`] (usage errors name the flag), runs, prints the text summary and writes
-//! the `http` result document with `--json` — also when the run is cut short by Ctrl-C.
+//! [`npt_http::Config`] (usage errors name the flag) and says how a benchmark is shown (status
+//! line, live view, text summary); [`execute`] runs it and writes the `http` result document
+//! with `--json` — also when the run is cut short by Ctrl-C.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::Args;
 use npt_http::client::ColdStartConfig;
 use npt_http::{Config, Target};
+use npt_result::http::HttpBody;
+use npt_result::workload::Progress;
 use npt_result::Document;
 
+use crate::execute::{execute, Lines, Options, Sink, Subcommand};
+use crate::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -160,121 +162,75 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
     if a.threads == Some(0) {
         return Err(usage!("--threads must be at least 1"));
     }
-    c.progress = !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    c.header_lines = a.headers.clone();
     c.validate().map_err(|e| usage!("{e}"))?;
     Ok(c)
 }
 
-fn config_json(a: &HttpArgs, c: &Config) -> serde_json::Value {
-    serde_json::json!({
-        "url": a.url,
-        "connections": c.connections,
-        "duration_s": c.duration.as_secs_f64(),
-        "rate": c.rate,
-        "new_conn": c.new_conn,
-        "http2": c.http2,
-        "streams": c.streams,
-        "hosts": c.hosts,
-        "headers": a.headers,
-        "method": c.method.as_str(),
-        "body_bytes": c.body.len(),
-        "insecure": c.insecure,
-        "timeout_s": c.timeout.as_secs_f64(),
-        "cold_start": c.cold_start.as_ref().map(|cs| serde_json::json!({
-            "command": cs.command,
-            "ready_timeout_s": cs.ready_timeout.as_secs_f64(),
-        })),
-    })
+pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
+    let cfg = config(&args)?;
+    let protocol = if cfg.http2 { "h2" } else { "http/1.1" };
+    let labels = vec![
+        ("protocol", protocol.to_string()),
+        ("target", cfg.target.url.clone()),
+    ];
+    execute(
+        cfg,
+        Options {
+            notices: Vec::new(),
+            segment: &args.segment,
+            metrics: &args.metrics,
+            labels,
+            json_file: args.json.as_deref(),
+            json_stdout: false,
+            text: Sink::Stdout,
+            quiet: args.quiet,
+        },
+    )
 }
 
-pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
-    let mut cfg = config(&args)?;
-    let segment = args.segment.resolve(&config_json(&args, &cfg))?;
-    if let Some((seg, _)) = &segment {
-        seg.apply_http(&mut cfg)?;
-    }
-    if let Some(n) = args.segment.wait_for_start()? {
-        eprintln!("npt http: {n}");
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
-    }
-    let protocol = if cfg.http2 { "h2" } else { "http/1.1" };
-    let metrics = args.metrics.start(
-        "http",
-        &[("protocol", protocol), ("target", &cfg.target.url)],
-    )?;
-    cfg.metrics = metrics.as_ref().map(|m| m.for_engine());
-    let live = if crate::live::wanted(args.quiet) && cfg.cold_start.is_none() {
-        let s = stop.clone();
-        let spec = crate::live::Spec {
-            title: format!("npt http {} {}", cfg.method, cfg.target.url),
-            rate_unit: "req/s",
-            duration: Some(cfg.duration),
-        };
-        cfg.progress = false;
-        Some(crate::live::Live::start(spec, move || {
-            s.store(true, Ordering::SeqCst)
-        })?)
-    } else {
-        None
+impl Subcommand for Config {
+    const LINES: Lines = Lines::Status {
+        off_tty: false,
+        wipe: true,
     };
-    let mut errors_before = 0;
-    let result = npt_http::run_with_progress(&cfg, stop, |p, elapsed| match &live {
-        Some(l) => {
-            l.sample(crate::live::Sample {
-                t_s: elapsed.as_secs_f64(),
-                rate: p.rps,
-                p50_ms: p.p50_ms,
-                p99_ms: p.p99_ms,
-                errors: p.errors - errors_before,
-                loss_pct: None,
-            });
-            errors_before = p.errors;
-        }
-        None if cfg.progress => eprint!("\r{}", p.line(elapsed)),
-        None => {}
-    });
-    if let Some(l) = live {
-        l.finish()?;
+
+    fn split(&mut self, seg: &Segment) -> anyhow::Result<()> {
+        seg.apply_http(self)
     }
-    let result = result.map_err(|e| match e {
-        npt_http::Error::Url(..) | npt_http::Error::Config(_) => usage!("{e}"),
-        e => anyhow::Error::new(e),
-    })?;
-    let mut config = config_json(&args, &cfg);
-    if let Some((_, info)) = &segment {
-        crate::segment::label(&mut config, info)?;
+
+    /// None while a cold start runs: its wait is not a run to watch.
+    fn live(&self) -> Option<crate::live::Spec> {
+        self.cold_start.is_none().then(|| crate::live::Spec {
+            title: format!("npt http {} {}", self.method, self.target.url),
+            rate_unit: "req/s",
+            duration: Some(self.duration),
+        })
     }
-    let threads = result.threads.clone();
-    config["threads"] = threads.threads.into();
-    config["threads_why"] = threads.why.clone().into();
-    let doc = Document::new(
-        "http",
-        result.started,
-        result.ended,
-        result.stopped_by,
-        config,
-        result.body,
-    );
-    // The report first: a closed stdout must not cost the user their result file.
-    if let Some(path) = &args.json {
-        npt_result::write_atomic(path, &doc.to_json_pretty())
-            .with_context(|| format!("writing --json {}", path.display()))?;
+
+    fn line(p: &Progress<'_>) -> String {
+        format!(
+            "{:>4.0}s  {} requests  {:.0} req/s  p99 {:.2} ms  {} errors   ",
+            p.elapsed.as_secs_f64(),
+            p.completed,
+            p.interval.rate_per_s,
+            p.interval.latency_ms.p99,
+            p.errors
+        )
     }
-    let mut out = std::io::stdout().lock();
-    npt_report::text::write_http(&mut out, &doc)?;
-    out.flush()?;
-    drop(out);
-    if let Some(m) = metrics {
-        m.linger_until_signal()?;
+
+    fn render(out: &mut dyn Write, doc: &Document<HttpBody>) -> std::io::Result<()> {
+        npt_report::text::write_http(out, doc)
     }
-    Ok(if doc.body.summary.requests == 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+
+    /// The report says it (0 requests): no message.
+    fn failed(body: &HttpBody) -> Option<&'static str> {
+        (body.summary.requests == 0).then_some("")
+    }
+
+    fn is_usage(e: &npt_http::Error) -> bool {
+        matches!(e, npt_http::Error::Url(..) | npt_http::Error::Config(_))
+    }
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! latency sparkline. `q`, Esc or Ctrl-C stops the run the way SIGINT does (a second one
 //! abandons what is in flight), and the full report is still written after the view closes.
 //!
-//! The measurement never waits for the screen: workloads send [`Sample`]s down a channel and a
-//! thread of its own draws at most 4 times a second. Not a terminal (CI, a pipe) or `--quiet`:
+//! The measurement never waits for the screen: each interval a workload hands over becomes a
+//! [`Sample`] sent down a channel, and a thread of its own draws at most 4 times a second. Not a terminal (CI, a pipe) or `--quiet`:
 //! no view, the plain interval lines as before. The terminal is restored when the view ends,
 //! on error and on panic (a guard's `Drop`).
 
@@ -13,6 +13,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use npt_result::workload::Progress;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
@@ -38,6 +39,21 @@ pub struct Sample {
     pub errors: u64,
     /// Loss in this interval, for packet workloads.
     pub loss_pct: Option<f64>,
+}
+
+impl Sample {
+    /// What the view shows of one interval a workload handed over.
+    pub fn of(p: &Progress<'_>) -> Sample {
+        let iv = p.interval;
+        Sample {
+            t_s: p.elapsed.as_secs_f64(),
+            rate: iv.rate_per_s,
+            p50_ms: iv.latency_ms.p50,
+            p99_ms: iv.latency_ms.p99,
+            errors: iv.errors,
+            loss_pct: iv.loss_pct,
+        }
+    }
 }
 
 /// What the view shows around the samples.

@@ -5,6 +5,7 @@
 
 mod compare;
 mod demo;
+mod execute;
 mod http;
 mod lab;
 mod live;

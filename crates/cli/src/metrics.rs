@@ -1,8 +1,9 @@
-//! `--metrics ADDR` (and `--metrics-linger`) for `probe`, `run` and `http`: starts the
-//! OpenMetrics endpoint of `npt-metrics` next to a run, hands the run a [`Published`] snapshot
-//! to refresh, and after the run keeps the endpoint up for `--metrics-linger` so a scraper
-//! (Prometheus every 1–15 s) sees the final values too. Also what `npt serve --metrics` uses
-//! to start its endpoint ([`start_source`]).
+//! `--metrics ADDR` (and `--metrics-linger`) for every workload: starts the OpenMetrics
+//! endpoint of `npt-metrics` next to a run and publishes the totals the workload hands over
+//! with each interval and at the end (one exporter: the workloads only fill a [`Snapshot`]),
+//! with the run's own labels put first; after the run keeps the endpoint up for
+//! `--metrics-linger` so a scraper (Prometheus every 1–15 s) sees the final values too. Also
+//! what `npt serve --metrics` uses to start its endpoint ([`start_source`]).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -38,9 +39,9 @@ pub fn start_source(cmd: &str, addr: &str, source: Source) -> anyhow::Result<Exp
     Ok(e)
 }
 
-/// A run's endpoint and the snapshot its collector refreshes.
+/// A run's endpoint and the snapshot it shows.
 pub struct RunMetrics {
-    pub published: Published,
+    published: Published,
     _exporter: Exporter,
     linger: Duration,
     /// Labels every series of this run carries (e.g. `target`).
@@ -57,7 +58,11 @@ impl MetricsArgs {
     }
 
     /// Starts the endpoint when `--metrics` was given.
-    pub fn start(&self, cmd: &str, labels: &[(&str, &str)]) -> anyhow::Result<Option<RunMetrics>> {
+    pub fn start(
+        &self,
+        cmd: &str,
+        labels: &[(&'static str, String)],
+    ) -> anyhow::Result<Option<RunMetrics>> {
         let Some(addr) = &self.metrics else {
             return Ok(None);
         };
@@ -69,42 +74,21 @@ impl MetricsArgs {
             linger: self.metrics_linger.unwrap_or(Duration::ZERO),
             labels: labels
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
         }))
     }
 }
 
 impl RunMetrics {
-    /// The run's own labels followed by `extra`, for [`Snapshot`] calls.
-    pub fn labels<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut v: Vec<(&str, &str)> = self
+    /// Shows `totals` from now on, every series with the run's labels first.
+    pub fn publish(&self, totals: &Snapshot) {
+        let labels: Vec<(&str, &str)> = self
             .labels
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        v.extend_from_slice(extra);
-        v
-    }
-
-    pub fn publish(&self, s: Snapshot) {
-        self.published.publish(s);
-    }
-
-    /// What an engine's config takes: the snapshot to refresh and the labels of every series.
-    pub fn for_engine(&self) -> (Published, Vec<(String, String)>) {
-        (self.published.clone(), self.labels.clone())
-    }
-
-    /// [`RunMetrics::linger`] that a new SIGINT/SIGTERM ends (the first one may have ended
-    /// the run already).
-    pub fn linger_until_signal(self) -> anyhow::Result<()> {
-        let again = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(sig, again.clone())?;
-        }
-        self.linger(|| again.load(std::sync::atomic::Ordering::Relaxed));
-        Ok(())
+        self.published.publish(totals.labelled(&labels));
     }
 
     /// After the run: keeps the endpoint up for `--metrics-linger`, or until `stopped()`.
@@ -116,92 +100,6 @@ impl RunMetrics {
         while Instant::now() < end && !stopped() {
             std::thread::sleep(Duration::from_millis(50).min(end - Instant::now()));
         }
-    }
-}
-
-/// `npt probe`: the stages so far, added up, as the endpoint shows them while the run goes
-/// on; at the end the report's own totals replace them ([`ProbeLive::finish`]).
-#[derive(Default)]
-pub struct ProbeLive {
-    sent: u64,
-    received: u64,
-    lost: u64,
-    late: u64,
-    duplicated: u64,
-    reordered: u64,
-    rtt: npt_stats::Histogram,
-}
-
-impl ProbeLive {
-    /// Adds one final stage (called once per stage, never per packet).
-    pub fn stage(&mut self, m: &RunMetrics, r: &npt_result::interval::Interval) {
-        let n = |x: Option<u64>| x.unwrap_or(0);
-        self.sent += n(r.sent);
-        self.received += r.completed;
-        self.lost += n(r.lost);
-        self.late += n(r.late);
-        self.duplicated += n(r.duplicated);
-        self.reordered += n(r.reordered);
-        if let Ok(h) = npt_stats::Histogram::from_serialized(&r.histogram) {
-            self.rtt += &h;
-        }
-        m.publish(self.snapshot(m, None));
-    }
-
-    /// The report's totals, exactly as the result document has them.
-    pub fn finish(&mut self, m: &RunMetrics, body: &npt_result::probe::ProbeBody) {
-        let s = &body.summary;
-        (self.sent, self.received, self.lost) = (s.sent, s.received, s.lost);
-        (self.late, self.duplicated, self.reordered) = (s.late, s.duplicated, s.reordered);
-        let rtt = body.histograms.get(npt_result::probe::hist::RTT);
-        if let Some(Ok(h)) = rtt.map(npt_stats::Histogram::from_serialized) {
-            self.rtt = h;
-        }
-        m.publish(self.snapshot(m, Some(&body.errors.by_kind)));
-    }
-
-    fn snapshot(&self, m: &RunMetrics, errors: Option<&npt_stats::ErrorCounts>) -> Snapshot {
-        let mut s = Snapshot::new();
-        let l = m.labels(&[]);
-        for (name, help, v) in [
-            ("npt_packets_sent_total", "Probe packets sent.", self.sent),
-            (
-                "npt_packets_received_total",
-                "Probe replies received within the loss timeout.",
-                self.received,
-            ),
-            (
-                "npt_packets_lost_total",
-                "Probe packets without a reply within the loss timeout (counted in the stage they were sent in).",
-                self.lost,
-            ),
-            (
-                "npt_packets_late_total",
-                "Replies that came after the loss timeout (already lost).",
-                self.late,
-            ),
-            ("npt_packets_duplicated_total", "Duplicate replies.", self.duplicated),
-            ("npt_packets_reordered_total", "Replies out of order.", self.reordered),
-        ] {
-            s.counter(name, help, &l, v);
-        }
-        s.histogram(
-            "npt_packet_rtt_seconds",
-            "Round-trip time of on-time replies, from the actual send.",
-            &l,
-            &self.rtt,
-        );
-        if let Some(errors) = errors {
-            for (kind, k) in errors.iter() {
-                s.counter(
-                    "npt_errors_total",
-                    "Errors by kind.",
-                    &m.labels(&[("kind", kind)]),
-                    k.count,
-                );
-            }
-        }
-        s
     }
 }
 

@@ -1,18 +1,23 @@
 //! `npt ping`: a hop's round-trip time, ping-style. Per-attempt lines, a summary (sent,
 //! received, loss, min / avg / p50 / p90 / max / stddev), and a `kind = "ping"` result
-//! document with `--json`. Exit 1 when nothing answered, 2 for a bad flag.
+//! document with `--json`; [`execute`] runs it (no segment, metrics or live view: a ping has
+//! no series). Exit 1 when nothing answered, 2 for a bad flag.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use clap::Args;
 use npt_ping::session::Event;
+use npt_ping::workload::Ping;
 use npt_ping::{Config, Proto, QuicTrust, Target};
+use npt_result::ping::PingBody;
+use npt_result::Document;
 
+use crate::execute::{execute, Options, Sink, Subcommand};
+use crate::metrics::MetricsArgs;
+use crate::segment::SegmentArgs;
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -131,19 +136,6 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
     })
 }
 
-fn config_json(cfg: &Config) -> serde_json::Value {
-    serde_json::json!({
-        "target": cfg.target.to_string(),
-        "proto": cfg.target.proto.name(),
-        "count": cfg.count,
-        "interval_s": cfg.interval.as_secs_f64(),
-        "timeout_s": cfg.timeout.as_secs_f64(),
-        "size": cfg.size,
-        "raw": cfg.raw,
-        "via": cfg.via.as_ref().map(|v| v.to_string()),
-    })
-}
-
 fn what(cfg: &Config) -> String {
     match cfg.target.proto {
         Proto::Tcp => match &cfg.via {
@@ -158,39 +150,36 @@ fn what(cfg: &Config) -> String {
 
 pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let signals = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let s = signals.clone();
-        // SAFETY: the handler only does an atomic add, which is async-signal-safe.
-        unsafe {
-            signal_hook::low_level::register(sig, move || {
-                s.fetch_add(1, Ordering::SeqCst);
-            })?;
-        }
-    }
-    let to_stdout = a.json.as_deref() == Some(std::path::Path::new("-"));
+    let json_stdout = a.json.as_deref() == Some(Path::new("-"));
     // Text goes where it does not mix with a JSON document on stdout.
-    let mut text: Box<dyn Write> = if to_stdout {
-        Box::new(std::io::stderr())
+    let text = if json_stdout {
+        Sink::Stderr
     } else {
-        Box::new(std::io::stdout())
+        Sink::Stdout
+    };
+    let sink = || -> Box<dyn Write> {
+        match text {
+            Sink::Stderr => Box::new(std::io::stderr()),
+            _ => Box::new(std::io::stdout()),
+        }
     };
     let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
     let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+    let mut out = sink();
     writeln!(
-        text,
+        out,
         "PING {} ({}): {}",
         cfg.target,
         shown.join(", "),
         what(&cfg)
     )?;
-    text.flush()?;
-    let started = SystemTime::now();
-    let started_mono = std::time::Instant::now();
+    out.flush()?;
     let quiet = a.quiet;
-    let mut write_err = None;
-    let outcome = npt_ping::net::run(&cfg, &signals, &mut |ev, addr| {
-        if quiet || write_err.is_some() {
+    // A line that cannot be written (a closed pipe) stops the lines, not the run: the report
+    // and the result file are still written.
+    let mut writable = true;
+    let ping = Ping::new(cfg, move |ev, addr| {
+        if quiet || !writable {
             return;
         }
         let line = match ev {
@@ -200,54 +189,35 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             Event::Error { seq, kind, detail } => format!("seq={seq} {kind} ({detail})"),
             Event::Late { seq } => format!("seq={seq} late or duplicate reply from {addr}"),
         };
-        if let Err(e) = writeln!(text, "{line}").and_then(|()| text.flush()) {
-            write_err = Some(e);
-        }
-    })?;
-    if let Some(e) = write_err {
-        return Err(e.into());
+        writable = writeln!(out, "{line}").and_then(|()| out.flush()).is_ok();
+    });
+    let no_segment = SegmentArgs::default();
+    let no_metrics = MetricsArgs::default();
+    let json_file = a.json.as_deref().filter(|_| !json_stdout);
+    execute(
+        ping,
+        Options {
+            notices: Vec::new(),
+            segment: &no_segment,
+            metrics: &no_metrics,
+            labels: Vec::new(),
+            json_file,
+            json_stdout,
+            text,
+            quiet: a.quiet,
+        },
+    )
+}
+
+impl Subcommand for Ping<'_> {
+    fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
+        npt_report::text::write_ping(out, &doc.body, doc.stopped_by, doc.duration_s)
     }
-    // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
-    let ended = started + started_mono.elapsed();
-    let body = npt_ping::result::body(
-        &cfg.target.to_string(),
-        cfg.target.proto,
-        &outcome.addrs,
-        &outcome.tally,
-    );
-    npt_report::text::write_ping(
-        &mut *text,
-        &body,
-        outcome.stopped_by,
-        ended
-            .duration_since(started)
-            .unwrap_or_default()
-            .as_secs_f64(),
-    )?;
-    text.flush()?;
-    if let Some(path) = &a.json {
-        let doc = npt_result::Document::new(
-            "ping",
-            started,
-            ended,
-            outcome.stopped_by,
-            config_json(&cfg),
-            body,
-        );
-        let bytes = doc.to_json_pretty();
-        if to_stdout {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)?;
-            out.flush()?;
-        } else {
-            npt_result::write_atomic(path, &bytes)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        }
+
+    /// The summary says it (100% loss): no message.
+    fn failed(body: &PingBody) -> Option<&'static str> {
+        (body.summary.received == 0).then_some("")
     }
-    if outcome.tally.received == 0 {
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

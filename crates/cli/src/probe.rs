@@ -1,4 +1,5 @@
-//! `npt probe`: flags (or seed 002's XML config) → a validated `ProbeConfig` → run → report.
+//! `npt probe`: flags (or seed 002's XML config) → a validated `ProbeConfig`, and how a probe
+//! is shown (stage lines, banner, text report); [`execute`] runs it.
 //!
 //! Layering: an XML config, when given, sets the values; any flag given on the command line
 //! overrides it. Every value is checked here and an error names the flag (or XML attribute).
@@ -6,15 +7,18 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use npt_probe::probe::driver::Control;
-use npt_probe::probe::runner::{self, PacingSpec, ProbeConfig, Proto};
+use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto};
+use npt_result::probe::ProbeBody;
+use npt_result::workload::Progress;
+use npt_result::Document;
 use npt_wire::Fill;
 
+use crate::execute::{execute, Lines, Options, Sink, Subcommand};
 pub use crate::probe_config::config;
+use crate::segment::Segment;
 use crate::usage::parse_duration;
 use crate::via::ViaArgs;
 
@@ -131,74 +135,60 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             notices.extend(note);
         }
     }
-    notices.extend(a.segment.wait_for_start()?);
-    for n in &notices {
-        eprintln!("npt probe: {n}");
+    let json_stdout = a.format == Format::Json;
+    let labels = vec![
+        ("protocol", cfg.proto.name().to_string()),
+        ("target", cfg.addr.to_string()),
+    ];
+    execute(
+        cfg,
+        Options {
+            notices,
+            segment: &a.segment,
+            metrics: &a.metrics,
+            labels,
+            json_file: a.json.as_deref(),
+            json_stdout,
+            text: if json_stdout {
+                Sink::Nowhere
+            } else {
+                Sink::Stdout
+            },
+            quiet: a.quiet,
+        },
+    )
+}
+
+impl Subcommand for ProbeConfig {
+    const LINES: Lines = Lines::Report;
+
+    fn split(&mut self, seg: &Segment) -> anyhow::Result<()> {
+        seg.apply_probe(self)
     }
-    let control = Arc::new(Control::default());
-    crate::signals::install(&control)?;
-    let target = cfg.addr.to_string();
-    let metrics = a.metrics.start(
-        "probe",
-        &[("protocol", cfg.proto.name()), ("target", &target)],
-    )?;
-    let mut probe_live = crate::metrics::ProbeLive::default();
-    let json_to_stdout = a.format == Format::Json;
-    if !a.quiet {
-        eprintln!("{}", banner(&cfg));
+
+    fn banner(&self) -> Option<String> {
+        Some(banner(self))
     }
-    let quiet = a.quiet;
-    let live = if crate::live::wanted(quiet) && !json_to_stdout {
-        let c = control.clone();
-        let spec = crate::live::Spec {
-            title: banner(&cfg),
+
+    fn live(&self) -> Option<crate::live::Spec> {
+        Some(crate::live::Spec {
+            title: banner(self),
             rate_unit: "pps",
-            duration: cfg.duration,
-        };
-        Some(crate::live::Live::start(spec, move || {
-            c.signals.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        })?)
-    } else {
-        None
-    };
-    let outcome = runner::run(&cfg, control.clone(), |stage| {
-        if let Some(m) = &metrics {
-            probe_live.stage(m, stage);
-        }
-        if let Some(l) = &live {
-            l.sample(crate::live::Sample {
-                t_s: stage.end_s,
-                rate: stage.rate_per_s,
-                p50_ms: stage.latency_ms.p50,
-                p99_ms: stage.latency_ms.p99,
-                errors: stage.errors,
-                loss_pct: stage.loss_pct,
-            });
-            return;
-        }
-        if quiet {
-            return;
-        }
-        let line = npt_report::text::stage_line(stage);
-        // Stage lines go where they do not mix with the JSON document.
-        if json_to_stdout {
-            eprintln!("{line}");
-        } else {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-        }
-    })?;
-    if let Some(l) = live {
-        l.finish()?;
+            duration: self.duration,
+        })
     }
-    let code = finish(&outcome, a.json.as_deref(), a.format)?;
-    if let Some(m) = metrics {
-        probe_live.finish(&m, &outcome.doc.body);
-        let signals = control.signals.load(std::sync::atomic::Ordering::SeqCst);
-        m.linger(|| control.signals.load(std::sync::atomic::Ordering::SeqCst) > signals);
+
+    fn line(p: &Progress<'_>) -> String {
+        npt_report::text::stage_line(p.interval)
     }
-    Ok(code)
+
+    fn render(out: &mut dyn Write, doc: &Document<ProbeBody>) -> std::io::Result<()> {
+        npt_report::text::write_probe(out, doc)
+    }
+
+    fn failed(body: &ProbeBody) -> Option<&'static str> {
+        (body.summary.received == 0).then_some("no reply was received")
+    }
 }
 
 pub fn banner(cfg: &ProbeConfig) -> String {
@@ -225,30 +215,6 @@ pub fn banner(cfg: &ProbeConfig) -> String {
         if cfg.raw { "raw" } else { "framed" },
         cfg.clients
     )
-}
-
-/// Writes the result (file and/or stdout) and picks the exit code.
-pub fn finish(
-    outcome: &runner::Outcome,
-    json: Option<&std::path::Path>,
-    format: Format,
-) -> anyhow::Result<ExitCode> {
-    let bytes = outcome.doc.to_json_pretty();
-    if let Some(path) = json {
-        npt_result::write_atomic(path, &bytes)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    }
-    let mut out = std::io::stdout().lock();
-    match format {
-        Format::Json => out.write_all(&bytes)?,
-        Format::Text => npt_report::text::write_probe(&mut out, &outcome.doc)?,
-    }
-    out.flush()?;
-    if outcome.nothing_answered {
-        eprintln!("npt probe: no reply was received");
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -280,7 +280,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         ));
     }
     check_memory(clients, stage, a.loss_timeout, &pacing)?;
-    let mut cfg = ProbeConfig {
+    let cfg = ProbeConfig {
         proto,
         target: hostport,
         addr,
@@ -298,11 +298,6 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         stage,
         behind_threshold: a.behind_threshold,
         via,
-        segment: None,
     };
-    if let Some((seg, info)) = a.segment.resolve(&serde_json::to_value(&cfg)?)? {
-        seg.apply_probe(&mut cfg)?;
-        cfg.segment = Some(serde_json::to_value(info)?);
-    }
     Ok((cfg, notices))
 }

@@ -1,20 +1,24 @@
-//! `npt run`: flags → a validated `npt_users::RunConfig` → simulated users → result document.
+//! `npt run`: flags → a validated `npt_users::RunConfig`, and how simulated users are shown
+//! (banner, status line, text report); [`execute`] runs them.
 //!
 //! Every flag is checked here and an error names it (exit 2). The run stops at `--duration`
 //! or on Ctrl-C/SIGTERM; either way the report is printed and `--json FILE` written.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use npt_result::run::RunBody;
+use npt_result::workload::Progress;
+use npt_result::Document;
 use npt_users::config::{GameShape, QuicShape, TransferShape, WebShape};
 use npt_users::{Load, Mix, QuicTrust, Range, RunConfig, Shape, Targets};
 
+use crate::execute::{execute, Lines, Options, Sink, Subcommand};
+use crate::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -362,7 +366,6 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
         interval: a.interval,
         quic_trust,
         workers: a.workers,
-        metrics: None,
     })
 }
 
@@ -375,113 +378,70 @@ fn host_of(hp: &str) -> String {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let mut cfg = config(&a)?;
-    let segment = a.segment.resolve(&cfg.to_json())?;
-    if let Some((seg, _)) = &segment {
-        seg.apply_run(&mut cfg)?;
-    }
-    if let Some(n) = a.segment.wait_for_start()? {
-        eprintln!("npt run: {n}");
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
-    let metrics = a
-        .metrics
-        .start("run", &[("target", &a.targets.join(","))])?;
-    cfg.metrics = metrics.as_ref().map(|m| m.for_engine());
-    let quiet = a.quiet;
-    if !quiet {
-        eprintln!("{}", banner(&cfg));
-    }
-    let tty = std::io::stderr().is_terminal();
-    let live = if crate::live::wanted(quiet) && a.format == RunFormat::Text {
-        let s = stop.clone();
-        let spec = crate::live::Spec {
-            title: banner(&cfg),
-            rate_unit: "req/s",
-            duration: Some(cfg.duration),
-        };
-        Some(crate::live::Live::start(spec, move || {
-            s.store(true, std::sync::atomic::Ordering::SeqCst)
-        })?)
-    } else {
-        None
+    let json_stdout = a.format == RunFormat::Json;
+    execute(
+        config(&a)?,
+        Options {
+            notices: Vec::new(),
+            segment: &a.segment,
+            metrics: &a.metrics,
+            labels: vec![("target", a.targets.join(","))],
+            json_file: a.json.as_deref(),
+            json_stdout,
+            text: if json_stdout {
+                Sink::Nowhere
+            } else {
+                Sink::Stdout
+            },
+            quiet: a.quiet,
+        },
+    )
+}
+
+impl Subcommand for RunConfig {
+    const LINES: Lines = Lines::Status {
+        off_tty: true,
+        wipe: false,
     };
-    let interval_s = cfg.interval.as_secs_f64().max(1e-9);
-    let mut errors_before = 0;
-    let out = npt_users::run(cfg.clone(), stop, |p| {
-        if let Some(l) = &live {
-            l.sample(crate::live::Sample {
-                t_s: p.elapsed.as_secs_f64(),
-                rate: p.interval_requests as f64 / interval_s,
-                p50_ms: p.interval_p50_ms,
-                p99_ms: p.interval_p99_ms,
-                errors: p.errors.saturating_sub(errors_before),
-                loss_pct: None,
-            });
-            errors_before = p.errors;
-            return;
-        }
-        if quiet {
-            return;
-        }
-        let line = format!(
+
+    fn split(&mut self, seg: &Segment) -> anyhow::Result<()> {
+        seg.apply_run(self)
+    }
+
+    fn banner(&self) -> Option<String> {
+        Some(banner(self))
+    }
+
+    fn live(&self) -> Option<crate::live::Spec> {
+        Some(crate::live::Spec {
+            title: banner(self),
+            rate_unit: "req/s",
+            duration: Some(self.duration),
+        })
+    }
+
+    fn line(p: &Progress<'_>) -> String {
+        let iv = p.interval;
+        format!(
             "{:>6.1}s  users {:>6}  conns {:>6}  requests {:>9} (+{:>6})  errors {:>6}  p50 {:>8.2} ms  p99 {:>8.2} ms",
             p.elapsed.as_secs_f64(),
-            p.active_users,
-            p.active_connections,
-            p.requests,
-            p.interval_requests,
+            iv.active_users.unwrap_or(0),
+            iv.active_connections.unwrap_or(0),
+            p.completed,
+            iv.completed,
             p.errors,
-            p.interval_p50_ms,
-            p.interval_p99_ms
-        );
-        if tty {
-            eprint!("\r{line}");
-        } else {
-            eprintln!("{line}");
-        }
-    });
-    if let Some(l) = live {
-        l.finish()?;
+            iv.latency_ms.p50,
+            iv.latency_ms.p99
+        )
     }
-    let out = out?;
-    if tty && !quiet {
-        eprintln!();
+
+    fn render(mut out: &mut dyn Write, doc: &Document<RunBody>) -> std::io::Result<()> {
+        npt_report::text::write_run(&mut out, doc)
     }
-    let mut config_json = cfg.to_json();
-    if let Some((_, info)) = &segment {
-        crate::segment::label(&mut config_json, info)?;
+
+    fn failed(body: &RunBody) -> Option<&'static str> {
+        (body.summary.requests == 0).then_some("no request completed")
     }
-    let doc = npt_result::Document::new(
-        "run",
-        out.started,
-        out.ended,
-        out.stopped_by,
-        config_json,
-        out.body,
-    );
-    let bytes = doc.to_json_pretty();
-    if let Some(path) = &a.json {
-        npt_result::write_atomic(path, &bytes)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    }
-    let mut stdout = std::io::stdout().lock();
-    match a.format {
-        RunFormat::Json => stdout.write_all(&bytes)?,
-        RunFormat::Text => npt_report::text::write_run(&mut stdout, &doc)?,
-    }
-    stdout.flush()?;
-    if let Some(m) = metrics {
-        m.linger_until_signal()?;
-    }
-    if doc.body.summary.requests == 0 {
-        eprintln!("npt run: no request completed");
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn banner(cfg: &RunConfig) -> String {

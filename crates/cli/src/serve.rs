@@ -3,12 +3,11 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use npt_probe::probe::driver::Control;
+use npt_result::workload::Stop;
 use npt_server::{Limits, ServeConfig, Server};
 
 use crate::usage;
@@ -231,8 +230,8 @@ fn max_conns(a: &ServeArgs) -> anyhow::Result<usize> {
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let control = Arc::new(Control::default());
-    crate::signals::install(&control)?;
+    let stop = Arc::new(Stop::new());
+    crate::signals::install(&stop)?;
     let http_opts = http_options(&a, &cfg)?;
     let server = Server::start(cfg)?;
     let _metrics = match &a.metrics {
@@ -272,7 +271,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         out.flush()?;
     }
-    while control.signals.load(Ordering::SeqCst) == 0 {
+    while !stop.stopping() {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!("npt serve: stopping; {}", server.counters().line());

@@ -1,0 +1,261 @@
+//! One command path for every workload: what `npt probe`, `run`, `http` and `ping` do around a
+//! run, written once. A subcommand parses its flags into a validated config (a
+//! [`Workload`]), says how it is shown ([`Subcommand`]) and where its output goes
+//! ([`Options`]); [`execute`] does the rest, in this order:
+//!
+//! segment (hash the config, split the load) → start-at → notices → signals → metrics →
+//! banner → live view → run (each interval to the metrics and the live view or the progress
+//! lines) → result document → atomic write → text or JSON on stdout → exit code → linger.
+//!
+//! Exit code 1 when [`Subcommand::failed`] says the run measured nothing; errors of the
+//! workload are exit 1 too, except those [`Subcommand::is_usage`] names (exit 2).
+
+use std::io::{self, IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use npt_result::workload::{Finished, Progress, Stop, Workload};
+use npt_result::Document;
+
+use crate::live::{self, Live, Sample};
+use crate::metrics::MetricsArgs;
+use crate::segment::{Segment, SegmentArgs, SegmentInfo};
+use crate::usage;
+
+/// How a workload is shown on the command line: the only per-kind code [`execute`] calls.
+pub trait Subcommand: Workload + Sized {
+    /// How its progress is shown when there is no live view.
+    const LINES: Lines = Lines::None;
+
+    /// `--segment I/N`: this part's share of the load (counts and rates split so the parts
+    /// add up to the whole). A workload without the flag is never asked.
+    fn split(&mut self, seg: &Segment) -> anyhow::Result<()> {
+        let _ = seg;
+        Err(usage!("--segment: npt {} cannot be split", Self::KIND))
+    }
+
+    /// The line on stderr before the run (not with `--quiet`).
+    fn banner(&self) -> Option<String> {
+        None
+    }
+
+    /// The live view of the run, if it has one (shown on a terminal, without `--quiet`).
+    fn live(&self) -> Option<live::Spec> {
+        None
+    }
+
+    /// The progress line of one interval ([`Subcommand::LINES`] says where it goes).
+    fn line(p: &Progress<'_>) -> String {
+        let _ = p;
+        String::new()
+    }
+
+    /// The text report of a finished run.
+    fn render(out: &mut dyn Write, doc: &Document<Self::Body>) -> io::Result<()>;
+
+    /// `Some(why)` when the run failed (exit 1): nothing answered, nothing completed. `why` is
+    /// printed as `npt KIND: why` unless empty (the report says it already).
+    fn failed(body: &Self::Body) -> Option<&'static str>;
+
+    /// Whether an error of the workload is the user's (a bad URL …: exit 2).
+    fn is_usage(e: &Self::Error) -> bool {
+        let _ = e;
+        false
+    }
+}
+
+/// How a workload's progress is shown without a live view (never with `--quiet`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lines {
+    None,
+    /// A line per interval, part of the report (probe's `[stage …]`): on stdout, or on stderr
+    /// when stdout carries the JSON document.
+    Report,
+    /// A status line on stderr, redrawn in place on a terminal. `off_tty`: elsewhere each one
+    /// is printed on a line of its own (else not at all). `wipe`: at the end the line is wiped
+    /// instead of kept.
+    Status {
+        off_tty: bool,
+        wipe: bool,
+    },
+}
+
+/// Where a text report goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sink {
+    Stdout,
+    Stderr,
+    Nowhere,
+}
+
+/// What the user asked for around the run.
+pub struct Options<'a> {
+    /// Said before the start, as `npt KIND: …` on stderr (config notes, address fallbacks).
+    pub notices: Vec<String>,
+    /// `--segment`, `--start-at`, `--run-id` (defaults: none).
+    pub segment: &'a SegmentArgs,
+    /// `--metrics`, `--metrics-linger` (defaults: none).
+    pub metrics: &'a MetricsArgs,
+    /// What every `--metrics` series of the run is labelled with (`protocol`, `target`).
+    pub labels: Vec<(&'static str, String)>,
+    /// `--json FILE`: the result document, written atomically.
+    pub json_file: Option<&'a Path>,
+    /// The result document on stdout (`--format json`, `--json -`).
+    pub json_stdout: bool,
+    /// Where the text report goes.
+    pub text: Sink,
+    /// `--quiet`: no banner, no live view, no progress lines.
+    pub quiet: bool,
+}
+
+/// Runs `w` with everything around it; see the module doc for the order.
+pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<ExitCode> {
+    let kind = W::KIND;
+    let segment = o.segment.resolve(&w.config())?;
+    if let Some((seg, _)) = &segment {
+        w.split(seg)?;
+    }
+    let mut notices = std::mem::take(&mut o.notices);
+    notices.extend(o.segment.wait_for_start()?);
+    for n in &notices {
+        eprintln!("npt {kind}: {n}");
+    }
+    let stop = Arc::new(Stop::new());
+    crate::signals::install(&stop)?;
+    let metrics = o.metrics.start(kind, &o.labels)?;
+    if !o.quiet {
+        if let Some(b) = w.banner() {
+            eprintln!("{b}");
+        }
+    }
+    let live = match w.live() {
+        Some(spec) if live::wanted(o.quiet) && !o.json_stdout => {
+            let s = stop.clone();
+            Some(Live::start(spec, move || s.signal())?)
+        }
+        _ => None,
+    };
+    let lines = if o.quiet || live.is_some() {
+        Lines::None
+    } else {
+        W::LINES
+    };
+    let tty = io::stderr().is_terminal();
+    let done = w.run(&stop, &mut |p| {
+        if let Some(m) = &metrics {
+            m.publish(&p.snapshot());
+        }
+        if let Some(l) = &live {
+            l.sample(Sample::of(p));
+        }
+        if lines != Lines::None {
+            show(lines, tty, o.json_stdout, &W::line(p));
+        }
+    });
+    if let Some(l) = live {
+        l.finish()?;
+    }
+    let done = done.map_err(|e| {
+        if W::is_usage(&e) {
+            usage!("{e}")
+        } else {
+            anyhow::Error::new(e)
+        }
+    })?;
+    if let (Lines::Status { wipe, .. }, true) = (lines, tty) {
+        if wipe {
+            eprint!("\r{:70}\r", "");
+        } else {
+            eprintln!();
+        }
+    }
+    if let Some(m) = &metrics {
+        m.publish(&done.totals);
+    }
+    let doc = document(&w, done, segment.as_ref().map(|(_, info)| info))?;
+    write::<W>(&doc, &o)?;
+    let failed = W::failed(&doc.body);
+    if let Some(why) = failed.filter(|why| !why.is_empty()) {
+        eprintln!("npt {kind}: {why}");
+    }
+    if let Some(m) = metrics {
+        // A new Ctrl-C ends the linger (the first may have ended the run already).
+        let level = stop.level();
+        m.linger(|| stop.level() > level);
+    }
+    Ok(match failed {
+        Some(_) => ExitCode::from(1),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// The result document of a finished run of `w`: its config as recorded (with the part's
+/// identity under `segment`, and what the run decided for itself) around the body.
+pub fn document<W: Workload>(
+    w: &W,
+    done: Finished<W::Body>,
+    segment: Option<&SegmentInfo>,
+) -> anyhow::Result<Document<W::Body>> {
+    let mut config = w.config();
+    if let Some(info) = segment {
+        crate::segment::label(&mut config, info)?;
+    }
+    if let Some(obj) = config.as_object_mut() {
+        obj.extend(done.decided);
+    }
+    Ok(Document::new(
+        W::KIND,
+        done.started,
+        done.ended,
+        done.stopped_by,
+        config,
+        done.body,
+    ))
+}
+
+/// The result file first (a closed stdout must not cost the user their result), then the
+/// text report, then the JSON on stdout.
+fn write<W: Subcommand>(doc: &Document<W::Body>, o: &Options<'_>) -> anyhow::Result<()> {
+    let bytes = doc.to_json_pretty();
+    if let Some(path) = o.json_file {
+        npt_result::write_atomic(path, &bytes)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    match o.text {
+        Sink::Stdout => {
+            let mut out = io::stdout().lock();
+            W::render(&mut out, doc)?;
+            out.flush()?;
+        }
+        Sink::Stderr => {
+            let mut out = io::stderr().lock();
+            W::render(&mut out, doc)?;
+            out.flush()?;
+        }
+        Sink::Nowhere => {}
+    }
+    if o.json_stdout {
+        let mut out = io::stdout().lock();
+        out.write_all(&bytes)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// One progress line, where `lines` says (a line that cannot be written is dropped: the
+/// run goes on, and the report says what happened).
+fn show(lines: Lines, tty: bool, json_stdout: bool, line: &str) {
+    match lines {
+        Lines::None => {}
+        Lines::Report if json_stdout => eprintln!("{line}"),
+        Lines::Report => {
+            let mut out = io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+        Lines::Status { .. } if tty => eprint!("\r{line}"),
+        Lines::Status { off_tty: true, .. } => eprintln!("{line}"),
+        Lines::Status { off_tty: false, .. } => {}
+    }
+}
