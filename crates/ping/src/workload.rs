@@ -14,10 +14,13 @@ use npt_stats::Snapshot;
 use crate::session::Event;
 use crate::{net, result, Config, PingError};
 
+/// What sees every settled attempt, with the address it went to.
+pub type OnAttempt<'a> = Box<dyn FnMut(&Event, SocketAddr) + 'a>;
+
 /// A ping run: the config and what sees every settled attempt.
 pub struct Ping<'a> {
     pub cfg: Config,
-    on_attempt: Box<dyn FnMut(&Event, SocketAddr) + 'a>,
+    on_attempt: OnAttempt<'a>,
 }
 
 impl<'a> Ping<'a> {
