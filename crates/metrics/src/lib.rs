@@ -3,8 +3,10 @@
 //!
 //! Nothing here sits on a hot path. A scrape calls a [`Source`], which fills a [`Snapshot`]
 //! from values npt keeps anyway: `npt serve` reads its atomic counters; a run reads the
-//! [`Published`] snapshot its collector thread refreshes a few times a second from the
-//! cumulative histograms it already builds. The exposition format is `prometheus-client`'s
+//! [`Published`] snapshot the cli refreshes with the totals its workload hands over once per
+//! interval (from the cumulative histograms it already builds) and at the end. The [`Snapshot`]
+//! type itself is npt-stats', so that engines fill it without depending on this crate. The
+//! exposition format is `prometheus-client`'s
 //! (a [`prometheus_client::collector::Collector`] turns the snapshot into families); the
 //! listener is a small hyper server on a thread of its own ([`listener`]).
 
