@@ -261,7 +261,8 @@ pub fn run(
                                     // This flow cannot send at all: a classified error in
                                     // the report, and the other flows still run.
                                     let mut t = Totals::default();
-                                    t.errors.record(e.kind(), || format!("via {via}: {e}"));
+                                    t.errors
+                                        .record(e.kind().name(), || format!("via {via}: {e}"));
                                     failed.push((i, t));
                                 }
                             }
