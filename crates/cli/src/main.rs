@@ -61,7 +61,7 @@ enum Command {
     Ping(ping::PingArgs),
     /// Joins the results of the parts of a segmented run (--segment i/n) into one, exactly.
     Merge(merge::MergeArgs),
-    /// Results side by side against theoretical latency (seed 000's table).
+    /// Results side by side against theoretical latency (the forwarding-scenario table).
     Compare(compare::CompareArgs),
     /// Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts.
     Report(report::ReportArgs),

@@ -120,7 +120,7 @@ pub struct HostResult {
     pub ttfb_ms: Summary,
 }
 
-/// Seed 003's cold start: a command is spawned and polled until its first 2xx answer.
+/// The gateway benchmark's cold start: a command is spawned and polled until its first 2xx answer.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ColdStart {
     pub command: String,

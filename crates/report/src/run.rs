@@ -101,7 +101,7 @@ pub struct ProtocolStats {
     pub connect_ms: Summary,
     /// TCP: the handshake-sized exchange of a web page; QUIC: the QUIC/TLS handshake.
     pub handshake_ms: Summary,
-    /// Connect start → last byte of the first request's response (seed 001's "first packet").
+    /// Connect start → last byte of the first request's response (quic-tun's latency test's "first packet").
     pub first_request_ms: Summary,
     /// `--via`: the proxy's own part of each connect (authentication + CONNECT reply);
     /// `connect_ms` then runs until the tunnel is open.

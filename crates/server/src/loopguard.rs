@@ -17,7 +17,7 @@
 //!    answered, and neither is anything more from that peer until it has been quiet for the
 //!    window. So a loop through any number of echo services ends after at most `REPEAT_LIMIT`
 //!    rounds: every round presents this socket with the same (peer, payload) again. Legitimate
-//!    clients number their packets (npt probe, seed 002's tester, sockperf), so consecutive
+//!    clients number their packets (npt probe, the line tester, sockperf), so consecutive
 //!    payloads differ; a client that sends the *same* bytes more than `REPEAT_LIMIT` times in a
 //!    row, each within a second, must vary them (README says so).
 //!

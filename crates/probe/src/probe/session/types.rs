@@ -208,7 +208,7 @@ pub enum StopReason {
     Abort,
     Error,
     /// Relay pacing with nothing in flight and nothing it may send: every packet that could
-    /// release the next one was lost (seed 002: "a network like that is worth a complaint").
+    /// release the next one was lost (the line tester's manual: "a network like that is worth a complaint").
     Stalled,
 }
 
