@@ -57,8 +57,8 @@ pub struct ProbeArgs {
     /// Spacing of warm-up packets (relay mode) [default: 1ms].
     #[arg(long, value_parser = parse_duration)]
     pub warmup_interval: Option<Duration>,
-    /// One message in flight over one connection, the next sent when its echo is back (seed
-    /// 001's TCP ping-pong client): short for --mode relay --warmup 1.
+    /// One message in flight over one connection, the next sent when its echo is back (the
+    /// TCP ping-pong client of quic-tun's latency test): short for --mode relay --warmup 1.
     #[arg(long)]
     pub ping_pong: bool,
     /// Stop after sending this many packets.
