@@ -1,7 +1,7 @@
 //! The body of a `probe` result: summary, tester health, the NPT-compatible `latency` and
 //! `errors` blocks, serialized histograms and the per-interval series.
 //!
-//! Field names here are what users script against (README, "JSON names"); keep them stable.
+//! Field names here are what users script against (docs/result-json.md, "probe"); keep them stable.
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! blocks with correct per-request values, then per protocol and per activity summaries,
 //! the tester's health, serialized histograms (exact merge later) and the 1 s series.
 //!
-//! Field names here are what users script against (README, `npt run`, "JSON names"); keep them
+//! Field names here are what users script against (docs/result-json.md, "run"); keep them
 //! stable. `schema/run.schema.json` describes this layout and a test enforces it.
 
 use std::collections::BTreeMap;
