@@ -464,7 +464,7 @@ fn build_body(
     };
     let rtt = t.rtt.summary();
     let open_loop = matches!(cfg.pacing, PacingSpec::Rate { .. });
-    // TCP: connect and first packet (seed 001: connect + the first echo on that connection,
+    // TCP: connect and first packet (as quic-tun's latency test: connect + the first echo on that connection,
     // and nothing else, no wait for the schedule), one value per flow into HDR histograms.
     let (mut connect, mut first_packet) = (Histogram::new(), Histogram::new());
     for x in tcp {
