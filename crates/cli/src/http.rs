@@ -1,7 +1,7 @@
-//! `npt http`: the gateway benchmark (seed 003). Parses flags, validates them into
-//! [`npt_http::Config`] (usage errors name the flag) and says how a benchmark is shown (status
-//! line, live view, text summary); [`execute`] runs it and writes the `http` result document
-//! with `--json` — also when the run is cut short by Ctrl-C.
+//! `npt http`: the gateway benchmark (as DynaPM's gateway benchmark measured). Parses flags,
+//! validates them into [`npt_http::Config`] (usage errors name the flag) and says how a
+//! benchmark is shown (status line, live view, text summary); [`execute`] runs it and writes
+//! the `http` result document with `--json` — also when the run is cut short by Ctrl-C.
 
 use std::io::Write;
 use std::path::PathBuf;

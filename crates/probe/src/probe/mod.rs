@@ -2,7 +2,7 @@
 //! [`driver`] moves it over UDP or TCP sockets; [`runner`] runs many flows on threads, hands
 //! over their merged stages and builds the result body; [`workload`] is the probe's side of the
 //! contract with the cli; [`stream`] cuts a TCP echo stream back into replies; [`xml`] reads
-//! seed 002's XML config; [`auth`] does the `--token` handshake.
+//! the line tester's XML config; [`auth`] does the `--token` handshake.
 
 pub mod session;
 

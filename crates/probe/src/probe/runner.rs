@@ -252,7 +252,8 @@ pub fn run(
                                     // This flow cannot send at all: a classified error in
                                     // the report, and the other flows still run.
                                     let mut t = Totals::default();
-                                    t.errors.record(e.kind(), || format!("via {via}: {e}"));
+                                    t.errors
+                                        .record(e.kind().name(), || format!("via {via}: {e}"));
                                     failed.push((i, t));
                                 }
                             }
@@ -462,7 +463,7 @@ fn build_body(
     };
     let rtt = t.rtt.summary();
     let open_loop = matches!(cfg.pacing, PacingSpec::Rate { .. });
-    // TCP: connect and first packet (seed 001: connect + the first echo on that connection,
+    // TCP: connect and first packet (as quic-tun's latency test: connect + the first echo on that connection,
     // and nothing else, no wait for the schedule), one value per flow into HDR histograms.
     let (mut connect, mut first_packet) = (Histogram::new(), Histogram::new());
     for x in tcp {
