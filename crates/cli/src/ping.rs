@@ -152,20 +152,13 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
     let json_stdout = a.json.as_deref() == Some(Path::new("-"));
     // Text goes where it does not mix with a JSON document on stdout.
-    let text = if json_stdout {
-        Sink::Stderr
+    let (text, mut out): (Sink, Box<dyn Write>) = if json_stdout {
+        (Sink::Stderr, Box::new(std::io::stderr()))
     } else {
-        Sink::Stdout
-    };
-    let sink = || -> Box<dyn Write> {
-        match text {
-            Sink::Stderr => Box::new(std::io::stderr()),
-            _ => Box::new(std::io::stdout()),
-        }
+        (Sink::Stdout, Box::new(std::io::stdout()))
     };
     let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
     let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
-    let mut out = sink();
     writeln!(
         out,
         "PING {} ({}): {}",
