@@ -11,6 +11,7 @@ mod live;
 mod merge;
 mod metrics;
 mod ping;
+mod ping_from;
 mod probe;
 mod probe_checks;
 mod probe_config;
