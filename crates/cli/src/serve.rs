@@ -307,13 +307,12 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(q) = &quic {
             writeln!(out, "npt serve: listening on quic {}", q.local_addr())?;
         }
-        if let Some(h) = &hop {
-            writeln!(
-                out,
-                "npt serve: hop agent for --token clients, allowed: {h}"
-            )?;
-        }
         out.flush()?;
+    }
+    // On stderr: stdout carries the ready lines, which scripts read up to the address they
+    // want and then stop reading.
+    if let Some(h) = &hop {
+        eprintln!("npt serve: hop agent for --token clients, may measure: {h}");
     }
     while control.signals.load(Ordering::SeqCst) == 0 {
         std::thread::sleep(Duration::from_millis(100));

@@ -52,7 +52,7 @@ impl HopCounters {
         self.refusals().iter().map(|(_, v)| v).sum()
     }
 
-    /// `hop agent: answered N (attempts M); refused: disabled 0 bad-mac 0 …`.
+    /// `hop agent: answered N attempts M; refused: disabled 0 bad-mac 0 …`.
     pub fn line(&self) -> String {
         let refused: Vec<String> = self
             .refusals()
@@ -60,7 +60,7 @@ impl HopCounters {
             .map(|(k, v)| format!("{} {v}", k.replace('_', "-")))
             .collect();
         format!(
-            "hop agent: answered {} (attempts {}); refused: {}",
+            "hop agent: answered {} attempts {}; refused: {}",
             HopCounters::get(&self.answered),
             HopCounters::get(&self.attempts),
             refused.join(" ")
@@ -81,7 +81,7 @@ mod tests {
         c.refused_rate.fetch_add(4, Ordering::Relaxed);
         assert_eq!(
             c.line(),
-            "hop agent: answered 2 (attempts 10); refused: disabled 0 bad-mac 0 replay 0 \
+            "hop agent: answered 2 attempts 10; refused: disabled 0 bad-mac 0 replay 0 \
              bad-request 0 target 3 unresolved 0 rate 4 busy 0"
         );
         assert_eq!(c.refusals_total(), 7);
