@@ -202,15 +202,20 @@ fn record(tally: &mut Tally, reply: &HopReply, first: u64, agent: &Agent, lines:
 /// measurement), or leaves them lost when the run was given up.
 fn record_failure(tally: &mut Tally, e: &RemoteError, first: u64, n: u16) -> String {
     tally.sent += u64::from(n);
-    let last = first + u64::from(n) - 1;
+    let last = first + u64::from(n).max(1) - 1;
+    let seqs = if last > first {
+        format!("seq={first}..{last}")
+    } else {
+        format!("seq={first}")
+    };
     if matches!(e, RemoteError::Aborted { .. }) {
-        return format!("seq={first}..{last} given up ({e})");
+        return format!("{seqs} given up ({e})");
     }
     let kind = e.kind();
     for _ in 0..n {
         tally.errors.record(kind, || e.to_string());
     }
-    format!("seq={first}..{last} {kind} ({e})")
+    format!("{seqs} {kind} ({e})")
 }
 
 pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
@@ -432,5 +437,7 @@ mod tests {
             (3, 0),
             "given up: lost, not errors"
         );
+        let one = record_failure(&mut Tally::default(), &e, 7, 1);
+        assert!(one.starts_with("seq=7 config "), "{one}");
     }
 }
