@@ -95,7 +95,7 @@ fn if_name(peer: &str, i: usize, taken: &[String]) -> String {
 }
 
 impl Plan {
-    // SAFE: `a` and `b` are positions in `topo.nodes` (an unknown end is an error) and
+    // NO-PANIC: `a` and `b` are positions in `topo.nodes` (an unknown end is an error) and
     // `ifaces` has one entry per node; `j` is a position found in `links`.
     #[allow(clippy::indexing_slicing)]
     pub fn new(topo: &Topology) -> Result<Plan, TopologyError> {
@@ -205,7 +205,7 @@ impl Plan {
 }
 
 /// Shortest-path routes from node `n` to every subnet it is not attached to.
-// SAFE: `n` and every link end are node positions below `count` (the plan's own), and `hop`
+// NO-PANIC: `n` and every link end are node positions below `count` (the plan's own), and `hop`
 // is a position in `links`.
 #[allow(clippy::indexing_slicing)]
 fn routes_from(n: usize, count: usize, links: &[LinkPlan]) -> Vec<Route> {

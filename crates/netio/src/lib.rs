@@ -41,7 +41,7 @@ pub struct MsgBatch {
 // the batch's own vectors; the batch is never shared between threads while in use.
 unsafe impl Send for MsgBatch {}
 
-// SAFE: slot indices are the caller's, never read from a packet: `0..capacity()`, or `0..n`
+// NO-PANIC: slot indices are the caller's, never read from a packet: `0..capacity()`, or `0..n`
 // with `n` returned by `recv` (at most the slots offered). Each vector holds `capacity()`
 // slots of `buf_size` bytes from `new` on, and every length stored in `lens` is clamped to
 // `buf_size`, so the ranges of a valid slot lie inside `bufs`. An index past `capacity()` is
@@ -209,7 +209,7 @@ impl MsgBatch {
 }
 
 /// The size of a `sockaddr_storage`, as the kernel takes it.
-// SAFE: the struct is 128 bytes on Linux, far inside `socklen_t` (u32).
+// NO-PANIC: the struct is 128 bytes on Linux, far inside `socklen_t` (u32).
 #[allow(clippy::cast_possible_truncation)]
 const STORAGE_LEN: libc::socklen_t = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
 

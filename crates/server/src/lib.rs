@@ -219,7 +219,7 @@ impl Server {
     }
 
     /// A handle to the runtime, for responders added by other crates (HTTP, QUIC).
-    // SAFE: `rt` is `Some` from `start` until `drop` takes it; no input reaches this.
+    // NO-PANIC: `rt` is `Some` from `start` until `drop` takes it; no input reaches this.
     #[allow(clippy::expect_used)]
     pub fn runtime(&self) -> tokio::runtime::Handle {
         self.rt

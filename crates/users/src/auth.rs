@@ -32,7 +32,7 @@ fn nonce() -> [u8; 16] {
 }
 
 /// The handshake over a byte stream (the caller bounds it in time).
-// SAFE: `poll_transmit` returns the length it wrote into `m` (at most `HS_LEN`).
+// NO-PANIC: `poll_transmit` returns the length it wrote into `m` (at most `HS_LEN`).
 #[allow(clippy::indexing_slicing)]
 pub async fn stream<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
@@ -55,7 +55,7 @@ pub async fn stream<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// The handshake over a connected UDP socket, repeating lost messages, within `timeout`.
-// SAFE: `poll_transmit` and `recv` return lengths within the buffer they filled.
+// NO-PANIC: `poll_transmit` and `recv` return lengths within the buffer they filled.
 #[allow(clippy::indexing_slicing)]
 pub async fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Result<SessionKey> {
     let t0 = Instant::now();
