@@ -5,6 +5,9 @@
 //! table so far), with its HTML page drawn in headless Chromium. The forwarder is written here:
 //! it holds each chunk 5 ms in each direction.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_wrap)]
+
 #[path = "../../report/tests/chromium/mod.rs"]
 mod chromium;
 mod common;

@@ -2,6 +2,8 @@
 //! naming the flag; `--cold-start` runs `npt serve --http` itself, reports its ready time, then
 //! the warm run, and writes a schema-valid document; Ctrl-C still writes the report.
 
+#![cfg(test)]
+
 mod common;
 
 use std::process::{Command, Stdio};

@@ -3,6 +3,8 @@
 //! seed 001's ping-pong must report first-packet and total latency for every loss case. Both
 //! run the example files in `examples/lab/` with a shorter workload. Root only.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::Path;

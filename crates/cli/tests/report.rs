@@ -2,6 +2,8 @@
 //! the HTML page of a real result must draw every chart — checked in headless Chromium (Debian
 //! `chromium`, installed by .ci/run; `NPT_SKIP_CHROMIUM=1` skips only that part).
 
+#![cfg(test)]
+
 #[path = "../../report/tests/chromium/mod.rs"]
 mod chromium;
 mod common;

@@ -2,6 +2,9 @@
 //! in-process `npt serve` (TCP, UDP and QUIC with a pinned certificate via `--ca`) writes a
 //! schema-valid JSON document; Ctrl-C ends the run early and the report is still written.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_wrap)]
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,8 @@
 //! (microsocks), HTTP CONNECT (tinyproxy) — agree with the direct path within the proxy's
 //! overhead, and turn a refusing or dead proxy into a classified error and a non-zero exit.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::Duration;

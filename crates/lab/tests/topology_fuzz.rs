@@ -3,6 +3,9 @@
 //! fuzzer once crashed on. Nothing may panic; every error names a key; accepted impairments
 //! write out and read back the same.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+
 use npt_lab::{Plan, Topology};
 use npt_link::Impairments;
 use rand::{rngs::StdRng, Rng, SeedableRng};

@@ -3,6 +3,8 @@
 //! fixed seed. Nothing may panic; an accepted value writes back as text that reads the same;
 //! an error names the field it was written for.
 
+#![cfg(test)]
+
 use npt_link::{
     format_duration, parse_duration, parse_percent, parse_rate, Impairments, LinkError,
 };

@@ -3,6 +3,8 @@
 //! an error names the element (and attribute) at fault; a config that parses holds only
 //! values a probe can run with.
 
+#![cfg(test)]
+
 use npt_probe::probe::xml::{parse, XmlError, XmlPacing};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 

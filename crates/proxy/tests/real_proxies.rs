@@ -4,6 +4,8 @@
 //! and check refusals are classified. `.ci/run` installs the three packages; without them the
 //! tests fail with a message saying which is missing (unless NPT_SKIP_PROXIES=1).
 
+#![cfg(test)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};

@@ -8,6 +8,9 @@
 //!
 //! Needs Debian's `chromium` (CI installs it); set `NPT_SKIP_CHROMIUM=1` to skip explicitly.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+
 mod chromium;
 
 use std::time::Duration;

@@ -5,6 +5,8 @@
 //! `npt report` printed for them then, and the text of `npt merge` of the two parts. Read
 //! through the v2 model they must render exactly that again, and come out as valid v2.
 
+#![cfg(test)]
+
 use std::path::{Path, PathBuf};
 
 use npt_report::merge::{merge, Part};

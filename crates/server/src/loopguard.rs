@@ -140,6 +140,7 @@ impl LoopGuard {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests {
     use super::*;
 

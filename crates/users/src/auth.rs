@@ -1,19 +1,7 @@
 //! `--token` for `npt run`: the keyed handshake ([`npt_wire::auth::ClientHandshake`]) on each
 //! TCP connection, each QUIC stream and each game's UDP socket, async. Its key seals every
 //! frame the connection (stream) sends and checks every reply.
-// Parses peer handshake bytes: no panic path outside tests (README, "No panic on input").
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
+#![deny(clippy::indexing_slicing)] // parses peer handshake bytes: see `[workspace.lints]`
 
 use std::io;
 use std::time::{Duration, Instant};

@@ -3,6 +3,8 @@
 //! path delay shows up in p50 request latency; a server killed mid-run gives classified
 //! errors and a report; an unexpected QUIC certificate is one clear error.
 
+#![cfg(test)]
+
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

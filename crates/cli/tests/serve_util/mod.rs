@@ -23,6 +23,7 @@ pub struct Served {
 }
 
 impl Served {
+    #[allow(clippy::cast_possible_wrap)] // pids are below 2^22
     pub fn pid(&self) -> i32 {
         self.guard.0.id() as i32
     }
