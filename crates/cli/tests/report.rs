@@ -4,11 +4,11 @@
 
 #![cfg(test)]
 
-#[path = "../../report/tests/chromium/mod.rs"]
-mod chromium;
 mod common;
 
 use std::time::Duration;
+
+use npt_testkit::chromium;
 
 use common::*;
 

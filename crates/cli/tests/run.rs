@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use npt_server::quic::{start_quic, QuicTls};
 use npt_server::{ServeConfig, Server};
+use npt_testkit::schema::assert_valid;
 
 fn npt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_npt"))
@@ -28,12 +29,7 @@ fn tmp(name: &str) -> std::path::PathBuf {
 }
 
 fn validate(doc: &serde_json::Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/run.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    let errs: Vec<String> = v.iter_errors(doc).map(|e| e.to_string()).collect();
-    assert!(errs.is_empty(), "{errs:#?}");
+    assert_valid(doc, "run");
 }
 
 #[test]

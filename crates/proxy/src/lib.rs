@@ -20,15 +20,6 @@ pub mod connect_async;
 pub mod handshake;
 pub mod http_connect;
 pub mod socks5;
-#[cfg(feature = "testing")]
-// Test fixtures (real proxy processes), never fed peer data: a panic there fails a test.
-#[allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-pub mod testing;
 
 use std::fmt;
 use std::io;

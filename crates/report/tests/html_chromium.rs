@@ -11,11 +11,8 @@
 #![cfg(test)]
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
-mod chromium;
-
 use std::time::Duration;
 
-use chromium::{attr, dump_dom, opening_tag};
 use npt_report::compare::page::html_page;
 use npt_report::compare::runs::{table_of_runs, ScenarioRuns};
 use npt_report::compare::Input;
@@ -25,6 +22,7 @@ use npt_report::probe::{hist, ProbeBody, ProbeSummary};
 use npt_report::result::{AnyResult, Workload};
 use npt_report::Document;
 use npt_stats::Histogram;
+use npt_testkit::chromium::{self, attr, dump_dom, opening_tag};
 
 fn sample_page() -> Page {
     let secs: Vec<f64> = (1..=60).map(f64::from).collect();
