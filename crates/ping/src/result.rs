@@ -59,5 +59,6 @@ pub fn body(target: &str, proto: Proto, addrs: &[SocketAddr], t: &Tally) -> Ping
             by_kind: t.errors.clone(),
         },
         histogram: t.rtt.to_serialized(),
+        measured_from: None,
     }
 }

@@ -301,6 +301,7 @@ fn a_ping_reads_as_one_result_too() {
         latency: BTreeMap::new(),
         errors: Errors::default(),
         histogram: h.to_serialized(),
+        measured_from: None,
     };
     let json = doc("ping", body);
     let r = from_value("p.json", json.clone()).unwrap();

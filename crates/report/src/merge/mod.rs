@@ -18,6 +18,7 @@ mod http;
 mod probe;
 mod run;
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests;
 
 use std::collections::BTreeSet;
