@@ -14,16 +14,20 @@
 //! a sink it is given with its config.
 //!
 //! # Adding a workload (e.g. `npt bulk`)
-//! 1. `crates/result/src/<kind>.rs`: its body type (`Serialize + Deserialize`), a variant in
-//!    [`crate::any::Workload`] and its name in [`crate::any::KINDS`].
-//! 2. The engine crate: `impl Workload for <Config>` — `config()` (the effective config as the
-//!    result records it; also what `--segment` hashes), `run()` calling `on_interval` with each
-//!    closed [`Interval`] and its totals ([`npt_stats::Snapshot`], the `--metrics` series).
-//! 3. `crates/cli/src/<kind>.rs`: the clap flags and their validation into that config, then
-//!    `impl Subcommand` (`split` for `--segment`, `banner`, `live`, `line`, `render`, `failed`)
-//!    and one call of `execute::execute`. A renderer for the text in `npt-report` if it has its
-//!    own layout.
-//! 4. A variant in `main.rs`'s `Command`.
+//! 1. `crates/result/src/<kind>.rs`: its body type (`Serialize + Deserialize`); a variant in
+//!    [`crate::any::Workload`] (its match arms: about ten lines) and its name in
+//!    [`crate::any::KINDS`], so `report`, `compare` and `merge` read it.
+//! 2. The engine crate, `src/workload.rs` (~50 lines, see npt-http's): `impl Workload for
+//!    <Config>` — `config()`, the effective config as the result records it (also what
+//!    `--segment` hashes), and `run()`, which checks `stop`, calls `on_interval` with each
+//!    closed [`Interval`] and the totals its `--metrics` series show (a
+//!    [`npt_stats::Snapshot`]), and returns [`Finished`].
+//! 3. `crates/cli/src/<kind>.rs`: the clap flags (flatten `SegmentArgs`, `MetricsArgs` to have
+//!    them) and their validation into that config, then `impl Subcommand` — `split` for
+//!    `--segment`, `banner`, `live`, `line` and `LINES` for progress, `render` for the text,
+//!    `failed` for exit 1 — and one call of `execute::execute` with its `Options` (~65 lines).
+//!    A text renderer in `npt-report` if its report has a layout of its own.
+//! 4. `main.rs`: the module, a variant of `Command` and its dispatch arm (4 lines).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
