@@ -4,7 +4,8 @@
 //! has millisecond granularity; an echo at 150,000 pps needs one syscall per *batch*, and
 //! tokio's `UdpSocket` has no `recvmmsg`/`sendmmsg`. So the UDP hot loops run on their own
 //! threads over these few wrappers: batched receive/send ([`MsgBatch`]), a wait with a
-//! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]).
+//! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
+//! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate).
 //! Everything unsafe in npt's socket code is in this file.
 // Parses socket addresses and control messages from the kernel: no panic path outside tests (README, "No panic on input").
 #![cfg_attr(
@@ -19,6 +20,8 @@
         clippy::cast_possible_wrap
     )
 )]
+
+pub mod tcpinfo;
 
 use std::io;
 use std::mem;
