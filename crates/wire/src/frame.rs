@@ -60,6 +60,13 @@ pub enum Kind {
     Request = 3,
     /// The answer to a `Request`.
     Response = 4,
+    /// Start a bulk transfer ([`crate::bulk`]): the payload is a [`crate::bulk::BulkSpec`]. Over
+    /// UDP also the ask for a [`crate::bulk::BulkReport`] (then padded to hold one).
+    Bulk = 5,
+    /// The responder's answer to `Bulk`: accepted (`status`), with a report as payload.
+    BulkReply = 6,
+    /// One datagram of a UDP bulk transfer (sequence number and send stamp in the header).
+    BulkData = 7,
 }
 
 impl Kind {
@@ -69,6 +76,9 @@ impl Kind {
             2 => Kind::EchoReply,
             3 => Kind::Request,
             4 => Kind::Response,
+            5 => Kind::Bulk,
+            6 => Kind::BulkReply,
+            7 => Kind::BulkData,
             other => return Err(WireError::BadKind(other)),
         })
     }
@@ -79,6 +89,9 @@ pub mod status {
     pub const OK: u32 = 0;
     /// The responder shortened the reply (it would have been larger than the request).
     pub const CLAMPED: u32 = 1;
+    /// The responder will not do this for this peer (a bulk it does not allow unproven
+    /// sources, a malformed bulk request).
+    pub const REFUSED: u32 = 2;
 }
 
 /// A decoded header. The payload stays in the caller's buffer.
@@ -253,6 +266,8 @@ mod tests {
         let mut b = GOLDEN;
         b[5] = 77;
         assert_eq!(Header::decode(&b), Err(WireError::BadKind(77)));
+        b[5] = 8;
+        assert_eq!(Header::decode(&b), Err(WireError::BadKind(8)));
         let mut b = GOLDEN;
         b[11] = 10; // frame_len 10 < header
         assert_eq!(Header::decode(&b), Err(WireError::BadLength(10)));

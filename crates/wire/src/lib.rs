@@ -1,5 +1,6 @@
-//! npt's wire format and the pure bookkeeping around it: frames and raw stamps, payload fill,
-//! the sequence window (loss, late, duplicate, reorder) and pacing schedules.
+//! npt's wire format and the pure bookkeeping around it: frames and raw stamps, bulk requests
+//! and reports, payload fill, the sequence window (loss, late, duplicate, reorder) and pacing
+//! schedules.
 //!
 //! Nothing here touches a socket or reads a clock: every function takes bytes and `now` (ns)
 //! as arguments, so all of it is tested with fixed bytes and a virtual clock.
@@ -18,6 +19,7 @@
 )]
 
 pub mod auth;
+pub mod bulk;
 pub mod fill;
 pub mod frame;
 pub mod pacing;
@@ -43,4 +45,6 @@ pub enum WireError {
     BadKind(u8),
     #[error("bad frame length {0}")]
     BadLength(u32),
+    #[error("bad bulk direction {0}")]
+    BadDirection(u8),
 }
