@@ -230,7 +230,10 @@ mod tests {
         drop(c);
         let recv = sink.join().unwrap();
         assert_eq!(sent.state, 1, "established");
-        assert!(sent.rtt_us > 0 && sent.snd_cwnd > 0 && sent.snd_mss > 0, "{sent:?}");
+        assert!(
+            sent.rtt_us > 0 && sent.snd_cwnd > 0 && sent.snd_mss > 0,
+            "{sent:?}"
+        );
         assert!(sent.bytes_acked.unwrap() >= N as u64, "{sent:?}");
         assert!(recv.bytes_received.unwrap() >= N as u64, "{recv:?}");
         assert_eq!(sent.total_retrans, 0, "loopback drops nothing");

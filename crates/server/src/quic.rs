@@ -95,6 +95,8 @@ pub struct StreamOptions {
     pub timeouts: Timeouts,
     /// Per-address reply budget; None = unlimited.
     pub budget: Option<Arc<ReplyBudget>>,
+    /// Per-address budget of authenticated streams' bulk bytes; None = unlimited.
+    pub open_budget: Option<Arc<ReplyBudget>>,
 }
 
 impl Default for StreamOptions {
@@ -104,6 +106,7 @@ impl Default for StreamOptions {
             epoch: Instant::now(),
             timeouts: Timeouts::default(),
             budget: None,
+            open_budget: None,
         }
     }
 }
@@ -239,6 +242,7 @@ async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters
                 counters: &counters.quic,
                 timeouts: opts.timeouts,
                 budget: opts.budget.as_deref(),
+                open_budget: opts.open_budget.as_deref(),
                 peer: Some(peer),
             };
             let ok = crate::stream::serve_stream(&mut joined, &cx).await.is_ok();

@@ -50,8 +50,8 @@
 //! +---------------------------------------------------------------+
 //! ```
 
-use crate::frame::{Header, Kind, HEADER_LEN};
 use crate::frame::{be32, be64};
+use crate::frame::{Header, Kind, HEADER_LEN};
 use crate::WireError;
 
 /// Length of a [`BulkSpec`].
@@ -362,7 +362,10 @@ mod tests {
     #[test]
     fn request_and_reply_frames_decode_as_headers() {
         let mut b = [0u8; REPLY_LEN];
-        assert_eq!(encode_request(&mut b, 9, 0, 77, &SPEC).unwrap(), REQUEST_LEN);
+        assert_eq!(
+            encode_request(&mut b, 9, 0, 77, &SPEC).unwrap(),
+            REQUEST_LEN
+        );
         let h = Header::decode(&b).unwrap();
         assert_eq!((h.kind, h.flow, h.send_ts), (Kind::Bulk, 9, 77));
         assert_eq!(h.frame_len as usize, REQUEST_LEN);
