@@ -88,6 +88,9 @@ pub struct TcpInfo {
     pub rtt_us: u32,
     /// RTT mean deviation (`tcpi_rttvar`), µs.
     pub rttvar_us: u32,
+    /// The receiver's RTT estimate (`tcpi_rcv_rtt`), µs: what a connection that only receives
+    /// knows of the RTT (its `rtt_us` has no samples after the handshake). 0 = none yet.
+    pub rcv_rtt_us: u32,
     /// Congestion window, segments (`tcpi_snd_cwnd`).
     pub snd_cwnd: u32,
     /// Sender MSS, bytes: `snd_cwnd × snd_mss` is the window in bytes.
@@ -146,6 +149,7 @@ fn from_raw(raw: &RawTcpInfo, filled: usize) -> TcpInfo {
         total_retrans: if legacy { raw.total_retrans } else { 0 },
         rtt_us: raw.rtt,
         rttvar_us: raw.rttvar,
+        rcv_rtt_us: raw.rcv_rtt,
         snd_cwnd: raw.snd_cwnd,
         snd_mss: raw.snd_mss,
         unacked: raw.unacked,
