@@ -240,7 +240,8 @@ mod tests {
         );
         assert!(sent.bytes_acked.unwrap() >= N as u64, "{sent:?}");
         assert!(recv.bytes_received.unwrap() >= N as u64, "{recv:?}");
-        assert_eq!(sent.total_retrans, 0, "loopback drops nothing");
+        // Not 0 always: on a busy box a tail-loss probe fires now and then, even on loopback.
+        assert!(sent.total_retrans < 100, "{sent:?}");
         assert!(sent.delivery_rate_bps().unwrap() > 0.0, "{sent:?}");
         assert!(tcp_info(-1).is_err(), "not a socket");
     }
