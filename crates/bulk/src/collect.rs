@@ -98,7 +98,9 @@ impl Collector {
             }
             a.last = *s;
         }
-        if now >= self.iv_start + self.interval_ns {
+        // Intervals end on a fixed grid (the n-th at n × interval), so a late tick does not
+        // shift every interval after it.
+        if now >= (u64::from(self.index) + 1).saturating_mul(self.interval_ns) {
             return Some(self.close(now));
         }
         None

@@ -120,6 +120,7 @@ pub fn run(
     );
     let ns = |t: Instant| u64::try_from(t.duration_since(t0).as_nanos()).unwrap_or(u64::MAX);
     let mut next = t0 + SAMPLE_EVERY;
+    let mut emitted = 0usize;
     let end = t0 + cfg.duration;
     let stopped_by = loop {
         let wake = next.min(end);
@@ -133,6 +134,7 @@ pub fn run(
             let snaps: Vec<Snapshot> = states.iter().map(|s| snapshot(s)).collect();
             if let Some(iv) = col.sample(ns(now), &snaps) {
                 on_interval(&iv);
+                emitted += 1;
             }
         }
         if signals.load(Ordering::SeqCst) > 0 {
@@ -196,6 +198,10 @@ pub fn run(
             .map(|u| (u.rate_bps, u32::try_from(u.size).unwrap_or(u32::MAX))),
     };
     let body = col.finish(ns(t_stop), &last, &meta, health);
+    // The part interval the stop closed.
+    for iv in body.intervals.iter().skip(emitted) {
+        on_interval(iv);
+    }
     Ok(Outcome {
         body,
         stopped_by,
