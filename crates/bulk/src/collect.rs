@@ -186,7 +186,8 @@ impl Collector {
     /// one), and the body.
     pub fn finish(mut self, now: u64, snaps: &[Snapshot], meta: &Meta, health: Health) -> BulkBody {
         let _ = self.sample(now, snaps);
-        if now > self.iv_start + self.interval_ns / 100 {
+        // Every byte is in some interval, however short the last one is.
+        if now > self.iv_start {
             let _ = self.close(now);
         }
         let dur_s = (now as f64 / 1e9).max(1e-9);
