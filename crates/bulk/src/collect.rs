@@ -182,13 +182,27 @@ impl Collector {
         iv
     }
 
-    /// The last samples at `now` (a part interval is closed if time passed since the last
-    /// one), and the body.
-    pub fn finish(mut self, now: u64, snaps: &[Snapshot], meta: &Meta, health: Health) -> BulkBody {
+    /// The last samples at `now`, the stop (a part interval is closed if time passed since
+    /// the last one), and the body. `settled`: the streams once settled after the stop, for
+    /// the totals only (UDP: the final report, so datagrams in flight at the stop are not
+    /// called lost; they arrived after the last interval and are in no interval).
+    pub fn finish(
+        mut self,
+        now: u64,
+        snaps: &[Snapshot],
+        settled: Option<&[Snapshot]>,
+        meta: &Meta,
+        health: Health,
+    ) -> BulkBody {
         let _ = self.sample(now, snaps);
         // Every byte is in some interval, however short the last one is.
         if now > self.iv_start {
             let _ = self.close(now);
+        }
+        if let Some(settled) = settled {
+            for (a, s) in self.streams.iter_mut().zip(settled) {
+                a.last = *s;
+            }
         }
         let dur_s = (now as f64 / 1e9).max(1e-9);
         let mut sum = BulkSummary {
@@ -352,7 +366,7 @@ mod tests {
         };
         let mut last = [snap(2_500_000, 3, 30, 0), snap(1_000_000, 3, 20, 5)];
         last[1].reported_ns = 2 * S;
-        let body = c.finish(2 * S, &last, &meta, Health::default());
+        let body = c.finish(2 * S, &last, None, &meta, Health::default());
         let s = &body.summary;
         assert_eq!((s.bytes.down, s.bytes.up), (2_500_000.0, 1_000_000.0));
         assert_eq!((s.goodput_bps.down, s.goodput_bps.up), (10e6, 4e6));
@@ -378,7 +392,7 @@ mod tests {
             streams: 1,
             ..Meta::default()
         };
-        let body = c.finish(2 * S, &[s], &meta, Health::default());
+        let body = c.finish(2 * S, &[s], None, &meta, Health::default());
         assert_eq!(
             body.summary.goodput_bps.up, 16e6,
             "1 MB in the reported 0.5 s"
@@ -416,18 +430,15 @@ mod tests {
             udp: Some((1e6, 1200)),
             ..Meta::default()
         };
-        let body = c.finish(
-            2 * S,
-            &[at(300_000, 2 * S, u(400, 250, 400))],
-            &meta,
-            Health::default(),
-        );
+        // After the stop the last report covers what was still in flight: totals use it,
+        // the intervals end at the stop.
+        let settled = [at(330_000, 2_200_000_000, u(410, 275, 410))];
+        let stop = [at(300_000, 2 * S, u(400, 250, 400))];
+        let body = c.finish(2 * S, &stop, Some(&settled), &meta, Health::default());
         let x = body.summary.udp.unwrap();
-        assert_eq!(
-            (x.sent, x.received, x.lost, x.loss_pct),
-            (400, 250, 150, 37.5)
-        );
-        assert_eq!(x.delivered_bps, 1.2e6);
+        assert_eq!((x.sent, x.received, x.lost), (410, 275, 135));
+        assert_eq!(x.delivered_bps, 1.2e6, "330 kB over the responder's 2.2 s");
+        assert_eq!(body.intervals.len(), 2);
     }
 
     #[test]
@@ -438,7 +449,7 @@ mod tests {
             streams: 2,
             ..Meta::default()
         };
-        let body = c.finish(S, &[Snapshot::default(); 2], &meta, Health::default());
+        let body = c.finish(S, &[Snapshot::default(); 2], None, &meta, Health::default());
         assert_eq!(body.summary.failed_streams, 1);
         assert_eq!(body.errors.by_kind.get("refused"), 1);
         assert_eq!(body.errors.error_rate, 0.5);

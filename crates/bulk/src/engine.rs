@@ -150,7 +150,8 @@ pub fn run(
     // The measured phase ends here: what arrived by now (for an upload: the responder's last
     // report by now) is the result; then the streams are told to stop.
     let t_stop = Instant::now();
-    let mut last: Vec<Snapshot> = states.iter().map(|s| snapshot(s)).collect();
+    let last: Vec<Snapshot> = states.iter().map(|s| snapshot(s)).collect();
+    let mut settled = None;
     stop.store(true, Ordering::SeqCst);
     rt.block_on(async {
         for t in tasks {
@@ -161,7 +162,7 @@ pub fn run(
         // The UDP flow asks for its final report after the stop (bounded); its counts replace
         // the ones at the stop, so datagrams still in flight then are not called lost.
         let _ = t.join();
-        last = states.iter().map(|s| snapshot(s)).collect();
+        settled = Some(states.iter().map(|s| snapshot(s)).collect::<Vec<_>>());
     }
     for (i, s) in states.iter().enumerate() {
         if let Some((kind, detail)) = s.error() {
@@ -171,7 +172,9 @@ pub fn run(
     rt.shutdown_background();
     let wall = t_stop.duration_since(t0).as_secs_f64().max(1e-9);
     let cpu1 = npt_result::cpu_seconds();
-    let behind = last
+    let behind = settled
+        .as_deref()
+        .unwrap_or(&last)
         .iter()
         .filter_map(|s| s.udp)
         .map(|u| u.behind_schedule)
@@ -197,10 +200,14 @@ pub fn run(
             .udp
             .map(|u| (u.rate_bps, u32::try_from(u.size).unwrap_or(u32::MAX))),
     };
-    let body = col.finish(ns(t_stop), &last, &meta, health);
-    // The part interval the stop closed.
+    let body = col.finish(ns(t_stop), &last, settled.as_deref(), &meta, health);
+    // The part interval the stop closed, unless it is a sliver (its rate would be noise); the
+    // document has it either way.
+    let sliver = cfg.interval.as_secs_f64() / 10.0;
     for iv in body.intervals.iter().skip(emitted) {
-        on_interval(iv);
+        if iv.end_s - iv.start_s >= sliver {
+            on_interval(iv);
+        }
     }
     Ok(Outcome {
         body,

@@ -1,7 +1,7 @@
 //! UDP at a rate: one flow of `BulkData` datagrams of `--size` bytes, paced at `--rate` by the
 //! open-loop schedule of [`npt_wire::pacing`] (a late sender catches up, so the rate is what
 //! was asked, and sends that left over [`BEHIND_NS`] late are counted). Every
-//! [`SAMPLE_EVERY`] a `Bulk` frame in the same sequence asks the responder what arrived; its
+//! [`REPORT_EVERY`] a `Bulk` frame in the same sequence asks the responder what arrived; its
 //! answer carries the counts, the one-way jitter and, by its round trip, the loaded path's RTT.
 //! After the stop the flow asks again until a report covers everything it sent (bounded), so
 //! datagrams in flight at the stop are not called lost.
@@ -16,10 +16,16 @@ use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::{Pacer, Pacing};
 
-use crate::{Config, Reading, StreamState, UdpCounts, SAMPLE_EVERY};
+use crate::{Config, Reading, StreamState, UdpCounts};
 
 /// A send that leaves this much after it was due is counted as behind schedule.
 pub const BEHIND_NS: u64 = 1_000_000;
+/// How often the flow asks for a report. More often than the collector samples: a report
+/// shares the bottleneck's queue with the data, and into a full tail-drop queue a small
+/// datagram at a random moment gets in about a quarter of the time (the first arrival after a
+/// departure does), so asking five times a tick leaves a tick without news one time in four,
+/// and an interval practically never.
+pub const REPORT_EVERY: Duration = Duration::from_millis(20);
 /// How long the flow waits for a final report, and how often it asks again.
 const FINAL_WAIT: Duration = Duration::from_secs(2);
 const FINAL_RETRY: Duration = Duration::from_millis(200);
@@ -183,8 +189,11 @@ fn flow(
     npt_netio::tighten_timer_slack();
     let pps = (rate.rate_bps / (size as f64 * 8.0)).max(1e-3);
     let mut pacer = Pacer::new(Pacing::Rate { pps }, f.now());
-    let every = u64::try_from(SAMPLE_EVERY.as_nanos()).unwrap_or(u64::MAX);
+    let every = u64::try_from(REPORT_EVERY.as_nanos()).unwrap_or(u64::MAX);
     let mut next_report = f.now() + every;
+    // SAFE: a float-to-int `as` saturates; the gap between sends, at least 1 ns.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let gap = ((1e9 / pps) as u64).clamp(1, every / 2);
     let mut behind = 0u64;
     let mut first_answer = None;
     let fd = f.sock.as_raw_fd();
@@ -204,7 +213,10 @@ fn flow(
             pacer.on_sent(due, actual);
         }
         if now >= next_report {
-            next_report += every;
+            // At a random point between two data sends: a report sent right behind a data
+            // datagram would meet a full bottleneck queue exactly when that datagram took the
+            // slot that just freed, every time (a phase lock).
+            next_report += every + rand::random::<u64>() % gap;
             f.send(Kind::Bulk, bulk::REPLY_LEN);
             if first_answer.is_none()
                 && now > u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX)

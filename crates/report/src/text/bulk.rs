@@ -15,11 +15,14 @@ use super::{bits, ms};
 pub fn interval_line(iv: &Interval) -> String {
     let mut line = format!("[{:7.2}-{:7.2} s]", iv.start_s, iv.end_s);
     if let Some(b) = iv.bandwidth_bps {
-        if b.down > 0.0 || b.up == 0.0 {
+        if b.down > 0.0 {
             line += &format!("  down {:>14}", bits(b.down));
         }
         if b.up > 0.0 {
             line += &format!("  up {:>14}", bits(b.up));
+        }
+        if b.down == 0.0 && b.up == 0.0 {
+            line += "  nothing arrived";
         }
     }
     if let (Some(sent), Some(lost)) = (iv.sent, iv.lost) {
