@@ -10,6 +10,7 @@
 //! (its report says both), so the bytes still in flight or in a socket buffer at the end are
 //! not counted as delivered.
 
+use npt_result::error::ErrorKind;
 use std::collections::BTreeMap;
 
 use npt_result::bulk::{hist, BulkBody, BulkSummary, StreamInterval, StreamTotal, UdpBulk};
@@ -31,7 +32,7 @@ pub struct Snapshot {
     pub reading: Reading,
     pub udp: Option<UdpCounts>,
     /// The error kind it ended with, if any.
-    pub failed: Option<&'static str>,
+    pub failed: Option<ErrorKind>,
 }
 
 /// What the body says about the run besides the samples.
@@ -52,7 +53,7 @@ struct Acc {
     last: Snapshot,
     rtt_sum_ns: f64,
     rtt_n: u64,
-    error: Option<(&'static str, String)>,
+    error: Option<(ErrorKind, String)>,
 }
 
 pub struct Collector {
@@ -107,7 +108,7 @@ impl Collector {
     }
 
     /// Records why a stream ended (kind and an example).
-    pub fn failed(&mut self, index: usize, kind: &'static str, detail: String) {
+    pub fn failed(&mut self, index: usize, kind: ErrorKind, detail: String) {
         if let Some(a) = self.streams.get_mut(index) {
             a.error.get_or_insert((kind, detail));
         }
@@ -239,7 +240,7 @@ impl Collector {
             let error = a.error.clone().or(s.failed.map(|k| (k, String::new())));
             if let Some((kind, detail)) = &error {
                 sum.failed_streams += 1;
-                kinds.record(kind, || detail.clone());
+                kinds.record(kind.name(), || detail.clone());
             }
             totals.push(StreamTotal {
                 index: u32::try_from(i).unwrap_or(u32::MAX),
@@ -248,7 +249,7 @@ impl Collector {
                 goodput_bps: bps,
                 retransmits: s.reading.retransmits,
                 rtt_ms: (a.rtt_n > 0).then(|| a.rtt_sum_ns / a.rtt_n as f64 / 1e6),
-                error: error.map(|(k, _)| k.to_string()),
+                error: error.map(|(k, _)| k.name().to_string()),
             });
         }
         sum.goodput_mbps = (sum.goodput_bps.up + sum.goodput_bps.down) / 1e6;
@@ -444,7 +445,7 @@ mod tests {
     #[test]
     fn failed_streams_are_errors_of_their_kind() {
         let mut c = Collector::new(&[Direction::Down, Direction::Down], S);
-        c.failed(1, "refused", "connection refused".into());
+        c.failed(1, ErrorKind::Refused, "connection refused".into());
         let meta = Meta {
             streams: 2,
             ..Meta::default()

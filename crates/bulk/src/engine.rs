@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use npt_result::bulk::BulkBody;
 use npt_result::interval::Interval;
 use npt_result::probe::Health;
+use npt_result::stop::StopReason;
 use npt_wire::bulk::Direction;
 
 use crate::collect::{Collector, Meta, Snapshot};
@@ -22,8 +23,8 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 /// A finished run.
 pub struct Outcome {
     pub body: BulkBody,
-    /// `duration`, `signal`, or `error` (every stream ended early).
-    pub stopped_by: &'static str,
+    /// `Duration`, `Signal`, or `Error` (every stream ended early).
+    pub stopped_by: StopReason,
     pub started: SystemTime,
     pub ended: SystemTime,
 }
@@ -138,13 +139,13 @@ pub fn run(
             }
         }
         if signals.load(Ordering::SeqCst) > 0 {
-            break "signal";
+            break StopReason::Signal;
         }
         if now >= end {
-            break "duration";
+            break StopReason::Duration;
         }
         if states.iter().all(|s| s.done.load(Ordering::Relaxed)) {
-            break "error";
+            break StopReason::Error;
         }
     };
     // The measured phase ends here: what arrived by now (for an upload: the responder's last

@@ -2,6 +2,7 @@
 //! alike: the `--token` handshake, the `Bulk` request, the responder's accepting reply, and an
 //! upload's progress reports ([`npt_wire::bulk`]).
 
+use npt_result::error::ErrorKind;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -14,14 +15,14 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::{Config, StreamState};
 
 /// A stream's failure: the error kind (the one vocabulary) and a detail.
-pub(crate) type Fail = (&'static str, String);
+pub(crate) type Fail = (ErrorKind, String);
 
 pub(crate) fn io_fail(what: &str, e: &io::Error) -> Fail {
     (npt_result::error::io_error_kind(e), format!("{what}: {e}"))
 }
 
 fn timeout_fail(what: &str, t: Duration) -> Fail {
-    ("timeout", format!("{what}: no answer within {t:?}"))
+    (ErrorKind::Timeout, format!("{what}: no answer within {t:?}"))
 }
 
 /// How much longer than the run the responder is asked to go on: the tester ends the
@@ -54,10 +55,10 @@ pub(crate) async fn open<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let mut req = [0u8; bulk::REQUEST_LEN];
     bulk::encode_request(&mut req, st.index, 0, 0, &spec)
-        .map_err(|e| ("internal", e.to_string()))?;
+        .map_err(|e| (ErrorKind::Internal, e.to_string()))?;
     if let Some(k) = &key {
         k.seal(Dir::ToServer, &mut req[..HEADER_LEN])
-            .map_err(|e| ("internal", e.to_string()))?;
+            .map_err(|e| (ErrorKind::Internal, e.to_string()))?;
     }
     s.write_all(&req)
         .await
@@ -67,8 +68,7 @@ pub(crate) async fn open<S: AsyncRead + AsyncWrite + Unpin>(
         .await
         .map_err(|_| timeout_fail("bulk reply", t))??;
     if h.status == status::REFUSED {
-        return Err((
-            "protocol",
+        return Err((ErrorKind::Protocol,
             "the responder refused the bulk request".to_string(),
         ));
     }
@@ -83,8 +83,7 @@ pub(crate) async fn read_reply<R: AsyncRead + Unpin>(
     let mut b = [0u8; bulk::REPLY_LEN];
     r.read_exact(&mut b).await.map_err(|e| {
         if e.kind() == io::ErrorKind::UnexpectedEof {
-            (
-                "closed",
+            (ErrorKind::Closed,
                 "the responder closed the stream (not npt serve, or an older one without bulk?)"
                     .to_string(),
             )
@@ -92,19 +91,18 @@ pub(crate) async fn read_reply<R: AsyncRead + Unpin>(
             io_fail("bulk reply", &e)
         }
     })?;
-    let h = Header::decode(&b).map_err(|e| ("protocol", format!("bulk reply: {e}")))?;
+    let h = Header::decode(&b).map_err(|e| (ErrorKind::Protocol, format!("bulk reply: {e}")))?;
     if h.kind != Kind::BulkReply || h.frame_len as usize != bulk::REPLY_LEN {
-        return Err((
-            "protocol",
+        return Err((ErrorKind::Protocol,
             format!("expected a bulk reply, got {:?}", h.kind),
         ));
     }
     if let Some(k) = key {
         k.open(Dir::ToClient, &b)
-            .map_err(|e| ("protocol", format!("bulk reply: {e}")))?;
+            .map_err(|e| (ErrorKind::Protocol, format!("bulk reply: {e}")))?;
     }
     let report = BulkReport::decode(b.get(HEADER_LEN..).unwrap_or_default())
-        .map_err(|e| ("protocol", format!("bulk report: {e}")))?;
+        .map_err(|e| (ErrorKind::Protocol, format!("bulk report: {e}")))?;
     Ok((h, report))
 }
 

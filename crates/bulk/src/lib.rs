@@ -34,6 +34,7 @@ pub mod quic;
 pub mod tcp;
 pub mod udp;
 
+use npt_result::error::ErrorKind;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -231,7 +232,7 @@ pub struct StreamState {
     pub reading: Mutex<Reading>,
     pub udp: Mutex<UdpCounts>,
     /// The error kind and a detail, when the stream ended with one.
-    pub error: Mutex<Option<(&'static str, String)>>,
+    pub error: Mutex<Option<(ErrorKind, String)>>,
     pub done: AtomicBool,
 }
 
@@ -261,14 +262,14 @@ impl StreamState {
     }
 
     /// Records why the stream ended (the first error wins).
-    pub fn fail(&self, kind: &'static str, detail: String) {
+    pub fn fail(&self, kind: ErrorKind, detail: String) {
         let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
         if e.is_none() {
             *e = Some((kind, detail));
         }
     }
 
-    pub fn error(&self) -> Option<(&'static str, String)> {
+    pub fn error(&self) -> Option<(ErrorKind, String)> {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -309,8 +310,8 @@ mod tests {
             ..Reading::default()
         });
         assert_eq!((s.reading().generation, s.reading().rtt_ns), (2, Some(5)));
-        s.fail("reset", "a".into());
-        s.fail("timeout", "b".into());
-        assert_eq!(s.error().unwrap().0, "reset");
+        s.fail(ErrorKind::Reset, "a".into());
+        s.fail(ErrorKind::Timeout, "b".into());
+        assert_eq!(s.error().unwrap().0, ErrorKind::Reset);
     }
 }

@@ -4,6 +4,7 @@
 //! connection's RTT estimate and congestion window; the packets the connection lost are
 //! published on its first stream only, so that adding the streams counts them once.
 
+use npt_result::error::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -33,12 +34,12 @@ pub(crate) async fn run_all(
     stop: Arc<AtomicBool>,
 ) {
     let Some(&target) = addrs.first() else {
-        fail_all(&states, &("config", "no address".into()));
+        fail_all(&states, &(ErrorKind::Config, "no address".into()));
         return;
     };
     let ep = match client_endpoint(target, &cfg.trust, cfg.timeout) {
         Ok(ep) => ep,
-        Err(e) => return fail_all(&states, &("local", e)),
+        Err(e) => return fail_all(&states, &(ErrorKind::Local, e)),
     };
     let mut conns = Vec::new();
     for group in states.chunks(STREAMS_PER_CONN) {
@@ -66,7 +67,7 @@ async fn connection(
     let t = cfg.timeout;
     let connecting = match ep.connect(target, &cfg.target.host) {
         Ok(c) => c,
-        Err(e) => return fail_all(&states, &("config", format!("connect: {e}"))),
+        Err(e) => return fail_all(&states, &(ErrorKind::Config, format!("connect: {e}"))),
     };
     let conn = match tokio::time::timeout(t, connecting).await {
         Ok(Ok(c)) => c,
@@ -79,7 +80,7 @@ async fn connection(
         Err(_) => {
             return fail_all(
                 &states,
-                &("timeout", format!("QUIC handshake: no answer within {t:?}")),
+                &(ErrorKind::Timeout, format!("QUIC handshake: no answer within {t:?}")),
             )
         }
     };
@@ -123,7 +124,7 @@ async fn stream(
     let t = cfg.timeout;
     let (mut send, mut recv) = tokio::time::timeout(t, conn.open_bi())
         .await
-        .map_err(|_| ("timeout", format!("open stream: no answer within {t:?}")))?
+        .map_err(|_| (ErrorKind::Timeout, format!("open stream: no answer within {t:?}")))?
         .map_err(|e| (classify_connection(&e), format!("open stream: {e}")))?;
     let key = {
         let mut joined = tokio::io::join(&mut recv, &mut send);
@@ -137,7 +138,7 @@ async fn stream(
                 r = recv.read(&mut buf) => match r {
                     Ok(Some(n)) => { st.bytes.fetch_add(n as u64, Ordering::Relaxed); }
                     Ok(None) => break Ok(()),
-                    Err(e) => break Err(("reset", format!("download: {e}"))),
+                    Err(e) => break Err((ErrorKind::Reset, format!("download: {e}"))),
                 },
                 _ = tick.tick() => if stop.load(Ordering::SeqCst) {
                     break Ok(());
@@ -151,7 +152,7 @@ async fn stream(
             loop {
                 tokio::select! {
                     r = send.write(&buf) => if let Err(e) = r {
-                        break Err(("reset", format!("upload: {e}")));
+                        break Err((ErrorKind::Reset, format!("upload: {e}")));
                     },
                     r = &mut reports => break r,
                     _ = tick.tick() => if stop.load(Ordering::SeqCst) {

@@ -4,6 +4,7 @@
 //! a sending stream; the receiver's RTT estimate of a receiving one (its smoothed RTT has no
 //! samples after the handshake, and the sender's retransmits are the responder's to see).
 
+use npt_result::error::ErrorKind;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,7 +76,7 @@ async fn connect(cfg: &Config, addrs: &[SocketAddr]) -> Result<TcpStream, Fail> 
             Err(e) => last = Some(io_fail(&format!("connect {a}"), &e)),
         }
     }
-    Err(last.unwrap_or(("config", "no address to connect to".into())))
+    Err(last.unwrap_or((ErrorKind::Config, "no address to connect to".into())))
 }
 
 async fn run(
@@ -87,7 +88,7 @@ async fn run(
     let t = cfg.timeout;
     let mut s = tokio::time::timeout(t, connect(cfg, addrs))
         .await
-        .map_err(|_| ("timeout", format!("connect: no answer within {t:?}")))??;
+        .map_err(|_| (ErrorKind::Timeout, format!("connect: no answer within {t:?}")))??;
     let _ = s.set_nodelay(true);
     let key = frames::open(&mut s, cfg, st).await?;
     sample(&s, st);

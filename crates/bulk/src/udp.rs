@@ -6,6 +6,7 @@
 //! After the stop the flow asks again until a report covers everything it sent (bounded), so
 //! datagrams in flight at the stop are not called lost.
 
+use npt_result::error::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -142,14 +143,14 @@ fn flow(
     st: &StreamState,
     stop: &AtomicBool,
     t0: Instant,
-) -> Result<(), (&'static str, String)> {
+) -> Result<(), (ErrorKind, String)> {
     let io = |what: &str, e: std::io::Error| {
         (npt_result::error::io_error_kind(&e), format!("{what}: {e}"))
     };
     let Some(rate) = cfg.udp else {
-        return Err(("config", "UDP bulk without a rate".into()));
+        return Err((ErrorKind::Config, "UDP bulk without a rate".into()));
     };
-    let target = *addrs.first().ok_or(("config", "no address".to_string()))?;
+    let target = *addrs.first().ok_or((ErrorKind::Config, "no address".to_string()))?;
     let bind: SocketAddr = if target.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {
@@ -221,8 +222,7 @@ fn flow(
             if first_answer.is_none()
                 && now > u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX)
             {
-                return Err((
-                    "timeout",
+                return Err((ErrorKind::Timeout,
                     format!(
                         "no bulk report within {:?} (not npt serve, or the path drops everything?)",
                         cfg.timeout

@@ -125,7 +125,7 @@ fn stop_during_warm_run_kills_the_group() {
         s2.store(true, Ordering::Relaxed);
     });
     let r = npt_http::run(&c, stop).unwrap();
-    assert_eq!(r.stopped_by, "signal");
+    assert_eq!(r.stopped_by.name(), "signal");
     assert!(r.body.cold_start.is_some());
     assert!(!group_alive(pgid(&pidfile)));
 }

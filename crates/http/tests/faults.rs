@@ -148,7 +148,7 @@ fn run_against(addr: SocketAddr, timeout: Duration) -> serde_json::Value {
         took < c.duration + Duration::from_secs(2),
         "run took {took:?}"
     );
-    assert_eq!(r.stopped_by, "duration");
+    assert_eq!(r.stopped_by.name(), "duration");
     // The report is written like the CLI writes it, and reads back valid.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.json");
@@ -230,7 +230,7 @@ fn stop_flag_ends_the_run_early_with_a_result() {
         "took {:?}",
         t.elapsed()
     );
-    assert_eq!(r.stopped_by, "signal");
+    assert_eq!(r.stopped_by.name(), "signal");
     assert_valid(&document(r));
 }
 

@@ -6,6 +6,8 @@
 use std::io;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 
+use npt_result::error::ErrorKind;
+use npt_result::StopReason;
 use npt_wire::auth::{Dir, SessionKey};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -25,7 +27,7 @@ pub struct Outcome {
     /// The addresses the target resolved to.
     pub addrs: Vec<SocketAddr>,
     /// `count`, `signal` or `abort` (second signal).
-    pub stopped_by: &'static str,
+    pub stopped_by: StopReason,
 }
 
 /// Called for every settled attempt, with the address it went to.
@@ -97,21 +99,21 @@ fn now_ns(clock: Instant) -> u64 {
 
 /// A socket error's kind, in the one vocabulary of every result (`refused`, `timeout`,
 /// `unreachable`, `reset` …, else `io`).
-pub fn classify_io(e: &io::Error) -> &'static str {
+pub fn classify_io(e: &io::Error) -> ErrorKind {
     npt_result::error::io_error_kind(e)
 }
 
 /// Applies the signal count: 1 stops new attempts, 2 abandons those in flight.
-fn check_signals(session: &mut Session, signals: &AtomicUsize) -> Option<&'static str> {
+fn check_signals(session: &mut Session, signals: &AtomicUsize) -> Option<StopReason> {
     match signals.load(Ordering::SeqCst) {
         0 => None,
         1 => {
             session.stop();
-            Some("signal")
+            Some(StopReason::Signal)
         }
         _ => {
             session.abandon();
-            Some("abort")
+            Some(StopReason::Abort)
         }
     }
 }
@@ -128,12 +130,12 @@ fn run_blocking(
     clock: Instant,
     signals: &AtomicUsize,
     on: OnEvent,
-    mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (&'static str, String)>,
-) -> Result<&'static str, PingError> {
+    mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (ErrorKind, String)>,
+) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
         return Err(PingError::NoAddress(cfg.target.host.clone()));
     }
-    let mut stopped_by = "count";
+    let mut stopped_by = StopReason::Count;
     let mut preferred = 0usize;
     loop {
         if let Some(why) = check_signals(session, signals) {
@@ -150,7 +152,7 @@ fn run_blocking(
             on(ev, addrs[preferred]);
         }
         let started = Instant::now();
-        let mut result = Err(("timeout", "no answer".to_string()));
+        let mut result = Err((ErrorKind::Timeout, "no answer".to_string()));
         let mut used = preferred;
         for k in 0..addrs.len() {
             let Some(left) = cfg.timeout.checked_sub(started.elapsed()) else {
@@ -194,7 +196,7 @@ fn run_udp(
     clock: Instant,
     signals: &AtomicUsize,
     on: OnEvent,
-) -> Result<&'static str, PingError> {
+) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
         return Err(PingError::NoAddress(cfg.target.host.clone()));
     }
@@ -209,7 +211,7 @@ fn run_udp(
     let mut keys: Vec<Option<SessionKey>> = addrs.iter().map(|_| None).collect();
     let mut cur = 0usize;
     let mut answered = false;
-    let mut stopped_by = "count";
+    let mut stopped_by = StopReason::Count;
     loop {
         if let Some(why) = check_signals(session, signals) {
             stopped_by = why;
@@ -383,26 +385,26 @@ impl Quic {
         })
     }
 
-    fn endpoint(&mut self, to: SocketAddr) -> Result<quinn::Endpoint, (&'static str, String)> {
+    fn endpoint(&mut self, to: SocketAddr) -> Result<quinn::Endpoint, (ErrorKind, String)> {
         if let Some((_, ep)) = self.endpoints.iter().find(|(v4, _)| *v4 == to.is_ipv4()) {
             return Ok(ep.clone());
         }
         let _guard = self.rt.enter();
         let ep = npt_client::quic::client_endpoint(to, &self.trust, self.timeout)
-            .map_err(|e| ("local", e))?;
+            .map_err(|e| (ErrorKind::Local, e))?;
         self.endpoints.push((to.is_ipv4(), ep.clone()));
         Ok(ep)
     }
 
     /// One handshake to `to`: done when the client has the server's handshake (1 RTT, or 2
     /// if the server asks for address validation with a Retry).
-    fn attempt(&mut self, to: SocketAddr, left: Duration) -> Result<(), (&'static str, String)> {
+    fn attempt(&mut self, to: SocketAddr, left: Duration) -> Result<(), (ErrorKind, String)> {
         let ep = self.endpoint(to)?;
         let name = self.name.clone();
         self.rt.block_on(async move {
             let connecting = ep
                 .connect(to, &name)
-                .map_err(|e| ("local", format!("{to}: {e}")))?;
+                .map_err(|e| (ErrorKind::Local, format!("{to}: {e}")))?;
             match tokio::time::timeout(left, connecting).await {
                 Ok(Ok(conn)) => {
                     conn.close(0u32.into(), b"ping");
@@ -412,7 +414,10 @@ impl Quic {
                     npt_client::quic::classify_connection(&e),
                     format!("{to}: {e}"),
                 )),
-                Err(_) => Err(("timeout", format!("{to}: no handshake within {left:?}"))),
+                Err(_) => Err((
+                    ErrorKind::Timeout,
+                    format!("{to}: no handshake within {left:?}"),
+                )),
             }
         })
     }
@@ -471,13 +476,13 @@ mod tests {
     #[test]
     fn io_errors_are_classified() {
         let e = io::Error::from(io::ErrorKind::ConnectionRefused);
-        assert_eq!(classify_io(&e), "refused");
+        assert_eq!(classify_io(&e).name(), "refused");
         assert_eq!(
-            classify_io(&io::Error::from(io::ErrorKind::TimedOut)),
+            classify_io(&io::Error::from(io::ErrorKind::TimedOut)).name(),
             "timeout"
         );
         assert_eq!(
-            classify_io(&io::Error::from_raw_os_error(libc::EHOSTUNREACH)),
+            classify_io(&io::Error::from_raw_os_error(libc::EHOSTUNREACH)).name(),
             "unreachable"
         );
     }

@@ -9,7 +9,7 @@ use crate::html::{Chart, Page, Series, Table};
 use npt_result::any::AnyResult;
 use npt_result::interval::Interval;
 
-/// One row per interval, then a summary row; column names are stable (README).
+/// One row per interval, then a summary row; column names are stable (docs/report-merge.md).
 pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
     writeln!(
         w,
@@ -52,7 +52,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
     let s = h.summary();
     let rows = vec![
         vec!["kind".into(), kind.to_string()],
-        vec!["stopped by".into(), doc.stopped_by.clone()],
+        vec!["stopped by".into(), doc.stopped_by.to_string()],
         vec!["samples".into(), s.count.to_string()],
         vec![
             "min / mean / max (ms)".into(),
@@ -219,7 +219,7 @@ pub(crate) fn test_probe(
         "probe",
         t0,
         t1,
-        "count",
+        npt_result::StopReason::Count,
         serde_json::Value::Null,
         npt_result::any::Workload::Probe(body),
     )

@@ -196,7 +196,7 @@ fn probe_doc(base_ms: f64, secs: usize) -> AnyResult {
         "probe",
         t0,
         t1,
-        "duration",
+        npt_result::StopReason::Duration,
         serde_json::Value::Null,
         Workload::Probe(body),
     )

@@ -17,6 +17,9 @@ pub mod ping;
 pub mod probe;
 pub mod run;
 pub mod series;
+pub mod stop;
+
+pub use stop::StopReason;
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -46,8 +49,8 @@ pub struct Document<B> {
     pub started_at: String,
     pub ended_at: String,
     pub duration_s: f64,
-    /// Why the run ended: `count`, `duration`, `signal`, `abort` (second signal), `error`.
-    pub stopped_by: String,
+    /// Why the run ended ([`StopReason`]).
+    pub stopped_by: StopReason,
     pub config: serde_json::Value,
     #[serde(flatten)]
     pub body: B,
@@ -58,7 +61,7 @@ impl<B: Serialize> Document<B> {
         kind: &str,
         started: SystemTime,
         ended: SystemTime,
-        stopped_by: &str,
+        stopped_by: StopReason,
         config: serde_json::Value,
         body: B,
     ) -> Document<B> {
@@ -73,7 +76,7 @@ impl<B: Serialize> Document<B> {
                 .duration_since(started)
                 .map(|d| d.as_secs_f64())
                 .unwrap_or(0.0),
-            stopped_by: stopped_by.to_string(),
+            stopped_by,
             config,
             body,
         }

@@ -4,7 +4,7 @@
 //! printed. Here rather than in npt-ping so that every reader reads it as one typed result
 //! ([`crate::any::Workload::Ping`]).
 //!
-//! Field names are what users script against (README, `npt ping`); `schema/ping.schema.json`
+//! Field names are what users script against (docs/result-json.md, "ping"); `schema/ping.schema.json`
 //! checks them.
 
 use std::collections::BTreeMap;

@@ -171,7 +171,7 @@ fn every_activity_completes_without_errors_and_matches_the_schema() {
     // Serialized histograms decode to the same counts (exact merge later).
     let h = npt_stats::Histogram::from_serialized(&b.histograms["proto.tcp.latency"]).unwrap();
     assert_eq!(h.count(), b.protocols["tcp"].requests);
-    assert_eq!(out.stopped_by, "duration");
+    assert_eq!(out.stopped_by.name(), "duration");
     validate(&document(&cfg, &out));
 }
 
@@ -308,7 +308,11 @@ fn a_server_killed_mid_run_gives_classified_errors_and_a_report() {
         "after kill: {} requests, errors {:?}",
         b.summary.requests, b.errors.by_kind
     );
-    assert_eq!(out.stopped_by, "duration", "the run went on to its end");
+    assert_eq!(
+        out.stopped_by.name(),
+        "duration",
+        "the run went on to its end"
+    );
     assert!(b.summary.requests > 0, "requests before the kill");
     assert!(b.errors.total_errors > 0, "errors after the kill");
     let known = ["refused", "reset", "closed", "timeout", "protocol", "io"];

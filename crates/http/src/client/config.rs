@@ -129,7 +129,7 @@ pub struct RunResult {
     pub started: SystemTime,
     pub ended: SystemTime,
     /// `duration` or `signal`.
-    pub stopped_by: &'static str,
+    pub stopped_by: npt_result::StopReason,
     pub body: HttpBody,
     /// Client threads used, and why.
     pub threads: ThreadChoice,

@@ -37,8 +37,10 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Uri};
+use npt_result::error::ErrorKind;
 use npt_result::http::{ColdStart, HttpBody, HttpSummary};
 use npt_result::probe::Health;
+use npt_result::StopReason;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -196,13 +198,13 @@ pub fn run_with_progress(
     let stopped_by = loop {
         let now = Instant::now();
         if now >= end {
-            break "duration";
+            break StopReason::Duration;
         }
         if stop.load(Ordering::Relaxed) {
-            break "signal";
+            break StopReason::Signal;
         }
         if tasks.iter().all(|t| t.is_finished()) {
-            break "duration";
+            break StopReason::Duration;
         }
         std::thread::sleep(TICK.min(end - now));
         drain(&mut collector, &mut buf, ctx.ns(end));
@@ -325,12 +327,12 @@ mod tests {
     #[test]
     fn errors_are_classified() {
         let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
-        assert_eq!(classify(&refused), "refused");
+        assert_eq!(classify(&refused).name(), "refused");
         let reset = io::Error::from(io::ErrorKind::ConnectionReset);
-        assert_eq!(classify(&reset), "reset");
+        assert_eq!(classify(&reset).name(), "reset");
         let tls = io::Error::new(io::ErrorKind::InvalidData, rustls::Error::DecryptError);
-        assert_eq!(classify(&tls), "tls");
+        assert_eq!(classify(&tls).name(), "tls");
         let other = io::Error::other("weird");
-        assert_eq!(classify(&other), "protocol");
+        assert_eq!(classify(&other).name(), "protocol");
     }
 }

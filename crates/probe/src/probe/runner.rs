@@ -261,7 +261,8 @@ pub fn run(
                                     // This flow cannot send at all: a classified error in
                                     // the report, and the other flows still run.
                                     let mut t = Totals::default();
-                                    t.errors.record(e.kind(), || format!("via {via}: {e}"));
+                                    t.errors
+                                        .record(e.kind().name(), || format!("via {via}: {e}"));
                                     failed.push((i, t));
                                 }
                             }
@@ -368,17 +369,7 @@ pub fn run(
     // Start label + monotonic time: a wall-clock step cannot distort it (tests/wallclock.rs).
     let ended_wall = started_wall + Duration::from_nanos(clock.now().saturating_sub(start));
     let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
-    let stopped_by = [
-        StopReason::Abort,
-        StopReason::Signal,
-        StopReason::Duration,
-        StopReason::Count,
-        StopReason::Stalled,
-        StopReason::Error,
-    ]
-    .into_iter()
-    .find(|r| stops.contains(r))
-    .map_or("error", |r| r.name());
+    let stopped_by = StopReason::most_telling(stops);
     proxy_phases.extend(tcp_times.iter().filter_map(|t| t.proxy));
     let records = records.into_vec_logged();
     let mut body = build_body(cfg, &totals, &tcp_times, records, wall_s);
@@ -473,7 +464,7 @@ fn build_body(
     };
     let rtt = t.rtt.summary();
     let open_loop = matches!(cfg.pacing, PacingSpec::Rate { .. });
-    // TCP: connect and first packet (seed 001: connect + the first echo on that connection,
+    // TCP: connect and first packet (as quic-tun's latency test: connect + the first echo on that connection,
     // and nothing else, no wait for the schedule), one value per flow into HDR histograms.
     let (mut connect, mut first_packet) = (Histogram::new(), Histogram::new());
     for x in tcp {

@@ -201,20 +201,7 @@ fn envelope<B>(parts: &[(PathBuf, Document<B>)], body: B) -> Document<B> {
     let started_at = parts.iter().map(|(_, d)| d.started_at.clone()).min();
     let ended_at = parts.iter().map(|(_, d)| d.ended_at.clone()).max();
     let duration_s = parts.iter().map(|(_, d)| d.duration_s).fold(0.0, f64::max);
-    // A part stopped by hand or by an error says more about the run than one that finished.
-    let rank = |s: &str| match s {
-        "abort" => 0,
-        "signal" => 1,
-        "error" => 2,
-        "stalled" => 3,
-        "duration" => 4,
-        _ => 5,
-    };
-    let stopped_by = parts
-        .iter()
-        .map(|(_, d)| d.stopped_by.clone())
-        .min_by_key(|s| rank(s))
-        .unwrap_or_default();
+    let stopped_by = npt_result::StopReason::most_telling(parts.iter().map(|(_, d)| d.stopped_by));
     Document {
         schema: first.schema.clone(),
         kind: first.kind.clone(),

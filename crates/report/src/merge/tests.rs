@@ -48,7 +48,15 @@ fn probe_doc(samples: &[u64], index: u32, count: u32, run_id: &str) -> serde_jso
     let config = serde_json::json!({"segment": {
         "index": index, "count": count, "run_id": run_id, "config_hash": "h1"}});
     let now = SystemTime::now();
-    serde_json::to_value(Document::new("probe", now, now, "count", config, body)).unwrap()
+    serde_json::to_value(Document::new(
+        "probe",
+        now,
+        now,
+        npt_result::StopReason::Count,
+        config,
+        body,
+    ))
+    .unwrap()
 }
 
 fn part(json: serde_json::Value, name: &str) -> Part {

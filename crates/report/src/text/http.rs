@@ -244,7 +244,7 @@ mod tests {
             "http",
             now,
             now,
-            "duration",
+            npt_result::StopReason::Duration,
             serde_json::Value::Null,
             b.clone(),
         );

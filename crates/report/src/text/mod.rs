@@ -44,7 +44,7 @@ pub fn ms(v: f64) -> String {
     }
 }
 
-/// One stage line, printed while a probe runs (seed 002's `[阶段]` line, loss never negative).
+/// One stage line, printed while a probe runs (the line tester's `[阶段]` stage line, loss never negative).
 /// The probe's own fields of the record count as 0 where absent.
 pub fn stage_line(r: &Interval) -> String {
     let (sent, lost) = (r.sent.unwrap_or(0), r.lost.unwrap_or(0));
@@ -216,7 +216,7 @@ pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
             started_at: doc.started_at.clone(),
             ended_at: doc.ended_at.clone(),
             duration_s: doc.duration_s,
-            stopped_by: doc.stopped_by.clone(),
+            stopped_by: doc.stopped_by,
             config: doc.config.clone(),
             body: body.clone(),
         }
@@ -225,7 +225,7 @@ pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
         Workload::Probe(b) => write_probe(w, &with(doc, b)),
         Workload::Run(b) => run::write_run(&mut &mut *w, &with(doc, b)),
         Workload::Http(b) => http::write_http(w, &with(doc, b)),
-        Workload::Ping(b) => ping::write_ping(w, b, &doc.stopped_by, doc.duration_s),
+        Workload::Ping(b) => ping::write_ping(w, b, doc.stopped_by, doc.duration_s),
         Workload::Bulk(b) => bulk::write_bulk(w, &with(doc, b)),
     }
 }
@@ -252,7 +252,7 @@ mod tests {
             started_at: any.started_at.clone(),
             ended_at: any.ended_at.clone(),
             duration_s: any.duration_s,
-            stopped_by: any.stopped_by.clone(),
+            stopped_by: any.stopped_by,
             config: any.config.clone(),
             body: b.clone(),
         };

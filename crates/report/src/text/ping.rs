@@ -3,19 +3,20 @@
 use std::io::{self, Write};
 
 use npt_result::ping::PingBody;
+use npt_result::StopReason;
 
 /// The closing lines of `npt ping` (`--- TARGET ping statistics ---` …); `took_s` is the run's
 /// length.
 pub fn write_ping(
     out: &mut dyn Write,
     b: &PingBody,
-    stopped_by: &str,
+    stopped_by: StopReason,
     took_s: f64,
 ) -> io::Result<()> {
     let s = &b.summary;
     writeln!(out, "--- {} ping statistics ---", b.target)?;
     let stopped = match stopped_by {
-        "count" => String::new(),
+        StopReason::Count => String::new(),
         why => format!(", stopped by {why}"),
     };
     writeln!(
@@ -75,7 +76,14 @@ mod tests {
             histogram: h.to_serialized(),
         };
         let now = std::time::SystemTime::now();
-        let doc = Document::new("ping", now, now, "count", serde_json::json!({}), body);
+        let doc = Document::new(
+            "ping",
+            now,
+            now,
+            npt_result::StopReason::Count,
+            serde_json::json!({}),
+            body,
+        );
         let r = from_value("p.json", serde_json::to_value(&doc).unwrap()).unwrap();
         assert!(matches!(r.body, Workload::Ping(_)));
         let mut out = Vec::new();

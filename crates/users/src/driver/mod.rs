@@ -32,7 +32,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use npt_result::error::ErrorKind;
 use npt_result::run::RunBody;
+use npt_result::StopReason;
 use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
 use std::pin::Pin;
@@ -176,7 +178,7 @@ pub struct RunOutput {
     pub started: SystemTime,
     pub ended: SystemTime,
     /// `duration` or `signal`.
-    pub stopped_by: &'static str,
+    pub stopped_by: npt_result::StopReason,
 }
 
 struct Ctx {
@@ -327,13 +329,13 @@ async fn run_async(
     }
 
     // The clock of the run: intervals, progress, the end, signals.
-    let mut stopped_by = "duration";
+    let mut stopped_by = StopReason::Duration;
     let mut next_interval = cfg.interval;
     let mut last_cut = Duration::ZERO;
     loop {
         let now = ctx.t0.elapsed();
         if stop.load(Ordering::Relaxed) {
-            stopped_by = "signal";
+            stopped_by = StopReason::Signal;
             break;
         }
         if now >= end {
@@ -368,7 +370,7 @@ async fn run_async(
         u64::try_from(ctx.cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
     );
     for a in &cut.timed_out {
-        ctx.col.error(*a, "timeout", || {
+        ctx.col.error(*a, ErrorKind::Timeout, || {
             format!(
                 "no answer within {:?}, still waiting when the run ended",
                 ctx.cfg.timeout
@@ -483,7 +485,7 @@ async fn user_life(ctx: &Arc<Ctx>, mut user: User, id: u64) {
                 ctx.col.session(a);
                 let r = match (a, target) {
                     (Activity::Quic, _) => quic_visit(ctx, &mut user.chooser, id).await,
-                    (_, None) => Err(Fail::new("config", "no target")),
+                    (_, None) => Err(Fail::new(ErrorKind::Config, "no target")),
                     (Activity::Web, Some(t)) => web_visit(ctx, &mut user.chooser, id, t).await,
                     (Activity::Download, Some(t)) => {
                         let n = user.chooser.download(&ctx.cfg.shape);

@@ -199,31 +199,8 @@ impl AddAssign<&Interval> for Interval {
     }
 }
 
-/// Why a session stopped sending.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    Count,
-    Duration,
-    Signal,
-    Abort,
-    Error,
-    /// Relay pacing with nothing in flight and nothing it may send: every packet that could
-    /// release the next one was lost (seed 002: "a network like that is worth a complaint").
-    Stalled,
-}
-
-impl StopReason {
-    pub fn name(&self) -> &'static str {
-        match self {
-            StopReason::Count => "count",
-            StopReason::Duration => "duration",
-            StopReason::Signal => "signal",
-            StopReason::Abort => "abort",
-            StopReason::Error => "error",
-            StopReason::Stalled => "stalled",
-        }
-    }
-}
+/// Why a session stopped sending: the one stop vocabulary of every result.
+pub use npt_result::StopReason;
 
 /// What one received datagram turned out to be ([`super::Session::handle_arrival`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
