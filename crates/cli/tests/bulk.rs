@@ -281,3 +281,59 @@ fn a_stranger_cannot_make_serve_send_or_take_more_than_its_budget() {
     }
     drop(s);
 }
+
+/// `--token`: the keyed handshake opens every stream (and this host is then trusted); without
+/// it the server refuses, which is a classified error. `--via`: through a SOCKS5 proxy, with
+/// the token inside the tunnel.
+#[test]
+fn with_a_token_and_through_a_socks5_proxy() {
+    let (_s, addr) = serve(&["--token", "s3cret"]);
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("tcp://{addr}");
+    let out = dir.path().join("t.json");
+    let (o, doc) = bulk(
+        &[
+            &target,
+            "--token",
+            "s3cret",
+            "-P",
+            "2",
+            "--direction",
+            "both",
+            "--duration",
+            "1s",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(f(&doc, "/summary/goodput_bps/up") > 1e6 && f(&doc, "/summary/goodput_bps/down") > 1e6);
+    let out = dir.path().join("n.json");
+    let (o, doc) = bulk(&[&target, "--duration", "1s"], &out);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(u(&doc, "/errors/total_errors"), 1, "{}", doc["errors"]);
+    if !npt_proxy::testing::have("/usr/bin/microsocks") {
+        return;
+    }
+    let port = npt_proxy::testing::free_port();
+    let _m = npt_proxy::testing::microsocks(port, Some(("npt", "pw")));
+    let via = format!("socks5://npt:pw@127.0.0.1:{port}");
+    let out = dir.path().join("v.json");
+    let (o, doc) = bulk(
+        &[
+            &target,
+            "--token",
+            "s3cret",
+            "--via",
+            &via,
+            "--duration",
+            "1s",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(f(&doc, "/summary/goodput_bps/down") > 1e6);
+    assert_eq!(
+        doc["config"]["via"],
+        format!("socks5://npt@127.0.0.1:{port}")
+    );
+}
