@@ -334,6 +334,6 @@ fn with_a_token_and_through_a_socks5_proxy() {
     assert!(f(&doc, "/summary/goodput_bps/down") > 1e6);
     assert_eq!(
         doc["config"]["via"],
-        format!("socks5://npt@127.0.0.1:{port}")
+        format!("socks5://npt:***@127.0.0.1:{port}")
     );
 }
