@@ -22,7 +22,10 @@ pub(crate) fn io_fail(what: &str, e: &io::Error) -> Fail {
 }
 
 fn timeout_fail(what: &str, t: Duration) -> Fail {
-    (ErrorKind::Timeout, format!("{what}: no answer within {t:?}"))
+    (
+        ErrorKind::Timeout,
+        format!("{what}: no answer within {t:?}"),
+    )
 }
 
 /// How much longer than the run the responder is asked to go on: the tester ends the
@@ -68,7 +71,8 @@ pub(crate) async fn open<S: AsyncRead + AsyncWrite + Unpin>(
         .await
         .map_err(|_| timeout_fail("bulk reply", t))??;
     if h.status == status::REFUSED {
-        return Err((ErrorKind::Protocol,
+        return Err((
+            ErrorKind::Protocol,
             "the responder refused the bulk request".to_string(),
         ));
     }
@@ -83,7 +87,8 @@ pub(crate) async fn read_reply<R: AsyncRead + Unpin>(
     let mut b = [0u8; bulk::REPLY_LEN];
     r.read_exact(&mut b).await.map_err(|e| {
         if e.kind() == io::ErrorKind::UnexpectedEof {
-            (ErrorKind::Closed,
+            (
+                ErrorKind::Closed,
                 "the responder closed the stream (not npt serve, or an older one without bulk?)"
                     .to_string(),
             )
@@ -93,7 +98,8 @@ pub(crate) async fn read_reply<R: AsyncRead + Unpin>(
     })?;
     let h = Header::decode(&b).map_err(|e| (ErrorKind::Protocol, format!("bulk reply: {e}")))?;
     if h.kind != Kind::BulkReply || h.frame_len as usize != bulk::REPLY_LEN {
-        return Err((ErrorKind::Protocol,
+        return Err((
+            ErrorKind::Protocol,
             format!("expected a bulk reply, got {:?}", h.kind),
         ));
     }

@@ -80,7 +80,10 @@ async fn connection(
         Err(_) => {
             return fail_all(
                 &states,
-                &(ErrorKind::Timeout, format!("QUIC handshake: no answer within {t:?}")),
+                &(
+                    ErrorKind::Timeout,
+                    format!("QUIC handshake: no answer within {t:?}"),
+                ),
             )
         }
     };
@@ -124,7 +127,12 @@ async fn stream(
     let t = cfg.timeout;
     let (mut send, mut recv) = tokio::time::timeout(t, conn.open_bi())
         .await
-        .map_err(|_| (ErrorKind::Timeout, format!("open stream: no answer within {t:?}")))?
+        .map_err(|_| {
+            (
+                ErrorKind::Timeout,
+                format!("open stream: no answer within {t:?}"),
+            )
+        })?
         .map_err(|e| (classify_connection(&e), format!("open stream: {e}")))?;
     let key = {
         let mut joined = tokio::io::join(&mut recv, &mut send);

@@ -88,7 +88,12 @@ async fn run(
     let t = cfg.timeout;
     let mut s = tokio::time::timeout(t, connect(cfg, addrs))
         .await
-        .map_err(|_| (ErrorKind::Timeout, format!("connect: no answer within {t:?}")))??;
+        .map_err(|_| {
+            (
+                ErrorKind::Timeout,
+                format!("connect: no answer within {t:?}"),
+            )
+        })??;
     let _ = s.set_nodelay(true);
     let key = frames::open(&mut s, cfg, st).await?;
     sample(&s, st);

@@ -150,7 +150,9 @@ fn flow(
     let Some(rate) = cfg.udp else {
         return Err((ErrorKind::Config, "UDP bulk without a rate".into()));
     };
-    let target = *addrs.first().ok_or((ErrorKind::Config, "no address".to_string()))?;
+    let target = *addrs
+        .first()
+        .ok_or((ErrorKind::Config, "no address".to_string()))?;
     let bind: SocketAddr = if target.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {
@@ -222,7 +224,8 @@ fn flow(
             if first_answer.is_none()
                 && now > u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX)
             {
-                return Err((ErrorKind::Timeout,
+                return Err((
+                    ErrorKind::Timeout,
                     format!(
                         "no bulk report within {:?} (not npt serve, or the path drops everything?)",
                         cfg.timeout
