@@ -1,5 +1,5 @@
-//! One command path for every workload: what `npt probe`, `run`, `http` and `ping` do around a
-//! run, written once. A subcommand parses its flags into a validated config (a
+//! One command path for every workload: what `npt probe`, `run`, `http`, `ping` and `bulk` do
+//! around a run, written once. A subcommand parses its flags into a validated config (a
 //! [`Workload`]), says how it is shown ([`Subcommand`]) and where its output goes
 //! ([`Options`]); [`execute`] does the rest, in this order:
 //!
@@ -107,6 +107,53 @@ pub struct Options<'a> {
     pub text: Sink,
     /// `--quiet`: no banner, no live view, no progress lines.
     pub quiet: bool,
+}
+
+/// No `--segment` (ping, bulk).
+static NO_SEGMENT: SegmentArgs = SegmentArgs {
+    segment: None,
+    start_at: None,
+    run_id: None,
+};
+
+/// No `--metrics` (ping, bulk).
+static NO_METRICS: MetricsArgs = MetricsArgs {
+    metrics: None,
+    metrics_linger: None,
+};
+
+impl<'a> Options<'a> {
+    /// `--json FILE|-` as `ping` and `bulk` take it: the document to FILE, or to stdout with
+    /// `-` (the text then goes to stderr, where it does not mix with it); no segment, no
+    /// metrics.
+    pub fn json_file_or_dash(json: Option<&'a Path>, quiet: bool) -> Options<'a> {
+        let json_stdout = json == Some(Path::new("-"));
+        Options {
+            notices: Vec::new(),
+            segment: &NO_SEGMENT,
+            metrics: &NO_METRICS,
+            labels: Vec::new(),
+            json_file: json.filter(|_| !json_stdout),
+            json_stdout,
+            text: if json_stdout {
+                Sink::Stderr
+            } else {
+                Sink::Stdout
+            },
+            quiet,
+        }
+    }
+}
+
+impl Sink {
+    /// A writer for text that goes with the report (a header before the run, lines during it).
+    pub fn writer(self) -> Box<dyn Write> {
+        match self {
+            Sink::Stdout => Box::new(io::stdout()),
+            Sink::Stderr => Box::new(io::stderr()),
+            Sink::Nowhere => Box::new(io::sink()),
+        }
+    }
 }
 
 /// Runs `w` with everything around it; see the module doc for the order.

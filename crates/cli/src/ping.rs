@@ -4,7 +4,7 @@
 //! no series). Exit 1 when nothing answered, 2 for a bad flag.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -15,9 +15,7 @@ use npt_ping::{Config, Proto, QuicTrust, Target};
 use npt_result::ping::PingBody;
 use npt_result::Document;
 
-use crate::execute::{execute, Options, Sink, Subcommand};
-use crate::metrics::MetricsArgs;
-use crate::segment::SegmentArgs;
+use crate::execute::{execute, Options, Subcommand};
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -153,36 +151,6 @@ fn what(cfg: &Config) -> String {
     }
 }
 
-/// Where a ping's text goes: stdout, or stderr when the JSON document goes to stdout
-/// (`--json -`); the same for a ping measured here and one measured by an agent (`--from`).
-pub(crate) fn text_sink(a: &PingArgs) -> (Sink, Box<dyn Write>) {
-    if a.json.as_deref() == Some(Path::new("-")) {
-        (Sink::Stderr, Box::new(std::io::stderr()))
-    } else {
-        (Sink::Stdout, Box::new(std::io::stdout()))
-    }
-}
-
-/// Runs a ping, measured here or by an agent: no segment, metrics or live view (a ping has no
-/// series); the result to `--json FILE`, or to stdout with `--json -`.
-pub(crate) fn execute_ping<W: Subcommand>(w: W, a: &PingArgs) -> anyhow::Result<ExitCode> {
-    let (text, _) = text_sink(a);
-    let json_stdout = text == Sink::Stderr;
-    execute(
-        w,
-        Options {
-            notices: Vec::new(),
-            segment: &SegmentArgs::default(),
-            metrics: &MetricsArgs::default(),
-            labels: Vec::new(),
-            json_file: a.json.as_deref().filter(|_| !json_stdout),
-            json_stdout,
-            text,
-            quiet: a.quiet,
-        },
-    )
-}
-
 /// A ping's text summary, measured here or by an agent.
 pub(crate) fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
     npt_report::text::write_ping(out, &doc.body, doc.stopped_by, doc.duration_s)
@@ -198,7 +166,8 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         return crate::ping_from::run(a);
     }
     let cfg = config(&a)?;
-    let (_, mut out) = text_sink(&a);
+    let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let mut out = o.text.writer();
     let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
     let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
     writeln!(
@@ -226,7 +195,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         };
         writable = writeln!(out, "{line}").and_then(|()| out.flush()).is_ok();
     });
-    execute_ping(ping, &a)
+    execute(ping, o)
 }
 
 impl Subcommand for Ping<'_> {

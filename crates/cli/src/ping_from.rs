@@ -24,8 +24,8 @@ use npt_result::{Document, StopReason};
 use npt_stats::Snapshot;
 use npt_wire::hop::{self, HopProto, HopReply, HopRequest, Sample};
 
-use crate::execute::Subcommand;
-use crate::ping::{execute_ping, positive, text_sink, PingArgs};
+use crate::execute::{execute, Options, Subcommand};
+use crate::ping::{positive, PingArgs};
 use crate::usage;
 
 /// The longest one request may take (attempts × interval + timeout): the agent refuses more
@@ -225,7 +225,8 @@ fn record_failure(tally: &mut Tally, e: &RemoteError, first: u64, n: u16) -> Str
 
 pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let (_, mut text) = text_sink(&a);
+    let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let mut text = o.text.writer();
     writeln!(
         text,
         "PING {} measured from {}: {}",
@@ -235,7 +236,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     )?;
     text.flush()?;
     let quiet = a.quiet;
-    execute_ping(FromPing { cfg, quiet, text }, &a)
+    execute(FromPing { cfg, quiet, text }, o)
 }
 
 /// A ping measured by an agent, as a [`Workload`]: the agent's samples are its tally, their

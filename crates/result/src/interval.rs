@@ -1,4 +1,4 @@
-//! One interval record for every workload (`intervals[]` of a `probe`, `run` or `http` result,
+//! One interval record for every workload (`intervals[]` of a `probe`, `run`, `http` or `bulk` result,
 //! schema `npt.result.v2`), so a reader of the series — the CSV, the HTML charts, `compare`,
 //! `merge`, the live lines — is written once instead of once per kind.
 //!
@@ -68,6 +68,10 @@ pub struct Interval {
     /// Http: responses by status code (`"200"` …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<BTreeMap<String, u64>>,
+
+    /// Bulk: each stream's part of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<Vec<crate::bulk::StreamInterval>>,
 
     /// The latency samples of `latency_ms` (ns), so intervals merge exactly.
     pub histogram: SerializedHistogram,

@@ -4,12 +4,14 @@
 //! it depends on `npt-stats` and serde only, so no engine depends on a renderer.
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
-//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`]), and [`any`] reads any of them
-//! as one type with a typed workload part. [`workload`] is the contract an engine keeps with
-//! the command line: run with a config and a stop control, report intervals, return a body. Types derive `Deserialize` as well as `Serialize` so
+//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`]), and [`any`] reads
+//! any of them as one type with a typed workload part. [`workload`] is the contract an engine
+//! keeps with the command line: run with a config and a stop control, report intervals, return
+//! a body. Types derive `Deserialize` as well as `Serialize` so
 //! a saved result can be rendered again or merged without re-running anything.
 
 pub mod any;
+pub mod bulk;
 pub mod error;
 pub mod http;
 pub mod interval;

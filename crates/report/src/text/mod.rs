@@ -9,10 +9,12 @@ use npt_result::interval::Interval;
 use npt_result::probe::ProbeBody;
 use npt_result::Document;
 
+mod bulk;
 mod http;
 mod ping;
 mod run;
 
+pub use bulk::{interval_line as bulk_interval_line, write_bulk};
 pub use http::write_http;
 pub use ping::write_ping;
 pub use run::write_run;
@@ -224,6 +226,7 @@ pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
         Workload::Run(b) => run::write_run(&mut &mut *w, &with(doc, b)),
         Workload::Http(b) => http::write_http(w, &with(doc, b)),
         Workload::Ping(b) => ping::write_ping(w, b, doc.stopped_by, doc.duration_s),
+        Workload::Bulk(b) => bulk::write_bulk(w, &with(doc, b)),
     }
 }
 

@@ -1,0 +1,39 @@
+//! `npt bulk` as a [`Workload`]: a [`Config`] runs through [`crate::run`] and records itself in
+//! the result's `config`. It hands over every interval it closes (the lines `npt bulk` prints)
+//! and no `--metrics` totals.
+
+use std::sync::Arc;
+
+use npt_result::bulk::BulkBody;
+use npt_result::workload::{Finished, Progress, Stop, Workload};
+
+use crate::{BulkError, Config, Proto};
+
+impl Workload for Config {
+    const KIND: &'static str = "bulk";
+    type Body = BulkBody;
+    type Error = BulkError;
+
+    fn config(&self) -> serde_json::Value {
+        serde_json::json!({
+            "target": self.target.to_string(),
+            "proto": self.target.proto.name(),
+            "direction": if self.target.proto == Proto::Udp { "up" } else { self.ways.name() },
+            "streams": self.streams,
+            "duration_s": self.duration.as_secs_f64(),
+            "interval_s": self.interval.as_secs_f64(),
+            "rate_bps": self.udp.map(|u| u.rate_bps),
+            "size": self.udp.map(|u| u.size),
+            "timeout_s": self.timeout.as_secs_f64(),
+            "via": self.via.as_ref().map(|v| v.to_string()),
+        })
+    }
+
+    fn run(
+        &mut self,
+        stop: &Arc<Stop>,
+        on_interval: &mut dyn FnMut(&Progress<'_>),
+    ) -> Result<Finished<BulkBody>, BulkError> {
+        crate::run(self, stop, on_interval)
+    }
+}
