@@ -1,6 +1,6 @@
-//! The contract every workload (`probe`, `run`, `http`, `ping`) keeps with the command line, so
-//! that the sequence around a run — segment, start-at, signals, metrics, live view, result
-//! file, rendering, exit code — is written once (`npt`'s `execute`) instead of once per
+//! The contract every workload (`probe`, `run`, `http`, `ping`, `bulk`) keeps with the command
+//! line, so that the sequence around a run — segment, start-at, signals, metrics, live view,
+//! result file, rendering, exit code — is written once (`npt`'s `execute`) instead of once per
 //! subcommand. It sits here, below the engines, because the engines implement it and the cli
 //! calls it; it names only result types.
 //!
