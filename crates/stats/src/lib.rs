@@ -11,6 +11,7 @@ use std::ops::AddAssign;
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Lowest value told apart from zero, in ns. DESIGN.md asks for 1 µs .. 1 h at three
@@ -217,29 +218,42 @@ impl AddAssign<&Histogram> for Histogram {
     }
 }
 
-/// A latency distribution summarized in milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// A latency distribution summarized in milliseconds (all zeros when `count` is 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Summary {
+    /// Samples recorded.
     pub count: u64,
     pub min: f64,
     pub mean: f64,
+    /// Standard deviation.
     pub stddev: f64,
     pub p50: f64,
     pub p90: f64,
     pub p95: f64,
     pub p99: f64,
+    /// 99.9th percentile.
     pub p999: f64,
+    /// 99.99th percentile.
     pub p9999: f64,
     pub max: f64,
 }
 
-/// A histogram as stored in a result document.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A histogram as stored in a result document: an HDR histogram of nanoseconds (1 ns .. 1 h,
+/// three significant digits), serialized so that files merge exactly.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct SerializedHistogram {
+    /// HdrHistogram's V2 deflate serialization, base64 ([`ENCODING`]).
+    #[schemars(extend("const" = ENCODING))]
     pub encoding: String,
+    /// Unit of the recorded values.
+    #[schemars(extend("const" = "ns"))]
     pub unit: String,
+    /// Values above the highest trackable (1 h) recorded as 1 h.
     #[serde(default)]
     pub clamped: u64,
+    #[schemars(extend("contentEncoding" = "base64"))]
     pub data: String,
 }
 
@@ -341,15 +355,20 @@ impl AddAssign<&Jitter> for JitterMean {
 pub const EXAMPLES_PER_KIND: usize = 3;
 
 /// Errors counted by kind, with the first few messages of each as examples.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct ErrorCounts {
     kinds: BTreeMap<String, ErrorKind>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The errors of one kind: how many, and the first few messages.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ErrorKind {
+    #[schemars(range(min = 1))]
     pub count: u64,
+    /// At most [`EXAMPLES_PER_KIND`] messages.
+    #[schemars(length(max = EXAMPLES_PER_KIND))]
     pub examples: Vec<String>,
 }
 
