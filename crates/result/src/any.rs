@@ -38,7 +38,7 @@ pub type AnyResult = Document<Workload>;
 /// The typed part of a result that differs by workload. Serializes flat, as each body always
 /// did (the envelope's `kind` says which it is). A ping is not a workload (no intervals, no
 /// tester health) but is read as one so that `report` and `compare` read every result alike.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 // One value per result read, never a collection of them: the variants' sizes do not matter.
 #[allow(clippy::large_enum_variant)]

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use npt_stats::{SerializedHistogram, Summary};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::probe::Directions;
@@ -16,7 +17,8 @@ use crate::probe::Directions;
 /// One stage of a run. A probe's loss is attributed to the interval a packet was *sent* in
 /// (an interval closes once its last packet's loss timeout has passed); a request of `run` or
 /// `http` belongs to the interval in which it completed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Interval {
     pub index: u32,
     /// Seconds since the start of the run.
@@ -45,6 +47,7 @@ pub struct Interval {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reordered: Option<u64>,
     /// Probe: `lost ÷ sent`, in %.
+    #[schemars(range(min = 0, max = 100))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_pct: Option<f64>,
     /// Probe: RFC 3550 jitter of the RTT, and the samples it is the weighted mean of.
@@ -66,6 +69,7 @@ pub struct Interval {
     pub active_connections: Option<u64>,
 
     /// Http: responses by status code (`"200"` …).
+    #[schemars(extend("propertyNames" = {"pattern": "^[1-9][0-9]{2}$"}))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<BTreeMap<String, u64>>,
 

@@ -15,6 +15,7 @@ pub mod interval;
 pub mod ping;
 pub mod probe;
 pub mod run;
+pub mod schema;
 pub mod series;
 pub mod stop;
 
@@ -24,6 +25,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::SystemTime;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use npt_stats::{ErrorCounts, SerializedHistogram, Summary};
@@ -39,17 +41,30 @@ pub const SCHEMA_V1: &str = "npt.result.v1";
 /// Serialized HDR histograms (ns) by dotted name (`rtt`, `proto.tcp.latency`, `hosts.a.test` …).
 pub type Histograms = std::collections::BTreeMap<String, SerializedHistogram>;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One result document: the envelope every kind shares, then the body of its kind.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Document<B> {
+    /// The layout's version, `npt.result.v2` ([`SCHEMA`]; v1 files are read, not written).
+    #[schemars(extend("const" = SCHEMA))]
     pub schema: String,
+    /// The workload: `probe`, `run`, `http` or `ping`.
     pub kind: String,
     pub tool: Tool,
+    /// The machine that measured.
     pub host: Host,
+    /// Wall-clock start, RFC 3339 (a label; intervals are timed on the monotonic clock).
+    #[schemars(extend("format" = "date-time"))]
     pub started_at: String,
+    #[schemars(extend("format" = "date-time"))]
     pub ended_at: String,
     pub duration_s: f64,
     /// Why the run ended ([`StopReason`]).
+    #[schemars(description = "Why the run ended.")]
     pub stopped_by: StopReason,
+    /// The effective configuration, after config files and flags (its fields per subcommand:
+    /// docs/result-json.md).
+    #[schemars(extend("type" = "object"))]
     pub config: serde_json::Value,
     #[serde(flatten)]
     pub body: B,
@@ -91,8 +106,11 @@ impl<B: Serialize> Document<B> {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The program that wrote the document.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Tool {
+    #[schemars(extend("const" = "npt"))]
     pub name: String,
     pub version: String,
 }
@@ -106,11 +124,13 @@ impl Tool {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Host {
     pub hostname: String,
     pub os: String,
     pub arch: String,
+    #[schemars(range(min = 1))]
     pub cpus: usize,
 }
 

@@ -6,34 +6,52 @@
 use std::collections::BTreeMap;
 
 use npt_stats::{ErrorCounts, JitterMean, Summary};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::interval::Interval;
 use crate::Histograms;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The body of a `probe` result.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProbeBody {
     pub summary: ProbeSummary,
     pub health: Health,
     /// NPT's block, keyed by protocol (`udp` or `tcp`).
+    #[schemars(extend("propertyNames" = {"enum": ["udp", "tcp"]}, "minProperties" = 1))]
     pub latency: BTreeMap<String, NptLatency>,
     pub errors: Errors,
     /// Serialized HDR histograms (ns) by name: [`hist`].
+    #[schemars(
+        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect` and `first_packet` (TCP)."
+    )]
+    #[schemars(extend("propertyNames" = {"enum": hist::ALL}, "required" = [hist::RTT, hist::IPDV]))]
     pub histograms: Histograms,
+    /// The probe fills `sent`, `lost`, `late`, `duplicated`, `reordered`, `loss_pct`,
+    /// `jitter_ms` and `bandwidth_bps` besides the common fields.
+    #[schemars(extend("allOf" = [{"items": {"required": ["sent", "lost", "late", "duplicated", "reordered", "loss_pct", "jitter_ms", "bandwidth_bps"]}}]))]
     pub intervals: Vec<Interval>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What the probe did and what it measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProbeSummary {
+    #[schemars(extend("enum" = ["udp", "tcp"]))]
     pub protocol: String,
     pub target: String,
     /// `interval`, `rate` or `relay`.
+    #[schemars(extend("enum" = ["interval", "rate", "relay"]))]
     pub mode: String,
     /// True for `rate` (open loop, latency also from the intended send time).
     pub open_loop: bool,
     /// `framed` (npt serve) or `raw` (any echo server).
+    #[schemars(extend("enum" = ["framed", "raw"]))]
     pub framing: String,
+    #[schemars(range(min = 1))]
     pub clients: u32,
+    #[schemars(range(min = 1))]
     pub size: u32,
     pub sent: u64,
     /// First replies within the loss timeout. `received + lost == sent`.
@@ -43,6 +61,7 @@ pub struct ProbeSummary {
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
+    #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
     /// Packets sent per second over the send phase.
     pub pps: f64,
@@ -95,7 +114,8 @@ pub struct ProbeSummary {
 }
 
 /// TCP phases of a probe's flows, in ms.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProbePhases {
     /// TCP connect (with `--via`: until the tunnel is open), one per flow.
     pub connect: Summary,
@@ -104,7 +124,8 @@ pub struct ProbePhases {
 }
 
 /// A proxy handshake, phase by phase (ms, means over `handshakes`).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProxyPhases {
     /// The proxy URL, password left out.
     pub via: String,
@@ -120,14 +141,17 @@ pub struct ProxyPhases {
     pub handshake_ms: f64,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// One figure each way: `up` (client to server) and `down`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Directions {
     pub up: f64,
     pub down: f64,
 }
 
 /// The tester's own health: was the client the bottleneck?
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Health {
     /// Sends that left more than `behind_threshold_ms` after they were due.
     pub sends_behind_schedule: u64,
@@ -146,7 +170,8 @@ pub struct Health {
 }
 
 /// NPT's latency block: `latency.<proto>.{avg,p50,p95,p99,max,min}_ms`.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct NptLatency {
     pub avg_ms: f64,
     pub p50_ms: f64,
@@ -174,15 +199,23 @@ impl From<&Summary> for NptLatency {
 /// request started (`run`, `http`: completed, failed or still in flight at the end). An error
 /// that kept anything from being sent at all (a flow that could not connect) counts as its own
 /// attempt, so the rate is never above 1.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Errors {
     pub total_errors: u64,
     /// `total_errors ÷ attempts`, 0..=1.
+    #[schemars(range(min = 0, max = 1))]
     pub error_rate: f64,
     /// What `error_rate` divides by. Absent in files written before it was recorded; read
     /// those with [`Errors::attempts_or`].
+    #[schemars(
+        description = "What `error_rate` divides by. Absent in files written before it was recorded."
+    )]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u64>,
+    /// Counts and examples by kind, in the one vocabulary of error kinds
+    /// ([`crate::error::ErrorKind`], docs/result-json.md).
+    #[schemars(extend("propertyNames" = {"enum": crate::error::ErrorKind::names()}))]
     pub by_kind: ErrorCounts,
 }
 
@@ -234,6 +267,8 @@ pub mod hist {
     /// TCP only: connect and connect + first echo, one value per flow.
     pub const CONNECT: &str = "connect";
     pub const FIRST_PACKET: &str = "first_packet";
+    /// Every name above.
+    pub const ALL: [&str; 5] = [RTT, RTT_CORRECTED, IPDV, CONNECT, FIRST_PACKET];
 }
 
 #[cfg(test)]

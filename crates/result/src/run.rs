@@ -8,37 +8,48 @@
 use std::collections::BTreeMap;
 
 use npt_stats::Summary;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::interval::Interval;
 use crate::probe::{Directions, Errors, NptLatency};
 use crate::Histograms;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The body of a `run` result.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RunBody {
     pub summary: RunSummary,
     pub health: RunHealth,
     /// NPT's block: `latency.<tcp|quic|udp>.{avg,p50,p95,p99,max,min}_ms`, request latency
     /// (first byte handed to the socket → last response byte read). Protocols with no
     /// completed request are left out.
+    #[schemars(extend("propertyNames" = {"enum": ["tcp", "quic", "udp"]}))]
     pub latency: BTreeMap<String, NptLatency>,
     /// NPT's block; `error_rate` = errors ÷ requests started (see [`Errors`]).
     pub errors: Errors,
     /// Keyed `tcp`, `quic`, `udp`.
+    #[schemars(extend("propertyNames" = {"enum": ["tcp", "quic", "udp"]}))]
     pub protocols: BTreeMap<String, ProtocolStats>,
     /// Keyed `web`, `quic`, `download`, `upload`, `game` (activities in the mix only).
+    #[schemars(extend("propertyNames" = {"enum": ["web", "quic", "download", "upload", "game"]}))]
     pub activities: BTreeMap<String, ActivityStats>,
     /// Serialized HDR histograms (ns): `proto.<tcp|quic|udp>.<latency|connect|handshake|
     /// first_request>`, `activity.<name>.<latency|ttfb>`, `health.timer_lateness`.
+    #[schemars(extend("propertyNames" = {"pattern": "^(proto\\.(tcp|quic|udp)\\.(latency|connect|handshake|first_request|proxy)|activity\\.(web|quic|download|upload|game)\\.(latency|ttfb)|health\\.timer_lateness)$"}))]
     pub histograms: Histograms,
     /// One per interval (1 s by default); `bytes`, `active_users` and `active_connections`
     /// filled besides the common fields.
+    #[schemars(extend("allOf" = [{"items": {"required": ["bytes", "active_users", "active_connections"]}}]))]
     pub intervals: Vec<Interval>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What the users did, over the whole run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RunSummary {
     /// `closed` (fixed users with think time) or `open` (sessions arriving at a rate).
+    #[schemars(extend("enum" = ["closed", "open"]))]
     pub model: String,
     pub targets: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,7 +84,8 @@ pub struct RunSummary {
 }
 
 /// The tester's own health: was the client the bottleneck?
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RunHealth {
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
@@ -87,7 +99,9 @@ pub struct RunHealth {
     pub late_threshold_ms: f64,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// One protocol's requests and connections.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProtocolStats {
     pub requests: u64,
     pub errors: u64,
@@ -109,8 +123,11 @@ pub struct ProtocolStats {
     pub proxy_ms: Option<Summary>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// One activity of the mix.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ActivityStats {
+    #[schemars(extend("enum" = ["tcp", "quic", "udp"]))]
     pub protocol: String,
     pub sessions: u64,
     pub requests: u64,
@@ -127,7 +144,9 @@ pub struct ActivityStats {
     pub game: Option<GameStats>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// The game activity's UDP packets.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct GameStats {
     pub sent: u64,
     /// First replies within the loss timeout. `received + lost == sent`.
@@ -136,6 +155,7 @@ pub struct GameStats {
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
+    #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
     /// RFC 3550 interarrival jitter of the RTT, sample-weighted over sessions.
     pub jitter_ms: f64,

@@ -244,7 +244,7 @@ pub struct Summary {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct SerializedHistogram {
-    /// HdrHistogram's V2 deflate serialization, base64 ([`ENCODING`]).
+    /// HdrHistogram's V2 deflate serialization in base64, `hdr-v2-deflate-base64` ([`ENCODING`]).
     #[schemars(extend("const" = ENCODING))]
     pub encoding: String,
     /// Unit of the recorded values.
@@ -367,7 +367,7 @@ pub struct ErrorCounts {
 pub struct ErrorKind {
     #[schemars(range(min = 1))]
     pub count: u64,
-    /// At most [`EXAMPLES_PER_KIND`] messages.
+    /// The first messages of this kind, a few at most ([`EXAMPLES_PER_KIND`]).
     #[schemars(length(max = EXAMPLES_PER_KIND))]
     pub examples: Vec<String>,
 }
