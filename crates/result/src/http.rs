@@ -36,7 +36,10 @@ pub struct HttpBody {
     #[schemars(
         description = "Serialized HDR histograms (ns) by name: `latency`, `latency_uncorrected`, `ttfb`, `connect`, `tls`, `proxy`, and `hosts.<host>` per host."
     )]
-    #[schemars(extend("propertyNames" = {"pattern": "^(latency|latency_uncorrected|ttfb|connect|tls|proxy|hosts\\..+)$"}, "required" = [hist::LATENCY, hist::TTFB, hist::CONNECT]))]
+    #[schemars(extend(
+        "propertyNames" = {"pattern": "^(latency|latency_uncorrected|ttfb|connect|tls|proxy|hosts\\..+)$"},
+        "required" = [hist::LATENCY, hist::TTFB, hist::CONNECT],
+    ))]
     pub histograms: Histograms,
     /// One per interval (1 s); `status` filled besides the common fields.
     #[schemars(extend("allOf" = [{"items": {"required": ["status"]}}]))]
@@ -47,7 +50,10 @@ pub struct HttpBody {
 /// `latency_uncorrected_ms` are always there.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-#[schemars(extend("if" = {"properties": {"open_loop": {"const": true}}}, "then" = {"required": ["rate", "latency_uncorrected_ms"]}))]
+#[schemars(extend(
+    "if" = {"properties": {"open_loop": {"const": true}}},
+    "then" = {"required": ["rate", "latency_uncorrected_ms"]},
+))]
 pub struct HttpSummary {
     pub url: String,
     /// The socket address requests were sent to.

@@ -29,7 +29,11 @@ pub struct PingBody {
     pub addresses: Vec<String>,
     pub summary: PingSummary,
     /// `latency.<tcp|udp|quic>`: the NPT latency block.
-    #[schemars(extend("propertyNames" = {"enum": ["tcp", "udp", "quic"]}, "minProperties" = 1, "maxProperties" = 1))]
+    #[schemars(extend(
+        "propertyNames" = {"enum": ["tcp", "udp", "quic"]},
+        "minProperties" = 1,
+        "maxProperties" = 1,
+    ))]
     pub latency: BTreeMap<String, NptLatency>,
     /// `error_rate` = total_errors ÷ sent (`attempts` is not written).
     pub errors: Errors,

@@ -30,7 +30,9 @@ pub struct ProbeBody {
     pub histograms: Histograms,
     /// The probe fills `sent`, `lost`, `late`, `duplicated`, `reordered`, `loss_pct`,
     /// `jitter_ms` and `bandwidth_bps` besides the common fields.
-    #[schemars(extend("allOf" = [{"items": {"required": ["sent", "lost", "late", "duplicated", "reordered", "loss_pct", "jitter_ms", "bandwidth_bps"]}}]))]
+    #[schemars(extend("allOf" = [{"items": {"required": [
+        "sent", "lost", "late", "duplicated", "reordered", "loss_pct", "jitter_ms", "bandwidth_bps",
+    ]}}]))]
     pub intervals: Vec<Interval>,
 }
 

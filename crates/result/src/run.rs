@@ -36,11 +36,17 @@ pub struct RunBody {
     pub activities: BTreeMap<String, ActivityStats>,
     /// Serialized HDR histograms (ns): `proto.<tcp|quic|udp>.<latency|connect|handshake|
     /// first_request>`, `activity.<name>.<latency|ttfb>`, `health.timer_lateness`.
-    #[schemars(extend("propertyNames" = {"pattern": "^(proto\\.(tcp|quic|udp)\\.(latency|connect|handshake|first_request|proxy)|activity\\.(web|quic|download|upload|game)\\.(latency|ttfb)|health\\.timer_lateness)$"}))]
+    #[schemars(extend("propertyNames" = {"pattern": concat!(
+        "^(proto\\.(tcp|quic|udp)\\.(latency|connect|handshake|first_request|proxy)",
+        "|activity\\.(web|quic|download|upload|game)\\.(latency|ttfb)",
+        "|health\\.timer_lateness)$",
+    )}))]
     pub histograms: Histograms,
     /// One per interval (1 s by default); `bytes`, `active_users` and `active_connections`
     /// filled besides the common fields.
-    #[schemars(extend("allOf" = [{"items": {"required": ["bytes", "active_users", "active_connections"]}}]))]
+    #[schemars(extend("allOf" = [
+        {"items": {"required": ["bytes", "active_users", "active_connections"]}}
+    ]))]
     pub intervals: Vec<Interval>,
 }
 
