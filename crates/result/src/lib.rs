@@ -6,7 +6,8 @@
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
 //! body is per kind (see [`probe`], [`run`], [`http`], [`ping`]), and [`any`] reads any of them
 //! as one type with a typed workload part. Types derive `Deserialize` as well as `Serialize` so
-//! a saved result can be rendered again or merged without re-running anything.
+//! a saved result can be rendered again or merged without re-running anything, and
+//! `JsonSchema`, from which the checked-in `schema/<kind>.schema.json` are generated ([`schema`]).
 
 pub mod any;
 pub mod error;
