@@ -26,7 +26,13 @@ impl Directions {
 
     /// Bits per second of byte counts moved in `secs` (0 for no time).
     pub fn bits_per_s(up: u64, down: u64, secs: f64) -> Directions {
-        let per_s = |b: u64| if secs > 0.0 { b as f64 * 8.0 / secs } else { 0.0 };
+        let per_s = |b: u64| {
+            if secs > 0.0 {
+                b as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        };
         Directions {
             up: per_s(up),
             down: per_s(down),
@@ -203,7 +209,10 @@ mod tests {
         };
         a += &ErrorStats::from_block(&old, 6);
         let e = a.block();
-        assert_eq!((e.total_errors, e.attempts, e.error_rate), (2, Some(10), 0.2));
+        assert_eq!(
+            (e.total_errors, e.attempts, e.error_rate),
+            (2, Some(10), 0.2)
+        );
     }
 
     #[test]

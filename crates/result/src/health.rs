@@ -114,8 +114,14 @@ mod tests {
             "cpu_user_s": 1.0, "cpu_sys_s": 0.5, "cpu_pct": 20.0, "max_rss_bytes": 7,
             "timer_lateness_ms": Summary::default(), "late_wakeups": 2, "late_threshold_ms": 10.0}))
         .unwrap();
-        assert_eq!((run.late_wakeups, run.sends_behind_schedule), (Some(2), None));
-        assert!(serde_json::to_value(run).unwrap().get("send_lateness_ms").is_none());
+        assert_eq!(
+            (run.late_wakeups, run.sends_behind_schedule),
+            (Some(2), None)
+        );
+        assert!(serde_json::to_value(run)
+            .unwrap()
+            .get("send_lateness_ms")
+            .is_none());
     }
 
     #[test]
@@ -140,7 +146,10 @@ mod tests {
         a += &b;
         assert_eq!((a.cpu_user_s, a.cpu_pct, a.max_rss_bytes), (3.0, 50.0, 30));
         assert_eq!(a.sends_behind_schedule, Some(3));
-        assert_eq!((a.send_lateness_ms.map(|s| s.p99), a.behind_threshold_ms), (Some(9.0), Some(2.0)));
+        assert_eq!(
+            (a.send_lateness_ms.map(|s| s.p99), a.behind_threshold_ms),
+            (Some(9.0), Some(2.0))
+        );
         let mut none = Health::default();
         none += &a;
         assert_eq!(none, a, "the default is the identity");

@@ -199,11 +199,20 @@ pub mod hist {
         fn names_are_built_and_read_back_in_one_place() {
             let n = proto("quic", HANDSHAKE);
             assert_eq!(n, "proto.quic.handshake");
-            assert_eq!(parse(&n), Some(Name::Proto { proto: "quic", phase: HANDSHAKE }));
+            assert_eq!(
+                parse(&n),
+                Some(Name::Proto {
+                    proto: "quic",
+                    phase: HANDSHAKE
+                })
+            );
             let a = activity("download", TTFB);
             assert_eq!(
                 parse(&a),
-                Some(Name::Activity { activity: "download", what: TTFB })
+                Some(Name::Activity {
+                    activity: "download",
+                    what: TTFB
+                })
             );
             assert_eq!(parse(TIMER_LATENESS), Some(Name::TimerLateness));
             assert!(is_proto_latency("proto.tcp.latency"));

@@ -163,9 +163,7 @@ impl Stats for HttpStats {
                     rps: h.rps,
                     status: h.status.clone(),
                     bytes_received: h.bytes_received,
-                    latency_uncorrected: h
-                        .latency_uncorrected_ms
-                        .map_or(Dist::Empty, Dist::Saved),
+                    latency_uncorrected: h.latency_uncorrected_ms.map_or(Dist::Empty, Dist::Saved),
                     ttfb: Dist::Saved(h.ttfb_ms),
                 };
                 (k.clone(), c)
@@ -227,9 +225,7 @@ impl Stats for HttpStats {
             bytes: self.bytes,
             throughput_bps: self.throughput_bps,
             latency_ms,
-            latency_uncorrected_ms: m
-                .open_loop
-                .then(|| h.summary(hist::LATENCY_UNCORRECTED)),
+            latency_uncorrected_ms: m.open_loop.then(|| h.summary(hist::LATENCY_UNCORRECTED)),
             phases_ms: Phases {
                 connect: h.summary(hist::CONNECT),
                 tls: self.non_empty(hist::TLS).map(|x| x.summary()),
@@ -245,7 +241,10 @@ impl Stats for HttpStats {
         };
         put(hist::LATENCY.into(), h.get(hist::LATENCY));
         if m.open_loop {
-            put(hist::LATENCY_UNCORRECTED.into(), h.get(hist::LATENCY_UNCORRECTED));
+            put(
+                hist::LATENCY_UNCORRECTED.into(),
+                h.get(hist::LATENCY_UNCORRECTED),
+            );
         }
         put(hist::TTFB.into(), h.get(hist::TTFB));
         put(hist::CONNECT.into(), h.get(hist::CONNECT));
