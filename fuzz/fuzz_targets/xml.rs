@@ -1,4 +1,4 @@
-//! Fuzz target: seed 002's XML config (`npt probe --config`) as any file could hold it. A bad
+//! Fuzz target: the line tester's XML config (`npt probe --config`) as any file could hold it. A bad
 //! file is an error that names what is wrong, never a panic, and a config that parses holds
 //! only values a probe can run with.
 //! Run: `cargo fuzz run xml` from fuzz/ (needs cargo-fuzz; see bench/fuzz.sh).

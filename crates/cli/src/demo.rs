@@ -1,5 +1,5 @@
 //! `npt demo`: no arguments needed. Starts an embedded `npt serve` on loopback, probes it over
-//! UDP (open loop, fixed rate) and TCP (seed 001's first-packet and total latency), and prints
+//! UDP (open loop, fixed rate) and TCP (first-packet and total latency, as quic-tun's latency test), and prints
 //! both reports.
 
 use std::process::ExitCode;

@@ -1,4 +1,4 @@
-//! `npt http`: the gateway benchmark (seed 003). Parses flags, validates them into
+//! `npt http`: the gateway benchmark (as DynaPM's gateway benchmark measured). Parses flags, validates them into
 //! [`npt_http::Config`] (usage errors name the flag), runs, prints the text summary and writes
 //! the `http` result document with `--json` — also when the run is cut short by Ctrl-C.
 

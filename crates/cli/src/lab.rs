@@ -74,6 +74,7 @@ pub struct RunArgs {
     /// Seed of the links' random loss, jitter, duplication and reordering.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Threads moving packets, as for `npt lab up`.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     link_threads: u16,
     #[command(flatten)]

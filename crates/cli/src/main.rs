@@ -8,9 +8,11 @@ mod demo;
 mod http;
 mod lab;
 mod live;
+mod manual;
 mod merge;
 mod metrics;
 mod ping;
+mod ping_from;
 mod probe;
 mod probe_checks;
 mod probe_config;
@@ -61,13 +63,17 @@ enum Command {
     Ping(ping::PingArgs),
     /// Joins the results of the parts of a segmented run (--segment i/n) into one, exactly.
     Merge(merge::MergeArgs),
-    /// Results side by side against theoretical latency (seed 000's table).
+    /// Results side by side against theoretical latency (the forwarding-scenario table).
     Compare(compare::CompareArgs),
     /// Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts.
     Report(report::ReportArgs),
     /// Several hosts on this box: network namespaces joined by emulated links (delay, jitter,
     /// loss, rate), services on them, scenarios across them (root).
     Lab(lab::LabArgs),
+    /// Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(manual::CompletionsArgs),
+    /// Prints a manual page (roff), or writes them all with --out-dir.
+    Man(manual::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +99,8 @@ fn main() -> ExitCode {
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report::run(a),
         Command::Lab(a) => lab::run(a),
+        Command::Completions(a) => manual::completions(a),
+        Command::Man(a) => manual::man(a),
     };
     match result {
         Ok(code) => code,

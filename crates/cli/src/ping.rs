@@ -48,7 +48,7 @@ pub struct PingArgs {
     /// UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`.
     #[arg(long)]
     pub raw: bool,
-    /// UDP framed: the secret of `npt serve --token`.
+    /// UDP framed: the secret of `npt serve --token`. With --from: the agent's secret.
     #[arg(long, value_name = "SECRET")]
     pub token: Option<String>,
     /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
@@ -65,9 +65,14 @@ pub struct PingArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
+    /// Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on
+    /// npt://HOST:PORT pings the target and sends the samples back (needs --token, the agent's
+    /// secret). For the segments between relays that this host cannot see.
+    #[arg(long, value_name = "npt://HOST:PORT")]
+    pub from: Option<String>,
 }
 
-fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
+pub(crate) fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
     let d = parse_duration(s).map_err(|e| usage!("{flag} {s:?}: {e}"))?;
     if d.is_zero() {
         return Err(usage!("{flag} must be positive, got {s:?}"));
@@ -156,8 +161,9 @@ fn what(cfg: &Config) -> String {
     }
 }
 
-pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
-    let cfg = config(&a)?;
+/// Counts SIGINT and SIGTERM: the first stops new attempts, the second gives up those in
+/// flight.
+pub(crate) fn signals() -> anyhow::Result<Arc<AtomicUsize>> {
     let signals = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let s = signals.clone();
@@ -168,13 +174,26 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             })?;
         }
     }
-    let to_stdout = a.json.as_deref() == Some(std::path::Path::new("-"));
-    // Text goes where it does not mix with a JSON document on stdout.
-    let mut text: Box<dyn Write> = if to_stdout {
+    Ok(signals)
+}
+
+/// Where the text goes: stdout, or stderr when the JSON document goes to stdout.
+pub(crate) fn text_sink(a: &PingArgs) -> Box<dyn Write> {
+    if a.json.as_deref() == Some(std::path::Path::new("-")) {
         Box::new(std::io::stderr())
     } else {
         Box::new(std::io::stdout())
-    };
+    }
+}
+
+pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
+    if a.from.is_some() {
+        return crate::ping_from::run(a);
+    }
+    let cfg = config(&a)?;
+    let signals = signals()?;
+    // Text goes where it does not mix with a JSON document on stdout.
+    let mut text = text_sink(&a);
     let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
     let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
     writeln!(
@@ -207,33 +226,60 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = write_err {
         return Err(e.into());
     }
-    // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
-    let ended = started + started_mono.elapsed();
     let body = npt_ping::result::body(
         &cfg.target.to_string(),
         cfg.target.proto,
         &outcome.addrs,
         &outcome.tally,
     );
+    let run = Finished {
+        config: config_json(&cfg),
+        body,
+        stopped_by: outcome.stopped_by,
+        started,
+        started_mono,
+    };
+    finish(&a, &mut *text, run)
+}
+
+/// A finished ping, measured here or by an agent.
+pub(crate) struct Finished {
+    pub config: serde_json::Value,
+    pub body: npt_result::ping::PingBody,
+    pub stopped_by: npt_result::StopReason,
+    pub started: SystemTime,
+    pub started_mono: std::time::Instant,
+}
+
+/// The summary lines, the result document (`--json`), the exit code: 1 when nothing answered.
+pub(crate) fn finish(
+    a: &PingArgs,
+    text: &mut dyn Write,
+    run: Finished,
+) -> anyhow::Result<ExitCode> {
+    let Finished {
+        config,
+        body,
+        stopped_by,
+        started,
+        started_mono,
+    } = run;
+    let to_stdout = a.json.as_deref() == Some(std::path::Path::new("-"));
+    // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
+    let ended = started + started_mono.elapsed();
     npt_report::text::write_ping(
         &mut *text,
         &body,
-        outcome.stopped_by,
+        stopped_by,
         ended
             .duration_since(started)
             .unwrap_or_default()
             .as_secs_f64(),
     )?;
     text.flush()?;
+    let received = body.summary.received;
     if let Some(path) = &a.json {
-        let doc = npt_result::Document::new(
-            "ping",
-            started,
-            ended,
-            outcome.stopped_by,
-            config_json(&cfg),
-            body,
-        );
+        let doc = npt_result::Document::new("ping", started, ended, stopped_by, config, body);
         let bytes = doc.to_json_pretty();
         if to_stdout {
             let mut out = std::io::stdout().lock();
@@ -244,7 +290,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         }
     }
-    if outcome.tally.received == 0 {
+    if received == 0 {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

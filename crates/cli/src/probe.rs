@@ -1,4 +1,4 @@
-//! `npt probe`: flags (or seed 002's XML config) → a validated `ProbeConfig` → run → report.
+//! `npt probe`: flags (or the line tester's XML config) → a validated `ProbeConfig` → run → report.
 //!
 //! Layering: an XML config, when given, sets the values; any flag given on the command line
 //! overrides it. Every value is checked here and an error names the flag (or XML attribute).
@@ -24,7 +24,7 @@ pub enum Mode {
     Interval,
     /// Fixed --pps, open loop; latency also from the intended send time.
     Rate,
-    /// Warm up --warmup packets, then send one per reply (seed 002's onrecv).
+    /// Warm up --warmup packets, then send one per reply (the line tester's onrecv).
     Relay,
 }
 
@@ -39,7 +39,7 @@ pub enum Format {
 pub struct ProbeArgs {
     /// udp://HOST:PORT or tcp://HOST:PORT (not needed with --config).
     pub target: Option<String>,
-    /// Seed 002's XML config (ConfigTemplate.xml); flags given here override it.
+    /// The line tester's XML config (ConfigTemplate.xml); flags given here override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Pacing mode [default: rate].
@@ -57,8 +57,8 @@ pub struct ProbeArgs {
     /// Spacing of warm-up packets (relay mode) [default: 1ms].
     #[arg(long, value_parser = parse_duration)]
     pub warmup_interval: Option<Duration>,
-    /// One message in flight over one connection, the next sent when its echo is back (seed
-    /// 001's TCP ping-pong client): short for --mode relay --warmup 1.
+    /// One message in flight over one connection, the next sent when its echo is back (the
+    /// TCP ping-pong client of quic-tun's latency test): short for --mode relay --warmup 1.
     #[arg(long)]
     pub ping_pong: bool,
     /// Stop after sending this many packets.
@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(c.count, Some(1_000_000));
         assert!(
             c.raw,
-            "the seed's dataprotocol raw means a plain echo server"
+            "the line tester's dataprotocol raw means a plain echo server"
         );
         assert_eq!(c.stage, StageSpec::Packets(100_000));
         assert_eq!(c.addr, "127.0.0.1:7777".parse().unwrap());

@@ -1,4 +1,4 @@
-//! `npt probe`'s flags (or seed 002's XML config) checked into a `ProbeConfig`. An XML config,
+//! `npt probe`'s flags (or the line tester's XML config) checked into a `ProbeConfig`. An XML config,
 //! when given, sets the values; any flag given on the command line overrides it. Every value
 //! is checked here and an error names the flag (or XML attribute).
 

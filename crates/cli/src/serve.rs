@@ -113,6 +113,38 @@ pub struct ServeArgs {
     /// Serve the responder's counters in OpenMetrics text at http://ADDR/metrics (Prometheus).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<String>,
+    /// Be a hop agent: measure RTTs on request (`npt ping --from`) — TCP connect, UDP echo or
+    /// QUIC handshake to a target within --hop-allow — for clients that pass --token (needed).
+    #[arg(long)]
+    pub hop_agent: bool,
+    /// Targets the hop agent may measure, comma-separated (repeatable): addresses
+    /// (10.0.3.2), networks (10.0.0.0/8), ADDR:PORT, or HOST:PORT by name [default: nothing].
+    #[arg(long, value_name = "LIST", requires = "hop_agent")]
+    pub hop_allow: Vec<String>,
+}
+
+/// `--hop-agent`: refused without `--token` (an agent that sends traffic on request must know
+/// who asks); measures with npt ping's engine.
+fn hop_config(a: &ServeArgs) -> anyhow::Result<Option<npt_server::hop_agent::HopAgentConfig>> {
+    use npt_server::hop_agent::{AllowList, HopAgentConfig, HopLimits, Measurer};
+    if !a.hop_agent {
+        return Ok(None);
+    }
+    if a.token.is_none() {
+        return Err(usage!(
+            "--hop-agent needs --token: an agent that sends traffic on request answers only \
+             clients that prove the secret"
+        ));
+    }
+    let mut allow = AllowList::default();
+    for l in &a.hop_allow {
+        allow.extend(l).map_err(|e| usage!("{e}"))?;
+    }
+    Ok(Some(HopAgentConfig {
+        allow,
+        limits: HopLimits::default(),
+        measure: Measurer::new(npt_ping::agent::measure),
+    }))
 }
 
 /// `--http`: the HTTP responder's options, if asked for.
@@ -208,6 +240,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
             ..budget
         },
         log_every: a.log_every,
+        hop: hop_config(a)?,
     })
 }
 
@@ -231,6 +264,10 @@ fn max_conns(a: &ServeArgs) -> anyhow::Result<usize> {
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
+    let hop = cfg.hop.as_ref().map(|h| h.allow.to_string());
+    if cfg.hop.as_ref().is_some_and(|h| h.allow.is_empty()) {
+        eprintln!("npt serve: --hop-agent without --hop-allow: every hop request is refused");
+    }
     let control = Arc::new(Control::default());
     crate::signals::install(&control)?;
     let http_opts = http_options(&a, &cfg)?;
@@ -272,10 +309,18 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         out.flush()?;
     }
+    // On stderr: stdout carries the ready lines, which scripts read up to the address they
+    // want and then stop reading.
+    if let Some(h) = &hop {
+        eprintln!("npt serve: hop agent for --token clients, may measure: {h}");
+    }
     while control.signals.load(Ordering::SeqCst) == 0 {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!("npt serve: stopping; {}", server.counters().line());
+    if hop.is_some() {
+        eprintln!("npt serve: stopping; {}", server.counters().hop.line());
+    }
     if let Some((_, h)) = &http {
         eprintln!("npt serve: stopping; {}", h.counters().line());
     }

@@ -105,6 +105,26 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         );
     }
     s.counter(
+        "npt_serve_hop_requests_total",
+        "Hop agent requests measured and answered.",
+        &[],
+        g(&c.hop.answered),
+    );
+    s.counter(
+        "npt_serve_hop_attempts_total",
+        "Attempts (connects, echoes, handshakes) the hop agent made for them.",
+        &[],
+        g(&c.hop.attempts),
+    );
+    for (reason, v) in c.hop.refusals() {
+        s.counter(
+            "npt_serve_refused_total",
+            refused,
+            &[("transport", "hop"), ("reason", reason)],
+            v,
+        );
+    }
+    s.counter(
         "npt_serve_clamped_total",
         "Answers sent with fewer bytes than asked (no amplification).",
         &[],
@@ -144,5 +164,23 @@ mod tests {
             text.contains("npt_serve_refused_total{transport=\"udp\",reason=\"rate\"} 2"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn hop_agent_requests_and_refusals_are_exported() {
+        let c = Arc::new(Counters::default());
+        let src = source(c.clone());
+        c.hop.answered.fetch_add(2, Ordering::Relaxed);
+        c.hop.attempts.fetch_add(10, Ordering::Relaxed);
+        c.hop.refused_target.fetch_add(3, Ordering::Relaxed);
+        let text = npt_metrics::encode(&src);
+        for want in [
+            "npt_serve_hop_requests_total 2",
+            "npt_serve_hop_attempts_total 10",
+            "npt_serve_refused_total{transport=\"hop\",reason=\"target\"} 3",
+            "npt_serve_refused_total{transport=\"hop\",reason=\"replay\"} 0",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
     }
 }

@@ -15,7 +15,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("npt-netio", 0),
     ("npt-tls", 0),
     ("npt-result", 1),
-    ("npt-client", 1),
+    ("npt-client", 2),
     ("npt-metrics", 1),
     ("npt-link", 1),
     ("npt-proxy", 2),

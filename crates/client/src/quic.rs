@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use npt_result::error::ErrorKind;
 use rustls::pki_types::CertificateDer;
 
 /// The ALPN protocol id (the same as `npt_server::quic::ALPN`).
@@ -41,22 +42,22 @@ impl QuicTrust {
 
 /// `tls` for certificate and handshake failures, else `timeout`, `reset`, `closed`,
 /// `protocol` or `local`.
-pub fn classify_connection(e: &quinn::ConnectionError) -> &'static str {
+pub fn classify_connection(e: &quinn::ConnectionError) -> ErrorKind {
     use quinn::ConnectionError as E;
     match e {
-        E::TimedOut => "timeout",
-        E::ConnectionClosed(_) | E::ApplicationClosed(_) | E::Reset => "reset",
+        E::TimedOut => ErrorKind::Timeout,
+        E::ConnectionClosed(_) | E::ApplicationClosed(_) | E::Reset => ErrorKind::Reset,
         E::TransportError(t) => {
             let code = u64::from(t.code);
             if (0x100..0x200).contains(&code) {
-                "tls"
+                ErrorKind::Tls
             } else {
-                "protocol"
+                ErrorKind::Protocol
             }
         }
-        E::LocallyClosed => "closed",
-        E::VersionMismatch => "protocol",
-        E::CidsExhausted => "local",
+        E::LocallyClosed => ErrorKind::Closed,
+        E::VersionMismatch => ErrorKind::Protocol,
+        E::CidsExhausted => ErrorKind::Local,
     }
 }
 
@@ -118,7 +119,7 @@ pub async fn preflight(
             c.close(0u32.into(), b"preflight");
             Ok(())
         }
-        Ok(Err(e)) if classify_connection(&e) == "tls" => Err(format!(
+        Ok(Err(e)) if classify_connection(&e) == ErrorKind::Tls => Err(format!(
             "{target}: the server's certificate is not trusted ({e}); give its certificate \
              with --ca FILE, or skip verification with --insecure"
         )),

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use npt_result::common::{Directions, ErrorStats};
+use npt_result::error::ErrorKind;
 use npt_result::http::{hist, ColdStart, HttpBody, HttpSummary};
 use npt_result::interval::{Interval, IntervalAcc, Intervals};
 use npt_result::stats::http::HostCounts;
@@ -26,7 +27,7 @@ pub enum Outcome {
     /// A complete response with this status (any status: non-2xx are not transport errors).
     Response(u16),
     /// No complete response: the error kind (`refused`, `reset`, `timeout` …) and a message.
-    Error(&'static str, Box<str>),
+    Error(ErrorKind, Box<str>),
 }
 
 /// One request, as offsets in ns from the start of the measured phase.
@@ -224,7 +225,7 @@ impl Collector {
             Outcome::Error(kind, msg) => {
                 host.errors += 1;
                 iv.errors += 1;
-                self.errors.record(kind, || msg.to_string());
+                self.errors.record(kind.name(), || msg.to_string());
             }
             Outcome::Response(code) => {
                 let actual = e.done_ns.saturating_sub(e.sent_ns);
@@ -421,7 +422,7 @@ mod tests {
         })
     }
 
-    fn err(host: u16, kind: &'static str, at: u64) -> Record {
+    fn err(host: u16, kind: ErrorKind, at: u64) -> Record {
         Record::Request(Event {
             host,
             outcome: Outcome::Error(kind, "boom".into()),
@@ -441,7 +442,7 @@ mod tests {
         c.add(&ok(0, 200, 0, 2 * MS));
         c.add(&ok(1, 404, 10 * MS, 11 * MS));
         c.add(&ok(1, 200, 1100 * MS, 1101 * MS));
-        c.add(&err(0, "refused", 1200 * MS));
+        c.add(&err(0, ErrorKind::Refused, 1200 * MS));
         c.add(&Record::Conn(ConnEvent {
             connect_ns: MS,
             tls_ns: None,
@@ -480,8 +481,8 @@ mod tests {
         let hosts = vec!["a".to_string()];
         let mut c = Collector::new(&hosts, false, 1000 * MS);
         c.add(&ok(0, 200, 0, 2 * MS));
-        c.add(&err(0, "reset", 3 * MS));
-        c.add(&err(0, "io", 4 * MS));
+        c.add(&err(0, ErrorKind::Reset, 3 * MS));
+        c.add(&err(0, ErrorKind::Io, 4 * MS));
         let summary = HttpSummary {
             in_flight_at_end: 2,
             ..HttpSummary::default()

@@ -44,11 +44,11 @@ pub enum H1Error {
 
 impl H1Error {
     /// The error kind used in results (see `client::classify`).
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> npt_result::error::ErrorKind {
         match self {
             H1Error::Io(e) => crate::client::classify(e),
-            H1Error::Closed => "closed",
-            H1Error::Protocol(_) => "protocol",
+            H1Error::Closed => npt_result::error::ErrorKind::Closed,
+            H1Error::Protocol(_) => npt_result::error::ErrorKind::Protocol,
         }
     }
 }
@@ -502,6 +502,6 @@ mod tests {
         assert_eq!((r.status, r.body, r.keep_alive), (503, 3, false));
         srv.await.unwrap();
         let e = c.request(&req, false).await.unwrap_err();
-        assert!(matches!(e.kind(), "closed" | "reset"), "{e}");
+        assert!(matches!(e.kind().name(), "closed" | "reset"), "{e}");
     }
 }

@@ -1,4 +1,4 @@
-//! `npt http`: the HTTP gateway benchmark (seed 003). The HTTP responder behind
+//! `npt http`: the HTTP gateway benchmark (as DynaPM's gateway benchmark measured). The HTTP responder behind
 //! `npt serve --http` is in npt-server (`http_server`), with the other responders.
 //!
 //! Layout, sans-IO first: [`schedule`] (open-loop tickets, host rotation) and [`collect`]

@@ -108,7 +108,7 @@ mod tests {
             c.add(&Record::Request(Event {
                 host: (i % 2) as u16,
                 outcome: if i == 4 {
-                    Outcome::Error("reset", "x".into())
+                    Outcome::Error(npt_result::error::ErrorKind::Reset, "x".into())
                 } else {
                     Outcome::Response(200)
                 },

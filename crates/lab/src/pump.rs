@@ -9,7 +9,7 @@
 //! nothing held it blocks on the TUN descriptors alone, checking the stop flag every [`IDLE`].
 //!
 //! Why one thread serves many directions: a spinning thread per direction does not scale —
-//! seed 000's lab has ten directions, and ten spinners on a two-core box delayed each other by
+//! the forwarding-scenario lab (examples/lab/forwarding-scenarios.toml) has ten directions, and ten spinners on a two-core box delayed each other by
 //! tens of milliseconds (measured: delay error p99 of 10–100 ms). One thread spins at most one
 //! core; `npt lab --link-threads N` spreads the directions over N threads for heavy traffic.
 
@@ -211,8 +211,8 @@ fn spin_until(due: Instant, poll: &mut npt_netio::PollSet) {
 
 /// The lowest real-time priority (SCHED_FIFO 1) for this thread when allowed (root), else
 /// nice −15. A wire that waits its turn behind a compiler, a fuzzer or the test's own client
-/// and server releases packets late: with nice −15 alone, seed 000's lab on a loaded two-core
-/// box showed delay-error p99 of 25–60 ms. FIFO 1 runs it as soon as it wakes; the kernel's
+/// and server releases packets late: with nice −15 alone, the forwarding-scenario lab on a loaded
+/// two-core box showed delay-error p99 of 25–60 ms. FIFO 1 runs it as soon as it wakes; the kernel's
 /// real-time throttling still leaves 5 % of its core to others, and at most one core per wire
 /// thread is taken, so the programs whose packets it carries run on the others.
 fn raise_priority() {

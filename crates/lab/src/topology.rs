@@ -3,7 +3,7 @@
 //! (`baseline`, `workload`, `[[scenario]]`), which are handed to compare's own parser.
 //!
 //! ```toml
-//! name = "seed000"                    # optional: the file name without .toml
+//! name = "forwarding-scenarios"       # optional: the file name without .toml
 //! [[node]]
 //! name = "client"
 //! [[node]]

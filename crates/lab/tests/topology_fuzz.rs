@@ -7,7 +7,7 @@ use npt_lab::{Plan, Topology};
 use npt_link::Impairments;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
-const SEED: &str = r#"name = "seed000"
+const SEED: &str = r#"name = "forwarding-scenarios"
 [[node]]
 name = "client"
 [[node]]

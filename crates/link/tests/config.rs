@@ -25,7 +25,7 @@ struct Topology {
     links: BTreeMap<String, LinkEntry>,
 }
 
-const SEED000_LIKE: &str = r#"
+const FORWARDING_SCENARIOS_LIKE: &str = r#"
 [links.client-seattle]
 a = "client"
 b = "seattle"
@@ -53,7 +53,7 @@ ba = { rate = "640kbit" }
 
 #[test]
 fn a_realistic_link_table_round_trips() {
-    let t: Topology = toml::from_str(SEED000_LIKE).unwrap();
+    let t: Topology = toml::from_str(FORWARDING_SCENARIOS_LIKE).unwrap();
     let la = &t.links["la-target"];
     assert_eq!(la.ab.delay, Duration::from_micros(34_500));
     assert_eq!(la.ab.delay, la.ba.delay);

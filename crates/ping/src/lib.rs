@@ -4,7 +4,9 @@
 //! chain, `lab` uses them to check emulated link delays.
 //!
 //! [`session`] holds the sans-IO sequence/timeout bookkeeping; [`net`] drives it with sockets;
-//! [`result`] is the JSON body of a `kind = "ping"` result document.
+//! [`result`] is the JSON body of a `kind = "ping"` result document. [`agent`] measures a hop
+//! agent's requests (`npt serve --hop-agent`) with the same engine, and [`remote`] asks an
+//! agent to (`npt ping --from`).
 // Parses ICMP and TCP replies from the network: no panic path outside tests (README, "No panic on input").
 #![cfg_attr(
     not(test),
@@ -19,7 +21,9 @@
     )
 )]
 
+pub mod agent;
 pub mod net;
+pub mod remote;
 pub mod result;
 pub mod session;
 

@@ -6,6 +6,7 @@
 use std::io;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 
+use npt_result::error::ErrorKind;
 use npt_result::StopReason;
 use npt_wire::auth::{Dir, SessionKey};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -98,7 +99,7 @@ fn now_ns(clock: Instant) -> u64 {
 
 /// A socket error's kind, in the one vocabulary of every result (`refused`, `timeout`,
 /// `unreachable`, `reset` …, else `io`).
-pub fn classify_io(e: &io::Error) -> &'static str {
+pub fn classify_io(e: &io::Error) -> ErrorKind {
     npt_result::error::io_error_kind(e)
 }
 
@@ -129,7 +130,7 @@ fn run_blocking(
     clock: Instant,
     signals: &AtomicUsize,
     on: OnEvent,
-    mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (&'static str, String)>,
+    mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (ErrorKind, String)>,
 ) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
         return Err(PingError::NoAddress(cfg.target.host.clone()));
@@ -151,7 +152,7 @@ fn run_blocking(
             on(ev, addrs[preferred]);
         }
         let started = Instant::now();
-        let mut result = Err(("timeout", "no answer".to_string()));
+        let mut result = Err((ErrorKind::Timeout, "no answer".to_string()));
         let mut used = preferred;
         for k in 0..addrs.len() {
             let Some(left) = cfg.timeout.checked_sub(started.elapsed()) else {
@@ -384,26 +385,26 @@ impl Quic {
         })
     }
 
-    fn endpoint(&mut self, to: SocketAddr) -> Result<quinn::Endpoint, (&'static str, String)> {
+    fn endpoint(&mut self, to: SocketAddr) -> Result<quinn::Endpoint, (ErrorKind, String)> {
         if let Some((_, ep)) = self.endpoints.iter().find(|(v4, _)| *v4 == to.is_ipv4()) {
             return Ok(ep.clone());
         }
         let _guard = self.rt.enter();
         let ep = npt_client::quic::client_endpoint(to, &self.trust, self.timeout)
-            .map_err(|e| ("local", e))?;
+            .map_err(|e| (ErrorKind::Local, e))?;
         self.endpoints.push((to.is_ipv4(), ep.clone()));
         Ok(ep)
     }
 
     /// One handshake to `to`: done when the client has the server's handshake (1 RTT, or 2
     /// if the server asks for address validation with a Retry).
-    fn attempt(&mut self, to: SocketAddr, left: Duration) -> Result<(), (&'static str, String)> {
+    fn attempt(&mut self, to: SocketAddr, left: Duration) -> Result<(), (ErrorKind, String)> {
         let ep = self.endpoint(to)?;
         let name = self.name.clone();
         self.rt.block_on(async move {
             let connecting = ep
                 .connect(to, &name)
-                .map_err(|e| ("local", format!("{to}: {e}")))?;
+                .map_err(|e| (ErrorKind::Local, format!("{to}: {e}")))?;
             match tokio::time::timeout(left, connecting).await {
                 Ok(Ok(conn)) => {
                     conn.close(0u32.into(), b"ping");
@@ -413,7 +414,10 @@ impl Quic {
                     npt_client::quic::classify_connection(&e),
                     format!("{to}: {e}"),
                 )),
-                Err(_) => Err(("timeout", format!("{to}: no handshake within {left:?}"))),
+                Err(_) => Err((
+                    ErrorKind::Timeout,
+                    format!("{to}: no handshake within {left:?}"),
+                )),
             }
         })
     }
@@ -472,13 +476,13 @@ mod tests {
     #[test]
     fn io_errors_are_classified() {
         let e = io::Error::from(io::ErrorKind::ConnectionRefused);
-        assert_eq!(classify_io(&e), "refused");
+        assert_eq!(classify_io(&e).name(), "refused");
         assert_eq!(
-            classify_io(&io::Error::from(io::ErrorKind::TimedOut)),
+            classify_io(&io::Error::from(io::ErrorKind::TimedOut)).name(),
             "timeout"
         );
         assert_eq!(
-            classify_io(&io::Error::from_raw_os_error(libc::EHOSTUNREACH)),
+            classify_io(&io::Error::from_raw_os_error(libc::EHOSTUNREACH)).name(),
             "unreachable"
         );
     }

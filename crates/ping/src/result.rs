@@ -16,6 +16,7 @@ pub fn body(target: &str, proto: Proto, addrs: &[SocketAddr], t: &Tally) -> Ping
         target: target.to_string(),
         proto: proto.name().to_string(),
         addresses: addrs.iter().map(|a| a.to_string()).collect(),
+        measured_from: None,
     };
     t.summarize(&meta)
 }

@@ -5,6 +5,8 @@
 
 use std::collections::VecDeque;
 
+use npt_result::error::ErrorKind;
+
 /// Pending attempts kept at most; more would mean `timeout / interval` is absurdly large, and
 /// the oldest is then given up as a timeout early rather than growing without bound.
 pub const MAX_PENDING: usize = 4096;
@@ -19,7 +21,7 @@ pub enum Event {
     /// A classified failure: `timeout`, `refused`, `unreachable`, `tls`, `reset`, ...
     Error {
         seq: u64,
-        kind: String,
+        kind: ErrorKind,
         detail: String,
     },
     /// An answer for an attempt already timed out or answered (not counted as received).
@@ -77,7 +79,11 @@ impl Session {
         let mut out = Vec::new();
         if self.pending.len() >= MAX_PENDING {
             if let Some((seq, _)) = self.pending.pop_front() {
-                out.push(self.fail(seq, "timeout", "given up: too many in flight".into()));
+                out.push(self.fail(
+                    seq,
+                    ErrorKind::Timeout,
+                    "given up: too many in flight".into(),
+                ));
             }
         }
         let seq = self.next_seq;
@@ -117,7 +123,7 @@ impl Session {
     }
 
     /// Attempt `seq` failed with a classified error (refused, unreachable, a TLS failure...).
-    pub fn on_error(&mut self, seq: u64, kind: &str, detail: String) -> Option<Event> {
+    pub fn on_error(&mut self, seq: u64, kind: ErrorKind, detail: String) -> Option<Event> {
         let i = self.pending.iter().position(|(s, _)| *s == seq)?;
         self.pending.remove(i);
         Some(self.fail(seq, kind, detail))
@@ -136,7 +142,7 @@ impl Session {
                 break;
             }
             self.pending.pop_front();
-            out.push(self.fail(seq, "timeout", "no answer".into()));
+            out.push(self.fail(seq, ErrorKind::Timeout, "no answer".into()));
         }
         out
     }
@@ -165,14 +171,10 @@ impl Session {
         self.due().is_none() && self.pending.is_empty()
     }
 
-    fn fail(&mut self, seq: u64, kind: &str, detail: String) -> Event {
+    fn fail(&mut self, seq: u64, kind: ErrorKind, detail: String) -> Event {
         let d = detail.clone();
-        self.tally.errors.record(kind, move || d);
-        Event::Error {
-            seq,
-            kind: kind.to_string(),
-            detail,
-        }
+        self.tally.errors.record(kind.name(), move || d);
+        Event::Error { seq, kind, detail }
     }
 }
 
@@ -218,7 +220,7 @@ mod tests {
         assert!(ev.is_empty());
         let ev = s.expire(60 * MS);
         assert!(
-            matches!(&ev[..], [Event::Error { seq, kind, .. }] if *seq == b && kind == "timeout")
+            matches!(&ev[..], [Event::Error { seq, kind, .. }] if *seq == b && kind.name() == "timeout")
         );
         assert_eq!(s.on_reply(b, 70 * MS), Some(Event::Late { seq: 2 }));
         assert!(s.finished());
@@ -236,7 +238,7 @@ mod tests {
         s.on_sent(0);
         // a blocking connect took 500 ms: the next attempt is due now, not 49 times in a row
         let (seq, _) = s.on_sent(500 * MS);
-        s.on_error(seq, "refused", "x".into());
+        s.on_error(seq, ErrorKind::Refused, "x".into());
         assert_eq!(s.due(), Some(500 * MS));
         s.on_sent(500 * MS);
         assert_eq!(s.due(), Some(510 * MS));
@@ -248,11 +250,11 @@ mod tests {
         let (a, _) = s.on_sent(0);
         assert_eq!(s.oldest_pending(), Some(a));
         assert!(matches!(
-            s.on_error(a, "refused", "port closed".into()),
+            s.on_error(a, ErrorKind::Refused, "port closed".into()),
             Some(Event::Error { .. })
         ));
         assert_eq!(
-            s.on_error(a, "refused", "again".into()),
+            s.on_error(a, ErrorKind::Refused, "again".into()),
             None,
             "already settled"
         );

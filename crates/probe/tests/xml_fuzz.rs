@@ -1,4 +1,4 @@
-//! CI's short stand-in for `fuzz/fuzz_targets/xml.rs`: mutated copies of seed 002's XML
+//! CI's short stand-in for `fuzz/fuzz_targets/xml.rs`: mutated copies of the line tester's XML
 //! config through `probe::xml::parse` on stable Rust with a fixed seed. Nothing may panic;
 //! an error names the element (and attribute) at fault; a config that parses holds only
 //! values a probe can run with.

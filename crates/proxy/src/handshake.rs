@@ -234,7 +234,7 @@ mod tests {
         let t = Target::Name("h".into(), 80);
         let mut h = Handshake::socks(&via("socks5://x:1"), socks5::CMD_CONNECT, t);
         let e = h.on_read(&[5, 2]).unwrap_err();
-        assert_eq!(e.kind(), "proxy_auth_failed");
+        assert_eq!(e.kind().name(), "proxy_auth_failed");
     }
 
     #[test]

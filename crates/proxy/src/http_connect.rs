@@ -89,11 +89,11 @@ mod tests {
         }
         assert_eq!(parse_response(ok).unwrap(), Some(ok.len() - 6));
         let e = parse_response(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n").unwrap_err();
-        assert_eq!(e.kind(), "proxy_auth_failed");
+        assert_eq!(e.kind().name(), "proxy_auth_failed");
         let e = parse_response(b"HTTP/1.0 403 Access violation\r\n\r\n").unwrap_err();
-        assert_eq!(e.kind(), "proxy_denied");
+        assert_eq!(e.kind().name(), "proxy_denied");
         let e = parse_response(b"HTTP/1.0 502 Bad Gateway\r\n\r\n").unwrap_err();
-        assert_eq!(e.kind(), "proxy_target_unreachable");
+        assert_eq!(e.kind().name(), "proxy_target_unreachable");
         assert!(parse_response(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
         let long = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &[b'a'; MAX_HEADER]].concat();
         assert!(parse_response(&long).is_err(), "bounded header");

@@ -51,6 +51,7 @@ pub mod testing;
 use std::fmt;
 use std::io;
 
+use npt_result::error::ErrorKind;
 use percent_encoding::percent_decode_str;
 
 pub use connect::{tcp_connect, udp_associate, Phases, UdpAssociation};
@@ -81,27 +82,28 @@ pub enum ProxyError {
 
 impl ProxyError {
     /// The error kind reports count this under.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
+        use npt_result::error::ProxyErrorKind as P;
         match self {
-            ProxyError::Usage(_) => "config",
+            ProxyError::Usage(_) => ErrorKind::Config,
             ProxyError::Connect { source, .. } => match source.kind() {
-                io::ErrorKind::ConnectionRefused => "proxy_refused",
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => "proxy_timeout",
-                _ => "proxy_unreachable",
+                io::ErrorKind::ConnectionRefused => ErrorKind::Proxy(P::Refused),
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ErrorKind::Proxy(P::Timeout),
+                _ => ErrorKind::Proxy(P::Unreachable),
             },
-            ProxyError::AuthFailed(_) => "proxy_auth_failed",
-            ProxyError::Denied(_) => "proxy_denied",
+            ProxyError::AuthFailed(_) => ErrorKind::Proxy(P::AuthFailed),
+            ProxyError::Denied(_) => ErrorKind::Proxy(P::Denied),
             ProxyError::Refused { code, .. } => match code {
-                2 => "proxy_denied",
-                3 | 4 => "proxy_target_unreachable",
-                5 => "proxy_target_refused",
-                7 | 8 => "proxy_unsupported",
-                _ => "proxy_failure",
+                2 => ErrorKind::Proxy(P::Denied),
+                3 | 4 => ErrorKind::Proxy(P::TargetUnreachable),
+                5 => ErrorKind::Proxy(P::TargetRefused),
+                7 | 8 => ErrorKind::Proxy(P::Unsupported),
+                _ => ErrorKind::Proxy(P::Failure),
             },
-            ProxyError::TargetUnreachable(_) => "proxy_target_unreachable",
-            ProxyError::Protocol(_) => "proxy_protocol",
-            ProxyError::Timeout(_) => "proxy_timeout",
-            ProxyError::Io(_) => "proxy_io",
+            ProxyError::TargetUnreachable(_) => ErrorKind::Proxy(P::TargetUnreachable),
+            ProxyError::Protocol(_) => ErrorKind::Proxy(P::Protocol),
+            ProxyError::Timeout(_) => ErrorKind::Proxy(P::Timeout),
+            ProxyError::Io(_) => ErrorKind::Proxy(P::Io),
         }
     }
 }
@@ -284,7 +286,7 @@ mod tests {
         let refused = (0..=255u8).map(|code| ProxyError::Refused { code, words: "w" });
         for e in all.into_iter().chain(refused) {
             assert!(
-                npt_result::error::is_error_kind(e.kind()),
+                npt_result::error::is_error_kind(e.kind().name()),
                 "{e}: {}",
                 e.kind()
             );

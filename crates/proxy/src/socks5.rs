@@ -327,14 +327,14 @@ mod tests {
         }
         assert_eq!(parse_reply(&ok).unwrap(), Some((v4("127.0.0.1:1080"), 10)));
         let e = parse_reply(&[5, 2, 0, 1, 0, 0, 0, 0, 0, 0]).unwrap_err();
-        assert_eq!(e.kind(), "proxy_denied");
+        assert_eq!(e.kind().name(), "proxy_denied");
         assert!(e.to_string().contains("not allowed by ruleset"), "{e}");
         assert_eq!(
-            parse_reply(&[5, 5, 0, 1]).unwrap_err().kind(),
+            parse_reply(&[5, 5, 0, 1]).unwrap_err().kind().name(),
             "proxy_target_refused"
         );
         assert_eq!(
-            parse_reply(&[5, 7, 0, 1]).unwrap_err().kind(),
+            parse_reply(&[5, 7, 0, 1]).unwrap_err().kind().name(),
             "proxy_unsupported"
         );
         assert!(

@@ -1,4 +1,4 @@
-//! Seed 000's closing table: several results side by side — avg / p50 / p95 / p99 / max latency
+//! The forwarding-scenario table: several results side by side — avg / p50 / p95 / p99 / max latency
 //! beside a *theoretical* latency (the sum of the hops' RTTs), the overhead over it and over a
 //! baseline (ms and %), errors, and loss and jitter for probes.
 //!
@@ -55,10 +55,10 @@ pub struct Row {
     pub loss_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<f64>,
-    /// TCP probes: connect + first echo (seed 001's "first packet latency"), median of runs.
+    /// TCP probes: connect + first echo (quic-tun's latency test's "first packet latency"), median of runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_packet_ms: Option<f64>,
-    /// TCP probes: first connect to last reply (seed 001's "total latency"), median of runs.
+    /// TCP probes: first connect to last reply (quic-tun's latency test's "total latency"), median of runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_ms: Option<f64>,
     /// Runs that produced a result (1 for a compared file).
@@ -421,7 +421,7 @@ fn footer(t: &Table) -> Vec<String> {
     out
 }
 
-/// The table in Markdown, ready to paste into an issue or a post like seed 000's.
+/// The table in Markdown, ready to paste into an issue or a post like the forwarding-scenario write-up.
 pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     writeln!(
         w,

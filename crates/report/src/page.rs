@@ -9,7 +9,7 @@ use crate::html::{Chart, Page, Series, Table};
 use npt_result::any::AnyResult;
 use npt_result::interval::Interval;
 
-/// One row per interval, then a summary row; column names are stable (README).
+/// One row per interval, then a summary row; column names are stable (docs/report-merge.md).
 pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
     writeln!(
         w,

@@ -1,9 +1,8 @@
 //! The body of an `http` result (the gateway benchmark): summary, per-host results, cold start,
 //! tester health, the NPT-compatible `latency` and `errors` blocks, serialized histograms and
-//! the per-interval series; and its text summary, here rather than in the binary so that
-//! `npt report` and `npt merge` print exactly what `npt http` printed.
+//! the per-interval series (its text summary is npt-report's `text::write_http`).
 //!
-//! Field names here are what users script against (README, `npt http`, "JSON names"): `summary.requests`,
+//! Field names here are what users script against (docs/result-json.md, "http"): `summary.requests`,
 //! `summary.rps`, `summary.latency_ms.*`, `summary.status.<code>`, `summary.errors`,
 //! `hosts.<host>.requests`, `cold_start.ready_ms`, `cold_start.first_request_ms` and, in open
 //! loop, `summary.latency_uncorrected_ms`. Keep them stable; `schema/http.schema.json` checks them.

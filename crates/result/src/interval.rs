@@ -4,7 +4,7 @@
 //!
 //! Every record fills the common fields: `index`, `start_s`, `end_s`, `completed`, `errors`,
 //! `rate_per_s`, `latency_ms` and `histogram`. The fields only one kind has are optional and
-//! left out of the JSON when absent, under the names they had in v1 (README, "JSON names").
+//! left out of the JSON when absent, under the names they had in v1 (docs/result-json.md).
 //!
 //! [`IntervalAcc`] is the one accumulator of a record: an engine's open interval (`run` and
 //! `http` record into it and close it) and the join of several parts' records of one index

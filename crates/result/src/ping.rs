@@ -4,7 +4,7 @@
 //! printed. Here rather than in npt-ping so that every reader reads it as one typed result
 //! ([`crate::any::Workload::Ping`]).
 //!
-//! Field names are what users script against (README, `npt ping`); `schema/ping.schema.json`
+//! Field names are what users script against (docs/result-json.md, "ping"); `schema/ping.schema.json`
 //! checks them.
 
 use std::collections::BTreeMap;
@@ -27,6 +27,10 @@ pub struct PingBody {
     pub errors: Errors,
     /// The RTT histogram (ns).
     pub histogram: SerializedHistogram,
+    /// `npt ping --from`: the hop agent (`npt://HOST:PORT`) the RTTs were measured from; absent
+    /// when measured from this host (and in files written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_from: Option<String>,
 }
 
 /// Counts and RTT statistics in milliseconds (zeros when nothing answered).

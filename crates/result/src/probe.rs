@@ -1,7 +1,7 @@
 //! The body of a `probe` result: summary, tester health, the NPT-compatible `latency` and
 //! `errors` blocks, serialized histograms and the per-interval series.
 //!
-//! Field names here are what users script against (README, "JSON names"); keep them stable.
+//! Field names here are what users script against (docs/result-json.md, "probe"); keep them stable.
 
 use std::collections::BTreeMap;
 
@@ -73,7 +73,7 @@ pub struct ProbeSummary {
     /// Application payload bytes each way.
     pub bytes: Directions,
     /// TCP: connect + the first echo on that connection and nothing else, mean over flows
-    /// (seed 001's "first packet latency"); the distribution is `phases_ms.first_packet`.
+    /// (quic-tun's latency test's "first packet latency"); the distribution is `phases_ms.first_packet`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_packet_ms: Option<f64>,
     /// TCP: connect time, mean over connections; the distribution is `phases_ms.connect`.
@@ -84,7 +84,7 @@ pub struct ProbeSummary {
     /// files written before they were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases_ms: Option<ProbePhases>,
-    /// TCP: from the first connect until the last reply (seed 001's "total latency").
+    /// TCP: from the first connect until the last reply (quic-tun's latency test's "total latency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_ms: Option<f64>,
     /// `--via`: the proxy and the phases of its handshakes (means over connections or UDP

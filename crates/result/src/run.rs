@@ -2,7 +2,7 @@
 //! blocks with correct per-request values, then per protocol and per activity summaries,
 //! the tester's health, serialized histograms (exact merge later) and the 1 s series.
 //!
-//! Field names here are what users script against (README, `npt run`, "JSON names"); keep them
+//! Field names here are what users script against (docs/result-json.md, "run"); keep them
 //! stable. `schema/run.schema.json` describes this layout and a test enforces it.
 
 use std::collections::BTreeMap;
@@ -90,7 +90,7 @@ pub struct ProtocolStats {
     pub connect_ms: Summary,
     /// TCP: the handshake-sized exchange of a web page; QUIC: the QUIC/TLS handshake.
     pub handshake_ms: Summary,
-    /// Connect start → last byte of the first request's response (seed 001's "first packet").
+    /// Connect start → last byte of the first request's response (quic-tun's latency test's "first packet").
     pub first_request_ms: Summary,
     /// `--via`: the proxy's own part of each connect (authentication + CONNECT reply);
     /// `connect_ms` then runs until the tunnel is open.

@@ -105,6 +105,8 @@ pub struct Counters {
     pub quic_lost: AtomicU64,
     pub quic_streams: AtomicU64,
     pub quic: StreamCounters,
+    /// The hop agent's requests and refusals (TCP and QUIC streams).
+    pub hop: crate::hop_agent::HopCounters,
 }
 
 impl Counters {
@@ -177,6 +179,7 @@ impl Counters {
             + g(&self.quic_lost)
             + self.tcp.refusals().iter().sum::<u64>()
             + self.quic.refusals().iter().sum::<u64>()
+            + self.hop.refusals_total()
     }
 }
 

@@ -1,5 +1,5 @@
 //! The HTTP responder behind `npt serve --http`: a fast, boring backend so that a gateway under
-//! test is never measured against a slow one (seed 003's complaint about its Node backend).
+//! test is never measured against a slow one (the gateway benchmark's complaint about its Node backend).
 //!
 //! Routes: `GET /` → `200 ok`; `/bytes/N` → N bytes of incompressible data; `/delay/MS` → `200`
 //! after MS milliseconds; `/status/CODE` → that status; `POST`/`PUT` anything → the request body

@@ -9,6 +9,9 @@
 //! open-file limit, [`fdlimit`]) and failed accepts are counted and backed off, asked-for reply
 //! bytes are charged to the source address ([`budget`]), and each transport counts its own
 //! refusals and closes ([`Counters`]), summarized on stderr while they happen.
+//!
+//! With `--hop-agent` (and `--token`) the server also measures RTTs on request for clients that
+//! passed the handshake, to targets within its allow-list ([`hop_agent`]).
 // Parses peer requests: no panic path outside tests (README, "No panic on input").
 #![cfg_attr(
     not(test),
@@ -26,6 +29,7 @@
 pub mod budget;
 mod counters;
 pub mod fdlimit;
+pub mod hop_agent;
 pub mod http_server;
 pub mod limiter;
 pub mod loopguard;
@@ -78,6 +82,8 @@ pub struct ServeConfig {
     pub budget: BudgetLimits,
     /// How often refusals are summarized on stderr.
     pub log_every: Duration,
+    /// `--hop-agent`: measure RTTs on request for authenticated clients (needs `token`).
+    pub hop: Option<hop_agent::HopAgentConfig>,
 }
 
 impl Default for ServeConfig {
@@ -93,6 +99,7 @@ impl Default for ServeConfig {
             timeouts: Timeouts::default(),
             budget: BudgetLimits::default(),
             log_every: LOG_EVERY,
+            hop: None,
         }
     }
 }
@@ -103,6 +110,11 @@ pub enum ServeError {
     Bind { addr: SocketAddr, source: io::Error },
     #[error("cannot start the runtime: {0}")]
     Runtime(io::Error),
+    #[error(
+        "--hop-agent needs --token: an agent that sends traffic on request answers only clients \
+         that prove the secret"
+    )]
+    HopWithoutToken,
 }
 
 pub(crate) struct Shared {
@@ -113,6 +125,8 @@ pub(crate) struct Shared {
     /// The handshake's server side (with `--token`; TCP, UDP, QUIC), and the clock it reads.
     pub auth: Option<Arc<ServerAuth>>,
     pub epoch: Instant,
+    /// The hop agent (refusing every request without `--hop-agent`).
+    pub hop: Arc<hop_agent::HopAgent>,
 }
 
 /// Addresses that are not on the public internet: loopback, IPv4 private (RFC 1918) and
@@ -151,6 +165,9 @@ pub struct Server {
 impl Server {
     /// Binds every address (TCP and UDP on one port number each) and starts serving.
     pub fn start(cfg: ServeConfig) -> Result<Server, ServeError> {
+        if cfg.hop.is_some() && cfg.token.is_none() {
+            return Err(ServeError::HopWithoutToken);
+        }
         let _ = fdlimit::raise_nofile();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -158,9 +175,11 @@ impl Server {
             .enable_all()
             .build()
             .map_err(ServeError::Runtime)?;
+        let counters = Arc::new(Counters::default());
         let shared = Arc::new(Shared {
             cfg: cfg.clone(),
-            counters: Arc::new(Counters::default()),
+            hop: Arc::new(hop_agent::HopAgent::new(cfg.hop.clone(), counters.clone())),
+            counters,
             budget: Arc::new(ReplyBudget::new(cfg.budget)),
             stop: AtomicBool::new(false),
             auth: cfg
@@ -246,6 +265,7 @@ impl Server {
                 epoch: self.shared.epoch,
                 timeouts: cfg.timeouts,
                 budget: Some(self.shared.budget.clone()),
+                hop: self.shared.hop.clone(),
             },
             self.counters(),
         )
@@ -276,7 +296,12 @@ async fn log_refusals(shared: Arc<Shared>) {
         let total = c.refusals_total();
         if total != logged {
             logged = total;
-            eprintln!("npt serve: so far {}", c.refusals_line());
+            let hop = if shared.hop.is_enabled() {
+                format!("; {}", c.hop.line())
+            } else {
+                String::new()
+            };
+            eprintln!("npt serve: so far {}{hop}", c.refusals_line());
         }
     }
 }
@@ -341,6 +366,7 @@ async fn accept_loop(
                 timeouts: sh.cfg.timeouts,
                 budget: Some(&sh.budget),
                 peer: Some(peer.ip()),
+                hop: &sh.hop,
             };
             let _ = stream::serve_stream(sock, &cx).await;
         });

@@ -17,9 +17,9 @@
 //!    answered, and neither is anything more from that peer until it has been quiet for the
 //!    window. So a loop through any number of echo services ends after at most `REPEAT_LIMIT`
 //!    rounds: every round presents this socket with the same (peer, payload) again. Legitimate
-//!    clients number their packets (npt probe, seed 002's tester, sockperf), so consecutive
+//!    clients number their packets (npt probe, the line tester, sockperf), so consecutive
 //!    payloads differ; a client that sends the *same* bytes more than `REPEAT_LIMIT` times in a
-//!    row, each within a second, must vary them (README says so).
+//!    row, each within a second, must vary them (docs/security.md says so).
 //!
 //! The table is direct-mapped (fixed memory: [`SLOTS`] entries) and keyed with a per-process
 //! random hash key, so an attacker cannot aim collisions. A collision evicts a peer's state and

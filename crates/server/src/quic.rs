@@ -23,6 +23,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use npt_wire::auth::ServerAuth;
 
 use crate::budget::ReplyBudget;
+use crate::hop_agent::HopAgent;
 use crate::stream::{StreamCtx, Timeouts};
 use crate::Counters;
 
@@ -95,6 +96,8 @@ pub struct StreamOptions {
     pub timeouts: Timeouts,
     /// Per-address reply budget; None = unlimited.
     pub budget: Option<Arc<ReplyBudget>>,
+    /// The hop agent hop requests on a stream go to (one that refuses them by default).
+    pub hop: Arc<HopAgent>,
 }
 
 impl Default for StreamOptions {
@@ -104,6 +107,7 @@ impl Default for StreamOptions {
             epoch: Instant::now(),
             timeouts: Timeouts::default(),
             budget: None,
+            hop: Arc::new(HopAgent::new(None, Arc::new(Counters::default()))),
         }
     }
 }
@@ -120,6 +124,7 @@ pub fn start_quic(
 ) -> Result<QuicServer, QuicError> {
     let opts = StreamOptions {
         auth: secret.map(|s| Arc::new(ServerAuth::new(s.as_bytes(), crate::random_key()))),
+        hop: Arc::new(HopAgent::new(None, counters.clone())),
         ..StreamOptions::default()
     };
     start_quic_with(handle, addr, tls, opts, counters)
@@ -240,6 +245,7 @@ async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters
                 timeouts: opts.timeouts,
                 budget: opts.budget.as_deref(),
                 peer: Some(peer),
+                hop: &opts.hop,
             };
             let ok = crate::stream::serve_stream(&mut joined, &cx).await.is_ok();
             let (mut recv, mut send) = joined.into_inner();

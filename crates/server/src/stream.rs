@@ -6,7 +6,8 @@
 //!   if the source address's reply budget ([`crate::budget`]) holds it — otherwise by a bare
 //!   `Response` header with `status = CLAMPED` and `frame_len = 48`, and the stream is closed.
 //!   Payloads are streamed through fixed buffers, never held whole, so a 64 MiB frame costs
-//!   no more memory than a 64-byte one.
+//!   no more memory than a 64-byte one. `HopRequest` goes to the hop agent
+//!   ([`crate::hop_agent`]), which answers with a `HopReply` no longer than the request.
 //! - anything else: plain byte echo (refused when a token is required).
 //!
 //! With `--token` ([`Access::Handshake`], TCP connections and QUIC streams alike) the stream
@@ -36,6 +37,7 @@ use tokio::io::{
 };
 
 use crate::budget::ReplyBudget;
+use crate::hop_agent::{Answer, HopAgent, HopSession};
 use crate::StreamCounters;
 
 /// How long a stream may sit idle between frames before the server closes it (default).
@@ -89,6 +91,8 @@ pub struct StreamCtx<'a> {
     /// Charged for `Response` bytes when both it and the peer's address are known.
     pub budget: Option<&'a ReplyBudget>,
     pub peer: Option<IpAddr>,
+    /// Answers `HopRequest` frames ([`crate::hop_agent`]; refuses them without `--hop-agent`).
+    pub hop: &'a HopAgent,
 }
 
 /// Bytes used to fill `Response` payloads (incompressible).
@@ -225,6 +229,7 @@ where
     }
     // Payload bytes pass through here; grown only as far as a frame needs (at most CHUNK).
     let mut buf: Vec<u8> = Vec::new();
+    let mut hop: Option<HopSession> = None;
     loop {
         within(io_t, r.read_exact(&mut hdr[4..]), &c.stalled_read).await?;
         let h = match Header::decode(&hdr) {
@@ -307,7 +312,24 @@ where
                 }
                 c.tx_bytes.fetch_add(reply as u64, Ordering::Relaxed);
             }
-            Kind::EchoReply | Kind::Response => {
+            Kind::HopRequest => {
+                // A hop request is a few hundred bytes; a longer frame is not one.
+                if rest > npt_wire::hop::MAX_REQUEST_LEN - HEADER_LEN {
+                    c.malformed.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+                let mut payload = vec![0u8; rest];
+                within(io_t, r.read_exact(&mut payload), &c.stalled_read).await?;
+                let s = hop.get_or_insert_with(|| cx.hop.session());
+                match cx.hop.answer(s, &hdr, &payload, key.as_ref()).await {
+                    Answer::Reply(out) => {
+                        within(io_t, w.write_all(&out), &c.stalled_write).await?;
+                        c.tx_bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
+                    }
+                    Answer::Close => break,
+                }
+            }
+            Kind::EchoReply | Kind::Response | Kind::HopReply => {
                 c.malformed.fetch_add(1, Ordering::Relaxed);
                 break;
             }

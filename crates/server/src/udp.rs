@@ -324,8 +324,14 @@ fn answer(
             batch.set_len(i, reply);
             true
         }
-        Kind::EchoReply | Kind::Response => {
+        Kind::EchoReply | Kind::Response | Kind::HopReply => {
             // A reply sent to us: answering it could start a loop between two servers.
+            t.malformed += 1;
+            false
+        }
+        // The hop agent answers on streams only (a measurement takes seconds; this thread
+        // answers datagrams in microseconds).
+        Kind::HopRequest => {
             t.malformed += 1;
             false
         }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use npt_result::common::{Directions, ErrorStats};
+use npt_result::error::ErrorKind;
 use npt_result::interval::{Interval, IntervalAcc, Intervals};
 use npt_result::run::hist;
 use npt_result::stats::run::{ActivityCounts, GameTotals, ProtocolCounts};
@@ -244,7 +245,7 @@ impl Collector {
     }
 
     /// One failed request, connection or session, by kind (`refused`, `reset`, `timeout`, …).
-    pub fn error(&self, a: Activity, kind: &str, example: impl FnOnce() -> String) {
+    pub fn error(&self, a: Activity, kind: ErrorKind, example: impl FnOnce() -> String) {
         let mut t = self.lock();
         t.proto[a.protocol().index()].errors += 1;
         t.act[a.index()].errors += 1;
@@ -252,7 +253,7 @@ impl Collector {
         let proto = a.protocol().name();
         let act = a.name();
         t.errors
-            .record(kind, || format!("{act} ({proto}): {}", example()));
+            .record(kind.name(), || format!("{act} ({proto}): {}", example()));
         drop(t);
         self.errors_total.fetch_add(1, Ordering::Relaxed);
     }
@@ -404,7 +405,9 @@ mod tests {
             c.request(Activity::Web, 100, 1000, 10_000_000);
         }
         c.request(Activity::Web, 100, 1000, 300_000_000);
-        c.error(Activity::Web, "refused", || "connection refused".into());
+        c.error(Activity::Web, ErrorKind::Refused, || {
+            "connection refused".into()
+        });
         let m = c.finish(10.0, 1000.0).summarize(&RunMeta::default());
         let tcp = m.latency["tcp"];
         assert!((tcp.p50_ms - 10.0).abs() < 0.02, "{}", tcp.p50_ms);

@@ -1,6 +1,6 @@
 //! `npt run`: simulated users browsing the web over TCP, browsing over QUIC, moving large
 //! files and playing a game over UDP against `npt serve`, measured per request in HDR
-//! histograms (seed 000's NPT, with correct percentiles and flat memory).
+//! histograms (NPT's user model from the forwarding-scenario table, with correct percentiles and flat memory).
 //!
 //! The decisions of a user live in [`model`] (pure, seeded, virtual-clock tested); the
 //! sockets in [`driver`]; the measurements in [`collect`].

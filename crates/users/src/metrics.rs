@@ -110,7 +110,9 @@ mod tests {
         c.session(Activity::Web);
         c.request(Activity::Web, 10, 20, 1_000_000);
         c.request(Activity::Web, 10, 20, 3_000_000);
-        c.error(Activity::Web, "refused", || "x".into());
+        c.error(Activity::Web, npt_result::error::ErrorKind::Refused, || {
+            "x".into()
+        });
         let _u = c.user_active();
         let mut s = Snapshot::new();
         c.export(&mut s, &[("target", "t")]);

@@ -60,6 +60,11 @@ pub enum Kind {
     Request = 3,
     /// The answer to a `Request`.
     Response = 4,
+    /// Ask a hop agent to measure an RTT from where it runs (payload: [`crate::hop`]); only
+    /// on an authenticated stream of `npt serve --hop-agent`.
+    HopRequest = 5,
+    /// The answer to a `HopRequest`: the samples, or a refusal in `status`.
+    HopReply = 6,
 }
 
 impl Kind {
@@ -69,6 +74,8 @@ impl Kind {
             2 => Kind::EchoReply,
             3 => Kind::Request,
             4 => Kind::Response,
+            5 => Kind::HopRequest,
+            6 => Kind::HopReply,
             other => return Err(WireError::BadKind(other)),
         })
     }

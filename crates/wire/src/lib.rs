@@ -1,5 +1,6 @@
-//! npt's wire format and the pure bookkeeping around it: frames and raw stamps, payload fill,
-//! the sequence window (loss, late, duplicate, reorder) and pacing schedules.
+//! npt's wire format and the pure bookkeeping around it: frames and raw stamps, the hop
+//! agent's request and reply, payload fill, the sequence window (loss, late, duplicate,
+//! reorder) and pacing schedules.
 //!
 //! Nothing here touches a socket or reads a clock: every function takes bytes and `now` (ns)
 //! as arguments, so all of it is tested with fixed bytes and a virtual clock.
@@ -20,6 +21,7 @@
 pub mod auth;
 pub mod fill;
 pub mod frame;
+pub mod hop;
 pub mod pacing;
 pub mod raw;
 pub mod window;

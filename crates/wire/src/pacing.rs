@@ -3,13 +3,13 @@
 //! with [`Pacer::on_sent`]. That is what lets tests drive it with a virtual clock.
 //!
 //! - `Interval`: send, then wait `every` after the packet *actually* left (closed loop, like
-//!   `ping`; seed 002 warns that `interval n ms` is not `1000/n` pps — this is that mode).
+//!   `ping`; the line tester's manual warns that `interval n ms` is not `1000/n` pps — this is that mode).
 //! - `Rate`: open loop at a fixed packet rate. Packet *k* is due at `start + k / pps` whatever
 //!   happened before, so a stalled sender makes up the backlog and latency is also measured
 //!   from the due time (coordinated-omission correction, as wrk2 does).
-//! - `Relay`: seed 002's `onrecv`. A warm-up of `warmup` packets spaced `every` apart; after
+//! - `Relay`: the line tester's `onrecv`. A warm-up of `warmup` packets spaced `every` apart; after
 //!   that, each reply releases one new packet, so about `warmup` packets stay in flight and the
-//!   rate settles at what the path sustains. A lost packet releases nothing (as in the seed):
+//!   rate settles at what the path sustains. A lost packet releases nothing (as in the line tester):
 //!   under heavy loss the rate decays towards zero, which is itself the finding.
 //! - `Tick`: a game's fixed tick. Packet *k* is due `every` after packet *k − 1* was due (no
 //!   drift from late wake-ups, unlike `Interval`), but a sender that fell more than a tick

@@ -1,6 +1,6 @@
 //! Raw mode: sequence and timestamp carried *inside* the payload, for any plain echo server.
 //!
-//! A plain echo server (seed 002's Go program, `socat`, inetd's echo) returns the bytes it got.
+//! A plain echo server (the line tester's Go echo server, `socat`, inetd's echo) returns the bytes it got.
 //! npt therefore writes its own 24-byte stamp at the front of the payload and reads it back
 //! from the echo; the rest of the payload is fill. Integers big-endian:
 //!

@@ -1,4 +1,4 @@
-//! `npt compare`: seed 000's table — avg / p50 / p95 / p99 / max, theoretical latency (the sum of
+//! `npt compare`: the forwarding-scenario table — avg / p50 / p95 / p99 / max, theoretical latency (the sum of
 //! hop RTTs), overhead over it and over a baseline — either by running a scenario file
 //! (`npt compare scenarios.toml`, see [`scenarios`] and [`runner`]) or from result files
 //! already measured ([`files`]). Text on stdout; `--json`, `--markdown`, `--html` written

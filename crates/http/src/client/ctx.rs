@@ -131,7 +131,7 @@ impl Ctx {
             .await
             .unwrap_or_else(|| {
                 Err(Failure(
-                    "timeout",
+                    ErrorKind::Timeout,
                     format!("no complete response within {:?}", self.timeout),
                 ))
             })
@@ -143,7 +143,7 @@ impl Ctx {
         match tokio::time::timeout(self.timeout, self.connect_untimed()).await {
             Ok(r) => r,
             Err(_) => Err(Failure(
-                "timeout",
+                ErrorKind::Timeout,
                 format!("connect/TLS handshake not done within {:?}", self.timeout),
             )),
         }
@@ -192,10 +192,10 @@ impl Ctx {
         let tls = match connector.connect(name.clone(), tcp).await {
             Err(e) => {
                 let f = Failure::from_err(&e);
-                let kind = if matches!(f.0, "reset" | "refused") {
+                let kind = if matches!(f.0, ErrorKind::Reset | ErrorKind::Refused) {
                     f.0
                 } else {
-                    "tls"
+                    ErrorKind::Tls
                 };
                 let hint = if f.1.contains("certificate") && !self.insecure {
                     " (--insecure accepts self-signed certificates)"
@@ -209,7 +209,7 @@ impl Ctx {
         let tls_ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
         if self.h2 && tls.get_ref().1.alpn_protocol() != Some(crate::tls::ALPN_H2) {
             return Err(Failure(
-                "protocol",
+                ErrorKind::Protocol,
                 "server did not negotiate h2 by ALPN".into(),
             ));
         }
@@ -275,7 +275,7 @@ impl Ctx {
             Some(Err(f)) => (Err(f), false),
             None => (
                 Err(Failure(
-                    "timeout",
+                    ErrorKind::Timeout,
                     format!("no complete response within {:?}", self.timeout),
                 )),
                 false,
@@ -326,7 +326,7 @@ impl Ctx {
             .await
             .unwrap_or_else(|| {
                 Err(Failure(
-                    "timeout",
+                    ErrorKind::Timeout,
                     format!("no complete response within {:?}", self.timeout),
                 ))
             })

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Uri};
+use npt_result::error::ErrorKind;
 use npt_result::http::{ColdStart, HttpBody, HttpSummary};
 use npt_result::probe::Health;
 use npt_result::StopReason;
@@ -320,12 +321,12 @@ mod tests {
     #[test]
     fn errors_are_classified() {
         let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
-        assert_eq!(classify(&refused), "refused");
+        assert_eq!(classify(&refused).name(), "refused");
         let reset = io::Error::from(io::ErrorKind::ConnectionReset);
-        assert_eq!(classify(&reset), "reset");
+        assert_eq!(classify(&reset).name(), "reset");
         let tls = io::Error::new(io::ErrorKind::InvalidData, rustls::Error::DecryptError);
-        assert_eq!(classify(&tls), "tls");
+        assert_eq!(classify(&tls).name(), "tls");
         let other = io::Error::other("weird");
-        assert_eq!(classify(&other), "protocol");
+        assert_eq!(classify(&other).name(), "protocol");
     }
 }

@@ -62,7 +62,7 @@ impl Drop for Workers {
     }
 }
 
-/// Polls with fresh connections until the first 2xx, as seed 003's cold start.
+/// Polls with fresh connections until the first 2xx, as the gateway benchmark's cold start.
 pub(super) async fn cold_start(
     ctx: &Ctx,
     cs: &ColdStartConfig,

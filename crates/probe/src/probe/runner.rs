@@ -260,7 +260,8 @@ pub fn run(
                                     // This flow cannot send at all: a classified error in
                                     // the report, and the other flows still run.
                                     let mut t = Totals::default();
-                                    t.errors.record(e.kind(), || format!("via {via}: {e}"));
+                                    t.errors
+                                        .record(e.kind().name(), || format!("via {via}: {e}"));
                                     failed.push((i, t));
                                 }
                             }
@@ -444,8 +445,8 @@ fn probe_meta(cfg: &ProbeConfig) -> ProbeMeta {
 }
 
 /// The flows' totals as the probe's stats value: the send phase's rates on this run's clock,
-/// TCP connect and first packet (seed 001: connect + the first echo on that connection, and
-/// nothing else, no wait for the schedule) one value per flow into histograms, and the
+/// TCP connect and first packet (as quic-tun's latency test: connect + the first echo on that
+/// connection, and nothing else, no wait for the schedule) one value per flow into histograms, and the
 /// tester's health (CPU time of the whole process over `wall_s`).
 fn probe_stats(
     cfg: &ProbeConfig,

@@ -1,4 +1,4 @@
-//! Seed 002's XML config (`ConfigTemplate.xml`), read as printed in the seed.
+//! The line tester's XML config (`ConfigTemplate.xml`), read as its manual prints it.
 //!
 //! ```xml
 //! <settings>
@@ -12,8 +12,8 @@
 //!   <log mode="count" param="100000" />                <!-- count | time (ms) -->
 //! </settings>
 //! ```
-//! The seed's `dataprotocol raw` means a plain echo server, so a config maps to npt's raw
-//! framing. `threadsperclient`, `buffersize`, `ppsdelay` and `sendpoolsize` tuned the seed's own
+//! The line tester's `dataprotocol raw` means a plain echo server, so a config maps to npt's raw
+//! framing. `threadsperclient`, `buffersize`, `ppsdelay` and `sendpoolsize` tuned the line tester's own
 //! sender and have no equivalent (npt has one sender loop per client socket); they are read,
 //! checked and reported as ignored. Every error names the element and attribute.
 // Parses a user-written XML config: no panic path outside tests (README, "No panic on input").
@@ -256,7 +256,7 @@ pub fn parse(text: &str) -> Result<XmlConfig, XmlError> {
 mod tests {
     use super::*;
 
-    /// Seed 002's ConfigTemplate.xml, verbatim (comments included).
+    /// The line tester's ConfigTemplate.xml, verbatim (comments included).
     const TEMPLATE: &str = include_str!("../../../../examples/ConfigTemplate.xml");
 
     #[test]

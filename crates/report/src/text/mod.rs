@@ -42,7 +42,7 @@ pub fn ms(v: f64) -> String {
     }
 }
 
-/// One stage line, printed while a probe runs (seed 002's `[阶段]` line, loss never negative).
+/// One stage line, printed while a probe runs (the line tester's `[阶段]` stage line, loss never negative).
 /// The probe's own fields of the record count as 0 where absent.
 pub fn stage_line(r: &Interval) -> String {
     let (sent, lost) = (r.sent.unwrap_or(0), r.lost.unwrap_or(0));

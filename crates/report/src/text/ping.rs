@@ -14,7 +14,14 @@ pub fn write_ping(
     took_s: f64,
 ) -> io::Result<()> {
     let s = &b.summary;
-    writeln!(out, "--- {} ping statistics ---", b.target)?;
+    match &b.measured_from {
+        Some(agent) => writeln!(
+            out,
+            "--- {} ping statistics, measured from {agent} ---",
+            b.target
+        )?,
+        None => writeln!(out, "--- {} ping statistics ---", b.target)?,
+    }
     let stopped = match stopped_by {
         StopReason::Count => String::new(),
         why => format!(", stopped by {why}"),
@@ -74,6 +81,7 @@ mod tests {
             latency: BTreeMap::new(),
             errors: Errors::default(),
             histogram: h.to_serialized(),
+            measured_from: None,
         };
         let now = std::time::SystemTime::now();
         let doc = Document::new(
@@ -91,6 +99,49 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.starts_with("--- tcp://127.0.0.1:1 ping statistics ---\n3 sent, 2 received"),
+            "{text}"
+        );
+    }
+
+    fn body(json: &str) -> PingBody {
+        serde_json::from_str(json).unwrap()
+    }
+
+    const BEFORE: &str = r#"{"target": "tcp://10.0.3.2:7777", "proto": "tcp",
+        "addresses": ["10.0.3.2:7777"],
+        "summary": {"sent": 1, "received": 1, "lost": 0, "loss_pct": 0.0, "late": 0,
+            "min_ms": 69.0, "avg_ms": 69.0, "p50_ms": 69.0, "p90_ms": 69.0, "p95_ms": 69.0,
+            "p99_ms": 69.0, "max_ms": 69.0, "stddev_ms": 0.0},
+        "latency": {}, "errors": {"total_errors": 0, "error_rate": 0.0, "by_kind": {}},
+        "histogram": {"encoding": "x", "unit": "ns", "data": ""}}"#;
+
+    /// Files written before `--from` existed have no `measured_from`: they read, render and
+    /// write back as they were.
+    #[test]
+    fn measured_from_is_optional_and_only_written_when_set() {
+        let b = body(BEFORE);
+        assert_eq!(b.measured_from, None);
+        let v = serde_json::to_value(&b).unwrap();
+        assert!(v.get("measured_from").is_none(), "{v}");
+        let mut out = Vec::new();
+        write_ping(&mut out, &b, StopReason::Count, 1.0).unwrap();
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .starts_with("--- tcp://10.0.3.2:7777 ping statistics ---\n"));
+
+        let mut b = b;
+        b.measured_from = Some("npt://10.0.1.2:7777".into());
+        let v = serde_json::to_value(&b).unwrap();
+        assert_eq!(v["measured_from"], "npt://10.0.1.2:7777");
+        let again: PingBody = serde_json::from_value(v).unwrap();
+        assert_eq!(again.measured_from.as_deref(), Some("npt://10.0.1.2:7777"));
+        let mut out = Vec::new();
+        write_ping(&mut out, &again, StopReason::Count, 1.0).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with(
+                "--- tcp://10.0.3.2:7777 ping statistics, measured from npt://10.0.1.2:7777 ---\n"
+            ),
             "{text}"
         );
     }

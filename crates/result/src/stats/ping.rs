@@ -22,6 +22,8 @@ pub struct PingMeta {
     pub proto: String,
     /// Addresses the target resolved to, in the order they were tried.
     pub addresses: Vec<String>,
+    /// `npt ping --from`: the hop agent the RTTs were measured from.
+    pub measured_from: Option<String>,
 }
 
 /// Counters and the RTT histogram of a ping.
@@ -72,6 +74,7 @@ impl Stats for PingStats {
             target: b.target.clone(),
             proto: b.proto.clone(),
             addresses: b.addresses.clone(),
+            measured_from: b.measured_from.clone(),
         };
         Ok((stats, meta))
     }
@@ -112,6 +115,7 @@ impl Stats for PingStats {
                 by_kind: self.errors.clone(),
             },
             histogram: self.rtt.to_serialized(),
+            measured_from: m.measured_from.clone(),
         }
     }
 }

@@ -172,14 +172,14 @@ pub(super) async fn transfer(
 /// concurrent bidirectional streams of the same connection.
 pub(super) async fn quic_visit(ctx: &Arc<Ctx>, ch: &mut Chooser, id: u64) -> Result<(), Fail> {
     let (Some(ep), Some(target)) = (&ctx.quic, ctx.cfg.targets.quic) else {
-        return Err(Fail::new("config", "no QUIC endpoint"));
+        return Err(Fail::new(ErrorKind::Config, "no QUIC endpoint"));
     };
     let shape = &ctx.cfg.shape;
     let plan = ch.quic_visit(shape);
     let t = Instant::now();
     let connecting = ep
         .connect(target, &ctx.cfg.targets.quic_server_name)
-        .map_err(|e| Fail::new("local", format!("connect: {e}")))?;
+        .map_err(|e| Fail::new(ErrorKind::Local, format!("connect: {e}")))?;
     let conn = match tokio::time::timeout(ctx.cfg.timeout, connecting).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {

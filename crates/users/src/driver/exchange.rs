@@ -159,20 +159,21 @@ pub(super) fn check_response(
     seq: u64,
     down: u32,
 ) -> Result<(), Fail> {
-    let h = Header::decode(head).map_err(|e| Fail::new("protocol", format!("response: {e}")))?;
+    let h = Header::decode(head)
+        .map_err(|e| Fail::new(ErrorKind::Protocol, format!("response: {e}")))?;
     if let Some(k) = key {
         k.open(Dir::ToClient, head)
-            .map_err(|e| Fail::new("protocol", format!("response: {e}")))?;
+            .map_err(|e| Fail::new(ErrorKind::Protocol, format!("response: {e}")))?;
     }
     if h.kind != Kind::Response || h.seq != seq {
         return Err(Fail::new(
-            "protocol",
+            ErrorKind::Protocol,
             format!("expected response {seq}, got {:?} {}", h.kind, h.seq),
         ));
     }
     if h.frame_len != down {
         return Err(Fail::new(
-            "protocol",
+            ErrorKind::Protocol,
             format!(
                 "asked for {down} bytes, server answers {} (server limits?)",
                 h.frame_len

@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use npt_result::error::ErrorKind;
 use npt_result::run::RunBody;
 use npt_result::stats::{RunMeta, Stats};
 use npt_result::Health;
@@ -371,7 +372,7 @@ async fn run_async(
         u64::try_from(ctx.cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
     );
     for a in &cut.timed_out {
-        ctx.col.error(*a, "timeout", || {
+        ctx.col.error(*a, ErrorKind::Timeout, || {
             format!(
                 "no answer within {:?}, still waiting when the run ended",
                 ctx.cfg.timeout
@@ -477,7 +478,7 @@ async fn user_life(ctx: &Arc<Ctx>, mut user: User, id: u64) {
                 ctx.col.session(a);
                 let r = match (a, target) {
                     (Activity::Quic, _) => quic_visit(ctx, &mut user.chooser, id).await,
-                    (_, None) => Err(Fail::new("config", "no target")),
+                    (_, None) => Err(Fail::new(ErrorKind::Config, "no target")),
                     (Activity::Web, Some(t)) => web_visit(ctx, &mut user.chooser, id, t).await,
                     (Activity::Download, Some(t)) => {
                         let n = user.chooser.download(&ctx.cfg.shape);

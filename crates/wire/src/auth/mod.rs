@@ -57,6 +57,7 @@
 //! offline against its proof (as with irtt; only a PAKE avoids that): use a long random secret.
 //! Payloads are not encrypted.
 
+mod body;
 pub mod handshake;
 mod sessions;
 #[cfg(test)]
@@ -67,6 +68,7 @@ use std::net::SocketAddr;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+pub use body::BODY_TAG_LEN;
 pub use handshake::{
     stream_no_accept, stream_read_error, stream_step, ClientHandshake, ServerAuth, COOKIE_TTL_NS,
     HS_RETRY_NS,

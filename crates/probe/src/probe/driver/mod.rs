@@ -107,7 +107,7 @@ const BATCH: usize = 32;
 const MAX_BATCHES_PER_STEP: usize = 16;
 
 /// A socket error's kind, in the one vocabulary of every result.
-fn classify(e: &io::Error) -> &'static str {
+fn classify(e: &io::Error) -> npt_result::error::ErrorKind {
     npt_result::error::io_error_kind(e)
 }
 

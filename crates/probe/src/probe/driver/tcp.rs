@@ -2,6 +2,7 @@
 //! with connect and first-packet times, and the raw stream resynchronised on loss of step.
 
 use super::*;
+use npt_result::error::{ErrorKind, ProxyErrorKind};
 
 enum TcpState {
     Connecting {
@@ -59,7 +60,7 @@ impl TcpFlow {
         self.fail_kind(now, classify(e), format!("{what}: {e}"));
     }
 
-    fn fail_kind(&mut self, now: u64, kind: &'static str, msg: String) {
+    fn fail_kind(&mut self, now: u64, kind: ErrorKind, msg: String) {
         // Whatever was queued or half-read belonged to the old stream.
         self.out.clear();
         self.out_pos = 0;
@@ -78,7 +79,7 @@ impl TcpFlow {
                 };
             }
             None => {
-                self.errors_before_connect.record(kind, || msg);
+                self.errors_before_connect.record(kind.name(), || msg);
                 self.attempts += 1;
                 let time_left = self.cfg.send_until.is_some_and(|u| now + RETRY_NS < u);
                 if time_left
@@ -180,7 +181,11 @@ fn connect_via(
             // Credentials, rulesets and unsupported commands do not change by retrying.
             let permanent = matches!(
                 kind,
-                "proxy_auth_failed" | "proxy_denied" | "proxy_unsupported" | "config"
+                ErrorKind::Proxy(
+                    ProxyErrorKind::AuthFailed
+                        | ProxyErrorKind::Denied
+                        | ProxyErrorKind::Unsupported
+                ) | ErrorKind::Config
             );
             if permanent && f.session.is_none() {
                 f.state = TcpState::Closed;
@@ -375,7 +380,7 @@ pub fn run_tcp(
                                 let d = f.inbuf.drain(|b| s.try_handle_reply(now, b));
                                 if d.lost_step > 0 {
                                     s.totals_mut().foreign += u64::from(d.lost_step);
-                                    s.record_error("protocol", || {
+                                    s.record_error(ErrorKind::Protocol, || {
                                         format!(
                                             "echo stream out of step: skipped {} bytes to \
                                              the next reply",

@@ -22,6 +22,7 @@ mod types;
 
 use std::collections::VecDeque;
 
+use npt_result::error::ErrorKind;
 use npt_stats::{Jitter, JitterMean};
 use npt_wire::frame::{Header, Kind};
 use npt_wire::raw::RawStamp;
@@ -156,15 +157,14 @@ impl Session {
     }
 
     /// Counts a transport error against this flow, under a kind of the one vocabulary of
-    /// every result (`npt_result::error::ERROR_KINDS`: the driver classifies with
-    /// `io_error_kind`).
-    pub fn record_error(&mut self, kind: &str, example: impl FnOnce() -> String) {
-        self.totals.errors.record(kind, example);
+    /// every result (the driver classifies with `npt_result::error::io_error_kind`).
+    pub fn record_error(&mut self, kind: ErrorKind, example: impl FnOnce() -> String) {
+        self.totals.errors.record(kind.name(), example);
     }
 
     /// A packet that could not be handed to the socket at all. It stays in the window and will
     /// be counted lost at its deadline: a user's packet that never left is a lost packet.
-    pub fn send_failed(&mut self, kind: &str, example: impl FnOnce() -> String) {
+    pub fn send_failed(&mut self, kind: ErrorKind, example: impl FnOnce() -> String) {
         self.record_error(kind, example);
     }
 

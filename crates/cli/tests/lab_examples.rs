@@ -1,7 +1,8 @@
-//! The seeds' experiments in the lab, scaled down in time: seed 000's topology (direct 299 ms,
-//! forwarders in LA, a Seattle → LA chain) must read back near its theoretical latencies, and
-//! seed 001's ping-pong must report first-packet and total latency for every loss case. Both
-//! run the example files in `examples/lab/` with a shorter workload. Root only.
+//! The lab example files, run scaled down in time: the forwarding-scenario topology (direct
+//! 299 ms, forwarders in LA, a Seattle → LA chain) must read back near its theoretical latencies,
+//! and the tunnel ping-pong at 0/1/2 % loss (quic-tun's latency test) must report first-packet
+//! and total latency for every loss case. Both run the files in `examples/lab/` with a shorter
+//! workload, so the examples users copy are the ones tested. Root only.
 
 mod common;
 
@@ -71,16 +72,16 @@ fn row<'a>(table: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
 }
 
 #[test]
-fn seed000_reads_back_its_theoretical_latencies() {
+fn forwarding_scenarios_read_back_their_theoretical_latencies() {
     if !is_root() {
-        eprintln!("SKIPPED: seed000 lab needs root (network namespaces, TUN)");
+        eprintln!("SKIPPED: the forwarding-scenario lab needs root (network namespaces, TUN)");
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let file = scaled(
         dir.path(),
-        "seed000.toml",
+        "forwarding-scenarios.toml",
         &[(
             "\"--users\", \"20\", \"--duration\", \"20s\"",
             "\"--users\", \"10\", \"--duration\", \"6s\"",
@@ -106,16 +107,16 @@ fn seed000_reads_back_its_theoretical_latencies() {
 }
 
 #[test]
-fn seed001_reports_first_packet_and_total_per_loss_case() {
+fn tunnel_loss_reports_first_packet_and_total_per_loss_case() {
     if !is_root() {
-        eprintln!("SKIPPED: seed001 lab needs root (network namespaces, TUN)");
+        eprintln!("SKIPPED: the tunnel-loss lab needs root (network namespaces, TUN)");
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let file = scaled(
         dir.path(),
-        "seed001.toml",
+        "quic-tunnel-loss.toml",
         &[("\"--count\", \"1000\"", "\"--count\", \"60\"")],
     );
     let (t, stdout) = lab_run(dir.path(), &file);
@@ -127,7 +128,7 @@ fn seed001_reports_first_packet_and_total_per_loss_case() {
             let total = r["total_ms"].as_f64().unwrap();
             // Connect (25 ms RTT) + first echo (25 ms): 50 ms, more only if loss hit them.
             // Through the forwarder the connect is local, but the forwarder connects onward
-            // (one RTT) before the first echo can cross: ~50 ms too, as seed 001's tunnel.
+            // (one RTT) before the first echo can cross: ~50 ms too, as quic-tun's tunnel did.
             let want = 50.0;
             assert!(
                 first >= want - 1.0,

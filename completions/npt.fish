@@ -1,0 +1,267 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_npt_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_npt_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_npt_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_npt_using_subcommand
+    set -l cmd (__fish_npt_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c npt -n "__fish_npt_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c npt -n "__fish_npt_needs_command" -s V -l version -d 'Print version'
+complete -c npt -n "__fish_npt_needs_command" -f -a "serve" -d 'Responder for every npt test: TCP and UDP echo on one port number'
+complete -c npt -n "__fish_npt_needs_command" -f -a "probe" -d 'Line quality: UDP or TCP echo with sequence numbers and timestamps'
+complete -c npt -n "__fish_npt_needs_command" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
+complete -c npt -n "__fish_npt_needs_command" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
+complete -c npt -n "__fish_npt_needs_command" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
+complete -c npt -n "__fish_npt_needs_command" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_needs_command" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
+complete -c npt -n "__fish_npt_needs_command" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
+complete -c npt -n "__fish_npt_needs_command" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
+complete -c npt -n "__fish_npt_needs_command" -f -a "lab" -d 'Several hosts on this box: network namespaces joined by emulated links (delay, jitter, loss, rate), services on them, scenarios across them (root)'
+complete -c npt -n "__fish_npt_needs_command" -f -a "completions" -d 'Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout'
+complete -c npt -n "__fish_npt_needs_command" -f -a "man" -d 'Prints a manual page (roff), or writes them all with --out-dir'
+complete -c npt -n "__fish_npt_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c npt -n "__fish_npt_using_subcommand serve" -s l -l listen -d 'Address for TCP and UDP, on the same port number (repeatable)' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l token -d 'Only answer clients that prove this secret (probe/ping/run --token): a keyed handshake on TCP and UDP, then a MAC on every packet. Disables raw echo' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l source-pps -d 'UDP packets per second from one source socket that has not authenticated (each address may use 4 times this) [default: 200; 500000 with --open-limits]' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l source-mbps -d 'UDP megabits per second from one such source socket [default: 4; 2000 with --open-limits]' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l total-pps -d 'UDP packets per second from all unauthenticated sources together [default: 10000; none with --open-limits]' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l total-mbps -d 'UDP megabits per second from all unauthenticated sources together [default: 40; none with --open-limits]' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l max-conns -d 'TCP connections served at once, and as many HTTP ones with --http; further ones are closed at once and counted [default: what the open-file limit holds, at most 65536]' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l idle-timeout -d 'Close a TCP connection with no new frame for this long' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l io-timeout -d 'Close a connection stalled inside a frame (header, payload) or not reading its replies for this long (TCP and QUIC streams; HTTP bodies and responses); also the most a QUIC handshake may take' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l http-header-timeout -d 'Close an HTTP connection whose request head is not complete this long after its first byte' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l http-idle-timeout -d 'Close an HTTP connection with no traffic and no request in progress for this long' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l reply-mbps -d 'Asked-for reply bytes (TCP/QUIC Responses, HTTP /bytes/N) per second per source address, in megabits; one reply can be at most one second\'s worth [default: 100; 10000 with --open-limits]' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l log-every -d 'How often refusals are summarized on stderr (tests shorten it)' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l http -d 'Also serve HTTP on this address: `/`, `/bytes/N`, `/delay/MS`, `/status/CODE`, POST echo; HTTP/1.1 + h2c (or h2 and http/1.1 by ALPN with --tls)' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l cert -d 'PEM certificate chain for --tls' -r -F
+complete -c npt -n "__fish_npt_using_subcommand serve" -l key -d 'PEM private key for --tls' -r -F
+complete -c npt -n "__fish_npt_using_subcommand serve" -l quic -d 'Also serve QUIC on this UDP address (framed requests on every bidirectional stream, ALPN `npt`; for `npt run --quic`)' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-cert -d 'PEM certificate chain for --quic [default: self-signed for localhost, 127.0.0.1, ::1]' -r -F
+complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-key -d 'PEM private key for --quic-cert' -r -F
+complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-cert-out -d 'Write the QUIC certificate (PEM) to this file, for `npt run --ca FILE`' -r -F
+complete -c npt -n "__fish_npt_using_subcommand serve" -l metrics -d 'Serve the responder\'s counters in OpenMetrics text at http://ADDR/metrics (Prometheus)' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l open-limits -d 'Lift the internet-safe defaults: 500,000 pps and 2,000 Mbit/s per UDP source, no total, 10,000 Mbit/s reply budget, raw UDP echo for everyone'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l raw-echo -d 'Answer raw (unframed) UDP from any address [default: loopback and private addresses only; it reflects anything]'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l limit-local -d 'Apply the limits to loopback and private source addresses too (they are exempt by default: benches, labs and clusters run there). For a host whose private side is not trusted, or whose network lets spoofed private sources in'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l tls -d 'HTTPS on the --http address (self-signed certificate unless --cert/--key)'
+complete -c npt -n "__fish_npt_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l config -d 'The line tester\'s XML config (ConfigTemplate.xml); flags given here override it' -r -F
+complete -c npt -n "__fish_npt_using_subcommand probe" -l mode -d 'Pacing mode [default: rate]' -r -f -a "interval\t'Send, then wait --interval after each packet (closed loop, like ping)'
+rate\t'Fixed --pps, open loop; latency also from the intended send time'
+relay\t'Warm up --warmup packets, then send one per reply (the line tester\'s onrecv)'"
+complete -c npt -n "__fish_npt_using_subcommand probe" -l pps -d 'Packets per second, whole run (rate mode) [default: 100]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l interval -d 'Wait after each send (interval mode) [default: 10ms]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l warmup -d 'Packets in flight after warm-up, whole run (relay mode) [default: 128]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l warmup-interval -d 'Spacing of warm-up packets (relay mode) [default: 1ms]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -s n -l count -d 'Stop after sending this many packets' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -s d -l duration -d 'Stop sending after this long (e.g. 60s, 2m). Neither this nor --count: until Ctrl-C' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l clients -d 'Client sockets (distinct source ports); the load is split evenly [default: 1]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l threads -d 'Sender threads the clients are spread over [default: min(clients, cores)]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -s s -l size -d 'Bytes per packet, npt\'s header included [default: 64]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l fill -d 'Payload fill' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l token -d 'Secret the server was started with (npt serve --token): a keyed handshake per flow, then every packet carries a MAC (the secret never travels)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l loss-timeout -d 'A packet unanswered this long is lost; a later reply is "late"' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every -d 'Print a stage line every this long [default: 1s]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every-packets -d 'Print a stage line every this many packets sent (instead of by time)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l behind-threshold -d 'Sends more than this late count as behind schedule' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l json -d 'Write the result document (JSON) to this file, atomically' -r -F
+complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes to stdout: a text report, or the JSON result document' -r -f -a "text\t''
+json\t''"
+complete -c npt -n "__fish_npt_using_subcommand probe" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l start-at -d 'Wait until this wall-clock time (RFC 3339, e.g. 2026-12-01T10:00:00Z) before starting, so the parts of a segmented run begin together' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l run-id -d 'Name shared by the parts of one run [default: derived from the workload and --start-at]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l metrics -d 'Serve live counters and latency histograms in OpenMetrics text at http://ADDR/metrics (for Prometheus), e.g. 0.0.0.0:9464' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l ping-pong -d 'One message in flight over one connection, the next sent when its echo is back (the TCP ping-pong client of quic-tun\'s latency test): short for --mode relay --warmup 1'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l verify -d 'Check that every echoed payload is what was sent'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server'
+complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'No stage lines while running'
+complete -c npt -n "__fish_npt_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c npt -n "__fish_npt_using_subcommand demo" -l duration -d 'How long the UDP probe runs' -r
+complete -c npt -n "__fish_npt_using_subcommand demo" -l pps -d 'UDP packets per second' -r
+complete -c npt -n "__fish_npt_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand run" -l quic -d 'The QUIC responder (`npt serve --quic`), HOST:PORT' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l quic-name -d 'Name checked against the QUIC certificate [default: the host of --quic]' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l ca -d 'Trust this certificate (PEM; e.g. the one `npt serve --quic-cert-out` wrote)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand run" -s u -l users -d 'Simulated users (closed model); with --arrival-rate, the most active at once' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -s d -l duration -d 'How long the run lasts (e.g. 3m)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l ramp-up -d 'Users start evenly spread over this time' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l arrival-rate -d 'Open model: new user sessions per second (e.g. 50 or 50/s), each one visit' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l mix -d 'Activity weights [default: web=95,quic=5 with --quic, else web=100]' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l think -d 'Think time between sessions, MIN..MAX (log-uniform)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l seed -d 'Random seed for every choice (same seed, same users) [default: from the clock]' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l token -d 'Shared secret of `npt serve --token`' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l timeout -d 'Connect, handshake and read/write idle timeout' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l interval -d 'Length of one interval of the series and of the progress line' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l pages -d 'Web: pages per visit' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l rounds -d 'Web: request rounds per page (after the handshake exchange)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l handshake-up -d 'Web: handshake exchange, bytes up' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l handshake-down -d 'Web: handshake exchange, bytes down' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l request-up -d 'Web: request size' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l request-down -d 'Web: response size' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l pause -d 'Web: pause between requests and pages' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l resources -d 'QUIC: resources fetched concurrently after the main document' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l doc-down -d 'QUIC: main document size' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l resource-down -d 'QUIC: resource size' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l download -d 'Download size (at most 64MB)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l upload -d 'Upload size (at most 64MB)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l chunk -d 'Transfer chunk size' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l game-length -d 'Game: session length' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l tick -d 'Game: packets per second (fixed per session)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l game-size -d 'Game: bytes per packet, header included' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l loss-timeout -d 'Game: a packet unanswered this long is lost' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l workers -d 'Worker threads [default: one per core]' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l json -d 'Also write the JSON result document here (atomically; also on Ctrl-C)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand run" -l format -d 'What goes to stdout' -r -f -a "text\t''
+json\t''"
+complete -c npt -n "__fish_npt_using_subcommand run" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l start-at -d 'Wait until this wall-clock time (RFC 3339, e.g. 2026-12-01T10:00:00Z) before starting, so the parts of a segmented run begin together' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l run-id -d 'Name shared by the parts of one run [default: derived from the workload and --start-at]' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l metrics -d 'Serve live counters and latency histograms in OpenMetrics text at http://ADDR/metrics (for Prometheus), e.g. 0.0.0.0:9464' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l insecure -d 'Accept any QUIC certificate'
+complete -c npt -n "__fish_npt_using_subcommand run" -s q -l quiet -d 'No progress line'
+complete -c npt -n "__fish_npt_using_subcommand run" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand http" -s c -l connections -d 'Concurrent connections (each carries --streams requests with --http2)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -s d -l duration -d 'How long to send for: 10s, 2m …' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l rate -d 'Open loop: this many requests per second in total, released on time by a precise pacer thread (sleep, then spin); latency is measured from the intended send time (coordinated-omission correction, as wrk2) with the figure from the actual send beside' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l streams -d 'Concurrent streams per HTTP/2 connection (needs --http2)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l host -d 'Virtual host sent as Host / :authority; repeat for several (round-robin, per-host results)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -s H -l header -d 'Extra request header, "Name: value"; repeatable' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -s m -l method -d 'Request method (default GET, or POST when a body is given)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l body -d 'Request body' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l body-file -d 'Request body read from a file' -r -F
+complete -c npt -n "__fish_npt_using_subcommand http" -l timeout -d 'Per-request limit (connect + TLS + whole response); slower requests count as timeouts' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l cold-start -d 'Spawn this command (sh -c, own process group), poll until its first 2xx answer, report the time to it, then run the warm benchmark; the group is killed at the end' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l ready-timeout -d 'How long --cold-start waits for the first 2xx answer' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l json -d 'Write the result document (JSON) to this file, atomically' -r -F
+complete -c npt -n "__fish_npt_using_subcommand http" -l threads -d 'Client runtime threads. Default: one per CPU when the target is remote (a dedicated load machine); half the CPUs (at least 1) when it is on this machine (loopback or a local address), leaving the rest to the server — except with --new-conn, whose connection setup costs the client as much as the server (one per CPU). The output and the result\'s config say which was chosen and why (`threads`, `threads_why`)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l start-at -d 'Wait until this wall-clock time (RFC 3339, e.g. 2026-12-01T10:00:00Z) before starting, so the parts of a segmented run begin together' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l run-id -d 'Name shared by the parts of one run [default: derived from the workload and --start-at]' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l metrics -d 'Serve live counters and latency histograms in OpenMetrics text at http://ADDR/metrics (for Prometheus), e.g. 0.0.0.0:9464' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l new-conn -d 'A new TCP (and TLS) connection for every request, sent with `Connection: close`'
+complete -c npt -n "__fish_npt_using_subcommand http" -l http2 -d 'HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http'
+complete -c npt -n "__fish_npt_using_subcommand http" -s k -l insecure -d 'Accept any TLS certificate (self-signed test servers)'
+complete -c npt -n "__fish_npt_using_subcommand http" -s q -l quiet -d 'No progress line on stderr'
+complete -c npt -n "__fish_npt_using_subcommand http" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand ping" -s c -l count -d 'Attempts to make; 0 = until Ctrl-C' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -s i -l interval -d 'Time between attempts (e.g. 200ms, 1s)' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -s W -l timeout -d 'How long one attempt waits for its answer' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48 framed, 24 raw)' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l token -d 'UDP framed: the secret of `npt serve --token`' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand ping" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand ping" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l raw -d 'UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`'
+complete -c npt -n "__fish_npt_using_subcommand ping" -l insecure -d 'QUIC: accept any certificate'
+complete -c npt -n "__fish_npt_using_subcommand ping" -s q -l quiet -d 'Only the summary, no per-attempt lines'
+complete -c npt -n "__fish_npt_using_subcommand ping" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand merge" -l json -d 'Write the merged document here (atomically)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand merge" -l format -d 'What goes to stdout' -r -f -a "text\t''
+json\t''"
+complete -c npt -n "__fish_npt_using_subcommand merge" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand compare" -l baseline -d 'The row the others are compared with (a name or a file given above); overrides the scenario file\'s `baseline`' -r
+complete -c npt -n "__fish_npt_using_subcommand compare" -l theoretical -d 'Result files: theoretical latency of a row, in ms: NAME=253' -r
+complete -c npt -n "__fish_npt_using_subcommand compare" -l hops -d 'Result files: theoretical latency as the sum of the hops\' RTTs, in ms: NAME=152+32+69' -r
+complete -c npt -n "__fish_npt_using_subcommand compare" -l runs -d 'Scenario file: run the whole set this many times, interleaved (A B C A B C …)' -r
+complete -c npt -n "__fish_npt_using_subcommand compare" -l out-dir -d 'Scenario file: where the result files and logs go [default: a new temporary directory, kept and printed]' -r -F
+complete -c npt -n "__fish_npt_using_subcommand compare" -l json -d 'Also write the table as JSON here (atomically)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand compare" -l markdown -d 'Also write the table as Markdown here (atomically)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand compare" -l html -d 'Also write a self-contained HTML page with the table and charts here (atomically)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand compare" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand report" -l format -r -f -a "text\t''
+json\t''
+csv\t''
+md\t''
+html\t''"
+complete -c npt -n "__fish_npt_using_subcommand report" -s o -l output -d 'Write here (atomically) instead of stdout' -r -F
+complete -c npt -n "__fish_npt_using_subcommand report" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "check" -d 'Checks a topology file and prints the plan (addresses, routes, services); no root needed'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "up" -d 'Builds the lab and leaves it running in the background'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "down" -d 'Stops a lab started with `up` and removes everything it created'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "status" -d 'Nodes, links (what each direction applied so far) and services of a running lab'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "exec" -d 'Runs a command on a node of a running lab (`npt` is this npt binary)'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "run" -d 'Builds the lab, runs its scenarios, prints the compare table, tears it down'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "daemon" -d 'The background process behind `up` (not for direct use)'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from up" -l seed -d 'Seed of the links\' random loss, jitter, duplication and reordering' -r
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from up" -l link-threads -d 'Threads moving packets (the link directions are spread over them). One thread serves light traffic on any number of links and spins at most one core; give 2 for more than ~50,000 packets/s' -r
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from down" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from status" -l json -d 'The status as JSON instead of text'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from exec" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -l seed -d 'Seed of the links\' random loss, jitter, duplication and reordering' -r
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -l link-threads -d 'Threads moving packets, as for `npt lab up`' -r
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -l runs -d 'Scenario file: run the whole set this many times, interleaved (A B C A B C …)' -r
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -l out-dir -d 'Scenario file: where the result files and logs go [default: a new temporary directory, kept and printed]' -r -F
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -l json -d 'Also write the table as JSON here (atomically)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -l markdown -d 'Also write the table as Markdown here (atomically)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -l html -d 'Also write a self-contained HTML page with the table and charts here (atomically)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from daemon" -l seed -d 'Seed of the links\' random loss, jitter, duplication and reordering' -r
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from daemon" -l link-threads -d 'Threads moving packets (the link directions are spread over them). One thread serves light traffic on any number of links and spins at most one core; give 2 for more than ~50,000 packets/s' -r
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from daemon" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "check" -d 'Checks a topology file and prints the plan (addresses, routes, services); no root needed'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "up" -d 'Builds the lab and leaves it running in the background'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "down" -d 'Stops a lab started with `up` and removes everything it created'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "status" -d 'Nodes, links (what each direction applied so far) and services of a running lab'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "exec" -d 'Runs a command on a node of a running lab (`npt` is this npt binary)'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "run" -d 'Builds the lab, runs its scenarios, prints the compare table, tears it down'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "daemon" -d 'The background process behind `up` (not for direct use)'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c npt -n "__fish_npt_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand man" -l out-dir -d 'Write every page (npt.1, npt-probe.1, npt-lab-run.1 …) into DIR instead' -r -F
+complete -c npt -n "__fish_npt_using_subcommand man" -l list -d 'List the pages: file name, a tab, then the subcommand\'s words'
+complete -c npt -n "__fish_npt_using_subcommand man" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "serve" -d 'Responder for every npt test: TCP and UDP echo on one port number'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "probe" -d 'Line quality: UDP or TCP echo with sequence numbers and timestamps'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "lab" -d 'Several hosts on this box: network namespaces joined by emulated links (delay, jitter, loss, rate), services on them, scenarios across them (root)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "completions" -d 'Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "man" -d 'Prints a manual page (roff), or writes them all with --out-dir'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "check" -d 'Checks a topology file and prints the plan (addresses, routes, services); no root needed'
+complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "up" -d 'Builds the lab and leaves it running in the background'
+complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "down" -d 'Stops a lab started with `up` and removes everything it created'
+complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "status" -d 'Nodes, links (what each direction applied so far) and services of a running lab'
+complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "exec" -d 'Runs a command on a node of a running lab (`npt` is this npt binary)'
+complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "run" -d 'Builds the lab, runs its scenarios, prints the compare table, tears it down'
+complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "daemon" -d 'The background process behind `up` (not for direct use)'

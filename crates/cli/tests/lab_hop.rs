@@ -1,0 +1,139 @@
+//! Why this exists: `npt ping --from` is for the segment the client cannot see — between two
+//! relays. In a lab (root: network namespaces and emulated links) of client → mid → target
+//! with different link delays, a hop agent on the middle node must read the mid → target
+//! segment's configured RTT within ±1 ms, over TCP and UDP, and not the client's path to it.
+//! Without root the test says it skipped, as `lab.rs` does.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{assert_valid, f, json, run};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// client —(10.0.1.0/24, 5 ms each way)— mid —(10.0.2.0/24, 15 ms each way)— target; the
+/// agent on mid may measure the target's port only.
+const TOPOLOGY: &str = r#"name = "thop"
+[[node]]
+name = "client"
+[[node]]
+name = "mid"
+[[node]]
+name = "target"
+[[link]]
+a = "client"
+b = "mid"
+delay = "5ms"
+[[link]]
+a = "mid"
+b = "target"
+delay = "15ms"
+[[service]]
+name = "serve"
+node = "target"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
+ready = "tcp://10.0.2.2:7777"
+[[service]]
+name = "agent"
+node = "mid"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777", "--token", "S", "--hop-agent",
+       "--hop-allow", "10.0.2.2:7777"]
+ready = "tcp://10.0.1.2:7777"
+"#;
+
+/// The lab, brought down when dropped (also when an assertion fails).
+struct Up;
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", "thop"], Duration::from_secs(30));
+    }
+}
+
+/// `npt ARGS --json FILE` on the client node; must succeed.
+fn on_client(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let j = dir.join("measured.json");
+    let mut a = vec!["lab", "exec", "thop", "client", "--", "npt"];
+    a.extend_from_slice(args);
+    a.extend(["--json", j.to_str().unwrap()]);
+    let out = run(&a, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&j);
+    assert_valid(&doc, "ping");
+    doc
+}
+
+#[test]
+fn an_agent_on_the_middle_node_reads_its_downstream_segment() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED: {} needs root (network namespaces, TUN)",
+            module_path!()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("thop.toml");
+    std::fs::write(&file, TOPOLOGY).unwrap();
+    let out = run(
+        &["lab", "up", file.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "lab up: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _up = Up;
+    for target in ["tcp://10.0.2.2:7777", "udp://10.0.2.2:7777"] {
+        let doc = on_client(
+            dir.path(),
+            &[
+                "ping",
+                target,
+                "--from",
+                "npt://10.0.1.2:7777",
+                "--token",
+                "S",
+                "--count",
+                "10",
+                "--interval",
+                "50ms",
+                "-q",
+            ],
+        );
+        assert_eq!(doc["measured_from"], "npt://10.0.1.2:7777");
+        let proto = doc["proto"].as_str().unwrap().to_string();
+        let p50 = f(&doc, &format!("/latency/{proto}/p50_ms"));
+        assert!(
+            (p50 - 30.0).abs() <= 1.0,
+            "{target} from mid: p50 {p50} ms, want the mid → target segment, 30 ± 1"
+        );
+    }
+    // From the client itself, the agent is one 10 ms segment away: the 30 ms above are not
+    // the client's path.
+    let doc = on_client(
+        dir.path(),
+        &[
+            "ping",
+            "tcp://10.0.1.2:7777",
+            "--count",
+            "5",
+            "--interval",
+            "50ms",
+            "-q",
+        ],
+    );
+    let p50 = f(&doc, "/latency/tcp/p50_ms");
+    assert!((p50 - 10.0).abs() <= 1.0, "client → mid p50 {p50} ms");
+}

@@ -1,0 +1,140 @@
+//! The measuring half of `npt serve --hop-agent`: one hop request ([`npt_wire::hop`]) against
+//! the one address the agent checked, measured exactly as `npt ping` measures (this crate's
+//! [`crate::net::run`]), as one sample per attempt. The server calls it on a blocking thread.
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use npt_result::error::ErrorKind;
+use npt_wire::frame::HEADER_LEN;
+use npt_wire::hop::{HopProto, HopRequest, Sample};
+
+use crate::session::Event;
+use crate::{Config, PingError, Proto, QuicTrust, Target};
+
+/// The UDP datagram size of a request that leaves it to the agent (`size = 0`).
+pub const DEFAULT_SIZE: usize = 64;
+
+/// The ping configuration a request stands for, aimed at `addr` (a literal: nothing is
+/// resolved again, so what is measured is what was checked). A QUIC handshake accepts any
+/// certificate: the agent measures its time, and sends nothing that needs the server trusted.
+pub fn config(req: &HopRequest, addr: SocketAddr) -> Config {
+    let proto = match req.proto {
+        HopProto::Tcp => Proto::Tcp,
+        HopProto::Udp => Proto::Udp,
+        HopProto::Quic => Proto::Quic,
+    };
+    let size = match usize::from(req.size) {
+        0 => DEFAULT_SIZE,
+        n => n.max(HEADER_LEN),
+    };
+    Config {
+        target: Target {
+            proto,
+            host: addr.ip().to_string(),
+            port: addr.port(),
+        },
+        count: Some(u64::from(req.attempts)),
+        interval: Duration::from_micros(u64::from(req.interval_us)),
+        timeout: Duration::from_micros(u64::from(req.timeout_us)),
+        size,
+        raw: false,
+        token: None,
+        trust: QuicTrust::Insecure,
+        via: None,
+    }
+}
+
+/// Measures `req` against `addr`: one sample per attempt, in order. An attempt that never
+/// settled counts as a timeout; a failure to start at all fails every attempt under its kind.
+pub fn measure(req: &HopRequest, addr: SocketAddr) -> Vec<Sample> {
+    let cfg = config(req, addr);
+    let n = usize::from(req.attempts);
+    let mut out: Vec<Option<Sample>> = vec![None; n];
+    let stop = AtomicUsize::new(0);
+    let ran = crate::net::run(&cfg, &stop, &mut |ev, _| {
+        let (seq, s) = match ev {
+            Event::Reply { seq, rtt_ns } => (*seq, Sample::Rtt(*rtt_ns)),
+            Event::Error { seq, kind, .. } => (*seq, Sample::failed(kind.name())),
+            Event::Late { .. } => return,
+        };
+        let slot = usize::try_from(seq)
+            .ok()
+            .and_then(|s| s.checked_sub(1))
+            .and_then(|i| out.get_mut(i));
+        if let Some(slot) = slot {
+            slot.get_or_insert(s);
+        }
+    });
+    if let Err(e) = ran {
+        return vec![Sample::failed(start_error_kind(&e).name()); n];
+    }
+    out.into_iter()
+        .map(|s| s.unwrap_or(Sample::Failed("timeout")))
+        .collect()
+}
+
+/// The kind a run that could not start fails its attempts under.
+fn start_error_kind(e: &PingError) -> ErrorKind {
+    match e {
+        PingError::Socket(io) | PingError::Resolve(_, io) | PingError::Auth(_, io) => {
+            crate::net::classify_io(io)
+        }
+        PingError::Quic(_) => ErrorKind::Local,
+        PingError::BadTarget(_) | PingError::NoAddress(_) => ErrorKind::Io,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(proto: HopProto, attempts: u16) -> HopRequest {
+        HopRequest {
+            proto,
+            host: "ignored.example".into(),
+            port: 1,
+            attempts,
+            interval_us: 10_000,
+            timeout_us: 500_000,
+            size: 0,
+        }
+    }
+
+    #[test]
+    fn a_request_becomes_the_ping_it_stands_for() {
+        let a: SocketAddr = "[::1]:7777".parse().unwrap();
+        let c = config(&req(HopProto::Quic, 7), a);
+        assert_eq!(
+            c.target.to_string(),
+            "quic://[::1]:7777",
+            "the address, not the name"
+        );
+        assert_eq!(c.count, Some(7));
+        assert_eq!(c.interval, Duration::from_millis(10));
+        assert_eq!(c.timeout, Duration::from_millis(500));
+        assert_eq!(c.size, DEFAULT_SIZE);
+        assert!(matches!(c.trust, QuicTrust::Insecure));
+        let mut r = req(HopProto::Udp, 1);
+        r.size = 20;
+        assert_eq!(config(&r, a).size, HEADER_LEN, "at least a frame header");
+    }
+
+    #[test]
+    fn every_attempt_gets_a_sample_over_loopback() {
+        let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let got = measure(&req(HopProto::Tcp, 3), open.local_addr().unwrap());
+        assert_eq!(got.len(), 3);
+        assert!(
+            got.iter().all(|s| matches!(s, Sample::Rtt(ns) if *ns > 0)),
+            "{got:?}"
+        );
+        let got = measure(&req(HopProto::Tcp, 2), closed);
+        assert_eq!(got, vec![Sample::Failed("refused"); 2]);
+    }
+}

@@ -1,0 +1,243 @@
+//! What one hop request may ask for, and how often: the bounds that keep an authenticated
+//! client from turning an agent into a traffic source. Each request is bounded (attempts,
+//! interval, timeout, datagram size, total time); requests are rate-limited per session and
+//! for the whole agent (token buckets), and the measurements running at once are capped.
+//! Sans-IO: buckets take `now` in ns, so the rules are tested on a virtual clock.
+
+use std::time::Duration;
+
+use npt_wire::hop::{HopProto, HopRequest, MAX_ATTEMPTS};
+
+/// The agent's bounds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HopLimits {
+    /// Attempts one request may ask for.
+    pub max_attempts: u16,
+    /// The shortest interval between attempts (so one request sends at most 1 / this).
+    pub min_interval: Duration,
+    /// The longest interval between attempts.
+    pub max_interval: Duration,
+    /// The longest one attempt may wait.
+    pub max_timeout: Duration,
+    /// The longest a request may take: attempts × interval + timeout.
+    pub max_duration: Duration,
+    /// The largest UDP datagram the agent sends.
+    pub max_size: u16,
+    /// Requests per second one session (one authenticated connection) may make, and its burst.
+    pub session_rate: f64,
+    pub session_burst: f64,
+    /// Requests per second of all sessions together, and their burst.
+    pub global_rate: f64,
+    pub global_burst: f64,
+    /// Measurements running at once.
+    pub max_in_flight: usize,
+}
+
+impl Default for HopLimits {
+    fn default() -> Self {
+        HopLimits {
+            max_attempts: MAX_ATTEMPTS,
+            min_interval: Duration::from_millis(10),
+            max_interval: Duration::from_secs(10),
+            max_timeout: Duration::from_secs(10),
+            max_duration: Duration::from_secs(60),
+            max_size: 1472,
+            session_rate: 2.0,
+            session_burst: 10.0,
+            global_rate: 20.0,
+            global_burst: 40.0,
+            max_in_flight: 16,
+        }
+    }
+}
+
+impl HopLimits {
+    /// Ok when `req` is within the bounds; else what is out of them.
+    pub fn check(&self, req: &HopRequest) -> Result<(), String> {
+        let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let (interval, timeout) = (u64::from(req.interval_us), u64::from(req.timeout_us));
+        if req.attempts == 0 || req.attempts > self.max_attempts {
+            return Err(format!(
+                "attempts {} (at most {})",
+                req.attempts, self.max_attempts
+            ));
+        }
+        if interval < us(self.min_interval) || interval > us(self.max_interval) {
+            return Err(format!(
+                "interval {interval} µs (between {:?} and {:?})",
+                self.min_interval, self.max_interval
+            ));
+        }
+        if timeout == 0 || timeout > us(self.max_timeout) {
+            return Err(format!(
+                "timeout {timeout} µs (at most {:?})",
+                self.max_timeout
+            ));
+        }
+        let total = u64::from(req.attempts) * interval + timeout;
+        if total > us(self.max_duration) {
+            return Err(format!(
+                "{} attempts every {interval} µs take longer than {:?}",
+                req.attempts, self.max_duration
+            ));
+        }
+        if req.proto == HopProto::Udp && req.size > self.max_size {
+            return Err(format!("UDP size {} (at most {})", req.size, self.max_size));
+        }
+        if req.port == 0 {
+            return Err("port 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// A token bucket: `rate` tokens a second up to `burst`, one per request. Starts full.
+#[derive(Clone, Debug)]
+pub struct Bucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    last: u64,
+}
+
+impl Bucket {
+    pub fn new(rate: f64, burst: f64, now: u64) -> Bucket {
+        let burst = burst.max(1.0);
+        Bucket {
+            rate: rate.max(0.0),
+            burst,
+            tokens: burst,
+            last: now,
+        }
+    }
+
+    /// Takes a token at `now` (ns) if there is one.
+    pub fn take(&mut self, now: u64) -> bool {
+        let dt = now.saturating_sub(self.last) as f64 / 1e9;
+        self.last = self.last.max(now);
+        self.tokens = (self.tokens + dt * self.rate).min(self.burst);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn req() -> HopRequest {
+        HopRequest {
+            proto: HopProto::Tcp,
+            host: "10.0.0.1".into(),
+            port: 7777,
+            attempts: 5,
+            interval_us: 200_000,
+            timeout_us: 1_000_000,
+            size: 0,
+        }
+    }
+
+    #[test]
+    fn requests_within_bounds_pass_and_each_bound_is_named() {
+        let l = HopLimits::default();
+        assert_eq!(l.check(&req()), Ok(()));
+        let cases: [(HopRequest, &str); 7] = [
+            (
+                HopRequest {
+                    attempts: 101,
+                    ..req()
+                },
+                "attempts",
+            ),
+            (
+                HopRequest {
+                    interval_us: 9_999,
+                    ..req()
+                },
+                "interval",
+            ),
+            (
+                HopRequest {
+                    interval_us: 10_000_001,
+                    ..req()
+                },
+                "interval",
+            ),
+            (
+                HopRequest {
+                    timeout_us: 0,
+                    ..req()
+                },
+                "timeout",
+            ),
+            (
+                HopRequest {
+                    timeout_us: 10_000_001,
+                    ..req()
+                },
+                "timeout",
+            ),
+            (
+                HopRequest {
+                    attempts: 100,
+                    interval_us: 600_000,
+                    ..req()
+                },
+                "longer than",
+            ),
+            (
+                HopRequest {
+                    proto: HopProto::Udp,
+                    size: 1500,
+                    ..req()
+                },
+                "UDP size",
+            ),
+        ];
+        for (r, what) in cases {
+            let e = l.check(&r).expect_err(what);
+            assert!(e.contains(what), "{e}");
+        }
+        // The largest request the defaults allow: 100 attempts at 10 ms, 10 s timeout.
+        let big = HopRequest {
+            attempts: 100,
+            interval_us: 10_000,
+            timeout_us: 10_000_000,
+            ..req()
+        };
+        assert_eq!(l.check(&big), Ok(()));
+    }
+
+    #[test]
+    fn bucket_allows_its_burst_then_its_rate() {
+        let mut b = Bucket::new(2.0, 10.0, 0);
+        let first: usize = (0..100).filter(|_| b.take(0)).count();
+        assert_eq!(first, 10, "the burst at one instant");
+        assert!(!b.take(S / 4), "half a token after 250 ms");
+        assert!(b.take(S / 2), "one token after 500 ms");
+        assert!(!b.take(S / 2));
+        // Over ten seconds of a flood (one try per ms) it lets through ~rate × 10.
+        let through = (1..=10_000u64)
+            .filter(|ms| b.take(S / 2 + ms * 1_000_000))
+            .count();
+        assert_eq!(through, 20);
+        // Idle for a minute: back to the burst, never more.
+        let at = 100 * S;
+        assert_eq!((0..100).filter(|_| b.take(at)).count(), 10);
+    }
+
+    #[test]
+    fn a_clock_that_steps_back_does_not_mint_tokens() {
+        let mut b = Bucket::new(1.0, 1.0, 10 * S);
+        assert!(b.take(10 * S));
+        assert!(!b.take(5 * S), "earlier than the last take");
+        assert!(!b.take(10 * S + S / 2));
+        assert!(b.take(11 * S));
+    }
+}
