@@ -212,7 +212,10 @@ impl Collector {
         let Some((_, host)) = self.hosts.get_mut(hi) else {
             return;
         };
-        let iv = self.open.entry(idx).or_insert_with(IntervalAcc::with_status);
+        let iv = self
+            .open
+            .entry(idx)
+            .or_insert_with(IntervalAcc::with_status);
         self.bytes_out += e.bytes_out;
         if let Some(intended) = e.intended_ns {
             let late = e.sent_ns.saturating_sub(intended);

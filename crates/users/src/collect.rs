@@ -345,7 +345,7 @@ impl Collector {
                     let bps = x.transfer_bytes as f64 * 8.0 / (x.transfer_ns as f64 / 1e9);
                     WeightedMean::of(bps, x.requests as f64)
                 }),
-                game: (a == Activity::Game).then(|| GameTotals {
+                game: (a == Activity::Game).then_some(GameTotals {
                     sent: g.sent,
                     received: g.received,
                     lost: g.lost,

@@ -207,8 +207,8 @@ pub fn recorded(seed: u64) -> (Split<ProbeStats>, ProbeMeta) {
     }
     let records =
         |accs: &[IntervalAcc]| Intervals::of(accs.iter().map(|a| a.to_record()).collect());
-    for p in 0..k {
-        split.parts[p].intervals = records(&accs[p]);
+    for (part, accs) in split.parts.iter_mut().zip(&accs) {
+        part.intervals = records(accs);
     }
     split.whole.intervals = records(&accs[k]);
     (split, meta)
