@@ -996,7 +996,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__ping)
-            opts="-c -i -W -s -q -h --count --interval --timeout --size --raw --token --ca --insecure --quiet --json --via --via-user --help"
+            opts="-c -i -W -s -q -h --count --interval --timeout --size --raw --token --ca --insecure --quiet --json --via --via-user --from --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1051,6 +1051,10 @@ _npt() {
                     return 0
                     ;;
                 --via-user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1400,7 +1404,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__serve)
-            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --cert --key --quic --quic-cert --quic-key --quic-cert-out --metrics --help"
+            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --cert --key --quic --quic-cert --quic-key --quic-cert-out --metrics --hop-agent --hop-allow --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1491,6 +1495,10 @@ _npt() {
                     return 0
                     ;;
                 --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hop-allow)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -60,10 +60,12 @@ complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-cert -d 'PEM cert
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-key -d 'PEM private key for --quic-cert' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-cert-out -d 'Write the QUIC certificate (PEM) to this file, for `npt run --ca FILE`' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l metrics -d 'Serve the responder\'s counters in OpenMetrics text at http://ADDR/metrics (Prometheus)' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-allow -d 'Targets the hop agent may measure, comma-separated (repeatable): addresses (10.0.3.2), networks (10.0.0.0/8), ADDR:PORT, or HOST:PORT by name [default: nothing]' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l open-limits -d 'Lift the internet-safe defaults: 500,000 pps and 2,000 Mbit/s per UDP source, no total, 10,000 Mbit/s reply budget, raw UDP echo for everyone'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l raw-echo -d 'Answer raw (unframed) UDP from any address [default: loopback and private addresses only; it reflects anything]'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l limit-local -d 'Apply the limits to loopback and private source addresses too (they are exempt by default: benches, labs and clusters run there). For a host whose private side is not trusted, or whose network lets spoofed private sources in'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l tls -d 'HTTPS on the --http address (self-signed certificate unless --cert/--key)'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-agent -d 'Be a hop agent: measure RTTs on request (`npt ping --from`) — TCP connect, UDP echo or QUIC handshake to a target within --hop-allow — for clients that pass --token (needed)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l config -d 'The line tester\'s XML config (ConfigTemplate.xml); flags given here override it' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l mode -d 'Pacing mode [default: rate]' -r -f -a "interval\t'Send, then wait --interval after each packet (closed loop, like ping)'
@@ -176,11 +178,12 @@ complete -c npt -n "__fish_npt_using_subcommand ping" -s c -l count -d 'Attempts
 complete -c npt -n "__fish_npt_using_subcommand ping" -s i -l interval -d 'Time between attempts (e.g. 200ms, 1s)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s W -l timeout -d 'How long one attempt waits for its answer' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48 framed, 24 raw)' -r
-complete -c npt -n "__fish_npt_using_subcommand ping" -l token -d 'UDP framed: the secret of `npt serve --token`' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l token -d 'UDP framed: the secret of `npt serve --token`. With --from: the agent\'s secret' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l from -d 'Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on npt://HOST:PORT pings the target and sends the samples back (needs --token, the agent\'s secret). For the segments between relays that this host cannot see' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l raw -d 'UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`'
 complete -c npt -n "__fish_npt_using_subcommand ping" -l insecure -d 'QUIC: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s q -l quiet -d 'Only the summary, no per-attempt lines'

@@ -336,9 +336,8 @@ fn exec(name: &str, node: &str, cmd: &[String]) -> anyhow::Result<ExitCode> {
         ));
     }
     let status = runtime::exec_command(&ns, cmd, &npt_exe()?).status()?;
-    Ok(ExitCode::from(
-        status.code().unwrap_or(1).clamp(0, 255) as u8
-    ))
+    let code = u8::try_from(status.code().unwrap_or(1).clamp(0, 255)).unwrap_or(1);
+    Ok(ExitCode::from(code))
 }
 
 /// The scenario keys of a topology file as compare's scenario set (None: the file has none),

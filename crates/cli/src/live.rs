@@ -149,7 +149,10 @@ fn draw_loop(
             match rx.recv_timeout(Duration::ZERO) {
                 Ok(s) => {
                     errors += s.errors;
-                    spark.push_back((s.p50_ms * 1000.0).round() as u64);
+                    // NO-PANIC: a float-to-int `as` saturates (NaN gives 0): a sparkline bar.
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    let p50_us = (s.p50_ms * 1000.0).round() as u64;
+                    spark.push_back(p50_us);
                     if spark.len() > SPARK {
                         spark.pop_front();
                     }

@@ -19,6 +19,8 @@ const TOTALS_HISTOGRAMS: u64 = 4;
 
 /// Stage histograms one flow keeps open: a stage stays open until the loss timeout after its
 /// end has passed, so every stage that ended within one loss timeout is still alive.
+// NO-PANIC: a float-to-int `as` saturates (NaN gives 0), and the value is at most 1e12.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 fn open_stages_per_flow(
     clients: u32,
     stage: StageSpec,

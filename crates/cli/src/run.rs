@@ -343,7 +343,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
+            .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     });
     Ok(RunConfig {
         targets: Targets {

@@ -106,6 +106,8 @@ impl Segment {
 
     /// Splits simulated users: a fixed population or an arrival rate. Each part gets its own
     /// seed, so the parts' users do not act in lockstep.
+    // NO-PANIC: a part is at most the whole, which was a u32.
+    #[allow(clippy::cast_possible_truncation)]
     pub fn apply_run(&self, cfg: &mut npt_users::RunConfig) -> anyhow::Result<()> {
         cfg.load = match cfg.load {
             npt_users::Load::Users { users, ramp_up } => npt_users::Load::Users {
@@ -125,6 +127,8 @@ impl Segment {
     }
 
     /// Splits a gateway benchmark: connections and, in open loop, the request rate.
+    // NO-PANIC: a part is at most the whole, which was a u32.
+    #[allow(clippy::cast_possible_truncation)]
     pub fn apply_http(&self, cfg: &mut npt_http::Config) -> anyhow::Result<()> {
         cfg.connections = self.part(u64::from(cfg.connections), "-c/--connections")? as u32;
         cfg.rate = cfg.rate.map(|r| self.rate(r));

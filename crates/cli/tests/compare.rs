@@ -5,8 +5,9 @@
 //! table so far), with its HTML page drawn in headless Chromium. The forwarder is written here:
 //! it holds each chunk 5 ms in each direction.
 
-#[path = "../../report/tests/chromium/mod.rs"]
-mod chromium;
+#![cfg(test)]
+#![allow(clippy::cast_possible_wrap)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -16,7 +17,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
-use npt_proxy::testing::running_with_arg;
+use npt_testkit::chromium;
+use npt_testkit::proxies::running_with_arg;
 
 const DELAY: Duration = Duration::from_millis(5);
 
@@ -512,12 +514,12 @@ fn a_run_past_its_time_bound_is_killed_and_a_row_with_its_error() {
 
 #[test]
 fn through_a_socks5_proxy_as_a_scenario_field() {
-    if !npt_proxy::testing::have("/usr/bin/microsocks") {
+    if !npt_testkit::proxies::have("/usr/bin/microsocks") {
         return;
     }
     let (_srv, addr) = serve(&[]);
-    let port = npt_proxy::testing::free_port();
-    let _proxy = npt_proxy::testing::microsocks(port, None);
+    let port = npt_testkit::process::free_port();
+    let _proxy = npt_testkit::proxies::microsocks(port, None);
     let dir = tempfile::tempdir().unwrap();
     let file = write_file(
         dir.path(),

@@ -4,6 +4,8 @@
 //! and the agents' command line — with its `$(VAR)`s expanded from the workload ConfigMap, as
 //! the kubelet does — really runs as N local agents whose parts belong to one run.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

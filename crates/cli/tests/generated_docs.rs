@@ -3,6 +3,7 @@
 //! definitions generate today. It regenerates every file in memory from the binary (`npt man`,
 //! `npt completions`) and fails naming each stale, missing or extra file. Run it with
 //! `NPT_REGENERATE=1` to rewrite them instead.
+#![cfg(test)] // clippy.toml: test helpers count as tests
 
 mod common;
 

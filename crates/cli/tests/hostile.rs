@@ -11,6 +11,9 @@
 //! must stay within twice the median of the quiet windows' p99s (see [`P99_FLOOR_US`]). RST
 //! storms, vanished clients and QUIC have their own files (`hostile_rst.rs`, `hostile_quic.rs`).
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+
 mod common;
 mod serve_util;
 

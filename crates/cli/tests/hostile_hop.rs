@@ -6,6 +6,8 @@
 //! sessions. Every one must be refused or limited, and counted where the operator looks (the
 //! periodic log line, the same counters as `--metrics`); every reply must be no longer than
 //! its request; and a well-behaved client asking through the flood must keep getting answers.
+#![cfg(test)] // clippy.toml: test helpers count as tests
+#![allow(clippy::cast_possible_truncation)] // small test values
 
 mod common;
 mod serve_util;

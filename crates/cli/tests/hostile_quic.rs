@@ -11,6 +11,9 @@
 //! Each attack runs a bounded number of times, one after another on one thread, so the test
 //! loads the server, not the box.
 
+#![cfg(test)]
+#![allow(clippy::cast_sign_loss)]
+
 mod common;
 mod serve_util;
 

@@ -11,6 +11,9 @@
 //! connections a second) so the storm tests the server, not whether the test's own threads can
 //! starve everyone else on a shared 2-core box.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation)]
+
 mod common;
 mod serve_util;
 

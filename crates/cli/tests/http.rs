@@ -2,30 +2,22 @@
 //! naming the flag; `--cold-start` runs `npt serve --http` itself, reports its ready time, then
 //! the warm run, and writes a schema-valid document; Ctrl-C still writes the report.
 
+#![cfg(test)]
+
 mod common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use npt_testkit::process::free_port;
+use npt_testkit::schema::assert_valid;
 
 fn npt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_npt"))
 }
 
 fn validate(doc: &serde_json::Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/http.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    let errs: Vec<String> = v.iter_errors(doc).map(|e| e.to_string()).collect();
-    assert!(errs.is_empty(), "{errs:#?}");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    assert_valid(doc, "http");
 }
 
 #[test]

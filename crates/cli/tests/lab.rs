@@ -3,6 +3,9 @@
 //! `ping` and `probe`, `first_packet_ms` is connect + one echo in every pacing mode, a second
 //! `up` is refused, and nothing (namespace, process) is left after `down`, SIGTERM or `run`.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+
 mod common;
 
 use std::io::{Read, Write};

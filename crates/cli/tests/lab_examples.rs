@@ -4,6 +4,8 @@
 //! and total latency for every loss case. Both run the files in `examples/lab/` with a shorter
 //! workload, so the examples users copy are the ones tested. Root only.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::Path;

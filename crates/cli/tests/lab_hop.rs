@@ -3,6 +3,7 @@
 //! with different link delays, a hop agent on the middle node must read the mid → target
 //! segment's configured RTT within ±1 ms, over TCP and UDP, and not the client's path to it.
 //! Without root the test says it skipped, as `lab.rs` does.
+#![cfg(test)] // clippy.toml: test helpers count as tests
 
 mod common;
 

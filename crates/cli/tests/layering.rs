@@ -3,6 +3,7 @@
 //! wire and stats at the bottom, the result types above them, engines above those, renderers,
 //! compare and merge above the engines, the cli on top. An engine never depends on a renderer
 //! (`npt-report`), and `ping` needs neither `users` nor `probe` for its transports.
+#![cfg(test)] // clippy.toml: test helpers count as tests
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -27,6 +28,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("npt-ping", 3),
     ("npt-report", 4),
     ("npt", 5),
+    // Test support, a dev-dependency only: no crate may depend on it for real.
+    ("npt-testkit", 6),
 ];
 
 /// Allowed edges within one layer, with why: `run`'s game users are measured by the probe's

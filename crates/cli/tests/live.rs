@@ -3,6 +3,8 @@
 //! `send-keys`, and check the run stopped and still wrote its full report — and that without a
 //! terminal the plain stage lines are printed instead.
 
+#![cfg(test)]
+
 mod common;
 
 use std::process::Command;

@@ -6,6 +6,8 @@
 //! Needs the Debian package `prometheus` (installed by `.ci/run`); skipped with a message
 //! when it is missing and this is not root, a failure when it is missing on root (CI).
 
+#![cfg(test)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

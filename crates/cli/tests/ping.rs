@@ -3,6 +3,9 @@
 //! peer, a name with several addresses, Ctrl-C, and bad flags. Result documents are checked
 //! against `schema/ping.schema.json`.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_wrap)]
+
 mod common;
 
 use std::io::{BufRead, BufReader};

@@ -3,6 +3,9 @@
 //! and the faults the issue names (dead target, Ctrl-C, wrong token, bad input, a misbehaving
 //! echo server with exact expected counts).
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_wrap)]
+
 mod common;
 
 use std::cmp::Reverse;

@@ -2,6 +2,9 @@
 //! interval of 0 that never stopped, a relay run that waited for ever once its warm-up was
 //! lost, Ctrl-C ignored by a busy sender, and a second Ctrl-C that could lose a flow's totals.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_wrap)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read};

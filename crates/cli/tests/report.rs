@@ -2,11 +2,13 @@
 //! the HTML page of a real result must draw every chart — checked in headless Chromium (Debian
 //! `chromium`, installed by .ci/run; `NPT_SKIP_CHROMIUM=1` skips only that part).
 
-#[path = "../../report/tests/chromium/mod.rs"]
-mod chromium;
+#![cfg(test)]
+
 mod common;
 
 use std::time::Duration;
+
+use npt_testkit::chromium;
 
 use common::*;
 

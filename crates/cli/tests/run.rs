@@ -2,11 +2,15 @@
 //! in-process `npt serve` (TCP, UDP and QUIC with a pinned certificate via `--ca`) writes a
 //! schema-valid JSON document; Ctrl-C ends the run early and the report is still written.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_wrap)]
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use npt_server::quic::{start_quic, QuicTls};
 use npt_server::{ServeConfig, Server};
+use npt_testkit::schema::assert_valid;
 
 fn npt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_npt"))
@@ -25,12 +29,7 @@ fn tmp(name: &str) -> std::path::PathBuf {
 }
 
 fn validate(doc: &serde_json::Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/run.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    let errs: Vec<String> = v.iter_errors(doc).map(|e| e.to_string()).collect();
-    assert!(errs.is_empty(), "{errs:#?}");
+    assert_valid(doc, "run");
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! exactly the load one agent would run, begin together (`--start-at`), and carry the same run
 //! id and config hash so their results can be merged — and refused when they do not match.
 
+#![cfg(test)]
+
 mod common;
 
 use std::process::{Child, Stdio};

@@ -3,6 +3,8 @@
 //! packets of a real probe run, recorded by a relay on the path and replayed from another
 //! socket or again from the same one, are refused and counted in the server's log line.
 
+#![cfg(test)]
+
 mod common;
 mod serve_util;
 

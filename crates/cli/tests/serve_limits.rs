@@ -6,6 +6,8 @@
 //! `--max-conns` the limit cannot hold is refused, and a well-behaved client keeps getting
 //! answers throughout.
 
+#![cfg(test)]
+
 mod common;
 mod serve_util;
 

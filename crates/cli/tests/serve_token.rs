@@ -5,6 +5,8 @@
 //! (`npt http -H 'x-npt-token: …'`, `npt run --token` over TCP and QUIC), and get nothing but
 //! refusals when they do not or send a wrong one; the server counts each refusal.
 
+#![cfg(test)]
+
 mod common;
 mod serve_util;
 

@@ -5,6 +5,8 @@
 //! machines) and no copy was fetched before, the advisory test says so and skips — it cannot
 //! pass or fail on a database it does not have.
 
+#![cfg(test)]
+
 mod common;
 
 use std::process::Command;

@@ -3,12 +3,15 @@
 //! (microsocks), HTTP CONNECT (tinyproxy) — agree with the direct path within the proxy's
 //! overhead, and turn a refusing or dead proxy into a classified error and a non-zero exit.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::Duration;
 
 use common::*;
-use npt_proxy::testing::{danted, free_port, have, microsocks, tinyproxy};
+use npt_testkit::process::free_port;
+use npt_testkit::proxies::{danted, have, microsocks, tinyproxy};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -30,7 +33,7 @@ fn probe_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
 struct Locked {
     _srv: Guard,
     addr: std::net::SocketAddr,
-    _m: npt_proxy::testing::Proc,
+    _m: npt_testkit::proxies::Proc,
     port: u16,
 }
 

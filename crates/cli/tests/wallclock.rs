@@ -4,6 +4,8 @@
 //! the probe's wall clock starts ten years back and then jumps back another day mid-run, while
 //! the monotonic clock is left alone, as a real step leaves it.
 
+#![cfg(test)]
+
 mod common;
 
 use std::io::{BufRead, BufReader};

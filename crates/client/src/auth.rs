@@ -34,8 +34,9 @@ fn timed_out(what: &str, timeout: Duration) -> io::Error {
 /// The handshake over a connected UDP socket (its read timeout is restored to none).
 pub fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Result<SessionKey> {
     let t0 = Instant::now();
-    let now = || t0.elapsed().as_nanos() as u64;
-    let mut hs = ClientHandshake::new(secret.as_bytes(), nonce(), 0, timeout.as_nanos() as u64);
+    let now = || u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let limit = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+    let mut hs = ClientHandshake::new(secret.as_bytes(), nonce(), 0, limit);
     let (mut out, mut inb) = ([0u8; HS_LEN], [0u8; 2048]);
     let result = loop {
         if hs.check(now()).is_err() {

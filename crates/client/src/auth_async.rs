@@ -1,19 +1,7 @@
 //! `--token`, async (`npt run`, `npt ping`): the keyed handshake ([`npt_wire::auth::ClientHandshake`]) on each
 //! TCP connection, each QUIC stream and each game's UDP socket, async. Its key seals every
 //! frame the connection (stream) sends and checks every reply.
-// Parses peer handshake bytes: no panic path outside tests (README, "No panic on input").
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
+#![deny(clippy::indexing_slicing)] // parses peer handshake bytes: see `[workspace.lints]`
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -26,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UdpSocket;
 
 /// The handshake over a byte stream (the caller bounds it in time).
-// SAFE: `poll_transmit` returns the length it wrote into `m` (at most `HS_LEN`).
+// NO-PANIC: `poll_transmit` returns the length it wrote into `m` (at most `HS_LEN`).
 #[allow(clippy::indexing_slicing)]
 pub async fn stream<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
@@ -49,7 +37,7 @@ pub async fn stream<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// The handshake over a connected UDP socket, repeating lost messages, within `timeout`.
-// SAFE: `poll_transmit` and `recv` return lengths within the buffer they filled.
+// NO-PANIC: `poll_transmit` and `recv` return lengths within the buffer they filled.
 #[allow(clippy::indexing_slicing)]
 pub async fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Result<SessionKey> {
     let t0 = Instant::now();

@@ -27,6 +27,8 @@ impl ProcessGroup {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| Error::ColdStart(format!("spawning `sh -c {command}`: {e}")))?;
+        // NO-PANIC: Linux pids are below `pid_max` (at most 2^22), so they fit an i32.
+        #[allow(clippy::cast_possible_wrap)]
         let pgid = child.id() as i32;
         Ok(ProcessGroup {
             child,

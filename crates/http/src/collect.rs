@@ -207,7 +207,7 @@ impl Collector {
     }
 
     fn add_request(&mut self, e: &Event) {
-        let idx = (e.done_ns / self.interval_ns).min(u32::MAX as u64) as u32;
+        let idx = u32::try_from(e.done_ns / self.interval_ns).unwrap_or(u32::MAX);
         let hi = (e.host as usize).min(self.hosts.len().saturating_sub(1));
         let Some((_, host)) = self.hosts.get_mut(hi) else {
             return;

@@ -31,13 +31,13 @@ impl Default for InFlight {
 pub struct Guard<'a> {
     owner: &'a InFlight,
     /// The claimed slot, or None when counted in `overflow`.
-    slot: Option<usize>,
+    slot: Option<&'a AtomicU64>,
 }
 
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         match self.slot {
-            Some(i) => self.owner.slots[i].store(0, Ordering::Release),
+            Some(s) => s.store(0, Ordering::Release),
             None => {
                 self.owner.overflow.fetch_sub(1, Ordering::AcqRel);
             }
@@ -50,15 +50,17 @@ impl InFlight {
     pub fn enter(&self, now_ns: u64) -> Guard<'_> {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         for k in 0..PROBES {
-            let i = (start + k) % SLOTS;
+            // NO-PANIC: `% SLOTS`, and `slots` holds SLOTS entries from `default` on.
+            #[allow(clippy::indexing_slicing)]
+            let slot = &self.slots[(start + k) % SLOTS];
             let stamp = now_ns.saturating_add(1);
-            if self.slots[i]
+            if slot
                 .compare_exchange(0, stamp, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
                 return Guard {
                     owner: self,
-                    slot: Some(i),
+                    slot: Some(slot),
                 };
             }
         }

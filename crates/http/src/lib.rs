@@ -6,6 +6,7 @@
 //! clock; [`pacer`] is the thread that releases open-loop requests on time; [`client`] is the thin tokio driver that opens sockets and emits events; [`h1`] is
 //! its lean HTTP/1.1 connection (h2 goes through the `h2` crate); [`coldstart`] spawns and
 //! reaps the command under test; [`tls`] is the client's rustls setup.
+#![deny(clippy::indexing_slicing)] // parses HTTP responses from the network
 
 pub mod client;
 pub mod coldstart;

@@ -138,11 +138,8 @@ fn pace(
         if !wait_until(intended, spin, stop) {
             break;
         }
-        local.record(
-            Instant::now()
-                .saturating_duration_since(intended)
-                .as_nanos() as u64,
-        );
+        let late = Instant::now().saturating_duration_since(intended);
+        local.record(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
         pending += 1;
         if pending == 1024 {
             flush(&mut local);

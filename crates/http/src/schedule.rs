@@ -30,6 +30,8 @@ impl OpenLoop {
     }
 
     /// Offset from the start at which ticket `k` is intended, in ns.
+    // NO-PANIC: a float-to-int `as` saturates (NaN gives 0); `new`'s caller checks `rate > 0`.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     pub fn intended_ns(&self, k: u64) -> u64 {
         (k as f64 * 1e9 / self.rate).round() as u64
     }
@@ -70,6 +72,8 @@ impl Tickets {
 }
 
 /// Round-robin over hosts: request `k` goes to host `k mod n`.
+// NO-PANIC: the remainder is below `hosts`, a usize, so the cast back is lossless.
+#[allow(clippy::cast_possible_truncation)]
 #[inline]
 pub fn host_for(k: u64, hosts: usize) -> usize {
     if hosts <= 1 {
@@ -92,14 +96,12 @@ pub fn simulate_open_loop(
     let mut k = 0u64;
     while let Some(intended) = sched.due(k) {
         // The slot that frees up first takes the ticket (what the driver does, in effect).
-        let (i, &free) = free_at
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, &t)| t)
-            .expect("at least one slot");
-        let sent = intended.max(free);
+        let Some(free) = free_at.iter_mut().min_by_key(|t| **t) else {
+            break; // never: there is at least one slot
+        };
+        let sent = intended.max(*free);
         let done = sent + service_ns(sent);
-        free_at[i] = done;
+        *free = done;
         out.push((intended, sent, done));
         k += 1;
     }

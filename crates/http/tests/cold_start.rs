@@ -3,6 +3,8 @@
 //! follows, and the command's whole process group is gone afterwards — also when the command
 //! dies early, never becomes ready, or the run is stopped (Ctrl-C).
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,6 +2,8 @@
 //! several virtual hosts, a new connection per request, h2c, TLS (h2 and http/1.1), open loop,
 //! POST echo and non-2xx statuses — each result document validated against the JSON Schema.
 
+#![cfg(test)]
+
 mod common;
 
 use common::*;

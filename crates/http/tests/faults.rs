@@ -4,6 +4,9 @@
 //! ends on time, the report is written. Nothing here depends on the machine's speed beyond
 //! generous margins.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation)]
+
 mod common;
 
 use std::convert::Infallible;

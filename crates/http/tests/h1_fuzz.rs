@@ -3,6 +3,8 @@
 //! stable Rust with a fixed seed. Nothing may panic; a head parses the same without what
 //! follows it; the chunked decoder gives the same answer fed whole or in pieces.
 
+#![cfg(test)]
+
 use npt_http::h1::{parse_head, Chunked};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 

@@ -3,6 +3,8 @@
 //! in each state on loopback (deadlines of a fraction of a second), fill its cap, and check the
 //! token gate and the reply budget hook — each refusal and close with its own counter.
 
+#![cfg(test)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,6 +5,8 @@
 //! differ by up to a millisecond on every request.) The stall case, where they must differ, is
 //! `faults.rs::stall_shows_in_corrected_p99_only`.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::Duration;

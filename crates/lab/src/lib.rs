@@ -5,6 +5,7 @@
 //!
 //! [`topology`] reads and checks the file, [`plan`] turns it into addresses and routes (pure,
 //! tested without root), and [`runtime`] builds and removes it (root).
+#![deny(clippy::indexing_slicing)] // parses a user-written topology file: see `[workspace.lints]`
 
 pub mod netns;
 pub mod plan;

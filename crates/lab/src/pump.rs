@@ -93,7 +93,10 @@ impl Direction {
         let now = Instant::now();
         while let Some((pkt, due)) = self.link.pop_due(now) {
             let at = Instant::now();
-            if self.to.send(&pkt.buf[..pkt.len]).is_err() {
+            // NO-PANIC: `len` is what `recv` returned for `buf`: at most its length.
+            #[allow(clippy::indexing_slicing)]
+            let bytes = &pkt.buf[..pkt.len];
+            if self.to.send(bytes).is_err() {
                 self.write_errors += 1;
             }
             self.link.record_release(due, at);
@@ -223,6 +226,8 @@ fn raise_priority() {
         if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 {
             return;
         }
+        // NO-PANIC: gettid returns the caller's pid_t, positive and below `pid_max` (2^22).
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         libc::setpriority(libc::PRIO_PROCESS, tid, -15);
     }

@@ -146,6 +146,9 @@ impl Lab {
         Ok(lab)
     }
 
+    // NO-PANIC: `l.a`, `l.b` and `n` are node positions of the plan (`Plan::new` made them),
+    // `lines` has one entry per node, and `k % threads` is below `threads`, `groups`' length.
+    #[allow(clippy::indexing_slicing)]
     fn build(&mut self, opts: &LabOptions) -> Result<(), LabError> {
         for n in &self.plan.nodes {
             netns::add(&n.netns)?;
@@ -215,8 +218,8 @@ impl Lab {
     /// A command in `node`'s namespace (`ip netns exec`), with a leading `npt` replaced by
     /// this npt binary.
     pub fn command(&self, node: &str, argv: &[String], npt_exe: &Path) -> Option<Command> {
-        let n = self.plan.node(node)?;
-        Some(exec_command(&self.plan.nodes[n].netns, argv, npt_exe))
+        let n = self.plan.nodes.get(self.plan.node(node)?)?;
+        Some(exec_command(&n.netns, argv, npt_exe))
     }
 
     fn start_service(&mut self, s: &Service, opts: &LabOptions) -> Result<(), LabError> {
@@ -246,9 +249,12 @@ impl Lab {
         let Some(ready) = &s.ready else {
             return Ok(());
         };
-        let netns = self.plan.nodes[self.plan.node(&s.node).unwrap_or(0)]
-            .netns
-            .clone();
+        let netns = self
+            .plan
+            .node(&s.node)
+            .and_then(|n| self.plan.nodes.get(n))
+            .map(|n| n.netns.clone())
+            .ok_or_else(|| fail(format!("unknown node {}", s.node)))?;
         let deadline = Instant::now() + opts.ready_timeout;
         loop {
             if let Some(run) = self.services.last_mut() {
@@ -344,6 +350,8 @@ pub fn exec_command(netns: &str, argv: &[String], npt_exe: &Path) -> Command {
 
 /// SIGTERM to the service's process group, then SIGKILL after 2 s.
 fn stop_group(child: &mut Child) {
+    // NO-PANIC: Linux pids are below `pid_max` (at most 2^22), so they fit an i32.
+    #[allow(clippy::cast_possible_wrap)]
     let pgid = child.id() as i32;
     // SAFETY: signalling a process group we created (process_group(0) at spawn).
     unsafe {
@@ -392,9 +400,14 @@ fn udp_bound(table: &str, port: u16) -> bool {
 fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(10)..].join("\n")
+    let last = lines
+        .get(lines.len().saturating_sub(10)..)
+        .unwrap_or_default();
+    last.join("\n")
 }
 
+// NO-PANIC: `l.a` and `l.b` are node positions of the plan (`Plan::new` made them).
+#[allow(clippy::indexing_slicing)]
 fn status_of(
     plan: &Plan,
     snaps: &[(usize, bool, Published)],

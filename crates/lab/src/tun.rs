@@ -46,6 +46,8 @@ impl Tun {
             flags: IFF_TUN | IFF_NO_PI,
             _pad: [0; 22],
         };
+        // NO-PANIC: `name` is 1 to IFNAMSIZ - 1 bytes (checked above), `req.name` IFNAMSIZ.
+        #[allow(clippy::indexing_slicing)]
         req.name[..name.len()].copy_from_slice(name.as_bytes());
         // SAFETY: TUNSETIFF reads and writes an ifreq, which IfReq lays out (name, flags, pad
         // to 40 bytes); the descriptor is a fresh /dev/net/tun.
@@ -71,21 +73,15 @@ impl Tun {
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: read into a buffer we own, bounded by its length.
         let n = unsafe { libc::read(self.fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        // A negative count is the error return (-1).
+        usize::try_from(n).map_err(|_| io::Error::last_os_error())
     }
 
     /// One packet out (the other end's kernel receives it as if from a wire).
     pub fn send(&self, pkt: &[u8]) -> io::Result<usize> {
         // SAFETY: write from a buffer we own, bounded by its length.
         let n = unsafe { libc::write(self.fd(), pkt.as_ptr().cast(), pkt.len()) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        // A negative count is the error return (-1).
+        usize::try_from(n).map_err(|_| io::Error::last_os_error())
     }
 }

@@ -3,9 +3,12 @@
 //! fuzzer once crashed on. Nothing may panic; every error names a key; accepted impairments
 //! write out and read back the same.
 
+#![cfg(test)]
+
 use npt_lab::{Plan, Topology};
 use npt_link::Impairments;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use npt_testkit::fuzz::TextMutator;
+use rand::{rngs::StdRng, SeedableRng};
 
 const SEED: &str = r#"name = "forwarding-scenarios"
 [[node]]
@@ -66,6 +69,12 @@ const TOKENS: &[&str] = &[
     "client",
 ];
 
+const MUTATOR: TextMutator = TextMutator {
+    tokens: TOKENS,
+    max_cut: 12,
+    printable: true,
+};
+
 /// Runs one file through both steps; `true` when it was planned.
 fn check(text: &str) -> bool {
     let topo = match Topology::parse(text, "fuzz") {
@@ -107,23 +116,7 @@ fn mutated_topologies_never_panic_and_errors_name_a_key() {
     // 10,000, not hundreds of thousands: a debug build reads and plans one file in ~0.4 ms.
     for _ in 0..10_000 {
         let mut text = SEED.to_string();
-        for _ in 0..=rng.gen_range(0..2) / 2 {
-            let mut at = rng.gen_range(0..text.len() + 1);
-            while !text.is_char_boundary(at) {
-                at -= 1;
-            }
-            match rng.gen_range(0..3) {
-                0 => text.insert_str(at, TOKENS[rng.gen_range(0..TOKENS.len())]),
-                1 => {
-                    let mut end = (at + 1 + rng.gen_range(0..12)).min(text.len());
-                    while !text.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    text.replace_range(at..end, "");
-                }
-                _ => text.insert(at, char::from(b' ' + rng.gen_range(0..95) as u8)),
-            }
-        }
+        MUTATOR.mutate(&mut rng, &mut text);
         planned += usize::from(check(&text));
     }
     assert!(planned > 500, "only {planned} mutants were planned");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use npt_link::{Impairments, Link};
 
-fn main() {
+fn main() -> Result<(), toml::de::Error> {
     let cases = [
         ("passthrough", ""),
         ("delay 20ms", "delay = \"20ms\""),
@@ -21,7 +21,7 @@ fn main() {
     ];
     let n: u32 = 3_000_000;
     for (name, table) in cases {
-        let imp: Impairments = toml::from_str(table).expect("valid table");
+        let imp: Impairments = toml::from_str(table)?;
         let mut link = Link::new(&imp, 1);
         let t0 = Instant::now();
         let start = Instant::now();
@@ -41,4 +41,5 @@ fn main() {
             link.held()
         );
     }
+    Ok(())
 }

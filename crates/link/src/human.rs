@@ -211,7 +211,10 @@ pub fn parse_rate(field: &str, text: &str) -> Result<Rate, LinkError> {
             format!("rate {text:?} is too large"),
         ));
     }
-    Ok(Rate(bits.round() as u64))
+    // NO-PANIC: 0 <= bits < 2^64, checked above.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let bits = bits.round() as u64;
+    Ok(Rate(bits))
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub(crate) struct JitterCurve {
 impl JitterCurve {
     pub(crate) fn new(jitter: Duration) -> JitterCurve {
         JitterCurve {
-            jitter: jitter.as_nanos() as i128,
+            jitter: nanos(jitter),
             period: jitter.saturating_mul(2),
             start: None,
             a: 0,
@@ -67,9 +67,14 @@ impl JitterCurve {
             }
         };
         self.start = Some(start);
-        let elapsed = at.saturating_duration_since(start).as_nanos() as i128;
-        self.a + (self.b - self.a) * elapsed / self.period.as_nanos() as i128
+        let elapsed = nanos(at.saturating_duration_since(start));
+        self.a + (self.b - self.a) * elapsed / nanos(self.period)
     }
+}
+
+/// A duration in ns as an i128; every `Duration` fits (its ns are below 2^94).
+pub(crate) fn nanos(d: Duration) -> i128 {
+    i128::try_from(d.as_nanos()).unwrap_or(i128::MAX)
 }
 
 #[cfg(test)]
@@ -89,11 +94,11 @@ mod tests {
         let n = 200_000;
         for i in 0..n {
             // Irregular spacing, with an idle gap now and then.
-            t += Duration::from_micros([1, 7, 130, 900, 25_000][i % 5] as u64);
+            t += Duration::from_micros([1, 7, 130, 900, 25_000][i % 5]);
             let o = c.offset(t, &mut rng);
             assert!(o.abs() <= 5_000_000);
             if let Some((pt, po)) = prev {
-                let dt = (t - pt).as_nanos() as i128;
+                let dt = nanos(t - pt);
                 assert!(dt + o - po >= -1, "departure went back at packet {i}");
             }
             prev = Some((t, o));

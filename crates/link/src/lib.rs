@@ -88,6 +88,7 @@
 //! }
 //! println!("{:?}", link.stats().summary());
 //! ```
+#![deny(clippy::indexing_slicing)] // parses a user-written link config: see `[workspace.lints]`
 
 mod config;
 mod human;

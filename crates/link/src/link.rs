@@ -201,8 +201,7 @@ impl<P: Clone> Link<P> {
 
     /// When the next packet is due, if any (the runtime sleeps until just before, then spins).
     pub fn next_due(&self) -> Option<Instant> {
-        self.next_lane()
-            .map(|lane| lane.front().expect("non-empty").due)
+        self.next_lane().and_then(VecDeque::front).map(|h| h.due)
     }
 
     /// The next packet whose departure time is <= now, with its due time.
@@ -300,8 +299,11 @@ impl<P: Clone> Link<P> {
             return self.delay;
         }
         // jitter ≤ delay, so this is ≥ 0; clamp anyway.
-        let ns = (self.delay.as_nanos() as i128 + offset).max(0);
-        duration_from_nanos(ns as u128).unwrap_or(self.delay)
+        let ns = (crate::jitter::nanos(self.delay) + offset).max(0);
+        u128::try_from(ns)
+            .ok()
+            .and_then(duration_from_nanos)
+            .unwrap_or(self.delay)
     }
 
     /// The lane whose front packet leaves first: earliest due, then earliest arrival.

@@ -2,6 +2,8 @@
 //! trip unchanged, and every bad value is refused with a message naming its field (the CLI
 //! prints it and exits 2 before anything is created).
 
+#![cfg(test)]
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -3,6 +3,9 @@
 //! random and Gilbert–Elliott loss, rate and queue, duplicate, reorder — deterministically for
 //! a seed, and no sequence of calls makes it panic.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+
 use std::time::{Duration, Instant};
 
 use npt_link::{DropReason, Impairments, Link, Loss, Percent, Rate, Verdict};

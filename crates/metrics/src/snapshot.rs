@@ -100,6 +100,9 @@ impl Snapshot {
     /// series already there.
     pub fn histogram(&mut self, name: &str, help: &str, l: &[(&str, &str)], h: &Histogram) {
         debug_assert!(name.ends_with("_seconds"), "{name}");
+        // NO-PANIC: the buckets are positive constants of at most 10 s, so their ns fit a
+        // u64 (and a float-to-int `as` saturates in any case).
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let bounds: Vec<u64> = DURATION_BUCKETS_S
             .iter()
             .map(|s| (s * 1e9).round() as u64)

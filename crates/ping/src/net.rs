@@ -120,7 +120,7 @@ fn check_signals(session: &mut Session, signals: &AtomicUsize) -> Option<StopRea
 
 /// One attempt at a time (TCP connect, QUIC handshake): `attempt(addr, time_left)` blocks.
 /// Each attempt tries the host's addresses in turn, starting with the one that answered last.
-// SAFE: `addrs` is checked non-empty on entry, and every index into it is taken
+// NO-PANIC: `addrs` is checked non-empty on entry, and every index into it is taken
 // `% addrs.len()` (or is 0).
 #[allow(clippy::indexing_slicing)]
 fn run_blocking(
@@ -186,7 +186,7 @@ fn run_blocking(
 
 /// UDP echo: attempts overlap when the timeout is longer than the interval. Until the first
 /// answer, an address that times out or refuses hands over to the host's next address.
-// SAFE: `addrs` is checked non-empty on entry, `socks` and `keys` have one entry per address,
+// NO-PANIC: `addrs` is checked non-empty on entry, `socks` and `keys` have one entry per address,
 // and `cur` is always taken `% addrs.len()`; `recv` returns `n <= inb.len()`.
 #[allow(clippy::indexing_slicing)]
 fn run_udp(

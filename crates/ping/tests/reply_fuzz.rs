@@ -3,6 +3,9 @@
 //! may panic; only an echo reply of our flow yields a sequence number; a forged sequence
 //! number is ignored or counted late, never turned into a second RTT.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+
 use npt_ping::net::decode;
 use npt_ping::session::{Event, Session};
 use npt_wire::frame::{Header, Kind};

@@ -3,8 +3,11 @@
 //! an error names the element (and attribute) at fault; a config that parses holds only
 //! values a probe can run with.
 
+#![cfg(test)]
+
 use npt_probe::probe::xml::{parse, XmlError, XmlPacing};
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use npt_testkit::fuzz::TextMutator;
+use rand::{rngs::StdRng, SeedableRng};
 
 const TEMPLATE: &str = include_str!("../../../examples/ConfigTemplate.xml");
 
@@ -37,12 +40,11 @@ const TOKENS: &[&str] = &[
     "\u{e9}",
 ];
 
-fn boundary(text: &str, mut at: usize) -> usize {
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
+const MUTATOR: TextMutator = TextMutator {
+    tokens: TOKENS,
+    max_cut: 10,
+    printable: false,
+};
 
 #[test]
 fn mutated_configs_never_panic_and_errors_name_the_element() {
@@ -51,15 +53,7 @@ fn mutated_configs_never_panic_and_errors_name_the_element() {
     // 20,000: a debug build reads the ~1 KiB template in ~0.1 ms.
     for _ in 0..20_000 {
         let mut text = TEMPLATE.to_string();
-        for _ in 0..=rng.gen_range(0..2) / 2 {
-            let at = boundary(&text, rng.gen_range(0..text.len() + 1));
-            if rng.gen_range(0..2) == 0 {
-                text.insert_str(at, TOKENS[rng.gen_range(0..TOKENS.len())]);
-            } else {
-                let end = boundary(&text, (at + 1 + rng.gen_range(0..10)).min(text.len()));
-                text.replace_range(at..end, "");
-            }
-        }
+        MUTATOR.mutate(&mut rng, &mut text);
         match parse(&text) {
             Ok(c) => {
                 ok += 1;

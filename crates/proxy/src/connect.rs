@@ -106,7 +106,7 @@ fn drive(
             }
             Err(e) => return Err(e.into()),
         };
-        // SAFE: `read` returns at most the buffer's length.
+        // NO-PANIC: `read` returns at most the buffer's length.
         #[allow(clippy::indexing_slicing)]
         let got = &chunk[..n];
         match h.on_read(got)? {

@@ -61,7 +61,7 @@ pub async fn tcp_connect(
                 h.phase()
             )));
         }
-        // SAFE: `read` returns at most the buffer's length.
+        // NO-PANIC: `read` returns at most the buffer's length.
         #[allow(clippy::indexing_slicing)]
         let got = &chunk[..n];
         match h.on_read(got)? {

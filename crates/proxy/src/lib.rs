@@ -12,19 +12,7 @@
 //!   show beside the latency the user feels.
 //!
 //! Errors are classified ([`ProxyError::kind`]) with the proxy's reply code in words.
-// Parses proxy replies from the network: no panic path outside tests (README, "No panic on input").
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
+#![deny(clippy::indexing_slicing)] // parses proxy replies from the network: see `[workspace.lints]`
 
 pub mod connect;
 #[cfg(feature = "tokio")]
@@ -32,21 +20,6 @@ pub mod connect_async;
 pub mod handshake;
 pub mod http_connect;
 pub mod socks5;
-#[cfg(feature = "testing")]
-// Test fixtures (real proxy processes), never fed peer data: a panic there fails a test.
-#[cfg_attr(
-    not(test),
-    allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
-pub mod testing;
 
 use std::fmt;
 use std::io;

@@ -42,7 +42,7 @@ impl Target {
         } + 2
     }
 
-    // SAFE: `out.len() >= need = encoded_len()` is checked first, and every range below ends
+    // NO-PANIC: `out.len() >= need = encoded_len()` is checked first, and every range below ends
     // at most at `encoded_len()` for its variant (`rest + 2 == need`).
     #[allow(clippy::indexing_slicing)]
     fn encode(&self, out: &mut [u8]) -> Result<usize, ProxyError> {

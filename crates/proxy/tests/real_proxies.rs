@@ -4,14 +4,17 @@
 //! and check refusals are classified. `.ci/run` installs the three packages; without them the
 //! tests fail with a message saying which is missing (unless NPT_SKIP_PROXIES=1).
 
+#![cfg(test)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
 
-use npt_proxy::testing::{
-    danted, danted_with, free_port, have, microsocks, running_with_arg, tinyproxy, SystemUser,
-};
 use npt_proxy::{socks5, tcp_connect, udp_associate, Via};
+use npt_testkit::process::free_port;
+use npt_testkit::proxies::{
+    danted, danted_with, have, microsocks, running_with_arg, tinyproxy, SystemUser,
+};
 
 const T: Duration = Duration::from_secs(5);
 

@@ -189,7 +189,7 @@ pub(crate) fn test_probe(
         .iter()
         .enumerate()
         .map(|(i, &(end_s, rate, loss, p50, p99))| Interval {
-            index: i as u32,
+            index: u32::try_from(i).unwrap_or(u32::MAX),
             start_s: end_s - 1.0,
             end_s,
             rate_per_s: rate,

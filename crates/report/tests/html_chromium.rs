@@ -8,11 +8,11 @@
 //!
 //! Needs Debian's `chromium` (CI installs it); set `NPT_SKIP_CHROMIUM=1` to skip explicitly.
 
-mod chromium;
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
 use std::time::Duration;
 
-use chromium::{attr, dump_dom, opening_tag};
 use npt_report::compare::page::html_page;
 use npt_report::compare::runs::{table_of_runs, ScenarioRuns};
 use npt_report::compare::Input;
@@ -22,6 +22,7 @@ use npt_result::interval::Interval;
 use npt_result::probe::{hist, ProbeBody, ProbeSummary};
 use npt_result::Document;
 use npt_stats::Histogram;
+use npt_testkit::chromium::{self, attr, dump_dom, opening_tag};
 
 fn sample_page() -> Page {
     let secs: Vec<f64> = (1..=60).map(f64::from).collect();

@@ -5,6 +5,8 @@
 //! `npt report` printed for them then, and the text of `npt merge` of the two parts. Read
 //! through the v2 model they must render exactly that again, and come out as valid v2.
 
+#![cfg(test)]
+
 use std::path::{Path, PathBuf};
 
 use npt_report::merge::{merge, Part};
@@ -20,17 +22,7 @@ fn golden(name: &str) -> String {
 
 /// Panics with every violation if `doc` does not match `schema/<kind>.schema.json`.
 fn validate(doc: &serde_json::Value) {
-    let kind = doc["kind"].as_str().unwrap();
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../schema/{kind}.schema.json"));
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{kind}: {errors:#?}");
+    npt_testkit::schema::assert_valid(doc, doc["kind"].as_str().unwrap());
 }
 
 fn text(doc: &AnyResult) -> String {

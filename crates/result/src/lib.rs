@@ -89,6 +89,9 @@ impl<B: Serialize> Document<B> {
         }
     }
 
+    // NO-PANIC: every field is a number, string, list or string-keyed map (JSON values
+    // included), which serde_json writes into a `Vec` without fail.
+    #[allow(clippy::expect_used)]
     pub fn to_json_pretty(&self) -> Vec<u8> {
         let mut v = serde_json::to_vec_pretty(self).expect("result documents always serialize");
         v.push(b'\n');
@@ -177,7 +180,7 @@ pub fn max_rss_bytes() -> u64 {
     if rc != 0 {
         return 0;
     }
-    ru.ru_maxrss as u64 * 1024
+    u64::try_from(ru.ru_maxrss).unwrap_or(0) * 1024
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to

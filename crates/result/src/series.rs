@@ -138,6 +138,7 @@ impl<T: Serialize + DeserializeOwned> Default for Series<T> {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests {
     use super::*;
 

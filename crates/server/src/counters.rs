@@ -1,8 +1,12 @@
 //! What the server counts, per transport: traffic, and every refusal and forced close, so a
 //! hostile peer shows up in the periodic log line ([`Counters::refusals_line`]) and in
-//! `--metrics` while it happens. Kept apart from the responders that bump them.
+//! `--metrics` while it happens, and in the exit summary ([`Counters::line`]), which names
+//! only what is not zero. Kept apart from the responders that bump them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A counter's name in the log lines, and its value.
+type Named = (&'static str, u64);
 
 /// What the stream responder did on one transport (TCP connections, or QUIC streams).
 #[derive(Debug, Default)]
@@ -45,6 +49,26 @@ impl StreamCounters {
             g(&self.stalled_write),
             g(&self.reset),
         ]
+    }
+
+    /// The refusals, then the forced closes, by the names of the periodic line.
+    fn named(&self) -> ([Named; 5], [Named; 4]) {
+        let [token, handshake, mac, budget, malformed, idle, read, write, reset] = self.refusals();
+        (
+            [
+                ("token", token),
+                ("handshake", handshake),
+                ("bad-mac", mac),
+                ("budget", budget),
+                ("malformed", malformed),
+            ],
+            [
+                ("idle", idle),
+                ("stalled-read", read),
+                ("stalled-write", write),
+                ("reset", reset),
+            ],
+        )
     }
 
     fn refusals_text(&self) -> String {
@@ -114,22 +138,79 @@ impl Counters {
         c.load(Ordering::Relaxed)
     }
 
-    /// One line for the log: traffic, then every refusal and close.
+    /// The exit summary: traffic, then refusals and closes, naming only the counters that
+    /// are not zero (in the periodic line's order and words).
     pub fn line(&self) -> String {
         let g = Counters::get;
-        format!(
-            "udp rx {} tx {} pkts; tcp conns {} rx {} tx {} bytes; quic conns {} streams {} rx {} tx {} bytes; {}",
-            g(&self.udp_rx),
-            g(&self.udp_tx),
-            g(&self.tcp_accepted),
-            g(&self.tcp.rx_bytes),
-            g(&self.tcp.tx_bytes),
-            g(&self.quic_conns),
-            g(&self.quic_streams),
-            g(&self.quic.rx_bytes),
-            g(&self.quic.tx_bytes),
-            self.refusals_line()
-        )
+        let (tcp, tcp_closed) = self.tcp.named();
+        let (quic, quic_closed) = self.quic.named();
+        let tcp_refused = [
+            [
+                ("conns", g(&self.tcp_refused_conns)),
+                ("accept-errors", g(&self.tcp_accept_errors)),
+            ]
+            .as_slice(),
+            &tcp,
+        ]
+        .concat();
+        summary([
+            group(
+                "udp",
+                &[
+                    ("rx-pkts", g(&self.udp_rx)),
+                    ("tx-pkts", g(&self.udp_tx)),
+                    ("sessions", g(&self.udp_sessions)),
+                    ("clamped", g(&self.udp_clamped)),
+                ],
+                &[],
+            ),
+            group(
+                "tcp",
+                &[
+                    ("conns", g(&self.tcp_accepted)),
+                    ("rx-bytes", g(&self.tcp.rx_bytes)),
+                    ("tx-bytes", g(&self.tcp.tx_bytes)),
+                ],
+                &[],
+            ),
+            group(
+                "quic",
+                &[
+                    ("conns", g(&self.quic_conns)),
+                    ("streams", g(&self.quic_streams)),
+                    ("rx-bytes", g(&self.quic.rx_bytes)),
+                    ("tx-bytes", g(&self.quic.tx_bytes)),
+                ],
+                &[],
+            ),
+            group(
+                "udp refused:",
+                &[
+                    ("token", g(&self.udp_refused_token)),
+                    ("raw", g(&self.udp_refused_raw)),
+                    ("handshake", g(&self.udp_auth_handshake)),
+                    ("unknown-session", g(&self.udp_auth_session)),
+                    ("bad-mac", g(&self.udp_auth_mac)),
+                    ("replay", g(&self.udp_auth_replay)),
+                    ("rate", g(&self.udp_refused_rate)),
+                    ("loop", g(&self.udp_refused_loop)),
+                    ("malformed", g(&self.udp_malformed)),
+                ],
+                &[],
+            ),
+            group("tcp refused:", &tcp_refused, &tcp_closed),
+            group(
+                "quic conns refused:",
+                &[
+                    ("failed-handshake", g(&self.quic_handshake_failed)),
+                    ("handshake-timeout", g(&self.quic_handshake_timeout)),
+                    ("aborted", g(&self.quic_aborted)),
+                    ("lost", g(&self.quic_lost)),
+                ],
+                &[],
+            ),
+            group("quic streams refused:", &quic, &quic_closed),
+        ])
     }
 
     /// Every refusal and forced close, per transport (the periodic log line).
@@ -183,6 +264,35 @@ impl Counters {
     }
 }
 
+/// `label name value …` with the values that are not zero, the `closed` ones after
+/// `closed`; `None` when every value is zero.
+pub(crate) fn group(label: &str, counts: &[(&str, u64)], closed: &[(&str, u64)]) -> Option<String> {
+    let list = |xs: &[(&str, u64)]| {
+        xs.iter()
+            .filter(|(_, v)| *v != 0)
+            .map(|(name, v)| format!("{name} {v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (counts, closed) = (list(counts), list(closed));
+    match (counts.is_empty(), closed.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(format!("{label} {counts}")),
+        (true, false) => Some(format!("{label} closed {closed}")),
+        (false, false) => Some(format!("{label} {counts}; closed {closed}")),
+    }
+}
+
+/// The groups that have something to say, or a short note that nothing was counted.
+pub(crate) fn summary(groups: impl IntoIterator<Item = Option<String>>) -> String {
+    let text = groups.into_iter().flatten().collect::<Vec<_>>().join("; ");
+    if text.is_empty() {
+        "nothing served or refused".to_string()
+    } else {
+        text
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +327,26 @@ mod tests {
         let line = c.refusals_line();
         assert!(line.contains("stalled-write 0 reset 6; quic conns refused: failed-handshake 0 handshake-timeout 0 aborted 7 lost 0; quic streams refused:"), "{line}");
         assert_eq!(c.refusals_total(), 24);
-        assert!(c.line().contains("tcp conns 0 ") && c.line().contains("quic conns 4 "));
+        assert!(!c.line().contains("tcp conns") && c.line().contains("quic conns 4;"));
+    }
+
+    #[test]
+    fn the_exit_summary_names_only_what_is_not_zero() {
+        let c = Counters::default();
+        assert_eq!(c.line(), "nothing served or refused");
+        c.udp_rx.fetch_add(20, Ordering::Relaxed);
+        c.udp_tx.fetch_add(19, Ordering::Relaxed);
+        c.udp_sessions.fetch_add(2, Ordering::Relaxed);
+        c.udp_auth_replay.fetch_add(1, Ordering::Relaxed);
+        c.tcp.closed_idle.fetch_add(3, Ordering::Relaxed);
+        c.quic_lost.fetch_add(4, Ordering::Relaxed);
+        c.quic.refused_budget.fetch_add(5, Ordering::Relaxed);
+        c.quic.reset.fetch_add(6, Ordering::Relaxed);
+        assert_eq!(
+            c.line(),
+            "udp rx-pkts 20 tx-pkts 19 sessions 2; udp refused: replay 1; \
+             tcp refused: closed idle 3; quic conns refused: lost 4; \
+             quic streams refused: budget 5; closed reset 6"
+        );
     }
 }

@@ -524,7 +524,7 @@ impl Body for RespBody {
                 if *remaining == 0 {
                     return Poll::Ready(None);
                 }
-                // SAFE: `n <= CHUNK`, a `usize`, so the cast back is lossless.
+                // NO-PANIC: `n <= CHUNK`, a `usize`, so the cast back is lossless.
                 #[allow(clippy::cast_possible_truncation)]
                 let n = (*remaining).min(CHUNK as u64) as usize;
                 *remaining -= n as u64;

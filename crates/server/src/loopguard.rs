@@ -93,7 +93,7 @@ impl LoopGuard {
             let tail = payload.len().saturating_sub(FINGERPRINT_EDGE).max(head);
             payload.get(tail..).unwrap_or_default().hash(h);
         });
-        // SAFE: `slot_of` is `% SLOTS` and `slots` holds SLOTS entries from `new` on.
+        // NO-PANIC: `slot_of` is `% SLOTS` and `slots` holds SLOTS entries from `new` on.
         #[allow(clippy::indexing_slicing)]
         let slot = &mut self.slots[Self::slot_of(peer_key)];
         let recent = now_ns.saturating_sub(slot.last_ns) < REPEAT_WINDOW_NS;
@@ -140,6 +140,7 @@ impl LoopGuard {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests {
     use super::*;
 

@@ -182,7 +182,7 @@ async fn next_frame<R: AsyncRead + Unpin>(
     Ok(true)
 }
 
-// SAFE: each `buf[..n]` / `fill[..n]` has `n = rest.min(buf.len())` (or `fill.len()`);
+// NO-PANIC: each `buf[..n]` / `fill[..n]` has `n = rest.min(buf.len())` (or `fill.len()`);
 // `HEADER_LEN` (48) fits a `u32`, and `reply >= HEADER_LEN` after its clamp.
 #[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 async fn serve<S>(stream: S, cx: &StreamCtx<'_>) -> Result<(), End>

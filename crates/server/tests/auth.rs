@@ -3,6 +3,9 @@
 //! another socket (or twice) is refused and counted; a wrong secret gets nothing; UDP replies
 //! are never larger than what caused them; sources that proved nothing get the safe limits.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::AtomicU64;

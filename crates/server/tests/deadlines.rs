@@ -3,6 +3,9 @@
 //! state now has a deadline and each kind of close its counter; these tests stall in each state
 //! on loopback with deadlines of a fraction of a second. Also: the per-address reply budget.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::AtomicU64;

@@ -2,6 +2,9 @@
 //! an endless ping-pong (~170k packets/s for a self-loop, 92k each way between two servers).
 //! These tests forge that datagram with a raw socket (root only) and check the loop ends.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};

@@ -2,6 +2,8 @@
 //! behind the same address (before, one flooding socket on 127.0.0.1 left a probe from another
 //! socket 4 answers out of 200).
 
+#![cfg(test)]
+
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -2,6 +2,9 @@
 //! (echo, request/response sizes, no amplification, token gate, raw echo) are checked over real
 //! loopback sockets on port 0.
 
+#![cfg(test)]
+#![allow(clippy::cast_possible_truncation)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::Duration;

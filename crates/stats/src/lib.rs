@@ -4,6 +4,7 @@
 //!
 //! Latencies are recorded in nanoseconds into HDR histograms that resolve 1 µs .. 1 h at three
 //! significant digits (DESIGN.md rule 4). Values above an hour are clamped and counted.
+#![deny(clippy::indexing_slicing)] // decodes histograms from result files: see `[workspace.lints]`
 
 use std::collections::BTreeMap;
 use std::ops::AddAssign;
@@ -53,6 +54,8 @@ pub struct Histogram {
     clamped: u64,
 }
 
+// NO-PANIC: the bounds are constants that `new_with_bounds` accepts.
+#[allow(clippy::expect_used)]
 fn empty_hdr() -> hdrhistogram::Histogram<u64> {
     let mut h = hdrhistogram::Histogram::new_with_bounds(LOWEST_NS, INITIAL_HIGHEST_NS, SIGFIG)
         .expect("constant bounds are valid");
@@ -137,7 +140,9 @@ impl Histogram {
             // is what "at most `le`" compares (3 significant digits).
             let value = self.get().highest_equivalent(v.value_iterated_to());
             let i = bounds_ns.partition_point(|&b| b < value);
-            out[i] += v.count_at_value();
+            if let Some(n) = out.get_mut(i) {
+                *n += v.count_at_value();
+            }
         }
         out
     }
@@ -171,6 +176,8 @@ impl Histogram {
     }
 
     /// The histogram in a form that merges exactly after a JSON round trip.
+    // NO-PANIC: the serializer fails only on a failed write, and a `Vec` write does not fail.
+    #[allow(clippy::expect_used)]
     pub fn to_serialized(&self) -> SerializedHistogram {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new()

@@ -2,6 +2,8 @@
 //! stay empty): an empty one must still read, serialize and merge exactly as a filled-then-
 //! emptied one does.
 
+#![cfg(test)]
+
 use npt_stats::{Histogram, Summary};
 
 #[test]

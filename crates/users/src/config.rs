@@ -197,7 +197,9 @@ impl Range {
 
     /// Durations in ns: `100ms..10s`.
     pub fn parse_duration(s: &str) -> Result<Range, ConfigError> {
-        Range::parse_with(s, |x| parse_duration(x).map(|d| d.as_nanos() as u64))
+        Range::parse_with(s, |x| {
+            parse_duration(x).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        })
     }
 
     /// Plain counts: `2..8`.
@@ -237,7 +239,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     if !b.is_finite() || !(0.0..=1e15).contains(&b) {
         return Err(format!("bad size {s:?}"));
     }
-    Ok(b.round() as u64)
+    // NO-PANIC: 0 <= b <= 1e15, checked above.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let bytes = b.round() as u64;
+    Ok(bytes)
 }
 
 /// `10ms`, `3.5s`, `2m`, `1h`, or a bare number of seconds.

@@ -74,6 +74,8 @@ impl Chooser {
         }
         let lo = (r.lo.max(1) as f64).ln();
         let hi = (r.hi as f64).ln();
+        // NO-PANIC: a float-to-int `as` saturates (NaN gives 0); the clamp below bounds it.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let v = self.rng.gen_range(lo..=hi).exp().round() as u64;
         v.clamp(r.lo, r.hi)
     }
@@ -99,14 +101,14 @@ impl Chooser {
     }
 
     pub fn pages(&mut self, shape: &Shape) -> u32 {
-        self.uniform(shape.web.pages).max(1) as u32
+        u32::try_from(self.uniform(shape.web.pages).max(1)).unwrap_or(u32::MAX)
     }
 
     pub fn page(&mut self, shape: &Shape) -> PagePlan {
         PagePlan {
             handshake_up: self.log_uniform(shape.web.handshake_up),
             handshake_down: self.log_uniform(shape.web.handshake_down),
-            rounds: self.uniform(shape.web.rounds).max(1) as u32,
+            rounds: u32::try_from(self.uniform(shape.web.rounds).max(1)).unwrap_or(u32::MAX),
         }
     }
 
@@ -126,7 +128,7 @@ impl Chooser {
         QuicPlan {
             doc_up: self.log_uniform(shape.quic.doc_up),
             doc_down: self.log_uniform(shape.quic.doc_down),
-            resources: self.uniform(shape.quic.resources) as u32,
+            resources: u32::try_from(self.uniform(shape.quic.resources)).unwrap_or(u32::MAX),
         }
     }
 
@@ -234,7 +236,8 @@ pub fn ramp_start(i: u32, n: u32, ramp_up: Duration) -> Duration {
     if n <= 1 {
         return Duration::ZERO;
     }
-    Duration::from_nanos((ramp_up.as_nanos() as u64).saturating_mul(i as u64) / n as u64)
+    let ramp = u64::try_from(ramp_up.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(ramp.saturating_mul(i as u64) / n as u64)
 }
 
 /// Arrival time of open-model session `k` at `per_sec` sessions per second.

@@ -4,6 +4,8 @@
 //! opens a keyed `npt serve` for the game (handshake, then sealed frames) and a wrong secret
 //! does not.
 
+#![cfg(test)]
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -3,6 +3,8 @@
 //! path delay shows up in p50 request latency; a server killed mid-run gives classified
 //! errors and a report; an unexpected QUIC certificate is one clear error.
 
+#![cfg(test)]
+
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -117,15 +119,7 @@ fn document(cfg: &RunConfig, out: &RunOutput) -> serde_json::Value {
 }
 
 fn validate(doc: &serde_json::Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/run.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+    npt_testkit::schema::assert_valid(doc, "run");
 }
 
 #[test]

@@ -194,6 +194,7 @@ pub(crate) fn be64(b: &[u8]) -> u64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests {
     use super::*;
 

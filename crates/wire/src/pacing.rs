@@ -79,7 +79,7 @@ impl Pacer {
                 self.last_actual
                     .map_or(self.start, |t| t.saturating_add(every)),
             ),
-            // SAFE: a float-to-int `as` saturates (NaN gives 0), and the sum saturates too.
+            // NO-PANIC: a float-to-int `as` saturates (NaN gives 0), and the sum saturates too.
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             Pacing::Rate { pps } => Some(
                 self.start

@@ -232,7 +232,8 @@ fn ping_hop(
     ])
     .arg(&result);
     // count × (100 ms interval + 1 s per-attempt timeout), the worst case, plus start-up.
-    let limit = Duration::from_millis(1100) * count as u32 + Duration::from_secs(10);
+    let count32 = u32::try_from(count).unwrap_or(u32::MAX);
+    let limit = Duration::from_millis(1100) * count32 + Duration::from_secs(10);
     let mut hop = Hop {
         url: url.to_string(),
         result: result.display().to_string(),

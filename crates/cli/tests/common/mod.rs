@@ -1,12 +1,13 @@
-//! Shared helpers for the binary's integration tests: start `npt serve` on port 0 and wait for
-//! its ready line, run `npt` with a time bound, validate result documents against the schema.
+//! Helpers for the binary's integration tests: start `npt serve` on port 0 and wait for its
+//! ready line, run `npt` with a time bound; with what every crate's tests share (npt-testkit:
+//! the kill-on-drop `Guard`, validation of result documents against the schema).
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub fn npt() -> Command {
@@ -17,15 +18,9 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A child process killed when dropped.
-pub struct Guard(pub Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+// Each test file uses a part of this module.
+#[allow(unused_imports)]
+pub use npt_testkit::{process::Guard, schema::assert_valid};
 
 /// Starts `npt serve` on 127.0.0.1:0 and returns it with the bound address.
 pub fn serve(extra: &[&str]) -> (Guard, SocketAddr) {
@@ -99,24 +94,6 @@ pub fn run(args: &[&str], limit: Duration) -> Output {
 pub fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).expect("result written");
     serde_json::from_str(&text).expect("result is JSON")
-}
-
-/// Validates a result document against `schema/<kind>.schema.json`.
-pub fn assert_valid(doc: &serde_json::Value, kind: &str) {
-    let path = repo_root().join(format!("schema/{kind}.schema.json"));
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("schema exists"))
-            .expect("schema is JSON");
-    let v = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "result does not match {}: {errors:#?}",
-        path.display()
-    );
 }
 
 pub fn u(doc: &serde_json::Value, ptr: &str) -> u64 {

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{npt, Guard};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
@@ -23,6 +23,7 @@ pub struct Served {
 }
 
 impl Served {
+    #[allow(clippy::cast_possible_wrap)] // pids are below 2^22
     pub fn pid(&self) -> i32 {
         self.guard.0.id() as i32
     }
@@ -136,17 +137,8 @@ pub fn http_ok(addr: SocketAddr) -> bool {
         && resp.starts_with("HTTP/1.1 200")
 }
 
-/// Retries `f` every 50 ms until it holds or `limit` passes; how long it took.
-pub fn until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if f() {
-            return Some(t.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
-}
+#[allow(unused_imports)] // each test file uses a part of this module
+pub use npt_testkit::process::until;
 
 /// The value after `name` in the last periodic line's `section` (e.g. "tcp refused:").
 pub fn logged(stderr: &str, section: &str, name: &str) -> u64 {

@@ -75,14 +75,14 @@ impl Ctx {
     }
 
     /// The encoded HTTP/1.1 request for `host`.
-    // SAFE: `host` comes from `host_for(k, hosts.len())`; `h1_reqs` has one request per host.
+    // NO-PANIC: `host` comes from `host_for(k, hosts.len())`; `h1_reqs` has one request per host.
     #[allow(clippy::indexing_slicing)]
     fn h1_req(&self, host: usize) -> &[u8] {
         &self.h1_reqs[host]
     }
 
     /// The h2 request head for `host` (the body, if any, follows as one DATA frame).
-    // SAFE: `host` comes from `host_for(k, hosts.len())`, always below `hosts.len()`.
+    // NO-PANIC: `host` comes from `host_for(k, hosts.len())`, always below `hosts.len()`.
     #[allow(clippy::indexing_slicing)]
     pub(super) fn build_h2(&self, host: usize) -> Request<()> {
         let mut req = Request::new(());

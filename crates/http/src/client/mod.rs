@@ -11,19 +11,6 @@
 //! loop every request is also measured from its intended time: the [`crate::pacer`] thread
 //! releases it then (to ~1 µs, not tokio's 1 ms timer), and a slot busy with a slow answer
 //! makes it leave late (coordinated-omission correction, as wrk2).
-// Parses HTTP responses from the network: no panic path outside tests (README, "No panic on input").
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
 
 use std::future::Future;
 use std::io;

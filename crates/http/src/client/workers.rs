@@ -36,7 +36,7 @@ impl Workers {
         Ok(w)
     }
 
-    // SAFE: `start` makes at least one runtime, so the modulus is never 0 and in range.
+    // NO-PANIC: `start` makes at least one runtime, so the modulus is never 0 and in range.
     #[allow(clippy::indexing_slicing)]
     pub(super) fn handle(&self, i: usize) -> &tokio::runtime::Handle {
         &self.handles[i % self.handles.len()]

@@ -46,21 +46,8 @@ pub fn document(r: RunResult) -> serde_json::Value {
 
 /// Panics with every violation if `v` does not match schema/http.schema.json.
 pub fn assert_valid(v: &serde_json::Value) {
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../../../schema/http.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(v)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+    npt_testkit::schema::assert_valid(v, "http");
 }
 
-/// A free loopback port (bound to 0 and released; for commands that need a port number).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+#[allow(unused_imports)] // each test file uses a part of this module
+pub use npt_testkit::process::free_port;

@@ -145,7 +145,7 @@ fn session_config(
     let n = cfg.clients;
     let pacing = match cfg.pacing {
         PacingSpec::Interval { interval } => Pacing::Interval {
-            every: interval.as_nanos() as u64,
+            every: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
         },
         PacingSpec::Rate { pps } => Pacing::Rate {
             pps: pps / n as f64,
@@ -155,7 +155,7 @@ fn session_config(
             warmup_interval,
         } => Pacing::Relay {
             warmup: split(warmup, n, client).max(1),
-            every: warmup_interval.as_nanos() as u64,
+            every: u64::try_from(warmup_interval.as_nanos()).unwrap_or(u64::MAX),
         },
     };
     let count = match cfg.count {
@@ -169,11 +169,13 @@ fn session_config(
         None => None,
     };
     let stage = match cfg.stage {
-        StageSpec::Time(d) => Stage::Time(d.as_nanos().max(1) as u64),
+        StageSpec::Time(d) => Stage::Time(u64::try_from(d.as_nanos().max(1)).unwrap_or(u64::MAX)),
         StageSpec::Packets(p) => Stage::Packets(split(p, n, 0).max(1)),
     };
-    let loss_timeout = cfg.loss_timeout.as_nanos() as u64;
+    let loss_timeout = u64::try_from(cfg.loss_timeout.as_nanos()).unwrap_or(u64::MAX);
     // Remember enough retired sequence numbers to classify replies up to 4 loss timeouts old.
+    // NO-PANIC: a float-to-int `as` saturates (NaN gives 0), and the result is clamped.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let history = match pacing {
         Pacing::Rate { pps } => {
             ((pps * cfg.loss_timeout.as_secs_f64() * 4.0) as usize).clamp(1 << 12, 1 << 22)
@@ -194,10 +196,12 @@ fn session_config(
         pacing,
         loss_timeout,
         count,
-        send_until: cfg.duration.map(|d| start + d.as_nanos() as u64),
+        send_until: cfg
+            .duration
+            .map(|d| start.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))),
         start,
         stage,
-        behind_threshold: cfg.behind_threshold.as_nanos() as u64,
+        behind_threshold: u64::try_from(cfg.behind_threshold.as_nanos()).unwrap_or(u64::MAX),
         history,
         auth: None,
     })
@@ -216,7 +220,7 @@ pub fn run(
     let start = clock.now();
     let run_seed = started_wall
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64);
+        .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let configs: Vec<(usize, SessionConfig)> = (0..cfg.clients)
         .filter_map(|c| session_config(cfg, c, start, run_seed).map(|s| (c as usize, s)))
         .collect();
@@ -293,8 +297,8 @@ pub fn run(
     let mut tcp_times: Vec<TcpTimes> = Vec::new();
     // Per flow: the next interval index it will report, or None once done.
     let mut next_index: Vec<Option<u32>> = vec![Some(0); cfg.clients as usize];
-    for (c, slot) in next_index.iter_mut().enumerate() {
-        if session_config(cfg, c as u32, start, run_seed).is_none() {
+    for (c, slot) in (0..cfg.clients).zip(next_index.iter_mut()) {
+        if session_config(cfg, c, start, run_seed).is_none() {
             *slot = None;
         }
     }
@@ -338,11 +342,12 @@ pub fn run(
             .min()
             .copied()
             .unwrap_or(u32::MAX);
-        while let Some((&k, _)) = pending.first_key_value() {
+        while let Some(first) = pending.first_entry() {
+            let k = *first.key();
             if k >= horizon {
                 break;
             }
-            let iv = pending.remove(&k).expect("key just seen");
+            let iv = first.remove();
             emit(&iv, &mut records, &mut on_stage);
             printed_up_to = k + 1;
         }
@@ -439,7 +444,7 @@ fn probe_meta(cfg: &ProbeConfig) -> ProbeMeta {
         .to_string(),
         open_loop: matches!(cfg.pacing, PacingSpec::Rate { .. }),
         framing: if cfg.raw { "raw" } else { "framed" }.to_string(),
-        size: cfg.size as u32,
+        size: u32::try_from(cfg.size).unwrap_or(u32::MAX),
         loss_timeout_ms: cfg.loss_timeout.as_secs_f64() * 1e3,
     }
 }

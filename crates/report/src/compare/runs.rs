@@ -103,7 +103,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         via: s.via.clone(),
         theoretical_ms: s.theoretical_ms,
         hops: s.hops.clone(),
-        runs: s.results.len() as u32,
+        runs: u32::try_from(s.results.len()).unwrap_or(u32::MAX),
         results: s.results.iter().map(|i| i.path.clone()).collect(),
         result: s
             .results

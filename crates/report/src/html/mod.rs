@@ -121,6 +121,8 @@ pub fn render(page: &Page, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// Renders `page` into a string (convenience for callers that write atomically).
+// NO-PANIC: `render` fails only when its writer does, and a `Vec` write does not fail.
+#[allow(clippy::expect_used)]
 pub fn render_to_vec(page: &Page) -> Vec<u8> {
     let mut v = Vec::new();
     render(page, &mut v).expect("writing into a Vec cannot fail");
@@ -181,6 +183,9 @@ fn json_for_script(charts: &[Chart]) -> String {
     struct Data<'a> {
         charts: &'a [Chart],
     }
+    // NO-PANIC: plain structs of numbers and strings, no map with non-string keys: serde_json
+    // cannot fail on them.
+    #[allow(clippy::expect_used)]
     let json = serde_json::to_string(&Data { charts }).expect("chart data always serializes");
     json.replace('<', "\\u003c")
         .replace('>', "\\u003e")

@@ -14,6 +14,7 @@
 //! missing indexes reported in `config.segment.missing`.
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests;
 
 use std::collections::BTreeSet;

@@ -12,6 +12,10 @@
 //! where a document keeps a mean that a merge has to weight back into a sum (see [`Rule`]),
 //! and histograms by their contents (their encoded bytes depend on how the arrays grew).
 
+#![cfg(test)]
+// Sample values are small and drawn in range: their conversions cannot truncate.
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+
 mod http;
 mod probe;
 mod run;

@@ -3,6 +3,9 @@
 //! added, summarized). The other kinds' split properties run through `npt merge` itself, in
 //! `npt-report`'s `tests/merge_split`.
 
+// Counts drawn below 8 and 500: their conversions cannot truncate.
+#![allow(clippy::cast_possible_truncation)]
+
 use npt_stats::Histogram;
 
 use super::*;

@@ -54,15 +54,36 @@ impl HttpCounters {
         c.load(Ordering::Relaxed)
     }
 
-    /// One log line: traffic, then every refusal and close.
+    /// The exit summary: traffic, then refusals and closes, naming only the counters that
+    /// are not zero (in the periodic line's order and words).
     pub fn line(&self) -> String {
         let g = HttpCounters::get;
-        format!(
-            "http conns {} requests {}; {}",
-            g(&self.accepted),
-            g(&self.requests),
-            self.refusals_line()
-        )
+        crate::counters::summary([
+            crate::counters::group(
+                "http",
+                &[
+                    ("conns", g(&self.accepted)),
+                    ("requests", g(&self.requests)),
+                ],
+                &[],
+            ),
+            crate::counters::group(
+                "http refused:",
+                &[
+                    ("conns", g(&self.refused_conns)),
+                    ("accept-errors", g(&self.accept_errors)),
+                    ("token", g(&self.refused_token)),
+                    ("budget", g(&self.refused_budget)),
+                    ("malformed", g(&self.malformed)),
+                ],
+                &[
+                    ("header", g(&self.closed_header)),
+                    ("idle", g(&self.closed_idle)),
+                    ("stalled-read", g(&self.stalled_read)),
+                    ("stalled-write", g(&self.stalled_write)),
+                ],
+            ),
+        ])
     }
 
     /// Every refusal and forced close (the periodic log line).
@@ -400,6 +421,23 @@ mod tests {
         s.last_io.store(1200, Ordering::Relaxed);
         assert_eq!(s.verdict_at(1499, &d()), None, "response done: idle starts");
         assert_eq!(s.verdict_at(1500, &d()), Some(Close::Idle));
+    }
+
+    #[test]
+    fn the_exit_summary_names_only_what_is_not_zero() {
+        let c = HttpCounters::default();
+        assert_eq!(c.line(), "nothing served or refused");
+        c.accepted.fetch_add(3, Ordering::Relaxed);
+        c.requests.fetch_add(7, Ordering::Relaxed);
+        c.refused_token.fetch_add(2, Ordering::Relaxed);
+        c.stalled_write.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(
+            c.line(),
+            "http conns 3 requests 7; http refused: token 2; closed stalled-write 1"
+        );
+        assert!(c
+            .refusals_line()
+            .contains("conns 0 accept-errors 0 token 2"));
     }
 
     #[test]

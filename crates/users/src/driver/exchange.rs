@@ -27,7 +27,7 @@ pub(super) fn request_header(
     down: u32,
 ) -> [u8; HEADER_LEN] {
     let mut hdr = [0u8; HEADER_LEN];
-    // SAFE: deliberate: the flow id is the user id's low 32 bits.
+    // NO-PANIC: deliberate: the flow id is the user id's low 32 bits.
     #[allow(clippy::cast_possible_truncation)]
     let flow = id as u32;
     let h = Header {
@@ -67,7 +67,7 @@ thread_local! {
 
 /// Writes `hdr[*hdr_off..]` and then `body` payload bytes cut from the fill, at most `chunk`
 /// payload bytes per write call; header and first payload bytes go in one vectored write.
-// SAFE: `*hdr_off <= HEADER_LEN` (it grows by at most `HEADER_LEN - *hdr_off`) and
+// NO-PANIC: `*hdr_off <= HEADER_LEN` (it grows by at most `HEADER_LEN - *hdr_off`) and
 // `n <= fill.len()`.
 #[allow(clippy::indexing_slicing)]
 pub(super) async fn write_frame<W: AsyncWrite + Unpin>(
@@ -103,7 +103,7 @@ pub(super) async fn write_frame<W: AsyncWrite + Unpin>(
 
 /// Reads `n` bytes of the response (of `total`, `*got` read so far) into the per-thread
 /// scratch and drops them, keeping the first [`HEADER_LEN`] bytes in `head`.
-// SAFE: `want <= s.len()`; `*got < HEADER_LEN` and `k <= HEADER_LEN - *got` keep the `head`
+// NO-PANIC: `want <= s.len()`; `*got < HEADER_LEN` and `k <= HEADER_LEN - *got` keep the `head`
 // range inside its array, and `k <= filled.len()`.
 #[allow(clippy::indexing_slicing)]
 pub(super) async fn read_discard<R: AsyncRead + Unpin>(

@@ -87,7 +87,7 @@ pub(super) async fn game(
     let mut s = Session::new(SessionConfig {
         // Flow ids are the run's session numbers; the wire field is 32 bits, and a wrapped
         // id only has to differ from the other sessions on this socket (there are none).
-        #[allow(clippy::cast_possible_truncation)] // SAFE: see above; truncation is intended.
+        #[allow(clippy::cast_possible_truncation)] // NO-PANIC: see above; truncation is intended.
         flow: id as u32,
         framing: Framing::Framed {
             token: ctx.cfg.token,

@@ -12,19 +12,7 @@
 //! user's steps need live beside it: `fail` (error classes), `exchange` (the framed
 //! request/response codec over any byte stream), `activities` (web, transfers, QUIC) and
 //! `game` (UDP echo, measured by `npt probe`'s session).
-// Parses replies from the network: no panic path outside tests (README, "No panic on input").
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_possible_wrap
-    )
-)]
+#![deny(clippy::indexing_slicing)] // parses replies from the network: see `[workspace.lints]`
 
 use std::io;
 use std::net::SocketAddr;

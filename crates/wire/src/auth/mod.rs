@@ -61,6 +61,7 @@ mod body;
 pub mod handshake;
 mod sessions;
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests;
 
 use std::net::SocketAddr;

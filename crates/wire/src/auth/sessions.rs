@@ -25,7 +25,7 @@ pub struct ReplayWindow {
 impl ReplayWindow {
     #[allow(clippy::cast_possible_truncation, clippy::indexing_slicing)]
     fn bit(&mut self, seq: u64) -> (&mut u64, u64) {
-        // SAFE: `i < REPLAY_WINDOW = 64 * WORDS`, so the cast is lossless and `i / 64 < WORDS`
+        // NO-PANIC: `i < REPLAY_WINDOW = 64 * WORDS`, so the cast is lossless and `i / 64 < WORDS`
         // indexes the fixed `[u64; WORDS]`.
         let i = (seq % REPLAY_WINDOW) as usize;
         (&mut self.bits[i / 64], 1u64 << (i % 64))

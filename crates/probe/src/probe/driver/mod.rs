@@ -42,7 +42,7 @@ impl Clock {
 
     #[inline]
     pub fn now(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     pub fn epoch(&self) -> Instant {

@@ -466,7 +466,8 @@ pub fn run_tcp(
         }
         if fds.is_empty() {
             let now = clock.now();
-            let d = deadline.unwrap_or(now + MAX_WAIT.as_nanos() as u64);
+            let wait = u64::try_from(MAX_WAIT.as_nanos()).unwrap_or(u64::MAX);
+            let d = deadline.unwrap_or(now.saturating_add(wait));
             if d > now {
                 std::thread::sleep(Duration::from_nanos(d - now).min(MAX_WAIT));
             }

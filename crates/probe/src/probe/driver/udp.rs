@@ -11,10 +11,11 @@ pub fn udp_socket(target: SocketAddr) -> io::Result<UdpSocket> {
         Some(Protocol::UDP),
     )?;
     npt_netio::set_buffers(&s, 4 << 20);
+    use std::net::{Ipv4Addr, Ipv6Addr};
     let any: SocketAddr = if target.is_ipv4() {
-        "0.0.0.0:0".parse().expect("literal")
+        (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
-        "[::]:0".parse().expect("literal")
+        (Ipv6Addr::UNSPECIFIED, 0).into()
     };
     s.bind(&any.into())?;
     s.connect(&target.into())?;

@@ -22,8 +22,10 @@ impl Session {
     /// Index of the interval a send at `now` belongs to.
     pub(super) fn send_interval(&self, now: u64) -> u32 {
         match self.cfg.stage {
-            Stage::Time(ns) => (now.saturating_sub(self.cfg.start) / ns.max(1)) as u32,
-            Stage::Packets(p) => (self.totals.sent / p.max(1)) as u32,
+            Stage::Time(ns) => {
+                u32::try_from(now.saturating_sub(self.cfg.start) / ns.max(1)).unwrap_or(u32::MAX)
+            }
+            Stage::Packets(p) => u32::try_from(self.totals.sent / p.max(1)).unwrap_or(u32::MAX),
         }
     }
 
@@ -38,6 +40,8 @@ impl Session {
         self.open.get_mut(i)
     }
 
+    // NO-PANIC: the loop keeps `first_open + open.len() <= index + 1`, so the length fits a u32.
+    #[allow(clippy::cast_possible_truncation)]
     pub(super) fn ensure_open(&mut self, index: u32) {
         while self.first_open + (self.open.len() as u32) <= index {
             let next = self.first_open + self.open.len() as u32;
@@ -62,11 +66,16 @@ impl Session {
             self.ensure_open(current);
         }
         while self.open.len() > 1 {
-            let ended = self.interval_end(&self.open[0]);
+            let Some(first) = self.open.front() else {
+                break;
+            };
+            let ended = self.interval_end(first);
             if now < ended.saturating_add(self.cfg.loss_timeout) {
                 break;
             }
-            let mut iv = self.open.pop_front().expect("len > 1");
+            let Some(mut iv) = self.open.pop_front() else {
+                break;
+            };
             iv.end = ended;
             self.first_open += 1;
             self.done_intervals.push_back(iv);

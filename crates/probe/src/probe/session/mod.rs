@@ -192,6 +192,7 @@ impl Session {
         }
         let size = self.cfg.size;
         let buf = buf.get_mut(..size)?;
+        let frame_len = u32::try_from(size).ok()?;
         let index = self.send_interval(now);
         self.ensure_open(index);
         let seq = self.window.push(now, due, index);
@@ -201,7 +202,7 @@ impl Session {
                 let h = Header {
                     kind: Kind::Echo,
                     flags: 0,
-                    frame_len: size as u32,
+                    frame_len,
                     reply_len: 0,
                     flow: self.cfg.flow,
                     status: 0,

@@ -1,22 +1,19 @@
-//! Real proxies for tests (feature `testing`): Debian's `danted`, `microsocks` and `tinyproxy`
-//! started on a free loopback port with a config of their own, waited for until they accept,
-//! and killed (with every process they forked) when dropped. Used by this crate's tests and
-//! by the `--via` tests of the binary, so both drive the same proxies the same way.
+//! Real proxies for tests: Debian's `danted`, `microsocks` and `tinyproxy` started on a free
+//! loopback port with a config of their own, waited for until they accept, and killed when
+//! dropped. Used by npt-proxy's tests and by the `--via` and `compare` tests of the binary, so
+//! both drive the same proxies the same way.
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-/// A proxy process killed when dropped.
-/// The temporary directory (config, pid file) lives as long as the process.
-pub struct Proc(Child, Option<tempfile::TempDir>);
+use crate::process::{wait_listening, Guard};
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// A proxy process killed when dropped; then its temporary directory (config, pid file),
+/// which lives as long as the process, is removed.
+pub struct Proc {
+    _process: Guard,
+    dir: Option<tempfile::TempDir>,
 }
 
 pub fn have(bin: &str) -> bool {
@@ -32,29 +29,6 @@ pub fn have(bin: &str) -> bool {
     );
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something accepts on `port` (bounded), or the process died.
-fn wait_listening(p: &mut Proc, port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        if let Ok(Some(st)) = p.0.try_wait() {
-            panic!("proxy exited early: {st}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("proxy never listened on {port}");
-}
-
 fn spawn(cmd: &mut Command, dir: Option<tempfile::TempDir>, port: u16) -> Proc {
     let child = cmd
         .stdin(Stdio::null())
@@ -62,9 +36,13 @@ fn spawn(cmd: &mut Command, dir: Option<tempfile::TempDir>, port: u16) -> Proc {
         .stderr(Stdio::null())
         .spawn()
         .expect("proxy starts");
-    let mut p = Proc(child, dir);
-    wait_listening(&mut p, port);
-    p
+    // Guarded first: a proxy that never listens is killed when the wait panics.
+    let mut process = Guard(child);
+    wait_listening(&mut process.0, port, Duration::from_secs(10));
+    Proc {
+        _process: process,
+        dir,
+    }
 }
 
 pub fn danted(port: u16) -> Proc {
@@ -133,7 +111,7 @@ pub fn microsocks(port: u16, auth: Option<(&str, &str)>) -> Proc {
 impl Proc {
     /// The config file the proxy was started with (danted, tinyproxy).
     pub fn config(&self, name: &str) -> Option<PathBuf> {
-        self.1.as_ref().map(|d| d.path().join(name))
+        self.dir.as_ref().map(|d| d.path().join(name))
     }
 }
 

@@ -1,11 +1,9 @@
 //! Headless Chromium for the HTML tests: open a page, dump the DOM after its scripts ran, and
 //! check that every chart drew the points it promised (`data-expected-points` written by the
-//! renderer against `data-drawn-points` written by the page after uPlot drew). Shared by
-//! `html_chromium.rs` here and the cli's `tests/compare.rs` and `tests/report.rs` (included with `#[path]`).
+//! renderer against `data-drawn-points` written by the page after uPlot drew). Used by
+//! npt-report's `html_chromium.rs` and the cli's `tests/compare.rs` and `tests/report.rs`.
 //!
 //! Needs Debian's `chromium` (CI installs it); `NPT_SKIP_CHROMIUM=1` skips explicitly.
-
-#![allow(dead_code)]
 
 use std::io::Read;
 use std::path::Path;

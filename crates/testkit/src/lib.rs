@@ -1,0 +1,14 @@
+//! What npt's tests share across crates, so that no test reaches into another crate's
+//! `tests/` directory with `#[path]`: the headless-Chromium check of HTML charts
+//! ([`chromium`]), seeded random-input loops for the `*_fuzz.rs` stand-ins of the cargo-fuzz
+//! targets ([`fuzz`]), child processes killed on drop and waited for until they listen
+//! ([`process`]), the real proxies the `--via` tests drive ([`proxies`]), and result
+//! validation against the checked-in JSON Schemas ([`schema`]).
+//!
+//! Helpers used by one crate only stay in that crate's `tests/`.
+
+pub mod chromium;
+pub mod fuzz;
+pub mod process;
+pub mod proxies;
+pub mod schema;
