@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use npt_stats::Summary;
 use serde::{Deserialize, Serialize};
 
+use crate::common::{Directions, Errors, NptLatency};
+use crate::health::Health;
 use crate::interval::Interval;
-use crate::probe::{Directions, Errors, Health, NptLatency};
 use crate::Histograms;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -23,6 +24,8 @@ pub struct HttpBody {
     pub hosts: BTreeMap<String, HostResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_start: Option<ColdStart>,
+    /// CPU, memory, the sends behind schedule with their lateness, and in open loop the
+    /// pacer's timer lateness.
     pub health: Health,
     /// NPT's block; the key is `tcp` (HTTP runs over TCP).
     pub latency: BTreeMap<String, NptLatency>,

@@ -6,19 +6,27 @@
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
 //! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`]), and [`any`] reads any of them
 //! as one type with a typed workload part. Types derive `Deserialize` as well as `Serialize` so
-//! a saved result can be rendered again or merged without re-running anything.
+//! a saved result can be rendered again or merged without re-running anything. The blocks
+//! every kind shares are in [`common`] and [`health`]; each kind's measurements are a value
+//! that adds, and the one function that makes its body from them is in [`stats`].
 
 pub mod any;
 pub mod bulk;
+pub mod common;
 pub mod error;
+pub mod health;
 pub mod http;
 pub mod interval;
 pub mod ping;
 pub mod probe;
 pub mod run;
 pub mod series;
+pub mod stats;
 pub mod stop;
 
+pub use common::loss_pct;
+pub use health::Health;
+pub use stats::Stats;
 pub use stop::StopReason;
 
 use std::io::{self, Write};

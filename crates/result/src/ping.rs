@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use npt_stats::SerializedHistogram;
 use serde::{Deserialize, Serialize};
 
-use crate::probe::{Errors, NptLatency};
+use crate::common::{Errors, NptLatency};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PingBody {
@@ -50,4 +50,11 @@ pub struct PingSummary {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub stddev_ms: f64,
+}
+
+/// The name a ping's one histogram goes by among every result's histograms
+/// ([`crate::any::Workload::histograms`]); the document keeps it as `histogram`.
+pub mod hist {
+    /// Round-trip time of answered attempts.
+    pub const RTT: &str = "rtt";
 }
