@@ -32,6 +32,7 @@ complete -c npt -n "__fish_npt_needs_command" -f -a "demo" -d 'Starts an embedde
 complete -c npt -n "__fish_npt_needs_command" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
 complete -c npt -n "__fish_npt_needs_command" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
 complete -c npt -n "__fish_npt_needs_command" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_needs_command" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
 complete -c npt -n "__fish_npt_needs_command" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
 complete -c npt -n "__fish_npt_needs_command" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
 complete -c npt -n "__fish_npt_needs_command" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
@@ -188,6 +189,21 @@ complete -c npt -n "__fish_npt_using_subcommand ping" -l raw -d 'UDP: ping any e
 complete -c npt -n "__fish_npt_using_subcommand ping" -l insecure -d 'QUIC: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s q -l quiet -d 'Only the summary, no per-attempt lines'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s P -l streams -d 'Streams each way (TCP connections or QUIC streams), 1 to 1024' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l direction -d 'down (the server sends), up (this host sends) or both; UDP goes up only' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s t -l duration -d 'How long to measure (e.g. 10s, 1m)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s i -l interval -d 'Length of one interval line and record' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l rate -d 'UDP: the rate to send at, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s s -l size -d 'UDP: datagram size in bytes, npt header included (88 to 65507)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l timeout -d 'Connect, handshake and the first answer must each come within this' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l token -d 'The secret of `npt serve --token` (the server then gives this host its open limits)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l insecure -d 'QUIC: accept any certificate'
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s q -l quiet -d 'Only the summary, no interval lines'
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand merge" -l json -d 'Write the merged document here (atomically)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand merge" -l format -d 'What goes to stdout' -r -f -a "text\t''
 json\t''"
@@ -248,19 +264,20 @@ complete -c npt -n "__fish_npt_using_subcommand completions" -s h -l help -d 'Pr
 complete -c npt -n "__fish_npt_using_subcommand man" -l out-dir -d 'Write every page (npt.1, npt-probe.1, npt-lab-run.1 …) into DIR instead' -r -F
 complete -c npt -n "__fish_npt_using_subcommand man" -l list -d 'List the pages: file name, a tab, then the subcommand\'s words'
 complete -c npt -n "__fish_npt_using_subcommand man" -s h -l help -d 'Print help'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "serve" -d 'Responder for every npt test: TCP and UDP echo on one port number'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "probe" -d 'Line quality: UDP or TCP echo with sequence numbers and timestamps'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "lab" -d 'Several hosts on this box: network namespaces joined by emulated links (delay, jitter, loss, rate), services on them, scenarios across them (root)'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "completions" -d 'Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "man" -d 'Prints a manual page (roff), or writes them all with --out-dir'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping merge compare report lab completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "serve" -d 'Responder for every npt test: TCP and UDP echo on one port number'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "probe" -d 'Line quality: UDP or TCP echo with sequence numbers and timestamps'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "lab" -d 'Several hosts on this box: network namespaces joined by emulated links (delay, jitter, loss, rate), services on them, scenarios across them (root)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "completions" -d 'Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "man" -d 'Prints a manual page (roff), or writes them all with --out-dir'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "check" -d 'Checks a topology file and prints the plan (addresses, routes, services); no root needed'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "up" -d 'Builds the lab and leaves it running in the background'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "down" -d 'Stops a lab started with `up` and removes everything it created'

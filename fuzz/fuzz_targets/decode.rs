@@ -1,9 +1,10 @@
-//! Fuzz target: the frame and raw-stamp decoders, and the sequence window fed with whatever
+//! Fuzz target: the frame, raw-stamp and bulk (spec, report) decoders, and the sequence window fed with whatever
 //! sequence numbers the bytes claim. Nothing from the network may panic.
 //! Run: `cargo +nightly fuzz run decode` from the repository root (needs cargo-fuzz).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use npt_wire::bulk::{BulkReport, BulkSpec};
 use npt_wire::frame::Header;
 use npt_wire::raw::RawStamp;
 use npt_wire::Window;
@@ -22,5 +23,13 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(s) = RawStamp::decode(data) {
         let _ = w.on_reply(s.seq);
+    }
+    if let Ok(s) = BulkSpec::decode(data) {
+        let mut buf = [0u8; npt_wire::bulk::SPEC_LEN];
+        s.encode(&mut buf).unwrap();
+        assert_eq!(BulkSpec::decode(&buf).unwrap(), s);
+    }
+    if let Ok(r) = BulkReport::decode(data) {
+        let _ = r.lost();
     }
 });

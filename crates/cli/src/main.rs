@@ -3,6 +3,7 @@
 //! 0 ok, 1 the run failed (nothing answered, or the run could not be carried out),
 //! 2 usage or configuration error. A closed stdout (`| head`) counts as success.
 
+mod bulk;
 mod compare;
 mod demo;
 mod http;
@@ -61,6 +62,9 @@ enum Command {
     Http(http::HttpArgs),
     /// Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style.
     Ping(ping::PingArgs),
+    /// Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with
+    /// the kernel's retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter).
+    Bulk(bulk::BulkArgs),
     /// Joins the results of the parts of a segmented run (--segment i/n) into one, exactly.
     Merge(merge::MergeArgs),
     /// Results side by side against theoretical latency (the forwarding-scenario table).
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Http(a) => http::run(a),
         Command::Ping(a) => ping::run(a),
+        Command::Bulk(a) => bulk::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report::run(a),

@@ -239,6 +239,11 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
             exempt_local: a.reply_mbps.is_none() && !a.limit_local,
             ..budget
         },
+        // Bulk transfers of `--token` sessions: the open budget (strangers stay in `budget`).
+        open_budget: npt_server::BudgetLimits {
+            exempt_local: !a.limit_local,
+            ..npt_server::BudgetLimits::open()
+        },
         log_every: a.log_every,
         hop: hop_config(a)?,
     })

@@ -26,6 +26,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("npt-users", 3),
     ("npt-http", 3),
     ("npt-ping", 3),
+    ("npt-bulk", 3),
+    ("npt-bulk", 3),
     ("npt-report", 4),
     ("npt", 5),
     // Test support, a dev-dependency only: no crate may depend on it for real.
@@ -36,7 +38,7 @@ const LAYERS: &[(&str, u8)] = &[
 /// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`).
 const SAME_LAYER: &[(&str, &str)] = &[("npt-users", "npt-probe")];
 
-const ENGINES: &[&str] = &["npt-probe", "npt-users", "npt-http", "npt-ping"];
+const ENGINES: &[&str] = &["npt-probe", "npt-users", "npt-http", "npt-ping", "npt-bulk"];
 
 /// Workspace crate → its normal dependencies on workspace crates.
 fn graph() -> BTreeMap<String, BTreeSet<String>> {

@@ -4,9 +4,12 @@
 //! has millisecond granularity; an echo at 150,000 pps needs one syscall per *batch*, and
 //! tokio's `UdpSocket` has no `recvmmsg`/`sendmmsg`. So the UDP hot loops run on their own
 //! threads over these few wrappers: batched receive/send ([`MsgBatch`]), a wait with a
-//! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]).
+//! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
+//! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate).
 //! Everything unsafe in npt's socket code is in this file.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
+
+pub mod tcpinfo;
 
 use std::io;
 use std::mem;

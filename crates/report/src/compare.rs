@@ -129,6 +129,8 @@ fn headline(input: &Input) -> Result<Summary, CompareError> {
     Ok(match &input.doc.body {
         Workload::Probe(b) => b.summary.rtt_ms,
         Workload::Http(b) => b.summary.latency_ms,
+        // The RTT under the bulk's own load (absent: nothing was sampled).
+        Workload::Bulk(b) => b.summary.rtt_ms.unwrap_or_default(),
         Workload::Run(_) => {
             // Every protocol's request latency, added exactly; an undecodable one is an error
             // here (not an empty histogram), since the table would silently lose its samples.
@@ -165,6 +167,7 @@ fn target(d: &AnyResult) -> String {
         Workload::Http(b) => b.summary.target.clone(),
         Workload::Run(b) => b.summary.targets.first().cloned().unwrap_or_default(),
         Workload::Ping(b) => b.target.clone(),
+        Workload::Bulk(b) => b.summary.target.clone(),
     }
 }
 

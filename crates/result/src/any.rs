@@ -1,4 +1,4 @@
-//! Any saved result (`probe`, `run`, `http`, `ping`) as one type: the shared envelope of
+//! Any saved result (`probe`, `run`, `http`, `ping`, `bulk`) as one type: the shared envelope of
 //! [`Document`] with a typed workload part, [`Workload`]. Readers (`npt report`, `npt merge`,
 //! the CSV and HTML pages, `compare`'s charts) read this instead of each picking its kind's
 //! fields out of the JSON, and it answers the questions they share in one vocabulary: the NPT
@@ -19,7 +19,9 @@ use serde::Serialize;
 
 pub use crate::interval::Interval;
 
+use crate::bulk::BulkBody;
 use crate::error::error_kind;
+use crate::health::Health;
 use crate::http::HttpBody;
 use crate::ping::PingBody;
 use crate::probe::{Errors, NptLatency, ProbeBody};
@@ -30,7 +32,7 @@ use crate::Document;
 pub const READABLE: &[&str] = &[crate::SCHEMA, crate::SCHEMA_V1];
 
 /// The kinds [`Workload`] holds.
-pub const KINDS: &[&str] = &["probe", "run", "http", "ping"];
+pub const KINDS: &[&str] = &["probe", "run", "http", "ping", "bulk"];
 
 /// A result document of any workload.
 pub type AnyResult = Document<Workload>;
@@ -47,6 +49,7 @@ pub enum Workload {
     Run(RunBody),
     Http(HttpBody),
     Ping(PingBody),
+    Bulk(BulkBody),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +60,7 @@ pub enum ReadError {
     NotJson(String, serde_json::Error),
     #[error("{0}: schema {1:?} is not one this npt reads ({READABLE:?}; written by another npt version?)")]
     Schema(String, String),
-    #[error("{0}: kind {1:?} is not a result this npt reads (probe, run, http, ping)")]
+    #[error("{0}: kind {1:?} is not a result this npt reads (probe, run, http, ping, bulk)")]
     Kind(String, String),
     #[error("{0}: a {1} document with an unexpected layout: {2}")]
     Layout(String, String, serde_json::Error),
@@ -123,6 +126,7 @@ pub fn from_value(name: &str, mut json: serde_json::Value) -> Result<AnyResult, 
         "run" => typed(json, Workload::Run).map_err(layout),
         "http" => typed(json, Workload::Http).map_err(layout),
         "ping" => typed(json, Workload::Ping).map_err(layout),
+        "bulk" => typed(json, Workload::Bulk).map_err(layout),
         _ => Err(ReadError::Kind(name.to_string(), kind)),
     }?;
     // Files written before the one vocabulary of error kinds read in it.
@@ -131,6 +135,7 @@ pub fn from_value(name: &str, mut json: serde_json::Value) -> Result<AnyResult, 
         Workload::Run(b) => &mut b.errors,
         Workload::Http(b) => &mut b.errors,
         Workload::Ping(b) => &mut b.errors,
+        Workload::Bulk(b) => &mut b.errors,
     };
     errors.by_kind = errors.by_kind.renamed(error_kind);
     Ok(r)
@@ -144,15 +149,6 @@ pub fn read(path: &Path) -> Result<AnyResult, ReadError> {
     from_value(&name, json)
 }
 
-/// The tester's own health, as every workload reports it.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct TesterHealth {
-    pub cpu_user_s: f64,
-    pub cpu_sys_s: f64,
-    pub cpu_pct: f64,
-    pub max_rss_bytes: u64,
-}
-
 impl Workload {
     pub fn kind(&self) -> &'static str {
         match self {
@@ -160,6 +156,7 @@ impl Workload {
             Workload::Run(_) => "run",
             Workload::Http(_) => "http",
             Workload::Ping(_) => "ping",
+            Workload::Bulk(_) => "bulk",
         }
     }
 
@@ -170,6 +167,7 @@ impl Workload {
             Workload::Run(b) => &b.latency,
             Workload::Http(b) => &b.latency,
             Workload::Ping(b) => &b.latency,
+            Workload::Bulk(b) => &b.latency,
         }
     }
 
@@ -180,37 +178,18 @@ impl Workload {
             Workload::Run(b) => &b.errors,
             Workload::Http(b) => &b.errors,
             Workload::Ping(b) => &b.errors,
+            Workload::Bulk(b) => &b.errors,
         }
     }
 
     /// The tester's health (a ping records none: zeros).
-    pub fn health(&self) -> TesterHealth {
-        let (u, s, pct, rss) = match self {
-            Workload::Probe(b) => (
-                b.health.cpu_user_s,
-                b.health.cpu_sys_s,
-                b.health.cpu_pct,
-                b.health.max_rss_bytes,
-            ),
-            Workload::Http(b) => (
-                b.health.cpu_user_s,
-                b.health.cpu_sys_s,
-                b.health.cpu_pct,
-                b.health.max_rss_bytes,
-            ),
-            Workload::Run(b) => (
-                b.health.cpu_user_s,
-                b.health.cpu_sys_s,
-                b.health.cpu_pct,
-                b.health.max_rss_bytes,
-            ),
-            Workload::Ping(_) => return TesterHealth::default(),
-        };
-        TesterHealth {
-            cpu_user_s: u,
-            cpu_sys_s: s,
-            cpu_pct: pct,
-            max_rss_bytes: rss,
+    pub fn health(&self) -> Health {
+        match self {
+            Workload::Probe(b) => b.health,
+            Workload::Http(b) => b.health,
+            Workload::Run(b) => b.health,
+            Workload::Bulk(b) => b.health,
+            Workload::Ping(_) => Health::default(),
         }
     }
 
@@ -220,6 +199,7 @@ impl Workload {
             Workload::Probe(b) => &b.intervals,
             Workload::Run(b) => &b.intervals,
             Workload::Http(b) => &b.intervals,
+            Workload::Bulk(b) => &b.intervals,
             Workload::Ping(_) => &[],
         }
     }
@@ -233,13 +213,15 @@ impl Workload {
             Workload::Probe(b) => &b.histograms,
             Workload::Run(b) => &b.histograms,
             Workload::Http(b) => &b.histograms,
-            Workload::Ping(b) => return BTreeMap::from([("rtt", &b.histogram)]),
+            Workload::Bulk(b) => &b.histograms,
+            Workload::Ping(b) => return BTreeMap::from([(crate::ping::hist::RTT, &b.histogram)]),
         };
         map.iter().map(|(k, h)| (k.as_str(), h)).collect()
     }
 
     /// The histograms that make up [`Workload::headline`], by name: a probe's RTT, http's
-    /// request latency, run's request latency of every protocol, a ping's RTT.
+    /// request latency, run's request latency of every protocol, a ping's RTT, a bulk's RTT
+    /// under its load.
     pub fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
         fn one<'a>(
             m: &'a BTreeMap<String, SerializedHistogram>,
@@ -254,11 +236,14 @@ impl Workload {
             Workload::Http(b) => one(&b.histograms, crate::http::hist::LATENCY)
                 .into_iter()
                 .collect(),
-            Workload::Ping(b) => vec![("rtt", &b.histogram)],
+            Workload::Ping(b) => vec![(crate::ping::hist::RTT, &b.histogram)],
+            Workload::Bulk(b) => one(&b.histograms, crate::bulk::hist::RTT)
+                .into_iter()
+                .collect(),
             Workload::Run(b) => b
                 .histograms
                 .iter()
-                .filter(|(k, _)| k.starts_with("proto.") && k.ends_with(".latency"))
+                .filter(|(k, _)| crate::run::hist::is_proto_latency(k))
                 .map(|(k, h)| (k.as_str(), h))
                 .collect(),
         }

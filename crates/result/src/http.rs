@@ -13,8 +13,9 @@ use npt_stats::Summary;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::common::{Directions, Errors, NptLatency};
+use crate::health::Health;
 use crate::interval::Interval;
-use crate::probe::{Directions, Errors, Health, NptLatency};
 use crate::Histograms;
 
 /// The body of an `http` result.
@@ -27,6 +28,9 @@ pub struct HttpBody {
     pub hosts: BTreeMap<String, HostResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_start: Option<ColdStart>,
+    /// CPU, memory, the sends behind schedule with their lateness, and in open loop the
+    /// pacer's timer lateness.
+    #[schemars(extend("required" = ["sends_behind_schedule", "behind_threshold_ms", "send_lateness_ms"]))]
     pub health: Health,
     /// NPT's block; the key is `tcp` (HTTP runs over TCP).
     #[schemars(extend("propertyNames" = {"enum": ["tcp"]}, "required" = ["tcp"]))]

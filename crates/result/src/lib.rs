@@ -4,13 +4,19 @@
 //! it depends on `npt-stats` and serde only, so no engine depends on a renderer.
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
-//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`]), and [`any`] reads any of them
+//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`]), and [`any`] reads any of them
 //! as one type with a typed workload part. Types derive `Deserialize` as well as `Serialize` so
-//! a saved result can be rendered again or merged without re-running anything, and
-//! `JsonSchema`, from which the checked-in `schema/<kind>.schema.json` are generated ([`schema`]).
+//! a saved result can be rendered again or merged without re-running anything. The blocks
+//! every kind shares are in [`common`] and [`health`]; each kind's measurements are a value
+//! that adds, and the one function that makes its body from them is in [`stats`]. Types also
+//! derive `JsonSchema`, from which the checked-in `schema/<kind>.schema.json` are generated
+//! ([`schema`]).
 
 pub mod any;
+pub mod bulk;
+pub mod common;
 pub mod error;
+pub mod health;
 pub mod http;
 pub mod interval;
 pub mod ping;
@@ -18,8 +24,12 @@ pub mod probe;
 pub mod run;
 pub mod schema;
 pub mod series;
+pub mod stats;
 pub mod stop;
 
+pub use common::loss_pct;
+pub use health::Health;
+pub use stats::Stats;
 pub use stop::StopReason;
 
 use std::io::{self, Write};

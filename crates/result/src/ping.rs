@@ -13,7 +13,7 @@ use npt_stats::SerializedHistogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::probe::{Errors, NptLatency};
+use crate::common::{Errors, NptLatency};
 
 /// The body of a `ping` result.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -65,4 +65,11 @@ pub struct PingSummary {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub stddev_ms: f64,
+}
+
+/// The name a ping's one histogram goes by among every result's histograms
+/// ([`crate::any::Workload::histograms`]); the document keeps it as `histogram`.
+pub mod hist {
+    /// Round-trip time of answered attempts.
+    pub const RTT: &str = "rtt";
 }

@@ -12,6 +12,7 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::Value;
 
+use crate::bulk::BulkBody;
 use crate::http::HttpBody;
 use crate::ping::PingBody;
 use crate::probe::ProbeBody;
@@ -33,6 +34,7 @@ pub fn for_kind(kind: &str) -> Option<Value> {
         "run" => generate::<RunBody>(),
         "http" => generate::<HttpBody>(),
         "ping" => generate::<PingBody>(),
+        "bulk" => generate::<BulkBody>(),
         _ => return None,
     };
     Some(finish(kind, generated))
@@ -230,6 +232,6 @@ mod tests {
             assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
             assert!(s["$defs"].as_object().is_some_and(|d| !d.is_empty()));
         }
-        assert!(for_kind("bulk").is_none());
+        assert!(for_kind("iperf").is_none());
     }
 }

@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use npt_result::any;
+use npt_result::bulk::{BulkBody, BulkSummary, StreamInterval, StreamTotal};
+use npt_result::common::{Directions, Errors, NptLatency};
+use npt_result::interval::Interval;
 use npt_result::ping::{PingBody, PingSummary};
-use npt_result::probe::{Errors, NptLatency};
 use npt_result::schema::{file_name, for_kind, text, KINDS};
-use npt_result::{Document, ErrorCounts, StopReason};
+use npt_result::{Document, ErrorCounts, Health, StopReason};
 use npt_stats::Histogram;
 use serde_json::{json, Value};
 
@@ -113,7 +115,7 @@ fn violations(doc: &Value, kind: &str) -> Vec<String> {
 }
 
 /// One document of each kind, as npt writes it: the v1 fixtures of `npt-report` read (and so
-/// converted to v2) for probe, run and http, and a ping built from its types.
+/// converted to v2) for probe, run and http, and a ping and a bulk built from their types.
 fn documents() -> Vec<(&'static str, Value)> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures/v1");
     let mut docs: Vec<(&str, Value)> = ["probe", "run", "http"]
@@ -163,7 +165,73 @@ fn documents() -> Vec<(&'static str, Value)> {
         },
     );
     docs.push(("ping", serde_json::to_value(&ping).unwrap()));
+    docs.push(("bulk", serde_json::to_value(bulk(start, &rtt)).unwrap()));
     docs
+}
+
+/// A one-second upload over one TCP stream, as `npt bulk` writes it.
+fn bulk(start: SystemTime, rtt: &Histogram) -> Document<BulkBody> {
+    let bytes = Directions::bytes(1_250_000, 0);
+    let goodput = Directions::bits_per_s(1_250_000, 0, 1.0);
+    let interval = Interval {
+        index: 0,
+        start_s: 0.0,
+        end_s: 1.0,
+        latency_ms: rtt.summary(),
+        bandwidth_bps: Some(goodput),
+        bytes: Some(bytes),
+        streams: Some(vec![StreamInterval {
+            index: 0,
+            bytes: 1_250_000,
+            bps: goodput.up,
+            retransmits: Some(2),
+            rtt_ms: Some(0.2),
+            rttvar_ms: Some(0.05),
+            cwnd: Some(10),
+            delivery_rate_bps: Some(9.8e6),
+        }]),
+        histogram: rtt.to_serialized(),
+        ..Interval::default()
+    };
+    let body = BulkBody {
+        summary: BulkSummary {
+            target: "tcp://127.0.0.1:9".into(),
+            protocol: "tcp".into(),
+            direction: "up".into(),
+            streams: 1,
+            duration_s: 1.0,
+            bytes,
+            goodput_bps: goodput,
+            goodput_mbps: goodput.up / 1e6,
+            retransmits: Some(2),
+            rtt_ms: Some(rtt.summary()),
+            udp: None,
+            failed_streams: 0,
+        },
+        streams: vec![StreamTotal {
+            index: 0,
+            direction: "up".into(),
+            bytes: 1_250_000,
+            goodput_bps: goodput.up,
+            retransmits: Some(2),
+            rtt_ms: Some(0.2),
+            error: None,
+        }],
+        health: Health {
+            sends_behind_schedule: Some(0),
+            behind_threshold_ms: Some(1.0),
+            cpu_user_s: 0.1,
+            cpu_pct: 10.0,
+            max_rss_bytes: 8 << 20,
+            ..Health::default()
+        },
+        latency: [("tcp".to_string(), NptLatency::from(&rtt.summary()))].into(),
+        errors: Errors::new(ErrorCounts::default(), 1),
+        histograms: [("rtt".to_string(), rtt.to_serialized())].into(),
+        intervals: vec![interval],
+    };
+    let end = start + Duration::from_secs(1);
+    Document::new("bulk", start, end, StopReason::Duration, json!({}), body)
 }
 
 /// Sets the value at JSON pointer `at` (whose parent exists) in a copy of `doc`.
@@ -215,8 +283,8 @@ fn schemas_reject_what_matters() {
             .clone();
         let other_kind = KINDS.iter().find(|k| **k != kind).unwrap();
         let number = match kind {
-            "ping" => "/summary/sent",
-            "probe" => "/summary/sent",
+            "ping" | "probe" => "/summary/sent",
+            "bulk" => "/summary/goodput_mbps",
             _ => "/summary/requests",
         };
         let cases = [
@@ -295,6 +363,9 @@ fn schemas_reject_names_outside_each_kinds_documented_ones() {
         ("ping", "/proto", json!("icmp")),
         ("ping", "/target", json!("127.0.0.1:9")),
         ("ping", "/histogram/unit", json!("us")),
+        ("bulk", "/summary/direction", json!("sideways")),
+        ("bulk", "/histograms/goodput", histogram.clone()),
+        ("bulk", "/intervals/0/streams/0/cwnd", json!("10")),
     ];
     for (kind, at, value) in cases {
         assert_eq!(
@@ -306,6 +377,19 @@ fn schemas_reject_names_outside_each_kinds_documented_ones() {
         assert!(
             !violations(&bad, kind).is_empty(),
             "{kind}: the schema accepts {value} at {at}"
+        );
+    }
+    // Each kind's own part of the one health type.
+    for (kind, field) in [
+        ("probe", "sends_behind_schedule"),
+        ("http", "send_lateness_ms"),
+        ("bulk", "behind_threshold_ms"),
+        ("run", "late_wakeups"),
+    ] {
+        let bad = without(&docs[kind], &format!("/health/{field}"));
+        assert!(
+            !violations(&bad, kind).is_empty(),
+            "{kind}: the schema accepts a health block without {field}"
         );
     }
     // Open loop: the latency is corrected, so the uncorrected one must be there too (the

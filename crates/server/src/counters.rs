@@ -13,13 +13,16 @@ type Named = (&'static str, u64);
 pub struct StreamCounters {
     pub rx_bytes: AtomicU64,
     pub tx_bytes: AtomicU64,
+    /// Bulk transfers served ([`crate::bulk`]); their bytes are in `rx_bytes` / `tx_bytes`.
+    pub bulk: AtomicU64,
     /// Streams closed for a missing or wrong token (or raw echo while a token is required).
     pub refused_token: AtomicU64,
     /// Streams closed for a failed handshake (wrong secret, bad message) under `--token`.
     pub refused_handshake: AtomicU64,
     /// Streams closed for a frame whose session tag does not verify.
     pub refused_mac: AtomicU64,
-    /// `Request`s refused because the source address's reply budget did not hold them.
+    /// `Request`s refused because the source address's reply budget did not hold them, and
+    /// bulk transfers that had to wait for it.
     pub refused_budget: AtomicU64,
     /// Frames that do not decode, replies sent to us, and frames cut short by the peer.
     pub malformed: AtomicU64,
@@ -111,6 +114,11 @@ pub struct Counters {
     pub udp_malformed: AtomicU64,
     /// UDP `Request`s answered with fewer bytes than asked (no amplification).
     pub udp_clamped: AtomicU64,
+    /// UDP bulk flows counted ([`crate::bulk_udp`]; not a refusal).
+    pub udp_bulk_flows: AtomicU64,
+    /// UDP bulk datagrams not counted because the flow table was full of live flows, and UDP
+    /// bulk requests refused (a `Down` bulk, which the UDP responder does not source).
+    pub udp_bulk_refused: AtomicU64,
     pub tcp_accepted: AtomicU64,
     /// TCP connections closed at once because `max_tcp_conns` were open.
     pub tcp_refused_conns: AtomicU64,
@@ -161,6 +169,7 @@ impl Counters {
                     ("tx-pkts", g(&self.udp_tx)),
                     ("sessions", g(&self.udp_sessions)),
                     ("clamped", g(&self.udp_clamped)),
+                    ("bulk-flows", g(&self.udp_bulk_flows)),
                 ],
                 &[],
             ),
@@ -170,6 +179,7 @@ impl Counters {
                     ("conns", g(&self.tcp_accepted)),
                     ("rx-bytes", g(&self.tcp.rx_bytes)),
                     ("tx-bytes", g(&self.tcp.tx_bytes)),
+                    ("bulk", g(&self.tcp.bulk)),
                 ],
                 &[],
             ),
@@ -180,6 +190,7 @@ impl Counters {
                     ("streams", g(&self.quic_streams)),
                     ("rx-bytes", g(&self.quic.rx_bytes)),
                     ("tx-bytes", g(&self.quic.tx_bytes)),
+                    ("bulk", g(&self.quic.bulk)),
                 ],
                 &[],
             ),
@@ -217,7 +228,7 @@ impl Counters {
     pub fn refusals_line(&self) -> String {
         let g = Counters::get;
         format!(
-            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic conns refused: failed-handshake {} handshake-timeout {} aborted {} lost {}; quic streams refused: {}",
+            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} bulk {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic conns refused: failed-handshake {} handshake-timeout {} aborted {} lost {}; quic streams refused: {}",
             g(&self.udp_refused_token),
             g(&self.udp_refused_raw),
             g(&self.udp_auth_handshake),
@@ -227,6 +238,7 @@ impl Counters {
             g(&self.udp_refused_rate),
             g(&self.udp_refused_loop),
             g(&self.udp_malformed),
+            g(&self.udp_bulk_refused),
             g(&self.udp_clamped),
             g(&self.udp_sessions),
             g(&self.tcp_refused_conns),
@@ -252,6 +264,7 @@ impl Counters {
             + g(&self.udp_refused_rate)
             + g(&self.udp_refused_loop)
             + g(&self.udp_malformed)
+            + g(&self.udp_bulk_refused)
             + g(&self.tcp_refused_conns)
             + g(&self.tcp_accept_errors)
             + g(&self.quic_handshake_failed)

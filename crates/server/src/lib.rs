@@ -15,6 +15,8 @@
 #![deny(clippy::indexing_slicing)] // parses peer requests: see `[workspace.lints]`
 
 pub mod budget;
+pub mod bulk;
+pub mod bulk_udp;
 mod counters;
 pub mod fdlimit;
 pub mod hop_agent;
@@ -66,8 +68,12 @@ pub struct ServeConfig {
     pub max_tcp_conns: usize,
     /// Deadlines of TCP connections and QUIC streams (`io` also bounds a QUIC handshake).
     pub timeouts: Timeouts,
-    /// Per-address budget for asked-for reply bytes (TCP and QUIC `Response`s).
+    /// Per-address budget for asked-for reply bytes (TCP and QUIC `Response`s, bulk bytes of
+    /// streams that proved nothing).
     pub budget: BudgetLimits,
+    /// Per-address budget for the bulk bytes of streams that completed the `--token`
+    /// handshake ([`BudgetLimits::open`]).
+    pub open_budget: BudgetLimits,
     /// How often refusals are summarized on stderr.
     pub log_every: Duration,
     /// `--hop-agent`: measure RTTs on request for authenticated clients (needs `token`).
@@ -86,6 +92,7 @@ impl Default for ServeConfig {
             max_tcp_conns: fdlimit::MAX_DEFAULT_CONNS,
             timeouts: Timeouts::default(),
             budget: BudgetLimits::default(),
+            open_budget: BudgetLimits::open(),
             log_every: LOG_EVERY,
             hop: None,
         }
@@ -109,6 +116,7 @@ pub(crate) struct Shared {
     pub cfg: ServeConfig,
     pub counters: Arc<Counters>,
     pub budget: Arc<ReplyBudget>,
+    pub open_budget: Arc<ReplyBudget>,
     pub stop: AtomicBool,
     /// The handshake's server side (with `--token`; TCP, UDP, QUIC), and the clock it reads.
     pub auth: Option<Arc<ServerAuth>>,
@@ -169,6 +177,7 @@ impl Server {
             hop: Arc::new(hop_agent::HopAgent::new(cfg.hop.clone(), counters.clone())),
             counters,
             budget: Arc::new(ReplyBudget::new(cfg.budget)),
+            open_budget: Arc::new(ReplyBudget::new(cfg.open_budget)),
             stop: AtomicBool::new(false),
             auth: cfg
                 .token
@@ -254,6 +263,7 @@ impl Server {
                 timeouts: cfg.timeouts,
                 budget: Some(self.shared.budget.clone()),
                 hop: self.shared.hop.clone(),
+                open_budget: Some(self.shared.open_budget.clone()),
             },
             self.counters(),
         )
@@ -353,6 +363,7 @@ async fn accept_loop(
                 counters: &sh.counters.tcp,
                 timeouts: sh.cfg.timeouts,
                 budget: Some(&sh.budget),
+                open_budget: Some(&sh.open_budget),
                 peer: Some(peer.ip()),
                 hop: &sh.hop,
             };

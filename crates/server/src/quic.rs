@@ -98,6 +98,8 @@ pub struct StreamOptions {
     pub budget: Option<Arc<ReplyBudget>>,
     /// The hop agent hop requests on a stream go to (one that refuses them by default).
     pub hop: Arc<HopAgent>,
+    /// Per-address budget of authenticated streams' bulk bytes; None = unlimited.
+    pub open_budget: Option<Arc<ReplyBudget>>,
 }
 
 impl Default for StreamOptions {
@@ -108,6 +110,7 @@ impl Default for StreamOptions {
             timeouts: Timeouts::default(),
             budget: None,
             hop: Arc::new(HopAgent::new(None, Arc::new(Counters::default()))),
+            open_budget: None,
         }
     }
 }
@@ -244,6 +247,7 @@ async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters
                 counters: &counters.quic,
                 timeouts: opts.timeouts,
                 budget: opts.budget.as_deref(),
+                open_budget: opts.open_budget.as_deref(),
                 peer: Some(peer),
                 hop: &opts.hop,
             };

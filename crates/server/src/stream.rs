@@ -7,7 +7,8 @@
 //!   `Response` header with `status = CLAMPED` and `frame_len = 48`, and the stream is closed.
 //!   Payloads are streamed through fixed buffers, never held whole, so a 64 MiB frame costs
 //!   no more memory than a 64-byte one. `HopRequest` goes to the hop agent
-//!   ([`crate::hop_agent`]), which answers with a `HopReply` no longer than the request.
+//!   ([`crate::hop_agent`]), which answers with a `HopReply` no longer than the request. A `Bulk` frame hands the rest of the stream to the
+//!   bulk responder ([`crate::bulk`]: sink or source at the path's rate, within the budget).
 //! - anything else: plain byte echo (refused when a token is required).
 //!
 //! With `--token` ([`Access::Handshake`], TCP connections and QUIC streams alike) the stream
@@ -88,15 +89,18 @@ pub struct StreamCtx<'a> {
     pub access: Access<'a>,
     pub counters: &'a StreamCounters,
     pub timeouts: Timeouts,
-    /// Charged for `Response` bytes when both it and the peer's address are known.
+    /// Charged for `Response` bytes when both it and the peer's address are known, and for
+    /// the bytes of a bulk from a stream that proved nothing ([`crate::bulk`]).
     pub budget: Option<&'a ReplyBudget>,
+    /// Charged for the bytes of a bulk on a stream that completed the `--token` handshake.
+    pub open_budget: Option<&'a ReplyBudget>,
     pub peer: Option<IpAddr>,
     /// Answers `HopRequest` frames ([`crate::hop_agent`]; refuses them without `--hop-agent`).
     pub hop: &'a HopAgent,
 }
 
 /// Bytes used to fill `Response` payloads (incompressible).
-fn fill_chunk() -> &'static [u8] {
+pub(crate) fn fill_chunk() -> &'static [u8] {
     static FILL: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
     FILL.get_or_init(|| {
         let mut v = vec![0u8; CHUNK];
@@ -106,7 +110,7 @@ fn fill_chunk() -> &'static [u8] {
 }
 
 /// Why serving stopped early: a counted close (deadline, refusal) or an I/O error.
-enum End {
+pub(crate) enum End {
     Closed,
     Io(io::Error),
 }
@@ -118,7 +122,7 @@ impl From<io::Error> for End {
 }
 
 /// Runs `f` under deadline `d`; on expiry counts one `on_timeout` and ends the stream.
-async fn within<T>(
+pub(crate) async fn within<T>(
     d: Duration,
     f: impl Future<Output = io::Result<T>>,
     on_timeout: &AtomicU64,
@@ -329,7 +333,21 @@ where
                     Answer::Close => break,
                 }
             }
-            Kind::EchoReply | Kind::Response | Kind::HopReply => {
+            Kind::Bulk => {
+                // The spec is small; anything longer is not a bulk request.
+                if rest > buf.len().min(npt_wire::bulk::SPEC_LEN * 4) {
+                    c.malformed.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+                within(io_t, r.read_exact(&mut buf[..rest]), &c.stalled_read).await?;
+                // The bulk takes the rest of the stream.
+                return crate::bulk::serve(&mut r, &mut w, &h, &buf[..rest], &key, cx).await;
+            }
+            Kind::EchoReply
+            | Kind::Response
+            | Kind::HopReply
+            | Kind::BulkReply
+            | Kind::BulkData => {
                 c.malformed.fetch_add(1, Ordering::Relaxed);
                 break;
             }
@@ -350,7 +368,7 @@ where
 }
 
 /// Seals a reply header with the stream's session key, if it has one.
-fn seal(key: &Option<SessionKey>, hdr: &mut [u8; HEADER_LEN]) {
+pub(crate) fn seal(key: &Option<SessionKey>, hdr: &mut [u8; HEADER_LEN]) {
     if let Some(k) = key {
         // Cannot fail: the header is HEADER_LEN bytes.
         let _ = k.seal(Dir::ToClient, hdr);

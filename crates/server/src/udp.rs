@@ -26,8 +26,10 @@ use std::time::{Duration, Instant};
 
 use npt_netio::MsgBatch;
 use npt_wire::auth::{self, AuthError, Dir, ServerAuth, Sessions, HS_LEN};
+use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{self, status, Header, Kind};
 
+use crate::bulk_udp::{Counted, Flows, MAX_FLOWS};
 use crate::limiter::{Limiter, Verdict};
 use crate::loopguard::{self, LoopGuard};
 use crate::Shared;
@@ -57,6 +59,15 @@ struct Tally {
     refused_loop: u64,
     malformed: u64,
     clamped: u64,
+    bulk_flows: u64,
+    bulk_refused: u64,
+}
+
+/// What an answer needs besides the datagram: the UDP bulk flows, the time and the source.
+struct Cx<'a> {
+    flows: &'a mut Flows,
+    now: u64,
+    peer: std::net::SocketAddr,
 }
 
 pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
@@ -70,6 +81,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let mut guard = LoopGuard::new(own_port);
     let epoch = Instant::now();
     let mut send_idx: Vec<usize> = Vec::with_capacity(BATCH);
+    let mut flows = Flows::new(MAX_FLOWS);
     let mut sessions = cfg.token.as_deref().map(|secret| {
         Sessions::new(
             ServerAuth::new(secret.as_bytes(), crate::random_key()),
@@ -123,8 +135,13 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 }
             }
             let raw_ok = exempt || cfg.raw_echo;
+            let cx = Cx {
+                flows: &mut flows,
+                now,
+                peer,
+            };
             let ok = match sessions.as_mut() {
-                None => answer(&mut batch, i, &mut t, false, |data| {
+                None => answer(&mut batch, i, &mut t, cx, false, |data| {
                     if !raw_ok {
                         return Err(Refused::Raw);
                     }
@@ -133,7 +150,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                         _ => Err(Refused::Loop),
                     }
                 }),
-                Some(s) => answer_authenticated(&mut batch, i, &mut t, s, now, peer),
+                Some(s) => answer_authenticated(&mut batch, i, &mut t, s, cx),
             };
             if ok {
                 send_idx.push(i);
@@ -167,6 +184,8 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             + t.auth_mac
             + t.auth_replay
             + t.sessions
+            + t.bulk_flows
+            + t.bulk_refused
             > 0
         {
             c.udp_refused_token
@@ -187,6 +206,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 .fetch_add(t.refused_loop, Ordering::Relaxed);
             c.udp_malformed.fetch_add(t.malformed, Ordering::Relaxed);
             c.udp_clamped.fetch_add(t.clamped, Ordering::Relaxed);
+            c.udp_bulk_flows.fetch_add(t.bulk_flows, Ordering::Relaxed);
+            c.udp_bulk_refused
+                .fetch_add(t.bulk_refused, Ordering::Relaxed);
         }
     }
 }
@@ -207,9 +229,9 @@ fn answer_authenticated(
     i: usize,
     t: &mut Tally,
     sessions: &mut Sessions,
-    now: u64,
-    peer: std::net::SocketAddr,
+    cx: Cx<'_>,
 ) -> bool {
+    let (now, peer) = (cx.now, cx.peer);
     let len = batch.len(i);
     let data = batch.data_mut(i);
     if auth::is_handshake(data) {
@@ -251,7 +273,7 @@ fn answer_authenticated(
             return false;
         }
     };
-    if !answer(batch, i, t, true, |_| Ok(())) {
+    if !answer(batch, i, t, cx, true, |_| Ok(())) {
         return false;
     }
     // Cannot fail: answer() only answers frames of at least a header.
@@ -266,6 +288,7 @@ fn answer(
     batch: &mut MsgBatch,
     i: usize,
     t: &mut Tally,
+    mut cx: Cx<'_>,
     authenticated: bool,
     raw_ok: impl FnOnce(&[u8]) -> Result<(), Refused>,
 ) -> bool {
@@ -324,7 +347,16 @@ fn answer(
             batch.set_len(i, reply);
             true
         }
-        Kind::EchoReply | Kind::Response | Kind::HopReply => {
+        Kind::BulkData => {
+            // Counted, never answered.
+            count_bulk(&h, len, t, &mut cx);
+            false
+        }
+        Kind::Bulk => answer_bulk(data, &h, len, t, &mut cx).is_some_and(|n| {
+            batch.set_len(i, n);
+            true
+        }),
+        Kind::EchoReply | Kind::Response | Kind::HopReply | Kind::BulkReply => {
             // A reply sent to us: answering it could start a loop between two servers.
             t.malformed += 1;
             false
@@ -336,4 +368,56 @@ fn answer(
             false
         }
     }
+}
+
+fn count_bulk(h: &Header, len: usize, t: &mut Tally, cx: &mut Cx<'_>) {
+    match cx
+        .flows
+        .on_datagram(cx.now, cx.peer, h.flow, h.seq, h.send_ts, len as u64)
+    {
+        Counted::New => t.bulk_flows += 1,
+        Counted::Known => {}
+        Counted::Full => t.bulk_refused += 1,
+    }
+}
+
+/// A UDP `Bulk` frame: for an `Up` flow, a report of what arrived (the frame itself counted
+/// first, since it is part of the flow's sequence), written over the request; never longer
+/// than it. A `Down` bulk (the UDP responder sources nothing on its own), or a frame too short
+/// for a report, is answered with a bare header saying `REFUSED`. The answer's length, or
+/// None for no answer.
+fn answer_bulk(
+    data: &mut [u8],
+    h: &Header,
+    len: usize,
+    t: &mut Tally,
+    cx: &mut Cx<'_>,
+) -> Option<usize> {
+    let spec = data
+        .get(frame::HEADER_LEN..)
+        .and_then(|p| BulkSpec::decode(p).ok());
+    let Some(spec) = spec else {
+        t.malformed += 1;
+        return None;
+    };
+    let up = spec.direction == Direction::Up && len >= bulk::REPLY_LEN;
+    let (status, reply_len, report) = if up {
+        count_bulk(h, len, t, cx);
+        (status::OK, len, cx.flows.report(cx.now, cx.peer, h.flow))
+    } else {
+        t.bulk_refused += 1;
+        (status::REFUSED, frame::HEADER_LEN, BulkReport::default())
+    };
+    let out = Header {
+        kind: Kind::BulkReply,
+        status,
+        // `reply_len <= len`, the datagram's length: far inside a `u32`.
+        frame_len: u32::try_from(reply_len).unwrap_or(u32::MAX),
+        ..*h
+    };
+    let _ = out.encode(data);
+    if up {
+        let _ = report.encode(data.get_mut(frame::HEADER_LEN..).unwrap_or_default());
+    }
+    Some(reply_len)
 }

@@ -43,8 +43,10 @@ pub enum StatsError {
 /// memory differs. That matters where many are alive at once (one per open stage per client).
 const INITIAL_HIGHEST_NS: u64 = 16_384;
 
-/// A latency histogram in nanoseconds. Mergeable with `+=`.
-#[derive(Clone, Debug, Default)]
+/// A latency histogram in nanoseconds. Mergeable with `+=`. Serializes as its
+/// [`SerializedHistogram`], so values that hold histograms (a workload's stats) serialize too.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(try_from = "SerializedHistogram", into = "SerializedHistogram")]
 pub struct Histogram {
     /// Allocated at the first value: a histogram nothing was recorded into costs nothing,
     /// which matters where thousands exist at once and most stay empty (a probe session per
@@ -207,6 +209,19 @@ impl Histogram {
     }
 }
 
+impl From<Histogram> for SerializedHistogram {
+    fn from(h: Histogram) -> SerializedHistogram {
+        h.to_serialized()
+    }
+}
+
+impl TryFrom<SerializedHistogram> for Histogram {
+    type Error = StatsError;
+    fn try_from(s: SerializedHistogram) -> Result<Histogram, StatsError> {
+        Histogram::from_serialized(&s)
+    }
+}
+
 impl AddAssign<&Histogram> for Histogram {
     fn add_assign(&mut self, rhs: &Histogram) {
         // Same lowest value and precision on both sides, and self grows to rhs's range, so
@@ -304,7 +319,7 @@ impl Jitter {
 /// combination can, exactly: adding parts (clients, sessions, agents' result files) in any
 /// grouping gives the value of one collector that saw every flow. A result file keeps the
 /// value and the samples (`jitter_ms`, `jitter_samples`), which is all a merge needs.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JitterMean {
     weighted_ns: f64,
     samples: u64,
@@ -522,6 +537,16 @@ mod tests {
         let h2 = Histogram::from_serialized(&back).unwrap();
         assert_eq!(h.summary(), h2.summary());
         assert_eq!(h2.clamped(), 1);
+        // A histogram serializes as its serialized form, and reads back as itself.
+        let direct: Histogram = serde_json::from_str(&serde_json::to_string(&h).unwrap()).unwrap();
+        assert_eq!(direct.summary(), h.summary());
+        assert_eq!(serde_json::to_value(&h).unwrap()["data"], json_data(&s));
+        let bad = serde_json::json!({"encoding": "x", "unit": "ns", "data": ""});
+        assert!(serde_json::from_value::<Histogram>(bad).is_err());
+    }
+
+    fn json_data(s: &SerializedHistogram) -> serde_json::Value {
+        serde_json::Value::String(s.data.clone())
     }
 
     #[test]

@@ -65,6 +65,13 @@ pub enum Kind {
     HopRequest = 5,
     /// The answer to a `HopRequest`: the samples, or a refusal in `status`.
     HopReply = 6,
+    /// Start a bulk transfer ([`crate::bulk`]): the payload is a [`crate::bulk::BulkSpec`]. Over
+    /// UDP also the ask for a [`crate::bulk::BulkReport`] (then padded to hold one).
+    Bulk = 7,
+    /// The responder's answer to `Bulk`: accepted (`status`), with a report as payload.
+    BulkReply = 8,
+    /// One datagram of a UDP bulk transfer (sequence number and send stamp in the header).
+    BulkData = 9,
 }
 
 impl Kind {
@@ -76,6 +83,9 @@ impl Kind {
             4 => Kind::Response,
             5 => Kind::HopRequest,
             6 => Kind::HopReply,
+            7 => Kind::Bulk,
+            8 => Kind::BulkReply,
+            9 => Kind::BulkData,
             other => return Err(WireError::BadKind(other)),
         })
     }
@@ -86,6 +96,9 @@ pub mod status {
     pub const OK: u32 = 0;
     /// The responder shortened the reply (it would have been larger than the request).
     pub const CLAMPED: u32 = 1;
+    /// The responder will not do this for this peer (a bulk it does not allow unproven
+    /// sources, a malformed bulk request).
+    pub const REFUSED: u32 = 2;
 }
 
 /// A decoded header. The payload stays in the caller's buffer.
@@ -261,6 +274,8 @@ mod tests {
         let mut b = GOLDEN;
         b[5] = 77;
         assert_eq!(Header::decode(&b), Err(WireError::BadKind(77)));
+        b[5] = 10;
+        assert_eq!(Header::decode(&b), Err(WireError::BadKind(10)));
         let mut b = GOLDEN;
         b[11] = 10; // frame_len 10 < header
         assert_eq!(Header::decode(&b), Err(WireError::BadLength(10)));

@@ -1,12 +1,13 @@
 //! npt's wire format and the pure bookkeeping around it: frames and raw stamps, the hop
-//! agent's request and reply, payload fill, the sequence window (loss, late, duplicate,
-//! reorder) and pacing schedules.
+//! agent's request and reply, bulk requests and reports, payload fill, the sequence window
+//! (loss, late, duplicate, reorder) and pacing schedules.
 //!
 //! Nothing here touches a socket or reads a clock: every function takes bytes and `now` (ns)
 //! as arguments, so all of it is tested with fixed bytes and a virtual clock.
 #![deny(clippy::indexing_slicing)] // parses peer frames and stamps: see `[workspace.lints]`
 
 pub mod auth;
+pub mod bulk;
 pub mod fill;
 pub mod frame;
 pub mod hop;
@@ -33,4 +34,6 @@ pub enum WireError {
     BadKind(u8),
     #[error("bad frame length {0}")]
     BadLength(u32),
+    #[error("bad bulk direction {0}")]
+    BadDirection(u8),
 }

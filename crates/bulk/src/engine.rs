@@ -1,0 +1,219 @@
+//! The run: starts every stream (tokio tasks for TCP and QUIC, a thread for UDP), samples them
+//! on the caller's thread every [`SAMPLE_EVERY`] into the [`Collector`], hands each closed
+//! interval to the caller (live lines, metrics), and stops everything at the duration, at a
+//! signal, or when every stream has ended. Nothing outlives `run`: the runtime is shut down
+//! and the UDP thread joined before it returns.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use npt_result::bulk::BulkBody;
+use npt_result::interval::Interval;
+use npt_result::probe::Health;
+use npt_result::stop::StopReason;
+use npt_wire::bulk::Direction;
+
+use crate::collect::{Collector, Meta, Snapshot};
+use crate::{BulkError, Config, Proto, StreamState, SAMPLE_EVERY};
+
+/// How long stopped streams get to end before the runtime is dropped under them.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// A finished run.
+pub struct Outcome {
+    pub body: BulkBody,
+    /// `Duration`, `Signal`, or `Error` (every stream ended early).
+    pub stopped_by: StopReason,
+    pub started: SystemTime,
+    pub ended: SystemTime,
+}
+
+fn snapshot(s: &StreamState) -> Snapshot {
+    Snapshot {
+        bytes: s.bytes.load(Ordering::Relaxed),
+        reported_ns: s.reported_ns.load(Ordering::Relaxed),
+        reading: s.reading(),
+        udp: (s.direction == Direction::Up)
+            .then(|| *s.udp.lock().unwrap_or_else(|p| p.into_inner()))
+            .filter(|u| u.sent > 0),
+        failed: s.error().map(|(k, _)| k),
+    }
+}
+
+/// Runs the bulk of `cfg` until its duration passes, `signals` becomes non-zero, or every
+/// stream ended; `on_interval` gets each interval as it closes.
+pub fn run(
+    cfg: &Config,
+    signals: &AtomicUsize,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<Outcome, BulkError> {
+    // Through a proxy the proxy resolves the name (socks5h) or connects by address it was
+    // given; without one the target must resolve here.
+    let addrs = match (&cfg.via, cfg.target.proto) {
+        (Some(_), Proto::Tcp) => Vec::new(),
+        _ => cfg.target.resolve()?,
+    };
+    let dirs: Vec<Direction> = match cfg.target.proto {
+        Proto::Udp => vec![Direction::Up],
+        _ => cfg
+            .ways
+            .directions()
+            .iter()
+            .flat_map(|&d| std::iter::repeat_n(d, cfg.streams as usize))
+            .collect(),
+    };
+    let states: Vec<Arc<StreamState>> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| Arc::new(StreamState::new(u32::try_from(i).unwrap_or(u32::MAX), d)))
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("npt-bulk")
+        .enable_all()
+        .build()
+        .map_err(BulkError::Start)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let cfg_a = Arc::new(cfg.clone());
+    let addrs = Arc::new(addrs);
+    let cpu0 = npt_result::cpu_seconds();
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    let mut udp_thread = None;
+    match cfg.target.proto {
+        Proto::Tcp => {
+            for st in &states {
+                tasks.push(rt.spawn(crate::tcp::stream(
+                    cfg_a.clone(),
+                    addrs.clone(),
+                    st.clone(),
+                    stop.clone(),
+                )));
+            }
+        }
+        Proto::Quic => {
+            tasks.push(rt.spawn(crate::quic::run_all(
+                cfg_a.clone(),
+                addrs.clone(),
+                states.clone(),
+                stop.clone(),
+            )));
+        }
+        Proto::Udp => {
+            let (c, a, st, s) = (cfg_a.clone(), addrs.clone(), states.clone(), stop.clone());
+            udp_thread = Some(
+                std::thread::Builder::new()
+                    .name("npt-bulk-udp".into())
+                    .spawn(move || {
+                        if let Some(st) = st.first() {
+                            crate::udp::run(&c, &a, st, &s, t0);
+                        }
+                    })
+                    .map_err(BulkError::Start)?,
+            );
+        }
+    }
+    let mut col = Collector::new(
+        &dirs,
+        u64::try_from(cfg.interval.as_nanos()).unwrap_or(u64::MAX),
+    );
+    let ns = |t: Instant| u64::try_from(t.duration_since(t0).as_nanos()).unwrap_or(u64::MAX);
+    let mut next = t0 + SAMPLE_EVERY;
+    let mut emitted = 0usize;
+    let end = t0 + cfg.duration;
+    let stopped_by = loop {
+        let wake = next.min(end);
+        let now = Instant::now();
+        if wake > now {
+            std::thread::sleep(wake - now);
+        }
+        let now = Instant::now();
+        if now >= next {
+            next += SAMPLE_EVERY;
+            let snaps: Vec<Snapshot> = states.iter().map(|s| snapshot(s)).collect();
+            if let Some(iv) = col.sample(ns(now), &snaps) {
+                on_interval(&iv);
+                emitted += 1;
+            }
+        }
+        if signals.load(Ordering::SeqCst) > 0 {
+            break StopReason::Signal;
+        }
+        if now >= end {
+            break StopReason::Duration;
+        }
+        if states.iter().all(|s| s.done.load(Ordering::Relaxed)) {
+            break StopReason::Error;
+        }
+    };
+    // The measured phase ends here: what arrived by now (for an upload: the responder's last
+    // report by now) is the result; then the streams are told to stop.
+    let t_stop = Instant::now();
+    let last: Vec<Snapshot> = states.iter().map(|s| snapshot(s)).collect();
+    let mut settled = None;
+    stop.store(true, Ordering::SeqCst);
+    rt.block_on(async {
+        for t in tasks {
+            let _ = tokio::time::timeout(STOP_GRACE, t).await;
+        }
+    });
+    if let Some(t) = udp_thread {
+        // The UDP flow asks for its final report after the stop (bounded); its counts replace
+        // the ones at the stop, so datagrams still in flight then are not called lost.
+        let _ = t.join();
+        settled = Some(states.iter().map(|s| snapshot(s)).collect::<Vec<_>>());
+    }
+    for (i, s) in states.iter().enumerate() {
+        if let Some((kind, detail)) = s.error() {
+            col.failed(i, kind, detail);
+        }
+    }
+    rt.shutdown_background();
+    let wall = t_stop.duration_since(t0).as_secs_f64().max(1e-9);
+    let cpu1 = npt_result::cpu_seconds();
+    let behind = settled
+        .as_deref()
+        .unwrap_or(&last)
+        .iter()
+        .filter_map(|s| s.udp)
+        .map(|u| u.behind_schedule)
+        .sum::<u64>();
+    let health = Health {
+        sends_behind_schedule: Some(behind),
+        behind_threshold_ms: Some(1.0),
+        cpu_user_s: cpu1.0 - cpu0.0,
+        cpu_sys_s: cpu1.1 - cpu0.1,
+        cpu_pct: (cpu1.0 - cpu0.0 + cpu1.1 - cpu0.1) / wall * 100.0,
+        max_rss_bytes: npt_result::max_rss_bytes(),
+        ..Health::default()
+    };
+    let meta = Meta {
+        target: cfg.target.to_string(),
+        protocol: cfg.target.proto.name().to_string(),
+        direction: match cfg.target.proto {
+            Proto::Udp => "up".to_string(),
+            _ => cfg.ways.name().to_string(),
+        },
+        streams: cfg.streams,
+        udp: cfg
+            .udp
+            .map(|u| (u.rate_bps, u32::try_from(u.size).unwrap_or(u32::MAX))),
+    };
+    let body = col.finish(ns(t_stop), &last, settled.as_deref(), &meta, health);
+    // The part interval the stop closed, unless it is a sliver (its rate would be noise); the
+    // document has it either way.
+    let sliver = cfg.interval.as_secs_f64() / 10.0;
+    for iv in body.intervals.iter().skip(emitted) {
+        if iv.end_s - iv.start_s >= sliver {
+            on_interval(iv);
+        }
+    }
+    Ok(Outcome {
+        body,
+        stopped_by,
+        started,
+        ended: started + t_stop.duration_since(t0),
+    })
+}

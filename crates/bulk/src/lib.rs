@@ -1,0 +1,317 @@
+//! `npt bulk`: capacity, iperf3's job done through npt's own responder on the one port every
+//! other test uses (the protocol is [`npt_wire::bulk`]; the responder `npt_server::bulk`).
+//!
+//! - TCP ([`tcp`]): N connections up, down or both, each reading the kernel's `TCP_INFO` every
+//!   [`SAMPLE_EVERY`] — retransmits, RTT and its variance, the congestion window, the delivery
+//!   rate — through `--via` (SOCKS5, HTTP CONNECT) and `--token` too;
+//! - QUIC ([`quic`]): N streams over as few connections as the responder's stream limit allows,
+//!   with the connection's RTT, window and lost packets;
+//! - UDP ([`udp`]): one flow at a rate and size, paced by the sans-IO schedule of
+//!   [`npt_wire::pacing`]; the responder reports what arrived (delivered rate, loss, jitter).
+//!
+//! Streams publish what they measured into a [`StreamState`] each; the caller's thread samples
+//! them on a fixed tick and the pure [`collect::Collector`] turns the samples into the interval
+//! series and the result body ([`npt_result::bulk`]). For an upload, "arrived" is what the
+//! responder reported it received, never what the tester's socket buffer took.
+// Parses peer reports: no panic path outside tests (README, "No panic on input").
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )
+)]
+
+pub mod collect;
+mod engine;
+mod frames;
+pub mod quic;
+pub mod tcp;
+pub mod udp;
+
+use npt_result::error::ErrorKind;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub use engine::{run, Outcome};
+pub use npt_client::QuicTrust;
+pub use npt_wire::bulk::Direction;
+
+/// How often streams read their transport's state and the collector samples them.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+/// The most streams one run opens (each way).
+pub const MAX_STREAMS: u32 = 1024;
+
+/// The transport a bulk runs over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    Tcp,
+    Udp,
+    Quic,
+}
+
+impl Proto {
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Udp => "udp",
+            Proto::Quic => "quic",
+        }
+    }
+}
+
+/// Which ways the bytes go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ways {
+    Up,
+    Down,
+    Both,
+}
+
+impl Ways {
+    pub fn name(self) -> &'static str {
+        match self {
+            Ways::Up => "up",
+            Ways::Down => "down",
+            Ways::Both => "both",
+        }
+    }
+
+    /// The directions of the streams, each `streams` times.
+    pub fn directions(self) -> &'static [Direction] {
+        match self {
+            Ways::Up => &[Direction::Up],
+            Ways::Down => &[Direction::Down],
+            Ways::Both => &[Direction::Down, Direction::Up],
+        }
+    }
+}
+
+/// A parsed `tcp://HOST:PORT`, `udp://…` or `quic://…` target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub proto: Proto,
+    /// The host as written, without IPv6 brackets (the QUIC server name, the proxy's target).
+    pub host: String,
+    pub port: u16,
+}
+
+impl Target {
+    pub fn parse(s: &str) -> Result<Target, BulkError> {
+        let bad = || BulkError::BadTarget(s.to_string());
+        let (scheme, rest) = s.split_once("://").ok_or_else(bad)?;
+        let proto = match scheme {
+            "tcp" => Proto::Tcp,
+            "udp" => Proto::Udp,
+            "quic" => Proto::Quic,
+            _ => return Err(bad()),
+        };
+        let rest = rest.trim_end_matches('/');
+        let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        if host.is_empty() || port == 0 {
+            return Err(bad());
+        }
+        Ok(Target {
+            proto,
+            host: host.to_string(),
+            port,
+        })
+    }
+
+    /// Every address the target resolves to.
+    pub fn resolve(&self) -> Result<Vec<SocketAddr>, BulkError> {
+        let addrs: Vec<SocketAddr> = (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| BulkError::Resolve(self.to_string(), e))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(BulkError::Resolve(
+                self.to_string(),
+                std::io::Error::other("no address"),
+            ));
+        }
+        Ok(addrs)
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "{}://[{}]:{}", self.proto.name(), self.host, self.port)
+        } else {
+            write!(f, "{}://{}:{}", self.proto.name(), self.host, self.port)
+        }
+    }
+}
+
+/// UDP at a rate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UdpRate {
+    /// Bits/s of datagrams (the npt header counts; IP and UDP headers do not).
+    pub rate_bps: f64,
+    /// Datagram size in bytes (at least a report's, [`npt_wire::bulk::REPLY_LEN`]).
+    pub size: usize,
+}
+
+/// A bulk run's configuration (the command validates flags into this).
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub target: Target,
+    /// Streams each way (TCP connections, QUIC streams); 1 for UDP.
+    pub streams: u32,
+    pub ways: Ways,
+    pub duration: Duration,
+    /// Length of one interval record.
+    pub interval: Duration,
+    /// UDP only.
+    pub udp: Option<UdpRate>,
+    /// `--token`: the keyed handshake on every connection, stream or flow.
+    pub token: Option<String>,
+    /// QUIC certificate trust.
+    pub trust: QuicTrust,
+    /// `--via` (TCP).
+    pub via: Option<npt_proxy::Via>,
+    /// Connect, handshake and first answer, each.
+    pub timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BulkError {
+    #[error("target {0:?}: expected tcp://HOST:PORT, udp://HOST:PORT or quic://HOST:PORT")]
+    BadTarget(String),
+    #[error("cannot resolve {0}: {1}")]
+    Resolve(String, std::io::Error),
+    #[error("cannot start: {0}")]
+    Start(std::io::Error),
+    #[error("QUIC: {0}")]
+    Quic(String),
+}
+
+/// What a transport knew of a stream at one reading.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Reading {
+    /// Bumped on every new reading, so one reading is sampled once.
+    pub generation: u64,
+    pub rtt_ns: Option<u64>,
+    pub rttvar_ns: Option<u64>,
+    /// Segments retransmitted (TCP, sending) or packets lost (QUIC), since the stream began.
+    pub retransmits: Option<u64>,
+    pub cwnd: Option<u64>,
+    pub delivery_rate_bps: Option<f64>,
+}
+
+/// UDP: what the responder last reported and what the tester sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct UdpCounts {
+    pub sent: u64,
+    /// The responder's count of datagrams, and the highest sequence number + 1 it saw.
+    pub received: u64,
+    pub expected: u64,
+    pub jitter_ns: u64,
+    pub behind_schedule: u64,
+}
+
+/// One stream's measurements, written by its task and sampled by the collector.
+#[derive(Debug)]
+pub struct StreamState {
+    pub index: u32,
+    pub direction: Direction,
+    /// Payload bytes that arrived (down: read by the tester; up: reported by the responder).
+    pub bytes: AtomicU64,
+    /// Up: the responder's time of its last report, ns since the transfer began there.
+    pub reported_ns: AtomicU64,
+    pub reading: Mutex<Reading>,
+    pub udp: Mutex<UdpCounts>,
+    /// The error kind and a detail, when the stream ended with one.
+    pub error: Mutex<Option<(ErrorKind, String)>>,
+    pub done: AtomicBool,
+}
+
+impl StreamState {
+    pub fn new(index: u32, direction: Direction) -> StreamState {
+        StreamState {
+            index,
+            direction,
+            bytes: AtomicU64::new(0),
+            reported_ns: AtomicU64::new(0),
+            reading: Mutex::new(Reading::default()),
+            udp: Mutex::new(UdpCounts::default()),
+            error: Mutex::new(None),
+            done: AtomicBool::new(false),
+        }
+    }
+
+    /// Stores a new reading (its generation bumped).
+    pub fn set_reading(&self, mut r: Reading) {
+        let mut g = self.reading.lock().unwrap_or_else(|p| p.into_inner());
+        r.generation = g.generation + 1;
+        *g = r;
+    }
+
+    pub fn reading(&self) -> Reading {
+        *self.reading.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records why the stream ended (the first error wins).
+    pub fn fail(&self, kind: ErrorKind, detail: String) {
+        let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if e.is_none() {
+            *e = Some((kind, detail));
+        }
+    }
+
+    pub fn error(&self) -> Option<(ErrorKind, String)> {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn finish(&self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_and_print() {
+        let t = Target::parse("tcp://127.0.0.1:7777").unwrap();
+        assert_eq!((t.proto, t.port), (Proto::Tcp, 7777));
+        assert_eq!(t.to_string(), "tcp://127.0.0.1:7777");
+        let t = Target::parse("quic://[::1]:7778").unwrap();
+        assert_eq!((t.proto, t.host.as_str()), (Proto::Quic, "::1"));
+        assert_eq!(t.to_string(), "quic://[::1]:7778");
+        for bad in [
+            "127.0.0.1:7",
+            "http://a:1",
+            "tcp://a",
+            "tcp://:1",
+            "udp://a:0",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn readings_count_their_generations_and_the_first_error_wins() {
+        let s = StreamState::new(0, Direction::Up);
+        s.set_reading(Reading::default());
+        s.set_reading(Reading {
+            rtt_ns: Some(5),
+            ..Reading::default()
+        });
+        assert_eq!((s.reading().generation, s.reading().rtt_ns), (2, Some(5)));
+        s.fail(ErrorKind::Reset, "a".into());
+        s.fail(ErrorKind::Timeout, "b".into());
+        assert_eq!(s.error().unwrap().0, ErrorKind::Reset);
+    }
+}

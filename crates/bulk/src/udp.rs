@@ -1,0 +1,255 @@
+//! UDP at a rate: one flow of `BulkData` datagrams of `--size` bytes, paced at `--rate` by the
+//! open-loop schedule of [`npt_wire::pacing`] (a late sender catches up, so the rate is what
+//! was asked, and sends that left over [`BEHIND_NS`] late are counted). Every
+//! [`REPORT_EVERY`] a `Bulk` frame in the same sequence asks the responder what arrived; its
+//! answer carries the counts, the one-way jitter and, by its round trip, the loaded path's RTT.
+//! After the stop the flow asks again until a report covers everything it sent (bounded), so
+//! datagrams in flight at the stop are not called lost.
+
+use npt_result::error::ErrorKind;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use npt_wire::auth::{Dir, SessionKey};
+use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
+use npt_wire::frame::{Header, Kind, HEADER_LEN};
+use npt_wire::{Pacer, Pacing};
+
+use crate::{Config, Reading, StreamState, UdpCounts};
+
+/// A send that leaves this much after it was due is counted as behind schedule.
+pub const BEHIND_NS: u64 = 1_000_000;
+/// How often the flow asks for a report. More often than the collector samples: a report
+/// shares the bottleneck's queue with the data, and into a full tail-drop queue a small
+/// datagram at a random moment gets in about a quarter of the time (the first arrival after a
+/// departure does), so asking five times a tick leaves a tick without news one time in four,
+/// and an interval practically never.
+pub const REPORT_EVERY: Duration = Duration::from_millis(20);
+/// How long the flow waits for a final report, and how often it asks again.
+const FINAL_WAIT: Duration = Duration::from_secs(2);
+const FINAL_RETRY: Duration = Duration::from_millis(200);
+
+/// The flow's sender: frames, sequence numbers, the session key.
+struct Flow<'a> {
+    sock: UdpSocket,
+    key: Option<SessionKey>,
+    flow: u32,
+    seq: u64,
+    t0: Instant,
+    st: &'a StreamState,
+    buf: Vec<u8>,
+    spec: BulkSpec,
+}
+
+impl Flow<'_> {
+    fn now(&self) -> u64 {
+        u64::try_from(self.t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Sends one frame of `kind` and `len` bytes; the sequence number it used.
+    fn send(&mut self, kind: Kind, len: usize) -> u64 {
+        let seq = self.seq;
+        self.seq += 1;
+        let h = Header {
+            kind,
+            flags: 0,
+            frame_len: u32::try_from(len).unwrap_or(u32::MAX),
+            reply_len: 0,
+            flow: self.flow,
+            status: 0,
+            seq,
+            send_ts: self.now(),
+            token: 0,
+        };
+        let Some(frame) = self.buf.get_mut(..len) else {
+            return seq;
+        };
+        let _ = h.encode(frame);
+        if kind == Kind::Bulk {
+            let _ = self
+                .spec
+                .encode(frame.get_mut(HEADER_LEN..).unwrap_or_default());
+        }
+        if let Some(k) = &self.key {
+            let _ = k.seal(Dir::ToServer, frame);
+        }
+        // A full socket buffer (ENOBUFS, EAGAIN) drops it here: it counts as sent and lost,
+        // as it would on a NIC queue.
+        let _ = self.sock.send(frame);
+        seq
+    }
+
+    /// Reads every report waiting; the last one's sequence number, if any came.
+    fn receive(&mut self, sent: u64, behind: u64) -> Option<u64> {
+        let mut inb = [0u8; 2048];
+        let mut last = None;
+        while let Ok(n) = self.sock.recv(&mut inb) {
+            let Some(b) = inb.get(..n) else { continue };
+            let Ok(h) = Header::decode(b) else { continue };
+            if h.kind != Kind::BulkReply || h.flow != self.flow || n < bulk::REPLY_LEN {
+                continue;
+            }
+            if let Some(k) = &self.key {
+                if k.open(Dir::ToClient, b).is_err() {
+                    continue;
+                }
+            }
+            let Ok(r) = BulkReport::decode(b.get(HEADER_LEN..).unwrap_or_default()) else {
+                continue;
+            };
+            self.publish(&r, sent, behind, self.now().saturating_sub(h.send_ts));
+            last = Some(h.seq);
+        }
+        last
+    }
+
+    fn publish(&self, r: &BulkReport, sent: u64, behind: u64, rtt_ns: u64) {
+        let st = self.st;
+        st.bytes.store(r.bytes, Ordering::Relaxed);
+        st.reported_ns.store(r.elapsed_ns, Ordering::Relaxed);
+        *st.udp.lock().unwrap_or_else(|p| p.into_inner()) = UdpCounts {
+            sent,
+            received: r.datagrams,
+            expected: r.expected,
+            jitter_ns: r.jitter_ns,
+            behind_schedule: behind,
+        };
+        st.set_reading(Reading {
+            rtt_ns: Some(rtt_ns),
+            ..Reading::default()
+        });
+    }
+}
+
+/// Runs the flow until `stop`, then collects the final report.
+pub(crate) fn run(
+    cfg: &Config,
+    addrs: &[SocketAddr],
+    st: &StreamState,
+    stop: &AtomicBool,
+    t0: Instant,
+) {
+    if let Err((kind, detail)) = flow(cfg, addrs, st, stop, t0) {
+        st.fail(kind, detail);
+    }
+    st.finish();
+}
+
+fn flow(
+    cfg: &Config,
+    addrs: &[SocketAddr],
+    st: &StreamState,
+    stop: &AtomicBool,
+    t0: Instant,
+) -> Result<(), (ErrorKind, String)> {
+    let io = |what: &str, e: std::io::Error| {
+        (npt_result::error::io_error_kind(&e), format!("{what}: {e}"))
+    };
+    let Some(rate) = cfg.udp else {
+        return Err((ErrorKind::Config, "UDP bulk without a rate".into()));
+    };
+    let target = *addrs
+        .first()
+        .ok_or((ErrorKind::Config, "no address".to_string()))?;
+    let bind: SocketAddr = if target.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let sock = UdpSocket::bind(bind).map_err(|e| io("bind", e))?;
+    sock.connect(target).map_err(|e| io("connect", e))?;
+    npt_netio::set_buffers(&socket2::SockRef::from(&sock), 4 << 20);
+    let key = match &cfg.token {
+        Some(secret) => Some(
+            npt_client::auth::udp(&sock, secret, cfg.timeout)
+                .map_err(|e| io("--token handshake", e))?,
+        ),
+        None => None,
+    };
+    sock.set_nonblocking(true).map_err(|e| io("socket", e))?;
+    let size = rate.size.max(bulk::REPLY_LEN);
+    // SAFE: a float-to-int `as` saturates; the rate is a positive number of bits/s.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let rate_bps = rate.rate_bps as u64;
+    let mut f = Flow {
+        sock,
+        key,
+        flow: rand::random(),
+        seq: 0,
+        t0,
+        st,
+        buf: vec![0u8; size],
+        spec: BulkSpec {
+            direction: Direction::Up,
+            size: u32::try_from(size).unwrap_or(u32::MAX),
+            rate_bps,
+            duration_ns: u64::try_from(cfg.duration.as_nanos()).unwrap_or(u64::MAX),
+        },
+    };
+    npt_wire::fill::fill(npt_wire::Fill::Random, 1, 0, &mut f.buf);
+    npt_netio::tighten_timer_slack();
+    let pps = (rate.rate_bps / (size as f64 * 8.0)).max(1e-3);
+    let mut pacer = Pacer::new(Pacing::Rate { pps }, f.now());
+    let every = u64::try_from(REPORT_EVERY.as_nanos()).unwrap_or(u64::MAX);
+    let mut next_report = f.now() + every;
+    // SAFE: a float-to-int `as` saturates; the gap between sends, at least 1 ns.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let gap = ((1e9 / pps) as u64).clamp(1, every / 2);
+    let mut behind = 0u64;
+    let mut first_answer = None;
+    let fd = f.sock.as_raw_fd();
+    let mut ready = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        let now = f.now();
+        if f.receive(f.seq, behind).is_some() {
+            first_answer.get_or_insert(now);
+        }
+        // Everything due by now leaves now (open loop: a late sender catches up).
+        while let Some(due) = pacer.next_due().filter(|&d| d <= now) {
+            f.send(Kind::BulkData, size);
+            let actual = f.now();
+            if actual.saturating_sub(due) > BEHIND_NS {
+                behind += 1;
+            }
+            pacer.on_sent(due, actual);
+        }
+        if now >= next_report {
+            // At a random point between two data sends: a report sent right behind a data
+            // datagram would meet a full bottleneck queue exactly when that datagram took the
+            // slot that just freed, every time (a phase lock).
+            next_report += every + rand::random::<u64>() % gap;
+            f.send(Kind::Bulk, bulk::REPLY_LEN);
+            if first_answer.is_none()
+                && now > u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX)
+            {
+                return Err((
+                    ErrorKind::Timeout,
+                    format!(
+                        "no bulk report within {:?} (not npt serve, or the path drops everything?)",
+                        cfg.timeout
+                    ),
+                ));
+            }
+        }
+        let wake = pacer.next_due().unwrap_or(next_report).min(next_report);
+        let wait = Duration::from_nanos(wake.saturating_sub(f.now()));
+        let _ = npt_netio::wait(&[fd], &[false], Some(wait), &mut ready);
+    }
+    // The final report: asked again until one answers a request sent after the last datagram
+    // (the report then covers every datagram that will ever arrive, as the path keeps order).
+    let last_data = f.seq;
+    let t = Instant::now();
+    while t.elapsed() < FINAL_WAIT {
+        f.send(Kind::Bulk, bulk::REPLY_LEN);
+        let until = Instant::now() + FINAL_RETRY;
+        while Instant::now() < until {
+            if f.receive(f.seq, behind).is_some_and(|s| s >= last_data) {
+                return Ok(());
+            }
+            let _ = npt_netio::wait(&[fd], &[false], Some(FINAL_RETRY / 4), &mut ready);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,361 @@
+//! `npt bulk`: capacity through `npt serve`'s bulk responder — TCP or QUIC streams up, down or
+//! both, or UDP at a rate — with a line per interval as it runs, the summary, and a
+//! `kind = "bulk"` result document with `--json`. Exit 1 when nothing arrived (every stream
+//! failed), 2 for a bad flag.
+//!
+//! This command writes its document itself, as `npt ping` does; it moves onto the one command
+//! path (segment, metrics, live view) when that lands.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use npt_bulk::{Config, Proto, QuicTrust, Target, UdpRate, Ways, MAX_STREAMS};
+
+use crate::usage;
+use crate::usage::parse_duration;
+
+#[derive(Args, Debug)]
+pub struct BulkArgs {
+    /// tcp://HOST:PORT, quic://HOST:PORT (streams) or udp://HOST:PORT (at --rate) of `npt serve`.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    /// Streams each way (TCP connections or QUIC streams), 1 to 1024.
+    #[arg(long, short = 'P', value_name = "N", default_value_t = 1)]
+    pub streams: u32,
+    /// down (the server sends), up (this host sends) or both; UDP goes up only.
+    #[arg(long, value_name = "up|down|both")]
+    pub direction: Option<String>,
+    /// How long to measure (e.g. 10s, 1m).
+    #[arg(
+        long,
+        short = 't',
+        value_name = "DUR",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
+    pub duration: String,
+    /// Length of one interval line and record.
+    #[arg(
+        long,
+        short = 'i',
+        value_name = "DUR",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
+    pub interval: String,
+    /// UDP: the rate to send at, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit).
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+    /// UDP: datagram size in bytes, npt header included (88 to 65507).
+    #[arg(long, short = 's', value_name = "BYTES")]
+    pub size: Option<usize>,
+    /// Connect, handshake and the first answer must each come within this.
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "5s",
+        allow_hyphen_values = true
+    )]
+    pub timeout: String,
+    /// The secret of `npt serve --token` (the server then gives this host its open limits).
+    #[arg(long, value_name = "SECRET")]
+    pub token: Option<String>,
+    /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub ca: Option<PathBuf>,
+    /// QUIC: accept any certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Only the summary, no interval lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub via: crate::via::ViaArgs,
+}
+
+fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    let d = parse_duration(s).map_err(|e| usage!("{flag} {s:?}: {e}"))?;
+    if d.is_zero() {
+        return Err(usage!("{flag} must be positive, got {s:?}"));
+    }
+    Ok(d)
+}
+
+/// The flags, validated into the engine's config; errors name the flag.
+pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
+    let target = Target::parse(&a.target).map_err(|e| usage!("{e}"))?;
+    if !(1..=MAX_STREAMS).contains(&a.streams) {
+        return Err(usage!(
+            "--streams must be 1 to {MAX_STREAMS}, got {}",
+            a.streams
+        ));
+    }
+    let udp = target.proto == Proto::Udp;
+    let ways = match (a.direction.as_deref(), udp) {
+        (None, false) | (Some("down"), false) => Ways::Down,
+        (Some("up"), false) => Ways::Up,
+        (Some("both"), false) => Ways::Both,
+        (None | Some("up"), true) => Ways::Up,
+        (Some(d @ ("down" | "both")), true) => {
+            return Err(usage!(
+                "--direction {d}: UDP bulk goes up only (a responder that sent UDP at a rate \
+                 on request would be an amplifier); measure down with tcp:// or quic://"
+            ))
+        }
+        (Some(d), _) => return Err(usage!("--direction must be up, down or both, got {d:?}")),
+    };
+    let duration = positive("--duration", &a.duration)?;
+    let interval = positive("--interval", &a.interval)?;
+    let timeout = positive("--timeout", &a.timeout)?;
+    let udp_rate = if udp {
+        if a.streams != 1 {
+            return Err(usage!(
+                "--streams is for tcp:// and quic://; UDP runs one flow"
+            ));
+        }
+        let Some(r) = &a.rate else {
+            return Err(usage!("udp:// needs --rate (e.g. --rate 50mbit)"));
+        };
+        let rate = npt_link::parse_rate("--rate", r).map_err(|e| usage!("{e}"))?;
+        if rate.as_bits_per_sec() == 0 {
+            return Err(usage!("--rate must be positive, got {r:?}"));
+        }
+        let size = a.size.unwrap_or(1200);
+        let min = npt_wire::bulk::REPLY_LEN;
+        if !(min..=65_507).contains(&size) {
+            return Err(usage!(
+                "--size {size} must be between {min} and 65507 bytes"
+            ));
+        }
+        Some(UdpRate {
+            rate_bps: rate.as_bits_per_sec() as f64,
+            size,
+        })
+    } else {
+        if a.rate.is_some() || a.size.is_some() {
+            return Err(usage!(
+                "--rate and --size are for udp:// (streams go as fast as the path does)"
+            ));
+        }
+        None
+    };
+    if matches!(&a.token, Some(t) if t.is_empty()) {
+        return Err(usage!("--token must not be empty"));
+    }
+    let via = a.via.resolve(udp)?;
+    if via.is_some() && target.proto != Proto::Tcp {
+        return Err(usage!(
+            "--via: npt bulk goes through a proxy over tcp:// only"
+        ));
+    }
+    if (a.ca.is_some() || a.insecure) && target.proto != Proto::Quic {
+        return Err(usage!("--ca and --insecure are for quic:// targets"));
+    }
+    let trust = match (&a.ca, a.insecure) {
+        (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--ca: {e}"))?,
+        (None, true) => QuicTrust::Insecure,
+        (None, false) if target.proto == Proto::Quic => {
+            return Err(usage!(
+                "quic:// needs --ca FILE (the server's certificate) or --insecure"
+            ))
+        }
+        (None, false) => QuicTrust::default(),
+    };
+    Ok(Config {
+        target,
+        streams: a.streams,
+        ways,
+        duration,
+        interval,
+        udp: udp_rate,
+        token: a.token.clone(),
+        trust,
+        via,
+        timeout,
+    })
+}
+
+fn config_json(cfg: &Config) -> serde_json::Value {
+    serde_json::json!({
+        "target": cfg.target.to_string(),
+        "proto": cfg.target.proto.name(),
+        "direction": if cfg.target.proto == Proto::Udp { "up" } else { cfg.ways.name() },
+        "streams": cfg.streams,
+        "duration_s": cfg.duration.as_secs_f64(),
+        "interval_s": cfg.interval.as_secs_f64(),
+        "rate_bps": cfg.udp.map(|u| u.rate_bps),
+        "size": cfg.udp.map(|u| u.size),
+        "timeout_s": cfg.timeout.as_secs_f64(),
+        "via": cfg.via.as_ref().map(|v| v.to_string()),
+    })
+}
+
+pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
+    let cfg = config(&a)?;
+    let signals = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let s = signals.clone();
+        // SAFETY: the handler only does an atomic add, which is async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                s.fetch_add(1, Ordering::SeqCst);
+            })?;
+        }
+    }
+    let to_stdout = a.json.as_deref() == Some(std::path::Path::new("-"));
+    // Text goes where it does not mix with a JSON document on stdout.
+    let mut text: Box<dyn Write> = if to_stdout {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let what = match cfg.udp {
+        Some(u) => format!(
+            "udp up at {} in {} B datagrams",
+            npt_report::text::bits(u.rate_bps),
+            u.size
+        ),
+        None => format!(
+            "{} {}, {} stream{} each way",
+            cfg.target.proto.name(),
+            cfg.ways.name(),
+            cfg.streams,
+            if cfg.streams == 1 { "" } else { "s" }
+        ),
+    };
+    let via = cfg
+        .via
+        .as_ref()
+        .map_or(String::new(), |v| format!(" via {v}"));
+    writeln!(
+        text,
+        "BULK {}{via}: {what}, {:.1} s",
+        cfg.target,
+        cfg.duration.as_secs_f64()
+    )?;
+    text.flush()?;
+    let quiet = a.quiet;
+    let mut write_err = None;
+    let outcome = npt_bulk::run(&cfg, &signals, &mut |iv| {
+        if quiet || write_err.is_some() {
+            return;
+        }
+        let line = npt_report::text::bulk_interval_line(iv);
+        if let Err(e) = writeln!(text, "{line}").and_then(|()| text.flush()) {
+            write_err = Some(e);
+        }
+    })
+    .map_err(|e| match e {
+        npt_bulk::BulkError::Resolve(..) | npt_bulk::BulkError::BadTarget(_) => usage!("{e}"),
+        e => anyhow::anyhow!(e),
+    })?;
+    if let Some(e) = write_err {
+        return Err(e.into());
+    }
+    let doc = npt_result::Document::new(
+        "bulk",
+        outcome.started,
+        outcome.ended,
+        outcome.stopped_by,
+        config_json(&cfg),
+        outcome.body,
+    );
+    npt_report::text::write_bulk(&mut *text, &doc)?;
+    text.flush()?;
+    if let Some(path) = &a.json {
+        let bytes = doc.to_json_pretty();
+        if to_stdout {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)?;
+            out.flush()?;
+        } else {
+            npt_result::write_atomic(path, &bytes)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        }
+    }
+    let s = &doc.body.summary;
+    if s.failed_streams as usize >= doc.body.streams.len() || s.goodput_mbps == 0.0 {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: BulkArgs,
+    }
+
+    fn cfg(args: &[&str]) -> anyhow::Result<Config> {
+        let t = T::try_parse_from(std::iter::once("bulk").chain(args.iter().copied()))?;
+        config(&t.a)
+    }
+
+    fn usage_msg(args: &[&str]) -> String {
+        let e = cfg(args).expect_err("must be refused");
+        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
+        e.to_string()
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&["tcp://127.0.0.1:7"]).unwrap();
+        assert_eq!((c.streams, c.ways), (1, Ways::Down));
+        assert_eq!(c.duration, Duration::from_secs(10));
+        let c = cfg(&["udp://127.0.0.1:7", "--rate", "50mbit"]).unwrap();
+        assert_eq!(c.ways, Ways::Up);
+        assert_eq!(
+            c.udp,
+            Some(UdpRate {
+                rate_bps: 50e6,
+                size: 1200
+            })
+        );
+        let c = cfg(&["tcp://127.0.0.1:7", "-P", "1024", "--direction", "both"]).unwrap();
+        assert_eq!((c.streams, c.ways), (1024, Ways::Both));
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag() {
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--streams", "0"]).contains("--streams"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--streams", "1025"]).contains("--streams"));
+        assert!(usage_msg(&["udp://127.0.0.1:7", "--rate", "fast"]).contains("--rate"));
+        assert!(usage_msg(&["udp://127.0.0.1:7", "--rate", "0"]).contains("--rate"));
+        assert!(usage_msg(&["udp://127.0.0.1:7"]).contains("--rate"));
+        assert!(
+            usage_msg(&["udp://127.0.0.1:7", "--rate", "1mbit", "--size", "20"]).contains("--size")
+        );
+        assert!(usage_msg(&[
+            "udp://127.0.0.1:7",
+            "--rate",
+            "1mbit",
+            "--direction",
+            "down"
+        ])
+        .contains("--direction"));
+        assert!(
+            usage_msg(&["tcp://127.0.0.1:7", "--direction", "sideways"]).contains("--direction")
+        );
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--rate", "1mbit"]).contains("--rate"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--duration", "0"]).contains("--duration"));
+        assert!(usage_msg(&["quic://127.0.0.1:7"]).contains("--insecure"));
+        assert!(
+            usage_msg(&["quic://127.0.0.1:7", "--insecure", "--via", "http://p:1"])
+                .contains("--via")
+        );
+        assert!(usage_msg(&["127.0.0.1:7"]).contains("tcp://"));
+    }
+}

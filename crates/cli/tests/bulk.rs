@@ -1,0 +1,341 @@
+//! `npt bulk` end to end over loopback against `npt serve`: TCP both ways, UDP at a rate and
+//! QUIC streams write documents the schema accepts and that read back through `npt report`;
+//! bad flags exit 2 naming the flag, a refused target is a classified error, Ctrl-C still
+//! writes the report, and a server that treats this host as a stranger holds bulk to its reply
+//! budget (the lab test checks the numbers on an emulated link, with root).
+#![cfg(test)] // clippy.toml: test helpers count as tests
+#![allow(clippy::cast_possible_wrap)] // small test values
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{assert_valid, f, json, npt, run, serve, u, Guard};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn bulk(args: &[&str], out: &std::path::Path) -> (std::process::Output, serde_json::Value) {
+    let mut a = vec!["bulk"];
+    a.extend_from_slice(args);
+    a.extend(["--json", out.to_str().unwrap()]);
+    let o = run(&a, LIMIT);
+    let doc = json(out);
+    assert_valid(&doc, "bulk");
+    (o, doc)
+}
+
+#[test]
+fn tcp_both_ways_reports_every_stream_and_reads_back() {
+    let (_s, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("b.json");
+    let target = format!("tcp://{addr}");
+    let (o, doc) = bulk(
+        &[
+            &target,
+            "-P",
+            "2",
+            "--direction",
+            "both",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(doc["kind"], "bulk");
+    assert_eq!(doc["summary"]["direction"], "both");
+    assert_eq!(doc["streams"].as_array().unwrap().len(), 4);
+    assert!(
+        f(&doc, "/summary/goodput_bps/down") > 1e8,
+        "{}",
+        doc["summary"]
+    );
+    assert!(
+        f(&doc, "/summary/goodput_bps/up") > 1e8,
+        "{}",
+        doc["summary"]
+    );
+    // The kernel's view: retransmits are counted (a number, maybe 0) and an RTT was sampled.
+    assert!(doc["summary"]["retransmits"].is_u64());
+    assert!(u(&doc, "/summary/rtt_ms/count") > 0);
+    let ivs = doc["intervals"].as_array().unwrap();
+    assert!((4..=5).contains(&ivs.len()), "{} intervals", ivs.len());
+    for iv in ivs {
+        assert_eq!(iv["streams"].as_array().unwrap().len(), 4);
+    }
+    let up_stream = &ivs[1]["streams"][2];
+    assert!(up_stream["cwnd"].as_u64().unwrap() > 0, "{up_stream}");
+    // The interval lines add up to about the total (each way).
+    let down: f64 = ivs
+        .iter()
+        .map(|i| i["bytes"]["down"].as_f64().unwrap())
+        .sum();
+    assert_eq!(down, f(&doc, "/summary/bytes/down"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("kernel rtt"), "{text}");
+    let r = run(&["report", out.to_str().unwrap()], LIMIT);
+    assert!(r.status.success());
+    let again = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        again.contains("npt bulk tcp://") && again.contains("retransmits"),
+        "{again}"
+    );
+}
+
+#[test]
+fn udp_at_a_rate_delivers_the_rate_on_loopback() {
+    let (_s, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("u.json");
+    let target = format!("udp://{addr}");
+    let (o, doc) = bulk(
+        &[
+            &target,
+            "--rate",
+            "20mbit",
+            "--size",
+            "1000",
+            "--duration",
+            "2s",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let udp = &doc["summary"]["udp"];
+    assert_eq!(udp["size"], 1000);
+    let sent = u(&doc, "/summary/udp/sent");
+    // 2 s at 20 Mbit/s of 1000-byte datagrams is 5,000, plus a report request every 100 ms.
+    assert!((4_900..=5_200).contains(&sent), "{udp}");
+    assert!(f(&doc, "/summary/udp/loss_pct") < 1.0, "{udp}");
+    let delivered = f(&doc, "/summary/udp/delivered_bps");
+    assert!((18e6..22e6).contains(&delivered), "{udp}");
+    assert!(u(&doc, "/summary/rtt_ms/count") > 0, "report round trips");
+}
+
+#[test]
+fn quic_streams_move_bytes_both_ways() {
+    let mut child = npt()
+        .args(["serve", "--listen", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _g = Guard(child);
+    let quic = BufReader::new(stdout)
+        .lines()
+        .take(4)
+        .map_while(Result::ok)
+        .find(|l| l.contains("listening on quic"))
+        .and_then(|l| l.rsplit(' ').next().map(str::to_string))
+        .expect("a quic address");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.json");
+    let target = format!("quic://{quic}");
+    let (o, doc) = bulk(
+        &[
+            &target,
+            "--insecure",
+            "-P",
+            "2",
+            "--direction",
+            "both",
+            "--duration",
+            "1500ms",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(doc["summary"]["protocol"], "quic");
+    assert!(
+        f(&doc, "/summary/goodput_bps/down") > 1e6,
+        "{}",
+        doc["summary"]
+    );
+    assert!(
+        f(&doc, "/summary/goodput_bps/up") > 1e6,
+        "{}",
+        doc["summary"]
+    );
+    assert_eq!(u(&doc, "/summary/failed_streams"), 0);
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_flag() {
+    for (args, flag) in [
+        (vec!["tcp://127.0.0.1:9", "--streams", "0"], "--streams"),
+        (vec!["tcp://127.0.0.1:9", "--streams", "1025"], "--streams"),
+        (vec!["udp://127.0.0.1:9", "--rate", "lots"], "--rate"),
+        (
+            vec![
+                "udp://127.0.0.1:9",
+                "--rate",
+                "5mbit",
+                "--direction",
+                "down",
+            ],
+            "--direction",
+        ),
+        (
+            vec!["tcp://127.0.0.1:9", "--duration", "never"],
+            "--duration",
+        ),
+    ] {
+        let mut a = vec!["bulk"];
+        a.extend(args.iter().copied());
+        let o = run(&a, LIMIT);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_refused_target_is_a_classified_error() {
+    // A port nobody listens on: bind one, note it, close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let target = format!("tcp://127.0.0.1:{port}");
+    let (o, doc) = bulk(&[&target, "-P", "3", "--duration", "5s"], &out);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        doc["stopped_by"], "error",
+        "every stream failed: no need to wait 5 s"
+    );
+    assert_eq!(u(&doc, "/errors/by_kind/refused/count"), 3);
+    assert_eq!(f(&doc, "/errors/error_rate"), 1.0);
+}
+
+#[test]
+fn ctrl_c_stops_the_streams_and_still_writes_the_report() {
+    let (_s, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.json");
+    let child = npt()
+        .args([
+            "bulk",
+            &format!("tcp://{addr}"),
+            "-P",
+            "2",
+            "--duration",
+            "60s",
+        ])
+        .args(["--json", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut g = Guard(child);
+    // Wait for the first interval line, then interrupt.
+    let mut lines = BufReader::new(g.0.stdout.take().unwrap()).lines();
+    let first = lines.nth(1).unwrap().unwrap();
+    assert!(first.starts_with('['), "{first}");
+    let t = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let status = g.0.wait().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(status.success());
+    let doc = json(&out);
+    assert_valid(&doc, "bulk");
+    assert_eq!(doc["stopped_by"], "signal");
+    assert!(f(&doc, "/summary/goodput_bps/down") > 0.0);
+}
+
+/// A server that treats this host as a stranger (`--limit-local`, a 4 Mbit/s reply budget):
+/// eight streams down for 2 s get the budget, not the path — the bucket's one second plus
+/// two seconds of refill, 1.5 MB — and so do eight streams up; the server counts the wait.
+#[test]
+fn a_stranger_cannot_make_serve_send_or_take_more_than_its_budget() {
+    let (s, addr) = serve(&["--limit-local", "--reply-mbps", "4"]);
+    let dir = tempfile::tempdir().unwrap();
+    for dir_flag in ["down", "up"] {
+        let out = dir.path().join(format!("{dir_flag}.json"));
+        let target = format!("tcp://{addr}");
+        let (o, doc) = bulk(
+            &[
+                &target,
+                "-P",
+                "8",
+                "--direction",
+                dir_flag,
+                "--duration",
+                "2s",
+            ],
+            &out,
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let bytes = f(&doc, &format!("/summary/bytes/{dir_flag}"));
+        assert!(bytes > 100_000.0, "{dir_flag}: {bytes}");
+        // 0.5 MB of bucket + 2 s × 0.5 MB/s, and one chunk per stream in flight.
+        assert!(bytes < 1_500_000.0 + 8.0 * 131_072.0, "{dir_flag}: {bytes}");
+    }
+    drop(s);
+}
+
+/// `--token`: the keyed handshake opens every stream (and this host is then trusted); without
+/// it the server refuses, which is a classified error. `--via`: through a SOCKS5 proxy, with
+/// the token inside the tunnel.
+#[test]
+fn with_a_token_and_through_a_socks5_proxy() {
+    let (_s, addr) = serve(&["--token", "s3cret"]);
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("tcp://{addr}");
+    let out = dir.path().join("t.json");
+    let (o, doc) = bulk(
+        &[
+            &target,
+            "--token",
+            "s3cret",
+            "-P",
+            "2",
+            "--direction",
+            "both",
+            "--duration",
+            "1s",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(f(&doc, "/summary/goodput_bps/up") > 1e6 && f(&doc, "/summary/goodput_bps/down") > 1e6);
+    let out = dir.path().join("n.json");
+    let (o, doc) = bulk(&[&target, "--duration", "1s"], &out);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(u(&doc, "/errors/total_errors"), 1, "{}", doc["errors"]);
+    if !npt_testkit::proxies::have("/usr/bin/microsocks") {
+        return;
+    }
+    let port = npt_testkit::process::free_port();
+    let _m = npt_testkit::proxies::microsocks(port, Some(("npt", "pw")));
+    let via = format!("socks5://npt:pw@127.0.0.1:{port}");
+    let out = dir.path().join("v.json");
+    let (o, doc) = bulk(
+        &[
+            &target,
+            "--token",
+            "s3cret",
+            "--via",
+            &via,
+            "--duration",
+            "1s",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(f(&doc, "/summary/goodput_bps/down") > 1e6);
+    assert_eq!(
+        doc["config"]["via"],
+        format!("socks5://npt:***@127.0.0.1:{port}")
+    );
+}

@@ -1,0 +1,142 @@
+//! `npt bulk` on a path of known capacity (root: network namespaces joined by an emulated
+//! link): 10 Mbit/s, 20 ms RTT and a 100-packet queue must read as 9–10 Mbit/s of TCP goodput
+//! each way with the kernel's RTT above the base (the queue fills), and UDP sent at 20 Mbit/s
+//! into it as about half lost and 10 Mbit/s delivered — the numbers the link is set to, read
+//! through npt serve's bulk responder on its one port.
+#![cfg(test)] // clippy.toml: test helpers count as tests
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{assert_valid, f, json, run, u};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The lab's link: 10 Mbit/s, 10 ms each way, 100 packets of queue, `npt serve` behind it.
+const TOPOLOGY: &str = r#"name = "tbulk"
+[[node]]
+name = "client"
+[[node]]
+name = "server"
+[[link]]
+a = "client"
+b = "server"
+rate = "10mbit"
+delay = "10ms"
+queue = 100
+[[service]]
+name = "serve"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
+ready = "tcp://10.0.1.2:7777"
+"#;
+
+/// The lab, brought down when dropped.
+struct Lab;
+
+impl Lab {
+    fn up(dir: &Path) -> Lab {
+        let file = dir.join("tbulk.toml");
+        std::fs::write(&file, TOPOLOGY).unwrap();
+        let out = run(
+            &["lab", "up", file.to_str().unwrap()],
+            Duration::from_secs(60),
+        );
+        assert!(
+            out.status.success(),
+            "lab up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Lab
+    }
+
+    /// `npt ARGS --json FILE` on the client node; the document (schema-checked).
+    fn bulk(&self, dir: &Path, args: &[&str]) -> serde_json::Value {
+        let j = dir.join("bulk.json");
+        let mut a = vec!["lab", "exec", "tbulk", "client", "--", "npt", "bulk"];
+        a.extend_from_slice(args);
+        a.extend(["--json", j.to_str().unwrap()]);
+        let out = run(&a, Duration::from_secs(120));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc = json(&j);
+        assert_valid(&doc, "bulk");
+        doc
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", "tbulk"], Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED: {} needs root (network namespaces, TUN)",
+            module_path!()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::up(dir.path());
+    for (way, ptr) in [
+        ("down", "/summary/goodput_bps/down"),
+        ("up", "/summary/goodput_bps/up"),
+    ] {
+        let doc = lab.bulk(
+            dir.path(),
+            &[
+                "tcp://10.0.1.2:7777",
+                "--direction",
+                way,
+                "--duration",
+                "8s",
+            ],
+        );
+        let mbit = f(&doc, ptr) / 1e6;
+        assert!(
+            (9.0..=10.0).contains(&mbit),
+            "TCP {way}: {mbit:.2} Mbit/s through 10mbit"
+        );
+        // The kernel saw the queue: RTT over the 20 ms base (a full 100-packet queue adds up
+        // to 120 ms).
+        let p50 = f(&doc, "/summary/rtt_ms/p50");
+        assert!(
+            (20.0..=160.0).contains(&p50),
+            "TCP {way}: kernel RTT p50 {p50} ms"
+        );
+    }
+    let doc = lab.bulk(
+        dir.path(),
+        &[
+            "udp://10.0.1.2:7777",
+            "--rate",
+            "20mbit",
+            "--size",
+            "1200",
+            "--duration",
+            "5s",
+        ],
+    );
+    let loss = f(&doc, "/summary/udp/loss_pct");
+    let delivered = f(&doc, "/summary/udp/delivered_bps") / 1e6;
+    // 1,228 bytes a datagram on the link (IP and UDP headers count there, not in `delivered`):
+    // 1,018 of the 2,083 sent each second pass, 9.8 Mbit/s of payload, 51 % lost.
+    assert!((45.0..=56.0).contains(&loss), "UDP loss {loss:.1} %");
+    assert!(
+        (9.0..=10.2).contains(&delivered),
+        "UDP delivered {delivered:.2} Mbit/s"
+    );
+    assert!(u(&doc, "/summary/udp/sent") > 10_000);
+}
