@@ -1,7 +1,7 @@
 //! The npt result document: one self-describing JSON value per run, the types of every
 //! workload's body, the error vocabulary they count under, the interval series, and the atomic
 //! writer. Engines write it and readers (`npt-report`'s renderers, compare and merge) read it;
-//! it depends on `npt-stats` and serde only, so no engine depends on a renderer.
+//! it depends on `npt-stats`, serde and schemars only, so no engine depends on a renderer.
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
 //! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`]), and [`any`] reads any of them
