@@ -185,10 +185,10 @@ pub fn run(
         .iter()
         .filter_map(|s| s.udp)
         .map(|u| u.behind_schedule)
-        .sum();
+        .sum::<u64>();
     let health = Health {
-        sends_behind_schedule: behind,
-        behind_threshold_ms: 1.0,
+        sends_behind_schedule: Some(behind),
+        behind_threshold_ms: Some(1.0),
         cpu_user_s: cpu1.0 - cpu0.0,
         cpu_sys_s: cpu1.1 - cpu0.1,
         cpu_pct: (cpu1.0 - cpu0.0 + cpu1.1 - cpu0.1) / wall * 100.0,

@@ -9,10 +9,13 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use npt_result::common::{Directions, ErrorStats};
 use npt_result::error::ErrorKind;
-use npt_result::http::{hist, HostResult, HttpBody, HttpSummary, Phases};
-use npt_result::interval::Interval;
-use npt_result::probe::{Directions, Errors, Health, NptLatency};
+use npt_result::http::{hist, ColdStart, HttpBody, HttpSummary};
+use npt_result::interval::{Interval, IntervalAcc, Intervals};
+use npt_result::stats::http::HostCounts;
+use npt_result::stats::{Dist, HistMap, HttpMeta, HttpStats, Stats};
+use npt_result::Health;
 use npt_stats::{ErrorCounts, Histogram};
 
 /// A send that leaves more than this after its intended time is counted behind schedule.
@@ -108,14 +111,6 @@ pub(crate) struct HostAcc {
     pub(crate) ttfb: Histogram,
 }
 
-#[derive(Default)]
-struct IntervalAcc {
-    requests: u64,
-    errors: u64,
-    status: StatusCounts,
-    latency: Histogram,
-}
-
 /// Accumulates events into the result.
 pub struct Collector {
     pub(crate) hosts: Vec<(String, HostAcc)>,
@@ -192,7 +187,10 @@ impl Collector {
         let Some((_, host)) = self.hosts.get_mut(hi) else {
             return;
         };
-        let iv = self.open.entry(idx).or_default();
+        let iv = self
+            .open
+            .entry(idx)
+            .or_insert_with(IntervalAcc::with_status);
         self.bytes_out += e.bytes_out;
         if let Some(intended) = e.intended_ns {
             let late = e.sent_ns.saturating_sub(intended);
@@ -216,7 +214,6 @@ impl Collector {
                 let ttfb = e.head_ns.saturating_sub(e.sent_ns);
                 self.requests += 1;
                 host.requests += 1;
-                iv.requests += 1;
                 self.bytes_in += e.bytes_in;
                 host.bytes_in += e.bytes_in;
                 if (200..300).contains(code) {
@@ -225,10 +222,10 @@ impl Collector {
                 }
                 self.status.add(*code);
                 host.status.add(*code);
-                iv.status.add(*code);
+                iv.record_status(*code);
                 self.latency.record(lat);
                 host.latency.record(lat);
-                iv.latency.record(lat);
+                iv.record_completed(lat);
                 self.uncorrected.record(actual);
                 host.uncorrected.record(actual);
                 self.ttfb.record(ttfb);
@@ -257,7 +254,7 @@ impl Collector {
         // Fill gaps (a whole second without a completed request is a data point too).
         let next = self.closed.last().map_or(0, |r| r.index + 1);
         for gap in next..idx {
-            let rec = self.interval_record(gap, IntervalAcc::default(), None);
+            let rec = self.interval_record(gap, IntervalAcc::with_status(), None);
             closed.push(rec.clone());
             self.closed.push(rec);
         }
@@ -268,37 +265,20 @@ impl Collector {
         }
     }
 
-    fn interval_record(&self, idx: u32, acc: IntervalAcc, end_ns: Option<u64>) -> Interval {
+    fn interval_record(&self, idx: u32, mut acc: IntervalAcc, end_ns: Option<u64>) -> Interval {
         let start = idx as u64 * self.interval_ns;
         let end = end_ns.unwrap_or(start + self.interval_ns).max(start + 1);
         let secs = (end - start) as f64 / 1e9;
-        Interval {
-            index: idx,
-            start_s: start as f64 / 1e9,
-            end_s: end as f64 / 1e9,
-            completed: acc.requests,
-            errors: acc.errors,
-            rate_per_s: acc.requests as f64 / secs,
-            latency_ms: acc.latency.summary(),
-            status: Some(acc.status.to_map()),
-            histogram: acc.latency.to_serialized(),
-            ..Interval::default()
-        }
+        acc.close(idx, start as f64 / 1e9, end as f64 / 1e9, secs)
     }
 
     pub fn requests(&self) -> u64 {
         self.requests
     }
 
-    /// The result body. `summary` carries the configuration fields (url, mode …); the counts,
-    /// rates and latencies are filled in here. `duration_ns` is the measured phase's length.
-    pub fn finish(
-        mut self,
-        mut summary: HttpSummary,
-        duration_ns: u64,
-        health: Health,
-    ) -> HttpBody {
-        // The last, partial interval ends with the run.
+    /// The run's stats value as measured here: the measured phase of `duration_ns` (the last,
+    /// partial interval ends with it), and the sends behind schedule in the health.
+    pub fn stats(mut self, duration_ns: u64) -> HttpStats {
         let open: Vec<u32> = self.open.keys().copied().collect();
         for idx in open {
             let full_end = (idx as u64 + 1) * self.interval_ns;
@@ -310,89 +290,89 @@ impl Collector {
             self.close_one(idx, end, &mut Vec::new());
         }
         let secs = (duration_ns as f64 / 1e9).max(1e-9);
-        let total_errors = self.errors.total();
-        let open_loop = self.open_loop;
-        summary.open_loop = open_loop;
-        summary.requests = self.requests;
-        summary.ok = self.ok;
-        summary.errors = total_errors;
-        summary.rps = self.requests as f64 / secs;
-        summary.duration_s = duration_ns as f64 / 1e9;
-        summary.connections_opened = self.conns;
-        summary.status = self.status.to_map();
-        summary.bytes = Directions {
-            up: self.bytes_out as f64,
-            down: self.bytes_in as f64,
-        };
-        summary.throughput_bps = Directions {
-            up: self.bytes_out as f64 * 8.0 / secs,
-            down: self.bytes_in as f64 * 8.0 / secs,
-        };
-        summary.latency_ms = self.latency.summary();
-        summary.latency_uncorrected_ms = open_loop.then(|| self.uncorrected.summary());
-        let has_tls = !self.tls.is_empty();
-        summary.phases_ms = Phases {
-            connect: self.connect.summary(),
-            tls: has_tls.then(|| self.tls.summary()),
-            proxy: (!self.proxy.is_empty()).then(|| self.proxy.summary()),
-            ttfb: self.ttfb.summary(),
-            complete: self.uncorrected.summary(),
-        };
-        let mut health = health;
-        health.sends_behind_schedule = self.behind;
-        health.behind_threshold_ms = BEHIND_THRESHOLD_NS as f64 / 1e6;
-        health.send_lateness_ms = self.lateness.summary();
-
-        let mut hosts = BTreeMap::new();
-        let mut histograms = BTreeMap::new();
-        let mut put = |k: String, h: Option<&Histogram>| {
-            if let Some(h) = h {
-                histograms.insert(k, h.to_serialized());
+        let mut histograms = HistMap::default();
+        histograms.add(hist::LATENCY, &self.latency);
+        if self.open_loop {
+            // In closed loop it holds what `latency` holds.
+            histograms.add(hist::LATENCY_UNCORRECTED, &self.uncorrected);
+        }
+        histograms.add(hist::TTFB, &self.ttfb);
+        histograms.add(hist::CONNECT, &self.connect);
+        for (name, h) in [(hist::TLS, &self.tls), (hist::PROXY, &self.proxy)] {
+            if !h.is_empty() {
+                histograms.add(name, h);
             }
-        };
-        put(hist::LATENCY.into(), Some(&self.latency));
-        put(
-            hist::LATENCY_UNCORRECTED.into(),
-            open_loop.then_some(&self.uncorrected),
-        );
-        put(hist::TTFB.into(), Some(&self.ttfb));
-        put(hist::CONNECT.into(), Some(&self.connect));
-        put(hist::TLS.into(), has_tls.then_some(&self.tls));
-        put(
-            hist::PROXY.into(),
-            (!self.proxy.is_empty()).then_some(&self.proxy),
-        );
-        for (name, h) in &self.hosts {
-            put(hist::host(name), Some(&h.latency));
-            hosts.insert(
-                name.clone(),
-                HostResult {
-                    requests: h.requests,
-                    ok: h.ok,
-                    errors: h.errors,
-                    rps: h.requests as f64 / secs,
-                    status: h.status.to_map(),
-                    bytes_received: h.bytes_in,
-                    latency_ms: h.latency.summary(),
-                    latency_uncorrected_ms: open_loop.then(|| h.uncorrected.summary()),
-                    ttfb_ms: h.ttfb.summary(),
-                },
-            );
         }
-        // Requests started: completed, failed, or still waiting for their answer at the end.
-        let attempts = self.requests + total_errors + summary.in_flight_at_end;
-        let mut latency = BTreeMap::new();
-        latency.insert("tcp".to_string(), NptLatency::from(&summary.latency_ms));
-        HttpBody {
+        let mut hosts = BTreeMap::new();
+        for (name, h) in &mut self.hosts {
+            histograms.add(&hist::host(name), &h.latency);
+            let counts = HostCounts {
+                requests: h.requests,
+                ok: h.ok,
+                errors: h.errors,
+                rps: h.requests as f64 / secs,
+                status: h.status.to_map(),
+                bytes_received: h.bytes_in,
+                latency_uncorrected: Dist::Recorded(std::mem::take(&mut h.uncorrected)),
+                ttfb: Dist::Recorded(std::mem::take(&mut h.ttfb)),
+            };
+            hosts.insert(name.clone(), counts);
+        }
+        HttpStats {
+            requests: self.requests,
+            ok: self.ok,
+            rps: self.requests as f64 / secs,
+            duration_s: duration_ns as f64 / 1e9,
+            connections_opened: self.conns,
+            status: self.status.to_map(),
+            bytes: Directions::bytes(self.bytes_out, self.bytes_in),
+            throughput_bps: Directions::bits_per_s(self.bytes_out, self.bytes_in, secs),
             hosts,
-            cold_start: None,
-            health,
-            latency,
-            errors: Errors::new(self.errors.clone(), attempts),
             histograms,
-            intervals: std::mem::take(&mut self.closed).into_vec_logged(),
-            summary,
+            // Requests started: completed and failed here; the caller adds those still
+            // waiting for their answer at the end.
+            errors: ErrorStats {
+                by_kind: self.errors.clone(),
+                attempts: self.requests + self.errors.total(),
+            },
+            health: Health::default().with_sends(
+                self.behind,
+                BEHIND_THRESHOLD_NS as f64 / 1e6,
+                self.lateness.summary(),
+            ),
+            intervals: Intervals::of(std::mem::take(&mut self.closed).into_vec_logged()),
+            ..HttpStats::default()
         }
+    }
+
+    /// The result body. `summary` carries the configuration fields (url, mode …) and the
+    /// requests still in flight at the end; `health` the process's CPU and memory (and the
+    /// pacer's timer lateness); `duration_ns` is the measured phase's length.
+    pub fn finish(
+        self,
+        summary: HttpSummary,
+        duration_ns: u64,
+        health: Health,
+        cold_start: Option<ColdStart>,
+    ) -> HttpBody {
+        let meta = HttpMeta {
+            open_loop: self.open_loop,
+            ..HttpMeta::of(&summary)
+        };
+        let mut st = self.stats(duration_ns);
+        st.connections = summary.connections;
+        st.rate = summary.rate;
+        st.in_flight_at_end = summary.in_flight_at_end;
+        st.oldest_in_flight_ms = summary.oldest_in_flight_ms;
+        st.errors.attempts += summary.in_flight_at_end;
+        st.cold_start = cold_start;
+        st.health = Health {
+            sends_behind_schedule: st.health.sends_behind_schedule,
+            behind_threshold_ms: st.health.behind_threshold_ms,
+            send_lateness_ms: st.health.send_lateness_ms,
+            ..health
+        };
+        st.summarize(&meta)
     }
 }
 
@@ -441,7 +421,7 @@ mod tests {
             tls_ns: None,
             proxy_ns: None,
         }));
-        let body = c.finish(HttpSummary::default(), 2000 * MS, Health::default());
+        let body = c.finish(HttpSummary::default(), 2000 * MS, Health::default(), None);
         let s = &body.summary;
         assert_eq!((s.requests, s.ok, s.errors), (3, 2, 1));
         assert_eq!(s.status.get("200"), Some(&2));
@@ -480,7 +460,7 @@ mod tests {
             in_flight_at_end: 2,
             ..HttpSummary::default()
         };
-        let body = c.finish(summary, 1000 * MS, Health::default());
+        let body = c.finish(summary, 1000 * MS, Health::default(), None);
         // Started: 1 completed + 2 failed + 2 still waiting at the end.
         assert_eq!(body.errors.attempts, Some(5));
         assert_eq!(body.errors.error_rate, 0.4);
@@ -501,7 +481,7 @@ mod tests {
             bytes_out: 0,
             bytes_in: 0,
         }));
-        let body = c.finish(HttpSummary::default(), 1000 * MS, Health::default());
+        let body = c.finish(HttpSummary::default(), 1000 * MS, Health::default(), None);
         let s = &body.summary;
         assert!(
             (s.latency_ms.max - 501.0).abs() < 1.0,
@@ -510,7 +490,7 @@ mod tests {
         );
         let u = s.latency_uncorrected_ms.expect("open loop reports both");
         assert!((u.max - 1.0).abs() < 0.01, "{}", u.max);
-        assert_eq!(body.health.sends_behind_schedule, 1);
+        assert_eq!(body.health.sends_behind_schedule, Some(1));
         assert!(body.histograms.contains_key(hist::LATENCY_UNCORRECTED));
     }
 
@@ -528,12 +508,12 @@ mod tests {
             bytes_out: 0,
             bytes_in: 0,
         }));
-        let body = c.finish(HttpSummary::default(), 1000 * MS, Health::default());
+        let body = c.finish(HttpSummary::default(), 1000 * MS, Health::default(), None);
         assert!((body.summary.latency_ms.max - 1.1).abs() < 0.01);
         let uncorrected = body.summary.latency_uncorrected_ms.unwrap();
         assert!((uncorrected.max - 0.1).abs() < 0.01);
-        assert!((body.health.send_lateness_ms.max - 1.0).abs() < 0.01);
-        assert_eq!(body.health.sends_behind_schedule, 0);
+        assert!((body.health.send_lateness_ms.unwrap().max - 1.0).abs() < 0.01);
+        assert_eq!(body.health.sends_behind_schedule, Some(0));
     }
 
     #[test]
@@ -545,7 +525,7 @@ mod tests {
         assert_eq!(closed.last().map(|r| r.rate_per_s), Some(1.0));
         let closed = c.close_until(3000 * MS);
         assert_eq!(closed.iter().map(|r| r.index).collect::<Vec<_>>(), [1, 2]);
-        let body = c.finish(HttpSummary::default(), 3200 * MS, Health::default());
+        let body = c.finish(HttpSummary::default(), 3200 * MS, Health::default(), None);
         let idx: Vec<u32> = body.intervals.iter().map(|r| r.index).collect();
         assert_eq!(idx, vec![0, 1, 2]);
         assert_eq!(body.intervals[1].completed, 0);
@@ -555,7 +535,7 @@ mod tests {
     fn last_partial_interval_ends_with_the_run() {
         let mut c = Collector::new(&["h".to_string()], false, 1000 * MS);
         c.add(&ok(0, 200, 1200 * MS, 1201 * MS));
-        let body = c.finish(HttpSummary::default(), 1500 * MS, Health::default());
+        let body = c.finish(HttpSummary::default(), 1500 * MS, Health::default(), None);
         let last = body.intervals.last().unwrap();
         assert_eq!(last.end_s, 1.5);
         assert_eq!(last.rate_per_s, 2.0);

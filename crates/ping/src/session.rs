@@ -6,7 +6,6 @@
 use std::collections::VecDeque;
 
 use npt_result::error::ErrorKind;
-use npt_stats::{ErrorCounts, Histogram};
 
 /// Pending attempts kept at most; more would mean `timeout / interval` is absurdly large, and
 /// the oldest is then given up as a timeout early rather than growing without bound.
@@ -31,26 +30,9 @@ pub enum Event {
     },
 }
 
-/// Counters and the RTT histogram of a ping session.
-#[derive(Clone, Debug, Default)]
-pub struct Tally {
-    pub sent: u64,
-    pub received: u64,
-    pub late: u64,
-    pub rtt: Histogram,
-    pub errors: ErrorCounts,
-}
-
-impl Tally {
-    /// Percentage of attempts without an answer (0 when nothing was sent).
-    pub fn loss_pct(&self) -> f64 {
-        if self.sent == 0 {
-            0.0
-        } else {
-            (self.sent - self.received) as f64 * 100.0 / self.sent as f64
-        }
-    }
-}
+/// Counters and the RTT histogram of a ping session: the ping's stats value, which
+/// [`npt_result::stats::Stats::summarize`] turns into the result body.
+pub use npt_result::stats::PingStats as Tally;
 
 /// Sequence and timeout bookkeeping for one target.
 #[derive(Debug)]

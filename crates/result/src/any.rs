@@ -21,6 +21,7 @@ pub use crate::interval::Interval;
 
 use crate::bulk::BulkBody;
 use crate::error::error_kind;
+use crate::health::Health;
 use crate::http::HttpBody;
 use crate::ping::PingBody;
 use crate::probe::{Errors, NptLatency, ProbeBody};
@@ -39,7 +40,7 @@ pub type AnyResult = Document<Workload>;
 /// The typed part of a result that differs by workload. Serializes flat, as each body always
 /// did (the envelope's `kind` says which it is). A ping is not a workload (no intervals, no
 /// tester health) but is read as one so that `report` and `compare` read every result alike.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 // One value per result read, never a collection of them: the variants' sizes do not matter.
 #[allow(clippy::large_enum_variant)]
@@ -148,15 +149,6 @@ pub fn read(path: &Path) -> Result<AnyResult, ReadError> {
     from_value(&name, json)
 }
 
-/// The tester's own health, as every workload reports it.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct TesterHealth {
-    pub cpu_user_s: f64,
-    pub cpu_sys_s: f64,
-    pub cpu_pct: f64,
-    pub max_rss_bytes: u64,
-}
-
 impl Workload {
     pub fn kind(&self) -> &'static str {
         match self {
@@ -191,39 +183,13 @@ impl Workload {
     }
 
     /// The tester's health (a ping records none: zeros).
-    pub fn health(&self) -> TesterHealth {
-        let (u, s, pct, rss) = match self {
-            Workload::Probe(b) => (
-                b.health.cpu_user_s,
-                b.health.cpu_sys_s,
-                b.health.cpu_pct,
-                b.health.max_rss_bytes,
-            ),
-            Workload::Http(b) => (
-                b.health.cpu_user_s,
-                b.health.cpu_sys_s,
-                b.health.cpu_pct,
-                b.health.max_rss_bytes,
-            ),
-            Workload::Run(b) => (
-                b.health.cpu_user_s,
-                b.health.cpu_sys_s,
-                b.health.cpu_pct,
-                b.health.max_rss_bytes,
-            ),
-            Workload::Bulk(b) => (
-                b.health.cpu_user_s,
-                b.health.cpu_sys_s,
-                b.health.cpu_pct,
-                b.health.max_rss_bytes,
-            ),
-            Workload::Ping(_) => return TesterHealth::default(),
-        };
-        TesterHealth {
-            cpu_user_s: u,
-            cpu_sys_s: s,
-            cpu_pct: pct,
-            max_rss_bytes: rss,
+    pub fn health(&self) -> Health {
+        match self {
+            Workload::Probe(b) => b.health,
+            Workload::Http(b) => b.health,
+            Workload::Run(b) => b.health,
+            Workload::Bulk(b) => b.health,
+            Workload::Ping(_) => Health::default(),
         }
     }
 
@@ -248,7 +214,7 @@ impl Workload {
             Workload::Run(b) => &b.histograms,
             Workload::Http(b) => &b.histograms,
             Workload::Bulk(b) => &b.histograms,
-            Workload::Ping(b) => return BTreeMap::from([("rtt", &b.histogram)]),
+            Workload::Ping(b) => return BTreeMap::from([(crate::ping::hist::RTT, &b.histogram)]),
         };
         map.iter().map(|(k, h)| (k.as_str(), h)).collect()
     }
@@ -270,14 +236,14 @@ impl Workload {
             Workload::Http(b) => one(&b.histograms, crate::http::hist::LATENCY)
                 .into_iter()
                 .collect(),
-            Workload::Ping(b) => vec![("rtt", &b.histogram)],
+            Workload::Ping(b) => vec![(crate::ping::hist::RTT, &b.histogram)],
             Workload::Bulk(b) => one(&b.histograms, crate::bulk::hist::RTT)
                 .into_iter()
                 .collect(),
             Workload::Run(b) => b
                 .histograms
                 .iter()
-                .filter(|(k, _)| k.starts_with("proto.") && k.ends_with(".latency"))
+                .filter(|(k, _)| crate::run::hist::is_proto_latency(k))
                 .map(|(k, h)| (k.as_str(), h))
                 .collect(),
         }

@@ -93,7 +93,7 @@ fn run() -> serde_json::Value {
             requests: 3,
             ..RunSummary::default()
         },
-        health: crate::run::RunHealth {
+        health: crate::health::Health {
             cpu_pct: 40.0,
             max_rss_bytes: 7,
             ..Default::default()

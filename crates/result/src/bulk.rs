@@ -10,37 +10,53 @@
 use std::collections::BTreeMap;
 
 use npt_stats::Summary;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::interval::Interval;
 use crate::probe::{Directions, Errors, Health, NptLatency};
 use crate::Histograms;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The body of a `bulk` result.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct BulkBody {
     pub summary: BulkSummary,
     /// One per stream (TCP connection, QUIC stream; one for a UDP flow), in stream order.
     pub streams: Vec<StreamTotal>,
+    /// CPU, memory, and the sends behind schedule (UDP at a rate).
+    #[schemars(extend("required" = ["sends_behind_schedule", "behind_threshold_ms"]))]
     pub health: Health,
     /// NPT's block, keyed by protocol: the path's RTT while loaded ([`hist::RTT`]).
+    #[schemars(extend("propertyNames" = {"enum": ["tcp", "udp", "quic"]}))]
     pub latency: BTreeMap<String, NptLatency>,
     /// `error_rate` = total_errors ÷ streams.
     pub errors: Errors,
     /// Serialized HDR histograms (ns) by name: [`hist`].
+    #[schemars(
+        description = "Serialized HDR histograms (ns) by name: `rtt`, the path's RTT while loaded."
+    )]
+    #[schemars(extend("propertyNames" = {"enum": [hist::RTT]}))]
     pub histograms: Histograms,
     /// One per interval: `bandwidth_bps` and `bytes` each way, the RTT samples as
     /// `latency_ms`, and `streams` with each stream's part.
+    #[schemars(extend("allOf" = [{"items": {"required": ["bandwidth_bps", "bytes", "streams"]}}]))]
     pub intervals: Vec<Interval>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What was moved, each way, and what the path did under the load.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct BulkSummary {
     pub target: String,
     /// `tcp`, `quic` or `udp`.
+    #[schemars(extend("enum" = ["tcp", "quic", "udp"]))]
     pub protocol: String,
     /// `up` (the tester sends), `down` (the responder sends) or `both`.
+    #[schemars(extend("enum" = ["up", "down", "both"]))]
     pub direction: String,
     /// Streams each way that was asked for (a UDP flow is one).
+    #[schemars(range(min = 1))]
     pub streams: u32,
     /// The measured phase, s.
     pub duration_s: f64,
@@ -69,7 +85,8 @@ pub struct BulkSummary {
 }
 
 /// UDP at a rate (`--rate`, `--size`).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct UdpBulk {
     /// The asked rate, bits/s of datagrams (their payload: the npt header included, IP/UDP not).
     pub rate_bps: f64,
@@ -79,6 +96,7 @@ pub struct UdpBulk {
     pub sent: u64,
     pub received: u64,
     pub lost: u64,
+    #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
     /// What arrived, bits/s.
     pub delivered_bps: f64,
@@ -89,10 +107,12 @@ pub struct UdpBulk {
 }
 
 /// One stream's totals.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct StreamTotal {
     pub index: u32,
     /// `up` or `down`.
+    #[schemars(extend("enum" = ["up", "down"]))]
     pub direction: String,
     pub bytes: u64,
     pub goodput_bps: f64,
@@ -108,7 +128,8 @@ pub struct StreamTotal {
 }
 
 /// One stream's part of an interval (`intervals[].streams[]`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct StreamInterval {
     pub index: u32,
     /// Bytes that arrived in the interval, and as bits/s.

@@ -158,6 +158,11 @@ impl ErrorKind {
         }
     }
 
+    /// Every name of the vocabulary, in [`ErrorKind::all`]'s order.
+    pub fn names() -> Vec<&'static str> {
+        ErrorKind::all().map(ErrorKind::name).collect()
+    }
+
     /// The kind of a name ([`ErrorKind::name`]); `None` outside the vocabulary.
     pub fn parse(name: &str) -> Option<ErrorKind> {
         ErrorKind::all().find(|k| k.name() == name)

@@ -10,47 +10,75 @@
 use std::collections::BTreeMap;
 
 use npt_stats::Summary;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::common::{Directions, Errors, NptLatency};
+use crate::health::Health;
 use crate::interval::Interval;
-use crate::probe::{Directions, Errors, Health, NptLatency};
 use crate::Histograms;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The body of an `http` result.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct HttpBody {
     pub summary: HttpSummary,
     /// Per virtual host (the `Host` header / `:authority` sent), keyed by that name.
+    #[schemars(extend("minProperties" = 1))]
     pub hosts: BTreeMap<String, HostResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_start: Option<ColdStart>,
+    /// CPU, memory, the sends behind schedule with their lateness, and in open loop the
+    /// pacer's timer lateness.
+    #[schemars(extend("required" = ["sends_behind_schedule", "behind_threshold_ms", "send_lateness_ms"]))]
     pub health: Health,
     /// NPT's block; the key is `tcp` (HTTP runs over TCP).
+    #[schemars(extend("propertyNames" = {"enum": ["tcp"]}, "required" = ["tcp"]))]
     pub latency: BTreeMap<String, NptLatency>,
     pub errors: Errors,
     /// Serialized HDR histograms (ns) by name: [`hist`].
+    #[schemars(
+        description = "Serialized HDR histograms (ns) by name: `latency`, `latency_uncorrected`, `ttfb`, `connect`, `tls`, `proxy`, and `hosts.<host>` per host."
+    )]
+    #[schemars(extend(
+        "propertyNames" = {"pattern": "^(latency|latency_uncorrected|ttfb|connect|tls|proxy|hosts\\..+)$"},
+        "required" = [hist::LATENCY, hist::TTFB, hist::CONNECT],
+    ))]
     pub histograms: Histograms,
     /// One per interval (1 s); `status` filled besides the common fields.
+    #[schemars(extend("allOf" = [{"items": {"required": ["status"]}}]))]
     pub intervals: Vec<Interval>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What the benchmark sent and what came back. In open loop (`--rate`) `rate` and
+/// `latency_uncorrected_ms` are always there.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[schemars(extend(
+    "if" = {"properties": {"open_loop": {"const": true}}},
+    "then" = {"required": ["rate", "latency_uncorrected_ms"]},
+))]
 pub struct HttpSummary {
     pub url: String,
     /// The socket address requests were sent to.
     pub target: String,
     pub method: String,
     /// `http/1.1` or `h2`.
+    #[schemars(extend("enum" = ["http/1.1", "h2"]))]
     pub protocol: String,
     pub tls: bool,
     /// `closed` (`-c` workers send as soon as the previous answer is in) or `open` (`--rate`).
+    #[schemars(extend("enum" = ["closed", "open"]))]
     pub mode: String,
     pub open_loop: bool,
     /// `--rate`, requests per second (open loop only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
     /// Concurrent connections (`-c`).
+    #[schemars(range(min = 1))]
     pub connections: u32,
     /// Concurrent streams per HTTP/2 connection (1 for HTTP/1.1).
+    #[schemars(range(min = 1))]
     pub streams: u32,
     /// True with `--new-conn`: a new TCP (and TLS) connection per request.
     pub new_conn: bool,
@@ -73,6 +101,7 @@ pub struct HttpSummary {
     /// Connections opened during the measured phase.
     pub connections_opened: u64,
     /// Response counts by status code (`"200"`, `"404"` …).
+    #[schemars(extend("propertyNames" = {"pattern": "^[1-9][0-9]{2}$"}))]
     pub status: BTreeMap<String, u64>,
     /// Request and response body bytes of completed requests (headers excluded).
     pub bytes: Directions,
@@ -88,7 +117,9 @@ pub struct HttpSummary {
     pub phases_ms: Phases,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// The phases of a request, each a distribution in ms.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Phases {
     pub connect: Summary,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,12 +134,15 @@ pub struct Phases {
     pub complete: Summary,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// One virtual host's requests.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct HostResult {
     pub requests: u64,
     pub ok: u64,
     pub errors: u64,
     pub rps: f64,
+    #[schemars(extend("propertyNames" = {"pattern": "^[1-9][0-9]{2}$"}))]
     pub status: BTreeMap<String, u64>,
     pub bytes_received: u64,
     pub latency_ms: Summary,
@@ -118,7 +152,8 @@ pub struct HostResult {
 }
 
 /// Seed 003's cold start: a command is spawned and polled until its first 2xx answer.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ColdStart {
     pub command: String,
     /// From spawning the command to the end of the first 2xx response.
@@ -126,7 +161,10 @@ pub struct ColdStart {
     /// Latency of that first successful request alone.
     pub first_request_ms: f64,
     /// Requests (and connection attempts) sent until then, the successful one included.
+    #[schemars(range(min = 1))]
     pub attempts: u64,
+    /// The status of that response (2xx).
+    #[schemars(range(min = 200, max = 299))]
     pub first_status: u16,
 }
 

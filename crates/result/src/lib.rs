@@ -1,33 +1,44 @@
 //! The npt result document: one self-describing JSON value per run, the types of every
 //! workload's body, the error vocabulary they count under, the interval series, and the atomic
 //! writer. Engines write it and readers (`npt-report`'s renderers, compare and merge) read it;
-//! it depends on `npt-stats` and serde only, so no engine depends on a renderer.
+//! it depends on `npt-stats`, serde and schemars only, so no engine depends on a renderer.
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
 //! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`]), and [`any`] reads
-//! any of them as one type with a typed workload part. [`workload`] is the contract an engine
-//! keeps with the command line: run with a config and a stop control, report intervals, return
-//! a body. Types derive `Deserialize` as well as `Serialize` so
-//! a saved result can be rendered again or merged without re-running anything.
+//! any of them as one type with a typed workload part. Types derive `Deserialize` as well as
+//! `Serialize` so a saved result can be rendered again or merged without re-running anything.
+//! The blocks every kind shares are in [`common`] and [`health`]; each kind's measurements are
+//! a value that adds, and the one function that makes its body from them is in [`stats`].
+//! Types also derive `JsonSchema`, from which the checked-in `schema/<kind>.schema.json` are
+//! generated ([`schema`]). [`workload`] is the contract an engine keeps with the command line:
+//! run with a config and a stop control, report intervals, return a body.
 
 pub mod any;
 pub mod bulk;
+pub mod common;
 pub mod error;
+pub mod health;
 pub mod http;
 pub mod interval;
 pub mod ping;
 pub mod probe;
 pub mod run;
+pub mod schema;
 pub mod series;
+pub mod stats;
 pub mod stop;
 pub mod workload;
 
+pub use common::loss_pct;
+pub use health::Health;
+pub use stats::Stats;
 pub use stop::StopReason;
 
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::SystemTime;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use npt_stats::{ErrorCounts, SerializedHistogram, Summary};
@@ -43,17 +54,30 @@ pub const SCHEMA_V1: &str = "npt.result.v1";
 /// Serialized HDR histograms (ns) by dotted name (`rtt`, `proto.tcp.latency`, `hosts.a.test` …).
 pub type Histograms = std::collections::BTreeMap<String, SerializedHistogram>;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One result document: the envelope every kind shares, then the body of its kind.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Document<B> {
+    /// The layout's version, `npt.result.v2` ([`SCHEMA`]; v1 files are read, not written).
+    #[schemars(extend("const" = SCHEMA))]
     pub schema: String,
+    /// The workload: `probe`, `run`, `http` or `ping`.
     pub kind: String,
     pub tool: Tool,
+    /// The machine that measured.
     pub host: Host,
+    /// Wall-clock start, RFC 3339 (a label; intervals are timed on the monotonic clock).
+    #[schemars(extend("format" = "date-time"))]
     pub started_at: String,
+    #[schemars(extend("format" = "date-time"))]
     pub ended_at: String,
     pub duration_s: f64,
     /// Why the run ended ([`StopReason`]).
+    #[schemars(description = "Why the run ended.")]
     pub stopped_by: StopReason,
+    /// The effective configuration, after config files and flags (its fields per subcommand:
+    /// docs/result-json.md).
+    #[schemars(extend("type" = "object"))]
     pub config: serde_json::Value,
     #[serde(flatten)]
     pub body: B,
@@ -95,8 +119,11 @@ impl<B: Serialize> Document<B> {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The program that wrote the document.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Tool {
+    #[schemars(extend("const" = "npt"))]
     pub name: String,
     pub version: String,
 }
@@ -110,11 +137,13 @@ impl Tool {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Host {
     pub hostname: String,
     pub os: String,
     pub arch: String,
+    #[schemars(range(min = 1))]
     pub cpus: usize,
 }
 

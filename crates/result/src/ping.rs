@@ -10,18 +10,30 @@
 use std::collections::BTreeMap;
 
 use npt_stats::SerializedHistogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::probe::{Errors, NptLatency};
+use crate::common::{Errors, NptLatency};
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The body of a `ping` result.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct PingBody {
+    /// `PROTO://HOST:PORT` as given.
+    #[schemars(regex(pattern = "^(tcp|udp|quic)://"))]
     pub target: String,
+    #[schemars(extend("enum" = ["tcp", "udp", "quic"]))]
     pub proto: String,
     /// Addresses the target resolved to, in the order they were tried.
+    #[schemars(length(min = 1))]
     pub addresses: Vec<String>,
     pub summary: PingSummary,
     /// `latency.<tcp|udp|quic>`: the NPT latency block.
+    #[schemars(extend(
+        "propertyNames" = {"enum": ["tcp", "udp", "quic"]},
+        "minProperties" = 1,
+        "maxProperties" = 1,
+    ))]
     pub latency: BTreeMap<String, NptLatency>,
     /// `error_rate` = total_errors ÷ sent (`attempts` is not written).
     pub errors: Errors,
@@ -29,16 +41,19 @@ pub struct PingBody {
     pub histogram: SerializedHistogram,
     /// `npt ping --from`: the hop agent (`npt://HOST:PORT`) the RTTs were measured from; absent
     /// when measured from this host (and in files written before it existed).
+    #[schemars(regex(pattern = "^npt://"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_from: Option<String>,
 }
 
 /// Counts and RTT statistics in milliseconds (zeros when nothing answered).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct PingSummary {
     pub sent: u64,
     pub received: u64,
     pub lost: u64,
+    #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
     /// Answers that came after their attempt had timed out, or twice.
     pub late: u64,
@@ -50,4 +65,11 @@ pub struct PingSummary {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub stddev_ms: f64,
+}
+
+/// The name a ping's one histogram goes by among every result's histograms
+/// ([`crate::any::Workload::histograms`]); the document keeps it as `histogram`.
+pub mod hist {
+    /// Round-trip time of answered attempts.
+    pub const RTT: &str = "rtt";
 }

@@ -5,35 +5,61 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::{ErrorCounts, JitterMean, Summary};
+use npt_stats::Summary;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::interval::Interval;
 use crate::Histograms;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+// The shared blocks, under the paths they had when they were defined here.
+pub use crate::common::{error_rate, jitter_mean, Directions, Errors, NptLatency};
+pub use crate::health::Health;
+
+/// The body of a `probe` result.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProbeBody {
     pub summary: ProbeSummary,
+    /// CPU, memory, and the sends behind schedule with their lateness.
+    #[schemars(extend("required" = ["sends_behind_schedule", "behind_threshold_ms", "send_lateness_ms"]))]
     pub health: Health,
     /// NPT's block, keyed by protocol (`udp` or `tcp`).
+    #[schemars(extend("propertyNames" = {"enum": ["udp", "tcp"]}, "minProperties" = 1))]
     pub latency: BTreeMap<String, NptLatency>,
     pub errors: Errors,
     /// Serialized HDR histograms (ns) by name: [`hist`].
+    #[schemars(
+        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect` and `first_packet` (TCP)."
+    )]
+    #[schemars(extend("propertyNames" = {"enum": hist::ALL}, "required" = [hist::RTT, hist::IPDV]))]
     pub histograms: Histograms,
+    /// The probe fills `sent`, `lost`, `late`, `duplicated`, `reordered`, `loss_pct`,
+    /// `jitter_ms` and `bandwidth_bps` besides the common fields.
+    #[schemars(extend("allOf" = [{"items": {"required": [
+        "sent", "lost", "late", "duplicated", "reordered", "loss_pct", "jitter_ms", "bandwidth_bps",
+    ]}}]))]
     pub intervals: Vec<Interval>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What the probe did and what it measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProbeSummary {
+    #[schemars(extend("enum" = ["udp", "tcp"]))]
     pub protocol: String,
     pub target: String,
     /// `interval`, `rate` or `relay`.
+    #[schemars(extend("enum" = ["interval", "rate", "relay"]))]
     pub mode: String,
     /// True for `rate` (open loop, latency also from the intended send time).
     pub open_loop: bool,
     /// `framed` (npt serve) or `raw` (any echo server).
+    #[schemars(extend("enum" = ["framed", "raw"]))]
     pub framing: String,
+    #[schemars(range(min = 1))]
     pub clients: u32,
+    #[schemars(range(min = 1))]
     pub size: u32,
     pub sent: u64,
     /// First replies within the loss timeout. `received + lost == sent`.
@@ -43,6 +69,7 @@ pub struct ProbeSummary {
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
+    #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
     /// Packets sent per second over the send phase.
     pub pps: f64,
@@ -95,7 +122,8 @@ pub struct ProbeSummary {
 }
 
 /// TCP phases of a probe's flows, in ms.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProbePhases {
     /// TCP connect (with `--via`: until the tunnel is open), one per flow.
     pub connect: Summary,
@@ -104,7 +132,8 @@ pub struct ProbePhases {
 }
 
 /// A proxy handshake, phase by phase (ms, means over `handshakes`).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProxyPhases {
     /// The proxy URL, password left out.
     pub via: String,
@@ -120,109 +149,6 @@ pub struct ProxyPhases {
     pub handshake_ms: f64,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Directions {
-    pub up: f64,
-    pub down: f64,
-}
-
-/// The tester's own health: was the client the bottleneck?
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Health {
-    /// Sends that left more than `behind_threshold_ms` after they were due.
-    pub sends_behind_schedule: u64,
-    pub behind_threshold_ms: f64,
-    /// How late sends left compared with their due time.
-    pub send_lateness_ms: Summary,
-    pub cpu_user_s: f64,
-    pub cpu_sys_s: f64,
-    /// CPU time / wall time × 100 (200 = both cores of a 2-core machine busy).
-    pub cpu_pct: f64,
-    pub max_rss_bytes: u64,
-    /// Open-loop pacer: how late its timer released each send after its due time (before
-    /// any wait for a free slot); `None` where no such timer runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timer_lateness_ms: Option<Summary>,
-}
-
-/// NPT's latency block: `latency.<proto>.{avg,p50,p95,p99,max,min}_ms`.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
-pub struct NptLatency {
-    pub avg_ms: f64,
-    pub p50_ms: f64,
-    pub p95_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-    pub min_ms: f64,
-}
-
-impl From<&Summary> for NptLatency {
-    fn from(s: &Summary) -> Self {
-        NptLatency {
-            avg_ms: s.mean,
-            p50_ms: s.p50,
-            p95_ms: s.p95,
-            p99_ms: s.p99,
-            max_ms: s.max,
-            min_ms: s.min,
-        }
-    }
-}
-
-/// NPT's errors block, plus the kinds. The same for every kind of result:
-/// `error_rate = total_errors ÷ attempts`, where an attempt is a packet sent (`probe`) or a
-/// request started (`run`, `http`: completed, failed or still in flight at the end). An error
-/// that kept anything from being sent at all (a flow that could not connect) counts as its own
-/// attempt, so the rate is never above 1.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Errors {
-    pub total_errors: u64,
-    /// `total_errors ÷ attempts`, 0..=1.
-    pub error_rate: f64,
-    /// What `error_rate` divides by. Absent in files written before it was recorded; read
-    /// those with [`Errors::attempts_or`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u64>,
-    pub by_kind: ErrorCounts,
-}
-
-impl Errors {
-    /// The block for `by_kind` errors over `attempts` attempts.
-    pub fn new(by_kind: ErrorCounts, attempts: u64) -> Errors {
-        let total_errors = by_kind.total();
-        Errors {
-            total_errors,
-            error_rate: error_rate(total_errors, attempts),
-            attempts: Some(attempts),
-            by_kind,
-        }
-    }
-
-    /// The attempts recorded, or for an older file what its `error_rate` divided by then
-    /// (`legacy`: packets sent for a probe, completed requests + errors for run and http).
-    pub fn attempts_or(&self, legacy: u64) -> u64 {
-        self.attempts.unwrap_or(legacy)
-    }
-}
-
-/// A saved jitter as the stats crate's mergeable value. Files written before
-/// `jitter_samples` existed are weighted by `legacy_weight` (their replies), as merges of them
-/// always were.
-pub fn jitter_mean(jitter_ms: f64, samples: Option<u64>, legacy_weight: u64) -> JitterMean {
-    JitterMean::from_value(jitter_ms * 1e6, samples.unwrap_or(legacy_weight))
-}
-
-/// `errors ÷ attempts`, the one definition of `error_rate`; an attempt count below the errors
-/// (errors that kept anything from being sent) is raised to them, so the rate stays in 0..=1.
-pub fn error_rate(errors: u64, attempts: u64) -> f64 {
-    let attempts = attempts.max(errors);
-    if attempts == 0 {
-        0.0
-    } else {
-        errors as f64 / attempts as f64
-    }
-}
-
 /// The names in a probe's `histograms` map (serialized HDR histograms, ns).
 pub mod hist {
     /// Round-trip time of on-time replies, from the actual send.
@@ -234,33 +160,6 @@ pub mod hist {
     /// TCP only: connect and connect + first echo, one value per flow.
     pub const CONNECT: &str = "connect";
     pub const FIRST_PACKET: &str = "first_packet";
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn error_rate_is_errors_over_attempts_and_never_above_one() {
-        assert_eq!(error_rate(0, 0), 0.0);
-        assert_eq!(error_rate(1, 4), 0.25);
-        // A flow that could not connect sent nothing: its error is its own attempt.
-        assert_eq!(error_rate(2, 0), 1.0);
-        assert_eq!(error_rate(3, 2), 1.0);
-        let mut kinds = ErrorCounts::default();
-        kinds.record("timeout", || "t".into());
-        kinds.record("refused", || "r".into());
-        let e = Errors::new(kinds, 8);
-        assert_eq!(
-            (e.total_errors, e.attempts, e.error_rate),
-            (2, Some(8), 0.25)
-        );
-        let json = serde_json::to_value(&e).unwrap();
-        assert_eq!(json["attempts"], 8);
-        // A file written before `attempts` existed still reads, with the old denominator.
-        let old: Errors = serde_json::from_value(serde_json::json!({
-            "total_errors": 1, "error_rate": 0.5, "by_kind": {}}))
-        .unwrap();
-        assert_eq!(old.attempts_or(2), 2);
-    }
+    /// Every name above.
+    pub const ALL: [&str; 5] = [RTT, RTT_CORRECTED, IPDV, CONNECT, FIRST_PACKET];
 }

@@ -8,37 +8,59 @@
 use std::collections::BTreeMap;
 
 use npt_stats::Summary;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::common::{Directions, Errors, NptLatency};
+use crate::health::Health;
 use crate::interval::Interval;
-use crate::probe::{Directions, Errors, NptLatency};
 use crate::Histograms;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The body of a `run` result.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RunBody {
     pub summary: RunSummary,
-    pub health: RunHealth,
+    /// CPU, memory, and the timer wakeups of think times and pauses (`timer_lateness_ms`,
+    /// `late_wakeups`, `late_threshold_ms`).
+    #[schemars(extend("required" = ["timer_lateness_ms", "late_wakeups", "late_threshold_ms"]))]
+    pub health: Health,
     /// NPT's block: `latency.<tcp|quic|udp>.{avg,p50,p95,p99,max,min}_ms`, request latency
     /// (first byte handed to the socket → last response byte read). Protocols with no
     /// completed request are left out.
+    #[schemars(extend("propertyNames" = {"enum": ["tcp", "quic", "udp"]}))]
     pub latency: BTreeMap<String, NptLatency>,
     /// NPT's block; `error_rate` = errors ÷ requests started (see [`Errors`]).
     pub errors: Errors,
     /// Keyed `tcp`, `quic`, `udp`.
+    #[schemars(extend("propertyNames" = {"enum": ["tcp", "quic", "udp"]}))]
     pub protocols: BTreeMap<String, ProtocolStats>,
     /// Keyed `web`, `quic`, `download`, `upload`, `game` (activities in the mix only).
+    #[schemars(extend("propertyNames" = {"enum": ["web", "quic", "download", "upload", "game"]}))]
     pub activities: BTreeMap<String, ActivityStats>,
-    /// Serialized HDR histograms (ns): `proto.<tcp|quic|udp>.<latency|connect|handshake|
-    /// first_request>`, `activity.<name>.<latency|ttfb>`, `health.timer_lateness`.
+    /// Serialized HDR histograms (ns), named by [`hist`]: `proto.<tcp|quic|udp>.<latency|
+    /// connect|handshake|first_request|proxy>`, `activity.<name>.<latency|ttfb>`,
+    /// `health.timer_lateness`.
+    #[schemars(extend("propertyNames" = {"pattern": concat!(
+        "^(proto\\.(tcp|quic|udp)\\.(latency|connect|handshake|first_request|proxy)",
+        "|activity\\.(web|quic|download|upload|game)\\.(latency|ttfb)",
+        "|health\\.timer_lateness)$",
+    )}))]
     pub histograms: Histograms,
     /// One per interval (1 s by default); `bytes`, `active_users` and `active_connections`
     /// filled besides the common fields.
+    #[schemars(extend("allOf" = [
+        {"items": {"required": ["bytes", "active_users", "active_connections"]}}
+    ]))]
     pub intervals: Vec<Interval>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What the users did, over the whole run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RunSummary {
     /// `closed` (fixed users with think time) or `open` (sessions arriving at a rate).
+    #[schemars(extend("enum" = ["closed", "open"]))]
     pub model: String,
     pub targets: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,22 +94,9 @@ pub struct RunSummary {
     pub oldest_in_flight_ms: f64,
 }
 
-/// The tester's own health: was the client the bottleneck?
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct RunHealth {
-    pub cpu_user_s: f64,
-    pub cpu_sys_s: f64,
-    /// CPU time / wall time × 100 (200 = both cores of a 2-core machine busy).
-    pub cpu_pct: f64,
-    pub max_rss_bytes: u64,
-    /// How late think-time and pause wakeups fired after they were due.
-    pub timer_lateness_ms: Summary,
-    /// Wakeups more than `late_threshold_ms` late.
-    pub late_wakeups: u64,
-    pub late_threshold_ms: f64,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// One protocol's requests and connections.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProtocolStats {
     pub requests: u64,
     pub errors: u64,
@@ -109,8 +118,11 @@ pub struct ProtocolStats {
     pub proxy_ms: Option<Summary>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// One activity of the mix.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ActivityStats {
+    #[schemars(extend("enum" = ["tcp", "quic", "udp"]))]
     pub protocol: String,
     pub sessions: u64,
     pub requests: u64,
@@ -127,7 +139,9 @@ pub struct ActivityStats {
     pub game: Option<GameStats>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// The game activity's UDP packets.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct GameStats {
     pub sent: u64,
     /// First replies within the loss timeout. `received + lost == sent`.
@@ -136,6 +150,7 @@ pub struct GameStats {
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
+    #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
     /// RFC 3550 interarrival jitter of the RTT, sample-weighted over sessions.
     pub jitter_ms: f64,
@@ -143,4 +158,93 @@ pub struct GameStats {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_samples: Option<u64>,
     pub loss_timeout_ms: f64,
+}
+
+/// The names in a run result's `histograms` map (serialized HDR histograms, ns), built and
+/// read back here only.
+pub mod hist {
+    /// Per protocol: `proto.<tcp|quic|udp>.<phase>`.
+    pub const PROTO_PREFIX: &str = "proto.";
+    /// Per activity: `activity.<name>.<what>`.
+    pub const ACTIVITY_PREFIX: &str = "activity.";
+    /// How late think-time and pause wakeups fired.
+    pub const TIMER_LATENESS: &str = "health.timer_lateness";
+
+    /// Request latency (protocols and activities); the headline of a run.
+    pub const LATENCY: &str = "latency";
+    /// Protocol phases.
+    pub const CONNECT: &str = "connect";
+    pub const HANDSHAKE: &str = "handshake";
+    pub const FIRST_REQUEST: &str = "first_request";
+    /// `--via` only: the proxy's own part of each connect.
+    pub const PROXY: &str = "proxy";
+    /// Activity: download/upload time to first byte.
+    pub const TTFB: &str = "ttfb";
+
+    /// `proto.<proto>.<phase>`.
+    pub fn proto(proto: &str, phase: &str) -> String {
+        format!("{PROTO_PREFIX}{proto}.{phase}")
+    }
+
+    /// `activity.<activity>.<what>`.
+    pub fn activity(activity: &str, what: &str) -> String {
+        format!("{ACTIVITY_PREFIX}{activity}.{what}")
+    }
+
+    /// A name of this map, read back.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Name<'a> {
+        Proto { proto: &'a str, phase: &'a str },
+        Activity { activity: &'a str, what: &'a str },
+        TimerLateness,
+    }
+
+    /// What `name` names, if it is one of this map's (protocol and activity names hold no dot).
+    pub fn parse(name: &str) -> Option<Name<'_>> {
+        if name == TIMER_LATENESS {
+            return Some(Name::TimerLateness);
+        }
+        if let Some(rest) = name.strip_prefix(PROTO_PREFIX) {
+            let (proto, phase) = rest.split_once('.')?;
+            return Some(Name::Proto { proto, phase });
+        }
+        let (activity, what) = name.strip_prefix(ACTIVITY_PREFIX)?.split_once('.')?;
+        Some(Name::Activity { activity, what })
+    }
+
+    /// True for `proto.<p>.latency`, the histograms of a run's headline latency.
+    pub fn is_proto_latency(name: &str) -> bool {
+        matches!(parse(name), Some(Name::Proto { phase: LATENCY, .. }))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn names_are_built_and_read_back_in_one_place() {
+            let n = proto("quic", HANDSHAKE);
+            assert_eq!(n, "proto.quic.handshake");
+            assert_eq!(
+                parse(&n),
+                Some(Name::Proto {
+                    proto: "quic",
+                    phase: HANDSHAKE
+                })
+            );
+            let a = activity("download", TTFB);
+            assert_eq!(
+                parse(&a),
+                Some(Name::Activity {
+                    activity: "download",
+                    what: TTFB
+                })
+            );
+            assert_eq!(parse(TIMER_LATENESS), Some(Name::TimerLateness));
+            assert!(is_proto_latency("proto.tcp.latency"));
+            assert!(!is_proto_latency("activity.web.latency"));
+            assert_eq!(parse("proto.tcp"), None);
+            assert_eq!(parse("rtt"), None);
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! telling one ([`StopReason::most_telling`]). The probe's engine and `npt merge` used to
 //! rank them differently.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Why a run (or one flow of it) stopped, in priority order: a variant earlier in the list
@@ -11,7 +12,9 @@ use serde::{Deserialize, Serialize};
 /// A second Ctrl-C (`abort`) over a first (`signal`): the user cut the run short. Then the
 /// run's own plan (`duration`, `count`): a run that completed its plan counts its failures in
 /// `errors`, and says `stalled` or `error` only when nothing else stopped it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StopReason {
     /// A second Ctrl-C: replies in flight abandoned.

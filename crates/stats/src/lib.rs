@@ -13,6 +13,7 @@ use std::ops::AddAssign;
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use snapshot::Snapshot;
@@ -46,8 +47,10 @@ pub enum StatsError {
 /// memory differs. That matters where many are alive at once (one per open stage per client).
 const INITIAL_HIGHEST_NS: u64 = 16_384;
 
-/// A latency histogram in nanoseconds. Mergeable with `+=`.
-#[derive(Clone, Debug, Default)]
+/// A latency histogram in nanoseconds. Mergeable with `+=`. Serializes as its
+/// [`SerializedHistogram`], so values that hold histograms (a workload's stats) serialize too.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(try_from = "SerializedHistogram", into = "SerializedHistogram")]
 pub struct Histogram {
     /// Allocated at the first value: a histogram nothing was recorded into costs nothing,
     /// which matters where thousands exist at once and most stay empty (a probe session per
@@ -210,6 +213,19 @@ impl Histogram {
     }
 }
 
+impl From<Histogram> for SerializedHistogram {
+    fn from(h: Histogram) -> SerializedHistogram {
+        h.to_serialized()
+    }
+}
+
+impl TryFrom<SerializedHistogram> for Histogram {
+    type Error = StatsError;
+    fn try_from(s: SerializedHistogram) -> Result<Histogram, StatsError> {
+        Histogram::from_serialized(&s)
+    }
+}
+
 impl AddAssign<&Histogram> for Histogram {
     fn add_assign(&mut self, rhs: &Histogram) {
         // Same lowest value and precision on both sides, and self grows to rhs's range, so
@@ -221,29 +237,42 @@ impl AddAssign<&Histogram> for Histogram {
     }
 }
 
-/// A latency distribution summarized in milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// A latency distribution summarized in milliseconds (all zeros when `count` is 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Summary {
+    /// Samples recorded.
     pub count: u64,
     pub min: f64,
     pub mean: f64,
+    /// Standard deviation.
     pub stddev: f64,
     pub p50: f64,
     pub p90: f64,
     pub p95: f64,
     pub p99: f64,
+    /// 99.9th percentile.
     pub p999: f64,
+    /// 99.99th percentile.
     pub p9999: f64,
     pub max: f64,
 }
 
-/// A histogram as stored in a result document.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A histogram as stored in a result document: an HDR histogram of nanoseconds (1 ns .. 1 h,
+/// three significant digits), serialized so that files merge exactly.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct SerializedHistogram {
+    /// HdrHistogram's V2 deflate serialization in base64, `hdr-v2-deflate-base64` ([`ENCODING`]).
+    #[schemars(extend("const" = ENCODING))]
     pub encoding: String,
+    /// Unit of the recorded values.
+    #[schemars(extend("const" = "ns"))]
     pub unit: String,
+    /// Values above the highest trackable (1 h) recorded as 1 h.
     #[serde(default)]
     pub clamped: u64,
+    #[schemars(extend("contentEncoding" = "base64"))]
     pub data: String,
 }
 
@@ -294,7 +323,7 @@ impl Jitter {
 /// combination can, exactly: adding parts (clients, sessions, agents' result files) in any
 /// grouping gives the value of one collector that saw every flow. A result file keeps the
 /// value and the samples (`jitter_ms`, `jitter_samples`), which is all a merge needs.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JitterMean {
     weighted_ns: f64,
     samples: u64,
@@ -345,15 +374,20 @@ impl AddAssign<&Jitter> for JitterMean {
 pub const EXAMPLES_PER_KIND: usize = 3;
 
 /// Errors counted by kind, with the first few messages of each as examples.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct ErrorCounts {
     kinds: BTreeMap<String, ErrorKind>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The errors of one kind: how many, and the first few messages.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ErrorKind {
+    #[schemars(range(min = 1))]
     pub count: u64,
+    /// The first messages of this kind, a few at most ([`EXAMPLES_PER_KIND`]).
+    #[schemars(length(max = EXAMPLES_PER_KIND))]
     pub examples: Vec<String>,
 }
 
@@ -507,6 +541,16 @@ mod tests {
         let h2 = Histogram::from_serialized(&back).unwrap();
         assert_eq!(h.summary(), h2.summary());
         assert_eq!(h2.clamped(), 1);
+        // A histogram serializes as its serialized form, and reads back as itself.
+        let direct: Histogram = serde_json::from_str(&serde_json::to_string(&h).unwrap()).unwrap();
+        assert_eq!(direct.summary(), h.summary());
+        assert_eq!(serde_json::to_value(&h).unwrap()["data"], json_data(&s));
+        let bad = serde_json::json!({"encoding": "x", "unit": "ns", "data": ""});
+        assert!(serde_json::from_value::<Histogram>(bad).is_err());
+    }
+
+    fn json_data(s: &SerializedHistogram) -> serde_json::Value {
+        serde_json::Value::String(s.data.clone())
     }
 
     #[test]

@@ -9,10 +9,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use npt_result::common::{Directions, ErrorStats};
 use npt_result::error::ErrorKind;
-use npt_result::interval::Interval;
-use npt_result::probe::{Directions, Errors, NptLatency};
-use npt_result::run::{ActivityStats, GameStats, ProtocolStats, RunHealth, RunSummary};
+use npt_result::interval::{Interval, IntervalAcc, Intervals};
+use npt_result::run::hist;
+use npt_result::stats::run::{ActivityCounts, GameTotals, ProtocolCounts};
+use npt_result::stats::{HistMap, RunStats, WeightedMean};
+use npt_result::Health;
 use npt_stats::{ErrorCounts, Histogram, JitterMean};
 
 use crate::config::{Activity, Proto};
@@ -60,16 +63,6 @@ pub(crate) struct ActAcc {
     pub(crate) game: GameCounts,
 }
 
-#[derive(Default)]
-struct IntervalAcc {
-    requests: u64,
-    errors: u64,
-    up: u64,
-    down: u64,
-    latency: Histogram,
-}
-
-#[derive(Default)]
 pub(crate) struct Totals {
     pub(crate) proto: [ProtoAcc; 3],
     pub(crate) act: [ActAcc; 5],
@@ -79,6 +72,21 @@ pub(crate) struct Totals {
     intervals: npt_result::series::Series<Interval>,
     lateness: Histogram,
     late_wakeups: u64,
+}
+
+impl Default for Totals {
+    fn default() -> Totals {
+        Totals {
+            proto: Default::default(),
+            act: Default::default(),
+            errors: ErrorCounts::default(),
+            // A run's interval records count payload bytes each way.
+            interval: IntervalAcc::with_bytes(),
+            intervals: Default::default(),
+            lateness: Histogram::new(),
+            late_wakeups: 0,
+        }
+    }
 }
 
 /// Timer wakeups later than this count as late in `health.late_wakeups`.
@@ -157,11 +165,8 @@ impl Collector {
         x.up += up;
         x.down += down;
         x.latency.record(ns);
-        let i = &mut t.interval;
-        i.requests += 1;
-        i.up += up;
-        i.down += down;
-        i.latency.record(ns);
+        t.interval.record_completed(ns);
+        t.interval.record_bytes(up, down);
         drop(t);
         self.requests_total.fetch_add(1, Ordering::Relaxed);
     }
@@ -175,8 +180,7 @@ impl Collector {
         let x = &mut t.act[a.index()];
         x.up += up;
         x.down += down;
-        t.interval.up += up;
-        t.interval.down += down;
+        t.interval.record_bytes(up, down);
     }
 
     pub fn connect(&self, p: Proto, ns: u64) {
@@ -217,7 +221,7 @@ impl Collector {
         for &ns in rtts {
             t.proto[Proto::Udp.index()].latency.record(ns);
             t.act[Activity::Game.index()].latency.record(ns);
-            t.interval.latency.record(ns);
+            t.interval.record_completed(ns);
         }
         let p = &mut t.proto[Proto::Udp.index()];
         p.requests += n;
@@ -235,10 +239,7 @@ impl Collector {
         a.duplicated += g.duplicated;
         a.reordered += g.reordered;
         a.jitter += &g.jitter;
-        let i = &mut t.interval;
-        i.requests += n;
-        i.up += up;
-        i.down += down;
+        t.interval.record_bytes(up, down);
         drop(t);
         self.requests_total.fetch_add(n, Ordering::Relaxed);
     }
@@ -280,204 +281,120 @@ impl Collector {
         let conns = self.active_conns.load(Ordering::Relaxed);
         let mut t = self.lock();
         let index = u32::try_from(t.intervals.len()).unwrap_or(u32::MAX);
-        let i = &mut t.interval;
+        let secs = (end_s - start_s).max(1e-9);
         let rec = Interval {
-            index,
-            start_s,
-            end_s,
-            completed: i.requests,
-            errors: i.errors,
-            rate_per_s: i.requests as f64 / (end_s - start_s).max(1e-9),
-            latency_ms: i.latency.summary(),
-            bytes: Some(Directions {
-                up: i.up as f64,
-                down: i.down as f64,
-            }),
             active_users: Some(users),
             active_connections: Some(conns),
-            histogram: i.latency.to_serialized(),
-            ..Interval::default()
+            ..t.interval.close(index, start_s, end_s, secs)
         };
-        i.requests = 0;
-        i.errors = 0;
-        i.up = 0;
-        i.down = 0;
-        i.latency.reset();
         t.intervals.push(rec.clone());
         rec
     }
 
-    /// Builds the result body's measured parts. `secs`: the run's length.
-    pub fn finish(&self, secs: f64, game_loss_timeout_ms: f64) -> Measured {
+    /// The run's stats value as measured here (`secs`: the run's length); the driver adds
+    /// what it knows (users, the run's length, requests cut off, attempts, CPU and memory).
+    pub fn finish(&self, secs: f64, game_loss_timeout_ms: f64) -> RunStats {
         let mut t = self.lock();
         let secs = secs.max(1e-9);
-        let mut latency = std::collections::BTreeMap::new();
-        let mut protocols = std::collections::BTreeMap::new();
-        let mut histograms = std::collections::BTreeMap::new();
-        let mut requests = 0;
+        let mut st = RunStats::default();
+        let mut histograms = HistMap::default();
         let (mut up, mut down) = (0u64, 0u64);
         for p in Proto::ALL {
             let a = &t.proto[p.index()];
-            requests += a.requests;
+            st.requests += a.requests;
             up += a.up;
             down += a.down;
             if a.requests == 0 && a.errors == 0 && a.connections == 0 {
                 continue;
             }
-            let lat = a.latency.summary();
-            if a.requests > 0 {
-                latency.insert(p.name().to_string(), NptLatency::from(&lat));
-            }
-            protocols.insert(
-                p.name().to_string(),
-                ProtocolStats {
-                    requests: a.requests,
-                    errors: a.errors,
-                    connections: a.connections,
-                    bytes: Directions {
-                        up: a.up as f64,
-                        down: a.down as f64,
-                    },
-                    throughput_bps: Directions {
-                        up: a.up as f64 * 8.0 / secs,
-                        down: a.down as f64 * 8.0 / secs,
-                    },
-                    latency_ms: lat,
-                    connect_ms: a.connect.summary(),
-                    handshake_ms: a.handshake.summary(),
-                    first_request_ms: a.first.summary(),
-                    proxy_ms: (!a.proxy.is_empty()).then(|| a.proxy.summary()),
-                },
-            );
-            for (name, h) in [
-                ("latency", &a.latency),
-                ("connect", &a.connect),
-                ("handshake", &a.handshake),
-                ("first_request", &a.first),
-                ("proxy", &a.proxy),
+            let counts = ProtocolCounts {
+                requests: a.requests,
+                errors: a.errors,
+                connections: a.connections,
+                bytes: Directions::bytes(a.up, a.down),
+                throughput_bps: Directions::bits_per_s(a.up, a.down, secs),
+            };
+            st.protocols.insert(p.name().to_string(), counts);
+            for (phase, h) in [
+                (hist::LATENCY, &a.latency),
+                (hist::CONNECT, &a.connect),
+                (hist::HANDSHAKE, &a.handshake),
+                (hist::FIRST_REQUEST, &a.first),
+                (hist::PROXY, &a.proxy),
             ] {
                 if !h.is_empty() {
-                    histograms.insert(format!("proto.{}.{name}", p.name()), h.to_serialized());
+                    histograms.add(&hist::proto(p.name(), phase), h);
                 }
             }
         }
-        let mut activities = std::collections::BTreeMap::new();
-        let (mut started, mut completed) = (0, 0);
         for a in Activity::ALL {
             let x = &t.act[a.index()];
-            started += x.sessions;
-            completed += x.completed;
+            st.sessions_started += x.sessions;
+            st.sessions_completed += x.completed;
             if x.sessions == 0 && x.errors == 0 {
                 continue;
             }
-            let game = (a == Activity::Game).then(|| {
-                let g = &x.game;
-                GameStats {
+            let g = &x.game;
+            let counts = ActivityCounts {
+                protocol: a.protocol().name().to_string(),
+                sessions: x.sessions,
+                requests: x.requests,
+                errors: x.errors,
+                bytes: Directions::bytes(x.up, x.down),
+                transfer_bps: (x.transfer_ns > 0).then(|| {
+                    let bps = x.transfer_bytes as f64 * 8.0 / (x.transfer_ns as f64 / 1e9);
+                    WeightedMean::of(bps, x.requests as f64)
+                }),
+                game: (a == Activity::Game).then_some(GameTotals {
                     sent: g.sent,
                     received: g.received,
                     lost: g.lost,
                     late: g.late,
                     duplicated: g.duplicated,
                     reordered: g.reordered,
-                    loss_pct: if g.sent == 0 {
-                        0.0
-                    } else {
-                        g.lost as f64 * 100.0 / g.sent as f64
-                    },
-                    jitter_ms: g.jitter.value_ns() / 1e6,
-                    jitter_samples: Some(g.jitter.samples()),
+                    jitter: g.jitter,
+                    jitter_inexact: false,
                     loss_timeout_ms: game_loss_timeout_ms,
-                }
-            });
-            activities.insert(
-                a.name().to_string(),
-                ActivityStats {
-                    protocol: a.protocol().name().to_string(),
-                    sessions: x.sessions,
-                    requests: x.requests,
-                    errors: x.errors,
-                    bytes: Directions {
-                        up: x.up as f64,
-                        down: x.down as f64,
-                    },
-                    latency_ms: x.latency.summary(),
-                    ttfb_ms: x.ttfb.as_ref().map(|h| h.summary()),
-                    transfer_bps: (x.transfer_ns > 0)
-                        .then(|| x.transfer_bytes as f64 * 8.0 / (x.transfer_ns as f64 / 1e9)),
-                    game,
-                },
-            );
+                }),
+            };
+            st.activities.insert(a.name().to_string(), counts);
             if !x.latency.is_empty() {
-                histograms.insert(
-                    format!("activity.{}.latency", a.name()),
-                    x.latency.to_serialized(),
-                );
+                histograms.add(&hist::activity(a.name(), hist::LATENCY), &x.latency);
             }
             if let Some(h) = &x.ttfb {
-                histograms.insert(format!("activity.{}.ttfb", a.name()), h.to_serialized());
+                histograms.add(&hist::activity(a.name(), hist::TTFB), h);
             }
         }
         if !t.lateness.is_empty() {
-            histograms.insert(
-                "health.timer_lateness".to_string(),
-                t.lateness.to_serialized(),
-            );
+            histograms.add(hist::TIMER_LATENESS, &t.lateness);
         }
+        st.requests_per_s = st.requests as f64 / secs;
+        st.bytes = Directions::bytes(up, down);
+        st.throughput_bps = Directions::bits_per_s(up, down, secs);
+        st.max_active_users = self.max_users.load(Ordering::Relaxed);
+        st.max_active_connections = self.max_conns.load(Ordering::Relaxed);
+        st.arrivals_dropped = self.arrivals_dropped.load(Ordering::Relaxed);
+        st.histograms = histograms;
         // Requests started that neither completed nor failed (in flight at the end) are added
         // by the driver, which knows them.
-        let errors = Errors::new(t.errors.clone(), requests + t.errors.total());
-        let summary = RunSummary {
-            sessions_started: started,
-            sessions_completed: completed,
-            requests,
-            requests_per_s: requests as f64 / secs,
-            bytes: Directions {
-                up: up as f64,
-                down: down as f64,
-            },
-            throughput_bps: Directions {
-                up: up as f64 * 8.0 / secs,
-                down: down as f64 * 8.0 / secs,
-            },
-            max_active_users: self.max_users.load(Ordering::Relaxed),
-            max_active_connections: self.max_conns.load(Ordering::Relaxed),
-            arrivals_dropped: self.arrivals_dropped.load(Ordering::Relaxed),
-            ..RunSummary::default()
+        st.errors = ErrorStats {
+            by_kind: t.errors.clone(),
+            attempts: st.requests + t.errors.total(),
         };
-        let health = RunHealth {
-            timer_lateness_ms: t.lateness.summary(),
-            late_wakeups: t.late_wakeups,
-            late_threshold_ms: LATE_THRESHOLD_NS as f64 / 1e6,
-            ..RunHealth::default()
+        st.health = Health {
+            late_wakeups: Some(t.late_wakeups),
+            late_threshold_ms: Some(LATE_THRESHOLD_NS as f64 / 1e6),
+            ..Health::default()
         };
-        Measured {
-            summary,
-            health,
-            latency,
-            errors,
-            protocols,
-            activities,
-            histograms,
-            intervals: std::mem::take(&mut t.intervals).into_vec_logged(),
-        }
+        st.intervals = Intervals::of(std::mem::take(&mut t.intervals).into_vec_logged());
+        st
     }
-}
-
-/// The measured parts of a [`npt_result::run::RunBody`]; the driver fills in the rest.
-pub struct Measured {
-    pub summary: RunSummary,
-    pub health: RunHealth,
-    pub latency: std::collections::BTreeMap<String, NptLatency>,
-    pub errors: Errors,
-    pub protocols: std::collections::BTreeMap<String, ProtocolStats>,
-    pub activities: std::collections::BTreeMap<String, ActivityStats>,
-    pub histograms: std::collections::BTreeMap<String, npt_stats::SerializedHistogram>,
-    pub intervals: Vec<Interval>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use npt_result::stats::{RunMeta, Stats};
 
     #[test]
     fn npt_block_comes_from_per_request_histograms() {
@@ -491,7 +408,7 @@ mod tests {
         c.error(Activity::Web, ErrorKind::Refused, || {
             "connection refused".into()
         });
-        let m = c.finish(10.0, 1000.0);
+        let m = c.finish(10.0, 1000.0).summarize(&RunMeta::default());
         let tcp = m.latency["tcp"];
         assert!((tcp.p50_ms - 10.0).abs() < 0.02, "{}", tcp.p50_ms);
         assert!((tcp.max_ms - 300.0).abs() < 0.5);
@@ -524,7 +441,7 @@ mod tests {
             (0, Some(0), Some(0))
         );
         assert_eq!(c.max_users.load(Ordering::Relaxed), 1);
-        let m = c.finish(2.0, 1000.0);
+        let m = c.finish(2.0, 1000.0).summarize(&RunMeta::default());
         assert_eq!(m.intervals.len(), 2);
         assert_eq!(m.protocols["tcp"].connections, 1);
     }

@@ -206,15 +206,10 @@ pub fn run(
     drain(&mut collector, &mut buf, cutoff);
     let mut totals = Snapshot::new();
     collector.export(&mut totals);
-    let (u1, s1) = npt_result::cpu_seconds();
     let wall = stop_at.duration_since(t0).as_secs_f64().max(1e-9);
     let health = Health {
-        cpu_user_s: u1 - cpu0.0,
-        cpu_sys_s: s1 - cpu0.1,
-        cpu_pct: (u1 - cpu0.0 + s1 - cpu0.1) / wall * 100.0,
-        max_rss_bytes: npt_result::max_rss_bytes(),
         timer_lateness_ms: timer_lateness.map(|h| h.summary()),
-        ..Health::default()
+        ..Health::measured(cpu0, wall)
     };
     let summary = HttpSummary {
         url: cfg.target.url.clone(),
@@ -231,8 +226,7 @@ pub fn run(
         oldest_in_flight_ms: oldest_ns as f64 / 1e6,
         ..HttpSummary::default()
     };
-    let mut body = collector.finish(summary, cutoff, health);
-    body.cold_start = cold;
+    let body = collector.finish(summary, cutoff, health, cold);
     drop(rt);
     if let Some(mut g) = group {
         g.kill(Duration::from_millis(500));

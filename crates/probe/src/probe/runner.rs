@@ -8,12 +8,12 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use npt_result::interval::Interval as Record;
-use npt_result::probe::hist;
-use npt_result::probe::{
-    Directions, Errors, Health, NptLatency, ProbeBody, ProbePhases, ProbeSummary, ProxyPhases,
-};
+use npt_result::interval::{Interval as Record, Intervals};
+use npt_result::probe::{hist, Directions, ProbeBody};
+use npt_result::stats::probe::{ProxyStats, SendRates};
+use npt_result::stats::{ProbeMeta, ProbeStats, Stats};
 use npt_result::workload::{Finished, Progress, Stop};
+use npt_result::{loss_pct, Health};
 use npt_stats::Histogram;
 use npt_wire::{Fill, Pacing};
 use serde::Serialize;
@@ -375,8 +375,9 @@ pub fn run(
     let stopped_by = StopReason::most_telling(stops);
     proxy_phases.extend(tcp_times.iter().filter_map(|t| t.proxy));
     let records = records.into_vec_logged();
-    let mut body = build_body(cfg, &totals, &tcp_times, records, wall_s);
-    body.summary.proxy = proxy_summary(cfg, &proxy_phases);
+    let mut stats = probe_stats(cfg, &totals, &tcp_times, records, wall_s);
+    stats.proxy = proxy_stats(cfg, &proxy_phases);
+    let body = stats.summarize(&probe_meta(cfg));
     let totals = super::workload::final_totals(&body);
     Ok(Finished::new(
         body,
@@ -404,7 +405,7 @@ fn interval_record(iv: &Interval, run_start: u64) -> Record {
         late: Some(iv.late),
         duplicated: Some(iv.duplicated),
         reordered: Some(iv.reordered),
-        loss_pct: Some(pct(iv.lost, iv.sent)),
+        loss_pct: Some(loss_pct(iv.lost, iv.sent)),
         jitter_ms: Some(iv.jitter.value_ns() / 1e6),
         jitter_samples: Some(iv.jitter.samples()),
         bandwidth_bps: Some(Directions {
@@ -416,60 +417,56 @@ fn interval_record(iv: &Interval, run_start: u64) -> Record {
     }
 }
 
-fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
-    }
-}
-
-/// Means of the proxy handshakes' phases, when the run went through one.
-fn proxy_summary(cfg: &ProbeConfig, phases: &[npt_proxy::Phases]) -> Option<ProxyPhases> {
+/// The proxy handshakes, when the run went through a proxy.
+fn proxy_stats(cfg: &ProbeConfig, phases: &[npt_proxy::Phases]) -> Option<ProxyStats> {
     let via = cfg.via.as_ref()?;
-    let n = phases.len().max(1) as f64;
-    let mean =
-        |f: fn(&npt_proxy::Phases) -> u64| phases.iter().map(f).sum::<u64>() as f64 / n / 1e6;
-    Some(ProxyPhases {
+    let sum = |f: fn(&npt_proxy::Phases) -> u64| phases.iter().map(f).sum::<u64>() as f64;
+    Some(ProxyStats {
         via: via.to_string(),
         handshakes: phases.len() as u64,
-        proxy_connect_ms: mean(|p| p.proxy_connect_ns),
-        auth_ms: mean(|p| p.auth_ns),
-        reply_ms: mean(|p| p.reply_ns),
-        handshake_ms: mean(|p| p.total_ns()),
+        proxy_connect_ns: sum(|p| p.proxy_connect_ns),
+        auth_ns: sum(|p| p.auth_ns),
+        reply_ns: sum(|p| p.reply_ns),
+        handshake_ns: sum(|p| p.total_ns()),
     })
 }
 
-fn build_body(
+/// What the summary says about the configuration.
+fn probe_meta(cfg: &ProbeConfig) -> ProbeMeta {
+    ProbeMeta {
+        protocol: cfg.proto.name().to_string(),
+        target: cfg.target.clone(),
+        mode: match cfg.pacing {
+            PacingSpec::Interval { .. } => "interval",
+            PacingSpec::Rate { .. } => "rate",
+            PacingSpec::Relay { .. } => "relay",
+        }
+        .to_string(),
+        open_loop: matches!(cfg.pacing, PacingSpec::Rate { .. }),
+        framing: if cfg.raw { "raw" } else { "framed" }.to_string(),
+        size: u32::try_from(cfg.size).unwrap_or(u32::MAX),
+        loss_timeout_ms: cfg.loss_timeout.as_secs_f64() * 1e3,
+    }
+}
+
+/// The flows' totals as the probe's stats value: the send phase's rates on this run's clock,
+/// TCP connect and first packet (as quic-tun's latency test: connect + the first echo on that
+/// connection, and nothing else, no wait for the schedule) one value per flow into histograms, and the
+/// tester's health (CPU time of the whole process over `wall_s`).
+fn probe_stats(
     cfg: &ProbeConfig,
     t: &Totals,
     tcp: &[TcpTimes],
     intervals: Vec<Record>,
     wall_s: f64,
-) -> ProbeBody {
-    // The send phase spans first to last send; n packets on a regular schedule span n-1 gaps.
-    let span = match (t.first_send, t.last_send) {
-        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
-        _ => 0.0,
-    };
-    let pps = if span > 0.0 {
-        (t.sent.saturating_sub(1)) as f64 / span
-    } else {
-        0.0
-    };
-    let per_packet_s = if pps > 0.0 { 1.0 / pps } else { 0.0 };
-    let send_duration_s = span + per_packet_s;
-    let per_s = |x: f64| {
-        if send_duration_s > 0.0 {
-            x / send_duration_s
-        } else {
-            0.0
-        }
-    };
-    let rtt = t.rtt.summary();
+) -> ProbeStats {
     let open_loop = matches!(cfg.pacing, PacingSpec::Rate { .. });
-    // TCP: connect and first packet (as quic-tun's latency test: connect + the first echo on that connection,
-    // and nothing else, no wait for the schedule), one value per flow into HDR histograms.
+    let mut histograms = npt_result::stats::HistMap::default();
+    histograms.add(hist::RTT, &t.rtt);
+    if open_loop {
+        histograms.add(hist::RTT_CORRECTED, &t.rtt_corrected);
+    }
+    histograms.add(hist::IPDV, &t.ipdv);
     let (mut connect, mut first_packet) = (Histogram::new(), Histogram::new());
     for x in tcp {
         if let Some(c) = x.connect_ns {
@@ -479,10 +476,10 @@ fn build_body(
             }
         }
     }
-    let tcp_phases = (cfg.proto == Proto::Tcp && !connect.is_empty()).then(|| ProbePhases {
-        connect: connect.summary(),
-        first_packet: first_packet.summary(),
-    });
+    if cfg.proto == Proto::Tcp && !connect.is_empty() {
+        histograms.add(hist::CONNECT, &connect);
+        histograms.add(hist::FIRST_PACKET, &first_packet);
+    }
     let total_ms = if cfg.proto == Proto::Tcp {
         let first_start = tcp.iter().map(|x| x.connect_start).min();
         match (first_start, t.last_reply) {
@@ -492,99 +489,41 @@ fn build_body(
     } else {
         None
     };
-    let connect_ms = tcp_phases.as_ref().map(|p| p.connect.mean);
-    let first_packet_ms = tcp_phases
-        .as_ref()
-        .filter(|p| p.first_packet.count > 0)
-        .map(|p| p.first_packet.mean);
-    let (user, sys) = npt_result::cpu_seconds();
-    let summary = ProbeSummary {
-        protocol: cfg.proto.name().to_string(),
-        target: cfg.target.clone(),
-        proxy: None,
-        mode: match cfg.pacing {
-            PacingSpec::Interval { .. } => "interval",
-            PacingSpec::Rate { .. } => "rate",
-            PacingSpec::Relay { .. } => "relay",
-        }
-        .to_string(),
-        open_loop,
-        framing: if cfg.raw { "raw" } else { "framed" }.to_string(),
+    let health = Health::measured((0.0, 0.0), wall_s).with_sends(
+        t.behind_schedule,
+        cfg.behind_threshold.as_secs_f64() * 1e3,
+        t.send_lateness.summary(),
+    );
+    ProbeStats {
         clients: cfg.clients,
-        size: u32::try_from(cfg.size).unwrap_or(u32::MAX),
         sent: t.sent,
         received: t.received,
         lost: t.lost,
         late: t.late,
         duplicated: t.duplicated,
         reordered: t.reordered,
-        loss_pct: pct(t.lost, t.sent),
-        pps,
-        pps_received: if t.sent > 0 {
-            pps * t.received as f64 / t.sent as f64
-        } else {
-            0.0
-        },
-        send_duration_s,
-        loss_timeout_ms: cfg.loss_timeout.as_secs_f64() * 1e3,
-        rtt_ms: rtt,
-        rtt_corrected_ms: open_loop.then(|| t.rtt_corrected.summary()),
-        jitter_ms: t.jitter.value_ns() / 1e6,
-        jitter_samples: Some(t.jitter.samples()),
-        ipdv_ms: t.ipdv.summary(),
-        bandwidth_bps: Directions {
-            up: per_s(t.bytes_up as f64 * 8.0),
-            down: per_s(t.bytes_down as f64 * 8.0),
-        },
-        bytes: Directions {
-            up: t.bytes_up as f64,
-            down: t.bytes_down as f64,
-        },
-        first_packet_ms,
-        connect_ms,
-        total_ms,
-        phases_ms: tcp_phases.clone(),
         corrupt: t.corrupt,
         foreign: t.foreign,
         stale: t.stale,
-    };
-    let health = Health {
-        sends_behind_schedule: t.behind_schedule,
-        behind_threshold_ms: cfg.behind_threshold.as_secs_f64() * 1e3,
-        send_lateness_ms: t.send_lateness.summary(),
-        cpu_user_s: user,
-        cpu_sys_s: sys,
-        cpu_pct: if wall_s > 0.0 {
-            (user + sys) / wall_s * 100.0
-        } else {
-            0.0
+        bytes: Directions::bytes(t.bytes_up, t.bytes_down),
+        rates: SendRates::measured(
+            t.sent,
+            t.received,
+            t.bytes_up,
+            t.bytes_down,
+            t.first_send,
+            t.last_send,
+        ),
+        histograms,
+        jitter: t.jitter,
+        errors: npt_result::common::ErrorStats {
+            by_kind: t.errors.clone(),
+            attempts: t.sent,
         },
-        max_rss_bytes: npt_result::max_rss_bytes(),
-        // The probe's own send lateness is its timer's: `send_lateness_ms` already says it.
-        timer_lateness_ms: None,
-    };
-    let mut latency = BTreeMap::new();
-    latency.insert(cfg.proto.name().to_string(), NptLatency::from(&rtt));
-    let errors = Errors::new(t.errors.clone(), t.sent);
-    ProbeBody {
-        summary,
+        total_ms,
         health,
-        latency,
-        errors,
-        histograms: [
-            (hist::RTT, Some(&t.rtt)),
-            (hist::RTT_CORRECTED, open_loop.then_some(&t.rtt_corrected)),
-            (hist::IPDV, Some(&t.ipdv)),
-            (hist::CONNECT, tcp_phases.is_some().then_some(&connect)),
-            (
-                hist::FIRST_PACKET,
-                tcp_phases.is_some().then_some(&first_packet),
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(k, h)| Some((k.to_string(), h?.to_serialized())))
-        .collect(),
-        intervals,
+        intervals: Intervals::of(intervals),
+        ..ProbeStats::default()
     }
 }
 

@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// The body the runner writes for these totals.
+fn build_body(
+    cfg: &ProbeConfig,
+    t: &Totals,
+    tcp: &[TcpTimes],
+    intervals: Vec<Record>,
+    wall_s: f64,
+) -> ProbeBody {
+    probe_stats(cfg, t, tcp, intervals, wall_s).summarize(&probe_meta(cfg))
+}
+
 fn tcp_config() -> ProbeConfig {
     ProbeConfig {
         proto: Proto::Tcp,

@@ -146,11 +146,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         // Loss over all packets sent in every run; jitter as the median of the runs'.
         let sent: u64 = probes.iter().map(|p| p.sent).sum();
         let lost: u64 = probes.iter().map(|p| p.lost).sum();
-        row.loss_pct = Some(if sent > 0 {
-            lost as f64 * 100.0 / sent as f64
-        } else {
-            0.0
-        });
+        row.loss_pct = Some(npt_result::loss_pct(lost, sent));
         row.jitter_ms = Some(median(probes.iter().map(|p| p.jitter_ms).collect()));
         let first: Vec<f64> = probes.iter().filter_map(|p| p.first_packet_ms).collect();
         let total: Vec<f64> = probes.iter().filter_map(|p| p.total_ms).collect();

@@ -1,22 +1,18 @@
 //! `npt merge`: the result documents of the parts of one segmented run (`--segment i/n`) joined
 //! into the document one agent doing the whole load would have written.
 //!
-//! Exact where the data allows it: counters add, histograms are deserialized and added (so a
-//! percentile of the merge is the percentile of all samples — HDR buckets are identical in
-//! every part), and every summary and the NPT `latency` block are computed again from the
-//! merged histograms. Rates of parts that ran side by side add up. RFC 3550 jitter merges with
-//! the stats crate's `JitterMean` from each part's `jitter_ms` and `jitter_samples`, as the
-//! probe's own clients do (files older than `jitter_samples` are weighted by replies). What
-//! cannot be merged exactly is said where it is used: the tester's health (per machine; the
-//! merge keeps the sums of CPU seconds and the worst part's figures).
+//! A merge computes nothing of its own: each part's measurements are read back from its
+//! document as the workload's stats value (`npt_result::stats`), the values are added, and the
+//! body is built by the same `summarize` the engine called at the end of each part. So
+//! counters add, histograms add exactly (a percentile of the merge is the percentile of all
+//! samples), rates of parts that ran side by side add up, RFC 3550 jitter merges as the stats
+//! crate's `JitterMean`, and what a document keeps too little of to merge exactly (the
+//! tester's health, per machine) is said where its stats value adds it.
 //!
 //! Before joining, the parts are checked: one kind, one run id and one config hash (else the
 //! parts belong to different runs and are refused, naming the files), no index twice, and
 //! missing indexes reported in `config.segment.missing`.
 
-mod http;
-mod probe;
-mod run;
 #[cfg(test)]
 #[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests;
@@ -24,12 +20,10 @@ mod tests;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use npt_stats::{Histogram, SerializedHistogram};
 use serde::{Deserialize, Serialize};
 
 use npt_result::any::Workload;
-use npt_result::interval::Interval;
-use npt_result::probe::Directions;
+use npt_result::stats::{HttpStats, ProbeStats, RunStats, Stats};
 use npt_result::Document;
 
 #[derive(Debug, thiserror::Error)]
@@ -181,9 +175,9 @@ pub fn merge(parts: &[Part]) -> Result<(serde_json::Value, Coverage), MergeError
         })
     };
     let mut v = match first.kind.as_str() {
-        "probe" => ser(serde_json::to_value(probe::merge(parts)?))?,
-        "run" => ser(serde_json::to_value(run::merge(parts)?))?,
-        "http" => ser(serde_json::to_value(http::merge(parts)?))?,
+        "probe" => ser(serde_json::to_value(merge_kind::<ProbeStats>(parts)?))?,
+        "run" => ser(serde_json::to_value(merge_kind::<RunStats>(parts)?))?,
+        "http" => ser(serde_json::to_value(merge_kind::<HttpStats>(parts)?))?,
         other => return Err(MergeError::Kind(first.path.clone(), other.to_string())),
     };
     v["config"]["segment"] = serde_json::json!({
@@ -217,100 +211,26 @@ fn envelope<B>(parts: &[(PathBuf, Document<B>)], body: B) -> Document<B> {
     }
 }
 
-/// Adds serialized histograms exactly; `None`s are skipped.
-fn add_hists<'a>(
-    path: &Path,
-    name: &str,
-    hs: impl Iterator<Item = Option<&'a SerializedHistogram>>,
-) -> Result<Histogram, MergeError> {
-    let mut total = Histogram::new();
-    for h in hs.flatten() {
-        let h = Histogram::from_serialized(h).map_err(|e| {
-            MergeError::Histogram(path.to_path_buf(), name.to_string(), e.to_string())
+/// The parts of one kind read back as stats values, added, and summarized as the engine
+/// summarizes a run; the envelope joins the parts' times and stop reasons.
+fn merge_kind<S>(parts: &[Part]) -> Result<Document<S::Body>, MergeError>
+where
+    S: Stats,
+    S::Body: Body,
+{
+    let docs: Vec<(PathBuf, Document<S::Body>)> = typed(parts)?;
+    let mut total = S::default();
+    let mut meta = None;
+    for (path, d) in &docs {
+        let (stats, m) = S::from_body(&d.body).map_err(|e| {
+            MergeError::Histogram(path.clone(), e.name.clone(), e.source.to_string())
         })?;
-        total += &h;
+        total += &stats;
+        meta.get_or_insert(m);
     }
-    Ok(total)
-}
-
-/// The intervals of all parts joined by index (parts started together, so index k is the same
-/// stretch of time in each), for every kind alike: counters and rates add (the parts ran side
-/// by side), latency comes from the added histograms, loss is computed again from the added
-/// counts, jitter merges as [`probe::merge_jitter`]. A kind-specific field is in the merge
-/// when a part had it.
-fn merge_intervals<'a>(
-    path: &Path,
-    all: impl Iterator<Item = &'a Interval>,
-) -> Result<Vec<Interval>, MergeError> {
-    let mut by_index: std::collections::BTreeMap<u32, Vec<&'a Interval>> = Default::default();
-    for iv in all {
-        by_index.entry(iv.index).or_default().push(iv);
-    }
-    by_index
-        .into_iter()
-        .map(|(k, ivs)| {
-            let h = add_hists(
-                path,
-                &format!("intervals[{k}].histogram"),
-                ivs.iter().map(|iv| Some(&iv.histogram)),
-            )?;
-            let count = |f: fn(&Interval) -> Option<u64>| {
-                ivs.iter().filter_map(|iv| f(iv)).reduce(|a, b| a + b)
-            };
-            let dirs = |f: fn(&Interval) -> Option<Directions>| {
-                ivs.iter().filter_map(|iv| f(iv)).reduce(|a, b| Directions {
-                    up: a.up + b.up,
-                    down: a.down + b.down,
-                })
-            };
-            let mut m = ivs[0].clone();
-            m.start_s = ivs
-                .iter()
-                .map(|iv| iv.start_s)
-                .fold(f64::INFINITY, f64::min);
-            m.end_s = ivs.iter().map(|iv| iv.end_s).fold(0.0, f64::max);
-            m.completed = ivs.iter().map(|iv| iv.completed).sum();
-            m.errors = ivs.iter().map(|iv| iv.errors).sum();
-            m.rate_per_s = ivs.iter().map(|iv| iv.rate_per_s).sum();
-            m.latency_ms = h.summary();
-            m.histogram = h.to_serialized();
-            m.sent = count(|iv| iv.sent);
-            m.lost = count(|iv| iv.lost);
-            m.late = count(|iv| iv.late);
-            m.duplicated = count(|iv| iv.duplicated);
-            m.reordered = count(|iv| iv.reordered);
-            m.loss_pct = m.sent.map(|sent| {
-                let lost = m.lost.unwrap_or(0);
-                if sent == 0 {
-                    0.0
-                } else {
-                    lost as f64 * 100.0 / sent as f64
-                }
-            });
-            if m.jitter_ms.is_some() {
-                let (ms, samples) =
-                    probe::merge_jitter(ivs.iter().filter_map(|iv| {
-                        iv.jitter_ms.map(|ms| (ms, iv.jitter_samples, iv.completed))
-                    }));
-                (m.jitter_ms, m.jitter_samples) = (Some(ms), samples);
-            }
-            m.bandwidth_bps = dirs(|iv| iv.bandwidth_bps);
-            m.bytes = dirs(|iv| iv.bytes);
-            m.active_users = count(|iv| iv.active_users);
-            m.active_connections = count(|iv| iv.active_connections);
-            m.status = ivs
-                .iter()
-                .filter_map(|iv| iv.status.as_ref())
-                .fold(None, |acc, codes| {
-                    let mut acc: std::collections::BTreeMap<String, u64> = acc.unwrap_or_default();
-                    for (c, n) in codes {
-                        *acc.entry(c.clone()).or_default() += n;
-                    }
-                    Some(acc)
-                });
-            Ok(m)
-        })
-        .collect()
+    let meta = meta.ok_or(MergeError::Empty)?;
+    let body = total.summarize(&meta);
+    Ok(envelope(&docs, body))
 }
 
 /// A workload part `npt merge` reads out of the one result type.

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use npt_stats::Histogram;
 
 use super::*;
+use npt_result::interval::Interval;
 use npt_result::probe::{hist, ProbeBody, ProbeSummary};
 
 fn probe_doc(samples: &[u64], index: u32, count: u32, run_id: &str) -> serde_json::Value {

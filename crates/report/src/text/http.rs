@@ -101,7 +101,8 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
         writeln!(
             w,
             "  schedule    {} sends more than {} ms behind schedule{timer}",
-            b.health.sends_behind_schedule, b.health.behind_threshold_ms
+            b.health.sends_behind_schedule.unwrap_or(0),
+            b.health.behind_threshold_ms.unwrap_or(0.0)
         )?;
     } else {
         writeln!(w, "  latency     {}", lat(&s.latency_ms))?;

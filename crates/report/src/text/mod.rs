@@ -171,14 +171,15 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
             s.corrupt, s.foreign, s.stale
         )?;
     }
+    let late = h.send_lateness_ms.unwrap_or_default();
     writeln!(
         w,
         "tester     behind schedule {} (>{} ms)  send lateness p50 {} p99 {} max {} ms  cpu {:.0}%  rss {:.1} MiB",
-        h.sends_behind_schedule,
-        ms(h.behind_threshold_ms),
-        ms(h.send_lateness_ms.p50),
-        ms(h.send_lateness_ms.p99),
-        ms(h.send_lateness_ms.max),
+        h.sends_behind_schedule.unwrap_or(0),
+        ms(h.behind_threshold_ms.unwrap_or(0.0)),
+        ms(late.p50),
+        ms(late.p99),
+        ms(late.max),
         h.cpu_pct,
         h.max_rss_bytes as f64 / (1024.0 * 1024.0)
     )?;

@@ -112,17 +112,18 @@ pub fn write_run(w: &mut impl std::io::Write, doc: &Document<RunBody>) -> std::i
         }
     }
     let h = &b.health;
+    let timer = h.timer_lateness_ms.unwrap_or_default();
     writeln!(
         w,
         "  tester: cpu {:.1}% ({:.1} s user, {:.1} s sys), timer lateness p50 {:.2} ms p99 {:.2} ms max {:.2} ms, {} wakeups > {} ms late, max rss {:.1} MB",
         h.cpu_pct,
         h.cpu_user_s,
         h.cpu_sys_s,
-        h.timer_lateness_ms.p50,
-        h.timer_lateness_ms.p99,
-        h.timer_lateness_ms.max,
-        h.late_wakeups,
-        h.late_threshold_ms,
+        timer.p50,
+        timer.p99,
+        timer.max,
+        h.late_wakeups.unwrap_or(0),
+        h.late_threshold_ms.unwrap_or(0.0),
         h.max_rss_bytes as f64 / 1e6
     )?;
     Ok(())

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use npt_result::error::ErrorKind;
 use npt_result::run::RunBody;
+use npt_result::stats::{RunMeta, Stats};
 use npt_result::workload::{Finished, Progress, Stop};
+use npt_result::Health;
 use npt_result::StopReason;
 use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::frame::{Header, Kind, HEADER_LEN, MAX_FRAME_LEN};
@@ -262,12 +264,10 @@ pub(crate) async fn run_async(
     ctx.col.export(&mut totals);
     // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
     let ended = started + started_mono.elapsed();
-    let cpu1 = npt_result::cpu_seconds();
     let secs = ran.as_secs_f64();
-    let m = ctx
+    let mut stats = ctx
         .col
         .finish(secs, cfg.shape.game.loss_timeout.as_secs_f64() * 1e3);
-    let mut summary = m.summary;
     let (model_name, users, rate, ramp) = match cfg.load {
         Load::Users { users, ramp_up } => ("closed", users, None, ramp_up.as_secs_f64()),
         Load::Arrivals {
@@ -275,42 +275,35 @@ pub(crate) async fn run_async(
             max_active,
         } => ("open", max_active, Some(per_sec), 0.0),
     };
-    summary.model = model_name.to_string();
-    summary.targets = cfg
-        .targets
-        .stream
-        .iter()
-        .map(|a| format!("tcp://{a}"))
-        .collect();
-    summary.quic_target = cfg.targets.quic.map(|a| a.to_string());
-    summary.users = users;
-    summary.arrival_rate_per_s = rate;
-    summary.mix = cfg.shape.mix.to_string_compact();
-    summary.seed = cfg.seed;
-    summary.duration_s = secs;
-    summary.ramp_up_s = ramp;
-    summary.in_flight_at_end = cut.count;
-    summary.oldest_in_flight_ms = cut.oldest_ns as f64 / 1e6;
-    let mut health = m.health;
-    health.cpu_user_s = cpu1.0 - cpu0.0;
-    health.cpu_sys_s = cpu1.1 - cpu0.1;
-    health.cpu_pct = (health.cpu_user_s + health.cpu_sys_s) * 100.0 / secs.max(1e-9);
-    health.max_rss_bytes = npt_result::max_rss_bytes();
+    let meta = RunMeta {
+        model: model_name.to_string(),
+        targets: cfg
+            .targets
+            .stream
+            .iter()
+            .map(|a| format!("tcp://{a}"))
+            .collect(),
+        quic_target: cfg.targets.quic.map(|a| a.to_string()),
+        mix: cfg.shape.mix.to_string_compact(),
+        seed: cfg.seed,
+        ramp_up_s: ramp,
+    };
+    stats.users = users;
+    stats.arrival_rate_per_s = rate;
+    stats.duration_s = secs;
+    stats.in_flight_at_end = cut.count;
+    stats.oldest_in_flight_ms = cut.oldest_ns as f64 / 1e6;
+    stats.health = Health {
+        late_wakeups: stats.health.late_wakeups,
+        late_threshold_ms: stats.health.late_threshold_ms,
+        ..Health::measured(cpu0, secs.max(1e-9))
+    };
     // Requests started: completed, failed (the timed-out ones among those still in flight
     // included), and the rest of those still in flight.
-    let attempts = summary.requests + m.errors.total_errors + cut.count
+    stats.errors.attempts = stats.requests + stats.errors.total() + cut.count
         - (cut.timed_out.len() as u64).min(cut.count);
     Ok(Finished::new(
-        RunBody {
-            summary,
-            health,
-            latency: m.latency,
-            errors: npt_result::probe::Errors::new(m.errors.by_kind, attempts),
-            protocols: m.protocols,
-            activities: m.activities,
-            histograms: m.histograms,
-            intervals: m.intervals,
-        },
+        stats.summarize(&meta),
         started,
         ended,
         stopped_by,

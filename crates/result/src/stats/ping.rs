@@ -1,0 +1,121 @@
+//! A ping's measurements as a value that adds ([`PingStats`], the session's tally) and its
+//! body ([`PingStats::summarize`]). Everything a ping measures is a counter or the RTT
+//! histogram, so pings add exactly; `npt merge` does not take pings (they have no segments),
+//! but the value is the same shape as every workload's.
+
+use std::collections::BTreeMap;
+use std::ops::AddAssign;
+
+use npt_stats::{ErrorCounts, Histogram};
+use serde::{Deserialize, Serialize};
+
+use super::{BodyError, Stats};
+use crate::common::{loss_pct, Errors, NptLatency};
+use crate::ping::{hist, PingBody, PingSummary};
+
+/// What a ping's document says about its target.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PingMeta {
+    /// As the user wrote it.
+    pub target: String,
+    /// `tcp`, `udp` or `quic`.
+    pub proto: String,
+    /// Addresses the target resolved to, in the order they were tried.
+    pub addresses: Vec<String>,
+    /// `npt ping --from`: the hop agent the RTTs were measured from.
+    pub measured_from: Option<String>,
+}
+
+/// Counters and the RTT histogram of a ping.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PingStats {
+    pub sent: u64,
+    pub received: u64,
+    /// Answers after their attempt had timed out, or twice.
+    pub late: u64,
+    pub rtt: Histogram,
+    pub errors: ErrorCounts,
+}
+
+impl PingStats {
+    /// Percentage of attempts without an answer (0 when nothing was sent).
+    pub fn loss_pct(&self) -> f64 {
+        loss_pct(self.sent.saturating_sub(self.received), self.sent)
+    }
+}
+
+impl AddAssign<&PingStats> for PingStats {
+    fn add_assign(&mut self, rhs: &PingStats) {
+        self.sent += rhs.sent;
+        self.received += rhs.received;
+        self.late += rhs.late;
+        self.rtt += &rhs.rtt;
+        self.errors += &rhs.errors;
+    }
+}
+
+impl Stats for PingStats {
+    type Body = PingBody;
+    type Meta = PingMeta;
+
+    fn from_body(b: &PingBody) -> Result<(PingStats, PingMeta), BodyError> {
+        let rtt = Histogram::from_serialized(&b.histogram).map_err(|source| BodyError {
+            name: hist::RTT.to_string(),
+            source,
+        })?;
+        let stats = PingStats {
+            sent: b.summary.sent,
+            received: b.summary.received,
+            late: b.summary.late,
+            rtt,
+            errors: b.errors.by_kind.clone(),
+        };
+        let meta = PingMeta {
+            target: b.target.clone(),
+            proto: b.proto.clone(),
+            addresses: b.addresses.clone(),
+            measured_from: b.measured_from.clone(),
+        };
+        Ok((stats, meta))
+    }
+
+    fn summarize(&self, m: &PingMeta) -> PingBody {
+        let s = self.rtt.summary();
+        let summary = PingSummary {
+            sent: self.sent,
+            received: self.received,
+            lost: self.sent.saturating_sub(self.received),
+            loss_pct: self.loss_pct(),
+            late: self.late,
+            min_ms: s.min,
+            avg_ms: s.mean,
+            p50_ms: s.p50,
+            p90_ms: s.p90,
+            p95_ms: s.p95,
+            p99_ms: s.p99,
+            max_ms: s.max,
+            stddev_ms: s.stddev,
+        };
+        let total = self.errors.total();
+        PingBody {
+            target: m.target.clone(),
+            proto: m.proto.clone(),
+            addresses: m.addresses.clone(),
+            latency: BTreeMap::from([(m.proto.clone(), NptLatency::from(&s))]),
+            summary,
+            // A ping's rate divides by attempts sent; `attempts` is not written.
+            errors: Errors {
+                total_errors: total,
+                error_rate: if self.sent == 0 {
+                    0.0
+                } else {
+                    total as f64 / self.sent as f64
+                },
+                attempts: None,
+                by_kind: self.errors.clone(),
+            },
+            histogram: self.rtt.to_serialized(),
+            measured_from: m.measured_from.clone(),
+        }
+    }
+}

@@ -1,0 +1,381 @@
+//! A probe's measurements as a value that adds ([`ProbeStats`]) and its body
+//! ([`ProbeStats::summarize`]), for the probe's runner at the end of a run and for `npt merge`.
+//!
+//! What a probe's document keeps only as a figure of the whole part, and how parts add: the
+//! send phase's rates (packets and bits per second of parts that ran side by side add, the
+//! longest send phase stands), `total_ms` (the longest), the proxy handshakes' means (weighted
+//! by handshakes) and the tester's health ([`crate::health`]). Parts written before the TCP
+//! phase histograms existed carry only mean connect and first-packet times: a merge with one of
+//! them reports the means weighted by clients and no distribution, as merges always did.
+
+use std::collections::BTreeMap;
+use std::ops::AddAssign;
+
+use npt_stats::{Histogram, JitterMean};
+use serde::{Deserialize, Serialize};
+
+use super::{max_opt, BodyError, HistMap, Stats, WeightedMean};
+use crate::common::{jitter_mean, loss_pct, Directions, ErrorStats, NptLatency};
+use crate::health::Health;
+use crate::interval::Intervals;
+use crate::probe::{hist, ProbeBody, ProbePhases, ProbeSummary, ProxyPhases};
+
+/// What the parts of one probe share: its configuration as the summary states it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeMeta {
+    /// `udp` or `tcp`.
+    pub protocol: String,
+    pub target: String,
+    /// `interval`, `rate` or `relay`.
+    pub mode: String,
+    /// `rate` mode: the corrected RTT is measured too.
+    pub open_loop: bool,
+    /// `framed` or `raw`.
+    pub framing: String,
+    pub size: u32,
+    pub loss_timeout_ms: f64,
+}
+
+/// A probe's measurements. Counters, histograms ([`hist`]), jitter and errors add exactly.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ProbeStats {
+    /// Client flows.
+    pub clients: u32,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub late: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub corrupt: u64,
+    pub foreign: u64,
+    pub stale: u64,
+    /// Application payload bytes each way.
+    pub bytes: Directions,
+    pub rates: SendRates,
+    /// `rtt`, `rtt_corrected` (open loop), `ipdv`, and for TCP `connect`, `first_packet`.
+    pub histograms: HistMap,
+    /// RFC 3550 jitter of the flows, sample-weighted.
+    pub jitter: JitterMean,
+    /// A part written before `jitter_samples` is in: the jitter is weighted by its replies.
+    pub jitter_inexact: bool,
+    pub errors: ErrorStats,
+    /// TCP: from the first connect until the last reply.
+    pub total_ms: Option<f64>,
+    /// Mean connect and first-packet times of saved parts, for merges with parts older than
+    /// the phase histograms.
+    pub legacy_phases: LegacyPhases,
+    /// A part whose connect time has no histogram is in.
+    pub phases_inexact: bool,
+    /// `--via`: the proxy handshakes.
+    pub proxy: Option<ProxyStats>,
+    pub health: Health,
+    pub intervals: Intervals,
+}
+
+/// The send phase's rates, made by an engine on its own clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendRates {
+    pub pps: f64,
+    pub pps_received: f64,
+    pub send_duration_s: f64,
+    pub bandwidth_bps: Directions,
+}
+
+impl SendRates {
+    /// The rates of `sent` packets (`received` answered, `up`/`down` payload bytes) sent
+    /// between `first_send` and `last_send` (ns): n packets on a regular schedule span n-1
+    /// gaps, so the send phase is the span plus one packet's time.
+    pub fn measured(
+        sent: u64,
+        received: u64,
+        up: u64,
+        down: u64,
+        first_send: Option<u64>,
+        last_send: Option<u64>,
+    ) -> SendRates {
+        let span = match (first_send, last_send) {
+            (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let pps = if span > 0.0 {
+            (sent.saturating_sub(1)) as f64 / span
+        } else {
+            0.0
+        };
+        let per_packet_s = if pps > 0.0 { 1.0 / pps } else { 0.0 };
+        let send_duration_s = span + per_packet_s;
+        SendRates {
+            pps,
+            pps_received: if sent > 0 {
+                pps * received as f64 / sent as f64
+            } else {
+                0.0
+            },
+            send_duration_s,
+            bandwidth_bps: Directions::bits_per_s(up, down, send_duration_s),
+        }
+    }
+}
+
+impl AddAssign<&SendRates> for SendRates {
+    fn add_assign(&mut self, rhs: &SendRates) {
+        self.pps += rhs.pps;
+        self.pps_received += rhs.pps_received;
+        self.send_duration_s = self.send_duration_s.max(rhs.send_duration_s);
+        self.bandwidth_bps += &rhs.bandwidth_bps;
+    }
+}
+
+/// Mean TCP phase times of saved parts, weighted by their clients.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LegacyPhases {
+    pub connect: Option<WeightedMean>,
+    pub first_packet: Option<WeightedMean>,
+}
+
+fn add_mean(a: &mut Option<WeightedMean>, b: Option<WeightedMean>) {
+    match (a.as_mut(), b) {
+        (Some(a), Some(b)) => *a += &b,
+        (None, b) => *a = b,
+        (Some(_), None) => {}
+    }
+}
+
+impl AddAssign<&LegacyPhases> for LegacyPhases {
+    fn add_assign(&mut self, rhs: &LegacyPhases) {
+        add_mean(&mut self.connect, rhs.connect);
+        add_mean(&mut self.first_packet, rhs.first_packet);
+    }
+}
+
+/// Proxy handshakes: how many and the sums of their phases (ns).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProxyStats {
+    /// The proxy URL, password left out.
+    pub via: String,
+    pub handshakes: u64,
+    pub proxy_connect_ns: f64,
+    pub auth_ns: f64,
+    pub reply_ns: f64,
+    pub handshake_ns: f64,
+}
+
+impl ProxyStats {
+    fn from_saved(p: &ProxyPhases) -> ProxyStats {
+        let n = p.handshakes.max(1) as f64;
+        ProxyStats {
+            via: p.via.clone(),
+            handshakes: p.handshakes,
+            proxy_connect_ns: p.proxy_connect_ms * 1e6 * n,
+            auth_ns: p.auth_ms * 1e6 * n,
+            reply_ns: p.reply_ms * 1e6 * n,
+            handshake_ns: p.handshake_ms * 1e6 * n,
+        }
+    }
+
+    fn phases(&self) -> ProxyPhases {
+        let n = self.handshakes.max(1) as f64;
+        ProxyPhases {
+            via: self.via.clone(),
+            handshakes: self.handshakes,
+            proxy_connect_ms: self.proxy_connect_ns / n / 1e6,
+            auth_ms: self.auth_ns / n / 1e6,
+            reply_ms: self.reply_ns / n / 1e6,
+            handshake_ms: self.handshake_ns / n / 1e6,
+        }
+    }
+}
+
+impl AddAssign<&ProxyStats> for ProxyStats {
+    fn add_assign(&mut self, rhs: &ProxyStats) {
+        if self.via.is_empty() {
+            self.via = rhs.via.clone();
+        }
+        self.handshakes += rhs.handshakes;
+        self.proxy_connect_ns += rhs.proxy_connect_ns;
+        self.auth_ns += rhs.auth_ns;
+        self.reply_ns += rhs.reply_ns;
+        self.handshake_ns += rhs.handshake_ns;
+    }
+}
+
+impl AddAssign<&ProbeStats> for ProbeStats {
+    fn add_assign(&mut self, rhs: &ProbeStats) {
+        self.clients += rhs.clients;
+        self.sent += rhs.sent;
+        self.received += rhs.received;
+        self.lost += rhs.lost;
+        self.late += rhs.late;
+        self.duplicated += rhs.duplicated;
+        self.reordered += rhs.reordered;
+        self.corrupt += rhs.corrupt;
+        self.foreign += rhs.foreign;
+        self.stale += rhs.stale;
+        self.bytes += &rhs.bytes;
+        self.rates += &rhs.rates;
+        self.histograms += &rhs.histograms;
+        self.jitter += &rhs.jitter;
+        self.jitter_inexact |= rhs.jitter_inexact;
+        self.errors += &rhs.errors;
+        self.total_ms = max_opt(self.total_ms, rhs.total_ms);
+        self.legacy_phases += &rhs.legacy_phases;
+        self.phases_inexact |= rhs.phases_inexact;
+        match (&mut self.proxy, &rhs.proxy) {
+            (Some(a), Some(b)) => *a += b,
+            (a @ None, b) => *a = b.clone(),
+            (Some(_), None) => {}
+        }
+        self.health += &rhs.health;
+        self.intervals += &rhs.intervals;
+    }
+}
+
+impl ProbeStats {
+    /// The TCP phases: exact from the histograms, or the saved means when a part older than
+    /// them is in (no distribution then), or none (UDP, or no connection made).
+    fn phases(&self) -> (Option<ProbePhases>, Option<f64>, Option<f64>) {
+        if self.phases_inexact {
+            let mean = |m: Option<WeightedMean>| m.map(|m| m.value());
+            let l = &self.legacy_phases;
+            return (None, mean(l.connect), mean(l.first_packet));
+        }
+        match self.histograms.get(hist::CONNECT) {
+            Some(c) if !c.is_empty() => {
+                let p = ProbePhases {
+                    connect: c.summary(),
+                    first_packet: self.histograms.summary(hist::FIRST_PACKET),
+                };
+                let connect = Some(p.connect.mean);
+                let first = (p.first_packet.count > 0).then_some(p.first_packet.mean);
+                (Some(p), connect, first)
+            }
+            _ => (None, None, None),
+        }
+    }
+
+    fn saved(&self, name: &str) -> npt_stats::SerializedHistogram {
+        match self.histograms.get(name) {
+            Some(h) => h.to_serialized(),
+            None => Histogram::new().to_serialized(),
+        }
+    }
+}
+
+impl Stats for ProbeStats {
+    type Body = ProbeBody;
+    type Meta = ProbeMeta;
+
+    fn from_body(b: &ProbeBody) -> Result<(ProbeStats, ProbeMeta), BodyError> {
+        let s = &b.summary;
+        let intervals = Intervals::of(b.intervals.clone());
+        intervals
+            .check()
+            .map_err(|(name, source)| BodyError { name, source })?;
+        let weight = f64::from(s.clients);
+        let stats = ProbeStats {
+            clients: s.clients,
+            sent: s.sent,
+            received: s.received,
+            lost: s.lost,
+            late: s.late,
+            duplicated: s.duplicated,
+            reordered: s.reordered,
+            corrupt: s.corrupt,
+            foreign: s.foreign,
+            stale: s.stale,
+            bytes: s.bytes,
+            rates: SendRates {
+                pps: s.pps,
+                pps_received: s.pps_received,
+                send_duration_s: s.send_duration_s,
+                bandwidth_bps: s.bandwidth_bps,
+            },
+            histograms: HistMap::from_saved(&b.histograms)?,
+            jitter: jitter_mean(s.jitter_ms, s.jitter_samples, s.received),
+            jitter_inexact: s.jitter_samples.is_none(),
+            errors: ErrorStats::from_block(&b.errors, s.sent),
+            total_ms: s.total_ms,
+            legacy_phases: LegacyPhases {
+                connect: s.connect_ms.map(|v| WeightedMean::of(v, weight)),
+                first_packet: s.first_packet_ms.map(|v| WeightedMean::of(v, weight)),
+            },
+            phases_inexact: s.connect_ms.is_some() && !b.histograms.contains_key(hist::CONNECT),
+            proxy: s.proxy.as_ref().map(ProxyStats::from_saved),
+            health: b.health,
+            intervals,
+        };
+        let meta = ProbeMeta {
+            protocol: s.protocol.clone(),
+            target: s.target.clone(),
+            mode: s.mode.clone(),
+            open_loop: s.open_loop,
+            framing: s.framing.clone(),
+            size: s.size,
+            loss_timeout_ms: s.loss_timeout_ms,
+        };
+        Ok((stats, meta))
+    }
+
+    fn summarize(&self, m: &ProbeMeta) -> ProbeBody {
+        let h = &self.histograms;
+        let rtt = h.summary(hist::RTT);
+        let (phases, connect_ms, first_packet_ms) = self.phases();
+        let exact_phases = phases.is_some();
+        let summary = ProbeSummary {
+            protocol: m.protocol.clone(),
+            target: m.target.clone(),
+            mode: m.mode.clone(),
+            open_loop: m.open_loop,
+            framing: m.framing.clone(),
+            clients: self.clients,
+            size: m.size,
+            sent: self.sent,
+            received: self.received,
+            lost: self.lost,
+            late: self.late,
+            duplicated: self.duplicated,
+            reordered: self.reordered,
+            loss_pct: loss_pct(self.lost, self.sent),
+            pps: self.rates.pps,
+            pps_received: self.rates.pps_received,
+            send_duration_s: self.rates.send_duration_s,
+            loss_timeout_ms: m.loss_timeout_ms,
+            rtt_ms: rtt,
+            rtt_corrected_ms: m.open_loop.then(|| h.summary(hist::RTT_CORRECTED)),
+            jitter_ms: self.jitter.value_ns() / 1e6,
+            jitter_samples: (!self.jitter_inexact).then(|| self.jitter.samples()),
+            ipdv_ms: h.summary(hist::IPDV),
+            bandwidth_bps: self.rates.bandwidth_bps,
+            bytes: self.bytes,
+            first_packet_ms,
+            connect_ms,
+            phases_ms: phases,
+            total_ms: self.total_ms,
+            proxy: self.proxy.as_ref().map(ProxyStats::phases),
+            corrupt: self.corrupt,
+            foreign: self.foreign,
+            stale: self.stale,
+        };
+        let mut histograms = BTreeMap::new();
+        histograms.insert(hist::RTT.to_string(), self.saved(hist::RTT));
+        if m.open_loop {
+            let c = self.saved(hist::RTT_CORRECTED);
+            histograms.insert(hist::RTT_CORRECTED.to_string(), c);
+        }
+        histograms.insert(hist::IPDV.to_string(), self.saved(hist::IPDV));
+        if exact_phases {
+            for name in [hist::CONNECT, hist::FIRST_PACKET] {
+                histograms.insert(name.to_string(), self.saved(name));
+            }
+        }
+        ProbeBody {
+            summary,
+            health: self.health,
+            latency: BTreeMap::from([(m.protocol.clone(), NptLatency::from(&rtt))]),
+            errors: self.errors.block(),
+            histograms,
+            intervals: self.intervals.joined(),
+        }
+    }
+}

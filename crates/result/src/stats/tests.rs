@@ -1,0 +1,223 @@
+//! The pieces stats values are made of, and the ping's split property (pings have no `npt
+//! merge`, so it is checked here at the level merge works at: each part's body read back,
+//! added, summarized). The other kinds' split properties run through `npt merge` itself, in
+//! `npt-report`'s `tests/merge_split`.
+
+// Counts drawn below 8 and 500: their conversions cannot truncate.
+#![allow(clippy::cast_possible_truncation)]
+
+use npt_stats::Histogram;
+
+use super::*;
+use crate::interval::{Interval, IntervalAcc, Intervals};
+use crate::ping::PingBody;
+
+/// xorshift64*: a seeded stream of numbers for the split tests.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn ping_parts_read_back_and_added_are_the_whole() {
+    for seed in 1..=40u64 {
+        let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let k = 1 + r.below(8) as usize;
+        let mut parts = vec![PingStats::default(); k];
+        let mut whole = PingStats::default();
+        for _ in 0..r.below(500) {
+            let p = r.below(k as u64) as usize;
+            let rtt = 10_000 + r.below(50_000_000);
+            let what = r.below(4);
+            for s in [&mut parts[p], &mut whole] {
+                match what {
+                    0 | 1 => {
+                        s.sent += 1;
+                        s.received += 1;
+                        s.rtt.record(rtt);
+                    }
+                    2 => s.sent += 1,
+                    _ => {
+                        s.sent += 1;
+                        s.late += (rtt >> 3) & 1;
+                        s.errors.record("timeout", || "timeout".into());
+                    }
+                }
+            }
+        }
+        let meta = PingMeta {
+            target: "udp://127.0.0.1:7".into(),
+            proto: "udp".into(),
+            addresses: vec!["127.0.0.1:7".into()],
+            measured_from: None,
+        };
+        let bodies: Vec<PingBody> = parts.iter().map(|s| s.summarize(&meta)).collect();
+        let mut merged = PingStats::default();
+        for b in &bodies {
+            let (s, m) = PingStats::from_body(b).unwrap();
+            assert_eq!(m, meta);
+            merged += &s;
+        }
+        let (got, want) = (merged.summarize(&meta), whole.summarize(&meta));
+        assert_eq!(
+            Histogram::from_serialized(&got.histogram)
+                .unwrap()
+                .summary(),
+            Histogram::from_serialized(&want.histogram)
+                .unwrap()
+                .summary()
+        );
+        let json = |b: &PingBody| {
+            let mut v = serde_json::to_value(b).unwrap();
+            v["histogram"] = serde_json::Value::Null;
+            v
+        };
+        assert_eq!(json(&got), json(&want), "seed {seed} k {k}");
+    }
+}
+
+#[test]
+fn a_histogram_that_does_not_decode_is_named() {
+    let mut saved = crate::Histograms::new();
+    saved.insert("rtt".into(), Histogram::new().to_serialized());
+    let mut bad = Histogram::new().to_serialized();
+    bad.data = "not base64!".into();
+    saved.insert("proto.tcp.latency".into(), bad);
+    let e = HistMap::from_saved(&saved).unwrap_err();
+    assert_eq!(e.name, "proto.tcp.latency");
+    assert!(
+        e.to_string().starts_with("histogram proto.tcp.latency: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn hist_maps_add_by_name() {
+    let mut a = HistMap::default();
+    a.record("x", 1_000);
+    let mut b = HistMap::default();
+    b.record("x", 2_000);
+    b.record("y", 3_000);
+    a += &b;
+    assert_eq!(a.summary("x").count, 2);
+    assert_eq!(a.summary_opt("y").map(|s| s.count), Some(1));
+    assert_eq!(a.summary("absent"), Summary::default());
+    assert_eq!(a.names().collect::<Vec<_>>(), ["x", "y"]);
+    assert_eq!(a.saved(["y", "absent"]).len(), 1);
+}
+
+#[test]
+fn a_weighted_mean_of_one_part_is_its_value() {
+    let one = WeightedMean::of(0.1 + 0.2, 3.0);
+    assert_eq!(one.value(), 0.1 + 0.2);
+    let mut two = WeightedMean::default();
+    two += &one;
+    assert_eq!(two.value(), one.value(), "the default adds nothing");
+    two += &WeightedMean::of(1.0, 1.0);
+    assert_eq!(two.value(), ((0.1 + 0.2) * 3.0 + 1.0) / 4.0);
+    let mut none = WeightedMean::of(5.0, 0.0);
+    none += &WeightedMean::of(7.0, 0.0);
+    assert_eq!(none.value(), 0.0, "several parts without weight");
+}
+
+#[test]
+fn a_saved_distribution_stands_for_all_once_it_is_in() {
+    let mut recorded = Dist::default();
+    recorded.record(1_000_000);
+    let mut other = Dist::default();
+    other.record(3_000_000);
+    let mut all = recorded.clone();
+    all += &other;
+    assert_eq!(all.summary().count, 2);
+    let saved = Dist::Saved(recorded.summary());
+    let mut first = Dist::default();
+    first += &saved;
+    first += &Dist::Saved(other.summary());
+    assert_eq!(first.summary(), recorded.summary());
+}
+
+fn record(index: u32, completed: u64, jitter: Option<(f64, Option<u64>)>) -> Interval {
+    let mut h = Histogram::new();
+    for i in 0..completed {
+        h.record(1_000_000 + i);
+    }
+    Interval {
+        index,
+        start_s: f64::from(index),
+        end_s: f64::from(index) + 1.0,
+        completed,
+        rate_per_s: completed as f64,
+        latency_ms: h.summary(),
+        sent: Some(completed + 1),
+        lost: Some(1),
+        loss_pct: Some(100.0 / (completed + 1) as f64),
+        jitter_ms: jitter.map(|j| j.0),
+        jitter_samples: jitter.and_then(|j| j.1),
+        status: Some([("200".to_string(), completed)].into()),
+        histogram: h.to_serialized(),
+        ..Interval::default()
+    }
+}
+
+#[test]
+fn intervals_join_by_index_and_one_part_is_kept_as_written() {
+    let mut a = Intervals::of(vec![record(0, 3, Some((1.0, Some(2)))), record(1, 1, None)]);
+    let b = Intervals::of(vec![record(0, 1, Some((4.0, Some(1))))]);
+    a += &b;
+    let joined = a.joined();
+    assert_eq!(joined.len(), 2);
+    let j = &joined[0];
+    assert_eq!((j.completed, j.sent, j.lost), (4, Some(6), Some(2)));
+    assert_eq!(j.loss_pct, Some(2.0 * 100.0 / 6.0));
+    assert_eq!(j.rate_per_s, 4.0);
+    assert_eq!(j.latency_ms.count, 4);
+    assert_eq!((j.jitter_ms, j.jitter_samples), (Some(2.0), Some(3)));
+    assert_eq!(j.status.as_ref().unwrap()["200"], 4);
+    assert_eq!(
+        joined[1],
+        record(1, 1, None),
+        "an index one part has is that part's"
+    );
+    // A part without jitter samples (an older file): weighted by replies, no sample count.
+    let mut old = Intervals::of(vec![record(0, 3, Some((1.0, None)))]);
+    old += &Intervals::of(vec![record(0, 1, Some((4.0, Some(1))))]);
+    let j = &old.joined()[0];
+    assert_eq!((j.jitter_ms, j.jitter_samples), (Some(7.0 / 4.0), None));
+}
+
+#[test]
+fn an_open_interval_closes_counts_and_empties() {
+    let mut acc = IntervalAcc::with_status();
+    acc.record_completed(2_000_000);
+    acc.record_status(200);
+    acc.record_status(200);
+    acc.record_status(503);
+    acc.errors += 1;
+    let r = acc.close(4, 4.0, 4.5, 0.5);
+    assert_eq!(
+        (r.index, r.completed, r.errors, r.rate_per_s),
+        (4, 1, 1, 2.0)
+    );
+    let codes = r.status.unwrap();
+    assert_eq!((codes["200"], codes["503"]), (2, 1));
+    assert!(r.bytes.is_none());
+    let again = acc.close(5, 4.5, 5.0, 0.5);
+    assert_eq!((again.completed, again.errors), (0, 0));
+    assert_eq!(again.status, Some(Default::default()));
+    let mut bytes = IntervalAcc::with_bytes();
+    bytes.record_bytes(3, 4);
+    assert_eq!(
+        bytes.close(0, 0.0, 1.0, 1.0).bytes.map(|b| (b.up, b.down)),
+        Some((3.0, 4.0))
+    );
+}
