@@ -151,7 +151,7 @@ pub struct HostResult {
     pub ttfb_ms: Summary,
 }
 
-/// Seed 003's cold start: a command is spawned and polled until its first 2xx answer.
+/// The gateway benchmark's cold start: a command is spawned and polled until its first 2xx answer.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct ColdStart {
