@@ -37,7 +37,6 @@ pub mod udp;
 pub mod workload;
 
 use npt_result::error::ErrorKind;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -51,23 +50,7 @@ pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// The most streams one run opens (each way).
 pub const MAX_STREAMS: u32 = 1024;
 
-/// The transport a bulk runs over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Proto {
-    Tcp,
-    Udp,
-    Quic,
-}
-
-impl Proto {
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::Tcp => "tcp",
-            Proto::Udp => "udp",
-            Proto::Quic => "quic",
-        }
-    }
-}
+pub use npt_client::target::{Proto, Target};
 
 /// Which ways the bytes go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,61 +79,20 @@ impl Ways {
     }
 }
 
-/// A parsed `tcp://HOST:PORT`, `udp://…` or `quic://…` target.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
-    pub proto: Proto,
-    /// The host as written, without IPv6 brackets (the QUIC server name, the proxy's target).
-    pub host: String,
-    pub port: u16,
-}
-
-impl Target {
-    pub fn parse(s: &str) -> Result<Target, BulkError> {
-        let bad = || BulkError::BadTarget(s.to_string());
-        let (scheme, rest) = s.split_once("://").ok_or_else(bad)?;
-        let proto = match scheme {
-            "tcp" => Proto::Tcp,
-            "udp" => Proto::Udp,
-            "quic" => Proto::Quic,
-            _ => return Err(bad()),
-        };
-        let rest = rest.trim_end_matches('/');
-        let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port: u16 = port.parse().map_err(|_| bad())?;
-        if host.is_empty() || port == 0 {
-            return Err(bad());
-        }
-        Ok(Target {
-            proto,
-            host: host.to_string(),
-            port,
-        })
-    }
-
-    /// Every address the target resolves to.
-    pub fn resolve(&self) -> Result<Vec<SocketAddr>, BulkError> {
-        let addrs: Vec<SocketAddr> = (self.host.as_str(), self.port)
-            .to_socket_addrs()
-            .map_err(|e| BulkError::Resolve(self.to_string(), e))?
-            .collect();
-        if addrs.is_empty() {
-            return Err(BulkError::Resolve(
-                self.to_string(),
-                std::io::Error::other("no address"),
-            ));
-        }
-        Ok(addrs)
+impl From<npt_client::target::BadTarget> for BulkError {
+    fn from(e: npt_client::target::BadTarget) -> BulkError {
+        BulkError::BadTarget(e.0)
     }
 }
 
-impl std::fmt::Display for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.host.contains(':') {
-            write!(f, "{}://[{}]:{}", self.proto.name(), self.host, self.port)
-        } else {
-            write!(f, "{}://{}:{}", self.proto.name(), self.host, self.port)
+impl From<npt_client::target::ResolveError> for BulkError {
+    fn from(e: npt_client::target::ResolveError) -> BulkError {
+        use npt_client::target::ResolveError as R;
+        match e {
+            R::Lookup { target, source } => BulkError::Resolve(target.to_string(), source),
+            R::NoAddress(t) => {
+                BulkError::Resolve(t.to_string(), std::io::Error::other("no address"))
+            }
         }
     }
 }
@@ -283,25 +225,6 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_parse_and_print() {
-        let t = Target::parse("tcp://127.0.0.1:7777").unwrap();
-        assert_eq!((t.proto, t.port), (Proto::Tcp, 7777));
-        assert_eq!(t.to_string(), "tcp://127.0.0.1:7777");
-        let t = Target::parse("quic://[::1]:7778").unwrap();
-        assert_eq!((t.proto, t.host.as_str()), (Proto::Quic, "::1"));
-        assert_eq!(t.to_string(), "quic://[::1]:7778");
-        for bad in [
-            "127.0.0.1:7",
-            "http://a:1",
-            "tcp://a",
-            "tcp://:1",
-            "udp://a:0",
-        ] {
-            assert!(Target::parse(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn readings_count_their_generations_and_the_first_error_wins() {
