@@ -1,6 +1,7 @@
 //! The forwarding-scenario table: several results side by side — avg / p50 / p95 / p99 / max latency
 //! beside a *theoretical* latency (the sum of the hops' RTTs), the overhead over it and over a
-//! baseline (ms and %), errors, and loss and jitter for probes.
+//! baseline (ms and %), errors, and loss and jitter for probes — and for TCP probes the
+//! segments the tester's kernel retransmitted, since their echo loss is 0 on a lossy path.
 //!
 //! Pure code over result documents (JSON values): each kind's headline latency is the
 //! request latency the user feels — probe: RTT; run: every protocol's request latency, its
@@ -55,6 +56,17 @@ pub struct Row {
     pub loss_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<f64>,
+    /// TCP probes: segments the tester's kernel retransmitted (`summary.tcp_info`), summed
+    /// over runs — what TCP hid from `loss_pct`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// `retransmits` per data segment sent, %.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmit_pct: Option<f64>,
+    /// `target`, or `proxy` when the probe went through `--via`: the retransmits are then of
+    /// the tester → proxy hop only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits_scope: Option<String>,
     /// TCP probes: connect + first echo (quic-tun's latency test's "first packet latency"), median of runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_packet_ms: Option<f64>,
@@ -196,6 +208,23 @@ impl Row {
         self.max_ms = Some(s.max);
         self
     }
+
+    /// The retransmit columns from the TCP probes' kernel view (of every run that has one):
+    /// retransmits summed, their share of the data segments sent over all of those runs.
+    pub fn with_retransmits(mut self, probes: &[&npt_result::probe::ProbeSummary]) -> Row {
+        let k: Vec<_> = probes.iter().filter_map(|p| p.tcp_info.as_ref()).collect();
+        if k.is_empty() {
+            return self;
+        }
+        let n: u64 = k.iter().map(|k| k.retransmits).sum();
+        let segs: Option<u64> = k.iter().map(|k| k.data_segments_out).sum();
+        self.retransmits = Some(n);
+        self.retransmit_pct = segs
+            .filter(|s| *s > 0)
+            .map(|s| n as f64 * 100.0 / s as f64);
+        self.retransmits_scope = Some(k[0].scope.clone());
+        self
+    }
 }
 
 /// Fills the overhead columns: avg − theoretical, and avg − the baseline's avg (a row without
@@ -244,7 +273,8 @@ pub fn table(
                 results: vec![i.path.clone()],
                 ..Row::default()
             }
-            .with_figures(&s),
+            .with_figures(&s)
+            .with_retransmits(probe.as_slice()),
         );
     }
     for k in theoretical.keys() {
@@ -315,6 +345,18 @@ pub fn cells(r: &Row) -> Vec<String> {
     let mut errors = r.errors.to_string();
     if let Some(l) = r.loss_pct {
         errors += &format!(", loss {l:.2}%");
+    }
+    if let Some(n) = r.retransmits {
+        let pct = r
+            .retransmit_pct
+            .map(|p| format!(" ({p:.2}%)"))
+            .unwrap_or_default();
+        let hop = if r.retransmits_scope.as_deref() == Some(npt_result::tcpinfo::SCOPE_PROXY) {
+            " to the proxy"
+        } else {
+            ""
+        };
+        errors += &format!(", retrans {n}{pct}{hop}");
     }
     if r.error.is_some() {
         errors += if r.avg_ms.is_some() {

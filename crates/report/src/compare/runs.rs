@@ -154,6 +154,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
             row.first_packet_ms = Some(median(first));
             row.total_ms = Some(median(total));
         }
+        row = row.with_retransmits(&probes);
     }
     Ok(row)
 }
@@ -330,4 +331,56 @@ mod tests {
         assert!(text.contains("error: direct: run 1: timed out"), "{text}");
         assert!(text.contains("FAILED"), "{text}");
     }
+    /// A TCP probe's row says what TCP hid: its echo loss is 0 while the kernel resent 2 %
+    /// of its segments; over two runs the retransmits add and the share is of all segments.
+    #[test]
+    fn tcp_rows_show_the_kernels_retransmits_beside_the_loss() {
+        let mut runs = vec![
+            probe_run("a", &[20 * MS; 5], 5, 0),
+            probe_run("b", &[20 * MS; 5], 5, 0),
+        ];
+        for (r, (n, segs)) in runs.iter_mut().zip([(6, 300), (2, 100)]) {
+            if let Workload::Probe(b) = &mut r.doc.body {
+                b.summary.tcp_info = Some(npt_result::tcpinfo::TcpKernel {
+                    scope: "target".into(),
+                    connections: 1,
+                    retransmits: n,
+                    data_segments_out: Some(segs),
+                    ..Default::default()
+                });
+            }
+        }
+        let s = ScenarioRuns {
+            name: "tcp".into(),
+            kind: "probe".into(),
+            results: runs,
+            ..ScenarioRuns::default()
+        };
+        let udp = ScenarioRuns {
+            name: "udp".into(),
+            kind: "probe".into(),
+            results: vec![probe_run("u", &[20 * MS; 5], 100, 2)],
+            ..ScenarioRuns::default()
+        };
+        let mut t = table_of_runs(&[s, udp], None, false).unwrap();
+        let r = &t.scenarios[0];
+        assert_eq!((r.retransmits, r.retransmit_pct), (Some(8), Some(2.0)));
+        assert_eq!(r.loss_pct, Some(0.0));
+        assert_eq!(t.scenarios[1].retransmits, None, "UDP shows its loss only");
+        let cells = super::super::cells(r);
+        assert!(cells[9].ends_with(", loss 0.00%, retrans 8 (2.00%)"), "{cells:?}");
+        let udp = super::super::cells(&t.scenarios[1]);
+        assert!(udp[9].ends_with(", loss 2.00%"), "{udp:?}");
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["scenarios"][0]["retransmits"], 8);
+        assert_eq!(json["scenarios"][0]["retransmits_scope"], "target");
+        assert!(json["scenarios"][1].get("retransmits").is_none());
+        t.scenarios[0].retransmits_scope = Some("proxy".into());
+        let cells = super::super::cells(&t.scenarios[0]);
+        assert!(cells[9].ends_with("retrans 8 (2.00%) to the proxy"), "{cells:?}");
+        let mut md = Vec::new();
+        super::super::write_markdown(&mut md, &t).unwrap();
+        assert!(String::from_utf8(md).unwrap().contains("retrans 8 (2.00%)"));
+    }
 }
+
