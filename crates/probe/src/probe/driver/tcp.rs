@@ -354,6 +354,8 @@ pub fn run_tcp(
             // Data. The clock is read again: a connection that just came up sends its first
             // packet in this same step (its schedule starts at the connect time).
             let now = clock.now();
+            // Before this step's writes: a new connection's baseline precedes its first packet.
+            f.read_kernel(now, false);
             if let TcpState::Connected { sock } = &mut f.state {
                 let Some(s) = f.session.as_mut() else {
                     unreachable!("a flow is Connected only after its session exists")
@@ -445,9 +447,9 @@ pub fn run_tcp(
                             at(t);
                         }
                     }
-                    let done = s.is_done();
-                    f.read_kernel(clock.now(), done);
-                    if let (false, Some(t)) = (done, f.kernel.next_at()) {
+                    if s.is_done() {
+                        f.read_kernel(clock.now(), true);
+                    } else if let Some(t) = f.kernel.next_at() {
                         at(t);
                     }
                 }
