@@ -219,9 +219,7 @@ impl Row {
         let n: u64 = k.iter().map(|k| k.retransmits).sum();
         let segs: Option<u64> = k.iter().map(|k| k.data_segments_out).sum();
         self.retransmits = Some(n);
-        self.retransmit_pct = segs
-            .filter(|s| *s > 0)
-            .map(|s| n as f64 * 100.0 / s as f64);
+        self.retransmit_pct = segs.filter(|s| *s > 0).map(|s| n as f64 * 100.0 / s as f64);
         self.retransmits_scope = Some(k[0].scope.clone());
         self
     }

@@ -164,6 +164,10 @@ mod tests {
         assert_eq!(a.block(Summary::default()).retransmit_pct, None);
         let mut b = TcpKernelStats::default();
         b += &part(1, 3, Some(100), 2.0, 10);
-        assert_eq!(b.data_segments_out, Some(100), "an empty start takes the part's");
+        assert_eq!(
+            b.data_segments_out,
+            Some(100),
+            "an empty start takes the part's"
+        );
     }
 }

@@ -368,7 +368,10 @@ mod tests {
         assert_eq!(r.loss_pct, Some(0.0));
         assert_eq!(t.scenarios[1].retransmits, None, "UDP shows its loss only");
         let cells = super::super::cells(r);
-        assert!(cells[9].ends_with(", loss 0.00%, retrans 8 (2.00%)"), "{cells:?}");
+        assert!(
+            cells[9].ends_with(", loss 0.00%, retrans 8 (2.00%)"),
+            "{cells:?}"
+        );
         let udp = super::super::cells(&t.scenarios[1]);
         assert!(udp[9].ends_with(", loss 2.00%"), "{udp:?}");
         let json = serde_json::to_value(&t).unwrap();
@@ -377,10 +380,12 @@ mod tests {
         assert!(json["scenarios"][1].get("retransmits").is_none());
         t.scenarios[0].retransmits_scope = Some("proxy".into());
         let cells = super::super::cells(&t.scenarios[0]);
-        assert!(cells[9].ends_with("retrans 8 (2.00%) to the proxy"), "{cells:?}");
+        assert!(
+            cells[9].ends_with("retrans 8 (2.00%) to the proxy"),
+            "{cells:?}"
+        );
         let mut md = Vec::new();
         super::super::write_markdown(&mut md, &t).unwrap();
         assert!(String::from_utf8(md).unwrap().contains("retrans 8 (2.00%)"));
     }
 }
-

@@ -65,10 +65,15 @@ mod tests {
         write_kernel(&mut out, &k).unwrap();
         let line = String::from_utf8(out).unwrap();
         assert!(
-            line.starts_with("kernel     retransmits 12 of 1000 data segments (1.200%)  rtt p50 20.40"),
+            line.starts_with(
+                "kernel     retransmits 12 of 1000 data segments (1.200%)  rtt p50 20.40"
+            ),
             "{line}"
         );
-        assert!(line.contains("(TCP_INFO, 50 samples, 1 connection)\n"), "{line}");
+        assert!(
+            line.contains("(TCP_INFO, 50 samples, 1 connection)\n"),
+            "{line}"
+        );
         k.scope = "proxy".into();
         k.data_segments_out = None;
         k.retransmit_pct = None;
