@@ -45,6 +45,10 @@ pub struct Row {
     pub p99_ms: Option<f64>,
     pub max_ms: Option<f64>,
     pub theoretical_ms: Option<f64>,
+    /// Where `theoretical_ms` came from: `typed` (numbers given), `pinged` (every hop pinged
+    /// from the client), `measured` (every hop measured by the hop agent at its upstream
+    /// end) or `mixed` ([`runs::source`]); `None` without a theoretical latency.
+    pub theoretical_source: Option<String>,
     /// avg − theoretical.
     pub overhead_ms: Option<f64>,
     pub overhead_pct: Option<f64>,
@@ -108,6 +112,9 @@ pub struct Spread {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Hop {
     pub url: String,
+    /// The hop agent that measured it (`npt://HOST:PORT`); absent when pinged from the client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     /// Average RTT; `None` when the hop did not answer.
     pub avg_ms: Option<f64>,
     /// The `npt ping` result file.
@@ -263,6 +270,9 @@ pub fn table(
                 target: target(d),
                 via: d.config["via"].as_str().map(str::to_string),
                 theoretical_ms: theoretical.get(&i.name).copied(),
+                theoretical_source: theoretical
+                    .get(&i.name)
+                    .map(|_| runs::source::TYPED.to_string()),
                 errors: d.body.errors().total_errors,
                 loss_pct: probe.map(|p| p.loss_pct),
                 jitter_ms: probe.map(|p| p.jitter_ms),
@@ -370,7 +380,10 @@ pub fn cells(r: &Row) -> Vec<String> {
         opt(r.p95_ms, 2),
         opt(r.p99_ms, 2),
         opt(r.max_ms, 2),
-        opt(r.theoretical_ms, 2),
+        match (r.theoretical_ms, &r.theoretical_source) {
+            (Some(t), Some(src)) => format!("{t:.2} {src}"),
+            (t, _) => opt(t, 2),
+        },
         signed(r.overhead_ms, r.overhead_pct),
         signed(r.vs_baseline_ms, r.vs_baseline_pct),
         errors,
@@ -445,7 +458,10 @@ fn footer(t: &Table) -> Vec<String> {
             let hops: Vec<String> = r
                 .hops
                 .iter()
-                .map(|h| format!("{} {}", h.url, opt(h.avg_ms, 2)))
+                .map(|h| match &h.from {
+                    Some(from) => format!("{from} → {} {}", h.url, opt(h.avg_ms, 2)),
+                    None => format!("{} {}", h.url, opt(h.avg_ms, 2)),
+                })
                 .collect();
             out.push(format!("hops: {}: {}", r.name, hops.join(" + ")));
         }

@@ -32,6 +32,29 @@ pub struct ScenarioRuns {
     pub failures: Vec<String>,
 }
 
+/// Where a row's theoretical latency came from (`Row::theoretical_source`).
+pub mod source {
+    /// Given as numbers: `theoretical_ms` / `hop_rtts_ms` in a scenario file, `--theoretical`
+    /// / `--hops` for result files.
+    pub const TYPED: &str = "typed";
+    /// Every hop pinged from the client (`hops = ["tcp://…"]`).
+    pub const PINGED: &str = "pinged";
+    /// Every hop measured by the hop agent at its upstream end (`{ from, to }` hops).
+    pub const MEASURED: &str = "measured";
+    /// Some hops pinged from the client, some measured by agents.
+    pub const MIXED: &str = "mixed";
+}
+
+/// How the hops were measured: [`source::PINGED`], [`source::MEASURED`] or [`source::MIXED`].
+pub fn source_of_hops(hops: &[Hop]) -> &'static str {
+    let agents = hops.iter().filter(|h| h.from.is_some()).count();
+    match agents {
+        0 => source::PINGED,
+        n if n == hops.len() => source::MEASURED,
+        _ => source::MIXED,
+    }
+}
+
 /// The sum of the hops' RTTs, when every hop answered.
 pub fn theoretical_from_hops(hops: &[Hop]) -> Option<f64> {
     if hops.is_empty() {
@@ -103,6 +126,11 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         via: s.via.clone(),
         theoretical_ms: s.theoretical_ms,
         hops: s.hops.clone(),
+        theoretical_source: if s.hops.is_empty() {
+            s.theoretical_ms.map(|_| source::TYPED.to_string())
+        } else {
+            Some(source_of_hops(&s.hops).to_string())
+        },
         runs: u32::try_from(s.results.len()).unwrap_or(u32::MAX),
         results: s.results.iter().map(|i| i.path.clone()).collect(),
         result: s
@@ -229,6 +257,60 @@ mod tests {
             avg_ms: avg,
             ..Hop::default()
         }
+    }
+
+    #[test]
+    fn the_theoretical_column_says_where_it_came_from() {
+        let agent = |avg| Hop {
+            from: Some("npt://sea:7777".into()),
+            ..hop(avg)
+        };
+        let measured = [agent(Some(32.0)), agent(Some(69.0))];
+        assert_eq!(source_of_hops(&measured), "measured");
+        assert_eq!(source_of_hops(&[hop(Some(1.0))]), "pinged");
+        assert_eq!(source_of_hops(&[hop(Some(1.0)), agent(Some(1.0))]), "mixed");
+        let rows = [
+            ScenarioRuns {
+                name: "chain".into(),
+                kind: "probe".into(),
+                theoretical_ms: theoretical_from_hops(&measured),
+                hops: measured.to_vec(),
+                results: vec![probe_run("c.json", &[110 * MS; 5], 5, 0)],
+                ..ScenarioRuns::default()
+            },
+            ScenarioRuns {
+                name: "typed".into(),
+                kind: "probe".into(),
+                theoretical_ms: Some(253.0),
+                results: vec![probe_run("t.json", &[260 * MS; 5], 5, 0)],
+                ..ScenarioRuns::default()
+            },
+            ScenarioRuns {
+                name: "none".into(),
+                kind: "probe".into(),
+                results: vec![probe_run("n.json", &[260 * MS; 5], 5, 0)],
+                ..ScenarioRuns::default()
+            },
+        ];
+        let t = table_of_runs(&rows, None, false).unwrap();
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["scenarios"][0]["theoretical_source"], "measured");
+        assert_eq!(json["scenarios"][0]["hops"][0]["from"], "npt://sea:7777");
+        assert_eq!(json["scenarios"][1]["theoretical_source"], "typed");
+        assert!(json["scenarios"][2]["theoretical_source"].is_null());
+        let cell = |i: usize| super::super::cells(&t.scenarios[i])[6].clone();
+        assert_eq!(cell(0), "101.00 measured");
+        assert_eq!(cell(1), "253.00 typed");
+        assert_eq!(cell(2), "-");
+        let mut text = Vec::new();
+        super::super::write_text(&mut text, &t).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(
+                "hops: chain: npt://sea:7777 → tcp://h:1 32.00 + npt://sea:7777 → tcp://h:1 69.00"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
