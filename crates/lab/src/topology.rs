@@ -90,6 +90,7 @@ const TOP_KEYS: &[&str] = &[
     "service",
     "baseline",
     "hop_pings",
+    "hop_token",
     "workload",
     "scenario",
 ];
