@@ -258,7 +258,12 @@ fn ping_hop(
             }) if b.summary.received > 0 => {
                 hop.avg_ms = Some(b.summary.avg_ms);
             }
-            Ok(_) => hop.error = Some(format!("no answer: {}", last_line(&log))),
+            // What the ping (or the agent) said went wrong, by kind with an example: a
+            // refused agent, a target outside its allow-list …
+            Ok(doc) => match first_errors(&doc.body.errors().by_kind) {
+                e if e.is_empty() => hop.error = Some(format!("no answer: {}", last_line(&log))),
+                e => hop.error = Some(format!("no answer{e}")),
+            },
             Err(_) => hop.error = Some(describe(&ended, limit, &log)),
         },
     }
