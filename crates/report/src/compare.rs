@@ -46,8 +46,9 @@ pub struct Row {
     pub max_ms: Option<f64>,
     pub theoretical_ms: Option<f64>,
     /// Where `theoretical_ms` came from: `typed` (numbers given), `pinged` (every hop pinged
-    /// from the client), `measured` (every hop measured by the hop agent at its upstream
-    /// end) or `mixed` ([`runs::source`]); `None` without a theoretical latency.
+    /// from the client) or `measured` (each hop measured from its upstream end, by a hop
+    /// agent or, for the first, the client: [`runs::source`]); `None` without a theoretical
+    /// latency.
     pub theoretical_source: Option<String>,
     /// avg − theoretical.
     pub overhead_ms: Option<f64>,

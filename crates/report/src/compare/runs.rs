@@ -37,21 +37,21 @@ pub mod source {
     /// Given as numbers: `theoretical_ms` / `hop_rtts_ms` in a scenario file, `--theoretical`
     /// / `--hops` for result files.
     pub const TYPED: &str = "typed";
-    /// Every hop pinged from the client (`hops = ["tcp://…"]`).
+    /// Every hop pinged from the client (`hops = ["tcp://…"]`): the client's RTT to each
+    /// relay, which is not the segment between two relays.
     pub const PINGED: &str = "pinged";
-    /// Every hop measured by the hop agent at its upstream end (`{ from, to }` hops).
+    /// Each hop measured from its own upstream end: `{ from, to }` hops by the hop agent
+    /// `from`, a URL hop (the chain's first segment) by the client.
     pub const MEASURED: &str = "measured";
-    /// Some hops pinged from the client, some measured by agents.
-    pub const MIXED: &str = "mixed";
 }
 
-/// How the hops were measured: [`source::PINGED`], [`source::MEASURED`] or [`source::MIXED`].
+/// How the hops were measured: [`source::MEASURED`] when a hop agent measured any of them,
+/// else [`source::PINGED`].
 pub fn source_of_hops(hops: &[Hop]) -> &'static str {
-    let agents = hops.iter().filter(|h| h.from.is_some()).count();
-    match agents {
-        0 => source::PINGED,
-        n if n == hops.len() => source::MEASURED,
-        _ => source::MIXED,
+    if hops.iter().any(|h| h.from.is_some()) {
+        source::MEASURED
+    } else {
+        source::PINGED
     }
 }
 
@@ -268,7 +268,9 @@ mod tests {
         let measured = [agent(Some(32.0)), agent(Some(69.0))];
         assert_eq!(source_of_hops(&measured), "measured");
         assert_eq!(source_of_hops(&[hop(Some(1.0))]), "pinged");
-        assert_eq!(source_of_hops(&[hop(Some(1.0)), agent(Some(1.0))]), "mixed");
+        // The client measures the first segment itself.
+        let chain = [hop(Some(1.0)), agent(Some(1.0))];
+        assert_eq!(source_of_hops(&chain), "measured");
         let rows = [
             ScenarioRuns {
                 name: "chain".into(),
