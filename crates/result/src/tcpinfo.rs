@@ -65,7 +65,8 @@ pub struct TcpKernelStats {
     pub data_segments_out: Option<u64>,
     /// Mean RTT variance (ns), weighted by samples.
     pub rttvar_ns: WeightedMean,
-    pub min_rtt_ns: Option<u64>,
+    /// ns, as a float: a saved block holds it in ms.
+    pub min_rtt_ns: Option<f64>,
 }
 
 impl TcpKernelStats {
@@ -77,7 +78,7 @@ impl TcpKernelStats {
             retransmits: k.retransmits,
             data_segments_out: k.data_segments_out,
             rttvar_ns: WeightedMean::of(k.rttvar_ms * 1e6, k.rtt_ms.count as f64),
-            min_rtt_ns: k.min_rtt_ms.map(|m| (m * 1e6).round() as u64),
+            min_rtt_ns: k.min_rtt_ms.map(|m| m * 1e6),
         }
     }
 
@@ -95,7 +96,7 @@ impl TcpKernelStats {
             retransmit_pct,
             rtt_ms: rtt,
             rttvar_ms: self.rttvar_ns.value() / 1e6,
-            min_rtt_ms: self.min_rtt_ns.map(|n| n as f64 / 1e6),
+            min_rtt_ms: self.min_rtt_ns.map(|n| n / 1e6),
         }
     }
 }

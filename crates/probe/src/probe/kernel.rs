@@ -93,7 +93,7 @@ impl KernelView {
             s.rttvar_ns += &WeightedMean::of(mean, c.samples as f64);
         }
         if let Some(m) = c.last.min_rtt_us.filter(|m| *m > 0 && *m != u32::MAX) {
-            let m = u64::from(m) * 1000;
+            let m = f64::from(m) * 1e3;
             s.min_rtt_ns = Some(s.min_rtt_ns.map_or(m, |x| x.min(m)));
         }
     }
@@ -147,7 +147,7 @@ mod tests {
         assert_eq!(s.data_segments_out, Some(150));
         assert_eq!(rtt.count(), 4);
         assert_eq!((rtt.min_ns() as f64 / 1e6).round(), 18.0);
-        assert_eq!(s.min_rtt_ns, Some(18_000_000));
+        assert_eq!(s.min_rtt_ns, Some(18e6));
         assert!((s.rttvar_ns.value() - 500_000.0).abs() < 1e-6);
         assert_eq!(s.scope, "target");
     }

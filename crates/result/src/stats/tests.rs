@@ -245,7 +245,7 @@ fn probe_kernel_views_read_back_and_added_are_the_whole() {
             retransmits: retrans,
             data_segments_out: Some(1000),
             rttvar_ns: WeightedMean::of(var_ms * 1e6, n as f64),
-            min_rtt_ns: Some(rtt_ms * 1_000_000),
+            min_rtt_ns: Some(rtt_ms as f64 * 1e6),
         });
         s
     };
@@ -263,7 +263,10 @@ fn probe_kernel_views_read_back_and_added_are_the_whole() {
     }
     let k = merged.summarize(&meta).summary.tcp_info.unwrap();
     assert_eq!((k.connections, k.retransmits), (2, 40));
-    assert_eq!((k.data_segments_out, k.retransmit_pct), (Some(2000), Some(2.0)));
+    assert_eq!(
+        (k.data_segments_out, k.retransmit_pct),
+        (Some(2000), Some(2.0))
+    );
     assert_eq!(k.rtt_ms.count, 40);
     assert!((k.rtt_ms.p50 - 20.0).abs() < 0.1, "{:?}", k.rtt_ms);
     // 30 samples at 1 ms, 10 at 5 ms.
