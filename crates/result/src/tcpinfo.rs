@@ -82,6 +82,34 @@ impl TcpKernelStats {
         }
     }
 
+    /// One connection's account: its retransmits and data segments between its first and
+    /// last reading (None if the kernel does not count segments), the mean RTT variance of its
+    /// `samples` RTT samples (ns), and its lowest RTT (ns). Every engine that reads
+    /// `TCP_INFO` adds its connections with this.
+    pub fn add_connection(
+        &mut self,
+        retransmits: u64,
+        data_segments_out: Option<u64>,
+        rttvar_mean_ns: f64,
+        samples: u64,
+        min_rtt_ns: Option<f64>,
+    ) {
+        self.data_segments_out = match (self.connections, self.data_segments_out, data_segments_out)
+        {
+            (0, _, n) => n,
+            (_, Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.connections += 1;
+        self.retransmits += retransmits;
+        if samples > 0 {
+            self.rttvar_ns += &WeightedMean::of(rttvar_mean_ns, samples as f64);
+        }
+        if let Some(m) = min_rtt_ns {
+            self.min_rtt_ns = Some(self.min_rtt_ns.map_or(m, |x| x.min(m)));
+        }
+    }
+
     /// The block, with `rtt` the summary of the RTT samples' histogram.
     pub fn block(&self, rtt: Summary) -> TcpKernel {
         let retransmit_pct = self

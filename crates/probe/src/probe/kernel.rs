@@ -5,7 +5,6 @@
 //! this decides when a reading is due and what it adds, so it is tested on a virtual clock.
 
 use npt_netio::tcpinfo::TcpInfo;
-use npt_result::stats::WeightedMean;
 use npt_result::tcpinfo::TcpKernelStats;
 use npt_stats::Histogram;
 
@@ -76,26 +75,27 @@ impl KernelView {
         let Some(c) = self.conn.take() else {
             return;
         };
-        let s = &mut self.stats;
-        s.connections += 1;
-        s.retransmits += u64::from(c.last.total_retrans.saturating_sub(c.first.total_retrans));
         let segs = match (c.first.data_segs_out, c.last.data_segs_out) {
             (Some(a), Some(b)) => Some(u64::from(b.wrapping_sub(a))),
             _ => None,
         };
-        s.data_segments_out = match (s.connections, s.data_segments_out, segs) {
-            (1, _, n) => n,
-            (_, Some(a), Some(b)) => Some(a + b),
-            _ => None,
+        let rttvar = if c.samples > 0 {
+            c.rttvar_sum_ns / c.samples as f64
+        } else {
+            0.0
         };
-        if c.samples > 0 {
-            let mean = c.rttvar_sum_ns / c.samples as f64;
-            s.rttvar_ns += &WeightedMean::of(mean, c.samples as f64);
-        }
-        if let Some(m) = c.last.min_rtt_us.filter(|m| *m > 0 && *m != u32::MAX) {
-            let m = f64::from(m) * 1e3;
-            s.min_rtt_ns = Some(s.min_rtt_ns.map_or(m, |x| x.min(m)));
-        }
+        let min_rtt = c
+            .last
+            .min_rtt_us
+            .filter(|m| *m > 0 && *m != u32::MAX)
+            .map(|m| f64::from(m) * 1e3);
+        self.stats.add_connection(
+            u64::from(c.last.total_retrans.saturating_sub(c.first.total_retrans)),
+            segs,
+            rttvar,
+            c.samples,
+            min_rtt,
+        );
     }
 
     /// The totals (a connection still open is ended first) and the RTT samples; None when
