@@ -21,6 +21,7 @@ use std::io::{self, Write};
 use npt_stats::{Histogram, Summary};
 
 use npt_result::any::{AnyResult, Workload};
+use npt_result::tcpinfo::TcpKernel;
 use serde::Serialize;
 
 /// One result to compare: its name in the table, where it came from, and the document.
@@ -217,10 +218,11 @@ impl Row {
         self
     }
 
-    /// The retransmit columns from the TCP probes' kernel view (of every run that has one):
-    /// retransmits summed, their share of the data segments sent over all of those runs.
-    pub fn with_retransmits(mut self, probes: &[&npt_result::probe::ProbeSummary]) -> Row {
-        let k: Vec<_> = probes.iter().filter_map(|p| p.tcp_info.as_ref()).collect();
+    /// The retransmit columns from the kernel's view of TCP (of every run that has one: a
+    /// TCP probe's, a run's TCP connections'): retransmits summed, their share of the data
+    /// segments sent over all of those runs.
+    pub fn with_retransmits<'a>(mut self, docs: impl Iterator<Item = &'a AnyResult>) -> Row {
+        let k: Vec<&TcpKernel> = docs.filter_map(tcp_kernel).collect();
         if k.is_empty() {
             return self;
         }
@@ -230,6 +232,15 @@ impl Row {
         self.retransmit_pct = segs.filter(|s| *s > 0).map(|s| n as f64 * 100.0 / s as f64);
         self.retransmits_scope = Some(k[0].scope.clone());
         self
+    }
+}
+
+/// The kernel's view of a result's TCP connections: a TCP probe's, or a run's TCP protocol's.
+fn tcp_kernel(doc: &AnyResult) -> Option<&TcpKernel> {
+    match &doc.body {
+        Workload::Probe(b) => b.summary.tcp_info.as_ref(),
+        Workload::Run(b) => b.protocols.get("tcp").and_then(|p| p.tcp_info.as_ref()),
+        _ => None,
     }
 }
 
@@ -283,7 +294,7 @@ pub fn table(
                 ..Row::default()
             }
             .with_figures(&s)
-            .with_retransmits(probe.as_slice()),
+            .with_retransmits(std::iter::once(d)),
         );
     }
     for k in theoretical.keys() {

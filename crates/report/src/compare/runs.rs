@@ -182,8 +182,8 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
             row.first_packet_ms = Some(median(first));
             row.total_ms = Some(median(total));
         }
-        row = row.with_retransmits(&probes);
     }
+    row = row.with_retransmits(s.results.iter().map(|i| &i.doc));
     Ok(row)
 }
 
