@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{repo_root, run};
+use common::{json, repo_root, run};
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -144,23 +144,34 @@ fn forwarding_scenarios_measure_their_theoretical_latencies_from_the_hops() {
         }
         let got = r["hops"].as_array().unwrap();
         assert_eq!(got.len(), hops.len(), "{r}");
+        let (mut avgs, mut p50s) = (0.0, 0.0);
         for (h, want) in got.iter().zip(hops) {
             let avg = h["avg_ms"]
                 .as_f64()
                 .unwrap_or_else(|| panic!("{name}: {h}"));
+            // The hop's median: its mean moves with one slow sample when the box is busy (one
+            // run, beside other builds, read a mean of 169.5 ms for a 152 ms hop).
+            let doc = json(Path::new(h["result"].as_str().unwrap()));
+            let p50 = doc["latency"][doc["proto"].as_str().unwrap()]["p50_ms"]
+                .as_f64()
+                .unwrap();
             assert!(
-                (avg - want).abs() <= 1.0,
-                "{name}: hop {} from {} reads {avg} ms, configured {want}",
+                (p50 - want).abs() <= 1.0,
+                "{name}: hop {} from {} reads p50 {p50} ms (avg {avg}), configured {want}",
                 h["url"],
                 h["from"]
             );
+            avgs += avg;
+            p50s += p50;
         }
         let sum: f64 = hops.iter().sum();
-        let theo = r["theoretical_ms"].as_f64().unwrap();
         assert!(
-            (theo - sum).abs() <= hops.len() as f64,
-            "{name}: theoretical {theo} ms, configured {sum}"
+            (p50s - sum).abs() <= hops.len() as f64,
+            "{name}: hops' p50s add to {p50s} ms, configured {sum}"
         );
+        // The column is the sum of the hops' means, as for hops pinged from the client.
+        let theo = r["theoretical_ms"].as_f64().unwrap();
+        assert!((theo - avgs).abs() < 1e-9, "{name}: theoretical {theo}");
         assert_eq!(r["errors"].as_u64(), Some(0), "{name}\n{stdout}");
     }
     // The chain's LA → target hop was measured by LA's agent, not pinged from the client.
