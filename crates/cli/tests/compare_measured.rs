@@ -69,6 +69,7 @@ hops = [{{ from = "npt://{agent}", to = "tcp://{outside}" }}]
     );
     let j = dir.path().join("cmp.json");
     let md = dir.path().join("cmp.md");
+    let html = dir.path().join("cmp.html");
     let started = Instant::now();
     let out = run(
         &[
@@ -80,6 +81,8 @@ hops = [{{ from = "npt://{agent}", to = "tcp://{outside}" }}]
             j.to_str().unwrap(),
             "--markdown",
             md.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
         ],
         LIMIT,
     );
@@ -122,6 +125,13 @@ hops = [{{ from = "npt://{agent}", to = "tcp://{outside}" }}]
     assert!(text.contains(" measured "), "{text}");
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.contains(" measured |"), "{md}");
+    // The HTML table has the same cells: the source and the TCP rows' retransmits.
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains(" measured<"), "no measured cell in the page");
+    assert!(
+        html.contains("retrans 0 (0.00%)"),
+        "no retransmit cell in the page"
+    );
 }
 
 #[test]
