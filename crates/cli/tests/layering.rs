@@ -35,7 +35,6 @@ const LAYERS: &[(&str, u8)] = &[
 ];
 
 /// Allowed edges within one layer, with why: `run`'s game users are measured by the probe's
-/// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`).
 /// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`); `trace`
 /// measures each segment with `ping`'s own run and `ping --from`'s loop.
 const SAME_LAYER: &[(&str, &str)] = &[("npt-users", "npt-probe"), ("npt-trace", "npt-ping")];
