@@ -142,8 +142,7 @@ pub fn write_text(
         w4 = w[4].max(6),
     )?;
     for r in &rows {
-        writeln!(
-            out,
+        let line = format!(
             "{:<w0$}  {:<w1$}  {:<w2$}  {:>8}  {:<w4$}  {}",
             r[0],
             r[1],
@@ -155,7 +154,8 @@ pub fn write_text(
             w1 = w[1],
             w2 = w[2],
             w4 = w[4].max(6),
-        )?;
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
     waterfall(out, b)?;
     if !b.rounds.is_empty() {
