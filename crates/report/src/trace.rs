@@ -221,6 +221,16 @@ fn delta(v: Option<f64>, base: Option<f64>) -> String {
     }
 }
 
+/// [`delta`] of a figure that may be negative (the relays' cost), signed as the waterfall
+/// shows it.
+fn signed_delta(v: Option<f64>, base: Option<f64>) -> String {
+    match (v, base) {
+        (Some(v), Some(b)) => format!("{v:+.2} ({:+.2})", v - b),
+        (Some(v), None) => format!("{v:+.2}"),
+        (None, _) => "-".into(),
+    }
+}
+
 /// The rounds' header and cells: p50 per segment, sum, chain, cost, each with its change
 /// since the first round.
 fn round_rows(b: &TraceBody) -> (Vec<String>, Vec<Vec<String>>) {
