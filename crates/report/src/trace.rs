@@ -253,7 +253,7 @@ fn round_rows(b: &TraceBody) -> (Vec<String>, Vec<Vec<String>>) {
             }
             c.push(delta(r.sum_p50_ms, first.and_then(|f| f.sum_p50_ms)));
             c.push(delta(r.chain_p50_ms, first.and_then(|f| f.chain_p50_ms)));
-            c.push(delta(
+            c.push(signed_delta(
                 r.relays_cost_ms,
                 first.and_then(|f| f.relays_cost_ms),
             ));
