@@ -375,7 +375,7 @@ mod tests {
         e[4] = "";
         assert!(usage_msg(&e).contains("--token"));
         let many: Vec<&str> = std::iter::once("tcp://t:1")
-            .chain(std::iter::repeat(["--hop", "npt://a:1"]).take(17).flatten())
+            .chain((0..17).flat_map(|_| ["--hop", "npt://a:1"]))
             .chain(["--token", "S"])
             .collect();
         assert!(usage_msg(&many).contains("at most 16"));

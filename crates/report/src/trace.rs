@@ -90,7 +90,9 @@ pub fn table(b: &TraceBody) -> Vec<[String; 6]> {
 
 /// A bar of `len` ms starting `at` ms, on a scale where `full` ms is [`BAR`] characters.
 fn bar(at: f64, len: f64, full: f64) -> String {
-    let col = |ms: f64| ((ms / full * BAR as f64).round().max(0.0) as usize).min(BAR);
+    // NO-PANIC: the value is clamped to 0..=BAR before the cast (NaN casts to 0).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let col = |ms: f64| (ms / full * BAR as f64).round().clamp(0.0, BAR as f64) as usize;
     let (a, b) = (col(at), col(at + len).max(col(at) + 1).min(BAR));
     let mut s = " ".repeat(a);
     s.push_str(&"█".repeat(b.saturating_sub(a)));

@@ -18,8 +18,10 @@ use crate::{Config, LegPlan, Proto, Who};
 
 /// All `count` attempts failed under `kind`, for `why`.
 fn failed(count: u64, kind: ErrorKind, why: &str) -> Tally {
-    let mut t = Tally::default();
-    t.sent = count;
+    let mut t = Tally {
+        sent: count,
+        ..Tally::default()
+    };
     for _ in 0..count {
         t.errors.record(kind.name(), || why.to_string());
     }
