@@ -188,8 +188,8 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
-/// `--during`'s command, run by `sh -c`; killed if it still runs when the trace ends (also
-/// when dropped on an error).
+/// `--during`'s command, run by `sh -c` in a process group of its own; ended with its
+/// children if it still runs when the trace ends (also when dropped on an error).
 pub struct Command {
     cmd: String,
     /// Its stdout goes to our stderr when our stdout carries the JSON document.
@@ -211,8 +211,13 @@ impl Command {
 
 impl Alongside for Command {
     fn start(&mut self) -> Result<(), String> {
+        use std::os::unix::process::CommandExt;
         let mut c = std::process::Command::new("sh");
-        c.arg("-c").arg(&self.cmd).stdin(Stdio::null());
+        // Its own process group: what the shell starts is ended with it ([`end`]).
+        c.arg("-c")
+            .arg(&self.cmd)
+            .stdin(Stdio::null())
+            .process_group(0);
         if self.to_stderr {
             use std::os::fd::AsFd;
             if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
@@ -240,7 +245,7 @@ impl Alongside for Command {
         let mut exit_code = None;
         if let Some(mut c) = self.child.take() {
             if matches!(c.try_wait(), Ok(None)) {
-                let _ = c.kill();
+                end(&mut c);
                 self.note = Some("still running when the trace ended: stopped".into());
             }
             exit_code = c.wait().ok().and_then(|s| s.code());
@@ -256,10 +261,35 @@ impl Alongside for Command {
 impl Drop for Command {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
+            end(&mut c);
             let _ = c.wait();
         }
     }
+}
+
+/// How long a command asked to stop (SIGTERM) has to write its own report before it is killed.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Ends `--during`'s process group: SIGTERM (an npt workload then writes its report), and
+/// SIGKILL if it is still there after [`GRACE`].
+fn end(c: &mut Child) {
+    let Ok(pgid) = i32::try_from(c.id()) else {
+        let _ = c.kill();
+        return;
+    };
+    // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
+    unsafe { libc::kill(-pgid, libc::SIGTERM) };
+    let until = std::time::Instant::now() + GRACE;
+    while std::time::Instant::now() < until {
+        if !matches!(c.try_wait(), Ok(None)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The shell may be gone and its children not: the group gets SIGKILL either way.
+    // SAFETY: as above.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = c.try_wait();
 }
 
 pub fn run(a: TraceArgs) -> anyhow::Result<ExitCode> {

@@ -202,3 +202,72 @@ fn bad_input_is_named_and_nothing_hangs() {
     );
     assert!(t.elapsed() < Duration::from_secs(10));
 }
+
+/// The processes whose command line is `argv` (NUL-separated in /proc).
+fn running(argv: &[&str]) -> usize {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|c| *c == want)
+        .count()
+}
+
+#[test]
+fn ctrl_c_writes_the_report_and_ends_the_during_command_with_its_children() {
+    let ((_t, target), (_a, agent)) = pair();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.json");
+    // `; true` keeps the shell from exec'ing sleep: the sleep is the shell's child.
+    let child = common::npt()
+        .args([
+            "trace",
+            &format!("tcp://{target}"),
+            "--hop",
+            &format!("npt://{agent}"),
+            "--token",
+            "S",
+            "-c",
+            "1",
+            "-i",
+            "10ms",
+            "-q",
+            "--during",
+            "sleep 31.25; true",
+            "--json",
+            file.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Guard(child);
+    let t = Instant::now();
+    while running(&["sleep", "31.25"]) == 0 {
+        assert!(t.elapsed() < LIMIT, "the --during command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = i32::try_from(child.0.id()).unwrap();
+    // SAFETY: kill(2) on the child we started.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let status = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < LIMIT, "npt trace did not end on Ctrl-C");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let doc = json(&file);
+    assert_valid(&doc, "trace");
+    assert_eq!(doc["stopped_by"], "signal");
+    assert_eq!(doc["rounds"][0]["phase"], "before");
+    assert!(doc["during"]["note"].as_str().unwrap().contains("stopped"));
+    assert_eq!(
+        running(&["sleep", "31.25"]),
+        0,
+        "the command's child outlived the trace"
+    );
+}

@@ -249,9 +249,9 @@ fn round_rows(b: &TraceBody) -> (Vec<String>, Vec<Vec<String>>) {
                 r.phase.clone(),
                 format!("{:.1}–{:.1}", r.start_s, r.end_s),
             ];
-            for (i, v) in r.segments_p50_ms.iter().enumerate() {
-                let base = first.and_then(|f| f.segments_p50_ms.get(i).copied().flatten());
-                c.push(delta(*v, base));
+            for (i, v) in r.segments.iter().enumerate() {
+                let base = first.and_then(|f| f.segments.get(i).and_then(|l| l.p50_ms));
+                c.push(delta(v.p50_ms, base));
             }
             c.push(delta(r.sum_p50_ms, first.and_then(|f| f.sum_p50_ms)));
             c.push(delta(r.chain_p50_ms, first.and_then(|f| f.chain_p50_ms)));
@@ -352,7 +352,7 @@ pub fn html_page(b: &TraceBody, title: String, subtitle: String) -> Page {
                 values: b
                     .rounds
                     .iter()
-                    .map(|r| r.segments_p50_ms.get(i).copied().flatten())
+                    .map(|r| r.segments.get(i).and_then(|l| l.p50_ms))
                     .collect(),
             })
             .collect();

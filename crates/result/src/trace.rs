@@ -122,14 +122,29 @@ pub struct Round {
     /// Seconds since the trace started.
     pub start_s: f64,
     pub end_s: f64,
-    /// Each segment's p50 in this round, in path order (`null`: no answer).
-    pub segments_p50_ms: Vec<Option<f64>>,
+    /// Each segment in this round, in path order.
+    pub segments: Vec<RoundLeg>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sum_p50_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_p50_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relays_cost_ms: Option<f64>,
+}
+
+/// One segment in one round.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RoundLeg {
+    /// Its p50 in the round; absent when it did not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ms: Option<f64>,
+}
+
+impl RoundLeg {
+    pub fn p50(v: Option<f64>) -> RoundLeg {
+        RoundLeg { p50_ms: v }
+    }
 }
 
 /// The command a `--during` trace measured alongside.

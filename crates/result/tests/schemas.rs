@@ -199,8 +199,17 @@ fn trace(start: SystemTime) -> Document<npt_result::trace::TraceBody> {
     };
     let seg: Vec<&PingStats> = t.segments.iter().map(|l| &l.stats).collect();
     let chain = t.chain.as_ref().map(|c| &c.stats);
-    let r = round(0, "before", (0.0, 1.0), &seg, chain);
-    t.rounds = vec![r];
+    let silent = PingStats {
+        sent: 2,
+        ..PingStats::default()
+    };
+    let mut later = seg.clone();
+    later[1] = &silent;
+    // A round in which a segment did not answer: its p50 is left out, never null.
+    t.rounds = vec![
+        round(0, "before", (0.0, 1.0), &seg, chain),
+        round(1, "during", (1.0, 2.0), &later, chain),
+    ];
     t.during = Some(npt_result::trace::During {
         command: "npt compare s.toml".into(),
         exit_code: Some(0),

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::common::{Errors, NptLatency};
 use crate::stats::{PingMeta, PingStats, Stats};
-use crate::trace::{hist, During, Estimate, Leg, Round, TraceBody, TraceSummary};
+use crate::trace::{hist, During, Estimate, Leg, Round, RoundLeg, TraceBody, TraceSummary};
 use crate::Histograms;
 
 /// One leg as measured: who measured it, what, and its ping's stats value.
@@ -76,9 +76,9 @@ pub fn round(
         phase: phase.to_string(),
         start_s,
         end_s,
-        segments_p50_ms: segments
+        segments: segments
             .iter()
-            .map(|s| p50_spread(s).map(|p| p.0))
+            .map(|s| RoundLeg::p50(p50_spread(s).map(|p| p.0)))
             .collect(),
         sum_p50_ms: sum.map(|s| s.p50_ms),
         chain_p50_ms: chain.and_then(p50_spread).map(|p| p.0),
@@ -274,7 +274,7 @@ mod tests {
             &[&t.segments[0].stats, &t.segments[1].stats],
             None,
         );
-        assert_eq!(r.segments_p50_ms[1], None);
+        assert_eq!(r.segments[1].p50_ms, None);
         assert_eq!(
             (r.sum_p50_ms, r.chain_p50_ms, r.relays_cost_ms),
             (None, None, None)
