@@ -9,14 +9,15 @@
 //! broken connection fails the attempt under its error kind, and the next attempt opens a new
 //! connection.
 //!
-//! [`request`] and [`reply`] are the pure half (bytes in, bytes out, tested on fixed frames);
+//! [`request`] and [`reply`] are the pure half (bytes in, bytes out, tested on fixed frames),
+//! `npt ping`'s session the schedule and the tally (its own sans-IO half, on a virtual clock);
 //! [`measure`] drives them with a blocking socket, every wait bounded by the timeout.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use npt_ping::session::Tally;
+use npt_ping::session::{Session, Tally};
 use npt_result::error::ErrorKind;
 use npt_result::workload::Stop;
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
@@ -83,14 +84,14 @@ impl Conn {
         Ok(c)
     }
 
-    /// One echo; its RTT in ns.
+    /// One echo, answered.
     fn exchange(
         &mut self,
         seq: u64,
         size: usize,
         timeout: Duration,
         stop: &Stop,
-    ) -> Result<u64, Failure> {
+    ) -> Result<(), Failure> {
         let t0 = Instant::now();
         let req = request(seq, self.flow, 0, size);
         self.sock
@@ -132,14 +133,18 @@ impl Conn {
                 Err(e) => return Err(io_failure("receive", &e)),
             }
         }
-        let rtt = t0.elapsed();
-        reply(&got, seq, self.flow).map_err(|m| (ErrorKind::Protocol, m))?;
-        Ok(u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX))
+        reply(&got, seq, self.flow).map_err(|m| (ErrorKind::Protocol, m))
     }
 }
 
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// `count` echoes through the chain's entry `addr`, one every `interval`, each waiting at most
-/// `timeout`; stops early when `stop` asks.
+/// `timeout`; stops starting new ones when `stop` asks. Paced, timed and counted by `npt
+/// ping`'s sans-IO session ([`Session`]); an attempt that must open a connection first starts
+/// its RTT after the opening (module doc).
 pub fn measure(
     addr: SocketAddr,
     count: u64,
@@ -148,38 +153,46 @@ pub fn measure(
     size: usize,
     stop: &Stop,
 ) -> Tally {
-    let mut t = Tally::default();
+    let clock = Instant::now();
+    let now = || ns(clock.elapsed());
+    let mut session = Session::new(Some(count), ns(interval), ns(timeout), 0);
     let flow = std::process::id().rotate_left(8) ^ u32::from(addr.port());
     let mut conn: Option<Conn> = None;
-    let start = Instant::now();
-    for seq in 1..=count {
-        // Paced from the start: a slow attempt does not push the later ones back.
-        let due = start + interval.saturating_mul(u32::try_from(seq - 1).unwrap_or(u32::MAX));
-        while let Some(wait) = due.checked_duration_since(Instant::now()) {
-            if stop.stopping() {
-                return t;
-            }
-            std::thread::sleep(wait.min(SLICE));
+    loop {
+        match stop.level() {
+            0 => {}
+            1 => session.stop(),
+            _ => session.abandon(),
         }
-        if stop.stopping() {
-            return t;
+        let Some(due) = session.due() else { break };
+        let t = now();
+        if t < due {
+            std::thread::sleep(Duration::from_nanos(due - t).min(SLICE));
+            continue;
         }
-        t.sent += 1;
+        // Blocking, one at a time: nothing is ever given up for being too many in flight.
+        let (seq, _) = session.on_sent(t);
+        let mut open = || -> Result<Conn, Failure> {
+            let c = Conn::open(addr, timeout, flow, size)?;
+            session.restart(seq, now());
+            Ok(c)
+        };
         let c = match conn.take() {
             Some(c) => Ok(c),
-            None => Conn::open(addr, timeout, flow, size),
+            None => open(),
         };
-        let done = c.and_then(|mut c| c.exchange(seq, size, timeout, stop).map(|rtt| (c, rtt)));
+        let done = c.and_then(|mut c| c.exchange(seq, size, timeout, stop).map(|()| c));
         match done {
-            Ok((c, rtt)) => {
-                t.received += 1;
-                t.rtt.record(rtt);
+            Ok(c) => {
+                session.on_reply(seq, now());
                 conn = Some(c);
             }
-            Err((kind, what)) => t.errors.record(kind.name(), || format!("{addr}: {what}")),
+            Err((kind, what)) => {
+                session.on_error(seq, kind, format!("{addr}: {what}"));
+            }
         }
     }
-    t
+    session.tally
 }
 
 #[cfg(test)]
