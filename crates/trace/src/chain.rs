@@ -247,6 +247,33 @@ mod tests {
         server.join().unwrap();
     }
 
+    /// A relay that is slow to open its onward connection delays only the opening exchange,
+    /// which is not counted.
+    #[test]
+    fn the_opening_exchange_is_not_an_rtt() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; HEADER_LEN];
+            let mut first = true;
+            while s.read_exact(&mut buf).is_ok() {
+                if std::mem::take(&mut first) {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                npt_wire::frame::set_kind_status(&mut buf, Kind::EchoReply, 0);
+                if s.write_all(&buf).is_err() {
+                    break;
+                }
+            }
+        });
+        let ms = Duration::from_millis;
+        let t = measure(addr, 3, ms(5), ms(2000), HEADER_LEN, &Stop::new());
+        assert_eq!(t.received, 3);
+        assert!(t.rtt.max_ns() < 100_000_000, "max {} ns", t.rtt.max_ns());
+        server.join().unwrap();
+    }
+
     /// Nothing listens, or the peer says nothing: classified errors, within the timeout.
     #[test]
     fn a_dead_or_silent_chain_fails_each_attempt_in_bounded_time() {
