@@ -164,3 +164,82 @@ impl Workload for Trace<'_> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Hop, QuicTrust, Target};
+    use std::time::Duration;
+
+    /// Runs for `rounds` checks, then says it exited with 7.
+    struct Fake {
+        rounds: u32,
+    }
+
+    impl Alongside for Fake {
+        fn start(&mut self) -> Result<(), String> {
+            Ok(())
+        }
+        fn running(&mut self) -> bool {
+            self.rounds = self.rounds.saturating_sub(1);
+            self.rounds > 0
+        }
+        fn finish(&mut self) -> During {
+            During {
+                command: "fake".into(),
+                exit_code: Some(7),
+                note: None,
+            }
+        }
+    }
+
+    #[test]
+    fn a_round_before_and_rounds_while_the_command_runs() {
+        let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let dead = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let cfg = Config {
+            target: Target::parse(&format!("tcp://{}", open.local_addr().unwrap())).unwrap(),
+            // The agent is dead, but the segment into it is a connect to a live port.
+            hops: vec![
+                Hop::parse(&format!("npt://{dead}={}", open.local_addr().unwrap())).unwrap(),
+            ],
+            through: None,
+            token: "S".into(),
+            count: 2,
+            interval: Duration::from_millis(5),
+            timeout: Duration::from_millis(500),
+            size: 64,
+            trust: QuicTrust::Insecure,
+        };
+        let mut lines = Vec::new();
+        let fake = Fake { rounds: 3 };
+        let mut t = Trace::new(cfg, Some(Box::new(fake)), |l| lines.push(l));
+        let done = t.run(&Arc::new(Stop::new()), &mut |_| {}).unwrap();
+        drop(t);
+        let b = done.body;
+        let phases: Vec<&str> = b.rounds.iter().map(|r| r.phase.as_str()).collect();
+        assert_eq!(phases, ["before", "during", "during"]);
+        assert_eq!(b.during.as_ref().and_then(|d| d.exit_code), Some(7));
+        assert!(b.rounds.iter().all(|r| r.segments[0].p50_ms.is_some()));
+        assert!(
+            b.rounds.iter().all(|r| r.segments[1].p50_ms.is_none()),
+            "dead agent"
+        );
+        assert_eq!(
+            b.segments[0].summary.received, 2,
+            "the waterfall is the first round"
+        );
+        assert!(b.segments[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("cannot reach the agent"));
+        assert!(
+            lines.iter().any(|l| l.starts_with("round 2 (during)")),
+            "{lines:?}"
+        );
+    }
+}
