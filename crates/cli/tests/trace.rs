@@ -8,6 +8,7 @@
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 mod common;
+mod serve_util;
 
 use std::net::SocketAddr;
 use std::process::Output;
@@ -270,4 +271,52 @@ fn ctrl_c_writes_the_report_and_ends_the_during_command_with_its_children() {
         0,
         "the command's child outlived the trace"
     );
+}
+
+#[test]
+fn quic_segments_reach_each_hop_on_its_quic_port() {
+    let target = serve_util::serve(4096, &["--quic", "127.0.0.1:0"]);
+    let tq = target.quic.expect("quic address");
+    let allow = tq.to_string();
+    let agent = serve_util::serve(
+        4096,
+        &[
+            "--quic",
+            "127.0.0.1:0",
+            "--token",
+            "S",
+            "--hop-agent",
+            "--hop-allow",
+            &allow,
+        ],
+    );
+    let aq = agent.quic.expect("quic address");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.json");
+    let tgt = format!("quic://{tq}");
+    let hop = format!("npt://{}={aq}", agent.tcp);
+    let out = trace(&[
+        &tgt,
+        "--hop",
+        &hop,
+        "--through",
+        &tgt,
+        "--token",
+        "S",
+        "-c",
+        "2",
+        "-i",
+        "20ms",
+        "--insecure",
+        "-q",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = json(&file);
+    assert_valid(&doc, "trace");
+    assert_eq!(doc["segments"][0]["to"], format!("quic://{aq}"));
+    for leg in ["/segments/0", "/segments/1", "/chain"] {
+        assert_eq!(u(&doc, &format!("{leg}/summary/received")), 2, "{leg}");
+    }
 }
