@@ -58,6 +58,9 @@ _npt() {
             npt,serve)
                 cmd="npt__subcmd__serve"
                 ;;
+            npt,trace)
+                cmd="npt__subcmd__trace"
+                ;;
             npt__subcmd__help,bulk)
                 cmd="npt__subcmd__help__subcmd__bulk"
                 ;;
@@ -99,6 +102,9 @@ _npt() {
                 ;;
             npt__subcmd__help,serve)
                 cmd="npt__subcmd__help__subcmd__serve"
+                ;;
+            npt__subcmd__help,trace)
+                cmd="npt__subcmd__help__subcmd__trace"
                 ;;
             npt__subcmd__help__subcmd__lab,check)
                 cmd="npt__subcmd__help__subcmd__lab__subcmd__check"
@@ -176,7 +182,7 @@ _npt() {
 
     case "${cmd}" in
         npt)
-            opts="-h -V --help --version serve probe demo run http ping bulk merge compare report lab completions man help"
+            opts="-h -V --help --version serve probe demo run http ping bulk trace merge compare report lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -350,7 +356,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help)
-            opts="serve probe demo run http ping bulk merge compare report lab completions man help"
+            opts="serve probe demo run http ping bulk trace merge compare report lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -644,6 +650,20 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__help__subcmd__trace)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1597,6 +1617,76 @@ _npt() {
                     return 0
                     ;;
                 --hop-allow)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__trace)
+            opts="-c -i -W -s -q -h --hop --through --token --count --interval --timeout --size --ca --insecure --during --quiet --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hop)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --through)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -W)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --during)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --json)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -161,23 +161,31 @@ fn headline(input: &Input) -> Result<Summary, CompareError> {
             }
             h.summary()
         }
-        Workload::Ping(b) => {
-            let s = &b.summary;
-            Summary {
-                count: s.received,
-                min: s.min_ms,
-                mean: s.avg_ms,
-                stddev: s.stddev_ms,
-                p50: s.p50_ms,
-                p90: s.p90_ms,
-                p95: s.p95_ms,
-                p99: s.p99_ms,
-                p999: s.max_ms,
-                p9999: s.max_ms,
-                max: s.max_ms,
-            }
-        }
+        Workload::Ping(b) => ping_summary(&b.summary),
+        // The RTT through the chain (nothing without `--through`).
+        Workload::Trace(b) => b
+            .chain
+            .as_ref()
+            .map(|c| ping_summary(&c.summary))
+            .unwrap_or_default(),
     })
+}
+
+/// A ping summary as the one summary type (p99.9 and p99.99: its max).
+fn ping_summary(s: &npt_result::ping::PingSummary) -> Summary {
+    Summary {
+        count: s.received,
+        min: s.min_ms,
+        mean: s.avg_ms,
+        stddev: s.stddev_ms,
+        p50: s.p50_ms,
+        p90: s.p90_ms,
+        p95: s.p95_ms,
+        p99: s.p99_ms,
+        p999: s.max_ms,
+        p9999: s.max_ms,
+        max: s.max_ms,
+    }
 }
 
 /// What a result measured: the probe's or ping's target, http's URL, run's first target.
@@ -189,6 +197,7 @@ fn target(d: &AnyResult) -> String {
         Workload::Run(b) => b.summary.targets.first().cloned().unwrap_or_default(),
         Workload::Ping(b) => b.target.clone(),
         Workload::Bulk(b) => b.summary.target.clone(),
+        Workload::Trace(b) => b.target.clone(),
     }
 }
 
@@ -281,10 +290,18 @@ pub fn table(
                 kind: d.body.kind().to_string(),
                 target: target(d),
                 via: d.config["via"].as_str().map(str::to_string),
-                theoretical_ms: theoretical.get(&i.name).copied(),
-                theoretical_source: theoretical
-                    .get(&i.name)
-                    .map(|_| runs::source::TYPED.to_string()),
+                // A trace measured its own: the sum of its segments, each from its upstream hop.
+                theoretical_ms: theoretical.get(&i.name).copied().or(match &d.body {
+                    Workload::Trace(b) => b.summary.sum.map(|s| s.p50_ms),
+                    _ => None,
+                }),
+                theoretical_source: match (&d.body, theoretical.get(&i.name)) {
+                    (_, Some(_)) => Some(runs::source::TYPED.to_string()),
+                    (Workload::Trace(b), None) => {
+                        b.summary.sum.map(|_| runs::source::MEASURED.to_string())
+                    }
+                    _ => None,
+                },
                 errors: d.body.errors().total_errors,
                 loss_pct: probe.map(|p| p.loss_pct),
                 jitter_ms: probe.map(|p| p.jitter_ms),

@@ -232,6 +232,7 @@ pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
         Workload::Http(b) => http::write_http(w, &with(doc, b)),
         Workload::Ping(b) => ping::write_ping(w, b, doc.stopped_by, doc.duration_s),
         Workload::Bulk(b) => bulk::write_bulk(w, &with(doc, b)),
+        Workload::Trace(b) => crate::trace::write_text(w, b, doc.stopped_by, doc.duration_s),
     }
 }
 

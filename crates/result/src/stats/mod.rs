@@ -23,6 +23,7 @@ pub mod http;
 pub mod ping;
 pub mod probe;
 pub mod run;
+pub mod trace;
 
 pub use http::{HttpMeta, HttpStats};
 pub use ping::{PingMeta, PingStats};
