@@ -91,7 +91,7 @@ pub struct ProbeArgs {
     pub raw: bool,
     /// Secret the server was started with (npt serve --token): a keyed handshake per flow,
     /// then every packet carries a MAC (the secret never travels).
-    #[arg(long, value_name = "SECRET")]
+    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// A packet unanswered this long is lost; a later reply is "late".
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
