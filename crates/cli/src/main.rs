@@ -24,6 +24,7 @@ mod segment;
 mod serve;
 mod serve_metrics;
 mod signals;
+mod under_load;
 mod usage;
 mod via;
 

@@ -117,6 +117,8 @@ pub struct ProbeArgs {
     #[command(flatten)]
     pub via: ViaArgs,
     #[command(flatten)]
+    pub load: crate::under_load::LoadArgs,
+    #[command(flatten)]
     pub segment: crate::segment::SegmentArgs,
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
@@ -128,6 +130,9 @@ fn parse_fill(s: &str) -> Result<Fill, String> {
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let (mut cfg, mut notices) = config(&a)?;
+    if let Some(plan) = &cfg.under_load {
+        crate::under_load::check_reachable(plan)?;
+    }
     if cfg.proto == Proto::Tcp && cfg.via.is_none() {
         // A name with several addresses (localhost → ::1, 127.0.0.1): the first that accepts.
         if let Some((addr, note)) = crate::probe_checks::first_accepting(&cfg.target, cfg.addr) {

@@ -35,8 +35,10 @@ const LAYERS: &[(&str, u8)] = &[
 ];
 
 /// Allowed edges within one layer, with why: `run`'s game users are measured by the probe's
-/// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`).
-const SAME_LAYER: &[(&str, &str)] = &[("npt-users", "npt-probe")];
+/// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`); the loaded
+/// probe (`npt probe --under-load`) runs the bulk engine's streams as its load, owned by the
+/// probe's run so that one stop ends both and the load never outlives the probe.
+const SAME_LAYER: &[(&str, &str)] = &[("npt-users", "npt-probe"), ("npt-probe", "npt-bulk")];
 
 const ENGINES: &[&str] = &["npt-probe", "npt-users", "npt-http", "npt-ping", "npt-bulk"];
 

@@ -212,6 +212,7 @@ pub(crate) fn test_probe(
         },
         histograms: [(hist::RTT.to_string(), h.to_serialized())].into(),
         intervals,
+        under_load: None,
     };
     let t0 = std::time::SystemTime::UNIX_EPOCH;
     let t1 = t0 + std::time::Duration::from_secs(2);

@@ -30,7 +30,7 @@ pub struct ProbeBody {
     pub errors: Errors,
     /// Serialized HDR histograms (ns) by name: [`hist`].
     #[schemars(
-        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect` and `first_packet` (TCP)."
+        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect` and `first_packet` (TCP), `rtt_idle`, `rtt_loaded` and `rtt_recovery` (`--under-load`)."
     )]
     #[schemars(extend("propertyNames" = {"enum": hist::ALL}, "required" = [hist::RTT, hist::IPDV]))]
     pub histograms: Histograms,
@@ -40,6 +40,9 @@ pub struct ProbeBody {
         "sent", "lost", "late", "duplicated", "reordered", "loss_pct", "jitter_ms", "bandwidth_bps",
     ]}}]))]
     pub intervals: Vec<Interval>,
+    /// `--under-load`: the phases, the increase under load, RPM and the load's goodput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<crate::under_load::UnderLoad>,
 }
 
 /// What the probe did and what it measured.
@@ -160,6 +163,21 @@ pub mod hist {
     /// TCP only: connect and connect + first echo, one value per flow.
     pub const CONNECT: &str = "connect";
     pub const FIRST_PACKET: &str = "first_packet";
+    /// `--under-load` only: the RTTs of packets sent in each phase.
+    pub const RTT_IDLE: &str = "rtt_idle";
+    pub const RTT_LOADED: &str = "rtt_loaded";
+    pub const RTT_RECOVERY: &str = "rtt_recovery";
+    /// The phase histograms, in phase order.
+    pub const PHASES: [&str; 3] = [RTT_IDLE, RTT_LOADED, RTT_RECOVERY];
     /// Every name above.
-    pub const ALL: [&str; 5] = [RTT, RTT_CORRECTED, IPDV, CONNECT, FIRST_PACKET];
+    pub const ALL: [&str; 8] = [
+        RTT,
+        RTT_CORRECTED,
+        IPDV,
+        CONNECT,
+        FIRST_PACKET,
+        RTT_IDLE,
+        RTT_LOADED,
+        RTT_RECOVERY,
+    ];
 }

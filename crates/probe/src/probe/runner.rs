@@ -19,6 +19,7 @@ use npt_wire::{Fill, Pacing};
 use serde::Serialize;
 
 use super::driver::{self, Clock, Event, TcpTimes};
+use super::load::{Load, LoadPlan, Outcome};
 use super::session::{Framing, Interval, Session, SessionConfig, Stage, StopReason, Totals};
 use super::workload::Running;
 
@@ -113,6 +114,10 @@ pub struct ProbeConfig {
     /// ASSOCIATE for UDP. Recorded without its password.
     #[serde(serialize_with = "ser_via")]
     pub via: Option<npt_proxy::Via>,
+    /// `--under-load`: bulk streams during a loaded phase between an idle and a recovery
+    /// phase ([`super::load`]); `duration` is then the three phases together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<LoadPlan>,
 }
 
 fn ser_via<S: serde::Serializer>(v: &Option<npt_proxy::Via>, s: S) -> Result<S::Ok, S::Error> {
@@ -196,6 +201,7 @@ fn session_config(
         behind_threshold: u64::try_from(cfg.behind_threshold.as_nanos()).unwrap_or(u64::MAX),
         history,
         auth: None,
+        phases: cfg.under_load.as_ref().map(|p| p.bounds(start)),
     })
 }
 
@@ -217,6 +223,12 @@ pub fn run(
         .filter_map(|c| session_config(cfg, c, start, run_seed).map(|s| (c as usize, s)))
         .collect();
     let flows = configs.len();
+    // The load runs on its own threads beside the flows; `finish` below ends and joins it
+    // (and so does its `Drop`, should this function return early).
+    let load = match &cfg.under_load {
+        Some(plan) => Some(Load::start(plan, stop, clock, plan.bounds(start))?),
+        None => None,
+    };
     let threads = (cfg.threads as usize).clamp(1, flows.max(1));
     let (tx, rx) = mpsc::channel::<Event>();
     let mut handles = Vec::new();
@@ -369,6 +381,7 @@ pub fn run(
             stops.push(StopReason::Error);
         }
     }
+    let load = load.map(Load::finish);
     // Start label + monotonic time: a wall-clock step cannot distort it (tests/wallclock.rs).
     let ended_wall = started_wall + Duration::from_nanos(clock.now().saturating_sub(start));
     let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
@@ -377,6 +390,15 @@ pub fn run(
     let records = records.into_vec_logged();
     let mut stats = probe_stats(cfg, &totals, &tcp_times, records, wall_s);
     stats.proxy = proxy_stats(cfg, &proxy_phases);
+    if let (Some(plan), Some(outcome)) = (&cfg.under_load, &load) {
+        stats.under_load = Some(load_stats(plan, outcome, start));
+        for (name, h) in hist::PHASES.iter().zip(&totals.phase_rtt) {
+            stats.histograms.add(name, h);
+        }
+        for name in hist::PHASES {
+            stats.histograms.entry(name);
+        }
+    }
     let body = stats.summarize(&probe_meta(cfg));
     let totals = super::workload::final_totals(&body);
     Ok(Finished::new(
@@ -386,6 +408,30 @@ pub fn run(
         stopped_by,
         totals,
     ))
+}
+
+/// The load's part of the stats: the plan, when it ran (s since `start`), and what the bulk
+/// engine moved; an engine that could not start at all is one classified error.
+fn load_stats(plan: &LoadPlan, o: &Outcome, start: u64) -> npt_result::stats::probe::LoadStats {
+    let s = |ns: u64| ns.saturating_sub(start) as f64 / 1e9;
+    let mut st = npt_result::stats::probe::LoadStats {
+        load: plan.spec(),
+        phases: plan.phases(),
+        load_started_s: o.started.map(s),
+        load_ended_s: o.ended.map(s),
+        ..Default::default()
+    };
+    st.errors.attempts = u64::from(plan.bulk.streams) * plan.bulk.ways.directions().len() as u64;
+    if let Some(b) = &o.body {
+        st.goodput_bps = b.summary.goodput_bps;
+        st.bytes = b.summary.bytes;
+        st.load_rtt_ms = b.summary.rtt_ms;
+        st.errors.by_kind = b.errors.by_kind.clone();
+    }
+    if let Some((kind, e)) = &o.error {
+        st.errors.by_kind.record(kind, || format!("load: {e}"));
+    }
+    st
 }
 
 fn interval_record(iv: &Interval, run_start: u64) -> Record {
