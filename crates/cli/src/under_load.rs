@@ -36,6 +36,11 @@ pub struct LoadArgs {
     /// Length of the recovery phase after the load [default: 5s].
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub load_recovery: Option<Duration>,
+    /// tcp:// load: this host's TCP congestion control for the load's streams (e.g. cubic,
+    /// bbr; one the kernel offers) [default: the system's]. It paces what this host sends
+    /// (`--load-direction up`); a download is paced by the server's.
+    #[arg(long, value_name = "NAME")]
+    pub load_congestion: Option<String>,
     /// quic:// load: trust the certificates in this PEM file.
     #[arg(long, value_name = "FILE", conflicts_with = "load_insecure")]
     pub load_ca: Option<std::path::PathBuf>,
@@ -53,6 +58,7 @@ impl LoadArgs {
             (self.load_duration.is_some(), "--load-duration"),
             (self.load_idle.is_some(), "--load-idle"),
             (self.load_recovery.is_some(), "--load-recovery"),
+            (self.load_congestion.is_some(), "--load-congestion"),
             (self.load_ca.is_some(), "--load-ca"),
             (self.load_insecure, "--load-insecure"),
         ]
@@ -118,6 +124,12 @@ pub fn plan(
             "--load-ca and --load-insecure are for a quic:// load"
         ));
     }
+    if let Some(cc) = &a.load_congestion {
+        if target.proto != Proto::Tcp {
+            return Err(usage!("--load-congestion is for a tcp:// load"));
+        }
+        check_congestion(cc)?;
+    }
     let trust = match (&a.load_ca, a.load_insecure) {
         (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--load-ca: {e}"))?,
         (None, true) => QuicTrust::Insecure,
@@ -140,10 +152,26 @@ pub fn plan(
             trust,
             via: via.cloned(),
             timeout: Duration::from_secs(5),
+            congestion: a.load_congestion.clone(),
         },
         idle,
         recovery,
     }))
+}
+
+/// The kernel must offer `cc` (`/proc/sys/net/ipv4/tcp_available_congestion_control`, when
+/// readable): otherwise every stream would fail on its first socket option.
+fn check_congestion(cc: &str) -> anyhow::Result<()> {
+    let path = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+    if let Ok(avail) = std::fs::read_to_string(path) {
+        if !avail.split_whitespace().any(|n| n == cc) {
+            return Err(usage!(
+                "--load-congestion {cc:?}: this kernel offers {}",
+                avail.trim()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A tcp:// load target without a proxy must accept a connection now; one that refuses or
@@ -212,6 +240,9 @@ mod tests {
         a.load_duration = Some(Duration::ZERO);
         assert!(err(&a).contains("--load-duration must be positive"));
         assert!(err(&args("quic://127.0.0.1:7")).contains("--load-insecure"));
+        let mut a = args("tcp://127.0.0.1:7");
+        a.load_congestion = Some("no-such-cc".into());
+        assert!(err(&a).contains("--load-congestion \"no-such-cc\": this kernel offers"));
         let a = LoadArgs {
             load_streams: Some(2),
             ..LoadArgs::default()

@@ -85,6 +85,9 @@ pub struct LoadSpec {
     /// `--via`, password left out, when the load went through a proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
+    /// `--load-congestion`: this host's TCP congestion control on the load's streams, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
 }
 
 /// One phase of a loaded probe.

@@ -62,6 +62,7 @@ impl LoadPlan {
             direction: self.bulk.ways.name().to_string(),
             streams: self.bulk.streams,
             via: self.bulk.via.as_ref().map(|v| v.to_string()),
+            congestion: self.bulk.congestion.clone(),
         }
     }
 }
@@ -71,11 +72,12 @@ impl Serialize for LoadPlan {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let spec = self.spec();
-        let mut st = s.serialize_struct("LoadPlan", 7)?;
+        let mut st = s.serialize_struct("LoadPlan", 8)?;
         st.serialize_field("target", &spec.target)?;
         st.serialize_field("direction", &spec.direction)?;
         st.serialize_field("streams", &spec.streams)?;
         st.serialize_field("via", &spec.via)?;
+        st.serialize_field("congestion", &spec.congestion)?;
         st.serialize_field("idle_s", &self.idle.as_secs_f64())?;
         st.serialize_field("loaded_s", &self.loaded().as_secs_f64())?;
         st.serialize_field("recovery_s", &self.recovery.as_secs_f64())?;

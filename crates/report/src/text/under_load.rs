@@ -11,11 +11,16 @@ use super::{bits, ms};
 pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
     writeln!(
         w,
-        "load       {} {} x{} each way{}  ran {}",
+        "load       {} {} x{} each way{}{}  ran {}",
         u.load.target,
         u.load.direction,
         u.load.streams,
         u.load.via.as_ref().map(|v| format!(" via {v}")).unwrap_or_default(),
+        u.load
+            .congestion
+            .as_ref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default(),
         match (u.load_started_s, u.load_ended_s) {
             (Some(a), Some(b)) => format!("{a:.2}-{b:.2} s"),
             _ => "not at all (the run ended first)".to_string(),
@@ -102,6 +107,7 @@ mod tests {
                 direction: "down".into(),
                 streams: 4,
                 via: None,
+                congestion: None,
             },
             phases: vec![
                 phase("idle", 0.0, 20.0),
