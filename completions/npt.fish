@@ -98,6 +98,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Whi
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-duration -d 'Length of the loaded phase [default: 10s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-idle -d 'Length of the idle phase before the load [default: 5s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-recovery -d 'Length of the recovery phase after the load [default: 5s]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-congestion -d 'tcp:// load: this host\'s TCP congestion control for the load\'s streams (e.g. cubic, bbr; one the kernel offers) [default: the system\'s]. It paces what this host sends (`--load-direction up`); a download is paced by the server\'s' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-ca -d 'quic:// load: trust the certificates in this PEM file' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l start-at -d 'Wait until this wall-clock time (RFC 3339, e.g. 2026-12-01T10:00:00Z) before starting, so the parts of a segmented run begin together' -r
