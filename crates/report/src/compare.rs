@@ -11,6 +11,7 @@
 //! [`runs`] builds the same table from scenarios run several times (`npt compare
 //! scenarios.toml --runs N`), and [`page`] draws it as an HTML page.
 
+pub mod loaded;
 pub mod page;
 pub mod runs;
 
@@ -21,6 +22,8 @@ use npt_stats::{Histogram, Summary};
 
 use npt_result::any::{AnyResult, Workload};
 use serde::Serialize;
+
+use runs::median;
 
 /// One result to compare: its name in the table, where it came from, and the document.
 pub struct Input {
@@ -61,6 +64,14 @@ pub struct Row {
     /// TCP probes: first connect to last reply (quic-tun's latency test's "total latency"), median of runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_ms: Option<f64>,
+    /// `--under-load` probes: the loaded phase's p50 and p99 RTT and the responsiveness (RPM),
+    /// medians of runs ([`loaded`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaded_p50_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaded_p99_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<f64>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -229,7 +240,11 @@ pub fn table(
             Workload::Probe(b) => Some(&b.summary),
             _ => None,
         };
-        rows.push(
+        let under_load = match &d.body {
+            Workload::Probe(b) => b.under_load.as_ref(),
+            _ => None,
+        };
+        let mut row = 
             Row {
                 name: i.name.clone(),
                 kind: d.body.kind().to_string(),
@@ -244,8 +259,9 @@ pub fn table(
                 results: vec![i.path.clone()],
                 ..Row::default()
             }
-            .with_figures(&s),
-        );
+            .with_figures(&s);
+        loaded::fill(&mut row, under_load.into_iter());
+        rows.push(row);
     }
     for k in theoretical.keys() {
         if !rows.iter().any(|r| &r.name == k) {
@@ -339,12 +355,13 @@ pub fn cells(r: &Row) -> Vec<String> {
 
 /// The table for a terminal: aligned columns, latencies in ms.
 pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
-    let rows: Vec<Vec<String>> = t.scenarios.iter().map(cells).collect();
-    let widths: Vec<usize> = (0..HEADER.len())
+    let rows: Vec<Vec<String>> = t.scenarios.iter().map(|r| loaded::row_cells(t, r)).collect();
+    let header = loaded::header(t);
+    let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
                 .map(|r| r[c].chars().count())
-                .chain([HEADER[c].len()])
+                .chain([header[c].len()])
                 .max()
                 .unwrap_or(0)
         })
@@ -364,7 +381,6 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
             .collect();
         writeln!(w, "{}", parts.join("  ").trim_end())
     };
-    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
     line(w, &header)?;
     for r in &rows {
         line(w, r)?;
@@ -426,13 +442,22 @@ fn footer(t: &Table) -> Vec<String> {
 
 /// The table in Markdown, ready to paste into an issue or a post like the forwarding-scenario write-up.
 pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
+    let extra = if loaded::shown(t) {
+        " loaded p50 (ms) | loaded p99 (ms) | rpm |"
+    } else {
+        ""
+    };
     writeln!(
         w,
-        "| scenario | avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | theoretical (ms) | overhead | vs baseline | errors |"
+        "| scenario | avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | theoretical (ms) | overhead | vs baseline | errors |{extra}"
     )?;
-    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(
+        w,
+        "|---|---|---|---|---|---|---|---|---|---|{}",
+        "---|".repeat(if extra.is_empty() { 0 } else { 3 })
+    )?;
     for r in &t.scenarios {
-        let c = cells(r);
+        let c = loaded::row_cells(t, r);
         let name = c[0].replace('|', "\\|");
         writeln!(w, "| {name} | {} |", c[1..].join(" | "))?;
     }
