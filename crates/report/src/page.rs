@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use crate::html::{Chart, Page, Series, Table};
+use crate::html::{Band, Chart, Page, Series, Table};
 use npt_result::any::AnyResult;
 use npt_result::interval::Interval;
 
@@ -45,6 +45,23 @@ pub(crate) const SPECTRUM: [f64; 14] = [
     0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
 ];
 
+/// A loaded probe's phases as shaded spans of a time chart (none for any other result).
+pub(crate) fn phase_bands(doc: &AnyResult) -> Vec<Band> {
+    match &doc.body {
+        npt_result::any::Workload::Probe(b) => b
+            .under_load
+            .iter()
+            .flat_map(|u| &u.phases)
+            .map(|p| Band {
+                label: p.name.clone(),
+                from: p.start_s,
+                to: p.end_s,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The HTML page of one result: a summary table and its charts.
 pub fn html_page(doc: &AnyResult, source: &str) -> Page {
     let kind = doc.body.kind();
@@ -74,6 +91,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
         values: pts.iter().map(v).collect(),
     };
     let mut charts = Vec::new();
+    let bands = phase_bands(doc);
     if !pts.is_empty() {
         charts.push(Chart {
             id: "latency".into(),
@@ -85,6 +103,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
                 series("p50", &|p| Some(p.latency_ms.p50)),
                 series("p99", &|p| Some(p.latency_ms.p99)),
             ],
+            bands: bands.clone(),
             ..Chart::default()
         });
         let unit = if kind == "probe" {
@@ -99,6 +118,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
             y_label: unit.into(),
             x: t.clone(),
             series: vec![series("rate", &|p| Some(p.rate_per_s))],
+            bands: bands.clone(),
             ..Chart::default()
         });
         let mut err = vec![series("errors", &|p| Some(p.errors as f64))];
@@ -112,6 +132,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
             y_label: "count / %".into(),
             x: t,
             series: err,
+            bands,
             ..Chart::default()
         });
     }

@@ -187,6 +187,13 @@ fn over_time(
             });
         }
     }
+    // A loaded probe's phases, shaded (those of the first scenario that has them).
+    let bands = docs
+        .iter()
+        .filter_map(|ds| ds.first())
+        .map(crate::page::phase_bands)
+        .find(|b| !b.is_empty())
+        .unwrap_or_default();
     Some(Chart {
         id: id.into(),
         title: title.into(),
@@ -195,6 +202,7 @@ fn over_time(
         span_gaps: true,
         x,
         series,
+        bands,
         ..Chart::default()
     })
 }
