@@ -182,9 +182,7 @@ pub fn check_reachable(plan: &LoadPlan) -> anyhow::Result<()> {
     if t.proto != Proto::Tcp || plan.bulk.via.is_some() {
         return Ok(());
     }
-    let addrs = t
-        .resolve()
-        .map_err(|e| usage!("--under-load {t}: {e}"))?;
+    let addrs = t.resolve().map_err(|e| usage!("--under-load {t}: {e}"))?;
     let mut last = None;
     for a in &addrs {
         match TcpStream::connect_timeout(a, plan.bulk.timeout) {

@@ -169,7 +169,10 @@ fn the_load_adds_the_queue_and_the_recovery_returns_to_the_base() {
             "{name}: recovery p50 {recovery} vs base {base}"
         );
         let mbit = f(&doc, "/under_load/goodput_bps/up") / 1e6;
-        assert!((9.0..=10.0).contains(&mbit), "{name}: load {mbit:.2} Mbit/s");
+        assert!(
+            (9.0..=10.0).contains(&mbit),
+            "{name}: load {mbit:.2} Mbit/s"
+        );
         assert!(f(&doc, "/under_load/increase_p50_x") > 1.0);
         let rpm = f(&doc, "/under_load/rpm");
         let trimmed = f(&doc, "/under_load/rpm_rtt_ms");

@@ -51,7 +51,12 @@ fn spawn_probe(target: &str, phases: [&str; 3], out: &std::path::Path) -> Guard 
         .args(["--under-load", &format!("tcp://{target}")])
         .args(["--load-streams", "3", "--load-direction", "both"])
         .args(["--load-idle", phases[0], "--load-duration", phases[1]])
-        .args(["--load-recovery", phases[2], "--json", out.to_str().unwrap()])
+        .args([
+            "--load-recovery",
+            phases[2],
+            "--json",
+            out.to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -112,7 +117,10 @@ fn three_phases_and_the_load_is_gone_before_the_probe_ends() {
     // `npt report` shows the phases again from the file.
     let o = run(&["report", out.to_str().unwrap()], LIMIT);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("  loaded ") && text.contains("rpm "), "{text}");
+    assert!(
+        text.contains("  loaded ") && text.contains("rpm "),
+        "{text}"
+    );
 }
 
 #[test]
@@ -158,12 +166,18 @@ fn bad_load_input_exits_2_naming_the_flag() {
     for (extra, flag) in [
         (vec!["--under-load", "tcp//nowhere"], "--under-load"),
         (vec!["--under-load", &refused], "--under-load"),
-        (vec!["--under-load", &good, "--load-streams", "0"], "--load-streams"),
+        (
+            vec!["--under-load", &good, "--load-streams", "0"],
+            "--load-streams",
+        ),
         (
             vec!["--under-load", &good, "--load-streams", "1025"],
             "--load-streams",
         ),
-        (vec!["--under-load", &good, "--duration", "5s"], "--duration"),
+        (
+            vec!["--under-load", &good, "--duration", "5s"],
+            "--duration",
+        ),
         (vec!["--load-streams", "2"], "--under-load"),
     ] {
         let mut a = vec!["probe", probe.as_str()];

@@ -244,22 +244,21 @@ pub fn table(
             Workload::Probe(b) => b.under_load.as_ref(),
             _ => None,
         };
-        let mut row = 
-            Row {
-                name: i.name.clone(),
-                kind: d.body.kind().to_string(),
-                target: target(d),
-                via: d.config["via"].as_str().map(str::to_string),
-                theoretical_ms: theoretical.get(&i.name).copied(),
-                errors: d.body.errors().total_errors,
-                loss_pct: probe.map(|p| p.loss_pct),
-                jitter_ms: probe.map(|p| p.jitter_ms),
-                runs: 1,
-                result: i.path.clone(),
-                results: vec![i.path.clone()],
-                ..Row::default()
-            }
-            .with_figures(&s);
+        let mut row = Row {
+            name: i.name.clone(),
+            kind: d.body.kind().to_string(),
+            target: target(d),
+            via: d.config["via"].as_str().map(str::to_string),
+            theoretical_ms: theoretical.get(&i.name).copied(),
+            errors: d.body.errors().total_errors,
+            loss_pct: probe.map(|p| p.loss_pct),
+            jitter_ms: probe.map(|p| p.jitter_ms),
+            runs: 1,
+            result: i.path.clone(),
+            results: vec![i.path.clone()],
+            ..Row::default()
+        }
+        .with_figures(&s);
         loaded::fill(&mut row, under_load.into_iter());
         rows.push(row);
     }
@@ -355,7 +354,11 @@ pub fn cells(r: &Row) -> Vec<String> {
 
 /// The table for a terminal: aligned columns, latencies in ms.
 pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
-    let rows: Vec<Vec<String>> = t.scenarios.iter().map(|r| loaded::row_cells(t, r)).collect();
+    let rows: Vec<Vec<String>> = t
+        .scenarios
+        .iter()
+        .map(|r| loaded::row_cells(t, r))
+        .collect();
     let header = loaded::header(t);
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {

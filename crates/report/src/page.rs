@@ -84,6 +84,39 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
         ],
         vec!["errors".into(), doc.body.errors().total_errors.to_string()],
     ];
+    let mut rows = rows;
+    if let npt_result::any::Workload::Probe(b) = &doc.body {
+        if let Some(u) = &b.under_load {
+            for p in &u.phases {
+                rows.push(vec![
+                    format!(
+                        "{} {:.1}-{:.1} s: p50 / p99 (ms)",
+                        p.name, p.start_s, p.end_s
+                    ),
+                    format!("{:.3} / {:.3}", p.rtt_ms.p50, p.rtt_ms.p99),
+                ]);
+            }
+            rows.push(vec![
+                "rpm under load / idle".into(),
+                format!(
+                    "{} / {}",
+                    u.rpm.map_or("-".into(), |r| format!("{r:.0}")),
+                    u.idle_rpm.map_or("-".into(), |r| format!("{r:.0}"))
+                ),
+            ]);
+            rows.push(vec![
+                format!(
+                    "load {} {} x{}: goodput up / down",
+                    u.load.target, u.load.direction, u.load.streams
+                ),
+                format!(
+                    "{} / {}",
+                    crate::text::bits(u.goodput_bps.up),
+                    crate::text::bits(u.goodput_bps.down)
+                ),
+            ]);
+        }
+    }
     let pts = doc.body.intervals();
     let t: Vec<f64> = pts.iter().map(|p| p.end_s).collect();
     let series = |label: &str, v: &dyn Fn(&Interval) -> Option<f64>| Series {

@@ -517,7 +517,11 @@ fn under_load_phases_take_each_rtt_by_its_send_time() {
     c.phases = Some([300 * MS, 700 * MS]);
     let mut s = Session::new(c);
     let mut link = FakeLink::new(10 * MS, |seq| Fate {
-        extra_delay: if (300..700).contains(&seq) { 50 * MS } else { 0 },
+        extra_delay: if (300..700).contains(&seq) {
+            50 * MS
+        } else {
+            0
+        },
         ..Fate::default()
     });
     let iv = run(&mut s, &mut link, None);

@@ -91,7 +91,11 @@ mod tests {
             name: "loaded".into(),
             ..Row::default()
         };
-        let runs = [block(100.0, 500.0), block(140.0, 400.0), block(120.0, 450.0)];
+        let runs = [
+            block(100.0, 500.0),
+            block(140.0, 400.0),
+            block(120.0, 450.0),
+        ];
         fill(&mut r, runs.iter());
         assert_eq!(
             (r.loaded_p50_ms, r.loaded_p99_ms, r.rpm),
@@ -100,7 +104,10 @@ mod tests {
         t.scenarios.push(r);
         let h = header(&t);
         assert_eq!(&h[HEADER.len()..], ["loaded p50", "loaded p99", "rpm"]);
-        assert_eq!(&row_cells(&t, &t.scenarios[0])[HEADER.len()..], ["-", "-", "-"]);
+        assert_eq!(
+            &row_cells(&t, &t.scenarios[0])[HEADER.len()..],
+            ["-", "-", "-"]
+        );
         assert_eq!(
             &row_cells(&t, &t.scenarios[1])[HEADER.len()..],
             ["120.00", "240.00", "450"]

@@ -15,7 +15,11 @@ pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
         u.load.target,
         u.load.direction,
         u.load.streams,
-        u.load.via.as_ref().map(|v| format!(" via {v}")).unwrap_or_default(),
+        u.load
+            .via
+            .as_ref()
+            .map(|v| format!(" via {v}"))
+            .unwrap_or_default(),
         u.load
             .congestion
             .as_ref()
@@ -47,7 +51,11 @@ pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
             "under load p50 {}{} ms ({x:.2}x)  p99 {}{} ms",
             if d >= 0.0 { "+" } else { "" },
             ms(d),
-            if u.increase_p99_ms.unwrap_or(0.0) >= 0.0 { "+" } else { "" },
+            if u.increase_p99_ms.unwrap_or(0.0) >= 0.0 {
+                "+"
+            } else {
+                ""
+            },
             ms(u.increase_p99_ms.unwrap_or(0.0))
         )?;
     }

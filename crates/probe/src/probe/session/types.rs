@@ -148,7 +148,8 @@ impl AddAssign<&Totals> for Totals {
         self.send_lateness += &o.send_lateness;
         self.behind_schedule += o.behind_schedule;
         if self.phase_rtt.len() < o.phase_rtt.len() {
-            self.phase_rtt.resize_with(o.phase_rtt.len(), Histogram::new);
+            self.phase_rtt
+                .resize_with(o.phase_rtt.len(), Histogram::new);
         }
         for (a, b) in self.phase_rtt.iter_mut().zip(&o.phase_rtt) {
             *a += b;
