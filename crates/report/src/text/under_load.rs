@@ -11,10 +11,11 @@ use super::{bits, ms};
 pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
     writeln!(
         w,
-        "load       {} {} x{} each way{}{}  ran {}",
+        "load       {} {} x{}{}{}{}  ran {}",
         u.load.target,
         u.load.direction,
         u.load.streams,
+        if u.load.direction == "both" { " each way" } else { "" },
         u.load
             .via
             .as_ref()
