@@ -192,7 +192,15 @@ impl Subcommand for ProbeConfig {
     }
 
     fn failed(body: &ProbeBody) -> Option<&'static str> {
-        (body.summary.received == 0).then_some("no reply was received")
+        if body.summary.received == 0 {
+            return Some("no reply was received");
+        }
+        // `--under-load` whose load moved nothing (every stream failed): the loaded phase
+        // measured an idle path.
+        body.under_load
+            .as_ref()
+            .filter(|u| u.load_errors.total_errors > 0 && u.bytes.up + u.bytes.down == 0.0)
+            .map(|_| "the load moved nothing (see under_load.load_errors)")
     }
 }
 

@@ -15,7 +15,11 @@ pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
         u.load.target,
         u.load.direction,
         u.load.streams,
-        if u.load.direction == "both" { " each way" } else { "" },
+        if u.load.direction == "both" {
+            " each way"
+        } else {
+            ""
+        },
         u.load
             .via
             .as_ref()
