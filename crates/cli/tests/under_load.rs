@@ -188,3 +188,55 @@ fn bad_load_input_exits_2_naming_the_flag() {
         assert!(err.contains(flag), "{extra:?}: {err}");
     }
 }
+
+/// The load goes the probe's way: through `--via` (microsocks, SOCKS5 CONNECT), when installed.
+#[test]
+fn the_load_goes_through_the_probes_proxy() {
+    use npt_testkit::process::free_port;
+    use npt_testkit::proxies::{have, microsocks};
+    if !have("/usr/bin/microsocks") {
+        eprintln!("SKIPPED: microsocks is not installed");
+        return;
+    }
+    let (_s, addr) = serve(&[]);
+    let port = free_port();
+    let _m = microsocks(port, None);
+    let via = format!("socks5://127.0.0.1:{port}");
+    let target = format!("tcp://{addr}");
+    let o = run(
+        &[
+            "probe",
+            &target,
+            "--pps",
+            "100",
+            "--via",
+            &via,
+            "--under-load",
+            &target,
+            "--load-streams",
+            "2",
+            "--load-idle",
+            "500ms",
+            "--load-duration",
+            "1500ms",
+            "--load-recovery",
+            "500ms",
+            "-q",
+            "--format",
+            "json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_valid(&doc, "probe");
+    assert_eq!(doc["under_load"]["load"]["via"], via.as_str());
+    assert!(f(&doc, "/under_load/goodput_bps/down") > 0.0);
+    assert_eq!(u(&doc, "/under_load/load_errors/total_errors"), 0);
+    assert!(f(&doc, "/under_load/phases/1/rtt_ms/count") > 0.0);
+}
