@@ -216,6 +216,9 @@ pub fn run(
     let started_wall = SystemTime::now();
     let clock = Clock::new();
     let start = clock.now();
+    // The tester's CPU share is of this run only: counted from the process start it included
+    // parsing and runtime set-up, and a few-millisecond run read more than every core busy.
+    let cpu0 = npt_result::cpu_seconds();
     let run_seed = started_wall
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -388,7 +391,7 @@ pub fn run(
     let stopped_by = StopReason::most_telling(stops);
     proxy_phases.extend(tcp_times.iter().filter_map(|t| t.proxy));
     let records = records.into_vec_logged();
-    let mut stats = probe_stats(cfg, &totals, &tcp_times, records, wall_s);
+    let mut stats = probe_stats(cfg, &totals, &tcp_times, records, cpu0, wall_s);
     stats.proxy = proxy_stats(cfg, &proxy_phases);
     if let (Some(plan), Some(outcome)) = (&cfg.under_load, &load) {
         stats.under_load = Some(load_stats(plan, outcome, start));
@@ -498,12 +501,13 @@ fn probe_meta(cfg: &ProbeConfig) -> ProbeMeta {
 /// The flows' totals as the probe's stats value: the send phase's rates on this run's clock,
 /// TCP connect and first packet (as quic-tun's latency test: connect + the first echo on that
 /// connection, and nothing else, no wait for the schedule) one value per flow into histograms, and the
-/// tester's health (CPU time of the whole process over `wall_s`).
+/// tester's health (the process's CPU time since `cpu0`, the run's start, over `wall_s`).
 fn probe_stats(
     cfg: &ProbeConfig,
     t: &Totals,
     tcp: &[TcpTimes],
     intervals: Vec<Record>,
+    cpu0: (f64, f64),
     wall_s: f64,
 ) -> ProbeStats {
     let open_loop = matches!(cfg.pacing, PacingSpec::Rate { .. });
@@ -535,7 +539,7 @@ fn probe_stats(
     } else {
         None
     };
-    let health = Health::measured((0.0, 0.0), wall_s).with_sends(
+    let health = Health::measured(cpu0, wall_s).with_sends(
         t.behind_schedule,
         cfg.behind_threshold.as_secs_f64() * 1e3,
         t.send_lateness.summary(),
