@@ -240,3 +240,70 @@ fn the_load_goes_through_the_probes_proxy() {
     assert_eq!(u(&doc, "/under_load/load_errors/total_errors"), 0);
     assert!(f(&doc, "/under_load/phases/1/rtt_ms/count") > 0.0);
 }
+
+/// A QUIC load (`quic://`, `--load-insecure`) beside a UDP probe of the same server.
+#[test]
+fn a_quic_load_beside_a_udp_probe() {
+    use std::io::{BufRead, BufReader};
+    let mut child = npt()
+        .args(["serve", "--listen", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _g = Guard(child);
+    // Read the ready lines until both addresses are in (the server then prints nothing until
+    // it stops, so reading on would block); at most 4 lines.
+    let mut lines: Vec<String> = Vec::new();
+    for l in BufReader::new(stdout).lines().take(4).map_while(Result::ok) {
+        lines.push(l);
+        let has = |w: &str| lines.iter().any(|l| l.contains(w));
+        if has("tcp+udp") && has("quic") {
+            break;
+        }
+    }
+    let addr_of = |what: &str| {
+        lines
+            .iter()
+            .find(|l| l.contains(what))
+            .and_then(|l| l.rsplit(' ').next().map(str::to_string))
+            .unwrap_or_else(|| panic!("no {what} address in {lines:?}"))
+    };
+    let (udp, quic) = (addr_of("tcp+udp"), addr_of("quic"));
+    let o = run(
+        &[
+            "probe",
+            &format!("udp://{udp}"),
+            "--under-load",
+            &format!("quic://{quic}"),
+            "--load-insecure",
+            "--load-streams",
+            "2",
+            "--load-idle",
+            "500ms",
+            "--load-duration",
+            "1500ms",
+            "--load-recovery",
+            "500ms",
+            "-q",
+            "--format",
+            "json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_valid(&doc, "probe");
+    assert!(doc["under_load"]["load"]["target"]
+        .as_str()
+        .unwrap()
+        .starts_with("quic://"));
+    assert!(f(&doc, "/under_load/goodput_bps/down") > 0.0);
+    assert_eq!(u(&doc, "/under_load/load_errors/total_errors"), 0);
+}
