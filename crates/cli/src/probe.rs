@@ -219,8 +219,19 @@ pub fn banner(cfg: &ProbeConfig) -> String {
         (None, Some(d)) => format!("{d:?}"),
         (None, None) => "until Ctrl-C".to_string(),
     };
+    let load = cfg.under_load.as_ref().map_or(String::new(), |p| {
+        let s = p.spec();
+        format!(
+            "; under load: {} {} x{} from {:?} to {:?}",
+            s.target,
+            s.direction,
+            s.streams,
+            p.idle,
+            p.idle + p.loaded()
+        )
+    });
     format!(
-        "npt probe {}://{} ({}): {pacing}, {} B {}, {} client(s), stop after {stop}",
+        "npt probe {}://{} ({}): {pacing}, {} B {}, {} client(s), stop after {stop}{load}",
         cfg.proto.name(),
         cfg.target,
         cfg.addr,

@@ -85,6 +85,30 @@ impl Serialize for LoadPlan {
     }
 }
 
+/// The load's part of the stats: the plan, when it ran (s since `start`), and what the bulk
+/// engine moved; an engine that could not start at all is one classified error.
+pub fn stats(plan: &LoadPlan, o: &Outcome, start: u64) -> npt_result::stats::probe::LoadStats {
+    let s = |ns: u64| ns.saturating_sub(start) as f64 / 1e9;
+    let mut st = npt_result::stats::probe::LoadStats {
+        load: plan.spec(),
+        phases: plan.phases(),
+        load_started_s: o.started.map(s),
+        load_ended_s: o.ended.map(s),
+        ..Default::default()
+    };
+    st.errors.attempts = u64::from(plan.bulk.streams) * plan.bulk.ways.directions().len() as u64;
+    if let Some(b) = &o.body {
+        st.goodput_bps = b.summary.goodput_bps;
+        st.bytes = b.summary.bytes;
+        st.load_rtt_ms = b.summary.rtt_ms;
+        st.errors.by_kind = b.errors.by_kind.clone();
+    }
+    if let Some((kind, e)) = &o.error {
+        st.errors.by_kind.record(kind, || format!("load: {e}"));
+    }
+    st
+}
+
 /// What the load did: when it ran (run clock, ns) and the bulk engine's body, or why it could
 /// not start.
 #[derive(Debug, Default)]

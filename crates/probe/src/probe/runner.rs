@@ -19,7 +19,7 @@ use npt_wire::{Fill, Pacing};
 use serde::Serialize;
 
 use super::driver::{self, Clock, Event, TcpTimes};
-use super::load::{Load, LoadPlan, Outcome};
+use super::load::{Load, LoadPlan};
 use super::session::{Framing, Interval, Session, SessionConfig, Stage, StopReason, Totals};
 use super::workload::Running;
 
@@ -394,7 +394,7 @@ pub fn run(
     let mut stats = probe_stats(cfg, &totals, &tcp_times, records, cpu0, wall_s);
     stats.proxy = proxy_stats(cfg, &proxy_phases);
     if let (Some(plan), Some(outcome)) = (&cfg.under_load, &load) {
-        stats.under_load = Some(load_stats(plan, outcome, start));
+        stats.under_load = Some(super::load::stats(plan, outcome, start));
         for (name, h) in hist::PHASES.iter().zip(&totals.phase_rtt) {
             stats.histograms.add(name, h);
         }
@@ -411,30 +411,6 @@ pub fn run(
         stopped_by,
         totals,
     ))
-}
-
-/// The load's part of the stats: the plan, when it ran (s since `start`), and what the bulk
-/// engine moved; an engine that could not start at all is one classified error.
-fn load_stats(plan: &LoadPlan, o: &Outcome, start: u64) -> npt_result::stats::probe::LoadStats {
-    let s = |ns: u64| ns.saturating_sub(start) as f64 / 1e9;
-    let mut st = npt_result::stats::probe::LoadStats {
-        load: plan.spec(),
-        phases: plan.phases(),
-        load_started_s: o.started.map(s),
-        load_ended_s: o.ended.map(s),
-        ..Default::default()
-    };
-    st.errors.attempts = u64::from(plan.bulk.streams) * plan.bulk.ways.directions().len() as u64;
-    if let Some(b) = &o.body {
-        st.goodput_bps = b.summary.goodput_bps;
-        st.bytes = b.summary.bytes;
-        st.load_rtt_ms = b.summary.rtt_ms;
-        st.errors.by_kind = b.errors.by_kind.clone();
-    }
-    if let Some((kind, e)) = &o.error {
-        st.errors.by_kind.record(kind, || format!("load: {e}"));
-    }
-    st
 }
 
 fn interval_record(iv: &Interval, run_start: u64) -> Record {
