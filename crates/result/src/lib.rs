@@ -27,6 +27,7 @@ pub mod schema;
 pub mod series;
 pub mod stats;
 pub mod stop;
+pub mod tcpinfo;
 pub mod under_load;
 pub mod workload;
 

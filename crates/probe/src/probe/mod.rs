@@ -9,6 +9,7 @@ pub mod session;
 
 pub mod auth;
 pub mod driver;
+pub mod kernel;
 pub mod load;
 pub mod runner;
 #[cfg(test)]

@@ -12,6 +12,7 @@ use npt_result::interval::{Interval as Record, Intervals};
 use npt_result::probe::{hist, Directions, ProbeBody};
 use npt_result::stats::probe::{ProxyStats, SendRates};
 use npt_result::stats::{ProbeMeta, ProbeStats, Stats};
+use npt_result::tcpinfo::TcpKernelStats;
 use npt_result::workload::{Finished, Progress, Stop};
 use npt_result::{loss_pct, Health};
 use npt_stats::Histogram;
@@ -302,6 +303,8 @@ pub fn run(
     let mut totals = Totals::default();
     let mut stops: Vec<StopReason> = Vec::new();
     let mut tcp_times: Vec<TcpTimes> = Vec::new();
+    // TCP: the kernel's view of every flow's connections, added up.
+    let mut kernel: Option<(TcpKernelStats, Histogram)> = None;
     // Per flow: the next interval index it will report, or None once done.
     let mut next_index: Vec<Option<u32>> = vec![Some(0); cfg.clients as usize];
     for (c, slot) in (0..cfg.clients).zip(next_index.iter_mut()) {
@@ -346,6 +349,11 @@ pub fn run(
                 }
                 if let Some(t) = result.tcp {
                     tcp_times.push(t);
+                }
+                if let Some((k, rtt)) = &result.kernel {
+                    let (ks, kh) = kernel.get_or_insert_with(Default::default);
+                    *ks += k;
+                    *kh += rtt;
                 }
             }
         }
@@ -393,6 +401,10 @@ pub fn run(
     let records = records.into_vec_logged();
     let mut stats = probe_stats(cfg, &totals, &tcp_times, records, cpu0, wall_s);
     stats.proxy = proxy_stats(cfg, &proxy_phases);
+    if let Some((k, rtt)) = kernel {
+        stats.histograms.add(hist::TCP_RTT, &rtt);
+        stats.tcp_info = Some(k);
+    }
     if let (Some(plan), Some(outcome)) = (&cfg.under_load, &load) {
         stats.under_load = Some(super::load::stats(plan, outcome, start));
         for (name, h) in hist::PHASES.iter().zip(&totals.phase_rtt) {
