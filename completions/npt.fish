@@ -93,6 +93,14 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes t
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l under-load -d 'Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT (`npt serve`; may be the probe\'s own target) in a loaded phase between an idle and a recovery phase, and report the RTT of each phase, the increase under load and the responsiveness (RPM)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-streams -d 'Load streams each way, 1 to 1024 [default: 4]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-duration -d 'Length of the loaded phase [default: 10s]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-idle -d 'Length of the idle phase before the load [default: 5s]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-recovery -d 'Length of the recovery phase after the load [default: 5s]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-congestion -d 'tcp:// load: this host\'s TCP congestion control for the load\'s streams (e.g. cubic, bbr; one the kernel offers) [default: the system\'s]. It paces what this host sends (`--load-direction up`); a download is paced by the server\'s' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-ca -d 'quic:// load: trust the certificates in this PEM file' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l start-at -d 'Wait until this wall-clock time (RFC 3339, e.g. 2026-12-01T10:00:00Z) before starting, so the parts of a segmented run begin together' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l run-id -d 'Name shared by the parts of one run [default: derived from the workload and --start-at]' -r
@@ -102,6 +110,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l ping-pong -d 'One mess
 complete -c npt -n "__fish_npt_using_subcommand probe" -l verify -d 'Check that every echoed payload is what was sent'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'No stage lines while running'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-insecure -d 'quic:// load: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c npt -n "__fish_npt_using_subcommand demo" -l duration -d 'How long the UDP probe runs' -r
 complete -c npt -n "__fish_npt_using_subcommand demo" -l pps -d 'UDP packets per second' -r

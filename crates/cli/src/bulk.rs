@@ -181,6 +181,7 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         trust,
         via,
         timeout,
+        congestion: None,
     })
 }
 
