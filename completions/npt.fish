@@ -93,9 +93,11 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes t
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
-complete -c npt -n "__fish_npt_using_subcommand probe" -l under-load -d 'Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT (`npt serve`; may be the probe\'s own target) in a loaded phase between an idle and a recovery phase, and report the RTT of each phase, the increase under load and the responsiveness (RPM)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l under-load -d 'Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT, or UDP at --load-rate to udp://HOST:PORT (`npt serve`; may be the probe\'s own target) in a loaded phase between an idle and a recovery phase, and report the RTT of each phase, the increase under load and the responsiveness (RPM)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-streams -d 'Load streams each way, 1 to 1024 [default: 4]' -r
-complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down; a udp:// load goes up only]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-rate -d 'udp:// load (required for it): its rate, bits/s of datagrams, e.g. 20mbit (IP and UDP headers not counted)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-size -d 'udp:// load: datagram size in bytes, IP and UDP headers not counted [default: 1200]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-duration -d 'Length of the loaded phase [default: 10s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-idle -d 'Length of the idle phase before the load [default: 5s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-recovery -d 'Length of the recovery phase after the load [default: 5s]' -r

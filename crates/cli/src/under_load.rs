@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use clap::Args;
-use npt_bulk::{Proto, QuicTrust, Target, Ways, MAX_STREAMS};
+use npt_bulk::{Proto, QuicTrust, Target, UdpRate, Ways, MAX_STREAMS};
 use npt_probe::probe::load::LoadPlan;
 
 use crate::usage;
@@ -16,17 +16,26 @@ use crate::usage::parse_duration;
 /// The load flags (all of them need `--under-load`).
 #[derive(Args, Debug, Default)]
 pub struct LoadArgs {
-    /// Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT (`npt serve`; may be the
-    /// probe's own target) in a loaded phase between an idle and a recovery phase, and report
-    /// the RTT of each phase, the increase under load and the responsiveness (RPM).
+    /// Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT, or UDP at --load-rate to
+    /// udp://HOST:PORT (`npt serve`; may be the probe's own target) in a loaded phase between
+    /// an idle and a recovery phase, and report the RTT of each phase, the increase under load
+    /// and the responsiveness (RPM).
     #[arg(long, value_name = "URL")]
     pub under_load: Option<String>,
     /// Load streams each way, 1 to 1024 [default: 4].
     #[arg(long, value_name = "N")]
     pub load_streams: Option<u32>,
-    /// Which way the load goes: down (the server sends), up or both [default: down].
+    /// Which way the load goes: down (the server sends), up or both [default: down; a udp://
+    /// load goes up only].
     #[arg(long, value_name = "up|down|both")]
     pub load_direction: Option<String>,
+    /// udp:// load (required for it): its rate, bits/s of datagrams, e.g. 20mbit (IP and UDP
+    /// headers not counted).
+    #[arg(long, value_name = "RATE")]
+    pub load_rate: Option<String>,
+    /// udp:// load: datagram size in bytes, IP and UDP headers not counted [default: 1200].
+    #[arg(long, value_name = "BYTES")]
+    pub load_size: Option<usize>,
     /// Length of the loaded phase [default: 10s].
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub load_duration: Option<Duration>,
@@ -55,6 +64,8 @@ impl LoadArgs {
         [
             (self.load_streams.is_some(), "--load-streams"),
             (self.load_direction.is_some(), "--load-direction"),
+            (self.load_rate.is_some(), "--load-rate"),
+            (self.load_size.is_some(), "--load-size"),
             (self.load_duration.is_some(), "--load-duration"),
             (self.load_idle.is_some(), "--load-idle"),
             (self.load_recovery.is_some(), "--load-recovery"),
@@ -89,28 +100,38 @@ pub fn plan(
         return Ok(None);
     };
     let target = Target::parse(url).map_err(|e| usage!("--under-load {url:?}: {e}"))?;
-    if target.proto == Proto::Udp {
-        return Err(usage!(
-            "--under-load {url}: the load is tcp:// or quic:// streams (UDP bulk at a rate is \
-             `npt bulk udp://… --rate`)"
-        ));
-    }
-    let streams = a.load_streams.unwrap_or(4);
+    let udp = target.proto == Proto::Udp;
+    let streams = match (a.load_streams, udp) {
+        (None, true) => 1,
+        (Some(n), true) if n != 1 => {
+            return Err(usage!(
+                "--load-streams is for tcp:// and quic://; a udp:// load is one flow"
+            ))
+        }
+        (n, _) => n.unwrap_or(4),
+    };
     if !(1..=MAX_STREAMS).contains(&streams) {
         return Err(usage!(
             "--load-streams must be 1 to {MAX_STREAMS}, got {streams}"
         ));
     }
-    let ways = match a.load_direction.as_deref() {
-        None | Some("down") => Ways::Down,
-        Some("up") => Ways::Up,
-        Some("both") => Ways::Both,
-        Some(d) => {
+    let ways = match (a.load_direction.as_deref(), udp) {
+        (None | Some("down"), false) => Ways::Down,
+        (Some("up"), false) | (None | Some("up"), true) => Ways::Up,
+        (Some("both"), false) => Ways::Both,
+        (Some(d @ ("down" | "both")), true) => {
+            return Err(usage!(
+                "--load-direction {d}: a udp:// load goes up only (a responder that sent UDP \
+                 at a rate on request would be an amplifier); load down with tcp:// or quic://"
+            ))
+        }
+        (Some(d), _) => {
             return Err(usage!(
                 "--load-direction must be up, down or both, got {d:?}"
             ))
         }
     };
+    let udp_rate = udp_rate(a, udp)?;
     let duration = positive("--load-duration", a.load_duration, Duration::from_secs(10))?;
     let idle = positive("--load-idle", a.load_idle, Duration::from_secs(5))?;
     let recovery = positive("--load-recovery", a.load_recovery, Duration::from_secs(5))?;
@@ -147,7 +168,7 @@ pub fn plan(
             ways,
             duration,
             interval: Duration::from_secs(1),
-            udp: None,
+            udp: udp_rate,
             token: token.cloned(),
             trust,
             via: via.cloned(),
@@ -156,6 +177,40 @@ pub fn plan(
         },
         idle,
         recovery,
+    }))
+}
+
+/// A udp:// load's rate and size (`--load-rate` required, `--load-size` at least a report's
+/// length); both refused for a stream load.
+fn udp_rate(a: &LoadArgs, udp: bool) -> anyhow::Result<Option<UdpRate>> {
+    if !udp {
+        if a.load_rate.is_some() || a.load_size.is_some() {
+            return Err(usage!(
+                "--load-rate and --load-size are for a udp:// load (streams go as fast as the \
+                 path does)"
+            ));
+        }
+        return Ok(None);
+    }
+    let Some(r) = &a.load_rate else {
+        return Err(usage!(
+            "--under-load udp://… needs --load-rate (e.g. --load-rate 20mbit)"
+        ));
+    };
+    let rate = npt_link::parse_rate("--load-rate", r).map_err(|e| usage!("{e}"))?;
+    if rate.as_bits_per_sec() == 0 {
+        return Err(usage!("--load-rate must be positive, got {r:?}"));
+    }
+    let size = a.load_size.unwrap_or(1200);
+    let min = npt_wire::bulk::REPLY_LEN;
+    if !(min..=65_507).contains(&size) {
+        return Err(usage!(
+            "--load-size {size} must be between {min} and 65507 bytes"
+        ));
+    }
+    Ok(Some(UdpRate {
+        rate_bps: rate.as_bits_per_sec() as f64,
+        size,
     }))
 }
 
@@ -225,7 +280,6 @@ mod tests {
     #[test]
     fn bad_load_flags_name_the_flag() {
         assert!(err(&args("tcp:/x")).contains("--under-load"));
-        assert!(err(&args("udp://127.0.0.1:7")).contains("tcp:// or quic://"));
         let mut a = args("tcp://127.0.0.1:7");
         a.load_streams = Some(0);
         assert!(err(&a).contains("--load-streams must be 1 to 1024, got 0"));
@@ -246,6 +300,56 @@ mod tests {
             ..LoadArgs::default()
         };
         assert!(err(&a).contains("--load-streams needs --under-load"));
+    }
+
+    #[test]
+    fn a_udp_load_needs_a_rate_goes_up_and_is_one_flow() {
+        let mut a = args("udp://127.0.0.1:7");
+        assert!(err(&a).contains("needs --load-rate"));
+        a.load_rate = Some("fast".into());
+        assert!(err(&a).contains("--load-rate"));
+        a.load_rate = Some("0".into());
+        assert!(err(&a).contains("--load-rate must be positive"));
+        a.load_rate = Some("20mbit".into());
+        let p = plan(&a, None, None).unwrap().unwrap();
+        assert_eq!((p.bulk.streams, p.bulk.ways), (1, Ways::Up));
+        assert_eq!(
+            p.bulk.udp,
+            Some(UdpRate {
+                rate_bps: 20e6,
+                size: 1200
+            })
+        );
+        let spec = p.spec();
+        assert_eq!((spec.rate_bps, spec.size), (Some(20e6), Some(1200)));
+        a.load_size = Some(10);
+        assert!(err(&a).contains("--load-size 10 must be between"));
+        a.load_size = Some(1400);
+        assert_eq!(plan(&a, None, None).unwrap().unwrap().bulk.udp.unwrap().size, 1400);
+        for d in ["down", "both"] {
+            a.load_direction = Some(d.into());
+            assert!(err(&a).contains(&format!("--load-direction {d}: a udp:// load goes up only")));
+        }
+        a.load_direction = Some("up".into());
+        a.load_streams = Some(4);
+        assert!(err(&a).contains("--load-streams is for tcp://"));
+        a.load_streams = None;
+        a.load_congestion = Some("cubic".into());
+        assert!(err(&a).contains("--load-congestion is for a tcp:// load"));
+        for url in ["tcp://127.0.0.1:7", "quic://127.0.0.1:7"] {
+            let mut a = args(url);
+            a.load_insecure = url.starts_with("quic");
+            a.load_rate = Some("20mbit".into());
+            assert!(err(&a).contains("--load-rate and --load-size are for a udp:// load"));
+            a.load_rate = None;
+            a.load_size = Some(1200);
+            assert!(err(&a).contains("--load-size are for a udp:// load"));
+        }
+        let a = LoadArgs {
+            load_rate: Some("1mbit".into()),
+            ..LoadArgs::default()
+        };
+        assert!(err(&a).contains("--load-rate needs --under-load"));
     }
 
     #[test]

@@ -68,20 +68,62 @@ pub struct UnderLoad {
     pub load_rtt_ms: Option<Summary>,
     /// The load's streams that ended with an error, by kind (a refused load target is here).
     pub load_errors: Errors,
+    /// A `udp://` load: what it sent and what the responder reported arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpLoad>,
+}
+
+/// What a UDP load at a rate delivered (the responder's counts, as `npt bulk udp://` reports).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct UdpLoad {
+    /// Datagrams sent, arrived (as the responder reported) and the difference.
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    /// `lost` ÷ `sent`, %.
+    pub loss_pct: f64,
+    /// What arrived, bits/s of datagrams (the npt header included, IP/UDP headers not).
+    pub delivered_bps: f64,
+    /// RFC 3550 jitter of the one-way transit time, as the responder measured it.
+    pub jitter_ms: f64,
+}
+
+impl UdpLoad {
+    /// Loads that ran side by side (merged parts): counts and rates add, the loss follows
+    /// from the counts, the larger jitter stands.
+    pub fn add(&mut self, o: &UdpLoad) {
+        self.sent += o.sent;
+        self.received += o.received;
+        self.lost += o.lost;
+        self.loss_pct = if self.sent == 0 {
+            0.0
+        } else {
+            self.lost as f64 * 100.0 / self.sent as f64
+        };
+        self.delivered_bps += o.delivered_bps;
+        self.jitter_ms = self.jitter_ms.max(o.jitter_ms);
+    }
 }
 
 /// What the load was.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct LoadSpec {
-    /// `tcp://HOST:PORT` or `quic://HOST:PORT`.
+    /// `tcp://HOST:PORT`, `quic://HOST:PORT` or `udp://HOST:PORT`.
     pub target: String,
     /// `down` (the responder sends), `up` (this host sends) or `both`.
     #[schemars(extend("enum" = ["up", "down", "both"]))]
     pub direction: String,
-    /// Streams each way.
+    /// Streams each way (a UDP load is one flow).
     #[schemars(range(min = 1, max = 1024))]
     pub streams: u32,
+    /// `--load-rate`: a UDP load's rate, bits/s of datagrams (IP/UDP headers excluded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<f64>,
+    /// `--load-size`: a UDP load's datagram size, bytes (IP/UDP headers excluded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u32>,
     /// `--via`, password left out, when the load went through a proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
@@ -117,5 +159,27 @@ mod tests {
         assert_eq!(rpm(100.0), Some(600.0));
         assert_eq!(rpm(0.0), None);
         assert_eq!(hist_name("loaded"), "rtt_loaded");
+    }
+
+    #[test]
+    fn udp_loads_side_by_side_add_and_the_loss_follows_the_counts() {
+        let mut a = UdpLoad {
+            sent: 100,
+            received: 50,
+            lost: 50,
+            loss_pct: 50.0,
+            delivered_bps: 9e6,
+            jitter_ms: 1.0,
+        };
+        a.add(&UdpLoad {
+            sent: 100,
+            received: 100,
+            lost: 0,
+            loss_pct: 0.0,
+            delivered_bps: 1e6,
+            jitter_ms: 2.0,
+        });
+        assert_eq!((a.sent, a.received, a.lost), (200, 150, 50));
+        assert_eq!((a.loss_pct, a.delivered_bps, a.jitter_ms), (25.0, 10e6, 2.0));
     }
 }

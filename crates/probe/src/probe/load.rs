@@ -63,6 +63,8 @@ impl LoadPlan {
             streams: self.bulk.streams,
             via: self.bulk.via.as_ref().map(|v| v.to_string()),
             congestion: self.bulk.congestion.clone(),
+            rate_bps: self.bulk.udp.map(|u| u.rate_bps),
+            size: self.bulk.udp.and_then(|u| u32::try_from(u.size).ok()),
         }
     }
 }
@@ -72,12 +74,16 @@ impl Serialize for LoadPlan {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let spec = self.spec();
-        let mut st = s.serialize_struct("LoadPlan", 8)?;
+        let mut st = s.serialize_struct("LoadPlan", 10)?;
         st.serialize_field("target", &spec.target)?;
         st.serialize_field("direction", &spec.direction)?;
         st.serialize_field("streams", &spec.streams)?;
         st.serialize_field("via", &spec.via)?;
         st.serialize_field("congestion", &spec.congestion)?;
+        if spec.rate_bps.is_some() {
+            st.serialize_field("rate_bps", &spec.rate_bps)?;
+            st.serialize_field("size", &spec.size)?;
+        }
         st.serialize_field("idle_s", &self.idle.as_secs_f64())?;
         st.serialize_field("loaded_s", &self.loaded().as_secs_f64())?;
         st.serialize_field("recovery_s", &self.recovery.as_secs_f64())?;
@@ -102,6 +108,14 @@ pub fn stats(plan: &LoadPlan, o: &Outcome, start: u64) -> npt_result::stats::pro
         st.bytes = b.summary.bytes;
         st.load_rtt_ms = b.summary.rtt_ms;
         st.errors.by_kind = b.errors.by_kind.clone();
+        st.udp = b.summary.udp.as_ref().map(|u| npt_result::under_load::UdpLoad {
+            sent: u.sent,
+            received: u.received,
+            lost: u.lost,
+            loss_pct: u.loss_pct,
+            delivered_bps: u.delivered_bps,
+            jitter_ms: u.jitter_ms,
+        });
     }
     if let Some((kind, e)) = &o.error {
         st.errors.by_kind.record(kind, || format!("load: {e}"));

@@ -11,10 +11,14 @@ use super::{bits, ms};
 pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
     writeln!(
         w,
-        "load       {} {} x{}{}{}{}  ran {}",
+        "load       {} {} x{}{}{}{}{}  ran {}",
         u.load.target,
         u.load.direction,
         u.load.streams,
+        match (u.load.rate_bps, u.load.size) {
+            (Some(r), Some(s)) => format!(" at {} in {s} B datagrams", bits(r)),
+            _ => String::new(),
+        },
         if u.load.direction == "both" {
             " each way"
         } else {
@@ -83,6 +87,18 @@ pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
             .map(|r| format!("  kernel rtt on the load p50 {} ms", ms(r.p50)))
             .unwrap_or_default()
     )?;
+    if let Some(x) = &u.udp {
+        writeln!(
+            w,
+            "udp load   sent {}  arrived {}  lost {} ({:.2}%)  delivered {}  jitter {} ms",
+            x.sent,
+            x.received,
+            x.lost,
+            x.loss_pct,
+            bits(x.delivered_bps),
+            ms(x.jitter_ms)
+        )?;
+    }
     if u.load_errors.total_errors > 0 {
         for (kind, k) in u.load_errors.by_kind.iter() {
             writeln!(
@@ -121,6 +137,7 @@ mod tests {
                 streams: 4,
                 via: None,
                 congestion: None,
+                ..LoadSpec::default()
             },
             phases: vec![
                 phase("idle", 0.0, 20.0),
@@ -147,5 +164,34 @@ mod tests {
         assert!(t.contains("(7.00x)"), "{t}");
         assert!(t.contains("rpm        429 round trips/min"), "{t}");
         assert!(t.contains("ran 5.00-10.10 s"), "{t}");
+        assert!(!t.contains("udp load"), "{t}");
+    }
+
+    #[test]
+    fn a_udp_load_shows_its_rate_and_what_arrived() {
+        let u = UnderLoad {
+            load: LoadSpec {
+                target: "udp://t:7777".into(),
+                direction: "up".into(),
+                streams: 1,
+                rate_bps: Some(20e6),
+                size: Some(1200),
+                ..LoadSpec::default()
+            },
+            udp: Some(npt_result::under_load::UdpLoad {
+                sent: 1000,
+                received: 500,
+                lost: 500,
+                loss_pct: 50.0,
+                delivered_bps: 9.6e6,
+                jitter_ms: 0.1,
+            }),
+            ..UnderLoad::default()
+        };
+        let mut out = Vec::new();
+        write_under_load(&mut out, &u).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(t.contains(" in 1200 B datagrams"), "{t}");
+        assert!(t.contains("lost 500 (50.00%)"), "{t}");
     }
 }

@@ -20,7 +20,7 @@ use crate::health::Health;
 use crate::interval::Intervals;
 use crate::probe::{hist, ProbeBody, ProbePhases, ProbeSummary, ProxyPhases};
 use crate::tcpinfo::TcpKernelStats;
-use crate::under_load::{self, LoadSpec, Phase, UnderLoad};
+use crate::under_load::{self, LoadSpec, Phase, UdpLoad, UnderLoad};
 
 /// What the parts of one probe share: its configuration as the summary states it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -92,6 +92,9 @@ pub struct LoadStats {
     pub bytes: Directions,
     pub load_rtt_ms: Option<npt_stats::Summary>,
     pub errors: ErrorStats,
+    /// A UDP load's counts.
+    #[serde(default)]
+    pub udp: Option<UdpLoad>,
 }
 
 impl AddAssign<&LoadStats> for LoadStats {
@@ -106,6 +109,11 @@ impl AddAssign<&LoadStats> for LoadStats {
         self.bytes += &rhs.bytes;
         self.load_rtt_ms = self.load_rtt_ms.or(rhs.load_rtt_ms);
         self.errors += &rhs.errors;
+        match (&mut self.udp, rhs.udp) {
+            (Some(a), Some(b)) => a.add(&b),
+            (a @ None, b) => *a = b,
+            (Some(_), None) => {}
+        }
     }
 }
 
@@ -138,6 +146,7 @@ impl LoadStats {
             bytes: u.bytes,
             load_rtt_ms: u.load_rtt_ms,
             errors: ErrorStats::from_block(&u.load_errors, u.load.streams.into()),
+            udp: u.udp,
         }
     }
 
@@ -181,6 +190,7 @@ impl LoadStats {
             bytes: self.bytes,
             load_rtt_ms: self.load_rtt_ms,
             load_errors: self.errors.block(),
+            udp: self.udp,
         }
     }
 }
