@@ -325,7 +325,16 @@ mod tests {
         a.load_size = Some(10);
         assert!(err(&a).contains("--load-size 10 must be between"));
         a.load_size = Some(1400);
-        assert_eq!(plan(&a, None, None).unwrap().unwrap().bulk.udp.unwrap().size, 1400);
+        assert_eq!(
+            plan(&a, None, None)
+                .unwrap()
+                .unwrap()
+                .bulk
+                .udp
+                .unwrap()
+                .size,
+            1400
+        );
         for d in ["down", "both"] {
             a.load_direction = Some(d.into());
             assert!(err(&a).contains(&format!("--load-direction {d}: a udp:// load goes up only")));

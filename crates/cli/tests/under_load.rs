@@ -185,11 +185,25 @@ fn bad_load_input_exits_2_naming_the_flag() {
             "--load-rate",
         ),
         (
-            vec!["--under-load", &probe, "--load-rate", "1mbit", "--load-direction", "down"],
+            vec![
+                "--under-load",
+                &probe,
+                "--load-rate",
+                "1mbit",
+                "--load-direction",
+                "down",
+            ],
             "--load-direction",
         ),
         (
-            vec!["--under-load", &probe, "--load-rate", "1mbit", "--load-size", "5"],
+            vec![
+                "--under-load",
+                &probe,
+                "--load-rate",
+                "1mbit",
+                "--load-size",
+                "5",
+            ],
             "--load-size",
         ),
         (

@@ -180,6 +180,9 @@ mod tests {
             jitter_ms: 2.0,
         });
         assert_eq!((a.sent, a.received, a.lost), (200, 150, 50));
-        assert_eq!((a.loss_pct, a.delivered_bps, a.jitter_ms), (25.0, 10e6, 2.0));
+        assert_eq!(
+            (a.loss_pct, a.delivered_bps, a.jitter_ms),
+            (25.0, 10e6, 2.0)
+        );
     }
 }

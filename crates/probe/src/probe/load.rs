@@ -108,14 +108,18 @@ pub fn stats(plan: &LoadPlan, o: &Outcome, start: u64) -> npt_result::stats::pro
         st.bytes = b.summary.bytes;
         st.load_rtt_ms = b.summary.rtt_ms;
         st.errors.by_kind = b.errors.by_kind.clone();
-        st.udp = b.summary.udp.as_ref().map(|u| npt_result::under_load::UdpLoad {
-            sent: u.sent,
-            received: u.received,
-            lost: u.lost,
-            loss_pct: u.loss_pct,
-            delivered_bps: u.delivered_bps,
-            jitter_ms: u.jitter_ms,
-        });
+        st.udp = b
+            .summary
+            .udp
+            .as_ref()
+            .map(|u| npt_result::under_load::UdpLoad {
+                sent: u.sent,
+                received: u.received,
+                lost: u.lost,
+                loss_pct: u.loss_pct,
+                delivered_bps: u.delivered_bps,
+                jitter_ms: u.jitter_ms,
+            });
     }
     if let Some((kind, e)) = &o.error {
         st.errors.by_kind.record(kind, || format!("load: {e}"));
