@@ -88,6 +88,10 @@ pub struct DirStatus {
     pub to: String,
     pub config: npt_link::Impairments,
     pub applied: npt_link::LinkSummary,
+    /// The bottleneck queue's waiting times so far (ns), whole: two readings subtract into
+    /// the waits of the time between them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_wait: Option<npt_stats::SerializedHistogram>,
     pub read_errors: u64,
     pub write_errors: u64,
 }
@@ -459,6 +463,7 @@ fn status_of(
                         to: to.clone(),
                         config: config.clone(),
                         applied: p.stats.summary(),
+                        queue_wait: Some(p.stats.queue_wait().to_serialized()),
                         read_errors: p.read_errors,
                         write_errors: p.write_errors,
                     }

@@ -64,7 +64,7 @@ pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
     }
     writeln!(
         w,
-        "  {:<22} {:<30} {:>9} {:>9} {:>7} {:>7} {:>5} {:>5}  delay error µs p50/p99/max",
+        "  {:<22} {:<30} {:>9} {:>9} {:>7} {:>7} {:>5} {:>5}  delay error µs p50/p99/max  queue wait ms p50/p99/max",
         "direction", "configured", "pkts in", "out", "lost", "q-drop", "dup", "reord"
     )?;
     for l in &s.links {
@@ -72,7 +72,7 @@ pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
             let a = &d.applied;
             writeln!(
                 w,
-                "  {:<22} {:<30} {:>9} {:>9} {:>7} {:>7} {:>5} {:>5}  {:.0}/{:.0}/{:.0}",
+                "  {:<22} {:<30} {:>9} {:>9} {:>7} {:>7} {:>5} {:>5}  {:<27}  {}",
                 format!("{} > {}", d.from, d.to),
                 describe(&d.config),
                 a.packets_in,
@@ -81,9 +81,18 @@ pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
                 a.dropped_queue,
                 a.duplicated,
                 a.reordered,
-                a.delay_error_p50_us,
-                a.delay_error_p99_us,
-                a.delay_error_max_us
+                format!(
+                    "{:.0}/{:.0}/{:.0}",
+                    a.delay_error_p50_us, a.delay_error_p99_us, a.delay_error_max_us
+                ),
+                if a.queue_wait_count == 0 {
+                    "-".to_string()
+                } else {
+                    format!(
+                        "{:.2}/{:.2}/{:.2}",
+                        a.queue_wait_p50_ms, a.queue_wait_p99_ms, a.queue_wait_max_ms
+                    )
+                }
             )?;
             if d.read_errors + d.write_errors > 0 {
                 writeln!(

@@ -18,6 +18,8 @@
 //!    exactly 1 ms apart and the long-run rate never drifts. A packet arriving while `queue`
 //!    packets are still waiting or being serialized is dropped and counted (drop-tail).
 //!    Lengths are what the runtime reads from the TUN (IP header included, no link framing).
+//!    Each accepted packet's wait, from its arrival to the start of its serialization, goes
+//!    into the stats' `queue_wait` histogram: what the queue really held.
 //! 3. **Propagation delay and jitter.** Departure = serialization end + `delay` + an offset
 //!    within ±`jitter`, then `max(that, previous departure)`. The offset is not drawn per
 //!    packet but read off a random curve in time — knots uniform in ±`jitter` every

@@ -288,6 +288,8 @@ impl<P: Clone> Link<P> {
         self.tx_carry = carry;
         self.tx_end = Some(end);
         self.backlog.push_back(end);
+        self.stats
+            .record_queue_wait(start.saturating_duration_since(now));
         Some(end)
     }
 

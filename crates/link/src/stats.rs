@@ -1,6 +1,8 @@
 //! What a link actually applied, as a value that adds up: packet and byte counts in and out,
-//! drops by cause, duplicates, reorderings, and an HDR histogram of the delay error (when the
-//! runtime really released each packet minus when it was due). One per link direction; the
+//! drops by cause, duplicates, reorderings, an HDR histogram of the delay error (when the
+//! runtime really released each packet minus when it was due) and one of the bottleneck
+//! queue's waiting time (from a packet's arrival to the start of its serialization), so that a
+//! loaded test can compare what a probe saw with what the queue really held. One per link direction; the
 //! lab merges them with `+=` and serializes them with the histogram, so saved stats merge
 //! exactly later.
 
@@ -23,6 +25,7 @@ pub struct LinkStats {
     reordered: u64,
     released_early: u64,
     delay_error: Histogram,
+    queue_wait: Histogram,
 }
 
 /// The numbers of [`LinkStats`] a person reads: counters and delay error in µs.
@@ -43,6 +46,16 @@ pub struct LinkSummary {
     pub delay_error_p50_us: f64,
     pub delay_error_p99_us: f64,
     pub delay_error_max_us: f64,
+    /// Packets that passed the bottleneck (a link with a `rate`) and their waiting time in its
+    /// queue, arrival to the start of their serialization, ms.
+    #[serde(default)]
+    pub queue_wait_count: u64,
+    #[serde(default)]
+    pub queue_wait_p50_ms: f64,
+    #[serde(default)]
+    pub queue_wait_p99_ms: f64,
+    #[serde(default)]
+    pub queue_wait_max_ms: f64,
 }
 
 impl LinkStats {
@@ -82,6 +95,11 @@ impl LinkStats {
     pub fn delay_error(&self) -> &Histogram {
         &self.delay_error
     }
+    /// The bottleneck queue's waiting time of each packet that passed it, in ns (empty
+    /// without a `rate`).
+    pub fn queue_wait(&self) -> &Histogram {
+        &self.queue_wait
+    }
 
     pub fn summary(&self) -> LinkSummary {
         let us = |ns: u64| ns as f64 / 1e3;
@@ -93,6 +111,17 @@ impl LinkStats {
                 us(h.quantile_ns(0.50)),
                 us(h.quantile_ns(0.99)),
                 us(h.max_ns()),
+            )
+        };
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let q = &self.queue_wait;
+        let (q50, q99, qmax) = if q.is_empty() {
+            (0.0, 0.0, 0.0)
+        } else {
+            (
+                ms(q.quantile_ns(0.50)),
+                ms(q.quantile_ns(0.99)),
+                ms(q.max_ns()),
             )
         };
         LinkSummary {
@@ -109,6 +138,10 @@ impl LinkStats {
             delay_error_p50_us: p50,
             delay_error_p99_us: p99,
             delay_error_max_us: max,
+            queue_wait_count: q.count(),
+            queue_wait_p50_ms: q50,
+            queue_wait_p99_ms: q99,
+            queue_wait_max_ms: qmax,
         }
     }
 
@@ -132,6 +165,10 @@ impl LinkStats {
     pub(crate) fn record_reorder(&mut self) {
         self.reordered += 1;
     }
+    pub(crate) fn record_queue_wait(&mut self, wait: Duration) {
+        self.queue_wait
+            .record(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX));
+    }
     pub(crate) fn record_delay_error(&mut self, late: Duration, early: bool) {
         if early {
             self.released_early += 1;
@@ -153,6 +190,7 @@ impl AddAssign<&LinkStats> for LinkStats {
         self.reordered += o.reordered;
         self.released_early += o.released_early;
         self.delay_error += &o.delay_error;
+        self.queue_wait += &o.queue_wait;
     }
 }
 
@@ -162,13 +200,16 @@ impl AddAssign for LinkStats {
     }
 }
 
-/// The serialized form: the summary's fields, flattened, plus the histogram under
-/// `delay_error` (unit ns) so that saved stats merge exactly.
+/// The serialized form: the summary's fields, flattened, plus the histograms under
+/// `delay_error` and `queue_wait` (unit ns) so that saved stats merge exactly. Stats saved
+/// before the queue's waiting time was kept read as an empty one.
 #[derive(Serialize, Deserialize)]
 struct LinkStatsDoc {
     #[serde(flatten)]
     summary: LinkSummary,
     delay_error: SerializedHistogram,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    queue_wait: Option<SerializedHistogram>,
 }
 
 impl Serialize for LinkStats {
@@ -176,6 +217,7 @@ impl Serialize for LinkStats {
         LinkStatsDoc {
             summary: self.summary(),
             delay_error: self.delay_error.to_serialized(),
+            queue_wait: Some(self.queue_wait.to_serialized()),
         }
         .serialize(s)
     }
@@ -187,6 +229,10 @@ impl<'de> Deserialize<'de> for LinkStats {
         let doc = LinkStatsDoc::deserialize(d)?;
         let delay_error =
             Histogram::from_serialized(&doc.delay_error).map_err(serde::de::Error::custom)?;
+        let queue_wait = match &doc.queue_wait {
+            Some(q) => Histogram::from_serialized(q).map_err(serde::de::Error::custom)?,
+            None => Histogram::default(),
+        };
         let s = doc.summary;
         Ok(LinkStats {
             packets_in: s.packets_in,
@@ -199,6 +245,7 @@ impl<'de> Deserialize<'de> for LinkStats {
             reordered: s.reordered,
             released_early: s.released_early,
             delay_error,
+            queue_wait,
         })
     }
 }
@@ -213,6 +260,7 @@ mod tests {
             s.record_in(100);
             s.record_out(100);
             s.record_delay_error(Duration::from_micros(10 * (i + 1)), false);
+            s.record_queue_wait(Duration::from_millis(i));
         }
         s.record_loss();
         s.record_queue_drop();
@@ -237,6 +285,9 @@ mod tests {
         // 10,20,30 + 10,20 + 10 µs: median 10..20, max 30 (HDR: 3 significant digits).
         assert!((s.delay_error_max_us - 30.0).abs() < 0.1, "{s:?}");
         assert!((s.delay_error_p50_us - 20.0).abs() < 10.1, "{s:?}");
+        // 0,1,2 + 0,1 + 0 ms of queue: six waits, the longest 2 ms.
+        assert_eq!(s.queue_wait_count, 6);
+        assert!((s.queue_wait_max_ms - 2.0).abs() < 0.01, "{s:?}");
     }
 
     #[test]
@@ -253,5 +304,20 @@ mod tests {
         m2 += &back;
         assert_eq!(m1.summary(), m2.summary());
         assert!(LinkStats::default().summary().delay_error_max_us == 0.0);
+        assert_eq!(back.queue_wait().count(), 50);
+        // Stats saved before the queue's waiting time was kept still read.
+        let mut old: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let o = old.as_object_mut().unwrap();
+        for k in [
+            "queue_wait",
+            "queue_wait_count",
+            "queue_wait_p50_ms",
+            "queue_wait_p99_ms",
+            "queue_wait_max_ms",
+        ] {
+            o.remove(k);
+        }
+        let back: LinkStats = serde_json::from_value(old).unwrap();
+        assert_eq!((back.packets_in(), back.queue_wait().count()), (50, 0));
     }
 }

@@ -419,3 +419,44 @@ fn arbitrary_calls_never_panic_and_keep_the_books() {
         );
     }
 }
+
+/// A load above the rate keeps the drop-tail queue full: every packet that gets in finds
+/// `queue − 1` packets ahead (the first on the wire), so the queue's waiting time (arrival to
+/// the start of serialization) is their drain time less the part of the head already sent,
+/// and the stats' histogram says so. 1,500 bytes at 10 Mbit/s: 1.2 ms each, 99 ahead: 118.8 ms.
+#[test]
+fn a_full_queue_makes_every_packet_wait_its_drain_time() {
+    let t0 = Instant::now();
+    let mut link = Link::new(&imp("rate = \"10mbit\"\nqueue = 100"), 1);
+    let every = 700 * US; // 17 Mbit/s of 1,500-byte packets
+    let (mut accepted, mut last_wait) = (0u64, Duration::ZERO);
+    for i in 0..3000u32 {
+        let now = t0 + every * i;
+        if let Verdict::Queued { due, .. } = link.push(now, i, 1500) {
+            accepted += 1;
+            last_wait = due - now - 1200 * US;
+        }
+        drain(&mut link, now);
+    }
+    let full = 99 * 1200 * US;
+    assert!(
+        last_wait <= full && last_wait + every >= full,
+        "{last_wait:?}"
+    );
+    let s = link.stats().summary();
+    assert_eq!(s.queue_wait_count, accepted);
+    assert!(s.queue_wait_max_ms <= 118.8 + 0.1, "{s:?}");
+    // Most of the 2.1 s is the full queue (it fills in the first 0.3 s).
+    assert!(
+        (118.8 - 0.7 - 0.1..=118.8 + 0.1).contains(&s.queue_wait_p50_ms),
+        "{s:?}"
+    );
+    // A small packet that gets in right after a departure waits the same 99 packets.
+    let mut now = t0 + every * 3000;
+    while matches!(link.push(now, 0, 92), Verdict::Dropped(_)) {
+        now += 10 * US;
+        assert!(now < t0 + Duration::from_secs(3), "never admitted");
+    }
+    let wait = link.stats().queue_wait().max_ns();
+    assert!(wait <= 118_800_000 + 200_000, "{wait}");
+}
