@@ -37,6 +37,8 @@ pub enum StatsError {
     Base64(#[from] base64::DecodeError),
     #[error("histogram data does not decode: {0}")]
     Decode(String),
+    #[error("histogram is not a later reading of the one subtracted: {0}")]
+    NotLater(String),
 }
 
 /// Highest value a new histogram has room for before it grows. A histogram is sized lazily:
@@ -233,6 +235,22 @@ impl Histogram {
             .add(&decoded)
             .map_err(|e| StatsError::Decode(format!("{e:?}")))?;
         out.clamped = s.clamped;
+        Ok(out)
+    }
+}
+
+impl Histogram {
+    /// The values recorded between an `earlier` reading of this same histogram and now: two
+    /// snapshots of a growing histogram subtract into the interval's. Refused (and `self`
+    /// left as it was) when `earlier` holds values this one does not.
+    pub fn since(&self, earlier: &Histogram) -> Result<Histogram, StatsError> {
+        let mut out = self.clone();
+        if let Some(e) = &earlier.h {
+            out.get_mut()
+                .subtract(e)
+                .map_err(|x| StatsError::NotLater(format!("{x:?}")))?;
+        }
+        out.clamped = self.clamped.saturating_sub(earlier.clamped);
         Ok(out)
     }
 }
@@ -481,6 +499,24 @@ impl AddAssign<&ErrorCounts> for ErrorCounts {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_later_reading_less_an_earlier_one_is_the_interval_between() {
+        let mut h = Histogram::new();
+        for v in [1_000, 2_000, 3_000] {
+            h.record(v);
+        }
+        let earlier = h.clone();
+        for v in [100_000_000, 110_000_000] {
+            h.record(v);
+        }
+        let d = h.since(&earlier).unwrap();
+        assert_eq!(d.count(), 2);
+        assert!(d.min_ns() >= 99_000_000, "{}", d.min_ns());
+        assert!(d.quantile_ns(0.5) >= 99_000_000);
+        assert_eq!(h.since(&Histogram::new()).unwrap().count(), 5);
+        assert!(earlier.since(&h).is_err());
+    }
 
     #[test]
     fn trimmed_mean_drops_the_slowest_tail() {
