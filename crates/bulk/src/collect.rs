@@ -49,10 +49,10 @@ pub struct Meta {
 }
 
 #[derive(Default)]
-struct Acc {
-    dir: Option<Direction>,
+pub(crate) struct Acc {
+    pub(crate) dir: Option<Direction>,
     at_start: Snapshot,
-    last: Snapshot,
+    pub(crate) last: Snapshot,
     rtt_sum_ns: f64,
     rtt_n: u64,
     error: Option<(ErrorKind, String)>,
@@ -62,10 +62,13 @@ pub struct Collector {
     interval_ns: u64,
     iv_start: u64,
     index: u32,
-    streams: Vec<Acc>,
+    pub(crate) streams: Vec<Acc>,
     iv_hist: Histogram,
-    total: Histogram,
+    /// The RTT samples of the closed intervals.
+    pub(crate) total: Histogram,
     intervals: Series<Interval>,
+    /// The goodput of the last closed interval, each way (bits/s).
+    pub(crate) last_bps: Directions,
 }
 
 impl Collector {
@@ -85,6 +88,7 @@ impl Collector {
             iv_hist: Histogram::new(),
             total: Histogram::new(),
             intervals: Series::new(KEEP),
+            last_bps: Directions::default(),
         }
     }
 
@@ -179,6 +183,7 @@ impl Collector {
         };
         self.total += &self.iv_hist;
         self.iv_hist.reset();
+        self.last_bps = iv.bandwidth_bps.unwrap_or_default();
         self.index += 1;
         self.iv_start = now;
         self.intervals.push(iv.clone());

@@ -117,7 +117,7 @@ pub fn run(
     let mut emitted = 0usize;
     // What the intervals handed over add up to, for the caller's progress.
     let (mut completed, mut errors) = (0u64, 0u64);
-    let mut emit = |iv: &Interval| {
+    let mut emit = |iv: &Interval, totals: &dyn Fn(&mut npt_stats::Snapshot)| {
         completed += iv.completed;
         errors += iv.errors;
         on_interval(&Progress {
@@ -125,7 +125,7 @@ pub fn run(
             elapsed: Duration::from_secs_f64(iv.end_s.max(0.0)),
             completed,
             errors,
-            totals: &|_| {},
+            totals,
         });
     };
     let end = t0 + cfg.duration;
@@ -140,7 +140,7 @@ pub fn run(
             next += SAMPLE_EVERY;
             let snaps: Vec<Snapshot> = states.iter().map(|s| snapshot(s)).collect();
             if let Some(iv) = col.sample(ns(now), &snaps) {
-                emit(&iv);
+                emit(&iv, &|s| col.export(s));
                 emitted += 1;
             }
         }
@@ -211,17 +211,19 @@ pub fn run(
     // The part interval the stop closed, unless it is a sliver (its rate would be noise); the
     // document has it either way.
     let sliver = cfg.interval.as_secs_f64() / 10.0;
+    let totals = &|s: &mut npt_stats::Snapshot| crate::metrics::export_body(&body, s);
     for iv in body.intervals.iter().skip(emitted) {
         if iv.end_s - iv.start_s >= sliver {
-            emit(iv);
+            emit(iv, totals);
         }
     }
+    let mut end_totals = npt_stats::Snapshot::new();
+    totals(&mut end_totals);
     Ok(Finished::new(
         body,
         started,
         started + t_stop.duration_since(t0),
         stopped_by,
-        // No `--metrics` for a bulk run (yet): no totals.
-        npt_stats::Snapshot::new(),
+        end_totals,
     ))
 }

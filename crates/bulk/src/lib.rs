@@ -13,7 +13,8 @@
 //! them on a fixed tick and the pure [`collect::Collector`] turns the samples into the interval
 //! series and the result body ([`npt_result::bulk`]). For an upload, "arrived" is what the
 //! responder reported it received, never what the tester's socket buffer took. [`workload`]
-//! is the contract with the cli (run a [`Config`], hand over intervals, return the body).
+//! is the contract with the cli (run a [`Config`], hand over intervals, return the body);
+//! [`metrics`] writes the `--metrics` series.
 // Parses peer reports: no panic path outside tests (README, "No panic on input").
 #![cfg_attr(
     not(test),
@@ -31,6 +32,7 @@
 pub mod collect;
 mod engine;
 mod frames;
+pub mod metrics;
 pub mod quic;
 pub mod tcp;
 pub mod udp;

@@ -1,6 +1,6 @@
 //! `npt bulk` as a [`Workload`]: a [`Config`] runs through [`crate::run`] and records itself in
 //! the result's `config`. It hands over every interval it closes (the lines `npt bulk` prints)
-//! and no `--metrics` totals.
+//! and the `--metrics` totals ([`crate::metrics`]).
 
 use std::sync::Arc;
 
