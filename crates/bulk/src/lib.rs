@@ -7,7 +7,9 @@
 //! - QUIC ([`quic`]): N streams over as few connections as the responder's stream limit allows,
 //!   with the connection's RTT, window and lost packets;
 //! - UDP ([`udp`]): one flow at a rate and size, paced by the sans-IO schedule of
-//!   [`npt_wire::pacing`]; the responder reports what arrived (delivered rate, loss, jitter).
+//!   [`npt_wire::pacing`]; the responder reports what arrived (delivered rate, loss, jitter);
+//!   down ([`udp_down`]): the tester paces small pulls and the responder answers each with a
+//!   burst of datagrams, for `--token` sessions and loopback sources only.
 //!
 //! Streams publish what they measured into a [`StreamState`] each; the caller's thread samples
 //! them on a fixed tick and the pure [`collect::Collector`] turns the samples into the interval
@@ -36,6 +38,7 @@ pub mod metrics;
 pub mod quic;
 pub mod tcp;
 pub mod udp;
+pub mod udp_down;
 pub mod workload;
 
 use npt_result::error::ErrorKind;

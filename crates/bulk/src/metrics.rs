@@ -60,7 +60,12 @@ fn write(f: &Figures<'_>, s: &mut Snapshot) {
         );
     }
     if let Some((sent, received)) = f.udp {
-        s.counter("npt_bulk_datagrams_sent_total", "UDP datagrams sent.", &[], sent);
+        s.counter(
+            "npt_bulk_datagrams_sent_total",
+            "UDP datagrams sent.",
+            &[],
+            sent,
+        );
         s.counter(
             "npt_bulk_datagrams_received_total",
             "UDP datagrams the responder reported arrived.",
@@ -148,7 +153,10 @@ mod tests {
             s.get("npt_bulk_bytes_total", &down),
             Some(&Value::Counter(1_000_000))
         );
-        assert_eq!(s.get("npt_bulk_goodput_bps", &down), Some(&Value::Gauge(8e6)));
+        assert_eq!(
+            s.get("npt_bulk_goodput_bps", &down),
+            Some(&Value::Gauge(8e6))
+        );
         assert_eq!(
             s.get("npt_bulk_retransmits_total", &[]),
             Some(&Value::Counter(4))

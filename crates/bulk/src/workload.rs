@@ -7,7 +7,7 @@ use std::sync::Arc;
 use npt_result::bulk::BulkBody;
 use npt_result::workload::{Finished, Progress, Stop, Workload};
 
-use crate::{BulkError, Config, Proto};
+use crate::{BulkError, Config};
 
 impl Workload for Config {
     const KIND: &'static str = "bulk";
@@ -18,7 +18,7 @@ impl Workload for Config {
         serde_json::json!({
             "target": self.target.to_string(),
             "proto": self.target.proto.name(),
-            "direction": if self.target.proto == Proto::Udp { "up" } else { self.ways.name() },
+            "direction": self.ways.name(),
             "streams": self.streams,
             "duration_s": self.duration.as_secs_f64(),
             "interval_s": self.interval.as_secs_f64(),

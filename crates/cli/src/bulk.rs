@@ -30,7 +30,8 @@ pub struct BulkArgs {
     /// Streams each way (TCP connections or QUIC streams), 1 to 1024.
     #[arg(long, short = 'P', value_name = "N", default_value_t = 1)]
     pub streams: u32,
-    /// down (the server sends), up (this host sends) or both; UDP goes up only.
+    /// down (the server sends), up (this host sends) or both; UDP: up or down (down needs
+    /// --token, or a server on loopback).
     #[arg(long, value_name = "up|down|both")]
     pub direction: Option<String>,
     /// How long to measure (e.g. 10s, 1m).
@@ -112,10 +113,10 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         (Some("up"), false) => Ways::Up,
         (Some("both"), false) => Ways::Both,
         (None | Some("up"), true) => Ways::Up,
-        (Some(d @ ("down" | "both")), true) => {
+        (Some("down"), true) => Ways::Down,
+        (Some("both"), true) => {
             return Err(usage!(
-                "--direction {d}: UDP bulk goes up only (a responder that sent UDP at a rate \
-                 on request would be an amplifier); measure down with tcp:// or quic://"
+                "--direction both: UDP bulk runs one flow, up or down (run two for both)"
             ))
         }
         (Some(d), _) => return Err(usage!("--direction must be up, down or both, got {d:?}")),
@@ -203,7 +204,8 @@ pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let mut text = o.text.writer();
     let what = match cfg.udp {
         Some(u) => format!(
-            "udp up at {} in {} B datagrams",
+            "udp {} at {} in {} B datagrams",
+            cfg.ways.name(),
             npt_report::text::bits(u.rate_bps),
             u.size
         ),
@@ -320,6 +322,15 @@ mod tests {
                 size: 1200
             })
         );
+        let c = cfg(&[
+            "udp://127.0.0.1:7",
+            "--rate",
+            "5mbit",
+            "--direction",
+            "down",
+        ])
+        .unwrap();
+        assert_eq!(c.ways, Ways::Down);
         let c = cfg(&["tcp://127.0.0.1:7", "-P", "1024", "--direction", "both"]).unwrap();
         assert_eq!((c.streams, c.ways), (1024, Ways::Both));
     }
@@ -339,7 +350,7 @@ mod tests {
             "--rate",
             "1mbit",
             "--direction",
-            "down"
+            "both"
         ])
         .contains("--direction"));
         assert!(

@@ -325,10 +325,17 @@ fn bulk_parts_split_streams_and_rate_and_merge() {
 
     // UDP: one flow per part, each at its share of the rate.
     let udir = tempfile::tempdir().unwrap();
-    let uargs: Vec<String> = ["bulk", &format!("udp://{addr}"), "--rate", "20mbit", "-t", "1s"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let uargs: Vec<String> = [
+        "bulk",
+        &format!("udp://{addr}"),
+        "--rate",
+        "20mbit",
+        "-t",
+        "1s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let uparts = agents(&uargs, 2, udir.path());
     for d in &uparts {
         assert_eq!(d["summary"]["udp"]["rate_bps"].as_f64().unwrap(), 10e6);

@@ -76,7 +76,10 @@ pub fn recorded(seed: u64) -> (Split<BulkStats>, BulkMeta) {
         };
         agent.errors.attempts = u64::from(n_p);
         if failed > 0 {
-            agent.errors.by_kind.record("reset", || "connection reset".into());
+            agent
+                .errors
+                .by_kind
+                .record("reset", || "connection reset".into());
         }
         split.agent(p, &agent);
         streams.push(n_p);

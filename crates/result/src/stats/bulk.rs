@@ -314,7 +314,9 @@ mod tests {
         let iv = &b.intervals[0];
         assert_eq!(iv.bytes.unwrap().down, 4e6);
         assert_eq!(
-            iv.streams.as_ref().map(|s| s.iter().map(|x| x.index).collect::<Vec<_>>()),
+            iv.streams
+                .as_ref()
+                .map(|s| s.iter().map(|x| x.index).collect::<Vec<_>>()),
             Some(vec![0, 1, 2])
         );
         let (back, m2) = BulkStats::from_body(&b).unwrap();
