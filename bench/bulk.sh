@@ -8,7 +8,7 @@
 #
 # Cases: TCP down and up with 1 and 4 streams (iperf3 -R is "down": the server sends), and UDP
 # at 200 Mbit/s and 1 Gbit/s in 1200-byte datagrams. Each round runs every case with npt, then
-# with iperf3, so machine drift hits both; the medians over rounds are compared:
+# with iperf3, so machine drift hits both; each round's ratio is taken and their median shown:
 #   goodput        npt / iperf3  (bytes that arrived: TCP up and UDP as the server counted them)
 #   client CPU/GB  npt / iperf3  (user + system seconds of the client process, from wait4(2),
 #                                 over the GB that arrived)
@@ -48,7 +48,6 @@ need python3 "python3"
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_tcp() { for _ in $(seq 100); do ss -ltn | grep -q ":$1 " && return 0; sleep 0.05; done; echo "bench: port $1 never listened" >&2; exit 1; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 # The client's CPU: a python parent runs the command and reads its rusage with wait4(2)
 # (every thread of the client; not the server's). Writes stdout to FILE, prints CPU seconds.
@@ -153,22 +152,34 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-echo "npt bulk vs iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2): $ROUNDS rounds x ${SECS}s, medians (every round in brackets)"
+# Ratios are taken round by round (npt and iperf3 of one round ran back to back, so the
+# machine's drift between rounds cancels) and their median reported beside the medians of
+# the figures themselves.
+cat > "$WORK/sum.py" <<'EOF2'
+import statistics, sys
+where, case, npt_file, ipf_file = sys.argv[1:5]
+rows = lambda f: [tuple(map(float, l.split())) for l in open(f) if l.strip()]
+n, i = rows(npt_file), rows(ipf_file)
+med = statistics.median
+gb = lambda r: r[2] / (r[1] / 1e9) if r[1] > 0 else float("nan")
+ng, ig = med(r[0] / 1e6 for r in n), med(r[0] / 1e6 for r in i)
+nc, ic = med(gb(r) for r in n), med(gb(r) for r in i)
+if case.startswith("udp-"):
+    rate = float(case[4:-1])
+    ratio = med(a[0] / 1e6 / min(rate, b[0] / 1e6) for a, b in zip(n, i))
+    goal = "delivered/min(rate, iperf3) >= 0.95"
+else:
+    ratio = med(a[0] / b[0] for a, b in zip(n, i))
+    goal = "goodput >= 0.90, CPU/GB <= 1.10"
+cratio = med(gb(a) / gb(b) for a, b in zip(n, i))
+print(f"{where:<4} {case:<11} {ng:10.0f} {ig:10.0f} {ratio:7.2f}  {nc:9.3f} {ic:9.3f} {cratio:7.2f}  {goal}")
+print("     npt [%s] iperf3 [%s]" % (" ".join(f"{r[0]/1e6:.0f}" for r in n), " ".join(f"{r[0]/1e6:.0f}" for r in i)))
+EOF2
+
+echo "npt bulk vs iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2): $ROUNDS rounds x ${SECS}s; figures are medians, ratios medians of each round's ratio"
 printf '%-4s %-11s %10s %10s %7s  %9s %9s %7s  %s\n' where case "npt Mb/s" "ipf Mb/s" ratio "npt s/GB" "ipf s/GB" ratio goal
 for where in "${WHERES[@]}"; do
   for c in "${CASES[@]}"; do
-    n="$WORK/$where-npt-$c"; i="$WORK/$where-iperf3-$c"
-    ng=$(awk '{print $1/1e6}' "$n" | median); ig=$(awk '{print $1/1e6}' "$i" | median)
-    nc=$(awk '$2>0 {print $3/($2/1e9)}' "$n" | median); ic=$(awk '$2>0 {print $3/($2/1e9)}' "$i" | median)
-    if [[ $c == udp-* ]]; then
-      rate=${c#udp-}; rate=${rate%m}
-      ref=$(python3 -c "print(min($rate, $ig))")
-      ratio=$(python3 -c "print(f'{$ng/$ref:.2f}')"); goal="delivered/min(rate, iperf3) >= 0.95"
-    else
-      ratio=$(python3 -c "print(f'{$ng/$ig:.2f}')"); goal="goodput >= 0.90, CPU/GB <= 1.10"
-    fi
-    cratio=$(python3 -c "print(f'{${nc:-0}/${ic:-1}:.2f}')" 2>/dev/null || echo -)
-    printf '%-4s %-11s %10.0f %10.0f %7s  %9.3f %9.3f %7s  %s\n' "$where" "$c" "$ng" "$ig" "$ratio" "${nc:-0}" "${ic:-0}" "$cratio" "$goal"
-    printf '     npt [%s] iperf3 [%s]\n' "$(awk '{printf "%.0f ", $1/1e6}' "$n")" "$(awk '{printf "%.0f ", $1/1e6}' "$i")"
+    python3 "$WORK/sum.py" "$where" "$c" "$WORK/$where-npt-$c" "$WORK/$where-iperf3-$c"
   done
 done
