@@ -356,7 +356,13 @@ fn lab_scenarios(topo: &Topology, plan: &Plan) -> Result<Option<ScenarioSet>, St
             .node(node)
             .ok_or_else(|| format!("scenario[{i}].node: unknown node {node:?}"))?;
         let mut urls = vec![("target", s.target.as_str())];
-        urls.extend(s.hops.iter().flatten().map(|h| ("hops", h.as_str())));
+        // A `{ from, to }` hop: the client reaches the agent, the agent's node reaches `to`.
+        urls.extend(
+            s.hops
+                .iter()
+                .flatten()
+                .map(|h| ("hops", h.from().unwrap_or(h.url()))),
+        );
         urls.extend(s.via.iter().map(|v| ("via", v.as_str())));
         for (key, url) in urls {
             let ip = url_ipv4(url).ok_or_else(|| {
@@ -366,6 +372,22 @@ fn lab_scenarios(topo: &Topology, plan: &Plan) -> Result<Option<ScenarioSet>, St
                 return Err(format!(
                     "scenario[{i}].{key}: no route from node {node} reaches {ip} \
                      (no node has that address, or the nodes are not connected)"
+                ));
+            }
+        }
+        for (j, h) in s.hops.iter().flatten().enumerate() {
+            let Some(from) = h.from() else { continue };
+            let (Some(agent), Some(to)) = (url_ipv4(from), url_ipv4(h.url())) else {
+                return Err(format!(
+                    "scenario[{i}].hops[{j}]: a lab address is an IPv4 address"
+                ));
+            };
+            let owner = plan.owner(agent).ok_or_else(|| {
+                format!("scenario[{i}].hops[{j}].from: no node has the address {agent}")
+            })?;
+            if !plan.reaches(owner, to) {
+                return Err(format!(
+                    "scenario[{i}].hops[{j}].to: no route from the agent at {agent} reaches {to}"
                 ));
             }
         }

@@ -158,6 +158,21 @@ fn bad_topologies_exit_2_naming_the_field() {
                    target = \"tcp://10.9.9.9:7777\"\n",
             "scenario[0].target",
         ),
+        // A hop measured from an agent no node has, and one without the agents' token.
+        (
+            format!("hop_token = \"S\"\n{base}")
+                + "[workload]\nkind = \"ping\"\n[[scenario]]\nname = \"x\"\n\
+                   node = \"client\"\ntarget = \"tcp://10.0.1.2:7777\"\n\
+                   hops = [{ from = \"npt://10.9.9.9:7777\", to = \"tcp://10.0.1.2:7777\" }]\n",
+            "scenario[0].hops",
+        ),
+        (
+            base.clone()
+                + "[workload]\nkind = \"ping\"\n[[scenario]]\nname = \"x\"\nnode = \"client\"\n\
+                   target = \"tcp://10.0.1.2:7777\"\n\
+                   hops = [{ from = \"npt://10.0.1.2:7777\", to = \"tcp://10.0.1.1:7777\" }]\n",
+            "hop_token: missing",
+        ),
     ];
     for (i, (text, field)) in cases.iter().enumerate() {
         let file = write(dir.path(), &format!("bad{i}.toml"), text);

@@ -108,6 +108,28 @@ fn tcp_probe_reports_first_packet_and_total() {
     assert!(d["histograms"]["first_packet"]["data"].is_string());
 }
 
+/// The tester's CPU share is of the run only: a one-packet run on loopback lasts a few
+/// milliseconds, and counting the process's start-up over that read more than every core busy
+/// (200.3 % on 2 cores). CPU time within the run cannot exceed its wall time on every core.
+#[test]
+fn cpu_share_of_a_short_run_is_at_most_every_core_busy() {
+    let (_srv, addr) = serve(&[]);
+    let target = format!("udp://{addr}");
+    let o = run(
+        &["probe", &target, "-n", "1", "--format", "json", "-q"],
+        LIMIT,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(u(&d, "/summary/received"), 1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let pct = f(&d, "/health/cpu_pct");
+    assert!(
+        (0.0..=cores * 100.0 + 1.0).contains(&pct),
+        "cpu_pct {pct} on {cores} cores"
+    );
+}
+
 #[test]
 fn relay_mode_keeps_a_window_with_zero_loss() {
     let (_srv, addr) = serve(&[]);

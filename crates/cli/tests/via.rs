@@ -127,7 +127,11 @@ fn tcp_through_socks5_with_a_password_and_http_connect_agree_with_direct() {
             f(&d, "/summary/connect_ms") >= handshake * 0.99,
             "connect includes it"
         );
+        // The kernel's view is of the tester's connection, which ends at the proxy.
+        assert_eq!(d["summary"]["tcp_info"]["scope"], "proxy", "{via}");
     }
+    assert_eq!(direct["summary"]["tcp_info"]["scope"], "target");
+    assert!(f(&direct, "/summary/tcp_info/data_segments_out") >= 300.0);
 }
 
 #[test]

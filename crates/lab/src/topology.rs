@@ -90,6 +90,7 @@ const TOP_KEYS: &[&str] = &[
     "service",
     "baseline",
     "hop_pings",
+    "hop_token",
     "workload",
     "scenario",
 ];
@@ -367,7 +368,7 @@ impl Topology {
             .filter(|(k, _)| {
                 matches!(
                     k.as_str(),
-                    "baseline" | "hop_pings" | "workload" | "scenario"
+                    "baseline" | "hop_pings" | "hop_token" | "workload" | "scenario"
                 )
             })
             .map(|(k, v)| (k.clone(), v.clone()))

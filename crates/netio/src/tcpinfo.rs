@@ -74,6 +74,7 @@ struct RawTcpInfo {
 const END_TOTAL_RETRANS: usize = 104;
 const END_BYTES_RECEIVED: usize = 136;
 const END_MIN_RTT: usize = 152;
+const END_DATA_SEGS_OUT: usize = 160;
 const END_DELIVERY_RATE: usize = 168;
 const END_BYTES_RETRANS: usize = 216;
 
@@ -104,6 +105,8 @@ pub struct TcpInfo {
     pub bytes_received: Option<u64>,
     /// The lowest RTT seen (`tcpi_min_rtt`), µs.
     pub min_rtt_us: Option<u32>,
+    /// Data segments sent, retransmits included (`tcpi_data_segs_out`, Linux 4.6+).
+    pub data_segs_out: Option<u32>,
     /// The kernel's estimate of the rate it is delivering at, bytes/s (`tcpi_delivery_rate`).
     pub delivery_rate: Option<u64>,
     /// Bytes sent, and of those bytes retransmitted (Linux 4.19+).
@@ -157,6 +160,7 @@ fn from_raw(raw: &RawTcpInfo, filled: usize) -> TcpInfo {
         bytes_acked: has(END_BYTES_RECEIVED).then_some(raw.bytes_acked),
         bytes_received: has(END_BYTES_RECEIVED).then_some(raw.bytes_received),
         min_rtt_us: has(END_MIN_RTT).then_some(raw.min_rtt),
+        data_segs_out: has(END_DATA_SEGS_OUT).then_some(raw.data_segs_out),
         delivery_rate: has(END_DELIVERY_RATE).then_some(raw.delivery_rate),
         bytes_sent: has(END_BYTES_RETRANS).then_some(raw.bytes_sent),
         bytes_retrans: has(END_BYTES_RETRANS).then_some(raw.bytes_retrans),
@@ -182,6 +186,7 @@ mod tests {
         assert_eq!(off((&r.total_retrans as *const u32).cast()), 100);
         assert_eq!(off((&r.bytes_acked as *const u64).cast()), 120);
         assert_eq!(off((&r.min_rtt as *const u32).cast()), 148);
+        assert_eq!(off((&r.data_segs_out as *const u32).cast()), 156);
         assert_eq!(off((&r.delivery_rate as *const u64).cast()), 160);
         assert_eq!(off((&r.bytes_retrans as *const u64).cast()), 208);
         assert_eq!(mem::size_of::<RawTcpInfo>(), END_BYTES_RETRANS);
@@ -243,6 +248,8 @@ mod tests {
         // Not 0 always: on a busy box a tail-loss probe fires now and then, even on loopback.
         assert!(sent.total_retrans < 100, "{sent:?}");
         assert!(sent.delivery_rate_bps().unwrap() > 0.0, "{sent:?}");
+        // 4 MiB in segments of at most 64 KiB (loopback's MSS is large; GSO sends more).
+        assert!(sent.data_segs_out.unwrap() >= 64, "{sent:?}");
         assert!(tcp_info(-1).is_err(), "not a socket");
     }
 }

@@ -1,6 +1,7 @@
 //! The forwarding-scenario table: several results side by side — avg / p50 / p95 / p99 / max latency
 //! beside a *theoretical* latency (the sum of the hops' RTTs), the overhead over it and over a
-//! baseline (ms and %), errors, and loss and jitter for probes.
+//! baseline (ms and %), errors, and loss and jitter for probes — and for TCP probes the
+//! segments the tester's kernel retransmitted, since their echo loss is 0 on a lossy path.
 //!
 //! Pure code over result documents (JSON values): each kind's headline latency is the
 //! request latency the user feels — probe: RTT; run: every protocol's request latency, its
@@ -20,6 +21,7 @@ use std::io::{self, Write};
 use npt_stats::{Histogram, Summary};
 
 use npt_result::any::{AnyResult, Workload};
+use npt_result::tcpinfo::TcpKernel;
 use serde::Serialize;
 
 /// One result to compare: its name in the table, where it came from, and the document.
@@ -44,6 +46,11 @@ pub struct Row {
     pub p99_ms: Option<f64>,
     pub max_ms: Option<f64>,
     pub theoretical_ms: Option<f64>,
+    /// Where `theoretical_ms` came from: `typed` (numbers given), `pinged` (every hop pinged
+    /// from the client) or `measured` (each hop measured from its upstream end, by a hop
+    /// agent or, for the first, the client: [`runs::source`]); `None` without a theoretical
+    /// latency.
+    pub theoretical_source: Option<String>,
     /// avg − theoretical.
     pub overhead_ms: Option<f64>,
     pub overhead_pct: Option<f64>,
@@ -55,6 +62,17 @@ pub struct Row {
     pub loss_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<f64>,
+    /// TCP probes: segments the tester's kernel retransmitted (`summary.tcp_info`), summed
+    /// over runs — what TCP hid from `loss_pct`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// `retransmits` per data segment sent, %.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmit_pct: Option<f64>,
+    /// `target`, or `proxy` when the probe went through `--via`: the retransmits are then of
+    /// the tester → proxy hop only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits_scope: Option<String>,
     /// TCP probes: connect + first echo (quic-tun's latency test's "first packet latency"), median of runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_packet_ms: Option<f64>,
@@ -96,6 +114,9 @@ pub struct Spread {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Hop {
     pub url: String,
+    /// The hop agent that measured it (`npt://HOST:PORT`); absent when pinged from the client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     /// Average RTT; `None` when the hop did not answer.
     pub avg_ms: Option<f64>,
     /// The `npt ping` result file.
@@ -196,6 +217,31 @@ impl Row {
         self.max_ms = Some(s.max);
         self
     }
+
+    /// The retransmit columns from the kernel's view of TCP (of every run that has one: a
+    /// TCP probe's, a run's TCP connections'): retransmits summed, their share of the data
+    /// segments sent over all of those runs.
+    pub fn with_retransmits<'a>(mut self, docs: impl Iterator<Item = &'a AnyResult>) -> Row {
+        let k: Vec<&TcpKernel> = docs.filter_map(tcp_kernel).collect();
+        if k.is_empty() {
+            return self;
+        }
+        let n: u64 = k.iter().map(|k| k.retransmits).sum();
+        let segs: Option<u64> = k.iter().map(|k| k.data_segments_out).sum();
+        self.retransmits = Some(n);
+        self.retransmit_pct = segs.filter(|s| *s > 0).map(|s| n as f64 * 100.0 / s as f64);
+        self.retransmits_scope = Some(k[0].scope.clone());
+        self
+    }
+}
+
+/// The kernel's view of a result's TCP connections: a TCP probe's, or a run's TCP protocol's.
+fn tcp_kernel(doc: &AnyResult) -> Option<&TcpKernel> {
+    match &doc.body {
+        Workload::Probe(b) => b.summary.tcp_info.as_ref(),
+        Workload::Run(b) => b.protocols.get("tcp").and_then(|p| p.tcp_info.as_ref()),
+        _ => None,
+    }
 }
 
 /// Fills the overhead columns: avg − theoretical, and avg − the baseline's avg (a row without
@@ -236,6 +282,9 @@ pub fn table(
                 target: target(d),
                 via: d.config["via"].as_str().map(str::to_string),
                 theoretical_ms: theoretical.get(&i.name).copied(),
+                theoretical_source: theoretical
+                    .get(&i.name)
+                    .map(|_| runs::source::TYPED.to_string()),
                 errors: d.body.errors().total_errors,
                 loss_pct: probe.map(|p| p.loss_pct),
                 jitter_ms: probe.map(|p| p.jitter_ms),
@@ -244,7 +293,8 @@ pub fn table(
                 results: vec![i.path.clone()],
                 ..Row::default()
             }
-            .with_figures(&s),
+            .with_figures(&s)
+            .with_retransmits(std::iter::once(d)),
         );
     }
     for k in theoretical.keys() {
@@ -316,6 +366,18 @@ pub fn cells(r: &Row) -> Vec<String> {
     if let Some(l) = r.loss_pct {
         errors += &format!(", loss {l:.2}%");
     }
+    if let Some(n) = r.retransmits {
+        let pct = r
+            .retransmit_pct
+            .map(|p| format!(" ({p:.2}%)"))
+            .unwrap_or_default();
+        let hop = if r.retransmits_scope.as_deref() == Some(npt_result::tcpinfo::SCOPE_PROXY) {
+            " to the proxy"
+        } else {
+            ""
+        };
+        errors += &format!(", retrans {n}{pct}{hop}");
+    }
     if r.error.is_some() {
         errors += if r.avg_ms.is_some() {
             ", failed runs"
@@ -330,7 +392,10 @@ pub fn cells(r: &Row) -> Vec<String> {
         opt(r.p95_ms, 2),
         opt(r.p99_ms, 2),
         opt(r.max_ms, 2),
-        opt(r.theoretical_ms, 2),
+        match (r.theoretical_ms, &r.theoretical_source) {
+            (Some(t), Some(src)) => format!("{t:.2} {src}"),
+            (t, _) => opt(t, 2),
+        },
         signed(r.overhead_ms, r.overhead_pct),
         signed(r.vs_baseline_ms, r.vs_baseline_pct),
         errors,
@@ -405,7 +470,10 @@ fn footer(t: &Table) -> Vec<String> {
             let hops: Vec<String> = r
                 .hops
                 .iter()
-                .map(|h| format!("{} {}", h.url, opt(h.avg_ms, 2)))
+                .map(|h| match &h.from {
+                    Some(from) => format!("{from} → {} {}", h.url, opt(h.avg_ms, 2)),
+                    None => format!("{} {}", h.url, opt(h.avg_ms, 2)),
+                })
                 .collect();
             out.push(format!("hops: {}: {}", r.name, hops.join(" + ")));
         }

@@ -27,6 +27,7 @@ pub mod schema;
 pub mod series;
 pub mod stats;
 pub mod stop;
+pub mod tcpinfo;
 pub mod workload;
 
 pub use common::loss_pct;

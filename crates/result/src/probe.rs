@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::interval::Interval;
+use crate::tcpinfo::TcpKernel;
 use crate::Histograms;
 
 // The shared blocks, under the paths they had when they were defined here.
@@ -30,7 +31,7 @@ pub struct ProbeBody {
     pub errors: Errors,
     /// Serialized HDR histograms (ns) by name: [`hist`].
     #[schemars(
-        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect` and `first_packet` (TCP)."
+        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect`, `first_packet` and `tcp_rtt` (TCP)."
     )]
     #[schemars(extend("propertyNames" = {"enum": hist::ALL}, "required" = [hist::RTT, hist::IPDV]))]
     pub histograms: Histograms,
@@ -113,6 +114,12 @@ pub struct ProbeSummary {
     /// associations). `connect_ms` / `first_packet_ms` then include the whole handshake.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyPhases>,
+    /// TCP: what the tester's kernel saw of the connections (`TCP_INFO`): retransmits and its
+    /// own RTT, which the echo's loss count cannot show. With `--via` it is of the first hop
+    /// (tester → proxy) only: `scope` says which. Absent for UDP and in files written before
+    /// it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_info: Option<TcpKernel>,
     /// Replies whose payload differed from what was sent (`--verify`).
     pub corrupt: u64,
     /// Datagrams that were not a reply of this run (foreign, truncated, other flow).
@@ -160,6 +167,8 @@ pub mod hist {
     /// TCP only: connect and connect + first echo, one value per flow.
     pub const CONNECT: &str = "connect";
     pub const FIRST_PACKET: &str = "first_packet";
+    /// TCP only: the kernel's smoothed RTT (`TCP_INFO`), sampled: see `summary.tcp_info`.
+    pub const TCP_RTT: &str = "tcp_rtt";
     /// Every name above.
-    pub const ALL: [&str; 5] = [RTT, RTT_CORRECTED, IPDV, CONNECT, FIRST_PACKET];
+    pub const ALL: [&str; 6] = [RTT, RTT_CORRECTED, IPDV, CONNECT, FIRST_PACKET, TCP_RTT];
 }

@@ -39,10 +39,10 @@ pub struct RunBody {
     #[schemars(extend("propertyNames" = {"enum": ["web", "quic", "download", "upload", "game"]}))]
     pub activities: BTreeMap<String, ActivityStats>,
     /// Serialized HDR histograms (ns), named by [`hist`]: `proto.<tcp|quic|udp>.<latency|
-    /// connect|handshake|first_request|proxy>`, `activity.<name>.<latency|ttfb>`,
+    /// connect|handshake|first_request|proxy|tcp_rtt>`, `activity.<name>.<latency|ttfb>`,
     /// `health.timer_lateness`.
     #[schemars(extend("propertyNames" = {"pattern": concat!(
-        "^(proto\\.(tcp|quic|udp)\\.(latency|connect|handshake|first_request|proxy)",
+        "^(proto\\.(tcp|quic|udp)\\.(latency|connect|handshake|first_request|proxy|tcp_rtt)",
         "|activity\\.(web|quic|download|upload|game)\\.(latency|ttfb)",
         "|health\\.timer_lateness)$",
     )}))]
@@ -116,6 +116,11 @@ pub struct ProtocolStats {
     /// `connect_ms` then runs until the tunnel is open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_ms: Option<Summary>,
+    /// TCP: the tester's kernel's view of the connections (`TCP_INFO`, read when each is up
+    /// and when it ends): retransmits, data segments, the smoothed RTT at each connection's
+    /// end (histogram `proto.tcp.tcp_rtt`). With `--via`, of the tester → proxy hop only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_info: Option<crate::tcpinfo::TcpKernel>,
 }
 
 /// One activity of the mix.
@@ -178,6 +183,8 @@ pub mod hist {
     pub const FIRST_REQUEST: &str = "first_request";
     /// `--via` only: the proxy's own part of each connect.
     pub const PROXY: &str = "proxy";
+    /// TCP: the kernel's smoothed RTT at the end of each connection (`TCP_INFO`).
+    pub const TCP_RTT: &str = "tcp_rtt";
     /// Activity: download/upload time to first byte.
     pub const TTFB: &str = "ttfb";
 

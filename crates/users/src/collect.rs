@@ -9,12 +9,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use npt_netio::tcpinfo::TcpInfo;
 use npt_result::common::{Directions, ErrorStats};
 use npt_result::error::ErrorKind;
 use npt_result::interval::{Interval, IntervalAcc, Intervals};
 use npt_result::run::hist;
 use npt_result::stats::run::{ActivityCounts, GameTotals, ProtocolCounts};
 use npt_result::stats::{HistMap, RunStats, WeightedMean};
+use npt_result::tcpinfo::TcpKernelStats;
 use npt_result::Health;
 use npt_stats::{ErrorCounts, Histogram, JitterMean};
 
@@ -33,6 +35,9 @@ pub(crate) struct ProtoAcc {
     first: Histogram,
     /// `--via`: the proxy's own part of each connect (authentication + CONNECT reply).
     proxy: Histogram,
+    /// TCP: the kernel's view of the connections, and its smoothed RTT at each one's end.
+    kernel: Option<TcpKernelStats>,
+    kernel_rtt: Histogram,
 }
 
 /// Game session counters, added up over sessions.
@@ -195,6 +200,38 @@ impl Collector {
         self.lock().proto[p.index()].handshake.record(ns);
     }
 
+    /// A TCP connection's `TCP_INFO` when it was up (`first`) and when it ended (`last`):
+    /// its retransmits and data segments in between, its RTT at the end. `scope`:
+    /// `npt_result::tcpinfo::SCOPE_TARGET` or `SCOPE_PROXY` (`--via`).
+    pub fn tcp_kernel(&self, first: &TcpInfo, last: &TcpInfo, scope: &str) {
+        let segs = match (first.data_segs_out, last.data_segs_out) {
+            (Some(a), Some(b)) => Some(u64::from(b.wrapping_sub(a))),
+            _ => None,
+        };
+        let samples = u64::from(last.rtt_us > 0);
+        let min_rtt = last
+            .min_rtt_us
+            .filter(|m| *m > 0 && *m != u32::MAX)
+            .map(|m| f64::from(m) * 1e3);
+        let mut t = self.lock();
+        let a = &mut t.proto[Proto::Tcp.index()];
+        if samples > 0 {
+            a.kernel_rtt.record(u64::from(last.rtt_us) * 1000);
+        }
+        a.kernel
+            .get_or_insert_with(|| TcpKernelStats {
+                scope: scope.to_string(),
+                ..TcpKernelStats::default()
+            })
+            .add_connection(
+                u64::from(last.total_retrans.saturating_sub(first.total_retrans)),
+                segs,
+                f64::from(last.rttvar_us) * 1e3,
+                samples,
+                min_rtt,
+            );
+    }
+
     pub fn first_request(&self, p: Proto, ns: u64) {
         self.lock().proto[p.index()].first.record(ns);
     }
@@ -313,6 +350,7 @@ impl Collector {
                 connections: a.connections,
                 bytes: Directions::bytes(a.up, a.down),
                 throughput_bps: Directions::bits_per_s(a.up, a.down, secs),
+                tcp_info: a.kernel.clone(),
             };
             st.protocols.insert(p.name().to_string(), counts);
             for (phase, h) in [
@@ -321,6 +359,7 @@ impl Collector {
                 (hist::HANDSHAKE, &a.handshake),
                 (hist::FIRST_REQUEST, &a.first),
                 (hist::PROXY, &a.proxy),
+                (hist::TCP_RTT, &a.kernel_rtt),
             ] {
                 if !h.is_empty() {
                     histograms.add(&hist::proto(p.name(), phase), h);
@@ -444,5 +483,37 @@ mod tests {
         let m = c.finish(2.0, 1000.0).summarize(&RunMeta::default());
         assert_eq!(m.intervals.len(), 2);
         assert_eq!(m.protocols["tcp"].connections, 1);
+    }
+    /// Each connection's account is its last reading minus its first; the body has the
+    /// sum, the share and the RTT at each connection's end, and reads back as it was.
+    #[test]
+    fn tcp_connections_add_their_kernel_view() {
+        let c = Collector::new();
+        c.session(Activity::Web);
+        c.request(Activity::Web, 100, 1000, 10_000_000);
+        let info = |retrans, segs, rtt_us| TcpInfo {
+            total_retrans: retrans,
+            data_segs_out: Some(segs),
+            rtt_us,
+            rttvar_us: 1000,
+            min_rtt_us: Some(rtt_us),
+            ..TcpInfo::default()
+        };
+        c.tcp_kernel(&info(0, 2, 20_000), &info(3, 102, 25_000), "target");
+        c.tcp_kernel(&info(1, 1, 20_000), &info(2, 101, 21_000), "target");
+        let body = c.finish(10.0, 1000.0).summarize(&RunMeta::default());
+        let k = body.protocols["tcp"].tcp_info.clone().unwrap();
+        assert_eq!((k.connections, k.retransmits), (2, 4));
+        assert_eq!(
+            (k.data_segments_out, k.retransmit_pct),
+            (Some(200), Some(2.0))
+        );
+        assert_eq!(k.rtt_ms.count, 2);
+        assert_eq!(k.min_rtt_ms, Some(21.0));
+        assert!((k.rttvar_ms - 1.0).abs() < 1e-9);
+        assert!(body.histograms.contains_key("proto.tcp.tcp_rtt"));
+        let (back, _) = npt_result::stats::RunStats::from_body(&body).unwrap();
+        let again = back.summarize(&RunMeta::default());
+        assert_eq!(again.protocols["tcp"].tcp_info, Some(k));
     }
 }

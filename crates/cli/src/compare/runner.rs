@@ -1,4 +1,5 @@
-//! Runs a scenario set: pings the hops of scenarios that list them, then runs every scenario's
+//! Runs a scenario set: measures the hops of scenarios that list them (pinged from the client,
+//! or from a hop agent for a `{ from, to }` hop: `npt ping TO --from FROM`), then runs every scenario's
 //! workload as a child `npt` process writing `--json` into the output directory — the whole set
 //! `runs` times, interleaved (A B C A B C …) so a drift over time hits every scenario alike —
 //! and builds the table from the result files.
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 use npt_report::compare::runs::{table_of_runs, theoretical_from_hops, ScenarioRuns};
 use npt_report::compare::{CompareError, Hop, Input, Table};
 
-use super::scenarios::{ScenarioError, ScenarioSet, DEFAULT_HOP_PINGS};
+use super::scenarios::{HopSpec, ScenarioError, ScenarioSet, DEFAULT_HOP_PINGS};
 use super::workload::{plan, Planned};
 
 /// Makes the command that starts `npt` for a scenario's client.
@@ -206,15 +207,17 @@ fn progress(line: std::fmt::Arguments<'_>) {
     let _ = writeln!(io::stderr(), "{line}");
 }
 
-/// Pings one hop: its average RTT, or why there is none.
+/// Measures one hop: its average RTT, or why there is none. A `{ from, to }` hop is measured
+/// by the agent `from` (`npt ping TO --from FROM --token …`, the file's `hop_token`).
 fn ping_hop(
     set: &ScenarioSet,
     opts: &RunOpts,
     launcher: &dyn Launcher,
     node: Option<&str>,
-    url: &str,
+    spec: &HopSpec,
     stem: &str,
 ) -> Hop {
+    let url = spec.url();
     let count = set.hop_pings.unwrap_or(DEFAULT_HOP_PINGS);
     let result = opts.out_dir.join(format!("{stem}.json"));
     let log = opts.out_dir.join(format!("{stem}.log"));
@@ -231,11 +234,18 @@ fn ping_hop(
         "--json",
     ])
     .arg(&result);
-    // count × (100 ms interval + 1 s per-attempt timeout), the worst case, plus start-up.
+    if let Some(from) = spec.from() {
+        // validate() made sure the token is there.
+        let token = set.hop_token.as_deref().unwrap_or_default();
+        cmd.args(["--from", from, "--token", token]);
+    }
+    // count × (100 ms interval + 1 s per-attempt timeout), the worst case, plus start-up
+    // (an agent measures with the same interval and timeout).
     let count32 = u32::try_from(count).unwrap_or(u32::MAX);
     let limit = Duration::from_millis(1100) * count32 + Duration::from_secs(10);
     let mut hop = Hop {
         url: url.to_string(),
+        from: spec.from().map(str::to_string),
         result: result.display().to_string(),
         ..Hop::default()
     };
@@ -248,7 +258,12 @@ fn ping_hop(
             }) if b.summary.received > 0 => {
                 hop.avg_ms = Some(b.summary.avg_ms);
             }
-            Ok(_) => hop.error = Some(format!("no answer: {}", last_line(&log))),
+            // What the ping (or the agent) said went wrong, by kind with an example: a
+            // refused agent, a target outside its allow-list …
+            Ok(doc) => match first_errors(&doc.body.errors().by_kind) {
+                e if e.is_empty() => hop.error = Some(format!("no answer: {}", last_line(&log))),
+                e => hop.error = Some(format!("no answer{e}")),
+            },
             Err(_) => hop.error = Some(describe(&ended, limit, &log)),
         },
     }
@@ -284,16 +299,20 @@ pub fn run_scenarios(
             .collect();
     let cancelled = || opts.cancel.load(Ordering::SeqCst);
     'hops: for (i, s) in set.scenario.iter().enumerate() {
-        for (j, url) in s.hops.iter().flatten().enumerate() {
+        for (j, spec) in s.hops.iter().flatten().enumerate() {
             if cancelled() {
                 break 'hops;
             }
             let stem = format!("hop-{}-{}", file_stem(i, &s.name), j + 1);
-            let hop = ping_hop(set, opts, launcher, s.node.as_deref(), url, &stem);
+            let hop = ping_hop(set, opts, launcher, s.node.as_deref(), spec, &stem);
             if opts.progress {
+                let what = match spec.from() {
+                    Some(from) => format!("{from} → {}", spec.url()),
+                    None => spec.url().to_string(),
+                };
                 progress(format_args!(
                     "npt compare: hop {} of {}: {}",
-                    url,
+                    what,
                     s.name,
                     hop.avg_ms.map_or_else(
                         || format!("FAILED ({})", hop.error.as_deref().unwrap_or("")),

@@ -6,6 +6,7 @@
 //! ```toml
 //! baseline = "direct"
 //! hop_pings = 10                 # optional: pings per hop for `hops = [...]`
+//! hop_token = "S"                # the hop agents' secret, for hops measured `from` an agent
 //! [workload]
 //! kind = "probe"                 # probe | run | http | ping
 //! args = ["--count", "500", "--interval", "2ms"]
@@ -14,6 +15,9 @@
 //! name = "chain"
 //! target = "udp://127.0.0.1:7777"
 //! hop_rtts_ms = [152, 32, 69]    # or theoretical_ms = 253, or hops = ["tcp://a:1", …]
+//! # hops = ["tcp://sea:7777", { from = "npt://sea:7777", to = "tcp://la:7777" }]
+//! #   a URL is pinged from the client; a from/to hop is measured by the hop agent `from`
+//! #   (`npt serve --token S --hop-agent`), as `npt ping TO --from FROM --token S`
 //! via = "socks5://127.0.0.1:1080"
 //! args = ["--size", "200"]       # appended to the workload's
 //! ```
@@ -34,6 +38,10 @@ pub struct ScenarioSet {
     /// Pings per hop for scenarios with `hops` [default: 10].
     #[serde(default)]
     pub hop_pings: Option<u64>,
+    /// The secret of the hop agents (`npt serve --token S --hop-agent`) that measure the
+    /// scenarios' `{ from, to }` hops; required when there is one.
+    #[serde(default)]
+    pub hop_token: Option<String>,
     pub workload: Workload,
     #[serde(default)]
     pub scenario: Vec<Scenario>,
@@ -86,16 +94,52 @@ pub struct Scenario {
     /// Theoretical latency, given.
     #[serde(default)]
     pub theoretical_ms: Option<f64>,
-    /// Hops npt pings (`npt ping URL`) before the runs; the theoretical latency is the sum of
-    /// their average RTTs.
+    /// Hops npt measures before the runs; the theoretical latency is the sum of their average
+    /// RTTs.
     #[serde(default)]
-    pub hops: Option<Vec<String>>,
+    pub hops: Option<Vec<HopSpec>>,
     /// Flags appended to the workload's for this scenario only.
     #[serde(default)]
     pub args: Vec<String>,
     /// `npt lab` only: the network namespace the client runs in.
     #[serde(default)]
     pub node: Option<String>,
+}
+
+/// One hop of a scenario's path: a URL pinged from the client (`npt ping URL`), or a segment
+/// measured by the hop agent at its upstream end (`npt ping TO --from FROM --token …`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum HopSpec {
+    Url(String),
+    FromTo(FromTo),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FromTo {
+    /// The hop agent: npt://HOST:PORT.
+    pub from: String,
+    /// What it measures: tcp|udp|quic://HOST:PORT.
+    pub to: String,
+}
+
+impl HopSpec {
+    /// The URL measured (a from/to hop's `to`).
+    pub fn url(&self) -> &str {
+        match self {
+            HopSpec::Url(u) => u,
+            HopSpec::FromTo(f) => &f.to,
+        }
+    }
+
+    /// The hop agent that measures it, if not the client.
+    pub fn from(&self) -> Option<&str> {
+        match self {
+            HopSpec::Url(_) => None,
+            HopSpec::FromTo(f) => Some(&f.from),
+        }
+    }
 }
 
 impl Scenario {
@@ -190,6 +234,9 @@ pub fn validate(set: &ScenarioSet, purpose: Purpose) -> Result<(), ScenarioError
         if s.hops.as_ref().is_some_and(|h| h.is_empty()) {
             return Err(invalid(at("hops"), "lists no hop"));
         }
+        for (j, h) in s.hops.iter().flatten().enumerate() {
+            check_hop(set, &at(&format!("hops[{j}]")), h)?;
+        }
         if s.node.is_some() && purpose == Purpose::Compare {
             return Err(invalid(
                 at("node"),
@@ -216,6 +263,42 @@ pub fn validate(set: &ScenarioSet, purpose: Purpose) -> Result<(), ScenarioError
         crate::usage::parse_duration(t).map_err(|e| invalid("workload.timeout", e))?;
     }
     Ok(())
+}
+
+/// A hop's URLs parse; a hop measured from an agent has the agents' secret.
+fn check_hop(set: &ScenarioSet, field: &str, h: &HopSpec) -> Result<(), ScenarioError> {
+    let target = |key: String, url: &str| {
+        npt_ping::Target::parse(url)
+            .map(|_| ())
+            .map_err(|e| invalid(key, e.to_string()))
+    };
+    match h {
+        HopSpec::Url(u) => target(field.to_string(), u),
+        HopSpec::FromTo(f) => {
+            if npt_ping::remote::Agent::parse(&f.from).is_none() {
+                return Err(invalid(
+                    format!("{field}.from"),
+                    format!(
+                        "{:?}: expected npt://HOST:PORT (an `npt serve --hop-agent`)",
+                        f.from
+                    ),
+                ));
+            }
+            target(format!("{field}.to"), &f.to)?;
+            match set.hop_token.as_deref() {
+                None => Err(invalid(
+                    "hop_token",
+                    format!(
+                        "missing: {field} is measured from the hop agent {}, which answers \
+                         only clients that prove its secret (`npt serve --token`)",
+                        f.from
+                    ),
+                )),
+                Some("") => Err(invalid("hop_token", "must not be empty")),
+                Some(_) => Ok(()),
+            }
+        }
+    }
 }
 
 /// Flags npt compare sets on each child itself.
@@ -260,6 +343,16 @@ hops = ["tcp://a:1", "tcp://b:2"]
 args = ["--size", "200"]
 "#;
 
+    const MEASURED: &str = r#"
+hop_token = "S"
+[workload]
+kind = "probe"
+[[scenario]]
+name = "chain"
+target = "tcp://127.0.0.1:9003"
+hops = ["tcp://sea:7777", { from = "npt://sea:7777", to = "tcp://la:7777" }]
+"#;
+
     fn err(text: &str) -> String {
         match parse_scenarios(text) {
             Ok(set) => validate(&set, Purpose::Compare).unwrap_err().to_string(),
@@ -285,6 +378,37 @@ args = ["--size", "200"]
         // The lab needs a node on every scenario.
         let e = validate(&set, Purpose::Lab).unwrap_err().to_string();
         assert!(e.starts_with("scenario[0].node: missing"), "{e}");
+    }
+
+    #[test]
+    fn hops_are_urls_or_measured_from_an_agent_with_the_token() {
+        let set = parse_scenarios(MEASURED).unwrap();
+        validate(&set, Purpose::Compare).unwrap();
+        let hops = set.scenario[0].hops.as_ref().unwrap();
+        assert_eq!((hops[0].url(), hops[0].from()), ("tcp://sea:7777", None));
+        assert_eq!(
+            (hops[1].url(), hops[1].from()),
+            ("tcp://la:7777", Some("npt://sea:7777"))
+        );
+        let e = err(&MEASURED.replace("hop_token = \"S\"\n", ""));
+        assert!(
+            e.starts_with("hop_token: missing: scenario[0].hops[1] is measured from the hop agent npt://sea:7777"),
+            "{e}"
+        );
+        let e = err(&MEASURED.replace("hop_token = \"S\"", "hop_token = \"\""));
+        assert!(e.starts_with("hop_token: must not be empty"), "{e}");
+        let e = err(&MEASURED.replace("npt://sea:7777\"", "tcp://sea:7777\""));
+        assert!(
+            e.starts_with("scenario[0].hops[1].from: \"tcp://sea:7777\""),
+            "{e}"
+        );
+        let e = err(&MEASURED.replace("to = \"tcp://la:7777\"", "to = \"la:7777\""));
+        assert!(e.starts_with("scenario[0].hops[1].to"), "{e}");
+        let e = err(&MEASURED.replace("\"tcp://sea:7777\", {", "\"sea\", {"));
+        assert!(e.starts_with("scenario[0].hops[0]"), "{e}");
+        // A typo in a from/to hop is no URL either: the hop matches neither form.
+        let e = err(&MEASURED.replace("to = ", "too = "));
+        assert!(e.contains("did not match any variant"), "{e}");
     }
 
     #[test]

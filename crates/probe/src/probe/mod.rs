@@ -8,6 +8,7 @@ pub mod session;
 
 pub mod auth;
 pub mod driver;
+pub mod kernel;
 pub mod runner;
 #[cfg(test)]
 mod session_progress_tests;

@@ -12,6 +12,7 @@ use npt_result::interval::{Interval as Record, Intervals};
 use npt_result::probe::{hist, Directions, ProbeBody};
 use npt_result::stats::probe::{ProxyStats, SendRates};
 use npt_result::stats::{ProbeMeta, ProbeStats, Stats};
+use npt_result::tcpinfo::TcpKernelStats;
 use npt_result::workload::{Finished, Progress, Stop};
 use npt_result::{loss_pct, Health};
 use npt_stats::Histogram;
@@ -210,6 +211,9 @@ pub fn run(
     let started_wall = SystemTime::now();
     let clock = Clock::new();
     let start = clock.now();
+    // The tester's CPU share is of this run only: counted from the process start it included
+    // parsing and runtime set-up, and a few-millisecond run read more than every core busy.
+    let cpu0 = npt_result::cpu_seconds();
     let run_seed = started_wall
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -287,6 +291,8 @@ pub fn run(
     let mut totals = Totals::default();
     let mut stops: Vec<StopReason> = Vec::new();
     let mut tcp_times: Vec<TcpTimes> = Vec::new();
+    // TCP: the kernel's view of every flow's connections, added up.
+    let mut kernel: Option<(TcpKernelStats, Histogram)> = None;
     // Per flow: the next interval index it will report, or None once done.
     let mut next_index: Vec<Option<u32>> = vec![Some(0); cfg.clients as usize];
     for (c, slot) in (0..cfg.clients).zip(next_index.iter_mut()) {
@@ -332,6 +338,11 @@ pub fn run(
                 if let Some(t) = result.tcp {
                     tcp_times.push(t);
                 }
+                if let Some((k, rtt)) = &result.kernel {
+                    let (ks, kh) = kernel.get_or_insert_with(Default::default);
+                    *ks += k;
+                    *kh += rtt;
+                }
             }
         }
         // An interval is final once every flow still running has moved past it.
@@ -375,8 +386,12 @@ pub fn run(
     let stopped_by = StopReason::most_telling(stops);
     proxy_phases.extend(tcp_times.iter().filter_map(|t| t.proxy));
     let records = records.into_vec_logged();
-    let mut stats = probe_stats(cfg, &totals, &tcp_times, records, wall_s);
+    let mut stats = probe_stats(cfg, &totals, &tcp_times, records, cpu0, wall_s);
     stats.proxy = proxy_stats(cfg, &proxy_phases);
+    if let Some((k, rtt)) = kernel {
+        stats.histograms.add(hist::TCP_RTT, &rtt);
+        stats.tcp_info = Some(k);
+    }
     let body = stats.summarize(&probe_meta(cfg));
     let totals = super::workload::final_totals(&body);
     Ok(Finished::new(
@@ -452,12 +467,13 @@ fn probe_meta(cfg: &ProbeConfig) -> ProbeMeta {
 /// The flows' totals as the probe's stats value: the send phase's rates on this run's clock,
 /// TCP connect and first packet (as quic-tun's latency test: connect + the first echo on that
 /// connection, and nothing else, no wait for the schedule) one value per flow into histograms, and the
-/// tester's health (CPU time of the whole process over `wall_s`).
+/// tester's health (the process's CPU time since `cpu0`, the run's start, over `wall_s`).
 fn probe_stats(
     cfg: &ProbeConfig,
     t: &Totals,
     tcp: &[TcpTimes],
     intervals: Vec<Record>,
+    cpu0: (f64, f64),
     wall_s: f64,
 ) -> ProbeStats {
     let open_loop = matches!(cfg.pacing, PacingSpec::Rate { .. });
@@ -489,7 +505,7 @@ fn probe_stats(
     } else {
         None
     };
-    let health = Health::measured((0.0, 0.0), wall_s).with_sends(
+    let health = Health::measured(cpu0, wall_s).with_sends(
         t.behind_schedule,
         cfg.behind_threshold.as_secs_f64() * 1e3,
         t.send_lateness.summary(),

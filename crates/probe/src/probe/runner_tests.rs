@@ -11,7 +11,7 @@ fn build_body(
     intervals: Vec<Record>,
     wall_s: f64,
 ) -> ProbeBody {
-    probe_stats(cfg, t, tcp, intervals, wall_s).summarize(&probe_meta(cfg))
+    probe_stats(cfg, t, tcp, intervals, (0.0, 0.0), wall_s).summarize(&probe_meta(cfg))
 }
 
 fn tcp_config() -> ProbeConfig {

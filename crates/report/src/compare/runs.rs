@@ -32,6 +32,29 @@ pub struct ScenarioRuns {
     pub failures: Vec<String>,
 }
 
+/// Where a row's theoretical latency came from (`Row::theoretical_source`).
+pub mod source {
+    /// Given as numbers: `theoretical_ms` / `hop_rtts_ms` in a scenario file, `--theoretical`
+    /// / `--hops` for result files.
+    pub const TYPED: &str = "typed";
+    /// Every hop pinged from the client (`hops = ["tcp://…"]`): the client's RTT to each
+    /// relay, which is not the segment between two relays.
+    pub const PINGED: &str = "pinged";
+    /// Each hop measured from its own upstream end: `{ from, to }` hops by the hop agent
+    /// `from`, a URL hop (the chain's first segment) by the client.
+    pub const MEASURED: &str = "measured";
+}
+
+/// How the hops were measured: [`source::MEASURED`] when a hop agent measured any of them,
+/// else [`source::PINGED`].
+pub fn source_of_hops(hops: &[Hop]) -> &'static str {
+    if hops.iter().any(|h| h.from.is_some()) {
+        source::MEASURED
+    } else {
+        source::PINGED
+    }
+}
+
 /// The sum of the hops' RTTs, when every hop answered.
 pub fn theoretical_from_hops(hops: &[Hop]) -> Option<f64> {
     if hops.is_empty() {
@@ -103,6 +126,11 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         via: s.via.clone(),
         theoretical_ms: s.theoretical_ms,
         hops: s.hops.clone(),
+        theoretical_source: if s.hops.is_empty() {
+            s.theoretical_ms.map(|_| source::TYPED.to_string())
+        } else {
+            Some(source_of_hops(&s.hops).to_string())
+        },
         runs: u32::try_from(s.results.len()).unwrap_or(u32::MAX),
         results: s.results.iter().map(|i| i.path.clone()).collect(),
         result: s
@@ -155,6 +183,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
             row.total_ms = Some(median(total));
         }
     }
+    row = row.with_retransmits(s.results.iter().map(|i| &i.doc));
     Ok(row)
 }
 
@@ -228,6 +257,62 @@ mod tests {
             avg_ms: avg,
             ..Hop::default()
         }
+    }
+
+    #[test]
+    fn the_theoretical_column_says_where_it_came_from() {
+        let agent = |avg| Hop {
+            from: Some("npt://sea:7777".into()),
+            ..hop(avg)
+        };
+        let measured = [agent(Some(32.0)), agent(Some(69.0))];
+        assert_eq!(source_of_hops(&measured), "measured");
+        assert_eq!(source_of_hops(&[hop(Some(1.0))]), "pinged");
+        // The client measures the first segment itself.
+        let chain = [hop(Some(1.0)), agent(Some(1.0))];
+        assert_eq!(source_of_hops(&chain), "measured");
+        let rows = [
+            ScenarioRuns {
+                name: "chain".into(),
+                kind: "probe".into(),
+                theoretical_ms: theoretical_from_hops(&measured),
+                hops: measured.to_vec(),
+                results: vec![probe_run("c.json", &[110 * MS; 5], 5, 0)],
+                ..ScenarioRuns::default()
+            },
+            ScenarioRuns {
+                name: "typed".into(),
+                kind: "probe".into(),
+                theoretical_ms: Some(253.0),
+                results: vec![probe_run("t.json", &[260 * MS; 5], 5, 0)],
+                ..ScenarioRuns::default()
+            },
+            ScenarioRuns {
+                name: "none".into(),
+                kind: "probe".into(),
+                results: vec![probe_run("n.json", &[260 * MS; 5], 5, 0)],
+                ..ScenarioRuns::default()
+            },
+        ];
+        let t = table_of_runs(&rows, None, false).unwrap();
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["scenarios"][0]["theoretical_source"], "measured");
+        assert_eq!(json["scenarios"][0]["hops"][0]["from"], "npt://sea:7777");
+        assert_eq!(json["scenarios"][1]["theoretical_source"], "typed");
+        assert!(json["scenarios"][2]["theoretical_source"].is_null());
+        let cell = |i: usize| super::super::cells(&t.scenarios[i])[6].clone();
+        assert_eq!(cell(0), "101.00 measured");
+        assert_eq!(cell(1), "253.00 typed");
+        assert_eq!(cell(2), "-");
+        let mut text = Vec::new();
+        super::super::write_text(&mut text, &t).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(
+                "hops: chain: npt://sea:7777 → tcp://h:1 32.00 + npt://sea:7777 → tcp://h:1 69.00"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
@@ -329,5 +414,62 @@ mod tests {
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("error: direct: run 1: timed out"), "{text}");
         assert!(text.contains("FAILED"), "{text}");
+    }
+    /// A TCP probe's row says what TCP hid: its echo loss is 0 while the kernel resent 2 %
+    /// of its segments; over two runs the retransmits add and the share is of all segments.
+    #[test]
+    fn tcp_rows_show_the_kernels_retransmits_beside_the_loss() {
+        let mut runs = vec![
+            probe_run("a", &[20 * MS; 5], 5, 0),
+            probe_run("b", &[20 * MS; 5], 5, 0),
+        ];
+        for (r, (n, segs)) in runs.iter_mut().zip([(6, 300), (2, 100)]) {
+            if let Workload::Probe(b) = &mut r.doc.body {
+                b.summary.tcp_info = Some(npt_result::tcpinfo::TcpKernel {
+                    scope: "target".into(),
+                    connections: 1,
+                    retransmits: n,
+                    data_segments_out: Some(segs),
+                    ..Default::default()
+                });
+            }
+        }
+        let s = ScenarioRuns {
+            name: "tcp".into(),
+            kind: "probe".into(),
+            results: runs,
+            ..ScenarioRuns::default()
+        };
+        let udp = ScenarioRuns {
+            name: "udp".into(),
+            kind: "probe".into(),
+            results: vec![probe_run("u", &[20 * MS; 5], 100, 2)],
+            ..ScenarioRuns::default()
+        };
+        let mut t = table_of_runs(&[s, udp], None, false).unwrap();
+        let r = &t.scenarios[0];
+        assert_eq!((r.retransmits, r.retransmit_pct), (Some(8), Some(2.0)));
+        assert_eq!(r.loss_pct, Some(0.0));
+        assert_eq!(t.scenarios[1].retransmits, None, "UDP shows its loss only");
+        let cells = super::super::cells(r);
+        assert!(
+            cells[9].ends_with(", loss 0.00%, retrans 8 (2.00%)"),
+            "{cells:?}"
+        );
+        let udp = super::super::cells(&t.scenarios[1]);
+        assert!(udp[9].ends_with(", loss 2.00%"), "{udp:?}");
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["scenarios"][0]["retransmits"], 8);
+        assert_eq!(json["scenarios"][0]["retransmits_scope"], "target");
+        assert!(json["scenarios"][1].get("retransmits").is_none());
+        t.scenarios[0].retransmits_scope = Some("proxy".into());
+        let cells = super::super::cells(&t.scenarios[0]);
+        assert!(
+            cells[9].ends_with("retrans 8 (2.00%) to the proxy"),
+            "{cells:?}"
+        );
+        let mut md = Vec::new();
+        super::super::write_markdown(&mut md, &t).unwrap();
+        assert!(String::from_utf8(md).unwrap().contains("retrans 8 (2.00%)"));
     }
 }

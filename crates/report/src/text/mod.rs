@@ -13,6 +13,7 @@ mod bulk;
 mod http;
 mod ping;
 mod run;
+mod tcpinfo;
 
 pub use bulk::{interval_line as bulk_interval_line, write_bulk};
 pub use http::write_http;
@@ -163,6 +164,9 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
             ms(p.reply_ms),
             p.handshakes
         )?;
+    }
+    if let Some(k) = &s.tcp_info {
+        tcpinfo::write_kernel(w, k)?;
     }
     if s.corrupt + s.foreign + s.stale > 0 {
         writeln!(

@@ -78,6 +78,10 @@ pub fn write_run(w: &mut impl std::io::Write, doc: &Document<RunBody>) -> std::i
             m(&x.handshake_ms),
             m(&x.first_request_ms)
         )?;
+        if let Some(k) = &x.tcp_info {
+            write!(w, "  {p:<5} ")?;
+            super::tcpinfo::write_kernel(w, k)?;
+        }
     }
     for (a, x) in &b.activities {
         if let (Some(t), Some(bps)) = (&x.ttfb_ms, x.transfer_bps) {

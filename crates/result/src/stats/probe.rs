@@ -19,6 +19,7 @@ use crate::common::{jitter_mean, loss_pct, Directions, ErrorStats, NptLatency};
 use crate::health::Health;
 use crate::interval::Intervals;
 use crate::probe::{hist, ProbeBody, ProbePhases, ProbeSummary, ProxyPhases};
+use crate::tcpinfo::TcpKernelStats;
 
 /// What the parts of one probe share: its configuration as the summary states it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -69,6 +70,8 @@ pub struct ProbeStats {
     pub phases_inexact: bool,
     /// `--via`: the proxy handshakes.
     pub proxy: Option<ProxyStats>,
+    /// TCP: the kernel's view of the connections (its RTT samples are `histograms.tcp_rtt`).
+    pub tcp_info: Option<TcpKernelStats>,
     pub health: Health,
     pub intervals: Intervals,
 }
@@ -226,6 +229,11 @@ impl AddAssign<&ProbeStats> for ProbeStats {
             (a @ None, b) => *a = b.clone(),
             (Some(_), None) => {}
         }
+        match (&mut self.tcp_info, &rhs.tcp_info) {
+            (Some(a), Some(b)) => *a += b,
+            (a @ None, b) => *a = b.clone(),
+            (Some(_), None) => {}
+        }
         self.health += &rhs.health;
         self.intervals += &rhs.intervals;
     }
@@ -302,6 +310,7 @@ impl Stats for ProbeStats {
             },
             phases_inexact: s.connect_ms.is_some() && !b.histograms.contains_key(hist::CONNECT),
             proxy: s.proxy.as_ref().map(ProxyStats::from_saved),
+            tcp_info: s.tcp_info.as_ref().map(TcpKernelStats::from_saved),
             health: b.health,
             intervals,
         };
@@ -353,6 +362,10 @@ impl Stats for ProbeStats {
             phases_ms: phases,
             total_ms: self.total_ms,
             proxy: self.proxy.as_ref().map(ProxyStats::phases),
+            tcp_info: self
+                .tcp_info
+                .as_ref()
+                .map(|k| k.block(h.summary(hist::TCP_RTT))),
             corrupt: self.corrupt,
             foreign: self.foreign,
             stale: self.stale,
@@ -368,6 +381,9 @@ impl Stats for ProbeStats {
             for name in [hist::CONNECT, hist::FIRST_PACKET] {
                 histograms.insert(name.to_string(), self.saved(name));
             }
+        }
+        if self.tcp_info.is_some() {
+            histograms.insert(hist::TCP_RTT.to_string(), self.saved(hist::TCP_RTT));
         }
         ProbeBody {
             summary,

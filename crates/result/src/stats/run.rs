@@ -20,6 +20,7 @@ use crate::common::{jitter_mean, loss_pct, Directions, ErrorStats, NptLatency};
 use crate::health::Health;
 use crate::interval::Intervals;
 use crate::run::{hist, ActivityStats, GameStats, ProtocolStats, RunBody, RunSummary};
+use crate::tcpinfo::TcpKernelStats;
 
 /// What the parts of one run share: its configuration as the summary states it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -65,13 +66,15 @@ pub struct RunStats {
 }
 
 /// One protocol's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProtocolCounts {
     pub requests: u64,
     pub errors: u64,
     pub connections: u64,
     pub bytes: Directions,
     pub throughput_bps: Directions,
+    /// TCP: the kernel's view of the connections (RTT samples in `proto.tcp.tcp_rtt`).
+    pub tcp_info: Option<TcpKernelStats>,
 }
 
 impl AddAssign<&ProtocolCounts> for ProtocolCounts {
@@ -81,6 +84,11 @@ impl AddAssign<&ProtocolCounts> for ProtocolCounts {
         self.connections += rhs.connections;
         self.bytes += &rhs.bytes;
         self.throughput_bps += &rhs.throughput_bps;
+        match (&mut self.tcp_info, &rhs.tcp_info) {
+            (Some(a), Some(b)) => *a += b,
+            (a @ None, b) => *a = b.clone(),
+            (Some(_), None) => {}
+        }
     }
 }
 
@@ -229,6 +237,7 @@ impl Stats for RunStats {
                     connections: p.connections,
                     bytes: p.bytes,
                     throughput_bps: p.throughput_bps,
+                    tcp_info: p.tcp_info.as_ref().map(TcpKernelStats::from_saved),
                 };
                 (k.clone(), c)
             })
@@ -301,6 +310,10 @@ impl Stats for RunStats {
                     handshake_ms: h.summary(&hist::proto(p, hist::HANDSHAKE)),
                     first_request_ms: h.summary(&hist::proto(p, hist::FIRST_REQUEST)),
                     proxy_ms: h.summary_opt(&hist::proto(p, hist::PROXY)),
+                    tcp_info: c
+                        .tcp_info
+                        .as_ref()
+                        .map(|k| k.block(h.summary(&hist::proto(p, hist::TCP_RTT)))),
                 };
                 (p.clone(), stats)
             })

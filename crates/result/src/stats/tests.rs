@@ -221,3 +221,55 @@ fn an_open_interval_closes_counts_and_empties() {
         Some((3.0, 4.0))
     );
 }
+
+/// Two TCP probe parts with the kernel's view, saved and read back (as `npt merge` does),
+/// add up to the view of both: retransmits and segments summed, the RTT samples' histogram
+/// added exactly, the variance weighted by samples, the lowest RTT the lower.
+#[test]
+fn probe_kernel_views_read_back_and_added_are_the_whole() {
+    use crate::probe::hist;
+    use crate::tcpinfo::TcpKernelStats;
+    let part = |retrans: u64, rtt_ms: u64, n: u64, var_ms: f64| {
+        let mut s = ProbeStats {
+            clients: 1,
+            ..ProbeStats::default()
+        };
+        let mut h = Histogram::new();
+        for _ in 0..n {
+            h.record(rtt_ms * 1_000_000);
+        }
+        s.histograms.add(hist::TCP_RTT, &h);
+        s.tcp_info = Some(TcpKernelStats {
+            scope: "target".into(),
+            connections: 1,
+            retransmits: retrans,
+            data_segments_out: Some(1000),
+            rttvar_ns: WeightedMean::of(var_ms * 1e6, n as f64),
+            min_rtt_ns: Some(rtt_ms as f64 * 1e6),
+        });
+        s
+    };
+    let meta = ProbeMeta {
+        protocol: "tcp".into(),
+        ..ProbeMeta::default()
+    };
+    let mut merged = ProbeStats::default();
+    for p in [part(10, 20, 30, 1.0), part(30, 40, 10, 5.0)] {
+        let saved = p.summarize(&meta);
+        let json = serde_json::to_value(&saved).unwrap();
+        let back: crate::probe::ProbeBody = serde_json::from_value(json).unwrap();
+        let (s, _) = ProbeStats::from_body(&back).unwrap();
+        merged += &s;
+    }
+    let k = merged.summarize(&meta).summary.tcp_info.unwrap();
+    assert_eq!((k.connections, k.retransmits), (2, 40));
+    assert_eq!(
+        (k.data_segments_out, k.retransmit_pct),
+        (Some(2000), Some(2.0))
+    );
+    assert_eq!(k.rtt_ms.count, 40);
+    assert!((k.rtt_ms.p50 - 20.0).abs() < 0.1, "{:?}", k.rtt_ms);
+    // 30 samples at 1 ms, 10 at 5 ms.
+    assert!((k.rttvar_ms - 2.0).abs() < 1e-9, "{}", k.rttvar_ms);
+    assert_eq!(k.min_rtt_ms, Some(20.0));
+}

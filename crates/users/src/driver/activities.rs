@@ -1,8 +1,45 @@
 //! The activities a user carries out over TCP and QUIC: web visits (a page = its own
 //! connection, the handshake-sized exchange, then request rounds), large transfers, and QUIC
-//! visits with concurrent streams.
+//! visits with concurrent streams. Each TCP connection's `TCP_INFO` is read when it is up and
+//! when it ends ([`KernelWatch`]), for the run's retransmits and kernel RTT.
 
 use super::*;
+use npt_netio::tcpinfo::{tcp_info, TcpInfo};
+use std::os::fd::{AsRawFd, RawFd};
+
+/// Reads a TCP connection's `TCP_INFO` now and again when dropped — which must be before the
+/// socket is closed: declare it after the stream, so it drops first, on every way out
+/// (an error, a cancelled task) as well as at the end.
+struct KernelWatch<'a> {
+    ctx: &'a Ctx,
+    fd: RawFd,
+    first: Option<TcpInfo>,
+}
+
+impl<'a> KernelWatch<'a> {
+    fn start(ctx: &'a Ctx, s: &TcpStream) -> KernelWatch<'a> {
+        let fd = s.as_raw_fd();
+        KernelWatch {
+            ctx,
+            fd,
+            first: tcp_info(fd).ok(),
+        }
+    }
+}
+
+impl Drop for KernelWatch<'_> {
+    fn drop(&mut self) {
+        let (Some(first), Ok(last)) = (self.first, tcp_info(self.fd)) else {
+            return;
+        };
+        let scope = if self.ctx.cfg.targets.via.is_some() {
+            npt_result::tcpinfo::SCOPE_PROXY
+        } else {
+            npt_result::tcpinfo::SCOPE_TARGET
+        };
+        self.ctx.col.tcp_kernel(&first, &last, scope);
+    }
+}
 
 /// A TCP connection to `target` (through `--via` if set), with its `--token` session key.
 pub(super) async fn tcp_connect(
@@ -69,6 +106,7 @@ pub(super) async fn web_page(
 ) -> Result<(), Fail> {
     let shape = &ctx.cfg.shape;
     let (mut s, t_connect, key) = tcp_connect(ctx, target).await?;
+    let _kernel = KernelWatch::start(ctx, &s);
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
     let hs = exchange(
@@ -138,6 +176,7 @@ pub(super) async fn transfer(
     n: u64,
 ) -> Result<(), Fail> {
     let (mut s, t_connect, key) = tcp_connect(ctx, target).await?;
+    let _kernel = KernelWatch::start(ctx, &s);
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
     let chunk = ctx.cfg.shape.transfer.chunk.clamp(1, 1 << 20) as usize;

@@ -84,6 +84,8 @@ pub struct FlowResult {
     pub totals: Totals,
     pub stop: Option<StopReason>,
     pub tcp: Option<TcpTimes>,
+    /// TCP: what the kernel saw of the flow's connections, and its RTT samples.
+    pub kernel: Option<(npt_result::tcpinfo::TcpKernelStats, npt_stats::Histogram)>,
 }
 
 const MAX_WAIT: Duration = Duration::from_millis(50);

@@ -1,7 +1,10 @@
 //! The TCP driver: one stream per flow, connected directly or through a proxy (`--via`),
-//! with connect and first-packet times, and the raw stream resynchronised on loss of step.
+//! with connect and first-packet times, the kernel's view of each connection (`TCP_INFO`,
+//! [`KernelView`]) and the raw stream resynchronised on loss of step.
 
 use super::*;
+use crate::probe::kernel::KernelView;
+use npt_netio::tcpinfo::tcp_info;
 use npt_result::error::{ErrorKind, ProxyErrorKind};
 
 enum TcpState {
@@ -31,6 +34,7 @@ struct TcpFlow {
     out_pos: usize,
     inbuf: ReplyStream,
     errors_before_connect: npt_stats::ErrorCounts,
+    kernel: KernelView,
 }
 
 /// Connect attempts before a flow with no time limit gives up on a dead target.
@@ -56,11 +60,28 @@ fn start_connect(target: SocketAddr) -> io::Result<Socket> {
 }
 
 impl TcpFlow {
+    /// Reads `TCP_INFO` of the connected socket when a reading is due, or always with `last`
+    /// (the connection is about to end: its last reading closes its account).
+    fn read_kernel(&mut self, now: u64, last: bool) {
+        if let TcpState::Connected { sock } = &self.state {
+            if last || self.kernel.due(now) {
+                // A socket that cannot say (it never can fail on a TCP socket) is not read.
+                if let Ok(i) = tcp_info(sock.as_raw_fd()) {
+                    self.kernel.record(now, i);
+                }
+            }
+            if last {
+                self.kernel.end_connection();
+            }
+        }
+    }
+
     fn fail(&mut self, now: u64, e: &io::Error, what: &str) {
         self.fail_kind(now, classify(e), format!("{what}: {e}"));
     }
 
     fn fail_kind(&mut self, now: u64, kind: ErrorKind, msg: String) {
+        self.read_kernel(now, true);
         // Whatever was queued or half-read belonged to the old stream.
         self.out.clear();
         self.out_pos = 0;
@@ -230,6 +251,11 @@ pub fn run_tcp(
                 out_pos: 0,
                 inbuf: ReplyStream::new(size),
                 errors_before_connect: Default::default(),
+                kernel: KernelView::new(if via.is_some() {
+                    npt_result::tcpinfo::SCOPE_PROXY
+                } else {
+                    npt_result::tcpinfo::SCOPE_TARGET
+                }),
             }
         })
         .collect();
@@ -328,6 +354,8 @@ pub fn run_tcp(
             // Data. The clock is read again: a connection that just came up sends its first
             // packet in this same step (its schedule starts at the connect time).
             let now = clock.now();
+            // Before this step's writes: a new connection's baseline precedes its first packet.
+            f.read_kernel(now, false);
             if let TcpState::Connected { sock } = &mut f.state {
                 let Some(s) = f.session.as_mut() else {
                     unreachable!("a flow is Connected only after its session exists")
@@ -419,6 +447,11 @@ pub fn run_tcp(
                             at(t);
                         }
                     }
+                    if s.is_done() {
+                        f.read_kernel(clock.now(), true);
+                    } else if let Some(t) = f.kernel.next_at() {
+                        at(t);
+                    }
                 }
             }
             if let Some(s) = f.session.as_mut() {
@@ -457,6 +490,7 @@ pub fn run_tcp(
                         totals,
                         stop,
                         tcp: Some(f.times),
+                        kernel: std::mem::take(&mut f.kernel).finish(),
                     }),
                 });
             }

@@ -204,6 +204,7 @@ pub fn run_udp(
                         totals,
                         stop,
                         tcp: None,
+                        kernel: None,
                     }),
                 });
                 continue;
