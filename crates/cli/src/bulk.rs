@@ -246,7 +246,11 @@ impl Subcommand for Config {
                 "npt bulk {} — {}",
                 self.target,
                 match self.udp {
-                    Some(u) => format!("udp at {}", npt_report::text::bits(u.rate_bps)),
+                    Some(u) => format!(
+                        "udp {} at {}",
+                        self.ways.name(),
+                        npt_report::text::bits(u.rate_bps)
+                    ),
                     None => format!("{} x {}", self.ways.name(), self.streams),
                 }
             ),
