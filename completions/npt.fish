@@ -33,6 +33,7 @@ complete -c npt -n "__fish_npt_needs_command" -f -a "run" -d 'Simulated users: w
 complete -c npt -n "__fish_npt_needs_command" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
 complete -c npt -n "__fish_npt_needs_command" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
 complete -c npt -n "__fish_npt_needs_command" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
+complete -c npt -n "__fish_npt_needs_command" -f -a "trace" -d 'A relay chain\'s waterfall: each segment\'s RTT measured from its upstream hop (via hop agents), their sum, the chain\'s own RTT, and the relays\' cost'
 complete -c npt -n "__fish_npt_needs_command" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
 complete -c npt -n "__fish_npt_needs_command" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
 complete -c npt -n "__fish_npt_needs_command" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
@@ -92,6 +93,14 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes t
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l under-load -d 'Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT (`npt serve`; may be the probe\'s own target) in a loaded phase between an idle and a recovery phase, and report the RTT of each phase, the increase under load and the responsiveness (RPM)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-streams -d 'Load streams each way, 1 to 1024 [default: 4]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-duration -d 'Length of the loaded phase [default: 10s]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-idle -d 'Length of the idle phase before the load [default: 5s]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-recovery -d 'Length of the recovery phase after the load [default: 5s]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-congestion -d 'tcp:// load: this host\'s TCP congestion control for the load\'s streams (e.g. cubic, bbr; one the kernel offers) [default: the system\'s]. It paces what this host sends (`--load-direction up`); a download is paced by the server\'s' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-ca -d 'quic:// load: trust the certificates in this PEM file' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l start-at -d 'Wait until this wall-clock time (RFC 3339, e.g. 2026-12-01T10:00:00Z) before starting, so the parts of a segmented run begin together' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l run-id -d 'Name shared by the parts of one run [default: derived from the workload and --start-at]' -r
@@ -101,6 +110,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l ping-pong -d 'One mess
 complete -c npt -n "__fish_npt_using_subcommand probe" -l verify -d 'Check that every echoed payload is what was sent'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'No stage lines while running'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-insecure -d 'quic:// load: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c npt -n "__fish_npt_using_subcommand demo" -l duration -d 'How long the UDP probe runs' -r
 complete -c npt -n "__fish_npt_using_subcommand demo" -l pps -d 'UDP packets per second' -r
@@ -209,6 +219,19 @@ complete -c npt -n "__fish_npt_using_subcommand bulk" -l metrics-linger -d 'Keep
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l insecure -d 'QUIC: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s q -l quiet -d 'Only the summary, no interval lines'
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand trace" -l hop -d 'A relay on the path, in order: `npt serve --token S --hop-agent` on it measures the next segment. `=HOST:PORT`: where the previous hop reaches it, when that is not the address this host uses (another link, QUIC\'s own port)' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l through -d 'The chain\'s entry: the RTT through every relay to the target, measured from here (TCP: an echo on an open connection, to the target\'s `npt serve`)' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l token -d 'The hop agents\' secret (`npt serve --token`)' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -s c -l count -d 'Attempts per segment (and through the chain) in each round' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -s i -l interval -d 'Time between attempts (e.g. 200ms, 1s)' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -s W -l timeout -d 'How long one attempt waits for its answer' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48)' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l ca -d 'QUIC: trust the certificates in this PEM file (this host\'s segment and the chain)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand trace" -l during -d 'Measure a round first, then run CMD (`sh -c`) and measure rounds until it exits: the segments\' drift while, e.g., `npt compare` loads the chain' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand trace" -l insecure -d 'QUIC: accept any certificate'
+complete -c npt -n "__fish_npt_using_subcommand trace" -s q -l quiet -d 'Only the waterfall, no per-leg lines'
+complete -c npt -n "__fish_npt_using_subcommand trace" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand merge" -l json -d 'Write the merged document here (atomically)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand merge" -l format -d 'What goes to stdout' -r -f -a "text\t''
 json\t''"
@@ -269,20 +292,21 @@ complete -c npt -n "__fish_npt_using_subcommand completions" -s h -l help -d 'Pr
 complete -c npt -n "__fish_npt_using_subcommand man" -l out-dir -d 'Write every page (npt.1, npt-probe.1, npt-lab-run.1 …) into DIR instead' -r -F
 complete -c npt -n "__fish_npt_using_subcommand man" -l list -d 'List the pages: file name, a tab, then the subcommand\'s words'
 complete -c npt -n "__fish_npt_using_subcommand man" -s h -l help -d 'Print help'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "serve" -d 'Responder for every npt test: TCP and UDP echo on one port number'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "probe" -d 'Line quality: UDP or TCP echo with sequence numbers and timestamps'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "lab" -d 'Several hosts on this box: network namespaces joined by emulated links (delay, jitter, loss, rate), services on them, scenarios across them (root)'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "completions" -d 'Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "man" -d 'Prints a manual page (roff), or writes them all with --out-dir'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk merge compare report lab completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "serve" -d 'Responder for every npt test: TCP and UDP echo on one port number'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "probe" -d 'Line quality: UDP or TCP echo with sequence numbers and timestamps'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "trace" -d 'A relay chain\'s waterfall: each segment\'s RTT measured from its upstream hop (via hop agents), their sum, the chain\'s own RTT, and the relays\' cost'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "lab" -d 'Several hosts on this box: network namespaces joined by emulated links (delay, jitter, loss, rate), services on them, scenarios across them (root)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "completions" -d 'Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "man" -d 'Prints a manual page (roff), or writes them all with --out-dir'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "check" -d 'Checks a topology file and prints the plan (addresses, routes, services); no root needed'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "up" -d 'Builds the lab and leaves it running in the background'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "down" -d 'Stops a lab started with `up` and removes everything it created'

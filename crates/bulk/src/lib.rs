@@ -131,6 +131,10 @@ pub struct Config {
     pub via: Option<npt_proxy::Via>,
     /// Connect, handshake and first answer, each.
     pub timeout: Duration,
+    /// TCP: this host's congestion control on every stream (`TCP_CONGESTION`, e.g. `cubic`);
+    /// `None` keeps the system's default. It governs what this host sends (up); a download is
+    /// paced by the responder's.
+    pub congestion: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

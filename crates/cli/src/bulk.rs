@@ -67,7 +67,7 @@ pub struct BulkArgs {
     )]
     pub timeout: String,
     /// The secret of `npt serve --token` (the server then gives this host its open limits).
-    #[arg(long, value_name = "SECRET")]
+    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
@@ -189,6 +189,7 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         trust,
         via,
         timeout,
+        congestion: None,
     })
 }
 

@@ -24,6 +24,8 @@ mod segment;
 mod serve;
 mod serve_metrics;
 mod signals;
+mod trace;
+mod under_load;
 mod usage;
 mod via;
 
@@ -66,6 +68,9 @@ enum Command {
     /// Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with
     /// the kernel's retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter).
     Bulk(bulk::BulkArgs),
+    /// A relay chain's waterfall: each segment's RTT measured from its upstream hop (via hop
+    /// agents), their sum, the chain's own RTT, and the relays' cost.
+    Trace(trace::TraceArgs),
     /// Joins the results of the parts of a segmented run (--segment i/n) into one, exactly.
     Merge(merge::MergeArgs),
     /// Results side by side against theoretical latency (the forwarding-scenario table).
@@ -101,6 +106,7 @@ fn main() -> ExitCode {
         Command::Http(a) => http::run(a),
         Command::Ping(a) => ping::run(a),
         Command::Bulk(a) => bulk::run(a),
+        Command::Trace(a) => trace::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report::run(a),

@@ -4,10 +4,11 @@
 //! handshake) and sends one sample per attempt; this side prints them as `npt ping` prints its
 //! own, and writes the same `ping` result with `measured_from` set.
 //!
-//! Attempts go to the agent in requests of at most [`hop::MAX_ATTEMPTS`] that each stay well
-//! inside the agent's default time bound ([`BATCH_TIME`]); `--count 0` asks in batches of
-//! [`OPEN_BATCH`] until Ctrl-C. A request the agent refuses, or an agent that is dead or
-//! silent, fails that request's attempts under one error kind and ends the run (exit 1).
+//! The loop of requests is [`npt_ping::from`] (shared with `npt trace`): attempts go to the
+//! agent in requests that each stay well inside the agent's default time bound ([`npt_ping::from::BATCH_TIME`]);
+//! `--count 0` asks in batches of [`npt_ping::from::OPEN_BATCH`] until Ctrl-C. A request the agent refuses, or
+//! an agent that is dead or silent, fails that request's attempts under one error kind and ends
+//! the run (exit 1).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -15,37 +16,20 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use npt_ping::remote::{host_port, Agent, Conn, RemoteError};
+use npt_ping::remote::{host_port, Agent};
 use npt_ping::session::Tally;
 use npt_ping::{Proto, Target};
 use npt_result::ping::PingBody;
 use npt_result::workload::{Finished, Progress, Stop, Workload};
 use npt_result::{Document, StopReason};
 use npt_stats::Snapshot;
-use npt_wire::hop::{self, HopProto, HopReply, HopRequest, Sample};
+use npt_wire::hop::{self, HopRequest};
 
 use crate::execute::{execute, Options, Subcommand};
 use crate::ping::{positive, PingArgs};
 use crate::usage;
 
-/// The longest one request may take (attempts × interval + timeout): the agent refuses more
-/// than 60 s by default.
-pub const BATCH_TIME: Duration = Duration::from_secs(50);
-/// Attempts per request when the count is open (`--count 0`): lines come every few intervals.
-pub const OPEN_BATCH: u64 = 10;
-
-/// `--from`'s validated flags.
-#[derive(Clone, Debug)]
-pub struct FromConfig {
-    pub target: Target,
-    pub agent: Agent,
-    pub token: String,
-    pub count: Option<u64>,
-    pub interval: Duration,
-    pub timeout: Duration,
-    /// UDP datagram size, header included (only UDP requests carry it).
-    pub size: u16,
-}
+pub use npt_ping::from::FromConfig;
 
 pub fn config(a: &PingArgs) -> anyhow::Result<FromConfig> {
     let from = a.from.as_deref().unwrap_or_default();
@@ -123,36 +107,8 @@ pub fn config(a: &PingArgs) -> anyhow::Result<FromConfig> {
     Ok(c)
 }
 
-/// Attempts in the next request: at most what is left, [`hop::MAX_ATTEMPTS`], and what fits
-/// in [`BATCH_TIME`]; [`OPEN_BATCH`] when the count is open. At least 1.
-pub fn batch(left: Option<u64>, interval: Duration, timeout: Duration) -> u16 {
-    let room = BATCH_TIME.saturating_sub(timeout).as_nanos() / interval.as_nanos().max(1);
-    let fits = u64::try_from(room).unwrap_or(u64::MAX);
-    let n = fits
-        .min(u64::from(hop::MAX_ATTEMPTS))
-        .min(left.unwrap_or(OPEN_BATCH));
-    u16::try_from(n.max(1)).unwrap_or(1)
-}
-
 fn request(cfg: &FromConfig, attempts: u16) -> HopRequest {
-    let us = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
-    HopRequest {
-        proto: match cfg.target.proto {
-            Proto::Tcp => HopProto::Tcp,
-            Proto::Udp => HopProto::Udp,
-            Proto::Quic => HopProto::Quic,
-        },
-        host: cfg.target.host.clone(),
-        port: cfg.target.port,
-        attempts,
-        interval_us: us(cfg.interval),
-        timeout_us: us(cfg.timeout),
-        size: if cfg.target.proto == Proto::Udp {
-            cfg.size
-        } else {
-            0
-        },
-    }
+    cfg.request(attempts)
 }
 
 fn config_json(cfg: &FromConfig) -> serde_json::Value {
@@ -175,52 +131,6 @@ fn what(cfg: &FromConfig) -> String {
         Proto::Udp => format!("UDP echo, {} B", cfg.size),
         Proto::Quic => "QUIC handshake".to_string(),
     }
-}
-
-/// Adds a reply's samples to `tally` (attempts `first..`), and its lines to `lines`.
-fn record(tally: &mut Tally, reply: &HopReply, first: u64, agent: &Agent, lines: &mut Vec<String>) {
-    let at = reply
-        .addr
-        .map_or_else(|| "?".to_string(), |a| a.to_string());
-    for (seq, s) in (first..).zip(&reply.samples) {
-        tally.sent += 1;
-        match s {
-            Sample::Rtt(ns) => {
-                tally.received += 1;
-                tally.rtt.record(*ns);
-                lines.push(format!(
-                    "seq={seq} from {at} time={:.3} ms",
-                    *ns as f64 / 1e6
-                ));
-            }
-            Sample::Failed(kind) => {
-                let detail = format!("{at}, measured from {agent}");
-                let d = detail.clone();
-                tally.errors.record(kind, move || d);
-                lines.push(format!("seq={seq} {kind} ({detail})"));
-            }
-        }
-    }
-}
-
-/// Fails `n` attempts from `first` under the error's kind (they were asked for and got no
-/// measurement), or leaves them lost when the run was given up.
-fn record_failure(tally: &mut Tally, e: &RemoteError, first: u64, n: u16) -> String {
-    tally.sent += u64::from(n);
-    let last = first + u64::from(n).max(1) - 1;
-    let seqs = if last > first {
-        format!("seq={first}..{last}")
-    } else {
-        format!("seq={first}")
-    };
-    if matches!(e, RemoteError::Aborted { .. }) {
-        return format!("{seqs} given up ({e})");
-    }
-    let kind = e.kind();
-    for _ in 0..n {
-        tally.errors.record(kind.name(), || e.to_string());
-    }
-    format!("{seqs} {kind} ({e})")
 }
 
 pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
@@ -294,72 +204,38 @@ impl Subcommand for FromPing {
     }
 }
 
-/// Asks the agent batch after batch until the count, a signal or a failure.
+/// Asks the agent batch after batch until the count, a signal or a failure, printing the
+/// lines as they come (a failure only as a message with `--quiet`).
 fn measure(
     cfg: &FromConfig,
     stop: &Stop,
     quiet: bool,
     text: &mut dyn Write,
 ) -> std::io::Result<(Tally, Vec<SocketAddr>, StopReason)> {
-    let mut tally = Tally::default();
-    let mut addrs: Vec<SocketAddr> = Vec::new();
-    let mut conn: Option<Conn> = None;
-    let stopped_by = loop {
-        if let Some(why) = stop.reason() {
-            break why;
+    let mut written = Ok(());
+    let m = npt_ping::from::measure(cfg, stop, &mut |lines| {
+        if quiet || written.is_err() {
+            return;
         }
-        let left = cfg.count.map(|c| c.saturating_sub(tally.sent));
-        if left == Some(0) {
-            break StopReason::Count;
-        }
-        let n = batch(left, cfg.interval, cfg.timeout);
-        let first = tally.sent + 1;
-        let asked = match conn.as_mut() {
-            Some(c) => Ok(c),
-            None => Conn::open(&cfg.agent, &cfg.token).map(|c| conn.insert(c)),
-        }
-        .and_then(|c| c.ask(&request(cfg, n), stop));
-        let mut lines = Vec::new();
-        let ended = match asked {
-            Ok(reply) => {
-                if let Some(a) = reply.addr.filter(|a| !addrs.contains(a)) {
-                    addrs.push(a);
-                }
-                record(&mut tally, &reply, first, &cfg.agent, &mut lines);
-                None
-            }
-            Err(e) => {
-                let line = record_failure(&mut tally, &e, first, n);
-                if quiet {
-                    eprintln!("npt: {e}");
-                } else {
-                    lines.push(line);
-                }
-                let aborted = matches!(e, RemoteError::Aborted { .. });
-                Some(if aborted {
-                    StopReason::Abort
-                } else {
-                    StopReason::Count
-                })
-            }
-        };
-        if !quiet {
-            for l in lines {
-                writeln!(text, "{l}")?;
-            }
-            text.flush()?;
-        }
-        if let Some(why) = ended {
-            break why;
-        }
-    };
-    Ok((tally, addrs, stopped_by))
+        written = lines
+            .iter()
+            .try_for_each(|l| writeln!(text, "{l}"))
+            .and_then(|()| text.flush());
+    });
+    if let (true, Some(e)) = (quiet, &m.error) {
+        eprintln!("npt: {e}");
+    }
+    written?;
+    Ok((m.tally, m.addrs, m.stopped_by))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+    use npt_ping::from::{batch, record_failure, OPEN_BATCH};
+    use npt_ping::remote::RemoteError;
+    use npt_wire::hop::HopProto;
 
     #[derive(Parser)]
     struct T {

@@ -1,6 +1,6 @@
 //! `npt report FILE`: any saved result rendered again — text (as the command printed it),
 //! JSON (in this npt's schema: an older file comes out converted), CSV (a row per interval
-//! plus a summary row), Markdown (the compare table's row) or a self-contained HTML page with
+//! plus a summary row), Markdown (the compare table's row; a trace's waterfall) or a self-contained HTML page with
 //! charts — to stdout or, atomically, to `-o FILE`.
 
 use std::collections::BTreeMap;
@@ -24,7 +24,7 @@ pub enum Format {
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// A result document (`--json` of probe, run, http, ping, or of npt merge).
+    /// A result document (`--json` of probe, run, http, ping, bulk, trace, or of npt merge).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -42,9 +42,24 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     match a.format {
         Format::Json => out = doc.to_json_pretty(),
         Format::Csv => npt_report::page::write_csv(&mut out, &doc)?,
+        Format::Html if matches!(doc.body, npt_result::any::Workload::Trace(_)) => {
+            if let npt_result::any::Workload::Trace(b) = &doc.body {
+                let page = npt_report::trace::html_page(
+                    b,
+                    format!("npt trace: {path}"),
+                    format!("{} → {}", doc.started_at, doc.ended_at),
+                );
+                npt_report::html::render(&page, &mut out)?;
+            }
+        }
         Format::Html => {
             let page = npt_report::page::html_page(&doc, &path);
             npt_report::html::render(&page, &mut out)?;
+        }
+        Format::Md if matches!(doc.body, npt_result::any::Workload::Trace(_)) => {
+            if let npt_result::any::Workload::Trace(b) = &doc.body {
+                npt_report::trace::write_markdown(&mut out, b)?;
+            }
         }
         Format::Md => {
             let input = Input {

@@ -27,7 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("npt-http", 3),
     ("npt-ping", 3),
     ("npt-bulk", 3),
-    ("npt-bulk", 3),
+    ("npt-trace", 3),
     ("npt-report", 4),
     ("npt", 5),
     // Test support, a dev-dependency only: no crate may depend on it for real.
@@ -35,10 +35,24 @@ const LAYERS: &[(&str, u8)] = &[
 ];
 
 /// Allowed edges within one layer, with why: `run`'s game users are measured by the probe's
-/// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`).
-const SAME_LAYER: &[(&str, &str)] = &[("npt-users", "npt-probe")];
+/// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`); `trace`
+/// measures each segment with `ping`'s own run and `ping --from`'s loop; the loaded probe
+/// (`npt probe --under-load`) runs the bulk engine's streams as its load, owned by the probe's
+/// run so that one stop ends both and the load never outlives the probe.
+const SAME_LAYER: &[(&str, &str)] = &[
+    ("npt-users", "npt-probe"),
+    ("npt-trace", "npt-ping"),
+    ("npt-probe", "npt-bulk"),
+];
 
-const ENGINES: &[&str] = &["npt-probe", "npt-users", "npt-http", "npt-ping", "npt-bulk"];
+const ENGINES: &[&str] = &[
+    "npt-probe",
+    "npt-users",
+    "npt-http",
+    "npt-ping",
+    "npt-bulk",
+    "npt-trace",
+];
 
 /// Workspace crate → its normal dependencies on workspace crates.
 fn graph() -> BTreeMap<String, BTreeSet<String>> {

@@ -76,7 +76,7 @@ pub fn measure(req: &HopRequest, addr: SocketAddr) -> Vec<Sample> {
 }
 
 /// The kind a run that could not start fails its attempts under.
-fn start_error_kind(e: &PingError) -> ErrorKind {
+pub fn start_error_kind(e: &PingError) -> ErrorKind {
     match e {
         PingError::Socket(io) | PingError::Resolve(_, io) | PingError::Auth(_, io) => {
             crate::net::classify_io(io)

@@ -7,10 +7,12 @@
 //! [`result`] is the JSON body of a `kind = "ping"` result document; [`workload`] is the
 //! contract with the cli ([`workload::Ping`]). [`agent`] measures a hop agent's requests
 //! (`npt serve --hop-agent`) with the same engine, and [`remote`] asks an agent to
-//! (`npt ping --from`).
+//! (`npt ping --from`); [`from`] is the loop of requests that measures a whole ping that way
+//! (`npt ping --from`, and `npt trace`'s segments between relays).
 #![deny(clippy::indexing_slicing)] // parses echo and TCP replies from the network
 
 pub mod agent;
+pub mod from;
 pub mod net;
 pub mod remote;
 pub mod result;

@@ -12,6 +12,7 @@
 //! [`runs`] builds the same table from scenarios run several times (`npt compare
 //! scenarios.toml --runs N`), and [`page`] draws it as an HTML page.
 
+pub mod loaded;
 pub mod page;
 pub mod runs;
 
@@ -23,6 +24,8 @@ use npt_stats::{Histogram, Summary};
 use npt_result::any::{AnyResult, Workload};
 use npt_result::tcpinfo::TcpKernel;
 use serde::Serialize;
+
+use runs::median;
 
 /// One result to compare: its name in the table, where it came from, and the document.
 pub struct Input {
@@ -79,6 +82,14 @@ pub struct Row {
     /// TCP probes: first connect to last reply (quic-tun's latency test's "total latency"), median of runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_ms: Option<f64>,
+    /// `--under-load` probes: the loaded phase's p50 and p99 RTT and the responsiveness (RPM),
+    /// medians of runs ([`loaded`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaded_p50_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaded_p99_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<f64>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -161,23 +172,31 @@ fn headline(input: &Input) -> Result<Summary, CompareError> {
             }
             h.summary()
         }
-        Workload::Ping(b) => {
-            let s = &b.summary;
-            Summary {
-                count: s.received,
-                min: s.min_ms,
-                mean: s.avg_ms,
-                stddev: s.stddev_ms,
-                p50: s.p50_ms,
-                p90: s.p90_ms,
-                p95: s.p95_ms,
-                p99: s.p99_ms,
-                p999: s.max_ms,
-                p9999: s.max_ms,
-                max: s.max_ms,
-            }
-        }
+        Workload::Ping(b) => ping_summary(&b.summary),
+        // The RTT through the chain (nothing without `--through`).
+        Workload::Trace(b) => b
+            .chain
+            .as_ref()
+            .map(|c| ping_summary(&c.summary))
+            .unwrap_or_default(),
     })
+}
+
+/// A ping summary as the one summary type (p99.9 and p99.99: its max).
+fn ping_summary(s: &npt_result::ping::PingSummary) -> Summary {
+    Summary {
+        count: s.received,
+        min: s.min_ms,
+        mean: s.avg_ms,
+        stddev: s.stddev_ms,
+        p50: s.p50_ms,
+        p90: s.p90_ms,
+        p95: s.p95_ms,
+        p99: s.p99_ms,
+        p999: s.max_ms,
+        p9999: s.max_ms,
+        max: s.max_ms,
+    }
 }
 
 /// What a result measured: the probe's or ping's target, http's URL, run's first target.
@@ -189,6 +208,7 @@ fn target(d: &AnyResult) -> String {
         Workload::Run(b) => b.summary.targets.first().cloned().unwrap_or_default(),
         Workload::Ping(b) => b.target.clone(),
         Workload::Bulk(b) => b.summary.target.clone(),
+        Workload::Trace(b) => b.target.clone(),
     }
 }
 
@@ -275,27 +295,39 @@ pub fn table(
             Workload::Probe(b) => Some(&b.summary),
             _ => None,
         };
-        rows.push(
-            Row {
-                name: i.name.clone(),
-                kind: d.body.kind().to_string(),
-                target: target(d),
-                via: d.config["via"].as_str().map(str::to_string),
-                theoretical_ms: theoretical.get(&i.name).copied(),
-                theoretical_source: theoretical
-                    .get(&i.name)
-                    .map(|_| runs::source::TYPED.to_string()),
-                errors: d.body.errors().total_errors,
-                loss_pct: probe.map(|p| p.loss_pct),
-                jitter_ms: probe.map(|p| p.jitter_ms),
-                runs: 1,
-                result: i.path.clone(),
-                results: vec![i.path.clone()],
-                ..Row::default()
-            }
-            .with_figures(&s)
-            .with_retransmits(std::iter::once(d)),
-        );
+        let under_load = match &d.body {
+            Workload::Probe(b) => b.under_load.as_ref(),
+            _ => None,
+        };
+        let mut row = Row {
+            name: i.name.clone(),
+            kind: d.body.kind().to_string(),
+            target: target(d),
+            via: d.config["via"].as_str().map(str::to_string),
+            // A trace measured its own: the sum of its segments, each from its upstream hop.
+            theoretical_ms: theoretical.get(&i.name).copied().or(match &d.body {
+                Workload::Trace(b) => b.summary.sum.map(|s| s.p50_ms),
+                _ => None,
+            }),
+            theoretical_source: match (&d.body, theoretical.get(&i.name)) {
+                (_, Some(_)) => Some(runs::source::TYPED.to_string()),
+                (Workload::Trace(b), None) => {
+                    b.summary.sum.map(|_| runs::source::MEASURED.to_string())
+                }
+                _ => None,
+            },
+            errors: d.body.errors().total_errors,
+            loss_pct: probe.map(|p| p.loss_pct),
+            jitter_ms: probe.map(|p| p.jitter_ms),
+            runs: 1,
+            result: i.path.clone(),
+            results: vec![i.path.clone()],
+            ..Row::default()
+        }
+        .with_figures(&s)
+        .with_retransmits(std::iter::once(d));
+        loaded::fill(&mut row, under_load.into_iter());
+        rows.push(row);
     }
     for k in theoretical.keys() {
         if !rows.iter().any(|r| &r.name == k) {
@@ -404,12 +436,17 @@ pub fn cells(r: &Row) -> Vec<String> {
 
 /// The table for a terminal: aligned columns, latencies in ms.
 pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
-    let rows: Vec<Vec<String>> = t.scenarios.iter().map(cells).collect();
-    let widths: Vec<usize> = (0..HEADER.len())
+    let rows: Vec<Vec<String>> = t
+        .scenarios
+        .iter()
+        .map(|r| loaded::row_cells(t, r))
+        .collect();
+    let header = loaded::header(t);
+    let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
                 .map(|r| r[c].chars().count())
-                .chain([HEADER[c].len()])
+                .chain([header[c].len()])
                 .max()
                 .unwrap_or(0)
         })
@@ -429,7 +466,6 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
             .collect();
         writeln!(w, "{}", parts.join("  ").trim_end())
     };
-    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
     line(w, &header)?;
     for r in &rows {
         line(w, r)?;
@@ -494,13 +530,22 @@ fn footer(t: &Table) -> Vec<String> {
 
 /// The table in Markdown, ready to paste into an issue or a post like the forwarding-scenario write-up.
 pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
+    let extra = if loaded::shown(t) {
+        " loaded p50 (ms) | loaded p99 (ms) | rpm |"
+    } else {
+        ""
+    };
     writeln!(
         w,
-        "| scenario | avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | theoretical (ms) | overhead | vs baseline | errors |"
+        "| scenario | avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | theoretical (ms) | overhead | vs baseline | errors |{extra}"
     )?;
-    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(
+        w,
+        "|---|---|---|---|---|---|---|---|---|---|{}",
+        "---|".repeat(if extra.is_empty() { 0 } else { 3 })
+    )?;
     for r in &t.scenarios {
-        let c = cells(r);
+        let c = loaded::row_cells(t, r);
         let name = c[0].replace('|', "\\|");
         writeln!(w, "| {name} | {} |", c[1..].join(" | "))?;
     }

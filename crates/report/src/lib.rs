@@ -7,3 +7,4 @@ pub mod html;
 pub mod merge;
 pub mod page;
 pub mod text;
+pub mod trace;

@@ -1,4 +1,4 @@
-//! Any saved result (`probe`, `run`, `http`, `ping`, `bulk`) as one type: the shared envelope of
+//! Any saved result (`probe`, `run`, `http`, `ping`, `bulk`, `trace`) as one type: the shared envelope of
 //! [`Document`] with a typed workload part, [`Workload`]. Readers (`npt report`, `npt merge`,
 //! the CSV and HTML pages, `compare`'s charts) read this instead of each picking its kind's
 //! fields out of the JSON, and it answers the questions they share in one vocabulary: the NPT
@@ -26,13 +26,14 @@ use crate::http::HttpBody;
 use crate::ping::PingBody;
 use crate::probe::{Errors, NptLatency, ProbeBody};
 use crate::run::RunBody;
+use crate::trace::TraceBody;
 use crate::Document;
 
 /// Schema versions this npt reads. Writing always uses [`crate::SCHEMA`].
 pub const READABLE: &[&str] = &[crate::SCHEMA, crate::SCHEMA_V1];
 
 /// The kinds [`Workload`] holds.
-pub const KINDS: &[&str] = &["probe", "run", "http", "ping", "bulk"];
+pub const KINDS: &[&str] = &["probe", "run", "http", "ping", "bulk", "trace"];
 
 /// A result document of any workload.
 pub type AnyResult = Document<Workload>;
@@ -50,6 +51,7 @@ pub enum Workload {
     Http(HttpBody),
     Ping(PingBody),
     Bulk(BulkBody),
+    Trace(TraceBody),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +62,9 @@ pub enum ReadError {
     NotJson(String, serde_json::Error),
     #[error("{0}: schema {1:?} is not one this npt reads ({READABLE:?}; written by another npt version?)")]
     Schema(String, String),
-    #[error("{0}: kind {1:?} is not a result this npt reads (probe, run, http, ping, bulk)")]
+    #[error(
+        "{0}: kind {1:?} is not a result this npt reads (probe, run, http, ping, bulk, trace)"
+    )]
     Kind(String, String),
     #[error("{0}: a {1} document with an unexpected layout: {2}")]
     Layout(String, String, serde_json::Error),
@@ -127,6 +131,7 @@ pub fn from_value(name: &str, mut json: serde_json::Value) -> Result<AnyResult, 
         "http" => typed(json, Workload::Http).map_err(layout),
         "ping" => typed(json, Workload::Ping).map_err(layout),
         "bulk" => typed(json, Workload::Bulk).map_err(layout),
+        "trace" => typed(json, Workload::Trace).map_err(layout),
         _ => Err(ReadError::Kind(name.to_string(), kind)),
     }?;
     // Files written before the one vocabulary of error kinds read in it.
@@ -136,6 +141,7 @@ pub fn from_value(name: &str, mut json: serde_json::Value) -> Result<AnyResult, 
         Workload::Http(b) => &mut b.errors,
         Workload::Ping(b) => &mut b.errors,
         Workload::Bulk(b) => &mut b.errors,
+        Workload::Trace(b) => &mut b.errors,
     };
     errors.by_kind = errors.by_kind.renamed(error_kind);
     Ok(r)
@@ -157,6 +163,7 @@ impl Workload {
             Workload::Http(_) => "http",
             Workload::Ping(_) => "ping",
             Workload::Bulk(_) => "bulk",
+            Workload::Trace(_) => "trace",
         }
     }
 
@@ -168,6 +175,7 @@ impl Workload {
             Workload::Http(b) => &b.latency,
             Workload::Ping(b) => &b.latency,
             Workload::Bulk(b) => &b.latency,
+            Workload::Trace(b) => &b.latency,
         }
     }
 
@@ -179,6 +187,7 @@ impl Workload {
             Workload::Http(b) => &b.errors,
             Workload::Ping(b) => &b.errors,
             Workload::Bulk(b) => &b.errors,
+            Workload::Trace(b) => &b.errors,
         }
     }
 
@@ -189,7 +198,7 @@ impl Workload {
             Workload::Http(b) => b.health,
             Workload::Run(b) => b.health,
             Workload::Bulk(b) => b.health,
-            Workload::Ping(_) => Health::default(),
+            Workload::Ping(_) | Workload::Trace(_) => Health::default(),
         }
     }
 
@@ -200,7 +209,7 @@ impl Workload {
             Workload::Run(b) => &b.intervals,
             Workload::Http(b) => &b.intervals,
             Workload::Bulk(b) => &b.intervals,
-            Workload::Ping(_) => &[],
+            Workload::Ping(_) | Workload::Trace(_) => &[],
         }
     }
 
@@ -214,6 +223,7 @@ impl Workload {
             Workload::Run(b) => &b.histograms,
             Workload::Http(b) => &b.histograms,
             Workload::Bulk(b) => &b.histograms,
+            Workload::Trace(b) => &b.histograms,
             Workload::Ping(b) => return BTreeMap::from([(crate::ping::hist::RTT, &b.histogram)]),
         };
         map.iter().map(|(k, h)| (k.as_str(), h)).collect()
@@ -221,7 +231,7 @@ impl Workload {
 
     /// The histograms that make up [`Workload::headline`], by name: a probe's RTT, http's
     /// request latency, run's request latency of every protocol, a ping's RTT, a bulk's RTT
-    /// under its load.
+    /// under its load, a trace's RTT through the chain.
     pub fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
         fn one<'a>(
             m: &'a BTreeMap<String, SerializedHistogram>,
@@ -238,6 +248,9 @@ impl Workload {
                 .collect(),
             Workload::Ping(b) => vec![(crate::ping::hist::RTT, &b.histogram)],
             Workload::Bulk(b) => one(&b.histograms, crate::bulk::hist::RTT)
+                .into_iter()
+                .collect(),
+            Workload::Trace(b) => one(&b.histograms, crate::trace::hist::CHAIN)
                 .into_iter()
                 .collect(),
             Workload::Run(b) => b

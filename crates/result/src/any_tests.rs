@@ -73,6 +73,7 @@ fn probe() -> serde_json::Value {
             histogram: h.to_serialized(),
             ..Interval::default()
         }],
+        under_load: None,
     };
     body.latency
         .insert("udp".into(), NptLatency::from(&body.summary.rtt_ms));
@@ -213,8 +214,9 @@ fn unreadable_documents_are_errors_that_name_the_file() {
     let e = from_value("old.json", old).unwrap_err().to_string();
     assert!(e.contains("old.json") && e.contains("npt.result.v0"), "{e}");
     let mut other = probe();
-    other["kind"] = "trace".into();
-    let e = from_value("trace.json", other).unwrap_err();
+    // (`trace` was this example until npt wrote trace results.)
+    other["kind"] = "iperf".into();
+    let e = from_value("iperf.json", other).unwrap_err();
     assert!(matches!(e, ReadError::Kind(..)), "{e}");
     let mut broken = run();
     broken["intervals"] = "no".into();

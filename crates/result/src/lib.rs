@@ -4,7 +4,7 @@
 //! it depends on `npt-stats`, serde and schemars only, so no engine depends on a renderer.
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
-//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`]), and [`any`] reads
+//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`], [`trace`]), and [`any`] reads
 //! any of them as one type with a typed workload part. Types derive `Deserialize` as well as
 //! `Serialize` so a saved result can be rendered again or merged without re-running anything.
 //! The blocks every kind shares are in [`common`] and [`health`]; each kind's measurements are
@@ -28,6 +28,8 @@ pub mod series;
 pub mod stats;
 pub mod stop;
 pub mod tcpinfo;
+pub mod trace;
+pub mod under_load;
 pub mod workload;
 
 pub use common::loss_pct;

@@ -17,6 +17,7 @@ use crate::http::HttpBody;
 use crate::ping::PingBody;
 use crate::probe::ProbeBody;
 use crate::run::RunBody;
+use crate::trace::TraceBody;
 use crate::Document;
 
 /// The kinds with a schema, each checked in as `schema/<kind>.schema.json` ([`file_name`]).
@@ -35,6 +36,7 @@ pub fn for_kind(kind: &str) -> Option<Value> {
         "http" => generate::<HttpBody>(),
         "ping" => generate::<PingBody>(),
         "bulk" => generate::<BulkBody>(),
+        "trace" => generate::<TraceBody>(),
         _ => return None,
     };
     Some(finish(kind, generated))

@@ -16,6 +16,8 @@ use npt_result::common::{Directions, Errors, NptLatency};
 use npt_result::interval::Interval;
 use npt_result::ping::{PingBody, PingSummary};
 use npt_result::schema::{file_name, for_kind, text, KINDS};
+use npt_result::stats::trace::{round, LegStats, TraceMeta, TraceStats};
+use npt_result::stats::PingStats;
 use npt_result::{Document, ErrorCounts, Health, StopReason};
 use npt_stats::Histogram;
 use serde_json::{json, Value};
@@ -166,7 +168,59 @@ fn documents() -> Vec<(&'static str, Value)> {
     );
     docs.push(("ping", serde_json::to_value(&ping).unwrap()));
     docs.push(("bulk", serde_json::to_value(bulk(start, &rtt)).unwrap()));
+    docs.push(("trace", serde_json::to_value(trace(start)).unwrap()));
     docs
+}
+
+/// A trace of a two-relay chain with a `--during` command, as `npt trace` writes it.
+fn trace(start: SystemTime) -> Document<npt_result::trace::TraceBody> {
+    let leg = |from: &str, to: &str, ms: &[u64]| {
+        let mut stats = PingStats::default();
+        for v in ms {
+            stats.sent += 1;
+            stats.received += 1;
+            stats.rtt.record(v * 1_000_000);
+        }
+        LegStats {
+            from: from.into(),
+            to: to.into(),
+            addresses: vec![to.rsplit('/').next().unwrap().into()],
+            stats,
+        }
+    };
+    let mut t = TraceStats {
+        segments: vec![
+            leg("here", "tcp://10.0.5.2:7777", &[152, 153]),
+            leg("npt://10.0.5.2:7777", "tcp://10.0.4.2:7777", &[32, 32]),
+            leg("npt://10.0.2.2:7777", "tcp://10.0.3.2:7777", &[69, 70]),
+        ],
+        chain: Some(leg("here", "tcp://10.0.5.2:9003", &[254, 255])),
+        ..TraceStats::default()
+    };
+    let seg: Vec<&PingStats> = t.segments.iter().map(|l| &l.stats).collect();
+    let chain = t.chain.as_ref().map(|c| &c.stats);
+    let silent = PingStats {
+        sent: 2,
+        ..PingStats::default()
+    };
+    let mut later = seg.clone();
+    later[1] = &silent;
+    // A round in which a segment did not answer: its p50 is left out, never null.
+    t.rounds = vec![
+        round(0, "before", (0.0, 1.0), &seg, chain),
+        round(1, "during", (1.0, 2.0), &later, chain),
+    ];
+    t.during = Some(npt_result::trace::During {
+        command: "npt compare s.toml".into(),
+        exit_code: Some(0),
+        note: None,
+    });
+    let body = t.summarize(&TraceMeta {
+        target: "tcp://10.0.3.2:7777".into(),
+        proto: "tcp".into(),
+    });
+    let end = start + Duration::from_secs(2);
+    Document::new("trace", start, end, StopReason::Count, json!({}), body)
 }
 
 /// A one-second upload over one TCP stream, as `npt bulk` writes it.
@@ -285,6 +339,7 @@ fn schemas_reject_what_matters() {
         let number = match kind {
             "ping" | "probe" => "/summary/sent",
             "bulk" => "/summary/goodput_mbps",
+            "trace" => "/summary/segments",
             _ => "/summary/requests",
         };
         let cases = [
@@ -366,6 +421,10 @@ fn schemas_reject_names_outside_each_kinds_documented_ones() {
         ("bulk", "/summary/direction", json!("sideways")),
         ("bulk", "/histograms/goodput", histogram.clone()),
         ("bulk", "/intervals/0/streams/0/cwnd", json!("10")),
+        ("trace", "/proto", json!("icmp")),
+        ("trace", "/histograms/segment.x", histogram.clone()),
+        ("trace", "/rounds/0/phase", json!("after")),
+        ("trace", "/segments/0/to", json!("10.0.5.2:7777")),
     ];
     for (kind, at, value) in cases {
         assert_eq!(

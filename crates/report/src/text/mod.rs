@@ -14,6 +14,7 @@ mod http;
 mod ping;
 mod run;
 mod tcpinfo;
+mod under_load;
 
 pub use bulk::{interval_line as bulk_interval_line, write_bulk};
 pub use http::write_http;
@@ -175,6 +176,9 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
             s.corrupt, s.foreign, s.stale
         )?;
     }
+    if let Some(u) = &doc.body.under_load {
+        under_load::write_under_load(w, u)?;
+    }
     let late = h.send_lateness_ms.unwrap_or_default();
     writeln!(
         w,
@@ -232,6 +236,7 @@ pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
         Workload::Http(b) => http::write_http(w, &with(doc, b)),
         Workload::Ping(b) => ping::write_ping(w, b, doc.stopped_by, doc.duration_s),
         Workload::Bulk(b) => bulk::write_bulk(w, &with(doc, b)),
+        Workload::Trace(b) => crate::trace::write_text(w, b, doc.stopped_by, doc.duration_s),
     }
 }
 

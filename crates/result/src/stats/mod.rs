@@ -24,6 +24,7 @@ pub mod http;
 pub mod ping;
 pub mod probe;
 pub mod run;
+pub mod trace;
 
 pub use bulk::{BulkMeta, BulkStats};
 pub use http::{HttpMeta, HttpStats};

@@ -2,6 +2,13 @@
 //! client from turning an agent into a traffic source. Each request is bounded (attempts,
 //! interval, timeout, datagram size, total time); requests are rate-limited per session and
 //! for the whole agent (token buckets), and the measurements running at once are capped.
+//!
+//! The agent's bucket alone would let a few flooding sessions (each within its own bucket's
+//! burst) drain it and have the agent say "busy" to everyone: a well-behaved client would be
+//! refused because of others. So when the agent's bucket is empty a *quiet* session (its own
+//! bucket at least half full) may still take from a reserve as large as the agent's burst;
+//! a flooding session, its own bucket near empty, cannot. Over any window the agent then
+//! answers at most `global_rate × window + 2 × global_burst` requests.
 //! Sans-IO: buckets take `now` in ns, so the rules are tested on a virtual clock.
 
 use std::time::Duration;
@@ -113,10 +120,32 @@ impl Bucket {
 
     /// Takes a token at `now` (ns) if there is one.
     pub fn take(&mut self, now: u64) -> bool {
+        self.take_down_to(now, 0.0)
+    }
+
+    /// Takes a token at `now` even from the reserve: the bucket may go down to `-reserve`
+    /// tokens (a debt that refills at `rate` like any other). For a caller the bucket owner
+    /// ranks first: see [`Bucket::is_quiet`].
+    pub fn take_from_reserve(&mut self, now: u64, reserve: f64) -> bool {
+        self.take_down_to(now, -reserve.max(0.0))
+    }
+
+    /// Whether the bucket has at least half its burst at `now`: its owner asked at no more
+    /// than about its rate lately.
+    pub fn is_quiet(&mut self, now: u64) -> bool {
+        self.refill(now);
+        self.tokens >= self.burst / 2.0
+    }
+
+    fn refill(&mut self, now: u64) {
         let dt = now.saturating_sub(self.last) as f64 / 1e9;
         self.last = self.last.max(now);
         self.tokens = (self.tokens + dt * self.rate).min(self.burst);
-        if self.tokens >= 1.0 {
+    }
+
+    fn take_down_to(&mut self, now: u64, floor: f64) -> bool {
+        self.refill(now);
+        if self.tokens - 1.0 >= floor {
             self.tokens -= 1.0;
             true
         } else {
@@ -230,6 +259,38 @@ mod tests {
         // Idle for a minute: back to the burst, never more.
         let at = 100 * S;
         assert_eq!((0..100).filter(|_| b.take(at)).count(), 10);
+    }
+
+    #[test]
+    fn the_reserve_is_a_debt_that_refills_and_is_bounded() {
+        let mut g = Bucket::new(20.0, 40.0, 0);
+        assert_eq!((0..100).filter(|_| g.take(0)).count(), 40);
+        assert!(!g.take(0), "empty for the flood");
+        let reserved = (0..100).filter(|_| g.take_from_reserve(0, 40.0)).count();
+        assert_eq!(reserved, 40, "the reserve is as large as asked, no more");
+        // 40 tokens in debt: two seconds at 20/s before anyone but a quiet session gets one.
+        assert!(!g.take(S));
+        assert!(!g.take(2 * S - 1));
+        assert!(g.take(2 * S + S / 20));
+    }
+
+    #[test]
+    fn quiet_is_at_least_half_the_burst() {
+        let mut b = Bucket::new(2.0, 10.0, 0);
+        assert!(b.is_quiet(0));
+        assert_eq!((0..5).filter(|_| b.take(0)).count(), 5);
+        assert!(b.is_quiet(0), "5 of 10 left");
+        assert!(b.take(0));
+        assert!(!b.is_quiet(0));
+        assert!(b.is_quiet(S / 2), "a token back after 500 ms");
+        // A flood at 100/s keeps its bucket empty: never quiet.
+        let quiet = (1..=300u64)
+            .filter(|ms| {
+                b.take(ms * 10_000_000);
+                b.is_quiet(ms * 10_000_000)
+            })
+            .count();
+        assert_eq!(quiet, 0);
     }
 
     #[test]

@@ -190,12 +190,21 @@ impl HopAgent {
             return refuse(status::BAD_REQUEST);
         }
         let now = self.now();
+        // Quiet before this request: a session asking at about its rate (module doc of limits).
+        let quiet = session.bucket.is_quiet(now);
         if !session.bucket.take(now) {
             bump(&c.refused_rate);
             return refuse(status::RATE_LIMITED);
         }
-        let global = self.global.lock().map(|mut g| g.take(now)).unwrap_or(false);
+        let reserve = cfg.limits.global_burst;
+        let global = self
+            .global
+            .lock()
+            .map(|mut g| g.take(now) || (quiet && g.take_from_reserve(now, reserve)))
+            .unwrap_or(false);
         if !global {
+            // The session's token stays spent: given back, a flooding session's bucket would
+            // fill while the agent is busy and look quiet enough to take the reserve.
             bump(&c.refused_busy);
             return refuse(status::BUSY);
         }

@@ -273,6 +273,49 @@ fn session_rate_then_global_rate() {
     });
 }
 
+/// Floods that empty the agent's bucket do not shut out a session asking at its own pace: a
+/// quiet session (its bucket at least half full) takes from a reserve as large as the agent's
+/// burst, a flooding one cannot, and the reserve is bounded. Rates of 0: no refill, exact.
+#[test]
+fn a_quiet_session_is_answered_when_a_flood_has_emptied_the_agent() {
+    rt().block_on(async {
+        let limits = HopLimits {
+            session_rate: 0.0,
+            session_burst: 10.0,
+            global_rate: 0.0,
+            global_burst: 5.0,
+            ..HopLimits::default()
+        };
+        let a = agent_with("10.0.0.0/8", limits, fake());
+        let mut flood = a.session();
+        let mut got = Vec::new();
+        for seq in 1..=10 {
+            got.push(status_of(
+                ask(&a, &mut flood, &frame(&req("10.0.0.1"), seq)).await,
+                seq,
+            ));
+        }
+        // 5 from the agent's burst, a 6th from the reserve while the flood's own bucket was
+        // still half full (5 of 10), then busy.
+        assert!(got[..6].iter().all(Result::is_ok), "{got:?}");
+        assert!(got[6..].iter().all(|g| *g == Err(status::BUSY)), "{got:?}");
+        let mut quiet = a.session();
+        let mut got = Vec::new();
+        for seq in 1..=5 {
+            got.push(status_of(
+                ask(&a, &mut quiet, &frame(&req("10.0.0.1"), seq)).await,
+                seq,
+            ));
+        }
+        // The reserve's other 4, then nothing: the agent's total stays bounded.
+        assert!(got[..4].iter().all(Result::is_ok), "{got:?}");
+        assert_eq!(got[4], Err(status::BUSY));
+        let c = &a.counters.hop;
+        assert_eq!(HopCounters::get(&c.answered), 10);
+        assert_eq!(HopCounters::get(&c.refused_busy), 5);
+    });
+}
+
 #[test]
 fn measurements_in_flight_are_capped() {
     let (started_tx, started_rx) = std::sync::mpsc::channel();

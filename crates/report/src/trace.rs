@@ -1,0 +1,482 @@
+//! A trace result (`kind = "trace"`) rendered: the waterfall as text (what `npt trace`
+//! prints), as Markdown, and as an HTML page — one table built once ([`table`]) so that every
+//! format shows the same figures: each segment's p50 with its spread, their sum, the chain's
+//! own RTT and the relays' cost = chain − sum; with `--during`, a round per row beside it
+//! (drift against the first round, measured before the command started).
+
+use std::io::{self, Write};
+
+use npt_result::trace::{Estimate, Leg, Round, TraceBody};
+use npt_result::StopReason;
+
+use crate::html::{Chart, Page, Series, Table};
+
+/// Width of the text waterfall's bars, in characters.
+const BAR: usize = 40;
+
+fn pm(e: &Estimate) -> String {
+    format!("±{:.2} (worst ±{:.2})", e.spread_ms, e.spread_worst_ms)
+}
+
+fn loss(l: &Leg) -> String {
+    format!("{}/{}", l.summary.received, l.summary.sent)
+}
+
+fn answered(l: &Leg) -> bool {
+    l.summary.received > 0
+}
+
+/// The waterfall as rows of cells: `[what, from, to, p50 ms, spread, answered/sent]`.
+pub fn table(b: &TraceBody) -> Vec<[String; 6]> {
+    let mut rows = Vec::new();
+    for (i, l) in b.segments.iter().enumerate() {
+        let (p50, spread) = if answered(l) {
+            (
+                format!("{:.2}", l.summary.p50_ms),
+                format!("±{:.2}", l.spread_ms),
+            )
+        } else {
+            ("-".into(), "-".into())
+        };
+        rows.push([
+            format!("segment {}", i + 1),
+            l.from.clone(),
+            l.to.clone(),
+            p50,
+            spread,
+            loss(l),
+        ]);
+    }
+    let s = &b.summary;
+    let figure = |e: Option<&Estimate>, signed: bool| match e {
+        Some(e) if signed => (format!("{:+.2}", e.p50_ms), pm(e)),
+        Some(e) => (format!("{:.2}", e.p50_ms), pm(e)),
+        None => ("-".into(), "-".into()),
+    };
+    let (p50, spread) = figure(s.sum.as_ref(), false);
+    rows.push([
+        "sum of segments".into(),
+        String::new(),
+        String::new(),
+        p50,
+        spread,
+        String::new(),
+    ]);
+    if let Some(c) = &b.chain {
+        let (p50, spread) = match &s.chain {
+            Some(e) => (format!("{:.2}", e.p50_ms), format!("±{:.2}", e.spread_ms)),
+            None => ("-".into(), "-".into()),
+        };
+        rows.push([
+            "chain".into(),
+            c.from.clone(),
+            c.to.clone(),
+            p50,
+            spread,
+            loss(c),
+        ]);
+        let (p50, spread) = figure(s.relays_cost.as_ref(), true);
+        rows.push([
+            "relays' cost = chain − sum".into(),
+            String::new(),
+            String::new(),
+            p50,
+            spread,
+            String::new(),
+        ]);
+    }
+    rows
+}
+
+/// A bar of `len` ms starting `at` ms, on a scale where `full` ms is [`BAR`] characters.
+fn bar(at: f64, len: f64, full: f64) -> String {
+    // NO-PANIC: the value is clamped to 0..=BAR before the cast (NaN casts to 0).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let col = |ms: f64| (ms / full * BAR as f64).round().clamp(0.0, BAR as f64) as usize;
+    let (a, b) = (col(at), col(at + len).max(col(at) + 1).min(BAR));
+    let mut s = " ".repeat(a);
+    s.push_str(&"█".repeat(b.saturating_sub(a)));
+    s.push_str(&" ".repeat(BAR.saturating_sub(b)));
+    s
+}
+
+fn cell_widths(rows: &[[String; 6]]) -> [usize; 6] {
+    let mut w = [0; 6];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    w
+}
+
+/// What `npt trace` prints at the end, and `npt report` prints again.
+pub fn write_text(
+    out: &mut dyn Write,
+    b: &TraceBody,
+    stopped_by: StopReason,
+    took_s: f64,
+) -> io::Result<()> {
+    let stopped = match stopped_by {
+        StopReason::Count => String::new(),
+        why => format!(", stopped by {why}"),
+    };
+    writeln!(
+        out,
+        "--- {} trace, {} segments over {}, time {took_s:.2} s{stopped} ---",
+        b.target,
+        b.segments.len(),
+        b.proto
+    )?;
+    let rows = table(b);
+    let w = cell_widths(&rows);
+    writeln!(
+        out,
+        "{:<w0$}  {:<w1$}  {:<w2$}  {:>8}  {:<w4$}  answered",
+        "",
+        "from",
+        "to",
+        "p50 ms",
+        "spread",
+        w0 = w[0],
+        w1 = w[1],
+        w2 = w[2],
+        w4 = w[4].max(6),
+    )?;
+    for r in &rows {
+        let line = format!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:>8}  {:<w4$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w4 = w[4].max(6),
+        );
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    waterfall(out, b)?;
+    if !b.rounds.is_empty() {
+        writeln!(out)?;
+        write_rounds(out, b)?;
+    }
+    for l in b.segments.iter().chain(&b.chain) {
+        if let Some(e) = &l.error {
+            writeln!(out, "{} → {}: {e}", l.from, l.to)?;
+        }
+    }
+    writeln!(
+        out,
+        "spread: half the p10–p90 range; of a sum or difference, the legs' spreads in \
+         quadrature (worst: added)"
+    )?;
+    Ok(())
+}
+
+/// The bars: each segment starts where the one before it ended; the chain spans from 0.
+fn waterfall(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
+    let sum: f64 = b
+        .segments
+        .iter()
+        .filter(|l| answered(l))
+        .map(|l| l.summary.p50_ms)
+        .sum();
+    let chain = b.summary.chain.map(|c| c.p50_ms);
+    let full = chain.unwrap_or(0.0).max(sum);
+    if full <= 0.0 {
+        return Ok(());
+    }
+    writeln!(out)?;
+    let mut at = 0.0;
+    for (i, l) in b.segments.iter().enumerate() {
+        if !answered(l) {
+            writeln!(out, "  segment {:<2} |{:BAR$}|      -", i + 1, "")?;
+            continue;
+        }
+        let ms = l.summary.p50_ms;
+        writeln!(
+            out,
+            "  segment {:<2} |{}| {ms:>8.2}",
+            i + 1,
+            bar(at, ms, full)
+        )?;
+        at += ms;
+    }
+    if let Some(c) = chain {
+        writeln!(out, "  chain      |{}| {c:>8.2}", bar(0.0, c, full))?;
+    }
+    Ok(())
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+fn delta(v: Option<f64>, base: Option<f64>) -> String {
+    match (v, base) {
+        (Some(v), Some(b)) => format!("{v:.2} ({:+.2})", v - b),
+        (v, _) => opt(v),
+    }
+}
+
+/// [`delta`] of a figure that may be negative (the relays' cost), signed as the waterfall
+/// shows it.
+fn signed_delta(v: Option<f64>, base: Option<f64>) -> String {
+    match (v, base) {
+        (Some(v), Some(b)) => format!("{v:+.2} ({:+.2})", v - b),
+        (Some(v), None) => format!("{v:+.2}"),
+        (None, _) => "-".into(),
+    }
+}
+
+/// The rounds' header and cells: p50 per segment, sum, chain, cost, each with its change
+/// since the first round.
+fn round_rows(b: &TraceBody) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut head = vec!["round".to_string(), "phase".into(), "time s".into()];
+    head.extend((1..=b.segments.len()).map(|i| format!("segment {i}")));
+    head.extend(["sum".into(), "chain".into(), "relays' cost".into()]);
+    let first: Option<&Round> = b.rounds.first();
+    let rows = b
+        .rounds
+        .iter()
+        .map(|r| {
+            let mut c = vec![
+                r.index.to_string(),
+                r.phase.clone(),
+                format!("{:.1}–{:.1}", r.start_s, r.end_s),
+            ];
+            for (i, v) in r.segments.iter().enumerate() {
+                let base = first.and_then(|f| f.segments.get(i).and_then(|l| l.p50_ms));
+                c.push(delta(v.p50_ms, base));
+            }
+            c.push(delta(r.sum_p50_ms, first.and_then(|f| f.sum_p50_ms)));
+            c.push(delta(r.chain_p50_ms, first.and_then(|f| f.chain_p50_ms)));
+            c.push(signed_delta(
+                r.relays_cost_ms,
+                first.and_then(|f| f.relays_cost_ms),
+            ));
+            c
+        })
+        .collect();
+    (head, rows)
+}
+
+fn during_line(b: &TraceBody) -> String {
+    let mut s = String::from("p50 ms per round (change since round 0, before the command)");
+    if let Some(d) = &b.during {
+        s += &format!(", during `{}`", d.command);
+        match (d.exit_code, &d.note) {
+            (Some(c), _) => s += &format!(", which exited with {c}"),
+            (None, Some(n)) => s += &format!(": {n}"),
+            (None, None) => {}
+        }
+    }
+    s
+}
+
+fn write_rounds(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
+    writeln!(out, "{}", during_line(b))?;
+    let (head, rows) = round_rows(b);
+    let mut w = vec![0; head.len()];
+    for r in std::iter::once(&head).chain(&rows) {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    for r in std::iter::once(&head).chain(&rows) {
+        let cells: Vec<String> = r.iter().zip(&w).map(|(c, w)| format!("{c:<w$}")).collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+fn md(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The waterfall (and the rounds) as Markdown tables.
+pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
+    writeln!(out, "| | from | to | p50 (ms) | spread (ms) | answered |")?;
+    writeln!(out, "|---|---|---|---|---|---|")?;
+    for r in table(b) {
+        let c: Vec<String> = r.iter().map(|c| md(c)).collect();
+        writeln!(out, "| {} |", c.join(" | "))?;
+    }
+    if !b.rounds.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", md(&during_line(b)))?;
+        writeln!(out)?;
+        let (head, rows) = round_rows(b);
+        writeln!(out, "| {} |", head.join(" | "))?;
+        writeln!(out, "|{}", "---|".repeat(head.len()))?;
+        for r in rows {
+            let c: Vec<String> = r.iter().map(|c| md(c)).collect();
+            writeln!(out, "| {} |", c.join(" | "))?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "> spread: half the p10–p90 range; of a sum or difference, the legs' spreads in \
+         quadrature (worst: added)"
+    )
+}
+
+/// The HTML page of a trace: the waterfall table, the rounds with a chart of each leg's p50
+/// over time when there are several.
+pub fn html_page(b: &TraceBody, title: String, subtitle: String) -> Page {
+    let mut tables = vec![Table {
+        caption: format!("Waterfall of {} over {}", b.target, b.proto),
+        header: ["", "from", "to", "p50 (ms)", "spread (ms)", "answered"]
+            .map(String::from)
+            .to_vec(),
+        rows: table(b).into_iter().map(|r| r.to_vec()).collect(),
+    }];
+    let mut charts = Vec::new();
+    if !b.rounds.is_empty() {
+        let (header, rows) = round_rows(b);
+        tables.push(Table {
+            caption: during_line(b),
+            header,
+            rows,
+        });
+    }
+    if b.rounds.len() > 1 {
+        let mut series: Vec<Series> = (0..b.segments.len())
+            .map(|i| Series {
+                label: format!("segment {}", i + 1),
+                values: b
+                    .rounds
+                    .iter()
+                    .map(|r| r.segments.get(i).and_then(|l| l.p50_ms))
+                    .collect(),
+            })
+            .collect();
+        series.push(Series {
+            label: "sum".into(),
+            values: b.rounds.iter().map(|r| r.sum_p50_ms).collect(),
+        });
+        series.push(Series {
+            label: "chain".into(),
+            values: b.rounds.iter().map(|r| r.chain_p50_ms).collect(),
+        });
+        charts.push(Chart {
+            id: "rounds".into(),
+            title: "p50 per round (drift)".into(),
+            x_label: "time (s)".into(),
+            y_label: "ms".into(),
+            x: b.rounds.iter().map(|r| r.end_s).collect(),
+            series,
+            ..Chart::default()
+        });
+    }
+    Page {
+        title,
+        subtitle,
+        tables,
+        charts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use npt_result::stats::trace::{round, LegStats, TraceMeta, TraceStats};
+    use npt_result::stats::PingStats;
+
+    fn leg(from: &str, to: &str, ms: &[u64]) -> LegStats {
+        let mut stats = PingStats::default();
+        for v in ms {
+            stats.sent += 1;
+            stats.received += 1;
+            stats.rtt.record(v * 1_000_000);
+        }
+        LegStats {
+            from: from.into(),
+            to: to.into(),
+            addresses: vec![],
+            stats,
+        }
+    }
+
+    fn body(rounds: bool) -> TraceBody {
+        let mut t = TraceStats {
+            segments: vec![
+                leg("here", "tcp://sea:7777", &[152, 152]),
+                leg("npt://sea:7777", "tcp://la:7777", &[32, 32]),
+                leg("npt://la:7777", "tcp://t:7777", &[]),
+            ],
+            chain: Some(leg("here", "tcp://sea:9003", &[256, 256])),
+            ..TraceStats::default()
+        };
+        if rounds {
+            let seg: Vec<&PingStats> = t.segments.iter().map(|l| &l.stats).collect();
+            let later = leg("here", "tcp://sea:7777", &[160]);
+            let mut moved = seg.clone();
+            moved[0] = &later.stats;
+            t.rounds = vec![
+                round(0, "before", (0.0, 1.0), &seg, None),
+                round(1, "during", (1.0, 2.0), &moved, None),
+            ];
+        }
+        t.summarize(&TraceMeta {
+            target: "tcp://t:7777".into(),
+            proto: "tcp".into(),
+        })
+    }
+
+    #[test]
+    fn the_text_shows_each_segment_the_sum_the_chain_and_who_did_not_answer() {
+        let mut out = Vec::new();
+        write_text(&mut out, &body(false), StopReason::Count, 1.0).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("--- tcp://t:7777 trace, 3 segments over tcp"),
+            "{text}"
+        );
+        let line = |what: &str| {
+            text.lines()
+                .find(|l| l.starts_with(what))
+                .unwrap()
+                .to_string()
+        };
+        assert!(line("segment 1").contains("152.") && line("segment 1").contains("2/2"));
+        assert!(line("segment 3").contains(" - ") && line("segment 3").ends_with("0/0"));
+        assert!(
+            line("sum of segments").contains(" - "),
+            "no sum with a silent segment"
+        );
+        assert!(line("chain ").contains("256."), "{text}");
+        assert!(
+            text.contains("  chain      |"),
+            "the waterfall's chain bar: {text}"
+        );
+        assert!(text.contains("spread: half the p10–p90 range"));
+    }
+
+    #[test]
+    fn rounds_show_their_drift_in_every_format() {
+        let b = body(true);
+        let mut out = Vec::new();
+        write_text(&mut out, &b, StopReason::Count, 2.0).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let r1 = text.lines().find(|l| l.starts_with("1  ")).unwrap();
+        assert!(r1.contains("during") && r1.contains("(+8."), "{text}");
+        let mut md = Vec::new();
+        write_markdown(&mut md, &b).unwrap();
+        let md = String::from_utf8(md).unwrap();
+        assert!(md.starts_with("| | from | to | p50 (ms) |"), "{md}");
+        assert!(
+            md.contains("| round | phase | time s | segment 1 |"),
+            "{md}"
+        );
+        let page = html_page(&b, "t".into(), String::new());
+        assert_eq!(page.tables.len(), 2);
+        assert_eq!(page.charts[0].x, [1.0, 2.0]);
+        assert_eq!(page.charts[0].series.len(), 5, "3 segments, sum, chain");
+    }
+}
