@@ -196,7 +196,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__bulk)
-            opts="-P -t -i -s -q -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --quiet --json --via --via-user --help"
+            opts="-P -t -i -s -q -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --quiet --json --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -263,6 +263,26 @@ _npt() {
                     return 0
                     ;;
                 --via-user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --segment)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --start-at)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --run-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-linger)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -202,7 +202,7 @@ complete -c npt -n "__fish_npt_using_subcommand ping" -l insecure -d 'QUIC: acce
 complete -c npt -n "__fish_npt_using_subcommand ping" -s q -l quiet -d 'Only the summary, no per-attempt lines'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s P -l streams -d 'Streams each way (TCP connections or QUIC streams), 1 to 1024' -r
-complete -c npt -n "__fish_npt_using_subcommand bulk" -l direction -d 'down (the server sends), up (this host sends) or both; UDP goes up only' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l direction -d 'down (the server sends), up (this host sends) or both; UDP: up or down (down needs --token, or a server on loopback)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s t -l duration -d 'How long to measure (e.g. 10s, 1m)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s i -l interval -d 'Length of one interval line and record' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l rate -d 'UDP: the rate to send at, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit)' -r
@@ -213,6 +213,11 @@ complete -c npt -n "__fish_npt_using_subcommand bulk" -l ca -d 'QUIC: trust the 
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l start-at -d 'Wait until this wall-clock time (RFC 3339, e.g. 2026-12-01T10:00:00Z) before starting, so the parts of a segmented run begin together' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l run-id -d 'Name shared by the parts of one run [default: derived from the workload and --start-at]' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l metrics -d 'Serve live counters and latency histograms in OpenMetrics text at http://ADDR/metrics (for Prometheus), e.g. 0.0.0.0:9464' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l insecure -d 'QUIC: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s q -l quiet -d 'Only the summary, no interval lines'
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s h -l help -d 'Print help'

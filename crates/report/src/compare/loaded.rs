@@ -4,7 +4,8 @@
 
 use npt_result::under_load::UnderLoad;
 
-use super::{cells, median, opt, Row, Table, HEADER};
+use super::render::opt;
+use super::{cells, median, Row, Table, HEADER};
 
 /// The extra columns' names.
 pub const COLUMNS: [&str; 3] = ["loaded p50", "loaded p99", "rpm"];
