@@ -26,7 +26,8 @@ pub struct HopLimits {
     pub max_interval: Duration,
     /// The longest one attempt may wait.
     pub max_timeout: Duration,
-    /// The longest a request may take: attempts × interval + timeout.
+    /// The longest a request may take: attempts × interval + timeout (UDP: + one more
+    /// timeout, for the keyed handshake before the echoes).
     pub max_duration: Duration,
     /// The largest UDP datagram the agent sends.
     pub max_size: u16,
@@ -81,11 +82,24 @@ impl HopLimits {
                 self.max_timeout
             ));
         }
-        let total = u64::from(req.attempts) * interval + timeout;
+        // A UDP echo first does the keyed handshake with the agent's own --token, given one
+        // more timeout (npt_ping::agent): it counts in the request's time.
+        let handshake = if req.proto == HopProto::Udp {
+            timeout
+        } else {
+            0
+        };
+        let total = u64::from(req.attempts) * interval + timeout + handshake;
         if total > us(self.max_duration) {
             return Err(format!(
-                "{} attempts every {interval} µs take longer than {:?}",
-                req.attempts, self.max_duration
+                "{} attempts every {interval} µs take longer than {:?}{}",
+                req.attempts,
+                self.max_duration,
+                if handshake > 0 {
+                    " (with the UDP --token handshake's timeout)"
+                } else {
+                    ""
+                }
             ));
         }
         if req.proto == HopProto::Udp && req.size > self.max_size {
