@@ -238,6 +238,9 @@ fn run_udp(
                 }
             }
             socks[cur] = Some(sock);
+            // The handshake took time: `now` is stale (an attempt sent "at" it would count
+            // the handshake in its RTT, or time out at once).
+            continue;
         }
         let key = keys[cur].as_ref();
         let Some(sock) = socks[cur].as_ref() else {
