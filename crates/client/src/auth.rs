@@ -178,3 +178,79 @@ pub fn tcp(sock: &mut std::net::TcpStream, secret: &str) -> io::Result<SessionKe
     sock.set_nonblocking(true)?;
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use npt_wire::auth::ServerAuth;
+
+    /// A UDP responder that answers handshakes with `secret` (`None`: never answers), and
+    /// counts the messages it got.
+    fn responder(
+        secret: Option<&'static str>,
+    ) -> (std::net::SocketAddr, std::thread::JoinHandle<usize>) {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = s.local_addr().unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(1500)))
+            .unwrap();
+        let t = std::thread::spawn(move || {
+            let auth = secret.map(|k| ServerAuth::new(k.as_bytes(), [7; 32]));
+            let t0 = Instant::now();
+            let (mut b, mut out, mut got) = ([0u8; 256], [0u8; HS_LEN], 0);
+            while let Ok((n, peer)) = s.recv_from(&mut b) {
+                got += 1;
+                let now = u64::try_from(t0.elapsed().as_nanos()).unwrap();
+                if let Some(a) = &auth {
+                    if a.handle(now, peer, &b[..n], &mut out).is_ok() {
+                        s.send_to(&out, peer).unwrap();
+                    }
+                }
+            }
+            got
+        });
+        (addr, t)
+    }
+
+    fn client(to: std::net::SocketAddr) -> UdpSocket {
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.connect(to).unwrap();
+        c
+    }
+
+    const BOUND: UdpBound = UdpBound {
+        timeout: Duration::from_millis(900),
+        per_step: 2,
+    };
+
+    #[test]
+    fn the_same_secret_gives_a_key_in_two_messages() {
+        let (to, server) = responder(Some("S"));
+        assert!(udp_within(&client(to), "S", BOUND).is_ok());
+        assert_eq!(server.join().unwrap(), 2, "Hello and Auth");
+    }
+
+    /// Another secret: the Challenge comes, the Accept never does — said so, not a timeout;
+    /// and a bounded handshake sends at most `per_step` messages per step.
+    #[test]
+    fn another_secret_is_refused_not_timed_out_and_the_messages_are_bounded() {
+        let (to, server) = responder(Some("OTHER"));
+        let e = udp_within(&client(to), "S", BOUND).unwrap_err();
+        assert!(is_secret_refused(&e), "{e}");
+        assert!(e.to_string().contains("its --token is another"), "{e}");
+        assert_eq!(server.join().unwrap(), 1 + 2, "one Hello, two Auths");
+    }
+
+    #[test]
+    fn a_silent_server_is_a_timeout_within_the_bound() {
+        let (to, server) = responder(None);
+        let t = Instant::now();
+        let e = udp_within(&client(to), "S", BOUND).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(
+            t.elapsed() < Duration::from_millis(1400),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(server.join().unwrap(), 2, "two Hellos at most");
+    }
+}

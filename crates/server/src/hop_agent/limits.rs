@@ -257,6 +257,31 @@ mod tests {
         assert_eq!(l.check(&big), Ok(()));
     }
 
+    /// A UDP echo's keyed handshake is given one more timeout: it counts in the request's time.
+    #[test]
+    fn a_udp_request_counts_its_handshake_timeout() {
+        let l = HopLimits::default();
+        // 50 × 1 s + 10 s = 60 s: within the bound over TCP, 70 s with UDP's handshake.
+        let r = HopRequest {
+            attempts: 50,
+            interval_us: 1_000_000,
+            timeout_us: 10_000_000,
+            ..req()
+        };
+        assert_eq!(l.check(&r), Ok(()));
+        let udp = HopRequest {
+            proto: HopProto::Udp,
+            ..r.clone()
+        };
+        let e = l.check(&udp).unwrap_err();
+        assert!(e.contains("--token handshake"), "{e}");
+        let fits = HopRequest {
+            attempts: 40,
+            ..udp
+        };
+        assert_eq!(l.check(&fits), Ok(()));
+    }
+
     #[test]
     fn bucket_allows_its_burst_then_its_rate() {
         let mut b = Bucket::new(2.0, 10.0, 0);
