@@ -4,7 +4,9 @@
 //! TCP echo through the chain's entry, recorded as a schema-checked `trace` result whose
 //! relays' cost is the chain minus the sum, re-rendered by `npt report`; `--during` rounds
 //! beside a command; and the clear errors — no `--token` (exit 2), a target outside the
-//! agent's allow-list and a dead agent (classified, named, bounded in time, exit 1).
+//! agent's allow-list and a dead agent (classified, named, bounded in time, exit 1); and the
+//! intended setup, `npt serve --token` everywhere: every leg answered over UDP, TCP and QUIC,
+//! and a target with another secret an `auth` error naming it.
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 mod common;
@@ -426,5 +428,53 @@ fn a_target_with_another_secret_is_an_auth_error_naming_it() {
             "{proto}: {:?}",
             t.elapsed()
         );
+    }
+}
+
+/// QUIC needs nothing of the token: a token serve completes a QUIC handshake with anyone (its
+/// `--token` handshake comes later, on each stream), so every QUIC leg into token serves answers.
+#[test]
+fn quic_legs_into_token_serves_answer() {
+    let target = serve_util::serve(4096, &["--quic", "127.0.0.1:0", "--token", "S"]);
+    let tq = target.quic.expect("quic address");
+    let allow = tq.to_string();
+    let agent = serve_util::serve(
+        4096,
+        &[
+            "--quic",
+            "127.0.0.1:0",
+            "--token",
+            "S",
+            "--hop-agent",
+            "--hop-allow",
+            &allow,
+        ],
+    );
+    let aq = agent.quic.expect("quic address");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.json");
+    let tgt = format!("quic://{tq}");
+    let hop = format!("npt://{}={aq}", agent.tcp);
+    let out = trace(&[
+        &tgt,
+        "--hop",
+        &hop,
+        "--through",
+        &tgt,
+        "--token",
+        "S",
+        "-c",
+        "2",
+        "-i",
+        "20ms",
+        "--insecure",
+        "-q",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = json(&file);
+    for leg in ["/segments/0", "/segments/1", "/chain"] {
+        assert_eq!(u(&doc, &format!("{leg}/summary/received")), 2, "{leg}");
     }
 }
