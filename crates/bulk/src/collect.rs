@@ -11,13 +11,15 @@
 //! not counted as delivered.
 
 use npt_result::error::ErrorKind;
-use std::collections::BTreeMap;
 
-use npt_result::bulk::{hist, BulkBody, BulkSummary, StreamInterval, StreamTotal, UdpBulk};
+use npt_result::bulk::{hist, BulkBody, StreamInterval, StreamTotal};
+use npt_result::common::ErrorStats;
 use npt_result::interval::Interval;
-use npt_result::probe::{Directions, Errors, Health, NptLatency};
+use npt_result::probe::{Directions, Health};
 use npt_result::series::{Series, KEEP};
-use npt_stats::{ErrorCounts, Histogram};
+use npt_result::stats::bulk::UdpStats;
+use npt_result::stats::{BulkMeta, BulkStats, Stats};
+use npt_stats::{ErrorCounts, Histogram, JitterMean};
 use npt_wire::bulk::Direction;
 
 use crate::{Reading, UdpCounts};
@@ -47,10 +49,10 @@ pub struct Meta {
 }
 
 #[derive(Default)]
-struct Acc {
-    dir: Option<Direction>,
+pub(crate) struct Acc {
+    pub(crate) dir: Option<Direction>,
     at_start: Snapshot,
-    last: Snapshot,
+    pub(crate) last: Snapshot,
     rtt_sum_ns: f64,
     rtt_n: u64,
     error: Option<(ErrorKind, String)>,
@@ -60,10 +62,13 @@ pub struct Collector {
     interval_ns: u64,
     iv_start: u64,
     index: u32,
-    streams: Vec<Acc>,
+    pub(crate) streams: Vec<Acc>,
     iv_hist: Histogram,
-    total: Histogram,
+    /// The RTT samples of the closed intervals.
+    pub(crate) total: Histogram,
     intervals: Series<Interval>,
+    /// The goodput of the last closed interval, each way (bits/s).
+    pub(crate) last_bps: Directions,
 }
 
 impl Collector {
@@ -83,6 +88,7 @@ impl Collector {
             iv_hist: Histogram::new(),
             total: Histogram::new(),
             intervals: Series::new(KEEP),
+            last_bps: Directions::default(),
         }
     }
 
@@ -177,6 +183,7 @@ impl Collector {
         };
         self.total += &self.iv_hist;
         self.iv_hist.reset();
+        self.last_bps = iv.bandwidth_bps.unwrap_or_default();
         self.index += 1;
         self.iv_start = now;
         self.intervals.push(iv.clone());
@@ -206,17 +213,13 @@ impl Collector {
             }
         }
         let dur_s = (now as f64 / 1e9).max(1e-9);
-        let mut sum = BulkSummary {
-            target: meta.target.clone(),
-            protocol: meta.protocol.clone(),
-            direction: meta.direction.clone(),
+        let mut st = BulkStats {
             streams: meta.streams,
             duration_s: dur_s,
-            ..BulkSummary::default()
+            health,
+            ..BulkStats::default()
         };
         let mut kinds = ErrorCounts::default();
-        let mut totals = Vec::with_capacity(self.streams.len());
-        let mut retr: Option<u64> = None;
         for (i, a) in self.streams.iter().enumerate() {
             let s = a.last;
             let up = a.dir == Some(Direction::Up);
@@ -228,21 +231,21 @@ impl Collector {
             };
             let bps = s.bytes as f64 * 8.0 / secs;
             if up {
-                sum.bytes.up += s.bytes as f64;
-                sum.goodput_bps.up += bps;
+                st.bytes.up += s.bytes as f64;
+                st.goodput_bps.up += bps;
             } else {
-                sum.bytes.down += s.bytes as f64;
-                sum.goodput_bps.down += bps;
+                st.bytes.down += s.bytes as f64;
+                st.goodput_bps.down += bps;
             }
             if let Some(r) = s.reading.retransmits {
-                *retr.get_or_insert(0) += r;
+                *st.retransmits.get_or_insert(0) += r;
             }
             let error = a.error.clone().or(s.failed.map(|k| (k, String::new())));
             if let Some((kind, detail)) = &error {
-                sum.failed_streams += 1;
+                st.failed_streams += 1;
                 kinds.record(kind.name(), || detail.clone());
             }
-            totals.push(StreamTotal {
+            st.stream_totals.push(StreamTotal {
                 index: u32::try_from(i).unwrap_or(u32::MAX),
                 direction: a.dir.map_or("down", Direction::name).to_string(),
                 bytes: s.bytes,
@@ -252,15 +255,12 @@ impl Collector {
                 error: error.map(|(k, _)| k.name().to_string()),
             });
         }
-        sum.goodput_mbps = (sum.goodput_bps.up + sum.goodput_bps.down) / 1e6;
-        sum.retransmits = retr;
-        let mut latency = BTreeMap::new();
-        let mut histograms = BTreeMap::new();
+        st.errors = ErrorStats {
+            by_kind: kinds,
+            attempts: self.streams.len().max(1) as u64,
+        };
         if !self.total.is_empty() {
-            let s = self.total.summary();
-            latency.insert(meta.protocol.clone(), NptLatency::from(&s));
-            sum.rtt_ms = Some(s);
-            histograms.insert(hist::RTT.to_string(), self.total.to_serialized());
+            st.histograms.add(hist::RTT, &self.total);
         }
         if let (Some((rate, size)), Some(a)) = (meta.udp, self.streams.first()) {
             let u = a.last.udp.unwrap_or_default();
@@ -269,28 +269,24 @@ impl Collector {
             } else {
                 dur_s
             };
-            let lost = u.sent.saturating_sub(u.received);
-            sum.udp = Some(UdpBulk {
+            st.udp = Some(UdpStats {
                 rate_bps: rate,
                 size,
                 sent: u.sent,
                 received: u.received,
-                lost,
-                loss_pct: pct(lost, u.sent),
                 delivered_bps: a.last.bytes as f64 * 8.0 / secs,
-                jitter_ms: u.jitter_ns as f64 / 1e6,
+                jitter: JitterMean::from_value(u.jitter_ns as f64, u.received),
                 sends_behind_schedule: u.behind_schedule,
             });
         }
-        BulkBody {
-            summary: sum,
-            streams: totals,
-            health,
-            latency,
-            errors: Errors::new(kinds, self.streams.len().max(1) as u64),
-            histograms,
-            intervals: self.intervals.into_vec_logged(),
-        }
+        st.set_intervals(self.intervals.into_vec_logged());
+        let m = BulkMeta {
+            target: meta.target.clone(),
+            protocol: meta.protocol.clone(),
+            direction: meta.direction.clone(),
+        };
+        // The one summarize of a bulk, as `npt merge` calls it.
+        st.summarize(&m)
     }
 }
 

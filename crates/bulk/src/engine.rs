@@ -26,12 +26,21 @@ fn snapshot(s: &StreamState) -> Snapshot {
         bytes: s.bytes.load(Ordering::Relaxed),
         reported_ns: s.reported_ns.load(Ordering::Relaxed),
         reading: s.reading(),
-        udp: (s.direction == Direction::Up)
-            .then(|| *s.udp.lock().unwrap_or_else(|p| p.into_inner()))
-            .filter(|u| u.sent > 0),
+        udp: Some(*s.udp.lock().unwrap_or_else(|p| p.into_inner())).filter(|u| u.sent > 0),
         failed: s.error().map(|(k, _)| k),
     }
 }
+
+/// Worker threads for `streams` streams: no more than the CPUs this process may run on (a
+/// client pinned to one CPU, as iperf3's single thread is, loses to its own thread hand-offs
+/// with two), no more than the streams, at most [`MAX_THREADS`].
+fn runtime_threads(streams: usize) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    cpus.min(streams).clamp(1, MAX_THREADS)
+}
+
+/// The most runtime threads a bulk uses (the responder usually shares the machine in tests).
+const MAX_THREADS: usize = 2;
 
 /// Runs the bulk of `cfg` until its duration passes, `stop` says so, or every stream ended;
 /// `on_interval` gets each interval as it closes. Stops at `Duration`, `Signal`, or `Error`
@@ -48,7 +57,13 @@ pub fn run(
         _ => cfg.target.resolve()?,
     };
     let dirs: Vec<Direction> = match cfg.target.proto {
-        Proto::Udp => vec![Direction::Up],
+        // One flow, up or down (the command refuses both).
+        Proto::Udp => vec![cfg
+            .ways
+            .directions()
+            .first()
+            .copied()
+            .unwrap_or(Direction::Up)],
         _ => cfg
             .ways
             .directions()
@@ -61,8 +76,9 @@ pub fn run(
         .enumerate()
         .map(|(i, &d)| Arc::new(StreamState::new(u32::try_from(i).unwrap_or(u32::MAX), d)))
         .collect();
+    let threads = runtime_threads(states.len());
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(threads)
         .thread_name("npt-bulk")
         .enable_all()
         .build()
@@ -99,10 +115,12 @@ pub fn run(
             udp_thread = Some(
                 std::thread::Builder::new()
                     .name("npt-bulk-udp".into())
-                    .spawn(move || {
-                        if let Some(st) = st.first() {
-                            crate::udp::run(&c, &a, st, &s, t0);
+                    .spawn(move || match st.first() {
+                        Some(st) if st.direction == Direction::Down => {
+                            crate::udp_down::run(&c, &a, st, &s, t0);
                         }
+                        Some(st) => crate::udp::run(&c, &a, st, &s, t0),
+                        None => {}
                     })
                     .map_err(BulkError::Start)?,
             );
@@ -117,7 +135,7 @@ pub fn run(
     let mut emitted = 0usize;
     // What the intervals handed over add up to, for the caller's progress.
     let (mut completed, mut errors) = (0u64, 0u64);
-    let mut emit = |iv: &Interval| {
+    let mut emit = |iv: &Interval, totals: &dyn Fn(&mut npt_stats::Snapshot)| {
         completed += iv.completed;
         errors += iv.errors;
         on_interval(&Progress {
@@ -125,7 +143,7 @@ pub fn run(
             elapsed: Duration::from_secs_f64(iv.end_s.max(0.0)),
             completed,
             errors,
-            totals: &|_| {},
+            totals,
         });
     };
     let end = t0 + cfg.duration;
@@ -140,7 +158,7 @@ pub fn run(
             next += SAMPLE_EVERY;
             let snaps: Vec<Snapshot> = states.iter().map(|s| snapshot(s)).collect();
             if let Some(iv) = col.sample(ns(now), &snaps) {
-                emit(&iv);
+                emit(&iv, &|s| col.export(s));
                 emitted += 1;
             }
         }
@@ -198,10 +216,7 @@ pub fn run(
     let meta = Meta {
         target: cfg.target.to_string(),
         protocol: cfg.target.proto.name().to_string(),
-        direction: match cfg.target.proto {
-            Proto::Udp => "up".to_string(),
-            _ => cfg.ways.name().to_string(),
-        },
+        direction: cfg.ways.name().to_string(),
         streams: cfg.streams,
         udp: cfg
             .udp
@@ -211,17 +226,21 @@ pub fn run(
     // The part interval the stop closed, unless it is a sliver (its rate would be noise); the
     // document has it either way.
     let sliver = cfg.interval.as_secs_f64() / 10.0;
+    let totals = &|s: &mut npt_stats::Snapshot| crate::metrics::export_body(&body, s);
     for iv in body.intervals.iter().skip(emitted) {
         if iv.end_s - iv.start_s >= sliver {
-            emit(iv);
+            emit(iv, totals);
         }
     }
-    Ok(Finished::new(
+    let mut end_totals = npt_stats::Snapshot::new();
+    totals(&mut end_totals);
+    let mut done = Finished::new(
         body,
         started,
         started + t_stop.duration_since(t0),
         stopped_by,
-        // No `--metrics` for a bulk run (yet): no totals.
-        npt_stats::Snapshot::new(),
-    ))
+        end_totals,
+    );
+    done.decided.insert("threads".into(), threads.into());
+    Ok(done)
 }

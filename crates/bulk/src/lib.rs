@@ -7,13 +7,16 @@
 //! - QUIC ([`quic`]): N streams over as few connections as the responder's stream limit allows,
 //!   with the connection's RTT, window and lost packets;
 //! - UDP ([`udp`]): one flow at a rate and size, paced by the sans-IO schedule of
-//!   [`npt_wire::pacing`]; the responder reports what arrived (delivered rate, loss, jitter).
+//!   [`npt_wire::pacing`]; the responder reports what arrived (delivered rate, loss, jitter);
+//!   down ([`udp_down`]): the tester paces small pulls and the responder answers each with a
+//!   burst of datagrams, for `--token` sessions and loopback sources only.
 //!
 //! Streams publish what they measured into a [`StreamState`] each; the caller's thread samples
 //! them on a fixed tick and the pure [`collect::Collector`] turns the samples into the interval
 //! series and the result body ([`npt_result::bulk`]). For an upload, "arrived" is what the
 //! responder reported it received, never what the tester's socket buffer took. [`workload`]
-//! is the contract with the cli (run a [`Config`], hand over intervals, return the body).
+//! is the contract with the cli (run a [`Config`], hand over intervals, return the body);
+//! [`metrics`] writes the `--metrics` series.
 // Parses peer reports: no panic path outside tests (README, "No panic on input").
 #![cfg_attr(
     not(test),
@@ -31,9 +34,11 @@
 pub mod collect;
 mod engine;
 mod frames;
+pub mod metrics;
 pub mod quic;
 pub mod tcp;
 pub mod udp;
+pub mod udp_down;
 pub mod workload;
 
 use npt_result::error::ErrorKind;
@@ -126,6 +131,10 @@ pub struct Config {
     pub via: Option<npt_proxy::Via>,
     /// Connect, handshake and first answer, each.
     pub timeout: Duration,
+    /// TCP: this host's congestion control on every stream (`TCP_CONGESTION`, e.g. `cubic`);
+    /// `None` keeps the system's default. It governs what this host sends (up); a download is
+    /// paced by the responder's.
+    pub congestion: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -95,6 +95,10 @@ async fn run(
             )
         })??;
     let _ = s.set_nodelay(true);
+    if let Some(cc) = &cfg.congestion {
+        npt_netio::tcpinfo::set_congestion(s.as_raw_fd(), cc)
+            .map_err(|e| (ErrorKind::Config, format!("congestion control {cc:?}: {e}")))?;
+    }
     let key = frames::open(&mut s, cfg, st).await?;
     sample(&s, st);
     let mut tick = tokio::time::interval(SAMPLE_EVERY);

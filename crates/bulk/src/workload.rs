@@ -1,13 +1,13 @@
 //! `npt bulk` as a [`Workload`]: a [`Config`] runs through [`crate::run`] and records itself in
 //! the result's `config`. It hands over every interval it closes (the lines `npt bulk` prints)
-//! and no `--metrics` totals.
+//! and the `--metrics` totals ([`crate::metrics`]).
 
 use std::sync::Arc;
 
 use npt_result::bulk::BulkBody;
 use npt_result::workload::{Finished, Progress, Stop, Workload};
 
-use crate::{BulkError, Config, Proto};
+use crate::{BulkError, Config};
 
 impl Workload for Config {
     const KIND: &'static str = "bulk";
@@ -18,7 +18,7 @@ impl Workload for Config {
         serde_json::json!({
             "target": self.target.to_string(),
             "proto": self.target.proto.name(),
-            "direction": if self.target.proto == Proto::Udp { "up" } else { self.ways.name() },
+            "direction": self.ways.name(),
             "streams": self.streams,
             "duration_s": self.duration.as_secs_f64(),
             "interval_s": self.interval.as_secs_f64(),

@@ -3,7 +3,8 @@
 //! `kind = "bulk"` result document with `--json`. Exit 1 when nothing arrived (every stream
 //! failed), 2 for a bad flag.
 //!
-//! [`execute`] runs it, as it runs `npt ping`: no segment, metrics or live view (yet).
+//! [`execute`] runs it as every workload: `--segment` splits the streams (UDP: the rate),
+//! `--metrics` exports its totals, and a terminal gets the live view.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use npt_result::workload::Progress;
 use npt_result::Document;
 
 use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -28,7 +30,8 @@ pub struct BulkArgs {
     /// Streams each way (TCP connections or QUIC streams), 1 to 1024.
     #[arg(long, short = 'P', value_name = "N", default_value_t = 1)]
     pub streams: u32,
-    /// down (the server sends), up (this host sends) or both; UDP goes up only.
+    /// down (the server sends), up (this host sends) or both; UDP: up or down (down needs
+    /// --token, or a server on loopback).
     #[arg(long, value_name = "up|down|both")]
     pub direction: Option<String>,
     /// How long to measure (e.g. 10s, 1m).
@@ -64,7 +67,7 @@ pub struct BulkArgs {
     )]
     pub timeout: String,
     /// The secret of `npt serve --token` (the server then gives this host its open limits).
-    #[arg(long, value_name = "SECRET")]
+    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
@@ -80,6 +83,10 @@ pub struct BulkArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
+    #[command(flatten)]
+    pub segment: crate::segment::SegmentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
@@ -92,6 +99,7 @@ fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
 
 /// The flags, validated into the engine's config; errors name the flag.
 pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
+    a.metrics.check()?;
     let target = Target::parse(&a.target).map_err(|e| usage!("{e}"))?;
     if !(1..=MAX_STREAMS).contains(&a.streams) {
         return Err(usage!(
@@ -105,10 +113,10 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         (Some("up"), false) => Ways::Up,
         (Some("both"), false) => Ways::Both,
         (None | Some("up"), true) => Ways::Up,
-        (Some(d @ ("down" | "both")), true) => {
+        (Some("down"), true) => Ways::Down,
+        (Some("both"), true) => {
             return Err(usage!(
-                "--direction {d}: UDP bulk goes up only (a responder that sent UDP at a rate \
-                 on request would be an amplifier); measure down with tcp:// or quic://"
+                "--direction both: UDP bulk runs one flow, up or down (run two for both)"
             ))
         }
         (Some(d), _) => return Err(usage!("--direction must be up, down or both, got {d:?}")),
@@ -181,16 +189,24 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         trust,
         via,
         timeout,
+        congestion: None,
     })
 }
 
 pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    o.segment = &a.segment;
+    o.metrics = &a.metrics;
+    o.labels = vec![
+        ("protocol", cfg.target.proto.name().to_string()),
+        ("target", cfg.target.to_string()),
+    ];
     let mut text = o.text.writer();
     let what = match cfg.udp {
         Some(u) => format!(
-            "udp up at {} in {} B datagrams",
+            "udp {} at {} in {} B datagrams",
+            cfg.ways.name(),
             npt_report::text::bits(u.rate_bps),
             u.size
         ),
@@ -219,6 +235,39 @@ pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
 impl Subcommand for Config {
     /// An interval line on stdout as it runs (on stderr with `--json -`).
     const LINES: Lines = Lines::Report;
+
+    /// Streams (or a UDP flow's rate) split over the parts.
+    fn split(&mut self, seg: &Segment) -> anyhow::Result<()> {
+        seg.apply_bulk(self)
+    }
+
+    fn live(&self) -> Option<crate::live::Spec> {
+        Some(crate::live::Spec {
+            title: format!(
+                "npt bulk {} — {}",
+                self.target,
+                match self.udp {
+                    Some(u) => format!(
+                        "udp {} at {}",
+                        self.ways.name(),
+                        npt_report::text::bits(u.rate_bps)
+                    ),
+                    None => format!("{} x {}", self.ways.name(), self.streams),
+                }
+            ),
+            rate_unit: "Mbit/s",
+            duration: Some(self.duration),
+        })
+    }
+
+    /// The view's rate is the interval's goodput, both ways together.
+    fn sample(p: &Progress<'_>) -> crate::live::Sample {
+        let mut s = crate::live::Sample::of(p);
+        if let Some(b) = p.interval.bandwidth_bps {
+            s.rate = (b.up + b.down) / 1e6;
+        }
+        s
+    }
 
     fn line(p: &Progress<'_>) -> String {
         npt_report::text::bulk_interval_line(p.interval)
@@ -278,6 +327,15 @@ mod tests {
                 size: 1200
             })
         );
+        let c = cfg(&[
+            "udp://127.0.0.1:7",
+            "--rate",
+            "5mbit",
+            "--direction",
+            "down",
+        ])
+        .unwrap();
+        assert_eq!(c.ways, Ways::Down);
         let c = cfg(&["tcp://127.0.0.1:7", "-P", "1024", "--direction", "both"]).unwrap();
         assert_eq!((c.streams, c.ways), (1024, Ways::Both));
     }
@@ -297,7 +355,7 @@ mod tests {
             "--rate",
             "1mbit",
             "--direction",
-            "down"
+            "both"
         ])
         .contains("--direction"));
         assert!(

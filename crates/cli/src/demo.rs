@@ -60,6 +60,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         stage: StageSpec::Time(Duration::from_secs(1)),
         behind_threshold: Duration::from_millis(1),
         via: None,
+        under_load: None,
     };
     let tcp = ProbeConfig {
         proto: Proto::Tcp,

@@ -45,6 +45,11 @@ pub trait Subcommand: Workload + Sized {
         None
     }
 
+    /// What the live view shows of one interval (its rate in [`live::Spec::rate_unit`]).
+    fn sample(p: &Progress<'_>) -> Sample {
+        Sample::of(p)
+    }
+
     /// The progress line of one interval ([`Subcommand::LINES`] says where it goes).
     fn line(p: &Progress<'_>) -> String {
         let _ = p;
@@ -109,14 +114,14 @@ pub struct Options<'a> {
     pub quiet: bool,
 }
 
-/// No `--segment` (ping, bulk).
+/// No `--segment` (ping).
 static NO_SEGMENT: SegmentArgs = SegmentArgs {
     segment: None,
     start_at: None,
     run_id: None,
 };
 
-/// No `--metrics` (ping, bulk).
+/// No `--metrics` (ping).
 static NO_METRICS: MetricsArgs = MetricsArgs {
     metrics: None,
     metrics_linger: None,
@@ -125,7 +130,7 @@ static NO_METRICS: MetricsArgs = MetricsArgs {
 impl<'a> Options<'a> {
     /// `--json FILE|-` as `ping` and `bulk` take it: the document to FILE, or to stdout with
     /// `-` (the text then goes to stderr, where it does not mix with it); no segment, no
-    /// metrics.
+    /// metrics (a caller that has them sets them after).
     pub fn json_file_or_dash(json: Option<&'a Path>, quiet: bool) -> Options<'a> {
         let json_stdout = json == Some(Path::new("-"));
         Options {
@@ -194,7 +199,7 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
             m.publish(&p.snapshot());
         }
         if let Some(l) = &live {
-            l.sample(Sample::of(p));
+            l.sample(W::sample(p));
         }
         if lines != Lines::None {
             show(lines, tty, o.json_stdout, &W::line(p));

@@ -25,6 +25,7 @@ mod serve;
 mod serve_metrics;
 mod signals;
 mod trace;
+mod under_load;
 mod usage;
 mod via;
 

@@ -52,7 +52,7 @@ pub struct PingArgs {
     #[arg(long)]
     pub raw: bool,
     /// UDP framed: the secret of `npt serve --token`. With --from: the agent's secret.
-    #[arg(long, value_name = "SECRET")]
+    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]

@@ -91,7 +91,7 @@ pub struct ProbeArgs {
     pub raw: bool,
     /// Secret the server was started with (npt serve --token): a keyed handshake per flow,
     /// then every packet carries a MAC (the secret never travels).
-    #[arg(long, value_name = "SECRET")]
+    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// A packet unanswered this long is lost; a later reply is "late".
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
@@ -117,6 +117,8 @@ pub struct ProbeArgs {
     #[command(flatten)]
     pub via: ViaArgs,
     #[command(flatten)]
+    pub load: crate::under_load::LoadArgs,
+    #[command(flatten)]
     pub segment: crate::segment::SegmentArgs,
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
@@ -128,6 +130,9 @@ fn parse_fill(s: &str) -> Result<Fill, String> {
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let (mut cfg, mut notices) = config(&a)?;
+    if let Some(plan) = &cfg.under_load {
+        crate::under_load::check_reachable(plan)?;
+    }
     if cfg.proto == Proto::Tcp && cfg.via.is_none() {
         // A name with several addresses (localhost → ::1, 127.0.0.1): the first that accepts.
         if let Some((addr, note)) = crate::probe_checks::first_accepting(&cfg.target, cfg.addr) {
@@ -187,7 +192,15 @@ impl Subcommand for ProbeConfig {
     }
 
     fn failed(body: &ProbeBody) -> Option<&'static str> {
-        (body.summary.received == 0).then_some("no reply was received")
+        if body.summary.received == 0 {
+            return Some("no reply was received");
+        }
+        // `--under-load` whose load moved nothing (every stream failed): the loaded phase
+        // measured an idle path.
+        body.under_load
+            .as_ref()
+            .filter(|u| u.load_errors.total_errors > 0 && u.bytes.up + u.bytes.down == 0.0)
+            .map(|_| "the load moved nothing (see under_load.load_errors)")
     }
 }
 
@@ -206,8 +219,19 @@ pub fn banner(cfg: &ProbeConfig) -> String {
         (None, Some(d)) => format!("{d:?}"),
         (None, None) => "until Ctrl-C".to_string(),
     };
+    let load = cfg.under_load.as_ref().map_or(String::new(), |p| {
+        let s = p.spec();
+        format!(
+            "; under load: {} {} x{} from {:?} to {:?}",
+            s.target,
+            s.direction,
+            s.streams,
+            p.idle,
+            p.idle + p.loaded()
+        )
+    });
     format!(
-        "npt probe {}://{} ({}): {pacing}, {} B {}, {} client(s), stop after {stop}",
+        "npt probe {}://{} ({}): {pacing}, {} B {}, {} client(s), stop after {stop}{load}",
         cfg.proto.name(),
         cfg.target,
         cfg.addr,

@@ -281,6 +281,21 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         ));
     }
     check_memory(clients, stage, a.loss_timeout, &pacing)?;
+    let under_load = crate::under_load::plan(&a.load, a.token.as_ref(), via.as_ref())?;
+    let duration = match &under_load {
+        None => duration,
+        Some(plan) => {
+            if a.count.is_some() || a.duration.is_some() {
+                return Err(usage!(
+                    "--count and --duration do not go with --under-load: the run is \
+                     --load-idle + --load-duration + --load-recovery ({:?})",
+                    plan.total()
+                ));
+            }
+            count = None;
+            Some(plan.total())
+        }
+    };
     let cfg = ProbeConfig {
         proto,
         target: hostport,
@@ -299,6 +314,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         stage,
         behind_threshold: a.behind_threshold,
         via,
+        under_load,
     };
     Ok((cfg, notices))
 }

@@ -68,7 +68,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Shared secret of `npt serve --token`.
-    #[arg(long, value_name = "SECRET")]
+    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Connect, handshake and read/write idle timeout.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]

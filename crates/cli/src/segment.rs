@@ -134,6 +134,17 @@ impl Segment {
         cfg.rate = cfg.rate.map(|r| self.rate(r));
         Ok(())
     }
+
+    /// Splits a bulk: TCP/QUIC streams each way, or a UDP flow's rate (one flow per part).
+    // NO-PANIC: a part is at most the whole, which was a u32.
+    #[allow(clippy::cast_possible_truncation)]
+    pub fn apply_bulk(&self, cfg: &mut npt_bulk::Config) -> anyhow::Result<()> {
+        match &mut cfg.udp {
+            Some(u) => u.rate_bps = self.rate(u.rate_bps),
+            None => cfg.streams = self.part(u64::from(cfg.streams), "--streams")? as u32,
+        }
+        Ok(())
+    }
 }
 
 /// Adds the part's identity to a result's `config` object.

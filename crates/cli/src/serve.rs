@@ -25,7 +25,7 @@ pub struct ServeArgs {
     pub listen: Vec<String>,
     /// Only answer clients that prove this secret (probe/ping/run --token): a keyed handshake
     /// on TCP and UDP, then a MAC on every packet. Disables raw echo.
-    #[arg(long, value_name = "SECRET")]
+    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Lift the internet-safe defaults: 500,000 pps and 2,000 Mbit/s per UDP source, no
     /// total, 10,000 Mbit/s reply budget, raw UDP echo for everyone.

@@ -39,7 +39,7 @@ pub struct TraceArgs {
     #[arg(long, value_name = "URL")]
     pub through: Option<String>,
     /// The hop agents' secret (`npt serve --token`).
-    #[arg(long, value_name = "SECRET")]
+    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Attempts per segment (and through the chain) in each round.
     #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]

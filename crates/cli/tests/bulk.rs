@@ -117,6 +117,42 @@ fn udp_at_a_rate_delivers_the_rate_on_loopback() {
     assert!(u(&doc, "/summary/rtt_ms/count") > 0, "report round trips");
 }
 
+/// UDP down from a server on loopback (trusted without a token): the rate arrives, nothing
+/// is lost on an idle loopback, and the pulls' round trips are sampled.
+#[test]
+fn udp_down_delivers_the_rate_on_loopback() {
+    let (_s, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d.json");
+    let target = format!("udp://{addr}");
+    let (o, doc) = bulk(
+        &[
+            &target,
+            "--direction",
+            "down",
+            "--rate",
+            "50mbit",
+            "--duration",
+            "2s",
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(doc["summary"]["direction"], "down");
+    let delivered = f(&doc, "/summary/udp/delivered_bps");
+    assert!((47.5e6..52.5e6).contains(&delivered), "{delivered}");
+    let sent = u(&doc, "/summary/udp/sent");
+    assert!(
+        u(&doc, "/summary/udp/received") * 100 >= sent * 99,
+        "{}",
+        doc["summary"]
+    );
+    assert!(u(&doc, "/summary/rtt_ms/count") > 0);
+    assert!(f(&doc, "/summary/bytes/down") > 0.0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("udp down at 50.00 Mbit/s"), "{text}");
+}
+
 #[test]
 fn quic_streams_move_bytes_both_ways() {
     let mut child = npt()
@@ -171,16 +207,19 @@ fn bad_input_exits_2_naming_the_flag() {
         (vec!["tcp://127.0.0.1:9", "--streams", "0"], "--streams"),
         (vec!["tcp://127.0.0.1:9", "--streams", "1025"], "--streams"),
         (vec!["udp://127.0.0.1:9", "--rate", "lots"], "--rate"),
+        // UDP runs one flow: up or down (down was refused before UDP down existed).
         (
             vec![
                 "udp://127.0.0.1:9",
                 "--rate",
                 "5mbit",
                 "--direction",
-                "down",
+                "both",
             ],
             "--direction",
         ),
+        (vec!["udp://127.0.0.1:9", "--rate", "5 apples"], "--rate"),
+        (vec!["udp://127.0.0.1:9", "--rate", "0mbit"], "--rate"),
         (
             vec!["tcp://127.0.0.1:9", "--duration", "never"],
             "--duration",

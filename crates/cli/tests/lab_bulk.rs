@@ -1,8 +1,8 @@
 //! `npt bulk` on a path of known capacity (root: network namespaces joined by an emulated
 //! link): 10 Mbit/s, 20 ms RTT and a 100-packet queue must read as 9–10 Mbit/s of TCP goodput
 //! each way with the kernel's RTT above the base (the queue fills), and UDP sent at 20 Mbit/s
-//! into it as about half lost and 10 Mbit/s delivered — the numbers the link is set to, read
-//! through npt serve's bulk responder on its one port.
+//! into it (up, and down with `--token`) as about half lost and 10 Mbit/s delivered — the
+//! numbers the link is set to, read through npt serve's bulk responder on its one port.
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 mod common;
@@ -34,6 +34,11 @@ name = "serve"
 node = "server"
 cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
 ready = "tcp://10.0.1.2:7777"
+[[service]]
+name = "serve-token"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7778", "--token", "lab"]
+ready = "tcp://10.0.1.2:7778"
 "#;
 
 /// The lab, brought down when dropped.
@@ -139,4 +144,49 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
         "UDP delivered {delivered:.2} Mbit/s"
     );
     assert!(u(&doc, "/summary/udp/sent") > 10_000);
+
+    // UDP down at twice the link's rate reads the same, with --token (the client's address is
+    // private, not loopback: without a token the server refuses UDP down, a classified error).
+    let doc = lab.bulk(
+        dir.path(),
+        &[
+            "udp://10.0.1.2:7778",
+            "--direction",
+            "down",
+            "--token",
+            "lab",
+            "--rate",
+            "20mbit",
+            "--duration",
+            "5s",
+        ],
+    );
+    let loss = f(&doc, "/summary/udp/loss_pct");
+    let delivered = f(&doc, "/summary/udp/delivered_bps") / 1e6;
+    assert!((45.0..=56.0).contains(&loss), "UDP down loss {loss:.1} %");
+    assert!(
+        (9.0..=10.4).contains(&delivered),
+        "UDP down delivered {delivered:.2} Mbit/s"
+    );
+    let out = run(
+        &[
+            "lab",
+            "exec",
+            "tbulk",
+            "client",
+            "--",
+            "npt",
+            "bulk",
+            "udp://10.0.1.2:7777",
+            "--direction",
+            "down",
+            "--rate",
+            "1mbit",
+            "--duration",
+            "1s",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--token"));
 }

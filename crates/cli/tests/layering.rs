@@ -36,8 +36,14 @@ const LAYERS: &[(&str, u8)] = &[
 
 /// Allowed edges within one layer, with why: `run`'s game users are measured by the probe's
 /// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`); `trace`
-/// measures each segment with `ping`'s own run and `ping --from`'s loop.
-const SAME_LAYER: &[(&str, &str)] = &[("npt-users", "npt-probe"), ("npt-trace", "npt-ping")];
+/// measures each segment with `ping`'s own run and `ping --from`'s loop; the loaded probe
+/// (`npt probe --under-load`) runs the bulk engine's streams as its load, owned by the probe's
+/// run so that one stop ends both and the load never outlives the probe.
+const SAME_LAYER: &[(&str, &str)] = &[
+    ("npt-users", "npt-probe"),
+    ("npt-trace", "npt-ping"),
+    ("npt-probe", "npt-bulk"),
+];
 
 const ENGINES: &[&str] = &[
     "npt-probe",

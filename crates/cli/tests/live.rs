@@ -1,5 +1,5 @@
 //! Why this exists: the live view is only seen on a real terminal. These tests run `npt probe`
-//! inside tmux (`.ci/run` installs it), read the screen with `capture-pane`, press `q` with
+//! (and run, http, bulk) inside tmux (`.ci/run` installs it), read the screen with `capture-pane`, press `q` with
 //! `send-keys`, and check the run stopped and still wrote its full report — and that without a
 //! terminal the plain stage lines are printed instead.
 
@@ -139,6 +139,19 @@ fn q_stops_live_run_and_http_views_too() {
     let (d, _) = live_then_q(&format!("http http://{http}/ -c 2 -d 60s"), "req/s");
     assert_valid(&d, "http");
     assert_eq!(d["stopped_by"], "signal");
+}
+
+#[test]
+fn q_stops_a_live_bulk_and_its_view_shows_goodput() {
+    if !have_tmux() {
+        return;
+    }
+    let (_srv, addr) = serve(&[]);
+    let (d, screen) = live_then_q(&format!("bulk tcp://{addr} -t 60s -i 200ms"), "Mbit/s");
+    assert!(screen.contains("stopped by signal"), "{screen}");
+    assert_valid(&d, "bulk");
+    assert_eq!(d["stopped_by"], "signal");
+    assert!(d["summary"]["goodput_mbps"].as_f64().unwrap() > 0.0);
 }
 
 #[test]

@@ -337,3 +337,17 @@ fn http_and_run_agents_export_their_final_totals() {
     );
     assert!(f(&doc, "/summary/requests") > 0.0);
 }
+
+#[test]
+fn bulk_exports_its_final_totals() {
+    let (_serve, addr) = serve(&[]);
+    let target = format!("tcp://{addr}");
+    let (doc, text) = run_and_scrape(&["bulk", &target, "-t", "1s", "-P", "2"]);
+    let down = format!("{{protocol=\"tcp\",target=\"{target}\",direction=\"down\"}}");
+    let bytes = f(&doc, "/summary/bytes/down");
+    assert!(bytes > 0.0);
+    assert_eq!(sample(&text, &format!("npt_bulk_bytes_total{down}")), bytes);
+    assert!(sample(&text, &format!("npt_bulk_goodput_bps{down}")) > 0.0);
+    let rtt = format!("npt_bulk_rtt_seconds_count{{protocol=\"tcp\",target=\"{target}\"}}");
+    assert_eq!(sample(&text, &rtt), f(&doc, "/summary/rtt_ms/count"));
+}

@@ -1,6 +1,7 @@
 //! Why this exists: several agents each running `--segment k/n` of one load must add up to
 //! exactly the load one agent would run, begin together (`--start-at`), and carry the same run
-//! id and config hash so their results can be merged — and refused when they do not match.
+//! id and config hash so their results can be merged — and refused when they do not match
+//! (probe, run, http and bulk).
 
 #![cfg(test)]
 
@@ -268,4 +269,93 @@ fn run_and_http_parts_merge_too() {
     let requests: u64 = hparts.iter().map(|d| u(d, "/summary/requests")).sum();
     assert_eq!(u(&m, "/summary/requests"), requests);
     assert_eq!(u(&m, "/summary/latency_ms/count"), requests);
+}
+
+/// Bulk splits its streams (UDP: its rate) over the parts; the parts merge into one bulk
+/// document with every stream, every byte and every RTT sample, which `report` and `compare`
+/// read like any other.
+#[test]
+fn bulk_parts_split_streams_and_rate_and_merge() {
+    let (_srv, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<String> = ["bulk", &format!("tcp://{addr}"), "-P", "3", "-t", "1s"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let parts = agents(&args, 2, dir.path());
+    parts.iter().for_each(|d| assert_valid(d, "bulk"));
+    let streams: Vec<u64> = parts.iter().map(|d| u(d, "/summary/streams")).collect();
+    assert_eq!(streams, vec![2, 1]);
+    let files: Vec<_> = (0..2)
+        .map(|k| dir.path().join(format!("part{k}.json")))
+        .collect();
+    let out = dir.path().join("bulk.json");
+    let o = merge(&files, &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = json(&out);
+    assert_valid(&m, "bulk");
+    assert_eq!(u(&m, "/summary/streams"), 3);
+    let idx: Vec<u64> = m["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(idx, vec![0, 1, 2]);
+    let bytes: f64 = parts
+        .iter()
+        .map(|d| d["summary"]["bytes"]["down"].as_f64().unwrap())
+        .sum();
+    assert_eq!(m["summary"]["bytes"]["down"].as_f64().unwrap(), bytes);
+    assert!(bytes > 0.0);
+    let rtts: u64 = parts.iter().map(|d| u(d, "/summary/rtt_ms/count")).sum();
+    assert_eq!(u(&m, "/summary/rtt_ms/count"), rtts);
+    for iv in m["intervals"].as_array().unwrap() {
+        assert!(iv["streams"].as_array().unwrap().len() <= 3, "{iv}");
+    }
+    // report and compare read the merged document.
+    let o = run(&["report", out.to_str().unwrap()], Duration::from_secs(20));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("goodput"));
+    let o = run(
+        &["compare", files[0].to_str().unwrap(), out.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // UDP: one flow per part, each at its share of the rate.
+    let udir = tempfile::tempdir().unwrap();
+    let uargs: Vec<String> = [
+        "bulk",
+        &format!("udp://{addr}"),
+        "--rate",
+        "20mbit",
+        "-t",
+        "1s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let uparts = agents(&uargs, 2, udir.path());
+    for d in &uparts {
+        assert_eq!(d["summary"]["udp"]["rate_bps"].as_f64().unwrap(), 10e6);
+    }
+    let ufiles: Vec<_> = (0..2)
+        .map(|k| udir.path().join(format!("part{k}.json")))
+        .collect();
+    let uout = udir.path().join("udp.json");
+    assert!(merge(&ufiles, &uout).status.success());
+    let m = json(&uout);
+    assert_valid(&m, "bulk");
+    assert_eq!(m["summary"]["udp"]["rate_bps"].as_f64().unwrap(), 20e6);
+    let sent: u64 = uparts.iter().map(|d| u(d, "/summary/udp/sent")).sum();
+    assert_eq!(u(&m, "/summary/udp/sent"), sent);
+
+    // More parts than streams: exit 2 naming the flag.
+    let o = run(
+        &["bulk", "tcp://127.0.0.1:9", "-P", "2", "--segment", "0/3"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--streams 2 cannot be split"));
 }

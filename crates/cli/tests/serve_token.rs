@@ -136,3 +136,30 @@ fn npt_http_and_npt_run_over_tcp_and_quic_work_with_the_token_and_are_refused_wi
         e.lines().last().unwrap_or("")
     );
 }
+
+/// The secret may come from `NPT_TOKEN` (out of `ps`' sight); a `--token` flag wins over it.
+#[test]
+fn the_secret_may_come_from_npt_token_and_the_flag_wins() {
+    let s = serve(20_000, &["--token", "s3cret"]);
+    let target = format!("udp://{}", s.tcp);
+    let probe = |env: &str, flag: Option<&str>| {
+        let mut cmd = common::npt();
+        cmd.args([
+            "probe", &target, "-n", "20", "--pps", "200", "-q", "--format", "json",
+        ])
+        .env("NPT_TOKEN", env);
+        if let Some(f) = flag {
+            cmd.args(["--token", f]);
+        }
+        let o = cmd.output().expect("npt probe runs");
+        let received = serde_json::from_slice::<serde_json::Value>(&o.stdout)
+            .ok()
+            .and_then(|d| d["summary"]["received"].as_u64());
+        (o.status.code(), received)
+    };
+    assert_eq!(probe("s3cret", None), (Some(0), Some(20)), "from NPT_TOKEN");
+    let (code, received) = probe("s3cret", Some("wrong"));
+    assert_ne!(code, Some(0), "--token wrong must win over NPT_TOKEN");
+    assert_ne!(received, Some(20));
+    assert_eq!(probe("wrong", Some("s3cret")), (Some(0), Some(20)));
+}

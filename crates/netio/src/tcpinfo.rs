@@ -143,6 +143,28 @@ pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
     Ok(from_raw(&raw, usize::try_from(len).unwrap_or(0)))
 }
 
+/// Sets the congestion control algorithm of the TCP socket `fd` (`TCP_CONGESTION`, e.g.
+/// `cubic`, `bbr`): it must be one the kernel has (`tcp_available_congestion_control`), and
+/// an unprivileged process may pick only those in `tcp_allowed_congestion_control`.
+pub fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
+    let len = libc::socklen_t::try_from(name.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name too long"))?;
+    // SAFETY: `name` is `len` readable bytes that outlive the call; the kernel copies them.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The fields `filled` bytes of `raw` hold.
 fn from_raw(raw: &RawTcpInfo, filled: usize) -> TcpInfo {
     let has = |end: usize| filled >= end;

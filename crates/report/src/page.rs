@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use crate::html::{Chart, Page, Series, Table};
+use crate::html::{Band, Chart, Page, Series, Table};
 use npt_result::any::AnyResult;
 use npt_result::interval::Interval;
 
@@ -45,6 +45,23 @@ pub(crate) const SPECTRUM: [f64; 14] = [
     0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
 ];
 
+/// A loaded probe's phases as shaded spans of a time chart (none for any other result).
+pub(crate) fn phase_bands(doc: &AnyResult) -> Vec<Band> {
+    match &doc.body {
+        npt_result::any::Workload::Probe(b) => b
+            .under_load
+            .iter()
+            .flat_map(|u| &u.phases)
+            .map(|p| Band {
+                label: p.name.clone(),
+                from: p.start_s,
+                to: p.end_s,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The HTML page of one result: a summary table and its charts.
 pub fn html_page(doc: &AnyResult, source: &str) -> Page {
     let kind = doc.body.kind();
@@ -67,6 +84,39 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
         ],
         vec!["errors".into(), doc.body.errors().total_errors.to_string()],
     ];
+    let mut rows = rows;
+    if let npt_result::any::Workload::Probe(b) = &doc.body {
+        if let Some(u) = &b.under_load {
+            for p in &u.phases {
+                rows.push(vec![
+                    format!(
+                        "{} {:.1}-{:.1} s: p50 / p99 (ms)",
+                        p.name, p.start_s, p.end_s
+                    ),
+                    format!("{:.3} / {:.3}", p.rtt_ms.p50, p.rtt_ms.p99),
+                ]);
+            }
+            rows.push(vec![
+                "rpm under load / idle".into(),
+                format!(
+                    "{} / {}",
+                    u.rpm.map_or("-".into(), |r| format!("{r:.0}")),
+                    u.idle_rpm.map_or("-".into(), |r| format!("{r:.0}"))
+                ),
+            ]);
+            rows.push(vec![
+                format!(
+                    "load {} {} x{}: goodput up / down",
+                    u.load.target, u.load.direction, u.load.streams
+                ),
+                format!(
+                    "{} / {}",
+                    crate::text::bits(u.goodput_bps.up),
+                    crate::text::bits(u.goodput_bps.down)
+                ),
+            ]);
+        }
+    }
     let pts = doc.body.intervals();
     let t: Vec<f64> = pts.iter().map(|p| p.end_s).collect();
     let series = |label: &str, v: &dyn Fn(&Interval) -> Option<f64>| Series {
@@ -74,6 +124,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
         values: pts.iter().map(v).collect(),
     };
     let mut charts = Vec::new();
+    let bands = phase_bands(doc);
     if !pts.is_empty() {
         charts.push(Chart {
             id: "latency".into(),
@@ -85,6 +136,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
                 series("p50", &|p| Some(p.latency_ms.p50)),
                 series("p99", &|p| Some(p.latency_ms.p99)),
             ],
+            bands: bands.clone(),
             ..Chart::default()
         });
         let unit = if kind == "probe" {
@@ -99,6 +151,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
             y_label: unit.into(),
             x: t.clone(),
             series: vec![series("rate", &|p| Some(p.rate_per_s))],
+            bands: bands.clone(),
             ..Chart::default()
         });
         let mut err = vec![series("errors", &|p| Some(p.errors as f64))];
@@ -112,6 +165,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
             y_label: "count / %".into(),
             x: t,
             series: err,
+            bands,
             ..Chart::default()
         });
     }
@@ -212,6 +266,7 @@ pub(crate) fn test_probe(
         },
         histograms: [(hist::RTT.to_string(), h.to_serialized())].into(),
         intervals,
+        under_load: None,
     };
     let t0 = std::time::SystemTime::UNIX_EPOCH;
     let t1 = t0 + std::time::Duration::from_secs(2);

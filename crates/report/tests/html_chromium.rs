@@ -190,6 +190,7 @@ fn probe_doc(base_ms: f64, secs: usize) -> AnyResult {
         errors: Default::default(),
         histograms: [(hist::RTT.to_string(), h.to_serialized())].into(),
         intervals,
+        under_load: None,
     };
     let t0 = std::time::SystemTime::UNIX_EPOCH;
     let t1 = t0 + Duration::from_secs(secs as u64);

@@ -73,6 +73,7 @@ fn probe() -> serde_json::Value {
             histogram: h.to_serialized(),
             ..Interval::default()
         }],
+        under_load: None,
     };
     body.latency
         .insert("udp".into(), NptLatency::from(&body.summary.rtt_ms));

@@ -29,6 +29,7 @@ pub mod stats;
 pub mod stop;
 pub mod tcpinfo;
 pub mod trace;
+pub mod under_load;
 pub mod workload;
 
 pub use common::loss_pct;

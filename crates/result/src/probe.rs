@@ -31,7 +31,7 @@ pub struct ProbeBody {
     pub errors: Errors,
     /// Serialized HDR histograms (ns) by name: [`hist`].
     #[schemars(
-        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect`, `first_packet` and `tcp_rtt` (TCP)."
+        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect`, `first_packet` and `tcp_rtt` (TCP), `rtt_idle`, `rtt_loaded` and `rtt_recovery` (`--under-load`)."
     )]
     #[schemars(extend("propertyNames" = {"enum": hist::ALL}, "required" = [hist::RTT, hist::IPDV]))]
     pub histograms: Histograms,
@@ -41,6 +41,9 @@ pub struct ProbeBody {
         "sent", "lost", "late", "duplicated", "reordered", "loss_pct", "jitter_ms", "bandwidth_bps",
     ]}}]))]
     pub intervals: Vec<Interval>,
+    /// `--under-load`: the phases, the increase under load, RPM and the load's goodput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<crate::under_load::UnderLoad>,
 }
 
 /// What the probe did and what it measured.
@@ -169,6 +172,22 @@ pub mod hist {
     pub const FIRST_PACKET: &str = "first_packet";
     /// TCP only: the kernel's smoothed RTT (`TCP_INFO`), sampled: see `summary.tcp_info`.
     pub const TCP_RTT: &str = "tcp_rtt";
+    /// `--under-load` only: the RTTs of packets sent in each phase.
+    pub const RTT_IDLE: &str = "rtt_idle";
+    pub const RTT_LOADED: &str = "rtt_loaded";
+    pub const RTT_RECOVERY: &str = "rtt_recovery";
+    /// The phase histograms, in phase order.
+    pub const PHASES: [&str; 3] = [RTT_IDLE, RTT_LOADED, RTT_RECOVERY];
     /// Every name above.
-    pub const ALL: [&str; 6] = [RTT, RTT_CORRECTED, IPDV, CONNECT, FIRST_PACKET, TCP_RTT];
+    pub const ALL: [&str; 9] = [
+        RTT,
+        RTT_CORRECTED,
+        IPDV,
+        CONNECT,
+        FIRST_PACKET,
+        TCP_RTT,
+        RTT_IDLE,
+        RTT_LOADED,
+        RTT_RECOVERY,
+    ];
 }

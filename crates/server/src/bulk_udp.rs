@@ -7,6 +7,16 @@
 //! [`FLOW_IDLE_NS`] are forgotten, and while it is still full the datagrams of further flows are
 //! not counted (the caller counts them as refused). Spoofed sources can therefore fill the
 //! table, but not grow it, and live flows keep their counts.
+//!
+//! UDP down ([`grant_down`]) is the one answer larger than its request: the client paces small
+//! `Bulk` frames ("pulls"), each asking for up to [`MAX_BURST`] `BulkData` datagrams, and the
+//! responder sends them at once — stateless (datagram `j` of pull `p` is numbered `p × k + j`).
+//! Because a UDP source address can be forged, only sources that cannot be forged get it: a
+//! session that passed the keyed `--token` handshake (its frames are sealed and tied to the
+//! address that did the handshake), or a loopback source (the kernel drops loopback sources
+//! arriving from outside). Every other pull is refused with a bare header no longer than the
+//! pull, and counted; a private LAN address is not enough (forged, it would aim the flood at a
+//! host on the LAN). What is sent is charged, datagram by datagram, to the open limits.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -96,6 +106,44 @@ impl Flows {
     }
 }
 
+/// The most datagrams one pull may ask for.
+pub const MAX_BURST: u64 = 64;
+/// The largest datagram UDP down sends (the largest UDP payload over IPv4).
+pub const MAX_DOWN_SIZE: u32 = 65_507;
+
+/// Why a pull got nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DownRefused {
+    /// Not authenticated and not loopback: UDP down would make the server an amplifier.
+    Stranger,
+    /// A datagram size below a header or above [`MAX_DOWN_SIZE`], or an ask below one.
+    Malformed,
+}
+
+/// What a pull asking `reply_len` bytes in datagrams of `size` bytes is granted: how many
+/// datagrams, at most [`MAX_BURST`]. `trusted`: the source passed the `--token` handshake or
+/// is loopback.
+pub fn grant_down(trusted: bool, size: u32, reply_len: u32) -> Result<u64, DownRefused> {
+    if !trusted {
+        return Err(DownRefused::Stranger);
+    }
+    let min = u32::try_from(npt_wire::frame::HEADER_LEN).unwrap_or(u32::MAX);
+    if !(min..=MAX_DOWN_SIZE).contains(&size) || reply_len < size {
+        return Err(DownRefused::Malformed);
+    }
+    Ok(u64::from(reply_len / size).min(MAX_BURST))
+}
+
+/// Whether a source may have UDP down without `--token`: loopback only (see the module doc).
+pub fn loopback(peer: SocketAddr) -> bool {
+    match peer.ip() {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +165,27 @@ mod tests {
         assert_eq!((r.datagrams, r.bytes, r.expected), (2, 2000, 4));
         assert_eq!((r.lost(), r.elapsed_ns), (2, 2 * S));
         assert_eq!(f.report(0, peer(9), 1), BulkReport::default());
+    }
+
+    #[test]
+    fn udp_down_is_for_the_trusted_and_bounded() {
+        assert_eq!(grant_down(false, 1200, 12_000), Err(DownRefused::Stranger));
+        assert_eq!(grant_down(true, 1200, 12_000), Ok(10));
+        assert_eq!(grant_down(true, 1200, u32::MAX), Ok(MAX_BURST));
+        assert_eq!(grant_down(true, 10, 1200), Err(DownRefused::Malformed));
+        assert_eq!(
+            grant_down(true, 70_000, 70_000),
+            Err(DownRefused::Malformed)
+        );
+        assert_eq!(grant_down(true, 1200, 100), Err(DownRefused::Malformed));
+        assert!(loopback(SocketAddr::from(([127, 0, 0, 2], 1))));
+        assert!(!loopback(peer(1)), "a documentation address");
+        assert!(
+            !loopback(SocketAddr::from(([10, 0, 0, 1], 1))),
+            "private is not enough"
+        );
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:9".parse().unwrap();
+        assert!(loopback(mapped));
     }
 
     #[test]

@@ -117,8 +117,11 @@ pub struct Counters {
     /// UDP bulk flows counted ([`crate::bulk_udp`]; not a refusal).
     pub udp_bulk_flows: AtomicU64,
     /// UDP bulk datagrams not counted because the flow table was full of live flows, and UDP
-    /// bulk requests refused (a `Down` bulk, which the UDP responder does not source).
+    /// bulk requests refused (a `Down` pull from a source that is neither a `--token` session
+    /// nor loopback: UDP down would make the server an amplifier for it).
     pub udp_bulk_refused: AtomicU64,
+    /// UDP down datagrams sent (to `--token` sessions and loopback sources; not a refusal).
+    pub udp_bulk_down: AtomicU64,
     pub tcp_accepted: AtomicU64,
     /// TCP connections closed at once because `max_tcp_conns` were open.
     pub tcp_refused_conns: AtomicU64,
@@ -170,6 +173,7 @@ impl Counters {
                     ("sessions", g(&self.udp_sessions)),
                     ("clamped", g(&self.udp_clamped)),
                     ("bulk-flows", g(&self.udp_bulk_flows)),
+                    ("bulk-down", g(&self.udp_bulk_down)),
                 ],
                 &[],
             ),

@@ -16,6 +16,9 @@
 //! - raw echo answers local sources only, unless `--raw-echo` (it would reflect anything);
 //! - raw echo never answers what could be another echo service ([`crate::loopguard`]), so a
 //!   forged datagram cannot start an endless ping-pong between two servers (or with itself);
+//! - UDP down (`npt bulk udp://… --direction down`), the one answer larger than its request,
+//!   only for `--token` sessions and loopback sources, charged to the open limits
+//!   ([`crate::bulk_udp`]); everyone else's pull is refused with a bare header;
 //! - every refusal is counted (the server's log task summarizes them on stderr).
 
 use std::net::UdpSocket;
@@ -25,11 +28,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use npt_netio::MsgBatch;
-use npt_wire::auth::{self, AuthError, Dir, ServerAuth, Sessions, HS_LEN};
+use npt_wire::auth::{self, AuthError, Dir, ServerAuth, SessionKey, Sessions, HS_LEN};
 use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{self, status, Header, Kind};
 
-use crate::bulk_udp::{Counted, Flows, MAX_FLOWS};
+use crate::bulk_udp::{grant_down, Counted, DownRefused, Flows, MAX_FLOWS};
 use crate::limiter::{Limiter, Verdict};
 use crate::loopguard::{self, LoopGuard};
 use crate::Shared;
@@ -61,13 +64,78 @@ struct Tally {
     clamped: u64,
     bulk_flows: u64,
     bulk_refused: u64,
+    /// UDP down datagrams sent.
+    bulk_down: u64,
 }
 
-/// What an answer needs besides the datagram: the UDP bulk flows, the time and the source.
+/// What an answer needs besides the datagram: the UDP bulk flows, the time and the source;
+/// the session's key (`--token`), and where UDP down pulls queue their datagrams.
 struct Cx<'a> {
     flows: &'a mut Flows,
     now: u64,
     peer: std::net::SocketAddr,
+    key: Option<SessionKey>,
+    bursts: &'a mut Vec<Burst>,
+    /// A loopback source the server exempts (not `--limit-local`): UDP down without a token.
+    loopback_ok: bool,
+}
+
+/// UDP down: `count` `BulkData` datagrams of `size` bytes for a pull of `peer`'s flow,
+/// numbered from `first_seq` (sent after the batch's answers).
+struct Burst {
+    peer: std::net::SocketAddr,
+    flow: u32,
+    first_seq: u64,
+    count: u64,
+    size: usize,
+    key: Option<SessionKey>,
+}
+
+/// Sends a burst, each datagram charged to `limiter` first (the open limits); stops at the
+/// first one the limits refuse (counted). `buf`: scratch of at least `MAX_DATAGRAM` bytes.
+fn send_burst(
+    sock: &UdpSocket,
+    b: &Burst,
+    now: u64,
+    limiter: &mut Limiter,
+    buf: &mut [u8],
+    t: &mut Tally,
+) {
+    let fill = crate::stream::fill_chunk();
+    for j in 0..b.count {
+        if limiter.check(now, b.peer, b.size) != Verdict::Allow {
+            t.refused_rate += 1;
+            return;
+        }
+        let (Some(frame), Some(payload)) = (buf.get_mut(..b.size), fill.get(..b.size)) else {
+            return;
+        };
+        frame.copy_from_slice(payload);
+        let h = Header {
+            kind: Kind::BulkData,
+            flags: 0,
+            frame_len: u32::try_from(b.size).unwrap_or(u32::MAX),
+            reply_len: 0,
+            flow: b.flow,
+            status: status::OK,
+            seq: b.first_seq.saturating_add(j),
+            send_ts: now,
+            token: 0,
+        };
+        let _ = h.encode(frame);
+        if let Some(k) = &b.key {
+            let _ = k.seal(Dir::ToClient, frame);
+        }
+        match sock.send_to(frame, b.peer) {
+            Ok(n) => {
+                t.tx += 1;
+                t.tx_bytes += n as u64;
+                t.bulk_down += 1;
+            }
+            // A full socket buffer: the rest of the burst is lost here, as on a NIC queue.
+            Err(_) => return,
+        }
+    }
 }
 
 pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
@@ -82,6 +150,8 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let epoch = Instant::now();
     let mut send_idx: Vec<usize> = Vec::with_capacity(BATCH);
     let mut flows = Flows::new(MAX_FLOWS);
+    let mut bursts: Vec<Burst> = Vec::new();
+    let mut scratch = vec![0u8; MAX_DATAGRAM];
     let mut sessions = cfg.token.as_deref().map(|secret| {
         Sessions::new(
             ServerAuth::new(secret.as_bytes(), crate::random_key()),
@@ -139,6 +209,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 flows: &mut flows,
                 now,
                 peer,
+                key: None,
+                bursts: &mut bursts,
+                loopback_ok: exempt && crate::bulk_udp::loopback(peer),
             };
             let ok = match sessions.as_mut() {
                 None => answer(&mut batch, i, &mut t, cx, false, |data| {
@@ -168,6 +241,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 shared.counters.udp_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
+        for b in bursts.drain(..) {
+            send_burst(&sock, &b, now, &mut open_limiter, &mut scratch, &mut t);
+        }
         let c = &shared.counters;
         c.udp_rx.fetch_add(t.rx, Ordering::Relaxed);
         c.udp_rx_bytes.fetch_add(t.rx_bytes, Ordering::Relaxed);
@@ -186,6 +262,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             + t.sessions
             + t.bulk_flows
             + t.bulk_refused
+            + t.bulk_down
             > 0
         {
             c.udp_refused_token
@@ -209,6 +286,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             c.udp_bulk_flows.fetch_add(t.bulk_flows, Ordering::Relaxed);
             c.udp_bulk_refused
                 .fetch_add(t.bulk_refused, Ordering::Relaxed);
+            c.udp_bulk_down.fetch_add(t.bulk_down, Ordering::Relaxed);
         }
     }
 }
@@ -229,7 +307,7 @@ fn answer_authenticated(
     i: usize,
     t: &mut Tally,
     sessions: &mut Sessions,
-    cx: Cx<'_>,
+    mut cx: Cx<'_>,
 ) -> bool {
     let (now, peer) = (cx.now, cx.peer);
     let len = batch.len(i);
@@ -273,6 +351,7 @@ fn answer_authenticated(
             return false;
         }
     };
+    cx.key = Some(key.clone());
     if !answer(batch, i, t, cx, true, |_| Ok(())) {
         return false;
     }
@@ -352,7 +431,7 @@ fn answer(
             count_bulk(&h, len, t, &mut cx);
             false
         }
-        Kind::Bulk => answer_bulk(data, &h, len, t, &mut cx).is_some_and(|n| {
+        Kind::Bulk => answer_bulk(data, &h, len, t, &mut cx, authenticated).is_some_and(|n| {
             batch.set_len(i, n);
             true
         }),
@@ -383,15 +462,18 @@ fn count_bulk(h: &Header, len: usize, t: &mut Tally, cx: &mut Cx<'_>) {
 
 /// A UDP `Bulk` frame: for an `Up` flow, a report of what arrived (the frame itself counted
 /// first, since it is part of the flow's sequence), written over the request; never longer
-/// than it. A `Down` bulk (the UDP responder sources nothing on its own), or a frame too short
-/// for a report, is answered with a bare header saying `REFUSED`. The answer's length, or
-/// None for no answer.
+/// than it. A `Down` pull of a trusted source (`authenticated`, or an exempt loopback one)
+/// queues its burst
+/// ([`grant_down`]) and gets no answer of its own; a `Down` pull of anyone else, or a frame
+/// too short for a report, is answered with a bare header saying `REFUSED` (counted). The
+/// answer's length, or None for no answer.
 fn answer_bulk(
     data: &mut [u8],
     h: &Header,
     len: usize,
     t: &mut Tally,
     cx: &mut Cx<'_>,
+    authenticated: bool,
 ) -> Option<usize> {
     let spec = data
         .get(frame::HEADER_LEN..)
@@ -400,6 +482,28 @@ fn answer_bulk(
         t.malformed += 1;
         return None;
     };
+    if spec.direction == Direction::Down {
+        let trusted = authenticated || cx.loopback_ok;
+        match grant_down(trusted, spec.size, h.reply_len) {
+            Ok(count) => {
+                cx.bursts.push(Burst {
+                    peer: cx.peer,
+                    flow: h.flow,
+                    first_seq: h.seq.saturating_mul(count),
+                    count,
+                    size: spec.size as usize,
+                    key: cx.key.clone(),
+                });
+                return None;
+            }
+            Err(DownRefused::Malformed) => {
+                t.malformed += 1;
+                return None;
+            }
+            // Refused below, with a bare header (no larger than the pull).
+            Err(DownRefused::Stranger) => {}
+        }
+    }
     let up = spec.direction == Direction::Up && len >= bulk::REPLY_LEN;
     let (status, reply_len, report) = if up {
         count_bulk(h, len, t, cx);

@@ -181,10 +181,14 @@ fn udp_frame(kind: Kind, seq: u64, len: usize, s: Option<BulkSpec>) -> Vec<u8> {
 }
 
 /// UDP up: data is counted and never answered; a report answers a padded `Bulk` frame with
-/// the same length; a `Down` bulk is refused with a bare header (no amplification).
+/// the same length; a `Down` bulk of a stranger (here: loopback not exempt, no `--token`) is
+/// refused with a bare header (no amplification).
 #[test]
 fn udp_reports_what_arrived_and_never_amplifies() {
-    let (s, addr) = start(ServeConfig::default());
+    let (s, addr) = start(ServeConfig {
+        exempt_local: false,
+        ..ServeConfig::default()
+    });
     let c = UdpSocket::bind("127.0.0.1:0").unwrap();
     c.connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -218,4 +222,49 @@ fn udp_reports_what_arrived_and_never_amplifies() {
     assert_eq!(Counters::get(&k.udp_bulk_flows), 1);
     assert_eq!(Counters::get(&k.udp_bulk_refused), 1);
     assert_eq!(Counters::get(&k.udp_tx), 2, "two answers, no data answered");
+}
+
+/// UDP down for a loopback source the server exempts: a pull asking for 5 datagrams of 1200
+/// bytes gets exactly those, numbered pull × 5 + j; a pull asking for more than a burst gets
+/// a burst; a pull with a datagram size below a header gets nothing.
+#[test]
+fn udp_down_answers_a_trusted_pull_with_its_burst() {
+    let (s, addr) = start(ServeConfig::default());
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    c.connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let pull = |seq: u64, size: u32, reply_len: u32| {
+        let spec = BulkSpec {
+            direction: Direction::Down,
+            size,
+            rate_bps: 1_000_000,
+            duration_ns: 1_000_000_000,
+        };
+        let mut b = udp_frame(Kind::Bulk, seq, bulk::REQUEST_LEN, Some(spec));
+        let mut h = Header::decode(&b).unwrap();
+        h.reply_len = reply_len;
+        h.encode(&mut b).unwrap();
+        b
+    };
+    let mut buf = [0u8; 2048];
+    c.send(&pull(3, 1200, 5 * 1200)).unwrap();
+    let mut seqs = Vec::new();
+    for _ in 0..5 {
+        let n = c.recv(&mut buf).unwrap();
+        assert_eq!(n, 1200);
+        let h = Header::decode(&buf).unwrap();
+        assert_eq!((h.kind, h.flow), (Kind::BulkData, 3));
+        seqs.push(h.seq);
+    }
+    assert_eq!(seqs, (15..20).collect::<Vec<u64>>());
+    c.send(&pull(0, 100, u32::MAX)).unwrap();
+    let mut n = 0;
+    while c.recv(&mut buf).is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, 64, "at most a burst");
+    c.send(&pull(1, 10, 1000)).unwrap();
+    assert!(c.recv(&mut buf).is_err(), "a size below a header: nothing");
+    assert!(Counters::get(&s.counters().udp_bulk_down) >= 69);
 }

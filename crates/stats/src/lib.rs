@@ -134,6 +134,30 @@ impl Histogram {
         self.get().mean()
     }
 
+    /// The mean of the values at or below quantile `q` (0..=1), in ns: the "trimmed mean" of
+    /// the IETF responsiveness draft (`q` = 0.95 drops the slowest 5 % before averaging).
+    /// Each recorded value stands for its HDR bucket's middle, as [`Histogram::mean_ns`] does;
+    /// 0 when the histogram is empty.
+    pub fn trimmed_mean_ns(&self, q: f64) -> f64 {
+        let h = self.get();
+        if h.is_empty() {
+            return 0.0;
+        }
+        // NO-PANIC: float-to-int `as` saturates; the count is at least 1.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let keep = ((h.len() as f64 * q.clamp(0.0, 1.0)).ceil() as u64).max(1);
+        let (mut n, mut sum) = (0u64, 0.0f64);
+        for v in h.iter_recorded() {
+            let take = v.count_at_value().min(keep - n);
+            sum += h.median_equivalent(v.value_iterated_to()) as f64 * take as f64;
+            n += take;
+            if n >= keep {
+                break;
+            }
+        }
+        sum / n as f64
+    }
+
     /// Counts per bucket for explicit upper bounds `bounds_ns` (ascending, inclusive), plus
     /// one last count above the highest bound: what an OpenMetrics histogram exports. One pass
     /// over the recorded values (at most a few thousand distinct ones), so it can run on every
@@ -457,6 +481,20 @@ impl AddAssign<&ErrorCounts> for ErrorCounts {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn trimmed_mean_drops_the_slowest_tail() {
+        let mut h = Histogram::new();
+        // 95 values of 10 ms and 5 of 1 s: the 95 % trimmed mean is 10 ms, the mean is not.
+        h.record_n(10_000_000, 95);
+        h.record_n(1_000_000_000, 5);
+        let t = h.trimmed_mean_ns(0.95);
+        assert!((t - 10_000_000.0).abs() < 10_000.0, "{t}");
+        assert!(h.mean_ns() > 50_000_000.0);
+        // Keeping everything is the mean; an empty histogram is 0.
+        assert!((h.trimmed_mean_ns(1.0) - h.mean_ns()).abs() / h.mean_ns() < 1e-3);
+        assert_eq!(Histogram::new().trimmed_mean_ns(0.95), 0.0);
+    }
 
     #[test]
     fn bucket_counts_split_at_the_bounds() {

@@ -208,7 +208,7 @@ fn progress(line: std::fmt::Arguments<'_>) {
 }
 
 /// Measures one hop: its average RTT, or why there is none. A `{ from, to }` hop is measured
-/// by the agent `from` (`npt ping TO --from FROM --token …`, the file's `hop_token`).
+/// by the agent `from` (`npt ping TO --from FROM`, the file's `hop_token` in `NPT_TOKEN`).
 fn ping_hop(
     set: &ScenarioSet,
     opts: &RunOpts,
@@ -236,8 +236,9 @@ fn ping_hop(
     .arg(&result);
     if let Some(from) = spec.from() {
         // validate() made sure the token is there.
+        // In the environment, not on the command line, where `ps` would show it.
         let token = set.hop_token.as_deref().unwrap_or_default();
-        cmd.args(["--from", from, "--token", token]);
+        cmd.args(["--from", from]).env("NPT_TOKEN", token);
     }
     // count × (100 ms interval + 1 s per-attempt timeout), the worst case, plus start-up
     // (an agent measures with the same interval and timeout).

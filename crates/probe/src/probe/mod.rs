@@ -2,13 +2,15 @@
 //! [`driver`] moves it over UDP or TCP sockets; [`runner`] runs many flows on threads, hands
 //! over their merged stages and builds the result body; [`workload`] is the probe's side of the
 //! contract with the cli; [`stream`] cuts a TCP echo stream back into replies; [`xml`] reads
-//! the line tester's XML config; [`auth`] does the `--token` handshake.
+//! the line tester's XML config; [`auth`] does the `--token` handshake; [`load`] runs the
+//! bulk streams of `--under-load` beside the flows.
 
 pub mod session;
 
 pub mod auth;
 pub mod driver;
 pub mod kernel;
+pub mod load;
 pub mod runner;
 #[cfg(test)]
 mod session_progress_tests;

@@ -20,6 +20,7 @@ use npt_wire::{Fill, Pacing};
 use serde::Serialize;
 
 use super::driver::{self, Clock, Event, TcpTimes};
+use super::load::{Load, LoadPlan};
 use super::session::{Framing, Interval, Session, SessionConfig, Stage, StopReason, Totals};
 use super::workload::Running;
 
@@ -114,6 +115,10 @@ pub struct ProbeConfig {
     /// ASSOCIATE for UDP. Recorded without its password.
     #[serde(serialize_with = "ser_via")]
     pub via: Option<npt_proxy::Via>,
+    /// `--under-load`: bulk streams during a loaded phase between an idle and a recovery
+    /// phase ([`super::load`]); `duration` is then the three phases together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<LoadPlan>,
 }
 
 fn ser_via<S: serde::Serializer>(v: &Option<npt_proxy::Via>, s: S) -> Result<S::Ok, S::Error> {
@@ -197,6 +202,7 @@ fn session_config(
         behind_threshold: u64::try_from(cfg.behind_threshold.as_nanos()).unwrap_or(u64::MAX),
         history,
         auth: None,
+        phases: cfg.under_load.as_ref().map(|p| p.bounds(start)),
     })
 }
 
@@ -221,6 +227,12 @@ pub fn run(
         .filter_map(|c| session_config(cfg, c, start, run_seed).map(|s| (c as usize, s)))
         .collect();
     let flows = configs.len();
+    // The load runs on its own threads beside the flows; `finish` below ends and joins it
+    // (and so does its `Drop`, should this function return early).
+    let load = match &cfg.under_load {
+        Some(plan) => Some(Load::start(plan, stop, clock, plan.bounds(start))?),
+        None => None,
+    };
     let threads = (cfg.threads as usize).clamp(1, flows.max(1));
     let (tx, rx) = mpsc::channel::<Event>();
     let mut handles = Vec::new();
@@ -380,6 +392,7 @@ pub fn run(
             stops.push(StopReason::Error);
         }
     }
+    let load = load.map(Load::finish);
     // Start label + monotonic time: a wall-clock step cannot distort it (tests/wallclock.rs).
     let ended_wall = started_wall + Duration::from_nanos(clock.now().saturating_sub(start));
     let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
@@ -391,6 +404,15 @@ pub fn run(
     if let Some((k, rtt)) = kernel {
         stats.histograms.add(hist::TCP_RTT, &rtt);
         stats.tcp_info = Some(k);
+    }
+    if let (Some(plan), Some(outcome)) = (&cfg.under_load, &load) {
+        stats.under_load = Some(super::load::stats(plan, outcome, start));
+        for (name, h) in hist::PHASES.iter().zip(&totals.phase_rtt) {
+            stats.histograms.add(name, h);
+        }
+        for name in hist::PHASES {
+            stats.histograms.entry(name);
+        }
     }
     let body = stats.summarize(&probe_meta(cfg));
     let totals = super::workload::final_totals(&body);

@@ -35,6 +35,7 @@ fn tcp_config() -> ProbeConfig {
         stage: StageSpec::Packets(10),
         behind_threshold: Duration::from_millis(1),
         via: None,
+        under_load: None,
     }
 }
 

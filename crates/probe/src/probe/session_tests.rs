@@ -83,6 +83,7 @@ pub(super) fn cfg(pacing: Pacing) -> SessionConfig {
         behind_threshold: MS,
         history: 1 << 16,
         auth: None,
+        phases: None,
     }
 }
 
@@ -507,4 +508,37 @@ fn replies_after_the_end_are_stale_not_a_panic() {
     let t = s.totals();
     assert_eq!((t.sent, t.lost, t.received), (3, 3, 0));
     assert_eq!(t.stale, 4);
+}
+
+#[test]
+fn under_load_phases_take_each_rtt_by_its_send_time() {
+    // 1000 packets over 1 s; the link queues 50 ms more for packets sent in 300..700 ms.
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.phases = Some([300 * MS, 700 * MS]);
+    let mut s = Session::new(c);
+    let mut link = FakeLink::new(10 * MS, |seq| Fate {
+        extra_delay: if (300..700).contains(&seq) {
+            50 * MS
+        } else {
+            0
+        },
+        ..Fate::default()
+    });
+    let iv = run(&mut s, &mut link, None);
+    let t = s.totals();
+    assert_eq!(t.phase_rtt.len(), 3);
+    let [idle, loaded, recovery] = [0, 1, 2].map(|i| t.phase_rtt[i].summary());
+    assert_eq!(
+        (idle.count, loaded.count, recovery.count),
+        (300, 400, 300),
+        "a packet is in the phase it was sent in"
+    );
+    assert!((idle.p50 - 10.0).abs() < 0.01, "{idle:?}");
+    assert!((loaded.p50 - 60.0).abs() < 0.1, "{loaded:?}");
+    assert!((recovery.max - 10.0).abs() < 0.01, "{recovery:?}");
+    check_invariants(t, &iv);
+    // Without phases no phase histograms are kept.
+    let mut s = Session::new(cfg(Pacing::Rate { pps: 1000.0 }));
+    run(&mut s, &mut FakeLink::new(MS, |_| Fate::default()), None);
+    assert!(s.totals().phase_rtt.is_empty());
 }

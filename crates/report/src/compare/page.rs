@@ -5,7 +5,8 @@
 
 use npt_stats::Histogram;
 
-use super::{cells, Table, HEADER};
+use super::loaded::{header, row_cells};
+use super::Table;
 use crate::html::{Chart, Page, Series, Table as HtmlTable};
 use crate::page::SPECTRUM;
 use npt_result::any::AnyResult;
@@ -21,7 +22,7 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
     let mut rows = Vec::new();
     let mut detail = Vec::new();
     for r in &table.scenarios {
-        rows.push(cells(r));
+        rows.push(row_cells(table, r));
         let spread = r
             .spread
             .filter(|_| r.runs > 1)
@@ -46,7 +47,7 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
             caption:
                 "Latency (ms): overhead = avg − theoretical, vs baseline = avg − the baseline's avg"
                     .into(),
-            header: HEADER.iter().map(|h| h.to_string()).collect(),
+            header: header(table),
             rows,
         },
         HtmlTable {
@@ -186,6 +187,13 @@ fn over_time(
             });
         }
     }
+    // A loaded probe's phases, shaded (those of the first scenario that has them).
+    let bands = docs
+        .iter()
+        .filter_map(|ds| ds.first())
+        .map(crate::page::phase_bands)
+        .find(|b| !b.is_empty())
+        .unwrap_or_default();
     Some(Chart {
         id: id.into(),
         title: title.into(),
@@ -194,6 +202,7 @@ fn over_time(
         span_gaps: true,
         x,
         series,
+        bands,
         ..Chart::default()
     })
 }

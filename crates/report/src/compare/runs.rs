@@ -63,7 +63,7 @@ pub fn theoretical_from_hops(hops: &[Hop]) -> Option<f64> {
     hops.iter().map(|h| h.avg_ms).sum()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     match n {
@@ -182,6 +182,13 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
             row.first_packet_ms = Some(median(first));
             row.total_ms = Some(median(total));
         }
+        super::loaded::fill(
+            &mut row,
+            s.results.iter().filter_map(|i| match &i.doc.body {
+                Workload::Probe(b) => b.under_load.as_ref(),
+                _ => None,
+            }),
+        );
     }
     row = row.with_retransmits(s.results.iter().map(|i| &i.doc));
     Ok(row)

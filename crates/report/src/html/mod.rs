@@ -50,6 +50,18 @@ pub struct Chart {
     /// x values, ascending.
     pub x: Vec<f64>,
     pub series: Vec<Series>,
+    /// Spans of x shaded behind the lines, each labelled (a loaded probe's idle, loaded and
+    /// recovery phases); also listed in the chart container's `data-bands`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bands: Vec<Band>,
+}
+
+/// A shaded span of a chart's x axis, from `from` to `to`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Band {
+    pub label: String,
+    pub from: f64,
+    pub to: f64,
 }
 
 /// One line on a chart; `values.len() == x.len()`, `None` is a gap.
@@ -103,10 +115,11 @@ pub fn render(page: &Page, out: &mut dyn Write) -> io::Result<()> {
     for (i, c) in page.charts.iter().enumerate() {
         h.push_str(&format!(
             "<section class=\"chart\"><h2>{}</h2><div class=\"plot\" id=\"npt-chart-{i}\" \
-             data-chart=\"{}\" data-expected-points=\"{}\"></div></section>\n",
+             data-chart=\"{}\" data-expected-points=\"{}\"{}></div></section>\n",
             esc(&c.title),
             esc(&c.id),
-            c.drawable_points()
+            c.drawable_points(),
+            bands_attr(&c.bands)
         ));
     }
     h.push_str("<noscript><p>The charts need JavaScript; the tables above hold the figures.</p></noscript>\n");
@@ -157,6 +170,18 @@ fn table(h: &mut String, i: usize, t: &Table) {
 fn looks_numeric(s: &str) -> bool {
     let first = s.trim().split(' ').next().unwrap_or("");
     !first.is_empty() && first.trim_start_matches(['+', '-']).parse::<f64>().is_ok()
+}
+
+/// ` data-bands="idle 0-5, loaded 5-15, …"` for a chart with shaded spans, else nothing.
+fn bands_attr(bands: &[Band]) -> String {
+    if bands.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = bands
+        .iter()
+        .map(|b| format!("{} {}-{}", b.label, b.from, b.to))
+        .collect();
+    format!(" data-bands=\"{}\"", esc(&list.join(", ")))
 }
 
 /// HTML-escapes text for element content and double-quoted attributes.
@@ -247,6 +272,23 @@ const PAGE_JS: &str = r##"(function () {
                  points: { show: cols[0].length <= 40 } };
       })),
       hooks: {
+        drawClear: [function (u) {
+          // Shaded phases behind the lines: alternating greys with their label at the top.
+          (c.bands || []).forEach(function (b, j) {
+            var left = u.bbox.left, right = u.bbox.left + u.bbox.width;
+            var x0 = Math.max(left, u.valToPos(b.from, "x", true));
+            var x1 = Math.min(right, u.valToPos(b.to, "x", true));
+            var top = u.bbox.top, h = u.bbox.height;
+            if (!(x1 > x0)) { return; }
+            u.ctx.save();
+            u.ctx.fillStyle = j % 2 ? "rgba(214,39,40,0.10)" : "rgba(127,127,127,0.08)";
+            u.ctx.fillRect(x0, top, Math.max(1, x1 - x0), h);
+            u.ctx.fillStyle = "#57606a";
+            u.ctx.font = Math.round(11 * (window.devicePixelRatio || 1)) + "px system-ui, sans-serif";
+            u.ctx.fillText(b.label, x0 + 4, top + 14 * (window.devicePixelRatio || 1));
+            u.ctx.restore();
+          });
+        }],
         draw: [function (u) {
           var n = 0;
           for (var j = 1; j < u.data.length; j++) {
@@ -302,6 +344,11 @@ mod tests {
                     series: vec![Series {
                         label: "p50 </script><!--".into(),
                         values: vec![Some(1.0), None, Some(f64::NAN)],
+                    }],
+                    bands: vec![Band {
+                        label: "loaded".into(),
+                        from: 1.0,
+                        to: 2.5,
                     }],
                     ..Chart::default()
                 },
@@ -372,7 +419,9 @@ mod tests {
         assert!(h.contains("<caption>summary</caption>"));
         assert!(h.contains("<th>p50 ms</th>"));
         assert!(h.contains("<td class=\"n\">0.213</td>"));
-        assert!(h.contains("id=\"npt-chart-0\" data-chart=\"lat\" data-expected-points=\"1\""));
+        assert!(h.contains(
+            "id=\"npt-chart-0\" data-chart=\"lat\" data-expected-points=\"1\" data-bands=\"loaded 1-2.5\""
+        ));
         assert!(h.contains("id=\"npt-chart-1\" data-chart=\"spec\" data-expected-points=\"3\""));
         assert!(!h.contains("npt-chart-2"));
     }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use npt_result::any::Workload;
-use npt_result::stats::{HttpStats, ProbeStats, RunStats, Stats};
+use npt_result::stats::{BulkStats, HttpStats, ProbeStats, RunStats, Stats};
 use npt_result::Document;
 
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +42,7 @@ pub enum MergeError {
     },
     #[error("{a} and {b} are both segment {index}")]
     Duplicate { a: PathBuf, b: PathBuf, index: u32 },
-    #[error("{0}: kind {1:?} cannot be merged (probe, run and http can)")]
+    #[error("{0}: kind {1:?} cannot be merged (probe, run, http and bulk can)")]
     Kind(PathBuf, String),
     #[error("nothing to merge")]
     Empty,
@@ -178,6 +178,7 @@ pub fn merge(parts: &[Part]) -> Result<(serde_json::Value, Coverage), MergeError
         "probe" => ser(serde_json::to_value(merge_kind::<ProbeStats>(parts)?))?,
         "run" => ser(serde_json::to_value(merge_kind::<RunStats>(parts)?))?,
         "http" => ser(serde_json::to_value(merge_kind::<HttpStats>(parts)?))?,
+        "bulk" => ser(serde_json::to_value(merge_kind::<BulkStats>(parts)?))?,
         other => return Err(MergeError::Kind(first.path.clone(), other.to_string())),
     };
     v["config"]["segment"] = serde_json::json!({
@@ -260,6 +261,15 @@ impl Body for npt_result::http::HttpBody {
     fn pick(w: Workload) -> Option<Self> {
         match w {
             Workload::Http(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl Body for npt_result::bulk::BulkBody {
+    fn pick(w: Workload) -> Option<Self> {
+        match w {
+            Workload::Bulk(b) => Some(b),
             _ => None,
         }
     }

@@ -45,6 +45,7 @@ fn probe_doc(samples: &[u64], index: u32, count: u32, run_id: &str) -> serde_jso
         ]
         .into(),
         intervals: vec![iv],
+        under_load: None,
     };
     let config = serde_json::json!({"segment": {
         "index": index, "count": count, "run_id": run_id, "config_hash": "h1"}});

@@ -108,15 +108,22 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
         if u.sends_behind_schedule > 0 {
             writeln!(
                 w,
-                "           {} sends left over 1 ms late: the tester could not keep the rate",
-                u.sends_behind_schedule
+                "           {} {} left over 1 ms late: the tester could not keep the rate",
+                u.sends_behind_schedule,
+                if s.direction == "down" {
+                    "pulls"
+                } else {
+                    "sends"
+                }
             )?;
         }
     }
     if let Some(r) = &s.rtt_ms {
-        let what = match s.protocol.as_str() {
-            "tcp" => "kernel rtt",
-            "udp" => "report rtt",
+        let what = match (s.protocol.as_str(), s.direction.as_str()) {
+            ("tcp", _) => "kernel rtt",
+            // UDP down: a pull's round trip to the first datagram it brought.
+            ("udp", "down") => "pull rtt",
+            ("udp", _) => "report rtt",
             _ => "rtt",
         };
         writeln!(

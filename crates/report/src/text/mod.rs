@@ -14,6 +14,7 @@ mod http;
 mod ping;
 mod run;
 mod tcpinfo;
+mod under_load;
 
 pub use bulk::{interval_line as bulk_interval_line, write_bulk};
 pub use http::write_http;
@@ -174,6 +175,9 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
             "suspect    corrupt {}  foreign {}  stale {}",
             s.corrupt, s.foreign, s.stale
         )?;
+    }
+    if let Some(u) = &doc.body.under_load {
+        under_load::write_under_load(w, u)?;
     }
     let late = h.send_lateness_ms.unwrap_or_default();
     writeln!(

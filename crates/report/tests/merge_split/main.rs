@@ -16,6 +16,7 @@
 // Sample values are small and drawn in range: their conversions cannot truncate.
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
+mod bulk;
 mod http;
 mod probe;
 mod run;
@@ -254,5 +255,13 @@ fn http_parts_merge_into_the_whole() {
     for seed in 0..SEEDS {
         let (split, meta) = http::recorded(seed);
         check("http", seed, &split, &meta, http::rule);
+    }
+}
+
+#[test]
+fn bulk_parts_merge_into_the_whole() {
+    for seed in 0..SEEDS {
+        let (split, meta) = bulk::recorded(seed);
+        check("bulk", seed, &split, &meta, bulk::rule);
     }
 }

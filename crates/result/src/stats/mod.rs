@@ -19,12 +19,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::Histograms;
 
+pub mod bulk;
 pub mod http;
 pub mod ping;
 pub mod probe;
 pub mod run;
 pub mod trace;
 
+pub use bulk::{BulkMeta, BulkStats};
 pub use http::{HttpMeta, HttpStats};
 pub use ping::{PingMeta, PingStats};
 pub use probe::{ProbeMeta, ProbeStats};

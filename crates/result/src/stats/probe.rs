@@ -20,6 +20,7 @@ use crate::health::Health;
 use crate::interval::Intervals;
 use crate::probe::{hist, ProbeBody, ProbePhases, ProbeSummary, ProxyPhases};
 use crate::tcpinfo::TcpKernelStats;
+use crate::under_load::{self, LoadSpec, Phase, UnderLoad};
 
 /// What the parts of one probe share: its configuration as the summary states it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -74,6 +75,114 @@ pub struct ProbeStats {
     pub tcp_info: Option<TcpKernelStats>,
     pub health: Health,
     pub intervals: Intervals,
+    /// `--under-load`: what the phases and the load were (their RTTs are in `histograms`).
+    pub under_load: Option<LoadStats>,
+}
+
+/// A loaded probe's figures besides its phase histograms. Parts that ran side by side each
+/// ran their own load: goodput and bytes add, errors add, the plan is the first part's.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct LoadStats {
+    pub load: LoadSpec,
+    /// Each phase's name and planned bounds (s).
+    pub phases: Vec<(String, f64, f64)>,
+    pub load_started_s: Option<f64>,
+    pub load_ended_s: Option<f64>,
+    pub goodput_bps: Directions,
+    pub bytes: Directions,
+    pub load_rtt_ms: Option<npt_stats::Summary>,
+    pub errors: ErrorStats,
+}
+
+impl AddAssign<&LoadStats> for LoadStats {
+    fn add_assign(&mut self, rhs: &LoadStats) {
+        if self.phases.is_empty() {
+            self.load = rhs.load.clone();
+            self.phases = rhs.phases.clone();
+        }
+        self.load_started_s = min_f(self.load_started_s, rhs.load_started_s);
+        self.load_ended_s = max_f(self.load_ended_s, rhs.load_ended_s);
+        self.goodput_bps += &rhs.goodput_bps;
+        self.bytes += &rhs.bytes;
+        self.load_rtt_ms = self.load_rtt_ms.or(rhs.load_rtt_ms);
+        self.errors += &rhs.errors;
+    }
+}
+
+fn min_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+fn max_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+impl LoadStats {
+    fn from_saved(u: &UnderLoad) -> LoadStats {
+        LoadStats {
+            load: u.load.clone(),
+            phases: u
+                .phases
+                .iter()
+                .map(|p| (p.name.clone(), p.start_s, p.end_s))
+                .collect(),
+            load_started_s: u.load_started_s,
+            load_ended_s: u.load_ended_s,
+            goodput_bps: u.goodput_bps,
+            bytes: u.bytes,
+            load_rtt_ms: u.load_rtt_ms,
+            errors: ErrorStats::from_block(&u.load_errors, u.load.streams.into()),
+        }
+    }
+
+    /// The block, its phase RTTs from `h`: per-phase summaries, the increase from idle to
+    /// loaded, and the responsiveness from the loaded phase's trimmed mean.
+    fn block(&self, h: &HistMap) -> UnderLoad {
+        let phases: Vec<Phase> = self
+            .phases
+            .iter()
+            .map(|(name, start_s, end_s)| Phase {
+                name: name.clone(),
+                start_s: *start_s,
+                end_s: *end_s,
+                rtt_ms: h.summary(&under_load::hist_name(name)),
+            })
+            .collect();
+        let get = |name: &str| phases.iter().find(|p| p.name == name).map(|p| p.rtt_ms);
+        let (idle, loaded) = (get("idle"), get("loaded"));
+        let both = match (idle, loaded) {
+            (Some(i), Some(l)) if i.count > 0 && l.count > 0 => Some((i, l)),
+            _ => None,
+        };
+        let trimmed = |name: &str| {
+            h.get(&under_load::hist_name(name))
+                .filter(|x| !x.is_empty())
+                .map(|x| x.trimmed_mean_ns(under_load::RPM_TRIM) / 1e6)
+        };
+        let rpm_rtt_ms = trimmed("loaded");
+        UnderLoad {
+            load: self.load.clone(),
+            phases,
+            load_started_s: self.load_started_s,
+            load_ended_s: self.load_ended_s,
+            increase_p50_ms: both.map(|(i, l)| l.p50 - i.p50),
+            increase_p50_x: both.and_then(|(i, l)| (i.p50 > 0.0).then(|| l.p50 / i.p50)),
+            increase_p99_ms: both.map(|(i, l)| l.p99 - i.p99),
+            rpm: rpm_rtt_ms.and_then(under_load::rpm),
+            rpm_rtt_ms,
+            idle_rpm: trimmed("idle").and_then(under_load::rpm),
+            goodput_bps: self.goodput_bps,
+            bytes: self.bytes,
+            load_rtt_ms: self.load_rtt_ms,
+            load_errors: self.errors.block(),
+        }
+    }
 }
 
 /// The send phase's rates, made by an engine on its own clock.
@@ -236,6 +345,11 @@ impl AddAssign<&ProbeStats> for ProbeStats {
         }
         self.health += &rhs.health;
         self.intervals += &rhs.intervals;
+        match (&mut self.under_load, &rhs.under_load) {
+            (Some(a), Some(b)) => *a += b,
+            (a @ None, b) => *a = b.clone(),
+            (Some(_), None) => {}
+        }
     }
 }
 
@@ -313,6 +427,7 @@ impl Stats for ProbeStats {
             tcp_info: s.tcp_info.as_ref().map(TcpKernelStats::from_saved),
             health: b.health,
             intervals,
+            under_load: b.under_load.as_ref().map(LoadStats::from_saved),
         };
         let meta = ProbeMeta {
             protocol: s.protocol.clone(),
@@ -385,6 +500,11 @@ impl Stats for ProbeStats {
         if self.tcp_info.is_some() {
             histograms.insert(hist::TCP_RTT.to_string(), self.saved(hist::TCP_RTT));
         }
+        if self.under_load.is_some() {
+            for name in hist::PHASES {
+                histograms.insert(name.to_string(), self.saved(name));
+            }
+        }
         ProbeBody {
             summary,
             health: self.health,
@@ -392,6 +512,7 @@ impl Stats for ProbeStats {
             errors: self.errors.block(),
             histograms,
             intervals: self.intervals.joined(),
+            under_load: self.under_load.as_ref().map(|u| u.block(h)),
         }
     }
 }

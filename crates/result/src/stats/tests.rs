@@ -273,3 +273,62 @@ fn probe_kernel_views_read_back_and_added_are_the_whole() {
     assert!((k.rttvar_ms - 2.0).abs() < 1e-9, "{}", k.rttvar_ms);
     assert_eq!(k.min_rtt_ms, Some(20.0));
 }
+
+/// Two loaded probes (agents of one run, `npt merge`): the phase histograms add exactly, the
+/// loads' goodput adds, and one part read back from its body summarizes to the same block.
+#[test]
+fn loaded_probe_parts_add_and_read_back() {
+    use crate::probe::hist;
+    use crate::stats::probe::{LoadStats, ProbeMeta, ProbeStats};
+    let part = |loaded_ms: u64, down: f64| {
+        let mut s = ProbeStats {
+            clients: 1,
+            ..ProbeStats::default()
+        };
+        for (name, ms) in hist::PHASES.iter().zip([20, loaded_ms, 21]) {
+            for _ in 0..100 {
+                s.histograms.record(name, ms * 1_000_000);
+            }
+        }
+        s.under_load = Some(LoadStats {
+            phases: vec![
+                ("idle".into(), 0.0, 5.0),
+                ("loaded".into(), 5.0, 15.0),
+                ("recovery".into(), 15.0, 20.0),
+            ],
+            goodput_bps: crate::common::Directions { up: 0.0, down },
+            ..LoadStats::default()
+        });
+        s
+    };
+    let meta = ProbeMeta::default();
+    let one = part(140, 9e6).summarize(&meta);
+    let u = one.under_load.as_ref().unwrap();
+    assert_eq!(u.phases[1].rtt_ms.count, 100);
+    assert!((u.increase_p50_ms.unwrap() - 120.0).abs() < 0.2, "{u:?}");
+    assert!((u.increase_p50_x.unwrap() - 7.0).abs() < 0.02);
+    // Every loaded RTT is 140 ms: the trimmed mean is that, 60000 / 140 RPM.
+    assert!(
+        (u.rpm.unwrap() - 60_000.0 / 140.0).abs() < 1.0,
+        "{:?}",
+        u.rpm
+    );
+    let (back, m) = ProbeStats::from_body(&one).unwrap();
+    let again = back.summarize(&m);
+    let v = again.under_load.as_ref().unwrap();
+    assert_eq!(
+        (v.phases[1].rtt_ms.p50, v.rpm, v.goodput_bps.down),
+        (u.phases[1].rtt_ms.p50, u.rpm, 9e6)
+    );
+    let mut both = part(140, 9e6);
+    both += &part(60, 1e6);
+    let b = both.summarize(&meta);
+    let w = b.under_load.as_ref().unwrap();
+    assert_eq!(w.phases[1].rtt_ms.count, 200);
+    assert_eq!(w.goodput_bps.down, 10e6);
+    assert_eq!(
+        w.phases.len(),
+        3,
+        "the plan is the first part's, not doubled"
+    );
+}

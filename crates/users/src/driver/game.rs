@@ -106,6 +106,7 @@ pub(super) async fn game(
         behind_threshold: tick,
         history: 4096,
         auth,
+        phases: None,
     });
     // RTTs go to the run's shared histograms: thousands of sessions keep none of their own.
     s.keep_histograms(false);

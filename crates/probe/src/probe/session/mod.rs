@@ -23,7 +23,7 @@ mod types;
 use std::collections::VecDeque;
 
 use npt_result::error::ErrorKind;
-use npt_stats::{Jitter, JitterMean};
+use npt_stats::{Histogram, Jitter, JitterMean};
 use npt_wire::frame::{Header, Kind};
 use npt_wire::raw::RawStamp;
 use npt_wire::{fill, Outcome, Pacer, Window};
@@ -331,6 +331,14 @@ impl Session {
                     t.rtt.record(rtt);
                     if self.cfg.pacing.is_open_loop() {
                         t.rtt_corrected.record(now.saturating_sub(slot.intended));
+                    }
+                    if let Some(bounds) = self.cfg.phases {
+                        if t.phase_rtt.is_empty() {
+                            t.phase_rtt.resize_with(3, Histogram::new);
+                        }
+                        if let Some(h) = t.phase_rtt.get_mut(types::phase_of(bounds, slot.sent)) {
+                            h.record(rtt);
+                        }
                     }
                 }
                 t.first_reply.get_or_insert(now);

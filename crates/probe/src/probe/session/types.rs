@@ -70,6 +70,10 @@ pub struct SessionConfig {
     /// `--token`: the session key every framed packet is sealed with, and every reply must
     /// verify under (else it counts as foreign). Set per connection on TCP.
     pub auth: Option<npt_wire::auth::SessionKey>,
+    /// `--under-load`: session clock times the loaded and the recovery phases start at. Each
+    /// on-time reply's RTT then also goes into its phase's histogram, by the time its packet
+    /// was *sent* (as loss is attributed), in [`Totals::phase_rtt`].
+    pub phases: Option<[u64; 2]>,
 }
 
 /// Counters and histograms of a flow or of many flows merged (`+=`).
@@ -101,6 +105,14 @@ pub struct Totals {
     /// flows'). TCP's first-packet latency is the connect plus this, nothing else.
     pub first_rtt: Option<u64>,
     pub errors: ErrorCounts,
+    /// `--under-load`: RTTs by the phase their packet was sent in (idle, loaded, recovery);
+    /// empty without phases.
+    pub phase_rtt: Vec<Histogram>,
+}
+
+/// Which of the three phases a send at `sent` falls in, for bounds `[loaded, recovery]`.
+pub fn phase_of(bounds: [u64; 2], sent: u64) -> usize {
+    usize::from(sent >= bounds[0]) + usize::from(sent >= bounds[1])
 }
 
 pub(super) fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -135,6 +147,13 @@ impl AddAssign<&Totals> for Totals {
         self.ipdv += &o.ipdv;
         self.send_lateness += &o.send_lateness;
         self.behind_schedule += o.behind_schedule;
+        if self.phase_rtt.len() < o.phase_rtt.len() {
+            self.phase_rtt
+                .resize_with(o.phase_rtt.len(), Histogram::new);
+        }
+        for (a, b) in self.phase_rtt.iter_mut().zip(&o.phase_rtt) {
+            *a += b;
+        }
         self.jitter += &o.jitter;
         self.first_send = min_opt(self.first_send, o.first_send);
         self.last_send = max_opt(self.last_send, o.last_send);

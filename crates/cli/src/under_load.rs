@@ -1,0 +1,265 @@
+//! `npt probe --under-load`: the load's flags, validated into the probe's [`LoadPlan`] (errors
+//! name the flag), and the check that the load target accepts a connection before the run
+//! starts, so that a refusing load target is a usage error (exit 2) and not a run whose loaded
+//! phase silently had no load.
+
+use std::net::TcpStream;
+use std::time::Duration;
+
+use clap::Args;
+use npt_bulk::{Proto, QuicTrust, Target, Ways, MAX_STREAMS};
+use npt_probe::probe::load::LoadPlan;
+
+use crate::usage;
+use crate::usage::parse_duration;
+
+/// The load flags (all of them need `--under-load`).
+#[derive(Args, Debug, Default)]
+pub struct LoadArgs {
+    /// Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT (`npt serve`; may be the
+    /// probe's own target) in a loaded phase between an idle and a recovery phase, and report
+    /// the RTT of each phase, the increase under load and the responsiveness (RPM).
+    #[arg(long, value_name = "URL")]
+    pub under_load: Option<String>,
+    /// Load streams each way, 1 to 1024 [default: 4].
+    #[arg(long, value_name = "N")]
+    pub load_streams: Option<u32>,
+    /// Which way the load goes: down (the server sends), up or both [default: down].
+    #[arg(long, value_name = "up|down|both")]
+    pub load_direction: Option<String>,
+    /// Length of the loaded phase [default: 10s].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub load_duration: Option<Duration>,
+    /// Length of the idle phase before the load [default: 5s].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub load_idle: Option<Duration>,
+    /// Length of the recovery phase after the load [default: 5s].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub load_recovery: Option<Duration>,
+    /// tcp:// load: this host's TCP congestion control for the load's streams (e.g. cubic,
+    /// bbr; one the kernel offers) [default: the system's]. It paces what this host sends
+    /// (`--load-direction up`); a download is paced by the server's.
+    #[arg(long, value_name = "NAME")]
+    pub load_congestion: Option<String>,
+    /// quic:// load: trust the certificates in this PEM file.
+    #[arg(long, value_name = "FILE", conflicts_with = "load_insecure")]
+    pub load_ca: Option<std::path::PathBuf>,
+    /// quic:// load: accept any certificate.
+    #[arg(long)]
+    pub load_insecure: bool,
+}
+
+impl LoadArgs {
+    /// The load flags given without `--under-load`, by name.
+    fn given(&self) -> Option<&'static str> {
+        [
+            (self.load_streams.is_some(), "--load-streams"),
+            (self.load_direction.is_some(), "--load-direction"),
+            (self.load_duration.is_some(), "--load-duration"),
+            (self.load_idle.is_some(), "--load-idle"),
+            (self.load_recovery.is_some(), "--load-recovery"),
+            (self.load_congestion.is_some(), "--load-congestion"),
+            (self.load_ca.is_some(), "--load-ca"),
+            (self.load_insecure, "--load-insecure"),
+        ]
+        .into_iter()
+        .find_map(|(g, n)| g.then_some(n))
+    }
+}
+
+fn positive(flag: &str, d: Option<Duration>, default: Duration) -> anyhow::Result<Duration> {
+    let d = d.unwrap_or(default);
+    if d.is_zero() {
+        return Err(usage!("{flag} must be positive"));
+    }
+    Ok(d)
+}
+
+/// The load plan, or `None` without `--under-load`. `token` and `via` are the probe's: the
+/// load goes the same way (`--via` for tcp:// only).
+pub fn plan(
+    a: &LoadArgs,
+    token: Option<&String>,
+    via: Option<&npt_proxy::Via>,
+) -> anyhow::Result<Option<LoadPlan>> {
+    let Some(url) = &a.under_load else {
+        if let Some(flag) = a.given() {
+            return Err(usage!("{flag} needs --under-load URL"));
+        }
+        return Ok(None);
+    };
+    let target = Target::parse(url).map_err(|e| usage!("--under-load {url:?}: {e}"))?;
+    if target.proto == Proto::Udp {
+        return Err(usage!(
+            "--under-load {url}: the load is tcp:// or quic:// streams (UDP bulk at a rate is \
+             `npt bulk udp://… --rate`)"
+        ));
+    }
+    let streams = a.load_streams.unwrap_or(4);
+    if !(1..=MAX_STREAMS).contains(&streams) {
+        return Err(usage!(
+            "--load-streams must be 1 to {MAX_STREAMS}, got {streams}"
+        ));
+    }
+    let ways = match a.load_direction.as_deref() {
+        None | Some("down") => Ways::Down,
+        Some("up") => Ways::Up,
+        Some("both") => Ways::Both,
+        Some(d) => {
+            return Err(usage!(
+                "--load-direction must be up, down or both, got {d:?}"
+            ))
+        }
+    };
+    let duration = positive("--load-duration", a.load_duration, Duration::from_secs(10))?;
+    let idle = positive("--load-idle", a.load_idle, Duration::from_secs(5))?;
+    let recovery = positive("--load-recovery", a.load_recovery, Duration::from_secs(5))?;
+    if via.is_some() && target.proto != Proto::Tcp {
+        return Err(usage!(
+            "--via: the load goes through a proxy over tcp:// only, not {url}"
+        ));
+    }
+    if (a.load_ca.is_some() || a.load_insecure) && target.proto != Proto::Quic {
+        return Err(usage!(
+            "--load-ca and --load-insecure are for a quic:// load"
+        ));
+    }
+    if let Some(cc) = &a.load_congestion {
+        if target.proto != Proto::Tcp {
+            return Err(usage!("--load-congestion is for a tcp:// load"));
+        }
+        check_congestion(cc)?;
+    }
+    let trust = match (&a.load_ca, a.load_insecure) {
+        (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--load-ca: {e}"))?,
+        (None, true) => QuicTrust::Insecure,
+        (None, false) if target.proto == Proto::Quic => {
+            return Err(usage!(
+                "--under-load quic://… needs --load-ca FILE or --load-insecure"
+            ))
+        }
+        (None, false) => QuicTrust::default(),
+    };
+    Ok(Some(LoadPlan {
+        bulk: npt_bulk::Config {
+            target,
+            streams,
+            ways,
+            duration,
+            interval: Duration::from_secs(1),
+            udp: None,
+            token: token.cloned(),
+            trust,
+            via: via.cloned(),
+            timeout: Duration::from_secs(5),
+            congestion: a.load_congestion.clone(),
+        },
+        idle,
+        recovery,
+    }))
+}
+
+/// The kernel must offer `cc` (`/proc/sys/net/ipv4/tcp_available_congestion_control`, when
+/// readable): otherwise every stream would fail on its first socket option.
+fn check_congestion(cc: &str) -> anyhow::Result<()> {
+    let path = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+    if let Ok(avail) = std::fs::read_to_string(path) {
+        if !avail.split_whitespace().any(|n| n == cc) {
+            return Err(usage!(
+                "--load-congestion {cc:?}: this kernel offers {}",
+                avail.trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A tcp:// load target without a proxy must accept a connection now; one that refuses or
+/// does not resolve is a usage error naming `--under-load`. (Through `--via`, or over QUIC,
+/// the streams' own errors are counted in `under_load.load_errors` instead.)
+pub fn check_reachable(plan: &LoadPlan) -> anyhow::Result<()> {
+    let t = &plan.bulk.target;
+    if t.proto != Proto::Tcp || plan.bulk.via.is_some() {
+        return Ok(());
+    }
+    let addrs = t.resolve().map_err(|e| usage!("--under-load {t}: {e}"))?;
+    let mut last = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, plan.bulk.timeout) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(usage!(
+        "--under-load {t}: {}",
+        last.map_or_else(|| "no address".to_string(), |e| e.to_string())
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(url: &str) -> LoadArgs {
+        LoadArgs {
+            under_load: Some(url.into()),
+            ..LoadArgs::default()
+        }
+    }
+
+    fn err(a: &LoadArgs) -> String {
+        plan(a, None, None).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_and_phases() {
+        let p = plan(&args("tcp://127.0.0.1:7777"), None, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.bulk.streams, p.bulk.ways), (4, Ways::Down));
+        assert_eq!(p.total(), Duration::from_secs(20));
+        assert_eq!(p.bounds(100), [5_000_000_100, 15_000_000_100]);
+        assert!(plan(&LoadArgs::default(), None, None).unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_load_flags_name_the_flag() {
+        assert!(err(&args("tcp:/x")).contains("--under-load"));
+        assert!(err(&args("udp://127.0.0.1:7")).contains("tcp:// or quic://"));
+        let mut a = args("tcp://127.0.0.1:7");
+        a.load_streams = Some(0);
+        assert!(err(&a).contains("--load-streams must be 1 to 1024, got 0"));
+        a.load_streams = Some(1025);
+        assert!(err(&a).contains("got 1025"));
+        let mut a = args("tcp://127.0.0.1:7");
+        a.load_direction = Some("sideways".into());
+        assert!(err(&a).contains("--load-direction"));
+        let mut a = args("tcp://127.0.0.1:7");
+        a.load_duration = Some(Duration::ZERO);
+        assert!(err(&a).contains("--load-duration must be positive"));
+        assert!(err(&args("quic://127.0.0.1:7")).contains("--load-insecure"));
+        let mut a = args("tcp://127.0.0.1:7");
+        a.load_congestion = Some("no-such-cc".into());
+        assert!(err(&a).contains("--load-congestion \"no-such-cc\": this kernel offers"));
+        let a = LoadArgs {
+            load_streams: Some(2),
+            ..LoadArgs::default()
+        };
+        assert!(err(&a).contains("--load-streams needs --under-load"));
+    }
+
+    #[test]
+    fn a_refusing_load_target_is_a_usage_error() {
+        // A port nothing listens on: bind one, note it, close it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let p = plan(&args(&format!("tcp://127.0.0.1:{port}")), None, None)
+            .unwrap()
+            .unwrap();
+        let e = check_reachable(&p).unwrap_err().to_string();
+        assert!(e.contains("--under-load tcp://127.0.0.1:"), "{e}");
+    }
+}

@@ -1,0 +1,309 @@
+//! `npt probe --under-load` end to end over loopback against `npt serve`: the document has the
+//! three phases and the load's goodput and the schema accepts it; the load's connections exist
+//! only in the loaded phase (none left in the recovery phase while the probe still runs), and
+//! Ctrl-C stops load and probe together and still writes the report; bad load flags and a
+//! refusing load target exit 2 naming `--under-load`. (The numbers on a known path are checked
+//! in the lab, with root: lab_loaded.rs.)
+#![cfg(test)] // clippy.toml: test helpers count as tests
+#![allow(clippy::cast_possible_wrap)] // small test values
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{assert_valid, f, json, npt, run, serve, u, Guard};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Established TCP connections from this host to `port` (the client ends, from
+/// /proc/net/tcp): the load's streams, as the probe's own packets are UDP.
+fn connections_to(port: u16) -> usize {
+    let text = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let rem_port = cols
+                .get(2)
+                .and_then(|r| r.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            rem_port == Some(port) && cols.get(3) == Some(&"01")
+        })
+        .count()
+}
+
+/// Polls `cond` every 20 ms until it holds or `limit` passes; whether it held.
+fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+fn spawn_probe(target: &str, phases: [&str; 3], out: &std::path::Path) -> Guard {
+    let child = npt()
+        .args(["probe", &format!("udp://{target}"), "--pps", "200", "-q"])
+        .args(["--under-load", &format!("tcp://{target}")])
+        .args(["--load-streams", "3", "--load-direction", "both"])
+        .args(["--load-idle", phases[0], "--load-duration", phases[1]])
+        .args([
+            "--load-recovery",
+            phases[2],
+            "--json",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Guard(child)
+}
+
+#[test]
+fn three_phases_and_the_load_is_gone_before_the_probe_ends() {
+    let (_s, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("u.json");
+    let mut g = spawn_probe(&addr.to_string(), ["1s", "2s", "3s"], &out);
+    // The load's 6 connections (3 each way) appear in the loaded phase …
+    assert!(
+        wait_for(Duration::from_secs(10), || connections_to(addr.port()) >= 6),
+        "the load never connected"
+    );
+    // … and are all gone in the recovery phase, while the probe still runs.
+    assert!(
+        wait_for(Duration::from_secs(8), || connections_to(addr.port()) == 0),
+        "the load outlived its phase"
+    );
+    assert!(
+        g.0.try_wait().unwrap().is_none(),
+        "the probe should still be in its recovery phase"
+    );
+    let status = g.0.wait().unwrap();
+    assert!(status.success());
+    let doc = json(&out);
+    assert_valid(&doc, "probe");
+    assert_eq!(doc["stopped_by"], "duration");
+    let ul = &doc["under_load"];
+    let names: Vec<&str> = ul["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["idle", "loaded", "recovery"]);
+    assert_eq!(f(&doc, "/under_load/phases/1/start_s"), 1.0);
+    assert_eq!(f(&doc, "/under_load/phases/2/end_s"), 6.0);
+    // 200 pps: about 200, 400 and 600 replies in the phases (loopback loses none).
+    for (i, n) in [(0, 200.0), (1, 400.0), (2, 600.0)] {
+        let c = f(&doc, &format!("/under_load/phases/{i}/rtt_ms/count"));
+        assert!((c - n).abs() <= 5.0, "phase {i}: {c} replies");
+    }
+    let started = f(&doc, "/under_load/load_started_s");
+    assert!((1.0..1.2).contains(&started), "{started}");
+    assert!(f(&doc, "/under_load/load_ended_s") < 6.0);
+    assert!(f(&doc, "/under_load/goodput_bps/down") > 1e7);
+    assert!(f(&doc, "/under_load/goodput_bps/up") > 1e7);
+    assert!(f(&doc, "/under_load/rpm") > 0.0);
+    assert_eq!(u(&doc, "/under_load/load_errors/total_errors"), 0);
+    for h in ["rtt_idle", "rtt_loaded", "rtt_recovery"] {
+        assert!(doc["histograms"][h].is_object(), "{h}");
+    }
+    // `npt report` shows the phases again from the file.
+    let o = run(&["report", out.to_str().unwrap()], LIMIT);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("  loaded ") && text.contains("rpm "),
+        "{text}"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_load_and_probe_together_and_writes_the_report() {
+    let (_s, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.json");
+    let mut g = spawn_probe(&addr.to_string(), ["500ms", "60s", "5s"], &out);
+    let pid = g.0.id() as i32;
+    assert!(
+        wait_for(Duration::from_secs(10), || connections_to(addr.port()) >= 6),
+        "the load never connected"
+    );
+    let t = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let status = g.0.wait().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(status.success());
+    assert!(
+        wait_for(Duration::from_secs(5), || connections_to(addr.port()) == 0),
+        "load connections left"
+    );
+    let doc = json(&out);
+    assert_valid(&doc, "probe");
+    assert_eq!(doc["stopped_by"], "signal");
+    assert!(f(&doc, "/under_load/load_ended_s") < 20.0);
+    assert!(f(&doc, "/under_load/goodput_bps/down") > 0.0);
+    assert!(f(&doc, "/under_load/phases/1/rtt_ms/count") > 0.0);
+}
+
+#[test]
+fn bad_load_input_exits_2_naming_the_flag() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = format!("tcp://127.0.0.1:{port}");
+    let (_s, addr) = serve(&[]);
+    let good = format!("tcp://{addr}");
+    let probe = format!("udp://{addr}");
+    for (extra, flag) in [
+        (vec!["--under-load", "tcp//nowhere"], "--under-load"),
+        (vec!["--under-load", &refused], "--under-load"),
+        (
+            vec!["--under-load", &good, "--load-streams", "0"],
+            "--load-streams",
+        ),
+        (
+            vec!["--under-load", &good, "--load-streams", "1025"],
+            "--load-streams",
+        ),
+        (
+            vec!["--under-load", &good, "--duration", "5s"],
+            "--duration",
+        ),
+        (vec!["--load-streams", "2"], "--under-load"),
+    ] {
+        let mut a = vec!["probe", probe.as_str()];
+        a.extend(extra.iter().copied());
+        let o = run(&a, LIMIT);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(flag), "{extra:?}: {err}");
+    }
+}
+
+/// The load goes the probe's way: through `--via` (microsocks, SOCKS5 CONNECT), when installed.
+#[test]
+fn the_load_goes_through_the_probes_proxy() {
+    use npt_testkit::process::free_port;
+    use npt_testkit::proxies::{have, microsocks};
+    if !have("/usr/bin/microsocks") {
+        eprintln!("SKIPPED: microsocks is not installed");
+        return;
+    }
+    let (_s, addr) = serve(&[]);
+    let port = free_port();
+    let _m = microsocks(port, None);
+    let via = format!("socks5://127.0.0.1:{port}");
+    let target = format!("tcp://{addr}");
+    let o = run(
+        &[
+            "probe",
+            &target,
+            "--pps",
+            "100",
+            "--via",
+            &via,
+            "--under-load",
+            &target,
+            "--load-streams",
+            "2",
+            "--load-idle",
+            "500ms",
+            "--load-duration",
+            "1500ms",
+            "--load-recovery",
+            "500ms",
+            "-q",
+            "--format",
+            "json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_valid(&doc, "probe");
+    assert_eq!(doc["under_load"]["load"]["via"], via.as_str());
+    assert!(f(&doc, "/under_load/goodput_bps/down") > 0.0);
+    assert_eq!(u(&doc, "/under_load/load_errors/total_errors"), 0);
+    assert!(f(&doc, "/under_load/phases/1/rtt_ms/count") > 0.0);
+}
+
+/// A QUIC load (`quic://`, `--load-insecure`) beside a UDP probe of the same server.
+#[test]
+fn a_quic_load_beside_a_udp_probe() {
+    use std::io::{BufRead, BufReader};
+    let mut child = npt()
+        .args(["serve", "--listen", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _g = Guard(child);
+    // Read the ready lines until both addresses are in (the server then prints nothing until
+    // it stops, so reading on would block); at most 4 lines.
+    let mut lines: Vec<String> = Vec::new();
+    for l in BufReader::new(stdout).lines().take(4).map_while(Result::ok) {
+        lines.push(l);
+        let has = |w: &str| lines.iter().any(|l| l.contains(w));
+        if has("tcp+udp") && has("quic") {
+            break;
+        }
+    }
+    let addr_of = |what: &str| {
+        lines
+            .iter()
+            .find(|l| l.contains(what))
+            .and_then(|l| l.rsplit(' ').next().map(str::to_string))
+            .unwrap_or_else(|| panic!("no {what} address in {lines:?}"))
+    };
+    let (udp, quic) = (addr_of("tcp+udp"), addr_of("quic"));
+    let o = run(
+        &[
+            "probe",
+            &format!("udp://{udp}"),
+            "--under-load",
+            &format!("quic://{quic}"),
+            "--load-insecure",
+            "--load-streams",
+            "2",
+            "--load-idle",
+            "500ms",
+            "--load-duration",
+            "1500ms",
+            "--load-recovery",
+            "500ms",
+            "-q",
+            "--format",
+            "json",
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_valid(&doc, "probe");
+    assert!(doc["under_load"]["load"]["target"]
+        .as_str()
+        .unwrap()
+        .starts_with("quic://"));
+    assert!(f(&doc, "/under_load/goodput_bps/down") > 0.0);
+    assert_eq!(u(&doc, "/under_load/load_errors/total_errors"), 0);
+}

@@ -1,0 +1,201 @@
+//! The forwarding-scenario table as text and Markdown: one row of cells per scenario under the
+//! same header, and the footer of notes (what the theoretical column is, mixed kinds, rows
+//! without a figure). The HTML page is [`super::page`]; the table's figures come from
+//! [`super::table`] and [`super::runs`].
+
+use std::io::{self, Write};
+
+use super::*;
+
+pub(super) fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".to_string(), |x| format!("{x:.digits$}"))
+}
+
+fn signed(ms: Option<f64>, pct: Option<f64>) -> String {
+    match (ms, pct) {
+        (Some(m), Some(p)) => format!("{m:+.2} ({p:+.1}%)"),
+        (Some(m), None) => format!("{m:+.2}"),
+        _ => "-".to_string(),
+    }
+}
+
+/// Column names of the text, Markdown and HTML tables.
+pub const HEADER: [&str; 10] = [
+    "scenario",
+    "avg",
+    "p50",
+    "p95",
+    "p99",
+    "max",
+    "theoretical",
+    "overhead",
+    "vs baseline",
+    "errors",
+];
+
+/// One row's cells, as the text, Markdown and HTML tables show them.
+pub fn cells(r: &Row) -> Vec<String> {
+    let mut errors = r.errors.to_string();
+    if let Some(l) = r.loss_pct {
+        errors += &format!(", loss {l:.2}%");
+    }
+    if let Some(n) = r.retransmits {
+        let pct = r
+            .retransmit_pct
+            .map(|p| format!(" ({p:.2}%)"))
+            .unwrap_or_default();
+        let hop = if r.retransmits_scope.as_deref() == Some(npt_result::tcpinfo::SCOPE_PROXY) {
+            " to the proxy"
+        } else {
+            ""
+        };
+        errors += &format!(", retrans {n}{pct}{hop}");
+    }
+    if r.error.is_some() {
+        errors += if r.avg_ms.is_some() {
+            ", failed runs"
+        } else {
+            ", FAILED"
+        };
+    }
+    vec![
+        r.name.clone(),
+        opt(r.avg_ms, 2),
+        opt(r.p50_ms, 2),
+        opt(r.p95_ms, 2),
+        opt(r.p99_ms, 2),
+        opt(r.max_ms, 2),
+        match (r.theoretical_ms, &r.theoretical_source) {
+            (Some(t), Some(src)) => format!("{t:.2} {src}"),
+            (t, _) => opt(t, 2),
+        },
+        signed(r.overhead_ms, r.overhead_pct),
+        signed(r.vs_baseline_ms, r.vs_baseline_pct),
+        errors,
+    ]
+}
+
+/// The table for a terminal: aligned columns, latencies in ms.
+pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
+    let rows: Vec<Vec<String>> = t
+        .scenarios
+        .iter()
+        .map(|r| loaded::row_cells(t, r))
+        .collect();
+    let header = loaded::header(t);
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |w: &mut dyn Write, r: &[String]| -> io::Result<()> {
+        let parts: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, &n))| {
+                if i == 0 {
+                    format!("{c:<n$}")
+                } else {
+                    format!("{c:>n$}")
+                }
+            })
+            .collect();
+        writeln!(w, "{}", parts.join("  ").trim_end())
+    };
+    line(w, &header)?;
+    for r in &rows {
+        line(w, r)?;
+    }
+    writeln!(
+        w,
+        "(latency in ms; overhead = avg − theoretical; vs baseline = avg − the baseline's avg)"
+    )?;
+    for l in footer(t) {
+        writeln!(w, "{l}")?;
+    }
+    Ok(())
+}
+
+/// Lines under the table: the spread over runs, errors, hops, notes.
+fn footer(t: &Table) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in &t.scenarios {
+        if let (Some(s), Some(how)) = (&r.spread, &r.merged) {
+            if r.runs > 1 {
+                out.push(format!(
+                    "runs: {} over {} runs ({how}): p50 {:.2}..{:.2}, avg {:.2}..{:.2} ms",
+                    r.name, r.runs, s.p50_ms.min, s.p50_ms.max, s.avg_ms.min, s.avg_ms.max
+                ));
+            }
+        }
+    }
+    for r in &t.scenarios {
+        if let (Some(first), Some(total)) = (r.first_packet_ms, r.total_ms) {
+            out.push(format!(
+                "tcp: {} first packet {first:.2} ms (connect + first echo), total {total:.2} ms",
+                r.name
+            ));
+        }
+    }
+    for r in &t.scenarios {
+        if !r.hops.is_empty() {
+            let hops: Vec<String> = r
+                .hops
+                .iter()
+                .map(|h| match &h.from {
+                    Some(from) => format!("{from} → {} {}", h.url, opt(h.avg_ms, 2)),
+                    None => format!("{} {}", h.url, opt(h.avg_ms, 2)),
+                })
+                .collect();
+            out.push(format!("hops: {}: {}", r.name, hops.join(" + ")));
+        }
+    }
+    for r in &t.scenarios {
+        if let Some(e) = &r.error {
+            out.push(format!("error: {}: {e}", r.name));
+        }
+    }
+    for n in &t.notes {
+        out.push(format!("note: {n}"));
+    }
+    if t.interrupted {
+        out.push("note: interrupted (Ctrl-C): the table holds what was measured so far".into());
+    }
+    out
+}
+
+/// The table in Markdown, ready to paste into an issue or a post like the forwarding-scenario write-up.
+pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
+    let extra = if loaded::shown(t) {
+        " loaded p50 (ms) | loaded p99 (ms) | rpm |"
+    } else {
+        ""
+    };
+    writeln!(
+        w,
+        "| scenario | avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | theoretical (ms) | overhead | vs baseline | errors |{extra}"
+    )?;
+    writeln!(
+        w,
+        "|---|---|---|---|---|---|---|---|---|---|{}",
+        "---|".repeat(if extra.is_empty() { 0 } else { 3 })
+    )?;
+    for r in &t.scenarios {
+        let c = loaded::row_cells(t, r);
+        let name = c[0].replace('|', "\\|");
+        writeln!(w, "| {name} | {} |", c[1..].join(" | "))?;
+    }
+    let foot = footer(t);
+    if !foot.is_empty() {
+        writeln!(w)?;
+    }
+    for l in foot {
+        writeln!(w, "> {}  ", l.replace('|', "\\|"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! `npt probe --under-load`: what the probe measured in each phase (idle, loaded while bulk
+//! streams ran, recovery after them), how much the load added, the responsiveness the IETF
+//! responsiveness draft defines (round trips per minute, RPM) and what the load moved. It is
+//! its own block of a probe's body (`under_load`) so that other additions to the probe result
+//! stay apart from it; the per-phase RTT histograms sit in the body's `histograms` map
+//! (`rtt_idle`, `rtt_loaded`, `rtt_recovery`) so that `npt merge` adds them exactly.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{Directions, Errors};
+use crate::Summary;
+
+/// The phases' names, in order.
+pub const PHASES: [&str; 3] = ["idle", "loaded", "recovery"];
+
+/// The share of the loaded phase's RTTs the responsiveness keeps (the draft's 95th-percentile
+/// trimmed mean: the slowest 5 % are dropped before averaging).
+pub const RPM_TRIM: f64 = 0.95;
+
+/// Round trips per minute of a round trip of `ms` milliseconds (`None` for no round trip).
+pub fn rpm(ms: f64) -> Option<f64> {
+    (ms > 0.0).then(|| 60_000.0 / ms)
+}
+
+/// The loaded probe's block of a probe result.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct UnderLoad {
+    /// What ran as the load.
+    pub load: LoadSpec,
+    /// `idle`, `loaded`, `recovery`, in order: each with its planned bounds (s since the
+    /// start of the run, for renderers to shade) and the RTTs of the probe packets *sent* in it.
+    pub phases: Vec<Phase>,
+    /// When the load's streams were started and when they were told to stop (s since the start
+    /// of the run); absent when the run ended before the load began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_started_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_ended_s: Option<f64>,
+    /// Loaded p50 − idle p50, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increase_p50_ms: Option<f64>,
+    /// Loaded p50 ÷ idle p50.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increase_p50_x: Option<f64>,
+    /// Loaded p99 − idle p99, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increase_p99_ms: Option<f64>,
+    /// Responsiveness under the load: 60000 ÷ `rpm_rtt_ms` (round trips per minute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<f64>,
+    /// The round trip `rpm` is made of: the 95 % trimmed mean of the loaded phase's probe
+    /// RTTs (the draft's foreign probes; npt sends no self-probes on the load's connections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm_rtt_ms: Option<f64>,
+    /// The same figure for the idle phase, for comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_rpm: Option<f64>,
+    /// The load's application payload bits/s each way over its own run (headers excluded), as
+    /// `npt bulk` reports it.
+    pub goodput_bps: Directions,
+    /// The load's payload bytes each way.
+    pub bytes: Directions,
+    /// TCP: the kernel's smoothed RTT on the load's own connections (`TCP_INFO`, sampled every
+    /// 100 ms); QUIC: the connections' RTT estimate. A transport-level view from inside the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_rtt_ms: Option<Summary>,
+    /// The load's streams that ended with an error, by kind (a refused load target is here).
+    pub load_errors: Errors,
+}
+
+/// What the load was.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LoadSpec {
+    /// `tcp://HOST:PORT` or `quic://HOST:PORT`.
+    pub target: String,
+    /// `down` (the responder sends), `up` (this host sends) or `both`.
+    #[schemars(extend("enum" = ["up", "down", "both"]))]
+    pub direction: String,
+    /// Streams each way.
+    #[schemars(range(min = 1, max = 1024))]
+    pub streams: u32,
+    /// `--via`, password left out, when the load went through a proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// `--load-congestion`: this host's TCP congestion control on the load's streams, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
+}
+
+/// One phase of a loaded probe.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Phase {
+    #[schemars(extend("enum" = PHASES))]
+    pub name: String,
+    /// Planned bounds, s since the start of the run.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// RTTs of the on-time replies to packets sent in this phase.
+    pub rtt_ms: Summary,
+}
+
+/// The histogram name of a phase's RTTs in a probe body's `histograms`.
+pub fn hist_name(phase: &str) -> String {
+    format!("rtt_{phase}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rpm_is_round_trips_per_minute() {
+        assert_eq!(rpm(100.0), Some(600.0));
+        assert_eq!(rpm(0.0), None);
+        assert_eq!(hist_name("loaded"), "rtt_loaded");
+    }
+}
