@@ -13,31 +13,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{assert_valid, f, json, repo_root, run};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::lab::{self, Lab};
+use common::{assert_valid, f, json, repo_root};
 
 const LAB: &str = "ttrace";
 
-/// The lab, brought down when dropped (also when an assertion fails).
-struct Up;
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        let _ = run(&["lab", "down", LAB], Duration::from_secs(30));
-    }
-}
-
 #[test]
 fn the_forwarding_chain_reads_its_segments_from_each_relay() {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED: {} needs root (network namespaces, TUN)",
-            module_path!()
-        );
+    if lab::skipped(module_path!()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -51,25 +34,11 @@ fn the_forwarding_chain_reads_its_segments_from_each_relay() {
         dir.path().join("haproxy-la.cfg"),
     )
     .unwrap();
-    let out = run(
-        &["lab", "up", file.to_str().unwrap()],
-        Duration::from_secs(90),
-    );
-    assert!(
-        out.status.success(),
-        "lab up: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let _up = Up;
+    let lab = Lab::up_file(&file, LAB);
     let j = dir.path().join("trace.json");
-    let out = run(
+    let out = lab.npt(
+        "client",
         &[
-            "lab",
-            "exec",
-            LAB,
-            "client",
-            "--",
-            "npt",
             "trace",
             "tcp://10.0.3.2:7777",
             "--hop",
@@ -129,14 +98,9 @@ fn the_forwarding_chain_reads_its_segments_from_each_relay() {
     // agent keys its echo into LA's serve with its own secret; the target's serve has no
     // --token, and LA's agent, finding no answer to its Hello, echoes it plain.
     let j = dir.path().join("trace-udp.json");
-    let out = run(
+    let out = lab.npt(
+        "client",
         &[
-            "lab",
-            "exec",
-            LAB,
-            "client",
-            "--",
-            "npt",
             "trace",
             "udp://10.0.3.2:7777",
             "--hop",
