@@ -223,7 +223,7 @@ complete -c npt -n "__fish_npt_using_subcommand bulk" -s q -l quiet -d 'Only the
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand trace" -l hop -d 'A relay on the path, in order: `npt serve --token S --hop-agent` on it measures the next segment. `=HOST:PORT`: where the previous hop reaches it, when that is not the address this host uses (another link, QUIC\'s own port)' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -l through -d 'The chain\'s entry: the RTT through every relay to the target, measured from here (TCP: an echo on an open connection, to the target\'s `npt serve`)' -r
-complete -c npt -n "__fish_npt_using_subcommand trace" -l token -d 'The hop agents\' secret (`npt serve --token`)' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l token -d 'The chain\'s one secret (`npt serve --token`): the hop agents\', and the keyed echoes into serves that have --token' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -s c -l count -d 'Attempts per segment (and through the chain) in each round' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -s i -l interval -d 'Time between attempts (e.g. 200ms, 1s)' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -s W -l timeout -d 'How long one attempt waits for its answer' -r

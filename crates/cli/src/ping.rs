@@ -134,6 +134,7 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
         size: a.size,
         raw: a.raw,
         token: a.token.clone(),
+        handshake: Default::default(),
         trust,
         via,
     })

@@ -123,7 +123,7 @@ pub struct ServeArgs {
 }
 
 /// `--hop-agent`: refused without `--token` (an agent that sends traffic on request must know
-/// who asks); measures with npt ping's engine.
+/// who asks); measures with npt ping's engine, its UDP echoes keyed with the same secret.
 fn hop_config(a: &ServeArgs) -> anyhow::Result<Option<npt_server::hop_agent::HopAgentConfig>> {
     use npt_server::hop_agent::{AllowList, HopAgentConfig, HopLimits, Measurer};
     if !a.hop_agent {
@@ -142,7 +142,7 @@ fn hop_config(a: &ServeArgs) -> anyhow::Result<Option<npt_server::hop_agent::Hop
     Ok(Some(HopAgentConfig {
         allow,
         limits: HopLimits::default(),
-        measure: Measurer::new(npt_ping::agent::measure),
+        measure: Measurer::new(npt_ping::agent::measurer(a.token.clone())),
     }))
 }
 

@@ -38,7 +38,8 @@ pub struct TraceArgs {
     /// an echo on an open connection, to the target's `npt serve`).
     #[arg(long, value_name = "URL")]
     pub through: Option<String>,
-    /// The hop agents' secret (`npt serve --token`).
+    /// The chain's one secret (`npt serve --token`): the hop agents', and the keyed echoes into
+    /// serves that have --token.
     #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Attempts per segment (and through the chain) in each round.

@@ -12,15 +12,11 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{f, json, npt, run};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::lab::{self, Lab};
+use common::{f, npt, run};
 
 /// Labs measure time: one at a time, so two tests' traffic does not compete for the CPU.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -29,11 +25,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// [`SERIAL`] for their whole run.
 macro_rules! require_root {
     () => {
-        if !is_root() {
-            eprintln!(
-                "SKIPPED: {} needs root (network namespaces, TUN)",
-                module_path!()
-            );
+        if lab::skipped(module_path!()) {
             return;
         }
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -82,55 +74,10 @@ ready = "tcp://10.0.1.2:7777"
     )
 }
 
-/// A lab brought up with `npt lab up` and brought down when dropped.
-struct Up {
-    lab: String,
-}
-
-impl Up {
-    fn new(dir: &Path, lab: &str, text: &str) -> Up {
-        let file = write(dir, &format!("{lab}.toml"), text);
-        let out = run(
-            &["lab", "up", file.to_str().unwrap()],
-            Duration::from_secs(60),
-        );
-        assert!(
-            out.status.success(),
-            "lab up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Up {
-            lab: lab.to_string(),
-        }
-    }
-
-    fn exec(&self, args: &[&str]) -> Output {
-        let mut a = vec!["lab", "exec", &self.lab, "client", "--", "npt"];
-        a.extend_from_slice(args);
-        run(&a, Duration::from_secs(120))
-    }
-}
-
-impl Up {
-    /// Runs `npt ARGS --json FILE` on the client node, which must succeed; the document.
-    fn measure(&self, dir: &Path, args: &[&str]) -> serde_json::Value {
-        let j = dir.join("measured.json");
-        let mut a = args.to_vec();
-        a.extend(["--json", j.to_str().unwrap()]);
-        let out = self.exec(&a);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        json(&j)
-    }
-}
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        let _ = run(&["lab", "down", &self.lab], Duration::from_secs(30));
-    }
+/// Runs `npt ARGS --json FILE` on the client node, which must succeed; the document,
+/// checked against the schema of its kind (ARGS' first word).
+fn measure(lab: &Lab, dir: &Path, args: &[&str]) -> serde_json::Value {
+    lab.npt_json("client", args, &dir.join("measured.json"), args[0])
 }
 
 #[test]
@@ -195,8 +142,9 @@ fn bad_topologies_exit_2_naming_the_field() {
 fn delay_reads_back_in_ping_and_probe() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let up = Up::new(dir.path(), "tdelay", &pair("tdelay", "delay = \"50ms\""));
-    let ping = up.measure(
+    let up = Lab::up(dir.path(), "tdelay", &pair("tdelay", "delay = \"50ms\""));
+    let ping = measure(
+        &up,
         dir.path(),
         &[
             "ping",
@@ -214,7 +162,8 @@ fn delay_reads_back_in_ping_and_probe() {
         "ping p50 {p50} ms, want 100 ± 1"
     );
 
-    let probe = up.measure(
+    let probe = measure(
+        &up,
         dir.path(),
         &[
             "probe",
@@ -238,7 +187,7 @@ fn delay_reads_back_in_ping_and_probe() {
 fn first_packet_is_connect_plus_one_echo_in_every_mode() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let up = Up::new(dir.path(), "tfirst", &pair("tfirst", "delay = \"25ms\""));
+    let up = Lab::up(dir.path(), "tfirst", &pair("tfirst", "delay = \"25ms\""));
     let modes: [&[&str]; 3] = [
         &["--mode", "interval", "--interval", "200ms"],
         &["--mode", "rate", "--pps", "5"],
@@ -247,7 +196,7 @@ fn first_packet_is_connect_plus_one_echo_in_every_mode() {
     for m in modes {
         let mut args = vec!["probe", "tcp://10.0.1.2:7777", "--count", "4"];
         args.extend_from_slice(m);
-        let doc = up.measure(dir.path(), &args);
+        let doc = measure(&up, dir.path(), &args);
         let (connect, first) = (
             f(&doc, "/summary/connect_ms"),
             f(&doc, "/summary/first_packet_ms"),
@@ -272,9 +221,10 @@ fn first_packet_is_connect_plus_one_echo_in_every_mode() {
 fn loss_reads_back_in_probe() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let up = Up::new(dir.path(), "tloss", &pair("tloss", "loss = \"1%\""));
-    let before = applied(&up.lab, "dropped_loss");
-    let doc = up.measure(
+    let up = Lab::up(dir.path(), "tloss", &pair("tloss", "loss = \"1%\""));
+    let before = applied(up.name(), "dropped_loss");
+    let doc = measure(
+        &up,
         dir.path(),
         &[
             "probe",
@@ -292,7 +242,7 @@ fn loss_reads_back_in_probe() {
     assert!((1.5..=2.5).contains(&loss), "round-trip loss {loss} %");
     // And exactly the packets the link says it dropped (both directions).
     let lost = common::u(&doc, "/summary/lost");
-    let drops = settled(&up.lab, "dropped_loss", before + lost) - before;
+    let drops = settled(up.name(), "dropped_loss", before + lost) - before;
     assert_eq!(lost, drops, "probe lost vs link drops");
 }
 
@@ -316,7 +266,7 @@ fn in_ns<T: Send + 'static>(
 fn rate_caps_a_tcp_stream() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let _up = Up::new(
+    let _up = Lab::up(
         dir.path(),
         "trate",
         &pair("trate", "rate = \"10mbit\"\ndelay = \"5ms\""),
@@ -549,7 +499,7 @@ fn settled(lab: &str, key: &str, want: u64) -> u64 {
 fn duplicates_reordering_and_jitter_read_back() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let up = Up::new(
+    let up = Lab::up(
         dir.path(),
         "tdup",
         &pair(
@@ -558,7 +508,8 @@ fn duplicates_reordering_and_jitter_read_back() {
         ),
     );
     let (dup0, reo0) = (applied("tdup", "duplicated"), applied("tdup", "reordered"));
-    let doc = up.measure(
+    let doc = measure(
+        &up,
         dir.path(),
         &[
             "probe",

@@ -10,12 +10,8 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{assert_valid, f, json, run, u};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::lab::{self, Lab};
+use common::{f, u};
 
 /// The lab's link: 10 Mbit/s, 10 ms each way, 100 packets of queue, `npt serve` behind it.
 const TOPOLOGY: &str = r#"name = "tbulk"
@@ -41,65 +37,26 @@ cmd = ["npt", "serve", "--listen", "0.0.0.0:7778", "--token", "lab"]
 ready = "tcp://10.0.1.2:7778"
 "#;
 
-/// The lab, brought down when dropped.
-struct Lab;
-
-impl Lab {
-    fn up(dir: &Path) -> Lab {
-        let file = dir.join("tbulk.toml");
-        std::fs::write(&file, TOPOLOGY).unwrap();
-        let out = run(
-            &["lab", "up", file.to_str().unwrap()],
-            Duration::from_secs(60),
-        );
-        assert!(
-            out.status.success(),
-            "lab up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Lab
-    }
-
-    /// `npt ARGS --json FILE` on the client node; the document (schema-checked).
-    fn bulk(&self, dir: &Path, args: &[&str]) -> serde_json::Value {
-        let j = dir.join("bulk.json");
-        let mut a = vec!["lab", "exec", "tbulk", "client", "--", "npt", "bulk"];
-        a.extend_from_slice(args);
-        a.extend(["--json", j.to_str().unwrap()]);
-        let out = run(&a, Duration::from_secs(120));
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc = json(&j);
-        assert_valid(&doc, "bulk");
-        doc
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = run(&["lab", "down", "tbulk"], Duration::from_secs(30));
-    }
+/// `npt bulk ARGS` on the client node; the document (schema-checked).
+fn bulk(lab: &Lab, dir: &Path, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["bulk"];
+    a.extend_from_slice(args);
+    lab.npt_json("client", &a, &dir.join("bulk.json"), "bulk")
 }
 
 #[test]
 fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED: {} needs root (network namespaces, TUN)",
-            module_path!()
-        );
+    if lab::skipped(module_path!()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::up(dir.path());
+    let lab = Lab::up(dir.path(), "tbulk", TOPOLOGY);
     for (way, ptr) in [
         ("down", "/summary/goodput_bps/down"),
         ("up", "/summary/goodput_bps/up"),
     ] {
-        let doc = lab.bulk(
+        let doc = bulk(
+            &lab,
             dir.path(),
             &[
                 "tcp://10.0.1.2:7777",
@@ -122,7 +79,8 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
             "TCP {way}: kernel RTT p50 {p50} ms"
         );
     }
-    let doc = lab.bulk(
+    let doc = bulk(
+        &lab,
         dir.path(),
         &[
             "udp://10.0.1.2:7777",
@@ -147,7 +105,8 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
 
     // UDP down at twice the link's rate reads the same, with --token (the client's address is
     // private, not loopback: without a token the server refuses UDP down, a classified error).
-    let doc = lab.bulk(
+    let doc = bulk(
+        &lab,
         dir.path(),
         &[
             "udp://10.0.1.2:7778",
@@ -168,14 +127,9 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
         (9.0..=10.4).contains(&delivered),
         "UDP down delivered {delivered:.2} Mbit/s"
     );
-    let out = run(
+    let out = lab.npt(
+        "client",
         &[
-            "lab",
-            "exec",
-            "tbulk",
-            "client",
-            "--",
-            "npt",
             "bulk",
             "udp://10.0.1.2:7777",
             "--direction",

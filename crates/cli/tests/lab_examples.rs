@@ -12,12 +12,8 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::lab;
 use common::{json, repo_root, run};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -76,8 +72,7 @@ fn row<'a>(table: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
 
 #[test]
 fn forwarding_scenarios_read_back_their_theoretical_latencies() {
-    if !is_root() {
-        eprintln!("SKIPPED: the forwarding-scenario lab needs root (network namespaces, TUN)");
+    if lab::skipped("the forwarding-scenario lab") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -114,8 +109,7 @@ fn forwarding_scenarios_read_back_their_theoretical_latencies() {
 /// configured delays within 1 ms per hop, and the JSON must say `measured`.
 #[test]
 fn forwarding_scenarios_measure_their_theoretical_latencies_from_the_hops() {
-    if !is_root() {
-        eprintln!("SKIPPED: the forwarding-scenario lab needs root (network namespaces, TUN)");
+    if lab::skipped("the forwarding-scenario lab") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -181,8 +175,7 @@ fn forwarding_scenarios_measure_their_theoretical_latencies_from_the_hops() {
 
 #[test]
 fn tunnel_loss_reports_first_packet_and_total_per_loss_case() {
-    if !is_root() {
-        eprintln!("SKIPPED: the tunnel-loss lab needs root (network namespaces, TUN)");
+    if lab::skipped("the tunnel-loss lab") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -8,14 +8,9 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
 
-use common::{assert_valid, f, json, run};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::f;
+use common::lab::{self, Lab};
 
 /// client —(10.0.1.0/24, 5 ms each way)— mid —(10.0.2.0/24, 15 ms each way)— target; the
 /// agent on mid may measure the target's port only.
@@ -47,57 +42,21 @@ cmd = ["npt", "serve", "--listen", "0.0.0.0:7777", "--token", "S", "--hop-agent"
 ready = "tcp://10.0.1.2:7777"
 "#;
 
-/// The lab, brought down when dropped (also when an assertion fails).
-struct Up;
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        let _ = run(&["lab", "down", "thop"], Duration::from_secs(30));
-    }
-}
-
 /// `npt ARGS --json FILE` on the client node; must succeed.
-fn on_client(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let j = dir.join("measured.json");
-    let mut a = vec!["lab", "exec", "thop", "client", "--", "npt"];
-    a.extend_from_slice(args);
-    a.extend(["--json", j.to_str().unwrap()]);
-    let out = run(&a, Duration::from_secs(60));
-    assert!(
-        out.status.success(),
-        "{args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = json(&j);
-    assert_valid(&doc, "ping");
-    doc
+fn on_client(lab: &Lab, dir: &Path, args: &[&str]) -> serde_json::Value {
+    lab.npt_json("client", args, &dir.join("measured.json"), "ping")
 }
 
 #[test]
 fn an_agent_on_the_middle_node_reads_its_downstream_segment() {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED: {} needs root (network namespaces, TUN)",
-            module_path!()
-        );
+    if lab::skipped(module_path!()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("thop.toml");
-    std::fs::write(&file, TOPOLOGY).unwrap();
-    let out = run(
-        &["lab", "up", file.to_str().unwrap()],
-        Duration::from_secs(60),
-    );
-    assert!(
-        out.status.success(),
-        "lab up: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let _up = Up;
+    let lab = Lab::up(dir.path(), "thop", TOPOLOGY);
     for target in ["tcp://10.0.2.2:7777", "udp://10.0.2.2:7777"] {
         let doc = on_client(
+            &lab,
             dir.path(),
             &[
                 "ping",
@@ -124,6 +83,7 @@ fn an_agent_on_the_middle_node_reads_its_downstream_segment() {
     // From the client itself, the agent is one 10 ms segment away: the 30 ms above are not
     // the client's path.
     let doc = on_client(
+        &lab,
         dir.path(),
         &[
             "ping",

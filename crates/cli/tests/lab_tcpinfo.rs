@@ -8,15 +8,10 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{assert_valid, f, json, run, u};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::lab::{self, Lab};
+use common::{f, u};
 
 /// 2 % loss each way, 10 ms each way, `npt serve` behind it.
 const TOPOLOGY: &str = r#"name = "ttcpi"
@@ -36,90 +31,45 @@ cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
 ready = "tcp://10.0.1.2:7777"
 "#;
 
-/// The lab, brought down when dropped.
-struct Lab;
-
-impl Lab {
-    fn up(dir: &Path) -> Lab {
-        let file = dir.join("ttcpi.toml");
-        std::fs::write(&file, TOPOLOGY).unwrap();
-        let out = run(
-            &["lab", "up", file.to_str().unwrap()],
-            Duration::from_secs(60),
-        );
-        assert!(
-            out.status.success(),
-            "lab up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Lab
-    }
-
-    /// The link's counters in the direction `from` → `to`: (packets in, dropped by loss).
-    fn direction(&self, from: &str, to: &str) -> (u64, u64) {
-        let out = run(
-            &["lab", "status", "ttcpi", "--json"],
-            Duration::from_secs(10),
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let d = s["links"][0]["directions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["from"] == from && d["to"] == to)
-            .unwrap_or_else(|| panic!("no direction {from} > {to} in {s}"))
-            .clone();
-        (u(&d, "/applied/packets_in"), u(&d, "/applied/dropped_loss"))
-    }
-
-    /// The counters once they stop moving (the status is republished every few 100 ms),
-    /// waiting at most 5 s.
-    fn settled(&self, from: &str, to: &str) -> (u64, u64) {
-        let until = Instant::now() + Duration::from_secs(5);
-        let mut last = self.direction(from, to);
-        loop {
-            std::thread::sleep(Duration::from_millis(500));
-            let now = self.direction(from, to);
-            if now == last || Instant::now() > until {
-                return now;
-            }
-            last = now;
-        }
-    }
+/// The link's counters in the direction `from` → `to`: (packets in, dropped by loss).
+fn direction(lab: &Lab, from: &str, to: &str) -> (u64, u64) {
+    let s = lab.status();
+    let d = s["links"][0]["directions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["from"] == from && d["to"] == to)
+        .unwrap_or_else(|| panic!("no direction {from} > {to} in {s}"))
+        .clone();
+    (u(&d, "/applied/packets_in"), u(&d, "/applied/dropped_loss"))
 }
 
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = run(&["lab", "down", "ttcpi"], Duration::from_secs(30));
+/// The counters once they stop moving (the status is republished every few 100 ms),
+/// waiting at most 5 s.
+fn settled(lab: &Lab, from: &str, to: &str) -> (u64, u64) {
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut last = direction(lab, from, to);
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = direction(lab, from, to);
+        if now == last || Instant::now() > until {
+            return now;
+        }
+        last = now;
     }
 }
 
 #[test]
 fn retransmits_follow_the_links_drops_where_the_echo_shows_no_loss() {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED: {} needs root (network namespaces, TUN)",
-            module_path!()
-        );
+    if lab::skipped(module_path!()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::up(dir.path());
-    let (in0, drop0) = lab.settled("client", "server");
-    let j = dir.path().join("probe.json");
-    let out = run(
+    let lab = Lab::up(dir.path(), "ttcpi", TOPOLOGY);
+    let (in0, drop0) = settled(&lab, "client", "server");
+    let doc = lab.npt_json(
+        "client",
         &[
-            "lab",
-            "exec",
-            "ttcpi",
-            "client",
-            "--",
-            "npt",
             "probe",
             "tcp://10.0.1.2:7777",
             "--pps",
@@ -130,19 +80,11 @@ fn retransmits_follow_the_links_drops_where_the_echo_shows_no_loss() {
             "200",
             "--loss-timeout",
             "3s",
-            "--json",
-            j.to_str().unwrap(),
         ],
-        Duration::from_secs(120),
+        &dir.path().join("probe.json"),
+        "probe",
     );
-    assert!(
-        out.status.success(),
-        "probe: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = json(&j);
-    assert_valid(&doc, "probe");
-    let (in1, drop1) = lab.settled("client", "server");
+    let (in1, drop1) = settled(&lab, "client", "server");
     let (sent_pkts, dropped) = (in1 - in0, drop1 - drop0);
     let retrans = u(&doc, "/summary/tcp_info/retransmits");
     let segs = u(&doc, "/summary/tcp_info/data_segments_out");

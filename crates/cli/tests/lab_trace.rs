@@ -3,7 +3,9 @@
 //! root: network namespaces and emulated links) — client → Seattle 152 ms, Seattle → LA 32 ms,
 //! LA → target 69 ms RTT, hop agents on Seattle and LA, a socat chain Seattle → LA → target —
 //! the trace reads each segment within ±1 ms of its link, and the relays' cost is the chain's
-//! p50 minus the segments' sum. Few attempts, all legs at once: a few seconds. Without root
+//! p50 minus the segments' sum; over UDP too, where each relay's `npt serve --token` answers
+//! only an agent that keys its echo with the chain's secret. Few attempts, all legs at once: a
+//! few seconds. Without root
 //! the test says it skipped, as `lab.rs` does.
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
@@ -11,31 +13,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{assert_valid, f, json, repo_root, run};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::lab::{self, Lab};
+use common::{assert_valid, f, json, repo_root};
 
 const LAB: &str = "ttrace";
 
-/// The lab, brought down when dropped (also when an assertion fails).
-struct Up;
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        let _ = run(&["lab", "down", LAB], Duration::from_secs(30));
-    }
-}
-
 #[test]
 fn the_forwarding_chain_reads_its_segments_from_each_relay() {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED: {} needs root (network namespaces, TUN)",
-            module_path!()
-        );
+    if lab::skipped(module_path!()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -49,25 +34,11 @@ fn the_forwarding_chain_reads_its_segments_from_each_relay() {
         dir.path().join("haproxy-la.cfg"),
     )
     .unwrap();
-    let out = run(
-        &["lab", "up", file.to_str().unwrap()],
-        Duration::from_secs(90),
-    );
-    assert!(
-        out.status.success(),
-        "lab up: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let _up = Up;
+    let lab = Lab::up_file(&file, LAB);
     let j = dir.path().join("trace.json");
-    let out = run(
+    let out = lab.npt(
+        "client",
         &[
-            "lab",
-            "exec",
-            LAB,
-            "client",
-            "--",
-            "npt",
             "trace",
             "tcp://10.0.3.2:7777",
             "--hop",
@@ -123,4 +94,50 @@ fn the_forwarding_chain_reads_its_segments_from_each_relay() {
         (chain - 253.0).abs() <= 5.0,
         "chain p50 {chain} ms\n{shown}"
     );
+    // Over UDP: each relay's `npt serve --token` answers only keyed echoes, so the Seattle
+    // agent keys its echo into LA's serve with its own secret; the target's serve has no
+    // --token, and LA's agent, finding no answer to its Hello, echoes it plain.
+    let j = dir.path().join("trace-udp.json");
+    let out = lab.npt(
+        "client",
+        &[
+            "trace",
+            "udp://10.0.3.2:7777",
+            "--hop",
+            "npt://10.0.5.2:7777",
+            "--hop",
+            "npt://10.0.2.2:7777=10.0.4.2:7777",
+            "--token",
+            "lab-secret",
+            "--count",
+            "5",
+            "--interval",
+            "100ms",
+            "--json",
+            j.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{shown}");
+    let doc = json(&j);
+    assert_valid(&doc, "trace");
+    for (i, want) in [152.0, 32.0, 69.0].into_iter().enumerate() {
+        assert_eq!(
+            doc["segments"][i]["summary"]["received"],
+            5,
+            "segment {}\n{shown}",
+            i + 1
+        );
+        let p50 = f(&doc, &format!("/segments/{i}/summary/p50_ms"));
+        assert!(
+            (p50 - want).abs() <= 1.0,
+            "UDP segment {}: p50 {p50} ms, want {want} ± 1\n{shown}",
+            i + 1
+        );
+    }
 }

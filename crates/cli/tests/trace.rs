@@ -4,7 +4,9 @@
 //! TCP echo through the chain's entry, recorded as a schema-checked `trace` result whose
 //! relays' cost is the chain minus the sum, re-rendered by `npt report`; `--during` rounds
 //! beside a command; and the clear errors — no `--token` (exit 2), a target outside the
-//! agent's allow-list and a dead agent (classified, named, bounded in time, exit 1).
+//! agent's allow-list and a dead agent (classified, named, bounded in time, exit 1); and the
+//! intended setup, `npt serve --token` everywhere: every leg answered over UDP, TCP and QUIC,
+//! and a target with another secret an `auth` error naming it.
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 mod common;
@@ -316,6 +318,162 @@ fn quic_segments_reach_each_hop_on_its_quic_port() {
     let doc = json(&file);
     assert_valid(&doc, "trace");
     assert_eq!(doc["segments"][0]["to"], format!("quic://{aq}"));
+    for leg in ["/segments/0", "/segments/1", "/chain"] {
+        assert_eq!(u(&doc, &format!("{leg}/summary/received")), 2, "{leg}");
+    }
+}
+
+/// The intended setup: every relay and the target run `npt serve --token S`. The agent keys its
+/// UDP echo with its own secret, this host keys the chain's UDP echo and its TCP echo through
+/// `--through`: every leg answered, over UDP and TCP.
+#[test]
+fn token_serves_everywhere_answer_every_leg() {
+    let (_t, target) = serve(&["--token", "S"]);
+    let allow = target.to_string();
+    let (_a, agent) = serve(&["--token", "S", "--hop-agent", "--hop-allow", &allow]);
+    let hop = format!("npt://{agent}");
+    for proto in ["udp", "tcp"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("trace.json");
+        let tgt = format!("{proto}://{target}");
+        let t = Instant::now();
+        let out = trace(&[
+            &tgt,
+            "--hop",
+            &hop,
+            "--through",
+            &tgt,
+            "--token",
+            "S",
+            "-c",
+            "3",
+            "-i",
+            "20ms",
+            "-q",
+            "--json",
+            file.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{proto}: {}", text(&out));
+        let doc = json(&file);
+        assert_valid(&doc, "trace");
+        for leg in ["/segments/0", "/segments/1", "/chain"] {
+            assert_eq!(
+                u(&doc, &format!("{leg}/summary/received")),
+                3,
+                "{proto} {leg}: {}",
+                text(&out)
+            );
+        }
+        // No handshake waited out its timeout (1 s): every target answered it.
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{proto}: {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+/// A target whose `npt serve --token` has another secret than the chain's: the agent's UDP
+/// segment and the TCP echo through the chain fail under `auth`, saying the secret is another,
+/// within a bounded time — not a silent timeout.
+#[test]
+fn a_target_with_another_secret_is_an_auth_error_naming_it() {
+    let (_t, target) = serve(&["--token", "OTHER"]);
+    let allow = target.to_string();
+    let (_a, agent) = serve(&["--token", "S", "--hop-agent", "--hop-allow", &allow]);
+    let hop = format!("npt://{agent}");
+    for proto in ["udp", "tcp"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("trace.json");
+        let tgt = format!("{proto}://{target}");
+        let t = Instant::now();
+        let mut args = vec![tgt.as_str(), "--hop", &hop];
+        if proto == "tcp" {
+            // A TCP segment is a connect: no secret in it. The chain's echo carries one.
+            args.extend(["--through", &tgt]);
+        }
+        args.extend([
+            "--token",
+            "S",
+            "-c",
+            "2",
+            "-i",
+            "10ms",
+            "--json",
+            file.to_str().unwrap(),
+        ]);
+        let out = trace(&args);
+        assert_eq!(out.status.code(), Some(1), "{proto}: {}", text(&out));
+        let doc = json(&file);
+        assert_valid(&doc, "trace");
+        assert_eq!(
+            u(&doc, "/errors/by_kind/auth/count"),
+            2,
+            "{proto}: {}",
+            text(&out)
+        );
+        let leg = if proto == "udp" {
+            &doc["segments"][1]
+        } else {
+            &doc["chain"]
+        };
+        assert_eq!(leg["summary"]["received"], 0, "{proto}: {leg}");
+        assert!(
+            text(&out).contains("--token is another"),
+            "{proto}: {}",
+            text(&out)
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{proto}: {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+/// QUIC needs nothing of the token: a token serve completes a QUIC handshake with anyone (its
+/// `--token` handshake comes later, on each stream), so every QUIC leg into token serves answers.
+#[test]
+fn quic_legs_into_token_serves_answer() {
+    let target = serve_util::serve(4096, &["--quic", "127.0.0.1:0", "--token", "S"]);
+    let tq = target.quic.expect("quic address");
+    let allow = tq.to_string();
+    let agent = serve_util::serve(
+        4096,
+        &[
+            "--quic",
+            "127.0.0.1:0",
+            "--token",
+            "S",
+            "--hop-agent",
+            "--hop-allow",
+            &allow,
+        ],
+    );
+    let aq = agent.quic.expect("quic address");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.json");
+    let tgt = format!("quic://{tq}");
+    let hop = format!("npt://{}={aq}", agent.tcp);
+    let out = trace(&[
+        &tgt,
+        "--hop",
+        &hop,
+        "--through",
+        &tgt,
+        "--token",
+        "S",
+        "-c",
+        "2",
+        "-i",
+        "20ms",
+        "--insecure",
+        "-q",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = json(&file);
     for leg in ["/segments/0", "/segments/1", "/chain"] {
         assert_eq!(u(&doc, &format!("{leg}/summary/received")), 2, "{leg}");
     }

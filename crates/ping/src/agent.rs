@@ -1,6 +1,17 @@
 //! The measuring half of `npt serve --hop-agent`: one hop request ([`npt_wire::hop`]) against
 //! the one address the agent checked, measured exactly as `npt ping` measures (this crate's
 //! [`crate::net::run`]), as one sample per attempt. The server calls it on a blocking thread.
+//!
+//! A UDP echo goes to a responder that, in a relay chain, is itself an `npt serve --token`
+//! (every hop agent has one) and answers only sealed packets of a keyed session. So the agent
+//! does the keyed handshake with **its own** `--token` first: the chain is assumed to share one
+//! secret. Its cost is bounded and counted in the request's budget: the handshake must finish
+//! within the request's timeout and sends at most [`HS_PER_STEP`] messages per step (Hello,
+//! Auth: 4 × 96 bytes at most); the agent's bounds count a UDP request's time as attempts ×
+//! interval + 2 × timeout (`npt_server::hop_agent::HopLimits::check`). A target that answers the
+//! Hello but not the secret (its `--token` is another) fails every attempt under `auth`; one
+//! that answers no Hello at all (a serve without `--token` ignores handshakes) is echoed
+//! without, after that timeout.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -11,7 +22,10 @@ use npt_wire::frame::HEADER_LEN;
 use npt_wire::hop::{HopProto, HopRequest, Sample};
 
 use crate::session::Event;
-use crate::{Config, PingError, Proto, QuicTrust, Target};
+use crate::{Config, Handshake, PingError, Proto, QuicTrust, Target};
+
+/// Handshake messages an agent sends per step (a lost Hello or Auth is repeated once).
+pub const HS_PER_STEP: u32 = 2;
 
 /// The UDP datagram size of a request that leaves it to the agent (`size = 0`).
 pub const DEFAULT_SIZE: usize = 64;
@@ -20,6 +34,12 @@ pub const DEFAULT_SIZE: usize = 64;
 /// resolved again, so what is measured is what was checked). A QUIC handshake accepts any
 /// certificate: the agent measures its time, and sends nothing that needs the server trusted.
 pub fn config(req: &HopRequest, addr: SocketAddr) -> Config {
+    config_with(req, addr, None)
+}
+
+/// [`config`] for an agent with `--token` `secret`: a UDP echo does the keyed handshake with
+/// it, within the request's timeout (module doc).
+pub fn config_with(req: &HopRequest, addr: SocketAddr, secret: Option<&str>) -> Config {
     let proto = match req.proto {
         HopProto::Tcp => Proto::Tcp,
         HopProto::Udp => Proto::Udp,
@@ -29,6 +49,7 @@ pub fn config(req: &HopRequest, addr: SocketAddr) -> Config {
         0 => DEFAULT_SIZE,
         n => n.max(HEADER_LEN),
     };
+    let timeout = Duration::from_micros(u64::from(req.timeout_us));
     Config {
         target: Target {
             proto,
@@ -37,10 +58,17 @@ pub fn config(req: &HopRequest, addr: SocketAddr) -> Config {
         },
         count: Some(u64::from(req.attempts)),
         interval: Duration::from_micros(u64::from(req.interval_us)),
-        timeout: Duration::from_micros(u64::from(req.timeout_us)),
+        timeout,
         size,
         raw: false,
-        token: None,
+        token: secret.filter(|_| proto == Proto::Udp).map(str::to_string),
+        handshake: Handshake {
+            bound: npt_client::auth::UdpBound {
+                timeout,
+                per_step: HS_PER_STEP,
+            },
+            plain_if_silent: true,
+        },
         trust: QuicTrust::Insecure,
         via: None,
     }
@@ -49,7 +77,19 @@ pub fn config(req: &HopRequest, addr: SocketAddr) -> Config {
 /// Measures `req` against `addr`: one sample per attempt, in order. An attempt that never
 /// settled counts as a timeout; a failure to start at all fails every attempt under its kind.
 pub fn measure(req: &HopRequest, addr: SocketAddr) -> Vec<Sample> {
-    let cfg = config(req, addr);
+    measure_with(req, addr, None)
+}
+
+/// What `npt serve --token S --hop-agent` measures with: [`measure_with`] its secret.
+pub fn measurer(
+    secret: Option<String>,
+) -> impl Fn(&HopRequest, SocketAddr) -> Vec<Sample> + Send + Sync + 'static {
+    move |req, addr| measure_with(req, addr, secret.as_deref())
+}
+
+/// [`measure`] by an agent with `--token` `secret` (module doc).
+pub fn measure_with(req: &HopRequest, addr: SocketAddr, secret: Option<&str>) -> Vec<Sample> {
+    let cfg = config_with(req, addr, secret);
     let n = usize::from(req.attempts);
     let mut out: Vec<Option<Sample>> = vec![None; n];
     let stop = Stop::new();
@@ -78,6 +118,7 @@ pub fn measure(req: &HopRequest, addr: SocketAddr) -> Vec<Sample> {
 /// The kind a run that could not start fails its attempts under.
 pub fn start_error_kind(e: &PingError) -> ErrorKind {
     match e {
+        PingError::Auth(_, io) if npt_client::auth::is_secret_refused(io) => ErrorKind::Auth,
         PingError::Socket(io) | PingError::Resolve(_, io) | PingError::Auth(_, io) => {
             crate::net::classify_io(io)
         }

@@ -95,7 +95,15 @@ pub fn record(
                 ));
             }
             Sample::Failed(kind) => {
-                let detail = format!("{at}, measured from {agent}");
+                let detail = if *kind == "auth" {
+                    // The agent keys its UDP echo with its own --token (agent.rs).
+                    format!(
+                        "{at} answered the agent's --token handshake but not its secret: the \
+                         target's npt serve --token is another, measured from {agent}"
+                    )
+                } else {
+                    format!("{at}, measured from {agent}")
+                };
                 let d = detail.clone();
                 tally.errors.record(kind, move || d);
                 lines.push(format!("seq={seq} {kind} ({detail})"));

@@ -76,8 +76,22 @@ pub struct Config {
     /// UDP framed: the secret of `npt serve --token` (the keyed handshake on each socket,
     /// then every packet sealed).
     pub token: Option<String>,
+    /// UDP `--token`: how each socket's handshake is bounded, and what a silent target means.
+    pub handshake: Handshake,
     pub trust: QuicTrust,
     /// `--via` (tcp:// only): each attempt is a connect through the proxy, measured until its
     /// CONNECT reply (the tunnel is open).
     pub via: Option<npt_proxy::Via>,
+}
+
+/// How a UDP ping with a token does the keyed handshake on each socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Handshake {
+    /// Its time and the messages each step may send ([`npt_client::auth::UdpBound`]).
+    pub bound: npt_client::auth::UdpBound,
+    /// A target that answers no Hello at all is echoed without the handshake: it may be an
+    /// `npt serve` without `--token`, which ignores handshakes (a hop agent measuring the
+    /// segment into a target, `npt trace`'s chain). A target that answers the Hello but not
+    /// the secret still fails, under `auth`.
+    pub plain_if_silent: bool,
 }

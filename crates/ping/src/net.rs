@@ -229,11 +229,18 @@ fn run_udp(
         if socks[cur].is_none() {
             let sock = udp_socket(addrs[cur])?;
             if let Some(secret) = &cfg.token {
-                let key = npt_client::auth::udp(&sock, secret, npt_client::auth::HANDSHAKE_TIMEOUT)
-                    .map_err(|e| PingError::Auth(addrs[cur], e))?;
-                keys[cur] = Some(key);
+                let hs = cfg.handshake;
+                match npt_client::auth::udp_within(&sock, secret, hs.bound) {
+                    Ok(key) => keys[cur] = Some(key),
+                    // Nothing answered the Hello: echo without it (`Handshake::plain_if_silent`).
+                    Err(e) if hs.plain_if_silent && e.kind() == io::ErrorKind::TimedOut => {}
+                    Err(e) => return Err(PingError::Auth(addrs[cur], e)),
+                }
             }
             socks[cur] = Some(sock);
+            // The handshake took time: `now` is stale (an attempt sent "at" it would count
+            // the handshake in its RTT, or time out at once).
+            continue;
         }
         let key = keys[cur].as_ref();
         let Some(sock) = socks[cur].as_ref() else {
@@ -448,6 +455,7 @@ mod tests {
             size: 64,
             raw,
             token: Some("s3cret".into()),
+            handshake: Default::default(),
             trust: Default::default(),
             via: None,
         }
@@ -510,6 +518,7 @@ mod multi_address {
             size: 64,
             raw: false,
             token: None,
+            handshake: Default::default(),
             trust: Default::default(),
             via: None,
         };

@@ -33,6 +33,9 @@ pub enum ErrorKind {
     Internal,
     /// A bad configuration found at run time.
     Config,
+    /// The keyed `--token` handshake was answered but the secret not accepted: the peer's
+    /// `npt serve --token` has another secret.
+    Auth,
     /// The proxy (`--via`) failed: its own kinds, `proxy_*`.
     Proxy(ProxyErrorKind),
 }
@@ -102,6 +105,7 @@ impl ErrorKind {
         ErrorKind::SOCKET
             .into_iter()
             .chain(ErrorKind::TESTER)
+            .chain([ErrorKind::Auth])
             .chain(ProxyErrorKind::ALL.into_iter().map(ErrorKind::Proxy))
     }
 
@@ -121,6 +125,7 @@ impl ErrorKind {
             ErrorKind::Stalled => "stalled",
             ErrorKind::Internal => "internal",
             ErrorKind::Config => "config",
+            ErrorKind::Auth => "auth",
             ErrorKind::Proxy(p) => match p {
                 P::Refused => "proxy_refused",
                 P::Timeout => "proxy_timeout",
@@ -154,6 +159,9 @@ impl ErrorKind {
             ErrorKind::Stalled => "a probe's relay pacing with nothing left to send",
             ErrorKind::Internal => "a tester thread failed",
             ErrorKind::Config => "a bad configuration found at run time",
+            ErrorKind::Auth => {
+                "the --token handshake was answered but the secret not accepted (another secret)"
+            }
             ErrorKind::Proxy(_) => "the --via proxy failed (its own kinds)",
         }
     }

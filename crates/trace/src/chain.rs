@@ -9,6 +9,14 @@
 //! broken connection fails the attempt under its error kind, and the next attempt opens a new
 //! connection.
 //!
+//! With `--token` the connection first does the keyed handshake ([`npt_wire::auth`]) with the
+//! target's `npt serve --token` through the chain (relays forward bytes as they are), and every
+//! echo is sealed with the session's key: a target with `--token` answers nothing else. The
+//! chain is assumed to share one secret. A target without `--token` closes the connection at
+//! the Hello, and the trace then echoes without the handshake for the rest of the run; one
+//! that answers the Hello but closes at the Auth has another secret: every attempt fails under
+//! `auth`, saying so.
+//!
 //! [`request`] and [`reply`] are the pure half (bytes in, bytes out, tested on fixed frames),
 //! `npt ping`'s session the schedule and the tally (its own sans-IO half, on a virtual clock);
 //! [`measure`] drives them with a blocking socket, every wait bounded by the timeout.
@@ -20,6 +28,7 @@ use std::time::{Duration, Instant};
 use npt_ping::session::{Session, Tally};
 use npt_result::error::ErrorKind;
 use npt_result::workload::Stop;
+use npt_wire::auth::{ClientHandshake, Dir, SessionKey, HS_LEN};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 
 /// How often a wait looks at the stop control.
@@ -67,18 +76,116 @@ fn io_failure(what: &str, e: &io::Error) -> Failure {
     (npt_result::error::io_error_kind(e), format!("{what}: {e}"))
 }
 
+/// What the chain's far end makes of the trace's `--token` (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keying {
+    /// Not known yet: the next connection tries the handshake.
+    Try,
+    /// It completed the handshake: every connection does it.
+    Keyed,
+    /// No token given, or the far end has none: plain echoes.
+    Plain,
+}
+
+/// The far end answered the Hello but closed at the Auth.
+pub const SECRET_REFUSED: &str = "the target's npt serve answered the --token handshake through \
+     the chain but did not accept the secret: its --token is another";
+
+/// The keyed handshake with the far end, through the chain, every wait within `timeout`.
+/// `Ok(None)`: it closed at the Hello (a serve without `--token` refuses handshakes).
+fn handshake(
+    sock: &mut TcpStream,
+    secret: &str,
+    timeout: Duration,
+) -> Result<Option<SessionKey>, Failure> {
+    let _ = sock.set_read_timeout(Some(timeout));
+    let _ = sock.set_write_timeout(Some(timeout));
+    let mut hs = ClientHandshake::new(secret.as_bytes(), npt_client::auth::nonce(), 0, u64::MAX);
+    let mut m = [0u8; HS_LEN];
+    for step in 0..2 {
+        let n = hs.poll_transmit(0, &mut m).ok_or((
+            ErrorKind::Internal,
+            "--token handshake: nothing to send".to_string(),
+        ))?;
+        sock.write_all(m.get(..n).unwrap_or_default())
+            .map_err(|e| io_failure("--token handshake", &e))?;
+        match sock.read_exact(&mut m) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && step == 0 => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err((ErrorKind::Auth, SECRET_REFUSED.to_string()))
+            }
+            Err(e) => return Err(io_failure("--token handshake through the chain", &e)),
+        }
+        match hs.handle(0, &m) {
+            Ok(Some(k)) => return Ok(Some(k)),
+            Ok(None) => {}
+            Err(e) => {
+                return Err((
+                    ErrorKind::Protocol,
+                    format!("--token handshake through the chain: {e}"),
+                ))
+            }
+        }
+    }
+    Err((
+        ErrorKind::Protocol,
+        "--token handshake through the chain: no Accept after two round trips".into(),
+    ))
+}
+
 /// One connection through the chain.
 struct Conn {
     sock: TcpStream,
     flow: u32,
+    /// The session's key when the far end took the handshake.
+    key: Option<SessionKey>,
 }
 
 impl Conn {
-    fn open(addr: SocketAddr, timeout: Duration, flow: u32, size: usize) -> Result<Conn, Failure> {
-        let sock = TcpStream::connect_timeout(&addr, timeout)
-            .map_err(|e| io_failure(&format!("connect {addr}"), &e))?;
-        let _ = sock.set_nodelay(true);
-        let mut c = Conn { sock, flow };
+    /// Connects, does the handshake as `keying` says (learning what the far end does), and
+    /// the opening exchange.
+    fn open(
+        addr: SocketAddr,
+        timeout: Duration,
+        flow: u32,
+        size: usize,
+        secret: Option<&str>,
+        keying: &mut Keying,
+    ) -> Result<Conn, Failure> {
+        let connect = || {
+            let sock = TcpStream::connect_timeout(&addr, timeout)
+                .map_err(|e| io_failure(&format!("connect {addr}"), &e))?;
+            let _ = sock.set_nodelay(true);
+            Ok::<_, Failure>(sock)
+        };
+        let mut sock = connect()?;
+        let mut key = None;
+        match (secret, *keying) {
+            (Some(secret), Keying::Try | Keying::Keyed) => {
+                match handshake(&mut sock, secret, timeout)? {
+                    Some(k) => {
+                        key = Some(k);
+                        *keying = Keying::Keyed;
+                    }
+                    None if *keying == Keying::Try => {
+                        // No --token at the far end: it closed this connection; echo plain.
+                        *keying = Keying::Plain;
+                        sock = connect()?;
+                    }
+                    None => {
+                        return Err((
+                            ErrorKind::Closed,
+                            "the target closed the connection at the --token handshake it took \
+                         before"
+                                .into(),
+                        ))
+                    }
+                }
+            }
+            _ => *keying = Keying::Plain,
+        }
+        let mut c = Conn { sock, flow, key };
         // The opening exchange: not counted (module doc).
         c.exchange(0, size, timeout, &Stop::new())?;
         Ok(c)
@@ -93,7 +200,11 @@ impl Conn {
         stop: &Stop,
     ) -> Result<(), Failure> {
         let t0 = Instant::now();
-        let req = request(seq, self.flow, 0, size);
+        let mut req = request(seq, self.flow, 0, size);
+        if let Some(k) = &self.key {
+            // Cannot fail: `req` holds at least a header.
+            let _ = k.seal(Dir::ToServer, &mut req);
+        }
         self.sock
             .set_write_timeout(Some(timeout))
             .and_then(|()| self.sock.write_all(&req))
@@ -133,6 +244,10 @@ impl Conn {
                 Err(e) => return Err(io_failure("receive", &e)),
             }
         }
+        if let Some(k) = &self.key {
+            k.open(Dir::ToClient, &got)
+                .map_err(|e| (ErrorKind::Protocol, format!("the echo's session tag: {e}")))?;
+        }
         reply(&got, seq, self.flow).map_err(|m| (ErrorKind::Protocol, m))
     }
 }
@@ -144,13 +259,15 @@ fn ns(d: Duration) -> u64 {
 /// `count` echoes through the chain's entry `addr`, one every `interval`, each waiting at most
 /// `timeout`; stops starting new ones when `stop` asks. Paced, timed and counted by `npt
 /// ping`'s sans-IO session ([`Session`]); an attempt that must open a connection first starts
-/// its RTT after the opening (module doc).
+/// its RTT after the opening (module doc). `secret`: `--token`, keyed with a target that
+/// takes it.
 pub fn measure(
     addr: SocketAddr,
     count: u64,
     interval: Duration,
     timeout: Duration,
     size: usize,
+    secret: Option<&str>,
     stop: &Stop,
 ) -> Tally {
     let clock = Instant::now();
@@ -158,6 +275,7 @@ pub fn measure(
     let mut session = Session::new(Some(count), ns(interval), ns(timeout), 0);
     let flow = std::process::id().rotate_left(8) ^ u32::from(addr.port());
     let mut conn: Option<Conn> = None;
+    let mut keying = Keying::Try;
     loop {
         match stop.level() {
             0 => {}
@@ -173,7 +291,7 @@ pub fn measure(
         // Blocking, one at a time: nothing is ever given up for being too many in flight.
         let (seq, _) = session.on_sent(t);
         let mut open = || -> Result<Conn, Failure> {
-            let c = Conn::open(addr, timeout, flow, size)?;
+            let c = Conn::open(addr, timeout, flow, size, secret, &mut keying)?;
             session.restart(seq, now());
             Ok(c)
         };
@@ -240,6 +358,7 @@ mod tests {
             Duration::from_millis(5),
             Duration::from_secs(2),
             HEADER_LEN,
+            None,
             &Stop::new(),
         );
         assert_eq!((t.sent, t.received, t.errors.total()), (3, 3, 0));
@@ -268,7 +387,7 @@ mod tests {
             }
         });
         let ms = Duration::from_millis;
-        let t = measure(addr, 3, ms(5), ms(2000), HEADER_LEN, &Stop::new());
+        let t = measure(addr, 3, ms(5), ms(2000), HEADER_LEN, None, &Stop::new());
         assert_eq!(t.received, 3);
         assert!(t.rtt.max_ns() < 100_000_000, "max {} ns", t.rtt.max_ns());
         server.join().unwrap();
@@ -282,7 +401,7 @@ mod tests {
             l.local_addr().unwrap()
         };
         let ms = Duration::from_millis;
-        let t = measure(dead, 2, ms(1), ms(300), HEADER_LEN, &Stop::new());
+        let t = measure(dead, 2, ms(1), ms(300), HEADER_LEN, None, &Stop::new());
         assert_eq!((t.sent, t.received, t.errors.get("refused")), (2, 0, 2));
         let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let at = Instant::now();
@@ -292,6 +411,7 @@ mod tests {
             ms(1),
             ms(200),
             HEADER_LEN,
+            None,
             &Stop::new(),
         );
         assert_eq!(t.errors.get("timeout"), 2, "{:?}", t.errors);

@@ -37,9 +37,22 @@ fn ping_here(cfg: &Config, leg: &LegPlan, stop: &Stop) -> (Tally, Vec<String>) {
         timeout: cfg.timeout,
         size: usize::from(cfg.size),
         raw: false,
-        // The first hop's `npt serve --token` opens its UDP echo only to its secret; the
-        // chain's far end is the target's own responder, reached without it.
-        token: (leg.to.proto == Proto::Udp && !leg.chain).then(|| cfg.token.clone()),
+        // The first hop's `npt serve --token` opens its UDP echo only to its secret. The
+        // chain's far end is the target's own responder: keyed too when it answers the
+        // handshake (the chain shares one secret), plain when it ignores it (no --token there),
+        // the handshake given one timeout.
+        token: (leg.to.proto == Proto::Udp).then(|| cfg.token.clone()),
+        handshake: if leg.chain {
+            npt_ping::Handshake {
+                bound: npt_client::auth::UdpBound {
+                    timeout: cfg.timeout,
+                    ..Default::default()
+                },
+                plain_if_silent: true,
+            }
+        } else {
+            npt_ping::Handshake::default()
+        },
         trust: cfg.trust.clone(),
         via: None,
     };
@@ -69,7 +82,16 @@ fn chain_tcp(cfg: &Config, leg: &LegPlan, stop: &Stop) -> (Tally, Vec<String>) {
         return (failed(cfg.count, ErrorKind::Config, &why), Vec::new());
     };
     let size = usize::from(cfg.size);
-    let t = crate::chain::measure(addr, cfg.count, cfg.interval, cfg.timeout, size, stop);
+    let secret = Some(cfg.token.as_str());
+    let t = crate::chain::measure(
+        addr,
+        cfg.count,
+        cfg.interval,
+        cfg.timeout,
+        size,
+        secret,
+        stop,
+    );
     (t, vec![addr.to_string()])
 }
 

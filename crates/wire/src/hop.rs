@@ -77,8 +77,9 @@ pub const MAX_REQUEST_LEN: usize = 4096;
 
 /// The error kinds a failed attempt is reported under: the one vocabulary of npt's results,
 /// in the order of their codes (code = index + 1; 0 is an answered attempt). A kind outside
-/// it travels as `io`.
-pub const ERROR_KINDS: [&str; 9] = [
+/// it travels as `io`. `auth` (code 10): the target answered the agent's `--token` handshake
+/// but not with its secret (the target's `npt serve --token` has another).
+pub const ERROR_KINDS: [&str; 10] = [
     "refused",
     "reset",
     "closed",
@@ -88,6 +89,7 @@ pub const ERROR_KINDS: [&str; 9] = [
     "tls",
     "protocol",
     "io",
+    "auth",
 ];
 
 /// Why an agent did not measure: the `status` of a bare `HopReply` header.
@@ -386,7 +388,7 @@ impl HopReply {
 
 fn error_code(kind: &str) -> u8 {
     let i = ERROR_KINDS.iter().position(|k| *k == kind);
-    // ERROR_KINDS has 9 entries: every index + 1 fits a u8; "io" is the last.
+    // ERROR_KINDS has 10 entries: every index + 1 fits a u8; "io" is code 9.
     i.and_then(|i| u8::try_from(i + 1).ok()).unwrap_or(9)
 }
 

@@ -212,8 +212,14 @@ fn bad_requests_name_what_is_wrong() {
     b[17] = 1;
     assert_eq!(HopRequest::decode(&b), Err(HopError::BadPadding));
     let mut b = REPLY_MSG.to_vec();
+    // Code 10 is `auth` (the target refused the agent's secret); 11 is past the vocabulary.
     b[24] = 10;
-    assert_eq!(HopReply::decode(&b), Err(HopError::BadOutcome(10)));
+    assert_eq!(
+        HopReply::decode(&b).map(|r| r.samples[0]),
+        Ok(Sample::Failed("auth"))
+    );
+    b[24] = 11;
+    assert_eq!(HopReply::decode(&b), Err(HopError::BadOutcome(11)));
     let mut b = REPLY_MSG.to_vec();
     b[4] = 5;
     assert_eq!(HopReply::decode(&b), Err(HopError::BadFamily(5)));

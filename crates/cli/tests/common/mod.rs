@@ -18,6 +18,8 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+pub mod lab;
+
 // Each test file uses a part of this module.
 #[allow(unused_imports)]
 pub use npt_testkit::{process::Guard, schema::assert_valid};

@@ -26,7 +26,8 @@ pub struct HopLimits {
     pub max_interval: Duration,
     /// The longest one attempt may wait.
     pub max_timeout: Duration,
-    /// The longest a request may take: attempts × interval + timeout.
+    /// The longest a request may take: attempts × interval + timeout (UDP: + one more
+    /// timeout, for the keyed handshake before the echoes).
     pub max_duration: Duration,
     /// The largest UDP datagram the agent sends.
     pub max_size: u16,
@@ -81,11 +82,24 @@ impl HopLimits {
                 self.max_timeout
             ));
         }
-        let total = u64::from(req.attempts) * interval + timeout;
+        // A UDP echo first does the keyed handshake with the agent's own --token, given one
+        // more timeout (npt_ping::agent): it counts in the request's time.
+        let handshake = if req.proto == HopProto::Udp {
+            timeout
+        } else {
+            0
+        };
+        let total = u64::from(req.attempts) * interval + timeout + handshake;
         if total > us(self.max_duration) {
             return Err(format!(
-                "{} attempts every {interval} µs take longer than {:?}",
-                req.attempts, self.max_duration
+                "{} attempts every {interval} µs take longer than {:?}{}",
+                req.attempts,
+                self.max_duration,
+                if handshake > 0 {
+                    " (with the UDP --token handshake's timeout)"
+                } else {
+                    ""
+                }
             ));
         }
         if req.proto == HopProto::Udp && req.size > self.max_size {
@@ -241,6 +255,31 @@ mod tests {
             ..req()
         };
         assert_eq!(l.check(&big), Ok(()));
+    }
+
+    /// A UDP echo's keyed handshake is given one more timeout: it counts in the request's time.
+    #[test]
+    fn a_udp_request_counts_its_handshake_timeout() {
+        let l = HopLimits::default();
+        // 50 × 1 s + 10 s = 60 s: within the bound over TCP, 70 s with UDP's handshake.
+        let r = HopRequest {
+            attempts: 50,
+            interval_us: 1_000_000,
+            timeout_us: 10_000_000,
+            ..req()
+        };
+        assert_eq!(l.check(&r), Ok(()));
+        let udp = HopRequest {
+            proto: HopProto::Udp,
+            ..r.clone()
+        };
+        let e = l.check(&udp).unwrap_err();
+        assert!(e.contains("--token handshake"), "{e}");
+        let fits = HopRequest {
+            attempts: 40,
+            ..udp
+        };
+        assert_eq!(l.check(&fits), Ok(()));
     }
 
     #[test]

@@ -1,0 +1,110 @@
+//! What every root lab test does around its measurement, written once: skip (visibly) when
+//! not root, bring a topology up with `npt lab up` and down again when the test ends (also when
+//! an assertion fails: [`Lab`] is a drop guard), run `npt` on a node with `npt lab exec`, and
+//! read the links' counters with `npt lab status --json`.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use super::{assert_valid, json, run};
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `true` (after saying so on stderr) when `test` cannot run here: it needs root for network
+/// namespaces and TUN. CI runs as root, so there it always runs.
+pub fn skipped(test: &str) -> bool {
+    if is_root() {
+        return false;
+    }
+    eprintln!("SKIPPED: {test} needs root (network namespaces, TUN)");
+    true
+}
+
+/// A lab that is up, brought down when dropped.
+pub struct Lab {
+    name: String,
+}
+
+impl Lab {
+    /// Brings up the topology file `file`, whose lab is called `name`; panics with `npt lab
+    /// up`'s stderr if it fails.
+    pub fn up_file(file: &Path, name: &str) -> Lab {
+        let out = run(
+            &["lab", "up", file.to_str().expect("utf-8 path")],
+            Duration::from_secs(90),
+        );
+        assert!(
+            out.status.success(),
+            "lab up {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Lab {
+            name: name.to_string(),
+        }
+    }
+
+    /// Writes `topology` to `DIR/NAME.toml` and brings it up.
+    pub fn up(dir: &Path, name: &str, topology: &str) -> Lab {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, topology).expect("topology written");
+        Lab::up_file(&file, name)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `npt ARGS` on `node`, within `limit`.
+    pub fn npt(&self, node: &str, args: &[&str], limit: Duration) -> Output {
+        let mut a = vec!["lab", "exec", &self.name, node, "--", "npt"];
+        a.extend_from_slice(args);
+        run(&a, limit)
+    }
+
+    /// `npt ARGS --json FILE` on `node`: it must succeed (else the panic shows its output),
+    /// and its document must be a valid `kind` result, which is returned.
+    pub fn npt_json(
+        &self,
+        node: &str,
+        args: &[&str],
+        file: &Path,
+        kind: &str,
+    ) -> serde_json::Value {
+        let mut a = args.to_vec();
+        a.extend(["--json", file.to_str().expect("utf-8 path")]);
+        let out = self.npt(node, &a, Duration::from_secs(120));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc = json(file);
+        assert_valid(&doc, kind);
+        doc
+    }
+
+    /// `npt lab status NAME --json`.
+    pub fn status(&self) -> serde_json::Value {
+        let out = run(
+            &["lab", "status", &self.name, "--json"],
+            Duration::from_secs(10),
+        );
+        assert!(
+            out.status.success(),
+            "lab status: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("lab status --json is JSON")
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", &self.name], Duration::from_secs(30));
+    }
+}
