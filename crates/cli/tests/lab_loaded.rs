@@ -22,12 +22,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{assert_valid, f, json, npt, run, u, Guard};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::{assert_valid, f, json, lab, npt, run, u, Guard};
 
 /// The lab: 10 Mbit/s, 10 ms each way, `queue` packets, `npt serve` behind it.
 fn topology(name: &str, queue: u32, serve_extra: &str) -> String {
@@ -52,8 +47,8 @@ ready = "tcp://10.0.1.2:7777"
     )
 }
 
-/// A lab, brought down when dropped.
-struct Lab(String);
+/// The shared lab guard (brought down when dropped) with this file's probes and readings.
+struct Lab(lab::Lab);
 
 impl Lab {
     fn up(dir: &Path, name: &str, queue: u32) -> Lab {
@@ -62,18 +57,7 @@ impl Lab {
 
     /// With `serve_extra` appended to `npt serve`'s arguments (TOML: `, "--token", "S"`).
     fn up_with(dir: &Path, name: &str, queue: u32, serve_extra: &str) -> Lab {
-        let file = dir.join(format!("{name}.toml"));
-        std::fs::write(&file, topology(name, queue, serve_extra)).unwrap();
-        let out = run(
-            &["lab", "up", file.to_str().unwrap()],
-            Duration::from_secs(60),
-        );
-        assert!(
-            out.status.success(),
-            "lab up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Lab(name.to_string())
+        Lab(lab::Lab::up(dir, name, &topology(name, queue, serve_extra)))
     }
 
     /// A loaded probe on the client node under [`TCP_LOAD`]; the document (schema-checked)
@@ -81,7 +65,7 @@ impl Lab {
     /// was started to 9.9 s (the lab publishes its stats every 200 ms, so the window is about
     /// 2.1–9.9 s of the probe's loaded phase, 2–10 s).
     fn loaded_probe(&self, dir: &Path) -> (serde_json::Value, npt_stats::Histogram) {
-        let j = dir.join(format!("{}.json", self.0));
+        let j = dir.join(format!("{}.json", self.0.name()));
         let t0 = Instant::now();
         let mut g = Guard(
             npt()
@@ -117,7 +101,7 @@ impl Lab {
     /// A 50 pps UDP probe on the client node under the load `load` (the `--under-load` URL
     /// and the load flags); the document (schema-checked).
     fn probe_under(&self, dir: &Path, load: &[&str]) -> serde_json::Value {
-        let j = dir.join(format!("{}.json", self.0));
+        let j = dir.join(format!("{}.json", self.0.name()));
         let out = run(&self.probe_args(&j, load), Duration::from_secs(120));
         assert!(
             out.status.success(),
@@ -134,7 +118,7 @@ impl Lab {
         let mut args = vec![
             "lab",
             "exec",
-            &self.0,
+            self.0.name(),
             "client",
             "--",
             "npt",
@@ -152,16 +136,7 @@ impl Lab {
 
     /// The direction `from` → `to` of `npt lab status --json`.
     fn direction(&self, from: &str, to: &str) -> serde_json::Value {
-        let out = run(
-            &["lab", "status", &self.0, "--json"],
-            Duration::from_secs(10),
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let s = self.0.status();
         s["links"][0]["directions"]
             .as_array()
             .unwrap()
@@ -215,12 +190,6 @@ impl Lab {
     }
 }
 
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = run(&["lab", "down", &self.0], Duration::from_secs(30));
-    }
-}
-
 /// (idle p50, loaded p50, loaded p99, recovery p50) in ms.
 fn phases(doc: &serde_json::Value) -> (f64, f64, f64, f64) {
     (
@@ -231,20 +200,9 @@ fn phases(doc: &serde_json::Value) -> (f64, f64, f64, f64) {
     )
 }
 
-fn skip_unless_root() -> bool {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED: {} needs root (network namespaces, TUN)",
-            module_path!()
-        );
-        return true;
-    }
-    false
-}
-
 #[test]
 fn the_load_adds_the_queue_and_the_recovery_returns_to_the_base() {
-    if skip_unless_root() {
+    if lab::skipped("the_load_adds_the_queue_and_the_recovery_returns_to_the_base") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -337,7 +295,7 @@ const PROBE_IP: f64 = 92.0;
 /// other direction. Measured: +114.0 ms, 9.91 Mbit/s delivered, 50.14 % lost.
 #[test]
 fn a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time() {
-    if skip_unless_root() {
+    if lab::skipped("a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
