@@ -180,7 +180,9 @@ pub struct StreamState {
     pub direction: Direction,
     /// Payload bytes that arrived (down: read by the tester; up: reported by the responder).
     pub bytes: AtomicU64,
-    /// Up: the responder's time of its last report, ns since the transfer began there.
+    /// The time the delivered bytes took, in ns: up, the responder's time of its last report
+    /// since the transfer began there; UDP down, the tester's first to last arrival; else 0
+    /// (the run's length is used).
     pub reported_ns: AtomicU64,
     pub reading: Mutex<Reading>,
     pub udp: Mutex<UdpCounts>,

@@ -61,6 +61,7 @@ struct Down<'a> {
     sent_at: Vec<u64>,
     st: &'a StreamState,
     buf: Vec<u8>,
+    first_arrival: Option<Instant>,
     last_arrival: Option<Instant>,
 }
 
@@ -113,7 +114,9 @@ impl Down<'_> {
             match h.kind {
                 Kind::BulkData => {
                     self.counts.on_datagram(h.seq, h.send_ts, now, n as u64);
-                    self.last_arrival = Some(Instant::now());
+                    let at = Instant::now();
+                    self.first_arrival.get_or_insert(at);
+                    self.last_arrival = Some(at);
                     if h.seq % self.k == 0 {
                         let sent = self.sent_at.get(slot(h.seq / self.k)).copied();
                         if let Some(rtt) = sent.map(|s| now.saturating_sub(s)).filter(|&r| r > 0) {
@@ -140,6 +143,13 @@ impl Down<'_> {
     fn publish(&self, asked: u64, behind: u64) {
         let r = self.counts.report(0);
         self.st.bytes.store(r.bytes, Ordering::Relaxed);
+        // The delivered rate's time: from the first datagram's arrival to the last's. The
+        // run's own length would leave out the tail that arrives after the stop (a full queue
+        // drains for its whole depth), and read more than the link can carry.
+        if let (Some(first), Some(last)) = (self.first_arrival, self.last_arrival) {
+            let window = u64::try_from(last.duration_since(first).as_nanos()).unwrap_or(u64::MAX);
+            self.st.reported_ns.store(window, Ordering::Relaxed);
+        }
         *self.st.udp.lock().unwrap_or_else(|p| p.into_inner()) = UdpCounts {
             sent: asked,
             received: r.datagrams,
@@ -221,6 +231,7 @@ fn flow(
         sent_at: vec![0; RTT_SLOTS],
         st,
         buf: vec![0u8; 65_536],
+        first_arrival: None,
         last_arrival: None,
     };
     npt_netio::tighten_timer_slack();

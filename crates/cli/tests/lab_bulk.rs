@@ -37,6 +37,10 @@ cmd = ["npt", "serve", "--listen", "0.0.0.0:7778", "--token", "lab"]
 ready = "tcp://10.0.1.2:7778"
 "#;
 
+/// The link's rate in payload: 1,200-byte datagrams are 1,228 bytes on the link (IP and UDP
+/// headers), so 10 Mbit/s carries 9.772 Mbit/s of them.
+const CAPACITY_MBIT: f64 = 10.0 * 1200.0 / 1228.0;
+
 /// `npt bulk ARGS` on the client node; the document (schema-checked).
 fn bulk(lab: &Lab, dir: &Path, args: &[&str]) -> serde_json::Value {
     let mut a = vec!["bulk"];
@@ -98,8 +102,8 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
     // 1,018 of the 2,083 sent each second pass, 9.8 Mbit/s of payload, 51 % lost.
     assert!((45.0..=56.0).contains(&loss), "UDP loss {loss:.1} %");
     assert!(
-        (9.0..=10.2).contains(&delivered),
-        "UDP delivered {delivered:.2} Mbit/s"
+        (9.0..=CAPACITY_MBIT * 1.01).contains(&delivered),
+        "UDP delivered {delivered:.2} Mbit/s, the link carries {CAPACITY_MBIT:.3}"
     );
     assert!(u(&doc, "/summary/udp/sent") > 10_000);
 
@@ -123,9 +127,11 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
     let loss = f(&doc, "/summary/udp/loss_pct");
     let delivered = f(&doc, "/summary/udp/delivered_bps") / 1e6;
     assert!((45.0..=56.0).contains(&loss), "UDP down loss {loss:.1} %");
+    // Over the arrival window, which runs past the stop while the full queue drains: over the
+    // run's 5 s it read 9.88, more than the link carries.
     assert!(
-        (9.0..=10.4).contains(&delivered),
-        "UDP down delivered {delivered:.2} Mbit/s"
+        (9.0..=CAPACITY_MBIT * 1.01).contains(&delivered),
+        "UDP down delivered {delivered:.2} Mbit/s, the link carries {CAPACITY_MBIT:.3}"
     );
     let out = lab.npt(
         "client",
