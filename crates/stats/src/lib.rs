@@ -6,9 +6,10 @@
 //! significant digits (DESIGN.md rule 4). Values above an hour are clamped and counted.
 #![deny(clippy::indexing_slicing)] // decodes histograms from result files: see `[workspace.lints]`
 
+mod errors;
+mod jitter;
 pub mod snapshot;
 
-use std::collections::BTreeMap;
 use std::ops::AddAssign;
 
 use base64::Engine as _;
@@ -16,6 +17,8 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use errors::{ErrorCounts, ErrorKind, EXAMPLES_PER_KIND};
+pub use jitter::{Jitter, JitterMean};
 pub use snapshot::Snapshot;
 
 /// Lowest value told apart from zero, in ns. DESIGN.md asks for 1 µs .. 1 h at three
@@ -318,185 +321,6 @@ pub struct SerializedHistogram {
     pub data: String,
 }
 
-/// RFC 3550 interarrival jitter estimator, fed with one transit (or round-trip) time per
-/// packet in arrival order: `J += (|D| - J) / 16` where `D` is the change in transit time.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Jitter {
-    last: Option<u64>,
-    j: f64,
-    samples: u64,
-}
-
-impl Jitter {
-    /// Feeds one transit time; returns |D|, the change from the previous one (the IPDV), if any.
-    #[inline]
-    pub fn record(&mut self, transit_ns: u64) -> Option<u64> {
-        let d = self.last.map(|l| transit_ns.abs_diff(l));
-        if let Some(d) = d {
-            self.j += (d as f64 - self.j) / 16.0;
-            self.samples += 1;
-        }
-        self.last = Some(transit_ns);
-        d
-    }
-
-    /// The current estimate in ns.
-    pub fn value_ns(&self) -> f64 {
-        self.j
-    }
-
-    pub fn samples(&self) -> u64 {
-        self.samples
-    }
-
-    /// Combines estimators of independent flows: the sample-weighted mean of their estimates
-    /// (see [`JitterMean`]), in ns.
-    pub fn merged(parts: &[Jitter]) -> f64 {
-        let mut m = JitterMean::default();
-        for p in parts {
-            m += p;
-        }
-        m.value_ns()
-    }
-}
-
-/// The RFC 3550 jitter of many flows: the mean of their estimates, each weighted by its
-/// samples. A per-flow estimate is a smoothed value and cannot itself be merged, but this
-/// combination can, exactly: adding parts (clients, sessions, agents' result files) in any
-/// grouping gives the value of one collector that saw every flow. A result file keeps the
-/// value and the samples (`jitter_ms`, `jitter_samples`), which is all a merge needs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct JitterMean {
-    weighted_ns: f64,
-    samples: u64,
-}
-
-impl JitterMean {
-    /// One flow's estimate.
-    pub fn of(j: &Jitter) -> JitterMean {
-        JitterMean::from_value(j.value_ns(), j.samples())
-    }
-
-    /// A value of `samples` samples, as read back from a result (`jitter_ms × 1e6`).
-    pub fn from_value(value_ns: f64, samples: u64) -> JitterMean {
-        JitterMean {
-            weighted_ns: value_ns * samples as f64,
-            samples,
-        }
-    }
-
-    /// The sample-weighted mean in ns (0 without samples).
-    pub fn value_ns(&self) -> f64 {
-        if self.samples == 0 {
-            0.0
-        } else {
-            self.weighted_ns / self.samples as f64
-        }
-    }
-
-    pub fn samples(&self) -> u64 {
-        self.samples
-    }
-}
-
-impl AddAssign<&JitterMean> for JitterMean {
-    fn add_assign(&mut self, rhs: &JitterMean) {
-        self.weighted_ns += rhs.weighted_ns;
-        self.samples += rhs.samples;
-    }
-}
-
-impl AddAssign<&Jitter> for JitterMean {
-    fn add_assign(&mut self, rhs: &Jitter) {
-        *self += &JitterMean::of(rhs);
-    }
-}
-
-/// How many example messages are kept per error kind.
-pub const EXAMPLES_PER_KIND: usize = 3;
-
-/// Errors counted by kind, with the first few messages of each as examples.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(transparent)]
-pub struct ErrorCounts {
-    kinds: BTreeMap<String, ErrorKind>,
-}
-
-/// The errors of one kind: how many, and the first few messages.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct ErrorKind {
-    #[schemars(range(min = 1))]
-    pub count: u64,
-    /// The first messages of this kind, a few at most ([`EXAMPLES_PER_KIND`]).
-    #[schemars(length(max = EXAMPLES_PER_KIND))]
-    pub examples: Vec<String>,
-}
-
-impl ErrorCounts {
-    /// Counts one error of `kind`; `example` is only called while examples are still wanted.
-    pub fn record(&mut self, kind: &str, example: impl FnOnce() -> String) {
-        if let Some(k) = self.kinds.get_mut(kind) {
-            k.count += 1;
-            if k.examples.len() < EXAMPLES_PER_KIND {
-                k.examples.push(example());
-            }
-            return;
-        }
-        self.kinds.insert(
-            kind.to_string(),
-            ErrorKind {
-                count: 1,
-                examples: vec![example()],
-            },
-        );
-    }
-
-    pub fn total(&self) -> u64 {
-        self.kinds.values().map(|k| k.count).sum()
-    }
-
-    pub fn get(&self, kind: &str) -> u64 {
-        self.kinds.get(kind).map_or(0, |k| k.count)
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &ErrorKind)> {
-        self.kinds.iter().map(|(k, v)| (k.as_str(), v))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.kinds.is_empty()
-    }
-}
-
-impl ErrorCounts {
-    /// The same errors with each kind renamed by `name` (kinds that map to one name add up,
-    /// their examples joined up to the limit): reads files written with older kind names.
-    pub fn renamed(&self, name: impl Fn(&str) -> &str) -> ErrorCounts {
-        let mut out = ErrorCounts::default();
-        for (kind, v) in &self.kinds {
-            let mut one = ErrorCounts::default();
-            one.kinds.insert(name(kind).to_string(), v.clone());
-            out += &one;
-        }
-        out
-    }
-}
-
-impl AddAssign<&ErrorCounts> for ErrorCounts {
-    fn add_assign(&mut self, rhs: &ErrorCounts) {
-        for (kind, v) in &rhs.kinds {
-            let e = self.kinds.entry(kind.clone()).or_default();
-            e.count += v.count;
-            for ex in &v.examples {
-                if e.examples.len() < EXAMPLES_PER_KIND {
-                    e.examples.push(ex.clone());
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
 
@@ -647,70 +471,5 @@ mod tests {
         h.record(20_000);
         let got = h.quantile_ns(0.5);
         assert!(got.abs_diff(20_000) <= 20, "{got}");
-    }
-
-    #[test]
-    fn jitter_follows_rfc3550() {
-        let mut j = Jitter::default();
-        assert_eq!(j.record(1000), None);
-        assert_eq!(j.record(1160), Some(160));
-        assert!((j.value_ns() - 10.0).abs() < 1e-9);
-        assert_eq!(j.record(1160), Some(0));
-        assert!((j.value_ns() - 9.375).abs() < 1e-9);
-    }
-
-    #[test]
-    fn jitter_of_many_flows_merges_the_same_in_any_grouping() {
-        let flows: Vec<Jitter> = (0..5u64)
-            .map(|f| {
-                let mut j = Jitter::default();
-                for i in 0..(10 + f * 7) {
-                    j.record(1_000 + (i * 7919 * (f + 1)) % 500);
-                }
-                j
-            })
-            .collect();
-        let mut all = JitterMean::default();
-        for f in &flows {
-            all += f;
-        }
-        let by_hand: f64 = flows
-            .iter()
-            .map(|f| f.value_ns() * f.samples() as f64)
-            .sum::<f64>()
-            / flows.iter().map(|f| f.samples() as f64).sum::<f64>();
-        assert!((all.value_ns() - by_hand).abs() < 1e-9);
-        assert_eq!(Jitter::merged(&flows), all.value_ns());
-        // Two parts, each written out as (value, samples) and read back, then added.
-        let part = |fs: &[Jitter]| {
-            let mut m = JitterMean::default();
-            for f in fs {
-                m += f;
-            }
-            JitterMean::from_value(m.value_ns(), m.samples())
-        };
-        let mut merged = part(&flows[..2]);
-        merged += &part(&flows[2..]);
-        assert_eq!(merged.samples(), all.samples());
-        assert!((merged.value_ns() - all.value_ns()).abs() <= all.value_ns() * 1e-12);
-        assert_eq!(JitterMean::default().value_ns(), 0.0);
-    }
-
-    #[test]
-    fn errors_count_and_keep_few_examples() {
-        let mut e = ErrorCounts::default();
-        for i in 0..10 {
-            e.record("timeout", || format!("t{i}"));
-        }
-        let mut f = ErrorCounts::default();
-        f.record("refused", || "r".into());
-        f.record("timeout", || "x".into());
-        e += &f;
-        assert_eq!(e.total(), 12);
-        assert_eq!(e.get("timeout"), 11);
-        let (_, t) = e.iter().find(|(k, _)| *k == "timeout").unwrap();
-        assert_eq!(t.examples, vec!["t0", "t1", "t2"]);
-        let r = e.renamed(|k| if k == "refused" { "timeout" } else { k });
-        assert_eq!((r.total(), r.get("timeout"), r.get("refused")), (12, 12, 0));
     }
 }
