@@ -444,7 +444,7 @@ mod tests {
     /// 9.81 Mbit/s lab link).
     #[test]
     fn udp_down_is_delivered_over_its_arrival_window() {
-        let mut c = Collector::new(&[Direction::Down], S);
+        let c = Collector::new(&[Direction::Down], S);
         let counts = UdpCounts {
             sent: 1000,
             received: 500,
