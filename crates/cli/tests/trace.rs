@@ -275,54 +275,6 @@ fn ctrl_c_writes_the_report_and_ends_the_during_command_with_its_children() {
     );
 }
 
-#[test]
-fn quic_segments_reach_each_hop_on_its_quic_port() {
-    let target = serve_util::serve(4096, &["--quic", "127.0.0.1:0"]);
-    let tq = target.quic.expect("quic address");
-    let allow = tq.to_string();
-    let agent = serve_util::serve(
-        4096,
-        &[
-            "--quic",
-            "127.0.0.1:0",
-            "--token",
-            "S",
-            "--hop-agent",
-            "--hop-allow",
-            &allow,
-        ],
-    );
-    let aq = agent.quic.expect("quic address");
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("trace.json");
-    let tgt = format!("quic://{tq}");
-    let hop = format!("npt://{}={aq}", agent.tcp);
-    let out = trace(&[
-        &tgt,
-        "--hop",
-        &hop,
-        "--through",
-        &tgt,
-        "--token",
-        "S",
-        "-c",
-        "2",
-        "-i",
-        "20ms",
-        "--insecure",
-        "-q",
-        "--json",
-        file.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let doc = json(&file);
-    assert_valid(&doc, "trace");
-    assert_eq!(doc["segments"][0]["to"], format!("quic://{aq}"));
-    for leg in ["/segments/0", "/segments/1", "/chain"] {
-        assert_eq!(u(&doc, &format!("{leg}/summary/received")), 2, "{leg}");
-    }
-}
-
 /// The intended setup: every relay and the target run `npt serve --token S`. The agent keys its
 /// UDP echo with its own secret, this host keys the chain's UDP echo and its TCP echo through
 /// `--through`: every leg answered, over UDP and TCP.
@@ -431,50 +383,62 @@ fn a_target_with_another_secret_is_an_auth_error_naming_it() {
     }
 }
 
-/// QUIC needs nothing of the token: a token serve completes a QUIC handshake with anyone (its
-/// `--token` handshake comes later, on each stream), so every QUIC leg into token serves answers.
+/// Each QUIC segment reaches its hop on the hop's QUIC port (`npt://TCP=QUIC`), with a target
+/// without `--token` and with one: QUIC needs nothing of the token, since a token serve
+/// completes a QUIC handshake with anyone (its `--token` handshake comes later, on each stream).
 #[test]
-fn quic_legs_into_token_serves_answer() {
-    let target = serve_util::serve(4096, &["--quic", "127.0.0.1:0", "--token", "S"]);
-    let tq = target.quic.expect("quic address");
-    let allow = tq.to_string();
-    let agent = serve_util::serve(
-        4096,
-        &[
-            "--quic",
-            "127.0.0.1:0",
+fn quic_segments_reach_each_hop_on_its_quic_port_with_and_without_a_token_target() {
+    for target_args in [
+        &["--quic", "127.0.0.1:0"][..],
+        &["--quic", "127.0.0.1:0", "--token", "S"],
+    ] {
+        let target = serve_util::serve(4096, target_args);
+        let tq = target.quic.expect("quic address");
+        let allow = tq.to_string();
+        let agent = serve_util::serve(
+            4096,
+            &[
+                "--quic",
+                "127.0.0.1:0",
+                "--token",
+                "S",
+                "--hop-agent",
+                "--hop-allow",
+                &allow,
+            ],
+        );
+        let aq = agent.quic.expect("quic address");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("trace.json");
+        let tgt = format!("quic://{tq}");
+        let hop = format!("npt://{}={aq}", agent.tcp);
+        let out = trace(&[
+            &tgt,
+            "--hop",
+            &hop,
+            "--through",
+            &tgt,
             "--token",
             "S",
-            "--hop-agent",
-            "--hop-allow",
-            &allow,
-        ],
-    );
-    let aq = agent.quic.expect("quic address");
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("trace.json");
-    let tgt = format!("quic://{tq}");
-    let hop = format!("npt://{}={aq}", agent.tcp);
-    let out = trace(&[
-        &tgt,
-        "--hop",
-        &hop,
-        "--through",
-        &tgt,
-        "--token",
-        "S",
-        "-c",
-        "2",
-        "-i",
-        "20ms",
-        "--insecure",
-        "-q",
-        "--json",
-        file.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let doc = json(&file);
-    for leg in ["/segments/0", "/segments/1", "/chain"] {
-        assert_eq!(u(&doc, &format!("{leg}/summary/received")), 2, "{leg}");
+            "-c",
+            "2",
+            "-i",
+            "20ms",
+            "--insecure",
+            "-q",
+            "--json",
+            file.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{target_args:?}: {}", text(&out));
+        let doc = json(&file);
+        assert_valid(&doc, "trace");
+        assert_eq!(doc["segments"][0]["to"], format!("quic://{aq}"));
+        for leg in ["/segments/0", "/segments/1", "/chain"] {
+            assert_eq!(
+                u(&doc, &format!("{leg}/summary/received")),
+                2,
+                "{target_args:?} {leg}"
+            );
+        }
     }
 }

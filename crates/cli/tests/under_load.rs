@@ -8,6 +8,7 @@
 #![allow(clippy::cast_possible_wrap)] // small test values
 
 mod common;
+mod serve_util;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -223,14 +224,41 @@ fn bad_load_input_exits_2_naming_the_flag() {
 /// A UDP load at a rate (`udp://`, `--load-rate`) beside a UDP probe of the same port, up and
 /// down (loopback is trusted for UDP down without a token): loopback takes 20 Mbit/s whole, so
 /// what arrives is the rate, and the document carries the load's counts.
+/// `npt probe ARGS` with phases of 500 ms idle, `loaded` under load and 500 ms recovery, as
+/// JSON: it must exit 0, and its document (checked against the schema) is returned.
+fn loaded_probe(args: &[&str], loaded: &str) -> serde_json::Value {
+    let mut a = vec!["probe"];
+    a.extend_from_slice(args);
+    a.extend([
+        "--load-idle",
+        "500ms",
+        "--load-duration",
+        loaded,
+        "--load-recovery",
+        "500ms",
+        "-q",
+        "--format",
+        "json",
+    ]);
+    let o = run(&a, LIMIT);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_valid(&doc, "probe");
+    doc
+}
+
 #[test]
 fn a_udp_load_at_a_rate_beside_a_udp_probe() {
     let (_s, addr) = serve(&[]);
     let target = format!("udp://{addr}");
     for dir in ["up", "down"] {
-        let o = run(
+        let doc = loaded_probe(
             &[
-                "probe",
                 &target,
                 "--pps",
                 "100",
@@ -242,26 +270,9 @@ fn a_udp_load_at_a_rate_beside_a_udp_probe() {
                 "20mbit",
                 "--load-size",
                 "1000",
-                "--load-idle",
-                "500ms",
-                "--load-duration",
-                "2s",
-                "--load-recovery",
-                "500ms",
-                "-q",
-                "--format",
-                "json",
             ],
-            LIMIT,
+            "2s",
         );
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{dir}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_valid(&doc, "probe");
         let ul = &doc["under_load"];
         assert_eq!(ul["load"]["direction"], dir);
         assert_eq!(ul["load"]["streams"], 1);
@@ -297,9 +308,8 @@ fn the_load_goes_through_the_probes_proxy() {
     let _m = microsocks(port, None);
     let via = format!("socks5://127.0.0.1:{port}");
     let target = format!("tcp://{addr}");
-    let o = run(
+    let doc = loaded_probe(
         &[
-            "probe",
             &target,
             "--pps",
             "100",
@@ -309,26 +319,9 @@ fn the_load_goes_through_the_probes_proxy() {
             &target,
             "--load-streams",
             "2",
-            "--load-idle",
-            "500ms",
-            "--load-duration",
-            "1500ms",
-            "--load-recovery",
-            "500ms",
-            "-q",
-            "--format",
-            "json",
         ],
-        LIMIT,
+        "1500ms",
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_valid(&doc, "probe");
     assert_eq!(doc["under_load"]["load"]["via"], via.as_str());
     assert!(f(&doc, "/under_load/goodput_bps/down") > 0.0);
     assert_eq!(u(&doc, "/under_load/load_errors/total_errors"), 0);
@@ -338,62 +331,20 @@ fn the_load_goes_through_the_probes_proxy() {
 /// A QUIC load (`quic://`, `--load-insecure`) beside a UDP probe of the same server.
 #[test]
 fn a_quic_load_beside_a_udp_probe() {
-    use std::io::{BufRead, BufReader};
-    let mut child = npt()
-        .args(["serve", "--listen", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _g = Guard(child);
-    // Read the ready lines until both addresses are in (the server then prints nothing until
-    // it stops, so reading on would block); at most 4 lines.
-    let mut lines: Vec<String> = Vec::new();
-    for l in BufReader::new(stdout).lines().take(4).map_while(Result::ok) {
-        lines.push(l);
-        let has = |w: &str| lines.iter().any(|l| l.contains(w));
-        if has("tcp+udp") && has("quic") {
-            break;
-        }
-    }
-    let addr_of = |what: &str| {
-        lines
-            .iter()
-            .find(|l| l.contains(what))
-            .and_then(|l| l.rsplit(' ').next().map(str::to_string))
-            .unwrap_or_else(|| panic!("no {what} address in {lines:?}"))
-    };
-    let (udp, quic) = (addr_of("tcp+udp"), addr_of("quic"));
-    let o = run(
+    let s = serve_util::serve(4096, &["--quic", "127.0.0.1:0"]);
+    let quic = s.quic.expect("quic address");
+    let (udp, quic) = (format!("udp://{}", s.tcp), format!("quic://{quic}"));
+    let doc = loaded_probe(
         &[
-            "probe",
-            &format!("udp://{udp}"),
+            &udp,
             "--under-load",
-            &format!("quic://{quic}"),
+            &quic,
             "--load-insecure",
             "--load-streams",
             "2",
-            "--load-idle",
-            "500ms",
-            "--load-duration",
-            "1500ms",
-            "--load-recovery",
-            "500ms",
-            "-q",
-            "--format",
-            "json",
         ],
-        LIMIT,
+        "1500ms",
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_valid(&doc, "probe");
     assert!(doc["under_load"]["load"]["target"]
         .as_str()
         .unwrap()
