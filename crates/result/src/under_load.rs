@@ -63,7 +63,8 @@ pub struct UnderLoad {
     /// The load's payload bytes each way.
     pub bytes: Directions,
     /// TCP: the kernel's smoothed RTT on the load's own connections (`TCP_INFO`, sampled every
-    /// 100 ms); QUIC: the connections' RTT estimate. A transport-level view from inside the load.
+    /// 100 ms); QUIC: the connections' RTT estimate; UDP: the RTT of the responder's reports (up)
+    /// or of the pulls (down). A view from inside the load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_rtt_ms: Option<Summary>,
     /// The load's streams that ended with an error, by kind (a refused load target is here).

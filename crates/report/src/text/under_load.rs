@@ -78,13 +78,27 @@ pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
                 .unwrap_or_default()
         )?;
     }
+    // The directions the load ran, and what its own RTT is on its protocol.
+    let moved = match u.load.direction.as_str() {
+        "up" => format!("up {}", bits(u.goodput_bps.up)),
+        "down" => format!("down {}", bits(u.goodput_bps.down)),
+        _ => format!(
+            "up {}  down {}",
+            bits(u.goodput_bps.up),
+            bits(u.goodput_bps.down)
+        ),
+    };
+    let rtt_of = match u.load.target.split("://").next() {
+        Some("udp") if u.load.direction == "down" => "pull rtt",
+        Some("udp") => "report rtt",
+        Some("quic") => "quic rtt",
+        _ => "kernel rtt",
+    };
     writeln!(
         w,
-        "load moved up {}  down {}  (goodput, application payload){}",
-        bits(u.goodput_bps.up),
-        bits(u.goodput_bps.down),
+        "load moved {moved}  (goodput, application payload){}",
         u.load_rtt_ms
-            .map(|r| format!("  kernel rtt on the load p50 {} ms", ms(r.p50)))
+            .map(|r| format!("  {rtt_of} on the load p50 {} ms", ms(r.p50)))
             .unwrap_or_default()
     )?;
     if let Some(x) = &u.udp {
@@ -193,5 +207,9 @@ mod tests {
         let t = String::from_utf8(out).unwrap();
         assert!(t.contains(" in 1200 B datagrams"), "{t}");
         assert!(t.contains("lost 500 (50.00%)"), "{t}");
+        // Only the way it went, and no "kernel" RTT for a UDP load.
+        assert!(t.contains("load moved up "), "{t}");
+        assert!(!t.contains("down 0"), "{t}");
+        assert!(!t.contains("kernel rtt"), "{t}");
     }
 }
