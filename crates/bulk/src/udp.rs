@@ -17,7 +17,7 @@ use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::{Pacer, Pacing};
 
-use crate::{Config, Reading, StreamState, UdpCounts};
+use crate::{Config, Reading, StreamState, UdpCounts, UdpRate};
 
 /// A send that leaves this much after it was due is counted as behind schedule.
 pub const BEHIND_NS: u64 = 1_000_000;
@@ -140,13 +140,14 @@ pub(crate) fn run(
     st.finish();
 }
 
-fn flow(
+/// The UDP flow's socket, both ways: connected to the first address, its buffers raised to
+/// `buffers` bytes, keyed by the `--token` handshake when there is one, then non-blocking;
+/// with the flow's rate and size.
+pub(crate) fn open(
     cfg: &Config,
     addrs: &[SocketAddr],
-    st: &StreamState,
-    stop: &AtomicBool,
-    t0: Instant,
-) -> Result<(), (ErrorKind, String)> {
+    buffers: usize,
+) -> Result<(UdpSocket, Option<SessionKey>, UdpRate), (ErrorKind, String)> {
     let io = |what: &str, e: std::io::Error| {
         (npt_result::error::io_error_kind(&e), format!("{what}: {e}"))
     };
@@ -163,7 +164,7 @@ fn flow(
     };
     let sock = UdpSocket::bind(bind).map_err(|e| io("bind", e))?;
     sock.connect(target).map_err(|e| io("connect", e))?;
-    npt_netio::set_buffers(&socket2::SockRef::from(&sock), 4 << 20);
+    npt_netio::set_buffers(&socket2::SockRef::from(&sock), buffers);
     let key = match &cfg.token {
         Some(secret) => Some(
             npt_client::auth::udp(&sock, secret, cfg.timeout)
@@ -172,6 +173,17 @@ fn flow(
         None => None,
     };
     sock.set_nonblocking(true).map_err(|e| io("socket", e))?;
+    Ok((sock, key, rate))
+}
+
+fn flow(
+    cfg: &Config,
+    addrs: &[SocketAddr],
+    st: &StreamState,
+    stop: &AtomicBool,
+    t0: Instant,
+) -> Result<(), (ErrorKind, String)> {
+    let (sock, key, rate) = open(cfg, addrs, 4 << 20)?;
     let size = rate.size.max(bulk::REPLY_LEN);
     // SAFE: a float-to-int `as` saturates; the rate is a positive number of bits/s.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]

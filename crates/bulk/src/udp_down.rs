@@ -185,31 +185,7 @@ fn flow(
     stop: &AtomicBool,
     t0: Instant,
 ) -> Result<(), Fail> {
-    let io = |what: &str, e: std::io::Error| {
-        (npt_result::error::io_error_kind(&e), format!("{what}: {e}"))
-    };
-    let Some(rate) = cfg.udp else {
-        return Err((ErrorKind::Config, "UDP bulk without a rate".into()));
-    };
-    let target = *addrs
-        .first()
-        .ok_or((ErrorKind::Config, "no address".to_string()))?;
-    let bind: SocketAddr = if target.is_ipv4() {
-        ([0, 0, 0, 0], 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sock = UdpSocket::bind(bind).map_err(|e| io("bind", e))?;
-    sock.connect(target).map_err(|e| io("connect", e))?;
-    npt_netio::set_buffers(&socket2::SockRef::from(&sock), 8 << 20);
-    let key = match &cfg.token {
-        Some(secret) => Some(
-            npt_client::auth::udp(&sock, secret, cfg.timeout)
-                .map_err(|e| io("--token handshake", e))?,
-        ),
-        None => None,
-    };
-    sock.set_nonblocking(true).map_err(|e| io("socket", e))?;
+    let (sock, key, rate) = crate::udp::open(cfg, addrs, 8 << 20)?;
     let size = rate.size.max(HEADER_LEN);
     let (k, pps) = plan(rate.rate_bps, size);
     // SAFE: a float-to-int `as` saturates; the rate is a positive number of bits/s.
