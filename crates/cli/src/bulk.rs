@@ -294,23 +294,14 @@ impl Subcommand for Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: BulkArgs,
-    }
+    use crate::usage::testing::{self, flags};
 
     fn cfg(args: &[&str]) -> anyhow::Result<Config> {
-        let t = T::try_parse_from(std::iter::once("bulk").chain(args.iter().copied()))?;
-        config(&t.a)
+        config(&flags::<BulkArgs>(args)?)
     }
 
     fn usage_msg(args: &[&str]) -> String {
-        let e = cfg(args).expect_err("must be refused");
-        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
-        e.to_string()
+        testing::usage_msg(cfg(args))
     }
 
     #[test]

@@ -212,23 +212,14 @@ impl Subcommand for Ping<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: PingArgs,
-    }
+    use crate::usage::testing::{self, flags};
 
     fn cfg(args: &[&str]) -> anyhow::Result<Config> {
-        let t = T::try_parse_from(std::iter::once("ping").chain(args.iter().copied()))?;
-        config(&t.a)
+        config(&flags::<PingArgs>(args)?)
     }
 
     fn usage_msg(args: &[&str]) -> String {
-        let e = cfg(args).expect_err("must be refused");
-        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
-        e.to_string()
+        testing::usage_msg(cfg(args))
     }
 
     #[test]

@@ -232,26 +232,17 @@ fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::usage::testing::{self, flags};
     use npt_ping::from::{batch, record_failure, OPEN_BATCH};
     use npt_ping::remote::RemoteError;
     use npt_wire::hop::HopProto;
 
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: PingArgs,
-    }
-
     fn cfg(args: &[&str]) -> anyhow::Result<FromConfig> {
-        let t = T::try_parse_from(std::iter::once("ping").chain(args.iter().copied()))?;
-        config(&t.a)
+        config(&flags::<PingArgs>(args)?)
     }
 
     fn usage_msg(args: &[&str]) -> String {
-        let e = cfg(args).expect_err("must be refused");
-        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
-        e.to_string()
+        testing::usage_msg(cfg(args))
     }
 
     const FROM: [&str; 4] = ["--from", "npt://10.0.1.2:7777", "--token", "S"];

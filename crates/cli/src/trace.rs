@@ -343,23 +343,14 @@ impl Subcommand for Trace<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: TraceArgs,
-    }
+    use crate::usage::testing::{self, flags};
 
     fn cfg(args: &[&str]) -> anyhow::Result<Config> {
-        let t = T::try_parse_from(std::iter::once("trace").chain(args.iter().copied()))?;
-        config(&t.a)
+        config(&flags::<TraceArgs>(args)?)
     }
 
     fn usage_msg(args: &[&str]) -> String {
-        let e = cfg(args).expect_err("must be refused");
-        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
-        e.to_string()
+        testing::usage_msg(cfg(args))
     }
 
     const OK: [&str; 5] = [
@@ -410,7 +401,7 @@ mod tests {
             .chain(["--token", "S"])
             .collect();
         assert!(usage_msg(&many).contains("at most 16"));
-        let t = T::try_parse_from(["trace", "tcp://t:1", "--token", "S"]);
+        let t = flags::<TraceArgs>(&["tcp://t:1", "--token", "S"]);
         assert!(t.is_err(), "at least one --hop");
     }
 }

@@ -69,3 +69,24 @@ mod tests {
         assert!(parse_duration("").is_err());
     }
 }
+
+/// What the subcommands' unit tests share: a subcommand's flags parsed as clap parses them, and
+/// the message of the usage error a refused config gives.
+#[cfg(test)]
+pub(crate) mod testing {
+    use clap::{Args, Command, FromArgMatches};
+
+    /// `args` (flags and operands, without the subcommand's name) parsed as the flags `A`.
+    pub fn flags<A: Args + FromArgMatches>(args: &[&str]) -> Result<A, clap::Error> {
+        let m = A::augment_args(Command::new("npt"))
+            .try_get_matches_from(std::iter::once("npt").chain(args.iter().copied()))?;
+        A::from_arg_matches(&m)
+    }
+
+    /// The message of the usage error (exit 2) in `r`; panics when `r` is Ok or another error.
+    pub fn usage_msg<C>(r: anyhow::Result<C>) -> String {
+        let Err(e) = r else { panic!("must be refused") };
+        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
+        e.to_string()
+    }
+}
