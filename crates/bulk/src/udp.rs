@@ -239,13 +239,7 @@ fn flow(
             if first_answer.is_none()
                 && now > u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX)
             {
-                return Err((
-                    ErrorKind::Timeout,
-                    format!(
-                        "no bulk report within {:?} (not npt serve, or the path drops everything?)",
-                        cfg.timeout
-                    ),
-                ));
+                return Err(no_report(cfg.timeout));
             }
         }
         // Not sooner than a quantum from now: what falls due meanwhile leaves together (one
@@ -262,11 +256,26 @@ fn flow(
         f.send(Kind::Bulk, bulk::REPLY_LEN);
         let until = Instant::now() + FINAL_RETRY;
         while Instant::now() < until {
-            if f.receive(f.seq, behind).is_some_and(|s| s >= last_data) {
-                return Ok(());
+            if let Some(seq) = f.receive(f.seq, behind) {
+                first_answer.get_or_insert(f.now());
+                if seq >= last_data {
+                    return Ok(());
+                }
             }
             let _ = npt_netio::wait(&[fd], &[false], Some(FINAL_RETRY / 4), &mut ready);
         }
     }
-    Ok(())
+    // A run shorter than --timeout that never heard a report fails as a longer one would.
+    match first_answer {
+        Some(_) => Ok(()),
+        None => Err(no_report(t0.elapsed())),
+    }
+}
+
+/// The flow's error when no report ever came within `waited`.
+fn no_report(waited: Duration) -> (ErrorKind, String) {
+    (
+        ErrorKind::Timeout,
+        format!("no bulk report in {waited:.1?} (not npt serve, or the path drops everything?)"),
+    )
 }

@@ -1,8 +1,8 @@
 //! `npt bulk` end to end over loopback against `npt serve`: TCP both ways, UDP at a rate and
 //! QUIC streams write documents the schema accepts and that read back through `npt report`;
-//! bad flags exit 2 naming the flag, a refused target is a classified error, Ctrl-C still
-//! writes the report, and a server that treats this host as a stranger holds bulk to its reply
-//! budget (the lab test checks the numbers on an emulated link, with root).
+//! bad flags exit 2 naming the flag, a refused or silent target is a classified error, Ctrl-C
+//! still writes the report, and a server that treats this host as a stranger holds bulk to its
+//! reply budget (the lab test checks the numbers on an emulated link, with root).
 #![cfg(test)] // clippy.toml: test helpers count as tests
 #![allow(clippy::cast_possible_wrap)] // small test values
 
@@ -253,6 +253,22 @@ fn a_refused_target_is_a_classified_error() {
     );
     assert_eq!(u(&doc, "/errors/by_kind/refused/count"), 3);
     assert_eq!(f(&doc, "/errors/error_rate"), 1.0);
+}
+
+#[test]
+fn a_udp_target_that_never_reports_is_a_timeout_even_in_a_short_run() {
+    // A socket that takes the datagrams and never answers, held open for the run; the run
+    // (1 s) ends before --timeout (5 s), so only the final report's wait can tell.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target = format!("udp://{}", silent.local_addr().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("u.json");
+    let (o, doc) = bulk(&[&target, "--rate", "1mbit", "-t", "1s"], &out);
+    assert_eq!(o.status.code(), Some(1), "nothing is known to have arrived");
+    assert_eq!(u(&doc, "/errors/by_kind/timeout/count"), 1, "{doc}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("no bulk report"), "{text}");
+    drop(silent);
 }
 
 #[test]
