@@ -196,7 +196,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__bulk)
-            opts="-P -t -i -s -q -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --quiet --json --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-P -t -i -s -q -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --threads --quiet --json --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -251,6 +251,10 @@ _npt() {
                     return 0
                     ;;
                 --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

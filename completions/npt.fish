@@ -210,6 +210,7 @@ complete -c npt -n "__fish_npt_using_subcommand bulk" -s s -l size -d 'UDP: data
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l timeout -d 'Connect, handshake and the first answer must each come within this' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l token -d 'The secret of `npt serve --token` (the server then gives this host its open limits)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l threads -d 'Worker threads moving the streams, 1 to 64 [default: 1 for tcp://; quic://: 2, or fewer CPUs or streams]' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r

@@ -135,6 +135,8 @@ pub struct Config {
     /// `None` keeps the system's default. It governs what this host sends (up); a download is
     /// paced by the responder's.
     pub congestion: Option<String>,
+    /// `--threads`: the runtime's worker threads; `None` picks by protocol (one for TCP).
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -3,14 +3,17 @@
 //! [`SAMPLE_EVERY`]: retransmits, RTT, RTT variance, congestion window and delivery rate of
 //! a sending stream; the receiver's RTT estimate of a receiving one (its smoothed RTT has no
 //! samples after the handshake, and the sender's retransmits are the responder's to see).
+//! A stream downloading from this host is woken only after about a millisecond of its rate
+//! has arrived ([`npt_netio::lowat`]).
 
 use npt_result::error::ErrorKind;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use npt_netio::lowat::{self, Lowat};
 use npt_netio::tcpinfo::{tcp_info, TcpInfo};
 use npt_wire::bulk::Direction;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -101,6 +104,12 @@ async fn run(
     }
     let key = frames::open(&mut s, cfg, st).await?;
     sample(&s, st);
+    // A download from this host's responder gets a wake-up mark: the bytes counted at a
+    // sample are then at most a millisecond of the rate behind.
+    let mut lowat = s
+        .peer_addr()
+        .is_ok_and(|a| lowat::wanted(a.ip()))
+        .then(|| Lowat::new(Instant::now()));
     let mut tick = tokio::time::interval(SAMPLE_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut buf = vec![0u8; CHUNK];
@@ -114,6 +123,9 @@ async fn run(
                 },
                 _ = tick.tick() => {
                     sample(&s, st);
+                    if let Some(l) = lowat.as_mut() {
+                        l.apply(s.as_raw_fd(), st.bytes.load(Ordering::Relaxed), Instant::now());
+                    }
                     if stop.load(Ordering::SeqCst) {
                         return Ok(());
                     }

@@ -75,6 +75,10 @@ pub struct BulkArgs {
     /// QUIC: accept any certificate.
     #[arg(long)]
     pub insecure: bool,
+    /// Worker threads moving the streams, 1 to 64 [default: 1 for tcp://; quic://: 2, or fewer
+    /// CPUs or streams].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: Option<u16>,
     /// Only the summary, no interval lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -190,6 +194,7 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         via,
         timeout,
         congestion: None,
+        threads: a.threads.map(usize::from),
     })
 }
 
@@ -329,12 +334,20 @@ mod tests {
         assert_eq!(c.ways, Ways::Down);
         let c = cfg(&["tcp://127.0.0.1:7", "-P", "1024", "--direction", "both"]).unwrap();
         assert_eq!((c.streams, c.ways), (1024, Ways::Both));
+        assert_eq!(c.threads, None, "picked by protocol");
+        let c = cfg(&["tcp://127.0.0.1:7", "--threads", "3"]).unwrap();
+        assert_eq!(c.threads, Some(3));
     }
 
     #[test]
     fn bad_flags_name_the_flag() {
         assert!(usage_msg(&["tcp://127.0.0.1:7", "--streams", "0"]).contains("--streams"));
         assert!(usage_msg(&["tcp://127.0.0.1:7", "--streams", "1025"]).contains("--streams"));
+        for n in ["0", "65", "two"] {
+            // clap refuses it (exit 2) and names the flag.
+            let e = flags::<BulkArgs>(&["tcp://127.0.0.1:7", "--threads", n]).unwrap_err();
+            assert!(e.to_string().contains("--threads"), "{e}");
+        }
         assert!(usage_msg(&["udp://127.0.0.1:7", "--rate", "fast"]).contains("--rate"));
         assert!(usage_msg(&["udp://127.0.0.1:7", "--rate", "0"]).contains("--rate"));
         assert!(usage_msg(&["udp://127.0.0.1:7"]).contains("--rate"));

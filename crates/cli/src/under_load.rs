@@ -174,6 +174,7 @@ pub fn plan(
             via: via.cloned(),
             timeout: Duration::from_secs(5),
             congestion: a.load_congestion.clone(),
+            threads: None,
         },
         idle,
         recovery,

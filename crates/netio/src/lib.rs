@@ -5,10 +5,12 @@
 //! tokio's `UdpSocket` has no `recvmmsg`/`sendmmsg`. So the UDP hot loops run on their own
 //! threads over these few wrappers: batched receive/send ([`MsgBatch`]), a wait with a
 //! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
-//! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate).
-//! Everything unsafe in npt's socket code is in this file.
+//! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate),
+//! and a bulk reader's wake-up mark ([`lowat`]). Everything unsafe in npt's socket code is in
+//! this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
+pub mod lowat;
 pub mod tcpinfo;
 
 use std::io;

@@ -14,9 +14,13 @@
 //!   CLAMPED` says so);
 //! - a client that stops reading (down) or sending (up) for `io` is dropped by the stream's
 //!   stall deadlines, counted as every other stall.
+//!
+//! An `Up` sink on TCP from this host is woken only once about a millisecond of its rate has
+//! arrived ([`npt_netio::lowat`]), so its reports may be that much behind.
 
 use std::time::{Duration, Instant};
 
+use npt_netio::lowat::{wanted, Lowat};
 use npt_wire::auth::SessionKey;
 use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction, REPORT_EVERY_NS};
 use npt_wire::frame::{status, Header, HEADER_LEN};
@@ -174,6 +178,7 @@ where
     let mut last_byte = start;
     let mut got = 0u64;
     let mut buf = vec![0u8; CHUNK];
+    let mut lowat = cx.peer.filter(|&ip| wanted(ip)).map(|_| Lowat::new(start));
     let report = |got: u64| BulkReport {
         bytes: got,
         elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
@@ -203,6 +208,9 @@ where
         if Instant::now() >= next_report {
             next_report += every;
             reply(w, h, status::OK, &report(got), key, cx).await?;
+            if let (Some(fd), Some(l)) = (cx.tcp_fd, lowat.as_mut()) {
+                l.apply(fd, got, Instant::now());
+            }
             within(io_t, w.flush(), &c.stalled_write).await?;
         }
     };

@@ -366,6 +366,7 @@ async fn accept_loop(
                 open_budget: Some(&sh.open_budget),
                 peer: Some(peer.ip()),
                 hop: &sh.hop,
+                tcp_fd: Some(std::os::fd::AsRawFd::as_raw_fd(&sock)),
             };
             let _ = stream::serve_stream(sock, &cx).await;
         });

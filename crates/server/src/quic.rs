@@ -250,6 +250,7 @@ async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters
                 open_budget: opts.open_budget.as_deref(),
                 peer: Some(peer),
                 hop: &opts.hop,
+                tcp_fd: None,
             };
             let ok = crate::stream::serve_stream(&mut joined, &cx).await.is_ok();
             let (mut recv, mut send) = joined.into_inner();

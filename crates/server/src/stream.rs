@@ -7,8 +7,9 @@
 //!   `Response` header with `status = CLAMPED` and `frame_len = 48`, and the stream is closed.
 //!   Payloads are streamed through fixed buffers, never held whole, so a 64 MiB frame costs
 //!   no more memory than a 64-byte one. `HopRequest` goes to the hop agent
-//!   ([`crate::hop_agent`]), which answers with a `HopReply` no longer than the request. A `Bulk` frame hands the rest of the stream to the
-//!   bulk responder ([`crate::bulk`]: sink or source at the path's rate, within the budget).
+//!   ([`crate::hop_agent`]), which answers with a `HopReply` no longer than the request. A
+//!   `Bulk` frame hands the rest of the stream to the bulk responder ([`crate::bulk`]: sink
+//!   or source at the path's rate, within the budget).
 //! - anything else: plain byte echo (refused when a token is required).
 //!
 //! With `--token` ([`Access::Handshake`], TCP connections and QUIC streams alike) the stream
@@ -97,6 +98,9 @@ pub struct StreamCtx<'a> {
     pub peer: Option<IpAddr>,
     /// Answers `HopRequest` frames ([`crate::hop_agent`]; refuses them without `--hop-agent`).
     pub hop: &'a HopAgent,
+    /// The TCP connection's socket, for the options a workload sets on it (the bulk sink's
+    /// wake-up mark, [`npt_netio::lowat`]); None on a QUIC stream. Open while the stream is served.
+    pub tcp_fd: Option<std::os::fd::RawFd>,
 }
 
 /// Bytes used to fill `Response` payloads (incompressible).
