@@ -39,6 +39,7 @@ pub mod quic;
 pub mod tcp;
 pub mod udp;
 pub mod udp_down;
+mod udp_sock;
 pub mod workload;
 
 use npt_result::error::ErrorKind;
@@ -127,7 +128,7 @@ pub struct Config {
     pub token: Option<String>,
     /// QUIC certificate trust.
     pub trust: QuicTrust,
-    /// `--via` (TCP).
+    /// `--via`: TCP through SOCKS5 or HTTP CONNECT, UDP through a SOCKS5 UDP relay.
     pub via: Option<npt_proxy::Via>,
     /// Connect, handshake and first answer, each.
     pub timeout: Duration,

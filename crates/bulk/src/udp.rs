@@ -8,6 +8,8 @@
 
 use npt_result::error::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
+
+use npt_proxy::udp_flow::SocksUdp;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -17,6 +19,7 @@ use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::{Pacer, Pacing};
 
+use crate::udp_sock::FlowSocket;
 use crate::{Config, Reading, StreamState, UdpCounts, UdpRate};
 
 /// A send that leaves this much after it was due is counted as behind schedule.
@@ -36,7 +39,7 @@ const FINAL_RETRY: Duration = Duration::from_millis(200);
 
 /// The flow's sender: frames, sequence numbers, the session key.
 struct Flow<'a> {
-    sock: UdpSocket,
+    sock: FlowSocket,
     key: Option<SessionKey>,
     flow: u32,
     seq: u64,
@@ -88,10 +91,10 @@ impl Flow<'_> {
     fn receive(&mut self, sent: u64, behind: u64) -> Option<u64> {
         let mut inb = [0u8; 2048];
         let mut last = None;
-        while let Ok(n) = self.sock.recv(&mut inb) {
-            let Some(b) = inb.get(..n) else { continue };
+        while let Ok(r) = self.sock.recv(&mut inb) {
+            let Some(b) = inb.get(r) else { continue };
             let Ok(h) = Header::decode(b) else { continue };
-            if h.kind != Kind::BulkReply || h.flow != self.flow || n < bulk::REPLY_LEN {
+            if h.kind != Kind::BulkReply || h.flow != self.flow || b.len() < bulk::REPLY_LEN {
                 continue;
             }
             if let Some(k) = &self.key {
@@ -140,23 +143,38 @@ pub(crate) fn run(
     st.finish();
 }
 
-/// The UDP flow's socket, both ways: connected to the first address, its buffers raised to
-/// `buffers` bytes, keyed by the `--token` handshake when there is one, then non-blocking;
-/// with the flow's rate and size.
+/// The UDP flow's socket, both ways: connected to the first address (through `--via`: to the
+/// SOCKS5 relay of an association for it), its buffers raised to `buffers` bytes, keyed by the
+/// `--token` handshake when there is one (direct only), then non-blocking; with the flow's
+/// rate and size.
 pub(crate) fn open(
     cfg: &Config,
     addrs: &[SocketAddr],
     buffers: usize,
-) -> Result<(UdpSocket, Option<SessionKey>, UdpRate), (ErrorKind, String)> {
+) -> Result<(FlowSocket, Option<SessionKey>, UdpRate), (ErrorKind, String)> {
     let io = |what: &str, e: std::io::Error| {
         (npt_result::error::io_error_kind(&e), format!("{what}: {e}"))
     };
     let Some(rate) = cfg.udp else {
         return Err((ErrorKind::Config, "UDP bulk without a rate".into()));
     };
-    let target = *addrs
+    let resolved = *addrs
         .first()
         .ok_or((ErrorKind::Config, "no address".to_string()))?;
+    let socks = match &cfg.via {
+        Some(via) => Some(
+            SocksUdp::open(
+                via,
+                &cfg.target.host,
+                cfg.target.port,
+                resolved,
+                cfg.timeout,
+            )
+            .map_err(|e| (e.kind(), e.to_string()))?,
+        ),
+        None => None,
+    };
+    let target = socks.as_ref().map_or(resolved, SocksUdp::relay);
     let bind: SocketAddr = if target.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {
@@ -165,14 +183,24 @@ pub(crate) fn open(
     let sock = UdpSocket::bind(bind).map_err(|e| io("bind", e))?;
     sock.connect(target).map_err(|e| io("connect", e))?;
     npt_netio::set_buffers(&socket2::SockRef::from(&sock), buffers);
-    let key = match &cfg.token {
-        Some(secret) => Some(
+    let key = match (&cfg.token, &socks) {
+        (Some(_), Some(_)) => {
+            return Err((
+                ErrorKind::Config,
+                "--token over a SOCKS5 UDP relay is not offered".into(),
+            ))
+        }
+        (Some(secret), None) => Some(
             npt_client::auth::udp(&sock, secret, cfg.timeout)
                 .map_err(|e| io("--token handshake", e))?,
         ),
-        None => None,
+        (None, _) => None,
     };
     sock.set_nonblocking(true).map_err(|e| io("socket", e))?;
+    let sock = match socks {
+        Some(s) => FlowSocket::relayed(sock, s),
+        None => FlowSocket::direct(sock),
+    };
     Ok((sock, key, rate))
 }
 

@@ -15,7 +15,7 @@
 //! so datagrams in flight at the stop are not called lost.
 
 use npt_result::error::ErrorKind;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -26,6 +26,7 @@ use npt_wire::frame::{status, Header, Kind, HEADER_LEN};
 use npt_wire::{Pacer, Pacing};
 
 use crate::udp::BEHIND_NS;
+use crate::udp_sock::FlowSocket;
 use crate::{Config, Reading, StreamState, UdpCounts};
 
 /// About how much time one pull's datagrams are worth.
@@ -52,7 +53,7 @@ pub fn plan(rate_bps: f64, size: usize) -> (u64, f64) {
 
 /// The receiving side: what arrived, and the pulls' send times.
 struct Down<'a> {
-    sock: UdpSocket,
+    sock: FlowSocket,
     key: Option<SessionKey>,
     flow: u32,
     k: u64,
@@ -96,12 +97,13 @@ impl Down<'_> {
     /// Reads every datagram waiting. Err when the responder refused the pulls.
     fn receive(&mut self) -> Result<(), Fail> {
         loop {
-            let n = match self.sock.recv(&mut self.buf) {
-                Ok(n) => n,
+            let r = match self.sock.recv(&mut self.buf) {
+                Ok(r) => r,
                 Err(_) => return Ok(()),
             };
             let now = self.now();
-            let Some(b) = self.buf.get(..n) else { continue };
+            let Some(b) = self.buf.get(r) else { continue };
+            let n = b.len();
             let Ok(h) = Header::decode(b) else { continue };
             if h.flow != self.flow {
                 continue;

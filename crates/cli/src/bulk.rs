@@ -164,9 +164,15 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         return Err(usage!("--token must not be empty"));
     }
     let via = a.via.resolve(udp)?;
-    if via.is_some() && target.proto != Proto::Tcp {
+    if via.is_some() && target.proto == Proto::Quic {
         return Err(usage!(
-            "--via: npt bulk goes through a proxy over tcp:// only"
+            "--via: npt bulk goes through a proxy over tcp:// and udp:// (SOCKS5), not quic://"
+        ));
+    }
+    if via.is_some() && udp && a.token.is_some() {
+        return Err(usage!(
+            "--token with --via over udp://: the keyed handshake through a SOCKS5 relay is not \
+             offered (run the server without --token, or bulk over tcp://)"
         ));
     }
     if (a.ca.is_some() || a.insecure) && target.proto != Proto::Quic {
@@ -373,5 +379,12 @@ mod tests {
                 .contains("--via")
         );
         assert!(usage_msg(&["127.0.0.1:7"]).contains("tcp://"));
+        let udp_via = ["udp://127.0.0.1:7", "--rate", "1mbit", "--via"];
+        let http = [&udp_via[..], &["http://p:1"]].concat();
+        assert!(usage_msg(&http).contains("HTTP proxy cannot carry UDP"));
+        let keyed = [&udp_via[..], &["socks5://p:1", "--token", "s"]].concat();
+        assert!(usage_msg(&keyed).contains("--token"));
+        let c = cfg(&[&udp_via[..], &["socks5://p:1"]].concat()).unwrap();
+        assert!(c.via.is_some(), "UDP through SOCKS5");
     }
 }

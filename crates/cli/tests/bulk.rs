@@ -394,3 +394,42 @@ fn with_a_token_and_through_a_socks5_proxy() {
         format!("socks5://npt:***@127.0.0.1:{port}")
     );
 }
+
+#[test]
+fn udp_through_a_socks5_udp_relay_both_ways() {
+    if !npt_testkit::proxies::have("/usr/sbin/danted") {
+        // CI installs dante-server (.ci/run); a machine without it says so.
+        eprintln!("SKIPPED udp_through_a_socks5_udp_relay_both_ways: no /usr/sbin/danted");
+        return;
+    }
+    let (_s, addr) = serve(&[]);
+    let port = npt_testkit::process::free_port();
+    let _d = npt_testkit::proxies::danted(port);
+    let via = format!("socks5://127.0.0.1:{port}");
+    let target = format!("udp://{addr}");
+    let dir = tempfile::tempdir().unwrap();
+    for dir_flag in ["up", "down"] {
+        let out = dir.path().join(format!("{dir_flag}.json"));
+        let args = [
+            target.as_str(),
+            "--rate",
+            "2mbit",
+            "--direction",
+            dir_flag,
+            "-t",
+            "1s",
+            "--via",
+            &via,
+        ];
+        let (o, doc) = bulk(&args, &out);
+        assert!(o.status.success(), "{dir_flag}: {}", doc["errors"]);
+        // 2 Mbit/s of 1,200-byte datagrams through a relay on loopback: all of it, give or
+        // take the datagrams of the last report period.
+        let delivered = f(&doc, "/summary/udp/delivered_bps");
+        assert!(
+            (1.8e6..2.2e6).contains(&delivered),
+            "{dir_flag}: {delivered}"
+        );
+        assert_eq!(doc["config"]["via"], via);
+    }
+}

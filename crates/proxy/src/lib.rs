@@ -9,7 +9,8 @@
 //!   over a blocking socket (and `connect_async`, feature `tokio`, over tokio) with a deadline,
 //!   timing each phase
 //!   (connect to the proxy, authentication, the CONNECT / ASSOCIATE reply), which the reports
-//!   show beside the latency the user feels.
+//!   show beside the latency the user feels; [`udp_flow`] is one UDP flow through a SOCKS5
+//!   relay (its header built once, each reply's checked and stripped).
 //!
 //! Errors are classified ([`ProxyError::kind`]) with the proxy's reply code in words.
 #![deny(clippy::indexing_slicing)] // parses proxy replies from the network: see `[workspace.lints]`
@@ -20,6 +21,7 @@ pub mod connect_async;
 pub mod handshake;
 pub mod http_connect;
 pub mod socks5;
+pub mod udp_flow;
 
 use std::fmt;
 use std::io;

@@ -2,6 +2,7 @@
 //! batched through `sendmmsg` / `recvmmsg`.
 
 use super::*;
+pub use npt_proxy::udp_flow::{split_target, SocksUdp};
 
 /// Creates a UDP socket connected to `target` (an ephemeral source port of its own).
 pub fn udp_socket(target: SocketAddr) -> io::Result<UdpSocket> {
@@ -22,58 +23,20 @@ pub fn udp_socket(target: SocketAddr) -> io::Result<UdpSocket> {
     Ok(s.into())
 }
 
-/// A flow's datagrams go through a SOCKS5 UDP relay: each one is prefixed with the same
-/// request header (built once), and each reply's header is checked and stripped in place.
-pub struct SocksUdp {
-    header: Vec<u8>,
-    /// The association lasts while this TCP connection is open.
-    _control: TcpStream,
-}
-
-impl SocksUdp {
-    pub fn header_len(&self) -> usize {
-        self.header.len()
-    }
-}
-
 /// Opens a SOCKS5 UDP association for one flow: a UDP socket connected to the proxy's relay
-/// and the header that addresses `target` (`host:port` as written; `addr` as resolved here).
+/// and the association that addresses `target` (`host:port` as written; `addr` as resolved
+/// here).
 pub fn socks_udp(
     via: &npt_proxy::Via,
     target: &str,
     addr: SocketAddr,
     timeout: Duration,
 ) -> Result<(UdpSocket, SocksUdp, npt_proxy::Phases), npt_proxy::ProxyError> {
-    let assoc = npt_proxy::udp_associate(via, timeout)?;
-    let sock = udp_socket(assoc.relay)?;
     let (host, port) = split_target(target, addr);
-    let t = if addr.ip().is_unspecified() {
-        npt_proxy::connect::target_for(via, &host, port)?
-    } else {
-        npt_proxy::Target::Addr(addr)
-    };
-    let mut header = vec![0u8; 3 + t.encoded_len()];
-    let n = npt_proxy::socks5::udp_header(&t, &mut header)?;
-    header.truncate(n);
-    Ok((
-        sock,
-        SocksUdp {
-            header,
-            _control: assoc.control,
-        },
-        assoc.phases,
-    ))
-}
-
-/// `host:port` / `[v6]:port` as the user wrote it → host and port (port from `addr` if absent).
-pub fn split_target(target: &str, addr: SocketAddr) -> (String, u16) {
-    match target.rsplit_once(':') {
-        Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => (
-            h.trim_start_matches('[').trim_end_matches(']').to_string(),
-            p.parse().unwrap_or(addr.port()),
-        ),
-        _ => (addr.ip().to_string(), addr.port()),
-    }
+    let socks = SocksUdp::open(via, &host, port, addr, timeout)?;
+    let sock = udp_socket(socks.relay())?;
+    let phases = socks.phases();
+    Ok((sock, socks, phases))
 }
 
 struct UdpFlow {
@@ -94,7 +57,7 @@ pub fn run_udp(
     npt_netio::tighten_timer_slack();
     let size = flows
         .iter()
-        .map(|(_, _, s, x)| s.config().size + x.as_ref().map_or(0, |x| x.header.len()))
+        .map(|(_, _, s, x)| s.config().size + x.as_ref().map_or(0, |x| x.header().len()))
         .max()
         .unwrap_or(64);
     let mut out = MsgBatch::new(BATCH, size);
@@ -126,11 +89,11 @@ pub fn run_udp(
             // Send what is due, a batch at a time, a bounded number of batches per step.
             for _ in 0..MAX_BATCHES_PER_STEP {
                 let mut k = 0;
-                let hl = f.socks.as_ref().map_or(0, |x| x.header.len());
+                let hl = f.socks.as_ref().map_or(0, |x| x.header().len());
                 while k < BATCH {
                     let buf = out.buf_mut(k);
                     if let Some(x) = &f.socks {
-                        buf[..hl].copy_from_slice(&x.header);
+                        buf[..hl].copy_from_slice(x.header());
                     }
                     match s.poll_transmit(now, &mut buf[hl..]) {
                         Some(n) => {
