@@ -165,12 +165,6 @@ fn closed_port() -> u16 {
         .port()
 }
 
-fn write_file(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
-
 #[test]
 fn a_scenario_file_runs_each_scenario_and_keeps_failures_as_rows() {
     let (_srv, addr) = serve(&[]);

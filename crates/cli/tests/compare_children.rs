@@ -8,18 +8,11 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
 use npt_testkit::proxies::running_with_arg;
-
-fn write_file(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
 
 #[test]
 fn ctrl_c_kills_the_child_and_keeps_the_table_so_far() {

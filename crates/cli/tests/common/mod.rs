@@ -93,6 +93,13 @@ pub fn run(args: &[&str], limit: Duration) -> Output {
     }
 }
 
+/// Writes `text` to `dir/name`; its path as a string, for a command line.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
 pub fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).expect("result written");
     serde_json::from_str(&text).expect("result is JSON")
