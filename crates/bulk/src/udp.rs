@@ -4,16 +4,16 @@
 //! [`REPORT_EVERY`] a `Bulk` frame in the same sequence asks the responder what arrived; its
 //! answer carries the counts, the one-way jitter and, by its round trip, the loaded path's RTT.
 //! After the stop the flow asks again until a report covers everything it sent (bounded), so
-//! datagrams in flight at the stop are not called lost.
+//! datagrams in flight at the stop are not called lost. With `--via socks5://` the flow goes
+//! through the proxy's UDP relay ([`crate::udp_sock`]).
 
 use npt_result::error::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
-
-use npt_proxy::udp_flow::SocksUdp;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use npt_proxy::udp_flow::SocksUdp;
 use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
