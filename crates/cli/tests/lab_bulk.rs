@@ -101,10 +101,16 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
     // 1,228 bytes a datagram on the link (IP and UDP headers count there, not in `delivered`):
     // 1,018 of the 2,083 sent each second pass, 9.8 Mbit/s of payload, 51 % lost.
     assert!((45.0..=56.0).contains(&loss), "UDP loss {loss:.1} %");
+    // Within 2 %: the rate is over the data's arrival window. It read 9.43–9.53 when the
+    // server's report span ended at a report request retried 200 ms after the data.
     assert!(
-        (9.0..=CAPACITY_MBIT * 1.01).contains(&delivered),
+        (CAPACITY_MBIT * 0.98..=CAPACITY_MBIT * 1.01).contains(&delivered),
         "UDP delivered {delivered:.2} Mbit/s, the link carries {CAPACITY_MBIT:.3}"
     );
+    // The link adds no jitter and a full drop-tail queue drains at a constant rate; that
+    // retried request, crossing the emptied queue, read as 6 ms of jitter.
+    let jitter = f(&doc, "/summary/udp/jitter_ms");
+    assert!(jitter < 2.0, "UDP jitter {jitter:.2} ms");
     assert!(u(&doc, "/summary/udp/sent") > 10_000);
 
     // UDP down at twice the link's rate reads the same, with --token (the client's address is

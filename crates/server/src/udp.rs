@@ -428,7 +428,7 @@ fn answer(
         }
         Kind::BulkData => {
             // Counted, never answered.
-            count_bulk(&h, len, t, &mut cx);
+            count_bulk(&h, len, t, &mut cx, true);
             false
         }
         Kind::Bulk => answer_bulk(data, &h, len, t, &mut cx, authenticated).is_some_and(|n| {
@@ -449,10 +449,11 @@ fn answer(
     }
 }
 
-fn count_bulk(h: &Header, len: usize, t: &mut Tally, cx: &mut Cx<'_>) {
+/// Counts a datagram of an `Up` flow: `data` (`BulkData`) or its report request.
+fn count_bulk(h: &Header, len: usize, t: &mut Tally, cx: &mut Cx<'_>, data: bool) {
     match cx
         .flows
-        .on_datagram(cx.now, cx.peer, h.flow, h.seq, h.send_ts, len as u64)
+        .on_datagram(cx.now, cx.peer, h.flow, h.seq, h.send_ts, len as u64, data)
     {
         Counted::New => t.bulk_flows += 1,
         Counted::Known => {}
@@ -506,8 +507,8 @@ fn answer_bulk(
     }
     let up = spec.direction == Direction::Up && len >= bulk::REPLY_LEN;
     let (status, reply_len, report) = if up {
-        count_bulk(h, len, t, cx);
-        (status::OK, len, cx.flows.report(cx.now, cx.peer, h.flow))
+        count_bulk(h, len, t, cx, false);
+        (status::OK, len, cx.flows.report(cx.peer, h.flow))
     } else {
         t.bulk_refused += 1;
         (status::REFUSED, frame::HEADER_LEN, BulkReport::default())

@@ -269,6 +269,16 @@ impl OneWay {
         self.last_transit = Some(transit);
     }
 
+    /// A report request of the flow (`seq`, `len` bytes) arrived: counted as a datagram of the
+    /// flow, but not in the jitter, which is the data's. (A request asked again after the
+    /// stop crosses an empty queue that the data crossed full: its transit would read as
+    /// jitter that no data saw.)
+    pub fn on_request(&mut self, seq: u64, len: u64) {
+        self.datagrams += 1;
+        self.bytes += len;
+        self.expected = self.expected.max(seq.saturating_add(1));
+    }
+
     /// What has arrived so far, `elapsed_ns` since the flow began.
     pub fn report(&self, elapsed_ns: u64) -> BulkReport {
         BulkReport {
