@@ -178,7 +178,10 @@ where
     let mut last_byte = start;
     let mut got = 0u64;
     let mut buf = vec![0u8; CHUNK];
-    let mut lowat = cx.peer.filter(|&ip| wanted(ip)).map(|_| Lowat::new(start));
+    let mut lowat = cx
+        .tcp_fd
+        .filter(|_| cx.peer.is_some_and(wanted))
+        .map(|fd| (fd, Lowat::new(start)));
     let report = |got: u64| BulkReport {
         bytes: got,
         elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
@@ -208,8 +211,8 @@ where
         if Instant::now() >= next_report {
             next_report += every;
             reply(w, h, status::OK, &report(got), key, cx).await?;
-            if let (Some(fd), Some(l)) = (cx.tcp_fd, lowat.as_mut()) {
-                l.apply(fd, got, Instant::now());
+            if let Some((fd, l)) = lowat.as_mut() {
+                l.apply(*fd, got, Instant::now());
             }
             within(io_t, w.flush(), &c.stalled_write).await?;
         }

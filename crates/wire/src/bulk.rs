@@ -256,9 +256,7 @@ pub struct OneWay {
 impl OneWay {
     /// A datagram of `len` payload bytes with `seq` and `send_ts` arrived at `now` (ns).
     pub fn on_datagram(&mut self, seq: u64, send_ts: u64, now: u64, len: u64) {
-        self.datagrams += 1;
-        self.bytes += len;
-        self.expected = self.expected.max(seq.saturating_add(1));
+        self.on_request(seq, len);
         // Wrapping: the clocks are unrelated; only differences of transits matter.
         #[allow(clippy::cast_possible_wrap)]
         let transit = now.wrapping_sub(send_ts) as i64;
