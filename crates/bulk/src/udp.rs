@@ -145,7 +145,7 @@ pub(crate) fn run(
 
 /// The UDP flow's socket, both ways: connected to the first address (through `--via`: to the
 /// SOCKS5 relay of an association for it), its buffers raised to `buffers` bytes, keyed by the
-/// `--token` handshake when there is one (direct only), then non-blocking; with the flow's
+/// `--token` handshake when there is one (through the relay too), then non-blocking; with the flow's
 /// rate and size.
 pub(crate) fn open(
     cfg: &Config,
@@ -183,17 +183,19 @@ pub(crate) fn open(
     let sock = UdpSocket::bind(bind).map_err(|e| io("bind", e))?;
     sock.connect(target).map_err(|e| io("connect", e))?;
     npt_netio::set_buffers(&socket2::SockRef::from(&sock), buffers);
+    let refused = |e: std::io::Error| {
+        (
+            npt_client::auth::error_kind(&e),
+            format!("--token handshake: {e}"),
+        )
+    };
     let key = match (&cfg.token, &socks) {
-        (Some(_), Some(_)) => {
-            return Err((
-                ErrorKind::Config,
-                "--token over a SOCKS5 UDP relay is not offered".into(),
-            ))
-        }
-        (Some(secret), None) => Some(
-            npt_client::auth::udp(&sock, secret, cfg.timeout)
-                .map_err(|e| io("--token handshake", e))?,
+        (Some(secret), Some(relay)) => Some(
+            npt_client::auth::udp_relayed(&sock, relay, secret, cfg.timeout).map_err(refused)?,
         ),
+        (Some(secret), None) => {
+            Some(npt_client::auth::udp(&sock, secret, cfg.timeout).map_err(refused)?)
+        }
         (None, _) => None,
     };
     sock.set_nonblocking(true).map_err(|e| io("socket", e))?;

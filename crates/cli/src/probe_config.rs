@@ -274,12 +274,6 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     if matches!(&a.token, Some(t) if t.is_empty()) {
         return Err(usage!("--token must not be empty"));
     }
-    if a.token.is_some() && proto == Proto::Udp && via.is_some() {
-        return Err(usage!(
-            "--token cannot be used with --via over UDP yet (the handshake does not go through \
-             a SOCKS5 UDP relay); use tcp:// through the proxy"
-        ));
-    }
     check_memory(clients, stage, a.loss_timeout, &pacing)?;
     let under_load = crate::under_load::plan(&a.load, a.token.as_ref(), via.as_ref())?;
     let duration = match &under_load {

@@ -87,7 +87,7 @@ fn positive(flag: &str, d: Option<Duration>, default: Duration) -> anyhow::Resul
 }
 
 /// The load plan, or `None` without `--under-load`. `token` and `via` are the probe's: the
-/// load goes the same way (`--via` for tcp:// only).
+/// load goes the same way (`--via` for tcp:// and, through SOCKS5, udp://).
 pub fn plan(
     a: &LoadArgs,
     token: Option<&String>,
@@ -135,9 +135,9 @@ pub fn plan(
     let duration = positive("--load-duration", a.load_duration, Duration::from_secs(10))?;
     let idle = positive("--load-idle", a.load_idle, Duration::from_secs(5))?;
     let recovery = positive("--load-recovery", a.load_recovery, Duration::from_secs(5))?;
-    if via.is_some() && target.proto != Proto::Tcp {
+    if via.is_some() && target.proto == Proto::Quic {
         return Err(usage!(
-            "--via: the load goes through a proxy over tcp:// only, not {url}"
+            "--via: the load goes through a proxy over tcp:// and udp:// (SOCKS5), not {url}"
         ));
     }
     if (a.load_ca.is_some() || a.load_insecure) && target.proto != Proto::Quic {
@@ -360,6 +360,31 @@ mod tests {
             ..LoadArgs::default()
         };
         assert!(err(&a).contains("--load-rate needs --under-load"));
+    }
+
+    #[test]
+    fn the_load_takes_the_probes_proxy_except_over_quic() {
+        let via = npt_proxy::Via::parse("socks5://127.0.0.1:1080").unwrap();
+        let token = "s".to_string();
+        let mut a = args("udp://127.0.0.1:7");
+        a.load_rate = Some("1mbit".into());
+        let p = plan(&a, Some(&token), Some(&via)).unwrap().unwrap();
+        assert_eq!(
+            p.bulk.via.as_ref().map(ToString::to_string),
+            Some(via.to_string())
+        );
+        assert_eq!(p.bulk.token.as_deref(), Some("s"));
+        let p = plan(&args("tcp://127.0.0.1:7"), None, Some(&via))
+            .unwrap()
+            .unwrap();
+        assert!(p.bulk.via.is_some());
+        let mut a = args("quic://127.0.0.1:7");
+        a.load_insecure = true;
+        let e = plan(&a, None, Some(&via)).unwrap_err().to_string();
+        assert!(
+            e.contains("--via: the load goes through a proxy over tcp:// and udp://"),
+            "{e}"
+        );
     }
 
     #[test]

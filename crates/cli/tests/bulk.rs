@@ -397,20 +397,29 @@ fn with_a_token_and_through_a_socks5_proxy() {
 
 #[test]
 fn udp_through_a_socks5_udp_relay_both_ways() {
+    // CI installs dante-server (.ci/run); `have` panics without it unless NPT_SKIP_PROXIES.
     if !npt_testkit::proxies::have("/usr/sbin/danted") {
-        // CI installs dante-server (.ci/run); a machine without it says so.
-        eprintln!("SKIPPED udp_through_a_socks5_udp_relay_both_ways: no /usr/sbin/danted");
         return;
     }
     let (_s, addr) = serve(&[]);
+    // A keyed server: the handshake goes through the relay too.
+    let (_k, keyed) = serve(&["--token", "s3cret"]);
     let port = npt_testkit::process::free_port();
     let _d = npt_testkit::proxies::danted(port);
     let via = format!("socks5://127.0.0.1:{port}");
-    let target = format!("udp://{addr}");
     let dir = tempfile::tempdir().unwrap();
-    for dir_flag in ["up", "down"] {
-        let out = dir.path().join(format!("{dir_flag}.json"));
-        let args = [
+    let runs = [
+        (addr, "up", None),
+        (addr, "down", None),
+        (keyed, "up", Some("s3cret")),
+        (keyed, "down", Some("s3cret")),
+    ];
+    for (addr, dir_flag, token) in runs {
+        let target = format!("udp://{addr}");
+        let out = dir
+            .path()
+            .join(format!("{dir_flag}-{}.json", token.is_some()));
+        let mut args = vec![
             target.as_str(),
             "--rate",
             "2mbit",
@@ -421,6 +430,9 @@ fn udp_through_a_socks5_udp_relay_both_ways() {
             "--via",
             &via,
         ];
+        if let Some(t) = token {
+            args.extend(["--token", t]);
+        }
         let (o, doc) = bulk(&args, &out);
         assert!(o.status.success(), "{dir_flag}: {}", doc["errors"]);
         // 2 Mbit/s of 1,200-byte datagrams through a relay on loopback: all of it, give or

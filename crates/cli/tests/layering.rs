@@ -38,8 +38,10 @@ const LAYERS: &[(&str, u8)] = &[
 /// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`); `trace`
 /// measures each segment with `ping`'s own run and `ping --from`'s loop; the loaded probe
 /// (`npt probe --under-load`) runs the bulk engine's streams as its load, owned by the probe's
-/// run so that one stop ends both and the load never outlives the probe.
+/// run so that one stop ends both and the load never outlives the probe; the client's `--token`
+/// handshake over UDP goes through a SOCKS5 relay in the proxy's framing, as the flow after it.
 const SAME_LAYER: &[(&str, &str)] = &[
+    ("npt-client", "npt-proxy"),
     ("npt-users", "npt-probe"),
     ("npt-trace", "npt-ping"),
     ("npt-probe", "npt-bulk"),

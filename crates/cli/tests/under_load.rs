@@ -328,6 +328,46 @@ fn the_load_goes_through_the_probes_proxy() {
     assert!(f(&doc, "/under_load/phases/1/rtt_ms/count") > 0.0);
 }
 
+/// A UDP load through a SOCKS5 UDP relay (danted) beside a UDP probe through the same relay,
+/// both keyed by `--token`: the handshakes and the load's datagrams go behind the relay's
+/// header, and the load still delivers its rate.
+#[test]
+fn a_udp_load_with_a_token_goes_through_the_probes_socks5_relay() {
+    use npt_testkit::process::free_port;
+    use npt_testkit::proxies::{danted, have};
+    if !have("/usr/sbin/danted") {
+        return;
+    }
+    let (_s, addr) = serve(&["--token", "s3cret"]);
+    let port = free_port();
+    let _d = danted(port);
+    let via = format!("socks5://127.0.0.1:{port}");
+    let target = format!("udp://{addr}");
+    let doc = loaded_probe(
+        &[
+            &target,
+            "--pps",
+            "100",
+            "--via",
+            &via,
+            "--token",
+            "s3cret",
+            "--under-load",
+            &target,
+            "--load-rate",
+            "5mbit",
+        ],
+        "2s",
+    );
+    assert_eq!(doc["under_load"]["load"]["via"], via.as_str());
+    assert_eq!(u(&doc, "/under_load/load_errors/total_errors"), 0);
+    // 5 Mbit/s through a relay on loopback: all of it, give or take the last report period.
+    let delivered = f(&doc, "/under_load/udp/delivered_bps");
+    assert!((4.5e6..=5.2e6).contains(&delivered), "{delivered}");
+    assert!(f(&doc, "/under_load/phases/1/rtt_ms/count") > 150.0);
+    assert_eq!(u(&doc, "/summary/lost"), 0);
+}
+
 /// A QUIC load (`quic://`, `--load-insecure`) beside a UDP probe of the same server.
 #[test]
 fn a_quic_load_beside_a_udp_probe() {

@@ -77,6 +77,43 @@ fn udp_through_dante_udp_associate() {
     assert_eq!(d["config"]["via"], via);
 }
 
+/// `--token` through a SOCKS5 UDP relay: the keyed handshake goes behind the association's
+/// header like every frame, and the server knows the session by the relay's address. The
+/// wrong secret fails the probe before anything is measured.
+#[test]
+fn udp_with_a_token_through_dante() {
+    if !have("/usr/sbin/danted") {
+        return;
+    }
+    let (_srv, addr) = serve(&["--token", "s3cret"]);
+    let port = free_port();
+    let _d = danted(port);
+    let via = format!("socks5://127.0.0.1:{port}");
+    let target = format!("udp://{addr}");
+    let probe = [
+        &target,
+        "--pps",
+        "500",
+        "-n",
+        "500",
+        "--clients",
+        "2",
+        "--via",
+        &via,
+    ];
+    let (code, d) = probe_json(&[&probe[..], &["--token", "s3cret"]].concat());
+    assert_eq!(code, Some(0), "{}", d["errors"]);
+    assert_eq!(f(&d, "/summary/received"), 500.0);
+    assert_eq!(f(&d, "/summary/proxy/handshakes"), 2.0);
+    let mut all = vec!["probe"];
+    all.extend_from_slice(&probe);
+    all.extend_from_slice(&["--token", "other", "-q"]);
+    let out = run(&all, LIMIT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("did not accept the secret"), "{err}");
+}
+
 #[test]
 fn tcp_through_socks5_with_a_password_and_http_connect_agree_with_direct() {
     if !have("/usr/bin/microsocks") || !have("/usr/bin/tinyproxy") {

@@ -1,11 +1,12 @@
 //! `--token`, blocking (the probe, ping's UDP): drives the keyed handshake ([`npt_wire::auth::ClientHandshake`])
-//! over a blocking std socket before a flow starts, and returns the session key its frames
+//! over a blocking std socket (UDP: directly or through a SOCKS5 relay) before a flow starts, and returns the session key its frames
 //! are sealed with. Bounded by [`HANDSHAKE_TIMEOUT`]; UDP repeats lost messages.
 
 use std::io::{self, Read, Write};
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
+use npt_proxy::udp_flow::SocksUdp;
 use npt_wire::auth::{
     stream_no_accept, stream_read_error, stream_step, ClientHandshake, SessionKey, HS_LEN,
 };
@@ -67,6 +68,16 @@ pub fn is_secret_refused(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::PermissionDenied
 }
 
+/// The kind a failed handshake counts as: `auth` when the server refused the secret, the
+/// socket's kind otherwise.
+pub fn error_kind(e: &io::Error) -> npt_result::error::ErrorKind {
+    if is_secret_refused(e) {
+        npt_result::error::ErrorKind::Auth
+    } else {
+        npt_result::error::io_error_kind(e)
+    }
+}
+
 /// The handshake over a connected UDP socket (its read timeout is restored to none).
 pub fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Result<SessionKey> {
     udp_within(
@@ -79,16 +90,50 @@ pub fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Result<Sess
     )
 }
 
+/// The handshake through a SOCKS5 UDP relay: `sock` is connected to `relay`'s UDP address, each
+/// message goes behind the association's header and each answer's header is checked and
+/// skipped. The server then knows the session by the relay's address, as it sees every frame
+/// of the flow. (Its read timeout is restored to none.)
+pub fn udp_relayed(
+    sock: &UdpSocket,
+    relay: &SocksUdp,
+    secret: &str,
+    timeout: Duration,
+) -> io::Result<SessionKey> {
+    handshake(
+        sock,
+        Some(relay),
+        secret,
+        UdpBound {
+            timeout,
+            ..UdpBound::default()
+        },
+    )
+}
+
 /// [`udp`] within `bound`. The error says which way it failed: `TimedOut` when nothing
 /// answered the Hello (no server, or one without `--token`: it ignores handshakes),
 /// `PermissionDenied` ([`is_secret_refused`]) when a Challenge came but no Accept.
 pub fn udp_within(sock: &UdpSocket, secret: &str, bound: UdpBound) -> io::Result<SessionKey> {
+    handshake(sock, None, secret, bound)
+}
+
+/// The UDP handshake, direct or behind `relay`'s header.
+fn handshake(
+    sock: &UdpSocket,
+    relay: Option<&SocksUdp>,
+    secret: &str,
+    bound: UdpBound,
+) -> io::Result<SessionKey> {
     let timeout = bound.timeout;
+    let header = relay.map_or(&[][..], SocksUdp::header);
     let t0 = Instant::now();
     let now = || u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
     let limit = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
     let mut hs = ClientHandshake::new(secret.as_bytes(), nonce(), 0, limit);
-    let (mut out, mut inb) = ([0u8; HS_LEN], [0u8; 2048]);
+    // Each message goes after the relay's header.
+    let (mut out, mut inb) = (header.to_vec(), [0u8; 2048]);
+    out.resize(header.len() + HS_LEN, 0);
     // Messages sent in the current step; whether the Challenge came (the step is then Auth).
     let (mut sent, mut challenged) = (0u32, false);
     let failed = |challenged: bool| {
@@ -103,8 +148,8 @@ pub fn udp_within(sock: &UdpSocket, secret: &str, bound: UdpBound) -> io::Result
             break Err(failed(challenged));
         }
         if sent < bound.per_step {
-            if let Some(n) = hs.poll_transmit(now(), &mut out) {
-                sock.send(&out[..n])?;
+            if let Some(n) = hs.poll_transmit(now(), &mut out[header.len()..]) {
+                sock.send(&out[..header.len() + n])?;
                 sent += 1;
             }
         }
@@ -117,13 +162,16 @@ pub fn udp_within(sock: &UdpSocket, secret: &str, bound: UdpBound) -> io::Result
         sock.set_read_timeout(Some(Duration::from_nanos(wait)))?;
         match sock.recv(&mut inb) {
             // Anything that is not the answer (a stray datagram) is ignored.
-            Ok(n) => match hs.handle(now(), &inb[..n]) {
-                Ok(Some(k)) => break Ok(k),
-                Ok(None) if !challenged => {
-                    challenged = true;
-                    sent = 0;
-                }
-                _ => {}
+            Ok(n) => match relay.map_or(Ok(&inb[..n]), |r| r.payload(&inb[..n])) {
+                Err(_) => {}
+                Ok(answer) => match hs.handle(now(), answer) {
+                    Ok(Some(k)) => break Ok(k),
+                    Ok(None) if !challenged => {
+                        challenged = true;
+                        sent = 0;
+                    }
+                    _ => {}
+                },
             },
             Err(e)
                 if matches!(

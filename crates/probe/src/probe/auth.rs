@@ -8,7 +8,8 @@ use std::net::UdpSocket;
 use npt_client::auth::{udp, HANDSHAKE_TIMEOUT};
 use npt_wire::auth::SessionKey;
 
-/// `--token` over UDP (direct, no `--via`): every flow's socket and handshake, before the
+/// `--token` over UDP, direct (through `--via` the runner does each flow's handshake once its
+/// relay is open, [`npt_client::auth::udp_relayed`]): every flow's socket and handshake, before the
 /// schedule starts, indexed by client (a failed handshake fails the probe: nothing could be
 /// measured through it). Empty without a token.
 pub fn udp_flows(

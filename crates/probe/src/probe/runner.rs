@@ -266,6 +266,17 @@ pub fn run(
                             match driver::socks_udp(via, &cfg.target, cfg.addr, timeout) {
                                 Ok((sock, relay, phases)) => {
                                     proxy_phases.push(phases);
+                                    // As direct: a failed handshake fails the probe.
+                                    let auth = match &cfg.token {
+                                        Some(secret) => Some(npt_client::auth::udp_relayed(
+                                            &sock,
+                                            &relay,
+                                            secret,
+                                            npt_client::auth::HANDSHAKE_TIMEOUT,
+                                        )?),
+                                        None => None,
+                                    };
+                                    let sc = SessionConfig { auth, ..sc };
                                     socks.push((i, sock, Session::new(sc), Some(relay)));
                                 }
                                 Err(e) => {
