@@ -27,24 +27,8 @@ pub struct PingArgs {
     /// Attempts to make; 0 = until Ctrl-C.
     #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
     pub count: u64,
-    /// Time between attempts (e.g. 200ms, 1s).
-    #[arg(
-        long,
-        short = 'i',
-        value_name = "DUR",
-        default_value = "1s",
-        allow_hyphen_values = true
-    )]
-    pub interval: String,
-    /// How long one attempt waits for its answer.
-    #[arg(
-        long,
-        short = 'W',
-        value_name = "DUR",
-        default_value = "1s",
-        allow_hyphen_values = true
-    )]
-    pub timeout: String,
+    #[command(flatten)]
+    pub timing: AttemptTiming,
     /// UDP datagram size in bytes, header included (at least 48 framed, 24 raw).
     #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
     pub size: usize,
@@ -75,6 +59,39 @@ pub struct PingArgs {
     pub from: Option<String>,
 }
 
+/// When attempts go and how long each waits: `npt ping` and `npt trace` alike.
+#[derive(Args, Debug)]
+pub struct AttemptTiming {
+    /// Time between attempts (e.g. 200ms, 1s).
+    #[arg(
+        long,
+        short = 'i',
+        value_name = "DUR",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
+    pub interval: String,
+    /// How long one attempt waits for its answer.
+    #[arg(
+        long,
+        short = 'W',
+        value_name = "DUR",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
+    pub timeout: String,
+}
+
+impl AttemptTiming {
+    /// The interval and the timeout, each positive (an error names its flag).
+    pub fn durations(&self) -> anyhow::Result<(Duration, Duration)> {
+        Ok((
+            positive("--interval", &self.interval)?,
+            positive("--timeout", &self.timeout)?,
+        ))
+    }
+}
+
 pub(crate) fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
     let d = parse_duration(s).map_err(|e| usage!("{flag} {s:?}: {e}"))?;
     if d.is_zero() {
@@ -85,8 +102,7 @@ pub(crate) fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
 
 pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
     let target = Target::parse(&a.target).map_err(|e| usage!("{e}"))?;
-    let interval = positive("--interval", &a.interval)?;
-    let timeout = positive("--timeout", &a.timeout)?;
+    let (interval, timeout) = a.timing.durations()?;
     if a.raw && target.proto != Proto::Udp {
         return Err(usage!("--raw is for udp:// targets"));
     }

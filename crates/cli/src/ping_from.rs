@@ -26,7 +26,7 @@ use npt_stats::Snapshot;
 use npt_wire::hop::{self, HopRequest};
 
 use crate::execute::{execute, Options, Subcommand};
-use crate::ping::{positive, PingArgs};
+use crate::ping::PingArgs;
 use crate::usage;
 
 pub use npt_ping::from::FromConfig;
@@ -46,8 +46,7 @@ pub fn config(a: &PingArgs) -> anyhow::Result<FromConfig> {
         Some("") => return Err(usage!("--token must not be empty")),
         Some(t) => t.to_string(),
     };
-    let interval = positive("--interval", &a.interval)?;
-    let timeout = positive("--timeout", &a.timeout)?;
+    let (interval, timeout) = a.timing.durations()?;
     let micros = |flag: &str, d: Duration| {
         u32::try_from(d.as_micros())
             .map_err(|_| usage!("{flag} {d:?} is longer than a hop agent measures"))

@@ -16,7 +16,6 @@ use npt_trace::workload::{Alongside, Trace};
 use npt_trace::{Config, Hop, Proto, QuicTrust, Target, MAX_HOPS};
 
 use crate::execute::{execute, Options, Subcommand};
-use crate::ping::positive;
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -45,24 +44,8 @@ pub struct TraceArgs {
     /// Attempts per segment (and through the chain) in each round.
     #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
     pub count: u64,
-    /// Time between attempts (e.g. 200ms, 1s).
-    #[arg(
-        long,
-        short = 'i',
-        value_name = "DUR",
-        default_value = "1s",
-        allow_hyphen_values = true
-    )]
-    pub interval: String,
-    /// How long one attempt waits for its answer.
-    #[arg(
-        long,
-        short = 'W',
-        value_name = "DUR",
-        default_value = "1s",
-        allow_hyphen_values = true
-    )]
-    pub timeout: String,
+    #[command(flatten)]
+    pub timing: crate::ping::AttemptTiming,
     /// UDP datagram size in bytes, header included (at least 48).
     #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
     pub size: usize,
@@ -128,8 +111,7 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
             "--count must be at least 1 (attempts per leg per round)"
         ));
     }
-    let interval = positive("--interval", &a.interval)?;
-    let timeout = positive("--timeout", &a.timeout)?;
+    let (interval, timeout) = a.timing.durations()?;
     let min = npt_wire::frame::HEADER_LEN;
     let size = u16::try_from(a.size)
         .ok()

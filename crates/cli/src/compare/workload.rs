@@ -90,8 +90,7 @@ fn expected(check: &Check) -> Result<Duration, String> {
             if a.count == 0 {
                 return Err("ping needs a --count above 0: a scenario must end by itself".into());
             }
-            let i = parse_duration(&a.interval).map_err(|e| format!("--interval: {e}"))?;
-            let t = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
+            let (i, t) = a.timing.durations().map_err(|e| e.to_string())?;
             times(i, a.count).saturating_add(t)
         }
     })
