@@ -368,3 +368,136 @@ fn a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time() {
         );
     }
 }
+
+/// The same UDP load and probe through a SOCKS5 relay (danted on a relay node behind the
+/// bottleneck, `npt serve --token` on a target behind it), both keyed by `--token`: the probe
+/// must read the same drain time, and the relay must add no loss of its own — every datagram
+/// lost is one the bottleneck queue dropped (a busy relay may drop a few more; at most 0.5 %
+/// of what was sent). Each datagram carries the relay's 10-byte header for an IPv4 target, so
+/// the load's datagrams are 10 bytes shorter (1,462) to stay 1,500-byte packets, and the queue
+/// holds 99 × 1,500 + 102 bytes. (At 1,472 each one left as two fragments, a full one and a
+/// 30-byte one; the queue of 100 packets then held half as many bytes and the probe read +81
+/// ms, which is what the link measured its queue to hold.)
+#[test]
+fn a_udp_load_through_a_socks5_relay_reads_the_same_queue() {
+    if lab::skipped("a_udp_load_through_a_socks5_relay_reads_the_same_queue") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("danted.conf");
+    std::fs::write(
+        &conf,
+        "logoutput: stderr\ninternal: 10.0.1.2 port = 1080\nexternal: 10.0.2.1\n\
+         clientmethod: none\nsocksmethod: none\nuser.privileged: root\n\
+         user.unprivileged: nobody\nclient pass { from: 10.0.1.0/24 to: 0.0.0.0/0 }\n\
+         socks pass { from: 10.0.1.0/24 to: 0.0.0.0/0 command: udpassociate }\n\
+         socks pass { from: 10.0.2.0/24 to: 10.0.1.0/24 command: udpreply }\n",
+    )
+    .unwrap();
+    let name = "tloadsocks";
+    let topology = format!(
+        r#"name = "{name}"
+[[node]]
+name = "client"
+[[node]]
+name = "relay"
+[[node]]
+name = "target"
+[[link]]
+a = "client"
+b = "relay"
+rate = "10mbit"
+delay = "10ms"
+queue = 100
+[[link]]
+a = "relay"
+b = "target"
+[[service]]
+name = "serve"
+node = "target"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777", "--token", "lab-s"]
+ready = "tcp://10.0.2.2:7777"
+[[service]]
+name = "socks"
+node = "relay"
+cmd = ["/usr/sbin/danted", "-f", "{}"]
+ready = "tcp://10.0.1.2:1080"
+"#,
+        conf.display()
+    );
+    let lab = Lab(lab::Lab::up(dir.path(), name, &topology));
+    let j = dir.path().join("socks.json");
+    let out = run(
+        &[
+            "lab",
+            "exec",
+            name,
+            "client",
+            "--",
+            "npt",
+            "probe",
+            "udp://10.0.2.2:7777",
+            "--pps",
+            "50",
+            "-q",
+            "--via",
+            "socks5://10.0.1.2:1080",
+            "--token",
+            "lab-s",
+            "--under-load",
+            "udp://10.0.2.2:7777",
+            "--load-rate",
+            "20mbit",
+            "--load-size",
+            "1462",
+            "--load-idle",
+            "2s",
+            "--load-duration",
+            "6s",
+            "--load-recovery",
+            "2s",
+            "--json",
+            j.to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&j);
+    assert_valid(&doc, "probe");
+    let drops = lab.queue_drops("client", "relay");
+    drop(lab);
+    assert_eq!(doc["under_load"]["load"]["via"], "socks5://10.0.1.2:1080");
+    let (base, loaded, _, recovery) = phases(&doc);
+    assert!((20.0..23.0).contains(&base), "idle p50 {base}");
+    let drain_ms = (99.0 * LOAD_IP + PROBE_IP + 10.0) * MS_PER_BYTE;
+    let add = loaded - base;
+    assert!(
+        (add - drain_ms).abs() <= drain_ms * 0.15,
+        "loaded p50 {loaded} = base {base} + {add:.2} ms, the queue drains in {drain_ms:.2} ms"
+    );
+    assert!(
+        (recovery - base).abs() < 2.0,
+        "recovery p50 {recovery} vs base {base}"
+    );
+    let delivered = f(&doc, "/under_load/udp/delivered_bps") / 1e6;
+    assert!(
+        (9.0..=10.0).contains(&delivered),
+        "delivered {delivered:.2} Mbit/s"
+    );
+    let (load_lost, probe_lost) = (u(&doc, "/under_load/udp/lost"), u(&doc, "/summary/lost"));
+    let sent = u(&doc, "/under_load/udp/sent") + u(&doc, "/summary/sent");
+    let lost = load_lost + probe_lost;
+    eprintln!(
+        "through danted: idle p50 {base:.2} ms, loaded +{add:.2} ms (drain {drain_ms:.2}), \
+         recovery {recovery:.2} ms, delivered {delivered:.2} Mbit/s, lost {lost} of {sent}, \
+         queue drops {drops}"
+    );
+    assert!(
+        lost >= drops && (lost - drops) * 200 <= sent,
+        "load lost {load_lost} + probe lost {probe_lost} vs the queue's drops {drops} of {sent}"
+    );
+}
