@@ -290,6 +290,13 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
             Some(plan.total())
         }
     };
+    if let (Some(v), Proto::Udp) = (&via, proto) {
+        let (host, _) = npt_proxy::udp_flow::split_target(&hostport, addr);
+        notices.extend(crate::via::fragment_notice("--size", v, addr, &host, size));
+    }
+    if let Some(plan) = &under_load {
+        notices.extend(crate::under_load::fragment_notice(plan));
+    }
     let cfg = ProbeConfig {
         proto,
         target: hostport,

@@ -4,7 +4,7 @@
 //! each reply. The association lasts while the control connection is open, so the flow keeps
 //! it for its life.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::Duration;
 
 use crate::connect::{target_for, udp_associate, Phases};
@@ -71,6 +71,17 @@ impl SocksUdp {
     }
 }
 
+/// The bytes the relay's header adds to every datagram (RFC 1928 §7): 10 for an IPv4 target,
+/// 22 for IPv6, 7 + the name's length for a name the proxy resolves — `addr` and `host` as
+/// [`SocksUdp::open`] gets them (an unspecified `addr`: the proxy resolves `host`).
+pub fn header_len(addr: SocketAddr, host: &str) -> usize {
+    match addr.ip() {
+        ip if ip.is_unspecified() => 7 + host.len(),
+        IpAddr::V4(_) => 10,
+        IpAddr::V6(_) => 22,
+    }
+}
+
 /// `host:port` / `[v6]:port` as the user wrote it → host and port (`addr`'s when there is none).
 pub fn split_target(target: &str, addr: SocketAddr) -> (String, u16) {
     match target.rsplit_once(':') {
@@ -95,5 +106,20 @@ mod tests {
         );
         assert_eq!(split_target("[::1]:5", a), ("::1".into(), 5));
         assert_eq!(split_target("nohost", a), ("192.0.2.1".into(), 7));
+    }
+
+    /// `header_len` is the length of the header `SocksUdp::open` builds.
+    #[test]
+    fn header_len_is_the_built_headers() {
+        let mut buf = [0u8; 300];
+        for a in ["192.0.2.1:7", "[2001:db8::1]:7"] {
+            let addr: SocketAddr = a.parse().unwrap();
+            let n = udp_header(&Target::Addr(addr), &mut buf).unwrap();
+            assert_eq!(header_len(addr, "ignored"), n, "{a}");
+        }
+        let any: SocketAddr = "0.0.0.0:7".parse().unwrap();
+        let name = Target::Name("example.com".into(), 7);
+        let n = udp_header(&name, &mut buf).unwrap();
+        assert_eq!(header_len(any, "example.com"), n);
     }
 }
