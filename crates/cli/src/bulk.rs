@@ -120,7 +120,9 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         (Some("down"), true) => Ways::Down,
         (Some("both"), true) => {
             return Err(usage!(
-                "--direction both: UDP bulk runs one flow, up or down (run two for both)"
+                "--direction both: UDP runs one way at a time (a down flow is pulled by \
+                 requests that go up, and a full up direction would drop them and read as down \
+                 loss); measure each way on its own"
             ))
         }
         (Some(d), _) => return Err(usage!("--direction must be up, down or both, got {d:?}")),

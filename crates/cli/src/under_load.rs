@@ -122,7 +122,9 @@ pub fn plan(
         (Some("down"), true) => Ways::Down,
         (Some("both"), true) => {
             return Err(usage!(
-                "--load-direction both: a udp:// load is one flow, up or down"
+                "--load-direction both: a udp:// load is one flow, up or down (a down flow is \
+                 pulled by requests that go up, which a full up direction would drop); load \
+                 both ways with tcp://"
             ))
         }
         (Some(d), _) => {

@@ -207,7 +207,7 @@ fn bad_input_exits_2_naming_the_flag() {
         (vec!["tcp://127.0.0.1:9", "--streams", "0"], "--streams"),
         (vec!["tcp://127.0.0.1:9", "--streams", "1025"], "--streams"),
         (vec!["udp://127.0.0.1:9", "--rate", "lots"], "--rate"),
-        // UDP runs one flow: up or down (down was refused before UDP down existed).
+        // UDP runs one way at a time: a down flow is pulled by requests that go up.
         (
             vec![
                 "udp://127.0.0.1:9",
