@@ -145,8 +145,8 @@ pub(crate) fn run(
 
 /// The UDP flow's socket, both ways: connected to the first address (through `--via`: to the
 /// SOCKS5 relay of an association for it), its buffers raised to `buffers` bytes, keyed by the
-/// `--token` handshake when there is one (through the relay too), then non-blocking; with the flow's
-/// rate and size.
+/// `--token` handshake when there is one (through the relay too), then non-blocking; with the
+/// flow's rate and size.
 pub(crate) fn open(
     cfg: &Config,
     addrs: &[SocketAddr],

@@ -1,6 +1,7 @@
-//! `--token`, blocking (the probe, ping's UDP): drives the keyed handshake ([`npt_wire::auth::ClientHandshake`])
-//! over a blocking std socket (UDP: directly or through a SOCKS5 relay) before a flow starts, and returns the session key its frames
-//! are sealed with. Bounded by [`HANDSHAKE_TIMEOUT`]; UDP repeats lost messages.
+//! `--token`, blocking (the probe, ping's UDP, bulk's UDP): drives the keyed handshake
+//! ([`npt_wire::auth::ClientHandshake`]) over a blocking std socket (UDP: directly or through a
+//! SOCKS5 relay) before a flow starts, and returns the session key its frames are sealed with.
+//! Bounded by [`HANDSHAKE_TIMEOUT`]; UDP repeats lost messages.
 
 use std::io::{self, Read, Write};
 use std::net::UdpSocket;

@@ -1,15 +1,54 @@
-//! `--token` for the probe's UDP flows: each flow's socket does the keyed handshake
-//! ([`npt_client::auth::udp`]) before the schedule starts, so a failed handshake fails the probe
-//! before anything is measured. TCP flows do theirs as they connect (`driver::tcp`).
+//! The probe's UDP flows that need work before the schedule starts: `--token`'s keyed handshake
+//! on each flow's socket ([`npt_client::auth::udp`]), and through `--via` each flow's SOCKS5 UDP
+//! association (and its handshake behind the relay's header,
+//! [`npt_client::auth::udp_relayed`]) — so a failed handshake fails the probe before anything
+//! is measured, and nothing has started that would have to be stopped. TCP flows do theirs as
+//! they connect (`driver::tcp`).
 
 use std::io;
 use std::net::UdpSocket;
+use std::time::Duration;
 
-use npt_client::auth::{udp, HANDSHAKE_TIMEOUT};
+use npt_client::auth::{udp, udp_relayed, HANDSHAKE_TIMEOUT};
+use npt_proxy::udp_flow::SocksUdp;
+use npt_proxy::{Phases, ProxyError};
 use npt_wire::auth::SessionKey;
 
-/// `--token` over UDP, direct (through `--via` the runner does each flow's handshake once its
-/// relay is open, [`npt_client::auth::udp_relayed`]): every flow's socket and handshake, before the
+/// How long a flow's SOCKS5 association may take.
+const ASSOCIATE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A flow through `--via`: its socket (connected to the relay), the association, how long the
+/// proxy took, and the session key with `--token`; or why the proxy refused it (that flow only
+/// reports the error, the others run).
+pub type Relayed = Result<(UdpSocket, SocksUdp, Phases, Option<SessionKey>), ProxyError>;
+
+/// UDP through `--via`: every flow's association and (with `--token`) handshake, before the
+/// schedule starts, indexed by client. Empty without `--via` or over TCP.
+pub fn relayed_flows(cfg: &super::runner::ProbeConfig) -> io::Result<Vec<Option<Relayed>>> {
+    let mut out = Vec::new();
+    let Some(via) = &cfg.via else {
+        return Ok(out);
+    };
+    if cfg.proto != super::runner::Proto::Udp {
+        return Ok(out);
+    }
+    for _ in 0..cfg.clients {
+        let flow = match super::driver::socks_udp(via, &cfg.target, cfg.addr, ASSOCIATE_TIMEOUT) {
+            Ok((sock, relay, phases)) => {
+                let key = match &cfg.token {
+                    Some(secret) => Some(udp_relayed(&sock, &relay, secret, HANDSHAKE_TIMEOUT)?),
+                    None => None,
+                };
+                Ok((sock, relay, phases, key))
+            }
+            Err(e) => Err(e),
+        };
+        out.push(Some(flow));
+    }
+    Ok(out)
+}
+
+/// `--token` over UDP, direct (no `--via`): every flow's socket and handshake, before the
 /// schedule starts, indexed by client (a failed handshake fails the probe: nothing could be
 /// measured through it). Empty without a token.
 pub fn udp_flows(

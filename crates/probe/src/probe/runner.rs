@@ -214,6 +214,7 @@ pub fn run(
 ) -> std::io::Result<Finished<ProbeBody>> {
     npt_netio::raise_nofile_limit();
     let mut udp_auth = super::auth::udp_flows(cfg)?;
+    let mut relayed = super::auth::relayed_flows(cfg)?;
     let started_wall = SystemTime::now();
     let clock = Clock::new();
     let start = clock.now();
@@ -262,24 +263,14 @@ pub fn run(
                             socks.push((i, sock, Session::new(SessionConfig { auth, ..sc }), None));
                         }
                         Some(via) => {
-                            let timeout = Duration::from_secs(5);
-                            match driver::socks_udp(via, &cfg.target, cfg.addr, timeout) {
-                                Ok((sock, relay, phases)) => {
+                            match relayed.get_mut(i).and_then(Option::take) {
+                                Some(Ok((sock, relay, phases, auth))) => {
                                     proxy_phases.push(phases);
-                                    // As direct: a failed handshake fails the probe.
-                                    let auth = match &cfg.token {
-                                        Some(secret) => Some(npt_client::auth::udp_relayed(
-                                            &sock,
-                                            &relay,
-                                            secret,
-                                            npt_client::auth::HANDSHAKE_TIMEOUT,
-                                        )?),
-                                        None => None,
-                                    };
                                     let sc = SessionConfig { auth, ..sc };
                                     socks.push((i, sock, Session::new(sc), Some(relay)));
                                 }
-                                Err(e) => {
+                                None => {}
+                                Some(Err(e)) => {
                                     // This flow cannot send at all: a classified error in
                                     // the report, and the other flows still run.
                                     let mut t = Totals::default();
