@@ -69,7 +69,7 @@ impl Lab {
         let t0 = Instant::now();
         let mut g = Guard(
             npt()
-                .args(self.probe_args(&j, &TCP_LOAD))
+                .args(self.probe_args(&j, &[TARGET], &TCP_LOAD))
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -101,8 +101,13 @@ impl Lab {
     /// A 50 pps UDP probe on the client node under the load `load` (the `--under-load` URL
     /// and the load flags); the document (schema-checked).
     fn probe_under(&self, dir: &Path, load: &[&str]) -> serde_json::Value {
+        self.probe_with(dir, &[TARGET], load)
+    }
+
+    /// As [`Lab::probe_under`], the probe's target and flags `probe` in place of [`TARGET`].
+    fn probe_with(&self, dir: &Path, probe: &[&str], load: &[&str]) -> serde_json::Value {
         let j = dir.join(format!("{}.json", self.0.name()));
-        let out = run(&self.probe_args(&j, load), Duration::from_secs(120));
+        let out = run(&self.probe_args(&j, probe, load), Duration::from_secs(120));
         assert!(
             out.status.success(),
             "{}",
@@ -113,22 +118,11 @@ impl Lab {
         doc
     }
 
-    /// `npt lab exec … npt probe`: a 50 pps UDP probe under `load`, its JSON to `j`.
-    fn probe_args<'a>(&'a self, j: &'a Path, load: &[&'a str]) -> Vec<&'a str> {
-        let mut args = vec![
-            "lab",
-            "exec",
-            self.0.name(),
-            "client",
-            "--",
-            "npt",
-            "probe",
-            "udp://10.0.1.2:7777",
-            "--pps",
-            "50",
-            "-q",
-            "--under-load",
-        ];
+    /// `npt lab exec … npt probe PROBE`: a 50 pps UDP probe under `load`, its JSON to `j`.
+    fn probe_args<'a>(&'a self, j: &'a Path, probe: &[&'a str], load: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["lab", "exec", self.0.name(), "client", "--", "npt", "probe"];
+        args.extend_from_slice(probe);
+        args.extend_from_slice(&["--pps", "50", "-q", "--under-load"]);
         args.extend_from_slice(load);
         args.extend_from_slice(&["--json", j.to_str().unwrap()]);
         args
@@ -154,6 +148,9 @@ impl Lab {
         npt_stats::Histogram::from_serialized(&h).unwrap()
     }
 }
+
+/// The probe's target: `npt serve` across the bottleneck.
+const TARGET: &str = "udp://10.0.1.2:7777";
 
 /// 4 CUBIC streams up: 2 s idle, 8 s loaded, 3 s recovery.
 const TCP_LOAD: [&str; 13] = [
@@ -439,48 +436,28 @@ ready = "tcp://10.0.1.2:1080"
         conf.display()
     );
     let lab = Lab(lab::Lab::up(dir.path(), name, &topology));
-    let j = dir.path().join("socks.json");
-    let out = run(
-        &[
-            "lab",
-            "exec",
-            name,
-            "client",
-            "--",
-            "npt",
-            "probe",
-            "udp://10.0.2.2:7777",
-            "--pps",
-            "50",
-            "-q",
-            "--via",
-            "socks5://10.0.1.2:1080",
-            "--token",
-            "lab-s",
-            "--under-load",
-            "udp://10.0.2.2:7777",
-            "--load-rate",
-            "20mbit",
-            "--load-size",
-            "1462",
-            "--load-idle",
-            "2s",
-            "--load-duration",
-            "6s",
-            "--load-recovery",
-            "2s",
-            "--json",
-            j.to_str().unwrap(),
-        ],
-        Duration::from_secs(120),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = json(&j);
-    assert_valid(&doc, "probe");
+    let target = "udp://10.0.2.2:7777";
+    let probe = [
+        target,
+        "--via",
+        "socks5://10.0.1.2:1080",
+        "--token",
+        "lab-s",
+    ];
+    let load = [
+        target,
+        "--load-rate",
+        "20mbit",
+        "--load-size",
+        "1462",
+        "--load-idle",
+        "2s",
+        "--load-duration",
+        "6s",
+        "--load-recovery",
+        "2s",
+    ];
+    let doc = lab.probe_with(dir.path(), &probe, &load);
     let drops = lab.queue_drops("client", "relay");
     drop(lab);
     assert_eq!(doc["under_load"]["load"]["via"], "socks5://10.0.1.2:1080");
