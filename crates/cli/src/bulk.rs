@@ -205,13 +205,8 @@ pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
-    if let (Some(via), Some(u)) = (&cfg.via, cfg.udp) {
-        let host = &cfg.target.host;
-        let addr = crate::via::ip_or_v4(host);
-        o.notices.extend(crate::via::fragment_notice(
-            "--size", via, addr, host, u.size,
-        ));
-    }
+    o.notices
+        .extend(crate::via::bulk_fragment_notice("--size", &cfg));
     o.labels = vec![
         ("protocol", cfg.target.proto.name().to_string()),
         ("target", cfg.target.to_string()),

@@ -295,7 +295,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         notices.extend(crate::via::fragment_notice("--size", v, addr, &host, size));
     }
     if let Some(plan) = &under_load {
-        notices.extend(crate::under_load::fragment_notice(plan));
+        notices.extend(crate::via::bulk_fragment_notice("--load-size", &plan.bulk));
     }
     let cfg = ProbeConfig {
         proto,

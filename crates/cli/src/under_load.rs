@@ -232,20 +232,6 @@ fn check_congestion(cc: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A udp:// load through a SOCKS5 relay whose datagrams outgrow a 1,500-byte packet
-/// ([`crate::via::fragment_notice`]). The target counts as IPv4 unless it is an IPv6 address.
-pub fn fragment_notice(plan: &LoadPlan) -> Option<String> {
-    let (b, udp) = (&plan.bulk, plan.bulk.udp?);
-    let via = b.via.as_ref()?;
-    crate::via::fragment_notice(
-        "--load-size",
-        via,
-        crate::via::ip_or_v4(&b.target.host),
-        &b.target.host,
-        udp.size,
-    )
-}
-
 /// A tcp:// load target without a proxy must accept a connection now; one that refuses or
 /// does not resolve is a usage error naming `--under-load`. (Through `--via`, or over QUIC,
 /// the streams' own errors are counted in `under_load.load_errors` instead.)

@@ -77,13 +77,17 @@ pub fn fragment_notice(
     })
 }
 
-/// `host` as an address, or an IPv4 placeholder for a name (bulk resolves it before the relay
-/// sees it, so the relay's header carries an address).
-pub fn ip_or_v4(host: &str) -> std::net::SocketAddr {
+/// [`fragment_notice`] for a UDP bulk (`npt bulk`'s flow, `flag` `--size`; a UDP load,
+/// `--load-size`) through a SOCKS5 relay; `None` for streams or without `--via`. Bulk resolves
+/// a name before the relay sees it, so the header carries an address: IPv4 unless the target
+/// is written as an IPv6 one.
+pub fn bulk_fragment_notice(flag: &str, cfg: &npt_bulk::Config) -> Option<String> {
+    let (via, udp) = (cfg.via.as_ref()?, cfg.udp?);
+    let host = &cfg.target.host;
     let ip = host
         .parse::<std::net::IpAddr>()
         .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::BROADCAST));
-    (ip, 0).into()
+    fragment_notice(flag, via, (ip, 0).into(), host, udp.size)
 }
 
 #[cfg(test)]

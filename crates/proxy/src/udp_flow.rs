@@ -4,7 +4,7 @@
 //! each reply. The association lasts while the control connection is open, so the flow keeps
 //! it for its life.
 
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use crate::connect::{target_for, udp_associate, Phases};
@@ -75,11 +75,12 @@ impl SocksUdp {
 /// 22 for IPv6, 7 + the name's length for a name the proxy resolves — `addr` and `host` as
 /// [`SocksUdp::open`] gets them (an unspecified `addr`: the proxy resolves `host`).
 pub fn header_len(addr: SocketAddr, host: &str) -> usize {
-    match addr.ip() {
-        ip if ip.is_unspecified() => 7 + host.len(),
-        IpAddr::V4(_) => 10,
-        IpAddr::V6(_) => 22,
-    }
+    let t = if addr.ip().is_unspecified() {
+        Target::Name(host.to_string(), addr.port())
+    } else {
+        Target::Addr(addr)
+    };
+    3 + t.encoded_len()
 }
 
 /// `host:port` / `[v6]:port` as the user wrote it → host and port (`addr`'s when there is none).
