@@ -211,7 +211,7 @@ _npt() {
                     return 0
                     ;;
                 --direction)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "up down both" -- "${cur}"))
                     return 0
                     ;;
                 --duration)
@@ -1319,7 +1319,7 @@ _npt() {
                     return 0
                     ;;
                 --load-direction)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "up down both" -- "${cur}"))
                     return 0
                     ;;
                 --load-rate)

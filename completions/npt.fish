@@ -95,7 +95,9 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l via -d 'Go through a p
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l under-load -d 'Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT, or UDP at --load-rate to udp://HOST:PORT (`npt serve`; may be the probe\'s own target) in a loaded phase between an idle and a recovery phase, and report the RTT of each phase, the increase under load and the responsiveness (RPM)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-streams -d 'Load streams each way, 1 to 1024 [default: 4]' -r
-complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down; a udp:// load: up, or down (npt serve sends UDP down only to --token sessions and loopback)]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down; a udp:// load: up, or down (npt serve sends UDP down only to --token sessions and loopback)]' -r -f -a "up\t''
+down\t''
+both\t''"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-rate -d 'udp:// load (required for it): its rate, bits/s of datagrams, e.g. 20mbit (IP and UDP headers not counted)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-size -d 'udp:// load: datagram size in bytes, IP and UDP headers not counted [default: 1200]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-duration -d 'Length of the loaded phase [default: 10s]' -r
@@ -202,7 +204,9 @@ complete -c npt -n "__fish_npt_using_subcommand ping" -l insecure -d 'QUIC: acce
 complete -c npt -n "__fish_npt_using_subcommand ping" -s q -l quiet -d 'Only the summary, no per-attempt lines'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s P -l streams -d 'Streams each way (TCP connections or QUIC streams), 1 to 1024' -r
-complete -c npt -n "__fish_npt_using_subcommand bulk" -l direction -d 'down (the server sends), up (this host sends) or both; UDP: up or down (down needs --token, or a server on loopback)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l direction -d 'down (the server sends), up (this host sends) or both; UDP: up or down (down needs --token, or a server on loopback)' -r -f -a "up\t''
+down\t''
+both\t''"
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s t -l duration -d 'How long to measure (e.g. 10s, 1m)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s i -l interval -d 'Length of one interval line and record' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l rate -d 'UDP: the rate to send at, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit)' -r

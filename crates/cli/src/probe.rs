@@ -50,7 +50,7 @@ pub struct ProbeArgs {
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
     /// Packets per second, whole run (rate mode) [default: 100].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub pps: Option<f64>,
     /// Wait after each send (interval mode) [default: 10ms].
     #[arg(long, value_parser = parse_duration)]
