@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use npt_netio::{rxtime, MsgBatch};
 use npt_wire::auth::{self, ServerAuth, Sessions};
-use npt_wire::frame::status;
+use npt_wire::frame::{status, Header};
 
 use crate::bulk_udp::{Flows, MAX_FLOWS};
 use crate::limiter::{Limiter, Verdict};
@@ -134,8 +134,14 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 Verdict::Allow => {}
                 Verdict::PacketLimit | Verdict::ByteLimit => {
                     t.refused_rate += 1;
-                    if reflector.refuse(&mut batch, i, status::BUDGET, now, peer) {
-                        send_idx.push(i);
+                    // Counted in its flow (bulk or reflect), and perhaps noticed.
+                    if let Ok(h) = Header::decode(batch.data(i)) {
+                        if answer::refused_bulk(&h, batch.data(i), &mut flows, now, peer, &mut t) {
+                            continue;
+                        }
+                        if reflector.refuse(&mut batch, i, &h, status::BUDGET, now, peer) {
+                            send_idx.push(i);
+                        }
                     }
                     continue;
                 }
