@@ -73,8 +73,15 @@ impl MsgBatch {
     /// Also collects each datagram's kernel receive time ([`MsgBatch::rx_time_ns`]), for a
     /// socket that has [`rxtime::enable`] on.
     pub fn with_rx_times(mut self) -> MsgBatch {
-        self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+        self.collect_rx_times();
         self
+    }
+
+    /// [`MsgBatch::with_rx_times`] on a batch already in use (from the next `recv` on).
+    pub fn collect_rx_times(&mut self) {
+        if self.ctrl.is_empty() {
+            self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+        }
     }
 
     /// When the kernel received datagram `i` (ns since the Unix epoch, its wall clock), if the

@@ -263,6 +263,8 @@ fn run_udp(
                 // Cannot fail: `out` holds at least a header.
                 let _ = k.seal(Dir::ToServer, &mut out);
             }
+            // A query only once the last attempt had its chance to be answered or noticed.
+            next_query = now + QUERY_EVERY_NS;
             if let Err(e) = sock.send(&out) {
                 if let Some(ev) =
                     session.on_error(seq, classify_io(&e), format!("{}: {e}", addrs[cur]))
