@@ -17,22 +17,27 @@ use std::time::{Duration, Instant};
 use common::{assert_valid, json, run, u};
 use npt_wire::frame::{Header, Kind};
 use npt_wire::reflect::{self, REFLECT};
-use serve_util::{logged, serve, until, Served};
+use serve_util::{exit_summary, logged, serve, Served};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// Stops the server with SIGINT and returns its exit summary's `udp refused: rate` count.
 fn refused_at_exit(s: &Served) -> u64 {
-    // SAFETY: a signal to our own child.
-    unsafe { libc::kill(s.pid(), libc::SIGINT) };
-    let exit = |e: &str| {
-        e.lines()
-            .find(|l| l.contains("stopping;"))
-            .map(str::to_string)
-    };
-    assert!(until(Duration::from_secs(10), || exit(&s.stderr()).is_some()).is_some());
-    let line = exit(&s.stderr()).unwrap();
-    logged(&line, "udp refused:", "rate")
+    logged(&exit_summary(s), "udp refused:", "rate")
+}
+
+/// Runs `npt ARGS --json FILE` (bounded), the document checked against `kind`'s schema; the
+/// output (text on stdout and stderr) and the document.
+fn npt_json(args: &[&str], kind: &str) -> (std::process::Output, String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut all = args.to_vec();
+    all.extend(["--json", out.to_str().unwrap()]);
+    let o = run(&all, LIMIT);
+    let doc = json(&out);
+    assert_valid(&doc, kind);
+    let t = text(&o);
+    (o, t, doc)
 }
 
 fn text(o: &std::process::Output) -> String {
@@ -119,24 +124,8 @@ fn a_reflect_flow_at_1000_pps_reads_refused_not_lost() {
 #[test]
 fn bulk_udp_at_20_mbit_reads_refused_not_lost() {
     let s = serve(1024, &["--limit-local"]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("b.json");
     let target = format!("udp://{}", s.tcp);
-    let o = run(
-        &[
-            "bulk",
-            &target,
-            "--rate",
-            "20mbit",
-            "-t",
-            "2s",
-            "--json",
-            out.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
-    let doc = json(&out);
-    assert_valid(&doc, "bulk");
+    let (_, t, doc) = npt_json(&["bulk", &target, "--rate", "20mbit", "-t", "2s"], "bulk");
     let udp = &doc["summary"]["udp"];
     let refused = u(&doc, "/summary/udp/refused_by_server");
     assert_eq!(u(&doc, "/summary/udp/lost"), 0, "path loss: {udp}");
@@ -147,7 +136,6 @@ fn bulk_udp_at_20_mbit_reads_refused_not_lost() {
         "{udp}"
     );
     assert!(refused > u(&doc, "/summary/udp/sent") / 2, "{udp}");
-    let t = text(&o);
     let line = t
         .lines()
         .find(|l| l.starts_with("refused "))
@@ -165,25 +153,9 @@ fn bulk_udp_at_20_mbit_reads_refused_not_lost() {
 #[test]
 fn ping_udp_reads_refused_not_lost() {
     let s = serve(1024, &["--source-pps", "50"]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("p.json");
     let target = format!("udp://{}", s.tcp);
-    let o = run(
-        &[
-            "ping",
-            &target,
-            "-c",
-            "400",
-            "-i",
-            "5ms",
-            "-q",
-            "--json",
-            out.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
-    let doc = json(&out);
-    assert_valid(&doc, "ping");
+    let args = ["ping", &target, "-c", "400", "-i", "5ms", "-q"];
+    let (_, t, doc) = npt_json(&args, "ping");
     let sm = &doc["summary"];
     let refused = u(&doc, "/summary/refused_by_server");
     assert_eq!(
@@ -197,7 +169,6 @@ fn ping_udp_reads_refused_not_lost() {
         doc["errors"]["total_errors"], 0,
         "a refusal is not an error"
     );
-    let t = text(&o);
     assert!(
         t.contains(&format!("refused    {refused} attempts by the server")),
         "{t}"
@@ -215,24 +186,8 @@ fn ping_udp_reads_refused_not_lost() {
 #[test]
 fn ping_without_the_token_is_told_so() {
     let s = serve(1024, &["--token", "s3cret"]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("p.json");
     let target = format!("udp://{}", s.tcp);
-    let o = run(
-        &[
-            "ping",
-            &target,
-            "-c",
-            "3",
-            "-i",
-            "50ms",
-            "--json",
-            out.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
-    let doc = json(&out);
-    let t = text(&o);
+    let (o, t, doc) = npt_json(&["ping", &target, "-c", "3", "-i", "50ms"], "ping");
     assert_eq!(u(&doc, "/summary/refused_by_server"), 3, "{t}");
     assert_eq!(u(&doc, "/summary/lost"), 0);
     assert!(
