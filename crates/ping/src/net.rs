@@ -16,7 +16,7 @@ use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::raw::{RawStamp, RAW_HEADER_LEN};
 
 use crate::session::{Event, Session, Tally};
-use crate::{Config, PingError, Proto, Target};
+use crate::{echo, Config, PingError, Proto, Target};
 
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -46,6 +46,7 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
         };
         let addrs = proxy.resolve()?;
         let (host, port) = (cfg.target.host.clone(), cfg.target.port);
+        let flow = flow_id();
         let stopped_by = run_blocking(
             &mut session,
             addrs.get(..1).unwrap_or_default(),
@@ -53,9 +54,12 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
             clock,
             stop,
             on,
-            |_, t| {
+            |a, seq, t| {
+                if cfg.echo {
+                    return echo::attempt(cfg, a, flow, seq, now_ns(clock), t).map(Some);
+                }
                 npt_proxy::tcp_connect(via, &host, port, t)
-                    .map(drop)
+                    .map(|_| None)
                     .map_err(|e| (e.kind(), format!("via {via}: {e}")))
             },
         )?;
@@ -66,16 +70,20 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
         });
     }
     let addrs = cfg.target.resolve()?;
+    let flow = flow_id();
     let stopped_by = match cfg.target.proto {
-        Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, t| {
+        Proto::Tcp if cfg.echo => run_blocking(&mut session, &addrs, cfg, clock, stop, on, {
+            |a, seq, t| echo::attempt(cfg, a, flow, seq, now_ns(clock), t).map(Some)
+        })?,
+        Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
             TcpStream::connect_timeout(&a, t)
-                .map(drop)
+                .map(|_| None)
                 .map_err(|e| (classify_io(&e), format!("{a}: {e}")))
         })?,
         Proto::Quic => {
             let mut q = Quic::new(cfg)?;
-            let r = run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, t| {
-                q.attempt(a, t)
+            let r = run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
+                q.attempt(a, t).map(|()| None)
             });
             q.close();
             r?
@@ -118,8 +126,10 @@ fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReason> {
     }
 }
 
-/// One attempt at a time (TCP connect, QUIC handshake): `attempt(addr, time_left)` blocks.
-/// Each attempt tries the host's addresses in turn, starting with the one that answered last.
+/// One attempt at a time (TCP connect, QUIC handshake, `--echo`): `attempt(addr, seq,
+/// time_left)` blocks, and returns the connect part of an `--echo` attempt (recorded apart,
+/// beside the whole). Each attempt tries the host's addresses in turn, starting with the one
+/// that answered last.
 // NO-PANIC: `addrs` is checked non-empty on entry, and every index into it is taken
 // `% addrs.len()` (or is 0).
 #[allow(clippy::indexing_slicing)]
@@ -130,7 +140,7 @@ fn run_blocking(
     clock: Instant,
     stop: &Stop,
     on: OnEvent,
-    mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (ErrorKind, String)>,
+    mut attempt: impl FnMut(SocketAddr, u64, Duration) -> Result<Option<Duration>, (ErrorKind, String)>,
 ) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
         return Err(PingError::NoAddress(cfg.target.host.clone()));
@@ -152,7 +162,8 @@ fn run_blocking(
             on(ev, addrs[preferred]);
         }
         let started = Instant::now();
-        let mut result = Err((ErrorKind::Timeout, "no answer".to_string()));
+        let mut result: Result<Option<Duration>, _> =
+            Err((ErrorKind::Timeout, "no answer".to_string()));
         let mut used = preferred;
         for k in 0..addrs.len() {
             let Some(left) = cfg.timeout.checked_sub(started.elapsed()) else {
@@ -165,15 +176,21 @@ fn run_blocking(
             if k > 0 {
                 session.restart(seq, now_ns(clock));
             }
-            result = attempt(addrs[used], left);
+            result = attempt(addrs[used], seq, left);
             if result.is_ok() {
                 break;
             }
         }
         let ev = match result {
-            Ok(()) => {
+            Ok(connect) => {
                 preferred = used;
-                session.on_reply(seq, now_ns(clock))
+                let ev = session.on_reply(seq, now_ns(clock));
+                if let (Some(c), Some(Event::Reply { rtt_ns, .. })) = (connect, &ev) {
+                    let c = dur_ns(c).min(*rtt_ns);
+                    session.tally.connect.record(c);
+                    session.tally.echo.record(rtt_ns - c);
+                }
+                ev
             }
             Err((kind, detail)) => session.on_error(seq, kind, detail),
         };
@@ -458,6 +475,7 @@ mod tests {
             handshake: Default::default(),
             trust: Default::default(),
             via: None,
+            echo: false,
         }
     }
 
@@ -521,6 +539,7 @@ mod multi_address {
             handshake: Default::default(),
             trust: Default::default(),
             via: None,
+            echo: false,
         };
         let mut session = Session::new(cfg.count, 5_000_000, 1_000_000_000, 0);
         let mut seen = Vec::new();
@@ -532,10 +551,10 @@ mod multi_address {
             Instant::now(),
             &Stop::new(),
             &mut |ev, a| seen.push((ev.clone(), a)),
-            |a, t| {
+            |a, _, t| {
                 tries.push(a);
                 TcpStream::connect_timeout(&a, t)
-                    .map(drop)
+                    .map(|_| None)
                     .map_err(|e| (classify_io(&e), e.to_string()))
             },
         )
