@@ -280,5 +280,24 @@ mod tests {
         assert!(usage_msg(&["quic://127.0.0.1:7"]).contains("--insecure"));
         assert!(usage_msg(&["udp://127.0.0.1:7", "--size", "10"]).contains("--size"));
         assert!(usage_msg(&["127.0.0.1:7"]).contains("tcp://"));
+        assert!(usage_msg(&["udp://127.0.0.1:7", "--echo"]).contains("--echo"));
+        assert!(usage_msg(&["quic://127.0.0.1:7", "--echo", "--insecure"]).contains("--echo"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--echo", "-s", "47"]).contains("--size"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--token", "s"]).contains("--token"));
+    }
+
+    #[test]
+    fn echo_is_tcp_end_to_end_and_takes_a_size_and_a_token() {
+        let c = cfg(&["tcp://127.0.0.1:7", "--echo", "-s", "200", "--token", "s"]).unwrap();
+        assert!(c.echo);
+        assert_eq!((c.size, c.token.as_deref()), (200, Some("s")));
+        assert_eq!(c.answered_by(), "echo");
+        assert_eq!(
+            cfg(&["tcp://127.0.0.1:7"]).unwrap().answered_by(),
+            "first_listener"
+        );
+        let via = cfg(&["tcp://127.0.0.1:7", "--via", "socks5://127.0.0.1:1080"]).unwrap();
+        assert_eq!(via.answered_by(), "proxy");
+        assert!(what(&c).contains("one 200 B echo, end to end"));
     }
 }
