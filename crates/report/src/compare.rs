@@ -538,9 +538,9 @@ mod tests {
             "{text}"
         );
         // 2 and 3 ms read back within HDR's 0.1 %: +1.00 ms, about +50 %; one sample each,
-        // so no spread.
+        // so a spread of HDR's rounding only (the avg is exact, the p50 its bucket's top).
         assert!(
-            text.contains("+1.00 ±0.00 (+49.9%)") || text.contains("+1.00 ±0.00 (+50.0%)"),
+            text.contains("+1.00 ±<0.01 (+49.9%)") || text.contains("+1.00 ±<0.01 (+50.0%)"),
             "{text}"
         );
         assert!(text.contains(" baseline "), "{text}");

@@ -176,6 +176,9 @@ mod tests {
         assert!(close(of_runs(r(0.04, 0.06), r(0.17, 0.27)), 0.05));
         assert!(close(of_runs(r(1.0, 3.0), r(1.0, 1.5)), 1.0));
         assert!(close(in_quadrature([3.0, 4.0]), 5.0));
+        assert_eq!(super::super::render::plus_minus(0.004), "±<0.01");
+        assert_eq!(super::super::render::plus_minus(0.0), "±0.00");
+        assert_eq!(super::super::render::plus_minus(0.126), "±0.13");
         assert_eq!(in_quadrature([]), 0.0);
     }
 }

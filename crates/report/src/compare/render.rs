@@ -22,11 +22,21 @@ fn difference(
     let Some(m) = ms else {
         return "-".to_string();
     };
-    let pm = spread.map_or(String::new(), |s| format!(" ±{s:.2}"));
+    let pm = spread.map_or(String::new(), |s| format!(" {}", plus_minus(s)));
     match (noise, pct) {
-        (Some(true), _) => format!("within noise (±{:.2})", spread.unwrap_or(0.0)),
+        (Some(true), _) => format!("within noise ({})", plus_minus(spread.unwrap_or(0.0))),
         (_, Some(p)) => format!("{m:+.2}{pm} ({p:+.1}%)"),
         (_, None) => format!("{m:+.2}{pm}"),
+    }
+}
+
+/// A spread as the table prints it: `±0.12`, and `±<0.01` for one that two decimals would
+/// show as an exact `±0.00`.
+pub(super) fn plus_minus(s: f64) -> String {
+    if s > 0.0 && s < 0.005 {
+        "±<0.01".to_string()
+    } else {
+        format!("±{s:.2}")
     }
 }
 
@@ -213,7 +223,9 @@ fn footer(t: &Table) -> Vec<String> {
                 .hops
                 .iter()
                 .map(|h| {
-                    let pm = h.spread_ms.map_or(String::new(), |s| format!(" ±{s:.2}"));
+                    let pm = h
+                        .spread_ms
+                        .map_or(String::new(), |s| format!(" {}", plus_minus(s)));
                     match &h.from {
                         Some(from) => format!("{from} → {} {}{pm}", h.url, opt(h.avg_ms, 2)),
                         None => format!("{} {}{pm}", h.url, opt(h.avg_ms, 2)),
