@@ -63,7 +63,8 @@ pub fn write_ping(
             }
         }
     }
-    if let Some(n) = &b.note {
+    // What answered, where something did (nothing answering needs no caveat about whom).
+    if let Some(n) = b.note.as_ref().filter(|_| s.received > 0) {
         writeln!(out, "note: {n}")?;
     }
     Ok(())
