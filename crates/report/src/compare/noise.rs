@@ -6,11 +6,12 @@
 //!   - over several runs (`--runs N`): half the range of its runs' p50s or of its runs' avgs,
 //!     whichever is wider — how far apart repeated runs of the same path landed;
 //!   - over one run: half the p10–p90 range of its latencies (the middle 80 %, as `npt
-//!     trace`'s spread) — the path's own variation from one request to the next — or, when a
-//!     few slow samples pulled the avg further than that from the p50, that distance: an avg
-//!     that one outlier moved by 2 ms is no surer than 2 ms (both figures are in the table).
-//!     A result without a usable histogram gives half its min–p90 range instead of the
-//!     p10–p90 one (wider, so it never turns noise into a finding).
+//!     trace`'s spread) — the path's own variation from one request to the next — or twice the
+//!     avg's standard error (2 · stddev / √count, the avg's ~95 % interval) where that is
+//!     larger: an avg of ten pings that one stall moved by 2 ms is no surer than that, while
+//!     the avg of thousands of echoes on a lossy link, raised by its retransmission tail, is
+//!     known well (the tail is the finding, not noise). A result without a usable histogram gives half its min–p90 range instead of
+//!     the p10–p90 one (wider, so it never turns noise into a finding).
 //! * **A theoretical latency**'s spread: a pinged or measured hop has the one-run spread of its
 //!   RTTs, a sum of hops their spreads in quadrature, a typed figure none.
 //! * **A difference** of two independently measured figures has their spreads in quadrature
@@ -36,9 +37,9 @@ pub mod from {
     pub const RUNS: &str = "runs";
     /// One run: half the p10–p90 range of its latencies.
     pub const P10_P90: &str = "p10-p90";
-    /// One run whose avg is further from its p50 than half its p10–p90 (or min–p90) range:
-    /// that distance.
-    pub const AVG_P50: &str = "avg-p50";
+    /// One run whose avg's ~95 % interval, twice its standard error (2 · stddev / √count), is
+    /// wider than half its p10–p90 (or min–p90) range: that interval.
+    pub const SEM2: &str = "2sem";
     /// One run without a usable histogram: half the min–p90 range.
     pub const MIN_P90: &str = "min-p90";
 }
@@ -77,8 +78,8 @@ pub fn in_quadrature(spreads: impl IntoIterator<Item = f64>) -> f64 {
 }
 
 /// The spread of one run: half the p10–p90 range of `h` when it holds the run's samples
-/// (`summary.count` of them), else half the min–p90 range of `summary`; or the avg's distance
-/// from the p50 when that is wider. With where it came from ([`from`]).
+/// (`summary.count` of them), else half the min–p90 range of `summary`; or twice the avg's
+/// standard error when that is larger. With where it came from ([`from`]).
 pub fn of_one_run(h: &Histogram, summary: &Summary) -> (f64, &'static str) {
     let (middle, from) = if !h.is_empty() && h.count() == summary.count {
         let q = |x: f64| h.quantile_ns(x) as f64 / 1e6;
@@ -86,12 +87,20 @@ pub fn of_one_run(h: &Histogram, summary: &Summary) -> (f64, &'static str) {
     } else {
         ((summary.p90 - summary.min).max(0.0) / 2.0, from::MIN_P90)
     };
-    let pull = (summary.mean - summary.p50).abs();
-    if pull > middle {
-        (pull, from::AVG_P50)
+    let sem2 = 2.0 * standard_error(summary);
+    if sem2 > middle {
+        (sem2, from::SEM2)
     } else {
         (middle, from)
     }
+}
+
+/// The standard error of a summary's mean: stddev / √count (0 for fewer than two samples).
+pub fn standard_error(s: &Summary) -> f64 {
+    if s.count < 2 {
+        return 0.0;
+    }
+    s.stddev / (s.count as f64).sqrt()
 }
 
 /// The spread of several runs: the wider of half the range of their p50s and of their avgs.
@@ -159,8 +168,9 @@ mod tests {
         let (spread, src) = of_one_run(&Histogram::new(), &s);
         assert_eq!(src, from::MIN_P90);
         assert!((spread - (s.p90 - s.min) / 2.0).abs() < 1e-9);
-        // Ten pings of 0.15 ms and one of 20 ms: the middle is tight (±0.00) but the avg sits
-        // 1.8 ms above the p50; that is its spread.
+        // Ten pings of 0.15 ms and one of 20 ms: the middle is tight (±0.00), but one stall
+        // moved the avg by 1.8 ms and its standard error is 1.8 ms (stddev 6 ms over √11):
+        // the spread is twice that.
         let mut h = Histogram::new();
         for _ in 0..10 {
             h.record(150_000);
@@ -168,9 +178,42 @@ mod tests {
         h.record(20_000_000);
         let s = h.summary();
         let (spread, src) = of_one_run(&h, &s);
-        assert_eq!(src, from::AVG_P50);
-        assert!((spread - (s.mean - s.p50)).abs() < 1e-9);
-        assert!(spread > 1.7, "{spread}");
+        assert_eq!(src, from::SEM2);
+        assert!((spread - 2.0 * s.stddev / 11f64.sqrt()).abs() < 1e-9);
+        assert!((3.4..3.8).contains(&spread), "{spread}");
+        // A lossy link's echoes: 1,000 at 25 ms ± 1 and 1 % of them 230 ms later (a
+        // retransmission). The tail raises the avg by ~2.3 ms; over 1,000 samples that avg is
+        // known to ±1.45 ms (twice its standard error), so against the same path without loss
+        // (±1 ms) the tail is a finding, not noise.
+        let mut lossy = Histogram::new();
+        let mut clean = Histogram::new();
+        for i in 0..990u64 {
+            lossy.record(24_000_000 + (i % 3) * 1_000_000);
+        }
+        for _ in 0..10 {
+            lossy.record(255_000_000);
+        }
+        for i in 0..1000u64 {
+            clean.record(24_000_000 + (i % 3) * 1_000_000);
+        }
+        let (sl, sc) = (lossy.summary(), clean.summary());
+        let (spread, src) = of_one_run(&lossy, &sl);
+        assert_eq!(src, from::SEM2);
+        assert!((1.4..1.5).contains(&spread), "{spread}");
+        let (clean_spread, src) = of_one_run(&clean, &sc);
+        assert_eq!(src, from::P10_P90);
+        assert!((clean_spread - 1.0).abs() < 0.05, "{clean_spread}");
+        let d = difference((sl.mean, spread), (sc.mean, clean_spread));
+        assert!(!d.within_noise && d.ms > 2.2, "{d:?}");
+        assert!(close(d.pct.unwrap(), d.ms * 100.0 / sc.mean));
+        assert_eq!(
+            standard_error(&Summary {
+                count: 1,
+                stddev: 5.0,
+                ..sl
+            }),
+            0.0
+        );
         // Runs: p50 0.04..0.06 and avg 0.17..0.27 → the wider, ±0.05.
         let r = |min, max| Range { min, max };
         assert!(close(of_runs(r(0.04, 0.06), r(0.17, 0.27)), 0.05));

@@ -177,10 +177,10 @@ fn spread_line(t: &Table) -> Option<String> {
         .map(|f| match *f {
             noise::from::RUNS => "the wider of half its runs' p50 and avg ranges (several runs)",
             noise::from::MIN_P90 => {
-                "half its min–p90 range, or its avg's distance from its p50 where wider (one run \
-                 without a histogram)"
+                "half its min–p90 range, or twice its avg's standard error where larger (one \
+                 run without a histogram)"
             }
-            _ => "half its p10–p90 range, or its avg's distance from its p50 where wider (one run)",
+            _ => "half its p10–p90 range, or twice its avg's standard error where larger (one run)",
         })
         .collect();
     let says: Vec<&str> = says.into_iter().collect();
