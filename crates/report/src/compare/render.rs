@@ -164,6 +164,15 @@ pub const LEGEND: &str = "(latency in ms; overhead = avg − theoretical; vs bas
 
 /// What the rows' spreads are, as one line ([`super::noise`]).
 fn spread_line(t: &Table) -> Option<String> {
+    // Only where a difference is shown: a table without a baseline or theoretical latency
+    // compares nothing.
+    let compared = t
+        .scenarios
+        .iter()
+        .any(|r| r.overhead_ms.is_some() || r.vs_baseline_spread_ms.is_some());
+    if !compared {
+        return None;
+    }
     let froms: std::collections::BTreeSet<&str> = t
         .scenarios
         .iter()
