@@ -146,22 +146,13 @@ pub fn frame_size(cfg: &Config) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Target;
     use npt_wire::frame::{Kind, HEADER_LEN};
 
     fn cfg(port: u16) -> Config {
         Config {
-            target: Target::parse(&format!("tcp://127.0.0.1:{port}")).unwrap(),
-            count: Some(1),
-            interval: Duration::from_millis(10),
             timeout: Duration::from_secs(2),
-            size: 64,
-            raw: false,
-            token: None,
-            handshake: Default::default(),
-            trust: Default::default(),
-            via: None,
             echo: true,
+            ..Config::for_test(&format!("tcp://127.0.0.1:{port}"))
         }
     }
 

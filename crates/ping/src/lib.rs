@@ -96,6 +96,27 @@ impl Config {
     }
 }
 
+#[cfg(test)]
+impl Config {
+    /// A config for tests: `target`, one attempt every 10 ms, each given 1 s, 64 bytes, framed,
+    /// no token, proxy or `--echo`.
+    pub(crate) fn for_test(target: &str) -> Config {
+        Config {
+            target: Target::parse(target).unwrap(),
+            count: Some(1),
+            interval: Duration::from_millis(10),
+            timeout: Duration::from_secs(1),
+            size: 64,
+            raw: false,
+            token: None,
+            handshake: Default::default(),
+            trust: Default::default(),
+            via: None,
+            echo: false,
+        }
+    }
+}
+
 /// What answers an attempt over `proto`, through a proxy (`via`) or not, with `--echo` or not
 /// ([`npt_result::ping::answered_by`]).
 pub fn answered_by(proto: Proto, via: bool, echo: bool) -> &'static str {

@@ -465,17 +465,10 @@ mod tests {
 
     fn cfg(raw: bool) -> Config {
         Config {
-            target: Target::parse("udp://127.0.0.1:9").unwrap(),
-            count: Some(1),
-            interval: Duration::from_millis(10),
             timeout: Duration::from_millis(100),
-            size: 64,
             raw,
             token: Some("s3cret".into()),
-            handshake: Default::default(),
-            trust: Default::default(),
-            via: None,
-            echo: false,
+            ..Config::for_test("udp://127.0.0.1:9")
         }
     }
 
@@ -529,17 +522,9 @@ mod multi_address {
         let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let open_addr = open.local_addr().unwrap();
         let cfg = Config {
-            target: Target::parse(&format!("tcp://{open_addr}")).unwrap(),
             count: Some(3),
             interval: Duration::from_millis(5),
-            timeout: Duration::from_secs(1),
-            size: 64,
-            raw: false,
-            token: None,
-            handshake: Default::default(),
-            trust: Default::default(),
-            via: None,
-            echo: false,
+            ..Config::for_test(&format!("tcp://{open_addr}"))
         };
         let mut session = Session::new(cfg.count, 5_000_000, 1_000_000_000, 0);
         let mut seen = Vec::new();
