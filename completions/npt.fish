@@ -31,7 +31,7 @@ complete -c npt -n "__fish_npt_needs_command" -f -a "probe" -d 'Line quality: UD
 complete -c npt -n "__fish_npt_needs_command" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
 complete -c npt -n "__fish_npt_needs_command" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
 complete -c npt -n "__fish_npt_needs_command" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
-complete -c npt -n "__fish_npt_needs_command" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_needs_command" -f -a "ping" -d 'Hop RTT: TCP connect (or connect + one echo end to end, --echo), UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
 complete -c npt -n "__fish_npt_needs_command" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
 complete -c npt -n "__fish_npt_needs_command" -f -a "trace" -d 'A relay chain\'s waterfall: each segment\'s RTT measured from its upstream hop (via hop agents), their sum, the chain\'s own RTT, and the relays\' cost'
 complete -c npt -n "__fish_npt_needs_command" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
@@ -192,13 +192,14 @@ complete -c npt -n "__fish_npt_using_subcommand http" -s h -l help -d 'Print hel
 complete -c npt -n "__fish_npt_using_subcommand ping" -s c -l count -d 'Attempts to make; 0 = until Ctrl-C' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s i -l interval -d 'Time between attempts (e.g. 200ms, 1s)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s W -l timeout -d 'How long one attempt waits for its answer' -r
-complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48 framed, 24 raw)' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo, the TCP echo\'s size' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l token -d 'UDP framed: the secret of `npt serve --token`. With --from: the agent\'s secret' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l from -d 'Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on npt://HOST:PORT pings the target and sends the samples back (needs --token, the agent\'s secret). For the segments between relays that this host cannot see' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l echo -d 'tcp:// end to end: each attempt is a new connection and one framed echo on it against `npt serve`, connect and echo timed apart. A connect alone is answered by the first relay or forwarder, which accepts by itself even when nothing behind it answers'
 complete -c npt -n "__fish_npt_using_subcommand ping" -l raw -d 'UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`'
 complete -c npt -n "__fish_npt_using_subcommand ping" -l insecure -d 'QUIC: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s q -l quiet -d 'Only the summary, no per-attempt lines'
@@ -304,7 +305,7 @@ complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcom
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect (or connect + one echo end to end, --echo), UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "trace" -d 'A relay chain\'s waterfall: each segment\'s RTT measured from its upstream hop (via hop agents), their sum, the chain\'s own RTT, and the relays\' cost'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'

@@ -63,7 +63,8 @@ enum Command {
     /// Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual
     /// hosts, closed or open loop, cold start of a command.
     Http(http::HttpArgs),
-    /// Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style.
+    /// Hop RTT: TCP connect (or connect + one echo end to end, --echo), UDP echo (npt serve or
+    /// any echo) or QUIC handshake, ping-style.
     Ping(ping::PingArgs),
     /// Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with
     /// the kernel's retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter).
