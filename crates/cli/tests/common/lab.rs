@@ -24,6 +24,13 @@ pub fn skipped(test: &str) -> bool {
     true
 }
 
+/// Takes down what an earlier, interrupted run left of lab `name` (a test killed by its
+/// harness's time limit leaves namespaces behind, and the next `lab up` would refuse them).
+/// Lab names are unique per test, so this never touches another test's lab.
+pub fn down_stale(name: &str) {
+    let _ = run(&["lab", "down", name], Duration::from_secs(30));
+}
+
 /// A lab that is up, brought down when dropped.
 pub struct Lab {
     name: String,
@@ -33,6 +40,7 @@ impl Lab {
     /// Brings up the topology file `file`, whose lab is called `name`; panics with `npt lab
     /// up`'s stderr if it fails.
     pub fn up_file(file: &Path, name: &str) -> Lab {
+        down_stale(name);
         let out = run(
             &["lab", "up", file.to_str().expect("utf-8 path")],
             Duration::from_secs(90),
