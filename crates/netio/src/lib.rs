@@ -6,11 +6,12 @@
 //! threads over these few wrappers: batched receive/send ([`MsgBatch`]), a wait with a
 //! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
 //! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate),
-//! and a bulk reader's wake-up mark ([`lowat`]). Everything unsafe in npt's socket code is in
-//! this crate.
+//! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time of each datagram
+//! ([`rxtime`], `SO_TIMESTAMPNS`). Everything unsafe in npt's socket code is in this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod lowat;
+pub mod rxtime;
 pub mod tcpinfo;
 
 use std::io;
@@ -28,6 +29,11 @@ pub struct MsgBatch {
     addr_lens: Vec<libc::socklen_t>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
+    /// Control-message space, [`rxtime::CTRL_WORDS`] per slot (`u64`s: a `cmsghdr` needs
+    /// 8-byte alignment); empty unless [`MsgBatch::with_rx_times`].
+    ctrl: Vec<u64>,
+    /// The kernel's receive time of each received slot, ns since the Unix epoch (0: none).
+    rx_ns: Vec<u64>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -59,7 +65,22 @@ impl MsgBatch {
                 n
             ],
             hdrs: vec![unsafe { mem::zeroed() }; n],
+            ctrl: Vec::new(),
+            rx_ns: vec![0; n],
         }
+    }
+
+    /// Also collects each datagram's kernel receive time ([`MsgBatch::rx_time_ns`]), for a
+    /// socket that has [`rxtime::enable`] on.
+    pub fn with_rx_times(mut self) -> MsgBatch {
+        self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+        self
+    }
+
+    /// When the kernel received datagram `i` (ns since the Unix epoch, its wall clock), if the
+    /// batch collects receive times and the kernel gave one.
+    pub fn rx_time_ns(&self, i: usize) -> Option<u64> {
+        Some(self.rx_ns[i]).filter(|&t| t != 0)
     }
 
     pub fn capacity(&self) -> usize {
@@ -119,6 +140,13 @@ impl MsgBatch {
             let mut h: libc::msghdr = unsafe { mem::zeroed() };
             h.msg_iov = &mut self.iovs[k];
             h.msg_iovlen = 1;
+            if for_recv && !self.ctrl.is_empty() {
+                let w = rxtime::CTRL_WORDS;
+                h.msg_control = self.ctrl[i * w..(i + 1) * w].as_mut_ptr().cast();
+                #[allow(clippy::useless_conversion)] // a `socklen_t` on musl
+                let cl = (w * mem::size_of::<u64>()).try_into().unwrap_or_default();
+                h.msg_controllen = cl;
+            }
             if with_addr {
                 h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
                 h.msg_namelen = if for_recv {
@@ -160,6 +188,13 @@ impl MsgBatch {
             // exceed the buffer: clamp so `data(i)` stays inside it.
             self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.buf_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
+            self.rx_ns[i] = if self.ctrl.is_empty() {
+                0
+            } else {
+                // The header's control pointer still points into `ctrl` (not moved since
+                // `prepare`); the kernel set `msg_controllen` to what it wrote.
+                rxtime::from_control(&self.hdrs[i].msg_hdr)
+            };
         }
         Ok(n)
     }
