@@ -63,6 +63,8 @@ pub struct ProbeStats {
     pub rates: SendRates,
     /// Per direction, when the server told what it saw (histograms in `histograms`).
     pub directions: Option<DirStats>,
+    /// Why there is no per-direction figure (`raw`, `server`), when there is none.
+    pub round_trip_only: Option<String>,
     /// `rtt`, `rtt_corrected` (open loop), `ipdv`, and for TCP `connect`, `first_packet`.
     pub histograms: HistMap,
     /// RFC 3550 jitter of the flows, sample-weighted.
@@ -353,6 +355,9 @@ impl AddAssign<&ProbeStats> for ProbeStats {
             (a @ None, b) => *a = b.clone(),
             (Some(_), None) => {}
         }
+        if self.round_trip_only.is_none() {
+            self.round_trip_only = rhs.round_trip_only.clone();
+        }
         self.histograms += &rhs.histograms;
         self.jitter += &rhs.jitter;
         self.jitter_inexact |= rhs.jitter_inexact;
@@ -437,6 +442,7 @@ impl Stats for ProbeStats {
             stale: s.stale,
             bytes: s.bytes,
             directions: s.directions.as_ref().map(DirStats::from_block),
+            round_trip_only: s.round_trip_only.clone(),
             rates: SendRates {
                 pps: s.pps,
                 pps_received: s.pps_received,
@@ -497,6 +503,10 @@ impl Stats for ProbeStats {
                 .directions
                 .as_ref()
                 .map(|d| d.block(self.sent, self.refused, h)),
+            round_trip_only: self
+                .round_trip_only
+                .clone()
+                .filter(|_| self.directions.is_none()),
             pps: self.rates.pps,
             pps_received: self.rates.pps_received,
             send_duration_s: self.rates.send_duration_s,
