@@ -4,7 +4,9 @@
 //! [`REPORT_EVERY`] a `Bulk` frame in the same sequence asks the responder what arrived; its
 //! answer carries the counts, the one-way jitter and, by its round trip, the loaded path's RTT.
 //! After the stop the flow asks again until a report covers everything it sent (bounded), so
-//! datagrams in flight at the stop are not called lost. With `--via socks5://` the flow goes
+//! datagrams in flight at the stop are not called lost. The requests are long enough
+//! ([`bulk::REPLY_LEN_REFUSED`]) for the report to carry the datagrams the responder's budget
+//! refused, which are then never called lost either. With `--via socks5://` the flow goes
 //! through the proxy's UDP relay ([`crate::udp_sock`]).
 
 use npt_result::error::ErrorKind;
@@ -105,13 +107,20 @@ impl Flow<'_> {
             let Ok(r) = BulkReport::decode(b.get(HEADER_LEN..).unwrap_or_default()) else {
                 continue;
             };
-            self.publish(&r, sent, behind, self.now().saturating_sub(h.send_ts));
+            let refused = bulk::read_refused(&h, b);
+            self.publish(
+                &r,
+                refused,
+                sent,
+                behind,
+                self.now().saturating_sub(h.send_ts),
+            );
             last = Some(h.seq);
         }
         last
     }
 
-    fn publish(&self, r: &BulkReport, sent: u64, behind: u64, rtt_ns: u64) {
+    fn publish(&self, r: &BulkReport, refused: Option<u64>, sent: u64, behind: u64, rtt_ns: u64) {
         let st = self.st;
         st.bytes.store(r.bytes, Ordering::Relaxed);
         st.reported_ns.store(r.elapsed_ns, Ordering::Relaxed);
@@ -119,6 +128,7 @@ impl Flow<'_> {
             sent,
             received: r.datagrams,
             expected: r.expected,
+            refused,
             jitter_ns: r.jitter_ns,
             behind_schedule: behind,
         };
@@ -225,7 +235,8 @@ fn flow(
         seq: 0,
         t0,
         st,
-        buf: vec![0u8; size],
+        // Data datagrams of `size`, report requests of REPLY_LEN_REFUSED.
+        buf: vec![0u8; size.max(bulk::REPLY_LEN_REFUSED)],
         spec: BulkSpec {
             direction: Direction::Up,
             size: u32::try_from(size).unwrap_or(u32::MAX),
@@ -265,7 +276,7 @@ fn flow(
             // datagram would meet a full bottleneck queue exactly when that datagram took the
             // slot that just freed, every time (a phase lock).
             next_report += every + rand::random::<u64>() % gap;
-            f.send(Kind::Bulk, bulk::REPLY_LEN);
+            f.send(Kind::Bulk, bulk::REPLY_LEN_REFUSED);
             if first_answer.is_none()
                 && now > u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX)
             {
@@ -283,7 +294,7 @@ fn flow(
     let last_data = f.seq;
     let t = Instant::now();
     while t.elapsed() < FINAL_WAIT {
-        f.send(Kind::Bulk, bulk::REPLY_LEN);
+        f.send(Kind::Bulk, bulk::REPLY_LEN_REFUSED);
         let until = Instant::now() + FINAL_RETRY;
         while Instant::now() < until {
             if let Some(seq) = f.receive(f.seq, behind) {

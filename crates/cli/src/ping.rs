@@ -210,6 +210,10 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             }
             Event::Error { seq, kind, detail } => format!("seq={seq} {kind} ({detail})"),
             Event::Late { seq } => format!("seq={seq} late or duplicate reply from {addr}"),
+            Event::Refused { seq, why } => format!(
+                "seq={seq} refused by {addr}: {}",
+                npt_wire::frame::status::notice_text(*why)
+            ),
         };
         writable = writeln!(out, "{line}").and_then(|()| out.flush()).is_ok();
     });

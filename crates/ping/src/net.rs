@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::raw::{RawStamp, RAW_HEADER_LEN};
+use npt_wire::reflect;
 
 use crate::session::{Event, Session, Tally};
 use crate::{Config, PingError, Proto, Target};
@@ -212,6 +213,11 @@ fn run_udp(
     let mut cur = 0usize;
     let mut answered = false;
     let mut stopped_by = StopReason::Count;
+    // After the last attempt, while some still wait and the server has refused some: flow
+    // queries, so its final count settles attempts it refused without a notice (the notices
+    // are rate-limited).
+    let mut query = [0u8; reflect::FLOW_QUERY_LEN];
+    let (mut queries, mut next_query) = (0u64, 0u64);
     loop {
         if let Some(why) = check_stop(session, stop) {
             stopped_by = why;
@@ -257,6 +263,8 @@ fn run_udp(
                 // Cannot fail: `out` holds at least a header.
                 let _ = k.seal(Dir::ToServer, &mut out);
             }
+            // A query only once the last attempt had its chance to be answered or noticed.
+            next_query = now + QUERY_EVERY_NS;
             if let Err(e) = sock.send(&out) {
                 if let Some(ev) =
                     session.on_error(seq, classify_io(&e), format!("{}: {e}", addrs[cur]))
@@ -266,8 +274,23 @@ fn run_udp(
             }
             continue;
         }
+        let querying =
+            !cfg.raw && session.due().is_none() && session.waiting() && session.tally.refused > 0;
+        if querying && now >= next_query {
+            if reflect::write_query(&mut query, flow, queries, now).is_ok() {
+                if let Some(k) = key {
+                    let _ = k.seal(Dir::ToServer, &mut query);
+                }
+                // Lost or refused, it is asked again; never answered (an older server), the
+                // attempts time out as before.
+                let _ = sock.send(&query);
+            }
+            queries += 1;
+            next_query = now + QUERY_EVERY_NS;
+        }
         let wait = session
             .next_wake()
+            .map(|w| if querying { w.min(next_query) } else { w })
             .map_or(SLICE, |w| Duration::from_nanos(w.saturating_sub(now)))
             .clamp(Duration::from_micros(100), SLICE);
         sock.set_read_timeout(Some(wait))
@@ -276,10 +299,26 @@ fn run_udp(
             Ok(n) => {
                 let t = now_ns(clock);
                 let genuine = key.is_none_or(|k| k.open(Dir::ToClient, &inb[..n]).is_ok());
-                if let Some(seq) = decode(&inb[..n], cfg.raw, flow).filter(|_| genuine) {
+                if let Some(total) = flow_refused(&inb[..n], flow).filter(|_| genuine) {
+                    for ev in session.settle_refused_total(u64::MAX, total) {
+                        on(&ev, addrs[cur]);
+                    }
+                } else if let Some((seq, why, count)) = notice(&inb[..n], cfg.raw, flow) {
+                    // A refusal notice (unsealed: its tag is zeroed) answers the attempt.
+                    answered = true;
+                    for ev in session.on_notice(seq, why, count) {
+                        on(&ev, addrs[cur]);
+                    }
+                } else if let Some(seq) = decode(&inb[..n], cfg.raw, flow).filter(|_| genuine) {
                     if let Some(ev) = session.on_reply(seq, t) {
                         answered |= matches!(ev, Event::Reply { .. });
                         on(&ev, addrs[cur]);
+                    }
+                    // The server's refused count, in the reply's stamps.
+                    if let Some(c) = refused_count(&inb[..n]) {
+                        for ev in session.settle_refused(seq, c) {
+                            on(&ev, addrs[cur]);
+                        }
                     }
                 }
             }
@@ -343,7 +382,8 @@ pub fn encode(
     } else {
         Header {
             kind: Kind::Echo,
-            flags: 0,
+            // Ask npt serve what it saw: with it come refusal notices and the refused count.
+            flags: reflect::REFLECT,
             // Longer than `u32::MAX`: the server refuses the length (no such UDP datagram).
             frame_len: u32::try_from(buf.len()).unwrap_or(u32::MAX),
             reply_len: 0,
@@ -366,6 +406,35 @@ pub fn decode(buf: &[u8], raw: bool, flow: u32) -> Option<u64> {
         let h = Header::decode(buf).ok()?;
         (h.kind == Kind::EchoReply && h.flow == flow).then_some(h.seq)
     }
+}
+
+/// A refusal notice for an attempt of ours ([`reflect::read_notice`]): its sequence number,
+/// why (the notice's status) and the server's count of this flow's refusals, if it says.
+pub fn notice(buf: &[u8], raw: bool, flow: u32) -> Option<(u64, u32, Option<u32>)> {
+    if raw {
+        return None;
+    }
+    let h = Header::decode(buf).ok()?;
+    let n = reflect::read_notice(&h)?;
+    (h.kind == Kind::EchoReply && h.flow == flow).then_some((h.seq, n.status, n.refused))
+}
+
+/// How long the flow queries after the last attempt are apart.
+const QUERY_EVERY_NS: u64 = 100_000_000;
+
+/// The refused count of our flow's report ([`reflect::read_report`]).
+fn flow_refused(buf: &[u8], flow: u32) -> Option<u64> {
+    let h = Header::decode(buf).ok()?;
+    (h.flow == flow)
+        .then(|| reflect::read_report(&h, buf))
+        .flatten()
+        .map(|r| r.refused)
+}
+
+/// The refused count a reflected echo reply's stamps carry.
+fn refused_count(buf: &[u8]) -> Option<u32> {
+    let h = Header::decode(buf).ok()?;
+    reflect::read_reply(&h, buf)?.stamps.map(|s| s.refused)
 }
 
 /// QUIC handshakes on one endpoint per address family.

@@ -52,11 +52,18 @@ pub struct PingBody {
 pub struct PingSummary {
     pub sent: u64,
     pub received: u64,
+    /// Attempts without an answer that the server did not refuse: `sent − received −
+    /// refused_by_server`.
     pub lost: u64,
+    /// `lost ÷ (sent − refused_by_server)`, in %.
     #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
     /// Answers that came after their attempt had timed out, or twice.
     pub late: u64,
+    /// UDP against `npt serve`: attempts the server refused (its per-source budget, or a
+    /// `--token` it wants), from its refusal notices and counts — never counted as loss.
+    #[serde(default)]
+    pub refused_by_server: u64,
     pub min_ms: f64,
     pub avg_ms: f64,
     pub p50_ms: f64,

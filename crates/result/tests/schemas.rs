@@ -151,6 +151,7 @@ fn documents() -> Vec<(&'static str, Value)> {
                 lost: 1,
                 loss_pct: 25.0,
                 late: 0,
+                refused_by_server: 0,
                 min_ms: s.min,
                 avg_ms: s.mean,
                 p50_ms: s.p50,

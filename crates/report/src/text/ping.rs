@@ -26,11 +26,22 @@ pub fn write_ping(
         StopReason::Count => String::new(),
         why => format!(", stopped by {why}"),
     };
+    let refused = match s.refused_by_server {
+        0 => String::new(),
+        r => format!(", {r} refused"),
+    };
     writeln!(
         out,
-        "{} sent, {} received, {:.1}% loss, {} late, time {:.2} s{stopped}",
+        "{} sent, {} received{refused}, {:.1}% loss, {} late, time {:.2} s{stopped}",
         s.sent, s.received, s.loss_pct, s.late, took_s
     )?;
+    if s.refused_by_server > 0 {
+        writeln!(
+            out,
+            "{}",
+            super::refused_line(s.refused_by_server, "attempts")
+        )?;
+    }
     if s.received > 0 {
         writeln!(
             out,

@@ -33,14 +33,24 @@ pub struct PingStats {
     pub received: u64,
     /// Answers after their attempt had timed out, or twice.
     pub late: u64,
+    /// Attempts the server refused (its notices and counts): neither received nor lost.
+    #[serde(default)]
+    pub refused: u64,
     pub rtt: Histogram,
     pub errors: ErrorCounts,
 }
 
 impl PingStats {
-    /// Percentage of attempts without an answer (0 when nothing was sent).
+    /// Attempts without an answer that the server did not refuse: the path's loss.
+    pub fn lost(&self) -> u64 {
+        self.sent
+            .saturating_sub(self.received)
+            .saturating_sub(self.refused)
+    }
+
+    /// Percentage of the attempts the server took that got no answer (0 when nothing was sent).
     pub fn loss_pct(&self) -> f64 {
-        loss_pct(self.sent.saturating_sub(self.received), self.sent)
+        loss_pct(self.lost(), self.sent.saturating_sub(self.refused))
     }
 }
 
@@ -49,6 +59,7 @@ impl AddAssign<&PingStats> for PingStats {
         self.sent += rhs.sent;
         self.received += rhs.received;
         self.late += rhs.late;
+        self.refused += rhs.refused;
         self.rtt += &rhs.rtt;
         self.errors += &rhs.errors;
     }
@@ -67,6 +78,7 @@ impl Stats for PingStats {
             sent: b.summary.sent,
             received: b.summary.received,
             late: b.summary.late,
+            refused: b.summary.refused_by_server,
             rtt,
             errors: b.errors.by_kind.clone(),
         };
@@ -84,9 +96,10 @@ impl Stats for PingStats {
         let summary = PingSummary {
             sent: self.sent,
             received: self.received,
-            lost: self.sent.saturating_sub(self.received),
+            lost: self.lost(),
             loss_pct: self.loss_pct(),
             late: self.late,
+            refused_by_server: self.refused,
             min_ms: s.min,
             avg_ms: s.mean,
             p50_ms: s.p50,
