@@ -287,6 +287,14 @@ impl Subcommand for Config {
         npt_report::text::write_bulk(out, doc)
     }
 
+    fn refused(body: &BulkBody) -> u64 {
+        body.summary
+            .udp
+            .as_ref()
+            .and_then(|u| u.refused_by_server)
+            .unwrap_or(0)
+    }
+
     /// Nothing arrived (every stream failed): the summary says it, no message.
     fn failed(body: &BulkBody) -> Option<&'static str> {
         let s = &body.summary;

@@ -228,6 +228,10 @@ impl Subcommand for Ping<'_> {
     fn failed(body: &PingBody) -> Option<&'static str> {
         failed(body)
     }
+
+    fn refused(body: &PingBody) -> u64 {
+        body.summary.refused_by_server
+    }
 }
 
 #[cfg(test)]
