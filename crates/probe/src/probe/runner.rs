@@ -583,6 +583,9 @@ fn probe_stats(
             .by_reason()
             .map(|(k, n)| (k.to_string(), n))
             .collect(),
+        round_trip_only: directions
+            .is_none()
+            .then(|| if cfg.raw { "raw" } else { "server" }.to_string()),
         directions,
         late: t.late,
         duplicated: t.duplicated,
