@@ -201,3 +201,46 @@ fn through_a_socat_udp_relay_the_split_holds() {
         "owd up + down + dwell {sum} vs rtt {rtt}"
     );
 }
+
+/// `npt run`'s game drives the probe's session: a server whose per-source budget (10 packets
+/// a second, explicit so it applies on loopback) is below the game's tick refuses most of its
+/// packets, and the run counts them refused, not lost, with exit 3.
+#[test]
+fn the_run_game_counts_refusals_apart_from_loss() {
+    let s = serve(1024, &["--source-pps", "10"]);
+    let target = format!("tcp://{}", s.tcp);
+    let (code, text, d) = npt_json(
+        &[
+            "run",
+            &target,
+            "--users",
+            "2",
+            "-d",
+            "2s",
+            "--mix",
+            "game=1",
+            "--game-length",
+            "1s..1s",
+            "--tick",
+            "50..50",
+            "--seed",
+            "1",
+            "-q",
+        ],
+        "run",
+    );
+    let g = &d["activities"]["game"]["game"];
+    let refused = g["refused_by_server"].as_u64().unwrap();
+    assert_eq!(code, Some(3), "{text}");
+    assert!(refused > 0, "{g}");
+    assert_eq!(g["lost"], 0, "{g}");
+    assert_eq!(
+        g["received"].as_u64().unwrap() + refused,
+        g["sent"].as_u64().unwrap(),
+        "{g}"
+    );
+    assert!(
+        text.contains("refused") && text.contains("not path loss"),
+        "{text}"
+    );
+}
