@@ -8,7 +8,6 @@
 
 mod common;
 
-
 use common::lab::{self, Lab};
 use common::{f, u};
 

@@ -8,7 +8,6 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use npt_result::directions::FlowsSettled;
 use npt_result::interval::{Interval as Record, Intervals};
 use npt_result::probe::{hist, Directions, ProbeBody};
 use npt_result::stats::directions::DirStats;
@@ -560,7 +559,7 @@ fn probe_stats(
         t.send_lateness.summary(),
     );
     let d = &t.dir;
-    let directions = (d.flows > 0).then(|| {
+    let directions = (d.flows.reflected > 0).then(|| {
         for (name, h) in [
             (hist::DWELL, &d.dwell),
             (hist::IPDV_UP, &d.ipdv_up),
@@ -619,13 +618,7 @@ fn probe_stats(
 fn dir_stats(cfg: &ProbeConfig, d: &DirTotals) -> DirStats {
     let ms = |ns: i64| ns as f64 / 1e6;
     DirStats {
-        flows: FlowsSettled {
-            reflected: d.flows,
-            exact: d.exact,
-            no_report: d.no_report,
-            unknown_flow: d.unknown_flow,
-            disagree: d.disagree,
-        },
+        flows: d.flows,
         clock: cfg.clock.name().to_string(),
         counts: cfg.proto == Proto::Udp,
         lost_up: d.lost_up,

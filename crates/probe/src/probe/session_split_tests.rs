@@ -32,7 +32,7 @@ fn loss_up_only_reads_up_only_and_exactly() {
     assert_eq!((t.sent, t.received, t.lost, t.refused), (1000, 969, 31, 0));
     let d = &t.dir;
     assert_eq!((d.lost_up, d.lost_down, d.unplaced), (31, 0, 0));
-    assert_eq!((d.flows, d.exact), (1, 1));
+    assert_eq!((d.flows.reflected, d.flows.exact), (1, 1));
     assert_eq!(path.far.queries, 1, "one query, answered");
     for i in &iv {
         assert_eq!(
@@ -54,7 +54,7 @@ fn loss_both_ways_splits_exactly() {
     let t = s.totals();
     // 969 replies sent with receive counts 1..=969: 20 of them end in 7 mod 50.
     assert_eq!((t.dir.lost_up, t.dir.lost_down, t.lost), (31, 20, 51));
-    assert_eq!(t.dir.exact, 1);
+    assert_eq!(t.dir.flows.exact, 1);
     let placed: u64 = iv.iter().map(|i| i.lost_up + i.lost_down).sum();
     assert_eq!(placed, 51, "every loss placed in its interval");
     check_split(t, &iv);
@@ -84,7 +84,7 @@ fn without_the_report_the_tail_is_unplaced_and_the_split_inexact() {
     let (s, iv, end) = run(&mut path, far_cfg());
     let t = s.totals();
     assert_eq!((t.lost, t.dir.lost_up, t.dir.unplaced), (11, 1, 10));
-    assert_eq!((t.dir.exact, t.dir.no_report), (0, 1));
+    assert_eq!((t.dir.flows.exact, t.dir.flows.no_report), (0, 1));
     assert_eq!(path.far.queries, 5, "a bounded number of queries");
     // Last send at 999 ms, its loss timeout 1 s later, then at most one more for the queries.
     assert!(end <= 999 * MS + 2000 * MS, "ended at {end}");
@@ -98,7 +98,7 @@ fn a_lost_report_is_asked_again() {
     path.far.answers = Box::new(|n| n >= 2);
     let (s, _, _) = run(&mut path, far_cfg());
     assert_eq!(path.far.queries, 3);
-    assert_eq!((s.totals().dir.exact, s.totals().dir.lost_up), (1, 1));
+    assert_eq!((s.totals().dir.flows.exact, s.totals().dir.lost_up), (1, 1));
 }
 
 #[test]
@@ -110,7 +110,10 @@ fn refusals_are_not_path_loss_and_add_up_per_interval() {
     let t = s.totals();
     assert_eq!((t.received, t.lost, t.refused), (300, 0, 700));
     assert_eq!(t.dir.notices.budget, 70);
-    assert_eq!((t.dir.lost_up, t.dir.lost_down, t.dir.exact), (0, 0, 1));
+    assert_eq!(
+        (t.dir.lost_up, t.dir.lost_down, t.dir.flows.exact),
+        (0, 0, 1)
+    );
     assert!(iv.iter().all(|i| i.refused == 70 && i.lost == 0));
     check_split(t, &iv);
 }
@@ -133,7 +136,7 @@ fn refusals_and_loss_both_ways_together() {
     assert_eq!(t.refused, n_refused);
     assert_eq!((t.dir.lost_up, t.dir.lost_down), (31, down));
     assert_eq!(t.lost, 31 + down);
-    assert_eq!(t.dir.exact, 1);
+    assert_eq!(t.dir.flows.exact, 1);
     check_split(t, &iv);
 }
 
@@ -147,7 +150,7 @@ fn unstamped_frames_take_refusals_from_notices_and_the_report() {
     let (s, iv, _) = run(&mut path, c);
     let t = s.totals();
     assert_eq!(
-        (t.refused, t.lost, t.dir.lost_up, t.dir.exact),
+        (t.refused, t.lost, t.dir.lost_up, t.dir.flows.exact),
         (250, 0, 0, 1)
     );
     assert_eq!(t.dir.stamped, 0);
@@ -295,7 +298,7 @@ fn an_outage_longer_than_the_loss_timeout_is_settled_in_the_totals() {
     let (s, iv, _) = run(&mut path, c);
     let t = s.totals();
     assert_eq!(
-        (t.dir.lost_up, t.dir.lost_down, t.dir.exact),
+        (t.dir.lost_up, t.dir.lost_down, t.dir.flows.exact),
         (1500, 500, 1)
     );
     // Intervals that closed inside the outage say loss, direction unknown.
@@ -311,7 +314,7 @@ fn an_older_responder_reads_round_trips_only_and_is_not_asked() {
     path.far.old = true;
     let (s, iv, _) = run(&mut path, far_cfg());
     let t = s.totals();
-    assert_eq!((t.lost, t.dir.flows, t.dir.unplaced), (10, 0, 10));
+    assert_eq!((t.lost, t.dir.flows.reflected, t.dir.unplaced), (10, 0, 10));
     assert_eq!(path.far.queries, 0);
     check_split(t, &iv);
 }
@@ -323,7 +326,7 @@ fn a_forgotten_flow_is_inexact() {
     path.far.forgot = true;
     let (s, _, _) = run(&mut path, far_cfg());
     let d = &s.totals().dir;
-    assert_eq!((d.exact, d.unknown_flow, d.unplaced), (0, 1, 1));
+    assert_eq!((d.flows.exact, d.flows.unknown_flow, d.unplaced), (0, 1, 1));
 }
 
 #[test]
@@ -385,5 +388,5 @@ fn under_token_the_query_is_sealed_and_only_a_sealed_report_counts() {
     key.seal(Dir::ToClient, &mut report).unwrap();
     s.handle_arrival(3 * MS, &report);
     assert!(s.is_done());
-    assert_eq!(s.totals().dir.exact, 1);
+    assert_eq!(s.totals().dir.flows.exact, 1);
 }
