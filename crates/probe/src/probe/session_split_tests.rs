@@ -390,3 +390,91 @@ fn under_token_the_query_is_sealed_and_only_a_sealed_report_counts() {
     assert!(s.is_done());
     assert_eq!(s.totals().dir.flows.exact, 1);
 }
+
+/// A far end that lies: random receive and refused counts (wrapping, falling, far ahead),
+/// random stamps, notices for packets never sent, reports that cannot add up, duplicates of
+/// everything. The session must not panic, must keep `received + lost + refused == sent`, and
+/// may call the split exact only when the counts fit.
+#[test]
+fn a_lying_far_end_never_breaks_the_counts() {
+    use npt_wire::frame::{self, status, Header, Kind, HEADER_LEN};
+    use npt_wire::reflect::{self, FlowReport, Stamps};
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n.max(1)
+    };
+    for round in 0..40 {
+        let mut c = far_cfg();
+        c.count = Some(300);
+        c.loss_timeout = 50 * MS;
+        let mut s = Session::new(c);
+        let mut buf = vec![0u8; 2048];
+        let mut now = 0u64;
+        let mut sent: Vec<Vec<u8>> = Vec::new();
+        for _ in 0..100_000 {
+            while let Some(n) = s.poll_transmit(now, &mut buf) {
+                sent.push(buf[..n].to_vec());
+            }
+            // Answer a random earlier frame, a notice, a report, or nothing.
+            if let Some(req) = sent.get(rnd(sent.len() as u64 + 3) as usize).cloned() {
+                let h = Header::decode(&req).unwrap();
+                match rnd(6) {
+                    0 if h.kind == Kind::FlowQuery => {
+                        let mut out = req.clone();
+                        let r = FlowReport {
+                            received: rnd(1000),
+                            refused: rnd(400),
+                            duplicated: rnd(50),
+                            reordered: rnd(50),
+                        };
+                        reflect::write_report(&mut out, &h, (rnd(4) > 0).then_some(&r)).unwrap();
+                        s.handle_reply(now, &out);
+                    }
+                    1 => {
+                        let mut out = [0u8; HEADER_LEN];
+                        let why = [status::BUDGET, status::TOKEN_REQUIRED, 99][rnd(3) as usize];
+                        let count = (rnd(2) == 0).then(|| rnd(u64::from(u32::MAX)) as u32);
+                        if reflect::write_notice(&req, why, count, &mut out).is_some() {
+                            s.handle_reply(now, &out);
+                        }
+                    }
+                    _ if h.kind == Kind::Echo => {
+                        let mut out = req.clone();
+                        frame::set_kind_status(&mut out, Kind::EchoReply, 0);
+                        let rh = Header::decode(&out).unwrap();
+                        let stamps = Stamps {
+                            rx_wall_ns: rnd(u64::MAX),
+                            dwell_ns: rnd(u64::from(u32::MAX)) as u32,
+                            refused: rnd(u64::from(u32::MAX)) as u32,
+                        };
+                        let rx = rnd(u64::from(u32::MAX)) as u32;
+                        reflect::write_reply(&mut out, &rh, rx, &stamps).unwrap();
+                        for _ in 0..=rnd(2) {
+                            s.handle_reply(now, &out);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            s.handle_timeout(now);
+            while s.poll_interval().is_some() {}
+            if s.is_done() {
+                break;
+            }
+            now += rnd(3 * MS) + 1;
+        }
+        assert!(s.is_done(), "round {round}");
+        let t = s.totals();
+        assert_eq!(t.received + t.lost + t.refused, t.sent, "round {round}");
+        let d = &t.dir;
+        assert_eq!(
+            d.lost_up + d.lost_down + d.unplaced,
+            t.lost,
+            "round {round}: every path loss placed once"
+        );
+        assert!(d.flows.exact + d.flows.disagree <= d.flows.reflected);
+    }
+}
