@@ -248,7 +248,11 @@ pub(super) fn run_path(s: &mut Session, path: &mut Path, wall: i64) -> (Vec<Inte
 pub(super) fn check_split(t: &Totals, intervals: &[Interval]) {
     assert_eq!(t.received + t.lost + t.refused, t.sent, "totals resolve");
     let d = &t.dir;
-    assert_eq!(d.lost_up + d.lost_down + d.unplaced, t.lost, "each loss placed once");
+    assert_eq!(
+        d.lost_up + d.lost_down + d.unplaced,
+        t.lost,
+        "each loss placed once"
+    );
     for iv in intervals {
         assert_eq!(
             iv.received + iv.lost + iv.refused,

@@ -376,6 +376,10 @@ fn under_token_the_query_is_sealed_and_only_a_sealed_report_counts() {
     assert!(is_sealed(&buf[..q]));
     key.open(Dir::ToServer, &buf[..q]).unwrap();
     let qh = Header::decode(&buf[..q]).unwrap();
+    assert_eq!(
+        qh.seq, 1,
+        "past the packets' numbers (a server's replay window)"
+    );
     let mut report = buf[..q].to_vec();
     let rep = FlowReport {
         received: 1,
