@@ -49,6 +49,9 @@ struct Flow<'a> {
     st: &'a StreamState,
     buf: Vec<u8>,
     spec: BulkSpec,
+    /// The target's host said nothing listens there (ICMP port unreachable on the connected
+    /// socket): a refusal, as probe and ping call it, not a timeout.
+    port_refused: bool,
 }
 
 impl Flow<'_> {
@@ -93,7 +96,15 @@ impl Flow<'_> {
     fn receive(&mut self, sent: u64, behind: u64) -> Option<u64> {
         let mut inb = [0u8; 2048];
         let mut last = None;
-        while let Ok(r) = self.sock.recv(&mut inb) {
+        loop {
+            let r = match self.sock.recv(&mut inb) {
+                Ok(r) => r,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    self.port_refused = true;
+                    continue;
+                }
+                Err(_) => break,
+            };
             let Some(b) = inb.get(r) else { continue };
             let Ok(h) = Header::decode(b) else { continue };
             if h.kind != Kind::BulkReply || h.flow != self.flow || b.len() < bulk::REPLY_LEN {
@@ -237,6 +248,7 @@ fn flow(
         st,
         // Data datagrams of `size`, report requests of REPLY_LEN_REFUSED.
         buf: vec![0u8; size.max(bulk::REPLY_LEN_REFUSED)],
+        port_refused: false,
         spec: BulkSpec {
             direction: Direction::Up,
             size: u32::try_from(size).unwrap_or(u32::MAX),
@@ -261,6 +273,9 @@ fn flow(
         let now = f.now();
         if f.receive(f.seq, behind).is_some() {
             first_answer.get_or_insert(now);
+        }
+        if f.port_refused && first_answer.is_none() {
+            return Err(port_refused(cfg));
         }
         // Everything due by now leaves now (open loop: a late sender catches up).
         while let Some(due) = pacer.next_due().filter(|&d| d <= now) {
@@ -309,8 +324,25 @@ fn flow(
     // A run shorter than --timeout that never heard a report fails as a longer one would.
     match first_answer {
         Some(_) => Ok(()),
+        None if f.port_refused => Err(port_refused(cfg)),
         None => Err(no_report(t0.elapsed())),
     }
+}
+
+/// The flow's error when the target's host refused the port (nothing listens on it).
+fn port_refused(cfg: &Config) -> (ErrorKind, String) {
+    let via = if cfg.via.is_some() {
+        " (as the SOCKS5 relay's host told it)"
+    } else {
+        ""
+    };
+    (
+        ErrorKind::Refused,
+        format!(
+            "nothing listens on {}{via}: the host answered port unreachable",
+            cfg.target
+        ),
+    )
 }
 
 /// The flow's error when no report ever came within `waited`.

@@ -71,6 +71,7 @@ pub fn config_with(req: &HopRequest, addr: SocketAddr, secret: Option<&str>) -> 
         },
         trust: QuicTrust::Insecure,
         via: None,
+        echo: false,
     }
 }
 

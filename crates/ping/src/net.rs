@@ -17,7 +17,7 @@ use npt_wire::raw::{RawStamp, RAW_HEADER_LEN};
 use npt_wire::reflect;
 
 use crate::session::{Event, Session, Tally};
-use crate::{Config, PingError, Proto, Target};
+use crate::{echo, Config, PingError, Proto, Target};
 
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -47,6 +47,7 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
         };
         let addrs = proxy.resolve()?;
         let (host, port) = (cfg.target.host.clone(), cfg.target.port);
+        let flow = flow_id();
         let stopped_by = run_blocking(
             &mut session,
             addrs.get(..1).unwrap_or_default(),
@@ -54,9 +55,12 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
             clock,
             stop,
             on,
-            |_, t| {
+            |a, seq, t| {
+                if cfg.echo {
+                    return echo::attempt(cfg, a, flow, seq, now_ns(clock), t).map(Some);
+                }
                 npt_proxy::tcp_connect(via, &host, port, t)
-                    .map(drop)
+                    .map(|_| None)
                     .map_err(|e| (e.kind(), format!("via {via}: {e}")))
             },
         )?;
@@ -67,16 +71,20 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
         });
     }
     let addrs = cfg.target.resolve()?;
+    let flow = flow_id();
     let stopped_by = match cfg.target.proto {
-        Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, t| {
+        Proto::Tcp if cfg.echo => run_blocking(&mut session, &addrs, cfg, clock, stop, on, {
+            |a, seq, t| echo::attempt(cfg, a, flow, seq, now_ns(clock), t).map(Some)
+        })?,
+        Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
             TcpStream::connect_timeout(&a, t)
-                .map(drop)
+                .map(|_| None)
                 .map_err(|e| (classify_io(&e), format!("{a}: {e}")))
         })?,
         Proto::Quic => {
             let mut q = Quic::new(cfg)?;
-            let r = run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, t| {
-                q.attempt(a, t)
+            let r = run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
+                q.attempt(a, t).map(|()| None)
             });
             q.close();
             r?
@@ -119,8 +127,10 @@ fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReason> {
     }
 }
 
-/// One attempt at a time (TCP connect, QUIC handshake): `attempt(addr, time_left)` blocks.
-/// Each attempt tries the host's addresses in turn, starting with the one that answered last.
+/// One attempt at a time (TCP connect, QUIC handshake, `--echo`): `attempt(addr, seq,
+/// time_left)` blocks, and returns the connect part of an `--echo` attempt (recorded apart,
+/// beside the whole). Each attempt tries the host's addresses in turn, starting with the one
+/// that answered last.
 // NO-PANIC: `addrs` is checked non-empty on entry, and every index into it is taken
 // `% addrs.len()` (or is 0).
 #[allow(clippy::indexing_slicing)]
@@ -131,7 +141,7 @@ fn run_blocking(
     clock: Instant,
     stop: &Stop,
     on: OnEvent,
-    mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (ErrorKind, String)>,
+    mut attempt: impl FnMut(SocketAddr, u64, Duration) -> Result<Option<Duration>, (ErrorKind, String)>,
 ) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
         return Err(PingError::NoAddress(cfg.target.host.clone()));
@@ -153,7 +163,8 @@ fn run_blocking(
             on(ev, addrs[preferred]);
         }
         let started = Instant::now();
-        let mut result = Err((ErrorKind::Timeout, "no answer".to_string()));
+        let mut result: Result<Option<Duration>, _> =
+            Err((ErrorKind::Timeout, "no answer".to_string()));
         let mut used = preferred;
         for k in 0..addrs.len() {
             let Some(left) = cfg.timeout.checked_sub(started.elapsed()) else {
@@ -166,15 +177,21 @@ fn run_blocking(
             if k > 0 {
                 session.restart(seq, now_ns(clock));
             }
-            result = attempt(addrs[used], left);
+            result = attempt(addrs[used], seq, left);
             if result.is_ok() {
                 break;
             }
         }
         let ev = match result {
-            Ok(()) => {
+            Ok(connect) => {
                 preferred = used;
-                session.on_reply(seq, now_ns(clock))
+                let ev = session.on_reply(seq, now_ns(clock));
+                if let (Some(c), Some(Event::Reply { rtt_ns, .. })) = (connect, &ev) {
+                    let c = dur_ns(c).min(*rtt_ns);
+                    session.tally.connect.record(c);
+                    session.tally.echo.record(rtt_ns - c);
+                }
+                ev
             }
             Err((kind, detail)) => session.on_error(seq, kind, detail),
         };
@@ -517,16 +534,10 @@ mod tests {
 
     fn cfg(raw: bool) -> Config {
         Config {
-            target: Target::parse("udp://127.0.0.1:9").unwrap(),
-            count: Some(1),
-            interval: Duration::from_millis(10),
             timeout: Duration::from_millis(100),
-            size: 64,
             raw,
             token: Some("s3cret".into()),
-            handshake: Default::default(),
-            trust: Default::default(),
-            via: None,
+            ..Config::for_test("udp://127.0.0.1:9")
         }
     }
 
@@ -580,16 +591,9 @@ mod multi_address {
         let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let open_addr = open.local_addr().unwrap();
         let cfg = Config {
-            target: Target::parse(&format!("tcp://{open_addr}")).unwrap(),
             count: Some(3),
             interval: Duration::from_millis(5),
-            timeout: Duration::from_secs(1),
-            size: 64,
-            raw: false,
-            token: None,
-            handshake: Default::default(),
-            trust: Default::default(),
-            via: None,
+            ..Config::for_test(&format!("tcp://{open_addr}"))
         };
         let mut session = Session::new(cfg.count, 5_000_000, 1_000_000_000, 0);
         let mut seen = Vec::new();
@@ -601,10 +605,10 @@ mod multi_address {
             Instant::now(),
             &Stop::new(),
             &mut |ev, a| seen.push((ev.clone(), a)),
-            |a, t| {
+            |a, _, t| {
                 tries.push(a);
                 TcpStream::connect_timeout(&a, t)
-                    .map(drop)
+                    .map(|_| None)
                     .map_err(|e| (classify_io(&e), e.to_string()))
             },
         )

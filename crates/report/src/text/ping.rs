@@ -49,6 +49,15 @@ pub fn write_ping(
             s.min_ms, s.avg_ms, s.p50_ms, s.p90_ms, s.max_ms, s.stddev_ms
         )?;
     }
+    if let Some(p) = &b.phases {
+        for (name, l) in [("connect", &p.connect_ms), ("echo", &p.echo_ms)] {
+            writeln!(
+                out,
+                "{name:<7} min/avg/p50/p95/max = {:.3}/{:.3}/{:.3}/{:.3}/{:.3} ms",
+                l.min_ms, l.avg_ms, l.p50_ms, l.p95_ms, l.max_ms
+            )?;
+        }
+    }
     if !b.errors.by_kind.is_empty() {
         let kinds: Vec<String> = b
             .errors
@@ -57,6 +66,17 @@ pub fn write_ping(
             .map(|(k, v)| format!("{k} {}", v.count))
             .collect();
         writeln!(out, "errors: {}", kinds.join(", "))?;
+        // The kind that needs words: what closed, and what it means.
+        let unanswered = npt_result::error::ErrorKind::ClosedUnanswered.name();
+        if let Some(e) = b.errors.by_kind.iter().find(|(k, _)| *k == unanswered) {
+            if let Some(ex) = e.1.examples.first() {
+                writeln!(out, "  {unanswered}: e.g. {ex}")?;
+            }
+        }
+    }
+    // What answered, where something did (nothing answering needs no caveat about whom).
+    if let Some(n) = b.note.as_ref().filter(|_| s.received > 0) {
+        writeln!(out, "note: {n}")?;
     }
     Ok(())
 }
@@ -93,6 +113,9 @@ mod tests {
             errors: Errors::default(),
             histogram: h.to_serialized(),
             measured_from: None,
+            answered_by: None,
+            note: None,
+            phases: None,
         };
         let now = std::time::SystemTime::now();
         let doc = Document::new(
