@@ -11,6 +11,7 @@
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod lowat;
+pub mod rxinfo;
 pub mod tcpinfo;
 
 use std::io;
@@ -28,6 +29,11 @@ pub struct MsgBatch {
     addr_lens: Vec<libc::socklen_t>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
+    /// Control space per slot for received datagrams ([`MsgBatch::with_control`]), in u64
+    /// words so that every slot is aligned for a `cmsghdr`; empty without it.
+    ctrl: Vec<u64>,
+    ctrl_words: usize,
+    ctrl_lens: Vec<usize>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -37,8 +43,8 @@ unsafe impl Send for MsgBatch {}
 // NO-PANIC: slot indices are the caller's, never read from a packet: `0..capacity()`, or `0..n`
 // with `n` returned by `recv` (at most the slots offered). Each vector holds `capacity()`
 // slots of `buf_size` bytes from `new` on, and every length stored in `lens` is clamped to
-// `buf_size`, so the ranges of a valid slot lie inside `bufs`. An index past `capacity()` is
-// a caller bug, not input.
+// `buf_size`, so the ranges of a valid slot lie inside `bufs` (and `ctrl`, `ctrl_words` per
+// slot when it has any). An index past `capacity()` is a caller bug, not input.
 #[allow(clippy::indexing_slicing)]
 impl MsgBatch {
     /// `n` messages of up to `buf_size` bytes each.
@@ -59,7 +65,31 @@ impl MsgBatch {
                 n
             ],
             hdrs: vec![unsafe { mem::zeroed() }; n],
+            ctrl: Vec::new(),
+            ctrl_words: 0,
+            ctrl_lens: vec![0; n],
         }
+    }
+
+    /// As [`new`](MsgBatch::new), with [`rxinfo::CONTROL_LEN`] bytes of control space per
+    /// slot, so `recv` also keeps what [`rxinfo::enable`] asked the kernel for
+    /// ([`control`](MsgBatch::control)).
+    pub fn with_control(n: usize, buf_size: usize) -> MsgBatch {
+        let mut b = MsgBatch::new(n, buf_size);
+        b.ctrl_words = rxinfo::CONTROL_LEN.div_ceil(8);
+        b.ctrl = vec![0; b.capacity() * b.ctrl_words];
+        b
+    }
+
+    /// The control messages the kernel returned with received message `i` (empty without
+    /// [`with_control`](MsgBatch::with_control)); read them with [`rxinfo::parse`].
+    pub fn control(&self, i: usize) -> &[u8] {
+        let words = &self.ctrl[i * self.ctrl_words..(i + 1) * self.ctrl_words];
+        // SAFETY: a u64 slice viewed as its bytes (u8 has no alignment or validity needs).
+        let bytes = unsafe {
+            std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), mem::size_of_val(words))
+        };
+        &bytes[..self.ctrl_lens[i].min(bytes.len())]
     }
 
     pub fn capacity(&self) -> usize {
@@ -119,6 +149,11 @@ impl MsgBatch {
             let mut h: libc::msghdr = unsafe { mem::zeroed() };
             h.msg_iov = &mut self.iovs[k];
             h.msg_iovlen = 1;
+            if for_recv && self.ctrl_words > 0 {
+                let words = &mut self.ctrl[i * self.ctrl_words..(i + 1) * self.ctrl_words];
+                h.msg_control = words.as_mut_ptr().cast();
+                h.msg_controllen = mem::size_of_val(words);
+            }
             if with_addr {
                 h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
                 h.msg_namelen = if for_recv {
@@ -160,6 +195,7 @@ impl MsgBatch {
             // exceed the buffer: clamp so `data(i)` stays inside it.
             self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.buf_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
+            self.ctrl_lens[i] = self.hdrs[i].msg_hdr.msg_controllen;
         }
         Ok(n)
     }
