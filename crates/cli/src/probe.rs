@@ -41,7 +41,9 @@ pub enum Format {
 
 #[derive(Args, Debug, Default)]
 pub struct ProbeArgs {
-    /// udp://HOST:PORT or tcp://HOST:PORT (not needed with --config).
+    /// udp://HOST:PORT or tcp://HOST:PORT (npt serve, or any echo with --raw), or
+    /// stamp://HOST:PORT: a STAMP Session-Reflector (RFC 8762; a router's, npt serve --stamp;
+    /// IANA's port is 862). Not needed with --config.
     pub target: Option<String>,
     /// The line tester's XML config (ConfigTemplate.xml); flags given here override it.
     #[arg(long, value_name = "FILE")]
@@ -77,7 +79,8 @@ pub struct ProbeArgs {
     /// Sender threads the clients are spread over [default: min(clients, cores)].
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Bytes per packet, npt's header included [default: 64].
+    /// Bytes per packet, npt's header included [default: 64; stamp://: 44, or 112 with
+    /// --stamp-key].
     #[arg(long, short = 's')]
     pub size: Option<usize>,
     /// Payload fill.
@@ -93,6 +96,15 @@ pub struct ProbeArgs {
     /// then every packet carries a MAC (the secret never travels).
     #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// stamp:// in STAMP's authenticated mode: the reflector's HMAC key (hex, at least 32
+    /// digits).
+    #[arg(
+        long,
+        value_name = "HEX",
+        env = "NPT_STAMP_KEY",
+        hide_env_values = true
+    )]
+    pub stamp_key: Option<String>,
     /// A packet unanswered this long is lost; a later reply is "late".
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
     pub loss_timeout: Duration,
@@ -236,7 +248,12 @@ pub fn banner(cfg: &ProbeConfig) -> String {
         cfg.target,
         cfg.addr,
         cfg.size,
-        if cfg.raw { "raw" } else { "framed" },
+        match (cfg.proto, cfg.raw) {
+            (Proto::Stamp, _) if cfg.stamp_key.is_some() => "STAMP authenticated",
+            (Proto::Stamp, _) => "STAMP",
+            (_, true) => "raw",
+            _ => "framed",
+        },
         cfg.clients
     )
 }

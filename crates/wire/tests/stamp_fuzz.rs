@@ -20,7 +20,7 @@ fn xorshift(x: &mut u64) -> u64 {
 fn datagram(x: &mut u64, mode: Mode) -> Vec<u8> {
     let extra = (xorshift(x) % 24) as usize;
     let mut b = vec![0u8; mode.base_len() + extra];
-    if xorshift(x) % 2 == 0 {
+    if xorshift(x) & 1 == 0 {
         TestPacket {
             seq: xorshift(x) as u32,
             timestamp: xorshift(x),
@@ -46,7 +46,7 @@ fn datagram(x: &mut u64, mode: Mode) -> Vec<u8> {
         let at = (xorshift(x) as usize) % b.len();
         b[at] = xorshift(x) as u8;
     }
-    if xorshift(x) % 6 == 0 {
+    if xorshift(x) % 6 < 1 {
         b.truncate((xorshift(x) as usize) % b.len());
     }
     b

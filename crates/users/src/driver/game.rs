@@ -106,6 +106,7 @@ pub(super) async fn game(
         behind_threshold: tick,
         history: 4096,
         auth,
+        stamp_key: None,
         phases: None,
     });
     // RTTs go to the run's shared histograms: thousands of sessions keep none of their own.

@@ -125,6 +125,16 @@ impl ErrorEstimate {
         }
     }
 
+    /// What a host's clock deserves, from what the kernel says of it (`adjtimex`): when a
+    /// daemon keeps it synchronized, S set and its estimated error, at least 1 µs (the
+    /// software time-stamping npt does is no finer); when not, S clear and its maximum error
+    /// (16 s on Linux for a clock nothing synchronizes), at least 1 µs too. The error is
+    /// against UTC: two timestamps of one clock (the same host) differ far more exactly.
+    pub fn of_clock(synced: bool, est_error_ns: u64, max_error_ns: u64) -> ErrorEstimate {
+        let ns = if synced { est_error_ns } else { max_error_ns };
+        ErrorEstimate::from_ns(ns.max(1_000), synced)
+    }
+
     /// The error in ns (None for a multiplier of 0, which RFC 4656 forbids).
     pub fn ns(self) -> Option<f64> {
         if self.multiplier == 0 {

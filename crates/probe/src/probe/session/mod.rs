@@ -18,6 +18,7 @@
 //! The configuration and the records the session hands back are plain data, in `types`.
 
 mod intervals;
+pub mod stamp;
 mod types;
 
 use std::collections::VecDeque;
@@ -224,8 +225,12 @@ impl Session {
                 .encode(buf)
                 .ok()?;
             }
+            Framing::Stamp(f) => f.encode(self.cfg.stamp_key.as_ref(), seq, now, buf)?,
         }
-        fill::fill(self.cfg.fill, self.cfg.fill_seed, seq, &mut buf[hl..]);
+        // A STAMP packet of exactly its base length has nothing to fill.
+        if let Some(rest) = buf.get_mut(hl..) {
+            fill::fill(self.cfg.fill, self.cfg.fill_seed, seq, rest);
+        }
         self.pacer.on_sent(due, now);
         let t = &mut self.totals;
         t.sent += 1;
@@ -317,7 +322,7 @@ impl Session {
                         self.cfg.fill,
                         self.cfg.fill_seed,
                         seq,
-                        &bytes[hl..],
+                        bytes.get(hl..).unwrap_or_default(),
                         &mut self.scratch,
                     ) {
                         self.totals.corrupt += 1;
@@ -416,6 +421,13 @@ impl Session {
             Framing::Raw => {
                 let s = RawStamp::decode(bytes).ok()?;
                 Some((s.flow, s.seq, s.send_ts))
+            }
+            // One flow per connected socket: whatever the reflector answers on it is this
+            // flow's (RFC 8762 has no flow field).
+            Framing::Stamp(f) => {
+                let (seq, sent, _) =
+                    f.decode(self.cfg.stamp_key.as_ref(), self.window.next_seq(), bytes)?;
+                Some((self.cfg.flow, seq, sent))
             }
         }
     }
