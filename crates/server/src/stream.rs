@@ -351,7 +351,9 @@ where
             | Kind::Response
             | Kind::HopReply
             | Kind::BulkReply
-            | Kind::BulkData => {
+            | Kind::BulkData
+            | Kind::FlowQuery
+            | Kind::FlowReport => {
                 c.malformed.fetch_add(1, Ordering::Relaxed);
                 break;
             }

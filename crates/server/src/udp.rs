@@ -435,7 +435,13 @@ fn answer(
             batch.set_len(i, n);
             true
         }),
-        Kind::EchoReply | Kind::Response | Kind::HopReply | Kind::BulkReply => {
+        Kind::EchoReply
+        | Kind::Response
+        | Kind::HopReply
+        | Kind::BulkReply
+        | Kind::FlowReport
+        // Answered from the flow table (crate::reflect) once the responder keeps one.
+        | Kind::FlowQuery => {
             // A reply sent to us: answering it could start a loop between two servers.
             t.malformed += 1;
             false

@@ -25,7 +25,7 @@ pub fn have(bin: &str) -> bool {
         return false;
     }
     panic!(
-        "{bin} is not installed (apt-get install dante-server microsocks tinyproxy; .ci/run does)"
+        "{bin} is not installed (apt-get install dante-server microsocks tinyproxy; ./test.sh does)"
     );
 }
 
