@@ -30,7 +30,9 @@ fn have_validator() -> bool {
         eprintln!("SKIPPED: kubernetes-validate not installed and NPT_SKIP_K8S is set");
         return false;
     }
-    panic!("kubernetes-validate is not installed (pip install kubernetes-validate; ./test.sh does)");
+    panic!(
+        "kubernetes-validate is not installed (pip install kubernetes-validate; ./test.sh does)"
+    );
 }
 
 fn validate(path: &Path) -> (bool, String) {
