@@ -6,12 +6,13 @@
 //! threads over these few wrappers: batched receive/send ([`MsgBatch`]), a wait with a
 //! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
 //! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate),
-//! and a bulk reader's wake-up mark ([`lowat`]). Everything unsafe in npt's socket code is in
-//! this crate.
+//! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time and TTL of each
+//! datagram and the clock's synchronization ([`rxtime`]). Everything unsafe in npt's socket
+//! code is in this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod lowat;
-pub mod rxinfo;
+pub mod rxtime;
 pub mod tcpinfo;
 
 use std::io;
@@ -29,11 +30,13 @@ pub struct MsgBatch {
     addr_lens: Vec<libc::socklen_t>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
-    /// Control space per slot for received datagrams ([`MsgBatch::with_control`]), in u64
-    /// words so that every slot is aligned for a `cmsghdr`; empty without it.
+    /// Control-message space, [`rxtime::CTRL_WORDS`] per slot (`u64`s: a `cmsghdr` needs
+    /// 8-byte alignment); empty unless [`MsgBatch::with_rx_times`].
     ctrl: Vec<u64>,
-    ctrl_words: usize,
-    ctrl_lens: Vec<usize>,
+    /// The kernel's receive time of each received slot, ns since the Unix epoch (0: none).
+    rx_ns: Vec<u64>,
+    /// The TTL / hop limit of each received slot, when asked for ([`rxtime::enable_ttl`]).
+    rx_ttl: Vec<Option<u8>>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -43,8 +46,8 @@ unsafe impl Send for MsgBatch {}
 // NO-PANIC: slot indices are the caller's, never read from a packet: `0..capacity()`, or `0..n`
 // with `n` returned by `recv` (at most the slots offered). Each vector holds `capacity()`
 // slots of `buf_size` bytes from `new` on, and every length stored in `lens` is clamped to
-// `buf_size`, so the ranges of a valid slot lie inside `bufs` (and `ctrl`, `ctrl_words` per
-// slot when it has any). An index past `capacity()` is a caller bug, not input.
+// `buf_size`, so the ranges of a valid slot lie inside `bufs`. An index past `capacity()` is
+// a caller bug, not input.
 #[allow(clippy::indexing_slicing)]
 impl MsgBatch {
     /// `n` messages of up to `buf_size` bytes each.
@@ -66,30 +69,28 @@ impl MsgBatch {
             ],
             hdrs: vec![unsafe { mem::zeroed() }; n],
             ctrl: Vec::new(),
-            ctrl_words: 0,
-            ctrl_lens: vec![0; n],
+            rx_ns: vec![0; n],
+            rx_ttl: vec![None; n],
         }
     }
 
-    /// As [`new`](MsgBatch::new), with [`rxinfo::CONTROL_LEN`] bytes of control space per
-    /// slot, so `recv` also keeps what [`rxinfo::enable`] asked the kernel for
-    /// ([`control`](MsgBatch::control)).
-    pub fn with_control(n: usize, buf_size: usize) -> MsgBatch {
-        let mut b = MsgBatch::new(n, buf_size);
-        b.ctrl_words = rxinfo::CONTROL_LEN.div_ceil(8);
-        b.ctrl = vec![0; b.capacity() * b.ctrl_words];
-        b
+    /// Also collects each datagram's kernel receive time ([`MsgBatch::rx_time_ns`]), for a
+    /// socket that has [`rxtime::enable`] on.
+    pub fn with_rx_times(mut self) -> MsgBatch {
+        self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+        self
     }
 
-    /// The control messages the kernel returned with received message `i` (empty without
-    /// [`with_control`](MsgBatch::with_control)); read them with [`rxinfo::parse`].
-    pub fn control(&self, i: usize) -> &[u8] {
-        let words = &self.ctrl[i * self.ctrl_words..(i + 1) * self.ctrl_words];
-        // SAFETY: a u64 slice viewed as its bytes (u8 has no alignment or validity needs).
-        let bytes = unsafe {
-            std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), mem::size_of_val(words))
-        };
-        &bytes[..self.ctrl_lens[i].min(bytes.len())]
+    /// When the kernel received datagram `i` (ns since the Unix epoch, its wall clock), if the
+    /// batch collects receive times and the kernel gave one.
+    pub fn rx_time_ns(&self, i: usize) -> Option<u64> {
+        Some(self.rx_ns[i]).filter(|&t| t != 0)
+    }
+
+    /// The TTL (IPv4) or hop limit (IPv6) datagram `i` arrived with, if the batch collects
+    /// receive times and the socket has [`rxtime::enable_ttl`] on.
+    pub fn rx_ttl(&self, i: usize) -> Option<u8> {
+        self.rx_ttl[i]
     }
 
     pub fn capacity(&self) -> usize {
@@ -149,10 +150,12 @@ impl MsgBatch {
             let mut h: libc::msghdr = unsafe { mem::zeroed() };
             h.msg_iov = &mut self.iovs[k];
             h.msg_iovlen = 1;
-            if for_recv && self.ctrl_words > 0 {
-                let words = &mut self.ctrl[i * self.ctrl_words..(i + 1) * self.ctrl_words];
-                h.msg_control = words.as_mut_ptr().cast();
-                h.msg_controllen = mem::size_of_val(words);
+            if for_recv && !self.ctrl.is_empty() {
+                let w = rxtime::CTRL_WORDS;
+                h.msg_control = self.ctrl[i * w..(i + 1) * w].as_mut_ptr().cast();
+                #[allow(clippy::useless_conversion)] // a `socklen_t` on musl
+                let cl = (w * mem::size_of::<u64>()).try_into().unwrap_or_default();
+                h.msg_controllen = cl;
             }
             if with_addr {
                 h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
@@ -195,7 +198,13 @@ impl MsgBatch {
             // exceed the buffer: clamp so `data(i)` stays inside it.
             self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.buf_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
-            self.ctrl_lens[i] = self.hdrs[i].msg_hdr.msg_controllen;
+            (self.rx_ns[i], self.rx_ttl[i]) = if self.ctrl.is_empty() {
+                (0, None)
+            } else {
+                // The header's control pointer still points into `ctrl` (not moved since
+                // `prepare`); the kernel set `msg_controllen` to what it wrote.
+                rxtime::from_control(&self.hdrs[i].msg_hdr)
+            };
         }
         Ok(n)
     }

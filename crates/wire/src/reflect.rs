@@ -173,6 +173,19 @@ pub fn write_reply(
     Ok(room)
 }
 
+/// Responder: sets the dwell of a reply whose stamps [`write_reply`] wrote, as late as
+/// possible (just before the send); sealing does not cover it (payload), so it may come after.
+/// False when `reply` has no room for stamps.
+pub fn write_dwell(reply: &mut [u8], dwell_ns: u32) -> bool {
+    match reply.get_mut(HEADER_LEN + 8..HEADER_LEN + 12) {
+        Some(b) => {
+            b.copy_from_slice(&dwell_ns.to_be_bytes());
+            true
+        }
+        None => false,
+    }
+}
+
 /// Client: what a reply (decoded header `h`, whole frame `frame`) says the responder saw; None
 /// when it says nothing (an older responder, or a notice — see [`read_notice`]).
 pub fn read_reply(h: &Header, frame: &[u8]) -> Option<Reflection> {
@@ -417,7 +430,20 @@ mod tests {
             dwell_ns: 12_345,
             refused: 3,
         };
-        assert!(write_reply(&mut frame, &h, 256, &stamps).unwrap());
+        assert!(write_reply(
+            &mut frame,
+            &h,
+            256,
+            &Stamps {
+                dwell_ns: 0,
+                ..stamps
+            }
+        )
+        .unwrap());
+        assert!(
+            write_dwell(&mut frame, 12_345),
+            "the dwell, set just before the send"
+        );
         assert_eq!(frame, GOLDEN_REPLY);
         let back = Header::decode(&frame).unwrap();
         assert_eq!(
@@ -447,6 +473,7 @@ mod tests {
             })
         );
         assert_eq!(&frame[48..], &[0u8; 12], "payload untouched");
+        assert!(!write_dwell(&mut frame[..59], 1));
     }
 
     #[test]

@@ -161,7 +161,7 @@ impl Wall {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         let offset = unix.saturating_sub(clock.now());
-        let error = match npt_netio::rxinfo::clock_sync() {
+        let error = match npt_netio::rxtime::clock_sync() {
             Some(c) => {
                 npt_wire::stamp::ErrorEstimate::of_clock(c.synced, c.est_error_ns, c.max_error_ns)
             }

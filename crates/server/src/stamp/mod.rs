@@ -21,9 +21,9 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use npt_netio::{rxinfo, MsgBatch};
+use npt_netio::{rxtime, MsgBatch};
 use npt_wire::stamp::time::unix_ns_to_ntp;
 use npt_wire::stamp::ErrorEstimate;
 
@@ -159,16 +159,9 @@ impl Tally {
     }
 }
 
-/// The wall clock, Unix ns.
-fn wall_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
-
 /// The Error Estimate this host's clock deserves now ([`ErrorEstimate::of_clock`]).
 pub fn clock_estimate() -> ErrorEstimate {
-    match rxinfo::clock_sync() {
+    match rxtime::clock_sync() {
         Some(c) => ErrorEstimate::of_clock(c.synced, c.est_error_ns, c.max_error_ns),
         None => ErrorEstimate::of_clock(false, 0, 0),
     }
@@ -177,14 +170,17 @@ pub fn clock_estimate() -> ErrorEstimate {
 /// Binds the reflector's socket (its receive TTL and timestamps asked for).
 pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     let sock = crate::udp_socket(addr)?;
-    rxinfo::enable(sock.as_raw_fd(), addr.is_ipv6())?;
+    // Without the kernel's time the batch's receive time stands in (counted as no error:
+    // answers are still right, only coarser).
+    let _ = rxtime::enable(sock.as_raw_fd());
+    rxtime::enable_ttl(sock.as_raw_fd(), addr.is_ipv6())?;
     Ok(sock)
 }
 
 pub(crate) fn run(sock: UdpSocket, cfg: ReflectorConfig, shared: Arc<Shared>) {
     let fd = sock.as_raw_fd();
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut batch = MsgBatch::with_control(BATCH, MAX_DATAGRAM);
+    let mut batch = MsgBatch::new(BATCH, MAX_DATAGRAM).with_rx_times();
     let serve = &shared.cfg;
     let mut limiter = Limiter::new(serve.limits);
     let mut open_limiter = Limiter::new(serve.session_limits);
@@ -210,7 +206,7 @@ pub(crate) fn run(sock: UdpSocket, cfg: ReflectorConfig, shared: Arc<Shared>) {
             }
         };
         let now = u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let wall = wall_ns();
+        let wall = rxtime::wall_ns();
         if clock_read.elapsed() >= CLOCK_EVERY {
             error = clock_estimate();
             clock_read = Instant::now();
@@ -225,7 +221,6 @@ pub(crate) fn run(sock: UdpSocket, cfg: ReflectorConfig, shared: Arc<Shared>) {
                 t.refuse(Refusal::Short);
                 continue;
             };
-            let info = rxinfo::parse(batch.control(i));
             let proof = match reflector.check(peer, batch.data(i), wall) {
                 Ok(p) => p,
                 Err(why) => {
@@ -243,10 +238,9 @@ pub(crate) fn run(sock: UdpSocket, cfg: ReflectorConfig, shared: Arc<Shared>) {
                 t.refuse(Refusal::Rate);
                 continue;
             }
-            let t2 = unix_ns_to_ntp(info.realtime_ns.unwrap_or(wall));
-            // No TTL from the kernel (an odd socket family): 255 says "not measured" no
-            // better than 0 would, and 0 reads as an expired packet; RFC 8762 gives no value.
-            let ttl = info.ttl.unwrap_or(0);
+            let t2 = unix_ns_to_ntp(batch.rx_time_ns(i).unwrap_or(wall));
+            // No TTL from the kernel: 0, a value no packet that arrived can have.
+            let ttl = batch.rx_ttl(i).unwrap_or(0);
             match reflector.answer(now, peer, t2, ttl, error, batch.data_mut(i)) {
                 Ok(created) => {
                     t.sessions += u64::from(created);
@@ -256,7 +250,7 @@ pub(crate) fn run(sock: UdpSocket, cfg: ReflectorConfig, shared: Arc<Shared>) {
             }
         }
         if !answered.is_empty() {
-            let t3 = unix_ns_to_ntp(wall_ns());
+            let t3 = unix_ns_to_ntp(rxtime::wall_ns());
             for &i in &answered {
                 reflector.stamp(batch.data_mut(i), t3, error);
             }
