@@ -62,6 +62,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         behind_threshold: Duration::from_millis(1),
         via: None,
         under_load: None,
+        clock: npt_probe::probe::session::ClockSync::None,
     };
     let tcp = ProbeConfig {
         proto: Proto::Tcp,

@@ -360,6 +360,8 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         raw,
         token: a.token.clone(),
         stamp_key,
+        // attr-cli sets the clock assumption (`--owd`, same host); none until it lands here.
+        clock: npt_probe::probe::session::ClockSync::None,
         size,
         fill: a.fill,
         verify: a.verify,

@@ -21,7 +21,9 @@ use serde::Serialize;
 
 use super::driver::{self, Clock, Event, TcpTimes};
 use super::load::{Load, LoadPlan};
-use super::session::{Framing, Interval, Session, SessionConfig, Stage, StopReason, Totals};
+use super::session::{
+    ClockSync, Framing, Interval, Reflect, Session, SessionConfig, Stage, StopReason, Totals,
+};
 use super::workload::Running;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -131,6 +133,14 @@ pub struct ProbeConfig {
     /// phase ([`super::load`]); `duration` is then the three phases together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub under_load: Option<LoadPlan>,
+    /// The clock assumption one-way delays rest on (`same-host`, `synced` by `--owd`, or
+    /// `none`: no one-way delay, only what needs no sync).
+    #[serde(serialize_with = "ser_clock")]
+    pub clock: ClockSync,
+}
+
+fn ser_clock<S: serde::Serializer>(c: &ClockSync, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.name())
 }
 
 fn ser_via<S: serde::Serializer>(v: &Option<npt_proxy::Via>, s: S) -> Result<S::Ok, S::Error> {
@@ -252,6 +262,14 @@ fn session_config(
         auth: None,
         stamp_key: cfg.stamp_key.clone(),
         phases: cfg.under_load.as_ref().map(|p| p.bounds(start)),
+        reflect: match (cfg.raw, cfg.proto) {
+            (true, _) => Reflect::Off,
+            // A stateful STAMP reflector counts what it received (loss up and down); a
+            // stateless one says nothing of it, and the session sees that from its answers.
+            (false, Proto::Udp | Proto::Stamp) => Reflect::Full,
+            (false, Proto::Tcp) => Reflect::Timing,
+        },
+        clock: cfg.clock,
     })
 }
 

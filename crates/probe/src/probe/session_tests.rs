@@ -85,6 +85,8 @@ pub(super) fn cfg(pacing: Pacing) -> SessionConfig {
         auth: None,
         stamp_key: None,
         phases: None,
+        reflect: Reflect::Off,
+        clock: ClockSync::None,
     }
 }
 

@@ -5,7 +5,9 @@
 //! one UDP socket and the session, sleeps until [`Session::poll_timeout`], and hands the
 //! session's progress to the run's collector in batches.
 
-use npt_probe::probe::session::{Arrival, Framing, Session, SessionConfig, Stage, StopReason};
+use npt_probe::probe::session::{
+    Arrival, ClockSync, Framing, Reflect, Session, SessionConfig, Stage, StopReason,
+};
 use npt_wire::{Fill, Pacing};
 
 use super::*;
@@ -108,6 +110,10 @@ pub(super) async fn game(
         auth,
         stamp_key: None,
         phases: None,
+        // Refusals by the far end's budget are told apart from path loss (the flow query at
+        // the end settles them); the game keeps no per-direction delays.
+        reflect: Reflect::Full,
+        clock: ClockSync::None,
     });
     // RTTs go to the run's shared histograms: thousands of sessions keep none of their own.
     s.keep_histograms(false);
@@ -132,7 +138,8 @@ async fn drive(
     batch: &mut GameBatch,
     size: usize,
 ) -> Result<(), Fail> {
-    let mut out = vec![0u8; size];
+    // A packet, or the flow query at the end.
+    let mut out = vec![0u8; s.max_send_len().max(size)];
     // Echo replies are as long as the request; anything longer is not ours (truncated).
     let mut inb = vec![0u8; size + 64];
     loop {

@@ -12,6 +12,8 @@
 //! or the answer counts as corrupt, as a framed echo with a changed stamp does.
 
 use npt_wire::stamp::time::{ntp_to_unix_ns, unix_ns_to_ntp};
+
+use super::far::FarEnd;
 use npt_wire::stamp::{
     write_padding_header, ErrorEstimate, Mode, ReflectedPacket, StampKey, TestPacket,
     TLV_HEADER_LEN,
@@ -70,6 +72,26 @@ impl StampFraming {
             k.seal(buf).ok()?;
         }
         Some(())
+    }
+
+    /// What the reflector's answer says it saw, for the session's per-direction bookkeeping
+    /// ([`super::split`]): a stateful reflector's own sequence number counts the packets it
+    /// received in this session from 0 (as TWAMP's does, RFC 5357 §4.2.1), so this one is its
+    /// number + 1; a stateless one copies ours (the random [`seq_base`](Self::seq_base) makes
+    /// that visible) and tells no count. T2 and T3 in the format its Z bit says; its Error
+    /// Estimate and S bit.
+    pub fn far_end(&self, r: &ReflectedPacket) -> FarEnd {
+        let stateful = r.seq != r.sender_seq;
+        FarEnd {
+            rx_count: stateful.then(|| r.seq.wrapping_add(1)),
+            rx_wall_ns: r.error.to_unix_ns(r.receive_timestamp),
+            tx_wall_ns: r.error.to_unix_ns(r.timestamp),
+            refused: None,
+            // NO-PANIC: a float-to-int `as` saturates; the estimate is positive and finite.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            error_ns: r.error.ns().map(|e| e.ceil() as u64),
+            synced: Some(r.error.synced),
+        }
     }
 
     /// A reflector's answer: the window's sequence number it answers (`next_seq`: the number
@@ -171,6 +193,31 @@ mod tests {
             f.decode(Some(&key), 1, &b).map(|x| (x.0, x.1)),
             Some((0, 5))
         );
+    }
+
+    #[test]
+    fn a_stateful_reflector_counts_and_a_stateless_one_does_not() {
+        let f = framing();
+        let t2 = unix_ns_to_ntp(1_795_744_237_000_000_500);
+        let mut r = ReflectedPacket {
+            seq: 0,
+            sender_seq: 0xFFFF_FFF3,
+            receive_timestamp: t2,
+            timestamp: unix_ns_to_ntp(1_795_744_237_000_002_500),
+            error: ErrorEstimate::from_ns(1_000, true),
+            ..ReflectedPacket::default()
+        };
+        let far = f.far_end(&r);
+        assert_eq!(
+            far.rx_count,
+            Some(1),
+            "its first packet: 3 lost on the way up"
+        );
+        assert_eq!(far.rx_wall_ns, Some(1_795_744_237_000_000_500));
+        assert_eq!(far.dwell_ns(), Some(2_000));
+        assert_eq!((far.synced, far.error_ns), (Some(true), Some(1_006)));
+        r.seq = r.sender_seq;
+        assert_eq!(f.far_end(&r).rx_count, None, "stateless: our number copied");
     }
 
     #[test]
