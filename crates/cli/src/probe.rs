@@ -350,6 +350,35 @@ mod tests {
     }
 
     #[test]
+    fn stamp_targets_size_and_key() {
+        let (c, _) = config(&args("stamp://127.0.0.1:862")).unwrap();
+        assert_eq!((c.proto, c.size, c.raw), (Proto::Stamp, 44, false));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.stamp_key = Some("000102030405060708090a0b0c0d0e0f".into());
+        let (c, _) = config(&a).unwrap();
+        assert_eq!(c.size, 112, "the authenticated packet");
+        assert!(c.stamp_key.is_some());
+        a.size = Some(113);
+        assert!(err(&a).contains("--size 113: a STAMP test packet is 112 bytes (authenticated)"));
+        a.size = Some(116);
+        assert!(config(&a).is_ok(), "room for the padding TLV");
+        a.stamp_key = Some("0001".into());
+        assert!(err(&a).contains("--stamp-key: 2 bytes"), "{}", err(&a));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.size = Some(45);
+        assert!(err(&a).contains("--size 45"));
+        a.size = None;
+        a.raw = true;
+        assert!(err(&a).contains("a stamp:// target speaks STAMP"));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.token = Some("s".into());
+        assert!(err(&a).contains("--raw and --token"));
+        let mut a = args("udp://127.0.0.1:7777");
+        a.stamp_key = Some("000102030405060708090a0b0c0d0e0f".into());
+        assert!(err(&a).contains("--stamp-key is for stamp://"));
+    }
+
+    #[test]
     fn xml_config_and_flag_override() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),

@@ -389,3 +389,100 @@ fn loops_with_another_reflector_or_an_echo_end_at_once() {
     }
     assert_eq!(answers, 2, "two answers, then the loop is seen");
 }
+
+/// `npt ARGS`, which must succeed; its stdout.
+fn ok(args: &[&str]) -> String {
+    let out = run(args, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn stamp_results_render_compare_and_merge_as_udp_ones_do() {
+    let (_serve, udp, stamp) = serve_stamp(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("stamp://{stamp}");
+    // Two agents, each half of one run, at once; merged exactly.
+    let parts: Vec<(Guard, PathBuf)> = (0..2)
+        .map(|k| {
+            let out = dir.path().join(format!("part{k}.json"));
+            let child = common::npt()
+                .args(["probe", &target, "-n", "400", "--pps", "1000", "-q"])
+                .args(["--segment", &format!("{k}/2"), "--json"])
+                .arg(&out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            (Guard(child), out)
+        })
+        .collect();
+    let mut files = Vec::new();
+    for (mut g, out) in parts {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while g.0.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "agent did not finish");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        files.push(out.to_str().unwrap().to_string());
+    }
+    let all = dir.path().join("all.json");
+    ok(&[
+        "merge",
+        &files[0],
+        &files[1],
+        "--json",
+        all.to_str().unwrap(),
+    ]);
+    let m = json(&all);
+    assert_valid(&m, "probe");
+    assert_eq!(u(&m, "/summary/sent"), 400);
+    assert_eq!(u(&m, "/summary/received"), 400);
+    assert_eq!(m["summary"]["framing"], "stamp");
+    assert_eq!(
+        u(&m, "/summary/rtt_ms/count"),
+        400,
+        "every sample in the merge"
+    );
+    // Rendered again, in every format.
+    let text = ok(&["report", all.to_str().unwrap()]);
+    assert!(
+        text.starts_with(&format!("npt probe stamp://{stamp}")),
+        "{text}"
+    );
+    for format in ["json", "csv", "md", "html"] {
+        ok(&["report", all.to_str().unwrap(), "--format", format]);
+    }
+    // Beside a UDP probe of the same server.
+    let d = probe(dir.path(), &format!("udp://{udp}"), 200, &[]);
+    let udp_file = dir.path().join("udp.json");
+    std::fs::write(&udp_file, serde_json::to_string(&d).unwrap()).unwrap();
+    let table = ok(&["compare", all.to_str().unwrap(), udp_file.to_str().unwrap()]);
+    assert!(table.lines().count() >= 3, "{table}");
+}
+
+#[test]
+fn bad_stamp_flags_exit_2_naming_the_flag() {
+    for (args, want) in [
+        (vec!["serve", "--stamp", "nowhere"], "--stamp \"nowhere\""),
+        (vec!["serve", "--stamp-stateless"], "--stamp"),
+        (
+            vec!["serve", "--stamp", "127.0.0.1:0", "--stamp-key", "abc"],
+            "--stamp-key: not hexadecimal",
+        ),
+        (
+            vec!["probe", "stamp://127.0.0.1:862", "--size", "47"],
+            "--size 47",
+        ),
+        (vec!["probe", "ftp://127.0.0.1:862"], "stamp://"),
+    ] {
+        let out = run(&args, Duration::from_secs(10));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
