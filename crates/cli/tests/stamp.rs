@@ -407,29 +407,19 @@ fn stamp_results_render_compare_and_merge_as_udp_ones_do() {
     let dir = tempfile::tempdir().unwrap();
     let target = format!("stamp://{stamp}");
     // Two agents, each half of one run, at once; merged exactly.
-    let parts: Vec<(Guard, PathBuf)> = (0..2)
+    let args: Vec<String> = ["probe", &target, "-n", "400", "--pps", "1000"]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    common::agents(&args, 2, dir.path());
+    let files: Vec<String> = (0..2)
         .map(|k| {
-            let out = dir.path().join(format!("part{k}.json"));
-            let child = common::npt()
-                .args(["probe", &target, "-n", "400", "--pps", "1000", "-q"])
-                .args(["--segment", &format!("{k}/2"), "--json"])
-                .arg(&out)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            (Guard(child), out)
+            dir.path()
+                .join(format!("part{k}.json"))
+                .display()
+                .to_string()
         })
         .collect();
-    let mut files = Vec::new();
-    for (mut g, out) in parts {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while g.0.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "agent did not finish");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        files.push(out.to_str().unwrap().to_string());
-    }
     let all = dir.path().join("all.json");
     ok(&[
         "merge",

@@ -25,24 +25,10 @@ const _: () = assert!(mem::size_of::<libc::timespec>() == TIMESPEC_LEN as usize)
 
 /// Asks the kernel to stamp every datagram `fd` receives (`SO_TIMESTAMPNS`).
 pub fn enable(fd: RawFd) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: a valid int option of the declared size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
-            mem::size_of::<libc::c_int>().try_into().unwrap_or(4),
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS)
 }
 
+/// Sets an int socket option to 1.
 fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: a valid int option of the declared size.

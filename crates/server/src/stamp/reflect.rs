@@ -5,9 +5,11 @@
 //! - **Stateless** (RFC 8762 §4): the answer's sequence number is the sender's.
 //! - **Stateful**: each session — source address and port, and RFC 8972's SSID — has its own
 //!   counter, so the sender can tell a request lost on the way up (a gap in the reflector's
-//!   numbers) from an answer lost on the way down. The table is bounded ([`MAX_SESSIONS`]);
-//!   idle sessions are dropped when it is full ([`SESSION_IDLE_NS`]; at most one sweep a
-//!   second), and a new session that still finds no room is refused.
+//!   numbers) from an answer lost on the way down. The sessions are the UDP responder's bounded
+//!   flow table ([`FlowTable`], keyed by source and SSID here): at most [`MAX_SESSIONS`], idle
+//!   ones ([`SESSION_IDLE_NS`]) dropped when it is full, at most one sweep a second; a new
+//!   session that still finds no room is refused (a reflector without a count cannot answer
+//!   statefully).
 //! - **Authenticated mode**: only packets whose HMAC verifies under the key are answered, and
 //!   the answer is sealed with it.
 //!
@@ -27,11 +29,12 @@
 //! - a packet whose HMAC does not verify ([`Refusal::BadMac`]), a stateful session that finds
 //!   the table full ([`Refusal::SessionsFull`]).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use npt_wire::stamp::time::ntp_to_unix_ns;
 use npt_wire::stamp::{ErrorEstimate, Mode, ReflectedPacket, StampKey, TestPacket};
+
+use crate::reflect::FlowTable;
 
 /// Stateful sessions one reflector keeps at once.
 pub const MAX_SESSIONS: usize = 65_536;
@@ -40,8 +43,6 @@ pub const SESSION_IDLE_NS: u64 = 300_000_000_000;
 /// How close to the reflector's clock a Session-Sender Timestamp field must be to show that
 /// the packet is one of its own answers.
 pub const LOOP_WINDOW_NS: u64 = 60_000_000_000;
-/// How often a full table may be swept for idle sessions.
-const SWEEP_EVERY_NS: u64 = 1_000_000_000;
 
 /// Why a datagram was not answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,24 +82,17 @@ impl ReflectorConfig {
     }
 }
 
-struct Session {
-    next: u32,
-    last_ns: u64,
-}
-
 /// One reflector socket's state.
 pub struct Reflector {
     cfg: ReflectorConfig,
-    sessions: HashMap<(SocketAddr, u16), Session>,
-    last_sweep: Option<u64>,
+    sessions: FlowTable,
 }
 
 impl Reflector {
     pub fn new(cfg: ReflectorConfig) -> Reflector {
         Reflector {
             cfg,
-            sessions: HashMap::new(),
-            last_sweep: None,
+            sessions: FlowTable::new(MAX_SESSIONS, SESSION_IDLE_NS),
         }
     }
 
@@ -149,7 +143,7 @@ impl Reflector {
         let mode = self.mode();
         let t = TestPacket::decode(mode, data).map_err(|_| Refusal::Short)?;
         let (seq, created) = if self.cfg.stateful {
-            self.next_seq(now, peer, t.ssid)?
+            self.next_seq(now, peer, t.ssid, t.seq)?
         } else {
             (t.seq, false)
         };
@@ -179,44 +173,22 @@ impl Reflector {
         }
     }
 
-    /// The session's next sequence number (counting from 0), creating the session if there is
-    /// room; (seq, created).
-    fn next_seq(&mut self, now: u64, peer: SocketAddr, ssid: u16) -> Result<(u32, bool), Refusal> {
-        let key = (peer, ssid);
-        if let Some(s) = self.sessions.get_mut(&key) {
-            let seq = s.next;
-            s.next = s.next.wrapping_add(1);
-            s.last_ns = now;
-            return Ok((seq, false));
-        }
-        if self.sessions.len() >= MAX_SESSIONS {
-            self.sweep(now);
-            if self.sessions.len() >= MAX_SESSIONS {
-                return Err(Refusal::SessionsFull);
-            }
-        }
-        self.sessions.insert(
-            key,
-            Session {
-                next: 1,
-                last_ns: now,
-            },
-        );
-        Ok((0, true))
-    }
-
-    /// Drops sessions idle for [`SESSION_IDLE_NS`], at most once per [`SWEEP_EVERY_NS`] (a
-    /// flood of new sources must not make every packet scan the table).
-    fn sweep(&mut self, now: u64) {
-        if self
-            .last_sweep
-            .is_some_and(|t| now.saturating_sub(t) < SWEEP_EVERY_NS)
-        {
-            return;
-        }
-        self.last_sweep = Some(now);
-        self.sessions
-            .retain(|_, s| now.saturating_sub(s.last_ns) < SESSION_IDLE_NS);
+    /// The session's next sequence number (its packets received before this one: TWAMP's and
+    /// STAMP's reflector count from 0), creating the session if there is room; (seq, created).
+    fn next_seq(
+        &mut self,
+        now: u64,
+        peer: SocketAddr,
+        ssid: u16,
+        sender_seq: u32,
+    ) -> Result<(u32, bool), Refusal> {
+        let f = self
+            .sessions
+            .on_received(now, peer, u32::from(ssid), u64::from(sender_seq))
+            .ok_or(Refusal::SessionsFull)?;
+        // Modulo 2^32, as the wire carries it.
+        let seq = u32::try_from(f.received.wrapping_sub(1) & u64::from(u32::MAX)).unwrap_or(0);
+        Ok((seq, self.sessions.take_stats().new > 0))
     }
 }
 

@@ -241,6 +241,20 @@ fn base_mut(buf: &mut [u8], mode: Mode) -> Result<&mut [u8], WireError> {
     })
 }
 
+/// The base of `buf` for `mode` with every byte before the HMAC zeroed (the MBZ fields), for a
+/// packet to be written over it.
+fn cleared_base(buf: &mut [u8], mode: Mode) -> Result<&mut [u8], WireError> {
+    let b = base_mut(buf, mode)?;
+    let end = match mode {
+        Mode::Authenticated => HMAC_AT,
+        Mode::Open => b.len(),
+    };
+    if let Some(z) = b.get_mut(..end) {
+        z.fill(0);
+    }
+    Ok(b)
+}
+
 fn put(buf: &mut [u8], at: usize, bytes: &[u8]) {
     if let Some(dst) = buf.get_mut(at..at + bytes.len()) {
         dst.copy_from_slice(bytes);
@@ -260,15 +274,7 @@ impl TestPacket {
     /// Writes the base (MBZ zeroed; the HMAC field left as it is, see [`StampKey::seal`]).
     pub fn encode(&self, mode: Mode, buf: &mut [u8]) -> Result<(), WireError> {
         let at = mode.at();
-        let b = base_mut(buf, mode)?;
-        let hmac = if mode == Mode::Authenticated {
-            HMAC_AT
-        } else {
-            b.len()
-        };
-        if let Some(z) = b.get_mut(..hmac) {
-            z.fill(0);
-        }
+        let b = cleared_base(buf, mode)?;
         put(b, 0, &self.seq.to_be_bytes());
         put(b, at.ts, &self.timestamp.to_be_bytes());
         put(b, at.err, &self.error.to_u16().to_be_bytes());
@@ -292,15 +298,7 @@ impl ReflectedPacket {
     /// Writes the base (MBZ zeroed; the HMAC field left as it is).
     pub fn encode(&self, mode: Mode, buf: &mut [u8]) -> Result<(), WireError> {
         let at = mode.at();
-        let b = base_mut(buf, mode)?;
-        let hmac = if mode == Mode::Authenticated {
-            HMAC_AT
-        } else {
-            b.len()
-        };
-        if let Some(z) = b.get_mut(..hmac) {
-            z.fill(0);
-        }
+        let b = cleared_base(buf, mode)?;
         put(b, 0, &self.seq.to_be_bytes());
         put(b, at.ts, &self.timestamp.to_be_bytes());
         put(b, at.err, &self.error.to_u16().to_be_bytes());
