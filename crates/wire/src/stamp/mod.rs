@@ -295,14 +295,22 @@ impl TestPacket {
 }
 
 impl ReflectedPacket {
+    /// The four fields a reflector packet begins with, where a test packet has them.
+    fn head(&self) -> TestPacket {
+        TestPacket {
+            seq: self.seq,
+            timestamp: self.timestamp,
+            error: self.error,
+            ssid: self.ssid,
+        }
+    }
+
     /// Writes the base (MBZ zeroed; the HMAC field left as it is).
     pub fn encode(&self, mode: Mode, buf: &mut [u8]) -> Result<(), WireError> {
         let at = mode.at();
-        let b = cleared_base(buf, mode)?;
-        put(b, 0, &self.seq.to_be_bytes());
-        put(b, at.ts, &self.timestamp.to_be_bytes());
-        put(b, at.err, &self.error.to_u16().to_be_bytes());
-        put(b, at.ssid, &self.ssid.to_be_bytes());
+        // Both layouts start with the same four fields.
+        self.head().encode(mode, buf)?;
+        let b = base_mut(buf, mode)?;
         put(b, at.rx_ts, &self.receive_timestamp.to_be_bytes());
         put(b, at.s_seq, &self.sender_seq.to_be_bytes());
         put(b, at.s_ts, &self.sender_timestamp.to_be_bytes());
@@ -313,12 +321,13 @@ impl ReflectedPacket {
 
     pub fn decode(mode: Mode, buf: &[u8]) -> Result<ReflectedPacket, WireError> {
         let at = mode.at();
+        let head = TestPacket::decode(mode, buf)?;
         let b = base(buf, mode)?;
         Ok(ReflectedPacket {
-            seq: be32(b),
-            timestamp: be64(from(b, at.ts)),
-            error: ErrorEstimate::from_u16(be16(from(b, at.err))),
-            ssid: be16(from(b, at.ssid)),
+            seq: head.seq,
+            timestamp: head.timestamp,
+            error: head.error,
+            ssid: head.ssid,
             receive_timestamp: be64(from(b, at.rx_ts)),
             sender_seq: be32(from(b, at.s_seq)),
             sender_timestamp: be64(from(b, at.s_ts)),
