@@ -4,6 +4,7 @@
 //! 2 usage or configuration error. A closed stdout (`| head`) counts as success.
 
 mod bulk;
+mod clock;
 mod compare;
 mod demo;
 mod execute;

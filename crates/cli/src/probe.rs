@@ -89,9 +89,15 @@ pub struct ProbeArgs {
     /// Check that every echoed payload is what was sent.
     #[arg(long)]
     pub verify: bool,
-    /// Carry sequence and timestamp inside the payload, for any plain echo server.
+    /// Carry sequence and timestamp inside the payload, for any plain echo server (round
+    /// trips only: no loss or delay per direction).
     #[arg(long)]
     pub raw: bool,
+    /// The two hosts' clocks are synchronized (NTP, PTP): report one-way delay up and down.
+    /// Without it one-way delay is reported only where the clocks are one (a loopback
+    /// target, or inside npt lab); delay variation per direction needs no sync.
+    #[arg(long)]
+    pub owd: bool,
     /// Secret the server was started with (npt serve --token): a keyed handshake per flow,
     /// then every packet carries a MAC (the secret never travels).
     #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]

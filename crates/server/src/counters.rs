@@ -260,7 +260,7 @@ impl Counters {
     pub fn refusals_line(&self) -> String {
         let g = Counters::get;
         format!(
-            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} bulk {} (clamped {}, sessions {}, notices {} suppressed {}, flows-untracked {} flows-evicted {}); tcp refused: conns {} accept-errors {} {}; quic conns refused: failed-handshake {} handshake-timeout {} aborted {} lost {}; quic streams refused: {}; {}",
+            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} bulk {} notices {} notices-suppressed {} flows-untracked {} flows-evicted {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic conns refused: failed-handshake {} handshake-timeout {} aborted {} lost {}; quic streams refused: {}; {}",
             g(&self.udp_refused_token),
             g(&self.udp_refused_raw),
             g(&self.udp_auth_handshake),
@@ -271,12 +271,12 @@ impl Counters {
             g(&self.udp_refused_loop),
             g(&self.udp_malformed),
             g(&self.udp_bulk_refused),
-            g(&self.udp_clamped),
-            g(&self.udp_sessions),
             g(&self.udp_notices_sent),
             g(&self.udp_notices_suppressed),
             g(&self.udp_flows_untracked),
             g(&self.udp_flows_evicted),
+            g(&self.udp_clamped),
+            g(&self.udp_sessions),
             g(&self.tcp_refused_conns),
             g(&self.tcp_accept_errors),
             self.tcp.refusals_text(),

@@ -14,7 +14,8 @@ use super::*;
 
 /// On-time RTTs since the last hand-over to the collector, with the session whose progress
 /// goes with them. RTTs and the session's counts are handed over together (every
-/// [`GameBatch::CAP`] replies and at the session's end), so `received + lost == sent` and
+/// [`GameBatch::CAP`] replies and at the session's end), so `received + lost + refused ==
+/// sent` and
 /// `requests == received` hold in the result even for sessions the end of the run cuts off:
 /// what was not handed over yet is left out, like any request in flight at the end.
 struct GameBatch {
@@ -41,6 +42,7 @@ impl GameBatch {
             sent: p.resolved,
             received: p.received,
             lost: p.lost,
+            refused: p.refused,
             late: p.late,
             duplicated: p.duplicated,
             reordered: p.reordered,

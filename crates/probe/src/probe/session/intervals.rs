@@ -94,6 +94,7 @@ impl Session {
             // Missing packets no reply has placed yet are path loss, direction unknown, in
             // this record (the totals place them when a reply or the far end's report tells).
             iv.lost += self.split.unplaced_in(iv.index);
+            iv.reflected = u32::from(self.split.placing());
             iv.end = ended;
             self.first_open += 1;
             self.done_intervals.push_back(iv);
@@ -115,6 +116,7 @@ impl Session {
         }
         while let Some(mut iv) = self.open.pop_front() {
             self.first_open += 1;
+            iv.reflected = u32::from(self.split.placing());
             if let Stage::Time(ns) = self.cfg.stage {
                 iv.end = (iv.start + ns).min(iv.end.max(self.totals.last_send.unwrap_or(iv.start)));
             }

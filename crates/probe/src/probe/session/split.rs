@@ -135,6 +135,12 @@ impl Split {
         }
     }
 
+    /// The far end has said what it saw of this flow (so far) and losses are placed per
+    /// direction.
+    pub(super) fn placing(&self) -> bool {
+        self.mode == Reflect::Full && self.reflecting == Some(true)
+    }
+
     /// Losses wait for their placement (else each is placed, direction unknown, at once).
     fn holds(&self) -> bool {
         self.mode == Reflect::Full && self.reflecting != Some(false)

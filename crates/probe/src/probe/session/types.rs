@@ -220,6 +220,9 @@ pub struct Interval {
     pub jitter: JitterMean,
     /// Flows that contributed.
     pub flows: u32,
+    /// Of those, flows whose far end said what it saw (UDP, framed): `lost_up`/`lost_down`
+    /// mean something.
+    pub reflected: u32,
 }
 
 impl AddAssign<&Interval> for Interval {
@@ -246,6 +249,7 @@ impl AddAssign<&Interval> for Interval {
         self.rtt += &o.rtt;
         self.jitter += &o.jitter;
         self.flows += o.flows;
+        self.reflected += o.reflected;
     }
 }
 
