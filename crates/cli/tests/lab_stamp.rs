@@ -1,9 +1,11 @@
-//! STAMP across a lab link of known loss (1 % each way), against stamp-suite (an independent
-//! implementation): its sender measuring `npt serve --stamp`, and `npt probe stamp://` measuring
-//! its stateful reflector and npt's own. The packets each side counts lost are exactly the ones
-//! the link's two directions dropped (`npt lab status --json`): nothing lost in the reflector
-//! or the sender, nothing counted twice. Root (network namespaces); without stamp-suite the
-//! interoperability parts print SKIPPED.
+//! STAMP across a lab link of known loss (1 % each way) and delay (5 ms up, 2 ms down), against
+//! stamp-suite (an independent implementation): its sender measuring `npt serve --stamp`, and
+//! `npt probe stamp://` measuring its stateful reflector and npt's own. The packets each side
+//! counts lost are exactly the ones the link's two directions dropped (`npt lab status
+//! --json`): nothing lost in the reflector or the sender, nothing counted twice; npt's sender
+//! places them up and down as the link dropped them (from the stateful reflector's count), and
+//! reads each direction's delay from the four timestamps (lab namespaces share one clock).
+//! Root (network namespaces); without stamp-suite the interoperability parts print SKIPPED.
 
 #![cfg(test)]
 
@@ -33,8 +35,9 @@ fn stamp_suite() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Client and server across one link with 1 % loss each way; on the server `npt serve
-/// --stamp` (stateful) on 862 and, with `suite`, stamp-suite's stateful reflector on 8620.
+/// Client and server across one link with 1 % loss each way, 5 ms up and 2 ms down; on the
+/// server `npt serve
+/// /// --stamp` (stateful) on 862 and, with `suite`, stamp-suite's stateful reflector on 8620.
 fn topology(lab: &str, suite: Option<&Path>) -> String {
     let mut t = format!(
         r#"name = "{lab}"
@@ -45,8 +48,10 @@ name = "server"
 [[link]]
 a = "client"
 b = "server"
-delay = "1ms"
+delay = "5ms"
 loss = "1%"
+[link.b_to_a]
+delay = "2ms"
 [[service]]
 name = "serve"
 node = "server"
@@ -102,7 +107,7 @@ fn probe(lab: &Lab, dir: &Path, target: &str) -> serde_json::Value {
 }
 
 #[test]
-fn loss_through_a_lossy_link_is_exactly_the_links_drops_both_ways() {
+fn loss_and_delay_through_a_lossy_link_are_the_links_own_per_direction() {
     if lab::skipped(module_path!()) {
         return;
     }
@@ -137,6 +142,45 @@ fn loss_through_a_lossy_link_is_exactly_the_links_drops_both_ways() {
             lost,
             (up - up0) + (down - down0),
             "{what}: probe lost vs link drops"
+        );
+        // Placed per direction from the stateful reflector's count: exactly the link's, but
+        // for losses after its last answer (unplaced), which may have gone either way.
+        let d = &doc["summary"]["directions"];
+        let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        let (lu, ld, un) = (
+            n(&d["up"]["lost"]),
+            n(&d["down"]["lost"]),
+            n(&d["unplaced"]),
+        );
+        eprintln!("{what}: placed up {lu} down {ld} unplaced {un}");
+        assert_eq!(lu + ld + un, lost, "{d}");
+        assert!(
+            lu <= up - up0 && up - up0 <= lu + un,
+            "up {lu}+{un} vs {}",
+            up - up0
+        );
+        assert!(
+            ld <= down - down0 && down - down0 <= ld + un,
+            "down {ld}+{un} vs {}",
+            down - down0
+        );
+        if un == 0 {
+            assert_eq!(
+                (lu, ld),
+                (up - up0, down - down0),
+                "every loss placed: exact"
+            );
+        }
+        // One-way delay from T1..T4 (one clock: the lab's namespaces), the link's 5 and 2 ms.
+        assert_eq!(d["clock"], "same-host", "{d}");
+        let p50 = |dir: &str| d[dir]["owd_ms"]["p50"].as_f64().unwrap();
+        let (owd_up, owd_down) = (p50("up"), p50("down"));
+        eprintln!("{what}: one-way delay p50 up {owd_up} ms, down {owd_down} ms");
+        assert!((owd_up - 5.0).abs() <= 0.5, "up {owd_up} ms");
+        assert!((owd_down - 2.0).abs() <= 0.5, "down {owd_down} ms");
+        assert!(
+            d["far_error_ms"].as_f64().is_some(),
+            "the reflector's Error Estimate"
         );
         (up0, down0) = (up, down);
     }

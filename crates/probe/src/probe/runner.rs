@@ -619,7 +619,9 @@ fn probe_stats(
         t.send_lateness.summary(),
     );
     let d = &t.dir;
-    let directions = (d.flows > 0).then(|| {
+    // A stateless STAMP reflector tells no counts but stamps every answer: its delays per
+    // direction still make a block (with every loss unplaced).
+    let directions = (d.flows > 0 || d.stamped > 0).then(|| {
         for (name, h) in [
             (hist::DWELL, &d.dwell),
             (hist::IPDV_UP, &d.ipdv_up),
@@ -683,7 +685,7 @@ fn dir_stats(cfg: &ProbeConfig, d: &DirTotals) -> DirStats {
             disagree: d.disagree,
         },
         clock: cfg.clock.name().to_string(),
-        counts: cfg.proto == Proto::Udp,
+        counts: cfg.proto.is_udp(),
         lost_up: d.lost_up,
         lost_down: d.lost_down,
         unplaced: d.unplaced,
