@@ -234,8 +234,9 @@ fn a_stateless_reflector_tells_no_direction() {
     check_split(t, &iv);
     assert_eq!(t.lost, 3);
     assert_eq!((t.dir.lost_up, t.dir.lost_down, t.dir.unplaced), (0, 0, 3));
-    // Its timestamps still give delay per direction.
+    // Its timestamps still give delay per direction, and its Error Estimate stands beside.
     assert!(!t.dir.owd_up.is_empty() && !t.dir.dwell.is_empty());
+    assert_eq!(t.dir.far_error_ns, Some(2_012));
 }
 
 #[test]

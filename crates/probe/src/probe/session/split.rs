@@ -329,9 +329,6 @@ impl Split {
         self.heard = true;
         let c = self.count(wire);
         let r = far.refused.map(|w| self.refused(w));
-        if let Some(e) = far.error_ns {
-            dir.far_error_ns = Some(dir.far_error_ns.map_or(e, |x| x.max(e)));
-        }
         if self.mode != Reflect::Full {
             return;
         }
@@ -414,6 +411,11 @@ impl Split {
     ) {
         if self.mode == Reflect::Off {
             return;
+        }
+        // Whatever else it tells (a stateless STAMP reflector tells no count), its clock's
+        // stated error stands beside the delays.
+        if let Some(e) = far.error_ns {
+            dir.far_error_ns = Some(dir.far_error_ns.map_or(e, |x| x.max(e)));
         }
         let (Some(rx), Some(tx)) = (far.rx_wall_ns, far.tx_wall_ns) else {
             return;
