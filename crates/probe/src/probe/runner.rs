@@ -681,6 +681,7 @@ fn dir_stats(cfg: &ProbeConfig, d: &DirTotals) -> DirStats {
             reflected: d.flows,
             exact: d.exact,
             no_report: d.no_report,
+            no_query: d.no_query,
             unknown_flow: d.unknown_flow,
             disagree: d.disagree,
         },

@@ -107,6 +107,9 @@ pub struct DirTotals {
     pub exact: u32,
     /// Flows whose query got no answer (an older responder, or the path was down at the end).
     pub no_report: u32,
+    /// Flows of a framing with no final query (STAMP): losses after the last reply stay
+    /// unplaced.
+    pub no_query: u32,
     /// Flows the far end kept no record of (it forgot them, or refused them all).
     pub unknown_flow: u32,
     /// Flows whose counts did not add up with the far end's (the far end counted more than
@@ -162,6 +165,7 @@ impl AddAssign<&DirTotals> for DirTotals {
         self.flows += o.flows;
         self.exact += o.exact;
         self.no_report += o.no_report;
+        self.no_query += o.no_query;
         self.unknown_flow += o.unknown_flow;
         self.disagree += o.disagree;
         self.lost_up += o.lost_up;

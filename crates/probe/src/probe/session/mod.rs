@@ -104,7 +104,8 @@ impl Session {
             lost_tags: Vec::new(),
             taken: Progress::default(),
             histograms: true,
-            split: Split::new(cfg.reflect, cfg.clock, cfg.history),
+            split: Split::new(cfg.reflect, cfg.clock, cfg.history)
+                .without_query(matches!(cfg.framing, Framing::Stamp(_))),
             placed: Vec::new(),
             wall_offset: 0,
             cfg,

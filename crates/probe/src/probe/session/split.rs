@@ -100,6 +100,9 @@ pub(super) struct Split {
     last_down: Option<i64>,
     /// A notice or a reflected reply was seen: the far end keeps this flow.
     heard: bool,
+    /// The framing has no final query (STAMP): a flow that ends without one is not "no
+    /// report" but what it is.
+    no_query: bool,
 }
 
 fn take(pool: &mut u64, want: u64) -> u64 {
@@ -132,7 +135,14 @@ impl Split {
             last_up: None,
             last_down: None,
             heard: false,
+            no_query: false,
         }
+    }
+
+    /// For a framing that has no final query (STAMP): its flows end as `no_query`.
+    pub(super) fn without_query(mut self, yes: bool) -> Split {
+        self.no_query = yes;
+        self
     }
 
     /// The far end has said what it saw of this flow (so far) and losses are placed per
@@ -477,6 +487,8 @@ impl Split {
             Final::UnknownFlow | Final::NoAnswer => {
                 if fin == Final::UnknownFlow {
                     dir.unknown_flow += 1;
+                } else if self.no_query {
+                    dir.no_query += 1;
                 } else {
                     dir.no_report += 1;
                 }
