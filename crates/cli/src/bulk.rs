@@ -23,6 +23,7 @@ use crate::usage;
 use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
+#[command(after_help = crate::execute::EXIT_CODES)]
 pub struct BulkArgs {
     /// tcp://HOST:PORT, quic://HOST:PORT (streams) or udp://HOST:PORT (at --rate) of `npt serve`.
     #[arg(value_name = "TARGET")]

@@ -40,6 +40,7 @@ pub enum Format {
 }
 
 #[derive(Args, Debug, Default)]
+#[command(after_help = crate::execute::EXIT_CODES)]
 pub struct ProbeArgs {
     /// udp://HOST:PORT or tcp://HOST:PORT (npt serve, or any echo with --raw), or
     /// stamp://HOST:PORT: a STAMP Session-Reflector (RFC 8762; a router's, npt serve --stamp;
@@ -207,6 +208,10 @@ impl Subcommand for ProbeConfig {
 
     fn render(out: &mut dyn Write, doc: &Document<ProbeBody>) -> std::io::Result<()> {
         npt_report::text::write_probe(out, doc)
+    }
+
+    fn refused(body: &ProbeBody) -> u64 {
+        body.summary.refused_by_server
     }
 
     fn failed(body: &ProbeBody) -> Option<&'static str> {

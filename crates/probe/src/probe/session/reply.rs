@@ -96,9 +96,15 @@ impl Session {
                 if h.frame_len as usize != bytes.len() || h.flow != self.cfg.flow {
                     return Incoming::Foreign;
                 }
-                if h.kind == Kind::EchoReply {
+                if matches!(h.kind, Kind::EchoReply | Kind::FlowReport) {
                     if let Some((seq, why, refused)) = npt_notice(&h, bytes.len()) {
-                        // Notices carry no tag (the far end refused the frame unread).
+                        // Notices carry no tag (the far end refused the frame unread). A
+                        // refused flow query's notice says why; the query is asked again.
+                        let seq = if h.kind == Kind::EchoReply {
+                            seq
+                        } else {
+                            u64::MAX
+                        };
                         return Incoming::Notice { seq, why, refused };
                     }
                 }

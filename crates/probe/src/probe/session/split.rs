@@ -62,7 +62,8 @@ struct Run {
 
 /// A reply or a notice waiting to be settled: the far end's counts when the packet arrived
 /// there. A reply's receive count closes the gap before it; a notice's refused count (of the
-/// packets before it) places refusals only, the rest of the gap waits for a reply.
+/// packets before it, `c` None) places refusals only, the rest of the gap waits for a reply; a
+/// reply without counts (both None) is one more arrival.
 #[derive(Clone, Copy, Debug)]
 struct Point {
     c: Option<u64>,
@@ -222,13 +223,15 @@ impl Split {
                 break;
             }
             let p = entry.remove();
-            match p.c {
-                Some(c) => {
+            match (p.c, p.r) {
+                (Some(c), r) => {
                     let arrived = c.saturating_sub(self.anchor_c.saturating_add(1));
-                    self.close_gap(Some(arrived), p.r, out);
+                    self.close_gap(Some(arrived), r, out);
                     self.anchor_c = self.anchor_c.max(c);
                 }
-                None => self.refuse_front(p.r.unwrap_or(0), out),
+                (None, Some(r)) => self.refuse_front(r, out),
+                // An uncounted reply: one more arrival, the gap stays open for a count.
+                (None, None) => self.anchor_c += 1,
             }
         }
     }
@@ -334,6 +337,11 @@ impl Split {
         }
         self.noticed.remove(&seq);
         let (Some(far), Some(wire)) = (far, count) else {
+            if !late && self.mode == Reflect::Full {
+                // A reply without counts from a far end that reflects (its flow table was
+                // full): it arrived there, and says no more.
+                self.points.insert(seq, Point { c: None, r: None });
+            }
             return;
         };
         self.heard = true;
