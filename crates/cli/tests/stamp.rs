@@ -194,8 +194,8 @@ fn npt_probe_measures_stamp_suites_reflector_like_npt_serve() {
     let target = format!("stamp://{refl}");
     let udp_target = format!("udp://{udp}");
     let (mut stamp_p50, mut udp_p50) = (Vec::new(), Vec::new());
-    // Alternated, five times each: this box's load moves both alike.
-    for _ in 0..5 {
+    // Alternated, seven times each: this box's load moves both alike.
+    for _ in 0..7 {
         let d = probe(dir.path(), &target, 500, &[]);
         assert_eq!(d["summary"]["framing"], "stamp");
         assert_eq!(d["summary"]["protocol"], "udp");
@@ -225,7 +225,7 @@ fn stamp_suites_sender_measures_npt_serve_like_npt_probe_udp() {
     let (_serve, udp, stamp) = serve_stamp(&[]);
     let udp_target = format!("udp://{udp}");
     let (mut suite_p50, mut udp_p50) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
+    for _ in 0..7 {
         let s = suite_sender(&bin, stamp, 500, &[]);
         assert_eq!(s["packets_sent"], 500);
         assert_eq!(s["packets_received"], 500, "{s}");
