@@ -160,7 +160,7 @@ impl Tally {
 }
 
 /// The Error Estimate this host's clock deserves now ([`ErrorEstimate::of_clock`]).
-pub fn clock_estimate() -> ErrorEstimate {
+fn clock_estimate() -> ErrorEstimate {
     match rxtime::clock_sync() {
         Some(c) => ErrorEstimate::of_clock(c.synced, c.est_error_ns, c.max_error_ns),
         None => ErrorEstimate::of_clock(false, 0, 0),
@@ -170,8 +170,8 @@ pub fn clock_estimate() -> ErrorEstimate {
 /// Binds the reflector's socket (its receive TTL and timestamps asked for).
 pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     let sock = crate::udp_socket(addr)?;
-    // Without the kernel's time the batch's receive time stands in (counted as no error:
-    // answers are still right, only coarser).
+    // Without the kernel's receive time, the time the batch was read stands in (coarser,
+    // still right).
     let _ = rxtime::enable(sock.as_raw_fd());
     rxtime::enable_ttl(sock.as_raw_fd(), addr.is_ipv6())?;
     Ok(sock)
