@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use npt_testkit::raw::{is_root, Forger, UdpTap};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::reflect::{self, REFLECT, REFLECTED};
-use serve_util::{logged, rss_kib, serve, until};
+use serve_util::{exit_summary, logged, rss_kib, serve, until};
 
 /// A `REFLECT` echo of `len` bytes.
 fn echo(len: usize, flow: u32, seq: u64) -> Vec<u8> {
@@ -270,16 +270,7 @@ fn a_flood_of_new_flow_ids_stops_at_the_table_bound() {
         rss2 <= rss1 + 1024,
         "memory stopped growing: {rss1} KiB, then {rss2} KiB"
     );
-    // SIGINT: the exit summary.
-    // SAFETY: a signal to our own child.
-    unsafe { libc::kill(s.pid(), libc::SIGINT) };
-    let line = |e: &str| {
-        e.lines()
-            .find(|l| l.contains("stopping;"))
-            .map(str::to_string)
-    };
-    assert!(until(Duration::from_secs(10), || line(&s.stderr()).is_some()).is_some());
-    let summary = line(&s.stderr()).unwrap();
+    let summary = exit_summary(&s);
     assert!(summary.contains(&format!("flows {BOUND} ")), "{summary}");
     assert!(
         summary.contains(&format!("flows-untracked {}", p1 + p2)),

@@ -77,8 +77,15 @@ impl MsgBatch {
     /// Also collects each datagram's kernel receive time ([`MsgBatch::rx_time_ns`]), for a
     /// socket that has [`rxtime::enable`] on.
     pub fn with_rx_times(mut self) -> MsgBatch {
-        self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+        self.collect_rx_times();
         self
+    }
+
+    /// [`MsgBatch::with_rx_times`] on a batch already in use (from the next `recv` on).
+    pub fn collect_rx_times(&mut self) {
+        if self.ctrl.is_empty() {
+            self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+        }
     }
 
     /// When the kernel received datagram `i` (ns since the Unix epoch, its wall clock), if the
@@ -423,6 +430,26 @@ mod tests {
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
 
+    /// Receives until `n` datagrams are in `inb` (bounded: 100 waits of 100 ms); how many came.
+    pub(crate) fn recv_n(inb: &mut MsgBatch, fd: RawFd, n: usize) -> usize {
+        let mut got = 0;
+        let mut ready = Vec::new();
+        for _ in 0..100 {
+            wait(
+                &[fd],
+                &[false],
+                Some(Duration::from_millis(100)),
+                &mut ready,
+            )
+            .unwrap();
+            got += inb.recv(fd, n - got, libc::MSG_DONTWAIT).unwrap_or(0);
+            if got == n {
+                break;
+            }
+        }
+        got
+    }
+
     #[test]
     fn batch_round_trip_over_loopback() {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -435,24 +462,7 @@ mod tests {
         }
         assert_eq!(out.send_first(a.as_raw_fd(), 3, 0).unwrap(), 3);
         let mut inb = MsgBatch::new(4, 64);
-        let mut got = 0;
-        let mut ready = Vec::new();
-        for _ in 0..100 {
-            wait(
-                &[b.as_raw_fd()],
-                &[false],
-                Some(Duration::from_millis(100)),
-                &mut ready,
-            )
-            .unwrap();
-            got += inb
-                .recv(b.as_raw_fd(), 4 - got, libc::MSG_DONTWAIT)
-                .unwrap_or(0);
-            if got == 3 {
-                break;
-            }
-        }
-        assert_eq!(got, 3);
+        assert_eq!(recv_n(&mut inb, b.as_raw_fd(), 3), 3);
         assert_eq!(inb.data(0), &[0, 0, 0]);
         assert_eq!(inb.addr(0), Some(a.local_addr().unwrap()));
         // Echo slot 1 back to its sender by address.

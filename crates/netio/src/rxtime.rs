@@ -145,7 +145,7 @@ pub fn wall_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{wait, MsgBatch};
+    use crate::MsgBatch;
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
     use std::time::Duration;
@@ -162,23 +162,7 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(20));
         let mut inb = MsgBatch::new(4, 64).with_rx_times();
-        let mut ready = Vec::new();
-        let mut got = 0;
-        for _ in 0..100 {
-            wait(
-                &[b.as_raw_fd()],
-                &[false],
-                Some(Duration::from_millis(100)),
-                &mut ready,
-            )
-            .unwrap();
-            got += inb
-                .recv(b.as_raw_fd(), 4 - got, libc::MSG_DONTWAIT)
-                .unwrap_or(0);
-            if got == 3 {
-                break;
-            }
-        }
+        let got = crate::tests::recv_n(&mut inb, b.as_raw_fd(), 3);
         let after = wall_ns();
         assert_eq!(got, 3);
         for i in 0..3 {

@@ -92,6 +92,12 @@ pub struct ProbeSummary {
     /// `npt serve` that reflects; absent with `--raw` or an older server: round trips only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directions: Option<crate::directions::PathDirections>,
+    /// Why there is no `directions` block: `raw` (`--raw`: any echo server, round trips
+    /// only) or `server` (the server did not say what it saw: an older `npt serve`). Absent
+    /// when there is one, and in files written before it was recorded.
+    #[schemars(extend("enum" = ["raw", "server"]))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip_only: Option<String>,
     /// Packets sent per second over the send phase.
     pub pps: f64,
     /// Replies received per second over the send phase.

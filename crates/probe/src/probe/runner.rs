@@ -8,7 +8,6 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use npt_result::directions::FlowsSettled;
 use npt_result::interval::{Interval as Record, Intervals};
 use npt_result::probe::{hist, Directions, ProbeBody};
 use npt_result::stats::directions::DirStats;
@@ -621,7 +620,7 @@ fn probe_stats(
     let d = &t.dir;
     // A stateless STAMP reflector tells no counts but stamps every answer: its delays per
     // direction still make a block (with every loss unplaced).
-    let directions = (d.flows > 0 || d.stamped > 0).then(|| {
+    let directions = (d.flows.reflected > 0 || d.stamped > 0).then(|| {
         for (name, h) in [
             (hist::DWELL, &d.dwell),
             (hist::IPDV_UP, &d.ipdv_up),
@@ -644,6 +643,9 @@ fn probe_stats(
             .by_reason()
             .map(|(k, n)| (k.to_string(), n))
             .collect(),
+        round_trip_only: directions
+            .is_none()
+            .then(|| if cfg.raw { "raw" } else { "server" }.to_string()),
         directions,
         late: t.late,
         duplicated: t.duplicated,
@@ -677,14 +679,7 @@ fn probe_stats(
 fn dir_stats(cfg: &ProbeConfig, d: &DirTotals) -> DirStats {
     let ms = |ns: i64| ns as f64 / 1e6;
     DirStats {
-        flows: FlowsSettled {
-            reflected: d.flows,
-            exact: d.exact,
-            no_report: d.no_report,
-            no_query: d.no_query,
-            unknown_flow: d.unknown_flow,
-            disagree: d.disagree,
-        },
+        flows: d.flows,
         clock: cfg.clock.name().to_string(),
         counts: cfg.proto.is_udp(),
         lost_up: d.lost_up,

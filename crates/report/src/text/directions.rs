@@ -84,10 +84,11 @@ fn how(d: &PathDirections) -> String {
 /// `direction  up … | down … | server dwell …  (exact; …)`, or why there is no split.
 pub fn write_directions(w: &mut dyn Write, s: &ProbeSummary) -> io::Result<()> {
     let Some(d) = &s.directions else {
-        let why = if s.framing == "raw" {
-            "--raw is round trips only"
-        } else {
-            "the server did not say what it saw (an older npt serve?): round trips only"
+        let why = match s.round_trip_only.as_deref() {
+            Some("raw") => "--raw is round trips only",
+            Some(_) => "the server did not say what it saw (an older npt serve?): round trips only",
+            // A file written before per-direction figures: as it was printed.
+            None => return Ok(()),
         };
         return writeln!(w, "direction  none: {why}");
     };

@@ -43,20 +43,6 @@ impl AddAssign<&FlowsSettled> for FlowsSettled {
     }
 }
 
-fn min_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-fn max_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
-    }
-}
-
 impl AddAssign<&DirStats> for DirStats {
     fn add_assign(&mut self, o: &DirStats) {
         if self.clock.is_empty() {
@@ -75,8 +61,8 @@ impl AddAssign<&DirStats> for DirStats {
         self.reorder_down += o.reorder_down;
         self.stamped += o.stamped;
         self.owd_negative += o.owd_negative;
-        self.owd_min_ms = min_f(self.owd_min_ms, o.owd_min_ms);
-        self.far_error_ms = max_f(self.far_error_ms, o.far_error_ms);
+        self.owd_min_ms = super::min_opt(self.owd_min_ms, o.owd_min_ms);
+        self.far_error_ms = super::max_opt(self.far_error_ms, o.far_error_ms);
     }
 }
 

@@ -15,7 +15,7 @@ use npt_stats::{Histogram, JitterMean};
 use serde::{Deserialize, Serialize};
 
 use super::directions::DirStats;
-use super::{max_opt, BodyError, HistMap, Stats, WeightedMean};
+use super::{max_opt, min_opt, BodyError, HistMap, Stats, WeightedMean};
 use crate::common::{jitter_mean, loss_pct, Directions, ErrorStats, NptLatency};
 use crate::health::Health;
 use crate::interval::Intervals;
@@ -63,6 +63,8 @@ pub struct ProbeStats {
     pub rates: SendRates,
     /// Per direction, when the server told what it saw (histograms in `histograms`).
     pub directions: Option<DirStats>,
+    /// Why there is no per-direction figure (`raw`, `server`), when there is none.
+    pub round_trip_only: Option<String>,
     /// `rtt`, `rtt_corrected` (open loop), `ipdv`, and for TCP `connect`, `first_packet`.
     pub histograms: HistMap,
     /// RFC 3550 jitter of the flows, sample-weighted.
@@ -111,8 +113,8 @@ impl AddAssign<&LoadStats> for LoadStats {
             self.load = rhs.load.clone();
             self.phases = rhs.phases.clone();
         }
-        self.load_started_s = min_f(self.load_started_s, rhs.load_started_s);
-        self.load_ended_s = max_f(self.load_ended_s, rhs.load_ended_s);
+        self.load_started_s = min_opt(self.load_started_s, rhs.load_started_s);
+        self.load_ended_s = max_opt(self.load_ended_s, rhs.load_ended_s);
         self.goodput_bps += &rhs.goodput_bps;
         self.bytes += &rhs.bytes;
         self.load_rtt_ms = self.load_rtt_ms.or(rhs.load_rtt_ms);
@@ -122,20 +124,6 @@ impl AddAssign<&LoadStats> for LoadStats {
             (a @ None, b) => *a = b,
             (Some(_), None) => {}
         }
-    }
-}
-
-fn min_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-fn max_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
     }
 }
 
@@ -353,6 +341,9 @@ impl AddAssign<&ProbeStats> for ProbeStats {
             (a @ None, b) => *a = b.clone(),
             (Some(_), None) => {}
         }
+        if self.round_trip_only.is_none() {
+            self.round_trip_only = rhs.round_trip_only.clone();
+        }
         self.histograms += &rhs.histograms;
         self.jitter += &rhs.jitter;
         self.jitter_inexact |= rhs.jitter_inexact;
@@ -437,6 +428,7 @@ impl Stats for ProbeStats {
             stale: s.stale,
             bytes: s.bytes,
             directions: s.directions.as_ref().map(DirStats::from_block),
+            round_trip_only: s.round_trip_only.clone(),
             rates: SendRates {
                 pps: s.pps,
                 pps_received: s.pps_received,
@@ -497,6 +489,10 @@ impl Stats for ProbeStats {
                 .directions
                 .as_ref()
                 .map(|d| d.block(self.sent, self.refused, h)),
+            round_trip_only: self
+                .round_trip_only
+                .clone()
+                .filter(|_| self.directions.is_none()),
             pps: self.rates.pps,
             pps_received: self.rates.pps_received,
             send_duration_s: self.rates.send_duration_s,

@@ -479,7 +479,7 @@ impl Split {
         match self.mode {
             Reflect::Off => return 0,
             Reflect::Timing => {
-                dir.flows += u32::from(self.heard);
+                dir.flows.reflected += u32::from(self.heard);
                 return 0;
             }
             Reflect::Full => {}
@@ -489,16 +489,16 @@ impl Split {
             self.close_gap(None, None, out);
             return 0;
         }
-        dir.flows += 1;
+        dir.flows.reflected += 1;
         let rep = match fin {
             Final::Report(rep) => rep,
             Final::UnknownFlow | Final::NoAnswer => {
                 if fin == Final::UnknownFlow {
-                    dir.unknown_flow += 1;
+                    dir.flows.unknown_flow += 1;
                 } else if self.no_query {
-                    dir.no_query += 1;
+                    dir.flows.no_query += 1;
                 } else {
-                    dir.no_report += 1;
+                    dir.flows.no_report += 1;
                 }
                 let r = self.r_hi;
                 self.close_gap(None, Some(r), out);
@@ -517,9 +517,9 @@ impl Split {
         dir.dup_up = rep.duplicated;
         dir.reorder_up = rep.reordered;
         if self.fits(&rep, sent, received) {
-            dir.exact += 1;
+            dir.flows.exact += 1;
         } else {
-            dir.disagree += 1;
+            dir.flows.disagree += 1;
         }
         moved
     }
