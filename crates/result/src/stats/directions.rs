@@ -37,6 +37,7 @@ impl AddAssign<&FlowsSettled> for FlowsSettled {
         self.reflected += o.reflected;
         self.exact += o.exact;
         self.no_report += o.no_report;
+        self.no_query += o.no_query;
         self.unknown_flow += o.unknown_flow;
         self.disagree += o.disagree;
     }
