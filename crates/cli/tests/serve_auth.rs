@@ -64,7 +64,11 @@ fn probe_with_the_token_over_udp_and_tcp_and_nothing_without_it() {
         assert_eq!(o.status.code(), Some(want), "{proto} without the token");
         if proto == "udp" {
             let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-            assert_eq!(u(&d, "/summary/refused_by_server"), 50, "udp without the token");
+            assert_eq!(
+                u(&d, "/summary/refused_by_server"),
+                50,
+                "udp without the token"
+            );
             assert_eq!(u(&d, "/summary/lost"), 0, "udp without the token");
         }
     }
@@ -172,7 +176,10 @@ fn captured_probe_packets_replayed_are_refused_and_counted() {
             }
         }
         assert!(answers <= captured.len() - 50);
-        assert!(notices <= 5, "{notices} notices: at most 5 a second per source");
+        assert!(
+            notices <= 5,
+            "{notices} notices: at most 5 a second per source"
+        );
     }
     // Every sealed packet replayed (the 50 frames and the flow query at the end) is refused
     // once from each socket.

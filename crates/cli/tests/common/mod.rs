@@ -145,3 +145,31 @@ pub fn agents(args: &[String], n: u32, dir: &std::path::Path) -> Vec<serde_json:
         })
         .collect()
 }
+
+/// stamp-suite (an independent STAMP implementation `./test.sh` installs with `cargo
+/// install`) on PATH or in cargo's bin directory. Missing: as root (CI) the test fails — the
+/// interoperability it checks must never pass unseen; otherwise it says SKIPPED and gets None.
+#[allow(dead_code)] // used by the STAMP test files only
+pub fn stamp_suite(test: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(h) = std::env::var_os("CARGO_HOME") {
+        dirs.push(Path::new(&h).join("bin"));
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        dirs.push(Path::new(&h).join(".cargo/bin"));
+    }
+    let found = dirs
+        .into_iter()
+        .map(|d| d.join("stamp-suite"))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            panic!("{test}: stamp-suite is not installed (`cargo install --locked stamp-suite --version 1.0.0`; ./test.sh installs it)");
+        }
+        eprintln!("SKIPPED: {test} needs stamp-suite (cargo install --locked stamp-suite)");
+    }
+    found
+}
