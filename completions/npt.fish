@@ -112,7 +112,8 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l metrics -d 'Serve live
 complete -c npt -n "__fish_npt_using_subcommand probe" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l ping-pong -d 'One message in flight over one connection, the next sent when its echo is back (the TCP ping-pong client of quic-tun\'s latency test): short for --mode relay --warmup 1'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l verify -d 'Check that every echoed payload is what was sent'
-complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server (round trips only: no loss or delay per direction)'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l owd -d 'The two hosts\' clocks are synchronized (NTP, PTP): report one-way delay up and down. Without it one-way delay is reported only where the clocks are one (a loopback target, or inside npt lab); delay variation per direction needs no sync'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'No stage lines while running'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-insecure -d 'quic:// load: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'

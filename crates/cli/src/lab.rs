@@ -335,7 +335,7 @@ fn exec(name: &str, node: &str, cmd: &[String]) -> anyhow::Result<ExitCode> {
             "lab {name} has no node {node} up (no namespace {ns})"
         ));
     }
-    let status = runtime::exec_command(&ns, cmd, &npt_exe()?).status()?;
+    let status = runtime::exec_command(name, &ns, cmd, &npt_exe()?).status()?;
     let code = u8::try_from(status.code().unwrap_or(1).clamp(0, 255)).unwrap_or(1);
     Ok(ExitCode::from(code))
 }
@@ -418,6 +418,7 @@ impl Launcher for LabLauncher {
     fn npt(&self, node: Option<&str>) -> Command {
         let ns = npt_lab::plan::netns_name(&self.lab, node.unwrap_or_default());
         let mut c = Command::new("ip");
+        c.env(runtime::LAB_ENV, &self.lab);
         c.args(["netns", "exec", &ns]).arg(&self.exe);
         c
     }

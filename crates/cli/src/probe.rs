@@ -41,6 +41,7 @@ pub enum Format {
 }
 
 #[derive(Args, Debug, Default)]
+#[command(after_help = crate::execute::EXIT_CODES)]
 pub struct ProbeArgs {
     /// udp://HOST:PORT or tcp://HOST:PORT (not needed with --config).
     pub target: Option<String>,
@@ -87,9 +88,15 @@ pub struct ProbeArgs {
     /// Check that every echoed payload is what was sent.
     #[arg(long)]
     pub verify: bool,
-    /// Carry sequence and timestamp inside the payload, for any plain echo server.
+    /// Carry sequence and timestamp inside the payload, for any plain echo server (round
+    /// trips only: no loss or delay per direction).
     #[arg(long)]
     pub raw: bool,
+    /// The two hosts' clocks are synchronized (NTP, PTP): report one-way delay up and down.
+    /// Without it one-way delay is reported only where the clocks are one (a loopback
+    /// target, or inside npt lab); delay variation per direction needs no sync.
+    #[arg(long)]
+    pub owd: bool,
     /// Secret the server was started with (npt serve --token): a keyed handshake per flow,
     /// then every packet carries a MAC (the secret never travels).
     #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
@@ -190,6 +197,10 @@ impl Subcommand for ProbeConfig {
 
     fn render(out: &mut dyn Write, doc: &Document<ProbeBody>) -> std::io::Result<()> {
         npt_report::text::write_probe(out, doc)
+    }
+
+    fn refused(body: &ProbeBody) -> u64 {
+        body.summary.refused_by_server
     }
 
     fn failed(body: &ProbeBody) -> Option<&'static str> {

@@ -295,6 +295,13 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     if let Some(plan) = &under_load {
         notices.extend(crate::via::bulk_fragment_notice("--load-size", &plan.bulk));
     }
+    if a.owd && raw {
+        return Err(usage!(
+            "--owd needs npt serve's timestamps: --raw is round trips only"
+        ));
+    }
+    let resolved = (!addr.ip().is_unspecified()).then_some(addr);
+    let clock = crate::clock::assumption(resolved, via.as_ref().map(|v| v.host.as_str()), a.owd);
     let cfg = ProbeConfig {
         proto,
         target: hostport,
@@ -314,6 +321,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         behind_threshold: a.behind_threshold,
         via,
         under_load,
+        clock,
     };
     Ok((cfg, notices))
 }

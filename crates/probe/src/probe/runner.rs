@@ -8,8 +8,10 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use npt_result::directions::FlowsSettled;
 use npt_result::interval::{Interval as Record, Intervals};
 use npt_result::probe::{hist, Directions, ProbeBody};
+use npt_result::stats::directions::DirStats;
 use npt_result::stats::probe::{ProxyStats, SendRates};
 use npt_result::stats::{ProbeMeta, ProbeStats, Stats};
 use npt_result::tcpinfo::TcpKernelStats;
@@ -21,7 +23,10 @@ use serde::Serialize;
 
 use super::driver::{self, Clock, Event, TcpTimes};
 use super::load::{Load, LoadPlan};
-use super::session::{Framing, Interval, Session, SessionConfig, Stage, StopReason, Totals};
+use super::session::{
+    ClockSync, DirTotals, Framing, Interval, Reflect, Session, SessionConfig, Stage, StopReason,
+    Totals,
+};
 use super::workload::Running;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -119,6 +124,14 @@ pub struct ProbeConfig {
     /// phase ([`super::load`]); `duration` is then the three phases together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub under_load: Option<LoadPlan>,
+    /// The clock assumption one-way delays rest on (`same-host`, `synced` by `--owd`, or
+    /// `none`: no one-way delay, only what needs no sync).
+    #[serde(serialize_with = "ser_clock")]
+    pub clock: ClockSync,
+}
+
+fn ser_clock<S: serde::Serializer>(c: &ClockSync, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.name())
 }
 
 fn ser_via<S: serde::Serializer>(v: &Option<npt_proxy::Via>, s: S) -> Result<S::Ok, S::Error> {
@@ -203,6 +216,12 @@ fn session_config(
         history,
         auth: None,
         phases: cfg.under_load.as_ref().map(|p| p.bounds(start)),
+        reflect: match (cfg.raw, cfg.proto) {
+            (true, _) => Reflect::Off,
+            (false, Proto::Udp) => Reflect::Full,
+            (false, Proto::Tcp) => Reflect::Timing,
+        },
+        clock: cfg.clock,
     })
 }
 
@@ -428,6 +447,9 @@ pub fn run(
 }
 
 fn interval_record(iv: &Interval, run_start: u64) -> Record {
+    // Per direction once a flow's server told what it saw (an older server's record stays as
+    // it was).
+    let reflected = iv.reflected > 0;
     let dur = (iv.end.saturating_sub(iv.start)) as f64 / 1e9;
     let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
     Record {
@@ -441,10 +463,13 @@ fn interval_record(iv: &Interval, run_start: u64) -> Record {
         latency_ms: iv.rtt.summary(),
         sent: Some(iv.sent),
         lost: Some(iv.lost),
+        refused: (iv.refused > 0).then_some(iv.refused),
+        lost_up: reflected.then_some(iv.lost_up),
+        lost_down: reflected.then_some(iv.lost_down),
         late: Some(iv.late),
         duplicated: Some(iv.duplicated),
         reordered: Some(iv.reordered),
-        loss_pct: Some(loss_pct(iv.lost, iv.sent)),
+        loss_pct: Some(loss_pct(iv.lost, iv.sent.saturating_sub(iv.refused))),
         jitter_ms: Some(iv.jitter.value_ns() / 1e6),
         jitter_samples: Some(iv.jitter.samples()),
         bandwidth_bps: Some(Directions {
@@ -534,11 +559,34 @@ fn probe_stats(
         cfg.behind_threshold.as_secs_f64() * 1e3,
         t.send_lateness.summary(),
     );
+    let d = &t.dir;
+    let directions = (d.flows > 0).then(|| {
+        for (name, h) in [
+            (hist::DWELL, &d.dwell),
+            (hist::IPDV_UP, &d.ipdv_up),
+            (hist::IPDV_DOWN, &d.ipdv_down),
+            (hist::OWD_UP, &d.owd_up),
+            (hist::OWD_DOWN, &d.owd_down),
+        ] {
+            histograms.add(name, h);
+        }
+        dir_stats(cfg, d)
+    });
     ProbeStats {
         clients: cfg.clients,
         sent: t.sent,
         received: t.received,
         lost: t.lost,
+        refused: t.refused,
+        refusal_notices: d
+            .notices
+            .by_reason()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect(),
+        round_trip_only: directions
+            .is_none()
+            .then(|| if cfg.raw { "raw" } else { "server" }.to_string()),
+        directions,
         late: t.late,
         duplicated: t.duplicated,
         reordered: t.reordered,
@@ -564,6 +612,33 @@ fn probe_stats(
         health,
         intervals: Intervals::of(intervals),
         ..ProbeStats::default()
+    }
+}
+
+/// The flows' per-direction counts as the result's value (its histograms go in the map).
+fn dir_stats(cfg: &ProbeConfig, d: &DirTotals) -> DirStats {
+    let ms = |ns: i64| ns as f64 / 1e6;
+    DirStats {
+        flows: FlowsSettled {
+            reflected: d.flows,
+            exact: d.exact,
+            no_report: d.no_report,
+            unknown_flow: d.unknown_flow,
+            disagree: d.disagree,
+        },
+        clock: cfg.clock.name().to_string(),
+        counts: cfg.proto == Proto::Udp,
+        lost_up: d.lost_up,
+        lost_down: d.lost_down,
+        unplaced: d.unplaced,
+        dup_up: d.dup_up,
+        dup_down: d.dup_down,
+        reorder_up: d.reorder_up,
+        reorder_down: d.reorder_down,
+        stamped: d.stamped,
+        owd_negative: d.owd_negative,
+        owd_min_ms: d.owd_min_ns.map(ms),
+        far_error_ms: d.far_error_ns.map(|e| e as f64 / 1e6),
     }
 }
 

@@ -36,6 +36,7 @@ fn tcp_config() -> ProbeConfig {
         behind_threshold: Duration::from_millis(1),
         via: None,
         under_load: None,
+        clock: crate::probe::session::ClockSync::None,
     }
 }
 

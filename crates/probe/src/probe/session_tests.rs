@@ -84,6 +84,8 @@ pub(super) fn cfg(pacing: Pacing) -> SessionConfig {
         history: 1 << 16,
         auth: None,
         phases: None,
+        reflect: Reflect::Off,
+        clock: ClockSync::None,
     }
 }
 

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::Histograms;
 
 pub mod bulk;
+pub mod directions;
 pub mod http;
 pub mod ping;
 pub mod probe;
