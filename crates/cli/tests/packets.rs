@@ -15,11 +15,20 @@ use common::{json, lab, run, serve, u};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// The log's lines as JSON values.
+/// The log's lines as JSON values; the first of each fate checked against
+/// `schema/packet.schema.json`.
 fn lines(text: &str) -> Vec<serde_json::Value> {
-    text.lines()
+    let lines: Vec<serde_json::Value> = text
+        .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
-        .collect()
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for l in &lines {
+        if seen.insert(l["fate"].to_string()) {
+            common::assert_valid(l, "packet");
+        }
+    }
+    lines
 }
 
 fn count(lines: &[serde_json::Value], fate: &str) -> u64 {
