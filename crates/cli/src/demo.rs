@@ -46,6 +46,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         addr,
         raw: false,
         token: None,
+        stamp_key: None,
         size: 64,
         fill: Fill::Random,
         verify: true,

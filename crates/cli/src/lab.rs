@@ -298,11 +298,10 @@ fn down(name: &str) -> anyhow::Result<ExitCode> {
         }
     };
     let existing = netns::list()?;
-    for n in names.iter().filter(|n| existing.contains(n)) {
-        found = true;
-        if let Err(e) = netns::delete(n) {
-            eprintln!("npt lab down: {e}");
-        }
+    let names: Vec<String> = names.into_iter().filter(|n| existing.contains(n)).collect();
+    found |= !names.is_empty();
+    for e in netns::delete_all(&names) {
+        eprintln!("npt lab down: {e}");
     }
     let _ = std::fs::remove_dir_all(&dir);
     if !found {

@@ -43,7 +43,9 @@ pub enum Format {
 #[derive(Args, Debug, Default)]
 #[command(after_help = crate::execute::EXIT_CODES)]
 pub struct ProbeArgs {
-    /// udp://HOST:PORT or tcp://HOST:PORT (not needed with --config).
+    /// udp://HOST:PORT or tcp://HOST:PORT (npt serve, or any echo with --raw), or
+    /// stamp://HOST:PORT: a STAMP Session-Reflector (RFC 8762; a router's, npt serve --stamp;
+    /// IANA's port is 862). Not needed with --config.
     pub target: Option<String>,
     /// The line tester's XML config (ConfigTemplate.xml); flags given here override it.
     #[arg(long, value_name = "FILE")]
@@ -79,7 +81,8 @@ pub struct ProbeArgs {
     /// Sender threads the clients are spread over [default: min(clients, cores)].
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Bytes per packet, npt's header included [default: 64].
+    /// Bytes per packet, npt's header included [default: 64; stamp://: 44, or 112 with
+    /// --stamp-key].
     #[arg(long, short = 's')]
     pub size: Option<usize>,
     /// Payload fill.
@@ -101,6 +104,15 @@ pub struct ProbeArgs {
     /// then every packet carries a MAC (the secret never travels).
     #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// stamp:// in STAMP's authenticated mode: the reflector's HMAC key (hex, at least 32
+    /// digits).
+    #[arg(
+        long,
+        value_name = "HEX",
+        env = "NPT_STAMP_KEY",
+        hide_env_values = true
+    )]
+    pub stamp_key: Option<String>,
     /// A packet unanswered this long is lost; a later reply is "late".
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
     pub loss_timeout: Duration,
@@ -264,7 +276,12 @@ pub fn banner(cfg: &ProbeConfig) -> String {
         cfg.target,
         cfg.addr,
         cfg.size,
-        if cfg.raw { "raw" } else { "framed" },
+        match (cfg.proto, cfg.raw) {
+            (Proto::Stamp, _) if cfg.stamp_key.is_some() => "STAMP authenticated",
+            (Proto::Stamp, _) => "STAMP",
+            (_, true) => "raw",
+            _ => "framed",
+        },
         cfg.clients
     )
 }
@@ -358,6 +375,35 @@ mod tests {
         a.raw = true;
         a.token = Some("x".into());
         assert!(err(&a).contains("--token"));
+    }
+
+    #[test]
+    fn stamp_targets_size_and_key() {
+        let (c, _) = config(&args("stamp://127.0.0.1:862")).unwrap();
+        assert_eq!((c.proto, c.size, c.raw), (Proto::Stamp, 44, false));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.stamp_key = Some("000102030405060708090a0b0c0d0e0f".into());
+        let (c, _) = config(&a).unwrap();
+        assert_eq!(c.size, 112, "the authenticated packet");
+        assert!(c.stamp_key.is_some());
+        a.size = Some(113);
+        assert!(err(&a).contains("--size 113: a STAMP test packet is 112 bytes (authenticated)"));
+        a.size = Some(116);
+        assert!(config(&a).is_ok(), "room for the padding TLV");
+        a.stamp_key = Some("0001".into());
+        assert!(err(&a).contains("--stamp-key: 2 bytes"), "{}", err(&a));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.size = Some(45);
+        assert!(err(&a).contains("--size 45"));
+        a.size = None;
+        a.raw = true;
+        assert!(err(&a).contains("a stamp:// target speaks STAMP"));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.token = Some("s".into());
+        assert!(err(&a).contains("--raw and --token"));
+        let mut a = args("udp://127.0.0.1:7777");
+        a.stamp_key = Some("000102030405060708090a0b0c0d0e0f".into());
+        assert!(err(&a).contains("--stamp-key is for stamp://"));
     }
 
     #[test]

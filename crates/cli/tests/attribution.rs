@@ -97,6 +97,24 @@ fn bulk_and_ping_exit_3_when_the_server_refused_part_of_the_test() {
     assert_eq!(code, Some(3), "refused, not merely unanswered");
 }
 
+/// Under `--token` every frame is sealed, the flow query too (with a sequence number of its
+/// own: the server's replay window refuses a reused one), and the split is exact.
+#[test]
+fn under_token_the_split_is_exact_too() {
+    let s = serve(1024, &["--token", "s3cret"]);
+    let target = format!("udp://{}", s.tcp);
+    let (code, _, d) = npt_json(
+        &[
+            "probe", &target, "--token", "s3cret", "--pps", "500", "-n", "500", "-q",
+        ],
+        "probe",
+    );
+    assert_eq!(code, Some(0));
+    let dirs = &d["summary"]["directions"];
+    assert_eq!(dirs["exact"], true, "{dirs}");
+    assert_eq!(dirs["stamped"], 500);
+}
+
 /// `--raw` works with any echo server and is round trips only: the result and the text say
 /// so, and no figure per direction is made up.
 #[test]

@@ -10,7 +10,6 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use common::{f, lab, u};
 
@@ -58,15 +57,7 @@ fn topology(name: &str, impair: &str, relay: Relay, dir: &Path) -> String {
             .to_string(),
         _ => {
             let conf = dir.join(format!("{name}-danted.conf"));
-            std::fs::write(
-                &conf,
-                "logoutput: stderr\ninternal: 10.0.1.2 port = 1080\nexternal: 10.0.2.1\n\
-                 clientmethod: none\nsocksmethod: none\nuser.privileged: root\n\
-                 user.unprivileged: nobody\nclient pass { from: 10.0.1.0/24 to: 0.0.0.0/0 }\n\
-                 socks pass { from: 10.0.1.0/24 to: 0.0.0.0/0 command: udpassociate }\n\
-                 socks pass { from: 10.0.2.0/24 to: 10.0.1.0/24 command: udpreply }\n",
-            )
-            .unwrap();
+            lab::danted_conf(&conf);
             format!(
                 "cmd = [\"/usr/sbin/danted\", \"-f\", \"{}\"]\nready = \"tcp://10.0.1.2:1080\"\n",
                 conf.display()
@@ -88,32 +79,6 @@ fn target(relay: Relay) -> Vec<&'static str> {
         Relay::None => vec!["udp://10.0.1.2:7777"],
         Relay::Socat => vec!["udp://10.0.1.2:7000"],
         Relay::Danted => vec!["udp://10.0.2.2:7777", "--via", "socks5://10.0.1.2:1080"],
-    }
-}
-
-/// Link 1's counters of the direction `from` → `to`, once they stop moving (the lab
-/// republishes its status every few 100 ms; waiting at most 5 s): (packets in, dropped).
-fn link_counts(l: &lab::Lab, from: &str, to: &str) -> (u64, u64) {
-    let read = || {
-        let s = l.status();
-        let d = s["links"][0]["directions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["from"] == from && d["to"] == to)
-            .unwrap_or_else(|| panic!("no direction {from} > {to} in {s}"))
-            .clone();
-        (u(&d, "/applied/packets_in"), u(&d, "/applied/dropped_loss"))
-    };
-    let until = Instant::now() + Duration::from_secs(5);
-    let mut last = read();
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let now = read();
-        if now == last || Instant::now() > until {
-            return now;
-        }
-        last = now;
     }
 }
 
@@ -140,8 +105,8 @@ fn probe(
         "relay"
     };
     let before = [
-        link_counts(&l, "client", far),
-        link_counts(&l, far, "client"),
+        l.settled_counts(0, "client", far),
+        l.settled_counts(0, far, "client"),
     ];
     let (count, rate) = (n.to_string(), pps.to_string());
     let mut args = vec!["probe"];
@@ -149,8 +114,8 @@ fn probe(
     args.extend(["--pps", &rate, "-n", &count, "-q"]);
     let doc = l.npt_json("client", &args, &dir.path().join("probe.json"), "probe");
     let after = [
-        link_counts(&l, "client", far),
-        link_counts(&l, far, "client"),
+        l.settled_counts(0, "client", far),
+        l.settled_counts(0, far, "client"),
     ];
     let delta = |i: usize| (after[i].0 - before[i].0, after[i].1 - before[i].1);
     Some((doc, [delta(0), delta(1)]))

@@ -321,11 +321,8 @@ impl Lab {
         for mut p in self.pumps.drain(..) {
             p.stop();
         }
-        for ns in self.created.drain(..).rev() {
-            if let Err(e) = netns::delete(&ns) {
-                errors.push(e.to_string());
-            }
-        }
+        let created: Vec<String> = self.created.drain(..).rev().collect();
+        errors.extend(netns::delete_all(&created).iter().map(ToString::to_string));
         errors
     }
 }

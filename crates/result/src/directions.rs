@@ -70,6 +70,10 @@ pub struct FlowsSettled {
     pub exact: u32,
     /// The final query got no answer (an older `npt serve`, or the path was down at the end).
     pub no_report: u32,
+    /// Flows to a STAMP reflector, which has no final count to ask for: losses after its last
+    /// answer stay `unplaced` (absent in files written before it was counted).
+    #[serde(default)]
+    pub no_query: u32,
     /// The far end kept no record of the flow (it forgot it, or refused all of it).
     pub unknown_flow: u32,
     /// The far end's counts did not add up with the client's (it counted more than could
@@ -88,6 +92,13 @@ impl FlowsSettled {
             why.push(format!(
                 "{} flow(s) got no final count (an older npt serve, or the path was down at the end)",
                 self.no_report
+            ));
+        }
+        if self.no_query > 0 {
+            why.push(format!(
+                "{} STAMP flow(s): STAMP has no final count, so losses after the last answer \
+                 cannot be placed",
+                self.no_query
             ));
         }
         if self.unknown_flow > 0 {

@@ -58,8 +58,9 @@ pub struct ProbeSummary {
     pub mode: String,
     /// True for `rate` (open loop, latency also from the intended send time).
     pub open_loop: bool,
-    /// `framed` (npt serve) or `raw` (any echo server).
-    #[schemars(extend("enum" = ["framed", "raw"]))]
+    /// `framed` (npt serve), `raw` (any echo server) or `stamp` (a STAMP Session-Reflector,
+    /// RFC 8762; `protocol` is then `udp`).
+    #[schemars(extend("enum" = ["framed", "raw", "stamp"]))]
     pub framing: String,
     #[schemars(range(min = 1))]
     pub clients: u32,

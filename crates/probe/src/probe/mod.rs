@@ -21,6 +21,8 @@ mod session_progress_tests;
 #[cfg(test)]
 mod session_split_tests;
 #[cfg(test)]
+mod session_stamp_tests;
+#[cfg(test)]
 mod session_tests;
 pub mod stream;
 pub mod workload;

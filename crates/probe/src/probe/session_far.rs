@@ -243,10 +243,16 @@ pub(super) fn run_path(s: &mut Session, path: &mut Path, wall: i64) -> (Vec<Inte
     panic!("virtual run did not finish");
 }
 
-/// `received + lost + refused == sent` in the totals and in every interval, and the
-/// intervals add up to the totals.
+/// `received + lost + refused == sent` in the totals and in every interval, every path loss
+/// placed once (up, down or unplaced), and the intervals add up to the totals.
 pub(super) fn check_split(t: &Totals, intervals: &[Interval]) {
     assert_eq!(t.received + t.lost + t.refused, t.sent, "totals resolve");
+    let d = &t.dir;
+    assert_eq!(
+        d.lost_up + d.lost_down + d.unplaced,
+        t.lost,
+        "each loss placed once"
+    );
     for iv in intervals {
         assert_eq!(
             iv.received + iv.lost + iv.refused,

@@ -32,7 +32,7 @@ fn loss_up_only_reads_up_only_and_exactly() {
     assert_eq!((t.sent, t.received, t.lost, t.refused), (1000, 969, 31, 0));
     let d = &t.dir;
     assert_eq!((d.lost_up, d.lost_down, d.unplaced), (31, 0, 0));
-    assert_eq!((d.flows, d.exact), (1, 1));
+    assert_eq!((d.flows.reflected, d.flows.exact), (1, 1));
     assert_eq!(path.far.queries, 1, "one query, answered");
     for i in &iv {
         assert_eq!(
@@ -54,7 +54,7 @@ fn loss_both_ways_splits_exactly() {
     let t = s.totals();
     // 969 replies sent with receive counts 1..=969: 20 of them end in 7 mod 50.
     assert_eq!((t.dir.lost_up, t.dir.lost_down, t.lost), (31, 20, 51));
-    assert_eq!(t.dir.exact, 1);
+    assert_eq!(t.dir.flows.exact, 1);
     let placed: u64 = iv.iter().map(|i| i.lost_up + i.lost_down).sum();
     assert_eq!(placed, 51, "every loss placed in its interval");
     check_split(t, &iv);
@@ -84,7 +84,7 @@ fn without_the_report_the_tail_is_unplaced_and_the_split_inexact() {
     let (s, iv, end) = run(&mut path, far_cfg());
     let t = s.totals();
     assert_eq!((t.lost, t.dir.lost_up, t.dir.unplaced), (11, 1, 10));
-    assert_eq!((t.dir.exact, t.dir.no_report), (0, 1));
+    assert_eq!((t.dir.flows.exact, t.dir.flows.no_report), (0, 1));
     assert_eq!(path.far.queries, 5, "a bounded number of queries");
     // Last send at 999 ms, its loss timeout 1 s later, then at most one more for the queries.
     assert!(end <= 999 * MS + 2000 * MS, "ended at {end}");
@@ -98,7 +98,7 @@ fn a_lost_report_is_asked_again() {
     path.far.answers = Box::new(|n| n >= 2);
     let (s, _, _) = run(&mut path, far_cfg());
     assert_eq!(path.far.queries, 3);
-    assert_eq!((s.totals().dir.exact, s.totals().dir.lost_up), (1, 1));
+    assert_eq!((s.totals().dir.flows.exact, s.totals().dir.lost_up), (1, 1));
 }
 
 #[test]
@@ -110,7 +110,10 @@ fn refusals_are_not_path_loss_and_add_up_per_interval() {
     let t = s.totals();
     assert_eq!((t.received, t.lost, t.refused), (300, 0, 700));
     assert_eq!(t.dir.notices.budget, 70);
-    assert_eq!((t.dir.lost_up, t.dir.lost_down, t.dir.exact), (0, 0, 1));
+    assert_eq!(
+        (t.dir.lost_up, t.dir.lost_down, t.dir.flows.exact),
+        (0, 0, 1)
+    );
     assert!(iv.iter().all(|i| i.refused == 70 && i.lost == 0));
     check_split(t, &iv);
 }
@@ -133,7 +136,7 @@ fn refusals_and_loss_both_ways_together() {
     assert_eq!(t.refused, n_refused);
     assert_eq!((t.dir.lost_up, t.dir.lost_down), (31, down));
     assert_eq!(t.lost, 31 + down);
-    assert_eq!(t.dir.exact, 1);
+    assert_eq!(t.dir.flows.exact, 1);
     check_split(t, &iv);
 }
 
@@ -147,7 +150,7 @@ fn unstamped_frames_take_refusals_from_notices_and_the_report() {
     let (s, iv, _) = run(&mut path, c);
     let t = s.totals();
     assert_eq!(
-        (t.refused, t.lost, t.dir.lost_up, t.dir.exact),
+        (t.refused, t.lost, t.dir.lost_up, t.dir.flows.exact),
         (250, 0, 0, 1)
     );
     assert_eq!(t.dir.stamped, 0);
@@ -295,7 +298,7 @@ fn an_outage_longer_than_the_loss_timeout_is_settled_in_the_totals() {
     let (s, iv, _) = run(&mut path, c);
     let t = s.totals();
     assert_eq!(
-        (t.dir.lost_up, t.dir.lost_down, t.dir.exact),
+        (t.dir.lost_up, t.dir.lost_down, t.dir.flows.exact),
         (1500, 500, 1)
     );
     // Intervals that closed inside the outage say loss, direction unknown.
@@ -311,7 +314,7 @@ fn an_older_responder_reads_round_trips_only_and_is_not_asked() {
     path.far.old = true;
     let (s, iv, _) = run(&mut path, far_cfg());
     let t = s.totals();
-    assert_eq!((t.lost, t.dir.flows, t.dir.unplaced), (10, 0, 10));
+    assert_eq!((t.lost, t.dir.flows.reflected, t.dir.unplaced), (10, 0, 10));
     assert_eq!(path.far.queries, 0);
     check_split(t, &iv);
 }
@@ -323,7 +326,7 @@ fn a_forgotten_flow_is_inexact() {
     path.far.forgot = true;
     let (s, _, _) = run(&mut path, far_cfg());
     let d = &s.totals().dir;
-    assert_eq!((d.exact, d.unknown_flow, d.unplaced), (0, 1, 1));
+    assert_eq!((d.flows.exact, d.flows.unknown_flow, d.unplaced), (0, 1, 1));
 }
 
 #[test]
@@ -373,6 +376,10 @@ fn under_token_the_query_is_sealed_and_only_a_sealed_report_counts() {
     assert!(is_sealed(&buf[..q]));
     key.open(Dir::ToServer, &buf[..q]).unwrap();
     let qh = Header::decode(&buf[..q]).unwrap();
+    assert_eq!(
+        qh.seq, 1,
+        "past the packets' numbers (a server's replay window)"
+    );
     let mut report = buf[..q].to_vec();
     let rep = FlowReport {
         received: 1,
@@ -385,5 +392,94 @@ fn under_token_the_query_is_sealed_and_only_a_sealed_report_counts() {
     key.seal(Dir::ToClient, &mut report).unwrap();
     s.handle_arrival(3 * MS, &report);
     assert!(s.is_done());
-    assert_eq!(s.totals().dir.exact, 1);
+    assert_eq!(s.totals().dir.flows.exact, 1);
+}
+
+/// A far end that lies: random receive and refused counts (wrapping, falling, far ahead),
+/// random stamps, notices for packets never sent, reports that cannot add up, duplicates of
+/// everything. The session must not panic, must keep `received + lost + refused == sent`, and
+/// may call the split exact only when the counts fit.
+#[test]
+#[allow(clippy::cast_possible_truncation)] // random draws below the bounds they are cast to
+fn a_lying_far_end_never_breaks_the_counts() {
+    use npt_wire::frame::{self, status, Header, Kind, HEADER_LEN};
+    use npt_wire::reflect::{self, FlowReport, Stamps};
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n.max(1)
+    };
+    for round in 0..40 {
+        let mut c = far_cfg();
+        c.count = Some(300);
+        c.loss_timeout = 50 * MS;
+        let mut s = Session::new(c);
+        let mut buf = vec![0u8; 2048];
+        let mut now = 0u64;
+        let mut sent: Vec<Vec<u8>> = Vec::new();
+        for _ in 0..100_000 {
+            while let Some(n) = s.poll_transmit(now, &mut buf) {
+                sent.push(buf[..n].to_vec());
+            }
+            // Answer a random earlier frame, a notice, a report, or nothing.
+            if let Some(req) = sent.get(rnd(sent.len() as u64 + 3) as usize).cloned() {
+                let h = Header::decode(&req).unwrap();
+                match rnd(6) {
+                    0 if h.kind == Kind::FlowQuery => {
+                        let mut out = req.clone();
+                        let r = FlowReport {
+                            received: rnd(1000),
+                            refused: rnd(400),
+                            duplicated: rnd(50),
+                            reordered: rnd(50),
+                        };
+                        reflect::write_report(&mut out, &h, (rnd(4) > 0).then_some(&r)).unwrap();
+                        s.handle_reply(now, &out);
+                    }
+                    1 => {
+                        let mut out = [0u8; HEADER_LEN];
+                        let why = [status::BUDGET, status::TOKEN_REQUIRED, 99][rnd(3) as usize];
+                        let count = (rnd(2) == 0).then(|| rnd(u64::from(u32::MAX)) as u32);
+                        if reflect::write_notice(&req, why, count, &mut out).is_some() {
+                            s.handle_reply(now, &out);
+                        }
+                    }
+                    _ if h.kind == Kind::Echo => {
+                        let mut out = req.clone();
+                        frame::set_kind_status(&mut out, Kind::EchoReply, 0);
+                        let rh = Header::decode(&out).unwrap();
+                        let stamps = Stamps {
+                            rx_wall_ns: rnd(u64::MAX),
+                            dwell_ns: rnd(u64::from(u32::MAX)) as u32,
+                            refused: rnd(u64::from(u32::MAX)) as u32,
+                        };
+                        let rx = rnd(u64::from(u32::MAX)) as u32;
+                        reflect::write_reply(&mut out, &rh, rx, &stamps).unwrap();
+                        for _ in 0..=rnd(2) {
+                            s.handle_reply(now, &out);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            s.handle_timeout(now);
+            while s.poll_interval().is_some() {}
+            if s.is_done() {
+                break;
+            }
+            now += rnd(3 * MS) + 1;
+        }
+        assert!(s.is_done(), "round {round}");
+        let t = s.totals();
+        assert_eq!(t.received + t.lost + t.refused, t.sent, "round {round}");
+        let d = &t.dir;
+        assert_eq!(
+            d.lost_up + d.lost_down + d.unplaced,
+            t.lost,
+            "round {round}: every path loss placed once"
+        );
+        assert!(d.flows.exact + d.flows.disagree <= d.flows.reflected);
+    }
 }

@@ -123,7 +123,12 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
     writeln!(
         w,
         "npt probe {}://{}  mode {}{}  size {} B  clients {}  {}",
-        s.protocol,
+        // A STAMP probe is a UDP probe in STAMP's framing; its target was stamp://.
+        if s.framing == "stamp" {
+            "stamp"
+        } else {
+            &s.protocol
+        },
         s.target,
         s.mode,
         if s.open_loop {

@@ -37,22 +37,9 @@ impl AddAssign<&FlowsSettled> for FlowsSettled {
         self.reflected += o.reflected;
         self.exact += o.exact;
         self.no_report += o.no_report;
+        self.no_query += o.no_query;
         self.unknown_flow += o.unknown_flow;
         self.disagree += o.disagree;
-    }
-}
-
-fn min_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-fn max_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
     }
 }
 
@@ -74,8 +61,8 @@ impl AddAssign<&DirStats> for DirStats {
         self.reorder_down += o.reorder_down;
         self.stamped += o.stamped;
         self.owd_negative += o.owd_negative;
-        self.owd_min_ms = min_f(self.owd_min_ms, o.owd_min_ms);
-        self.far_error_ms = max_f(self.far_error_ms, o.far_error_ms);
+        self.owd_min_ms = super::min_opt(self.owd_min_ms, o.owd_min_ms);
+        self.far_error_ms = super::max_opt(self.far_error_ms, o.far_error_ms);
     }
 }
 

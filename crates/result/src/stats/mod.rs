@@ -241,6 +241,14 @@ pub(crate) fn add_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// The smaller of two optional figures.
+pub(crate) fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The larger of two optional figures.
 pub(crate) fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {

@@ -15,7 +15,7 @@ use npt_stats::{Histogram, JitterMean};
 use serde::{Deserialize, Serialize};
 
 use super::directions::DirStats;
-use super::{max_opt, BodyError, HistMap, Stats, WeightedMean};
+use super::{max_opt, min_opt, BodyError, HistMap, Stats, WeightedMean};
 use crate::common::{jitter_mean, loss_pct, Directions, ErrorStats, NptLatency};
 use crate::health::Health;
 use crate::interval::Intervals;
@@ -113,8 +113,8 @@ impl AddAssign<&LoadStats> for LoadStats {
             self.load = rhs.load.clone();
             self.phases = rhs.phases.clone();
         }
-        self.load_started_s = min_f(self.load_started_s, rhs.load_started_s);
-        self.load_ended_s = max_f(self.load_ended_s, rhs.load_ended_s);
+        self.load_started_s = min_opt(self.load_started_s, rhs.load_started_s);
+        self.load_ended_s = max_opt(self.load_ended_s, rhs.load_ended_s);
         self.goodput_bps += &rhs.goodput_bps;
         self.bytes += &rhs.bytes;
         self.load_rtt_ms = self.load_rtt_ms.or(rhs.load_rtt_ms);
@@ -124,20 +124,6 @@ impl AddAssign<&LoadStats> for LoadStats {
             (a @ None, b) => *a = b,
             (Some(_), None) => {}
         }
-    }
-}
-
-fn min_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-fn max_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
     }
 }
 

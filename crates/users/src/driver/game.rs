@@ -110,6 +110,7 @@ pub(super) async fn game(
         behind_threshold: tick,
         history: 4096,
         auth,
+        stamp_key: None,
         phases: None,
         // Refusals by the far end's budget are told apart from path loss (the flow query at
         // the end settles them); the game keeps no per-direction delays.

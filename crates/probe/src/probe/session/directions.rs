@@ -4,6 +4,7 @@
 
 use std::ops::AddAssign;
 
+use npt_result::directions::FlowsSettled;
 use npt_stats::Histogram;
 
 use super::far::RefusalWhy;
@@ -101,17 +102,9 @@ impl AddAssign<&Notices> for Notices {
 /// reply (nothing told) are `unplaced`.
 #[derive(Clone, Debug, Default)]
 pub struct DirTotals {
-    /// Flows whose replies said what the far end saw.
-    pub flows: u32,
-    /// Of those, flows settled by the far end's final counts.
-    pub exact: u32,
-    /// Flows whose query got no answer (an older responder, or the path was down at the end).
-    pub no_report: u32,
-    /// Flows the far end kept no record of (it forgot them, or refused them all).
-    pub unknown_flow: u32,
-    /// Flows whose counts did not add up with the far end's (the far end counted more than
-    /// could have arrived): their split is the replies' estimate.
-    pub disagree: u32,
+    /// Flows whose replies said what the far end saw, and how each ended (settled by the far
+    /// end's final counts, or why not): the result's own counts.
+    pub flows: FlowsSettled,
     pub lost_up: u64,
     pub lost_down: u64,
     pub unplaced: u64,
@@ -159,11 +152,7 @@ fn min_i(a: Option<i64>, b: Option<i64>) -> Option<i64> {
 
 impl AddAssign<&DirTotals> for DirTotals {
     fn add_assign(&mut self, o: &DirTotals) {
-        self.flows += o.flows;
-        self.exact += o.exact;
-        self.no_report += o.no_report;
-        self.unknown_flow += o.unknown_flow;
-        self.disagree += o.disagree;
+        self.flows += &o.flows;
         self.lost_up += o.lost_up;
         self.lost_down += o.lost_down;
         self.unplaced += o.unplaced;

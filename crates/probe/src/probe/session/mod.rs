@@ -29,6 +29,7 @@ mod log;
 mod query;
 mod reply;
 mod split;
+pub mod stamp;
 mod types;
 
 use std::collections::VecDeque;
@@ -106,7 +107,8 @@ impl Session {
             lost_tags: Vec::new(),
             taken: Progress::default(),
             histograms: true,
-            split: Split::new(cfg.reflect, cfg.clock, cfg.history),
+            split: Split::new(cfg.reflect, cfg.clock, cfg.history)
+                .without_query(matches!(cfg.framing, Framing::Stamp(_))),
             placed: Vec::new(),
             wall_offset: 0,
             log: cfg.log_packets.then(|| log::Log::new(cfg.flow)),
@@ -282,8 +284,12 @@ impl Session {
                 .encode(buf)
                 .ok()?;
             }
+            Framing::Stamp(f) => f.encode(self.cfg.stamp_key.as_ref(), seq, now, buf)?,
         }
-        fill::fill(self.cfg.fill, self.cfg.fill_seed, seq, &mut buf[hl..]);
+        // A STAMP packet of exactly its base length has nothing to fill.
+        if let Some(rest) = buf.get_mut(hl..) {
+            fill::fill(self.cfg.fill, self.cfg.fill_seed, seq, rest);
+        }
         self.split.on_sent(seq);
         self.pacer.on_sent(due, now);
         let t = &mut self.totals;

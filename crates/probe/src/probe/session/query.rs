@@ -43,7 +43,10 @@ impl Session {
         if sent >= QUERY_ATTEMPTS || now < next {
             return None;
         }
-        let n = reflect::write_query(buf, self.cfg.flow, u64::from(sent), now).ok()?;
+        // A sequence number no packet of the flow had: under `--token` the server keeps a
+        // replay window over the session's numbers, and a reused one gets no answer.
+        let seq = self.window.next_seq().saturating_add(u64::from(sent));
+        let n = reflect::write_query(buf, self.cfg.flow, seq, now).ok()?;
         if let Some(k) = &self.cfg.auth {
             k.seal(npt_wire::auth::Dir::ToServer, buf).ok()?;
         }

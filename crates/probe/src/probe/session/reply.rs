@@ -146,6 +146,22 @@ impl Session {
                 }),
                 Err(_) => Incoming::Foreign,
             },
+            // One flow per connected socket: whatever the reflector answers on it is this
+            // flow's (RFC 8762 has no flow field).
+            Framing::Stamp(f) => {
+                let key = self.cfg.stamp_key.as_ref();
+                match f.decode(key, self.window.next_seq(), bytes) {
+                    Some((seq, send_ts, r)) => Incoming::Reply(Parsed {
+                        flow: self.cfg.flow,
+                        seq,
+                        send_ts,
+                        len: bytes.len(),
+                        payload: bytes.get(self.cfg.framing.header_len()..),
+                        far: Some(f.far_end(&r)),
+                    }),
+                    None => Incoming::Foreign,
+                }
+            }
         }
     }
 
@@ -184,7 +200,10 @@ impl Session {
                 let rtt = now.saturating_sub(slot.sent);
                 if self.cfg.verify {
                     if let Some(payload) = p.payload {
-                        let stamped = far.is_some_and(|f| f.rx_wall_ns.is_some());
+                        // npt serve writes its stamps over the payload's front; a STAMP
+                        // reflector's fields are in the base, before the payload.
+                        let framed = matches!(self.cfg.framing, Framing::Framed { .. });
+                        let stamped = framed && far.is_some_and(|f| f.rx_wall_ns.is_some());
                         if !self.payload_intact(seq, payload, stamped) {
                             self.totals.corrupt += 1;
                         }

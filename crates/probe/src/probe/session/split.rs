@@ -101,6 +101,9 @@ pub(super) struct Split {
     last_down: Option<i64>,
     /// A notice or a reflected reply was seen: the far end keeps this flow.
     heard: bool,
+    /// The framing has no final query (STAMP): a flow that ends without one is not "no
+    /// report" but what it is.
+    no_query: bool,
 }
 
 fn take(pool: &mut u64, want: u64) -> u64 {
@@ -133,7 +136,14 @@ impl Split {
             last_up: None,
             last_down: None,
             heard: false,
+            no_query: false,
         }
+    }
+
+    /// For a framing that has no final query (STAMP): its flows end as `no_query`.
+    pub(super) fn without_query(mut self, yes: bool) -> Split {
+        self.no_query = yes;
+        self
     }
 
     /// The far end has said what it saw of this flow (so far) and losses are placed per
@@ -342,9 +352,6 @@ impl Split {
         self.heard = true;
         let c = self.count(wire);
         let r = far.refused.map(|w| self.refused(w));
-        if let Some(e) = far.error_ns {
-            dir.far_error_ns = Some(dir.far_error_ns.map_or(e, |x| x.max(e)));
-        }
         if self.mode != Reflect::Full {
             return;
         }
@@ -428,6 +435,11 @@ impl Split {
         if self.mode == Reflect::Off {
             return;
         }
+        // Whatever else it tells (a stateless STAMP reflector tells no count), its clock's
+        // stated error stands beside the delays.
+        if let Some(e) = far.error_ns {
+            dir.far_error_ns = Some(dir.far_error_ns.map_or(e, |x| x.max(e)));
+        }
         let (Some(rx), Some(tx)) = (far.rx_wall_ns, far.tx_wall_ns) else {
             return;
         };
@@ -472,7 +484,7 @@ impl Split {
         match self.mode {
             Reflect::Off => return 0,
             Reflect::Timing => {
-                dir.flows += u32::from(self.heard);
+                dir.flows.reflected += u32::from(self.heard);
                 return 0;
             }
             Reflect::Full => {}
@@ -482,14 +494,16 @@ impl Split {
             self.close_gap(None, None, out);
             return 0;
         }
-        dir.flows += 1;
+        dir.flows.reflected += 1;
         let rep = match fin {
             Final::Report(rep) => rep,
             Final::UnknownFlow | Final::NoAnswer => {
                 if fin == Final::UnknownFlow {
-                    dir.unknown_flow += 1;
+                    dir.flows.unknown_flow += 1;
+                } else if self.no_query {
+                    dir.flows.no_query += 1;
                 } else {
-                    dir.no_report += 1;
+                    dir.flows.no_report += 1;
                 }
                 let r = self.r_hi;
                 self.close_gap(None, Some(r), out);
@@ -508,9 +522,9 @@ impl Split {
         dir.dup_up = rep.duplicated;
         dir.reorder_up = rep.reordered;
         if self.fits(&rep, sent, received) {
-            dir.exact += 1;
+            dir.flows.exact += 1;
         } else {
-            dir.disagree += 1;
+            dir.flows.disagree += 1;
         }
         moved
     }

@@ -18,6 +18,8 @@ pub enum Framing {
     Framed { token: u64 },
     /// Stamp inside the payload; works with any plain echo server.
     Raw,
+    /// STAMP test packets (RFC 8762) to a Session-Reflector ([`super::stamp`]).
+    Stamp(super::stamp::StampFraming),
 }
 
 impl Framing {
@@ -25,6 +27,7 @@ impl Framing {
         match self {
             Framing::Framed { .. } => HEADER_LEN,
             Framing::Raw => RAW_HEADER_LEN,
+            Framing::Stamp(s) => s.header_len(),
         }
     }
 
@@ -32,6 +35,7 @@ impl Framing {
         match self {
             Framing::Framed { .. } => "framed",
             Framing::Raw => "raw",
+            Framing::Stamp(_) => "stamp",
         }
     }
 }
@@ -72,6 +76,8 @@ pub struct SessionConfig {
     /// `--token`: the session key every framed packet is sealed with, and every reply must
     /// verify under (else it counts as foreign). Set per connection on TCP.
     pub auth: Option<npt_wire::auth::SessionKey>,
+    /// STAMP's authenticated mode: the HMAC key of every test packet and answer.
+    pub stamp_key: Option<npt_wire::stamp::StampKey>,
     /// `--under-load`: session clock times the loaded and the recovery phases start at. Each
     /// on-time reply's RTT then also goes into its phase's histogram, by the time its packet
     /// was *sent* (as loss is attributed), in [`Totals::phase_rtt`].
