@@ -141,9 +141,40 @@ impl BulkStats {
     }
 }
 
+impl UdpStats {
+    /// A later run's UDP flow after this one over `a` and `b` seconds: counts add, the asked
+    /// and delivered rates are over the summed time.
+    fn then(&mut self, a: f64, later: &UdpStats, b: f64) {
+        let rate = super::over_time(self.rate_bps, a, later.rate_bps, b);
+        let delivered = super::over_time(self.delivered_bps, a, later.delivered_bps, b);
+        *self += later;
+        self.rate_bps = rate;
+        self.delivered_bps = delivered;
+    }
+}
+
 impl Stats for BulkStats {
     type Body = BulkBody;
     type Meta = BulkMeta;
+
+    /// Rounds of one bulk test: the same streams again (`streams` stays), the measured phases
+    /// add, goodput and the UDP rates are over the summed time.
+    fn then(&mut self, later: &BulkStats) {
+        let (a, b) = (self.duration_s, later.duration_s);
+        let streams = self.streams.max(later.streams);
+        let goodput = super::directions_over_time(&self.goodput_bps, a, &later.goodput_bps, b);
+        let mut udp = self.udp.take();
+        match (&mut udp, &later.udp) {
+            (Some(x), Some(y)) => x.then(a, y, b),
+            (x @ None, y) => *x = *y,
+            (Some(_), None) => {}
+        }
+        *self += later;
+        self.streams = streams;
+        self.duration_s = a + b;
+        self.goodput_bps = goodput;
+        self.udp = udp;
+    }
 
     fn from_body(b: &BulkBody) -> Result<(BulkStats, BulkMeta), BodyError> {
         let s = &b.summary;
