@@ -202,7 +202,7 @@ fn series(body: &mut Workload, parts: &[Part], t0: i64) {
                     .cloned()
                     .unwrap_or_else(Histogram::new);
                 let dur = ((p.to - p.from) as f64 / 1e3).max(1e-3);
-                Interval {
+                let mut iv = Interval {
                     index: u32::try_from(i).unwrap_or(u32::MAX),
                     start_s: secs(p.from),
                     end_s: secs(p.to),
@@ -210,12 +210,31 @@ fn series(body: &mut Workload, parts: &[Part], t0: i64) {
                     errors: f.errors,
                     rate_per_s: f.sent as f64 / dur,
                     latency_ms: h.summary(),
-                    sent: Some(f.sent),
-                    lost: Some(f.lost),
-                    loss_pct: f.loss_pct(),
                     histogram: h.to_serialized(),
                     ..Interval::default()
+                };
+                // What each kind's records carry besides (the schemas require them).
+                match &p.stats {
+                    Some(KindStats::Probe(s)) => {
+                        iv.sent = Some(s.sent);
+                        iv.lost = Some(s.lost);
+                        iv.late = Some(s.late);
+                        iv.duplicated = Some(s.duplicated);
+                        iv.reordered = Some(s.reordered);
+                        iv.loss_pct = Some(npt_result::loss_pct(s.lost, s.sent));
+                        iv.jitter_ms = Some(s.jitter.value_ns() / 1e6);
+                        iv.jitter_samples = Some(s.jitter.samples());
+                        iv.bandwidth_bps = Some(s.rates.bandwidth_bps);
+                    }
+                    Some(KindStats::Http(s)) => iv.status = Some(s.status.clone()),
+                    Some(KindStats::Bulk(s)) => {
+                        iv.bandwidth_bps = Some(s.goodput_bps);
+                        iv.bytes = Some(s.bytes);
+                        iv.streams = Some(Vec::new());
+                    }
+                    _ => {}
                 }
+                iv
             })
             .collect()
     };

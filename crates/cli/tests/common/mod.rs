@@ -19,6 +19,7 @@ pub fn repo_root() -> PathBuf {
 }
 
 pub mod lab;
+pub mod monitor;
 
 // Each test file uses a part of this module.
 #[allow(unused_imports)]
