@@ -124,8 +124,7 @@ pub struct Message {
 }
 
 fn rfc3339(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
-    npt_result::rfc3339(t)
+    crate::round::rfc3339(ms)
 }
 
 impl Message {

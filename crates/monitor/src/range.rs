@@ -31,9 +31,7 @@ pub enum RangeError {
 }
 
 fn rfc3339(ms: i64) -> String {
-    let t =
-        std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
-    npt_result::rfc3339(t)
+    crate::round::rfc3339(ms)
 }
 
 /// One row read for the range: its span, what it holds, its stats.

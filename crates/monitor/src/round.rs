@@ -120,6 +120,16 @@ impl Round {
     }
 }
 
+/// The last ms an RFC 3339 time can say (9999-12-31T23:59:59.999Z).
+const LAST_MS: i64 = 253_402_300_799_999;
+
+/// Wall-clock `ms` since the Unix epoch as RFC 3339, clamped to the years it can write (a range
+/// asked up to the far future still has a label).
+pub fn rfc3339(ms: i64) -> String {
+    let ms = u64::try_from(ms.clamp(0, LAST_MS)).unwrap_or(0);
+    npt_result::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+}
+
 /// Wall-clock ms since the Unix epoch.
 pub fn wall_ms(t: std::time::SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
@@ -130,6 +140,12 @@ pub fn wall_ms(t: std::time::SystemTime) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_out_of_range_still_have_a_label() {
+        assert_eq!(rfc3339(i64::MAX), "9999-12-31T23:59:59.999Z");
+        assert_eq!(rfc3339(-5), "1970-01-01T00:00:00.000Z");
+    }
 
     #[test]
     fn statuses_name_and_parse() {

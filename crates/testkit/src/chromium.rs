@@ -1,7 +1,8 @@
 //! Headless Chromium for the HTML tests: open a page, dump the DOM after its scripts ran, and
 //! check that every chart drew the points it promised (`data-expected-points` written by the
 //! renderer against `data-drawn-points` written by the page after uPlot drew). Used by
-//! npt-report's `html_chromium.rs` and the cli's `tests/compare.rs` and `tests/report.rs`.
+//! npt-report's `html_chromium.rs` and the cli's `tests/compare.rs`, `tests/report.rs` and
+//! `tests/monitor_page.rs`.
 //!
 //! Needs Debian's `chromium` (CI installs it); `NPT_SKIP_CHROMIUM=1` skips explicitly.
 
@@ -32,6 +33,12 @@ pub fn wanted() -> bool {
 
 /// Runs headless Chromium on `file` and returns the DOM it dumped; killed after `limit`.
 pub fn dump_dom(file: &Path, profile: &Path, limit: Duration) -> String {
+    dump_url(&format!("file://{}", file.display()), profile, limit)
+}
+
+/// Runs headless Chromium on `url` (a served page: `npt monitor`'s dashboard) and returns the
+/// DOM it dumped; killed after `limit`.
+pub fn dump_url(url: &str, profile: &Path, limit: Duration) -> String {
     let mut child = Command::new("chromium")
         .args([
             "--headless",
@@ -43,7 +50,7 @@ pub fn dump_dom(file: &Path, profile: &Path, limit: Duration) -> String {
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg("--dump-dom")
-        .arg(format!("file://{}", file.display()))
+        .arg(url)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
