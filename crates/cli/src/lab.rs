@@ -17,7 +17,6 @@ use npt_lab::{
     control, netns, runtime, show, Lab, LabError, LabOptions, LabStatus, Plan, Topology,
 };
 
-use crate::compare::runner::Launcher;
 use crate::compare::scenarios::{parse_scenarios, validate, Purpose, ScenarioSet};
 use crate::compare::{run_set, Outputs};
 use crate::{lab_control, usage};
@@ -426,21 +425,6 @@ fn check_lab_scenarios(topo: &Topology, plan: &Plan) -> Result<(), String> {
     lab_scenarios(topo, plan).map(|_| ())
 }
 
-/// Starts scenario children inside the scenario's node.
-struct LabLauncher {
-    lab: String,
-    exe: PathBuf,
-}
-
-impl Launcher for LabLauncher {
-    fn npt(&self, node: Option<&str>) -> Command {
-        let ns = npt_lab::plan::netns_name(&self.lab, node.unwrap_or_default());
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns]).arg(&self.exe);
-        c
-    }
-}
-
 fn run_lab(r: RunArgs) -> anyhow::Result<ExitCode> {
     let (topo, plan) = load(&r.file)?;
     let set = lab_scenarios(&topo, &plan)
@@ -470,16 +454,15 @@ fn run_lab(r: RunArgs) -> anyhow::Result<ExitCode> {
         drop(lab);
         anyhow::bail!("interrupted while building lab {}", plan.lab);
     }
-    let launcher = LabLauncher {
-        lab: plan.lab.clone(),
-        exe: opts.npt_exe.clone(),
-    };
+    let launcher = lab_control::LabLauncher::new(lab, opts.npt_exe.clone());
     let title = r.file.display().to_string();
     let code = run_set(&set, &title, &r.out, &launcher);
+    let (lab, late) = launcher.into_parts();
     let (status, errors) = lab.down();
     let mut out = std::io::stdout().lock();
     writeln!(out)?;
     show::write_status(&mut out, &status)?;
+    lab_control::write_late_runs(&mut out, &late)?;
     for e in &errors {
         eprintln!("npt lab {}: cleanup: {e}", plan.lab);
     }

@@ -1,16 +1,19 @@
 //! `npt lab set` and `npt lab status` against a lab kept up by `npt lab up`, through the lab
 //! process's control socket ([`npt_lab::control`]), and that process's side of it: a change
 //! applied at a known instant, figures as of now, and the difference from an earlier reading
-//! (`status --since FILE`), so a test or monitor reads one run's own drops and delay error.
+//! (`status --since FILE`), so a test or monitor reads one run's own drops and delay error;
+//! and, for `npt lab run`, the scenario launcher that reads the links around every run.
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use npt_lab::control::{self, Reply, Request};
 use npt_lab::{show, Lab, LabStatus};
 
+use crate::compare::runner::Launcher;
 use crate::lab::state_dir;
 use crate::usage;
 
@@ -153,4 +156,95 @@ pub fn serve_one(server: &control::Server, lab: &mut Lab, wait: Duration) -> boo
     };
     let _ = conn.reply(&reply);
     changed
+}
+
+/// Starts scenario children inside the scenario's node, and reads the lab's links before and
+/// after each run: their figures of that run alone go to `STEM.lab.json` beside the run's
+/// result, and a run through a late link (a packet held over 1 ms past its due time) says so
+/// on its progress line and after the table.
+pub struct LabLauncher {
+    lab: RefCell<Lab>,
+    name: String,
+    exe: PathBuf,
+    before: RefCell<Option<LabStatus>>,
+    /// (run, what was late), in run order.
+    late: RefCell<Vec<(String, String)>>,
+}
+
+impl LabLauncher {
+    pub fn new(lab: Lab, exe: PathBuf) -> LabLauncher {
+        LabLauncher {
+            name: lab.name().to_string(),
+            lab: RefCell::new(lab),
+            exe,
+            before: RefCell::new(None),
+            late: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The lab back, and the runs its links were late in.
+    pub fn into_parts(self) -> (Lab, Vec<(String, String)>) {
+        (self.lab.into_inner(), self.late.into_inner())
+    }
+}
+
+impl Launcher for LabLauncher {
+    fn npt(&self, node: Option<&str>) -> Command {
+        let ns = npt_lab::plan::netns_name(&self.name, node.unwrap_or_default());
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &ns]).arg(&self.exe);
+        c
+    }
+
+    fn before_run(&self) {
+        *self.before.borrow_mut() = Some(self.lab.borrow_mut().fresh_status());
+    }
+
+    fn after_run(&self, out_dir: &Path, stem: &str) -> Option<String> {
+        let before = self.before.borrow_mut().take()?;
+        let run = self.lab.borrow_mut().fresh_status().since(&before).ok()?;
+        if let Ok(bytes) = serde_json::to_vec_pretty(&run) {
+            let _ = npt_result::write_atomic(&out_dir.join(format!("{stem}.lab.json")), &bytes);
+        }
+        let late: Vec<String> = run
+            .links
+            .iter()
+            .flat_map(|l| &l.directions)
+            .filter(|d| d.late())
+            .map(|d| {
+                format!(
+                    "{} > {} {} packets over {} ms late (max {:.1} ms)",
+                    d.from,
+                    d.to,
+                    d.applied.released_late,
+                    npt_link::LATE_RELEASE.as_millis(),
+                    d.applied.delay_error_max_us / 1e3
+                )
+            })
+            .collect();
+        if late.is_empty() {
+            return None;
+        }
+        let note = format!("LAB LATE: {}", late.join(", "));
+        self.late
+            .borrow_mut()
+            .push((stem.to_string(), note.clone()));
+        Some(note)
+    }
+}
+
+/// After `npt lab run`'s table: the runs during which a link was late.
+pub fn write_late_runs(w: &mut impl Write, late: &[(String, String)]) -> std::io::Result<()> {
+    if late.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "runs through a late link (the box held packets up; their figures carry that delay; \
+         each run's link figures are in its STEM.lab.json):"
+    )?;
+    for (stem, note) in late {
+        writeln!(w, "  {stem}: {note}")?;
+    }
+    Ok(())
 }

@@ -271,6 +271,11 @@ impl Lab {
         }
     }
 
+    /// The lab's name.
+    pub fn name(&self) -> &str {
+        &self.plan.lab
+    }
+
     /// Nodes, links with what each direction applied as of its last snapshot (at most
     /// 200 ms old), services and changes. [`Lab::fresh_status`] asks for new snapshots first.
     pub fn status(&mut self) -> LabStatus {
