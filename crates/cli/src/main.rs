@@ -9,6 +9,7 @@ mod demo;
 mod execute;
 mod http;
 mod lab;
+mod lab_control;
 mod live;
 mod manual;
 mod merge;

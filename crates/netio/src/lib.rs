@@ -11,7 +11,10 @@
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod lowat;
+mod rxtime;
 pub mod tcpinfo;
+
+pub use rxtime::enable_rx_timestamps;
 
 use std::io;
 use std::mem;
@@ -28,6 +31,11 @@ pub struct MsgBatch {
     addr_lens: Vec<libc::socklen_t>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
+    /// Control-message space per slot (u64s, so each slot is aligned for a `cmsghdr`), used
+    /// when receive timestamps are asked for ([`MsgBatch::with_rx_timestamps`]).
+    ctrl: Vec<u64>,
+    /// The kernel's receive time of each received message (wall clock since the epoch).
+    stamps: Vec<Option<Duration>>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -59,7 +67,22 @@ impl MsgBatch {
                 n
             ],
             hdrs: vec![unsafe { mem::zeroed() }; n],
+            ctrl: Vec::new(),
+            stamps: vec![None; n],
         }
+    }
+
+    /// Reads the kernel's receive timestamp of each message (`SCM_TIMESTAMPNS`, for a socket
+    /// given [`enable_rx_timestamps`]): [`MsgBatch::rx_time`].
+    pub fn with_rx_timestamps(mut self) -> MsgBatch {
+        self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+        self
+    }
+
+    /// When the kernel received message `i` (wall clock, since the epoch), if the batch reads
+    /// timestamps and the kernel gave one.
+    pub fn rx_time(&self, i: usize) -> Option<Duration> {
+        self.stamps[i]
     }
 
     pub fn capacity(&self) -> usize {
@@ -119,6 +142,11 @@ impl MsgBatch {
             let mut h: libc::msghdr = unsafe { mem::zeroed() };
             h.msg_iov = &mut self.iovs[k];
             h.msg_iovlen = 1;
+            if for_recv && !self.ctrl.is_empty() {
+                let words = rxtime::CTRL_WORDS;
+                h.msg_control = self.ctrl[i * words..(i + 1) * words].as_mut_ptr().cast();
+                h.msg_controllen = words * mem::size_of::<u64>();
+            }
             if with_addr {
                 h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
                 h.msg_namelen = if for_recv {
@@ -160,6 +188,11 @@ impl MsgBatch {
             // exceed the buffer: clamp so `data(i)` stays inside it.
             self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.buf_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
+            self.stamps[i] = if self.ctrl.is_empty() {
+                None
+            } else {
+                rxtime::timestamp(&self.hdrs[i].msg_hdr)
+            };
         }
         Ok(n)
     }

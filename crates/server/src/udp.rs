@@ -25,7 +25,7 @@ use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use npt_netio::MsgBatch;
 use npt_wire::auth::{self, AuthError, Dir, ServerAuth, SessionKey, Sessions, HS_LEN};
@@ -73,6 +73,10 @@ struct Tally {
 struct Cx<'a> {
     flows: &'a mut Flows,
     now: u64,
+    /// When this datagram reached the host (the kernel's stamp, on the `now` clock): what a
+    /// UDP bulk flow's span and jitter are timed by, so a server that reads late (a loaded
+    /// box) does not count its own delay as the path's.
+    arrived: u64,
     peer: std::net::SocketAddr,
     key: Option<SessionKey>,
     bursts: &'a mut Vec<Burst>,
@@ -141,7 +145,12 @@ fn send_burst(
 pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let fd = sock.as_raw_fd();
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+    // Arrivals are timed by the kernel's stamps where it gives them (see `Cx::arrived`).
+    let stamped = npt_netio::enable_rx_timestamps(fd).is_ok();
     let mut batch = MsgBatch::new(BATCH, MAX_DATAGRAM);
+    if stamped {
+        batch = batch.with_rx_timestamps();
+    }
     let cfg = &shared.cfg;
     let mut limiter = Limiter::new(cfg.limits);
     let mut open_limiter = Limiter::new(cfg.session_limits);
@@ -175,6 +184,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             }
         };
         let now = u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         let mut t = Tally::default();
         send_idx.clear();
         for i in 0..n {
@@ -208,6 +220,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             let cx = Cx {
                 flows: &mut flows,
                 now,
+                arrived: arrival(now, wall, batch.rx_time(i)),
                 peer,
                 key: None,
                 bursts: &mut bursts,
@@ -288,6 +301,19 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 .fetch_add(t.bulk_refused, Ordering::Relaxed);
             c.udp_bulk_down.fetch_add(t.bulk_down, Ordering::Relaxed);
         }
+    }
+}
+
+/// A datagram's arrival on the `now` clock (ns since the thread began): `now` less how long
+/// ago the kernel stamped it (`stamp` and `wall`: the wall clock then and now). Without a
+/// stamp, or with one that a wall-clock step made implausible (in the future, or over 10 s
+/// old), the datagram is taken to have arrived `now`.
+fn arrival(now: u64, wall: Duration, stamp: Option<Duration>) -> u64 {
+    match stamp.and_then(|s| wall.checked_sub(s)) {
+        Some(age) if age <= Duration::from_secs(10) => {
+            now.saturating_sub(u64::try_from(age.as_nanos()).unwrap_or(u64::MAX))
+        }
+        _ => now,
     }
 }
 
@@ -451,10 +477,9 @@ fn answer(
 
 /// Counts a datagram of an `Up` flow: `data` (`BulkData`) or its report request.
 fn count_bulk(h: &Header, len: usize, t: &mut Tally, cx: &mut Cx<'_>, data: bool) {
-    match cx
-        .flows
-        .on_datagram(cx.now, cx.peer, h.flow, h.seq, h.send_ts, len as u64, data)
-    {
+    match cx.flows.on_datagram(
+        cx.arrived, cx.peer, h.flow, h.seq, h.send_ts, len as u64, data,
+    ) {
         Counted::New => t.bulk_flows += 1,
         Counted::Known => {}
         Counted::Full => t.bulk_refused += 1,
@@ -525,4 +550,23 @@ fn answer_bulk(
         let _ = report.encode(data.get_mut(frame::HEADER_LEN..).unwrap_or_default());
     }
     Some(reply_len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arrival_is_the_kernels_stamp_on_the_threads_clock() {
+        let (s, ms) = (Duration::from_secs, Duration::from_millis);
+        // Stamped 7 ms before the batch was read.
+        assert_eq!(
+            arrival(5_000_000_000, s(100), Some(s(100) - ms(7))),
+            4_993_000_000
+        );
+        assert_eq!(arrival(5, s(100), None), 5, "no stamp: now");
+        assert_eq!(arrival(5, s(100), Some(s(101))), 5, "from the future");
+        assert_eq!(arrival(5, s(100), Some(s(50))), 5, "a wall-clock step");
+        assert_eq!(arrival(1_000, s(100), Some(s(100) - ms(7))), 0);
+    }
 }
