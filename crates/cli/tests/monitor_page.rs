@@ -12,9 +12,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener};
-use std::sync::mpsc;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::monitor::Monitor;
@@ -149,52 +147,9 @@ target = "udp://127.0.0.1:{dead}"
     );
 }
 
-/// A webhook receiver on loopback: each POST's head and body, answered 200.
-fn receiver() -> (SocketAddr, mpsc::Receiver<(String, serde_json::Value)>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    l.set_nonblocking(true).unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let end = Instant::now() + Duration::from_secs(300);
-        while Instant::now() < end {
-            let Ok((s, _)) = l.accept() else {
-                std::thread::sleep(Duration::from_millis(20));
-                continue;
-            };
-            s.set_nonblocking(false).unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let mut r = BufReader::new(s);
-            let mut head = String::new();
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-                head.push_str(&line);
-            }
-            let mut body = vec![0; len];
-            if r.read_exact(&mut body).is_err() {
-                continue;
-            }
-            let mut s = r.into_inner();
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
-            let v = serde_json::from_slice(&body).unwrap_or_default();
-            if tx.send((head, v)).is_err() {
-                return;
-            }
-        }
-    });
-    (addr, rx)
-}
-
 #[test]
 fn an_alert_reaches_a_webhook_and_a_command_and_clears_when_the_path_answers() {
-    let (hook, got) = receiver();
+    let (hook, got) = common::monitor::webhook(None);
     let port = npt_testkit::process::free_port();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("alerts.log");

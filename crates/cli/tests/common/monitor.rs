@@ -18,13 +18,29 @@ pub struct Monitor {
     lines: Arc<Mutex<Vec<String>>>,
     pub addr: Option<SocketAddr>,
     pub store: PathBuf,
+    /// The network namespace it runs in (a lab node's), where its listener is reached.
+    pub netns: Option<String>,
 }
 
 impl Monitor {
     /// `npt monitor CONFIG` (its `store` must be `store`); waits for its listener when the
     /// config has one.
     pub fn start(config: &Path, store: &Path, listens: bool) -> Monitor {
-        let mut child = super::npt()
+        Monitor::start_in(None, config, store, listens)
+    }
+
+    /// The same in the network namespace `netns` (`ip netns exec`, which becomes the monitor:
+    /// signals reach it by this pid).
+    pub fn start_in(netns: Option<&str>, config: &Path, store: &Path, listens: bool) -> Monitor {
+        let mut cmd = match netns {
+            Some(ns) => {
+                let mut c = std::process::Command::new("ip");
+                c.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_npt")]);
+                c
+            }
+            None => super::npt(),
+        };
+        let mut child = cmd
             .arg("monitor")
             .arg(config)
             .stdout(Stdio::null())
@@ -45,6 +61,7 @@ impl Monitor {
             lines,
             addr: None,
             store: store.to_path_buf(),
+            netns: netns.map(str::to_string),
         };
         if listens {
             let line = m.wait_line("dashboard on http://", Duration::from_secs(30));
@@ -131,7 +148,9 @@ impl Monitor {
 
     /// GET `path` on the listener: (status code, body).
     pub fn get(&self, path: &str) -> (u16, Vec<u8>) {
-        get(self.addr.expect("a listener"), path)
+        let addr = self.addr.expect("a listener");
+        let path = path.to_string();
+        in_netns(self.netns.as_deref(), move || get(addr, &path))
     }
 
     /// One series of the scrape (labels given as `k="v"` parts, all of which must be there).
@@ -166,6 +185,83 @@ impl Drop for Monitor {
             let _ = c.wait();
         }
     }
+}
+
+/// Runs `f` on a thread that has entered the network namespace `netns` (root only; a thread's
+/// namespace is its own), or here without one. Sockets it opens stay in that namespace.
+pub fn in_netns<T: Send + 'static>(
+    netns: Option<&str>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let Some(ns) = netns else {
+        return f();
+    };
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // SAFETY: setns on this thread with a namespace file we hold open.
+        let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .expect("the thread in the namespace")
+}
+
+/// A webhook receiver (on loopback, in `netns` if given): each POST's head and its JSON body,
+/// answered 200; it stops after 10 minutes or when the receiver is dropped.
+pub fn webhook(
+    netns: Option<&str>,
+) -> (
+    SocketAddr,
+    std::sync::mpsc::Receiver<(String, serde_json::Value)>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (atx, arx) = std::sync::mpsc::channel();
+    let ns = netns.map(str::to_string);
+    std::thread::spawn(move || {
+        in_netns(ns.as_deref(), move || {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            atx.send(l.local_addr().unwrap()).unwrap();
+            l.set_nonblocking(true).unwrap();
+            let end = Instant::now() + Duration::from_secs(600);
+            while Instant::now() < end {
+                let Ok((s, _)) = l.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                s.set_nonblocking(false).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut r = BufReader::new(s);
+                let mut head = String::new();
+                let mut len = 0;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; len];
+                if r.read_exact(&mut body).is_err() {
+                    continue;
+                }
+                let mut s = r.into_inner();
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+                let v = serde_json::from_slice(&body).unwrap_or_default();
+                if tx.send((head, v)).is_err() {
+                    return;
+                }
+            }
+        })
+    });
+    let addr = arx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the receiver listens");
+    (addr, rx)
 }
 
 /// A GET over HTTP/1.0: (status code, body).

@@ -23,17 +23,38 @@ pub fn binary() -> Option<String> {
 /// Starts `prometheus` scraping `targets` every second (its data in `dir`); returns it once it
 /// is ready, with its address.
 pub fn start(prometheus: &str, dir: &Path, targets: &[SocketAddr]) -> (Guard, SocketAddr) {
+    let t: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+    start_in(prometheus, dir, &t, None, None)
+}
+
+/// The same in the network namespace `netns` (a lab node's), scraping with a bearer `token`.
+pub fn start_in(
+    prometheus: &str,
+    dir: &Path,
+    targets: &[String],
+    netns: Option<&str>,
+    token: Option<&str>,
+) -> (Guard, SocketAddr) {
     let config = dir.join("prometheus.yml");
-    write_config(&config, targets);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    write_config(&config, targets, token);
+    let port = super::monitor::in_netns(netns, || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    });
     let prom: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut cmd = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, prometheus]);
+            c
+        }
+        None => Command::new(prometheus),
+    };
     let guard = Guard(
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", config.display()))
+        cmd.arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
                 dir.join("tsdb").display()
@@ -45,7 +66,13 @@ pub fn start(prometheus: &str, dir: &Path, targets: &[SocketAddr]) -> (Guard, So
             .expect("prometheus starts"),
     );
     let start = Instant::now();
-    while !get(prom, "/-/ready").is_some_and(|(s, _)| s.contains("200")) {
+    let ns = netns.map(str::to_string);
+    let ready = move || {
+        let ns = ns.clone();
+        super::monitor::in_netns(ns.as_deref(), move || get(prom, "/-/ready"))
+            .is_some_and(|(s, _)| s.contains("200"))
+    };
+    while !ready() {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "prometheus not ready"
@@ -68,6 +95,15 @@ pub fn get(addr: SocketAddr, path: &str) -> Option<(String, String)> {
 
 /// `/api/v1/query?query=EXPR` (any PromQL, percent-encoded here): each series' labels and value.
 pub fn query(prom: SocketAddr, name: &str) -> Vec<(serde_json::Value, f64)> {
+    query_in(prom, name, None)
+}
+
+/// [`query`] of a Prometheus in the network namespace `netns`.
+pub fn query_in(
+    prom: SocketAddr,
+    name: &str,
+    netns: Option<&str>,
+) -> Vec<(serde_json::Value, f64)> {
     let expr: String = name
         .bytes()
         .map(|b| match b {
@@ -75,7 +111,8 @@ pub fn query(prom: SocketAddr, name: &str) -> Vec<(serde_json::Value, f64)> {
             _ => format!("%{b:02X}"),
         })
         .collect();
-    let Some((status, body)) = get(prom, &format!("/api/v1/query?query={expr}")) else {
+    let path = format!("/api/v1/query?query={expr}");
+    let Some((status, body)) = super::monitor::in_netns(netns, move || get(prom, &path)) else {
         return Vec::new();
     };
     if !status.contains("200") {
@@ -118,12 +155,15 @@ pub fn wait_for_value(
     panic!("{name}{want:?} never reached {value} in Prometheus; last answer: {last:?}");
 }
 
-fn write_config(path: &Path, targets: &[SocketAddr]) {
+fn write_config(path: &Path, targets: &[String], token: Option<&str>) {
     let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+    let auth = token.map_or(String::new(), |t| {
+        format!("    authorization:\n      credentials: '{t}'\n")
+    });
     std::fs::write(
         path,
         format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: npt\n    static_configs:\n      - targets: [{}]\n",
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: npt\n{auth}    static_configs:\n      - targets: [{}]\n",
             list.join(", ")
         ),
     )
