@@ -411,6 +411,31 @@ token = "S"
     }
 
     #[test]
+    fn the_example_configs_are_valid() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/monitor");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let a = MonitorArgs {
+                    config: Some(p.clone()),
+                    targets: vec![],
+                    every: None,
+                    store: None,
+                    listen: None,
+                    token: None,
+                    vantage: None,
+                    check: true,
+                };
+                let (s, _) = build(&a).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert!(!s.targets.is_empty());
+                n += 1;
+            }
+        }
+        assert!(n >= 2, "examples found: {n}");
+    }
+
+    #[test]
     fn bad_flags_name_the_target() {
         let e =
             err("[[target]]\nname = \"a\"\ntarget = \"udp://h:1\"\nargs = [\"--cuont\", \"3\"]");

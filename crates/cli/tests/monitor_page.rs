@@ -305,6 +305,54 @@ fn prometheus_collects_two_monitors_and_promql_gives_each_targets_p50() {
         );
         std::thread::sleep(Duration::from_millis(250));
     };
+    // The Grafana dashboard in deploy/: every metric it names is one the monitors export, and
+    // every query it makes is valid PromQL that this Prometheus answers (with data, but for
+    // the panels of kinds these monitors do not run and of alerts that do not fire).
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("deploy/grafana/npt-monitor.json")).unwrap(),
+    )
+    .unwrap();
+    let exprs: Vec<String> = dash["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter())
+        .map(|t| t["expr"].as_str().unwrap().to_string())
+        .collect();
+    assert!(exprs.len() >= 9);
+    for e in &exprs {
+        let mut rest = e.as_str();
+        while let Some(at) = rest.find("npt_monitor_") {
+            let name: String = rest[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|x| name.strip_suffix(x))
+                .unwrap_or(&name);
+            assert!(
+                npt_monitor::metrics::NAMES.contains(&base),
+                "{name} (in {e}) is not one the monitor exports"
+            );
+            rest = &rest[at + name.len()..];
+        }
+    }
+    // Two scrapes at least in the rate windows.
+    std::thread::sleep(Duration::from_secs(3));
+    for e in &exprs {
+        let q = e
+            .replace("$vantage", ".*")
+            .replace("$target", ".*")
+            .replace("$__rate_interval", "1m");
+        let a = common::prometheus::answer(prom, &q, None);
+        assert_eq!(a["status"], "success", "{q}: {a}");
+        let empty_ok = ["rpm", "goodput", "alert_firing", "store_errors"]
+            .iter()
+            .any(|k| q.contains(k));
+        let n = a["data"]["result"].as_array().map_or(0, Vec::len);
+        assert!(empty_ok || n > 0, "{q}: no data: {a}");
+    }
     for mut m in monitors {
         m.stop();
     }

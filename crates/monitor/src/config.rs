@@ -620,6 +620,16 @@ fn target(i: usize, t: &TargetFile, d: &Defaults) -> Result<TargetPlan, ConfigEr
                 ));
             }
         }
+        // A loaded probe's round is its phases (--load-idle + --load-duration + --load-recovery).
+        Kind::Probe if has_flag(a, &["--under-load"]) => {
+            if t.length.is_some() {
+                return Err(invalid(
+                    at("length"),
+                    "an --under-load round is its phases: give --load-idle, --load-duration \
+                     and --load-recovery in args",
+                ));
+            }
+        }
         Kind::Probe => {
             if !has_flag(a, &["-d", "--duration", "-n", "--count"]) {
                 argv.extend(length_flag("--duration", Duration::from_secs(1)));

@@ -217,7 +217,16 @@ fn bad_files_name_the_key() {
     assert!(plan(under)
         .unwrap_err()
         .starts_with("target[0].budget: missing"));
-    assert!(plan(&format!("{under}\nbudget = \"500MB\"")).is_ok());
+    let p = plan(&format!("{under}\nbudget = \"500MB\"")).unwrap();
+    assert_eq!(
+        p.targets[0].argv,
+        ["probe", "udp://h:7", "--under-load", "tcp://h:7"]
+    );
+    assert!(
+        plan(&format!("{under}\nbudget = \"500MB\"\nlength = \"5s\""))
+            .unwrap_err()
+            .starts_with("target[0].length")
+    );
 }
 
 #[test]

@@ -14,6 +14,30 @@ use npt_stats::Snapshot;
 
 use crate::live::Live;
 
+/// Every family a scrape may show (those of a kind only where a target of it runs, alerts only
+/// where rules are): what dashboards and PromQL may name. `_bucket`, `_sum`, `_count` are
+/// added to histograms and `_total` is part of the counters' names.
+pub const NAMES: &[&str] = &[
+    "npt_monitor_rounds_total",
+    "npt_monitor_latency_seconds",
+    "npt_monitor_sent_total",
+    "npt_monitor_lost_total",
+    "npt_monitor_errors_total",
+    "npt_monitor_up",
+    "npt_monitor_last_round_timestamp_seconds",
+    "npt_monitor_last_latency_seconds",
+    "npt_monitor_last_loss_ratio",
+    "npt_monitor_last_rpm",
+    "npt_monitor_last_goodput_bps",
+    "npt_monitor_alert_firing",
+    "npt_monitor_round_lateness_seconds",
+    "npt_monitor_rounds_stored_total",
+    "npt_monitor_store_errors_total",
+    "npt_monitor_rounds_dropped_total",
+    "npt_monitor_store_backlog",
+    "npt_monitor_notifications_total",
+];
+
 /// What a scrape shows now.
 pub fn snapshot(live: &Live) -> Snapshot {
     let mut s = Snapshot::new();
@@ -167,4 +191,65 @@ pub fn scrape(live: &Live) -> String {
     let snap = snapshot(live);
     let source: npt_metrics::Source = std::sync::Arc::new(move |s: &mut Snapshot| s.merge(&snap));
     npt_metrics::encode(&source)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::kinds::{Figures, Kind};
+    use crate::round::{Round, Status};
+    use crate::store::AlertRow;
+
+    #[test]
+    fn a_scrape_shows_every_family_it_names_and_no_other() {
+        let live = Live::new("v", 0, Arc::default(), Arc::default());
+        let plan = |name: &str| crate::config::TargetPlan {
+            name: name.into(),
+            kind: Kind::Probe,
+            url: "udp://h:1".into(),
+            every: std::time::Duration::from_secs(1),
+            jitter: std::time::Duration::ZERO,
+            timeout: None,
+            group: None,
+            budget: None,
+            argv: vec![],
+            key: String::new(),
+        };
+        live.set_targets(&[plan("loaded")]);
+        let mut r = Round::empty("loaded", Kind::Probe, 1, Status::Ok, None);
+        r.figures = Figures {
+            count: 10,
+            sent: 10,
+            p50_ms: 20.0,
+            rpm: Some(600.0),
+            goodput_bps: Some(1e7),
+            ..Figures::default()
+        };
+        let mut h = npt_stats::Histogram::new();
+        h.record(20_000_000);
+        live.on_round(&r, Some(&h));
+        live.set_alerts(vec![AlertRow {
+            target: "loaded".into(),
+            rule: "r".into(),
+            firing: true,
+            since_ms: 0,
+            streak: 0,
+            value: None,
+        }]);
+        let s = snapshot(&live);
+        let names: Vec<&str> = s.families().map(|(n, _)| n).collect();
+        let mut want = NAMES.to_vec();
+        want.sort_unstable();
+        assert_eq!(names, want);
+        let text = scrape(&live);
+        assert!(
+            text.contains(
+                "npt_monitor_last_rpm{vantage=\"v\",target=\"loaded\",kind=\"probe\"} 600.0"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"));
+    }
 }

@@ -68,7 +68,14 @@ pub fn expected(check: &Check) -> Result<Duration, String> {
                         .unwrap_or(Duration::MAX)
                 }
             });
-            let send = match (a.duration, by_count) {
+            let l = &a.load;
+            let phases = l.under_load.as_ref().map(|_| {
+                let or = |d: Option<Duration>, s: u64| d.unwrap_or(Duration::from_secs(s));
+                or(l.load_idle, 5)
+                    .saturating_add(or(l.load_duration, 10))
+                    .saturating_add(or(l.load_recovery, 5))
+            });
+            let send = match (a.duration.or(phases), by_count) {
                 (Some(d), Some(c)) => d.min(c),
                 (Some(d), None) => d,
                 (None, Some(c)) => c,

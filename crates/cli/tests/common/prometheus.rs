@@ -98,6 +98,21 @@ pub fn query(prom: SocketAddr, name: &str) -> Vec<(serde_json::Value, f64)> {
     query_in(prom, name, None)
 }
 
+/// The whole answer of `/api/v1/query` for `expr` (`status`, `error`, `data`).
+pub fn answer(prom: SocketAddr, expr: &str, netns: Option<&str>) -> serde_json::Value {
+    let enc: String = expr
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let path = format!("/api/v1/query?query={enc}");
+    super::monitor::in_netns(netns, move || get(prom, &path))
+        .and_then(|(_, body)| serde_json::from_str(&body).ok())
+        .unwrap_or_default()
+}
+
 /// [`query`] of a Prometheus in the network namespace `netns`.
 pub fn query_in(
     prom: SocketAddr,
