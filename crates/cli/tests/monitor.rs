@@ -315,7 +315,7 @@ fn garbage_echo() -> std::net::SocketAddr {
                 x ^= x << 13;
                 x ^= x >> 17;
                 x ^= x << 5;
-                *b = x as u8;
+                *b = x.to_le_bytes()[0];
             }
             let _ = s.send_to(&buf[..n + 7], from);
         }
