@@ -94,8 +94,8 @@ pub fn report(st: &dyn Store, target: &str, from: i64, to: i64) -> Result<AnyRes
                     *by_status.entry("in_rollups").or_default() += r.rounds;
                     *by_status.entry("in_rollups_unreachable").or_default() += r.unreachable;
                     parts.push(Part {
-                        from: r.start_ms,
-                        to: r.start_ms + l.ms(),
+                        from: r.first_ms,
+                        to: r.last_ms.max(r.first_ms),
                         rounds: r.rounds,
                         stats: decode(r.stats.as_deref())?,
                     });

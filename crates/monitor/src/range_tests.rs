@@ -103,11 +103,18 @@ fn a_day_reads_back_exactly_whether_rolled_up_or_not() {
         assert_eq!(doc.config["monitor"]["rounds"], n);
         assert_eq!(doc.config["round"]["count"], 4);
     }
-    let doc = report(&plain, "direct", T0, end).unwrap();
-    assert_eq!(
-        doc.started_at, "2023-11-15T00:00:00.005Z",
-        "the first round's start"
-    );
+    // Whole days or rounds, the document spans its first round's start to its last round's end.
+    for st in [&plain as &dyn Store, &rolled] {
+        let doc = report(st, "direct", T0, end).unwrap();
+        assert_eq!(
+            doc.started_at, "2023-11-15T00:00:00.005Z",
+            "the first round's start"
+        );
+        assert_eq!(
+            doc.ended_at, "2023-11-16T01:55:00.900Z",
+            "the last round's end"
+        );
+    }
     let doc = report(&rolled, "direct", T0, end).unwrap();
     let levels: Vec<&str> = doc.config["monitor"]["levels"]
         .as_array()

@@ -22,10 +22,17 @@ struct Acc {
     measured: u64,
     unreachable: u64,
     lateness_max_ns: u64,
+    first_ms: Option<i64>,
+    last_ms: Option<i64>,
     stats: Option<KindStats>,
 }
 
 impl Acc {
+    fn span(&mut self, first: i64, last: i64) {
+        self.first_ms = Some(self.first_ms.map_or(first, |f| f.min(first)));
+        self.last_ms = Some(self.last_ms.map_or(last, |l| l.max(last)));
+    }
+
     fn add(&mut self, stats: Option<&[u8]>) -> Result<()> {
         let Some(bytes) = stats else {
             return Ok(());
@@ -49,6 +56,8 @@ impl Acc {
             measured: self.measured,
             unreachable: self.unreachable,
             lateness_max_ns: self.lateness_max_ns,
+            first_ms: self.first_ms.unwrap_or(start_ms),
+            last_ms: self.last_ms.unwrap_or(start_ms),
             figures: self
                 .stats
                 .as_ref()
@@ -102,6 +111,7 @@ pub fn sum_buckets(
                         acc.measured += u64::from(r.status.measured());
                         acc.unreachable += u64::from(r.status.unreachable());
                         acc.lateness_max_ns = acc.lateness_max_ns.max(r.lateness_ns);
+                        acc.span(r.start_ms, r.end_ms.max(r.start_ms));
                         acc.add(r.stats.as_deref())
                     },
                     &mut out,
@@ -117,6 +127,7 @@ pub fn sum_buckets(
                         acc.measured += r.measured;
                         acc.unreachable += r.unreachable;
                         acc.lateness_max_ns = acc.lateness_max_ns.max(r.lateness_max_ns);
+                        acc.span(r.first_ms, r.last_ms);
                         acc.add(r.stats.as_deref())
                     },
                     &mut out,

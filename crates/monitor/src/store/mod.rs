@@ -128,6 +128,9 @@ pub struct RollupRow {
     pub unreachable: u64,
     /// Lateness of the bucket's rounds: the worst (ns).
     pub lateness_max_ns: u64,
+    /// When its first round started and its last ended (wall ms): the span it measured.
+    pub first_ms: i64,
+    pub last_ms: i64,
     pub figures: Figures,
     pub stats: Option<Vec<u8>>,
 }

@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS round (
 CREATE TABLE IF NOT EXISTS rollup (
     target INTEGER NOT NULL, level TEXT NOT NULL, start_ms INTEGER NOT NULL,
     rounds INTEGER NOT NULL, measured INTEGER NOT NULL, unreachable INTEGER NOT NULL,
-    lateness_max_ns INTEGER NOT NULL,
+    lateness_max_ns INTEGER NOT NULL, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,
     count INTEGER NOT NULL, sent INTEGER NOT NULL, lost INTEGER NOT NULL, errors INTEGER NOT NULL,
     min REAL NOT NULL, p1 REAL NOT NULL, p10 REAL NOT NULL, p50 REAL NOT NULL, p90 REAL NOT NULL,
     p99 REAL NOT NULL, max REAL NOT NULL, mean REAL NOT NULL, bytes INTEGER NOT NULL, extra TEXT,
@@ -239,8 +239,10 @@ fn rollup_row(r: &Row<'_>, level: Level, stats: bool) -> rusqlite::Result<Rollup
         measured: u(r.get(3)?),
         unreachable: u(r.get(4)?),
         lateness_max_ns: u(r.get(5)?),
-        figures: figures(r, 6)?,
-        stats: if stats { r.get(20)? } else { None },
+        first_ms: r.get(6)?,
+        last_ms: r.get(7)?,
+        figures: figures(r, 8)?,
+        stats: if stats { r.get(22)? } else { None },
     })
 }
 
@@ -404,9 +406,9 @@ impl Store for Sqlite {
             let mut s = tx
                 .prepare_cached(&format!(
                     "INSERT OR REPLACE INTO rollup (target, level, start_ms, rounds, measured, \
-                     unreachable, lateness_max_ns, {FIGURES}, stats) VALUES (?1, ?2, ?3, ?4, ?5, \
-                     ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, \
-                     ?22)"
+                     unreachable, lateness_max_ns, first_ms, last_ms, {FIGURES}, stats) VALUES \
+                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
+                     ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
                 ))
                 .map_err(err)?;
             for r in rows {
@@ -419,6 +421,8 @@ impl Store for Sqlite {
                     i(r.measured),
                     i(r.unreachable),
                     i(r.lateness_max_ns),
+                    r.first_ms,
+                    r.last_ms,
                     i(f.count),
                     i(f.sent),
                     i(f.lost),
@@ -459,7 +463,7 @@ impl Store for Sqlite {
             .db
             .prepare_cached(&format!(
                 "SELECT target, start_ms, rounds, measured, unreachable, lateness_max_ns, \
-                 {FIGURES}, {blob} FROM rollup WHERE target = ?1 AND level = ?2 AND \
+                 first_ms, last_ms, {FIGURES}, {blob} FROM rollup WHERE target = ?1 AND level = ?2 AND \
                  start_ms >= ?3 AND start_ms < ?4 ORDER BY start_ms"
             ))
             .map_err(err)?;
