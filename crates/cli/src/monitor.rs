@@ -20,7 +20,6 @@ use npt_monitor::config::{self, ConfigError, Plan, TargetPlan};
 use npt_monitor::{RunError, Runner, Setup, Target};
 use npt_result::any::{AnyResult, Workload as Any};
 use npt_result::workload::{Stop, Workload};
-use npt_result::Document;
 
 use crate::compare::workload::{expected, Check};
 use crate::usage;
@@ -162,53 +161,28 @@ fn target(t: &TargetPlan) -> anyhow::Result<(Target, Vec<String>)> {
     ))
 }
 
-/// A finished run of `w` as a result document of any kind.
-fn document<W: Workload>(
-    w: &W,
-    done: npt_result::workload::Finished<W::Body>,
-    wrap: fn(W::Body) -> Any,
-) -> Result<AnyResult, RunError> {
-    let d = crate::execute::document(w, done, None).map_err(|e| RunError {
-        kind: "config".into(),
-        detail: e.to_string(),
-    })?;
-    let Document {
-        schema,
-        kind,
-        tool,
-        host,
-        started_at,
-        ended_at,
-        duration_s,
-        stopped_by,
-        config,
-        body,
-    } = d;
-    Ok(Document {
-        schema,
-        kind,
-        tool,
-        host,
-        started_at,
-        ended_at,
-        duration_s,
-        stopped_by,
-        config,
-        body: wrap(body),
-    })
-}
-
-/// Runs a workload once, as its subcommand would without any output.
+/// Runs a workload once, as its subcommand would without any output; `kind` names the kind of
+/// an error that kept it from running at all.
 fn once<W: Workload>(
     mut w: W,
     stop: &Arc<Stop>,
     wrap: fn(W::Body) -> Any,
+    kind: fn(&W::Error) -> &'static str,
 ) -> Result<AnyResult, RunError> {
     let done = w.run(stop, &mut |_| {}).map_err(|e| RunError {
-        kind: "run".into(),
+        kind: kind(&e).into(),
         detail: e.to_string(),
     })?;
-    document(&w, done, wrap)
+    let d = crate::execute::document(&w, done, None).map_err(|e| RunError {
+        kind: "config".into(),
+        detail: e.to_string(),
+    })?;
+    Ok(d.map_body(wrap))
+}
+
+/// The kind of an error that kept a workload without its own classification from running.
+fn could_not_run<E>(_: &E) -> &'static str {
+    "run"
 }
 
 /// A round of a workload whose config is the workload.
@@ -221,7 +195,7 @@ where
     C: Workload + Clone + Send + Sync,
 {
     fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
-        once(self.0.clone(), stop, self.1)
+        once(self.0.clone(), stop, self.1, could_not_run)
     }
 }
 
@@ -231,19 +205,13 @@ impl Runner for PingRound {
     fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
         use npt_ping::PingError as E;
         let w = npt_ping::workload::Ping::new(self.0.clone(), |_, _| {});
-        let mut w = w;
-        let done = w.run(stop, &mut |_| {}).map_err(|e| RunError {
-            kind: match &e {
-                E::Resolve(..) | E::NoAddress(_) => "resolve",
-                E::Auth(..) => "auth",
-                E::Quic(_) => "tls",
-                E::BadTarget(_) => "config",
-                E::Socket(_) => "local",
-            }
-            .into(),
-            detail: e.to_string(),
-        })?;
-        document(&w, done, Any::Ping)
+        once(w, stop, Any::Ping, |e| match e {
+            E::Resolve(..) | E::NoAddress(_) => "resolve",
+            E::Auth(..) => "auth",
+            E::Quic(_) => "tls",
+            E::BadTarget(_) => "config",
+            E::Socket(_) => "local",
+        })
     }
 }
 
@@ -252,7 +220,7 @@ struct TraceRound(npt_trace::Config);
 impl Runner for TraceRound {
     fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
         let w = npt_trace::workload::Trace::new(self.0.clone(), None, |_| {});
-        once(w, stop, Any::Trace)
+        once(w, stop, Any::Trace, could_not_run)
     }
 }
 

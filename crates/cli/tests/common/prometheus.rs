@@ -119,21 +119,10 @@ pub fn query_in(
     name: &str,
     netns: Option<&str>,
 ) -> Vec<(serde_json::Value, f64)> {
-    let expr: String = name
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let path = format!("/api/v1/query?query={expr}");
-    let Some((status, body)) = super::monitor::in_netns(netns, move || get(prom, &path)) else {
-        return Vec::new();
-    };
-    if !status.contains("200") {
+    let v = answer(prom, name, netns);
+    if v["status"] != "success" {
         return Vec::new();
     }
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
     v["data"]["result"]
         .as_array()
         .map(|r| {

@@ -11,7 +11,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtension, Row};
 
 use super::{AlertRow, Event, Level, Result, RollupRow, RoundRow, Store, StoreError, TargetRow};
 use crate::kinds::{Figures, Kind};
@@ -99,6 +100,26 @@ fn extra(f: &Figures) -> Option<String> {
         "segments_ms": f.segments_ms,
     }))
     .ok()
+}
+
+/// The figures as the values of [`FIGURES`], in order.
+fn figure_values(f: &Figures) -> [Value; 14] {
+    [
+        i(f.count).into(),
+        i(f.sent).into(),
+        i(f.lost).into(),
+        i(f.errors).into(),
+        f.min_ms.into(),
+        f.p1_ms.into(),
+        f.p10_ms.into(),
+        f.p50_ms.into(),
+        f.p90_ms.into(),
+        f.p99_ms.into(),
+        f.max_ms.into(),
+        f.mean_ms.into(),
+        i(f.bytes).into(),
+        extra(f).into(),
+    ]
 }
 
 /// The figures at column `at` onwards (in [`FIGURES`] order).
@@ -352,33 +373,19 @@ impl Store for Sqlite {
                 ))
                 .map_err(err)?;
             for r in rows {
-                let f = &r.figures;
-                s.execute(params![
-                    r.target,
-                    r.start_ms,
-                    r.due_ms,
-                    r.end_ms,
-                    i(r.lateness_ns),
-                    r.status.name(),
-                    r.detail,
-                    r.config,
-                    i(f.count),
-                    i(f.sent),
-                    i(f.lost),
-                    i(f.errors),
-                    f.min_ms,
-                    f.p1_ms,
-                    f.p10_ms,
-                    f.p50_ms,
-                    f.p90_ms,
-                    f.p99_ms,
-                    f.max_ms,
-                    f.mean_ms,
-                    i(f.bytes),
-                    extra(f),
-                    r.stats,
-                ])
-                .map_err(err)?;
+                let mut v: Vec<Value> = vec![
+                    r.target.into(),
+                    r.start_ms.into(),
+                    r.due_ms.into(),
+                    r.end_ms.into(),
+                    i(r.lateness_ns).into(),
+                    r.status.name().to_string().into(),
+                    r.detail.clone().into(),
+                    r.config.into(),
+                ];
+                v.extend(figure_values(&r.figures));
+                v.push(r.stats.clone().into());
+                s.execute(params_from_iter(v)).map_err(err)?;
             }
         }
         tx.commit().map_err(err)
@@ -412,34 +419,20 @@ impl Store for Sqlite {
                 ))
                 .map_err(err)?;
             for r in rows {
-                let f = &r.figures;
-                s.execute(params![
-                    r.target,
-                    r.level.name(),
-                    r.start_ms,
-                    i(r.rounds),
-                    i(r.measured),
-                    i(r.unreachable),
-                    i(r.lateness_max_ns),
-                    r.first_ms,
-                    r.last_ms,
-                    i(f.count),
-                    i(f.sent),
-                    i(f.lost),
-                    i(f.errors),
-                    f.min_ms,
-                    f.p1_ms,
-                    f.p10_ms,
-                    f.p50_ms,
-                    f.p90_ms,
-                    f.p99_ms,
-                    f.max_ms,
-                    f.mean_ms,
-                    i(f.bytes),
-                    extra(f),
-                    r.stats,
-                ])
-                .map_err(err)?;
+                let mut v: Vec<Value> = vec![
+                    r.target.into(),
+                    r.level.name().to_string().into(),
+                    r.start_ms.into(),
+                    i(r.rounds).into(),
+                    i(r.measured).into(),
+                    i(r.unreachable).into(),
+                    i(r.lateness_max_ns).into(),
+                    r.first_ms.into(),
+                    r.last_ms.into(),
+                ];
+                v.extend(figure_values(&r.figures));
+                v.push(r.stats.clone().into());
+                s.execute(params_from_iter(v)).map_err(err)?;
             }
             tx.execute(
                 "INSERT OR REPLACE INTO mark (name, ms) VALUES (?1, ?2)",
