@@ -15,6 +15,7 @@
 #
 #   bash bench/monitor.sh
 #   TARGETS=200 SECS=120 ROUNDS=3 bash bench/monitor.sh
+#   KEEP=/tmp/monbench bash bench/monitor.sh      # keep each run's store and log there
 #
 # Traffic goes only to 127.0.0.1; every process started here is killed on exit. Needs python3.
 set -euo pipefail
@@ -88,6 +89,7 @@ for r in $(seq 1 "$ROUNDS"); do
   rss=$(status "$MON" VmRSS); hwm=$(status "$MON" VmHWM); thr=$(status "$MON" Threads)
   size1=$(du -cb "$D"/m.db* | tail -1 | cut -f1)
   kill -INT "$MON"; wait "$MON" || true
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp -r "$D" "$KEEP/"; fi
   python3 - "$D/m.db" "$cpu0" "$cpu1" "$t0" "$t1" "$rss" "$hwm" "$thr" "$size0" "$size1" "$TARGETS" "$WARMUP" > "$D/result.txt" <<'EOF'
 import sqlite3, sys
 db, cpu0, cpu1, t0, t1, rss, hwm, thr, size0, size1, n, warm = sys.argv[1:]

@@ -514,6 +514,19 @@ impl Loop {
                 Some(s) => s.acquire_owned().await.ok(),
                 None => None,
             };
+            if stop.stopping() {
+                // The monitor began stopping while this round waited for its permit.
+                let mut r = Round::empty(&name, kind, due_ms, Status::Skipped, None);
+                r.detail = Some("the monitor was stopping".into());
+                let _ = done.send(Done {
+                    slot: slot_i,
+                    generation,
+                    index: round_i,
+                    round: r,
+                    headline: None,
+                });
+                return;
+            }
             let started = clock.now();
             let start_ms = wall_ms(SystemTime::now());
             let lateness_ns = started.saturating_sub(st.due);
@@ -697,7 +710,9 @@ fn digest(kind: Kind, r: Result<AnyResult, RunError>, prev: Option<Arc<Described
         }
     };
     let figures = stats.figures();
-    let answered = figures.count > 0 || figures.goodput_bps.is_some_and(|g| g > 0.0);
+    let answered = figures.count > 0
+        || figures.goodput_bps.is_some_and(|g| g > 0.0)
+        || figures.segments_ms.iter().any(Option::is_some);
     let errors = &doc.body.errors().by_kind;
     let detail = errors.iter().next().map(|(k, c)| match c.examples.first() {
         Some(e) => format!("{k}: {e}"),
