@@ -226,7 +226,7 @@ _npt() {
                     return 0
                     ;;
                 --direction)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "up down both" -- "${cur}"))
                     return 0
                     ;;
                 --duration)
@@ -1251,7 +1251,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__ping)
-            opts="-c -i -W -s -q -h --count --interval --timeout --size --raw --token --ca --insecure --quiet --json --via --via-user --from --help"
+            opts="-c -i -W -s -q -h --count --interval --timeout --size --echo --raw --token --ca --insecure --quiet --json --via --via-user --from --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1432,7 +1432,7 @@ _npt() {
                     return 0
                     ;;
                 --load-direction)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "up down both" -- "${cur}"))
                     return 0
                     ;;
                 --load-rate)

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto};
+use npt_result::error::ErrorKind;
 use npt_result::probe::ProbeBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
@@ -50,7 +51,7 @@ pub struct ProbeArgs {
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
     /// Packets per second, whole run (rate mode) [default: 100].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub pps: Option<f64>,
     /// Wait after each send (interval mode) [default: 10ms].
     #[arg(long, value_parser = parse_duration)]
@@ -193,7 +194,15 @@ impl Subcommand for ProbeConfig {
 
     fn failed(body: &ProbeBody) -> Option<&'static str> {
         if body.summary.received == 0 {
-            return Some("no reply was received");
+            let kinds = &body.errors.by_kind;
+            return Some(if kinds.get(ErrorKind::Refused.name()) > 0 {
+                "no reply was received: the connection was refused (nothing listens there)"
+            } else if kinds.get(ErrorKind::ClosedUnanswered.name()) > 0 {
+                "no reply was received: the connection was accepted and closed without an \
+                 answer (closed_unanswered: a relay or forwarder whose backend is down?)"
+            } else {
+                "no reply was received"
+            });
         }
         // `--under-load` whose load moved nothing (every stream failed): the loaded phase
         // measured an idle path.

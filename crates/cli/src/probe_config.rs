@@ -151,9 +151,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
                     _ => None,
                 })
                 .unwrap_or(100.0);
-            if !(pps.is_finite() && pps > 0.0 && pps <= 10_000_000.0) {
-                return Err(usage!("--pps {pps}: must be between 0 and 10,000,000"));
-            }
+            let pps = crate::usage::pps_flag("--pps", pps, 10_000_000.0)?;
             PacingSpec::Rate { pps }
         }
         Mode::Interval => {

@@ -1,5 +1,5 @@
 //! Why this exists: the live view is only seen on a real terminal. These tests run `npt probe`
-//! (and run, http, bulk) inside tmux (`.ci/run` installs it), read the screen with `capture-pane`, press `q` with
+//! (and run, http, bulk) inside tmux (`./test.sh` installs it), read the screen with `capture-pane`, press `q` with
 //! `send-keys`, and check the run stopped and still wrote its full report — and that without a
 //! terminal the plain stage lines are printed instead.
 
@@ -31,7 +31,7 @@ fn have_tmux() -> bool {
         eprintln!("SKIPPED: tmux not installed and NPT_SKIP_TMUX is set");
         return false;
     }
-    panic!("tmux is not installed (apt-get install tmux; .ci/run does)");
+    panic!("tmux is not installed (apt-get install tmux; ./test.sh does)");
 }
 
 fn screen(s: &Tmux) -> String {

@@ -3,7 +3,7 @@
 //! every second, starts Prometheus, and queries its HTTP API until the series appear; their
 //! values must equal what the agent's own result document says (and what the server counted).
 //! A second test checks the final totals of `npt http` and `npt run` endpoints (no Prometheus).
-//! Needs the Debian package `prometheus` (installed by `.ci/run`); skipped with a message
+//! Needs the Debian package `prometheus` (installed by `./test.sh`); skipped with a message
 //! when it is missing and this is not root, a failure when it is missing on root (CI).
 
 #![cfg(test)]
@@ -43,7 +43,7 @@ fn prometheus_scrapes_serve_and_an_agent() {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             panic!(
-                "prometheus is not installed (Debian package `prometheus`; .ci/run installs it)"
+                "prometheus is not installed (Debian package `prometheus`; ./test.sh installs it)"
             );
         }
         eprintln!(

@@ -1,6 +1,6 @@
 //! Why this exists: `npt report` must render every kind of saved result in every format, and
 //! the HTML page of a real result must draw every chart — checked in headless Chromium (Debian
-//! `chromium`, installed by .ci/run; `NPT_SKIP_CHROMIUM=1` skips only that part).
+//! `chromium`, installed by ./test.sh; `NPT_SKIP_CHROMIUM=1` skips only that part).
 
 #![cfg(test)]
 

@@ -225,8 +225,10 @@ impl KindStats {
                             sent: l.summary.sent,
                             received: l.summary.received,
                             late: l.summary.late,
+                            refused: l.summary.refused_by_server,
                             rtt,
                             errors: ErrorCounts::default(),
+                            ..PingStats::default()
                         },
                     })
                 };

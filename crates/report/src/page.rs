@@ -40,7 +40,7 @@ pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
     )
 }
 
-/// Percentiles shown in the spectrum (to 99.99, as DESIGN asks).
+/// Percentiles shown in the spectrum (to 99.99, those docs/measurement.md lists).
 pub(crate) const SPECTRUM: [f64; 14] = [
     0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
 ];

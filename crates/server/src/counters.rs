@@ -122,6 +122,22 @@ pub struct Counters {
     pub udp_bulk_refused: AtomicU64,
     /// UDP down datagrams sent (to `--token` sessions and loopback sources; not a refusal).
     pub udp_bulk_down: AtomicU64,
+    /// UDP replies that carried their flow's counts ([`crate::reflect`]; not a refusal).
+    pub udp_reflected: AtomicU64,
+    /// Flows the UDP responder started counting (`REFLECT` frames; not a refusal).
+    pub udp_flows: AtomicU64,
+    /// Flows counted right now, over every UDP socket (a gauge).
+    pub udp_flows_live: AtomicU64,
+    /// `REFLECT` frames answered without counts because the flow table was full of live flows.
+    pub udp_flows_untracked: AtomicU64,
+    /// Idle flows forgotten to make room in a full flow table.
+    pub udp_flows_evicted: AtomicU64,
+    /// Flow queries answered with a flow report.
+    pub udp_flow_reports: AtomicU64,
+    /// Refusal notices sent (header-only answers to refused `REFLECT` frames).
+    pub udp_notices_sent: AtomicU64,
+    /// Refusal notices held back by their per-source or total rate limit.
+    pub udp_notices_suppressed: AtomicU64,
     pub tcp_accepted: AtomicU64,
     /// TCP connections closed at once because `max_tcp_conns` were open.
     pub tcp_refused_conns: AtomicU64,
@@ -174,6 +190,13 @@ impl Counters {
                     ("clamped", g(&self.udp_clamped)),
                     ("bulk-flows", g(&self.udp_bulk_flows)),
                     ("bulk-down", g(&self.udp_bulk_down)),
+                    ("reflected", g(&self.udp_reflected)),
+                    ("flows", g(&self.udp_flows)),
+                    ("flow-reports", g(&self.udp_flow_reports)),
+                    ("notices", g(&self.udp_notices_sent)),
+                    ("notices-suppressed", g(&self.udp_notices_suppressed)),
+                    ("flows-untracked", g(&self.udp_flows_untracked)),
+                    ("flows-evicted", g(&self.udp_flows_evicted)),
                 ],
                 &[],
             ),
@@ -232,7 +255,7 @@ impl Counters {
     pub fn refusals_line(&self) -> String {
         let g = Counters::get;
         format!(
-            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} bulk {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic conns refused: failed-handshake {} handshake-timeout {} aborted {} lost {}; quic streams refused: {}",
+            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} bulk {} notices {} notices-suppressed {} flows-untracked {} flows-evicted {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic conns refused: failed-handshake {} handshake-timeout {} aborted {} lost {}; quic streams refused: {}",
             g(&self.udp_refused_token),
             g(&self.udp_refused_raw),
             g(&self.udp_auth_handshake),
@@ -243,6 +266,10 @@ impl Counters {
             g(&self.udp_refused_loop),
             g(&self.udp_malformed),
             g(&self.udp_bulk_refused),
+            g(&self.udp_notices_sent),
+            g(&self.udp_notices_suppressed),
+            g(&self.udp_flows_untracked),
+            g(&self.udp_flows_evicted),
             g(&self.udp_clamped),
             g(&self.udp_sessions),
             g(&self.tcp_refused_conns),
@@ -266,6 +293,8 @@ impl Counters {
             + g(&self.udp_auth_mac)
             + g(&self.udp_auth_replay)
             + g(&self.udp_refused_rate)
+            + g(&self.udp_flows_untracked)
+            + g(&self.udp_flows_evicted)
             + g(&self.udp_refused_loop)
             + g(&self.udp_malformed)
             + g(&self.udp_bulk_refused)

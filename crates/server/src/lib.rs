@@ -24,6 +24,7 @@ pub mod http_server;
 pub mod limiter;
 pub mod loopguard;
 pub mod quic;
+pub mod reflect;
 pub mod stream;
 mod udp;
 

@@ -13,6 +13,7 @@ pub mod frame;
 pub mod hop;
 pub mod pacing;
 pub mod raw;
+pub mod reflect;
 pub mod window;
 
 pub use fill::Fill;

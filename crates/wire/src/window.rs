@@ -1,7 +1,7 @@
 //! The sequence window: which packets are in flight, answered, lost, late, duplicated or
 //! reordered. Pure bookkeeping over sequence numbers and caller-supplied times (ns).
 //!
-//! Rules (DESIGN.md, measurement rule 5):
+//! Rules (docs/measurement.md, "Loss, late, duplicates, reordering"):
 //! - a packet unanswered `timeout` after it was sent is **lost**, once, and the loss belongs to
 //!   whatever `tag` (interval) the packet was sent in;
 //! - a first reply after that is **late**: counted once, and the packet stays lost, so

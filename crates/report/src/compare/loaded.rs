@@ -49,7 +49,7 @@ pub fn header(t: &Table) -> Vec<String> {
 
 /// A row's cells: [`cells`], then the loaded columns when [`shown`].
 pub fn row_cells(t: &Table, r: &Row) -> Vec<String> {
-    let mut c = cells(r);
+    let mut c = cells(t.baseline.as_deref(), r);
     if shown(t) {
         c.push(opt(r.loaded_p50_ms, 2));
         c.push(opt(r.loaded_p99_ms, 2));

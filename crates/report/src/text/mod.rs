@@ -35,6 +35,16 @@ pub fn bits(bps: f64) -> String {
     format!("{v:.2} {u}")
 }
 
+/// The one line every result prints when `npt serve` refused part of the test: how many of
+/// `what` ("datagrams", "attempts" …), that they are not path loss, and what lifts the refusal.
+pub fn refused_line(n: u64, what: &str) -> String {
+    format!(
+        "refused    {n} {what} by the server, not lost on the path: use --token, or raise npt \
+         serve's limits (--open-limits, --source-pps, --source-mbps; loopback and LAN clients \
+         are exempt unless --limit-local)"
+    )
+}
+
 /// A millisecond value with precision that suits its size.
 pub fn ms(v: f64) -> String {
     if v >= 100.0 {

@@ -61,6 +61,7 @@ fn ping_parts_read_back_and_added_are_the_whole() {
             proto: "udp".into(),
             addresses: vec!["127.0.0.1:7".into()],
             measured_from: None,
+            answered_by: None,
         };
         let bodies: Vec<PingBody> = parts.iter().map(|s| s.summarize(&meta)).collect();
         let mut merged = PingStats::default();
