@@ -1,8 +1,9 @@
 //! `npt monitor` end to end on loopback: rounds of each kind are stored and `npt report --from`
 //! reads any range back as a valid result document whose counts are its rounds'; `kill -9` at
 //! random moments loses no round the monitor had stored (or finished well before the kill),
-//! each restart records the gap, and the minute rollups of what survived are exactly the sums
-//! of their rounds; SIGHUP applies a good config and refuses a bad one, naming the key.
+//! each restart records the gap, and the minute and hour rollups of what survived are exactly the
+//! sums of their rounds; SIGHUP applies a good config and refuses a bad one, naming the key; a
+//! server's refusals are stored as refusals, never as the path's loss.
 
 #![cfg(test)]
 
@@ -226,7 +227,7 @@ fn kill_dash_9_loses_no_stored_round_and_rollups_stay_exact() {
     let mut rw = npt_monitor::store::sqlite::Sqlite::open(&copy).unwrap();
     let far = npt_monitor::round::wall_ms(std::time::SystemTime::now()) + 3_600_000;
     npt_monitor::rollup::roll_all(&mut rw, far, 0).unwrap();
-    let mut checked = 0;
+    let (mut checked, mut hours) = (0, 0);
     for t in rw.targets().unwrap() {
         for m in rw
             .rollups(t.id, Level::Minute, i64::MIN, far, true)
@@ -255,8 +256,112 @@ fn kill_dash_9_loses_no_stored_round_and_rollups_stay_exact() {
             assert_eq!(got.figures(), sum.figures());
             checked += 1;
         }
+        // And every hour is exactly the sum of its rounds (not only of its minutes).
+        for h in rw.rollups(t.id, Level::Hour, i64::MIN, far, true).unwrap() {
+            let rs = rw
+                .rounds(t.id, h.start_ms, h.start_ms + 3_600_000, true)
+                .unwrap();
+            assert_eq!(h.rounds, rs.len() as u64);
+            let mut sum: Option<KindStats> = None;
+            for r in rs.iter().filter_map(|r| r.stats.as_deref()) {
+                let s = KindStats::decode(r).unwrap();
+                match &mut sum {
+                    Some(x) => x.then(&s).unwrap(),
+                    None => sum = Some(s),
+                }
+            }
+            let got = KindStats::decode(h.stats.as_deref().unwrap()).unwrap();
+            let sum = sum.unwrap();
+            assert!(
+                got.headline() == sum.headline(),
+                "{} hour {}",
+                t.name,
+                h.start_ms
+            );
+            assert_eq!(got.figures(), sum.figures());
+            hours += 1;
+        }
     }
     assert!(checked >= 3, "{checked}");
+    assert!(hours >= 3, "an hour per target: {hours}");
+}
+
+/// A server that refuses part of a round (its per-source budget) or all of it (it wants a
+/// `--token` the target does not give): the rounds keep what it refused apart from what the
+/// path lost — on loopback, which loses nothing, loss 0 — a round refused whole is `refused`
+/// (not `no_answer`), and the scrape counts refusals apart from loss.
+#[test]
+fn refusals_are_stored_as_refusals_not_as_loss() {
+    let (_limited, limited) = serve(&["--source-pps", "50"]);
+    let (_tokened, tokened) = serve(&["--token", "s3cret"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_file(
+        dir.path(),
+        "m.toml",
+        &format!(
+            r#"
+vantage = "test"
+store = "m.db"
+listen = "127.0.0.1:0"
+every = "2s"
+[[target]]
+name = "limited"
+target = "udp://{limited}"
+args = ["-c", "150", "-i", "5ms", "-W", "300ms"]
+[[target]]
+name = "tokened"
+target = "udp://{tokened}"
+args = ["-c", "3", "-i", "50ms", "-W", "300ms"]
+"#
+        ),
+    );
+    let store = dir.path().join("m.db");
+    let mut m = Monitor::start(cfg.as_ref(), &store, true);
+    let n = |m: &Monitor, t: &str, s: &str| {
+        m.metric(
+            "npt_monitor_rounds_total",
+            &[&format!("target=\"{t}\""), &format!("status=\"{s}\"")],
+        )
+        .unwrap_or(0.0)
+    };
+    m.until("3 rounds of each", Duration::from_secs(60), |m| {
+        n(m, "limited", "ok") >= 3.0 && n(m, "tokened", "refused") >= 3.0
+    });
+    let metric = |name: &str, t: &str| {
+        m.metric(name, &[&format!("target=\"{t}\"")])
+            .unwrap_or(-1.0)
+    };
+    let refused = metric("npt_monitor_refused_total", "limited");
+    eprintln!(
+        "limited: sent {} lost {} refused {refused}; tokened: refused {}",
+        metric("npt_monitor_sent_total", "limited"),
+        metric("npt_monitor_lost_total", "limited"),
+        metric("npt_monitor_refused_total", "tokened")
+    );
+    assert!(refused > 0.0, "the budget refused some: {refused}");
+    assert_eq!(metric("npt_monitor_lost_total", "limited"), 0.0);
+    assert_eq!(metric("npt_monitor_lost_total", "tokened"), 0.0);
+    assert_eq!(n(&m, "tokened", "no_answer"), 0.0);
+    m.stop();
+    let limited = rounds(&store, "limited");
+    let some = limited.iter().filter(|r| r.figures.refused > 0).count();
+    assert!(some > 0, "a round with refusals in the store");
+    for r in &limited {
+        let f = &r.figures;
+        assert_eq!(r.status.name(), "ok", "{r:?}");
+        assert_eq!(f.lost, 0, "{r:?}");
+        assert_eq!(f.count + f.refused, f.sent, "answered or refused: {r:?}");
+        assert_eq!(f.loss_pct(), Some(0.0), "{r:?}");
+    }
+    let tokened = rounds(&store, "tokened");
+    assert!(tokened.len() >= 3);
+    for r in &tokened {
+        let f = &r.figures;
+        assert_eq!(r.status.name(), "refused", "{r:?}");
+        assert_eq!((f.count, f.lost, f.refused), (0, 0, f.sent), "{r:?}");
+        assert!(f.sent > 0);
+        assert_eq!(f.loss_pct(), None, "no path loss to tell");
+    }
 }
 
 #[test]

@@ -230,7 +230,12 @@ targets = ["direct"]
         + direction_ms(&lab_before, 1, "relay")
         + direction_ms(&lab_before, 2, "relay")
         + direction_ms(&lab_before, 2, "target");
-    for (name, lab_ms) in [("direct", lab_direct), ("relay", lab_relay)] {
+    let lab_lossy = direction_ms(&lab_before, 3, "client") + direction_ms(&lab_before, 3, "lossy");
+    for (name, lab_ms) in [
+        ("direct", lab_direct),
+        ("relay", lab_relay),
+        ("lossy", lab_lossy),
+    ] {
         let doc = report(&store, name, t0, step_at);
         let p50 = doc.body.headline().summary().p50;
         eprintln!("{name}: stored p50 {p50:.3} ms, the lab's path {lab_ms:.3} ms");

@@ -140,6 +140,12 @@ target = "udp://127.0.0.1:{dead}"
     let saved = chromium::dump_dom(&file, &dir.path().join("profile2"), Duration::from_secs(60));
     check_page(&saved, charts);
     assert!(saved.contains("saved page"));
+    // And with the network off altogether (Chromium in a network namespace of its own).
+    if let Some(offline) =
+        chromium::dump_dom_offline(&file, &dir.path().join("profile3"), Duration::from_secs(60))
+    {
+        check_page(&offline, charts);
+    }
     let text = String::from_utf8_lossy(&page);
     assert!(
         !text.contains("src=\"http") && !text.contains("<link"),

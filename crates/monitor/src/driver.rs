@@ -729,6 +729,8 @@ fn digest(kind: Kind, r: Result<AnyResult, RunError>, prev: Option<Arc<Described
     Digest {
         status: if answered {
             Status::Ok
+        } else if figures.refused > 0 {
+            Status::Refused
         } else {
             Status::NoAnswer
         },

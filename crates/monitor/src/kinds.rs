@@ -114,9 +114,14 @@ pub enum KindMeta {
 pub struct Figures {
     /// Latency samples (answered attempts, replies, requests).
     pub count: u64,
-    /// Attempts, packets or requests sent, and those that got no (good) answer.
+    /// Attempts, packets or requests sent, and those that got no (good) answer and that the
+    /// server did not refuse: the path's loss.
     pub sent: u64,
     pub lost: u64,
+    /// Of `sent`, what the server said it refused (its budget or `--token`: ping and UDP bulk
+    /// against `npt serve`): neither answered nor lost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused: u64,
     /// Errors by the one vocabulary of result documents, all kinds.
     pub errors: u64,
     /// The headline latency's distribution (ms); zeros when `count` is 0.
@@ -142,9 +147,11 @@ pub struct Figures {
 }
 
 impl Figures {
-    /// Percentage of `sent` without an answer; `None` when nothing was sent.
+    /// Percentage of what the server took (`sent` less `refused`) without an answer: the
+    /// path's loss; `None` when nothing was sent or the server refused all of it.
     pub fn loss_pct(&self) -> Option<f64> {
-        (self.sent > 0).then(|| npt_result::loss_pct(self.lost, self.sent))
+        let took = self.sent.saturating_sub(self.refused);
+        (took > 0).then(|| npt_result::loss_pct(self.lost, took))
     }
 
     fn latency(mut self, h: Option<&Histogram>) -> Figures {
@@ -163,6 +170,11 @@ impl Figures {
         self.mean_ms = h.mean_ns() / 1e6;
         self
     }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if takes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -304,7 +316,8 @@ impl KindStats {
         let f = match self {
             KindStats::Ping(s) => Figures {
                 sent: s.sent,
-                lost: s.sent.saturating_sub(s.received),
+                lost: s.lost(),
+                refused: s.refused,
                 errors: s.errors.total(),
                 ..Figures::default()
             },
@@ -342,7 +355,12 @@ impl KindStats {
             }
             KindStats::Bulk(s) => Figures {
                 sent: s.udp.map_or(0, |u| u.sent),
-                lost: s.udp.map_or(0, |u| u.sent.saturating_sub(u.received)),
+                lost: s.udp.map_or(0, |u| {
+                    u.sent
+                        .saturating_sub(u.received)
+                        .saturating_sub(u.refused.unwrap_or(0))
+                }),
+                refused: s.udp.and_then(|u| u.refused).unwrap_or(0),
                 errors: s.errors.total(),
                 goodput_bps: Some(s.goodput_bps.up + s.goodput_bps.down),
                 bytes: whole(s.bytes.up + s.bytes.down),
@@ -350,13 +368,16 @@ impl KindStats {
             },
             KindStats::Trace(t) => {
                 let legs = t.segments.iter().chain(t.chain.iter());
-                let (sent, received) = match &t.chain {
-                    Some(c) => (c.stats.sent, c.stats.received),
-                    None => legs.fold((0, 0), |(s, r), l| (s + l.stats.sent, r + l.stats.received)),
+                let (sent, lost, refused) = match &t.chain {
+                    Some(c) => (c.stats.sent, c.stats.lost(), c.stats.refused),
+                    None => legs.fold((0, 0, 0), |(s, l, r), g| {
+                        (s + g.stats.sent, l + g.stats.lost(), r + g.stats.refused)
+                    }),
                 };
                 Figures {
                     sent,
-                    lost: sent.saturating_sub(received),
+                    lost,
+                    refused,
                     errors: t.errors.total(),
                     segments_ms: t
                         .segments
@@ -452,6 +473,26 @@ mod tests {
         assert!((f.p50_ms - 20.0).abs() < 0.02, "{}", f.p50_ms);
         assert!((f.max_ms - 40.0).abs() < 0.05, "{}", f.max_ms);
         assert_eq!(Figures::default().loss_pct(), None);
+    }
+
+    /// Attempts the server refused (its budget, its token) are neither answered nor the path's
+    /// loss: the loss is of what the server took, and a round it refused whole has none.
+    #[test]
+    fn refused_attempts_are_not_loss() {
+        let KindStats::Ping(mut s) = ping(&[10, 20, 30], 1) else {
+            unreachable!()
+        };
+        s.sent += 4;
+        s.refused = 4;
+        let f = KindStats::Ping(s).figures();
+        assert_eq!((f.count, f.sent, f.lost, f.refused), (3, 8, 1, 4));
+        assert_eq!(f.loss_pct(), Some(25.0));
+        let all = Figures {
+            sent: 5,
+            refused: 5,
+            ..Figures::default()
+        };
+        assert_eq!(all.loss_pct(), None);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct TargetLive {
     pub rounds: BTreeMap<Status, u64>,
     pub sent: u64,
     pub lost: u64,
+    /// Of `sent`, refused by the server (not loss).
+    pub refused: u64,
     pub errors: u64,
     /// The headline latency of every round, as the scrape's buckets.
     pub latency: Snapshot,
@@ -101,6 +103,7 @@ impl Live {
                 rounds: BTreeMap::new(),
                 sent: 0,
                 lost: 0,
+                refused: 0,
                 errors: 0,
                 latency: Snapshot::new(),
                 active: true,
@@ -125,6 +128,7 @@ impl Live {
         *e.rounds.entry(r.status).or_default() += 1;
         e.sent += r.figures.sent;
         e.lost += r.figures.lost;
+        e.refused += r.figures.refused;
         e.errors += r.figures.errors;
         if let Some(h) = headline {
             e.latency.histogram(LATENCY, LATENCY_HELP, &[], h);

@@ -22,6 +22,7 @@ pub const NAMES: &[&str] = &[
     "npt_monitor_latency_seconds",
     "npt_monitor_sent_total",
     "npt_monitor_lost_total",
+    "npt_monitor_refused_total",
     "npt_monitor_errors_total",
     "npt_monitor_up",
     "npt_monitor_last_round_timestamp_seconds",
@@ -50,7 +51,7 @@ pub fn snapshot(live: &Live) -> Snapshot {
             ls.push(("status", status.name()));
             s.counter(
                 "npt_monitor_rounds_total",
-                "Rounds of the target, by how they ended (ok, no_answer, error, timeout, skipped, budget).",
+                "Rounds of the target, by how they ended (ok, no_answer, refused, error, timeout, skipped, budget).",
                 &ls,
                 *n,
             );
@@ -64,9 +65,15 @@ pub fn snapshot(live: &Live) -> Snapshot {
         );
         s.counter(
             "npt_monitor_lost_total",
-            "Of those, the ones without a (good) answer.",
+            "Of those, the ones without a (good) answer that the server did not refuse.",
             &l,
             t.lost,
+        );
+        s.counter(
+            "npt_monitor_refused_total",
+            "Of those, the ones the server said it refused (its budget or token): not loss.",
+            &l,
+            t.refused,
         );
         s.counter(
             "npt_monitor_errors_total",
@@ -109,7 +116,7 @@ pub fn snapshot(live: &Live) -> Snapshot {
         if let Some(loss) = f.loss_pct() {
             s.gauge(
                 "npt_monitor_last_loss_ratio",
-                "The last round's loss: lost / sent.",
+                "The last round's loss: lost / (sent - refused).",
                 &l,
                 loss / 100.0,
             );

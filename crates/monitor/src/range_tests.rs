@@ -35,6 +35,7 @@ fn store_pings(st: &mut dyn Store, n: i64, step: i64) -> i64 {
         proto: "tcp".into(),
         addresses: vec!["10.0.1.2:7777".into()],
         measured_from: None,
+        answered_by: None,
     });
     let c = st
         .config_id(t, &serde_json::to_string(&meta).unwrap(), "{\"count\":4}")

@@ -24,7 +24,8 @@ impl Rng {
     }
 }
 
-/// Two hours and a bit of 10-second ping rounds (some without answer, some skipped), stored.
+/// Two hours and a bit of 10-second ping rounds (some without answer, some the server refused
+/// whole or in part, some skipped), stored.
 fn fill(st: &mut dyn Store) -> (i64, Vec<(i64, Status, Option<PingStats>)>) {
     let t = st.target_id("relay", Kind::Ping).unwrap();
     let mut rng = Rng(7);
@@ -35,13 +36,16 @@ fn fill(st: &mut dyn Store) -> (i64, Vec<(i64, Status, Option<PingStats>)>) {
         let status = match rng.next() % 50 {
             0 => Status::Skipped,
             1 => Status::NoAnswer,
+            2 => Status::Refused,
             _ => Status::Ok,
         };
         let stats = status.measured().then(|| {
             let mut s = PingStats::default();
             for _ in 0..5 {
                 s.sent += 1;
-                if status == Status::Ok && !rng.next().is_multiple_of(20) {
+                if status == Status::Refused || rng.next().is_multiple_of(40) {
+                    s.refused += 1;
+                } else if status == Status::Ok && !rng.next().is_multiple_of(20) {
                     s.received += 1;
                     s.rtt.record(20_000_000 + rng.next() % 30_000_000);
                 }

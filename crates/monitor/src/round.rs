@@ -18,6 +18,9 @@ pub enum Status {
     Ok,
     /// It measured and nothing answered (every attempt lost or failed).
     NoAnswer,
+    /// It measured and nothing answered but the server, which said it refused attempts (its
+    /// budget, its `--token`): the path is up, the server will not serve this monitor.
+    Refused,
     /// It could not run (a name that does not resolve, a socket refused …): `detail` says.
     Error,
     /// It passed its hard bound and was abandoned.
@@ -29,9 +32,10 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 6] = [
+    pub const ALL: [Status; 7] = [
         Status::Ok,
         Status::NoAnswer,
+        Status::Refused,
         Status::Error,
         Status::Timeout,
         Status::Skipped,
@@ -42,6 +46,7 @@ impl Status {
         match self {
             Status::Ok => "ok",
             Status::NoAnswer => "no_answer",
+            Status::Refused => "refused",
             Status::Error => "error",
             Status::Timeout => "timeout",
             Status::Skipped => "skipped",
@@ -60,7 +65,7 @@ impl Status {
 
     /// The round measured something (its figures and stats are there).
     pub fn measured(self) -> bool {
-        matches!(self, Status::Ok | Status::NoAnswer)
+        matches!(self, Status::Ok | Status::NoAnswer | Status::Refused)
     }
 }
 

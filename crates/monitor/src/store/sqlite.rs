@@ -91,13 +91,14 @@ fn u(v: i64) -> u64 {
 
 /// The figures' optional parts, as the `extra` column's JSON (NULL when there are none).
 fn extra(f: &Figures) -> Option<String> {
-    if f.rpm.is_none() && f.goodput_bps.is_none() && f.segments_ms.is_empty() {
+    if f.rpm.is_none() && f.goodput_bps.is_none() && f.segments_ms.is_empty() && f.refused == 0 {
         return None;
     }
     serde_json::to_string(&serde_json::json!({
         "rpm": f.rpm,
         "goodput_bps": f.goodput_bps,
         "segments_ms": f.segments_ms,
+        "refused": f.refused,
     }))
     .ok()
 }
@@ -144,6 +145,7 @@ fn figures(r: &Row<'_>, at: usize) -> rusqlite::Result<Figures> {
     if let Some(x) = extra.and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok()) {
         f.rpm = x["rpm"].as_f64();
         f.goodput_bps = x["goodput_bps"].as_f64();
+        f.refused = x["refused"].as_u64().unwrap_or(0);
         f.segments_ms = x["segments_ms"]
             .as_array()
             .map(|a| a.iter().map(serde_json::Value::as_f64).collect())
