@@ -7,6 +7,8 @@
 #     and the rounds that were skipped or late past 1 s;
 #   - CPU (user+sys seconds over the run, as % of one core) and memory (RSS at the end, peak);
 #   - threads at the end;
+#   - a control: how late a plain process on the same box woke from 10 ms sleeps over the same
+#     window (p50 / p99 / max), so a late round can be told from a busy box;
 #   - disk: the store's bytes per target per day (its growth over the run, checkpointed),
 #     and bytes per round row.
 # Runs ROUNDS times (default 1) and prints each run and the medians. No peer tool does this
@@ -69,7 +71,7 @@ ticks() { getconf CLK_TCK; }
 cpu_s() { awk -v hz="$(ticks)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
 status() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 
-LAT50=(); LAT99=(); CPU=(); RSS=(); BYTES=()
+LAT50=(); LAT99=(); CPU=(); RSS=(); BYTES=(); CTL99=()
 for r in $(seq 1 "$ROUNDS"); do
   D="$WORK/run$r"; mkdir -p "$D"
   LISTEN=$(free_port)
@@ -77,6 +79,19 @@ for r in $(seq 1 "$ROUNDS"); do
   "$NPT" monitor "$D/m.toml" 2>"$D/monitor.log" & MON=$!; PIDS+=($MON)
   wait_port "$LISTEN"
   sleep "$WARMUP"
+  # The control: a plain process waking every 10 ms for the measured window.
+  python3 - "$((SECS - WARMUP))" > "$D/control.txt" <<'EOF' & CTL=$!; PIDS+=($CTL)
+import sys, time
+end = time.monotonic() + float(sys.argv[1])
+late = []
+while time.monotonic() < end:
+    due = time.monotonic() + 0.01
+    time.sleep(0.01)
+    late.append(time.monotonic() - due)
+late.sort()
+q = lambda p: late[min(len(late) - 1, int(p * len(late)))] * 1e3
+print(f"{q(0.5):.3f} {q(0.99):.3f} {q(1.0):.3f}")
+EOF
   cpu0=$(cpu_s "$MON")
   size0=$(du -cb "$D"/m.db* | tail -1 | cut -f1)
   t0=$(date +%s.%N)
@@ -88,6 +103,8 @@ for r in $(seq 1 "$ROUNDS"); do
   cpu1=$(cpu_s "$MON"); t1=$(date +%s.%N)
   rss=$(status "$MON" VmRSS); hwm=$(status "$MON" VmHWM); thr=$(status "$MON" Threads)
   size1=$(du -cb "$D"/m.db* | tail -1 | cut -f1)
+  wait "$CTL" || true
+  read -r c50 c99 cmax < "$D/control.txt" || { c50=nan; c99=nan; cmax=nan; }
   kill -INT "$MON"; wait "$MON" || true
   if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp -r "$D" "$KEEP/"; fi
   python3 - "$D/m.db" "$cpu0" "$cpu1" "$t0" "$t1" "$rss" "$hwm" "$thr" "$size0" "$size1" "$TARGETS" "$WARMUP" > "$D/result.txt" <<'EOF'
@@ -118,7 +135,9 @@ print(f"SUMMARY {q(0.5):.3f} {q(0.99):.3f} {100 * (cpu1 - cpu0) / secs:.1f} {int
 EOF
   echo "== run $r: $TARGETS targets every $EVERY, ${SECS} s"
   grep -v SUMMARY "$D/result.txt"
+  echo "control: a plain process's 10 ms sleeps woke late by p50 $c50 p99 $c99 max $cmax ms (the box, not the monitor)"
+  CTL99+=("$c99")
   read -r l50 l99 cpu mem bytes < <(grep SUMMARY "$D/result.txt" | cut -d' ' -f2-)
   LAT50+=("$l50"); LAT99+=("$l99"); CPU+=("$cpu"); RSS+=("$mem"); BYTES+=("$bytes")
 done
-echo "== medians of $ROUNDS run(s): lateness p50 $(median "${LAT50[@]}") ms, p99 $(median "${LAT99[@]}") ms; cpu $(median "${CPU[@]}") %; rss $(median "${RSS[@]}") MiB; disk $(median "${BYTES[@]}") MB per target per day"
+echo "== medians of $ROUNDS run(s): lateness p50 $(median "${LAT50[@]}") ms, p99 $(median "${LAT99[@]}") ms (control p99 $(median "${CTL99[@]}") ms); cpu $(median "${CPU[@]}") %; rss $(median "${RSS[@]}") MiB; disk $(median "${BYTES[@]}") MB per target per day"
