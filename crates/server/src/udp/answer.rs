@@ -268,10 +268,9 @@ fn reflect_reply(batch: &mut MsgBatch, i: usize, h: &Header, t: &mut Tally, cx: 
 
 /// Counts a datagram of an `Up` flow: `data` (`BulkData`) or its report request.
 fn count_bulk(h: &Header, len: usize, t: &mut Tally, cx: &mut Cx<'_>, data: bool) {
-    match cx
-        .flows
-        .on_datagram(cx.arrived, cx.peer, h.flow, h.seq, h.send_ts, len as u64, data)
-    {
+    match cx.flows.on_datagram(
+        cx.arrived, cx.peer, h.flow, h.seq, h.send_ts, len as u64, data,
+    ) {
         Counted::New => t.bulk_flows += 1,
         Counted::Known => {}
         Counted::Full => t.bulk_refused += 1,
