@@ -464,6 +464,7 @@ mod tests {
             refused: Some(refused),
             jitter_ns: 0,
             behind_schedule: 0,
+            stalled_ns: 0,
         };
         let at = |bytes, counts| Snapshot {
             bytes,

@@ -227,63 +227,50 @@ fn kill_dash_9_loses_no_stored_round_and_rollups_stay_exact() {
     let mut rw = npt_monitor::store::sqlite::Sqlite::open(&copy).unwrap();
     let far = npt_monitor::round::wall_ms(std::time::SystemTime::now()) + 3_600_000;
     npt_monitor::rollup::roll_all(&mut rw, far, 0).unwrap();
+    // Every minute and every hour (not only its minutes) is exactly the sum of its rounds.
     let (mut checked, mut hours) = (0, 0);
     for t in rw.targets().unwrap() {
-        for m in rw
-            .rollups(t.id, Level::Minute, i64::MIN, far, true)
-            .unwrap()
-        {
-            let mut sum: Option<KindStats> = None;
-            let rs = rw
-                .rounds(t.id, m.start_ms, m.start_ms + 60_000, true)
-                .unwrap();
-            assert_eq!(m.rounds, rs.len() as u64);
-            for r in rs.iter().filter_map(|r| r.stats.as_deref()) {
-                let s = KindStats::decode(r).unwrap();
-                match &mut sum {
-                    Some(x) => x.then(&s).unwrap(),
-                    None => sum = Some(s),
-                }
-            }
-            let got = KindStats::decode(m.stats.as_deref().unwrap()).unwrap();
-            let sum = sum.unwrap();
-            assert!(
-                got.headline() == sum.headline(),
-                "{} minute {}",
-                t.name,
-                m.start_ms
-            );
-            assert_eq!(got.figures(), sum.figures());
-            checked += 1;
-        }
-        // And every hour is exactly the sum of its rounds (not only of its minutes).
-        for h in rw.rollups(t.id, Level::Hour, i64::MIN, far, true).unwrap() {
-            let rs = rw
-                .rounds(t.id, h.start_ms, h.start_ms + 3_600_000, true)
-                .unwrap();
-            assert_eq!(h.rounds, rs.len() as u64);
-            let mut sum: Option<KindStats> = None;
-            for r in rs.iter().filter_map(|r| r.stats.as_deref()) {
-                let s = KindStats::decode(r).unwrap();
-                match &mut sum {
-                    Some(x) => x.then(&s).unwrap(),
-                    None => sum = Some(s),
-                }
-            }
-            let got = KindStats::decode(h.stats.as_deref().unwrap()).unwrap();
-            let sum = sum.unwrap();
-            assert!(
-                got.headline() == sum.headline(),
-                "{} hour {}",
-                t.name,
-                h.start_ms
-            );
-            assert_eq!(got.figures(), sum.figures());
-            hours += 1;
-        }
+        checked += sums_of_rounds(&rw, &t, Level::Minute, 60_000, far);
+        hours += sums_of_rounds(&rw, &t, Level::Hour, 3_600_000, far);
     }
     assert!(checked >= 3, "{checked}");
     assert!(hours >= 3, "an hour per target: {hours}");
+}
+
+/// Checks that each of `t`'s rollups at `level` (buckets of `span_ms`) holds exactly the sum of
+/// its rounds' stats values; how many it checked.
+fn sums_of_rounds(
+    st: &npt_monitor::store::sqlite::Sqlite,
+    t: &npt_monitor::store::TargetRow,
+    level: Level,
+    span_ms: i64,
+    far: i64,
+) -> usize {
+    let buckets = st.rollups(t.id, level, i64::MIN, far, true).unwrap();
+    for b in &buckets {
+        let rs = st
+            .rounds(t.id, b.start_ms, b.start_ms + span_ms, true)
+            .unwrap();
+        assert_eq!(b.rounds, rs.len() as u64);
+        let mut sum: Option<KindStats> = None;
+        for r in rs.iter().filter_map(|r| r.stats.as_deref()) {
+            let s = KindStats::decode(r).unwrap();
+            match &mut sum {
+                Some(x) => x.then(&s).unwrap(),
+                None => sum = Some(s),
+            }
+        }
+        let got = KindStats::decode(b.stats.as_deref().unwrap()).unwrap();
+        let sum = sum.unwrap();
+        assert!(
+            got.headline() == sum.headline(),
+            "{} {level:?} {}",
+            t.name,
+            b.start_ms
+        );
+        assert_eq!(got.figures(), sum.figures());
+    }
+    buckets.len()
 }
 
 /// A server that refuses part of a round (its per-source budget) or all of it (it wants a
@@ -317,13 +304,7 @@ args = ["-c", "3", "-i", "50ms", "-W", "300ms"]
     );
     let store = dir.path().join("m.db");
     let mut m = Monitor::start(cfg.as_ref(), &store, true);
-    let n = |m: &Monitor, t: &str, s: &str| {
-        m.metric(
-            "npt_monitor_rounds_total",
-            &[&format!("target=\"{t}\""), &format!("status=\"{s}\"")],
-        )
-        .unwrap_or(0.0)
-    };
+    let n = |m: &Monitor, t: &str, s: &str| m.rounds_total(t, s);
     m.until("3 rounds of each", Duration::from_secs(60), |m| {
         n(m, "limited", "ok") >= 3.0 && n(m, "tokened", "refused") >= 3.0
     });
@@ -374,13 +355,7 @@ fn sighup_applies_a_good_config_and_refuses_a_bad_one_naming_the_key() {
     );
     let cfg = write_file(dir.path(), "m.toml", &one);
     let mut m = Monitor::start(cfg.as_ref(), &dir.path().join("m.db"), true);
-    let rounds_of = |m: &Monitor, t: &str| {
-        m.metric(
-            "npt_monitor_rounds_total",
-            &[&format!("target=\"{t}\""), "status=\"ok\""],
-        )
-        .unwrap_or(0.0)
-    };
+    let rounds_of = |m: &Monitor, t: &str| m.rounds_total(t, "ok");
     m.until("target a measures", Duration::from_secs(30), |m| {
         rounds_of(m, "a") >= 2.0
     });
@@ -478,13 +453,7 @@ budget = "1MB"
     );
     let store = dir.path().join("m.db");
     let mut m = Monitor::start(cfg.as_ref(), &store, true);
-    let n = |m: &Monitor, t: &str, s: &str| {
-        m.metric(
-            "npt_monitor_rounds_total",
-            &[&format!("target=\"{t}\""), &format!("status=\"{s}\"")],
-        )
-        .unwrap_or(0.0)
-    };
+    let n = |m: &Monitor, t: &str, s: &str| m.rounds_total(t, s);
     m.until(
         "every target's rounds classified",
         Duration::from_secs(90),

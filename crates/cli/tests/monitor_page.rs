@@ -20,11 +20,7 @@ use common::*;
 use npt_testkit::chromium::{self, attr, opening_tag};
 
 fn ok_rounds(m: &Monitor, t: &str, status: &str) -> f64 {
-    m.metric(
-        "npt_monitor_rounds_total",
-        &[&format!("target=\"{t}\""), &format!("status=\"{status}\"")],
-    )
-    .unwrap_or(0.0)
+    m.rounds_total(t, status)
 }
 
 /// Checks a dumped dashboard: `charts` charts drawn, no script error, every smoke chart drew

@@ -164,6 +164,18 @@ impl Monitor {
             .and_then(|l| l.rsplit(' ').next()?.parse().ok())
     }
 
+    /// `npt_monitor_rounds_total` of `target` by `status` (0 before the first).
+    pub fn rounds_total(&self, target: &str, status: &str) -> f64 {
+        self.metric(
+            "npt_monitor_rounds_total",
+            &[
+                &format!("target=\"{target}\""),
+                &format!("status=\"{status}\""),
+            ],
+        )
+        .unwrap_or(0.0)
+    }
+
     /// Waits (bounded) until `f` holds.
     pub fn until(&self, what: &str, limit: Duration, mut f: impl FnMut(&Monitor) -> bool) {
         let start = Instant::now();
