@@ -230,6 +230,7 @@ targets = ["direct"]
         + direction_ms(&lab_before, 1, "relay")
         + direction_ms(&lab_before, 2, "relay")
         + direction_ms(&lab_before, 2, "target");
+    let mut misses = Vec::new();
     let lab_lossy = direction_ms(&lab_before, 3, "client") + direction_ms(&lab_before, 3, "lossy");
     for (name, lab_ms) in [
         ("direct", lab_direct),
@@ -239,7 +240,10 @@ targets = ["direct"]
         let doc = report(&store, name, t0, step_at);
         let p50 = doc.body.headline().summary().p50;
         eprintln!("{name}: stored p50 {p50:.3} ms, the lab's path {lab_ms:.3} ms");
-        assert!((p50 - lab_ms).abs() <= TOL, "{name}: {p50} vs {lab_ms}");
+        if (p50 - lab_ms).abs() > TOL {
+            // Asserted at the end, so that a run on a busy box still reports every figure.
+            misses.push(format!("{name}: stored p50 {p50} vs the lab's {lab_ms}"));
+        }
     }
     // 2. The loss is 2 ± 0.5 %, and exactly what the link dropped while the monitor ran.
     let lossy = report(&store, "lossy", t0, now_ms() + 1);
@@ -286,7 +290,12 @@ targets = ["direct"]
         lab_direct
     );
     assert!(first.start_ms - step_at <= 1_000, "within one round");
-    assert!((first.figures.p50_ms - lab_direct - 30.0).abs() <= TOL);
+    if (first.figures.p50_ms - lab_direct - 30.0).abs() > TOL {
+        misses.push(format!(
+            "the first round after the step: p50 {} vs the lab's {lab_direct} + 30",
+            first.figures.p50_ms
+        ));
+    }
     // 4. The alert fired within its 3 rounds of the step, and cleared within 3 of the undo.
     assert_eq!(
         (fired["state"].as_str(), fired["target"].as_str()),
@@ -300,6 +309,13 @@ targets = ["direct"]
         third.end_ms
     );
     assert!(fired_ms - fired_at < 2_000, "delivered at once");
+    eprintln!(
+        "alert: fired {} ms after the step (the 3rd round after it ended {} ms after it), \
+         received {} ms after firing",
+        fired_at - step_at,
+        third.end_ms - step_at,
+        fired_ms - fired_at
+    );
     assert_eq!(cleared["state"], "resolved");
     let back = rows(&store, "direct", undo_at, now_ms() + 1);
     let cleared_at = wall_ms(cleared["at"].as_str().unwrap());
@@ -309,19 +325,21 @@ targets = ["direct"]
         back[2].end_ms
     );
     assert!(cleared_ms - cleared_at < 2_000);
+    eprintln!(
+        "alert: cleared {} ms after the undo (the 3rd round after it ended {} ms after it)",
+        cleared_at - undo_at,
+        back[2].end_ms - undo_at
+    );
     // Packets inside the link when it steps down keep their schedule (the lab reorders
     // nothing), so the round in flight may still read some; within the alert's 3 rounds the
     // path reads its old value again.
-    assert!(
-        back.iter()
-            .take(3)
-            .any(|r| (r.figures.p50_ms - lab_direct).abs() <= TOL),
-        "{:?}",
-        back.iter()
-            .take(3)
-            .map(|r| r.figures.p50_ms)
-            .collect::<Vec<_>>()
-    );
+    let undone: Vec<f64> = back.iter().take(3).map(|r| r.figures.p50_ms).collect();
+    eprintln!("after the undo: the first 3 rounds' p50 {undone:?} ms");
+    if !undone.iter().any(|p| (p - lab_direct).abs() <= TOL) {
+        misses.push(format!(
+            "after the undo: {undone:?} vs the lab's {lab_direct}"
+        ));
+    }
     // 5. The chart: the direct path's median line goes from ~20 ms to ~50 ms and back.
     if chromium::wanted() {
         let file = dir.path().join("dashboard.html");
@@ -348,11 +366,25 @@ targets = ["direct"]
             .split_once('-')
             .unwrap();
         let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        // The chart's medians are the store's (checked against the lab above), from the
+        // path's level before the step to the step's level after it.
+        let medians: Vec<f64> = common::monitor::rounds(&store, "direct")
+            .iter()
+            .filter(|r| r.figures.count > 0)
+            .map(|r| r.figures.p50_ms)
+            .collect();
+        let min = medians.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = medians.iter().copied().fold(0.0, f64::max);
         assert!(
-            (lo - lab_direct).abs() <= 1.0 && (hi - lab_direct - 30.0).abs() <= 1.0,
-            "{lo}-{hi}"
+            (lo - min).abs() < 0.002 && (hi - max).abs() < 0.002,
+            "the chart's {lo}-{hi}, the store's {min}-{max}"
+        );
+        assert!(
+            lo <= lab_direct + TOL && hi >= lab_direct + 30.0 - TOL,
+            "the step on the chart: {lo}-{hi}"
         );
     }
+    assert!(misses.is_empty(), "{misses:#?}");
 }
 
 #[test]
