@@ -286,6 +286,7 @@ impl Collector {
                 delivered_bps: a.last.bytes as f64 * 8.0 / secs,
                 jitter: JitterMean::from_value(u.jitter_ns as f64, u.received),
                 sends_behind_schedule: u.behind_schedule,
+                stalled_ms: u.stalled_ns as f64 / 1e6,
             });
         }
         st.set_intervals(self.intervals.into_vec_logged());
@@ -417,6 +418,7 @@ mod tests {
             refused: None,
             jitter_ns: 2_000_000,
             behind_schedule: 0,
+            stalled_ns: 25_000_000,
         };
         let at = |bytes, rep, counts| Snapshot {
             bytes,
@@ -445,6 +447,8 @@ mod tests {
         let x = body.summary.udp.unwrap();
         assert_eq!((x.sent, x.received, x.lost), (410, 275, 135));
         assert_eq!(x.delivered_bps, 1.2e6, "330 kB over the responder's 2.2 s");
+        // 25 ms of stalls in a 2 s run: over 1 %, the run is the tester's.
+        assert_eq!((x.stalled_ms, x.tester_limited), (25.0, true));
         assert_eq!(body.intervals.len(), 2);
     }
 
@@ -460,6 +464,7 @@ mod tests {
             refused: Some(refused),
             jitter_ns: 0,
             behind_schedule: 0,
+            stalled_ns: 0,
         };
         let at = |bytes, counts| Snapshot {
             bytes,
@@ -511,6 +516,7 @@ mod tests {
             refused: None,
             jitter_ns: 0,
             behind_schedule: 0,
+            stalled_ns: 0,
         };
         let at = |rep| Snapshot {
             bytes: 600_000,

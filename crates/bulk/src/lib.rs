@@ -34,6 +34,7 @@
 pub mod collect;
 mod engine;
 mod frames;
+pub mod lateness;
 pub mod metrics;
 pub mod quic;
 pub mod tcp;
@@ -177,6 +178,8 @@ pub struct UdpCounts {
     pub refused: Option<u64>,
     pub jitter_ns: u64,
     pub behind_schedule: u64,
+    /// The sender's stalls, added ([`lateness::Lateness::stalled_ns`]).
+    pub stalled_ns: u64,
 }
 
 /// One stream's measurements, written by its task and sampled by the collector.
@@ -192,6 +195,8 @@ pub struct StreamState {
     pub reported_ns: AtomicU64,
     pub reading: Mutex<Reading>,
     pub udp: Mutex<UdpCounts>,
+    /// UDP: every paced send's lateness (ns), stored when the sending ends.
+    pub lateness: Mutex<npt_stats::Histogram>,
     /// The error kind and a detail, when the stream ended with one.
     pub error: Mutex<Option<(ErrorKind, String)>>,
     pub done: AtomicBool,
@@ -206,6 +211,7 @@ impl StreamState {
             reported_ns: AtomicU64::new(0),
             reading: Mutex::new(Reading::default()),
             udp: Mutex::new(UdpCounts::default()),
+            lateness: Mutex::new(npt_stats::Histogram::default()),
             error: Mutex::new(None),
             done: AtomicBool::new(false),
         }

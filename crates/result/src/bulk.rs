@@ -110,6 +110,25 @@ pub struct UdpBulk {
     pub jitter_ms: f64,
     /// Sends that left more than 1 ms after they were due (the tester could not keep the rate).
     pub sends_behind_schedule: u64,
+    /// The sender's stalls added up, ms: each run of sends over 1 ms late counts once, at its
+    /// largest lateness (UDP down: the pulls'). The path was offered nothing meanwhile.
+    #[serde(default)]
+    pub stalled_ms: f64,
+    /// The stalls add up to more than [`LIMIT_FRACTION`] of the run: the delivered rate may
+    /// read low by up to `stalled_ms` over the run, because of the tester, not the path.
+    #[serde(default)]
+    pub tester_limited: bool,
+}
+
+/// The share of a run a UDP sender's stalls may add up to before the run is flagged
+/// `tester_limited`: a delivered rate read to within 1 % needs the path offered its load 99 %
+/// of the time.
+pub const LIMIT_FRACTION: f64 = 0.01;
+
+/// True when a sender's stalls of `stalled_ms` in all can have moved a rate measured over
+/// `duration_s` by more than [`LIMIT_FRACTION`].
+pub fn tester_limited(stalled_ms: f64, duration_s: f64) -> bool {
+    stalled_ms / 1e3 > LIMIT_FRACTION * duration_s
 }
 
 /// One stream's totals.
@@ -162,4 +181,22 @@ pub struct StreamInterval {
 pub mod hist {
     /// The path's RTT while loaded: see `BulkSummary::rtt_ms`.
     pub const RTT: &str = "rtt";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_tester_limited_past_one_percent_of_stalls() {
+        assert!(!tester_limited(50.0, 5.0));
+        assert!(tester_limited(50.1, 5.0));
+        assert!(!tester_limited(0.0, 0.0));
+        // Files from before the flag read as not flagged.
+        let u: UdpBulk = serde_json::from_value(serde_json::json!({"rate_bps": 1.0, "size": 1200,
+            "sent": 1, "received": 1, "lost": 0, "loss_pct": 0.0, "delivered_bps": 1.0,
+            "jitter_ms": 0.0, "sends_behind_schedule": 0}))
+        .unwrap();
+        assert_eq!((u.stalled_ms, u.tester_limited), (0.0, false));
+    }
 }

@@ -108,16 +108,29 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
         if let Some(r) = u.refused_by_server.filter(|&r| r > 0) {
             writeln!(w, "{}", super::refused_line(r, "datagrams"))?;
         }
+        let what = if s.direction == "down" {
+            "pulls"
+        } else {
+            "sends"
+        };
         if u.sends_behind_schedule > 0 {
             writeln!(
                 w,
-                "           {} {} left over 1 ms late: the tester could not keep the rate",
+                "           {} {what} left over 1 ms late, in stalls of {} ms in all: the tester \
+                 could not keep the rate",
                 u.sends_behind_schedule,
-                if s.direction == "down" {
-                    "pulls"
-                } else {
-                    "sends"
-                }
+                ms(u.stalled_ms)
+            )?;
+        }
+        if u.tester_limited {
+            writeln!(
+                w,
+                "           TESTER-LIMITED: its {what} stalled {} ms in all, {:.1}% of the run \
+                 (over {:.0}%): the delivered rate may read low by as much because of this \
+                 host, not the path",
+                ms(u.stalled_ms),
+                u.stalled_ms / 10.0 / s.duration_s.max(1e-9),
+                npt_result::bulk::LIMIT_FRACTION * 100.0
             )?;
         }
     }
@@ -141,6 +154,15 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
         )?;
     }
     let h = &b.health;
+    if let Some(l) = &h.send_lateness_ms {
+        writeln!(
+            w,
+            "tester     send lateness p50 {} p99 {} max {} ms",
+            ms(l.p50),
+            ms(l.p99),
+            ms(l.max)
+        )?;
+    }
     writeln!(
         w,
         "tester     cpu {:.1}% (user {:.2} s, sys {:.2} s), peak rss {:.1} MiB",

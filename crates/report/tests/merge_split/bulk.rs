@@ -58,6 +58,7 @@ pub fn recorded(seed: u64) -> (Split<BulkStats>, BulkMeta) {
                     delivered_bps: r.gen_range(0.0..1e9),
                     jitter: JitterMean::from_value(r.gen_range(0.0..5e6), received),
                     sends_behind_schedule: r.gen_range(0..10),
+                    stalled_ms: r.gen_range(0.0..200.0),
                 }
             }),
             failed_streams: failed,
