@@ -63,7 +63,7 @@ impl LoadPlan {
             streams: self.bulk.streams,
             via: self.bulk.via.as_ref().map(|v| v.to_string()),
             congestion: self.bulk.congestion.clone(),
-            rate_bps: self.bulk.udp.map(|u| u.rate_bps),
+            rate_bps: self.bulk.udp.map(|u| u.rate_bps).or(self.bulk.rate_bps),
             size: self.bulk.udp.and_then(|u| u32::try_from(u.size).ok()),
         }
     }
