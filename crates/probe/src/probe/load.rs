@@ -107,6 +107,8 @@ pub fn stats(plan: &LoadPlan, o: &Outcome, start: u64) -> npt_result::stats::pro
         st.goodput_bps = b.summary.goodput_bps;
         st.bytes = b.summary.bytes;
         st.load_rtt_ms = b.summary.rtt_ms;
+        st.retransmits = b.summary.retransmits;
+        st.congestion = b.summary.congestion.clone();
         st.errors.by_kind = b.errors.by_kind.clone();
         st.udp = b
             .summary

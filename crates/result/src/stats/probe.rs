@@ -95,6 +95,12 @@ pub struct LoadStats {
     /// A UDP load's counts.
     #[serde(default)]
     pub udp: Option<UdpLoad>,
+    /// The load's retransmits (TCP, up) or lost packets (QUIC), as `npt bulk` counts them.
+    #[serde(default)]
+    pub retransmits: Option<u64>,
+    /// TCP: the congestion control the kernel ran on the load's sending streams.
+    #[serde(default)]
+    pub congestion: Option<String>,
 }
 
 impl AddAssign<&LoadStats> for LoadStats {
@@ -109,12 +115,26 @@ impl AddAssign<&LoadStats> for LoadStats {
         self.bytes += &rhs.bytes;
         self.load_rtt_ms = self.load_rtt_ms.or(rhs.load_rtt_ms);
         self.errors += &rhs.errors;
+        self.retransmits = match (self.retransmits, rhs.retransmits) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.congestion = match (self.congestion.take(), &rhs.congestion) {
+            (Some(a), Some(b)) if a != *b => Some(join_names(&a, b)),
+            (a, b) => a.or(b.clone()),
+        };
         match (&mut self.udp, rhs.udp) {
             (Some(a), Some(b)) => a.add(&b),
             (a @ None, b) => *a = b,
             (Some(_), None) => {}
         }
     }
+}
+
+/// Two comma-joined name lists as one: sorted, each name once.
+fn join_names(a: &str, b: &str) -> String {
+    let names: std::collections::BTreeSet<&str> = a.split(',').chain(b.split(',')).collect();
+    names.into_iter().collect::<Vec<_>>().join(",")
 }
 
 fn min_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -147,6 +167,8 @@ impl LoadStats {
             load_rtt_ms: u.load_rtt_ms,
             errors: ErrorStats::from_block(&u.load_errors, u.load.streams.into()),
             udp: u.udp,
+            retransmits: u.retransmits,
+            congestion: u.congestion.clone(),
         }
     }
 
@@ -191,6 +213,8 @@ impl LoadStats {
             load_rtt_ms: self.load_rtt_ms,
             load_errors: self.errors.block(),
             udp: self.udp,
+            retransmits: self.retransmits,
+            congestion: self.congestion.clone(),
         }
     }
 }
