@@ -201,6 +201,94 @@ fn quic_streams_move_bytes_both_ways() {
     assert_eq!(u(&doc, "/summary/failed_streams"), 0);
 }
 
+/// `--rate` on streams over loopback, which could carry far more: each stream holds the pace
+/// it was given each way (up paced here, down by npt serve, which says it does), TCP and QUIC
+/// alike, and the result reports the pace, what was achieved, and (TCP, the streams sent) the
+/// congestion control the kernel ran. The lab test (lab_rate.rs) checks it on a bottleneck.
+#[test]
+fn streams_at_a_rate_hold_it_on_loopback() {
+    let mut child = npt()
+        .args(["serve", "--listen", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _g = Guard(child);
+    // "npt serve: listening on tcp+udp ADDR", then "… on quic ADDR".
+    let (mut tcp, mut quic) = (None, None);
+    for l in BufReader::new(stdout).lines().take(4).map_while(Result::ok) {
+        let addr = l.rsplit(' ').next().map(str::to_string);
+        if l.contains("listening on tcp") {
+            tcp = addr;
+        } else if l.contains("listening on quic") {
+            quic = addr;
+        }
+        if tcp.is_some() && quic.is_some() {
+            break;
+        }
+    }
+    let (tcp, quic) = (tcp.expect("a tcp address"), quic.expect("a quic address"));
+    let dir = tempfile::tempdir().unwrap();
+    for target in [format!("tcp://{tcp}"), format!("quic://{quic}")] {
+        let out = dir.path().join("paced.json");
+        let mut args = vec![target.as_str()];
+        if target.starts_with("quic") {
+            args.push("--insecure");
+        }
+        let (o, doc) = bulk(
+            &[
+                &args[..],
+                &[
+                    "-P",
+                    "2",
+                    "--rate",
+                    "20mbit",
+                    "--direction",
+                    "both",
+                    "--duration",
+                    "3s",
+                ],
+            ]
+            .concat(),
+            &out,
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let s = &doc["summary"];
+        assert_eq!(f(&doc, "/summary/rate_bps"), 20e6, "{s}");
+        for way in ["up", "down"] {
+            // Two streams at 20 Mbit/s: 40 each way. The bucket never runs ahead of the
+            // rate (at most one write of 2 ms early), and loopback is never what holds it back.
+            let mbit = f(&doc, &format!("/summary/goodput_bps/{way}")) / 1e6;
+            assert!(
+                (37.0..=40.5).contains(&mbit),
+                "{target} {way}: {mbit:.2} Mbit/s"
+            );
+        }
+        let pct = f(&doc, "/summary/rate_achieved_pct");
+        assert!((92.5..=101.0).contains(&pct), "{target}: {pct} %");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("paced at 20.00 Mbit/s each"), "{text}");
+        if target.starts_with("tcp") {
+            // Read back from the sockets: the sending streams', the system's default here.
+            let cc = s["congestion"].as_str().expect("congestion reported");
+            let default =
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
+            assert_eq!(cc, default.trim(), "{s}");
+            for st in doc["streams"].as_array().unwrap() {
+                assert_eq!(st["rate_bps"], 20e6, "{st}");
+                assert_eq!(
+                    st["congestion"].is_string(),
+                    st["direction"] == "up",
+                    "{st}"
+                );
+            }
+        } else {
+            assert!(s.get("congestion").is_none(), "{s}");
+        }
+    }
+}
+
 #[test]
 fn bad_input_exits_2_naming_the_flag() {
     for (args, flag) in [
@@ -223,6 +311,26 @@ fn bad_input_exits_2_naming_the_flag() {
         (
             vec!["tcp://127.0.0.1:9", "--duration", "never"],
             "--duration",
+        ),
+        // A stream's pace needs a unit and must be positive, as UDP's rate.
+        (vec!["tcp://127.0.0.1:9", "--rate", "5"], "--rate"),
+        (vec!["tcp://127.0.0.1:9", "-b", "0kbit"], "--rate"),
+        (vec!["tcp://127.0.0.1:9", "--size", "1200"], "--size"),
+        // A congestion control the kernel offers, on a stream this host sends.
+        (
+            vec![
+                "tcp://127.0.0.1:9",
+                "--congestion",
+                "no-such-cc",
+                "--direction",
+                "up",
+            ],
+            "--congestion",
+        ),
+        (vec!["tcp://127.0.0.1:9", "-C", "cubic"], "--congestion"),
+        (
+            vec!["quic://127.0.0.1:9", "--insecure", "-C", "cubic"],
+            "--congestion",
         ),
     ] {
         let mut a = vec!["bulk"];
