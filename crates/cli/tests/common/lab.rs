@@ -1,7 +1,7 @@
 //! What every root lab test does around its measurement, written once: skip (visibly) when
 //! not root, bring a topology up with `npt lab up` and down again when the test ends (also when
 //! an assertion fails: [`Lab`] is a drop guard), run `npt` on a node with `npt lab exec`, and
-//! read the links' counters with `npt lab status --json`.
+//! read the links' counters with `npt lab status --json` (a direction's, once settled).
 
 use std::path::Path;
 use std::process::Output;
@@ -100,6 +100,35 @@ impl Lab {
             String::from_utf8_lossy(&out.stderr)
         );
         serde_json::from_slice(&out.stdout).expect("lab status --json is JSON")
+    }
+}
+
+impl Lab {
+    /// The direction `from` → `to` of the first link in `npt lab status --json`.
+    pub fn direction(&self, from: &str, to: &str) -> serde_json::Value {
+        let s = self.status();
+        s["links"][0]["directions"]
+            .as_array()
+            .expect("directions")
+            .iter()
+            .find(|d| d["from"] == from && d["to"] == to)
+            .unwrap_or_else(|| panic!("no direction {from} > {to} in {s}"))
+            .clone()
+    }
+
+    /// [`Lab::direction`] once its `applied` counters stop moving (the status is republished
+    /// every few 100 ms), waiting at most 5 s.
+    pub fn settled(&self, from: &str, to: &str) -> serde_json::Value {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        let mut last = self.direction(from, to);
+        loop {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = self.direction(from, to);
+            if now["applied"] == last["applied"] || std::time::Instant::now() > until {
+                return now;
+            }
+            last = now;
+        }
     }
 }
 
