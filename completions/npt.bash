@@ -1220,7 +1220,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__probe)
-            opts="-n -d -s -q -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --token --loss-timeout --report-every --report-every-packets --behind-threshold --json --format --quiet --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-n -d -s -q -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --json --format --quiet --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1287,6 +1287,10 @@ _npt() {
                     return 0
                     ;;
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stamp-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1598,7 +1602,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__serve)
-            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --cert --key --quic --quic-cert --quic-key --quic-cert-out --metrics --hop-agent --hop-allow --help"
+            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --cert --key --quic --quic-cert --quic-key --quic-cert-out --stamp --stamp-stateless --stamp-key --metrics --hop-agent --hop-allow --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1685,6 +1689,14 @@ _npt() {
                     return 0
                     ;;
                 --quic-cert-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stamp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stamp-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -61,12 +61,15 @@ complete -c npt -n "__fish_npt_using_subcommand serve" -l quic -d 'Also serve QU
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-cert -d 'PEM certificate chain for --quic [default: self-signed for localhost, 127.0.0.1, ::1]' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-key -d 'PEM private key for --quic-cert' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-cert-out -d 'Write the QUIC certificate (PEM) to this file, for `npt run --ca FILE`' -r -F
+complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp -d 'Also be a STAMP Session-Reflector (RFC 8762) on this UDP address (IANA\'s port is 862), for `npt probe stamp://` and any STAMP or TWAMP-Light sender; stateful unless --stamp-stateless, under the same limits as UDP' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp-key -d 'STAMP authenticated mode: answer only test packets whose HMAC verifies under this key (hex, at least 32 digits), and seal the answers with it' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l metrics -d 'Serve the responder\'s counters in OpenMetrics text at http://ADDR/metrics (Prometheus)' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-allow -d 'Targets the hop agent may measure, comma-separated (repeatable): addresses (10.0.3.2), networks (10.0.0.0/8), ADDR:PORT, or HOST:PORT by name [default: nothing]' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l open-limits -d 'Lift the internet-safe defaults: 500,000 pps and 2,000 Mbit/s per UDP source, no total, 10,000 Mbit/s reply budget, raw UDP echo for everyone'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l raw-echo -d 'Answer raw (unframed) UDP from any address [default: loopback and private addresses only; it reflects anything]'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l limit-local -d 'Apply the limits to loopback and private source addresses too (they are exempt by default: benches, labs and clusters run there). For a host whose private side is not trusted, or whose network lets spoofed private sources in'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l tls -d 'HTTPS on the --http address (self-signed certificate unless --cert/--key)'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp-stateless -d 'The STAMP reflector copies each sender\'s sequence number instead of keeping its own count per session (senders then see round-trip loss only, not which way)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-agent -d 'Be a hop agent: measure RTTs on request (`npt ping --from`) — TCP connect, UDP echo or QUIC handshake to a target within --hop-allow — for clients that pass --token (needed)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l config -d 'The line tester\'s XML config (ConfigTemplate.xml); flags given here override it' -r -F
@@ -81,9 +84,10 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -s n -l count -d 'Stop af
 complete -c npt -n "__fish_npt_using_subcommand probe" -s d -l duration -d 'Stop sending after this long (e.g. 60s, 2m). Neither this nor --count: until Ctrl-C' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l clients -d 'Client sockets (distinct source ports); the load is split evenly [default: 1]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l threads -d 'Sender threads the clients are spread over [default: min(clients, cores)]' -r
-complete -c npt -n "__fish_npt_using_subcommand probe" -s s -l size -d 'Bytes per packet, npt\'s header included [default: 64]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -s s -l size -d 'Bytes per packet, npt\'s header included [default: 64; stamp://: 44, or 112 with --stamp-key]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l fill -d 'Payload fill' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l token -d 'Secret the server was started with (npt serve --token): a keyed handshake per flow, then every packet carries a MAC (the secret never travels)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l stamp-key -d 'stamp:// in STAMP\'s authenticated mode: the reflector\'s HMAC key (hex, at least 32 digits)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l loss-timeout -d 'A packet unanswered this long is lost; a later reply is "late"' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every -d 'Print a stage line every this long [default: 1s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every-packets -d 'Print a stage line every this many packets sent (instead of by time)' -r
@@ -112,7 +116,8 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l metrics -d 'Serve live
 complete -c npt -n "__fish_npt_using_subcommand probe" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l ping-pong -d 'One message in flight over one connection, the next sent when its echo is back (the TCP ping-pong client of quic-tun\'s latency test): short for --mode relay --warmup 1'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l verify -d 'Check that every echoed payload is what was sent'
-complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server (round trips only: no loss or delay per direction)'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l owd -d 'The two hosts\' clocks are synchronized (NTP, PTP): report one-way delay up and down. Without it one-way delay is reported only where the clocks are one (a loopback target, or inside npt lab); delay variation per direction needs no sync'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'No stage lines while running'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-insecure -d 'quic:// load: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'

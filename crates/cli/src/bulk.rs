@@ -23,6 +23,7 @@ use crate::usage;
 use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
+#[command(after_help = crate::execute::EXIT_CODES)]
 pub struct BulkArgs {
     /// tcp://HOST:PORT, quic://HOST:PORT (streams) or udp://HOST:PORT (at --rate) of `npt serve`.
     #[arg(value_name = "TARGET")]
@@ -318,6 +319,14 @@ impl Subcommand for Config {
 
     fn render(out: &mut dyn Write, doc: &Document<BulkBody>) -> std::io::Result<()> {
         npt_report::text::write_bulk(out, doc)
+    }
+
+    fn refused(body: &BulkBody) -> u64 {
+        body.summary
+            .udp
+            .as_ref()
+            .and_then(|u| u.refused_by_server)
+            .unwrap_or(0)
     }
 
     /// Nothing arrived (every stream failed): the summary says it, no message.

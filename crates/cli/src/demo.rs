@@ -46,6 +46,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         addr,
         raw: false,
         token: None,
+        stamp_key: None,
         size: 64,
         fill: Fill::Random,
         verify: true,
@@ -59,6 +60,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         behind_threshold: Duration::from_millis(1),
         via: None,
         under_load: None,
+        // The embedded server is on loopback: one clock.
+        clock: npt_probe::probe::session::ClockSync::SameHost,
     };
     let tcp = ProbeConfig {
         proto: Proto::Tcp,

@@ -1,9 +1,11 @@
 //! `npt`: the command line. Each subcommand parses its flags (clap derive), validates them into
 //! the engine's typed config (naming the flag in any error), runs, and renders. Exit codes:
 //! 0 ok, 1 the run failed (nothing answered, or the run could not be carried out),
-//! 2 usage or configuration error. A closed stdout (`| head`) counts as success.
+//! 2 usage or configuration error, 3 the server refused part of the test (probe, run, bulk,
+//! ping: `execute::EXIT_REFUSED`). A closed stdout (`| head`) counts as success.
 
 mod bulk;
+mod clock;
 mod compare;
 mod demo;
 mod execute;

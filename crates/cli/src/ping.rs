@@ -20,6 +20,7 @@ use crate::usage;
 use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
+#[command(after_help = crate::execute::EXIT_CODES)]
 pub struct PingArgs {
     /// tcp://HOST:PORT (connect RTT), udp://HOST:PORT (echo RTT), quic://HOST:PORT (handshake).
     #[arg(value_name = "TARGET")]
@@ -250,6 +251,10 @@ impl Subcommand for Ping<'_> {
 
     fn failed(body: &PingBody) -> Option<&'static str> {
         failed(body)
+    }
+
+    fn refused(body: &PingBody) -> u64 {
+        body.summary.refused_by_server
     }
 }
 

@@ -124,6 +124,32 @@ fn fill(s: &mut Snapshot, c: &Counters) {
             v,
         );
     }
+    let stamp = [("transport", "stamp")];
+    let st = &c.stamp;
+    s.counter("npt_serve_packets_received_total", rx, &stamp, g(&st.rx));
+    s.counter("npt_serve_packets_sent_total", tx, &stamp, g(&st.tx));
+    s.counter(
+        "npt_serve_bytes_received_total",
+        rxb,
+        &stamp,
+        g(&st.rx_bytes),
+    );
+    s.counter("npt_serve_bytes_sent_total", txb, &stamp, g(&st.tx_bytes));
+    s.counter(
+        "npt_serve_stamp_sessions_total",
+        "Stateful STAMP sessions the reflector created.",
+        &[],
+        g(&st.sessions),
+    );
+    for (reason, v) in st.refusals() {
+        let reason = reason.replace('-', "_");
+        s.counter(
+            "npt_serve_refused_total",
+            refused,
+            &[("transport", "stamp"), ("reason", reason.as_str())],
+            v,
+        );
+    }
     s.counter(
         "npt_serve_reflected_total",
         "UDP replies that carried their flow's counts and stamps (clients that ask, REFLECT).",
@@ -185,6 +211,12 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         &[("transport", "tcp")],
         g(&c.tcp_accept_errors),
     );
+    s.counter(
+        "npt_serve_errors_total",
+        "Send/receive errors, by transport (TCP: failed accepts).",
+        &stamp,
+        g(&st.errors),
+    );
 }
 
 #[cfg(test)]
@@ -207,6 +239,24 @@ mod tests {
             text.contains("npt_serve_refused_total{transport=\"udp\",reason=\"rate\"} 2"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn stamp_traffic_and_refusals_are_exported() {
+        let c = Arc::new(Counters::default());
+        let src = source(c.clone());
+        c.stamp.rx.fetch_add(4, Ordering::Relaxed);
+        c.stamp.refused_loop.fetch_add(1, Ordering::Relaxed);
+        c.stamp.refused_sessions.fetch_add(2, Ordering::Relaxed);
+        let text = npt_metrics::encode(&src);
+        for want in [
+            "npt_serve_packets_received_total{transport=\"stamp\"} 4",
+            "npt_serve_refused_total{transport=\"stamp\",reason=\"loop\"} 1",
+            "npt_serve_refused_total{transport=\"stamp\",reason=\"sessions_full\"} 2",
+            "npt_serve_stamp_sessions_total 0",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
     }
 
     #[test]

@@ -60,7 +60,7 @@ fn a_paced_tcp_bulk_reads_its_rate_and_leaves_the_queue_empty() {
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "trate", BOTTLENECK);
     for (way, from, to) in [("up", "client", "server"), ("down", "server", "client")] {
-        let before = lab.settled(from, to);
+        let before = lab.settled(0, from, to);
         let doc = lab.npt_json(
             "client",
             &[
@@ -76,7 +76,7 @@ fn a_paced_tcp_bulk_reads_its_rate_and_leaves_the_queue_empty() {
             &dir.path().join("bulk.json"),
             "bulk",
         );
-        let after = lab.settled(from, to);
+        let after = lab.settled(0, from, to);
         let mbit = f(&doc, &format!("/summary/goodput_bps/{way}")) / 1e6;
         let bytes = f(&doc, &format!("/summary/bytes/{way}"));
         let secs = f(&doc, "/summary/duration_s");
@@ -159,9 +159,9 @@ fn a_paced_tcp_load_adds_far_less_than_the_drain_time() {
     let lab = Lab::up(dir.path(), "trload", &BOTTLENECK.replace("trate", "trload"));
     let mut added = Vec::new();
     for rate in [Some("5mbit"), None] {
-        let before = lab.settled("client", "server");
+        let before = lab.settled(0, "client", "server");
         let doc = loaded(&lab, dir.path(), rate);
-        let after = lab.settled("client", "server");
+        let after = lab.settled(0, "client", "server");
         let (wait0, drops0) = queue(&before);
         let (wait1, drops1) = queue(&after);
         let (wait, drops) = (wait1.since(&wait0).unwrap(), drops1 - drops0);
@@ -261,7 +261,7 @@ fn congestion_control_is_the_one_asked_and_behaves_like_it_on_a_lossy_path() {
     let lab = Lab::up(dir.path(), "trcc", LOSSY);
     let mut carried = Vec::new();
     for cc in ["cubic", "bbr"] {
-        let before = lab.settled("client", "server");
+        let before = lab.settled(0, "client", "server");
         let doc = lab.npt_json(
             "client",
             &[
@@ -277,7 +277,7 @@ fn congestion_control_is_the_one_asked_and_behaves_like_it_on_a_lossy_path() {
             &dir.path().join("bulk.json"),
             "bulk",
         );
-        let after = lab.settled("client", "server");
+        let after = lab.settled(0, "client", "server");
         let n =
             |k: &str| u(&after, &format!("/applied/{k}")) - u(&before, &format!("/applied/{k}"));
         let (pkts, lost, bytes) = (n("packets_in"), n("dropped_loss"), n("bytes_out"));

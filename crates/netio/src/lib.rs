@@ -6,8 +6,9 @@
 //! threads over these few wrappers: batched receive/send ([`MsgBatch`]), a wait with a
 //! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
 //! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate),
-//! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time of each datagram
-//! ([`rxtime`], `SO_TIMESTAMPNS`). Everything unsafe in npt's socket code is in this crate.
+//! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time and TTL of each
+//! datagram and the clock's synchronization ([`rxtime`]). Everything unsafe in npt's socket
+//! code is in this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod lowat;
@@ -34,6 +35,8 @@ pub struct MsgBatch {
     ctrl: Vec<u64>,
     /// The kernel's receive time of each received slot, ns since the Unix epoch (0: none).
     rx_ns: Vec<u64>,
+    /// The TTL / hop limit of each received slot, when asked for ([`rxtime::enable_ttl`]).
+    rx_ttl: Vec<Option<u8>>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -67,6 +70,7 @@ impl MsgBatch {
             hdrs: vec![unsafe { mem::zeroed() }; n],
             ctrl: Vec::new(),
             rx_ns: vec![0; n],
+            rx_ttl: vec![None; n],
         }
     }
 
@@ -88,6 +92,12 @@ impl MsgBatch {
     /// batch collects receive times and the kernel gave one.
     pub fn rx_time_ns(&self, i: usize) -> Option<u64> {
         Some(self.rx_ns[i]).filter(|&t| t != 0)
+    }
+
+    /// The TTL (IPv4) or hop limit (IPv6) datagram `i` arrived with, if the batch collects
+    /// receive times and the socket has [`rxtime::enable_ttl`] on.
+    pub fn rx_ttl(&self, i: usize) -> Option<u8> {
+        self.rx_ttl[i]
     }
 
     pub fn capacity(&self) -> usize {
@@ -195,8 +205,8 @@ impl MsgBatch {
             // exceed the buffer: clamp so `data(i)` stays inside it.
             self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.buf_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
-            self.rx_ns[i] = if self.ctrl.is_empty() {
-                0
+            (self.rx_ns[i], self.rx_ttl[i]) = if self.ctrl.is_empty() {
+                (0, None)
             } else {
                 // The header's control pointer still points into `ctrl` (not moved since
                 // `prepare`); the kernel set `msg_controllen` to what it wrote.

@@ -15,6 +15,7 @@
 //! [`runs`] builds the same table from scenarios run several times (`npt compare
 //! scenarios.toml --runs N`), and [`page`] draws it as an HTML page.
 
+pub mod directions;
 pub mod loaded;
 pub mod noise;
 pub mod page;
@@ -118,6 +119,21 @@ pub struct Row {
     pub loaded_p99_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rpm: Option<f64>,
+    /// Probes: packets the server refused (its budget, its `--token`), % of sent over runs:
+    /// not path loss ([`directions`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_pct: Option<f64>,
+    /// Probes whose server says what it saw: loss up (of the packets sent) and down (of the
+    /// replies it sent), over runs, %.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_up_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_down_pct: Option<f64>,
+    /// Probes with a clock assumption: one-way delay p50 up and down, median of runs, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owd_up_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owd_down_ms: Option<f64>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -384,6 +400,7 @@ pub fn table(
         row.avg_spread_ms = Some(spread);
         row.avg_spread_from = Some(from.to_string());
         loaded::fill(&mut row, under_load.into_iter());
+        directions::fill(&mut row, probe.into_iter());
         rows.push(row);
     }
     for k in theoretical.keys() {

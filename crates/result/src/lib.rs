@@ -16,6 +16,7 @@
 pub mod any;
 pub mod bulk;
 pub mod common;
+pub mod directions;
 pub mod error;
 pub mod health;
 pub mod http;

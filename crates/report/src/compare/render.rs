@@ -74,6 +74,9 @@ pub fn cells(baseline: Option<&str>, r: &Row) -> Vec<String> {
     if let Some(l) = r.loss_pct {
         errors += &format!(", loss {l:.2}%");
     }
+    if let Some(p) = r.refused_pct {
+        errors += &format!(", refused by the server {p:.2}%");
+    }
     if let Some(n) = r.retransmits {
         let pct = r
             .retransmit_pct
@@ -260,11 +263,16 @@ fn footer(t: &Table) -> Vec<String> {
 
 /// The table in Markdown, ready to paste into an issue or a post like the forwarding-scenario write-up.
 pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
-    let extra = if loaded::shown(t) {
-        " loaded p50 (ms) | loaded p99 (ms) | rpm |"
-    } else {
-        ""
-    };
+    let mut extra = String::new();
+    let mut n = 0;
+    if loaded::shown(t) {
+        extra += " loaded p50 (ms) | loaded p99 (ms) | rpm |";
+        n += 3;
+    }
+    if super::directions::shown(t) {
+        extra += " loss up | loss down | owd up (ms) | owd down (ms) |";
+        n += 4;
+    }
     writeln!(
         w,
         "| scenario | avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | theoretical (ms) | overhead | vs baseline | errors |{extra}"
@@ -272,7 +280,7 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     writeln!(
         w,
         "|---|---|---|---|---|---|---|---|---|---|{}",
-        "---|".repeat(if extra.is_empty() { 0 } else { 3 })
+        "---|".repeat(n)
     )?;
     for r in &t.scenarios {
         let c = loaded::row_cells(t, r);

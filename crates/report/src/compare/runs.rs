@@ -203,8 +203,12 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         })
         .collect();
     if s.kind == "probe" {
-        // Loss over all packets sent in every run; jitter as the median of the runs'.
-        let sent: u64 = probes.iter().map(|p| p.sent).sum();
+        // Loss over all packets carried in every run; jitter as the median of the runs'.
+        // Path loss: of the packets the server did not refuse.
+        let sent: u64 = probes
+            .iter()
+            .map(|p| p.sent - p.refused_by_server.min(p.sent))
+            .sum();
         let lost: u64 = probes.iter().map(|p| p.lost).sum();
         row.loss_pct = Some(npt_result::loss_pct(lost, sent));
         row.jitter_ms = Some(median(probes.iter().map(|p| p.jitter_ms).collect()));
@@ -214,6 +218,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
             row.first_packet_ms = Some(median(first));
             row.total_ms = Some(median(total));
         }
+        super::directions::fill(&mut row, probes.iter().copied());
         super::loaded::fill(
             &mut row,
             s.results.iter().filter_map(|i| match &i.doc.body {

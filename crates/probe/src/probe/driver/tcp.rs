@@ -322,8 +322,12 @@ pub fn run_tcp(
     let mut want_write: Vec<bool> = Vec::new();
     let mut sent_done = vec![false; flows.len()];
     let mut buf = vec![0u8; 64 * 1024];
+    let (mut offset, mut offset_at) = (clock.wall_offset(), clock.now());
     loop {
         let mut deadline: Option<u64> = None;
+        if clock.now().saturating_sub(offset_at) >= WALL_REFRESH_NS {
+            (offset, offset_at) = (clock.wall_offset(), clock.now());
+        }
         let mut at = |t: u64| deadline = Some(deadline.map_or(t, |d: u64| d.min(t)));
         fds.clear();
         want_write.clear();
@@ -420,6 +424,7 @@ pub fn run_tcp(
                     unreachable!("a flow is Connected only after its session exists")
                 };
                 apply_stop(s, &stop, now);
+                s.set_wall_offset(offset);
                 let size = f.cfg.size;
                 while f.out.len() - f.out_pos < MAX_QUEUED {
                     let start = f.out.len();
@@ -518,7 +523,7 @@ pub fn run_tcp(
                 while let Some(iv) = s.poll_interval() {
                     let _ = tx.send(Event::Interval {
                         flow: f.index,
-                        interval: iv,
+                        interval: Box::new(iv),
                     });
                 }
                 if s.is_done() {
