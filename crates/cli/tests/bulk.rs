@@ -153,8 +153,9 @@ fn udp_down_delivers_the_rate_on_loopback() {
     assert!(text.contains("udp down at 50.00 Mbit/s"), "{text}");
 }
 
-#[test]
-fn quic_streams_move_bytes_both_ways() {
+/// `npt serve` on loopback with a QUIC listener too: the server and its TCP and QUIC
+/// addresses, read from its ready lines ("listening on tcp+udp ADDR", "… on quic ADDR").
+fn serve_tcp_quic() -> (Guard, String, String) {
     let mut child = npt()
         .args(["serve", "--listen", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
         .stdout(Stdio::piped())
@@ -162,14 +163,29 @@ fn quic_streams_move_bytes_both_ways() {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let _g = Guard(child);
-    let quic = BufReader::new(stdout)
-        .lines()
-        .take(4)
-        .map_while(Result::ok)
-        .find(|l| l.contains("listening on quic"))
-        .and_then(|l| l.rsplit(' ').next().map(str::to_string))
-        .expect("a quic address");
+    let g = Guard(child);
+    let (mut tcp, mut quic) = (None, None);
+    for l in BufReader::new(stdout).lines().take(4).map_while(Result::ok) {
+        let addr = l.rsplit(' ').next().map(str::to_string);
+        if l.contains("listening on tcp") {
+            tcp = addr;
+        } else if l.contains("listening on quic") {
+            quic = addr;
+        }
+        if tcp.is_some() && quic.is_some() {
+            break;
+        }
+    }
+    (
+        g,
+        tcp.expect("a tcp address"),
+        quic.expect("a quic address"),
+    )
+}
+
+#[test]
+fn quic_streams_move_bytes_both_ways() {
+    let (_g, _, quic) = serve_tcp_quic();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("q.json");
     let target = format!("quic://{quic}");
@@ -207,28 +223,7 @@ fn quic_streams_move_bytes_both_ways() {
 /// congestion control the kernel ran. The lab test (lab_rate.rs) checks it on a bottleneck.
 #[test]
 fn streams_at_a_rate_hold_it_on_loopback() {
-    let mut child = npt()
-        .args(["serve", "--listen", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _g = Guard(child);
-    // "npt serve: listening on tcp+udp ADDR", then "… on quic ADDR".
-    let (mut tcp, mut quic) = (None, None);
-    for l in BufReader::new(stdout).lines().take(4).map_while(Result::ok) {
-        let addr = l.rsplit(' ').next().map(str::to_string);
-        if l.contains("listening on tcp") {
-            tcp = addr;
-        } else if l.contains("listening on quic") {
-            quic = addr;
-        }
-        if tcp.is_some() && quic.is_some() {
-            break;
-        }
-    }
-    let (tcp, quic) = (tcp.expect("a tcp address"), quic.expect("a quic address"));
+    let (_g, tcp, quic) = serve_tcp_quic();
     let dir = tempfile::tempdir().unwrap();
     for target in [format!("tcp://{tcp}"), format!("quic://{quic}")] {
         let out = dir.path().join("paced.json");
