@@ -211,7 +211,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__bulk)
-            opts="-P -t -i -s -q -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --threads --quiet --json --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-P -t -i -b -s -C -q -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --congestion --threads --quiet --json --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -249,6 +249,10 @@ _npt() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -266,6 +270,14 @@ _npt() {
                     return 0
                     ;;
                 --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --congestion)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -104,7 +104,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l load-streams -d 'Load 
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down; a udp:// load: up, or down (npt serve sends UDP down only to --token sessions and loopback)]' -r -f -a "up\t''
 down\t''
 both\t''"
-complete -c npt -n "__fish_npt_using_subcommand probe" -l load-rate -d 'udp:// load (required for it): its rate, bits/s of datagrams, e.g. 20mbit (IP and UDP headers not counted)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-rate -d 'The load\'s rate, bits/s with a unit (e.g. 20mbit): a udp:// load\'s (required for it; datagrams, IP and UDP headers not counted), or the pace of each stream of a tcp:// or quic:// load (payload, as iperf3\'s -b: --load-streams 4 --load-rate 5mbit moves up to 20 Mbit/s each way) [default for streams: as fast as the path goes]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-size -d 'udp:// load: datagram size in bytes, IP and UDP headers not counted [default: 1200]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-duration -d 'Length of the loaded phase [default: 10s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-idle -d 'Length of the idle phase before the load [default: 5s]' -r
@@ -218,11 +218,12 @@ down\t''
 both\t''"
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s t -l duration -d 'How long to measure (e.g. 10s, 1m)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s i -l interval -d 'Length of one interval line and record' -r
-complete -c npt -n "__fish_npt_using_subcommand bulk" -l rate -d 'UDP: the rate to send at, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s b -l rate -d 'The rate, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit): UDP\'s to send at (required); on tcp:// and quic:// each stream\'s pace, payload bits/s, as iperf3\'s -b (-P 4 --rate 5mbit moves up to 20 Mbit/s each way; a download is paced by npt serve) [default for streams: as fast as the path goes]' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s s -l size -d 'UDP: datagram size in bytes, npt header included (88 to 65507)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l timeout -d 'Connect, handshake and the first answer must each come within this' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l token -d 'The secret of `npt serve --token` (the server then gives this host its open limits)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s C -l congestion -d 'tcp://: this host\'s TCP congestion control on the streams it sends (e.g. cubic, bbr; one the kernel offers), as iperf3\'s -C; the result reports what the kernel ran [default: the system\'s]. Not with --direction down: the server\'s governs a download' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l threads -d 'Worker threads moving the streams, 1 to 64 [default: 1 for tcp://; quic://: 2, or fewer CPUs or streams]' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r

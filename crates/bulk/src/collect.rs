@@ -46,6 +46,10 @@ pub struct Meta {
     pub streams: u32,
     /// UDP: asked rate (bits/s) and datagram size.
     pub udp: Option<(f64, u32)>,
+    /// TCP, QUIC: each stream's pace (`--rate`), bits/s.
+    pub rate_bps: Option<f64>,
+    /// TCP: the congestion control read back on each stream (by stream index).
+    pub congestion: Vec<Option<String>>,
 }
 
 #[derive(Default)]
@@ -260,6 +264,9 @@ impl Collector {
                 goodput_bps: bps,
                 retransmits: s.reading.retransmits,
                 rtt_ms: (a.rtt_n > 0).then(|| a.rtt_sum_ns / a.rtt_n as f64 / 1e6),
+                rate_bps: meta.rate_bps,
+                // Only a sending stream's: a download is the responder's to govern.
+                congestion: meta.congestion.get(i).cloned().flatten().filter(|_| up),
                 error: error.map(|(k, _)| k.name().to_string()),
             });
         }
@@ -369,7 +376,7 @@ mod tests {
             protocol: "tcp".into(),
             direction: "both".into(),
             streams: 1,
-            udp: None,
+            ..Meta::default()
         };
         let mut last = [snap(2_500_000, 3, 30, 0), snap(1_000_000, 3, 20, 5)];
         last[1].reported_ns = 2 * S;

@@ -237,6 +237,8 @@ pub fn run(
         udp: cfg
             .udp
             .map(|u| (u.rate_bps, u32::try_from(u.size).unwrap_or(u32::MAX))),
+        rate_bps: cfg.rate_bps.filter(|_| cfg.udp.is_none()),
+        congestion: states.iter().map(|s| s.congestion()).collect(),
     };
     let body = col.finish(ns(t_stop), &last, settled.as_deref(), &meta, health);
     // The part interval the stop closed, unless it is a sliver (its rate would be noise); the

@@ -89,6 +89,19 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
             writeln!(w, "{dir:<10} {} ({bytes:.0} bytes)", bits(bps))?;
         }
     }
+    if let (Some(r), Some(pct)) = (s.rate_bps, s.rate_achieved_pct) {
+        writeln!(
+            w,
+            "pace       {} asked of each stream, {pct:.1}% achieved",
+            bits(r)
+        )?;
+    }
+    if let Some(cc) = &s.congestion {
+        writeln!(
+            w,
+            "congestion {cc} (this host's kernel, on the streams it sent)"
+        )?;
+    }
     if let Some(r) = s.retransmits {
         writeln!(w, "retransmits {r}")?;
     }
@@ -217,5 +230,50 @@ mod tests {
         };
         let l = interval_line(&iv);
         assert_eq!(l, "[   1.00-   2.00 s]  down    9.50 Mbit/s  retr 3");
+    }
+
+    /// Streams at a rate: the pace asked and achieved, and the congestion control the kernel
+    /// ran on the streams sent.
+    #[test]
+    fn a_paced_run_shows_its_pace_and_congestion_control() {
+        use npt_result::bulk::StreamTotal;
+        use npt_result::stats::{BulkMeta, BulkStats, Stats};
+        let st = BulkStats {
+            streams: 2,
+            duration_s: 10.0,
+            stream_totals: (0..2)
+                .map(|i| StreamTotal {
+                    index: i,
+                    direction: "up".into(),
+                    goodput_bps: 4.9e6,
+                    rate_bps: Some(5e6),
+                    congestion: Some("cubic".into()),
+                    ..StreamTotal::default()
+                })
+                .collect(),
+            ..BulkStats::default()
+        };
+        let meta = BulkMeta {
+            target: "tcp://t:1".into(),
+            protocol: "tcp".into(),
+            direction: "up".into(),
+        };
+        let now = std::time::SystemTime::now();
+        let doc = Document::new(
+            "bulk",
+            now,
+            now,
+            npt_result::StopReason::Duration,
+            serde_json::json!({}),
+            st.summarize(&meta),
+        );
+        let mut out = Vec::new();
+        write_bulk(&mut out, &doc).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(
+            t.contains("pace       5.00 Mbit/s asked of each stream, 98.0% achieved"),
+            "{t}"
+        );
+        assert!(t.contains("congestion cubic (this host's kernel"), "{t}");
     }
 }

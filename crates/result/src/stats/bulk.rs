@@ -249,6 +249,7 @@ impl Stats for BulkStats {
                 tester_limited: crate::bulk::tester_limited(u.stalled_ms, self.duration_s),
             }
         });
+        let (rate_bps, rate_achieved_pct) = crate::bulk::pace_of(&self.stream_totals);
         let summary = BulkSummary {
             target: m.target.clone(),
             protocol: m.protocol.clone(),
@@ -260,6 +261,9 @@ impl Stats for BulkStats {
             goodput_mbps: (self.goodput_bps.up + self.goodput_bps.down) / 1e6,
             retransmits: self.retransmits,
             rtt_ms: rtt,
+            rate_bps,
+            rate_achieved_pct,
+            congestion: crate::bulk::congestion_of(&self.stream_totals),
             udp,
             failed_streams: self.failed_streams,
         };

@@ -109,6 +109,12 @@ pub struct LoadStats {
     /// 0 for one run (its `load_ended_s - load_started_s` is its time).
     #[serde(default)]
     pub load_time_s: f64,
+    /// The load's retransmits (TCP, up) or lost packets (QUIC), as `npt bulk` counts them.
+    #[serde(default)]
+    pub retransmits: Option<u64>,
+    /// TCP: the congestion control the kernel ran on the load's sending streams.
+    #[serde(default)]
+    pub congestion: Option<String>,
 }
 
 impl AddAssign<&LoadStats> for LoadStats {
@@ -123,12 +129,26 @@ impl AddAssign<&LoadStats> for LoadStats {
         self.bytes += &rhs.bytes;
         self.load_rtt_ms = self.load_rtt_ms.or(rhs.load_rtt_ms);
         self.errors += &rhs.errors;
+        self.retransmits = match (self.retransmits, rhs.retransmits) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.congestion = match (self.congestion.take(), &rhs.congestion) {
+            (Some(a), Some(b)) if a != *b => Some(join_names(&a, b)),
+            (a, b) => a.or(b.clone()),
+        };
         match (&mut self.udp, rhs.udp) {
             (Some(a), Some(b)) => a.add(&b),
             (a @ None, b) => *a = b,
             (Some(_), None) => {}
         }
     }
+}
+
+/// Two comma-joined name lists as one: sorted, each name once.
+fn join_names(a: &str, b: &str) -> String {
+    let names: std::collections::BTreeSet<&str> = a.split(',').chain(b.split(',')).collect();
+    names.into_iter().collect::<Vec<_>>().join(",")
 }
 
 impl LoadStats {
@@ -173,6 +193,8 @@ impl LoadStats {
             errors: ErrorStats::from_block(&u.load_errors, u.load.streams.into()),
             udp: u.udp,
             load_time_s: 0.0,
+            retransmits: u.retransmits,
+            congestion: u.congestion.clone(),
         }
     }
 
@@ -217,6 +239,8 @@ impl LoadStats {
             load_rtt_ms: self.load_rtt_ms,
             load_errors: self.errors.block(),
             udp: self.udp,
+            retransmits: self.retransmits,
+            congestion: self.congestion.clone(),
         }
     }
 }

@@ -299,6 +299,8 @@ fn loaded_probe_parts_add_and_read_back() {
                 ("recovery".into(), 15.0, 20.0),
             ],
             goodput_bps: crate::common::Directions { up: 0.0, down },
+            retransmits: Some(loaded_ms),
+            congestion: Some(if loaded_ms > 100 { "cubic" } else { "bbr" }.into()),
             ..LoadStats::default()
         });
         s
@@ -322,12 +324,21 @@ fn loaded_probe_parts_add_and_read_back() {
         (v.phases[1].rtt_ms.p50, v.rpm, v.goodput_bps.down),
         (u.phases[1].rtt_ms.p50, u.rpm, 9e6)
     );
+    assert_eq!(
+        (v.retransmits, v.congestion.as_deref()),
+        (Some(140), Some("cubic"))
+    );
     let mut both = part(140, 9e6);
     both += &part(60, 1e6);
     let b = both.summarize(&meta);
     let w = b.under_load.as_ref().unwrap();
     assert_eq!(w.phases[1].rtt_ms.count, 200);
     assert_eq!(w.goodput_bps.down, 10e6);
+    // The loads' retransmits add; the congestion controls they ran are both named.
+    assert_eq!(
+        (w.retransmits, w.congestion.as_deref()),
+        (Some(200), Some("bbr,cubic"))
+    );
     assert_eq!(
         w.phases.len(),
         3,
