@@ -14,7 +14,7 @@ pub mod lowat;
 mod rxtime;
 pub mod tcpinfo;
 
-pub use rxtime::enable_rx_timestamps;
+pub use rxtime::{arrival_ns, enable_rx_timestamps, recv_stamped, wall_now};
 
 use std::io;
 use std::mem;

@@ -34,6 +34,47 @@ pub fn enable_rx_timestamps(fd: RawFd) -> io::Result<()> {
     }
 }
 
+/// Receives one datagram on `fd` (given [`enable_rx_timestamps`]) into `buf`: its length and
+/// the kernel's receive time (wall clock since the epoch), if it gave one. Non-blocking
+/// sockets return `WouldBlock` when nothing is waiting, as `recv` does.
+pub fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<Duration>)> {
+    let mut ctrl = [0u64; CTRL_WORDS];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid; its pointers are set to live locals below.
+    let mut h: libc::msghdr = unsafe { mem::zeroed() };
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    h.msg_control = ctrl.as_mut_ptr().cast();
+    h.msg_controllen = CTRL_WORDS * mem::size_of::<u64>();
+    // SAFETY: `h` describes `buf` and `ctrl`, both alive and sized as declared.
+    let n = unsafe { libc::recvmsg(fd, &mut h, 0) };
+    let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+    Ok((n.min(buf.len()), timestamp(&h)))
+}
+
+/// A datagram's arrival on a monotonic clock read as `now_ns` (ns since some start): `now_ns`
+/// less how long ago the kernel stamped it (`stamp`, by the wall clock, which reads `wall`
+/// now). Without a stamp, or with one a wall-clock step made implausible (in the future, or
+/// over 10 s old), the datagram is taken to have arrived `now_ns`.
+pub fn arrival_ns(now_ns: u64, wall: Duration, stamp: Option<Duration>) -> u64 {
+    match stamp.and_then(|s| wall.checked_sub(s)) {
+        Some(age) if age <= Duration::from_secs(10) => {
+            now_ns.saturating_sub(u64::try_from(age.as_nanos()).unwrap_or(u64::MAX))
+        }
+        _ => now_ns,
+    }
+}
+
+/// The wall clock now, since the epoch (what [`arrival_ns`] compares stamps with).
+pub fn wall_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
 /// The size of a `timespec` (16 bytes), as `CMSG_LEN` takes it.
 // NO-PANIC: 16 fits a u32.
 #[allow(clippy::cast_possible_truncation)]
@@ -99,5 +140,27 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(plain.recv(b.as_raw_fd(), 4, libc::MSG_DONTWAIT).unwrap(), 1);
         assert_eq!(plain.rx_time(0), None);
+        // One datagram at a time, stamped likewise.
+        a.send(b"three").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut buf = [0u8; 64];
+        let (n, stamp) = recv_stamped(b.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"three");
+        let age = wall_now() - stamp.expect("a timestamp");
+        assert!(age >= Duration::from_millis(15), "{age:?}");
+    }
+
+    #[test]
+    fn an_arrival_is_the_kernels_stamp_on_the_callers_clock() {
+        let (s, ms) = (Duration::from_secs, Duration::from_millis);
+        // Stamped 7 ms before it was read.
+        assert_eq!(
+            arrival_ns(5_000_000_000, s(100), Some(s(100) - ms(7))),
+            4_993_000_000
+        );
+        assert_eq!(arrival_ns(5, s(100), None), 5, "no stamp: now");
+        assert_eq!(arrival_ns(5, s(100), Some(s(101))), 5, "from the future");
+        assert_eq!(arrival_ns(5, s(100), Some(s(50))), 5, "a wall-clock step");
+        assert_eq!(arrival_ns(1_000, s(100), Some(s(100) - ms(7))), 0);
     }
 }

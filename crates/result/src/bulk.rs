@@ -104,12 +104,14 @@ pub struct UdpBulk {
     pub jitter_ms: f64,
     /// Sends that left more than 1 ms after they were due (the tester could not keep the rate).
     pub sends_behind_schedule: u64,
-    /// The sender's stalls added up, ms: each run of sends over 1 ms late counts once, at its
-    /// largest lateness (UDP down: the pulls'). The path was offered nothing meanwhile.
+    /// How long the path may have gone without the tester's load, ms: its stalls (each run of
+    /// sends over 1 ms late, as long as its largest lateness; UDP down: of the pulls) beyond
+    /// the queueing delay the path showed (the flow's round trips, median less minimum),
+    /// which a bottleneck's queue covers.
     #[serde(default)]
     pub stalled_ms: f64,
-    /// The stalls add up to more than [`LIMIT_FRACTION`] of the run: the delivered rate may
-    /// read low by up to `stalled_ms` over the run, because of the tester, not the path.
+    /// `stalled_ms` is more than [`LIMIT_FRACTION`] of the run: the delivered rate may read low
+    /// by as much, because of the tester, not the path.
     #[serde(default)]
     pub tester_limited: bool,
 }

@@ -25,7 +25,7 @@ use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use npt_netio::MsgBatch;
 use npt_wire::auth::{self, AuthError, Dir, ServerAuth, SessionKey, Sessions, HS_LEN};
@@ -184,9 +184,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             }
         };
         let now = u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
+        let wall = npt_netio::wall_now();
         let mut t = Tally::default();
         send_idx.clear();
         for i in 0..n {
@@ -220,7 +218,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             let cx = Cx {
                 flows: &mut flows,
                 now,
-                arrived: arrival(now, wall, batch.rx_time(i)),
+                arrived: npt_netio::arrival_ns(now, wall, batch.rx_time(i)),
                 peer,
                 key: None,
                 bursts: &mut bursts,
@@ -301,19 +299,6 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 .fetch_add(t.bulk_refused, Ordering::Relaxed);
             c.udp_bulk_down.fetch_add(t.bulk_down, Ordering::Relaxed);
         }
-    }
-}
-
-/// A datagram's arrival on the `now` clock (ns since the thread began): `now` less how long
-/// ago the kernel stamped it (`stamp` and `wall`: the wall clock then and now). Without a
-/// stamp, or with one that a wall-clock step made implausible (in the future, or over 10 s
-/// old), the datagram is taken to have arrived `now`.
-fn arrival(now: u64, wall: Duration, stamp: Option<Duration>) -> u64 {
-    match stamp.and_then(|s| wall.checked_sub(s)) {
-        Some(age) if age <= Duration::from_secs(10) => {
-            now.saturating_sub(u64::try_from(age.as_nanos()).unwrap_or(u64::MAX))
-        }
-        _ => now,
     }
 }
 
@@ -550,23 +535,4 @@ fn answer_bulk(
         let _ = report.encode(data.get_mut(frame::HEADER_LEN..).unwrap_or_default());
     }
     Some(reply_len)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_arrival_is_the_kernels_stamp_on_the_threads_clock() {
-        let (s, ms) = (Duration::from_secs, Duration::from_millis);
-        // Stamped 7 ms before the batch was read.
-        assert_eq!(
-            arrival(5_000_000_000, s(100), Some(s(100) - ms(7))),
-            4_993_000_000
-        );
-        assert_eq!(arrival(5, s(100), None), 5, "no stamp: now");
-        assert_eq!(arrival(5, s(100), Some(s(101))), 5, "from the future");
-        assert_eq!(arrival(5, s(100), Some(s(50))), 5, "a wall-clock step");
-        assert_eq!(arrival(1_000, s(100), Some(s(100) - ms(7))), 0);
-    }
 }

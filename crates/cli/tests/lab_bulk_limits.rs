@@ -1,0 +1,251 @@
+//! UDP up at twice a 10 Mbit/s lab link's rate reads the link's capacity for its datagrams
+//! (9.772 Mbit/s of 1,200-byte payloads) within 1 %, or the run says who limited it: the
+//! tester (`summary.udp.tester_limited`, from its own stalls) or the lab (the link's own delay
+//! error in that run, read as the difference of two `npt lab status` readings). Each flag is
+//! checked against the counters it is made from, never against a wall-clock window:
+//! - runs on a box with one core kept busy by this test;
+//! - a run whose sender is stopped for 300 ms (SIGSTOP): a stall longer than the queue's 98 ms,
+//!   so the link idles and the rate reads low, and `tester_limited` must say so;
+//! - a run whose lab process is stopped for 200 ms: the link releases late, the rate reads
+//!   low, and the lab's per-run figures must say so (`late`, its delay error).
+
+#![cfg(test)]
+#![allow(clippy::cast_possible_wrap)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::lab::{self, Lab};
+use common::{f, json, npt, run, u};
+
+const TOPOLOGY: &str = r#"name = "tblim"
+[[node]]
+name = "client"
+[[node]]
+name = "server"
+[[link]]
+a = "client"
+b = "server"
+rate = "10mbit"
+delay = "10ms"
+queue = 100
+[[service]]
+name = "serve"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
+ready = "tcp://10.0.1.2:7777"
+"#;
+
+/// 1,200-byte datagrams are 1,228 bytes on the link: 10 Mbit/s carries 9.772 of them.
+const CAPACITY_MBIT: f64 = 10.0 * 1200.0 / 1228.0;
+const RUN_S: f64 = 4.0;
+
+/// What stopped during a run, and for how long.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stop {
+    Nothing,
+    Sender(Duration),
+    Lab(Duration),
+}
+
+/// One run: the bulk result and the lab's figures of that run alone (client → server).
+struct Outcome {
+    delivered_mbit: f64,
+    tester_limited: bool,
+    stalled_ms: f64,
+    lab_late: u64,
+    lab_error_max_ms: f64,
+    lab_text: String,
+}
+
+fn lab_pid() -> i32 {
+    std::fs::read_to_string("/run/npt-lab/tblim/pid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: signalling a process this test started (or its lab's daemon).
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+}
+
+fn one_run(lab: &Lab, dir: &Path, stop: Stop) -> Outcome {
+    let before = dir.join("before.json");
+    std::fs::write(&before, serde_json::to_vec(&lab.status()).unwrap()).unwrap();
+    let result = dir.join("bulk.json");
+    // `ip netns exec` becomes npt itself, so the child's pid is the sender's.
+    let mut bulk = Command::new("ip")
+        .args(["netns", "exec", "npt-tblim-client"])
+        .arg(npt().get_program())
+        .args([
+            "bulk",
+            "udp://10.0.1.2:7777",
+            "--rate",
+            "20mbit",
+            "--size",
+            "1200",
+        ])
+        .args(["-t", &format!("{RUN_S}s"), "-q", "--json"])
+        .arg(&result)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    if stop != Stop::Nothing {
+        // A second into the run, by the link's own count (2,083 datagrams a second), so the
+        // stop ends well before the run does.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while u(&lab.status(), "/links/0/directions/0/applied/packets_in") < 2_000 {
+            assert!(Instant::now() < deadline, "the flow did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (pid, pause) = match stop {
+            Stop::Sender(d) => (bulk.id() as i32, d),
+            Stop::Lab(d) => (lab_pid(), d),
+            Stop::Nothing => unreachable!(),
+        };
+        signal(pid, libc::SIGSTOP);
+        std::thread::sleep(pause); // the stall this run is about
+        signal(pid, libc::SIGCONT);
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while bulk.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = bulk.kill();
+            panic!("bulk did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let doc = json(&result);
+    let since = |json: bool| {
+        let mut a = vec![
+            "lab",
+            "status",
+            "tblim",
+            "--since",
+            before.to_str().unwrap(),
+        ];
+        if json {
+            a.push("--json");
+        }
+        let out = run(&a, Duration::from_secs(10));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let lab_run: serde_json::Value = serde_json::from_slice(&since(true)).unwrap();
+    let up = &lab_run["links"][0]["directions"][0];
+    assert_eq!(up["from"], "client");
+    Outcome {
+        delivered_mbit: f(&doc, "/summary/udp/delivered_bps") / 1e6,
+        tester_limited: doc["summary"]["udp"]["tester_limited"].as_bool().unwrap(),
+        stalled_ms: f(&doc, "/summary/udp/stalled_ms"),
+        lab_late: u(up, "/applied/released_late"),
+        lab_error_max_ms: f(up, "/applied/delay_error_max_us") / 1e3,
+        lab_text: String::from_utf8_lossy(&since(false)).into_owned(),
+    }
+}
+
+/// The flags are what their counters say, and a reading off by more than 1 % carries one.
+fn check(o: &Outcome, what: &str) {
+    let off = (o.delivered_mbit / CAPACITY_MBIT - 1.0).abs();
+    eprintln!(
+        "{what}: {:.3} Mbit/s ({:+.2} %), tester stalls {:.1} ms (limited {}), lab late {} \
+         max {:.2} ms",
+        o.delivered_mbit,
+        (o.delivered_mbit / CAPACITY_MBIT - 1.0) * 100.0,
+        o.stalled_ms,
+        o.tester_limited,
+        o.lab_late,
+        o.lab_error_max_ms
+    );
+    // The result's flag is its own stalls past 1 % of the run.
+    assert_eq!(
+        o.tester_limited,
+        o.stalled_ms > 0.01 * RUN_S * 1e3,
+        "{what}: tester_limited vs stalled_ms {}",
+        o.stalled_ms
+    );
+    // The lab says a direction was late (a `late:` line under its row) exactly when it
+    // released a packet over 1 ms late.
+    let lines: Vec<&str> = o.lab_text.lines().collect();
+    let row = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("client > server"))
+        .expect("the direction's row");
+    let says_late = lines
+        .get(row + 1)
+        .is_some_and(|l| l.trim_start().starts_with("late: "));
+    assert_eq!(says_late, o.lab_late > 0, "{what}: {}", o.lab_text);
+    // A late release moves a rate over the run by at most its delay error.
+    let lab_limited = o.lab_error_max_ms > 0.01 * RUN_S * 1e3;
+    assert!(
+        off <= 0.01 || o.tester_limited || lab_limited,
+        "{what}: {:.3} Mbit/s, {:.2} % off the link's {CAPACITY_MBIT:.3}, and neither the \
+         tester (stalls {:.1} ms) nor the lab (delay error max {:.2} ms) says why",
+        o.delivered_mbit,
+        off * 100.0,
+        o.stalled_ms,
+        o.lab_error_max_ms
+    );
+}
+
+#[test]
+fn udp_up_reads_capacity_or_says_who_limited_it() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lab = Lab::up(dir.path(), "tblim", TOPOLOGY);
+
+    // One core kept busy meanwhile (bounded by the flag and a deadline).
+    let busy = Arc::new(AtomicBool::new(true));
+    let b = busy.clone();
+    let spinner = std::thread::spawn(move || {
+        let end = Instant::now() + Duration::from_secs(120);
+        while b.load(Ordering::Relaxed) && Instant::now() < end {
+            std::hint::spin_loop();
+        }
+    });
+    for i in 0..3 {
+        let o = one_run(&lab, dir.path(), Stop::Nothing);
+        check(&o, &format!("busy core, run {i}"));
+    }
+    busy.store(false, Ordering::Relaxed);
+    spinner.join().unwrap();
+
+    // The sender stopped for 300 ms: the queue covers 98 ms of it, the link idles for the
+    // rest (~200 ms of 4 s: 5 % low), and the tester must say so.
+    let o = one_run(&lab, dir.path(), Stop::Sender(Duration::from_millis(300)));
+    check(&o, "sender stopped");
+    assert!(
+        o.tester_limited,
+        "a 300 ms stall: stalls {} ms",
+        o.stalled_ms
+    );
+    assert!(o.stalled_ms >= 150.0, "{}", o.stalled_ms);
+    assert!(
+        o.delivered_mbit < CAPACITY_MBIT * 0.99,
+        "{}",
+        o.delivered_mbit
+    );
+
+    // The lab stopped for 200 ms: its packets leave up to 200 ms late and it must say so.
+    let o = one_run(&lab, dir.path(), Stop::Lab(Duration::from_millis(200)));
+    check(&o, "lab stopped");
+    assert!(
+        o.lab_late > 0 && o.lab_error_max_ms >= 150.0,
+        "{}",
+        o.lab_text
+    );
+}
