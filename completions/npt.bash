@@ -121,6 +121,9 @@ _npt() {
             npt__subcmd__help__subcmd__lab,run)
                 cmd="npt__subcmd__help__subcmd__lab__subcmd__run"
                 ;;
+            npt__subcmd__help__subcmd__lab,set)
+                cmd="npt__subcmd__help__subcmd__lab__subcmd__set"
+                ;;
             npt__subcmd__help__subcmd__lab,status)
                 cmd="npt__subcmd__help__subcmd__lab__subcmd__status"
                 ;;
@@ -145,6 +148,9 @@ _npt() {
             npt__subcmd__lab,run)
                 cmd="npt__subcmd__lab__subcmd__run"
                 ;;
+            npt__subcmd__lab,set)
+                cmd="npt__subcmd__lab__subcmd__set"
+                ;;
             npt__subcmd__lab,status)
                 cmd="npt__subcmd__lab__subcmd__status"
                 ;;
@@ -168,6 +174,9 @@ _npt() {
                 ;;
             npt__subcmd__lab__subcmd__help,run)
                 cmd="npt__subcmd__lab__subcmd__help__subcmd__run"
+                ;;
+            npt__subcmd__lab__subcmd__help,set)
+                cmd="npt__subcmd__lab__subcmd__help__subcmd__set"
                 ;;
             npt__subcmd__lab__subcmd__help,status)
                 cmd="npt__subcmd__lab__subcmd__help__subcmd__status"
@@ -478,7 +487,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help__subcmd__lab)
-            opts="check up down status exec run daemon"
+            opts="check up down status set exec run daemon"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -548,6 +557,20 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help__subcmd__lab__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__help__subcmd__lab__subcmd__set)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -816,7 +839,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__lab)
-            opts="-h --help check up down status exec run daemon help"
+            opts="-h --help check up down status set exec run daemon help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -894,7 +917,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__lab__subcmd__help)
-            opts="check up down status exec run daemon help"
+            opts="check up down status set exec run daemon help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -991,6 +1014,20 @@ _npt() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        npt__subcmd__lab__subcmd__help__subcmd__set)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         npt__subcmd__lab__subcmd__help__subcmd__status)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -1061,13 +1098,31 @@ _npt() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        npt__subcmd__lab__subcmd__status)
+        npt__subcmd__lab__subcmd__set)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__lab__subcmd__status)
+            opts="-h --json --since --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

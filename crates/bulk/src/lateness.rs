@@ -10,8 +10,9 @@
 //! the kernel's receive stamp, so the tester's lateness in reading a reply is not in it; a
 //! stall that fell between stamping a request and sending it is (that round trip reads long),
 //! which is why one round trip alone is not trusted, and why the estimate is the one from the
-//! last send on time, before any reply the stall delayed. (The median of the last three lags
-//! the queue by one round trip while it fills at the start, which only counts more.) A stall shorter than the queue leaves the
+//! last send on time, before any reply the stall delayed. (While the queue fills at the start
+//! the median lags it by a round trip, and before the first reply nothing covers a stall:
+//! both only count more.) A stall shorter than the queue leaves the
 //! bottleneck busy; of a longer one only the rest can idle it. So the delivered rate can read low by at most the stalls'
 //! *uncovered* time ([`Lateness::uncovered_ns`]) over the run, and the result flags a run where
 //! that passes 1 % (`summary.udp.tester_limited`, [`npt_result::bulk::tester_limited`]): the
@@ -77,7 +78,7 @@ impl Lateness {
     }
 
     /// The queueing delay the path shows now: the median of the recent round trips (the
-    /// lower middle of an even count) less the smallest of all.
+    /// later of two, while the queue is still filling at the start) less the smallest of all.
     pub fn queue_ns(&self) -> u64 {
         let n = self.seen.min(RECENT);
         let mut recent = self.recent;
@@ -85,7 +86,7 @@ impl Lateness {
             return 0;
         };
         recent.sort_unstable();
-        let mid = recent.get(n.saturating_sub(1) / 2);
+        let mid = recent.get(n / 2);
         match (mid, self.min_rtt) {
             (Some(&r), Some(min)) => r.saturating_sub(min),
             _ => 0,

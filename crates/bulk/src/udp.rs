@@ -245,12 +245,13 @@ fn flow(
     npt_wire::fill::fill(npt_wire::Fill::Random, 1, 0, &mut f.buf);
     npt_netio::tighten_timer_slack();
     let pps = (rate.rate_bps / (size as f64 * 8.0)).max(1e-3);
-    let mut pacer = Pacer::new(Pacing::Rate { pps }, f.now());
     let every = u64::try_from(REPORT_EVERY.as_nanos()).unwrap_or(u64::MAX);
     // The first report request leaves before the data: its round trip crosses the path
     // still empty, the smallest the flow will see, against which later ones read the queue
     // that covers the sender's stalls (see `lateness`).
-    let mut next_report = f.now();
+    f.send(Kind::Bulk, bulk::REPLY_LEN);
+    let mut pacer = Pacer::new(Pacing::Rate { pps }, f.now());
+    let mut next_report = f.now() + every;
     // SAFE: a float-to-int `as` saturates; the gap between sends, at least 1 ns.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let gap = ((1e9 / pps) as u64).clamp(1, every / 2);
