@@ -23,27 +23,14 @@ use std::time::{Duration, Instant};
 use common::lab::{self, Lab};
 use common::{f, json, npt, run, u};
 
-const TOPOLOGY: &str = r#"name = "tblim"
-[[node]]
-name = "client"
-[[node]]
-name = "server"
-[[link]]
-a = "client"
-b = "server"
-rate = "10mbit"
-delay = "10ms"
-queue = 100
-[[service]]
-name = "serve"
-node = "server"
-cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
-ready = "tcp://10.0.1.2:7777"
-"#;
+/// The link: 10 Mbit/s, 10 ms each way, 100 packets of queue (98 ms of 1,228-byte packets).
+const LINK: &str = "rate = \"10mbit\"\ndelay = \"10ms\"\nqueue = 100";
 
 /// 1,200-byte datagrams are 1,228 bytes on the link: 10 Mbit/s carries 9.772 of them.
 const CAPACITY_MBIT: f64 = 10.0 * 1200.0 / 1228.0;
 const RUN_S: f64 = 4.0;
+/// The packets the client → server direction has carried (all runs so far).
+const UP_PACKETS: &str = "/links/0/directions/0/applied/packets_in";
 
 /// What stopped during a run, and for how long.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,7 +66,9 @@ fn signal(pid: i32, sig: i32) {
 
 fn one_run(lab: &Lab, dir: &Path, stop: Stop) -> Outcome {
     let before = dir.join("before.json");
-    std::fs::write(&before, serde_json::to_vec(&lab.status()).unwrap()).unwrap();
+    let reading = lab.status();
+    let up_before = u(&reading, UP_PACKETS);
+    std::fs::write(&before, serde_json::to_vec(&reading).unwrap()).unwrap();
     let result = dir.join("bulk.json");
     // `ip netns exec` becomes npt itself, so the child's pid is the sender's.
     let mut bulk = Command::new("ip")
@@ -103,7 +92,7 @@ fn one_run(lab: &Lab, dir: &Path, stop: Stop) -> Outcome {
         // A second into the run, by the link's own count (2,083 datagrams a second), so the
         // stop ends well before the run does.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while u(&lab.status(), "/links/0/directions/0/applied/packets_in") < 2_000 {
+        while u(&lab.status(), UP_PACKETS) < up_before + 2_000 {
             assert!(Instant::now() < deadline, "the flow did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -208,7 +197,7 @@ fn udp_up_reads_capacity_or_says_who_limited_it() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::up(dir.path(), "tblim", TOPOLOGY);
+    let lab = Lab::up(dir.path(), "tblim", &lab::pair("tblim", LINK));
 
     // One core kept busy meanwhile (bounded by the flag and a deadline).
     let busy = Arc::new(AtomicBool::new(true));

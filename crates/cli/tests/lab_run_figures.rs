@@ -15,28 +15,16 @@ use std::time::{Duration, Instant};
 use common::lab;
 use common::npt;
 
-const TOPOLOGY: &str = r#"name = "trunfig"
-[[node]]
-name = "client"
-[[node]]
-name = "server"
-[[link]]
-a = "client"
-b = "server"
-delay = "5ms"
-[[service]]
-name = "serve"
-node = "server"
-cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
-ready = "tcp://10.0.1.2:7777"
-[workload]
+/// A probe of 300 packets at 100 a second across a 50 ms link (so about five are always in
+/// each direction's delay line, due while the lab process is stopped), as a scenario.
+const SCENARIO: &str = r#"[workload]
 kind = "probe"
 args = ["--count", "300", "--mode", "rate", "--pps", "100"]
 [[scenario]]
 name = "direct"
 node = "client"
 target = "udp://10.0.1.2:7777"
-hop_rtts_ms = [10]
+hop_rtts_ms = [100]
 "#;
 
 /// Processes in the client's namespace (the scenario's probe, while it runs).
@@ -69,7 +57,8 @@ fn each_run_gets_its_link_figures_and_a_late_link_is_named() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("trunfig.toml");
-    std::fs::write(&file, TOPOLOGY).unwrap();
+    let topology = format!("{}{SCENARIO}", lab::pair("trunfig", "delay = \"50ms\""));
+    std::fs::write(&file, topology).unwrap();
     let out_dir = dir.path().join("out");
     let mut child = npt()
         .args([

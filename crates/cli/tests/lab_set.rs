@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::lab::{self, Lab};
+use common::lab::{self, pair, Lab};
 use common::{json, npt, run, u};
 
 /// Labs measure time: one at a time in this file.
@@ -25,27 +25,6 @@ macro_rules! require_root {
         }
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     };
-}
-
-/// Two nodes joined by one link with `link` impairments (TOML lines), `npt serve` behind it.
-fn pair(lab: &str, link: &str) -> String {
-    format!(
-        r#"name = "{lab}"
-[[node]]
-name = "client"
-[[node]]
-name = "server"
-[[link]]
-a = "client"
-b = "server"
-{link}
-[[service]]
-name = "serve"
-node = "server"
-cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
-ready = "tcp://10.0.1.2:7777"
-"#
-    )
 }
 
 /// A child process killed (and reaped) when dropped, so a failed assertion leaves nothing.
