@@ -161,8 +161,12 @@ pub enum Command {
     Publish { done: Sender<()> },
 }
 
-/// An `eventfd` that wakes the wire thread from its `ppoll` when a command is sent.
-struct Waker(OwnedFd);
+/// An `eventfd` that wakes the wire thread from its `ppoll` when a command is sent, and a flag
+/// the thread checks on each pass (an atomic load: no syscall while nothing was sent).
+struct Waker {
+    fd: OwnedFd,
+    pending: AtomicBool,
+}
 
 impl Waker {
     fn new() -> std::io::Result<Waker> {
@@ -172,28 +176,40 @@ impl Waker {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: `fd` is a new descriptor that nothing else owns.
-        Ok(Waker(unsafe { OwnedFd::from_raw_fd(fd) }))
+        Ok(Waker {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            pending: AtomicBool::new(false),
+        })
     }
 
+    /// After the command is on the channel: flag it, then wake the thread.
     fn wake(&self) {
+        self.pending.store(true, Ordering::SeqCst);
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd (non-blocking; a full counter
         // means it is already readable, which is all a wake needs).
         unsafe {
-            libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8);
+            libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8);
         }
     }
 
-    fn clear(&self) {
+    /// True (once) when commands were sent since the last call; the eventfd is then cleared.
+    /// A command sent meanwhile is on the channel before its flag and its wake, so draining
+    /// the channel after this sees it, or the next pass does.
+    fn take(&self) -> bool {
+        if !self.pending.swap(false, Ordering::SeqCst) {
+            return false;
+        }
         let mut n: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64 (non-blocking).
         unsafe {
-            libc::read(self.0.as_raw_fd(), (&mut n as *mut u64).cast(), 8);
+            libc::read(self.fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8);
         }
+        true
     }
 
     fn fd(&self) -> RawFd {
-        self.0.as_raw_fd()
+        self.fd.as_raw_fd()
     }
 }
 
@@ -253,10 +269,10 @@ fn run(mut dirs: Vec<Direction>, stop: &AtomicBool, commands: &Receiver<Command>
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut last_publish = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        // Cleared before the channel is drained: a command sent after the drain wakes again.
-        waker.clear();
-        while let Ok(c) = commands.try_recv() {
-            obey(c, &mut dirs);
+        if waker.take() {
+            while let Ok(c) = commands.try_recv() {
+                obey(c, &mut dirs);
+            }
         }
         for d in &mut dirs {
             d.release(&mut pool);
