@@ -182,20 +182,23 @@ impl Waker {
         })
     }
 
-    /// After the command is on the channel: flag it, then wake the thread.
+    /// After the command is on the channel: wake the thread, then flag it. (In this order
+    /// every write to the eventfd is followed by the thread's read of it: the read comes after
+    /// the swap that sees the flag set after the write. The other order could leave the
+    /// eventfd readable with the flag taken, and the thread's `ppoll` would never sleep.)
     fn wake(&self) {
-        self.pending.store(true, Ordering::SeqCst);
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd (non-blocking; a full counter
         // means it is already readable, which is all a wake needs).
         unsafe {
             libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8);
         }
+        self.pending.store(true, Ordering::SeqCst);
     }
 
     /// True (once) when commands were sent since the last call; the eventfd is then cleared.
-    /// A command sent meanwhile is on the channel before its flag and its wake, so draining
-    /// the channel after this sees it, or the next pass does.
+    /// A command is on the channel before its wake and its flag, so draining the channel
+    /// after this sees it, or the next pass does.
     fn take(&self) -> bool {
         if !self.pending.swap(false, Ordering::SeqCst) {
             return false;
