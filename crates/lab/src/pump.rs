@@ -365,3 +365,41 @@ fn raise_priority() {
         libc::setpriority(libc::PRIO_PROCESS, tid, -15);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// However a wake and the thread's takes interleave, once the wake has been taken the
+    /// eventfd is not left readable (the wire thread's `ppoll` would return at once, forever).
+    /// Many rounds of one wake each, taken while it happens.
+    #[test]
+    fn the_waker_never_stays_readable_once_taken() {
+        let w = Arc::new(Waker::new().unwrap());
+        let mut poll = npt_netio::PollSet::new(&[w.fd()]);
+        for round in 0..300 {
+            let go = Arc::new(AtomicBool::new(false));
+            let sender = {
+                let (w, go) = (w.clone(), go.clone());
+                std::thread::spawn(move || {
+                    while !go.load(Ordering::Acquire) {
+                        std::hint::spin_loop();
+                    }
+                    w.wake();
+                })
+            };
+            go.store(true, Ordering::Release);
+            let mut taken = false;
+            while !sender.is_finished() {
+                taken |= w.take();
+            }
+            sender.join().unwrap();
+            taken |= w.take();
+            assert!(taken, "round {round}: the wake was never taken");
+            assert!(
+                !poll.readable(Duration::ZERO).unwrap(),
+                "round {round}: left readable"
+            );
+        }
+    }
+}
