@@ -1,4 +1,5 @@
-//! Fuzz target: the frame, raw-stamp and bulk (spec, report) decoders, and the sequence window fed with whatever
+//! Fuzz target: the frame, raw-stamp, bulk (spec, report) and reflect (stamps, notice, flow
+//! report) decoders, and the sequence window fed with whatever
 //! sequence numbers the bytes claim. Nothing from the network may panic.
 //! Run: `cargo +nightly fuzz run decode` from the repository root (needs cargo-fuzz).
 #![no_main]
@@ -7,6 +8,7 @@ use libfuzzer_sys::fuzz_target;
 use npt_wire::bulk::{BulkReport, BulkSpec};
 use npt_wire::frame::Header;
 use npt_wire::raw::RawStamp;
+use npt_wire::reflect;
 use npt_wire::Window;
 
 fuzz_target!(|data: &[u8]| {
@@ -18,6 +20,20 @@ fuzz_target!(|data: &[u8]| {
         let mut buf = [0u8; 48];
         h.encode(&mut buf).unwrap();
         assert_eq!(Header::decode(&buf).unwrap(), h);
+        let _ = reflect::read_reply(&h, data);
+        let _ = reflect::read_notice(&h);
+        let _ = npt_wire::bulk::read_refused(&h, data);
+        if let Some(r) = reflect::read_report(&h, data) {
+            let mut p = [0u8; reflect::FLOW_REPORT_LEN];
+            r.encode(&mut p).unwrap();
+            assert_eq!(reflect::FlowReport::decode(&p).unwrap(), r);
+        }
+        let mut notice = [0u8; 48];
+        if reflect::write_notice(data, 3, Some(1), &mut notice).is_some() {
+            let n = Header::decode(&notice).unwrap();
+            assert!(reflect::read_notice(&n).is_some());
+            assert!(notice.len() <= data.len(), "a notice is never longer than what it refuses");
+        }
         w.expire(h.send_ts, |_, _| {});
         let _ = w.on_reply(h.seq);
     }

@@ -106,7 +106,8 @@ impl Down<'_> {
             // When it reached this host (the kernel's stamp), not when this loop read it: a
             // tester that reads late on a loaded box would shift its arrival window and add
             // its own delay to the jitter.
-            let now = npt_netio::arrival_ns(self.now(), npt_netio::wall_now(), stamp);
+            let now =
+                npt_netio::rxtime::arrival_ns(self.now(), npt_netio::rxtime::wall_ns(), stamp);
             let Some(b) = self.buf.get(r) else { continue };
             let n = b.len();
             let Ok(h) = Header::decode(b) else { continue };
@@ -163,6 +164,7 @@ impl Down<'_> {
             sent: asked,
             received: r.datagrams,
             expected: r.expected,
+            refused: None,
             jitter_ns: r.jitter_ns,
             behind_schedule: late.behind,
             stalled_ns: late.uncovered_ns(),

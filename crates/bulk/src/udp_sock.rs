@@ -8,7 +8,6 @@ use std::io;
 use std::net::UdpSocket;
 use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
 
 use npt_proxy::udp_flow::SocksUdp;
 
@@ -52,11 +51,11 @@ impl FlowSocket {
 
     /// Receives one datagram into `buf`: where its payload lies in `buf` (empty for a relay
     /// datagram with a bad header, which the caller's frame check then skips), and when the
-    /// kernel received it (wall clock, [`npt_netio::recv_stamped`]; the socket asked for
+    /// kernel received it (ns since the Unix epoch, [`npt_netio::rxtime::recv_stamped`]; the socket asked for
     /// stamps in [`crate::udp::open`]). `Err` when nothing is waiting (non-blocking) or the
     /// socket failed.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<(Range<usize>, Option<Duration>)> {
-        let (n, stamp) = npt_netio::recv_stamped(self.sock.as_raw_fd(), buf)?;
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<(Range<usize>, Option<u64>)> {
+        let (n, stamp) = npt_netio::rxtime::recv_stamped(self.sock.as_raw_fd(), buf)?;
         let Some(s) = &self.socks else {
             return Ok((0..n, stamp));
         };

@@ -8,7 +8,8 @@
 //! lines) → result document → atomic write → text or JSON on stdout → exit code → linger.
 //!
 //! Exit code 1 when [`Subcommand::failed`] says the run measured nothing; errors of the
-//! workload are exit 1 too, except those [`Subcommand::is_usage`] names (exit 2).
+//! workload are exit 1 too, except those [`Subcommand::is_usage`] names (exit 2); exit
+//! [`EXIT_REFUSED`] when [`Subcommand::refused`] says the server refused part of the test.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
@@ -22,6 +23,16 @@ use crate::live::{self, Live, Sample};
 use crate::metrics::MetricsArgs;
 use crate::segment::{Segment, SegmentArgs, SegmentInfo};
 use crate::usage;
+
+/// Exit code: the server refused part (or all) of the test — its per-source budget or its
+/// `--token` — so the figures are not the path's alone (`refused_by_server` in the result).
+pub const EXIT_REFUSED: u8 = 3;
+
+/// The exit codes of every measuring subcommand, for `--help`.
+pub const EXIT_CODES: &str = "Exit codes: 0 the run completed and something answered; 1 nothing \
+answered (the report is still written) or the run could not be carried out; 2 bad flags or \
+config (the message names the flag); 3 the server refused part of the test (its per-source \
+budget or its --token: the report's `refused` line says which and the fix).";
 
 /// How a workload is shown on the command line: the only per-kind code [`execute`] calls.
 pub trait Subcommand: Workload + Sized {
@@ -62,6 +73,13 @@ pub trait Subcommand: Workload + Sized {
     /// `Some(why)` when the run failed (exit 1): nothing answered, nothing completed. `why` is
     /// printed as `npt KIND: why` unless empty (the report says it already).
     fn failed(body: &Self::Body) -> Option<&'static str>;
+
+    /// Packets or datagrams the server refused (its budget, its `--token`): exit
+    /// [`EXIT_REFUSED`] when any.
+    fn refused(body: &Self::Body) -> u64 {
+        let _ = body;
+        0
+    }
 
     /// Whether an error of the workload is the user's (a bad URL …: exit 2).
     fn is_usage(e: &Self::Error) -> bool {
@@ -236,9 +254,15 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
         let level = stop.level();
         m.linger(|| stop.level() > level);
     }
-    Ok(match failed {
-        Some(_) => ExitCode::from(1),
-        None => ExitCode::SUCCESS,
+    let refused = W::refused(&doc.body);
+    Ok(if refused > 0 {
+        // Before "nothing answered": a refusal explains the silence and has a fix.
+        eprintln!("npt {kind}: the server refused {refused} (exit {EXIT_REFUSED}; see the report)");
+        ExitCode::from(EXIT_REFUSED)
+    } else if failed.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 

@@ -192,6 +192,7 @@ impl Launcher for LabLauncher {
     fn npt(&self, node: Option<&str>) -> Command {
         let ns = npt_lab::plan::netns_name(&self.name, node.unwrap_or_default());
         let mut c = Command::new("ip");
+        c.env(npt_lab::runtime::LAB_ENV, &self.name);
         c.args(["netns", "exec", &ns]).arg(&self.exe);
         c
     }

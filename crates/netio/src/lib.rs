@@ -6,15 +6,14 @@
 //! threads over these few wrappers: batched receive/send ([`MsgBatch`]), a wait with a
 //! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
 //! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate),
-//! and a bulk reader's wake-up mark ([`lowat`]). Everything unsafe in npt's socket code is in
-//! this crate.
+//! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time and TTL of each
+//! datagram and the clock's synchronization ([`rxtime`]). Everything unsafe in npt's socket
+//! code is in this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod lowat;
-mod rxtime;
+pub mod rxtime;
 pub mod tcpinfo;
-
-pub use rxtime::{arrival_ns, enable_rx_timestamps, recv_stamped, wall_now};
 
 use std::io;
 use std::mem;
@@ -31,11 +30,13 @@ pub struct MsgBatch {
     addr_lens: Vec<libc::socklen_t>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
-    /// Control-message space per slot (u64s, so each slot is aligned for a `cmsghdr`), used
-    /// when receive timestamps are asked for ([`MsgBatch::with_rx_timestamps`]).
+    /// Control-message space, [`rxtime::CTRL_WORDS`] per slot (`u64`s: a `cmsghdr` needs
+    /// 8-byte alignment); empty unless [`MsgBatch::with_rx_times`].
     ctrl: Vec<u64>,
-    /// The kernel's receive time of each received message (wall clock since the epoch).
-    stamps: Vec<Option<Duration>>,
+    /// The kernel's receive time of each received slot, ns since the Unix epoch (0: none).
+    rx_ns: Vec<u64>,
+    /// The TTL / hop limit of each received slot, when asked for ([`rxtime::enable_ttl`]).
+    rx_ttl: Vec<Option<u8>>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -68,21 +69,35 @@ impl MsgBatch {
             ],
             hdrs: vec![unsafe { mem::zeroed() }; n],
             ctrl: Vec::new(),
-            stamps: vec![None; n],
+            rx_ns: vec![0; n],
+            rx_ttl: vec![None; n],
         }
     }
 
-    /// Reads the kernel's receive timestamp of each message (`SCM_TIMESTAMPNS`, for a socket
-    /// given [`enable_rx_timestamps`]): [`MsgBatch::rx_time`].
-    pub fn with_rx_timestamps(mut self) -> MsgBatch {
-        self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+    /// Also collects each datagram's kernel receive time ([`MsgBatch::rx_time_ns`]), for a
+    /// socket that has [`rxtime::enable`] on.
+    pub fn with_rx_times(mut self) -> MsgBatch {
+        self.collect_rx_times();
         self
     }
 
-    /// When the kernel received message `i` (wall clock, since the epoch), if the batch reads
-    /// timestamps and the kernel gave one.
-    pub fn rx_time(&self, i: usize) -> Option<Duration> {
-        self.stamps[i]
+    /// [`MsgBatch::with_rx_times`] on a batch already in use (from the next `recv` on).
+    pub fn collect_rx_times(&mut self) {
+        if self.ctrl.is_empty() {
+            self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+        }
+    }
+
+    /// When the kernel received datagram `i` (ns since the Unix epoch, its wall clock), if the
+    /// batch collects receive times and the kernel gave one.
+    pub fn rx_time_ns(&self, i: usize) -> Option<u64> {
+        Some(self.rx_ns[i]).filter(|&t| t != 0)
+    }
+
+    /// The TTL (IPv4) or hop limit (IPv6) datagram `i` arrived with, if the batch collects
+    /// receive times and the socket has [`rxtime::enable_ttl`] on.
+    pub fn rx_ttl(&self, i: usize) -> Option<u8> {
+        self.rx_ttl[i]
     }
 
     pub fn capacity(&self) -> usize {
@@ -143,9 +158,11 @@ impl MsgBatch {
             h.msg_iov = &mut self.iovs[k];
             h.msg_iovlen = 1;
             if for_recv && !self.ctrl.is_empty() {
-                let words = rxtime::CTRL_WORDS;
-                h.msg_control = self.ctrl[i * words..(i + 1) * words].as_mut_ptr().cast();
-                h.msg_controllen = words * mem::size_of::<u64>();
+                let w = rxtime::CTRL_WORDS;
+                h.msg_control = self.ctrl[i * w..(i + 1) * w].as_mut_ptr().cast();
+                #[allow(clippy::useless_conversion)] // a `socklen_t` on musl
+                let cl = (w * mem::size_of::<u64>()).try_into().unwrap_or_default();
+                h.msg_controllen = cl;
             }
             if with_addr {
                 h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
@@ -188,10 +205,12 @@ impl MsgBatch {
             // exceed the buffer: clamp so `data(i)` stays inside it.
             self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.buf_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
-            self.stamps[i] = if self.ctrl.is_empty() {
-                None
+            (self.rx_ns[i], self.rx_ttl[i]) = if self.ctrl.is_empty() {
+                (0, None)
             } else {
-                rxtime::timestamp(&self.hdrs[i].msg_hdr)
+                // The header's control pointer still points into `ctrl` (not moved since
+                // `prepare`); the kernel set `msg_controllen` to what it wrote.
+                rxtime::from_control(&self.hdrs[i].msg_hdr)
             };
         }
         Ok(n)
@@ -411,6 +430,26 @@ mod tests {
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
 
+    /// Receives until `n` datagrams are in `inb` (bounded: 100 waits of 100 ms); how many came.
+    pub(crate) fn recv_n(inb: &mut MsgBatch, fd: RawFd, n: usize) -> usize {
+        let mut got = 0;
+        let mut ready = Vec::new();
+        for _ in 0..100 {
+            wait(
+                &[fd],
+                &[false],
+                Some(Duration::from_millis(100)),
+                &mut ready,
+            )
+            .unwrap();
+            got += inb.recv(fd, n - got, libc::MSG_DONTWAIT).unwrap_or(0);
+            if got == n {
+                break;
+            }
+        }
+        got
+    }
+
     #[test]
     fn batch_round_trip_over_loopback() {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -423,24 +462,7 @@ mod tests {
         }
         assert_eq!(out.send_first(a.as_raw_fd(), 3, 0).unwrap(), 3);
         let mut inb = MsgBatch::new(4, 64);
-        let mut got = 0;
-        let mut ready = Vec::new();
-        for _ in 0..100 {
-            wait(
-                &[b.as_raw_fd()],
-                &[false],
-                Some(Duration::from_millis(100)),
-                &mut ready,
-            )
-            .unwrap();
-            got += inb
-                .recv(b.as_raw_fd(), 4 - got, libc::MSG_DONTWAIT)
-                .unwrap_or(0);
-            if got == 3 {
-                break;
-            }
-        }
-        assert_eq!(got, 3);
+        assert_eq!(recv_n(&mut inb, b.as_raw_fd(), 3), 3);
         assert_eq!(inb.data(0), &[0, 0, 0]);
         assert_eq!(inb.addr(0), Some(a.local_addr().unwrap()));
         // Echo slot 1 back to its sender by address.

@@ -48,6 +48,7 @@ impl Workload for Ping<'_> {
             "size": cfg.size,
             "raw": cfg.raw,
             "via": cfg.via.as_ref().map(|v| v.to_string()),
+            "echo": cfg.echo,
         })
     }
 
@@ -65,6 +66,7 @@ impl Workload for Ping<'_> {
             &self.cfg.target.to_string(),
             self.cfg.target.proto,
             &outcome.addrs,
+            self.cfg.answered_by(),
             &outcome.tally,
         );
         Ok(Finished::new(

@@ -151,6 +151,7 @@ fn documents() -> Vec<(&'static str, Value)> {
                 lost: 1,
                 loss_pct: 25.0,
                 late: 0,
+                refused_by_server: 0,
                 min_ms: s.min,
                 avg_ms: s.mean,
                 p50_ms: s.p50,
@@ -164,6 +165,18 @@ fn documents() -> Vec<(&'static str, Value)> {
             errors: Errors::new(errors, 4),
             histogram: rtt.to_serialized(),
             measured_from: None,
+            // As `npt ping tcp:// --echo` writes it: connect and echo apart.
+            answered_by: Some(npt_result::ping::answered_by::ECHO.into()),
+            note: None,
+            phases: Some(npt_result::ping::EchoPhases {
+                connect_ms: NptLatency::from(&s),
+                echo_ms: NptLatency::from(&s),
+                histograms: [
+                    ("connect".to_string(), rtt.to_serialized()),
+                    ("echo".to_string(), rtt.to_serialized()),
+                ]
+                .into(),
+            }),
         },
     );
     docs.push(("ping", serde_json::to_value(&ping).unwrap()));

@@ -32,8 +32,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use npt_netio::rxtime::wall_ns;
 use npt_wire::auth::{self, Dir, ServerAuth, SessionKey, HS_LEN};
 use npt_wire::frame::{self, status, Header, Kind, HEADER_LEN};
+use npt_wire::reflect::{self, Stamps, STAMP_LEN};
 use tokio::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
 };
@@ -238,6 +240,8 @@ where
     // Payload bytes pass through here; grown only as far as a frame needs (at most CHUNK).
     let mut buf: Vec<u8> = Vec::new();
     let mut hop: Option<HopSession> = None;
+    // `REFLECT` frames received on this stream (its receive count, [`reflect`]).
+    let mut received = 0u64;
     loop {
         within(io_t, r.read_exact(&mut hdr[4..]), &c.stalled_read).await?;
         let h = match Header::decode(&hdr) {
@@ -259,6 +263,16 @@ where
         }
         c.rx_bytes.fetch_add(h.frame_len as u64, Ordering::Relaxed);
         match h.kind {
+            Kind::Echo if reflect::wants_reflect(&h) => {
+                received += 1;
+                let out = Header {
+                    kind: Kind::EchoReply,
+                    status: status::OK,
+                    ..h
+                };
+                echo_reflected(&mut r, &mut w, &out, rest, &mut buf, received, &key, cx).await?;
+                c.tx_bytes.fetch_add(h.frame_len as u64, Ordering::Relaxed);
+            }
             Kind::Echo => {
                 frame::set_kind_status(&mut hdr, Kind::EchoReply, status::OK);
                 seal(&key, &mut hdr);
@@ -308,10 +322,18 @@ where
                     status: status::OK,
                     ..h
                 };
-                let _ = out.encode(&mut hdr);
-                seal(&key, &mut hdr);
-                within(io_t, w.write_all(&hdr), &c.stalled_write).await?;
                 let mut left = reply as usize - HEADER_LEN;
+                if reflect::wants_reflect(&h) {
+                    // The request was read whole: its receive time is now.
+                    received += 1;
+                    let head = Head::new(&out, fill_chunk(), wall_ns(), received, &key);
+                    within(io_t, w.write_all(head.bytes()), &c.stalled_write).await?;
+                    left -= head.payload;
+                } else {
+                    let _ = out.encode(&mut hdr);
+                    seal(&key, &mut hdr);
+                    within(io_t, w.write_all(&hdr), &c.stalled_write).await?;
+                }
                 let fill = fill_chunk();
                 while left > 0 {
                     let n = left.min(fill.len());
@@ -351,7 +373,9 @@ where
             | Kind::Response
             | Kind::HopReply
             | Kind::BulkReply
-            | Kind::BulkData => {
+            | Kind::BulkData
+            | Kind::FlowQuery
+            | Kind::FlowReport => {
                 c.malformed.fetch_add(1, Ordering::Relaxed);
                 break;
             }
@@ -368,6 +392,104 @@ where
         }
     }
     within(io_t, w.flush(), &c.stalled_write).await?;
+    Ok(())
+}
+
+/// The front of a reflected reply: its header (sealed) and, when the frame has room, the
+/// stamps over the first [`STAMP_LEN`] payload bytes, the dwell taken as it is built.
+struct Head {
+    buf: [u8; HEADER_LEN + STAMP_LEN],
+    /// Payload bytes in `buf` (0..=STAMP_LEN).
+    payload: usize,
+}
+
+impl Head {
+    /// `out`: the reply's header (its `frame_len` says whether stamps fit); `first`: the
+    /// payload's first bytes as they would go out unstamped; `rx_wall`: when the frame was
+    /// received; `received`: the stream's receive count, this frame included.
+    fn new(
+        out: &Header,
+        first: &[u8],
+        rx_wall: u64,
+        received: u64,
+        key: &Option<SessionKey>,
+    ) -> Head {
+        let mut buf = [0u8; HEADER_LEN + STAMP_LEN];
+        let payload = (out.frame_len as usize)
+            .saturating_sub(HEADER_LEN)
+            .min(STAMP_LEN)
+            .min(first.len());
+        let dst = buf.get_mut(HEADER_LEN..HEADER_LEN + payload);
+        if let (Some(dst), Some(src)) = (dst, first.get(..payload)) {
+            dst.copy_from_slice(src);
+        }
+        let frame = buf.get_mut(..HEADER_LEN + payload).unwrap_or_default();
+        let stamps = Stamps {
+            rx_wall_ns: rx_wall,
+            dwell_ns: 0,
+            refused: 0,
+        };
+        let rx = crate::reflect::wire32(received);
+        if reflect::write_reply(frame, out, rx, &stamps) == Ok(true) {
+            let dwell = wall_ns().saturating_sub(rx_wall);
+            reflect::write_dwell(frame, u32::try_from(dwell).unwrap_or(u32::MAX));
+        }
+        if let Some(h) = buf.first_chunk_mut::<HEADER_LEN>() {
+            seal(key, h);
+        }
+        Head { buf, payload }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.buf
+            .get(..HEADER_LEN + self.payload)
+            .unwrap_or_default()
+    }
+}
+
+/// An `Echo` that asked for [`reflect`]: a frame that fits one chunk (64 KiB) is read whole
+/// before its reply is written, so its receive time is its last byte's and the dwell is the
+/// responder's alone; a longer one is streamed through, its receive time when its first 64
+/// bytes were read.
+#[allow(clippy::too_many_arguments)]
+async fn echo_reflected<R, W>(
+    r: &mut BufReader<R>,
+    w: &mut BufWriter<W>,
+    out: &Header,
+    rest: usize,
+    buf: &mut [u8],
+    received: u64,
+    key: &Option<SessionKey>,
+    cx: &StreamCtx<'_>,
+) -> Result<(), End>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let c = cx.counters;
+    let io_t = cx.timeouts.io;
+    let whole = rest <= buf.len();
+    let first = if whole { rest } else { rest.min(STAMP_LEN) };
+    let Some(front) = buf.get_mut(..first) else {
+        return Err(End::Closed);
+    };
+    within(io_t, r.read_exact(front), &c.stalled_read).await?;
+    let head = Head::new(out, front, wall_ns(), received, key);
+    within(io_t, w.write_all(head.bytes()), &c.stalled_write).await?;
+    let sent = head.payload;
+    if let Some(tail) = front.get(sent..) {
+        within(io_t, w.write_all(tail), &c.stalled_write).await?;
+    }
+    let mut left = rest - first;
+    while left > 0 {
+        let n = left.min(buf.len());
+        let Some(chunk) = buf.get_mut(..n) else {
+            return Err(End::Closed);
+        };
+        within(io_t, r.read_exact(chunk), &c.stalled_read).await?;
+        within(io_t, w.write_all(chunk), &c.stalled_write).await?;
+        left -= n;
+    }
     Ok(())
 }
 

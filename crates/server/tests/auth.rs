@@ -6,36 +6,18 @@
 #![cfg(test)]
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::AtomicU64;
-use std::time::{Duration, Instant};
+mod util;
 
-use npt_server::{Counters, Limits, ServeConfig, Server};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use npt_server::{Counters, Limits};
 use npt_wire::auth::{ClientHandshake, Dir, SessionKey, HS_LEN};
 use npt_wire::frame::{status, Header, Kind, HEADER_LEN};
+use util::{settle, start, udp_client, udp_handshake};
 
 const SECRET: &str = "correct horse battery staple";
-
-fn start(token: Option<&str>, f: impl FnOnce(&mut ServeConfig)) -> (Server, SocketAddr) {
-    let mut cfg = ServeConfig {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        token: token.map(str::to_string),
-        ..ServeConfig::default()
-    };
-    f(&mut cfg);
-    let s = Server::start(cfg).expect("server starts");
-    let a = s.local_addrs()[0];
-    (s, a)
-}
-
-fn udp_client(addr: SocketAddr) -> UdpSocket {
-    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
-    c.connect(addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    c
-}
 
 fn frame(kind: Kind, len: usize, reply_len: u32, seq: u64, key: Option<&SessionKey>) -> Vec<u8> {
     let mut b = vec![0xAB; len];
@@ -56,41 +38,6 @@ fn frame(kind: Kind, len: usize, reply_len: u32, seq: u64, key: Option<&SessionK
         k.seal(Dir::ToServer, &mut b).unwrap();
     }
     b
-}
-
-/// The client side over a UDP socket, bounded by the handshake's own 2 s deadline.
-fn udp_handshake(c: &UdpSocket, secret: &str, nonce: u8) -> Option<SessionKey> {
-    let t0 = Instant::now();
-    let now = || t0.elapsed().as_nanos() as u64;
-    let mut hs = ClientHandshake::new(secret.as_bytes(), [nonce; 16], now(), 2_000_000_000);
-    let (mut out, mut inb) = ([0u8; HS_LEN], [0u8; 2048]);
-    while hs.check(now()).is_ok() {
-        if let Some(n) = hs.poll_transmit(now(), &mut out) {
-            assert_eq!(n, HS_LEN);
-            c.send(&out[..n]).unwrap();
-        }
-        let wait = hs.poll_timeout()?.saturating_sub(now()).max(1_000_000);
-        c.set_read_timeout(Some(Duration::from_nanos(wait)))
-            .unwrap();
-        if let Ok(n) = c.recv(&mut inb) {
-            assert_eq!(n, HS_LEN, "handshake replies are as long as the message");
-            if let Ok(Some(k)) = hs.handle(now(), &inb[..n]) {
-                c.set_read_timeout(Some(Duration::from_millis(300)))
-                    .unwrap();
-                return Some(k);
-            }
-        }
-    }
-    None
-}
-
-/// Waits (bounded) until a counter reaches `n`, then returns it.
-fn settle(c: &AtomicU64, n: u64) -> u64 {
-    let end = Instant::now() + Duration::from_secs(3);
-    while Counters::get(c) < n && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    Counters::get(c)
 }
 
 #[test]

@@ -72,6 +72,11 @@ pub enum Kind {
     BulkReply = 8,
     /// One datagram of a UDP bulk transfer (sequence number and send stamp in the header).
     BulkData = 9,
+    /// Ask what the responder counted of this flow ([`crate::reflect`]); padded to hold the
+    /// report.
+    FlowQuery = 10,
+    /// The answer to a `FlowQuery`: a [`crate::reflect::FlowReport`], same length.
+    FlowReport = 11,
 }
 
 impl Kind {
@@ -86,6 +91,8 @@ impl Kind {
             7 => Kind::Bulk,
             8 => Kind::BulkReply,
             9 => Kind::BulkData,
+            10 => Kind::FlowQuery,
+            11 => Kind::FlowReport,
             other => return Err(WireError::BadKind(other)),
         })
     }
@@ -99,6 +106,28 @@ pub mod status {
     /// The responder will not do this for this peer (a bulk it does not allow unproven
     /// sources, a malformed bulk request).
     pub const REFUSED: u32 = 2;
+    /// A refusal notice ([`crate::reflect`]): the responder's per-source budget refused it.
+    pub const BUDGET: u32 = 3;
+    /// A refusal notice: the responder takes only `--token` sessions, and this frame had none.
+    pub const TOKEN_REQUIRED: u32 = 4;
+    /// A refusal notice: the frame was sealed, and the responder has no `--token`.
+    pub const NO_TOKEN: u32 = 5;
+    /// A refusal notice: sealed for a session the responder does not know (it restarted, or
+    /// forgot an idle session): a new handshake is needed.
+    pub const UNKNOWN_SESSION: u32 = 6;
+    /// A flow report: the responder keeps no record of this flow.
+    pub const UNKNOWN_FLOW: u32 = 7;
+
+    /// What a refusal notice's status means, for people.
+    pub fn notice_text(status: u32) -> &'static str {
+        match status {
+            BUDGET => "over its per-source budget",
+            TOKEN_REQUIRED => "it wants --token",
+            NO_TOKEN => "it has no --token (leave it out)",
+            UNKNOWN_SESSION => "a --token session it does not know (it restarted?)",
+            _ => "refused",
+        }
+    }
 }
 
 /// A decoded header. The payload stays in the caller's buffer.
@@ -274,8 +303,8 @@ mod tests {
         let mut b = GOLDEN;
         b[5] = 77;
         assert_eq!(Header::decode(&b), Err(WireError::BadKind(77)));
-        b[5] = 10;
-        assert_eq!(Header::decode(&b), Err(WireError::BadKind(10)));
+        b[5] = 12;
+        assert_eq!(Header::decode(&b), Err(WireError::BadKind(12)));
         let mut b = GOLDEN;
         b[11] = 10; // frame_len 10 < header
         assert_eq!(Header::decode(&b), Err(WireError::BadLength(10)));

@@ -134,6 +134,11 @@ pub fn run_set(
     if outs.runs == Some(0) {
         return Err(usage!("--runs must be at least 1"));
     }
+    // Every scenario's command line is checked before anything is created: a refused file
+    // leaves no empty results directory behind.
+    for i in 0..set.scenario.len() {
+        workload::plan(set, i).map_err(|e| usage!("{title}: {e}"))?;
+    }
     let out_dir = match &outs.out_dir {
         Some(d) => d.clone(),
         None => temp_out_dir()?,

@@ -21,6 +21,7 @@ fn tcp_config() -> ProbeConfig {
         addr: "127.0.0.1:9".parse().unwrap(),
         raw: false,
         token: None,
+        stamp_key: None,
         size: 64,
         fill: Fill::Random,
         verify: false,
@@ -36,6 +37,7 @@ fn tcp_config() -> ProbeConfig {
         behind_threshold: Duration::from_millis(1),
         via: None,
         under_load: None,
+        clock: crate::probe::session::ClockSync::None,
     }
 }
 

@@ -35,6 +35,7 @@ pub struct Running {
     sent: u64,
     received: u64,
     lost: u64,
+    refused: u64,
     late: u64,
     duplicated: u64,
     reordered: u64,
@@ -46,6 +47,7 @@ impl Running {
         self.sent += iv.sent;
         self.received += iv.received;
         self.lost += iv.lost;
+        self.refused += iv.refused;
         self.late += iv.late;
         self.duplicated += iv.duplicated;
         self.reordered += iv.reordered;
@@ -70,6 +72,7 @@ pub fn final_totals(body: &ProbeBody) -> Snapshot {
         sent: m.sent,
         received: m.received,
         lost: m.lost,
+        refused: m.refused_by_server,
         late: m.late,
         duplicated: m.duplicated,
         reordered: m.reordered,
@@ -93,8 +96,13 @@ fn export(t: &Running, errors: Option<&ErrorCounts>, s: &mut Snapshot) {
         ),
         (
             "npt_packets_lost_total",
-            "Probe packets without a reply within the loss timeout (counted in the stage they were sent in).",
+            "Probe packets without a reply within the loss timeout that the server did not refuse (counted in the stage they were sent in).",
             t.lost,
+        ),
+        (
+            "npt_packets_refused_total",
+            "Probe packets the server's budget or --token refused (not path loss).",
+            t.refused,
         ),
         (
             "npt_packets_late_total",

@@ -48,7 +48,21 @@ impl Clock {
     pub fn epoch(&self) -> Instant {
         self.epoch
     }
+
+    /// The wall clock (ns since the Unix epoch) minus this clock, read now: what a session
+    /// adds to its own times to compare them with a far end's wall-clock stamps
+    /// ([`Session::set_wall_offset`]).
+    pub fn wall_offset(&self) -> i64 {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        wall.saturating_sub(i64::try_from(self.now()).unwrap_or(i64::MAX))
+    }
 }
+
+/// How often a driver refreshes its sessions' wall-clock offset (a stepped or slewed wall
+/// clock moves it; reading it costs a clock read).
+const WALL_REFRESH_NS: u64 = 100_000_000;
 
 impl Default for Clock {
     fn default() -> Self {
@@ -72,7 +86,7 @@ pub struct TcpTimes {
 pub enum Event {
     Interval {
         flow: usize,
-        interval: Interval,
+        interval: Box<Interval>,
     },
     Done {
         flow: usize,

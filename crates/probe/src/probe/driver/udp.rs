@@ -55,14 +55,16 @@ pub fn run_udp(
     tx: Sender<Event>,
 ) {
     npt_netio::tighten_timer_slack();
+    // A packet or the flow query at the end, behind a SOCKS5 header when relayed.
     let size = flows
         .iter()
-        .map(|(_, _, s, x)| s.config().size + x.as_ref().map_or(0, |x| x.header().len()))
+        .map(|(_, _, s, x)| s.max_send_len() + x.as_ref().map_or(0, |x| x.header().len()))
         .max()
         .unwrap_or(64);
     let mut out = MsgBatch::new(BATCH, size);
     // One spare byte per buffer: a longer echo is visible as a length mismatch.
     let mut inb = MsgBatch::new(BATCH, size + 1);
+    let mut offset_at: Option<u64> = None;
     let mut flows: Vec<UdpFlow> = flows
         .into_iter()
         .map(|(index, sock, session, socks)| UdpFlow {
@@ -81,6 +83,14 @@ pub fn run_udp(
     let mut remaining = flows.len();
     while remaining > 0 {
         let mut deadline: Option<u64> = None;
+        let t = clock.now();
+        if offset_at.is_none_or(|at| t.saturating_sub(at) >= WALL_REFRESH_NS) {
+            offset_at = Some(t);
+            let offset = clock.wall_offset();
+            for f in &mut flows {
+                f.session.set_wall_offset(offset);
+            }
+        }
         for f in flows.iter_mut().filter(|f| !f.done) {
             let fd = f.sock.as_raw_fd();
             let s = &mut f.session;
@@ -153,7 +163,7 @@ pub fn run_udp(
             while let Some(iv) = s.poll_interval() {
                 let _ = tx.send(Event::Interval {
                     flow: f.index,
-                    interval: iv,
+                    interval: Box::new(iv),
                 });
             }
             if s.is_done() {

@@ -1,0 +1,225 @@
+//! The UDP responder: one thread per socket, `recvmmsg` in, answers rewritten in place,
+//! `sendmmsg` out — no allocation and two syscalls per batch, so it is never the bottleneck.
+//!
+//! Safe on a public address:
+//! - an answer is never larger than the datagram that caused it (a `Request` asking for more
+//!   is clamped and marked `status = CLAMPED`), so the server cannot amplify a spoofed request;
+//! - per-source packet and byte budgets ([`crate::limiter`]) bound what any one source can make
+//!   it send;
+//! - with `--token`, a source must first complete the keyed handshake ([`npt_wire::auth`]):
+//!   only framed packets sealed with its session key, from the address it did the handshake
+//!   from, with a sequence number not seen before, are answered (raw echo is off); handshake
+//!   replies are exactly as long as the message that caused them;
+//! - sources that proved nothing get [`Limits::safe`](crate::Limits::safe) unless the server
+//!   was opened (`--open-limits`); authenticated sessions and local sources
+//!   ([`crate::is_local`]) get the open limits;
+//! - raw echo answers local sources only, unless `--raw-echo` (it would reflect anything);
+//! - raw echo never answers what could be another echo service ([`crate::loopguard`]), so a
+//!   forged datagram cannot start an endless ping-pong between two servers (or with itself);
+//! - UDP down (`npt bulk udp://… --direction down`), the one answer larger than its request,
+//!   only for `--token` sessions and loopback sources, charged to the open limits
+//!   ([`crate::bulk_udp`]); everyone else's pull is refused with a bare header;
+//! - a client that asks (`REFLECT`, [`npt_wire::reflect`]) learns what the server saw of its
+//!   flow — receive count, receive time, dwell, refusals — inside the reply its request paid
+//!   for; a refused `REFLECT` frame may get a header-only *notice* (never larger than the
+//!   frame, a few per second per source, [`crate::reflect`]);
+//! - every refusal is counted (the server's log task summarizes them on stderr).
+//!
+//! One job per file: the loop (here), one datagram's answer ([`answer`]), UDP down bursts
+//! ([`burst`]), the batch's counts ([`tally`]).
+
+mod answer;
+mod burst;
+mod tally;
+
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use npt_netio::{rxtime, MsgBatch};
+use npt_wire::auth::{self, ServerAuth, Sessions};
+use npt_wire::frame::{status, Header};
+
+use crate::bulk_udp::{Flows, MAX_FLOWS};
+use crate::limiter::{Limiter, Verdict};
+use crate::loopguard::{self, LoopGuard};
+use crate::reflect::{self, FlowTable, Notices, Reflector};
+use crate::Shared;
+use answer::{answer, answer_authenticated, Cx, Refused};
+use burst::{send_burst, Burst};
+use tally::Tally;
+
+/// Authenticated sessions one UDP socket keeps at once.
+pub const MAX_SESSIONS: usize = 4096;
+/// A session with no valid frame for this long may be forgotten (when the table is full).
+pub const SESSION_IDLE_NS: u64 = 60_000_000_000;
+
+const BATCH: usize = 32;
+const MAX_DATAGRAM: usize = 65_536;
+
+pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
+    let fd = sock.as_raw_fd();
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut batch = MsgBatch::new(BATCH, MAX_DATAGRAM);
+    // The kernel's receive time of each datagram (else the batch's), from the first client that
+    // asks for REFLECT or starts a UDP bulk flow on (a bulk flow's span and jitter are timed
+    // by it, see `Cx::arrived`): it costs the receive path about 85 ns a datagram
+    // (docs/serve.md), which a server nobody asks need not pay.
+    let mut stamping = false;
+    let cfg = &shared.cfg;
+    let mut limiter = Limiter::new(cfg.limits);
+    let mut open_limiter = Limiter::new(cfg.session_limits);
+    let own_port = sock.local_addr().map_or(0, |a| a.port());
+    let mut guard = LoopGuard::new(own_port);
+    let epoch = Instant::now();
+    let mut send_idx: Vec<usize> = Vec::with_capacity(BATCH);
+    let mut flows = Flows::new(MAX_FLOWS);
+    let mut reflector = Reflector::new(
+        FlowTable::new(reflect::MAX_FLOWS, reflect::FLOW_IDLE_NS),
+        Notices::default(),
+        BATCH,
+    );
+    let mut live_flows = 0u64;
+    let mut bursts: Vec<Burst> = Vec::new();
+    let mut scratch = vec![0u8; MAX_DATAGRAM];
+    let mut sessions = cfg.token.as_deref().map(|secret| {
+        Sessions::new(
+            ServerAuth::new(secret.as_bytes(), crate::random_key()),
+            MAX_SESSIONS,
+            SESSION_IDLE_NS,
+        )
+    });
+    while !shared.stop.load(Ordering::Relaxed) {
+        let n = match batch.recv(fd, BATCH, libc::MSG_WAITFORONE) {
+            Ok(n) => n,
+            Err(e) => {
+                match e.kind() {
+                    std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::Interrupted => {}
+                    _ => {
+                        shared.counters.udp_errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                continue;
+            }
+        };
+        let now = u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let batch_wall = rxtime::wall_ns();
+        let mut t = Tally::default();
+        send_idx.clear();
+        reflector.clear();
+        for i in 0..n {
+            let len = batch.len(i);
+            t.rx += 1;
+            t.rx_bytes += len as u64;
+            let Some(peer) = batch.addr(i) else {
+                t.malformed += 1;
+                continue;
+            };
+            let exempt = cfg.exempt_local && crate::is_local(peer.ip());
+            // A sealed frame from an address with a session is charged to the open limits
+            // (its tag is checked below); everything else proved nothing yet.
+            let trusted = exempt
+                || sessions
+                    .as_ref()
+                    .is_some_and(|s| s.has_session(&peer) && auth::is_sealed(batch.data(i)));
+            let l = if trusted {
+                &mut open_limiter
+            } else {
+                &mut limiter
+            };
+            match l.check(now, peer, len) {
+                Verdict::Allow => {}
+                Verdict::PacketLimit | Verdict::ByteLimit => {
+                    t.refused_rate += 1;
+                    // Counted in its flow (bulk or reflect), and perhaps noticed.
+                    if let Ok(h) = Header::decode(batch.data(i)) {
+                        if answer::refused_bulk(&h, batch.data(i), &mut flows, now, peer, &mut t) {
+                            continue;
+                        }
+                        if reflector.refuse(&mut batch, i, &h, status::BUDGET, now, peer) {
+                            send_idx.push(i);
+                        }
+                    }
+                    continue;
+                }
+            }
+            let raw_ok = exempt || cfg.raw_echo;
+            let cx = Cx {
+                flows: &mut flows,
+                reflector: &mut reflector,
+                now,
+                rx_wall: batch.rx_time_ns(i).unwrap_or(batch_wall),
+                arrived: rxtime::arrival_ns(now, batch_wall, batch.rx_time_ns(i)),
+                peer,
+                key: None,
+                bursts: &mut bursts,
+                loopback_ok: exempt && crate::bulk_udp::loopback(peer),
+            };
+            let ok = match sessions.as_mut() {
+                None => answer(&mut batch, i, &mut t, cx, false, |data| {
+                    if !raw_ok {
+                        return Err(Refused::Raw);
+                    }
+                    match guard.check(now, peer, data) {
+                        loopguard::Verdict::Answer => Ok(()),
+                        _ => Err(Refused::Loop),
+                    }
+                }),
+                Some(s) => answer_authenticated(&mut batch, i, &mut t, s, cx),
+            };
+            if ok {
+                send_idx.push(i);
+            }
+        }
+        if !send_idx.is_empty() {
+            // The dwell ends here: the replies leave with this call.
+            reflector.stamp(&mut batch, rxtime::wall_ns);
+            if let Ok(sent) = batch.send(fd, &send_idx, true, 0) {
+                t.tx += sent as u64;
+                t.tx_bytes += send_idx
+                    .iter()
+                    .take(sent)
+                    .map(|&i| batch.len(i) as u64)
+                    .sum::<u64>();
+            } else {
+                shared.counters.udp_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        for b in bursts.drain(..) {
+            send_burst(&sock, &b, now, &mut open_limiter, &mut scratch, &mut t);
+        }
+        let c = &shared.counters;
+        let notices = (
+            std::mem::take(&mut reflector.notices.sent),
+            std::mem::take(&mut reflector.notices.suppressed),
+        );
+        let flows = reflector.flows.take_stats();
+        if !stamping && (flows.new > 0 || t.bulk_flows > 0) {
+            stamping = true;
+            if rxtime::enable(fd).is_ok() {
+                batch.collect_rx_times();
+            }
+        }
+        t.publish(c, flows, notices);
+        let live = reflector.flows.len() as u64;
+        if live != live_flows {
+            if live > live_flows {
+                c.udp_flows_live
+                    .fetch_add(live - live_flows, Ordering::Relaxed);
+            } else {
+                c.udp_flows_live
+                    .fetch_sub(live_flows - live, Ordering::Relaxed);
+            }
+            live_flows = live;
+        }
+    }
+    // This socket's flows are gone with it.
+    shared
+        .counters
+        .udp_flows_live
+        .fetch_sub(live_flows, Ordering::Relaxed);
+}
