@@ -107,10 +107,12 @@ fn each_run_gets_its_link_figures_and_a_late_link_is_named() {
 
     let run1 = common::json(&out_dir.join("run1-01-direct.lab.json"));
     let run2 = common::json(&out_dir.join("run2-01-direct.lab.json"));
-    // Each holds that run alone: 300 probe packets up.
+    // Each holds that run alone: 300 probe packets up and the probe's final flow query (one,
+    // or up to 5 tries when an answer is late), not the two runs' 600 and more.
     for r in [&run1, &run2] {
         let up = &r["links"][0]["directions"][0];
-        assert_eq!(up["applied"]["packets_in"], 300, "{up}");
+        let n = up["applied"]["packets_in"].as_u64().unwrap();
+        assert!((301..=305).contains(&n), "{up}");
         assert!(r["since"].is_string());
     }
     let (late1, max1) = late_of(&run1);
