@@ -1,9 +1,11 @@
 //! UDP up at twice a 10 Mbit/s lab link's rate reads the link's capacity for its datagrams
-//! (9.772 Mbit/s of 1,200-byte payloads) within 1 %, or the run says who limited it: the
-//! tester (`summary.udp.tester_limited`, from its own stalls) or the lab (the link's own delay
-//! error in that run, read as the difference of two `npt lab status` readings). Each flag is
-//! checked against the counters it is made from, never against a wall-clock window:
-//! - runs on a box with one core kept busy by this test;
+//! (about 9.77 Mbit/s of 1,200-byte payloads, computed per run from the link's own byte and
+//! packet counts) within 1 %, or the run says who limited it: the tester
+//! (`summary.udp.tester_limited`, from its own stalls) or the lab (the link's own delay error
+//! in that run, read as the difference of two `npt lab status` readings). Each flag is checked
+//! against the counters it is made from, never against a wall-clock window:
+//! - ten runs in a row on a box with one core kept busy by this test (issue 23's 9.5 instead
+//!   of 9.77 Mbit/s);
 //! - a run whose sender is stopped for 300 ms (SIGSTOP): a stall longer than the queue's 98 ms,
 //!   so the link idles and the rate reads low, and `tester_limited` must say so;
 //! - a run whose lab process is stopped for 200 ms: the link releases late, the rate reads
@@ -26,9 +28,13 @@ use common::{f, json, npt, run, u};
 /// The link: 10 Mbit/s, 10 ms each way, 100 packets of queue (98 ms of 1,228-byte packets).
 const LINK: &str = "rate = \"10mbit\"\ndelay = \"10ms\"\nqueue = 100";
 
+/// The link's rate.
+const RATE_MBIT: f64 = 10.0;
+/// IPv4 and UDP headers: what a datagram adds on the link to its payload.
+const HEADERS: f64 = 28.0;
 /// 1,200-byte datagrams are 1,228 bytes on the link: 10 Mbit/s carries 9.772 of them.
-const CAPACITY_MBIT: f64 = 10.0 * 1200.0 / 1228.0;
-const RUN_S: f64 = 4.0;
+const NOMINAL_MBIT: f64 = RATE_MBIT * 1200.0 / (1200.0 + HEADERS);
+const RUN_S: f64 = 3.0;
 /// The packets the client → server direction has carried (all runs so far).
 const UP_PACKETS: &str = "/links/0/directions/0/applied/packets_in";
 
@@ -48,7 +54,20 @@ struct Outcome {
     lost: u64,
     lab_late: u64,
     lab_error_max_ms: f64,
+    /// What the link carried of this run (client → server): packets and their bytes.
+    lab_packets_out: u64,
+    lab_bytes_out: u64,
     lab_text: String,
+}
+
+impl Outcome {
+    /// The payload rate the link can carry for what crossed it: its rate less the headers'
+    /// share of the bytes it carried (the data's 28 bytes, and the few report requests'),
+    /// from the link's own counts of the run.
+    fn capacity_mbit(&self) -> f64 {
+        let headers = HEADERS * self.lab_packets_out as f64;
+        RATE_MBIT * (1.0 - headers / self.lab_bytes_out.max(1) as f64)
+    }
 }
 
 fn lab_pid() -> i32 {
@@ -143,18 +162,27 @@ fn one_run(lab: &Lab, dir: &Path, stop: Stop) -> Outcome {
         lost: u(&doc, "/summary/udp/lost"),
         lab_late: u(up, "/applied/released_late"),
         lab_error_max_ms: f(up, "/applied/delay_error_max_us") / 1e3,
+        lab_packets_out: u(up, "/applied/packets_out"),
+        lab_bytes_out: u(up, "/applied/bytes_out"),
         lab_text: String::from_utf8_lossy(&since(false)).into_owned(),
     }
 }
 
 /// The flags are what their counters say, and a reading off by more than 1 % carries one.
 fn check(o: &Outcome, what: &str) {
-    let off = (o.delivered_mbit / CAPACITY_MBIT - 1.0).abs();
+    let capacity = o.capacity_mbit();
+    // The link's own count of what it carried: at most its rate, and about the nominal
+    // capacity (the report requests are a fraction of a per cent of the bytes).
+    assert!(
+        (capacity / NOMINAL_MBIT - 1.0).abs() <= 0.005,
+        "{what}: {capacity:.3} Mbit/s"
+    );
+    let off = (o.delivered_mbit / capacity - 1.0).abs();
     eprintln!(
-        "{what}: {:.3} Mbit/s ({:+.2} %), tester stalls {:.1} ms (limited {}), lab late {} \
-         max {:.2} ms",
+        "{what}: {:.3} Mbit/s ({:+.2} % of the link's {capacity:.3}), tester stalls {:.1} ms \
+         (limited {}), lab late {} max {:.2} ms",
         o.delivered_mbit,
-        (o.delivered_mbit / CAPACITY_MBIT - 1.0) * 100.0,
+        (o.delivered_mbit / capacity - 1.0) * 100.0,
         o.stalled_ms,
         o.tester_limited,
         o.lab_late,
@@ -182,7 +210,7 @@ fn check(o: &Outcome, what: &str) {
     let lab_limited = o.lab_error_max_ms > 0.01 * RUN_S * 1e3;
     assert!(
         off <= 0.01 || o.tester_limited || lab_limited,
-        "{what}: {:.3} Mbit/s, {:.2} % off the link's {CAPACITY_MBIT:.3}, and neither the \
+        "{what}: {:.3} Mbit/s, {:.2} % off the link's {capacity:.3}, and neither the \
          tester (stalls {:.1} ms) nor the lab (delay error max {:.2} ms) says why",
         o.delivered_mbit,
         off * 100.0,
@@ -208,7 +236,8 @@ fn udp_up_reads_capacity_or_says_who_limited_it() {
             std::hint::spin_loop();
         }
     });
-    for i in 0..3 {
+    // Ten runs in a row: each reads the link's capacity within 1 % or is flagged.
+    for i in 1..=10 {
         let o = one_run(&lab, dir.path(), Stop::Nothing);
         check(&o, &format!("busy core, run {i}"));
     }
@@ -216,7 +245,7 @@ fn udp_up_reads_capacity_or_says_who_limited_it() {
     spinner.join().unwrap();
 
     // The sender stopped for 300 ms: the queue covers 98 ms of it, the link idles for the
-    // rest (~200 ms of 4 s: 5 % low), and the tester must say so.
+    // rest (~200 ms of 3 s: 7 % low), and the tester must say so.
     let o = one_run(&lab, dir.path(), Stop::Sender(Duration::from_millis(300)));
     check(&o, "sender stopped");
     assert!(
@@ -226,7 +255,7 @@ fn udp_up_reads_capacity_or_says_who_limited_it() {
     );
     assert!(o.stalled_ms >= 150.0, "{}", o.stalled_ms);
     assert!(
-        o.delivered_mbit < CAPACITY_MBIT * 0.99,
+        o.delivered_mbit < o.capacity_mbit() * 0.99,
         "{}",
         o.delivered_mbit
     );
