@@ -1193,7 +1193,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__ping)
-            opts="-c -i -W -s -q -h --count --interval --timeout --size --echo --raw --token --ca --insecure --quiet --json --via --via-user --from --help"
+            opts="-c -i -W -s -q -h --count --interval --timeout --size --echo --raw --token --ca --insecure --quiet --json --packets --via --via-user --from --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1243,6 +1243,10 @@ _npt() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --packets)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --via)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1263,7 +1267,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__probe)
-            opts="-n -d -s -q -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --json --format --quiet --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-n -d -s -q -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --json --packets --format --quiet --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1354,6 +1358,10 @@ _npt() {
                     return 0
                     ;;
                 --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --packets)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -93,6 +93,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every -d 'Print
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every-packets -d 'Print a stage line every this many packets sent (instead of by time)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l behind-threshold -d 'Sends more than this late count as behind schedule' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l json -d 'Write the result document (JSON) to this file, atomically' -r -F
+complete -c npt -n "__fish_npt_using_subcommand probe" -l packets -d 'Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow, seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end\'s counts tell), or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes to stdout: a text report, or the JSON result document' -r -f -a "text\t''
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
@@ -201,6 +202,7 @@ complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datag
 complete -c npt -n "__fish_npt_using_subcommand ping" -l token -d 'UDP framed: the secret of `npt serve --token`. With --from: the agent\'s secret' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand ping" -l packets -d 'Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l from -d 'Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on npt://HOST:PORT pings the target and sends the samples back (needs --token, the agent\'s secret). For the segments between relays that this host cannot see' -r

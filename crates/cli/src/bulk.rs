@@ -203,6 +203,7 @@ pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
+    o.check()?;
     o.notices
         .extend(crate::via::bulk_fragment_notice("--size", &cfg));
     o.labels = vec![

@@ -16,6 +16,8 @@ mod live;
 mod manual;
 mod merge;
 mod metrics;
+mod output;
+mod packets;
 mod ping;
 mod ping_from;
 mod probe;

@@ -57,6 +57,10 @@ pub struct PingArgs {
     /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<PathBuf>,
+    /// Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send
+    /// time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    pub packets: Option<PathBuf>,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
     /// Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on
@@ -208,7 +212,9 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         return crate::ping_from::run(a);
     }
     let cfg = config(&a)?;
-    let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    o.packets_to(a.packets.as_deref());
+    o.check()?;
     let mut out = o.text.writer();
     let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
     let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
@@ -229,12 +235,14 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             return;
         }
         let line = match ev {
-            Event::Reply { seq, rtt_ns } => {
+            Event::Reply { seq, rtt_ns, .. } => {
                 format!("seq={seq} from {addr} time={:.3} ms", *rtt_ns as f64 / 1e6)
             }
-            Event::Error { seq, kind, detail } => format!("seq={seq} {kind} ({detail})"),
+            Event::Error {
+                seq, kind, detail, ..
+            } => format!("seq={seq} {kind} ({detail})"),
             Event::Late { seq } => format!("seq={seq} late or duplicate reply from {addr}"),
-            Event::Refused { seq, why } => format!(
+            Event::Refused { seq, why, .. } => format!(
                 "seq={seq} refused by {addr}: {}",
                 npt_wire::frame::status::notice_text(*why)
             ),

@@ -139,7 +139,13 @@ fn what(cfg: &FromConfig) -> String {
 
 pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
+    if a.packets.is_some() {
+        return Err(usage!(
+            "--packets logs the attempts made here; with --from the agent makes them"
+        ));
+    }
     let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    o.check()?;
     let mut text = o.text.writer();
     writeln!(
         text,

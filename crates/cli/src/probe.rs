@@ -128,6 +128,11 @@ pub struct ProbeArgs {
     /// Write the result document (JSON) to this file, atomically.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow,
+    /// seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end's
+    /// counts tell), or `-` for stdout (text then goes to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    pub packets: Option<PathBuf>,
     /// What goes to stdout: a text report, or the JSON result document.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -150,6 +155,25 @@ fn parse_fill(s: &str) -> Result<Fill, String> {
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let (mut cfg, mut notices) = config(&a)?;
+    let json_stdout = a.format == Format::Json;
+    let mut o = Options {
+        notices: Vec::new(),
+        segment: &a.segment,
+        metrics: &a.metrics,
+        labels: Vec::new(),
+        json_file: a.json.as_deref(),
+        packets: None,
+        json_stdout,
+        text: if json_stdout {
+            Sink::Nowhere
+        } else {
+            Sink::Stdout
+        },
+        quiet: a.quiet,
+    };
+    o.packets_to(a.packets.as_deref());
+    // Before the reachability checks below: nothing reaches the network with a bad path.
+    o.check()?;
     if let Some(plan) = &cfg.under_load {
         crate::under_load::check_reachable(plan)?;
     }
@@ -160,28 +184,12 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             notices.extend(note);
         }
     }
-    let json_stdout = a.format == Format::Json;
-    let labels = vec![
+    o.notices = notices;
+    o.labels = vec![
         ("protocol", cfg.proto.name().to_string()),
         ("target", cfg.addr.to_string()),
     ];
-    execute(
-        cfg,
-        Options {
-            notices,
-            segment: &a.segment,
-            metrics: &a.metrics,
-            labels,
-            json_file: a.json.as_deref(),
-            json_stdout,
-            text: if json_stdout {
-                Sink::Nowhere
-            } else {
-                Sink::Stdout
-            },
-            quiet: a.quiet,
-        },
-    )
+    execute(cfg, o)
 }
 
 impl Subcommand for ProbeConfig {

@@ -388,6 +388,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             metrics: &a.metrics,
             labels: vec![("target", a.targets.join(","))],
             json_file: a.json.as_deref(),
+            packets: None,
             json_stdout,
             text: if json_stdout {
                 Sink::Nowhere

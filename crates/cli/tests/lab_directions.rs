@@ -168,7 +168,15 @@ fn check_owd(what: &str, d: &serde_json::Value) {
     eprintln!("{what}: one-way delay p50 up {up:.3} ms, down {down:.3} ms, rtt {rtt:.3} ms");
     assert!((up - 30.0).abs() <= 0.5, "{what}: up {up} ms");
     assert!((down - 10.0).abs() <= 0.5, "{what}: down {down} ms");
-    assert!((rtt - 40.0).abs() <= 1.0, "{what}: rtt {rtt} ms");
+    // The round trip is the two ways and the far end's dwell (a relay's user-space hops are in
+    // the one-way delays): at least the links' 40 ms, and on a busy box no more than the
+    // parts measured beside it (p50s of different packets: 1 ms of slack).
+    let dwell = f(d, "/summary/directions/dwell_ms/p50");
+    assert!(rtt >= 39.5, "{what}: rtt {rtt} ms");
+    assert!(
+        rtt <= up + down + dwell + 1.0,
+        "{what}: rtt {rtt} ms against up {up} + down {down} + dwell {dwell}"
+    );
     assert_eq!(u(d, "/summary/directions/owd_negative"), 0, "{what}");
 }
 
@@ -213,9 +221,23 @@ fn jitter_one_way_shows_that_way_only() {
 
 #[test]
 fn the_same_through_a_socat_udp_relay() {
-    let Some((d, link)) = probe("tdirsocat", ASYMMETRIC, Relay::Socat, 10_000, 1000) else {
-        return;
-    };
+    // socat's UDP-LISTEN with fork may fork twice for one client when its second datagram
+    // reaches the parent before the first child has connected (a busy box makes it likely):
+    // the server then sees two flows, and the probe rightly says its split is not exact
+    // (`flows.disagree`). That is socat's doing, so such a run is tried once more.
+    let mut got = None;
+    for name in ["tdirsocat", "tdirsocat2"] {
+        let Some((d, link)) = probe(name, ASYMMETRIC, Relay::Socat, 10_000, 1000) else {
+            return;
+        };
+        if u(&d, "/summary/directions/flows/disagree") == 0 {
+            got = Some((d, link));
+            break;
+        }
+        eprintln!("socat split the flow in two (it forked twice for one client); once more");
+        got = Some((d, link));
+    }
+    let (d, link) = got.unwrap();
     check_loss("socat", &d, link);
     check_owd("socat", &d);
     let Some((d, _)) = probe("tdirsocatj", JITTER_UP, Relay::Socat, 1000, 200) else {

@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::lab::{self, Lab};
@@ -19,21 +19,6 @@ use common::{run, u};
 
 /// Labs measure: one at a time within this file (other files use other lab names).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn stamp_suite() -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    for var in ["CARGO_HOME", "HOME"] {
-        if let Some(h) = std::env::var_os(var) {
-            let sub = if var == "HOME" { ".cargo/bin" } else { "bin" };
-            dirs.push(Path::new(&h).join(sub));
-        }
-    }
-    dirs.into_iter()
-        .map(|d| d.join("stamp-suite"))
-        .find(|p| p.is_file())
-}
 
 /// Client and server across one link with 1 % loss each way, 5 ms up and 2 ms down; on the
 /// server `npt serve
@@ -112,10 +97,7 @@ fn loss_and_delay_through_a_lossy_link_are_the_links_own_per_direction() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let suite = stamp_suite();
-    if suite.is_none() {
-        eprintln!("SKIPPED: stamp-suite is not installed; npt's own sender and reflector only");
-    }
+    let suite = common::stamp_suite(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "tstamp", &topology("tstamp", suite.as_deref()));
 

@@ -4,7 +4,7 @@
 //! and stateless — with every packet answered and RTTs that agree with `npt probe udp://` on
 //! loopback. Also, over real sockets: the reflector answers exactly as many bytes as it got, is
 //! held to serve's per-source budget, and ends loops with another reflector or an echo.
-//! Without stamp-suite on PATH the interoperability tests print SKIPPED and pass.
+//! Without stamp-suite they fail as root (CI; ./test.sh installs it) and print SKIPPED otherwise.
 
 #![cfg(test)]
 #![allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
@@ -13,7 +13,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,27 +25,6 @@ const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1
 
 /// Tests that time RTTs run one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// stamp-suite on PATH or where `cargo install` puts it; None (after saying SKIPPED) if absent.
-fn stamp_suite(test: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    if let Some(h) = std::env::var_os("CARGO_HOME") {
-        dirs.push(Path::new(&h).join("bin"));
-    }
-    if let Some(h) = std::env::var_os("HOME") {
-        dirs.push(Path::new(&h).join(".cargo/bin"));
-    }
-    let found = dirs
-        .into_iter()
-        .map(|d| d.join("stamp-suite"))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        eprintln!("SKIPPED: {test} needs stamp-suite (cargo install --locked stamp-suite)");
-    }
-    found
-}
 
 /// `npt serve --stamp 127.0.0.1:0 EXTRA`: the server and its reflector's address.
 fn serve_stamp(extra: &[&str]) -> (Guard, SocketAddr, SocketAddr) {
@@ -184,7 +163,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[test]
 fn npt_probe_measures_stamp_suites_reflector_like_npt_serve() {
-    let Some(bin) = stamp_suite(module_path!()) else {
+    let Some(bin) = common::stamp_suite(module_path!()) else {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -217,7 +196,7 @@ fn npt_probe_measures_stamp_suites_reflector_like_npt_serve() {
 
 #[test]
 fn stamp_suites_sender_measures_npt_serve_like_npt_probe_udp() {
-    let Some(bin) = stamp_suite(module_path!()) else {
+    let Some(bin) = common::stamp_suite(module_path!()) else {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -246,7 +225,7 @@ fn stamp_suites_sender_measures_npt_serve_like_npt_probe_udp() {
 
 #[test]
 fn authenticated_mode_both_ways_and_a_wrong_key_gets_nothing() {
-    let Some(bin) = stamp_suite(module_path!()) else {
+    let Some(bin) = common::stamp_suite(module_path!()) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -286,7 +265,7 @@ fn authenticated_mode_both_ways_and_a_wrong_key_gets_nothing() {
 
 #[test]
 fn a_stateless_reflector_is_measured_too() {
-    let Some(bin) = stamp_suite(module_path!()) else {
+    let Some(bin) = common::stamp_suite(module_path!()) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

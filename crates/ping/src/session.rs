@@ -14,27 +14,22 @@ pub const MAX_PENDING: usize = 4096;
 /// What happened to one attempt (or to a reply that matched none).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
-    Reply {
-        seq: u64,
-        rtt_ns: u64,
-    },
+    /// Answered: `sent` is when the attempt started (the session's clock), `rtt_ns` how long
+    /// its answer took.
+    Reply { seq: u64, sent: u64, rtt_ns: u64 },
     /// A classified failure: `timeout`, `refused`, `unreachable`, `tls`, `reset`, ...
     Error {
         seq: u64,
+        sent: u64,
         kind: ErrorKind,
         detail: String,
     },
     /// An answer for an attempt already timed out or answered (not counted as received).
-    Late {
-        seq: u64,
-    },
+    Late { seq: u64 },
     /// The server refused the attempt (its budget, or a token it wants): neither received nor
     /// lost. `why` is the notice's status ([`npt_wire::frame::status`]); an attempt settled by
     /// the server's refused count, without a notice of its own, takes the last notice's.
-    Refused {
-        seq: u64,
-        why: u32,
-    },
+    Refused { seq: u64, sent: u64, why: u32 },
 }
 
 /// Counters and the RTT histogram of a ping session: the ping's stats value, which
@@ -88,9 +83,10 @@ impl Session {
     pub fn on_sent(&mut self, now: u64) -> (u64, Vec<Event>) {
         let mut out = Vec::new();
         if self.pending.len() >= MAX_PENDING {
-            if let Some((seq, _)) = self.pending.pop_front() {
+            if let Some((seq, sent)) = self.pending.pop_front() {
                 out.push(self.fail(
                     seq,
+                    sent,
                     ErrorKind::Timeout,
                     "given up: too many in flight".into(),
                 ));
@@ -121,7 +117,7 @@ impl Session {
                 let rtt_ns = now.saturating_sub(sent);
                 self.tally.received += 1;
                 self.tally.rtt.record(rtt_ns);
-                Some(Event::Reply { seq, rtt_ns })
+                Some(Event::Reply { seq, sent, rtt_ns })
             }
             None if seq >= 1 && seq < self.next_seq => {
                 self.tally.late += 1;
@@ -140,9 +136,10 @@ impl Session {
         self.refused_why = why;
         let mut out = Vec::new();
         if let Some(i) = self.pending.iter().position(|(s, _)| *s == seq) {
-            self.pending.remove(i);
-            self.tally.refused += 1;
-            out.push(Event::Refused { seq, why });
+            if let Some((_, sent)) = self.pending.remove(i) {
+                self.tally.refused += 1;
+                out.push(Event::Refused { seq, sent, why });
+            }
         }
         if let Some(c) = count {
             out.extend(self.settle_refused(seq, c));
@@ -165,12 +162,13 @@ impl Session {
             let Some(i) = self.pending.iter().position(|(s, _)| *s < seq) else {
                 break;
             };
-            let Some((s, _)) = self.pending.remove(i) else {
+            let Some((s, sent)) = self.pending.remove(i) else {
                 break;
             };
             self.tally.refused += 1;
             out.push(Event::Refused {
                 seq: s,
+                sent,
                 why: self.refused_why,
             });
         }
@@ -180,8 +178,8 @@ impl Session {
     /// Attempt `seq` failed with a classified error (refused, unreachable, a TLS failure...).
     pub fn on_error(&mut self, seq: u64, kind: ErrorKind, detail: String) -> Option<Event> {
         let i = self.pending.iter().position(|(s, _)| *s == seq)?;
-        self.pending.remove(i);
-        Some(self.fail(seq, kind, detail))
+        let (_, sent) = self.pending.remove(i)?;
+        Some(self.fail(seq, sent, kind, detail))
     }
 
     /// Whether attempts are still waiting for an answer.
@@ -202,7 +200,7 @@ impl Session {
                 break;
             }
             self.pending.pop_front();
-            out.push(self.fail(seq, ErrorKind::Timeout, "no answer".into()));
+            out.push(self.fail(seq, sent, ErrorKind::Timeout, "no answer".into()));
         }
         out
     }
@@ -231,10 +229,15 @@ impl Session {
         self.due().is_none() && self.pending.is_empty()
     }
 
-    fn fail(&mut self, seq: u64, kind: ErrorKind, detail: String) -> Event {
+    fn fail(&mut self, seq: u64, sent: u64, kind: ErrorKind, detail: String) -> Event {
         let d = detail.clone();
         self.tally.errors.record(kind.name(), move || d);
-        Event::Error { seq, kind, detail }
+        Event::Error {
+            seq,
+            sent,
+            kind,
+            detail,
+        }
     }
 }
 
@@ -266,6 +269,7 @@ mod tests {
             s.on_reply(a, 3 * MS),
             Some(Event::Reply {
                 seq: 1,
+                sent: 0,
                 rtt_ns: 3 * MS
             })
         );
@@ -346,6 +350,7 @@ mod tests {
             ev,
             vec![Event::Refused {
                 seq: 2,
+                sent: MS,
                 why: status::BUDGET
             }]
         );
@@ -357,10 +362,12 @@ mod tests {
             vec![
                 Event::Refused {
                     seq: 6,
+                    sent: 5 * MS,
                     why: status::BUDGET
                 },
                 Event::Refused {
                     seq: 4,
+                    sent: 3 * MS,
                     why: status::BUDGET
                 }
             ]
@@ -370,6 +377,7 @@ mod tests {
             s.settle_refused(8, 4),
             vec![Event::Refused {
                 seq: 7,
+                sent: 6 * MS,
                 why: status::BUDGET
             }]
         );

@@ -128,6 +128,18 @@ pub mod status {
             _ => "refused",
         }
     }
+
+    /// A refusal notice's status as the results name it (`refusals` by reason, the
+    /// per-packet log's `reason`).
+    pub fn notice_name(status: u32) -> &'static str {
+        match status {
+            BUDGET => "budget",
+            TOKEN_REQUIRED => "token_required",
+            NO_TOKEN => "no_token",
+            UNKNOWN_SESSION => "unknown_session",
+            _ => "other",
+        }
+    }
 }
 
 /// A decoded header. The payload stays in the caller's buffer.

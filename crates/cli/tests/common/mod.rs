@@ -68,7 +68,8 @@ pub fn serve_http() -> (Guard, String) {
     panic!("npt serve --http did not report its address");
 }
 
-/// Runs `npt` with `args`, killing it after `limit`.
+/// Runs `npt` with `args`, killing it after `limit`. Its output is read while it runs (a
+/// child writing more than a pipe holds, 64 KiB, would otherwise wait for us forever).
 pub fn run(args: &[&str], limit: Duration) -> Output {
     let mut child = npt()
         .args(args)
@@ -76,20 +77,35 @@ pub fn run(args: &[&str], limit: Duration) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("npt starts");
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
     let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
         }
         if start.elapsed() > limit {
             let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
+            let _ = child.wait();
+            let stderr = err.join().unwrap_or_default();
             panic!(
                 "npt {args:?} did not finish within {limit:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&stderr)
             );
         }
         std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
     }
 }
 
@@ -144,4 +160,32 @@ pub fn agents(args: &[String], n: u32, dir: &std::path::Path) -> Vec<serde_json:
             json(&out)
         })
         .collect()
+}
+
+/// stamp-suite (an independent STAMP implementation `./test.sh` installs with `cargo
+/// install`) on PATH or in cargo's bin directory. Missing: as root (CI) the test fails — the
+/// interoperability it checks must never pass unseen; otherwise it says SKIPPED and gets None.
+#[allow(dead_code)] // used by the STAMP test files only
+pub fn stamp_suite(test: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(h) = std::env::var_os("CARGO_HOME") {
+        dirs.push(Path::new(&h).join("bin"));
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        dirs.push(Path::new(&h).join(".cargo/bin"));
+    }
+    let found = dirs
+        .into_iter()
+        .map(|d| d.join("stamp-suite"))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            panic!("{test}: stamp-suite is not installed (`cargo install --locked stamp-suite --version 1.0.0`; ./test.sh installs it)");
+        }
+        eprintln!("SKIPPED: {test} needs stamp-suite (cargo install --locked stamp-suite)");
+    }
+    found
 }

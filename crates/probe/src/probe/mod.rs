@@ -15,6 +15,8 @@ pub mod runner;
 #[cfg(test)]
 mod session_far;
 #[cfg(test)]
+mod session_log_tests;
+#[cfg(test)]
 mod session_progress_tests;
 #[cfg(test)]
 mod session_split_tests;

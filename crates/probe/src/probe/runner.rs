@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use npt_result::interval::{Interval as Record, Intervals};
+use npt_result::packets::{unix_ns, PacketLine};
 use npt_result::probe::{hist, Directions, ProbeBody};
 use npt_result::stats::directions::DirStats;
 use npt_result::stats::probe::{ProxyStats, SendRates};
@@ -272,14 +273,18 @@ fn session_config(
             (false, Proto::Tcp) => Reflect::Timing,
         },
         clock: cfg.clock,
+        log_packets: false,
     })
 }
 
-/// Runs the probe to completion. `on_stage` gets each merged stage as soon as it is final.
+/// Runs the probe to completion. `on_stage` gets each merged stage as soon as it is final;
+/// `on_packet`, when given (`--packets`), each packet's fate as soon as its flow knows it, with
+/// its send time from the run's start.
 pub fn run(
     cfg: &ProbeConfig,
     stop: &Arc<Stop>,
     on_stage: &mut dyn FnMut(&Progress<'_>),
+    mut on_packet: Option<&mut dyn FnMut(&PacketLine)>,
 ) -> std::io::Result<Finished<ProbeBody>> {
     npt_netio::raise_nofile_limit();
     let mut udp_auth = super::auth::udp_flows(cfg)?;
@@ -294,8 +299,11 @@ pub fn run(
     let run_seed = started_wall
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let log_packets = on_packet.is_some();
+    let start_unix = unix_ns(started_wall);
     let configs: Vec<(usize, SessionConfig)> = (0..cfg.clients)
         .filter_map(|c| session_config(cfg, c, start, run_seed, wall).map(|s| (c as usize, s)))
+        .map(|(c, s)| (c, SessionConfig { log_packets, ..s }))
         .collect();
     let flows = configs.len();
     // The load runs on its own threads beside the flows; `finish` below ends and joins it
@@ -412,6 +420,17 @@ pub fn run(
             Event::Interval { flow, interval } => {
                 next_index[flow] = Some(interval.index + 1);
                 *pending.entry(interval.index).or_default() += &interval;
+            }
+            Event::Packets(lines) => {
+                if let Some(on_packet) = on_packet.as_mut() {
+                    for mut l in lines {
+                        // From the session clock to the run's: its start, and the wall clock.
+                        if let Some(t) = l.sent_ns {
+                            l = l.sent(t.saturating_sub(start), start_unix);
+                        }
+                        on_packet(&l);
+                    }
+                }
             }
             Event::Done { flow, result } => {
                 next_index[flow] = None;

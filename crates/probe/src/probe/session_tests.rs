@@ -87,6 +87,7 @@ pub(super) fn cfg(pacing: Pacing) -> SessionConfig {
         phases: None,
         reflect: Reflect::Off,
         clock: ClockSync::None,
+        log_packets: false,
     }
 }
 

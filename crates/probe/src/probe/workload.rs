@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use npt_result::packets::PacketLine;
 use npt_result::probe::{hist, ProbeBody};
 use npt_result::workload::{Finished, Progress, Stop, Workload};
 use npt_stats::{ErrorCounts, Histogram, Snapshot};
@@ -25,7 +26,18 @@ impl Workload for ProbeConfig {
         stop: &Arc<Stop>,
         on_interval: &mut dyn FnMut(&Progress<'_>),
     ) -> std::io::Result<Finished<ProbeBody>> {
-        runner::run(self, stop, on_interval)
+        runner::run(self, stop, on_interval, None)
+    }
+
+    const PACKETS: bool = true;
+
+    fn run_logged(
+        &mut self,
+        stop: &Arc<Stop>,
+        on_interval: &mut dyn FnMut(&Progress<'_>),
+        on_packet: &mut dyn FnMut(&PacketLine),
+    ) -> std::io::Result<Finished<ProbeBody>> {
+        runner::run(self, stop, on_interval, Some(on_packet))
     }
 }
 

@@ -116,6 +116,7 @@ pub(super) async fn game(
         // the end settles them); the game keeps no per-direction delays.
         reflect: Reflect::Full,
         clock: ClockSync::None,
+        log_packets: false,
     });
     // RTTs go to the run's shared histograms: thousands of sessions keep none of their own.
     s.keep_histograms(false);

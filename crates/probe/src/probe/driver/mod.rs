@@ -92,6 +92,17 @@ pub enum Event {
         flow: usize,
         result: Box<FlowResult>,
     },
+    /// `--packets`: fates a flow decided in one step (`sent_ns` on the run's clock).
+    Packets(Vec<npt_result::packets::PacketLine>),
+}
+
+/// Hands the fates `s` decided since the last call to the runner (`--packets`; nothing to do
+/// otherwise).
+fn send_packets(s: &mut Session, tx: &Sender<Event>) {
+    let lines = s.take_packets();
+    if !lines.is_empty() {
+        let _ = tx.send(Event::Packets(lines));
+    }
 }
 
 pub struct FlowResult {

@@ -520,6 +520,7 @@ pub fn run_tcp(
                 }
             }
             if let Some(s) = f.session.as_mut() {
+                send_packets(s, &tx);
                 while let Some(iv) = s.poll_interval() {
                     let _ = tx.send(Event::Interval {
                         flow: f.index,

@@ -160,6 +160,7 @@ pub fn run_udp(
                 }
             }
             s.handle_timeout(clock.now());
+            send_packets(s, &tx);
             while let Some(iv) = s.poll_interval() {
                 let _ = tx.send(Event::Interval {
                     flow: f.index,

@@ -25,6 +25,7 @@
 mod directions;
 mod far;
 mod intervals;
+mod log;
 mod query;
 mod reply;
 mod split;
@@ -84,6 +85,8 @@ pub struct Session {
     placed: Vec<Placed>,
     /// Wall clock − session clock, ns: see [`set_wall_offset`](Session::set_wall_offset).
     wall_offset: i64,
+    /// `--packets`: each packet's fate, for the driver ([`Session::take_packets`]).
+    log: Option<log::Log>,
 }
 
 impl Session {
@@ -108,6 +111,7 @@ impl Session {
                 .without_query(matches!(cfg.framing, Framing::Stamp(_))),
             placed: Vec::new(),
             wall_offset: 0,
+            log: cfg.log_packets.then(|| log::Log::new(cfg.flow)),
             cfg,
         };
         s.open.push_back(s.new_interval(0));
@@ -193,8 +197,13 @@ impl Session {
             self.stop_reason.get_or_insert(why);
         }
         let mut tags = std::mem::take(&mut self.lost_tags);
-        self.window
-            .expire_all(|seq, slot| tags.push((seq, slot.tag)));
+        let (log, split) = (&mut self.log, &self.split);
+        self.window.expire_all(|seq, slot| {
+            tags.push((seq, slot.tag));
+            if let Some(log) = log {
+                log.missing(seq, slot.sent, split.is_noticed(seq));
+            }
+        });
         self.on_missing(&mut tags);
         self.lost_tags = tags;
         self.finish_all(now, Final::NoAnswer);
@@ -335,8 +344,13 @@ impl Session {
 
     fn expire(&mut self, now: u64) {
         let mut tags = std::mem::take(&mut self.lost_tags);
-        self.window
-            .expire(now, |seq, slot| tags.push((seq, slot.tag)));
+        let (log, split) = (&mut self.log, &self.split);
+        self.window.expire(now, |seq, slot| {
+            tags.push((seq, slot.tag));
+            if let Some(log) = log {
+                log.missing(seq, slot.sent, split.is_noticed(seq));
+            }
+        });
         self.on_missing(&mut tags);
         self.lost_tags = tags;
     }
@@ -394,6 +408,12 @@ impl Session {
         }
         at(self.window.next_expiry());
         t
+    }
+
+    /// `--packets`: the fates decided since the last call, `sent_ns` on the session clock
+    /// (nothing unless the config asked, [`SessionConfig::log_packets`]).
+    pub fn take_packets(&mut self) -> Vec<npt_result::packets::PacketLine> {
+        self.log.as_mut().map(log::Log::take).unwrap_or_default()
     }
 
     /// Everything counted so far (final once [`is_done`](Session::is_done)).

@@ -79,6 +79,9 @@ impl Session {
         t.dir.lost_up = t.dir.lost_up.saturating_sub(moved);
         self.split
             .exact_split(fin, sent, received, &mut self.totals.dir);
+        if let Some(log) = &mut self.log {
+            log.close();
+        }
         self.state = State::Done;
         self.totals.jitter = npt_stats::JitterMean::of(&self.jitter);
         self.close_all_intervals();
@@ -87,6 +90,9 @@ impl Session {
     /// Puts placed losses into the totals and into the intervals still open.
     pub(super) fn apply_placed(&mut self) {
         let mut placed = std::mem::take(&mut self.placed);
+        if let Some(log) = &mut self.log {
+            log.placed(&placed);
+        }
         for p in placed.drain(..) {
             let Placed {
                 tag,

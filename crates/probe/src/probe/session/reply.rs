@@ -3,6 +3,7 @@
 //! framed replies are parsed here; a sender that parses its own replies (STAMP) hands them in
 //! through [`Session::handle_parsed`].
 
+use npt_result::packets::{Direction, Fate};
 use npt_stats::{Histogram, JitterMean};
 use npt_wire::frame::{Header, Kind};
 use npt_wire::raw::RawStamp;
@@ -257,6 +258,9 @@ impl Session {
                     }
                 }
                 self.pacer.on_reply(now);
+                if let Some(log) = &mut self.log {
+                    log.reply(seq, Some(slot.sent), Fate::Received, Some(rtt), None);
+                }
                 Arrival::OnTime { rtt }
             }
             Outcome::Late { reordered } => {
@@ -271,10 +275,28 @@ impl Session {
                     iv.late += 1;
                     iv.bytes_down += arrival;
                 }
+                if let Some(log) = &mut self.log {
+                    // Sent at the stamp the echo carried back (the slot is retired).
+                    let rtt = now.checked_sub(p.send_ts);
+                    log.reply(seq, Some(p.send_ts), Fate::Late, rtt, None);
+                }
                 Arrival::Late
             }
             Outcome::Duplicate => {
+                let (up, down) = (self.totals.dir.dup_up, self.totals.dir.dup_down);
                 self.split.on_duplicate(seq, far, &mut self.totals.dir);
+                if let Some(log) = &mut self.log {
+                    let d = &self.totals.dir;
+                    let direction = if d.dup_up > up {
+                        Some(Direction::Up)
+                    } else if d.dup_down > down && far.is_some_and(|f| f.rx_count.is_some()) {
+                        Some(Direction::Down)
+                    } else {
+                        None
+                    };
+                    let rtt = now.checked_sub(p.send_ts);
+                    log.reply(seq, Some(p.send_ts), Fate::Duplicate, rtt, direction);
+                }
                 self.totals.duplicated += 1;
                 self.totals.bytes_down += arrival;
                 if let Some(iv) = self.newest_mut() {

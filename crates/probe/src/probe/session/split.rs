@@ -162,6 +162,11 @@ impl Split {
         self.mode == Reflect::Full && self.heard && self.reflecting != Some(false)
     }
 
+    /// Whether the far end's notice named packet `seq` refused (and its fate is still open).
+    pub(super) fn is_noticed(&self, seq: u64) -> bool {
+        self.noticed.contains(&seq)
+    }
+
     /// Missing packets of interval `tag` not placed yet.
     pub(super) fn unplaced_in(&self, tag: u32) -> u64 {
         self.gap

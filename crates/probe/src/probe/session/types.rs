@@ -87,6 +87,8 @@ pub struct SessionConfig {
     pub reflect: Reflect,
     /// The clock assumption one-way delays rest on; without one, none are recorded.
     pub clock: ClockSync,
+    /// `--packets`: queue each packet's fate for [`Session::take_packets`](super::Session).
+    pub log_packets: bool,
 }
 
 /// Counters and histograms of a flow or of many flows merged (`+=`).
