@@ -132,7 +132,10 @@ fn every_kind_in_every_format_and_the_html_draws_in_chromium() {
             let last = csv.lines().last().unwrap();
             let up: f64 = last.split(',').rev().nth(1).unwrap().parse().unwrap();
             let want = original["summary"]["goodput_bps"]["up"].as_f64().unwrap();
-            assert!((up - want).abs() <= 1.0, "summary goodput {up} against {want}");
+            assert!(
+                (up - want).abs() <= 1.0,
+                "summary goodput {up} against {want}"
+            );
             let html = report(&f, "html");
             assert!(html.contains("Goodput per interval"), "bulk page");
             assert!(html.contains("datagrams/s") && !html.contains("requests/s"));

@@ -422,7 +422,11 @@ mod tests {
         let page = html_page(&d, "x.json");
         let chart = |id: &str| page.charts.iter().find(|c| c.id == id).unwrap();
         let rate = chart("rate");
-        assert_eq!(rate.x, [1.0, 2.0, 2.1], "the zero-length interval is left out");
+        assert_eq!(
+            rate.x,
+            [1.0, 2.0, 2.1],
+            "the zero-length interval is left out"
+        );
         assert_eq!(rate.series[0].values, [Some(100.0), Some(90.0), None]);
         assert_eq!(chart("latency").x.len(), 3);
         let spectrum = chart("spectrum");
