@@ -7,10 +7,12 @@
 //! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
 //! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate),
 //! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time of each datagram
-//! ([`rxtime`], `SO_TIMESTAMPNS`). Everything unsafe in npt's socket code is in this crate.
+//! ([`rxtime`], `SO_TIMESTAMPNS`); segmentation offload both ways ([`offload`]: GSO, GRO).
+//! Everything unsafe in npt's socket code is in this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod lowat;
+pub mod offload;
 pub mod rxtime;
 pub mod tcpinfo;
 
@@ -34,6 +36,11 @@ pub struct MsgBatch {
     ctrl: Vec<u64>,
     /// The kernel's receive time of each received slot, ns since the Unix epoch (0: none).
     rx_ns: Vec<u64>,
+    /// The GRO segment size of each received slot (0: the slot holds one datagram).
+    gro: Vec<usize>,
+    /// The headers are laid out for a receive into every slot (slot i in header i), so the
+    /// next receive only resets what the kernel wrote back instead of rebuilding them.
+    recv_layout: bool,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -67,6 +74,8 @@ impl MsgBatch {
             hdrs: vec![unsafe { mem::zeroed() }; n],
             ctrl: Vec::new(),
             rx_ns: vec![0; n],
+            gro: vec![0; n],
+            recv_layout: false,
         }
     }
 
@@ -74,6 +83,7 @@ impl MsgBatch {
     /// socket that has [`rxtime::enable`] on.
     pub fn with_rx_times(mut self) -> MsgBatch {
         self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+        self.recv_layout = false;
         self
     }
 
@@ -81,6 +91,14 @@ impl MsgBatch {
     /// batch collects receive times and the kernel gave one.
     pub fn rx_time_ns(&self, i: usize) -> Option<u64> {
         Some(self.rx_ns[i]).filter(|&t| t != 0)
+    }
+
+    /// With GRO on ([`offload::enable_gro`]) and control messages collected
+    /// ([`MsgBatch::with_rx_times`]): the size of each datagram coalesced into slot `i` (the
+    /// last may be shorter), or None when the slot holds one datagram. [`offload::segments`]
+    /// splits it.
+    pub fn gro_segment(&self, i: usize) -> Option<usize> {
+        Some(self.gro[i]).filter(|&g| g != 0)
     }
 
     pub fn capacity(&self) -> usize {
@@ -106,6 +124,12 @@ impl MsgBatch {
         &mut self.bufs[start..start + self.lens[i]]
     }
 
+    /// Slots `first..first + n` back to back, whole: for a GSO send of equal-size messages,
+    /// each `buf_size()` long ([`offload::send_gso`]).
+    pub fn slots(&self, first: usize, n: usize) -> &[u8] {
+        &self.bufs[first * self.buf_size..(first + n) * self.buf_size]
+    }
+
     pub fn len(&self, i: usize) -> usize {
         self.lens[i]
     }
@@ -125,6 +149,7 @@ impl MsgBatch {
         for_recv: bool,
         with_addr: bool,
     ) -> usize {
+        self.recv_layout = false;
         let mut k = 0;
         for i in idx {
             let base = self.bufs[i * self.buf_size..].as_mut_ptr();
@@ -168,8 +193,27 @@ impl MsgBatch {
     /// `libc::MSG_DONTWAIT` or `libc::MSG_WAITFORONE`.
     pub fn recv(&mut self, fd: RawFd, max: usize, flags: i32) -> io::Result<usize> {
         let max = max.min(self.capacity());
-        // iovs/hdrs index k == slot i here, so the iovec used for slot i is iovs[i].
-        let k = self.prepare(0..max, true, true);
+        // iovs/hdrs index k == slot i here, so the iovec used for slot i is iovs[i]. Laid out
+        // once for every slot; a receive after a receive resets only what the kernel wrote
+        // (a per-packet saving of a loop that reads often into a batch it never sends from).
+        if self.recv_layout {
+            #[allow(clippy::useless_conversion)] // a `socklen_t` on musl
+            let cl = (rxtime::CTRL_WORDS * mem::size_of::<u64>())
+                .try_into()
+                .unwrap_or_default();
+            let ctrl = !self.ctrl.is_empty();
+            for m in &mut self.hdrs[..max] {
+                m.msg_hdr.msg_namelen = STORAGE_LEN;
+                m.msg_hdr.msg_flags = 0;
+                if ctrl {
+                    m.msg_hdr.msg_controllen = cl;
+                }
+            }
+        } else {
+            self.prepare(0..self.capacity(), true, true);
+            self.recv_layout = true;
+        }
+        let k = max;
         // SAFETY: hdrs[..k] point into our own buffers, sized as declared.
         let n = unsafe {
             libc::recvmmsg(
@@ -194,6 +238,11 @@ impl MsgBatch {
                 // The header's control pointer still points into `ctrl` (not moved since
                 // `prepare`); the kernel set `msg_controllen` to what it wrote.
                 rxtime::from_control(&self.hdrs[i].msg_hdr)
+            };
+            self.gro[i] = if self.ctrl.is_empty() {
+                0
+            } else {
+                offload::gro_from_control(&self.hdrs[i].msg_hdr)
             };
         }
         Ok(n)
@@ -288,15 +337,32 @@ pub fn wait(
     timeout: Option<Duration>,
     out: &mut Vec<Ready>,
 ) -> io::Result<()> {
-    let mut p: Vec<libc::pollfd> = fds
-        .iter()
+    // Up to 16 descriptors (every probe thread's usual share) on the stack: a wait per
+    // packet must not allocate.
+    let mut small = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; 16];
+    let mut big = Vec::new();
+    let p: &mut [libc::pollfd] = match small.get_mut(..fds.len()) {
+        Some(p) => p,
+        None => {
+            big.resize(fds.len(), small[0]);
+            &mut big
+        }
+    };
+    for ((q, &fd), &w) in p
+        .iter_mut()
+        .zip(fds)
         .zip(want_write.iter().chain(std::iter::repeat(&false)))
-        .map(|(&fd, &w)| libc::pollfd {
+    {
+        *q = libc::pollfd {
             fd,
             events: libc::POLLIN | if w { libc::POLLOUT } else { 0 },
             revents: 0,
-        })
-        .collect();
+        };
+    }
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
         tv_nsec: d.subsec_nanos() as libc::c_long,
