@@ -61,6 +61,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         behind_threshold: Duration::from_millis(1),
         via: None,
         under_load: None,
+        rx_stamp: Default::default(),
+        spin: false,
     };
     let tcp = ProbeConfig {
         proto: Proto::Tcp,

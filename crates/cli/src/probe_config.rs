@@ -5,10 +5,10 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, RxStamp, StageSpec};
 use npt_probe::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
 
-use crate::probe::{Mode, ProbeArgs};
+use crate::probe::{Mode, ProbeArgs, RxStampArg};
 use crate::probe_checks::check_memory;
 use crate::usage;
 
@@ -100,6 +100,19 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         }
     };
     let via = a.via.resolve(proto == Proto::Udp)?;
+    // A TCP probe reads its clock after each read: the kernel stamp and the spin are UDP's.
+    let rx_stamp = match (proto, a.rx_stamp) {
+        (Proto::Udp, r) => r.unwrap_or_default().into(),
+        (Proto::Tcp, None | Some(RxStampArg::User)) => RxStamp::User,
+        (Proto::Tcp, Some(RxStampArg::Kernel)) => {
+            return Err(usage!(
+                "--rx-stamp kernel is for UDP; a TCP probe stamps a reply when its read returns"
+            ))
+        }
+    };
+    if a.spin && proto == Proto::Tcp {
+        return Err(usage!("--spin is for UDP probes"));
+    }
     let addr = match resolve(&hostport, "target") {
         Ok(addr) => addr,
         // socks5h://: the proxy resolves the name; the port is all npt needs here.
@@ -316,6 +329,8 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         behind_threshold: a.behind_threshold,
         via,
         under_load,
+        rx_stamp,
+        spin: a.spin,
     };
     Ok((cfg, notices))
 }

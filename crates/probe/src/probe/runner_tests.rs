@@ -36,6 +36,8 @@ fn tcp_config() -> ProbeConfig {
         behind_threshold: Duration::from_millis(1),
         via: None,
         under_load: None,
+        rx_stamp: Default::default(),
+        spin: false,
     }
 }
 
