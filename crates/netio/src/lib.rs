@@ -41,6 +41,12 @@ pub struct MsgBatch {
     /// The headers are laid out for a receive into every slot (slot i in header i), so the
     /// next receive only resets what the kernel wrote back instead of rebuilding them.
     recv_layout: bool,
+    /// [`MsgBatch::send_grouped`]: `UDP_SEGMENT` control space per message (empty until the
+    /// first grouped send), datagrams per message of the last one, and whether the kernel
+    /// refused GSO on this socket.
+    gso_ctrl: Vec<u64>,
+    runs: Vec<usize>,
+    gso_off: bool,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -76,6 +82,9 @@ impl MsgBatch {
             rx_ns: vec![0; n],
             gro: vec![0; n],
             recv_layout: false,
+            gso_ctrl: Vec::new(),
+            runs: vec![0; n],
+            gso_off: false,
         }
     }
 
@@ -294,6 +303,18 @@ const STORAGE_LEN: libc::socklen_t = mem::size_of::<libc::sockaddr_storage>() as
 /// `c_uint::MAX`; saturating would only offer the kernel fewer messages).
 fn c_count(k: usize) -> libc::c_uint {
     libc::c_uint::try_from(k).unwrap_or(libc::c_uint::MAX)
+}
+
+/// The first `len` bytes of an address (all of it at most), for comparing two peers.
+fn storage_bytes(s: &libc::sockaddr_storage, len: libc::socklen_t) -> &[u8] {
+    // SAFETY: a sockaddr_storage is plain bytes; the slice covers at most the whole struct.
+    let all: &[u8] = unsafe {
+        std::slice::from_raw_parts(
+            (s as *const libc::sockaddr_storage).cast(),
+            mem::size_of::<libc::sockaddr_storage>(),
+        )
+    };
+    all.get(..len as usize).unwrap_or(all)
 }
 
 fn from_storage(s: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {

@@ -123,6 +123,121 @@ pub(crate) fn gro_from_control(h: &libc::msghdr) -> usize {
     0
 }
 
+/// `UDP_SEGMENT`'s control space, CMSG_SPACE(2) = 24 bytes, in words.
+const GSO_CTRL_WORDS: usize = 3;
+
+// NO-PANIC: slot indices are the caller's (`idx`, each below `capacity()`), as in `MsgBatch`'s
+// own impl; a grouped send writes at most `idx.len() <= capacity()` iovecs, headers and
+// control blocks, each vector holding `capacity()` of them.
+#[allow(clippy::indexing_slicing)]
+impl crate::MsgBatch {
+    /// Sends the messages at `idx` to their stored peers, as [`crate::MsgBatch::send`] with
+    /// addresses does, except that a run of consecutive messages to the same peer, all as long
+    /// as the first but the last (which may be shorter), leaves as one GSO message: the kernel
+    /// walks its send path once for the run and cuts it into datagrams at the device (on
+    /// loopback, at the receiving socket). Returns how many *datagrams* left; stops at the
+    /// first error after at least one, as `send` does. A socket whose kernel refuses GSO
+    /// sends one message per datagram from then on.
+    pub fn send_grouped(&mut self, fd: RawFd, idx: &[usize]) -> io::Result<usize> {
+        if self.gso_off || idx.len() < 2 {
+            return self.send(fd, idx, true, 0);
+        }
+        self.recv_layout = false;
+        if self.gso_ctrl.is_empty() {
+            self.gso_ctrl = vec![0; self.capacity() * GSO_CTRL_WORDS];
+        }
+        let (mut m, mut k, mut j) = (0, 0, 0);
+        while j < idx.len() {
+            let first = idx[j];
+            let seg = self.lens[first];
+            let max = gso_segments(seg).max(1);
+            let mut run = 1;
+            while j + run < idx.len() && run < max {
+                let next = idx[j + run];
+                let l = self.lens[next];
+                if l == 0 || l > seg || !self.same_peer(first, next) {
+                    break;
+                }
+                run += 1;
+                if l < seg {
+                    break; // only the last datagram of a run may be shorter
+                }
+            }
+            for r in 0..run {
+                let i = idx[j + r];
+                self.iovs[k + r] = libc::iovec {
+                    iov_base: self.bufs[i * self.buf_size..].as_mut_ptr().cast(),
+                    iov_len: self.lens[i],
+                };
+            }
+            // SAFETY: all-zero msghdr is valid; every pointer set below points into this
+            // batch's own vectors, which are not resized until the call returns.
+            let mut h: libc::msghdr = unsafe { mem::zeroed() };
+            h.msg_iov = &mut self.iovs[k];
+            h.msg_iovlen = run;
+            h.msg_name = (&mut self.addrs[first] as *mut libc::sockaddr_storage).cast();
+            h.msg_namelen = self.addr_lens[first];
+            if run > 1 {
+                let c = &mut self.gso_ctrl[m * GSO_CTRL_WORDS..(m + 1) * GSO_CTRL_WORDS];
+                c.fill(0);
+                h.msg_control = c.as_mut_ptr().cast();
+                // SAFETY: CMSG_* are arithmetic on our 24-byte, 8-aligned control block.
+                unsafe {
+                    h.msg_controllen = libc::CMSG_SPACE(2) as usize;
+                    let cm = libc::CMSG_FIRSTHDR(&h);
+                    (*cm).cmsg_level = libc::SOL_UDP;
+                    (*cm).cmsg_type = UDP_SEGMENT;
+                    (*cm).cmsg_len = libc::CMSG_LEN(2) as usize;
+                    let seg16 = u16::try_from(seg).unwrap_or(u16::MAX);
+                    std::ptr::write_unaligned(libc::CMSG_DATA(cm).cast::<u16>(), seg16);
+                }
+            }
+            self.hdrs[m] = libc::mmsghdr {
+                msg_hdr: h,
+                msg_len: 0,
+            };
+            self.runs[m] = run;
+            m += 1;
+            k += run;
+            j += run;
+        }
+        let (mut done, mut sent) = (0, 0);
+        while done < m {
+            // SAFETY: hdrs[done..m] were built above and point into our own buffers.
+            let n = unsafe {
+                libc::sendmmsg(
+                    fd,
+                    self.hdrs[done..].as_mut_ptr(),
+                    crate::c_count(m - done),
+                    0,
+                )
+            };
+            if let Ok(n) = usize::try_from(n) {
+                sent += self.runs[done..done + n].iter().sum::<usize>();
+                done += n;
+                continue;
+            }
+            let e = io::Error::last_os_error();
+            if self.runs[done] > 1 && gso_unsupported(&e) {
+                // This kernel, socket or route takes no GSO: this run and everything after
+                // it go one datagram per message.
+                self.gso_off = true;
+                let rest: usize = self.runs[done..m].iter().sum();
+                return Ok(sent + self.send(fd, &idx[idx.len() - rest..], true, 0)?);
+            }
+            return if sent > 0 { Ok(sent) } else { Err(e) };
+        }
+        Ok(sent)
+    }
+
+    /// Whether slots `a` and `b` hold the same peer address.
+    fn same_peer(&self, a: usize, b: usize) -> bool {
+        let (la, lb) = (self.addr_lens[a], self.addr_lens[b]);
+        la == lb
+            && crate::storage_bytes(&self.addrs[a], la) == crate::storage_bytes(&self.addrs[b], lb)
+    }
+}
+
 /// The datagrams in a received buffer: the buffer itself (an empty datagram included), or
 /// with GRO several of `segment` bytes each, the last possibly shorter.
 pub fn segments(buf: &[u8], segment: Option<usize>) -> Segments<'_> {
@@ -237,6 +352,89 @@ mod tests {
         let mut buf = [0u8; 2048];
         let lens: Vec<usize> = (0..4).map(|_| r.recv(&mut buf).unwrap()).collect();
         assert_eq!(lens, vec![100, 100, 100, 50]);
+    }
+
+    /// A responder's batch: datagrams from two peers, interleaved, answered in place. Runs to
+    /// one peer leave as GSO messages; every peer gets each of its answers, in order, whole.
+    #[test]
+    fn grouped_answers_reach_each_peer_in_order() {
+        let srv = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = srv.local_addr().unwrap();
+        // a: 1..=5 (64 B, the last 20 B), b: 10, 11 (64 B), a again: 6 (64 B).
+        let sends: [(&UdpSocket, u8, usize); 8] = [
+            (&a, 1, 64),
+            (&a, 2, 64),
+            (&a, 3, 64),
+            (&a, 4, 64),
+            (&a, 5, 20),
+            (&b, 10, 64),
+            (&b, 11, 64),
+            (&a, 6, 64),
+        ];
+        for (s, v, n) in sends {
+            s.send_to(&vec![v; n], to).unwrap();
+        }
+        for gso in [true, false] {
+            let mut batch = crate::MsgBatch::new(16, 2048);
+            batch.gso_off = !gso;
+            let mut got = 0;
+            let mut ready = Vec::new();
+            for _ in 0..100 {
+                if got == sends.len() {
+                    break;
+                }
+                crate::wait(
+                    &[srv.as_raw_fd()],
+                    &[false],
+                    Some(Duration::from_millis(100)),
+                    &mut ready,
+                )
+                .unwrap();
+                // Receive everything into slots 0.. (one call may not see all 8 yet).
+                let n = batch
+                    .recv(srv.as_raw_fd(), sends.len() - got, libc::MSG_DONTWAIT)
+                    .unwrap_or(0);
+                // Keep what arrived: answer each receive's datagrams right away.
+                let idx: Vec<usize> = (0..n).collect();
+                assert_eq!(batch.send_grouped(srv.as_raw_fd(), &idx).unwrap(), n);
+                if gso && n == sends.len() {
+                    // All eight in one batch (they were queued before the first receive):
+                    // three messages, a's five (the last shorter), b's two, a's one.
+                    assert_eq!(&batch.runs[..3], &[5, 2, 1]);
+                }
+                got += n;
+            }
+            assert_eq!(got, sends.len());
+            a.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut buf = [0u8; 4096];
+            let mut read = |s: &UdpSocket, k: usize| -> Vec<(u8, usize)> {
+                (0..k)
+                    .map(|_| {
+                        let n = s.recv(&mut buf).unwrap();
+                        assert!(
+                            buf[..n].iter().all(|&x| x == buf[0]),
+                            "one datagram, one value"
+                        );
+                        (buf[0], n)
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                read(&a, 6),
+                vec![(1, 64), (2, 64), (3, 64), (4, 64), (5, 20), (6, 64)],
+                "gso {gso}"
+            );
+            assert_eq!(read(&b, 2), vec![(10, 64), (11, 64)], "gso {gso}");
+            // The second round sends the same datagrams again.
+            for (s, v, n) in sends {
+                if gso {
+                    s.send_to(&vec![v; n], to).unwrap();
+                }
+            }
+        }
     }
 
     #[test]
