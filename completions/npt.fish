@@ -150,7 +150,7 @@ complete -c npt -n "__fish_npt_using_subcommand run" -l game-length -d 'Game: se
 complete -c npt -n "__fish_npt_using_subcommand run" -l tick -d 'Game: packets per second (fixed per session)' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l game-size -d 'Game: bytes per packet, header included' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l loss-timeout -d 'Game: a packet unanswered this long is lost' -r
-complete -c npt -n "__fish_npt_using_subcommand run" -l workers -d 'Worker threads [default: one per core]' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l workers -d 'Threads the users run on, each an event loop with its share of them [default: half the CPUs when a target is on this machine, leaving the rest to it; else one per CPU]' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l json -d 'Also write the JSON result document here (atomically; also on Ctrl-C)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand run" -l format -d 'What goes to stdout' -r -f -a "text\t''
 json\t''"
