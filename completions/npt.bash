@@ -1295,7 +1295,7 @@ _npt() {
                     return 0
                     ;;
                 --rx-stamp)
-                    COMPREPLY=($(compgen -W "kernel user" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "user kernel" -- "${cur}"))
                     return 0
                     ;;
                 --json)

@@ -88,8 +88,8 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l loss-timeout -d 'A pac
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every -d 'Print a stage line every this long [default: 1s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every-packets -d 'Print a stage line every this many packets sent (instead of by time)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l behind-threshold -d 'Sends more than this late count as behind schedule' -r
-complete -c npt -n "__fish_npt_using_subcommand probe" -l rx-stamp -d 'UDP: where a reply\'s receive time comes from [default: kernel]' -r -f -a "kernel\t'The kernel\'s timestamp of the reply\'s arrival: the tester\'s own wake-up is not in the RTT'
-user\t'The clock read after the receive returned, wake-up included (what user-space ping-pong tools such as sockperf report)'"
+complete -c npt -n "__fish_npt_using_subcommand probe" -l rx-stamp -d 'UDP: where a reply\'s receive time comes from [default: user]' -r -f -a "user\t'The clock read after the receive returned, wake-up included: the RTT at the application (what user-space ping-pong tools such as sockperf report)'
+kernel\t'The kernel\'s timestamp of the reply\'s arrival: the tester\'s own wake-up is not in the RTT'"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l json -d 'Write the result document (JSON) to this file, atomically' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes to stdout: a text report, or the JSON result document' -r -f -a "text\t''
 json\t''"

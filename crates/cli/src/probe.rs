@@ -35,12 +35,12 @@ pub enum Mode {
 /// `--rx-stamp`: where a UDP reply's receive time comes from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum RxStampArg {
-    /// The kernel's timestamp of the reply's arrival: the tester's own wake-up is not in the RTT.
+    /// The clock read after the receive returned, wake-up included: the RTT at the application
+    /// (what user-space ping-pong tools such as sockperf report).
     #[default]
-    Kernel,
-    /// The clock read after the receive returned, wake-up included (what user-space ping-pong
-    /// tools such as sockperf report).
     User,
+    /// The kernel's timestamp of the reply's arrival: the tester's own wake-up is not in the RTT.
+    Kernel,
 }
 
 impl From<RxStampArg> for RxStamp {
@@ -125,7 +125,7 @@ pub struct ProbeArgs {
     /// Sends more than this late count as behind schedule.
     #[arg(long, value_parser = parse_duration, default_value = "1ms")]
     pub behind_threshold: Duration,
-    /// UDP: where a reply's receive time comes from [default: kernel].
+    /// UDP: where a reply's receive time comes from [default: user].
     #[arg(long, value_enum)]
     pub rx_stamp: Option<RxStampArg>,
     /// UDP: wait by spinning instead of sleeping, so sends leave within about a microsecond

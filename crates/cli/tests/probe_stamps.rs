@@ -1,7 +1,8 @@
-//! Why this exists: the UDP probe's receive path — the kernel's receive stamp (`--rx-stamp`),
-//! batches that leave in one GSO send, the busy-wait option (`--spin`) — must not change what
-//! a figure means: every packet still counted, every stamp still the reply's arrival. Real
-//! binary, real loopback sockets on port 0.
+//! Why this exists: the UDP probe's receive path — the receive stamp (the read time by default,
+//! the kernel's with `--rx-stamp kernel`), batches that leave in one GSO send, the busy-wait
+//! option (`--spin`) — must not change what a figure means: every packet still counted, the
+//! default RTT still ending when the tester read the reply. Real binary, real loopback sockets
+//! on port 0.
 
 #![cfg(test)]
 
@@ -19,12 +20,17 @@ const LIMIT: Duration = Duration::from_secs(60);
 /// stage line, lets it go on, and returns its result. Relay pacing keeps 64 packets in flight,
 /// so replies arrive while the tester is stopped and wait in its socket. A stage line is final
 /// (printed) one loss timeout after its end, so the first one shows up after about 3 s; the
-/// loss timeout outlasts the stall, so nothing in flight is declared lost.
-fn stalled_probe(addr: std::net::SocketAddr, stamp: &str) -> serde_json::Value {
+/// loss timeout outlasts the stall, so nothing in flight is declared lost. `stamp`: the
+/// `--rx-stamp` value, or `None` for the default.
+fn stalled_probe(addr: std::net::SocketAddr, stamp: Option<&str>) -> serde_json::Value {
     const STALL: Duration = Duration::from_millis(1000);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let target = format!("udp://{addr}");
+    let stamp_args = match stamp {
+        Some(s) => vec!["--rx-stamp", s],
+        None => vec![],
+    };
     let child = npt()
         .args([
             "probe",
@@ -41,11 +47,10 @@ fn stalled_probe(addr: std::net::SocketAddr, stamp: &str) -> serde_json::Value {
             "3s",
             "--report-every",
             "200ms",
-            "--rx-stamp",
-            stamp,
             "--json",
             out.to_str().unwrap(),
         ])
+        .args(&stamp_args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -81,7 +86,7 @@ fn stalled_probe(addr: std::net::SocketAddr, stamp: &str) -> serde_json::Value {
     }
     let d = json(&out);
     assert_valid(&d, "probe");
-    assert_eq!(d["config"]["rx_stamp"], stamp);
+    assert_eq!(d["config"]["rx_stamp"], stamp.unwrap_or("user"));
     assert_eq!(
         u(&d, "/summary/lost"),
         0,
@@ -90,19 +95,20 @@ fn stalled_probe(addr: std::net::SocketAddr, stamp: &str) -> serde_json::Value {
     d
 }
 
-/// The kernel stamps a reply when it arrives: a tester that was not running (stopped here,
-/// descheduled on a busy machine) does not add its own wait to the path's RTT. The same run
-/// with the receive stamp taken after the read shows what that wait would have added.
+/// By default a reply's RTT ends when the tester read it (the RTT at the application): a
+/// tester that was not running (stopped here, descheduled on a busy machine) reports its own
+/// wait. With `--rx-stamp kernel` the kernel stamps a reply when it arrives, and the same
+/// stall stays out of the RTT.
 #[test]
-fn kernel_stamps_keep_a_stalled_testers_wait_out_of_the_rtt() {
+fn the_default_stamp_is_the_read_and_kernel_stamps_keep_a_stall_out() {
     let (_srv, addr) = serve(&[]);
-    let kernel = stalled_probe(addr, "kernel");
-    let user = stalled_probe(addr, "user");
+    let kernel = stalled_probe(addr, Some("kernel"));
+    let user = stalled_probe(addr, None);
     let kmax = f(&kernel, "/summary/rtt_ms/max");
     let umax = f(&user, "/summary/rtt_ms/max");
     assert!(
         umax >= 900.0,
-        "replies read after a 1 s stall, stamped after the read: {umax} ms"
+        "replies read after a 1 s stall, stamped after the read (the default): {umax} ms"
     );
     assert!(
         kmax < 500.0,
@@ -171,7 +177,10 @@ fn spin_runs_a_udp_probe_and_tcp_refuses_the_udp_only_flags() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let d = json(&out);
     assert_eq!(d["config"]["spin"], true);
-    assert_eq!(d["config"]["rx_stamp"], "kernel");
+    assert_eq!(
+        d["config"]["rx_stamp"], "user",
+        "the read time is the default"
+    );
     assert_eq!(u(&d, "/summary/sent"), 1000);
     assert_eq!(u(&d, "/summary/received") + u(&d, "/summary/lost"), 1000);
     let tcp = format!("tcp://{addr}");

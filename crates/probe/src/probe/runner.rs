@@ -62,13 +62,14 @@ pub enum PacingSpec {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RxStamp {
-    /// The kernel's timestamp of the datagram's arrival (`SO_TIMESTAMPNS`): the tester's own
-    /// wake-up and receive call are not in the RTT.
-    #[default]
-    Kernel,
     /// The clock read right after the receive returned: the RTT includes how long the tester
-    /// took to wake up and read (what a user-space ping-pong tool reports).
+    /// took to wake up and read (the RTT at the application, docs/measurement.md; what a
+    /// user-space ping-pong tool reports). The default.
+    #[default]
     User,
+    /// The kernel's timestamp of the datagram's arrival (`SO_TIMESTAMPNS`): the tester's own
+    /// wake-up and receive call are not in the RTT (opt-in).
+    Kernel,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

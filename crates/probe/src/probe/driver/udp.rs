@@ -1,8 +1,9 @@
 //! The UDP driver: flows of connected UDP sockets (or one SOCKS5 UDP ASSOCIATE relay each),
 //! batched through `sendmmsg` / `recvmmsg`, with the kernel's help where it gives it
 //! ([`npt_netio::offload`]): a batch of equal-size packets leaves in one GSO send, replies a
-//! GSO sender coalesced come in as one GRO buffer, and each reply's receive time is the
-//! kernel's timestamp of its arrival, so the tester's own wake-up is not in the RTT.
+//! GSO sender coalesced come in as one GRO buffer. A reply's receive time is the clock read
+//! right after the receive returned (the RTT at the application), or with `--rx-stamp kernel`
+//! the kernel's timestamp of its arrival, so the tester's own wake-up is not in the RTT.
 
 use super::*;
 pub use npt_proxy::udp_flow::{split_target, SocksUdp};
@@ -49,7 +50,7 @@ pub struct UdpOptions {
     /// sends leave on time to the microsecond and replies are read as they arrive.
     pub spin: bool,
     /// Take each reply's receive time from the kernel's timestamp (`SO_TIMESTAMPNS`) instead
-    /// of the clock after the receive returned.
+    /// of the clock after the receive returned (`--rx-stamp kernel`; off by default).
     pub kernel_stamps: bool,
 }
 
@@ -147,9 +148,15 @@ pub fn run_udp(
                 match inb.recv(fd, BATCH, libc::MSG_DONTWAIT) {
                     Ok(n) => {
                         let now = clock.now();
-                        let real = npt_netio::rxtime::wall_ns();
+                        // By default every reply gets `now`, read right after the receive
+                        // returned; with `--rx-stamp kernel`, the kernel's stamp of its
+                        // arrival, aged on the wall clock.
+                        let real = opts.kernel_stamps.then(npt_netio::rxtime::wall_ns);
                         for j in 0..n {
-                            let rx = rx_time(now, real, inb.rx_time_ns(j));
+                            let rx = match real {
+                                Some(real) => rx_time(now, real, inb.rx_time_ns(j)),
+                                None => now,
+                            };
                             let seg = inb.gro_segment(j);
                             for d in npt_netio::offload::segments(inb.data(j), seg) {
                                 match &f.socks {
