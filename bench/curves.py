@@ -228,9 +228,9 @@ def probe_point_sockperf(rate):
     sent, rcvd = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
     m = re.search(r"RunTime=([0-9.]+) sec", out)
     run = float(m.group(1)) if m else wall
-    # sockperf's "dropped messages" counts replies it never got.
-    d = re.search(r"# dropped messages = (\d+)", out)
-    loss = int(d.group(1)) / max(rcvd, 1) * 100 if d else None
+    # Of the messages sent, those never answered (sockperf's own "dropped messages" counts
+    # something else: it exceeded the messages sent when the client fell behind).
+    loss = (sent - rcvd) / sent * 100 if sent else None
     return (cpu + scpu) / wall * 100, cpu / wall * 100, pct("50.000"), pct("99.000"), loss, \
         rcvd / run if run else None
 
