@@ -31,7 +31,7 @@ complete -c npt -n "__fish_npt_needs_command" -f -a "probe" -d 'Line quality: UD
 complete -c npt -n "__fish_npt_needs_command" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
 complete -c npt -n "__fish_npt_needs_command" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
 complete -c npt -n "__fish_npt_needs_command" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
-complete -c npt -n "__fish_npt_needs_command" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_needs_command" -f -a "ping" -d 'Hop RTT: TCP connect (or connect + one echo end to end, --echo), UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
 complete -c npt -n "__fish_npt_needs_command" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
 complete -c npt -n "__fish_npt_needs_command" -f -a "trace" -d 'A relay chain\'s waterfall: each segment\'s RTT measured from its upstream hop (via hop agents), their sum, the chain\'s own RTT, and the relays\' cost'
 complete -c npt -n "__fish_npt_needs_command" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
@@ -61,12 +61,15 @@ complete -c npt -n "__fish_npt_using_subcommand serve" -l quic -d 'Also serve QU
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-cert -d 'PEM certificate chain for --quic [default: self-signed for localhost, 127.0.0.1, ::1]' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-key -d 'PEM private key for --quic-cert' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic-cert-out -d 'Write the QUIC certificate (PEM) to this file, for `npt run --ca FILE`' -r -F
+complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp -d 'Also be a STAMP Session-Reflector (RFC 8762) on this UDP address (IANA\'s port is 862), for `npt probe stamp://` and any STAMP or TWAMP-Light sender; stateful unless --stamp-stateless, under the same limits as UDP' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp-key -d 'STAMP authenticated mode: answer only test packets whose HMAC verifies under this key (hex, at least 32 digits), and seal the answers with it' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l metrics -d 'Serve the responder\'s counters in OpenMetrics text at http://ADDR/metrics (Prometheus)' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-allow -d 'Targets the hop agent may measure, comma-separated (repeatable): addresses (10.0.3.2), networks (10.0.0.0/8), ADDR:PORT, or HOST:PORT by name [default: nothing]' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l open-limits -d 'Lift the internet-safe defaults: 500,000 pps and 2,000 Mbit/s per UDP source, no total, 10,000 Mbit/s reply budget, raw UDP echo for everyone'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l raw-echo -d 'Answer raw (unframed) UDP from any address [default: loopback and private addresses only; it reflects anything]'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l limit-local -d 'Apply the limits to loopback and private source addresses too (they are exempt by default: benches, labs and clusters run there). For a host whose private side is not trusted, or whose network lets spoofed private sources in'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l tls -d 'HTTPS on the --http address (self-signed certificate unless --cert/--key)'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp-stateless -d 'The STAMP reflector copies each sender\'s sequence number instead of keeping its own count per session (senders then see round-trip loss only, not which way)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-agent -d 'Be a hop agent: measure RTTs on request (`npt ping --from`) — TCP connect, UDP echo or QUIC handshake to a target within --hop-allow — for clients that pass --token (needed)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l config -d 'The line tester\'s XML config (ConfigTemplate.xml); flags given here override it' -r -F
@@ -81,9 +84,10 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -s n -l count -d 'Stop af
 complete -c npt -n "__fish_npt_using_subcommand probe" -s d -l duration -d 'Stop sending after this long (e.g. 60s, 2m). Neither this nor --count: until Ctrl-C' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l clients -d 'Client sockets (distinct source ports); the load is split evenly [default: 1]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l threads -d 'Sender threads the clients are spread over [default: min(clients, cores)]' -r
-complete -c npt -n "__fish_npt_using_subcommand probe" -s s -l size -d 'Bytes per packet, npt\'s header included [default: 64]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -s s -l size -d 'Bytes per packet, npt\'s header included [default: 64; stamp://: 44, or 112 with --stamp-key]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l fill -d 'Payload fill' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l token -d 'Secret the server was started with (npt serve --token): a keyed handshake per flow, then every packet carries a MAC (the secret never travels)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l stamp-key -d 'stamp:// in STAMP\'s authenticated mode: the reflector\'s HMAC key (hex, at least 32 digits)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l loss-timeout -d 'A packet unanswered this long is lost; a later reply is "late"' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every -d 'Print a stage line every this long [default: 1s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every-packets -d 'Print a stage line every this many packets sent (instead of by time)' -r
@@ -91,13 +95,16 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l behind-threshold -d 'S
 complete -c npt -n "__fish_npt_using_subcommand probe" -l rx-stamp -d 'UDP: where a reply\'s receive time comes from [default: user]' -r -f -a "user\t'The clock read after the receive returned, wake-up included: the RTT at the application (what user-space ping-pong tools such as sockperf report)'
 kernel\t'The kernel\'s timestamp of the reply\'s arrival: the tester\'s own wake-up is not in the RTT'"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l json -d 'Write the result document (JSON) to this file, atomically' -r -F
+complete -c npt -n "__fish_npt_using_subcommand probe" -l packets -d 'Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow, seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end\'s counts tell), or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes to stdout: a text report, or the JSON result document' -r -f -a "text\t''
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l under-load -d 'Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT, or UDP at --load-rate to udp://HOST:PORT (`npt serve`; may be the probe\'s own target) in a loaded phase between an idle and a recovery phase, and report the RTT of each phase, the increase under load and the responsiveness (RPM)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-streams -d 'Load streams each way, 1 to 1024 [default: 4]' -r
-complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down; a udp:// load: up, or down (npt serve sends UDP down only to --token sessions and loopback)]' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down; a udp:// load: up, or down (npt serve sends UDP down only to --token sessions and loopback)]' -r -f -a "up\t''
+down\t''
+both\t''"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-rate -d 'udp:// load (required for it): its rate, bits/s of datagrams, e.g. 20mbit (IP and UDP headers not counted)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-size -d 'udp:// load: datagram size in bytes, IP and UDP headers not counted [default: 1200]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-duration -d 'Length of the loaded phase [default: 10s]' -r
@@ -112,7 +119,8 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l metrics -d 'Serve live
 complete -c npt -n "__fish_npt_using_subcommand probe" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l ping-pong -d 'One message in flight over one connection, the next sent when its echo is back (the TCP ping-pong client of quic-tun\'s latency test): short for --mode relay --warmup 1'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l verify -d 'Check that every echoed payload is what was sent'
-complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server (round trips only: no loss or delay per direction)'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l owd -d 'The two hosts\' clocks are synchronized (NTP, PTP): report one-way delay up and down. Without it one-way delay is reported only where the clocks are one (a loopback target, or inside npt lab); delay variation per direction needs no sync'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l spin -d 'UDP: wait by spinning instead of sleeping, so sends leave within about a microsecond of their due time and replies are read as they arrive; costs one busy CPU per probe thread'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'No stage lines while running'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-insecure -d 'quic:// load: accept any certificate'
@@ -193,19 +201,23 @@ complete -c npt -n "__fish_npt_using_subcommand http" -s h -l help -d 'Print hel
 complete -c npt -n "__fish_npt_using_subcommand ping" -s c -l count -d 'Attempts to make; 0 = until Ctrl-C' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s i -l interval -d 'Time between attempts (e.g. 200ms, 1s)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s W -l timeout -d 'How long one attempt waits for its answer' -r
-complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48 framed, 24 raw)' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo, the TCP echo\'s size' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l token -d 'UDP framed: the secret of `npt serve --token`. With --from: the agent\'s secret' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand ping" -l packets -d 'Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l from -d 'Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on npt://HOST:PORT pings the target and sends the samples back (needs --token, the agent\'s secret). For the segments between relays that this host cannot see' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l echo -d 'tcp:// end to end: each attempt is a new connection and one framed echo on it against `npt serve`, connect and echo timed apart. A connect alone is answered by the first relay or forwarder, which accepts by itself even when nothing behind it answers'
 complete -c npt -n "__fish_npt_using_subcommand ping" -l raw -d 'UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`'
 complete -c npt -n "__fish_npt_using_subcommand ping" -l insecure -d 'QUIC: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s q -l quiet -d 'Only the summary, no per-attempt lines'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s P -l streams -d 'Streams each way (TCP connections or QUIC streams), 1 to 1024' -r
-complete -c npt -n "__fish_npt_using_subcommand bulk" -l direction -d 'down (the server sends), up (this host sends) or both; UDP: up or down (down needs --token, or a server on loopback)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l direction -d 'down (the server sends), up (this host sends) or both; UDP: up or down (down needs --token, or a server on loopback)' -r -f -a "up\t''
+down\t''
+both\t''"
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s t -l duration -d 'How long to measure (e.g. 10s, 1m)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s i -l interval -d 'Length of one interval line and record' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l rate -d 'UDP: the rate to send at, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit)' -r
@@ -303,7 +315,7 @@ complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcom
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect (or connect + one echo end to end, --echo), UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "trace" -d 'A relay chain\'s waterfall: each segment\'s RTT measured from its upstream hop (via hop agents), their sum, the chain\'s own RTT, and the relays\' cost'
 complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'

@@ -22,6 +22,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(Header::decode(&buf).unwrap(), h);
         let _ = reflect::read_reply(&h, data);
         let _ = reflect::read_notice(&h);
+        let _ = npt_wire::bulk::read_refused(&h, data);
         if let Some(r) = reflect::read_report(&h, data) {
             let mut p = [0u8; reflect::FLOW_REPORT_LEN];
             r.encode(&mut p).unwrap();

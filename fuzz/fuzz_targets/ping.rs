@@ -58,7 +58,9 @@ fuzz_target!(|data: &[u8]| {
             .flat_map(|&q| [q, (first - 1).wrapping_add(q % 6)])
         {
             match s.on_reply(seq, now) {
-                Some(Event::Reply { seq: got, rtt_ns }) => {
+                Some(Event::Reply {
+                    seq: got, rtt_ns, ..
+                }) => {
                     assert!(got == seq && (first..first + 4).contains(&got));
                     assert!(rtt_ns <= 4_500);
                 }

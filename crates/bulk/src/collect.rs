@@ -125,6 +125,7 @@ impl Collector {
         let mut bytes = Directions::default();
         let mut streams = Vec::with_capacity(self.streams.len());
         let (mut udp_sent, mut udp_lost, mut udp_got, mut jitter, mut udp) = (0, 0, 0, 0, false);
+        let mut udp_refused = 0;
         let mut failed = 0;
         for (i, a) in self.streams.iter_mut().enumerate() {
             let (s, s0) = (a.last, a.at_start);
@@ -150,9 +151,15 @@ impl Collector {
                 udp = true;
                 let exp = u.expected.saturating_sub(u0.expected);
                 let got = u.received.saturating_sub(u0.received);
+                // Refused by the responder's budget: neither arrived nor lost on the path.
+                let refused = u
+                    .refused
+                    .unwrap_or(0)
+                    .saturating_sub(u0.refused.unwrap_or(0));
                 udp_sent += exp;
                 udp_got += got;
-                udp_lost += exp.saturating_sub(got);
+                udp_refused += refused;
+                udp_lost += exp.saturating_sub(got).saturating_sub(refused);
                 jitter = u.jitter_ns;
             }
             if s.failed.is_some() && s0.failed.is_none() {
@@ -170,7 +177,7 @@ impl Collector {
             latency_ms: self.iv_hist.summary(),
             sent: udp.then_some(udp_sent),
             lost: udp.then_some(udp_lost),
-            loss_pct: udp.then(|| pct(udp_lost, udp_sent)),
+            loss_pct: udp.then(|| pct(udp_lost, udp_sent.saturating_sub(udp_refused))),
             jitter_ms: udp.then_some(jitter as f64 / 1e6),
             bandwidth_bps: Some(Directions {
                 up: bytes.up * 8.0 / len_s,
@@ -275,6 +282,7 @@ impl Collector {
                 size,
                 sent: u.sent,
                 received: u.received,
+                refused: u.refused,
                 delivered_bps: a.last.bytes as f64 * 8.0 / secs,
                 jitter: JitterMean::from_value(u.jitter_ns as f64, u.received),
                 sends_behind_schedule: u.behind_schedule,
@@ -406,6 +414,7 @@ mod tests {
             sent,
             received,
             expected,
+            refused: None,
             jitter_ns: 2_000_000,
             behind_schedule: 0,
         };
@@ -439,6 +448,56 @@ mod tests {
         assert_eq!(body.intervals.len(), 2);
     }
 
+    /// UDP up against a responder whose budget refused part of the flow: each interval's
+    /// refusals are neither received nor path loss, and the totals say how many there were.
+    #[test]
+    fn refused_datagrams_are_not_path_loss() {
+        let mut c = Collector::new(&[Direction::Up], S);
+        let u = |sent, received, expected, refused| UdpCounts {
+            sent,
+            received,
+            expected,
+            refused: Some(refused),
+            jitter_ns: 0,
+            behind_schedule: 0,
+        };
+        let at = |bytes, counts| Snapshot {
+            bytes,
+            reported_ns: S,
+            udp: Some(counts),
+            ..Snapshot::default()
+        };
+        let a = c
+            .sample(S, &[at(240_000, u(1000, 200, 1000, 800))])
+            .unwrap();
+        assert_eq!(
+            (a.sent, a.lost, a.loss_pct),
+            (Some(1000), Some(0), Some(0.0))
+        );
+        let b = c
+            .sample(2 * S, &[at(480_000, u(2000, 390, 2000, 1600))])
+            .unwrap();
+        assert_eq!(
+            (b.lost, b.loss_pct),
+            (Some(10), Some(5.0)),
+            "10 of the 200 taken"
+        );
+        let meta = Meta {
+            protocol: "udp".into(),
+            streams: 1,
+            udp: Some((20e6, 1200)),
+            ..Meta::default()
+        };
+        let end = [at(480_000, u(2000, 390, 2000, 1600))];
+        let x = c
+            .finish(2 * S, &end, None, &meta, Health::default())
+            .summary
+            .udp
+            .unwrap();
+        assert_eq!((x.sent, x.received, x.lost), (2000, 390, 10));
+        assert_eq!(x.refused_by_server, Some(1600));
+    }
+
     /// UDP down: the delivered rate is over the arrival window, which runs past the stop while
     /// a full queue drains, not over the run's length (that read 9.91 Mbit/s through a
     /// 9.81 Mbit/s lab link).
@@ -449,6 +508,7 @@ mod tests {
             sent: 1000,
             received: 500,
             expected: 1000,
+            refused: None,
             jitter_ns: 0,
             behind_schedule: 0,
         };

@@ -172,6 +172,9 @@ pub struct UdpCounts {
     /// The responder's count of datagrams, and the highest sequence number + 1 it saw.
     pub received: u64,
     pub expected: u64,
+    /// The flow's datagrams the responder's budget refused, when it says (`npt serve` since
+    /// refusals are reported; None from an older one, or down).
+    pub refused: Option<u64>,
     pub jitter_ns: u64,
     pub behind_schedule: u64,
 }

@@ -4,7 +4,9 @@
 //! [`REPORT_EVERY`] a `Bulk` frame in the same sequence asks the responder what arrived; its
 //! answer carries the counts, the one-way jitter and, by its round trip, the loaded path's RTT.
 //! After the stop the flow asks again until a report covers everything it sent (bounded), so
-//! datagrams in flight at the stop are not called lost. With `--via socks5://` the flow goes
+//! datagrams in flight at the stop are not called lost. The requests are long enough
+//! ([`bulk::REPLY_LEN_REFUSED`]) for the report to carry the datagrams the responder's budget
+//! refused, which are then never called lost either. With `--via socks5://` the flow goes
 //! through the proxy's UDP relay ([`crate::udp_sock`]).
 
 use npt_result::error::ErrorKind;
@@ -47,6 +49,9 @@ struct Flow<'a> {
     st: &'a StreamState,
     buf: Vec<u8>,
     spec: BulkSpec,
+    /// The target's host said nothing listens there (ICMP port unreachable on the connected
+    /// socket): a refusal, as probe and ping call it, not a timeout.
+    port_refused: bool,
 }
 
 impl Flow<'_> {
@@ -91,7 +96,15 @@ impl Flow<'_> {
     fn receive(&mut self, sent: u64, behind: u64) -> Option<u64> {
         let mut inb = [0u8; 2048];
         let mut last = None;
-        while let Ok(r) = self.sock.recv(&mut inb) {
+        loop {
+            let r = match self.sock.recv(&mut inb) {
+                Ok(r) => r,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    self.port_refused = true;
+                    continue;
+                }
+                Err(_) => break,
+            };
             let Some(b) = inb.get(r) else { continue };
             let Ok(h) = Header::decode(b) else { continue };
             if h.kind != Kind::BulkReply || h.flow != self.flow || b.len() < bulk::REPLY_LEN {
@@ -105,13 +118,20 @@ impl Flow<'_> {
             let Ok(r) = BulkReport::decode(b.get(HEADER_LEN..).unwrap_or_default()) else {
                 continue;
             };
-            self.publish(&r, sent, behind, self.now().saturating_sub(h.send_ts));
+            let refused = bulk::read_refused(&h, b);
+            self.publish(
+                &r,
+                refused,
+                sent,
+                behind,
+                self.now().saturating_sub(h.send_ts),
+            );
             last = Some(h.seq);
         }
         last
     }
 
-    fn publish(&self, r: &BulkReport, sent: u64, behind: u64, rtt_ns: u64) {
+    fn publish(&self, r: &BulkReport, refused: Option<u64>, sent: u64, behind: u64, rtt_ns: u64) {
         let st = self.st;
         st.bytes.store(r.bytes, Ordering::Relaxed);
         st.reported_ns.store(r.elapsed_ns, Ordering::Relaxed);
@@ -119,6 +139,7 @@ impl Flow<'_> {
             sent,
             received: r.datagrams,
             expected: r.expected,
+            refused,
             jitter_ns: r.jitter_ns,
             behind_schedule: behind,
         };
@@ -225,7 +246,9 @@ fn flow(
         seq: 0,
         t0,
         st,
-        buf: vec![0u8; size],
+        // Data datagrams of `size`, report requests of REPLY_LEN_REFUSED.
+        buf: vec![0u8; size.max(bulk::REPLY_LEN_REFUSED)],
+        port_refused: false,
         spec: BulkSpec {
             direction: Direction::Up,
             size: u32::try_from(size).unwrap_or(u32::MAX),
@@ -251,6 +274,9 @@ fn flow(
         if f.receive(f.seq, behind).is_some() {
             first_answer.get_or_insert(now);
         }
+        if f.port_refused && first_answer.is_none() {
+            return Err(port_refused(cfg));
+        }
         // Everything due by now leaves now (open loop: a late sender catches up).
         while let Some(due) = pacer.next_due().filter(|&d| d <= now) {
             f.send(Kind::BulkData, size);
@@ -265,7 +291,7 @@ fn flow(
             // datagram would meet a full bottleneck queue exactly when that datagram took the
             // slot that just freed, every time (a phase lock).
             next_report += every + rand::random::<u64>() % gap;
-            f.send(Kind::Bulk, bulk::REPLY_LEN);
+            f.send(Kind::Bulk, bulk::REPLY_LEN_REFUSED);
             if first_answer.is_none()
                 && now > u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX)
             {
@@ -283,7 +309,7 @@ fn flow(
     let last_data = f.seq;
     let t = Instant::now();
     while t.elapsed() < FINAL_WAIT {
-        f.send(Kind::Bulk, bulk::REPLY_LEN);
+        f.send(Kind::Bulk, bulk::REPLY_LEN_REFUSED);
         let until = Instant::now() + FINAL_RETRY;
         while Instant::now() < until {
             if let Some(seq) = f.receive(f.seq, behind) {
@@ -298,8 +324,25 @@ fn flow(
     // A run shorter than --timeout that never heard a report fails as a longer one would.
     match first_answer {
         Some(_) => Ok(()),
+        None if f.port_refused => Err(port_refused(cfg)),
         None => Err(no_report(t0.elapsed())),
     }
+}
+
+/// The flow's error when the target's host refused the port (nothing listens on it).
+fn port_refused(cfg: &Config) -> (ErrorKind, String) {
+    let via = if cfg.via.is_some() {
+        " (as the SOCKS5 relay's host told it)"
+    } else {
+        ""
+    };
+    (
+        ErrorKind::Refused,
+        format!(
+            "nothing listens on {}{via}: the host answered port unreachable",
+            cfg.target
+        ),
+    )
 }
 
 /// The flow's error when no report ever came within `waited`.

@@ -156,6 +156,7 @@ impl Down<'_> {
             sent: asked,
             received: r.datagrams,
             expected: r.expected,
+            refused: None,
             jitter_ns: r.jitter_ns,
             behind_schedule: behind,
         };

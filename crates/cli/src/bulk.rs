@@ -23,6 +23,7 @@ use crate::usage;
 use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
+#[command(after_help = crate::execute::EXIT_CODES)]
 pub struct BulkArgs {
     /// tcp://HOST:PORT, quic://HOST:PORT (streams) or udp://HOST:PORT (at --rate) of `npt serve`.
     #[arg(value_name = "TARGET")]
@@ -32,7 +33,7 @@ pub struct BulkArgs {
     pub streams: u32,
     /// down (the server sends), up (this host sends) or both; UDP: up or down (down needs
     /// --token, or a server on loopback).
-    #[arg(long, value_name = "up|down|both")]
+    #[arg(long, value_name = "up|down|both", value_parser = ["up", "down", "both"])]
     pub direction: Option<String>,
     /// How long to measure (e.g. 10s, 1m).
     #[arg(
@@ -139,10 +140,7 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         let Some(r) = &a.rate else {
             return Err(usage!("udp:// needs --rate (e.g. --rate 50mbit)"));
         };
-        let rate = npt_link::parse_rate("--rate", r).map_err(|e| usage!("{e}"))?;
-        if rate.as_bits_per_sec() == 0 {
-            return Err(usage!("--rate must be positive, got {r:?}"));
-        }
+        let rate = crate::usage::rate_flag("--rate", r)?;
         let size = a.size.unwrap_or(1200);
         let min = npt_wire::bulk::REPLY_LEN;
         if !(min..=65_507).contains(&size) {
@@ -205,6 +203,7 @@ pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
+    o.check()?;
     o.notices
         .extend(crate::via::bulk_fragment_notice("--size", &cfg));
     o.labels = vec![
@@ -284,6 +283,14 @@ impl Subcommand for Config {
 
     fn render(out: &mut dyn Write, doc: &Document<BulkBody>) -> std::io::Result<()> {
         npt_report::text::write_bulk(out, doc)
+    }
+
+    fn refused(body: &BulkBody) -> u64 {
+        body.summary
+            .udp
+            .as_ref()
+            .and_then(|u| u.refused_by_server)
+            .unwrap_or(0)
     }
 
     /// Nothing arrived (every stream failed): the summary says it, no message.
@@ -366,9 +373,11 @@ mod tests {
             "both"
         ])
         .contains("--direction"));
-        assert!(
-            usage_msg(&["tcp://127.0.0.1:7", "--direction", "sideways"]).contains("--direction")
-        );
+        // A direction outside up|down|both is refused by the parser itself (exit 2, naming
+        // the flag and the possible values, which completions also offer).
+        let e = flags::<BulkArgs>(&["tcp://127.0.0.1:7", "--direction", "sideways"]).unwrap_err();
+        assert!(e.to_string().contains("--direction"), "{e}");
+        assert_eq!(e.exit_code(), 2);
         assert!(usage_msg(&["tcp://127.0.0.1:7", "--rate", "1mbit"]).contains("--rate"));
         assert!(usage_msg(&["tcp://127.0.0.1:7", "--duration", "0"]).contains("--duration"));
         assert!(usage_msg(&["quic://127.0.0.1:7"]).contains("--insecure"));

@@ -23,7 +23,7 @@ pub struct DemoArgs {
     #[arg(long, value_parser = parse_duration, default_value = "3s")]
     pub duration: Duration,
     /// UDP packets per second.
-    #[arg(long, default_value_t = 1000.0)]
+    #[arg(long, default_value_t = 1000.0, allow_negative_numbers = true)]
     pub pps: f64,
 }
 
@@ -31,9 +31,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     if a.duration.is_zero() {
         return Err(crate::usage!("--duration must be positive"));
     }
-    if !(a.pps > 0.0 && a.pps <= 1e6) {
-        return Err(crate::usage!("--pps must be between 0 and 1,000,000"));
-    }
+    crate::usage::pps_flag("--pps", a.pps, 1e6)?;
     let server = Server::start(ServeConfig {
         listen: vec!["127.0.0.1:0".parse()?],
         ..ServeConfig::default()
@@ -48,6 +46,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         addr,
         raw: false,
         token: None,
+        stamp_key: None,
         size: 64,
         fill: Fill::Random,
         verify: true,
@@ -63,6 +62,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         under_load: None,
         rx_stamp: Default::default(),
         spin: false,
+        // The embedded server is on loopback: one clock.
+        clock: npt_probe::probe::session::ClockSync::SameHost,
     };
     let tcp = ProbeConfig {
         proto: Proto::Tcp,

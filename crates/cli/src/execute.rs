@@ -3,12 +3,15 @@
 //! [`Workload`]), says how it is shown ([`Subcommand`]) and where its output goes
 //! ([`Options`]); [`execute`] does the rest, in this order:
 //!
-//! segment (hash the config, split the load) → start-at → notices → signals → metrics →
-//! banner → live view → run (each interval to the metrics and the live view or the progress
-//! lines) → result document → atomic write → text or JSON on stdout → exit code → linger.
+//! output paths checked → segment (hash the config, split the load) → start-at → notices →
+//! signals → metrics → banner → live view → per-packet log → run (each interval to the metrics
+//! and the live view or the progress lines, each packet to the log) → result document →
+//! atomic write (kept in a temporary file if that fails) → text or JSON on stdout → exit
+//! code → linger.
 //!
 //! Exit code 1 when [`Subcommand::failed`] says the run measured nothing; errors of the
-//! workload are exit 1 too, except those [`Subcommand::is_usage`] names (exit 2).
+//! workload are exit 1 too, except those [`Subcommand::is_usage`] names (exit 2); exit
+//! [`EXIT_REFUSED`] when [`Subcommand::refused`] says the server refused part of the test.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
@@ -20,8 +23,19 @@ use npt_result::Document;
 
 use crate::live::{self, Live, Sample};
 use crate::metrics::MetricsArgs;
+use crate::packets::PacketLog;
 use crate::segment::{Segment, SegmentArgs, SegmentInfo};
 use crate::usage;
+
+/// Exit code: the server refused part (or all) of the test — its per-source budget or its
+/// `--token` — so the figures are not the path's alone (`refused_by_server` in the result).
+pub const EXIT_REFUSED: u8 = 3;
+
+/// The exit codes of every measuring subcommand, for `--help`.
+pub const EXIT_CODES: &str = "Exit codes: 0 the run completed and something answered; 1 nothing \
+answered (the report is still written) or the run could not be carried out; 2 bad flags or \
+config (the message names the flag); 3 the server refused part of the test (its per-source \
+budget or its --token: the report's `refused` line says which and the fix).";
 
 /// How a workload is shown on the command line: the only per-kind code [`execute`] calls.
 pub trait Subcommand: Workload + Sized {
@@ -62,6 +76,13 @@ pub trait Subcommand: Workload + Sized {
     /// `Some(why)` when the run failed (exit 1): nothing answered, nothing completed. `why` is
     /// printed as `npt KIND: why` unless empty (the report says it already).
     fn failed(body: &Self::Body) -> Option<&'static str>;
+
+    /// Packets or datagrams the server refused (its budget, its `--token`): exit
+    /// [`EXIT_REFUSED`] when any.
+    fn refused(body: &Self::Body) -> u64 {
+        let _ = body;
+        0
+    }
 
     /// Whether an error of the workload is the user's (a bad URL …: exit 2).
     fn is_usage(e: &Self::Error) -> bool {
@@ -106,6 +127,8 @@ pub struct Options<'a> {
     pub labels: Vec<(&'static str, String)>,
     /// `--json FILE`: the result document, written atomically.
     pub json_file: Option<&'a Path>,
+    /// `--packets FILE|-`: the per-packet log (see [`Options::packets_to`]).
+    pub packets: Option<&'a Path>,
     /// The result document on stdout (`--format json`, `--json -`).
     pub json_stdout: bool,
     /// Where the text report goes.
@@ -139,6 +162,7 @@ impl<'a> Options<'a> {
             metrics: &NO_METRICS,
             labels: Vec::new(),
             json_file: json.filter(|_| !json_stdout),
+            packets: None,
             json_stdout,
             text: if json_stdout {
                 Sink::Stderr
@@ -146,6 +170,42 @@ impl<'a> Options<'a> {
                 Sink::Stdout
             },
             quiet,
+        }
+    }
+}
+
+impl Options<'_> {
+    /// Every output path is usable (exit 2 naming the flag, before anything is sent). Called
+    /// by [`execute`] first; a subcommand that reaches the network before it (a banner that
+    /// resolves the name, a reachability check) calls it earlier too.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if let Some(p) = self.json_file {
+            crate::output::check("--json", p)?;
+        }
+        if let Some(p) = self.packets {
+            if p == Path::new("-") && self.json_stdout {
+                return Err(usage!(
+                    "--packets -: stdout already carries the JSON result document; give \
+                     --packets a file"
+                ));
+            }
+            crate::output::check_or_dash("--packets", p)?;
+        }
+        Ok(())
+    }
+
+    /// Stdout carries data (the JSON document or the per-packet log), not text.
+    fn stdout_taken(&self) -> bool {
+        self.json_stdout || self.packets == Some(Path::new("-"))
+    }
+}
+
+impl<'a> Options<'a> {
+    /// `--packets FILE|-`: with `-` the log takes stdout and the text report goes to stderr.
+    pub fn packets_to(&mut self, path: Option<&'a Path>) {
+        self.packets = path;
+        if path == Some(Path::new("-")) && self.text == Sink::Stdout {
+            self.text = Sink::Stderr;
         }
     }
 }
@@ -164,6 +224,12 @@ impl Sink {
 /// Runs `w` with everything around it; see the module doc for the order.
 pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<ExitCode> {
     let kind = W::KIND;
+    o.check()?;
+    if o.packets.is_some() && !W::PACKETS {
+        return Err(usage!(
+            "--packets: npt {kind} has no per-packet fates to log"
+        ));
+    }
     let segment = o.segment.resolve(&w.config())?;
     if let Some((seg, _)) = &segment {
         w.split(seg)?;
@@ -182,7 +248,7 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
         }
     }
     let live = match w.live() {
-        Some(spec) if live::wanted(o.quiet) && !o.json_stdout => {
+        Some(spec) if live::wanted(o.quiet) && !o.stdout_taken() => {
             let s = stop.clone();
             Some(Live::start(spec, move || s.signal())?)
         }
@@ -194,7 +260,8 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
         W::LINES
     };
     let tty = io::stderr().is_terminal();
-    let done = w.run(&stop, &mut |p| {
+    let stdout_taken = o.stdout_taken();
+    let mut on_interval = |p: &Progress<'_>| {
         if let Some(m) = &metrics {
             m.publish(&p.snapshot());
         }
@@ -202,12 +269,25 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
             l.sample(W::sample(p));
         }
         if lines != Lines::None {
-            show(lines, tty, o.json_stdout, &W::line(p));
+            show(lines, tty, stdout_taken, &W::line(p));
         }
-    });
+    };
+    let mut log = o.packets.map(PacketLog::open).transpose()?;
+    let done = match &mut log {
+        Some(log) => w.run_logged(&stop, &mut on_interval, &mut |l| log.line(l)),
+        None => w.run(&stop, &mut on_interval),
+    };
     if let Some(l) = live {
         l.finish()?;
     }
+    // The log is complete once the run is: flushed before the report, said if it failed.
+    let log_failed = match log.map(PacketLog::finish) {
+        Some(Err(why)) => {
+            eprintln!("npt {kind}: {why}");
+            true
+        }
+        _ => false,
+    };
     let done = done.map_err(|e| {
         if W::is_usage(&e) {
             usage!("{e}")
@@ -226,7 +306,7 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
         m.publish(&done.totals);
     }
     let doc = document(&w, done, segment.as_ref().map(|(_, info)| info))?;
-    write::<W>(&doc, &o)?;
+    let saved = write::<W>(&doc, &o)?;
     let failed = W::failed(&doc.body);
     if let Some(why) = failed.filter(|why| !why.is_empty()) {
         eprintln!("npt {kind}: {why}");
@@ -236,9 +316,18 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
         let level = stop.level();
         m.linger(|| stop.level() > level);
     }
-    Ok(match failed {
-        Some(_) => ExitCode::from(1),
-        None => ExitCode::SUCCESS,
+    let refused = W::refused(&doc.body);
+    Ok(if !saved || log_failed {
+        // What was asked for is not where it was asked (it is where stderr said).
+        ExitCode::from(1)
+    } else if refused > 0 {
+        // Before "nothing answered": a refusal explains the silence and has a fix.
+        eprintln!("npt {kind}: the server refused {refused} (exit {EXIT_REFUSED}; see the report)");
+        ExitCode::from(EXIT_REFUSED)
+    } else if failed.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 
@@ -267,13 +356,14 @@ pub fn document<W: Workload>(
 }
 
 /// The result file first (a closed stdout must not cost the user their result), then the
-/// text report, then the JSON on stdout.
-fn write<W: Subcommand>(doc: &Document<W::Body>, o: &Options<'_>) -> anyhow::Result<()> {
+/// text report, then the JSON on stdout. A result file that cannot be written is kept in a
+/// temporary file (stderr says where) and the report still follows: false then.
+fn write<W: Subcommand>(doc: &Document<W::Body>, o: &Options<'_>) -> anyhow::Result<bool> {
     let bytes = doc.to_json_pretty();
-    if let Some(path) = o.json_file {
-        npt_result::write_atomic(path, &bytes)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    }
+    let saved = match o.json_file {
+        Some(path) => crate::output::save(W::KIND, path, &bytes, !o.json_stdout),
+        None => true,
+    };
     match o.text {
         Sink::Stdout => {
             let mut out = io::stdout().lock();
@@ -292,15 +382,15 @@ fn write<W: Subcommand>(doc: &Document<W::Body>, o: &Options<'_>) -> anyhow::Res
         out.write_all(&bytes)?;
         out.flush()?;
     }
-    Ok(())
+    Ok(saved)
 }
 
 /// One progress line, where `lines` says (a line that cannot be written is dropped: the
 /// run goes on, and the report says what happened).
-fn show(lines: Lines, tty: bool, json_stdout: bool, line: &str) {
+fn show(lines: Lines, tty: bool, stdout_taken: bool, line: &str) {
     match lines {
         Lines::None => {}
-        Lines::Report if json_stdout => eprintln!("{line}"),
+        Lines::Report if stdout_taken => eprintln!("{line}"),
         Lines::Report => {
             let mut out = io::stdout().lock();
             let _ = writeln!(out, "{line}");

@@ -182,6 +182,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
             metrics: &args.metrics,
             labels,
             json_file: args.json.as_deref(),
+            packets: None,
             json_stdout: false,
             text: Sink::Stdout,
             quiet: args.quiet,

@@ -298,11 +298,10 @@ fn down(name: &str) -> anyhow::Result<ExitCode> {
         }
     };
     let existing = netns::list()?;
-    for n in names.iter().filter(|n| existing.contains(n)) {
-        found = true;
-        if let Err(e) = netns::delete(n) {
-            eprintln!("npt lab down: {e}");
-        }
+    let names: Vec<String> = names.into_iter().filter(|n| existing.contains(n)).collect();
+    found |= !names.is_empty();
+    for e in netns::delete_all(&names) {
+        eprintln!("npt lab down: {e}");
     }
     let _ = std::fs::remove_dir_all(&dir);
     if !found {
@@ -335,7 +334,7 @@ fn exec(name: &str, node: &str, cmd: &[String]) -> anyhow::Result<ExitCode> {
             "lab {name} has no node {node} up (no namespace {ns})"
         ));
     }
-    let status = runtime::exec_command(&ns, cmd, &npt_exe()?).status()?;
+    let status = runtime::exec_command(name, &ns, cmd, &npt_exe()?).status()?;
     let code = u8::try_from(status.code().unwrap_or(1).clamp(0, 255)).unwrap_or(1);
     Ok(ExitCode::from(code))
 }
@@ -418,6 +417,7 @@ impl Launcher for LabLauncher {
     fn npt(&self, node: Option<&str>) -> Command {
         let ns = npt_lab::plan::netns_name(&self.lab, node.unwrap_or_default());
         let mut c = Command::new("ip");
+        c.env(runtime::LAB_ENV, &self.lab);
         c.args(["netns", "exec", &ns]).arg(&self.exe);
         c
     }

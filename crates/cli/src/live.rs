@@ -39,6 +39,9 @@ pub struct Sample {
     pub errors: u64,
     /// Loss in this interval, for packet workloads.
     pub loss_pct: Option<f64>,
+    /// Where this interval's losses were placed (up, down) and what the server refused, for
+    /// a probe whose server says what it saw.
+    pub split: Option<String>,
 }
 
 impl Sample {
@@ -52,8 +55,28 @@ impl Sample {
             p99_ms: iv.latency_ms.p99,
             errors: iv.errors,
             loss_pct: iv.loss_pct,
+            split: split(iv),
         }
     }
+}
+
+/// `lost up 3 down 1 (2 not placed yet)   refused by the server 700`, or None when the
+/// interval says nothing per direction.
+fn split(iv: &npt_result::interval::Interval) -> Option<String> {
+    let mut parts = Vec::new();
+    if let (Some(u), Some(d)) = (iv.lost_up, iv.lost_down) {
+        let rest = iv.lost.unwrap_or(0).saturating_sub(u + d);
+        let unplaced = if rest > 0 {
+            format!(" ({rest} not placed yet)")
+        } else {
+            String::new()
+        };
+        parts.push(format!("lost up {u} down {d}{unplaced}"));
+    }
+    if let Some(r) = iv.refused.filter(|r| *r > 0) {
+        parts.push(format!("refused by the server {r} (not path loss)"));
+    }
+    (!parts.is_empty()).then(|| parts.join("   "))
 }
 
 /// What the view shows around the samples.
@@ -199,7 +222,7 @@ fn draw_loop(
             let area = f.area();
             let rows = Layout::vertical([
                 Constraint::Length(3),
-                Constraint::Length(4),
+                Constraint::Length(5),
                 Constraint::Min(3),
                 Constraint::Length(1),
             ])
@@ -239,6 +262,7 @@ fn draw_loop(
                             .map(|l| format!("   loss {l:.2}% in the last interval"))
                             .unwrap_or_default()
                     )),
+                    Line::from(s.split.clone().unwrap_or_default()),
                 ],
                 None => vec![Line::from("waiting for the first interval…")],
             };

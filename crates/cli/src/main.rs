@@ -1,9 +1,11 @@
 //! `npt`: the command line. Each subcommand parses its flags (clap derive), validates them into
 //! the engine's typed config (naming the flag in any error), runs, and renders. Exit codes:
 //! 0 ok, 1 the run failed (nothing answered, or the run could not be carried out),
-//! 2 usage or configuration error. A closed stdout (`| head`) counts as success.
+//! 2 usage or configuration error, 3 the server refused part of the test (probe, run, bulk,
+//! ping: `execute::EXIT_REFUSED`). A closed stdout (`| head`) counts as success.
 
 mod bulk;
+mod clock;
 mod compare;
 mod demo;
 mod execute;
@@ -13,6 +15,8 @@ mod live;
 mod manual;
 mod merge;
 mod metrics;
+mod output;
+mod packets;
 mod ping;
 mod ping_from;
 mod probe;
@@ -63,7 +67,8 @@ enum Command {
     /// Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual
     /// hosts, closed or open loop, cold start of a command.
     Http(http::HttpArgs),
-    /// Hop RTT: TCP connect, UDP echo (npt serve or any echo) or QUIC handshake, ping-style.
+    /// Hop RTT: TCP connect (or connect + one echo end to end, --echo), UDP echo (npt serve or
+    /// any echo) or QUIC handshake, ping-style.
     Ping(ping::PingArgs),
     /// Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with
     /// the kernel's retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter).
@@ -130,6 +135,48 @@ fn exit_for(err: &anyhow::Error) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     }
-    eprintln!("npt: {err:#}");
+    eprintln!("npt: {}", one_line(err));
     ExitCode::from(1)
+}
+
+/// The error and its causes on one line, each said once: many errors already spell their
+/// source in their own message (`cannot listen on …: Address already in use`), which
+/// anyhow's `{:#}` would then print a second time.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot listen on 127.0.0.1:1: {source}")]
+    struct Bind {
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::AddrInUse);
+        let text = io.to_string();
+        let e = anyhow::Error::new(Bind { source: io });
+        assert_eq!(
+            one_line(&e),
+            format!("cannot listen on 127.0.0.1:1: {text}")
+        );
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(one_line(&e), "outer: inner");
+    }
 }

@@ -31,6 +31,9 @@ pub struct MergeArgs {
 }
 
 pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(p) = &a.json {
+        crate::output::check("--json", p)?;
+    }
     let parts: Vec<Part> = a
         .parts
         .iter()
@@ -49,10 +52,10 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
     }
     let mut bytes = serde_json::to_vec_pretty(&doc)?;
     bytes.push(b'\n');
-    if let Some(path) = &a.json {
-        npt_result::write_atomic(path, &bytes)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    }
+    let saved = match &a.json {
+        Some(path) => crate::output::save("merge", path, &bytes, a.format != Format::Json),
+        None => true,
+    };
     let mut out = std::io::stdout().lock();
     match (a.format, doc["kind"].as_str()) {
         (Format::Json, _) => out.write_all(&bytes)?,
@@ -70,5 +73,9 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
         coverage.merged.len(),
         coverage.count
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if saved {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

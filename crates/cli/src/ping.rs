@@ -20,6 +20,7 @@ use crate::usage;
 use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
+#[command(after_help = crate::execute::EXIT_CODES)]
 pub struct PingArgs {
     /// tcp://HOST:PORT (connect RTT), udp://HOST:PORT (echo RTT), quic://HOST:PORT (handshake).
     #[arg(value_name = "TARGET")]
@@ -29,9 +30,15 @@ pub struct PingArgs {
     pub count: u64,
     #[command(flatten)]
     pub timing: AttemptTiming,
-    /// UDP datagram size in bytes, header included (at least 48 framed, 24 raw).
+    /// UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo,
+    /// the TCP echo's size.
     #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
     pub size: usize,
+    /// tcp:// end to end: each attempt is a new connection and one framed echo on it against
+    /// `npt serve`, connect and echo timed apart. A connect alone is answered by the first
+    /// relay or forwarder, which accepts by itself even when nothing behind it answers.
+    #[arg(long)]
+    pub echo: bool,
     /// UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`.
     #[arg(long)]
     pub raw: bool,
@@ -50,6 +57,10 @@ pub struct PingArgs {
     /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<PathBuf>,
+    /// Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send
+    /// time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    pub packets: Option<PathBuf>,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
     /// Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on
@@ -106,8 +117,15 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
     if a.raw && target.proto != Proto::Udp {
         return Err(usage!("--raw is for udp:// targets"));
     }
-    if a.token.is_some() && (target.proto != Proto::Udp || a.raw) {
-        return Err(usage!("--token is for framed udp:// targets"));
+    if a.echo && target.proto != Proto::Tcp {
+        return Err(usage!(
+            "--echo is for tcp:// targets (a udp:// ping is an echo already)"
+        ));
+    }
+    if a.token.is_some() && !((target.proto == Proto::Udp && !a.raw) || a.echo) {
+        return Err(usage!(
+            "--token is for framed udp:// targets and tcp:// --echo"
+        ));
     }
     if matches!(&a.token, Some(t) if t.is_empty()) {
         return Err(usage!("--token must not be empty"));
@@ -120,7 +138,7 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
     } else {
         npt_wire::frame::HEADER_LEN
     };
-    if target.proto == Proto::Udp && !(min..=65_507).contains(&a.size) {
+    if (target.proto == Proto::Udp || a.echo) && !(min..=65_507).contains(&a.size) {
         return Err(usage!(
             "--size {} must be between {min} and 65507 bytes",
             a.size
@@ -153,14 +171,25 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
         handshake: Default::default(),
         trust,
         via,
+        echo: a.echo,
     })
 }
 
 fn what(cfg: &Config) -> String {
     match cfg.target.proto {
+        Proto::Tcp if cfg.echo => match &cfg.via {
+            Some(v) => format!(
+                "TCP connect via {v} + one {} B echo, end to end",
+                npt_ping::echo::frame_size(cfg)
+            ),
+            None => format!(
+                "TCP connect + one {} B echo, end to end",
+                npt_ping::echo::frame_size(cfg)
+            ),
+        },
         Proto::Tcp => match &cfg.via {
             Some(v) => format!("TCP connect via {v}, until its CONNECT reply"),
-            None => "TCP connect".to_string(),
+            None => "TCP connect (answered by the first listener: a relay's own)".to_string(),
         },
         Proto::Udp if cfg.raw => format!("UDP raw echo, {} B", cfg.size),
         Proto::Udp => format!("UDP echo, {} B", cfg.size),
@@ -183,7 +212,9 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         return crate::ping_from::run(a);
     }
     let cfg = config(&a)?;
-    let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    o.packets_to(a.packets.as_deref());
+    o.check()?;
     let mut out = o.text.writer();
     let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
     let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
@@ -204,11 +235,17 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             return;
         }
         let line = match ev {
-            Event::Reply { seq, rtt_ns } => {
+            Event::Reply { seq, rtt_ns, .. } => {
                 format!("seq={seq} from {addr} time={:.3} ms", *rtt_ns as f64 / 1e6)
             }
-            Event::Error { seq, kind, detail } => format!("seq={seq} {kind} ({detail})"),
+            Event::Error {
+                seq, kind, detail, ..
+            } => format!("seq={seq} {kind} ({detail})"),
             Event::Late { seq } => format!("seq={seq} late or duplicate reply from {addr}"),
+            Event::Refused { seq, why, .. } => format!(
+                "seq={seq} refused by {addr}: {}",
+                npt_wire::frame::status::notice_text(*why)
+            ),
         };
         writable = writeln!(out, "{line}").and_then(|()| out.flush()).is_ok();
     });
@@ -222,6 +259,10 @@ impl Subcommand for Ping<'_> {
 
     fn failed(body: &PingBody) -> Option<&'static str> {
         failed(body)
+    }
+
+    fn refused(body: &PingBody) -> u64 {
+        body.summary.refused_by_server
     }
 }
 
@@ -256,5 +297,24 @@ mod tests {
         assert!(usage_msg(&["quic://127.0.0.1:7"]).contains("--insecure"));
         assert!(usage_msg(&["udp://127.0.0.1:7", "--size", "10"]).contains("--size"));
         assert!(usage_msg(&["127.0.0.1:7"]).contains("tcp://"));
+        assert!(usage_msg(&["udp://127.0.0.1:7", "--echo"]).contains("--echo"));
+        assert!(usage_msg(&["quic://127.0.0.1:7", "--echo", "--insecure"]).contains("--echo"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--echo", "-s", "47"]).contains("--size"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--token", "s"]).contains("--token"));
+    }
+
+    #[test]
+    fn echo_is_tcp_end_to_end_and_takes_a_size_and_a_token() {
+        let c = cfg(&["tcp://127.0.0.1:7", "--echo", "-s", "200", "--token", "s"]).unwrap();
+        assert!(c.echo);
+        assert_eq!((c.size, c.token.as_deref()), (200, Some("s")));
+        assert_eq!(c.answered_by(), "echo");
+        assert_eq!(
+            cfg(&["tcp://127.0.0.1:7"]).unwrap().answered_by(),
+            "first_listener"
+        );
+        let via = cfg(&["tcp://127.0.0.1:7", "--via", "socks5://127.0.0.1:1080"]).unwrap();
+        assert_eq!(via.answered_by(), "proxy");
+        assert!(what(&c).contains("one 200 B echo, end to end"));
     }
 }

@@ -61,6 +61,11 @@ pub fn config(a: &PingArgs) -> anyhow::Result<FromConfig> {
     if a.via.via.is_some() {
         return Err(usage!("--via does not combine with --from"));
     }
+    if a.echo {
+        return Err(usage!(
+            "--echo does not combine with --from: an agent measures a TCP segment by its connect"
+        ));
+    }
     if a.ca.is_some() {
         return Err(usage!(
             "--ca does not combine with --from: the agent accepts any certificate (it measures \
@@ -134,7 +139,13 @@ fn what(cfg: &FromConfig) -> String {
 
 pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
+    if a.packets.is_some() {
+        return Err(usage!(
+            "--packets logs the attempts made here; with --from the agent makes them"
+        ));
+    }
     let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    o.check()?;
     let mut text = o.text.writer();
     writeln!(
         text,
@@ -176,8 +187,13 @@ impl Workload for FromPing {
         let (tally, addrs, stopped_by) = measure(cfg, stop, self.quiet, &mut *self.text)?;
         // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
         let ended = started + started_mono.elapsed();
-        let mut body =
-            npt_ping::result::body(&cfg.target.to_string(), cfg.target.proto, &addrs, &tally);
+        let mut body = npt_ping::result::body(
+            &cfg.target.to_string(),
+            cfg.target.proto,
+            &addrs,
+            npt_ping::answered_by(cfg.target.proto, false, false),
+            &tally,
+        );
         if body.addresses.is_empty() {
             // Nothing came back to say where the agent measured: the target as written.
             body.addresses = vec![host_port(&cfg.target.host, cfg.target.port)];

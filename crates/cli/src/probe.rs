@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, RxStamp};
+use npt_result::error::ErrorKind;
 use npt_result::probe::ProbeBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
@@ -60,8 +61,11 @@ pub enum Format {
 }
 
 #[derive(Args, Debug, Default)]
+#[command(after_help = crate::execute::EXIT_CODES)]
 pub struct ProbeArgs {
-    /// udp://HOST:PORT or tcp://HOST:PORT (not needed with --config).
+    /// udp://HOST:PORT or tcp://HOST:PORT (npt serve, or any echo with --raw), or
+    /// stamp://HOST:PORT: a STAMP Session-Reflector (RFC 8762; a router's, npt serve --stamp;
+    /// IANA's port is 862). Not needed with --config.
     pub target: Option<String>,
     /// The line tester's XML config (ConfigTemplate.xml); flags given here override it.
     #[arg(long, value_name = "FILE")]
@@ -70,7 +74,7 @@ pub struct ProbeArgs {
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
     /// Packets per second, whole run (rate mode) [default: 100].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub pps: Option<f64>,
     /// Wait after each send (interval mode) [default: 10ms].
     #[arg(long, value_parser = parse_duration)]
@@ -97,7 +101,8 @@ pub struct ProbeArgs {
     /// Sender threads the clients are spread over [default: min(clients, cores)].
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Bytes per packet, npt's header included [default: 64].
+    /// Bytes per packet, npt's header included [default: 64; stamp://: 44, or 112 with
+    /// --stamp-key].
     #[arg(long, short = 's')]
     pub size: Option<usize>,
     /// Payload fill.
@@ -106,13 +111,28 @@ pub struct ProbeArgs {
     /// Check that every echoed payload is what was sent.
     #[arg(long)]
     pub verify: bool,
-    /// Carry sequence and timestamp inside the payload, for any plain echo server.
+    /// Carry sequence and timestamp inside the payload, for any plain echo server (round
+    /// trips only: no loss or delay per direction).
     #[arg(long)]
     pub raw: bool,
+    /// The two hosts' clocks are synchronized (NTP, PTP): report one-way delay up and down.
+    /// Without it one-way delay is reported only where the clocks are one (a loopback
+    /// target, or inside npt lab); delay variation per direction needs no sync.
+    #[arg(long)]
+    pub owd: bool,
     /// Secret the server was started with (npt serve --token): a keyed handshake per flow,
     /// then every packet carries a MAC (the secret never travels).
     #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// stamp:// in STAMP's authenticated mode: the reflector's HMAC key (hex, at least 32
+    /// digits).
+    #[arg(
+        long,
+        value_name = "HEX",
+        env = "NPT_STAMP_KEY",
+        hide_env_values = true
+    )]
+    pub stamp_key: Option<String>,
     /// A packet unanswered this long is lost; a later reply is "late".
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
     pub loss_timeout: Duration,
@@ -136,6 +156,11 @@ pub struct ProbeArgs {
     /// Write the result document (JSON) to this file, atomically.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow,
+    /// seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end's
+    /// counts tell), or `-` for stdout (text then goes to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    pub packets: Option<PathBuf>,
     /// What goes to stdout: a text report, or the JSON result document.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -158,6 +183,25 @@ fn parse_fill(s: &str) -> Result<Fill, String> {
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let (mut cfg, mut notices) = config(&a)?;
+    let json_stdout = a.format == Format::Json;
+    let mut o = Options {
+        notices: Vec::new(),
+        segment: &a.segment,
+        metrics: &a.metrics,
+        labels: Vec::new(),
+        json_file: a.json.as_deref(),
+        packets: None,
+        json_stdout,
+        text: if json_stdout {
+            Sink::Nowhere
+        } else {
+            Sink::Stdout
+        },
+        quiet: a.quiet,
+    };
+    o.packets_to(a.packets.as_deref());
+    // Before the reachability checks below: nothing reaches the network with a bad path.
+    o.check()?;
     if let Some(plan) = &cfg.under_load {
         crate::under_load::check_reachable(plan)?;
     }
@@ -168,28 +212,12 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             notices.extend(note);
         }
     }
-    let json_stdout = a.format == Format::Json;
-    let labels = vec![
+    o.notices = notices;
+    o.labels = vec![
         ("protocol", cfg.proto.name().to_string()),
         ("target", cfg.addr.to_string()),
     ];
-    execute(
-        cfg,
-        Options {
-            notices,
-            segment: &a.segment,
-            metrics: &a.metrics,
-            labels,
-            json_file: a.json.as_deref(),
-            json_stdout,
-            text: if json_stdout {
-                Sink::Nowhere
-            } else {
-                Sink::Stdout
-            },
-            quiet: a.quiet,
-        },
-    )
+    execute(cfg, o)
 }
 
 impl Subcommand for ProbeConfig {
@@ -219,9 +247,21 @@ impl Subcommand for ProbeConfig {
         npt_report::text::write_probe(out, doc)
     }
 
+    fn refused(body: &ProbeBody) -> u64 {
+        body.summary.refused_by_server
+    }
+
     fn failed(body: &ProbeBody) -> Option<&'static str> {
         if body.summary.received == 0 {
-            return Some("no reply was received");
+            let kinds = &body.errors.by_kind;
+            return Some(if kinds.get(ErrorKind::Refused.name()) > 0 {
+                "no reply was received: the connection was refused (nothing listens there)"
+            } else if kinds.get(ErrorKind::ClosedUnanswered.name()) > 0 {
+                "no reply was received: the connection was accepted and closed without an \
+                 answer (closed_unanswered: a relay or forwarder whose backend is down?)"
+            } else {
+                "no reply was received"
+            });
         }
         // `--under-load` whose load moved nothing (every stream failed): the loaded phase
         // measured an idle path.
@@ -264,7 +304,12 @@ pub fn banner(cfg: &ProbeConfig) -> String {
         cfg.target,
         cfg.addr,
         cfg.size,
-        if cfg.raw { "raw" } else { "framed" },
+        match (cfg.proto, cfg.raw) {
+            (Proto::Stamp, _) if cfg.stamp_key.is_some() => "STAMP authenticated",
+            (Proto::Stamp, _) => "STAMP",
+            (_, true) => "raw",
+            _ => "framed",
+        },
         cfg.clients
     )
 }
@@ -358,6 +403,35 @@ mod tests {
         a.raw = true;
         a.token = Some("x".into());
         assert!(err(&a).contains("--token"));
+    }
+
+    #[test]
+    fn stamp_targets_size_and_key() {
+        let (c, _) = config(&args("stamp://127.0.0.1:862")).unwrap();
+        assert_eq!((c.proto, c.size, c.raw), (Proto::Stamp, 44, false));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.stamp_key = Some("000102030405060708090a0b0c0d0e0f".into());
+        let (c, _) = config(&a).unwrap();
+        assert_eq!(c.size, 112, "the authenticated packet");
+        assert!(c.stamp_key.is_some());
+        a.size = Some(113);
+        assert!(err(&a).contains("--size 113: a STAMP test packet is 112 bytes (authenticated)"));
+        a.size = Some(116);
+        assert!(config(&a).is_ok(), "room for the padding TLV");
+        a.stamp_key = Some("0001".into());
+        assert!(err(&a).contains("--stamp-key: 2 bytes"), "{}", err(&a));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.size = Some(45);
+        assert!(err(&a).contains("--size 45"));
+        a.size = None;
+        a.raw = true;
+        assert!(err(&a).contains("a stamp:// target speaks STAMP"));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.token = Some("s".into());
+        assert!(err(&a).contains("--raw and --token"));
+        let mut a = args("udp://127.0.0.1:7777");
+        a.stamp_key = Some("000102030405060708090a0b0c0d0e0f".into());
+        assert!(err(&a).contains("--stamp-key is for stamp://"));
     }
 
     #[test]

@@ -14,15 +14,17 @@ use crate::usage;
 
 /// Splits `udp://host:port` into protocol and address text.
 fn parse_target(t: &str) -> anyhow::Result<(Proto, String)> {
-    let (scheme, rest) = t
-        .split_once("://")
-        .ok_or_else(|| usage!("target {t:?}: expected udp://HOST:PORT or tcp://HOST:PORT"))?;
+    let (scheme, rest) = t.split_once("://").ok_or_else(|| {
+        usage!("target {t:?}: expected udp://HOST:PORT, tcp://HOST:PORT or stamp://HOST:PORT")
+    })?;
     let proto = match scheme.to_ascii_lowercase().as_str() {
         "udp" => Proto::Udp,
         "tcp" => Proto::Tcp,
+        "stamp" => Proto::Stamp,
         other => {
             return Err(usage!(
-                "target {t:?}: unsupported scheme {other:?} (probe speaks udp:// and tcp://)"
+                "target {t:?}: unsupported scheme {other:?} (probe speaks udp://, tcp:// and \
+                 stamp://)"
             ))
         }
     };
@@ -64,6 +66,74 @@ fn unresolved(hostport: &str) -> anyhow::Result<SocketAddr> {
     Ok(SocketAddr::from(([0, 0, 0, 0], port)))
 }
 
+/// `--stamp-key`: STAMP's authenticated mode, for `stamp://` only.
+fn stamp_key(a: &ProbeArgs, proto: Proto) -> anyhow::Result<Option<npt_wire::stamp::StampKey>> {
+    if proto != Proto::Stamp {
+        if a.stamp_key.is_some() {
+            return Err(usage!(
+                "--stamp-key is for stamp:// targets (NPT_STAMP_KEY sets it too)"
+            ));
+        }
+        return Ok(None);
+    }
+    if a.raw || a.token.is_some() {
+        return Err(usage!(
+            "--raw and --token are for npt's own framing; a stamp:// target speaks STAMP \
+             (--stamp-key for its authenticated mode)"
+        ));
+    }
+    a.stamp_key
+        .as_deref()
+        .map(npt_wire::stamp::StampKey::from_hex)
+        .transpose()
+        .map_err(|e| usage!("--stamp-key: {e}"))
+}
+
+/// `--size`, checked against the framing's header [default: 64; STAMP's base packet, 44
+/// bytes or 112 authenticated, which routers send].
+fn size(a: &ProbeArgs, proto: Proto, raw: bool, authenticated: bool) -> anyhow::Result<usize> {
+    use npt_wire::stamp::{valid_size, Mode, TLV_HEADER_LEN};
+    let max = match proto {
+        Proto::Udp | Proto::Stamp => 65_507,
+        Proto::Tcp => npt_wire::frame::MAX_FRAME_LEN as usize,
+    };
+    if proto == Proto::Stamp {
+        let mode = if authenticated {
+            Mode::Authenticated
+        } else {
+            Mode::Open
+        };
+        let base = mode.base_len();
+        let size = a.size.unwrap_or(base);
+        if !valid_size(mode, size) || size > max {
+            return Err(usage!(
+                "--size {size}: a STAMP test packet is {base} bytes{}, or {} to {max} with \
+                 padding (RFC 8972's Extra Padding TLV)",
+                if authenticated {
+                    " (authenticated)"
+                } else {
+                    ""
+                },
+                base + TLV_HEADER_LEN
+            ));
+        }
+        return Ok(size);
+    }
+    let min = if raw {
+        npt_wire::RAW_HEADER_LEN
+    } else {
+        npt_wire::HEADER_LEN
+    };
+    let size = a.size.unwrap_or(64);
+    if size < min || size > max {
+        return Err(usage!(
+            "--size {size}: must be between {min} (the {} header) and {max} bytes",
+            if raw { "raw" } else { "framed" }
+        ));
+    }
+    Ok(size)
+}
+
 /// Turns flags (and the XML config, if any) into a validated run config.
 pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     a.metrics.check()?;
@@ -99,18 +169,19 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
             ))
         }
     };
-    let via = a.via.resolve(proto == Proto::Udp)?;
-    // A TCP probe reads its clock after each read: the kernel stamp and the spin are UDP's.
-    let rx_stamp = match (proto, a.rx_stamp) {
-        (Proto::Udp, r) => r.unwrap_or_default().into(),
-        (Proto::Tcp, None | Some(RxStampArg::User)) => RxStamp::User,
-        (Proto::Tcp, Some(RxStampArg::Kernel)) => {
+    let via = a.via.resolve(proto.is_udp())?;
+    // A TCP probe reads its clock after each read: the kernel stamp and the spin are for the
+    // UDP driver (udp:// and stamp://).
+    let rx_stamp = match a.rx_stamp {
+        None | Some(RxStampArg::User) => RxStamp::User,
+        Some(RxStampArg::Kernel) if proto.is_udp() => RxStamp::Kernel,
+        Some(RxStampArg::Kernel) => {
             return Err(usage!(
                 "--rx-stamp kernel is for UDP; a TCP probe stamps a reply when its read returns"
             ))
         }
     };
-    if a.spin && proto == Proto::Tcp {
+    if a.spin && !proto.is_udp() {
         return Err(usage!("--spin is for UDP probes"));
     }
     let addr = match resolve(&hostport, "target") {
@@ -164,9 +235,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
                     _ => None,
                 })
                 .unwrap_or(100.0);
-            if !(pps.is_finite() && pps > 0.0 && pps <= 10_000_000.0) {
-                return Err(usage!("--pps {pps}: must be between 0 and 10,000,000"));
-            }
+            let pps = crate::usage::pps_flag("--pps", pps, 10_000_000.0)?;
             PacingSpec::Rate { pps }
         }
         Mode::Interval => {
@@ -243,28 +312,14 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         ));
     }
 
-    let raw = a.raw || (x.is_some() && a.token.is_none());
+    let stamp_key = stamp_key(a, proto)?;
+    let raw = proto != Proto::Stamp && (a.raw || (x.is_some() && a.token.is_none()));
     if a.raw && a.token.is_some() {
         return Err(usage!(
             "--token needs npt's framed packets; it cannot be used with --raw"
         ));
     }
-    let min = if raw {
-        npt_wire::RAW_HEADER_LEN
-    } else {
-        npt_wire::HEADER_LEN
-    };
-    let max = match proto {
-        Proto::Udp => 65_507,
-        Proto::Tcp => npt_wire::frame::MAX_FRAME_LEN as usize,
-    };
-    let size = a.size.unwrap_or(64);
-    if size < min || size > max {
-        return Err(usage!(
-            "--size {size}: must be between {min} (the {} header) and {max} bytes",
-            if raw { "raw" } else { "framed" }
-        ));
-    }
+    let size = size(a, proto, raw, stamp_key.is_some())?;
     if a.loss_timeout.is_zero() {
         return Err(usage!("--loss-timeout must be positive"));
     }
@@ -303,19 +358,27 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
             Some(plan.total())
         }
     };
-    if let (Some(v), Proto::Udp) = (&via, proto) {
+    if let (Some(v), true) = (&via, proto.is_udp()) {
         let (host, _) = npt_proxy::udp_flow::split_target(&hostport, addr);
         notices.extend(crate::via::fragment_notice("--size", v, addr, &host, size));
     }
     if let Some(plan) = &under_load {
         notices.extend(crate::via::bulk_fragment_notice("--load-size", &plan.bulk));
     }
+    if a.owd && raw {
+        return Err(usage!(
+            "--owd needs npt serve's timestamps: --raw is round trips only"
+        ));
+    }
+    let resolved = (!addr.ip().is_unspecified()).then_some(addr);
+    let clock = crate::clock::assumption(resolved, via.as_ref().map(|v| v.host.as_str()), a.owd);
     let cfg = ProbeConfig {
         proto,
         target: hostport,
         addr,
         raw,
         token: a.token.clone(),
+        stamp_key,
         size,
         fill: a.fill,
         verify: a.verify,
@@ -331,6 +394,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         under_load,
         rx_stamp,
         spin: a.spin,
+        clock,
     };
     Ok((cfg, notices))
 }

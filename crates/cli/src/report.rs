@@ -35,6 +35,9 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(p) = &a.output {
+        crate::output::check("--output", p)?;
+    }
     let path = a.file.display().to_string();
     // Every kind reads as the one result model; an older schema's file is converted to this one.
     let doc = npt_result::any::read(&a.file).map_err(|e| usage!("{e}"))?;
@@ -73,8 +76,8 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
         Format::Text => npt_report::text::write_text(&mut out, &doc)?,
     }
     match &a.output {
-        Some(p) => npt_result::write_atomic(p, &out)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        Some(p) if !crate::output::save("report", p, &out, false) => return Ok(ExitCode::from(1)),
+        Some(_) => {}
         None => {
             let mut o = std::io::stdout().lock();
             o.write_all(&out)?;

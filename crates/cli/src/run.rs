@@ -30,6 +30,7 @@ pub enum RunFormat {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = crate::execute::EXIT_CODES)]
 pub struct RunArgs {
     /// npt serve targets, tcp://HOST:PORT (TCP and UDP on that port); users spread round-robin.
     #[arg(value_name = "TARGET")]
@@ -388,6 +389,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             metrics: &a.metrics,
             labels: vec![("target", a.targets.join(","))],
             json_file: a.json.as_deref(),
+            packets: None,
             json_stdout,
             text: if json_stdout {
                 Sink::Nowhere
@@ -438,6 +440,14 @@ impl Subcommand for RunConfig {
 
     fn render(mut out: &mut dyn Write, doc: &Document<RunBody>) -> std::io::Result<()> {
         npt_report::text::write_run(&mut out, doc)
+    }
+
+    fn refused(body: &RunBody) -> u64 {
+        body.activities
+            .values()
+            .filter_map(|a| a.game.as_ref())
+            .map(|g| g.refused_by_server)
+            .sum()
     }
 
     fn failed(body: &RunBody) -> Option<&'static str> {

@@ -109,6 +109,25 @@ pub struct ServeArgs {
     /// Write the QUIC certificate (PEM) to this file, for `npt run --ca FILE`.
     #[arg(long, value_name = "FILE", requires = "quic")]
     pub quic_cert_out: Option<std::path::PathBuf>,
+    /// Also be a STAMP Session-Reflector (RFC 8762) on this UDP address (IANA's port is 862),
+    /// for `npt probe stamp://` and any STAMP or TWAMP-Light sender; stateful unless
+    /// --stamp-stateless, under the same limits as UDP.
+    #[arg(long = "stamp", value_name = "ADDR:PORT")]
+    pub stamp: Option<String>,
+    /// The STAMP reflector copies each sender's sequence number instead of keeping its own
+    /// count per session (senders then see round-trip loss only, not which way).
+    #[arg(long, requires = "stamp")]
+    pub stamp_stateless: bool,
+    /// STAMP authenticated mode: answer only test packets whose HMAC verifies under this key
+    /// (hex, at least 32 digits), and seal the answers with it.
+    #[arg(
+        long,
+        value_name = "HEX",
+        env = "NPT_STAMP_KEY",
+        hide_env_values = true,
+        requires = "stamp"
+    )]
+    pub stamp_key: Option<String>,
     /// Serve the responder's counters in OpenMetrics text at http://ADDR/metrics (Prometheus).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<String>,
@@ -245,7 +264,31 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServeConfig> {
         },
         log_every: a.log_every,
         hop: hop_config(a)?,
+        stamp: stamp_config(a)?,
     })
+}
+
+/// `--stamp`: the reflector's address, sequence mode and key.
+fn stamp_config(a: &ServeArgs) -> anyhow::Result<Option<npt_server::stamp::StampConfig>> {
+    let Some(text) = &a.stamp else {
+        return Ok(None);
+    };
+    let addr: SocketAddr = text
+        .parse()
+        .map_err(|_| usage!("--stamp {text:?}: expected ADDR:PORT, e.g. 0.0.0.0:862"))?;
+    let key = match &a.stamp_key {
+        Some(k) => {
+            Some(npt_wire::stamp::StampKey::from_hex(k).map_err(|e| usage!("--stamp-key: {e}"))?)
+        }
+        None => None,
+    };
+    Ok(Some(npt_server::stamp::StampConfig {
+        addr,
+        reflector: npt_server::stamp::reflect::ReflectorConfig {
+            stateful: !a.stamp_stateless,
+            key,
+        },
+    }))
 }
 
 /// `--max-conns`, or the default the open-file limit holds (raised to the hard limit first);
@@ -310,6 +353,15 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(q) = &quic {
             writeln!(out, "npt serve: listening on quic {}", q.local_addr())?;
+        }
+        if let Some(addr) = server.stamp_addr() {
+            let how = match (a.stamp_stateless, a.stamp_key.is_some()) {
+                (false, false) => "stateful, unauthenticated",
+                (false, true) => "stateful, authenticated",
+                (true, false) => "stateless, unauthenticated",
+                (true, true) => "stateless, authenticated",
+            };
+            writeln!(out, "npt serve: listening on stamp {addr} ({how})")?;
         }
         out.flush()?;
     }

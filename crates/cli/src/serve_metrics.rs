@@ -124,6 +124,75 @@ fn fill(s: &mut Snapshot, c: &Counters) {
             v,
         );
     }
+    let stamp = [("transport", "stamp")];
+    let st = &c.stamp;
+    s.counter("npt_serve_packets_received_total", rx, &stamp, g(&st.rx));
+    s.counter("npt_serve_packets_sent_total", tx, &stamp, g(&st.tx));
+    s.counter(
+        "npt_serve_bytes_received_total",
+        rxb,
+        &stamp,
+        g(&st.rx_bytes),
+    );
+    s.counter("npt_serve_bytes_sent_total", txb, &stamp, g(&st.tx_bytes));
+    s.counter(
+        "npt_serve_stamp_sessions_total",
+        "Stateful STAMP sessions the reflector created.",
+        &[],
+        g(&st.sessions),
+    );
+    for (reason, v) in st.refusals() {
+        let reason = reason.replace('-', "_");
+        s.counter(
+            "npt_serve_refused_total",
+            refused,
+            &[("transport", "stamp"), ("reason", reason.as_str())],
+            v,
+        );
+    }
+    s.counter(
+        "npt_serve_reflected_total",
+        "UDP replies that carried their flow's counts and stamps (clients that ask, REFLECT).",
+        &udp,
+        g(&c.udp_reflected),
+    );
+    s.counter(
+        "npt_serve_flow_reports_total",
+        "Flow queries answered with a flow's totals.",
+        &udp,
+        g(&c.udp_flow_reports),
+    );
+    let notices = "Refusal notices (header-only answers to refused frames that asked): sent, or held back by their rate limit.";
+    for (result, v) in [
+        ("sent", &c.udp_notices_sent),
+        ("suppressed", &c.udp_notices_suppressed),
+    ] {
+        s.counter(
+            "npt_serve_notices_total",
+            notices,
+            &[("transport", "udp"), ("result", result)],
+            g(v),
+        );
+    }
+    s.gauge(
+        "npt_serve_flows",
+        "Flows the UDP responder counts right now (its flow table is bounded per socket, docs/serve.md).",
+        &udp,
+        g(&c.udp_flows_live) as f64,
+    );
+    let flows = "Flows started; frames of flows a full table could not take (answered without counts); idle flows forgotten to make room.";
+    for (event, v) in [
+        ("started", &c.udp_flows),
+        ("untracked", &c.udp_flows_untracked),
+        ("evicted", &c.udp_flows_evicted),
+    ] {
+        s.counter(
+            "npt_serve_flow_table_total",
+            flows,
+            &[("transport", "udp"), ("event", event)],
+            g(v),
+        );
+    }
     s.counter(
         "npt_serve_clamped_total",
         "Answers sent with fewer bytes than asked (no amplification).",
@@ -141,6 +210,12 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         "Send/receive errors, by transport (TCP: failed accepts).",
         &[("transport", "tcp")],
         g(&c.tcp_accept_errors),
+    );
+    s.counter(
+        "npt_serve_errors_total",
+        "Send/receive errors, by transport (TCP: failed accepts).",
+        &stamp,
+        g(&st.errors),
     );
 }
 
@@ -164,6 +239,44 @@ mod tests {
             text.contains("npt_serve_refused_total{transport=\"udp\",reason=\"rate\"} 2"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn stamp_traffic_and_refusals_are_exported() {
+        let c = Arc::new(Counters::default());
+        let src = source(c.clone());
+        c.stamp.rx.fetch_add(4, Ordering::Relaxed);
+        c.stamp.refused_loop.fetch_add(1, Ordering::Relaxed);
+        c.stamp.refused_sessions.fetch_add(2, Ordering::Relaxed);
+        let text = npt_metrics::encode(&src);
+        for want in [
+            "npt_serve_packets_received_total{transport=\"stamp\"} 4",
+            "npt_serve_refused_total{transport=\"stamp\",reason=\"loop\"} 1",
+            "npt_serve_refused_total{transport=\"stamp\",reason=\"sessions_full\"} 2",
+            "npt_serve_stamp_sessions_total 0",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+    }
+
+    #[test]
+    fn notices_and_flow_table_pressure_are_exported() {
+        let c = Arc::new(Counters::default());
+        let src = source(c.clone());
+        c.udp_notices_sent.fetch_add(4, Ordering::Relaxed);
+        c.udp_notices_suppressed.fetch_add(96, Ordering::Relaxed);
+        c.udp_flows_live.fetch_add(3, Ordering::Relaxed);
+        c.udp_flows_untracked.fetch_add(7, Ordering::Relaxed);
+        let text = npt_metrics::encode(&src);
+        for want in [
+            "npt_serve_notices_total{transport=\"udp\",result=\"sent\"} 4",
+            "npt_serve_notices_total{transport=\"udp\",result=\"suppressed\"} 96",
+            "npt_serve_flows{transport=\"udp\"} 3",
+            "npt_serve_flow_table_total{transport=\"udp\",event=\"untracked\"} 7",
+            "npt_serve_flow_table_total{transport=\"udp\",event=\"evicted\"} 0",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
     }
 
     #[test]

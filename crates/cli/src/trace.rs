@@ -278,6 +278,7 @@ fn end(c: &mut Child) {
 pub fn run(a: TraceArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
     let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    o.check()?;
     let mut out = o.text.writer();
     let through = cfg
         .through

@@ -27,7 +27,7 @@ pub struct LoadArgs {
     pub load_streams: Option<u32>,
     /// Which way the load goes: down (the server sends), up or both [default: down; a udp://
     /// load: up, or down (npt serve sends UDP down only to --token sessions and loopback)].
-    #[arg(long, value_name = "up|down|both")]
+    #[arg(long, value_name = "up|down|both", value_parser = ["up", "down", "both"])]
     pub load_direction: Option<String>,
     /// udp:// load (required for it): its rate, bits/s of datagrams, e.g. 20mbit (IP and UDP
     /// headers not counted).
@@ -200,10 +200,7 @@ fn udp_rate(a: &LoadArgs, udp: bool) -> anyhow::Result<Option<UdpRate>> {
             "--under-load udp://… needs --load-rate (e.g. --load-rate 20mbit)"
         ));
     };
-    let rate = npt_link::parse_rate("--load-rate", r).map_err(|e| usage!("{e}"))?;
-    if rate.as_bits_per_sec() == 0 {
-        return Err(usage!("--load-rate must be positive, got {r:?}"));
-    }
+    let rate = crate::usage::rate_flag("--load-rate", r)?;
     let size = a.load_size.unwrap_or(1200);
     let min = npt_wire::bulk::REPLY_LEN;
     if !(min..=65_507).contains(&size) {
@@ -311,8 +308,10 @@ mod tests {
         assert!(err(&a).contains("needs --load-rate"));
         a.load_rate = Some("fast".into());
         assert!(err(&a).contains("--load-rate"));
-        a.load_rate = Some("0".into());
+        a.load_rate = Some("0mbit".into());
         assert!(err(&a).contains("--load-rate must be positive"));
+        a.load_rate = Some("20".into());
+        assert!(err(&a).contains("--load-rate 20: give a unit"));
         a.load_rate = Some("20mbit".into());
         let p = plan(&a, None, None).unwrap().unwrap();
         assert_eq!((p.bulk.streams, p.bulk.ways), (1, Ways::Up));

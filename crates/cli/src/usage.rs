@@ -46,6 +46,47 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     secs_to_duration(secs, s)
 }
 
+/// A bit rate given on the command line (`--rate`, `--load-rate`): a number *with* a unit
+/// (`20mbit`, `500kbit`, `1gbit`, `100bit`), positive. A bare number is refused: as bits/s it
+/// would quietly make `--rate 100` a test at 100 bit/s, which nobody means.
+pub fn rate_flag(flag: &str, text: &str) -> anyhow::Result<npt_link::Rate> {
+    let t = text.trim();
+    if !t.is_empty() && t.parse::<f64>().is_ok() {
+        return Err(crate::usage!(
+            "{flag} {t}: give a unit, e.g. {t}mbit, {t}kbit or {t}bit (bits per second)"
+        ));
+    }
+    let rate = npt_link::parse_rate(flag, text).map_err(|e| crate::usage!("{e}"))?;
+    if rate.as_bits_per_sec() == 0 {
+        return Err(crate::usage!("{flag} must be positive, got {text:?}"));
+    }
+    Ok(rate)
+}
+
+/// A packets-per-second flag: more than 0 and at most `max`.
+pub fn pps_flag(flag: &str, pps: f64, max: f64) -> anyhow::Result<f64> {
+    if !(pps.is_finite() && pps > 0.0 && pps <= max) {
+        return Err(crate::usage!(
+            "{flag} {pps}: must be more than 0 and at most {}",
+            thousands(max)
+        ));
+    }
+    Ok(pps)
+}
+
+/// `10000000` as `10,000,000` (whole numbers; for messages).
+fn thousands(v: f64) -> String {
+    let digits = format!("{v:.0}");
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn secs_to_duration(secs: f64, s: &str) -> Result<Duration, String> {
     if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
         return Err(format!("bad duration {s:?}"));
@@ -67,6 +108,36 @@ mod tests {
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn a_rate_needs_its_unit() {
+        let e = rate_flag("--rate", "100").unwrap_err().to_string();
+        assert!(e.contains("--rate 100: give a unit"), "{e}");
+        assert_eq!(
+            rate_flag("--rate", "20mbit").unwrap().as_bits_per_sec(),
+            20_000_000
+        );
+        assert_eq!(
+            rate_flag("--rate", "100bit").unwrap().as_bits_per_sec(),
+            100
+        );
+        assert!(rate_flag("--rate", "0mbit")
+            .unwrap_err()
+            .to_string()
+            .contains("positive"));
+        assert!(rate_flag("--rate", "fast").is_err());
+    }
+
+    #[test]
+    fn pps_bounds_read_right() {
+        let e = pps_flag("--pps", 0.0, 1e7).unwrap_err().to_string();
+        assert_eq!(e, "--pps 0: must be more than 0 and at most 10,000,000");
+        assert!(pps_flag("--pps", -5.0, 1e7).is_err());
+        assert!(pps_flag("--pps", f64::NAN, 1e7).is_err());
+        assert_eq!(pps_flag("--pps", 1e7, 1e7).unwrap(), 1e7);
+        assert_eq!(thousands(1e6), "1,000,000");
+        assert_eq!(thousands(999.0), "999");
     }
 }
 

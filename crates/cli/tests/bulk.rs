@@ -397,7 +397,7 @@ fn with_a_token_and_through_a_socks5_proxy() {
 
 #[test]
 fn udp_through_a_socks5_udp_relay_both_ways() {
-    // CI installs dante-server (.ci/run); `have` panics without it unless NPT_SKIP_PROXIES.
+    // CI installs dante-server (./test.sh); `have` panics without it unless NPT_SKIP_PROXIES.
     if !npt_testkit::proxies::have("/usr/sbin/danted") {
         return;
     }

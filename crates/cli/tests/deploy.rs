@@ -1,6 +1,6 @@
 //! Why this exists: no cluster is available here, so the Kubernetes manifests in deploy/k8s/
 //! are checked the two ways that can be: every resource validates against the Kubernetes
-//! schemas with a real validator (PyPI `kubernetes-validate --strict`, installed by .ci/run),
+//! schemas with a real validator (PyPI `kubernetes-validate --strict`, installed by ./test.sh),
 //! and the agents' command line — with its `$(VAR)`s expanded from the workload ConfigMap, as
 //! the kubelet does — really runs as N local agents whose parts belong to one run.
 
@@ -30,7 +30,9 @@ fn have_validator() -> bool {
         eprintln!("SKIPPED: kubernetes-validate not installed and NPT_SKIP_K8S is set");
         return false;
     }
-    panic!("kubernetes-validate is not installed (pip install kubernetes-validate; .ci/run does)");
+    panic!(
+        "kubernetes-validate is not installed (pip install kubernetes-validate; ./test.sh does)"
+    );
 }
 
 fn validate(path: &Path) -> (bool, String) {

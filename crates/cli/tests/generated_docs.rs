@@ -1,7 +1,8 @@
 //! The manual pages (`docs/man/*.1`) and shell completions (`completions/`) are checked in so
 //! that packagers and readers need no build; this test keeps them equal to what the clap
 //! definitions generate today. It regenerates every file in memory from the binary (`npt man`,
-//! `npt completions`) and fails naming each stale, missing or extra file. Run it with
+//! `npt completions`) and fails naming each stale, missing or extra file. The README's
+//! `$ npt --help` block is held to the binary's `npt --help` the same way. Run it with
 //! `NPT_REGENERATE=1` to rewrite them instead.
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
@@ -125,4 +126,53 @@ fn man_pages_and_completions_are_current() {
     // What is compared must be real pages and scripts, not empty output.
     assert!(want.len() >= 3 + 10, "{} files", want.len());
     assert!(want.values().all(|b| !b.is_empty()));
+}
+
+/// The README's `$ npt --help` block: the text between its command line and the closing fence.
+const HELP_OPENING: &str = "```\n$ npt --help\n";
+
+/// The byte range of the README's `npt --help` output (after the command line, up to the
+/// closing fence).
+fn readme_help_range(readme: &str) -> std::ops::Range<usize> {
+    let start = readme
+        .find(HELP_OPENING)
+        .expect("README.md has a ```\n$ npt --help block")
+        + HELP_OPENING.len();
+    let len = readme[start..]
+        .find("```")
+        .expect("the npt --help block is closed");
+    start..start + len
+}
+
+/// The README shows `npt --help` as the binary prints it (every subcommand listed, `trace`
+/// included), and keeps doing so: a subcommand added or reworded without the README fails
+/// here.
+#[test]
+fn readme_help_block_is_what_npt_help_prints() {
+    let root = repo_root();
+    let path = root.join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let help = String::from_utf8(stdout(&["--help"])).expect("UTF-8 help");
+    let range = readme_help_range(&readme);
+    if std::env::var_os("NPT_REGENERATE").is_some() {
+        let mut new = readme.clone();
+        new.replace_range(range, &help);
+        std::fs::write(&path, new).unwrap();
+        eprintln!("rewrote the npt --help block of README.md");
+        return;
+    }
+    let shown = &readme[range];
+    assert!(
+        shown == help,
+        "README.md's `$ npt --help` block differs from `npt --help` ({}); regenerate with:\n  \
+         {REGENERATE}",
+        first_difference(help.as_bytes(), shown.as_bytes())
+    );
+    // A real help text, with every subcommand's line.
+    for sub in ["serve", "probe", "ping", "trace", "compare", "lab"] {
+        assert!(
+            help.lines().any(|l| l.trim_start().starts_with(sub)),
+            "{sub} missing from npt --help:\n{help}"
+        );
+    }
 }

@@ -38,6 +38,8 @@ fn scaled(dir: &Path, name: &str, edits: &[(&str, &str)]) -> std::path::PathBuf 
 
 /// `npt lab run FILE --json …` to the end; the compare table and the text it printed.
 fn lab_run(dir: &Path, file: &Path) -> (serde_json::Value, String) {
+    lab::down_stale("forwarding-scenarios");
+    lab::down_stale("fwd-measured");
     let json = dir.join("cmp.json");
     let out = run(
         &[
@@ -55,6 +57,23 @@ fn lab_run(dir: &Path, file: &Path) -> (serde_json::Value, String) {
     assert!(
         out.status.success(),
         "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The run took its lab down whole: the next test (or user) can bring it up again.
+    let list = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let left: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| {
+            l.starts_with("npt-forwarding-scenarios-") || l.starts_with("npt-fwd-measured-")
+        })
+        .map(str::to_string)
+        .collect();
+    assert!(
+        left.is_empty(),
+        "namespaces left behind: {left:?}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let table = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();

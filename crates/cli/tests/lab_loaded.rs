@@ -395,15 +395,7 @@ fn a_udp_load_through_a_socks5_relay_reads_the_same_queue() {
     }
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("danted.conf");
-    std::fs::write(
-        &conf,
-        "logoutput: stderr\ninternal: 10.0.1.2 port = 1080\nexternal: 10.0.2.1\n\
-         clientmethod: none\nsocksmethod: none\nuser.privileged: root\n\
-         user.unprivileged: nobody\nclient pass { from: 10.0.1.0/24 to: 0.0.0.0/0 }\n\
-         socks pass { from: 10.0.1.0/24 to: 0.0.0.0/0 command: udpassociate }\n\
-         socks pass { from: 10.0.2.0/24 to: 10.0.1.0/24 command: udpreply }\n",
-    )
-    .unwrap();
+    lab::danted_conf(&conf);
     let name = "tloadsocks";
     let topology = format!(
         r#"name = "{name}"

@@ -8,8 +8,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::lab::{self, Lab};
 use common::{f, u};
 
@@ -31,32 +29,9 @@ cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
 ready = "tcp://10.0.1.2:7777"
 "#;
 
-/// The link's counters in the direction `from` → `to`: (packets in, dropped by loss).
-fn direction(lab: &Lab, from: &str, to: &str) -> (u64, u64) {
-    let s = lab.status();
-    let d = s["links"][0]["directions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["from"] == from && d["to"] == to)
-        .unwrap_or_else(|| panic!("no direction {from} > {to} in {s}"))
-        .clone();
-    (u(&d, "/applied/packets_in"), u(&d, "/applied/dropped_loss"))
-}
-
-/// The counters once they stop moving (the status is republished every few 100 ms),
-/// waiting at most 5 s.
+/// Link 0's counters `from` → `to` once they stop moving: (packets in, dropped by loss).
 fn settled(lab: &Lab, from: &str, to: &str) -> (u64, u64) {
-    let until = Instant::now() + Duration::from_secs(5);
-    let mut last = direction(lab, from, to);
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let now = direction(lab, from, to);
-        if now == last || Instant::now() > until {
-            return now;
-        }
-        last = now;
-    }
+    lab.settled_counts(0, from, to)
 }
 
 #[test]

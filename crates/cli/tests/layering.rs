@@ -1,4 +1,4 @@
-//! The workspace's dependencies flow one way (DESIGN, "Dependencies flow one way"), checked
+//! The workspace's dependencies flow one way (docs/development.md, "Layout"), checked
 //! over `cargo metadata` so that a new `use` of the wrong crate fails here and not in review:
 //! wire and stats at the bottom, the result types above them, engines above those, renderers,
 //! compare and merge above the engines, the cli on top. An engine never depends on a renderer

@@ -1,5 +1,5 @@
 //! Why this exists: the live view is only seen on a real terminal. These tests run `npt probe`
-//! (and run, http, bulk) inside tmux (`.ci/run` installs it), read the screen with `capture-pane`, press `q` with
+//! (and run, http, bulk) inside tmux (`./test.sh` installs it), read the screen with `capture-pane`, press `q` with
 //! `send-keys`, and check the run stopped and still wrote its full report — and that without a
 //! terminal the plain stage lines are printed instead.
 
@@ -31,7 +31,7 @@ fn have_tmux() -> bool {
         eprintln!("SKIPPED: tmux not installed and NPT_SKIP_TMUX is set");
         return false;
     }
-    panic!("tmux is not installed (apt-get install tmux; .ci/run does)");
+    panic!("tmux is not installed (apt-get install tmux; ./test.sh does)");
 }
 
 fn screen(s: &Tmux) -> String {
@@ -61,6 +61,11 @@ fn wait_screen(s: &Tmux, what: &str, limit: Duration) -> String {
 /// Runs `npt <args> --json FILE` in tmux, waits for the live view to show a rate, presses `q`,
 /// and returns the result document and the screen after exit.
 fn live_then_q(args: &str, rate: &str) -> (serde_json::Value, String) {
+    live_then_q_exit(args, rate, 0)
+}
+
+/// [`live_then_q`], expecting exit code `code`.
+fn live_then_q_exit(args: &str, rate: &str, code: u8) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("live.json");
     let name = format!("npt-live-{}-{}", std::process::id(), rate.len());
@@ -98,7 +103,7 @@ fn live_then_q(args: &str, rate: &str) -> (serde_json::Value, String) {
         .status()
         .unwrap();
     assert!(ok.success());
-    let after = wait_screen(&session, "EXIT=0", Duration::from_secs(10));
+    let after = wait_screen(&session, &format!("EXIT={code}"), Duration::from_secs(10));
     assert!(
         t.elapsed() < Duration::from_secs(5),
         "q did not stop it promptly"
@@ -120,6 +125,22 @@ fn q_stops_a_live_probe_and_the_report_is_still_written() {
     assert!(screen.contains("stopped by signal"), "{screen}");
     assert_valid(&d, "probe");
     assert_eq!(d["stopped_by"], "signal");
+}
+
+/// A server whose budget refuses most packets: the view says so beside the loss (which is
+/// the path's, none here), and the run ends with exit 3.
+#[test]
+fn the_live_probe_shows_what_the_server_refused() {
+    if !have_tmux() {
+        return;
+    }
+    let (_srv, addr) = serve(&["--limit-local"]);
+    let args =
+        format!("probe udp://{addr} --pps 1000 -d 60s --report-every 200ms --loss-timeout 200ms");
+    let (d, _) = live_then_q_exit(&args, "refused by the server", 3);
+    assert_valid(&d, "probe");
+    assert!(d["summary"]["refused_by_server"].as_u64().unwrap() > 0);
+    assert_eq!(d["summary"]["lost"], 0);
 }
 
 #[test]

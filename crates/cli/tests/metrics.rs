@@ -3,7 +3,7 @@
 //! every second, starts Prometheus, and queries its HTTP API until the series appear; their
 //! values must equal what the agent's own result document says (and what the server counted).
 //! A second test checks the final totals of `npt http` and `npt run` endpoints (no Prometheus).
-//! Needs the Debian package `prometheus` (installed by `.ci/run`); skipped with a message
+//! Needs the Debian package `prometheus` (installed by `./test.sh`); skipped with a message
 //! when it is missing and this is not root, a failure when it is missing on root (CI).
 
 #![cfg(test)]
@@ -119,7 +119,7 @@ fn prometheus_scrapes_serve_and_an_agent() {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             panic!(
-                "prometheus is not installed (Debian package `prometheus`; .ci/run installs it)"
+                "prometheus is not installed (Debian package `prometheus`; ./test.sh installs it)"
             );
         }
         eprintln!(
@@ -249,22 +249,33 @@ fn prometheus_scrapes_serve_and_an_agent() {
         received as f64,
         limit,
     );
-    // The server saw every datagram the agent sent (loopback) and answered each.
-    let udp = [("transport", "udp")];
-    wait_for_value(
-        prom,
-        "npt_serve_packets_received_total",
-        &udp,
-        sent as f64,
-        limit,
-    );
-    wait_for_value(
-        prom,
-        "npt_serve_packets_sent_total",
-        &udp,
-        sent as f64,
-        limit,
-    );
+    // The server saw every datagram the agent sent (loopback) and answered each, and the
+    // probe's flow query at the end (at least one per flow the probe settled exactly; a
+    // retried query is counted in both): received = sent + queries answered, and the same out.
+    let flows = u(&doc, "/summary/directions/flows/exact");
+    assert!(flows >= 1, "the loopback flow was settled by its query");
+    let udp = |name: &str| {
+        query(prom, name)
+            .into_iter()
+            .find(|(l, _)| l["transport"] == "udp")
+            .map(|(_, v)| v)
+    };
+    let start = Instant::now();
+    loop {
+        let reports = udp("npt_serve_flow_reports_total");
+        let rx = udp("npt_serve_packets_received_total");
+        let tx = udp("npt_serve_packets_sent_total");
+        if let (Some(q), Some(rx), Some(tx)) = (reports, rx, tx) {
+            if q >= flows as f64 && rx == sent as f64 + q && tx == sent as f64 + q {
+                break;
+            }
+        }
+        assert!(
+            start.elapsed() < limit,
+            "serve's udp counters never read sent {sent} + flow reports: reports {reports:?} received {rx:?} sent {tx:?}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
     let up = query(prom, "up");
     assert_eq!(up.len(), 2, "both targets scraped: {up:?}");
     assert!(up.iter().all(|(_, v)| *v == 1.0), "both targets up: {up:?}");

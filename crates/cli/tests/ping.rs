@@ -244,6 +244,27 @@ fn bad_flags_exit_2_naming_the_flag() {
         ),
         (&["ping", "quic://127.0.0.1:9"][..], "--ca"),
         (&["ping", "127.0.0.1:9"][..], "tcp://"),
+        (&["ping", "udp://127.0.0.1:9", "--echo"][..], "--echo"),
+        (
+            &["ping", "tcp://127.0.0.1:9", "--echo", "--size", "10"][..],
+            "--size",
+        ),
+        (
+            &["ping", "tcp://127.0.0.1:9", "--token", "s"][..],
+            "--token",
+        ),
+        (
+            &[
+                "ping",
+                "tcp://127.0.0.1:9",
+                "--echo",
+                "--from",
+                "npt://127.0.0.1:9",
+                "--token",
+                "s",
+            ][..],
+            "--echo",
+        ),
     ] {
         let out = run(args, LIMIT);
         let t = text(&out);

@@ -161,6 +161,8 @@ fn relay_mode_keeps_a_window_with_zero_loss() {
 fn token_gate_end_to_end() {
     let (_srv, addr) = serve(&["--token", "s3cret"]);
     let target = format!("udp://{addr}");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("refused.json");
     let o = run(
         &[
             "probe",
@@ -172,14 +174,25 @@ fn token_gate_end_to_end() {
             "--loss-timeout",
             "200ms",
             "-q",
+            "--json",
+            f.to_str().unwrap(),
         ],
         LIMIT,
     );
+    // Without the token nothing is answered: the server refused it all (its notices say why),
+    // which is not path loss and has its own exit code.
     assert_eq!(
         o.status.code(),
-        Some(1),
-        "without the token nothing is answered"
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
     );
+    let d = json(&f);
+    assert_eq!((u(&d, "/summary/received"), u(&d, "/summary/lost")), (0, 0));
+    assert_eq!(u(&d, "/summary/refused_by_server"), 20);
+    assert!(u(&d, "/summary/refusal_notices/token_required") > 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("pass --token"), "{text}");
     let o = run(
         &[
             "probe", &target, "-n", "20", "--pps", "200", "--token", "s3cret", "-q",

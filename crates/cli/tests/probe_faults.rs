@@ -250,7 +250,8 @@ fn dead_target_finishes_on_time_with_a_report() {
     assert!(u(&d, "/summary/sent") >= 90);
     assert!(u(&d, "/errors/by_kind/refused/count") >= 1);
 
-    // TCP: connection refused, retried until the time limit, classified, report written.
+    // TCP: connection refused ends the probe at the first refusal (nothing listens there),
+    // not at the time limit; classified, report written.
     let target = format!("tcp://127.0.0.1:{port}");
     let o = run(
         &["probe", &target, "-d", "1500ms", "--format", "json", "-q"],
@@ -259,10 +260,17 @@ fn dead_target_finishes_on_time_with_a_report() {
     assert_eq!(o.status.code(), Some(1));
     let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_valid(&d, "probe");
-    assert!(
-        u(&d, "/errors/by_kind/refused/count") >= 2,
-        "retried: {}",
+    assert_eq!(
+        u(&d, "/errors/by_kind/refused/count"),
+        1,
+        "not retried: {}",
         d["errors"]
+    );
+    assert_eq!(d["stopped_by"], "error");
+    assert!(
+        d["duration_s"].as_f64().unwrap() < 1.0,
+        "{}",
+        d["duration_s"]
     );
 }
 

@@ -1,6 +1,6 @@
 //! Why this exists: `npt report` must render every kind of saved result in every format, and
 //! the HTML page of a real result must draw every chart — checked in headless Chromium (Debian
-//! `chromium`, installed by .ci/run; `NPT_SKIP_CHROMIUM=1` skips only that part).
+//! `chromium`, installed by ./test.sh; `NPT_SKIP_CHROMIUM=1` skips only that part).
 
 #![cfg(test)]
 
@@ -144,12 +144,13 @@ fn every_kind_in_every_format_and_the_html_draws_in_chromium() {
     }
     let dom = chromium::dump_dom(&page, &dir.path().join("profile"), Duration::from_secs(60));
     assert!(
-        dom.contains("data-charts-drawn=\"5\""),
+        // latency, rate, errors, loss up and down, one-way delay up and down, spectrum, CDF.
+        dom.contains("data-charts-drawn=\"7\""),
         "every chart drew:\n{}",
         &dom[..dom.len().min(2000)]
     );
     let drawn = dom.matches("data-drawn-points=\"").count();
-    assert_eq!(drawn, 5, "a drawn-points mark per chart");
+    assert_eq!(drawn, 7, "a drawn-points mark per chart");
     assert!(!dom.contains("data-drawn-points=\"0\""), "no empty chart");
 }
 

@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
 use std::time::{Duration, SystemTime};
 
 use common::*;
@@ -16,35 +15,6 @@ fn u(d: &serde_json::Value, p: &str) -> u64 {
     d.pointer(p)
         .and_then(|v| v.as_u64())
         .unwrap_or_else(|| panic!("{p} missing in {}", d["config"]))
-}
-
-/// Starts `npt <args> --segment k/n --json <dir>/part<k>.json` for every k, all at once.
-fn agents(args: &[String], n: u32, dir: &std::path::Path) -> Vec<serde_json::Value> {
-    let children: Vec<(Guard, std::path::PathBuf)> = (0..n)
-        .map(|k| {
-            let out = dir.join(format!("part{k}.json"));
-            let child: Child = npt()
-                .args(args)
-                .args(["--segment", &format!("{k}/{n}"), "-q", "--json"])
-                .arg(&out)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            (Guard(child), out)
-        })
-        .collect();
-    children
-        .into_iter()
-        .map(|(mut g, out)| {
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while g.0.try_wait().unwrap().is_none() {
-                assert!(std::time::Instant::now() < deadline, "agent did not finish");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            json(&out)
-        })
-        .collect()
 }
 
 fn start_in(secs: u64) -> String {

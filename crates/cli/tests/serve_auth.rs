@@ -57,8 +57,20 @@ fn probe_with_the_token_over_udp_and_tcp_and_nothing_without_it() {
         );
         assert!(all.contains("--token handshake"), "{proto}: {all}");
 
+        // Without the token: UDP frames are refused by the server, which says so (a notice
+        // naming --token): exit 3, refused apart from loss. TCP's connection is closed: 1.
         let o = probe(&target, &[]);
-        assert_eq!(o.status.code(), Some(1), "{proto} without the token");
+        let want = if proto == "udp" { 3 } else { 1 };
+        assert_eq!(o.status.code(), Some(want), "{proto} without the token");
+        if proto == "udp" {
+            let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(
+                u(&d, "/summary/refused_by_server"),
+                50,
+                "udp without the token"
+            );
+            assert_eq!(u(&d, "/summary/lost"), 0, "udp without the token");
+        }
     }
     let settled = until(Duration::from_secs(5), || {
         let e = s.stderr();
@@ -152,22 +164,35 @@ fn captured_probe_packets_replayed_are_refused_and_counted() {
             sock.send_to(p, s.tcp).unwrap();
         }
         let mut buf = [0u8; 2048];
-        let mut answers = 0;
+        let (mut answers, mut notices) = (0, 0);
         while let Ok((n, _)) = sock.recv_from(&mut buf) {
-            // A replayed Hello gets a fresh Challenge (stateless, same size); nothing else.
-            assert_eq!(n, 96, "only a handshake Challenge may come back");
-            answers += 1;
+            // A replayed Hello gets a fresh Challenge (stateless, same size); a refused frame
+            // at most a 48-byte refusal notice (smaller than the frame, rate-limited per
+            // source); nothing else.
+            match n {
+                96 => answers += 1,
+                48 => notices += 1,
+                _ => panic!("only a Challenge or a refusal notice may come back, got {n} bytes"),
+            }
         }
         assert!(answers <= captured.len() - 50);
+        assert!(
+            notices <= 5,
+            "{notices} notices: at most 5 a second per source"
+        );
     }
+    // Every sealed packet replayed (the 50 frames and the flow query at the end) is refused
+    // once from each socket.
+    let sealed = captured.iter().filter(|p| p.len() != 96).count() as u64;
+    assert_eq!(sealed, 51, "50 frames and one flow query");
     let settled = until(Duration::from_secs(5), || {
         let e = s.stderr();
-        logged(&e, "udp refused:", "unknown-session") >= 50
-            && logged(&e, "udp refused:", "replay") >= 50
+        logged(&e, "udp refused:", "unknown-session") >= sealed
+            && logged(&e, "udp refused:", "replay") >= sealed
     });
     let e = s.stderr();
     assert!(settled.is_some(), "{}", e.lines().last().unwrap_or(""));
-    assert_eq!(logged(&e, "udp refused:", "unknown-session"), 50);
-    assert_eq!(logged(&e, "udp refused:", "replay"), 50);
+    assert_eq!(logged(&e, "udp refused:", "unknown-session"), sealed);
+    assert_eq!(logged(&e, "udp refused:", "replay"), sealed);
     assert_eq!(logged(&e, "udp refused:", "bad-mac"), 0);
 }

@@ -1,6 +1,6 @@
 //! What npt depends on, checked by cargo-deny against `deny.toml`: permissive licences only, no
 //! wildcard versions, crates only from crates.io, and no crate with a RustSec advisory.
-//! `.ci/run` installs cargo-deny; without it the tests skip with a message. The advisory
+//! `./test.sh` installs cargo-deny; without it the tests skip with a message. The advisory
 //! database is a git clone from GitHub: where GitHub cannot be reached (this project's own
 //! machines) and no copy was fetched before, the advisory test says so and skips — it cannot
 //! pass or fail on a database it does not have.

@@ -97,8 +97,20 @@ pub fn pids(name: &str) -> Vec<i32> {
 /// Kills every process in `name`, then deletes it. Errors are returned for the log; the
 /// caller goes on cleaning the rest.
 pub fn delete(name: &str) -> Result<(), NetnsError> {
+    delete_all(&[name.to_string()])
+        .into_iter()
+        .next()
+        .map_or(Ok(()), Err)
+}
+
+/// Kills every process in each of `names` first, then deletes them all. The order matters: a
+/// process still alive in one namespace (anything started by `ip netns exec`, which gives it a
+/// mount namespace of its own) holds copies of the other namespaces' mount points, and their
+/// deletion fails with "Device or resource busy" — a lab left half up. A deletion that fails
+/// anyway is tried again for up to a second. The errors that remain are returned.
+pub fn delete_all(names: &[String]) -> Vec<NetnsError> {
     for _ in 0..50 {
-        let pids = pids(name);
+        let pids: Vec<i32> = names.iter().flat_map(|n| pids(n)).collect();
         if pids.is_empty() {
             break;
         }
@@ -110,7 +122,22 @@ pub fn delete(name: &str) -> Result<(), NetnsError> {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    ip(&["netns", "del", name]).map(|_| ())
+    let mut errors = Vec::new();
+    for name in names {
+        let mut last = None;
+        for _ in 0..20 {
+            match ip(&["netns", "del", name]) {
+                Ok(_) => {
+                    last = None;
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        errors.extend(last);
+    }
+    errors
 }
 
 /// Runs `f` on a new thread that has entered namespace `name`; the calling thread's namespace

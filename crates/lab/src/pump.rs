@@ -3,7 +3,7 @@
 //! sans-IO emulator ([`npt_link::Link`]) and writes each to the receiving end's TUN device when
 //! it is due.
 //!
-//! Waiting (DESIGN "lab"): plain sleeps wake 50–130 µs late on the machines npt runs on, so the
+//! Waiting (docs/lab.md, "How the links work"): plain sleeps wake 50–130 µs late on the machines npt runs on, so the
 //! thread sleeps in `ppoll` (1 ns timer slack) until [`SPIN`] before the earliest due time —
 //! waking early if a packet arrives — then spins, still watching for arrivals, until it. With
 //! nothing held it blocks on the TUN descriptors alone, checking the stop flag every [`IDLE`].

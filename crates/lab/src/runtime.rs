@@ -220,10 +220,10 @@ impl Lab {
     }
 
     /// A command in `node`'s namespace (`ip netns exec`), with a leading `npt` replaced by
-    /// this npt binary.
+    /// this npt binary and [`LAB_ENV`] set.
     pub fn command(&self, node: &str, argv: &[String], npt_exe: &Path) -> Option<Command> {
         let n = self.plan.nodes.get(self.plan.node(node)?)?;
-        Some(exec_command(&n.netns, argv, npt_exe))
+        Some(exec_command(&self.plan.lab, &n.netns, argv, npt_exe))
     }
 
     fn start_service(&mut self, s: &Service, opts: &LabOptions) -> Result<(), LabError> {
@@ -321,11 +321,8 @@ impl Lab {
         for mut p in self.pumps.drain(..) {
             p.stop();
         }
-        for ns in self.created.drain(..).rev() {
-            if let Err(e) = netns::delete(&ns) {
-                errors.push(e.to_string());
-            }
-        }
+        let created: Vec<String> = self.created.drain(..).rev().collect();
+        errors.extend(netns::delete_all(&created).iter().map(ToString::to_string));
         errors
     }
 }
@@ -338,8 +335,15 @@ impl Drop for Lab {
     }
 }
 
-pub fn exec_command(netns: &str, argv: &[String], npt_exe: &Path) -> Command {
+/// Set to the lab's name in the environment of every command `npt lab` runs on a node
+/// (`lab exec`, services, scenarios): the nodes are namespaces of one machine and read one
+/// clock, so an npt probe in a lab reports one-way delay (docs/measurement.md).
+pub const LAB_ENV: &str = "NPT_LAB";
+
+/// `argv` in namespace `netns` of lab `lab`, with a leading `npt` replaced by `npt_exe`.
+pub fn exec_command(lab: &str, netns: &str, argv: &[String], npt_exe: &Path) -> Command {
     let mut cmd = Command::new("ip");
+    cmd.env(LAB_ENV, lab);
     cmd.args(["netns", "exec", netns]);
     match argv.split_first() {
         Some((first, rest)) if first == "npt" => {
@@ -523,13 +527,23 @@ mod tests {
 
     #[test]
     fn npt_is_replaced_by_the_binary() {
-        let c = exec_command("ns1", &["npt".into(), "serve".into()], Path::new("/x/npt"));
+        let c = exec_command(
+            "l",
+            "ns1",
+            &["npt".into(), "serve".into()],
+            Path::new("/x/npt"),
+        );
         let args: Vec<_> = c
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         assert_eq!(args, ["netns", "exec", "ns1", "/x/npt", "serve"]);
-        let c = exec_command("ns1", &["socat".into()], Path::new("/x/npt"));
+        let lab = c
+            .get_envs()
+            .find(|(k, _)| *k == LAB_ENV)
+            .and_then(|(_, v)| v);
+        assert_eq!(lab, Some(std::ffi::OsStr::new("l")), "the lab says so");
+        let c = exec_command("l", "ns1", &["socat".into()], Path::new("/x/npt"));
         assert_eq!(c.get_args().last().unwrap(), "socat");
     }
 }

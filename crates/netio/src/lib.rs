@@ -6,9 +6,9 @@
 //! threads over these few wrappers: batched receive/send ([`MsgBatch`]), a wait with a
 //! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
 //! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate),
-//! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time of each datagram
-//! ([`rxtime`], `SO_TIMESTAMPNS`); segmentation offload both ways ([`offload`]: GSO, GRO).
-//! Everything unsafe in npt's socket code is in this crate.
+//! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time and TTL of each
+//! datagram and the clock's synchronization ([`rxtime`]); segmentation offload both ways
+//! ([`offload`]: GSO, GRO). Everything unsafe in npt's socket code is in this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod lowat;
@@ -47,6 +47,8 @@ pub struct MsgBatch {
     gso_ctrl: Vec<u64>,
     runs: Vec<usize>,
     gso_off: bool,
+    /// The TTL / hop limit of each received slot, when asked for ([`rxtime::enable_ttl`]).
+    rx_ttl: Vec<Option<u8>>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -85,15 +87,24 @@ impl MsgBatch {
             gso_ctrl: Vec::new(),
             runs: vec![0; n],
             gso_off: false,
+            rx_ttl: vec![None; n],
         }
     }
 
     /// Also collects each datagram's kernel receive time ([`MsgBatch::rx_time_ns`]), for a
     /// socket that has [`rxtime::enable`] on.
     pub fn with_rx_times(mut self) -> MsgBatch {
-        self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
-        self.recv_layout = false;
+        self.collect_rx_times();
         self
+    }
+
+    /// [`MsgBatch::with_rx_times`] on a batch already in use (from the next `recv` on).
+    pub fn collect_rx_times(&mut self) {
+        if self.ctrl.is_empty() {
+            self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+            // The receive headers point at no control space yet: lay them out again.
+            self.recv_layout = false;
+        }
     }
 
     /// When the kernel received datagram `i` (ns since the Unix epoch, its wall clock), if the
@@ -108,6 +119,12 @@ impl MsgBatch {
     /// splits it.
     pub fn gro_segment(&self, i: usize) -> Option<usize> {
         Some(self.gro[i]).filter(|&g| g != 0)
+    }
+
+    /// The TTL (IPv4) or hop limit (IPv6) datagram `i` arrived with, if the batch collects
+    /// receive times and the socket has [`rxtime::enable_ttl`] on.
+    pub fn rx_ttl(&self, i: usize) -> Option<u8> {
+        self.rx_ttl[i]
     }
 
     pub fn capacity(&self) -> usize {
@@ -131,12 +148,6 @@ impl MsgBatch {
     pub fn data_mut(&mut self, i: usize) -> &mut [u8] {
         let start = i * self.buf_size;
         &mut self.bufs[start..start + self.lens[i]]
-    }
-
-    /// Slots `first..first + n` back to back, whole: for a GSO send of equal-size messages,
-    /// each `buf_size()` long ([`offload::send_gso`]).
-    pub fn slots(&self, first: usize, n: usize) -> &[u8] {
-        &self.bufs[first * self.buf_size..(first + n) * self.buf_size]
     }
 
     pub fn len(&self, i: usize) -> usize {
@@ -241,8 +252,8 @@ impl MsgBatch {
             // exceed the buffer: clamp so `data(i)` stays inside it.
             self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.buf_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
-            self.rx_ns[i] = if self.ctrl.is_empty() {
-                0
+            (self.rx_ns[i], self.rx_ttl[i]) = if self.ctrl.is_empty() {
+                (0, None)
             } else {
                 // The header's control pointer still points into `ctrl` (not moved since
                 // `prepare`); the kernel set `msg_controllen` to what it wrote.
@@ -500,6 +511,26 @@ mod tests {
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
 
+    /// Receives until `n` datagrams are in `inb` (bounded: 100 waits of 100 ms); how many came.
+    pub(crate) fn recv_n(inb: &mut MsgBatch, fd: RawFd, n: usize) -> usize {
+        let mut got = 0;
+        let mut ready = Vec::new();
+        for _ in 0..100 {
+            wait(
+                &[fd],
+                &[false],
+                Some(Duration::from_millis(100)),
+                &mut ready,
+            )
+            .unwrap();
+            got += inb.recv(fd, n - got, libc::MSG_DONTWAIT).unwrap_or(0);
+            if got == n {
+                break;
+            }
+        }
+        got
+    }
+
     #[test]
     fn batch_round_trip_over_loopback() {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -512,24 +543,7 @@ mod tests {
         }
         assert_eq!(out.send_first(a.as_raw_fd(), 3, 0).unwrap(), 3);
         let mut inb = MsgBatch::new(4, 64);
-        let mut got = 0;
-        let mut ready = Vec::new();
-        for _ in 0..100 {
-            wait(
-                &[b.as_raw_fd()],
-                &[false],
-                Some(Duration::from_millis(100)),
-                &mut ready,
-            )
-            .unwrap();
-            got += inb
-                .recv(b.as_raw_fd(), 4 - got, libc::MSG_DONTWAIT)
-                .unwrap_or(0);
-            if got == 3 {
-                break;
-            }
-        }
-        assert_eq!(got, 3);
+        assert_eq!(recv_n(&mut inb, b.as_raw_fd(), 3), 3);
         assert_eq!(inb.data(0), &[0, 0, 0]);
         assert_eq!(inb.addr(0), Some(a.local_addr().unwrap()));
         // Echo slot 1 back to its sender by address.

@@ -230,6 +230,40 @@ impl crate::MsgBatch {
         Ok(sent)
     }
 
+    /// Sends slots `first..first + n` on a connected socket as one GSO message: datagrams of
+    /// `len(first)` bytes each (the caller keeps every slot that long but the last, which may
+    /// be shorter), one iovec per slot, so the slots need not fill their buffers. Returns the
+    /// bytes handed over (all of them) or the error, as [`send_gso`].
+    pub fn send_gso_slots(&mut self, fd: RawFd, first: usize, n: usize) -> io::Result<usize> {
+        let seg = u16::try_from(self.lens[first])
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        self.recv_layout = false;
+        for (k, i) in (first..first + n).enumerate() {
+            self.iovs[k] = libc::iovec {
+                iov_base: self.bufs[i * self.buf_size..].as_mut_ptr().cast(),
+                iov_len: self.lens[i],
+            };
+        }
+        // A u64 array keeps the control buffer aligned for cmsghdr.
+        let mut ctrl = [0u64; GSO_CTRL_WORDS];
+        // SAFETY: all-zero msghdr is valid; the iovecs point into this batch's own buffers and
+        // the control block (24 bytes) holds CMSG_SPACE(2); all outlive the call.
+        let rc = unsafe {
+            let mut h: libc::msghdr = mem::zeroed();
+            h.msg_iov = self.iovs.as_mut_ptr();
+            h.msg_iovlen = n;
+            h.msg_control = ctrl.as_mut_ptr().cast();
+            h.msg_controllen = libc::CMSG_SPACE(2) as usize;
+            let c = libc::CMSG_FIRSTHDR(&h);
+            (*c).cmsg_level = libc::SOL_UDP;
+            (*c).cmsg_type = UDP_SEGMENT;
+            (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+            libc::sendmsg(fd, &h, 0)
+        };
+        usize::try_from(rc).map_err(|_| io::Error::last_os_error())
+    }
+
     /// Whether slots `a` and `b` hold the same peer address.
     fn same_peer(&self, a: usize, b: usize) -> bool {
         let (la, lb) = (self.addr_lens[a], self.addr_lens[b]);
@@ -435,6 +469,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Slots shorter than the batch's buffers (a 64-byte probe packet in a batch sized for a
+    /// longer flow query) leave as one GSO message and arrive as their own datagrams.
+    #[test]
+    fn gso_from_slots_shorter_than_their_buffers() {
+        let r = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.connect(r.local_addr().unwrap()).unwrap();
+        let mut out = crate::MsgBatch::new(8, 128);
+        for i in 0..5 {
+            let n = if i == 4 { 20 } else { 64 };
+            out.buf_mut(i)[..n].fill(i as u8 + 1);
+            out.set_len(i, n);
+        }
+        match out.send_gso_slots(s.as_raw_fd(), 0, 5) {
+            Ok(n) => assert_eq!(n, 4 * 64 + 20),
+            Err(e) if gso_unsupported(&e) => {
+                eprintln!("SKIPPED: this kernel has no UDP GSO ({e})");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        }
+        r.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut buf = [0u8; 256];
+        let got: Vec<(u8, usize)> = (0..5)
+            .map(|_| {
+                let n = r.recv(&mut buf).unwrap();
+                assert!(buf[..n].iter().all(|&x| x == buf[0]), "one datagram, one slot");
+                (buf[0], n)
+            })
+            .collect();
+        assert_eq!(got, vec![(1, 64), (2, 64), (3, 64), (4, 64), (5, 20)]);
     }
 
     #[test]

@@ -1,19 +1,24 @@
 //! When the kernel received a datagram: `SO_TIMESTAMPNS`, read from the control messages of
-//! `recvmmsg` ([`crate::MsgBatch::with_rx_times`]).
+//! `recvmmsg` ([`crate::MsgBatch::with_rx_times`]); with the TTL or hop limit it arrived with
+//! ([`enable_ttl`]), and what the kernel says of the wall clock's synchronization
+//! ([`clock_sync`]).
 //!
 //! Why: a responder that says how long it held a packet (its *dwell*, send time minus receive
 //! time) must start the clock when the packet arrived, not when its thread got round to it —
 //! the time a datagram waits in the socket's receive queue is the responder's, not the path's.
 //! The kernel stamps each datagram as it enters the stack (its wall clock, `CLOCK_REALTIME`),
-//! so the stamp also serves one-way delay where the two ends share a clock.
+//! so the stamp also serves one-way delay where the two ends share a clock. A STAMP reflector
+//! must also return the TTL its test packet arrived with (RFC 8762 §4.3.1), and its Error
+//! Estimate should say how far its clock may be from UTC.
 
 use std::io;
 use std::mem;
 use std::os::fd::RawFd;
 
 /// Control-message space per datagram, in `u64` words: one `SCM_TIMESTAMPNS` message (32
-/// bytes) with room to spare.
-pub const CTRL_WORDS: usize = 8;
+/// bytes), one TTL or hop-limit message (24 bytes) and one `UDP_GRO` segment size (24 bytes,
+/// [`crate::offload`]), with room to spare.
+pub const CTRL_WORDS: usize = 12;
 
 /// A `timespec`'s size (16 bytes) as `CMSG_LEN` takes it.
 const TIMESPEC_LEN: u32 = 16;
@@ -21,13 +26,18 @@ const _: () = assert!(mem::size_of::<libc::timespec>() == TIMESPEC_LEN as usize)
 
 /// Asks the kernel to stamp every datagram `fd` receives (`SO_TIMESTAMPNS`).
 pub fn enable(fd: RawFd) -> io::Result<()> {
+    set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS)
+}
+
+/// Sets an int socket option to 1.
+fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: a valid int option of the declared size.
     let rc = unsafe {
         libc::setsockopt(
             fd,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
+            level,
+            name,
             (&on as *const libc::c_int).cast(),
             mem::size_of::<libc::c_int>().try_into().unwrap_or(4),
         )
@@ -39,12 +49,25 @@ pub fn enable(fd: RawFd) -> io::Result<()> {
     }
 }
 
-/// The receive time in a received message's control data, ns since the Unix epoch; 0 when it
-/// has none (stamping off, or the control space was cut short).
-pub(crate) fn from_control(h: &libc::msghdr) -> u64 {
-    if h.msg_control.is_null() || h.msg_flags & libc::MSG_CTRUNC != 0 {
-        return 0;
+/// Asks the kernel for the TTL (IPv4, `IP_RECVTTL`) or hop limit (IPv6, `IPV6_RECVHOPLIMIT`)
+/// of every datagram `fd` receives; an IPv6 socket asks for both (a dual-stack socket receives
+/// IPv4 too). Fails only when neither could be set.
+pub fn enable_ttl(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    let v4 = set_int(fd, libc::IPPROTO_IP, libc::IP_RECVTTL);
+    if !ipv6 {
+        return v4;
     }
+    let v6 = set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT);
+    v4.or(v6)
+}
+
+/// The receive time (ns since the Unix epoch; 0 when there is none: stamping off, or the
+/// control space was cut short) and the TTL or hop limit in a received message's control data.
+pub(crate) fn from_control(h: &libc::msghdr) -> (u64, Option<u8>) {
+    if h.msg_control.is_null() || h.msg_flags & libc::MSG_CTRUNC != 0 {
+        return (0, None);
+    }
+    let (mut time, mut ttl) = (0, None);
     // SAFETY: `h` is a header the kernel just filled: its control pointer and length describe
     // a buffer we own, and CMSG_FIRSTHDR/CMSG_NXTHDR stay inside `msg_controllen`.
     unsafe {
@@ -53,17 +76,58 @@ pub(crate) fn from_control(h: &libc::msghdr) -> u64 {
             #[allow(clippy::useless_conversion)] // `cmsg_len` is a `socklen_t` on musl
             let len = usize::try_from((*c).cmsg_len).unwrap_or(0);
             let need = usize::try_from(libc::CMSG_LEN(TIMESPEC_LEN)).unwrap_or(usize::MAX);
-            if (*c).cmsg_level == libc::SOL_SOCKET
-                && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
-                && len >= need
-            {
-                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                return timespec_ns(&ts);
+            let need_int = usize::try_from(libc::CMSG_LEN(INT_LEN)).unwrap_or(usize::MAX);
+            match ((*c).cmsg_level, (*c).cmsg_type) {
+                (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) if len >= need => {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    time = timespec_ns(&ts);
+                }
+                (libc::IPPROTO_IP, libc::IP_TTL) | (libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT)
+                    if len >= need_int =>
+                {
+                    let v: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    ttl = u8::try_from(v).ok();
+                }
+                _ => {}
             }
             c = libc::CMSG_NXTHDR(h, c);
         }
     }
-    0
+    (time, ttl)
+}
+
+/// A `c_int`'s size as `CMSG_LEN` takes it.
+const INT_LEN: u32 = 4;
+const _: () = assert!(mem::size_of::<libc::c_int>() == INT_LEN as usize);
+
+/// What the kernel says of the wall clock's synchronization (`adjtimex`, read only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockSync {
+    /// A time daemon (chrony, ntpd, phc2sys) keeps the clock synchronized: the kernel's
+    /// `STA_UNSYNC` is clear and its state is not `TIME_ERROR`.
+    pub synced: bool,
+    /// The daemon's estimated error (`esterror`), ns.
+    pub est_error_ns: u64,
+    /// The maximum error (`maxerror`; 16 s when nothing synchronizes the clock), ns.
+    pub max_error_ns: u64,
+}
+
+/// The wall clock's synchronization state, or None where `adjtimex` fails.
+pub fn clock_sync() -> Option<ClockSync> {
+    // SAFETY: an all-zero `timex` (modes 0) asks adjtimex to read, not to change anything.
+    let (rc, t) = unsafe {
+        let mut t: libc::timex = mem::zeroed();
+        (libc::adjtimex(&mut t), t)
+    };
+    if rc < 0 {
+        return None;
+    }
+    let us = |v: libc::c_long| u64::try_from(v).unwrap_or(0).saturating_mul(1000);
+    Some(ClockSync {
+        synced: rc != libc::TIME_ERROR && t.status & libc::STA_UNSYNC == 0,
+        est_error_ns: us(t.esterror),
+        max_error_ns: us(t.maxerror),
+    })
 }
 
 fn timespec_ns(ts: &libc::timespec) -> u64 {
@@ -82,7 +146,7 @@ pub fn wall_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{wait, MsgBatch};
+    use crate::MsgBatch;
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
     use std::time::Duration;
@@ -99,23 +163,7 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(20));
         let mut inb = MsgBatch::new(4, 64).with_rx_times();
-        let mut ready = Vec::new();
-        let mut got = 0;
-        for _ in 0..100 {
-            wait(
-                &[b.as_raw_fd()],
-                &[false],
-                Some(Duration::from_millis(100)),
-                &mut ready,
-            )
-            .unwrap();
-            got += inb
-                .recv(b.as_raw_fd(), 4 - got, libc::MSG_DONTWAIT)
-                .unwrap_or(0);
-            if got == 3 {
-                break;
-            }
-        }
+        let got = crate::tests::recv_n(&mut inb, b.as_raw_fd(), 3);
         let after = wall_ns();
         assert_eq!(got, 3);
         for i in 0..3 {
@@ -124,6 +172,38 @@ mod tests {
             // Received 20 ms before the read: the stamp is the arrival, not the read.
             assert!(after - t >= 15_000_000, "{}", after - t);
         }
+    }
+
+    #[test]
+    fn the_ttl_or_hop_limit_each_datagram_arrived_with() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        enable(b.as_raw_fd()).unwrap();
+        enable_ttl(b.as_raw_fd(), false).unwrap();
+        a.set_ttl(37).unwrap();
+        a.send_to(b"x", b.local_addr().unwrap()).unwrap();
+        let mut inb = MsgBatch::new(2, 16).with_rx_times();
+        b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        assert_eq!(inb.recv(b.as_raw_fd(), 2, 0).unwrap(), 1);
+        assert_eq!(inb.rx_ttl(0), Some(37));
+        assert!(inb.rx_time_ns(0).is_some(), "both messages are read");
+        let Ok(b6) = UdpSocket::bind("[::1]:0") else {
+            eprintln!("SKIPPED: no IPv6 loopback");
+            return;
+        };
+        enable_ttl(b6.as_raw_fd(), true).unwrap();
+        let a6 = UdpSocket::bind("[::1]:0").unwrap();
+        a6.send_to(b"x", b6.local_addr().unwrap()).unwrap();
+        b6.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        assert_eq!(inb.recv(b6.as_raw_fd(), 1, 0).unwrap(), 1);
+        assert_eq!(inb.rx_ttl(0), Some(64), "the default hop limit");
+        assert_eq!(inb.rx_time_ns(0), None, "not asked for on this socket");
+    }
+
+    #[test]
+    fn the_clock_state_reads() {
+        let c = clock_sync().unwrap();
+        assert!(c.max_error_ns >= c.est_error_ns || !c.synced);
     }
 
     #[test]

@@ -71,6 +71,7 @@ pub fn config_with(req: &HopRequest, addr: SocketAddr, secret: Option<&str>) -> 
         },
         trust: QuicTrust::Insecure,
         via: None,
+        echo: false,
     }
 }
 
@@ -95,8 +96,10 @@ pub fn measure_with(req: &HopRequest, addr: SocketAddr, secret: Option<&str>) ->
     let stop = Stop::new();
     let ran = crate::net::run(&cfg, &stop, &mut |ev, _| {
         let (seq, s) = match ev {
-            Event::Reply { seq, rtt_ns } => (*seq, Sample::Rtt(*rtt_ns)),
+            Event::Reply { seq, rtt_ns, .. } => (*seq, Sample::Rtt(*rtt_ns)),
             Event::Error { seq, kind, .. } => (*seq, Sample::failed(kind.name())),
+            // The hop protocol's kinds: the server refused the attempt.
+            Event::Refused { seq, .. } => (*seq, Sample::failed("refused")),
             Event::Late { .. } => return,
         };
         let slot = usize::try_from(seq)

@@ -3,7 +3,8 @@
 //! echo), or a QUIC handshake. `compare` uses these RTTs as the "theoretical" latency of a
 //! chain, `lab` uses them to check emulated link delays.
 //!
-//! [`session`] holds the sans-IO sequence/timeout bookkeeping; [`net`] drives it with sockets;
+//! [`session`] holds the sans-IO sequence/timeout bookkeeping; [`net`] drives it with sockets
+//! ([`echo`]: `--echo`'s connect + one framed echo per attempt);
 //! [`result`] is the JSON body of a `kind = "ping"` result document; [`workload`] is the
 //! contract with the cli ([`workload::Ping`]). [`agent`] measures a hop agent's requests
 //! (`npt serve --hop-agent`) with the same engine, and [`remote`] asks an agent to
@@ -12,6 +13,7 @@
 #![deny(clippy::indexing_slicing)] // parses echo and TCP replies from the network
 
 pub mod agent;
+pub mod echo;
 pub mod from;
 pub mod net;
 pub mod remote;
@@ -82,6 +84,50 @@ pub struct Config {
     /// `--via` (tcp:// only): each attempt is a connect through the proxy, measured until its
     /// CONNECT reply (the tunnel is open).
     pub via: Option<npt_proxy::Via>,
+    /// `--echo` (tcp:// only): each attempt is a new connection and one framed echo on it
+    /// against `npt serve`, end to end ([`echo`]); without it a TCP attempt is a connect.
+    pub echo: bool,
+}
+
+impl Config {
+    /// What answers each attempt ([`npt_result::ping::answered_by`]).
+    pub fn answered_by(&self) -> &'static str {
+        answered_by(self.target.proto, self.via.is_some(), self.echo)
+    }
+}
+
+#[cfg(test)]
+impl Config {
+    /// A config for tests: `target`, one attempt every 10 ms, each given 1 s, 64 bytes, framed,
+    /// no token, proxy or `--echo`.
+    pub(crate) fn for_test(target: &str) -> Config {
+        Config {
+            target: Target::parse(target).unwrap(),
+            count: Some(1),
+            interval: Duration::from_millis(10),
+            timeout: Duration::from_secs(1),
+            size: 64,
+            raw: false,
+            token: None,
+            handshake: Default::default(),
+            trust: Default::default(),
+            via: None,
+            echo: false,
+        }
+    }
+}
+
+/// What answers an attempt over `proto`, through a proxy (`via`) or not, with `--echo` or not
+/// ([`npt_result::ping::answered_by`]).
+pub fn answered_by(proto: Proto, via: bool, echo: bool) -> &'static str {
+    use npt_result::ping::answered_by as by;
+    match proto {
+        Proto::Tcp if echo => by::ECHO,
+        Proto::Tcp if via => by::PROXY,
+        Proto::Tcp => by::FIRST_LISTENER,
+        Proto::Udp => by::ECHO,
+        Proto::Quic => by::QUIC_SERVER,
+    }
 }
 
 /// How a UDP ping with a token does the keyed handshake on each socket.

@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::raw::{RawStamp, RAW_HEADER_LEN};
+use npt_wire::reflect;
 
 use crate::session::{Event, Session, Tally};
-use crate::{Config, PingError, Proto, Target};
+use crate::{echo, Config, PingError, Proto, Target};
 
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -46,6 +47,7 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
         };
         let addrs = proxy.resolve()?;
         let (host, port) = (cfg.target.host.clone(), cfg.target.port);
+        let flow = flow_id();
         let stopped_by = run_blocking(
             &mut session,
             addrs.get(..1).unwrap_or_default(),
@@ -53,9 +55,12 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
             clock,
             stop,
             on,
-            |_, t| {
+            |a, seq, t| {
+                if cfg.echo {
+                    return echo::attempt(cfg, a, flow, seq, now_ns(clock), t).map(Some);
+                }
                 npt_proxy::tcp_connect(via, &host, port, t)
-                    .map(drop)
+                    .map(|_| None)
                     .map_err(|e| (e.kind(), format!("via {via}: {e}")))
             },
         )?;
@@ -66,16 +71,20 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
         });
     }
     let addrs = cfg.target.resolve()?;
+    let flow = flow_id();
     let stopped_by = match cfg.target.proto {
-        Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, t| {
+        Proto::Tcp if cfg.echo => run_blocking(&mut session, &addrs, cfg, clock, stop, on, {
+            |a, seq, t| echo::attempt(cfg, a, flow, seq, now_ns(clock), t).map(Some)
+        })?,
+        Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
             TcpStream::connect_timeout(&a, t)
-                .map(drop)
+                .map(|_| None)
                 .map_err(|e| (classify_io(&e), format!("{a}: {e}")))
         })?,
         Proto::Quic => {
             let mut q = Quic::new(cfg)?;
-            let r = run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, t| {
-                q.attempt(a, t)
+            let r = run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
+                q.attempt(a, t).map(|()| None)
             });
             q.close();
             r?
@@ -118,8 +127,10 @@ fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReason> {
     }
 }
 
-/// One attempt at a time (TCP connect, QUIC handshake): `attempt(addr, time_left)` blocks.
-/// Each attempt tries the host's addresses in turn, starting with the one that answered last.
+/// One attempt at a time (TCP connect, QUIC handshake, `--echo`): `attempt(addr, seq,
+/// time_left)` blocks, and returns the connect part of an `--echo` attempt (recorded apart,
+/// beside the whole). Each attempt tries the host's addresses in turn, starting with the one
+/// that answered last.
 // NO-PANIC: `addrs` is checked non-empty on entry, and every index into it is taken
 // `% addrs.len()` (or is 0).
 #[allow(clippy::indexing_slicing)]
@@ -130,7 +141,7 @@ fn run_blocking(
     clock: Instant,
     stop: &Stop,
     on: OnEvent,
-    mut attempt: impl FnMut(SocketAddr, Duration) -> Result<(), (ErrorKind, String)>,
+    mut attempt: impl FnMut(SocketAddr, u64, Duration) -> Result<Option<Duration>, (ErrorKind, String)>,
 ) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
         return Err(PingError::NoAddress(cfg.target.host.clone()));
@@ -152,7 +163,8 @@ fn run_blocking(
             on(ev, addrs[preferred]);
         }
         let started = Instant::now();
-        let mut result = Err((ErrorKind::Timeout, "no answer".to_string()));
+        let mut result: Result<Option<Duration>, _> =
+            Err((ErrorKind::Timeout, "no answer".to_string()));
         let mut used = preferred;
         for k in 0..addrs.len() {
             let Some(left) = cfg.timeout.checked_sub(started.elapsed()) else {
@@ -165,15 +177,21 @@ fn run_blocking(
             if k > 0 {
                 session.restart(seq, now_ns(clock));
             }
-            result = attempt(addrs[used], left);
+            result = attempt(addrs[used], seq, left);
             if result.is_ok() {
                 break;
             }
         }
         let ev = match result {
-            Ok(()) => {
+            Ok(connect) => {
                 preferred = used;
-                session.on_reply(seq, now_ns(clock))
+                let ev = session.on_reply(seq, now_ns(clock));
+                if let (Some(c), Some(Event::Reply { rtt_ns, .. })) = (connect, &ev) {
+                    let c = dur_ns(c).min(*rtt_ns);
+                    session.tally.connect.record(c);
+                    session.tally.echo.record(rtt_ns - c);
+                }
+                ev
             }
             Err((kind, detail)) => session.on_error(seq, kind, detail),
         };
@@ -212,6 +230,11 @@ fn run_udp(
     let mut cur = 0usize;
     let mut answered = false;
     let mut stopped_by = StopReason::Count;
+    // After the last attempt, while some still wait and the server has refused some: flow
+    // queries, so its final count settles attempts it refused without a notice (the notices
+    // are rate-limited).
+    let mut query = [0u8; reflect::FLOW_QUERY_LEN];
+    let (mut queries, mut next_query) = (0u64, 0u64);
     loop {
         if let Some(why) = check_stop(session, stop) {
             stopped_by = why;
@@ -257,6 +280,8 @@ fn run_udp(
                 // Cannot fail: `out` holds at least a header.
                 let _ = k.seal(Dir::ToServer, &mut out);
             }
+            // A query only once the last attempt had its chance to be answered or noticed.
+            next_query = now + QUERY_EVERY_NS;
             if let Err(e) = sock.send(&out) {
                 if let Some(ev) =
                     session.on_error(seq, classify_io(&e), format!("{}: {e}", addrs[cur]))
@@ -266,8 +291,23 @@ fn run_udp(
             }
             continue;
         }
+        let querying =
+            !cfg.raw && session.due().is_none() && session.waiting() && session.tally.refused > 0;
+        if querying && now >= next_query {
+            if reflect::write_query(&mut query, flow, queries, now).is_ok() {
+                if let Some(k) = key {
+                    let _ = k.seal(Dir::ToServer, &mut query);
+                }
+                // Lost or refused, it is asked again; never answered (an older server), the
+                // attempts time out as before.
+                let _ = sock.send(&query);
+            }
+            queries += 1;
+            next_query = now + QUERY_EVERY_NS;
+        }
         let wait = session
             .next_wake()
+            .map(|w| if querying { w.min(next_query) } else { w })
             .map_or(SLICE, |w| Duration::from_nanos(w.saturating_sub(now)))
             .clamp(Duration::from_micros(100), SLICE);
         sock.set_read_timeout(Some(wait))
@@ -276,10 +316,26 @@ fn run_udp(
             Ok(n) => {
                 let t = now_ns(clock);
                 let genuine = key.is_none_or(|k| k.open(Dir::ToClient, &inb[..n]).is_ok());
-                if let Some(seq) = decode(&inb[..n], cfg.raw, flow).filter(|_| genuine) {
+                if let Some(total) = flow_refused(&inb[..n], flow).filter(|_| genuine) {
+                    for ev in session.settle_refused_total(u64::MAX, total) {
+                        on(&ev, addrs[cur]);
+                    }
+                } else if let Some((seq, why, count)) = notice(&inb[..n], cfg.raw, flow) {
+                    // A refusal notice (unsealed: its tag is zeroed) answers the attempt.
+                    answered = true;
+                    for ev in session.on_notice(seq, why, count) {
+                        on(&ev, addrs[cur]);
+                    }
+                } else if let Some(seq) = decode(&inb[..n], cfg.raw, flow).filter(|_| genuine) {
                     if let Some(ev) = session.on_reply(seq, t) {
                         answered |= matches!(ev, Event::Reply { .. });
                         on(&ev, addrs[cur]);
+                    }
+                    // The server's refused count, in the reply's stamps.
+                    if let Some(c) = refused_count(&inb[..n]) {
+                        for ev in session.settle_refused(seq, c) {
+                            on(&ev, addrs[cur]);
+                        }
                     }
                 }
             }
@@ -343,7 +399,8 @@ pub fn encode(
     } else {
         Header {
             kind: Kind::Echo,
-            flags: 0,
+            // Ask npt serve what it saw: with it come refusal notices and the refused count.
+            flags: reflect::REFLECT,
             // Longer than `u32::MAX`: the server refuses the length (no such UDP datagram).
             frame_len: u32::try_from(buf.len()).unwrap_or(u32::MAX),
             reply_len: 0,
@@ -366,6 +423,35 @@ pub fn decode(buf: &[u8], raw: bool, flow: u32) -> Option<u64> {
         let h = Header::decode(buf).ok()?;
         (h.kind == Kind::EchoReply && h.flow == flow).then_some(h.seq)
     }
+}
+
+/// A refusal notice for an attempt of ours ([`reflect::read_notice`]): its sequence number,
+/// why (the notice's status) and the server's count of this flow's refusals, if it says.
+pub fn notice(buf: &[u8], raw: bool, flow: u32) -> Option<(u64, u32, Option<u32>)> {
+    if raw {
+        return None;
+    }
+    let h = Header::decode(buf).ok()?;
+    let n = reflect::read_notice(&h)?;
+    (h.kind == Kind::EchoReply && h.flow == flow).then_some((h.seq, n.status, n.refused))
+}
+
+/// How long the flow queries after the last attempt are apart.
+const QUERY_EVERY_NS: u64 = 100_000_000;
+
+/// The refused count of our flow's report ([`reflect::read_report`]).
+fn flow_refused(buf: &[u8], flow: u32) -> Option<u64> {
+    let h = Header::decode(buf).ok()?;
+    (h.flow == flow)
+        .then(|| reflect::read_report(&h, buf))
+        .flatten()
+        .map(|r| r.refused)
+}
+
+/// The refused count a reflected echo reply's stamps carry.
+fn refused_count(buf: &[u8]) -> Option<u32> {
+    let h = Header::decode(buf).ok()?;
+    reflect::read_reply(&h, buf)?.stamps.map(|s| s.refused)
 }
 
 /// QUIC handshakes on one endpoint per address family.
@@ -448,16 +534,10 @@ mod tests {
 
     fn cfg(raw: bool) -> Config {
         Config {
-            target: Target::parse("udp://127.0.0.1:9").unwrap(),
-            count: Some(1),
-            interval: Duration::from_millis(10),
             timeout: Duration::from_millis(100),
-            size: 64,
             raw,
             token: Some("s3cret".into()),
-            handshake: Default::default(),
-            trust: Default::default(),
-            via: None,
+            ..Config::for_test("udp://127.0.0.1:9")
         }
     }
 
@@ -511,16 +591,9 @@ mod multi_address {
         let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let open_addr = open.local_addr().unwrap();
         let cfg = Config {
-            target: Target::parse(&format!("tcp://{open_addr}")).unwrap(),
             count: Some(3),
             interval: Duration::from_millis(5),
-            timeout: Duration::from_secs(1),
-            size: 64,
-            raw: false,
-            token: None,
-            handshake: Default::default(),
-            trust: Default::default(),
-            via: None,
+            ..Config::for_test(&format!("tcp://{open_addr}"))
         };
         let mut session = Session::new(cfg.count, 5_000_000, 1_000_000_000, 0);
         let mut seen = Vec::new();
@@ -532,10 +605,10 @@ mod multi_address {
             Instant::now(),
             &Stop::new(),
             &mut |ev, a| seen.push((ev.clone(), a)),
-            |a, t| {
+            |a, _, t| {
                 tries.push(a);
                 TcpStream::connect_timeout(&a, t)
-                    .map(drop)
+                    .map(|_| None)
                     .map_err(|e| (classify_io(&e), e.to_string()))
             },
         )

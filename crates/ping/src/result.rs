@@ -11,12 +11,20 @@ use crate::session::Tally;
 use crate::Proto;
 
 /// The result body of a ping of `target` over `proto` that tried `addrs`.
-pub fn body(target: &str, proto: Proto, addrs: &[SocketAddr], t: &Tally) -> PingBody {
+/// `answered_by`: what answered each attempt ([`crate::Config::answered_by`]).
+pub fn body(
+    target: &str,
+    proto: Proto,
+    addrs: &[SocketAddr],
+    answered_by: &str,
+    t: &Tally,
+) -> PingBody {
     let meta = PingMeta {
         target: target.to_string(),
         proto: proto.name().to_string(),
         addresses: addrs.iter().map(|a| a.to_string()).collect(),
         measured_from: None,
+        answered_by: Some(answered_by.to_string()),
     };
     t.summarize(&meta)
 }

@@ -14,20 +14,22 @@ pub const MAX_PENDING: usize = 4096;
 /// What happened to one attempt (or to a reply that matched none).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
-    Reply {
-        seq: u64,
-        rtt_ns: u64,
-    },
+    /// Answered: `sent` is when the attempt started (the session's clock), `rtt_ns` how long
+    /// its answer took.
+    Reply { seq: u64, sent: u64, rtt_ns: u64 },
     /// A classified failure: `timeout`, `refused`, `unreachable`, `tls`, `reset`, ...
     Error {
         seq: u64,
+        sent: u64,
         kind: ErrorKind,
         detail: String,
     },
     /// An answer for an attempt already timed out or answered (not counted as received).
-    Late {
-        seq: u64,
-    },
+    Late { seq: u64 },
+    /// The server refused the attempt (its budget, or a token it wants): neither received nor
+    /// lost. `why` is the notice's status ([`npt_wire::frame::status`]); an attempt settled by
+    /// the server's refused count, without a notice of its own, takes the last notice's.
+    Refused { seq: u64, sent: u64, why: u32 },
 }
 
 /// Counters and the RTT histogram of a ping session: the ping's stats value, which
@@ -45,6 +47,8 @@ pub struct Session {
     stopping: bool,
     /// (seq, sent at) in send order, so the front times out first.
     pending: VecDeque<(u64, u64)>,
+    /// The last refusal's reason (a notice's status).
+    refused_why: u32,
     pub tally: Tally,
 }
 
@@ -60,6 +64,7 @@ impl Session {
             next_due: start,
             stopping: false,
             pending: VecDeque::new(),
+            refused_why: npt_wire::frame::status::BUDGET,
             tally: Tally::default(),
         }
     }
@@ -78,9 +83,10 @@ impl Session {
     pub fn on_sent(&mut self, now: u64) -> (u64, Vec<Event>) {
         let mut out = Vec::new();
         if self.pending.len() >= MAX_PENDING {
-            if let Some((seq, _)) = self.pending.pop_front() {
+            if let Some((seq, sent)) = self.pending.pop_front() {
                 out.push(self.fail(
                     seq,
+                    sent,
                     ErrorKind::Timeout,
                     "given up: too many in flight".into(),
                 ));
@@ -111,7 +117,7 @@ impl Session {
                 let rtt_ns = now.saturating_sub(sent);
                 self.tally.received += 1;
                 self.tally.rtt.record(rtt_ns);
-                Some(Event::Reply { seq, rtt_ns })
+                Some(Event::Reply { seq, sent, rtt_ns })
             }
             None if seq >= 1 && seq < self.next_seq => {
                 self.tally.late += 1;
@@ -122,11 +128,63 @@ impl Session {
         }
     }
 
+    /// A refusal notice for `seq` arrived (status `why`), saying the server has refused
+    /// `count` attempts of this flow so far, when it says. The attempt is settled as refused;
+    /// so are the attempts the server refused without a notice (notices are rate-limited):
+    /// the oldest still waiting that were sent before it, up to the count.
+    pub fn on_notice(&mut self, seq: u64, why: u32, count: Option<u32>) -> Vec<Event> {
+        self.refused_why = why;
+        let mut out = Vec::new();
+        if let Some(i) = self.pending.iter().position(|(s, _)| *s == seq) {
+            if let Some((_, sent)) = self.pending.remove(i) {
+                self.tally.refused += 1;
+                out.push(Event::Refused { seq, sent, why });
+            }
+        }
+        if let Some(c) = count {
+            out.extend(self.settle_refused(seq, c));
+        }
+        out
+    }
+
+    /// The server's count of this flow's refused attempts, `count` (mod 2³²), as a reply to
+    /// `seq` carried it: the attempts it refused without a notice that are still waiting —
+    /// the oldest, sent before `seq` — are settled as refused.
+    pub fn settle_refused(&mut self, seq: u64, count: u32) -> Vec<Event> {
+        let total = npt_wire::reflect::unwrap_count(self.tally.refused, count);
+        self.settle_refused_total(seq, total)
+    }
+
+    /// As [`Session::settle_refused`] with the whole count (a flow report's).
+    pub fn settle_refused_total(&mut self, seq: u64, total: u64) -> Vec<Event> {
+        let mut out = Vec::new();
+        while self.tally.refused < total {
+            let Some(i) = self.pending.iter().position(|(s, _)| *s < seq) else {
+                break;
+            };
+            let Some((s, sent)) = self.pending.remove(i) else {
+                break;
+            };
+            self.tally.refused += 1;
+            out.push(Event::Refused {
+                seq: s,
+                sent,
+                why: self.refused_why,
+            });
+        }
+        out
+    }
+
     /// Attempt `seq` failed with a classified error (refused, unreachable, a TLS failure...).
     pub fn on_error(&mut self, seq: u64, kind: ErrorKind, detail: String) -> Option<Event> {
         let i = self.pending.iter().position(|(s, _)| *s == seq)?;
-        self.pending.remove(i);
-        Some(self.fail(seq, kind, detail))
+        let (_, sent) = self.pending.remove(i)?;
+        Some(self.fail(seq, sent, kind, detail))
+    }
+
+    /// Whether attempts are still waiting for an answer.
+    pub fn waiting(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     /// The oldest attempt still waiting (an ICMP error on a connected UDP socket names none).
@@ -142,7 +200,7 @@ impl Session {
                 break;
             }
             self.pending.pop_front();
-            out.push(self.fail(seq, ErrorKind::Timeout, "no answer".into()));
+            out.push(self.fail(seq, sent, ErrorKind::Timeout, "no answer".into()));
         }
         out
     }
@@ -171,10 +229,15 @@ impl Session {
         self.due().is_none() && self.pending.is_empty()
     }
 
-    fn fail(&mut self, seq: u64, kind: ErrorKind, detail: String) -> Event {
+    fn fail(&mut self, seq: u64, sent: u64, kind: ErrorKind, detail: String) -> Event {
         let d = detail.clone();
         self.tally.errors.record(kind.name(), move || d);
-        Event::Error { seq, kind, detail }
+        Event::Error {
+            seq,
+            sent,
+            kind,
+            detail,
+        }
     }
 }
 
@@ -206,6 +269,7 @@ mod tests {
             s.on_reply(a, 3 * MS),
             Some(Event::Reply {
                 seq: 1,
+                sent: 0,
                 rtt_ns: 3 * MS
             })
         );
@@ -266,6 +330,63 @@ mod tests {
         assert!(s.finished());
         assert_eq!(s.tally.errors.get("refused"), 1);
         assert_eq!(s.tally.errors.total(), 1);
+    }
+
+    /// Every other attempt refused; only some refusals noticed (the server rate-limits them):
+    /// the counts the notices and replies carry settle the rest, so nothing refused is lost.
+    #[test]
+    fn refusals_are_settled_by_notices_and_by_the_servers_count() {
+        use npt_wire::frame::status;
+        let mut s = Session::new(Some(8), MS, 100 * MS, 0);
+        for t in 0..8 {
+            s.on_sent(t * MS);
+        }
+        // 1 answered, 2 refused (noticed), 3 answered, 4 refused (no notice), 5 answered,
+        // 6 refused (noticed: the server's third), 7 refused (no notice), 8 answered (the
+        // server's count then: 4).
+        s.on_reply(1, 10 * MS);
+        let ev = s.on_notice(2, status::BUDGET, Some(1));
+        assert_eq!(
+            ev,
+            vec![Event::Refused {
+                seq: 2,
+                sent: MS,
+                why: status::BUDGET
+            }]
+        );
+        s.on_reply(3, 12 * MS);
+        s.on_reply(5, 14 * MS);
+        let ev = s.on_notice(6, status::BUDGET, Some(3));
+        assert_eq!(
+            ev,
+            vec![
+                Event::Refused {
+                    seq: 6,
+                    sent: 5 * MS,
+                    why: status::BUDGET
+                },
+                Event::Refused {
+                    seq: 4,
+                    sent: 3 * MS,
+                    why: status::BUDGET
+                }
+            ]
+        );
+        s.on_reply(8, 17 * MS);
+        assert_eq!(
+            s.settle_refused(8, 4),
+            vec![Event::Refused {
+                seq: 7,
+                sent: 6 * MS,
+                why: status::BUDGET
+            }]
+        );
+        assert!(s.finished());
+        assert_eq!(s.settle_refused(8, 4), vec![], "settled once");
+        let t = &s.tally;
+        assert_eq!((t.sent, t.received, t.refused), (8, 4, 4));
+        assert_eq!(t.errors.total(), 0, "a refusal is not an error");
+        assert_eq!(t.loss_pct(), 0.0, "nor path loss");
     }
 
     #[test]

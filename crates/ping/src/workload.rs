@@ -7,9 +7,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use npt_result::packets::{unix_ns, Fate, PacketLine};
 use npt_result::ping::PingBody;
 use npt_result::workload::{Finished, Progress, Stop, Workload};
 use npt_stats::Snapshot;
+
+use npt_result::error::ErrorKind;
 
 use crate::session::Event;
 use crate::{net, result, Config, PingError};
@@ -48,23 +51,41 @@ impl Workload for Ping<'_> {
             "size": cfg.size,
             "raw": cfg.raw,
             "via": cfg.via.as_ref().map(|v| v.to_string()),
+            "echo": cfg.echo,
         })
     }
 
     fn run(
         &mut self,
         stop: &Arc<Stop>,
+        no_intervals: &mut dyn FnMut(&Progress<'_>),
+    ) -> Result<Finished<PingBody>, PingError> {
+        self.run_logged(stop, no_intervals, &mut |_| {})
+    }
+
+    const PACKETS: bool = true;
+
+    fn run_logged(
+        &mut self,
+        stop: &Arc<Stop>,
         _no_intervals: &mut dyn FnMut(&Progress<'_>),
+        on_packet: &mut dyn FnMut(&PacketLine),
     ) -> Result<Finished<PingBody>, PingError> {
         let started = SystemTime::now();
         let started_mono = Instant::now();
-        let outcome = net::run(&self.cfg, stop, &mut *self.on_attempt)?;
+        let start_unix = unix_ns(started);
+        let on_attempt = &mut *self.on_attempt;
+        let outcome = net::run(&self.cfg, stop, &mut |ev, addr| {
+            on_attempt(ev, addr);
+            on_packet(&packet_line(ev, start_unix));
+        })?;
         // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
         let ended = started + started_mono.elapsed();
         let body = result::body(
             &self.cfg.target.to_string(),
             self.cfg.target.proto,
             &outcome.addrs,
+            self.cfg.answered_by(),
             &outcome.tally,
         );
         Ok(Finished::new(
@@ -74,5 +95,79 @@ impl Workload for Ping<'_> {
             outcome.stopped_by,
             Snapshot::new(),
         ))
+    }
+}
+
+/// An attempt's line in the per-packet log (`--packets`): its session clock starts with the
+/// run, at `start_unix` (ns since the Unix epoch). A timeout is a lost attempt; a late answer
+/// comes after it, without a send time (the attempt was given up).
+pub fn packet_line(ev: &Event, start_unix: u64) -> PacketLine {
+    match ev {
+        Event::Reply { seq, sent, rtt_ns } => {
+            let mut l = PacketLine::new(*seq, Fate::Received).sent(*sent, start_unix);
+            l.rtt_ns = Some(*rtt_ns);
+            l
+        }
+        Event::Error {
+            seq, sent, kind, ..
+        } if *kind == ErrorKind::Timeout => {
+            PacketLine::new(*seq, Fate::Lost).sent(*sent, start_unix)
+        }
+        Event::Error {
+            seq, sent, kind, ..
+        } => {
+            let mut l = PacketLine::new(*seq, Fate::Error).sent(*sent, start_unix);
+            l.reason = Some(kind.name().to_string());
+            l
+        }
+        Event::Late { seq } => PacketLine::new(*seq, Fate::Late),
+        Event::Refused { seq, sent, why } => {
+            let mut l = PacketLine::new(*seq, Fate::Refused).sent(*sent, start_unix);
+            l.reason = Some(npt_wire::frame::status::notice_name(*why).to_string());
+            l
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_is_one_line_with_its_send_time() {
+        let start = 1_000_000_000;
+        let line = |ev: Event| serde_json::to_string(&packet_line(&ev, start)).unwrap();
+        assert_eq!(
+            line(Event::Reply {
+                seq: 1,
+                sent: 5,
+                rtt_ns: 300
+            }),
+            r#"{"seq":1,"sent_ns":5,"sent_unix_ns":1000000005,"fate":"received","rtt_ns":300}"#
+        );
+        let timeout = Event::Error {
+            seq: 2,
+            sent: 7,
+            kind: ErrorKind::Timeout,
+            detail: "no answer".into(),
+        };
+        assert_eq!(
+            line(timeout),
+            r#"{"seq":2,"sent_ns":7,"sent_unix_ns":1000000007,"fate":"lost"}"#
+        );
+        let refused = Event::Error {
+            seq: 3,
+            sent: 9,
+            kind: ErrorKind::Refused,
+            detail: "x".into(),
+        };
+        assert!(line(refused).ends_with(r#""fate":"error","reason":"refused"}"#));
+        assert_eq!(line(Event::Late { seq: 2 }), r#"{"seq":2,"fate":"late"}"#);
+        let budget = Event::Refused {
+            seq: 4,
+            sent: 11,
+            why: npt_wire::frame::status::BUDGET,
+        };
+        assert!(line(budget).ends_with(r#""fate":"refused","reason":"budget"}"#));
     }
 }

@@ -70,7 +70,9 @@ fn forged_replies_never_panic_or_count_twice() {
                 assert!(h.kind == Kind::EchoReply && h.flow == FLOW && h.seq == seq);
             }
             match s.on_reply(seq, 4_500) {
-                Some(Event::Reply { seq: got, rtt_ns }) => {
+                Some(Event::Reply {
+                    seq: got, rtt_ns, ..
+                }) => {
                     replies += 1;
                     assert!(got == seq && (1..=4).contains(&seq) && rtt_ns <= 4_500);
                 }

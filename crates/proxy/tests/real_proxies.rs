@@ -1,7 +1,7 @@
 //! Why this exists: the handshakes are only right if real proxies accept them. These tests
 //! start Debian's `danted` (SOCKS5 CONNECT and UDP ASSOCIATE), `microsocks` (SOCKS5 with and
 //! without a password) and `tinyproxy` (HTTP CONNECT) on loopback, send echoes through them,
-//! and check refusals are classified. `.ci/run` installs the three packages; without them the
+//! and check refusals are classified. `./test.sh` installs the three packages; without them the
 //! tests fail with a message saying which is missing (unless NPT_SKIP_PROXIES=1).
 
 #![cfg(test)]

@@ -9,10 +9,15 @@
 //! Rows of different kinds or different workload settings are allowed but noted: a p50 of a
 //! ping-pong probe and of a 300-user run are not the same figure.
 //!
+//! Every difference carries its spread, and one inside it is "within noise", with no
+//! percentage ([`noise`]).
+//!
 //! [`runs`] builds the same table from scenarios run several times (`npt compare
 //! scenarios.toml --runs N`), and [`page`] draws it as an HTML page.
 
+pub mod directions;
 pub mod loaded;
+pub mod noise;
 pub mod page;
 mod render;
 pub mod runs;
@@ -56,12 +61,34 @@ pub struct Row {
     /// agent or, for the first, the client: [`runs::source`]); `None` without a theoretical
     /// latency.
     pub theoretical_source: Option<String>,
+    /// The spread of `avg_ms`: a half-width in ms, by the rule `avg_spread_from` names
+    /// ([`noise`]).
+    pub avg_spread_ms: Option<f64>,
+    /// `runs` (the wider of half the runs' p50 and avg ranges), `p10-p90` (half one run's
+    /// p10–p90 range) or `min-p90` (one run without a usable histogram).
+    pub avg_spread_from: Option<String>,
+    /// The spread of `theoretical_ms`: the hops' spreads in quadrature; 0 when typed.
+    pub theoretical_spread_ms: Option<f64>,
     /// avg − theoretical.
     pub overhead_ms: Option<f64>,
+    /// `overhead_ms` as a percentage of the theoretical latency; `null` when within noise, or
+    /// when the theoretical latency is not at least 10 × its spread ([`noise`]).
     pub overhead_pct: Option<f64>,
+    /// The spread of `overhead_ms`: the row's and the theoretical latency's in quadrature.
+    pub overhead_spread_ms: Option<f64>,
+    /// `|overhead_ms| <= overhead_spread_ms`: no finding.
+    pub overhead_within_noise: Option<bool>,
     /// avg − the baseline's avg.
     pub vs_baseline_ms: Option<f64>,
+    /// `vs_baseline_ms` as a percentage of the baseline's avg; `null` within noise, when the
+    /// baseline's avg is not at least 10 × its spread, and on the baseline's own row.
     pub vs_baseline_pct: Option<f64>,
+    /// The spread of `vs_baseline_ms`: the row's and the baseline's in quadrature (`null` on
+    /// the baseline's own row).
+    pub vs_baseline_spread_ms: Option<f64>,
+    /// `|vs_baseline_ms| <= vs_baseline_spread_ms`: no finding (`null` on the baseline's own
+    /// row).
+    pub vs_baseline_within_noise: Option<bool>,
     pub errors: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loss_pct: Option<f64>,
@@ -92,6 +119,21 @@ pub struct Row {
     pub loaded_p99_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rpm: Option<f64>,
+    /// Probes: packets the server refused (its budget, its `--token`), % of sent over runs:
+    /// not path loss ([`directions`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_pct: Option<f64>,
+    /// Probes whose server says what it saw: loss up (of the packets sent) and down (of the
+    /// replies it sent), over runs, %.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_up_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_down_pct: Option<f64>,
+    /// Probes with a clock assumption: one-way delay p50 up and down, median of runs, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owd_up_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owd_down_ms: Option<f64>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -132,6 +174,8 @@ pub struct Hop {
     pub from: Option<String>,
     /// Average RTT; `None` when the hop did not answer.
     pub avg_ms: Option<f64>,
+    /// Its spread: half the p10–p90 range of its RTTs ([`noise::of_one_run`]).
+    pub spread_ms: Option<f64>,
     /// The `npt ping` result file.
     pub result: String,
     pub error: Option<String>,
@@ -184,6 +228,13 @@ fn headline(input: &Input) -> Result<Summary, CompareError> {
     })
 }
 
+/// The spread of a pinged or measured hop's RTTs ([`noise::of_one_run`]: half its p10–p90
+/// range).
+pub fn hop_spread(b: &npt_result::ping::PingBody) -> f64 {
+    let h = Histogram::from_serialized(&b.histogram).unwrap_or_default();
+    noise::of_one_run(&h, &ping_summary(&b.summary)).0
+}
+
 /// A ping summary as the one summary type (p99.9 and p99.99: its max).
 fn ping_summary(s: &npt_result::ping::PingSummary) -> Summary {
     Summary {
@@ -225,10 +276,6 @@ fn workload(d: &AnyResult) -> serde_json::Value {
     c
 }
 
-fn pct(part: f64, of: f64) -> Option<f64> {
-    (of > 0.0).then(|| part * 100.0 / of)
-}
-
 impl Row {
     /// The latency columns from one summary.
     pub fn with_figures(mut self, s: &Summary) -> Row {
@@ -266,19 +313,35 @@ fn tcp_kernel(doc: &AnyResult) -> Option<&TcpKernel> {
     }
 }
 
-/// Fills the overhead columns: avg − theoretical, and avg − the baseline's avg (a row without
-/// figures, or a baseline without them, gets none).
+/// Fills the overhead columns: avg − theoretical, and avg − the baseline's avg, each with its
+/// spread and whether it is within noise ([`noise`]); a row without figures, or a baseline
+/// without them, gets none.
 pub fn overheads(rows: &mut [Row], baseline: Option<&str>) {
-    let base_avg = baseline.and_then(|b| rows.iter().find(|r| r.name == b).and_then(|r| r.avg_ms));
+    let base = baseline.and_then(|b| {
+        rows.iter()
+            .find(|r| r.name == b)
+            .and_then(|r| Some((r.avg_ms?, r.avg_spread_ms.unwrap_or(0.0))))
+    });
     for r in rows {
         let Some(avg) = r.avg_ms else { continue };
+        let own = (avg, r.avg_spread_ms.unwrap_or(0.0));
         if let Some(t) = r.theoretical_ms {
-            r.overhead_ms = Some(avg - t);
-            r.overhead_pct = pct(avg - t, t);
+            let d = noise::difference(own, (t, r.theoretical_spread_ms.unwrap_or(0.0)));
+            r.overhead_ms = Some(d.ms);
+            r.overhead_pct = d.pct;
+            r.overhead_spread_ms = Some(d.spread_ms);
+            r.overhead_within_noise = Some(d.within_noise);
         }
-        if let Some(b) = base_avg {
-            r.vs_baseline_ms = Some(avg - b);
-            r.vs_baseline_pct = pct(avg - b, b);
+        if let Some(b) = base {
+            if Some(r.name.as_str()) == baseline {
+                r.vs_baseline_ms = Some(0.0);
+                continue;
+            }
+            let d = noise::difference(own, b);
+            r.vs_baseline_ms = Some(d.ms);
+            r.vs_baseline_pct = d.pct;
+            r.vs_baseline_spread_ms = Some(d.spread_ms);
+            r.vs_baseline_within_noise = Some(d.within_noise);
         }
     }
 }
@@ -318,6 +381,11 @@ pub fn table(
                 }
                 _ => None,
             },
+            theoretical_spread_ms: match (&d.body, theoretical.get(&i.name)) {
+                (_, Some(_)) => Some(0.0),
+                (Workload::Trace(b), None) => b.summary.sum.map(|s| s.spread_ms),
+                _ => None,
+            },
             errors: d.body.errors().total_errors,
             loss_pct: probe.map(|p| p.loss_pct),
             jitter_ms: probe.map(|p| p.jitter_ms),
@@ -328,7 +396,11 @@ pub fn table(
         }
         .with_figures(&s)
         .with_retransmits(std::iter::once(d));
+        let (spread, from) = noise::of_one_run(&d.body.headline(), &s);
+        row.avg_spread_ms = Some(spread);
+        row.avg_spread_from = Some(from.to_string());
         loaded::fill(&mut row, under_load.into_iter());
+        directions::fill(&mut row, probe.into_iter());
         rows.push(row);
     }
     for k in theoretical.keys() {
@@ -414,6 +486,44 @@ mod tests {
         assert!(t.notes.is_empty(), "{:?}", t.notes);
     }
 
+    /// Two rows whose avgs differ by less than their p10–p90 spreads: "within noise", no
+    /// percentage, in the cell and in the JSON; a typed theoretical latency far below them is
+    /// a finding, with its percentage.
+    #[test]
+    fn a_difference_within_the_rows_spread_is_noise() {
+        // 1..=10 ms (avg 5.5, p10 1, p90 9: ±4) and 2..=11 ms (avg 6.5, ±4): +1 ms against
+        // ±5.66 combined.
+        let a: Vec<u64> = (1..=10).map(|m| m * MS).collect();
+        let b: Vec<u64> = (2..=11).map(|m| m * MS).collect();
+        let inputs = [probe("direct", &a, 0.0), probe("relay", &b, 0.0)];
+        let theo = BTreeMap::from([("relay".to_string(), 1.0)]);
+        let t = table(&inputs, Some("direct"), &theo).unwrap();
+        let r = &t.scenarios[1];
+        assert!((r.avg_spread_ms.unwrap() - 4.0).abs() < 0.01, "{r:?}");
+        assert_eq!(r.avg_spread_from.as_deref(), Some("p10-p90"));
+        assert_eq!(r.vs_baseline_within_noise, Some(true));
+        assert_eq!(r.vs_baseline_pct, None);
+        assert!((r.vs_baseline_spread_ms.unwrap() - 32f64.sqrt()).abs() < 0.02);
+        // 6.5 ± 4 against a typed 1 ms: +5.5, outside ±4, and 1 ms is known exactly.
+        assert_eq!(r.overhead_within_noise, Some(false));
+        assert!((r.overhead_pct.unwrap() - 550.0).abs() < 1.0, "{r:?}");
+        let c = cells(t.baseline.as_deref(), r);
+        assert_eq!(c[8], "within noise (±5.66)");
+        assert!(c[7].starts_with("+5.50 ±4.00 (+5"), "{c:?}");
+        assert_eq!(cells(t.baseline.as_deref(), &t.scenarios[0])[8], "baseline");
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["scenarios"][1]["vs_baseline_within_noise"], true);
+        assert!(json["scenarios"][1]["vs_baseline_pct"].is_null());
+        assert_eq!(json["scenarios"][1]["overhead_within_noise"], false);
+        let mut text = Vec::new();
+        write_text(&mut text, &t).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("spread (±): per row half its p10–p90 range, or twice its avg's"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn bad_names_and_mixed_kinds() {
         let inputs = [probe("a", &[MS], 0.0)];
@@ -444,11 +554,13 @@ mod tests {
             text.lines().next().unwrap().starts_with("scenario"),
             "{text}"
         );
-        // 2 and 3 ms read back within HDR's 0.1 %: +1.00 ms, about +50 %.
+        // 2 and 3 ms read back within HDR's 0.1 %: +1.00 ms, about +50 %; one sample each,
+        // so no spread.
         assert!(
-            text.contains("+1.00 (+49.9%)") || text.contains("+1.00 (+50.0%)"),
+            text.contains("+1.00 ±0.00 (+49.9%)") || text.contains("+1.00 ±0.00 (+50.0%)"),
             "{text}"
         );
+        assert!(text.contains(" baseline "), "{text}");
         let mut md = Vec::new();
         write_markdown(&mut md, &t).unwrap();
         let md = String::from_utf8(md).unwrap();

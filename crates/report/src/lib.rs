@@ -3,6 +3,7 @@
 //! engines write results through `npt-result` and never depend on this crate.
 
 pub mod compare;
+pub mod directions;
 pub mod html;
 pub mod merge;
 pub mod page;

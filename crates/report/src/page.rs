@@ -10,15 +10,44 @@ use npt_result::any::AnyResult;
 use npt_result::interval::Interval;
 
 /// One row per interval, then a summary row; column names are stable (docs/report-merge.md).
+/// A probe whose server said what it saw (or refused some) gets three more columns:
+/// `refused,lost_up,lost_down`; other results are written as they always were.
 pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
+    // A probe's whole-run figures: what the server refused, each direction's loss.
+    let split = match &doc.body {
+        npt_result::any::Workload::Probe(b)
+            if b.summary.directions.is_some() || b.summary.refused_by_server > 0 =>
+        {
+            let d = b.summary.directions.as_ref();
+            Some((
+                Some(b.summary.refused_by_server),
+                d.and_then(|d| d.up.lost),
+                d.and_then(|d| d.down.lost),
+            ))
+        }
+        _ => None,
+    };
+    let n = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
+    let extra = |r: Option<u64>, u: Option<u64>, d: Option<u64>| {
+        if split.is_some() {
+            format!(",{},{},{}", n(r), n(u), n(d))
+        } else {
+            String::new()
+        }
+    };
     writeln!(
         w,
-        "row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors,loss_pct"
+        "row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors,loss_pct{}",
+        if split.is_some() {
+            ",refused,lost_up,lost_down"
+        } else {
+            ""
+        }
     )?;
     for iv in doc.body.intervals() {
         writeln!(
             w,
-            "interval,{},{:.3},{:.3},{:.3},{:.6},{:.6},{},{}",
+            "interval,{},{:.3},{:.3},{:.3},{:.6},{:.6},{},{}{}",
             iv.index,
             iv.start_s,
             iv.end_s,
@@ -26,21 +55,24 @@ pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
             iv.latency_ms.p50,
             iv.latency_ms.p99,
             iv.errors,
-            iv.loss_pct.map_or(String::new(), |l| format!("{l:.4}"))
+            iv.loss_pct.map_or(String::new(), |l| format!("{l:.4}")),
+            extra(iv.refused, iv.lost_up, iv.lost_down),
         )?;
     }
     let s = doc.body.headline().summary();
+    let (r, u, d) = split.unwrap_or_default();
     writeln!(
         w,
-        "summary,,,{:.3},,{:.6},{:.6},{},",
+        "summary,,,{:.3},,{:.6},{:.6},{},{}",
         doc.duration_s,
         s.p50,
         s.p99,
-        doc.body.errors().total_errors
+        doc.body.errors().total_errors,
+        extra(r, u, d),
     )
 }
 
-/// Percentiles shown in the spectrum (to 99.99, as DESIGN asks).
+/// Percentiles shown in the spectrum (to 99.99, those docs/measurement.md lists).
 pub(crate) const SPECTRUM: [f64; 14] = [
     0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
 ];
@@ -86,6 +118,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
     ];
     let mut rows = rows;
     if let npt_result::any::Workload::Probe(b) = &doc.body {
+        rows.extend(crate::directions::summary_rows(b));
         if let Some(u) = &b.under_load {
             for p in &u.phases {
                 rows.push(vec![
@@ -165,9 +198,12 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
             y_label: "count / %".into(),
             x: t,
             series: err,
-            bands,
+            bands: bands.clone(),
             ..Chart::default()
         });
+    }
+    if let npt_result::any::Workload::Probe(b) = &doc.body {
+        charts.extend(crate::directions::charts(b, &bands));
     }
     if !h.is_empty() {
         charts.push(Chart {
@@ -304,6 +340,79 @@ mod tests {
         assert!(lines[2].starts_with("interval,1,1.000,2.000,90.000,0.600000,1.200000,0,1.0000"));
         assert!(lines[3].starts_with("summary,,,2.000,"), "{}", lines[3]);
         assert!(lines[3].ends_with(",1,"), "total errors: {}", lines[3]);
+    }
+
+    /// A probe whose server said what it saw: the CSV has each interval's split, the page a
+    /// chart of loss up and down and one of one-way delay up against down.
+    #[test]
+    fn directions_in_the_csv_and_on_the_page() {
+        use npt_result::directions::{hist as dh, OneWay, PathDirections};
+        let mut d = doc();
+        let npt_result::any::Workload::Probe(b) = &mut d.body else {
+            unreachable!()
+        };
+        for (i, iv) in b.intervals.iter_mut().enumerate() {
+            iv.lost_up = Some(i as u64 * 3);
+            iv.lost_down = Some(1);
+            iv.refused = Some(7);
+        }
+        let mut owd = npt_stats::Histogram::new();
+        owd.record(30_000_000);
+        for name in [dh::OWD_UP, dh::OWD_DOWN] {
+            b.histograms.insert(name.into(), owd.to_serialized());
+        }
+        b.summary.refused_by_server = 14;
+        b.summary.directions = Some(PathDirections {
+            clock: "same-host".into(),
+            up: OneWay {
+                lost: Some(3),
+                loss_pct: Some(1.0),
+                owd_ms: Some(owd.summary()),
+                ..OneWay::default()
+            },
+            down: OneWay {
+                lost: Some(2),
+                loss_pct: Some(0.5),
+                owd_ms: Some(owd.summary()),
+                ..OneWay::default()
+            },
+            ..PathDirections::default()
+        });
+        let mut out = Vec::new();
+        write_csv(&mut out, &d).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with(",loss_pct,refused,lost_up,lost_down"));
+        assert!(lines[2].ends_with(",7,3,1"), "{}", lines[2]);
+        assert!(lines[3].ends_with(",14,3,2"), "{}", lines[3]);
+        let page = html_page(&d, "x.json");
+        let ids: Vec<&str> = page.charts.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "latency",
+                "rate",
+                "errors",
+                "directions",
+                "one-way",
+                "spectrum",
+                "cdf"
+            ]
+        );
+        let one_way = &page.charts[4];
+        assert_eq!(one_way.series.len(), 2, "up and down");
+        let rows = &page.tables[0].rows;
+        assert!(rows
+            .iter()
+            .any(|r| r[0].starts_with("refused by the server")));
+        let owd = rows
+            .iter()
+            .find(|r| r[0].starts_with("one-way delay"))
+            .unwrap();
+        assert!(
+            owd[1].starts_with("30.0") && owd[1].contains(" / 30.0"),
+            "{owd:?}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use npt_stats::{ErrorCounts, Histogram};
 
 use super::*;
-use crate::error::{error_kind, io_error_kind, is_error_kind, ErrorKind};
+use crate::error::{error_kind, io_error_kind, is_error_kind, unanswered_close, ErrorKind};
 use crate::http::HttpSummary;
 use crate::probe::ProbeSummary;
 use crate::run::RunSummary;
@@ -304,6 +304,9 @@ fn a_ping_reads_as_one_result_too() {
         errors: Errors::default(),
         histogram: h.to_serialized(),
         measured_from: None,
+        answered_by: None,
+        note: None,
+        phases: None,
     };
     let json = doc("ping", body);
     let r = from_value("p.json", json.clone()).unwrap();
@@ -352,8 +355,17 @@ fn every_socket_error_has_a_kind_of_the_vocabulary() {
     for k in &seen {
         assert!(ErrorKind::SOCKET.contains(k), "{k}");
     }
-    // Every kind of the vocabulary but tls (TLS errors are not socket errors) is reachable.
-    assert_eq!(seen.len(), ErrorKind::SOCKET.len() - 1, "{seen:?}");
+    // Every kind of the vocabulary but tls (TLS errors are not socket errors) and
+    // closed_unanswered (it needs the connection's history: `unanswered_close`) is reachable.
+    assert_eq!(seen.len(), ErrorKind::SOCKET.len() - 2, "{seen:?}");
+    let eof = io::Error::from(K::UnexpectedEof);
+    let rst = io::Error::from(K::ConnectionReset);
+    assert_eq!(unanswered_close(&eof, false), ErrorKind::ClosedUnanswered);
+    assert_eq!(unanswered_close(&rst, false), ErrorKind::ClosedUnanswered);
+    assert_eq!(unanswered_close(&eof, true), ErrorKind::Closed);
+    assert_eq!(unanswered_close(&rst, true), ErrorKind::Reset);
+    let timeout = io::Error::from(K::TimedOut);
+    assert_eq!(unanswered_close(&timeout, false), ErrorKind::Timeout);
     assert_eq!(
         io_error_kind(&io::Error::from_raw_os_error(libc::EMFILE)),
         ErrorKind::Local

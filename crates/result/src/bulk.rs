@@ -92,12 +92,18 @@ pub struct UdpBulk {
     pub rate_bps: f64,
     /// Datagram size, bytes.
     pub size: u32,
-    /// Datagrams sent and arrived (as the responder reported), and the difference.
+    /// Datagrams sent and arrived (as the responder reported).
     pub sent: u64,
     pub received: u64,
+    /// Datagrams the path lost: `sent − received − refused_by_server`.
     pub lost: u64,
+    /// `lost ÷ (sent − refused_by_server)`, in %: the path's loss.
     #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
+    /// Datagrams the server's per-source budget refused (never path loss); absent when the
+    /// server does not say (an older `npt serve`: refusals then read as `lost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_by_server: Option<u64>,
     /// What arrived, bits/s.
     pub delivered_bps: f64,
     /// RFC 3550 jitter of the one-way transit time, as the responder measured it.

@@ -15,6 +15,13 @@ pub enum ErrorKind {
     Reset,
     /// The peer closed before the answer was complete.
     Closed,
+    /// A TCP connection was accepted and then closed (EOF or reset) before a single byte of
+    /// an answer came back on it: whatever accepted it — a relay or forwarder, which accepts
+    /// by itself — closed without answering, so nothing behind it answered (its backend may
+    /// be down). A connection that closes after some answers is [`ErrorKind::Closed`] or
+    /// [`ErrorKind::Reset`]; only the connection's history tells them apart
+    /// ([`unanswered_close`]).
+    ClosedUnanswered,
     /// No answer, or no progress, within the timeout.
     Timeout,
     /// Host or network unreachable.
@@ -85,10 +92,11 @@ impl ProxyErrorKind {
 
 impl ErrorKind {
     /// The kinds of a failed socket or exchange (each with [`ErrorKind::meaning`]).
-    pub const SOCKET: [ErrorKind; 9] = [
+    pub const SOCKET: [ErrorKind; 10] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Closed,
+        ErrorKind::ClosedUnanswered,
         ErrorKind::Timeout,
         ErrorKind::Unreachable,
         ErrorKind::Local,
@@ -116,6 +124,7 @@ impl ErrorKind {
             ErrorKind::Refused => "refused",
             ErrorKind::Reset => "reset",
             ErrorKind::Closed => "closed",
+            ErrorKind::ClosedUnanswered => "closed_unanswered",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Unreachable => "unreachable",
             ErrorKind::Local => "local",
@@ -148,6 +157,10 @@ impl ErrorKind {
             ErrorKind::Refused => "the connection was refused",
             ErrorKind::Reset => "the connection was reset or aborted, or the pipe broke",
             ErrorKind::Closed => "the peer closed before the answer was complete",
+            ErrorKind::ClosedUnanswered => {
+                "a TCP connection accepted, then closed before any answer: whatever accepted it \
+                 (a relay or forwarder) closed without answering; nothing behind it answered"
+            }
             ErrorKind::Timeout => "no answer, or no progress, within the timeout",
             ErrorKind::Unreachable => "host or network unreachable",
             ErrorKind::Local => {
@@ -208,6 +221,29 @@ pub fn io_error_kind(e: &io::Error) -> ErrorKind {
             _ => ErrorKind::Io,
         },
     }
+}
+
+/// The kind of a TCP connection's end (`e`: EOF as [`io::ErrorKind::UnexpectedEof`], a
+/// reset, an aborted connection or a broken pipe) given whether any answer byte ever came back
+/// on it: with none, [`ErrorKind::ClosedUnanswered`] — the listener accepted and closed without
+/// answering — else the socket error's own kind ([`io_error_kind`]). Every TCP echo (probe,
+/// run, ping `--echo`, trace's chain) classifies its connection's end with this one rule.
+pub fn unanswered_close(e: &io::Error, answered: bool) -> ErrorKind {
+    let kind = io_error_kind(e);
+    if !answered && matches!(kind, ErrorKind::Closed | ErrorKind::Reset) {
+        ErrorKind::ClosedUnanswered
+    } else {
+        kind
+    }
+}
+
+/// What a [`ErrorKind::ClosedUnanswered`] error says, after what failed (`read`,
+/// `receive`…): the listener at `at` accepted the connection and closed it without answering.
+pub fn unanswered_close_msg(at: &str, e: &io::Error) -> String {
+    format!(
+        "{at} accepted the connection and closed it without answering ({e}): nothing behind \
+         it answered — a relay or forwarder whose backend is down?"
+    )
 }
 
 /// A kind of a file written before the one vocabulary, in it: `aborted` (a probe's) is

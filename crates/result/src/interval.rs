@@ -42,9 +42,21 @@ pub struct Interval {
     /// Probe: packets sent in the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent: Option<u64>,
-    /// Probe: packets sent in the interval that got no reply in time.
+    /// Probe: packets sent in the interval that got no reply in time and that the server did
+    /// not refuse (path loss).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<u64>,
+    /// Probe: packets sent in the interval that the server refused (`completed + lost +
+    /// refused == sent`). Absent when nothing was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<u64>,
+    /// Probe: of `lost`, the packets placed on the way up and on the way down (from the
+    /// replies around them; the rest of `lost` was not placed when the interval closed).
+    /// Absent without a server that reflects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_up: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_down: Option<u64>,
     /// Probe: late replies that *arrived* in this interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late: Option<u64>,
@@ -52,7 +64,7 @@ pub struct Interval {
     pub duplicated: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reordered: Option<u64>,
-    /// Probe: `lost ÷ sent`, in %.
+    /// Probe: `lost ÷ (sent − refused)`, in %.
     #[schemars(range(min = 0, max = 100))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_pct: Option<f64>,
@@ -144,6 +156,9 @@ pub struct IntervalAcc {
     pub latency: Histogram,
     pub sent: Option<u64>,
     pub lost: Option<u64>,
+    pub refused: Option<u64>,
+    pub lost_up: Option<u64>,
+    pub lost_down: Option<u64>,
     pub late: Option<u64>,
     pub duplicated: Option<u64>,
     pub reordered: Option<u64>,
@@ -268,6 +283,9 @@ impl IntervalAcc {
             latency,
             sent: r.sent,
             lost: r.lost,
+            refused: r.refused,
+            lost_up: r.lost_up,
+            lost_down: r.lost_down,
             late: r.late,
             duplicated: r.duplicated,
             reordered: r.reordered,
@@ -295,10 +313,18 @@ impl IntervalAcc {
             latency_ms: self.latency.summary(),
             sent: self.sent,
             lost: self.lost,
+            refused: self.refused,
+            lost_up: self.lost_up,
+            lost_down: self.lost_down,
             late: self.late,
             duplicated: self.duplicated,
             reordered: self.reordered,
-            loss_pct: self.sent.map(|sent| loss_pct(self.lost.unwrap_or(0), sent)),
+            loss_pct: self.sent.map(|sent| {
+                loss_pct(
+                    self.lost.unwrap_or(0),
+                    sent.saturating_sub(self.refused.unwrap_or(0)),
+                )
+            }),
             jitter_ms: self.jitter.map(|j| j.value_ns() / 1e6),
             jitter_samples: self
                 .jitter
@@ -342,6 +368,9 @@ impl AddAssign<&IntervalAcc> for IntervalAcc {
         self.latency += &rhs.latency;
         self.sent = add_opt(self.sent, rhs.sent);
         self.lost = add_opt(self.lost, rhs.lost);
+        self.refused = add_opt(self.refused, rhs.refused);
+        self.lost_up = add_opt(self.lost_up, rhs.lost_up);
+        self.lost_down = add_opt(self.lost_down, rhs.lost_down);
         self.late = add_opt(self.late, rhs.late);
         self.duplicated = add_opt(self.duplicated, rhs.duplicated);
         self.reordered = add_opt(self.reordered, rhs.reordered);

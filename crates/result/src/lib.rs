@@ -16,13 +16,16 @@
 pub mod any;
 pub mod bulk;
 pub mod common;
+pub mod directions;
 pub mod error;
 pub mod health;
 pub mod http;
 pub mod interval;
+pub mod packets;
 pub mod ping;
 pub mod probe;
 pub mod run;
+pub mod save;
 pub mod schema;
 pub mod series;
 pub mod stats;
@@ -213,7 +216,30 @@ pub fn max_rss_bytes() -> u64 {
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to
 /// disk, then renamed over the target. A reader never sees half a result.
+///
+/// Only a regular file (or a new name) is replaced that way. A path that is something else —
+/// `/dev/null`, `/dev/stdout`, a FIFO a script reads from — is written into as it is: renaming
+/// over it would replace the device or pipe with a plain file (as root, `--json /dev/null`
+/// would have turned the machine's `/dev/null` into a file). A symbolic link is followed, so
+/// the file it points to is replaced and the link stays.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.file_type().is_file() => {
+            let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+            return f.write_all(bytes);
+        }
+        _ => {}
+    }
+    let resolved;
+    let path = if path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        resolved = std::fs::canonicalize(path)?;
+        resolved.as_path()
+    } else {
+        path
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -251,6 +277,36 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"second");
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn a_pipe_is_written_into_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_atomic(&fifo, b"through the pipe").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(kind.is_fifo(), "still a FIFO, not a file put in its place");
+    }
+
+    #[test]
+    fn a_link_is_followed_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, b"old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::common::{Errors, NptLatency};
+use crate::Histograms;
 
 /// The body of a `ping` result.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -44,6 +45,70 @@ pub struct PingBody {
     #[schemars(regex(pattern = "^npt://"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_from: Option<String>,
+    /// What answered each attempt ([`answered_by`]): `first_listener` (a TCP connect: whatever
+    /// listens at the address, a relay or forwarder included), `proxy` (a TCP connect through
+    /// `--via`, until the proxy's CONNECT reply), `echo` (an echo from the path's far end:
+    /// UDP, or TCP `--echo`) or `quic_server`; absent in files written before it existed.
+    #[schemars(extend("enum" = ["first_listener", "proxy", "echo", "quic_server"]))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+    /// What the figure does not say, in words (a TCP connect through a relay is the first
+    /// relay's, [`note`]); absent when there is nothing to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// `npt ping --echo`: each answered attempt's connect and echo apart (the summary is their
+    /// sum); absent otherwise, and when nothing answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<EchoPhases>,
+}
+
+/// `npt ping --echo`: the two parts of each answered attempt, in ms.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct EchoPhases {
+    /// The TCP connect (through `--via`: until the proxy's CONNECT reply): answered by the
+    /// first listener, a relay or forwarder included.
+    pub connect_ms: NptLatency,
+    /// One framed echo on the new connection: through every relay to `npt serve` and back (a
+    /// relay that connects onward when a client connects, as socat does, adds that connect).
+    pub echo_ms: NptLatency,
+    /// Their histograms (ns): `connect`, `echo`.
+    #[schemars(extend("propertyNames" = {"enum": ["connect", "echo"]}))]
+    pub histograms: Histograms,
+}
+
+/// What answered a ping's attempts (`answered_by`).
+pub mod answered_by {
+    /// A TCP connect: the kernel of whatever listens at the address. A relay or forwarder
+    /// accepts by itself, so through one this is the first relay's time, not the path's.
+    pub const FIRST_LISTENER: &str = "first_listener";
+    /// A TCP connect through `--via`: the proxy's CONNECT reply, sent once the proxy connected
+    /// to the target (whose listener, again, may be a relay that accepts by itself).
+    pub const PROXY: &str = "proxy";
+    /// An echo from the path's far end: a UDP echo, or TCP `--echo` (connect + one echo).
+    pub const ECHO: &str = "echo";
+    /// A QUIC handshake, answered by the QUIC server.
+    pub const QUIC_SERVER: &str = "quic_server";
+}
+
+/// The words beside a ping answered by `answered_by` ([`answered_by`]): a TCP connect is the
+/// first listener's, which through a relay is not the path's.
+pub fn note(answered_by: &str) -> Option<String> {
+    match answered_by {
+        answered_by::FIRST_LISTENER => Some(
+            "a TCP connect is answered by whatever listens at the address: through a relay or \
+             forwarder (which accepts by itself) it is the first relay's time, and says nothing \
+             of what is behind it; --echo times connect + one echo end to end"
+                .to_string(),
+        ),
+        answered_by::PROXY => Some(
+            "the proxy's CONNECT reply comes once it has connected to the target: a relay there \
+             accepts by itself and says nothing of what is behind it; --echo times connect + \
+             one echo end to end"
+                .to_string(),
+        ),
+        _ => None,
+    }
 }
 
 /// Counts and RTT statistics in milliseconds (zeros when nothing answered).
@@ -52,11 +117,18 @@ pub struct PingBody {
 pub struct PingSummary {
     pub sent: u64,
     pub received: u64,
+    /// Attempts without an answer that the server did not refuse: `sent − received −
+    /// refused_by_server`.
     pub lost: u64,
+    /// `lost ÷ (sent − refused_by_server)`, in %.
     #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
     /// Answers that came after their attempt had timed out, or twice.
     pub late: u64,
+    /// UDP against `npt serve`: attempts the server refused (its per-source budget, or a
+    /// `--token` it wants), from its refusal notices and counts — never counted as loss.
+    #[serde(default)]
+    pub refused_by_server: u64,
     pub min_ms: f64,
     pub avg_ms: f64,
     pub p50_ms: f64,
@@ -72,4 +144,8 @@ pub struct PingSummary {
 pub mod hist {
     /// Round-trip time of answered attempts.
     pub const RTT: &str = "rtt";
+    /// `--echo`: the connect part of answered attempts ([`super::EchoPhases`]).
+    pub const CONNECT: &str = "connect";
+    /// `--echo`: the echo part of answered attempts.
+    pub const ECHO: &str = "echo";
 }

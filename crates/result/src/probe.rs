@@ -31,7 +31,7 @@ pub struct ProbeBody {
     pub errors: Errors,
     /// Serialized HDR histograms (ns) by name: [`hist`].
     #[schemars(
-        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect`, `first_packet` and `tcp_rtt` (TCP), `rtt_idle`, `rtt_loaded` and `rtt_recovery` (`--under-load`)."
+        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect`, `first_packet` and `tcp_rtt` (TCP), `rtt_idle`, `rtt_loaded` and `rtt_recovery` (`--under-load`), `dwell`, `ipdv_up`, `ipdv_down`, `owd_up` and `owd_down` (`summary.directions`)."
     )]
     #[schemars(extend("propertyNames" = {"enum": hist::ALL}, "required" = [hist::RTT, hist::IPDV]))]
     pub histograms: Histograms,
@@ -58,23 +58,46 @@ pub struct ProbeSummary {
     pub mode: String,
     /// True for `rate` (open loop, latency also from the intended send time).
     pub open_loop: bool,
-    /// `framed` (npt serve) or `raw` (any echo server).
-    #[schemars(extend("enum" = ["framed", "raw"]))]
+    /// `framed` (npt serve), `raw` (any echo server) or `stamp` (a STAMP Session-Reflector,
+    /// RFC 8762; `protocol` is then `udp`).
+    #[schemars(extend("enum" = ["framed", "raw", "stamp"]))]
     pub framing: String,
     #[schemars(range(min = 1))]
     pub clients: u32,
     #[schemars(range(min = 1))]
     pub size: u32,
     pub sent: u64,
-    /// First replies within the loss timeout. `received + lost == sent`.
+    /// First replies within the loss timeout. `received + lost + refused_by_server == sent`.
     pub received: u64,
+    /// Path loss: packets unanswered within the loss timeout that the server did not refuse.
     pub lost: u64,
+    /// Packets the server's budget (or its `--token`) refused, as it counted them: never path
+    /// loss. 0 against a server that does not say (an older `npt serve`, `--raw`). Absent in
+    /// files written before it was counted.
+    #[serde(default)]
+    pub refused_by_server: u64,
+    /// The server's refusal notices by reason (`budget`, `token_required`, `no_token`,
+    /// `unknown_session`): they say why; they are rate-limited, so they are fewer than the
+    /// refusals.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub refusal_notices: crate::directions::RefusalNotices,
     /// Replies after the loss timeout (already counted in `lost`).
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
+    /// `lost ÷ (sent − refused_by_server)`, in %: of the packets the path carried both ways.
     #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
+    /// Per direction, from what the server saw of each packet (framed probes against an
+    /// `npt serve` that reflects; absent with `--raw` or an older server: round trips only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directions: Option<crate::directions::PathDirections>,
+    /// Why there is no `directions` block: `raw` (`--raw`: any echo server, round trips
+    /// only) or `server` (the server did not say what it saw: an older `npt serve`). Absent
+    /// when there is one, and in files written before it was recorded.
+    #[schemars(extend("enum" = ["raw", "server"]))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip_only: Option<String>,
     /// Packets sent per second over the send phase.
     pub pps: f64,
     /// Replies received per second over the send phase.
@@ -178,8 +201,9 @@ pub mod hist {
     pub const RTT_RECOVERY: &str = "rtt_recovery";
     /// The phase histograms, in phase order.
     pub const PHASES: [&str; 3] = [RTT_IDLE, RTT_LOADED, RTT_RECOVERY];
+    pub use crate::directions::hist::{DWELL, IPDV_DOWN, IPDV_UP, OWD_DOWN, OWD_UP};
     /// Every name above.
-    pub const ALL: [&str; 9] = [
+    pub const ALL: [&str; 14] = [
         RTT,
         RTT_CORRECTED,
         IPDV,
@@ -189,5 +213,10 @@ pub mod hist {
         RTT_IDLE,
         RTT_LOADED,
         RTT_RECOVERY,
+        DWELL,
+        IPDV_UP,
+        IPDV_DOWN,
+        OWD_UP,
+        OWD_DOWN,
     ];
 }

@@ -149,12 +149,18 @@ pub struct ActivityStats {
 #[schemars(deny_unknown_fields)]
 pub struct GameStats {
     pub sent: u64,
-    /// First replies within the loss timeout. `received + lost == sent`.
+    /// First replies within the loss timeout. `received + lost + refused_by_server == sent`.
     pub received: u64,
+    /// Path loss (refusals apart).
     pub lost: u64,
+    /// Packets the server's budget (or its `--token`) refused: never path loss. Absent in
+    /// files written before it was counted.
+    #[serde(default)]
+    pub refused_by_server: u64,
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
+    /// `lost ÷ (sent − refused_by_server)`, in %.
     #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,
     /// RFC 3550 interarrival jitter of the RTT, sample-weighted over sessions.

@@ -23,6 +23,14 @@ use crate::Document;
 /// The kinds with a schema, each checked in as `schema/<kind>.schema.json` ([`file_name`]).
 pub const KINDS: &[&str] = crate::any::KINDS;
 
+/// The per-packet log's line (`--packets`): its schema is checked in beside the kinds'.
+pub const PACKET: &str = "packet";
+
+/// Every checked-in schema: each kind's document, and the per-packet log's line.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    KINDS.iter().copied().chain([PACKET])
+}
+
 /// The file `kind`'s schema is checked in as, under `schema/`.
 pub fn file_name(kind: &str) -> String {
     format!("{kind}.schema.json")
@@ -42,9 +50,38 @@ pub fn for_kind(kind: &str) -> Option<Value> {
     Some(finish(kind, generated))
 }
 
-/// `kind`'s schema as checked in: pretty JSON and a final newline.
-pub fn text(kind: &str) -> Option<String> {
-    let schema = for_kind(kind)?;
+/// The JSON Schema of one line of the per-packet log (`--packets`).
+pub fn packet_line() -> Value {
+    let mut schema = SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<crate::packets::PacketLine>()
+        .to_value();
+    if let Some(root) = schema.as_object_mut() {
+        root.insert(
+            "$id".into(),
+            format!("https://npt.invalid/schema/{}", file_name(PACKET)).into(),
+        );
+        root.insert("title".into(), "npt per-packet log line".into());
+        root.insert(
+            "description".into(),
+            "One line of `npt probe --packets` or `npt ping --packets` (NDJSON: one such \
+             object per line). Generated from the npt-result types: do not edit, regenerate \
+             (docs/result-json.md)."
+                .into(),
+        );
+    }
+    without_null(&mut schema);
+    plain_descriptions(&mut schema);
+    schema
+}
+
+/// `name`'s schema as checked in (a kind's, or [`PACKET`]): pretty JSON and a final newline.
+pub fn text(name: &str) -> Option<String> {
+    let schema = if name == PACKET {
+        packet_line()
+    } else {
+        for_kind(name)?
+    };
     // A `Value` always serializes.
     let mut text = serde_json::to_string_pretty(&schema).ok()?;
     text.push('\n');

@@ -37,6 +37,7 @@ use npt_stats::Snapshot;
 use serde::Serialize;
 
 use crate::interval::Interval;
+use crate::packets::PacketLine;
 use crate::StopReason;
 
 /// What runs a workload: its validated config, run once.
@@ -62,6 +63,22 @@ pub trait Workload {
         stop: &Arc<Stop>,
         on_interval: &mut dyn FnMut(&Progress<'_>),
     ) -> Result<Finished<Self::Body>, Self::Error>;
+
+    /// Whether it tells each packet's fate ([`Workload::run_logged`]): `--packets`.
+    const PACKETS: bool = false;
+
+    /// [`Workload::run`], also handing each packet's fate to `on_packet` as soon as it is
+    /// known (`--packets`), on the collecting thread. A workload without per-packet fates
+    /// ([`Workload::PACKETS`] false) runs as `run` and never calls it.
+    fn run_logged(
+        &mut self,
+        stop: &Arc<Stop>,
+        on_interval: &mut dyn FnMut(&Progress<'_>),
+        on_packet: &mut dyn FnMut(&PacketLine),
+    ) -> Result<Finished<Self::Body>, Self::Error> {
+        let _ = on_packet;
+        self.run(stop, on_interval)
+    }
 }
 
 /// The one stop control: how many stop requests (Ctrl-C, SIGTERM, `q` in the live view) have

@@ -15,7 +15,7 @@ use npt_result::bulk::{BulkBody, BulkSummary, StreamInterval, StreamTotal};
 use npt_result::common::{Directions, Errors, NptLatency};
 use npt_result::interval::Interval;
 use npt_result::ping::{PingBody, PingSummary};
-use npt_result::schema::{file_name, for_kind, text, KINDS};
+use npt_result::schema::{file_name, for_kind, names, packet_line, text, KINDS};
 use npt_result::stats::trace::{round, LegStats, TraceMeta, TraceStats};
 use npt_result::stats::PingStats;
 use npt_result::{Document, ErrorCounts, Health, StopReason};
@@ -61,7 +61,7 @@ fn checked_in_schemas_are_the_generated_ones() {
     let dir = schema_dir();
     let regenerate = std::env::var("NPT_REGENERATE").is_ok_and(|v| v == "1");
     let mut stale = Vec::new();
-    for kind in KINDS {
+    for kind in names() {
         let file = file_name(kind);
         let path = dir.join(&file);
         let want = text(kind).expect("every kind has a schema");
@@ -87,7 +87,7 @@ fn checked_in_schemas_are_the_generated_ones() {
     }
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        let ours = KINDS.iter().any(|k| file_name(k) == name);
+        let ours = names().any(|k| file_name(k) == name);
         if name.ends_with(".schema.json") && !ours {
             if regenerate {
                 std::fs::remove_file(dir.join(&name)).unwrap();
@@ -151,6 +151,7 @@ fn documents() -> Vec<(&'static str, Value)> {
                 lost: 1,
                 loss_pct: 25.0,
                 late: 0,
+                refused_by_server: 0,
                 min_ms: s.min,
                 avg_ms: s.mean,
                 p50_ms: s.p50,
@@ -164,6 +165,18 @@ fn documents() -> Vec<(&'static str, Value)> {
             errors: Errors::new(errors, 4),
             histogram: rtt.to_serialized(),
             measured_from: None,
+            // As `npt ping tcp:// --echo` writes it: connect and echo apart.
+            answered_by: Some(npt_result::ping::answered_by::ECHO.into()),
+            note: None,
+            phases: Some(npt_result::ping::EchoPhases {
+                connect_ms: NptLatency::from(&s),
+                echo_ms: NptLatency::from(&s),
+                histograms: [
+                    ("connect".to_string(), rtt.to_serialized()),
+                    ("echo".to_string(), rtt.to_serialized()),
+                ]
+                .into(),
+            }),
         },
     );
     docs.push(("ping", serde_json::to_value(&ping).unwrap()));
@@ -467,4 +480,26 @@ fn schemas_reject_names_outside_each_kinds_documented_ones() {
     let latency = http["summary"]["latency_ms"].clone();
     let complete = with(&open, "/summary/latency_uncorrected_ms", latency);
     assert_eq!(violations(&complete, "http"), Vec::<String>::new());
+}
+
+/// A per-packet log line as npt writes it validates; a fate outside the documented ones, a
+/// string for a number or a missing `seq` does not.
+#[test]
+fn packet_lines_follow_their_schema() {
+    use npt_result::packets::{Direction, Fate, PacketLine};
+    let schema = packet_line();
+    let v = jsonschema::options().build(&schema).expect("compiles");
+    let mut line = PacketLine::new(3, Fate::Lost).sent(1_000, 1_763_000_000_000_000_000);
+    line.flow = Some(1);
+    line.direction = Some(Direction::Up);
+    let good = serde_json::to_value(&line).unwrap();
+    assert!(v.is_valid(&good), "{good}");
+    for bad in [
+        json!({"seq": 1, "fate": "vanished"}),
+        json!({"seq": "1", "fate": "lost"}),
+        json!({"fate": "received", "rtt_ns": 5}),
+        json!({"seq": 1, "fate": "lost", "direction": "sideways"}),
+    ] {
+        assert!(!v.is_valid(&bad), "{bad} must be refused");
+    }
 }

@@ -3,10 +3,15 @@
 //! a `Bulk` frame can be answered with a report of it ([`npt_wire::bulk`]). The responder sends
 //! nothing for the data itself, and a report is never larger than the frame that asked for it.
 //!
+//! The datagrams of a flow the per-source budget refused are counted too ([`Flows::on_refused`])
+//! and reported with the counts ([`npt_wire::bulk::write_refused`]), so the client tells them
+//! from path loss.
+//!
 //! Pure (takes `now`) and bounded: at most `max` flows; when full, flows idle for
-//! [`FLOW_IDLE_NS`] are forgotten, and while it is still full the datagrams of further flows are
-//! not counted (the caller counts them as refused). Spoofed sources can therefore fill the
-//! table, but not grow it, and live flows keep their counts.
+//! [`FLOW_IDLE_NS`] are forgotten (at most once a second: a sweep walks the table), and while it
+//! is still full the datagrams of further flows are not counted (the caller counts them as
+//! refused). Spoofed sources can therefore fill the table, but not grow it, and live flows keep
+//! their counts.
 //!
 //! UDP down ([`grant_down`]) is the one answer larger than its request: the client paces small
 //! `Bulk` frames ("pulls"), each asking for up to [`MAX_BURST`] `BulkData` datagrams, and the
@@ -30,6 +35,8 @@ pub const FLOW_IDLE_NS: u64 = 10_000_000_000;
 
 struct Flow {
     counts: OneWay,
+    /// Datagrams of the flow the per-source budget refused.
+    refused: u64,
     first: u64,
     /// The last datagram of any kind (for forgetting idle flows).
     last: u64,
@@ -52,13 +59,18 @@ pub enum Counted {
 pub struct Flows {
     map: HashMap<(SocketAddr, u32), Flow>,
     max: usize,
+    last_sweep: Option<u64>,
 }
+
+/// A full table is swept for idle flows at most this often.
+const SWEEP_EVERY_NS: u64 = 1_000_000_000;
 
 impl Flows {
     pub fn new(max: usize) -> Flows {
         Flows {
             map: HashMap::new(),
             max,
+            last_sweep: None,
         }
     }
 
@@ -84,32 +96,56 @@ impl Flows {
         len: u64,
         data: bool,
     ) -> Counted {
-        let key = (peer, flow);
-        let mut counted = Counted::Known;
-        if !self.map.contains_key(&key) {
-            if self.map.len() >= self.max {
-                self.map
-                    .retain(|_, f| now.saturating_sub(f.last) < FLOW_IDLE_NS);
-            }
-            if self.map.len() >= self.max {
-                return Counted::Full;
-            }
-            counted = Counted::New;
-        }
-        let f = self.map.entry(key).or_insert(Flow {
-            counts: OneWay::default(),
-            first: now,
-            last: now,
-            last_data: now,
-        });
+        let Some((f, counted)) = self.flow(now, (peer, flow)) else {
+            return Counted::Full;
+        };
         if data {
             f.counts.on_datagram(seq, send_ts, now, len);
             f.last_data = now;
         } else {
             f.counts.on_request(seq, len);
         }
-        f.last = now;
         counted
+    }
+
+    /// A datagram of the flow was refused by the per-source budget (counted like any other).
+    pub fn on_refused(&mut self, now: u64, peer: SocketAddr, flow: u32) -> Counted {
+        match self.flow(now, (peer, flow)) {
+            Some((f, counted)) => {
+                f.refused += 1;
+                counted
+            }
+            None => Counted::Full,
+        }
+    }
+
+    /// The flow's entry (started if there is room), and whether it is new.
+    fn flow(&mut self, now: u64, key: (SocketAddr, u32)) -> Option<(&mut Flow, Counted)> {
+        let mut counted = Counted::Known;
+        if !self.map.contains_key(&key) {
+            if self.map.len() >= self.max
+                && self
+                    .last_sweep
+                    .is_none_or(|t| now.saturating_sub(t) >= SWEEP_EVERY_NS)
+            {
+                self.last_sweep = Some(now);
+                self.map
+                    .retain(|_, f| now.saturating_sub(f.last) < FLOW_IDLE_NS);
+            }
+            if self.map.len() >= self.max {
+                return None;
+            }
+            counted = Counted::New;
+        }
+        let f = self.map.entry(key).or_insert(Flow {
+            counts: OneWay::default(),
+            refused: 0,
+            first: now,
+            last: now,
+            last_data: now,
+        });
+        f.last = now;
+        Some((f, counted))
     }
 
     /// What arrived of `peer`'s flow `flow` (all zeros for a flow never seen), over the time
@@ -119,6 +155,11 @@ impl Flows {
             .get(&(peer, flow))
             .map(|f| f.counts.report(f.last_data.saturating_sub(f.first)))
             .unwrap_or_default()
+    }
+
+    /// The flow's datagrams the budget refused (0 for a flow never seen).
+    pub fn refused(&self, peer: SocketAddr, flow: u32) -> u64 {
+        self.map.get(&(peer, flow)).map_or(0, |f| f.refused)
     }
 }
 
@@ -225,6 +266,28 @@ mod tests {
         );
         let mapped: SocketAddr = "[::ffff:127.0.0.1]:9".parse().unwrap();
         assert!(loopback(mapped));
+    }
+
+    #[test]
+    fn refused_datagrams_are_counted_apart() {
+        let mut f = Flows::new(2);
+        assert_eq!(
+            f.on_refused(0, peer(1), 1),
+            Counted::New,
+            "refused from the first"
+        );
+        f.on_datagram(0, peer(1), 1, 1, 0, 100, true);
+        f.on_refused(0, peer(1), 1);
+        assert_eq!(f.refused(peer(1), 1), 2);
+        let r = f.report(peer(1), 1);
+        assert_eq!(
+            (r.datagrams, r.expected),
+            (1, 2),
+            "the refused are not received"
+        );
+        f.on_datagram(0, peer(2), 1, 0, 0, 1, true);
+        assert_eq!(f.on_refused(0, peer(3), 1), Counted::Full);
+        assert_eq!(f.refused(peer(3), 1), 0);
     }
 
     #[test]

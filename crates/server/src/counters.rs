@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A counter's name in the log lines, and its value.
-type Named = (&'static str, u64);
+pub(crate) type Named = (&'static str, u64);
 
 /// What the stream responder did on one transport (TCP connections, or QUIC streams).
 #[derive(Debug, Default)]
@@ -158,6 +158,8 @@ pub struct Counters {
     pub quic: StreamCounters,
     /// The hop agent's requests and refusals (TCP and QUIC streams).
     pub hop: crate::hop_agent::HopCounters,
+    /// The STAMP reflector's traffic and refusals (`--stamp`).
+    pub stamp: crate::stamp::StampCounters,
 }
 
 impl Counters {
@@ -180,6 +182,7 @@ impl Counters {
             &tcp,
         ]
         .concat();
+        let [stamp, stamp_refused] = self.stamp.groups();
         summary([
             group(
                 "udp",
@@ -248,6 +251,8 @@ impl Counters {
                 &[],
             ),
             group("quic streams refused:", &quic, &quic_closed),
+            stamp,
+            stamp_refused,
         ])
     }
 
@@ -255,7 +260,7 @@ impl Counters {
     pub fn refusals_line(&self) -> String {
         let g = Counters::get;
         format!(
-            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} bulk {} (clamped {}, sessions {}, notices {} suppressed {}, flows-untracked {} flows-evicted {}); tcp refused: conns {} accept-errors {} {}; quic conns refused: failed-handshake {} handshake-timeout {} aborted {} lost {}; quic streams refused: {}",
+            "udp refused: token {} raw {} handshake {} unknown-session {} bad-mac {} replay {} rate {} loop {} malformed {} bulk {} notices {} notices-suppressed {} flows-untracked {} flows-evicted {} (clamped {}, sessions {}); tcp refused: conns {} accept-errors {} {}; quic conns refused: failed-handshake {} handshake-timeout {} aborted {} lost {}; quic streams refused: {}; {}",
             g(&self.udp_refused_token),
             g(&self.udp_refused_raw),
             g(&self.udp_auth_handshake),
@@ -266,12 +271,12 @@ impl Counters {
             g(&self.udp_refused_loop),
             g(&self.udp_malformed),
             g(&self.udp_bulk_refused),
-            g(&self.udp_clamped),
-            g(&self.udp_sessions),
             g(&self.udp_notices_sent),
             g(&self.udp_notices_suppressed),
             g(&self.udp_flows_untracked),
             g(&self.udp_flows_evicted),
+            g(&self.udp_clamped),
+            g(&self.udp_sessions),
             g(&self.tcp_refused_conns),
             g(&self.tcp_accept_errors),
             self.tcp.refusals_text(),
@@ -279,7 +284,8 @@ impl Counters {
             g(&self.quic_handshake_timeout),
             g(&self.quic_aborted),
             g(&self.quic_lost),
-            self.quic.refusals_text()
+            self.quic.refusals_text(),
+            self.stamp.refusals_text()
         )
     }
 
@@ -307,6 +313,7 @@ impl Counters {
             + self.tcp.refusals().iter().sum::<u64>()
             + self.quic.refusals().iter().sum::<u64>()
             + self.hop.refusals_total()
+            + self.stamp.refusals_total()
     }
 }
 
@@ -364,7 +371,10 @@ mod tests {
         );
         assert!(line.contains("quic streams refused: token 0"), "{line}");
         assert!(
-            line.ends_with("stalled-read 3 stalled-write 0 reset 0"),
+            line.ends_with(
+                "stalled-read 3 stalled-write 0 reset 0; stamp refused: rate 0 short 0 port 0 \
+                 bad-mac 0 loop 0 sessions-full 0"
+            ),
             "{line}"
         );
         assert_eq!(c.refusals_total(), 11);
@@ -374,6 +384,9 @@ mod tests {
         assert!(line.contains("stalled-write 0 reset 6; quic conns refused: failed-handshake 0 handshake-timeout 0 aborted 7 lost 0; quic streams refused:"), "{line}");
         assert_eq!(c.refusals_total(), 24);
         assert!(!c.line().contains("tcp conns") && c.line().contains("quic conns 4;"));
+        c.stamp.refused_loop.fetch_add(8, Ordering::Relaxed);
+        assert!(c.refusals_line().ends_with("loop 8 sessions-full 0"));
+        assert_eq!(c.refusals_total(), 32);
     }
 
     #[test]
@@ -388,11 +401,15 @@ mod tests {
         c.quic_lost.fetch_add(4, Ordering::Relaxed);
         c.quic.refused_budget.fetch_add(5, Ordering::Relaxed);
         c.quic.reset.fetch_add(6, Ordering::Relaxed);
+        c.stamp.rx.fetch_add(9, Ordering::Relaxed);
+        c.stamp.tx.fetch_add(8, Ordering::Relaxed);
+        c.stamp.refused_rate.fetch_add(1, Ordering::Relaxed);
         assert_eq!(
             c.line(),
             "udp rx-pkts 20 tx-pkts 19 sessions 2; udp refused: replay 1; \
              tcp refused: closed idle 3; quic conns refused: lost 4; \
-             quic streams refused: budget 5; closed reset 6"
+             quic streams refused: budget 5; closed reset 6; stamp rx-pkts 9 tx-pkts 8; \
+             stamp refused: rate 1"
         );
     }
 }

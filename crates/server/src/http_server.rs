@@ -492,7 +492,7 @@ fn plain(status: StatusCode, msg: &'static str) -> Response<RespBody> {
 }
 
 /// 64 KiB of random bytes made once; `/bytes/N` is served from slices of it (incompressible,
-/// DESIGN.md rule 7, and no per-request allocation).
+/// docs/measurement.md "Bandwidth and payload", and no per-request allocation).
 fn payload() -> &'static Bytes {
     static P: OnceLock<Bytes> = OnceLock::new();
     P.get_or_init(|| {

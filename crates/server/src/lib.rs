@@ -25,6 +25,7 @@ pub mod limiter;
 pub mod loopguard;
 pub mod quic;
 pub mod reflect;
+pub mod stamp;
 pub mod stream;
 mod udp;
 
@@ -79,6 +80,9 @@ pub struct ServeConfig {
     pub log_every: Duration,
     /// `--hop-agent`: measure RTTs on request for authenticated clients (needs `token`).
     pub hop: Option<hop_agent::HopAgentConfig>,
+    /// `--stamp`: a STAMP Session-Reflector on its own UDP address ([`stamp`]), under the same
+    /// limits as the UDP responder.
+    pub stamp: Option<stamp::StampConfig>,
 }
 
 impl Default for ServeConfig {
@@ -96,6 +100,7 @@ impl Default for ServeConfig {
             open_budget: BudgetLimits::open(),
             log_every: LOG_EVERY,
             hop: None,
+            stamp: None,
         }
     }
 }
@@ -154,6 +159,7 @@ pub(crate) fn random_key() -> [u8; 32] {
 /// A running server. Dropping it stops every responder and joins its threads.
 pub struct Server {
     addrs: Vec<SocketAddr>,
+    stamp_addr: Option<SocketAddr>,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     rt: Option<tokio::runtime::Runtime>,
@@ -212,9 +218,31 @@ impl Server {
                 })?;
             rt.spawn(accept_loop(listener, sh, active.clone()));
         }
+        let stamp_addr = match &cfg.stamp {
+            Some(st) => {
+                let sock = stamp::bind(st.addr).map_err(|e| ServeError::Bind {
+                    addr: st.addr,
+                    source: e,
+                })?;
+                let bound = sock.local_addr().map_err(|e| ServeError::Bind {
+                    addr: st.addr,
+                    source: e,
+                })?;
+                let (sh, reflector) = (shared.clone(), st.reflector.clone());
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("npt-stamp-{}", bound.port()))
+                        .spawn(move || stamp::run(sock, reflector, sh))
+                        .map_err(ServeError::Runtime)?,
+                );
+                Some(bound)
+            }
+            None => None,
+        };
         rt.spawn(log_refusals(shared.clone()));
         Ok(Server {
             addrs,
+            stamp_addr,
             shared,
             threads,
             rt: Some(rt),
@@ -224,6 +252,11 @@ impl Server {
     /// The bound addresses, in the order given (each serves TCP and UDP).
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    /// The STAMP reflector's bound address (`--stamp`).
+    pub fn stamp_addr(&self) -> Option<SocketAddr> {
+        self.stamp_addr
     }
 
     pub fn counters(&self) -> Arc<Counters> {

@@ -224,6 +224,68 @@ fn udp_reports_what_arrived_and_never_amplifies() {
     assert_eq!(Counters::get(&k.udp_tx), 2, "two answers, no data answered");
 }
 
+/// UDP up past the per-source budget (loopback limited to 100 packets a second): the report
+/// carries how many of the flow's datagrams the budget refused, apart from what arrived, and
+/// the two add up to what was sent; a client that asks with a short request (an older one)
+/// gets the report as before, without the count.
+#[test]
+fn udp_reports_the_datagrams_the_budget_refused() {
+    let (s, addr) = start(ServeConfig {
+        exempt_local: false,
+        limits: npt_server::Limits {
+            pps: 100.0,
+            ..npt_server::Limits::safe()
+        },
+        ..ServeConfig::default()
+    });
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    c.connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    for seq in 0..500u64 {
+        c.send(&udp_frame(Kind::BulkData, seq, 200, None)).unwrap();
+    }
+    let up = spec(Direction::Up, Duration::from_secs(1));
+    let mut buf = [0u8; 2048];
+    let k = s.counters();
+    // Asked again, each time with the next sequence number as a client does, until the budget
+    // lets a request through (it refills 100 a second).
+    let mut seq = 500;
+    let mut ask = |len: usize, buf: &mut [u8]| {
+        for _ in 0..50 {
+            c.send(&udp_frame(Kind::Bulk, seq, len, Some(up))).unwrap();
+            seq += 1;
+            if let Ok(n) = c.recv(buf) {
+                return n;
+            }
+        }
+        panic!("no report");
+    };
+    let n = ask(bulk::REPLY_LEN_REFUSED, &mut buf);
+    assert_eq!(n, bulk::REPLY_LEN_REFUSED);
+    let h = Header::decode(&buf[..n]).unwrap();
+    let r = BulkReport::decode(&buf[HEADER_LEN..n]).unwrap();
+    let refused = bulk::read_refused(&h, &buf[..n]).expect("the count");
+    assert_eq!(
+        r.datagrams + refused,
+        r.expected,
+        "{r:?} refused {refused}: nothing lost"
+    );
+    assert!(
+        (100..=110).contains(&r.datagrams),
+        "{r:?}: one second's burst"
+    );
+    // The server counted the same refusals (and the refused report requests, if any, in both).
+    assert_eq!(Counters::get(&k.udp_refused_rate), refused);
+    // An older client's request: the report, no flag, nothing past it touched.
+    let n = ask(bulk::REPLY_LEN, &mut buf);
+    let h = Header::decode(&buf[..n]).unwrap();
+    assert_eq!(
+        (n, bulk::read_refused(&h, &buf[..n])),
+        (bulk::REPLY_LEN, None)
+    );
+}
+
 /// UDP down for a loopback source the server exempts: a pull asking for 5 datagrams of 1200
 /// bytes gets exactly those, numbered pull × 5 + j; a pull asking for more than a burst gets
 /// a burst; a pull with a datagram size below a header gets nothing.

@@ -10,11 +10,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use npt_server::{Counters, ServeConfig, Server};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use npt_testkit::raw::{forge_udp as forge, is_root};
 
 fn start() -> (Server, SocketAddrV4) {
     let s = Server::start(ServeConfig {
@@ -26,47 +22,6 @@ fn start() -> (Server, SocketAddrV4) {
         unreachable!("bound to 127.0.0.1")
     };
     (s, a)
-}
-
-/// Sends one UDP datagram from `src` to `dst` with a forged source, through a raw IPv4 socket
-/// (IPPROTO_RAW implies IP_HDRINCL; the kernel fills in the IP checksum and length).
-fn forge(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) {
-    let mut pkt = Vec::with_capacity(28 + payload.len());
-    let total = (28 + payload.len()) as u16;
-    pkt.extend_from_slice(&[0x45, 0]);
-    pkt.extend_from_slice(&total.to_be_bytes());
-    pkt.extend_from_slice(&[0, 0, 0x40, 0, 64, libc::IPPROTO_UDP as u8, 0, 0]);
-    pkt.extend_from_slice(&src.ip().octets());
-    pkt.extend_from_slice(&dst.ip().octets());
-    pkt.extend_from_slice(&src.port().to_be_bytes());
-    pkt.extend_from_slice(&dst.port().to_be_bytes());
-    pkt.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    pkt.extend_from_slice(&[0, 0]); // no UDP checksum (allowed over IPv4)
-    pkt.extend_from_slice(payload);
-    // SAFETY: plain socket syscalls on a descriptor we own and close; buffers outlive the calls.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW);
-        assert!(fd >= 0, "raw socket: {}", std::io::Error::last_os_error());
-        let sin = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: 0,
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(*dst.ip()).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let n = libc::sendto(
-            fd,
-            pkt.as_ptr().cast(),
-            pkt.len(),
-            0,
-            (&sin as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        );
-        let err = std::io::Error::last_os_error();
-        libc::close(fd);
-        assert_eq!(n, pkt.len() as isize, "raw sendto: {err}");
-    }
 }
 
 fn rx(c: &Counters) -> u64 {

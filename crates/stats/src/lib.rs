@@ -3,7 +3,7 @@
 //! percentiles always come from the merged histogram, never from averages of averages.
 //!
 //! Latencies are recorded in nanoseconds into HDR histograms that resolve 1 µs .. 1 h at three
-//! significant digits (DESIGN.md rule 4). Values above an hour are clamped and counted.
+//! significant digits (docs/measurement.md, "Percentiles come from HDR histograms"). Values above an hour are clamped and counted.
 #![deny(clippy::indexing_slicing)] // decodes histograms from result files: see `[workspace.lints]`
 
 mod errors;
@@ -21,7 +21,7 @@ pub use errors::{ErrorCounts, ErrorKind, EXAMPLES_PER_KIND};
 pub use jitter::{Jitter, JitterMean};
 pub use snapshot::Snapshot;
 
-/// Lowest value told apart from zero, in ns. DESIGN.md asks for 1 µs .. 1 h at three
+/// Lowest value told apart from zero, in ns. The measurement rules ask for 1 µs .. 1 h at three
 /// significant digits; resolving from 1 ns keeps three digits even for the 10–50 µs round trips
 /// of loopback, at a cost of ~256 KiB per histogram instead of ~190 KiB.
 pub const LOWEST_NS: u64 = 1;

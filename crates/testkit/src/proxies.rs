@@ -1,4 +1,4 @@
-//! Real proxies for tests: Debian's `danted`, `microsocks` and `tinyproxy` started on a free
+//! Real proxies for tests: Debian's `danted`, `microsocks`, `tinyproxy` and a `socat` relay started on a free
 //! loopback port with a config of their own, waited for until they accept, and killed when
 //! dropped. Used by npt-proxy's tests and by the `--via` and `compare` tests of the binary, so
 //! both drive the same proxies the same way.
@@ -25,7 +25,7 @@ pub fn have(bin: &str) -> bool {
         return false;
     }
     panic!(
-        "{bin} is not installed (apt-get install dante-server microsocks tinyproxy; .ci/run does)"
+        "{bin} is not installed (apt-get install dante-server microsocks tinyproxy; ./test.sh does)"
     );
 }
 
@@ -106,6 +106,20 @@ pub fn microsocks(port: u16, auth: Option<(&str, &str)>) -> Proc {
         c.args(["-u", u, "-P", p]);
     }
     spawn(&mut c, None, port)
+}
+
+/// A `socat` TCP relay, the forwarder users put in front of a server: it listens on
+/// 127.0.0.1:`port`, accepts every connection by itself and connects each to `to` (a fork per
+/// connection); when `to` refuses, it closes the accepted connection without a byte.
+pub fn socat(port: u16, to: std::net::SocketAddr) -> Proc {
+    spawn(
+        Command::new("/usr/bin/socat").args([
+            format!("TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr"),
+            format!("TCP:{to}"),
+        ]),
+        None,
+        port,
+    )
 }
 
 impl Proc {

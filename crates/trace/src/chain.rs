@@ -140,6 +140,9 @@ struct Conn {
     flow: u32,
     /// The session's key when the far end took the handshake.
     key: Option<SessionKey>,
+    /// Whether an echo byte ever came back on this connection: its end before that is
+    /// `closed_unanswered` ([`npt_result::error::unanswered_close`]).
+    answered: bool,
 }
 
 impl Conn {
@@ -185,7 +188,12 @@ impl Conn {
             }
             _ => *keying = Keying::Plain,
         }
-        let mut c = Conn { sock, flow, key };
+        let mut c = Conn {
+            sock,
+            flow,
+            key,
+            answered: false,
+        };
         // The opening exchange: not counted (module doc).
         c.exchange(0, size, timeout, &Stop::new())?;
         Ok(c)
@@ -205,10 +213,22 @@ impl Conn {
             // Cannot fail: `req` holds at least a header.
             let _ = k.seal(Dir::ToServer, &mut req);
         }
+        let ended = |what: &str, e: &io::Error, answered: bool| -> Failure {
+            match npt_result::error::unanswered_close(e, answered) {
+                ErrorKind::ClosedUnanswered => (
+                    ErrorKind::ClosedUnanswered,
+                    format!(
+                        "{what}: {}",
+                        npt_result::error::unanswered_close_msg("the chain's entry", e)
+                    ),
+                ),
+                _ => io_failure(what, e),
+            }
+        };
         self.sock
             .set_write_timeout(Some(timeout))
             .and_then(|()| self.sock.write_all(&req))
-            .map_err(|e| io_failure("send", &e))?;
+            .map_err(|e| ended("send", &e, self.answered))?;
         let mut got = vec![0u8; req.len()];
         let mut n = 0;
         let deadline = t0 + timeout;
@@ -227,13 +247,23 @@ impl Conn {
             // `n < got.len()`.
             let rest = got.get_mut(n..).unwrap_or_default();
             match self.sock.read(rest) {
+                Ok(0) if !self.answered => {
+                    return Err(ended(
+                        "receive",
+                        &io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream"),
+                        false,
+                    ))
+                }
                 Ok(0) => {
                     return Err((
                         ErrorKind::Closed,
                         "the chain closed the connection before the echo".into(),
                     ))
                 }
-                Ok(k) => n += k,
+                Ok(k) => {
+                    n += k;
+                    self.answered = true;
+                }
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -241,7 +271,7 @@ impl Conn {
                             | io::ErrorKind::TimedOut
                             | io::ErrorKind::Interrupted
                     ) => {}
-                Err(e) => return Err(io_failure("receive", &e)),
+                Err(e) => return Err(ended("receive", &e, self.answered)),
             }
         }
         if let Some(k) = &self.key {
@@ -390,6 +420,30 @@ mod tests {
         let t = measure(addr, 3, ms(5), ms(2000), HEADER_LEN, None, &Stop::new());
         assert_eq!(t.received, 3);
         assert!(t.rtt.max_ns() < 100_000_000, "max {} ns", t.rtt.max_ns());
+        server.join().unwrap();
+    }
+
+    /// A listener that accepts and closes at once (a relay whose backend is down) is
+    /// `closed_unanswered`, saying so: nothing came back on the connection.
+    #[test]
+    fn a_relay_that_closes_without_answering_is_named() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let (s, _) = l.accept().unwrap();
+                drop(s);
+            }
+        });
+        let ms = Duration::from_millis;
+        let t = measure(addr, 2, ms(1), ms(2000), HEADER_LEN, None, &Stop::new());
+        assert_eq!(t.errors.get("closed_unanswered"), 2, "{:?}", t.errors);
+        let (_, k) = t.errors.iter().next().unwrap();
+        assert!(
+            k.examples[0].contains("closed it without answering"),
+            "{:?}",
+            k.examples
+        );
         server.join().unwrap();
     }
 

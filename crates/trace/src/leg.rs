@@ -55,6 +55,7 @@ fn ping_here(cfg: &Config, leg: &LegPlan, stop: &Stop) -> (Tally, Vec<String>) {
         },
         trust: cfg.trust.clone(),
         via: None,
+        echo: false,
     };
     match npt_ping::net::run(&ping, stop, &mut |_, _| {}) {
         Ok(o) => (o.tally, o.addrs.iter().map(|a| a.to_string()).collect()),

@@ -46,6 +46,8 @@ pub struct GameCounts {
     pub sent: u64,
     pub received: u64,
     pub lost: u64,
+    /// Refused by the server's budget (never path loss).
+    pub refused: u64,
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
@@ -272,6 +274,7 @@ impl Collector {
         a.sent += g.sent;
         a.received += g.received;
         a.lost += g.lost;
+        a.refused += g.refused;
         a.late += g.late;
         a.duplicated += g.duplicated;
         a.reordered += g.reordered;
@@ -388,6 +391,7 @@ impl Collector {
                     sent: g.sent,
                     received: g.received,
                     lost: g.lost,
+                    refused: g.refused,
                     late: g.late,
                     duplicated: g.duplicated,
                     reordered: g.reordered,

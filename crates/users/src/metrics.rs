@@ -49,9 +49,15 @@ impl Collector {
                 s.counter("npt_packets_sent_total", "Game packets sent.", &r, g.sent);
                 s.counter(
                     "npt_packets_lost_total",
-                    "Game packets without a reply within the loss timeout.",
+                    "Game packets without a reply within the loss timeout (path loss).",
                     &r,
                     g.lost,
+                );
+                s.counter(
+                    "npt_packets_refused_total",
+                    "Game packets the server's budget refused (not path loss).",
+                    &r,
+                    g.refused,
                 );
             }
         }

@@ -49,6 +49,19 @@
 //! |  elapsed: ns since the transfer began at the responder        | 32
 //! +---------------------------------------------------------------+
 //! ```
+//!
+//! **Refused datagrams** (UDP, an extension of wire version 1): a report request of at least
+//! [`REPLY_LEN_REFUSED`] bytes is answered, by a responder that knows it, with
+//! [`REFUSED_COUNTED`] set in the reply's `flags` and, after the report, the count of the
+//! flow's datagrams its per-source budget refused — so the client can tell them from datagrams
+//! the path lost. An older responder answers such a request as any other (its reply is as long
+//! as the request, the flag clear); an older client asks with [`REPLY_LEN`] bytes and never gets
+//! the count. Both sides read what they know and nothing breaks.
+//! ```text
+//! +---------------------------------------------------------------+
+//! |  refused: UDP datagrams of the flow the responder refused     | 40
+//! +---------------------------------------------------------------+
+//! ```
 
 use crate::frame::{be32, be64};
 use crate::frame::{Header, Kind, HEADER_LEN};
@@ -62,6 +75,10 @@ pub const REPORT_LEN: usize = 40;
 pub const REQUEST_LEN: usize = HEADER_LEN + SPEC_LEN;
 /// A `BulkReply` frame with a report; also the smallest UDP `Bulk` frame that asks for one.
 pub const REPLY_LEN: usize = HEADER_LEN + REPORT_LEN;
+/// Reply flag of a UDP `BulkReply`: the refused count follows the report.
+pub const REFUSED_COUNTED: u16 = 0x0010;
+/// A UDP report request this long (or longer) may get the refused count too.
+pub const REPLY_LEN_REFUSED: usize = REPLY_LEN + 8;
 /// How often a sinking responder reports what it received (streams).
 pub const REPORT_EVERY_NS: u64 = 100_000_000;
 
@@ -241,6 +258,30 @@ pub fn encode_reply(
     Ok(REPLY_LEN)
 }
 
+/// Responder: writes the refused count after the report of `reply` (a `BulkReply` frame of at
+/// least [`REPLY_LEN_REFUSED`] bytes) and sets [`REFUSED_COUNTED`] in its `flags`; call before
+/// sealing (`--token`). False, and nothing written, when the frame is too short.
+pub fn write_refused(reply: &mut [u8], refused: u64) -> bool {
+    let Some(b) = reply.get_mut(REPLY_LEN..REPLY_LEN_REFUSED) else {
+        return false;
+    };
+    b.copy_from_slice(&refused.to_be_bytes());
+    if let Some([hi, lo]) = reply.get_mut(6..8) {
+        let v = u16::from_be_bytes([*hi, *lo]) | REFUSED_COUNTED;
+        [*hi, *lo] = v.to_be_bytes();
+    }
+    true
+}
+
+/// Client: the refused count a UDP `BulkReply` (header `h`, whole frame `frame`) carries; None
+/// from a responder that does not count them.
+pub fn read_refused(h: &Header, frame: &[u8]) -> Option<u64> {
+    if h.flags & REFUSED_COUNTED == 0 {
+        return None;
+    }
+    frame.get(REPLY_LEN..REPLY_LEN_REFUSED).map(be64)
+}
+
 /// The receiving end of a one-way datagram flow: counts, bytes, the highest sequence number,
 /// and RFC 3550 interarrival jitter of the transit time `now − send_ts`. The two clocks need
 /// not agree: jitter only uses differences of transit times, so the offset cancels.
@@ -384,6 +425,39 @@ mod tests {
         assert_eq!((h.kind, h.status, h.frame_len), (Kind::BulkReply, 1, 88));
         assert_eq!(BulkReport::decode(&b[HEADER_LEN..]).unwrap(), REPORT);
         assert!(encode_request(&mut [0u8; REQUEST_LEN - 1], 0, 0, 0, &SPEC).is_err());
+    }
+
+    /// Golden bytes of a UDP reply with the refused count: the report request's header turned
+    /// into a `BulkReply` with `REFUSED_COUNTED`, the report, then the count.
+    #[test]
+    fn a_udp_reply_carries_the_refused_count_and_old_peers_read_what_they_know() {
+        let mut b = [0xEEu8; REPLY_LEN_REFUSED];
+        encode_reply(&mut b, 9, 0, 77, &REPORT).unwrap();
+        let mut h = Header::decode(&b).unwrap();
+        h.frame_len = REPLY_LEN_REFUSED as u32;
+        h.encode(&mut b).unwrap();
+        assert!(write_refused(&mut b, 0x0102_0304));
+        assert_eq!(
+            &b[4..8],
+            &[1, 8, 0x00, 0x10],
+            "version, kind, flags = REFUSED_COUNTED"
+        );
+        assert_eq!(&b[HEADER_LEN..REPLY_LEN], &REPORT_GOLDEN);
+        assert_eq!(&b[REPLY_LEN..], &[0, 0, 0, 0, 1, 2, 3, 4]);
+        let h = Header::decode(&b).unwrap();
+        assert_eq!(read_refused(&h, &b), Some(0x0102_0304));
+        // An old client reads the report as before.
+        assert_eq!(BulkReport::decode(&b[HEADER_LEN..]).unwrap(), REPORT);
+        // An old responder's answer to a long request: flag clear, the request's bytes after
+        // the report — not a count.
+        let mut old = [0xEEu8; REPLY_LEN_REFUSED];
+        encode_reply(&mut old, 9, 0, 77, &REPORT).unwrap();
+        let h = Header::decode(&old).unwrap();
+        assert_eq!(read_refused(&h, &old), None);
+        // Too short: nothing written.
+        let mut short = [0u8; REPLY_LEN];
+        assert!(!write_refused(&mut short, 1));
+        assert_eq!(short, [0u8; REPLY_LEN]);
     }
 
     /// A flow with a gap, a reordered datagram and transit times that vary by 1 ms: the count,

@@ -117,6 +117,29 @@ pub mod status {
     pub const UNKNOWN_SESSION: u32 = 6;
     /// A flow report: the responder keeps no record of this flow.
     pub const UNKNOWN_FLOW: u32 = 7;
+
+    /// What a refusal notice's status means, for people.
+    pub fn notice_text(status: u32) -> &'static str {
+        match status {
+            BUDGET => "over its per-source budget",
+            TOKEN_REQUIRED => "it wants --token",
+            NO_TOKEN => "it has no --token (leave it out)",
+            UNKNOWN_SESSION => "a --token session it does not know (it restarted?)",
+            _ => "refused",
+        }
+    }
+
+    /// A refusal notice's status as the results name it (`refusals` by reason, the
+    /// per-packet log's `reason`).
+    pub fn notice_name(status: u32) -> &'static str {
+        match status {
+            BUDGET => "budget",
+            TOKEN_REQUIRED => "token_required",
+            NO_TOKEN => "no_token",
+            UNKNOWN_SESSION => "unknown_session",
+            _ => "other",
+        }
+    }
 }
 
 /// A decoded header. The payload stays in the caller's buffer.

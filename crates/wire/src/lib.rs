@@ -1,6 +1,6 @@
 //! npt's wire format and the pure bookkeeping around it: frames and raw stamps, the hop
-//! agent's request and reply, bulk requests and reports, payload fill, the sequence window
-//! (loss, late, duplicate, reorder) and pacing schedules.
+//! agent's request and reply, bulk requests and reports, STAMP's test packets (RFC 8762),
+//! payload fill, the sequence window (loss, late, duplicate, reorder) and pacing schedules.
 //!
 //! Nothing here touches a socket or reads a clock: every function takes bytes and `now` (ns)
 //! as arguments, so all of it is tested with fixed bytes and a virtual clock.
@@ -14,6 +14,7 @@ pub mod hop;
 pub mod pacing;
 pub mod raw;
 pub mod reflect;
+pub mod stamp;
 pub mod window;
 
 pub use fill::Fill;

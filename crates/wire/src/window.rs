@@ -1,7 +1,7 @@
 //! The sequence window: which packets are in flight, answered, lost, late, duplicated or
 //! reordered. Pure bookkeeping over sequence numbers and caller-supplied times (ns).
 //!
-//! Rules (DESIGN.md, measurement rule 5):
+//! Rules (docs/measurement.md, "Loss, late, duplicates, reordering"):
 //! - a packet unanswered `timeout` after it was sent is **lost**, once, and the loss belongs to
 //!   whatever `tag` (interval) the packet was sent in;
 //! - a first reply after that is **late**: counted once, and the packet stays lost, so
@@ -83,6 +83,13 @@ impl Window {
     /// The sequence number the next [`push`](Window::push) will get.
     pub fn next_seq(&self) -> u64 {
         self.base + self.slots.len() as u64
+    }
+
+    /// Every sequence number below this one is settled: answered or lost (the lowest one still
+    /// in flight, or the next to send). A reply's place among the losses around it is known
+    /// once its own number is at or below this.
+    pub fn settled_below(&self) -> u64 {
+        self.base
     }
 
     /// Packets sent and neither answered nor lost yet.
@@ -218,6 +225,22 @@ mod tests {
         let mut v = Vec::new();
         w.expire(now, |seq, _| v.push(seq));
         v
+    }
+
+    #[test]
+    fn settled_below_moves_past_answered_and_lost_packets_in_order() {
+        let mut w = Window::new(10 * MS, 16);
+        for t in 0..4 {
+            w.push(t * MS, t * MS, 0);
+        }
+        assert_eq!(w.settled_below(), 0);
+        assert!(matches!(w.on_reply(1), Outcome::OnTime { .. }));
+        assert_eq!(w.settled_below(), 0, "0 is still in flight");
+        assert_eq!(lost_list(&mut w, 10 * MS), vec![0]);
+        assert_eq!(w.settled_below(), 1, "1 is answered but not retired yet");
+        assert!(matches!(w.on_reply(2), Outcome::OnTime { .. }));
+        assert_eq!(lost_list(&mut w, 13 * MS), vec![3]);
+        assert_eq!(w.settled_below(), 4);
     }
 
     #[test]

@@ -61,10 +61,14 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
+    a.out.check_files()?;
     let (table, docs) = files::table(&a)?;
     let title = a.inputs.join(" ");
-    write_outputs(&a.out, &table, &docs, &title, None)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if write_outputs(&a.out, &table, &docs, &title, None)? {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// A new directory for the results when no --out-dir is given; kept, since every row points
@@ -122,6 +126,22 @@ pub struct Outputs {
     pub html: Option<PathBuf>,
 }
 
+impl Outputs {
+    /// `--json`, `--markdown` and `--html` can be written (exit 2 naming the flag).
+    fn check_files(&self) -> anyhow::Result<()> {
+        for (flag, path) in [
+            ("--json", &self.json),
+            ("--markdown", &self.markdown),
+            ("--html", &self.html),
+        ] {
+            if let Some(p) = path {
+                crate::output::check(flag, p)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Runs a validated scenario set through `launcher`, writes the outputs asked for and the
 /// text table; exit 1 when a scenario failed or the run was interrupted. Ctrl-C / SIGTERM
 /// stop it with the table so far written.
@@ -134,8 +154,18 @@ pub fn run_set(
     if outs.runs == Some(0) {
         return Err(usage!("--runs must be at least 1"));
     }
+    // Every scenario's command line is checked before anything is created: a refused file
+    // leaves no empty results directory behind.
+    for i in 0..set.scenario.len() {
+        workload::plan(set, i).map_err(|e| usage!("{title}: {e}"))?;
+    }
+    // Then the outputs, before any scenario runs: a bad path is exit 2, nothing sent.
+    outs.check_files()?;
     let out_dir = match &outs.out_dir {
-        Some(d) => d.clone(),
+        Some(d) => {
+            crate::output::check_dir("--out-dir", d)?;
+            d.clone()
+        }
         None => temp_out_dir()?,
     };
     eprintln!("npt compare: results and logs in {}", out_dir.display());
@@ -164,8 +194,8 @@ pub fn run_set(
                 .collect()
         })
         .collect();
-    write_outputs(outs, &table, &docs, title, Some((&out_dir, opts.runs)))?;
-    let failed = table.interrupted || table.scenarios.iter().any(|r| r.error.is_some());
+    let saved = write_outputs(outs, &table, &docs, title, Some((&out_dir, opts.runs)))?;
+    let failed = !saved || table.interrupted || table.scenarios.iter().any(|r| r.error.is_some());
     Ok(if failed {
         ExitCode::from(1)
     } else {
@@ -173,19 +203,21 @@ pub fn run_set(
     })
 }
 
-fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    npt_result::write_atomic(path, bytes)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+/// Writes `bytes` to `path`, or keeps them in a temporary file and says where.
+fn write(path: &Path, bytes: &[u8]) -> bool {
+    crate::output::save("compare", path, bytes, false)
 }
 
-/// Writes the files asked for, then the text table to stdout.
+/// Writes the files asked for, then the text table to stdout. False when a file could not be
+/// written where asked (it is kept in a temporary file; stderr says where).
 fn write_outputs(
     a: &Outputs,
     table: &Table,
     docs: &[Vec<AnyResult>],
     title: &str,
     scenario_run: Option<(&Path, u32)>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
+    let mut saved = true;
     if let Some(p) = &a.json {
         let mut v = serde_json::to_value(table)?;
         if let (Some((dir, runs)), Some(o)) = (scenario_run, v.as_object_mut()) {
@@ -195,19 +227,19 @@ fn write_outputs(
         }
         let mut bytes = serde_json::to_vec_pretty(&v)?;
         bytes.push(b'\n');
-        write(p, &bytes)?;
+        saved &= write(p, &bytes);
     }
     if let Some(p) = &a.markdown {
         let mut md = Vec::new();
         compare::write_markdown(&mut md, table)?;
-        write(p, &md)?;
+        saved &= write(p, &md);
     }
     if let Some(p) = &a.html {
         let page = compare::page::html_page(table, docs, title);
-        write(p, &npt_report::html::render_to_vec(&page))?;
+        saved &= write(p, &npt_report::html::render_to_vec(&page));
     }
     let mut out = std::io::stdout().lock();
     compare::write_text(&mut out, table)?;
     out.flush()?;
-    Ok(())
+    Ok(saved)
 }

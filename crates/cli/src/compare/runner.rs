@@ -258,6 +258,7 @@ fn ping_hop(
                 ..
             }) if b.summary.received > 0 => {
                 hop.avg_ms = Some(b.summary.avg_ms);
+                hop.spread_ms = Some(npt_report::compare::hop_spread(&b));
             }
             // What the ping (or the agent) said went wrong, by kind with an example: a
             // refused agent, a target outside its allow-list …

@@ -126,13 +126,16 @@ pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
     }
     argv.push("-q".into());
     let check = Check::try_parse_from(&argv).map_err(|e| {
-        let first = e.to_string();
-        let first = first
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ");
-        err(&field, format!("workload.args + args: {first}"))
+        // clap's first line, and its "did you mean" tip when it has one (as on the command line).
+        let text = e.to_string();
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or("").trim_start_matches("error: ");
+        let tip = lines
+            .map(str::trim)
+            .find_map(|l| l.strip_prefix("tip: "))
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default();
+        err(&field, format!("workload.args + args: {first}{tip}"))
     })?;
     let timeout = match &set.workload.timeout {
         Some(t) => parse_duration(t).map_err(|e| err("workload.timeout", e))?,
@@ -239,6 +242,10 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("--cuont"), "{e}");
+        let e = plan(&set("probe", r#""--duraton", "5s""#, ""), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a similar argument exists: '--duration'"), "{e}");
         let e = plan(&set("probe", "", ""), 0).unwrap_err().to_string();
         assert!(e.contains("needs --count or --duration"), "{e}");
         let e = plan(&set("ping", r#""-c", "0""#, ""), 0)

@@ -5,9 +5,9 @@
 
 use std::path::Path;
 use std::process::Output;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::{assert_valid, json, run};
+use super::{assert_valid, json, run, u};
 
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -24,6 +24,13 @@ pub fn skipped(test: &str) -> bool {
     true
 }
 
+/// Takes down what an earlier, interrupted run left of lab `name` (a test killed by its
+/// harness's time limit leaves namespaces behind, and the next `lab up` would refuse them).
+/// Lab names are unique per test, so this never touches another test's lab.
+pub fn down_stale(name: &str) {
+    let _ = run(&["lab", "down", name], Duration::from_secs(30));
+}
+
 /// A lab that is up, brought down when dropped.
 pub struct Lab {
     name: String,
@@ -33,6 +40,7 @@ impl Lab {
     /// Brings up the topology file `file`, whose lab is called `name`; panics with `npt lab
     /// up`'s stderr if it fails.
     pub fn up_file(file: &Path, name: &str) -> Lab {
+        down_stale(name);
         let out = run(
             &["lab", "up", file.to_str().expect("utf-8 path")],
             Duration::from_secs(90),
@@ -101,6 +109,52 @@ impl Lab {
         );
         serde_json::from_slice(&out.stdout).expect("lab status --json is JSON")
     }
+}
+
+impl Lab {
+    /// Link `link`'s counters in the direction `from` → `to` (node names): (packets in,
+    /// dropped by its loss).
+    pub fn link_counts(&self, link: usize, from: &str, to: &str) -> (u64, u64) {
+        let s = self.status();
+        let d = s["links"][link]["directions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no link {link} in {s}"))
+            .iter()
+            .find(|d| d["from"] == from && d["to"] == to)
+            .unwrap_or_else(|| panic!("no direction {from} > {to} in {s}"))
+            .clone();
+        (u(&d, "/applied/packets_in"), u(&d, "/applied/dropped_loss"))
+    }
+
+    /// [`Lab::link_counts`] once they stop moving (the status is republished every few
+    /// 100 ms), waiting at most 5 s.
+    pub fn settled_counts(&self, link: usize, from: &str, to: &str) -> (u64, u64) {
+        let until = Instant::now() + Duration::from_secs(5);
+        let mut last = self.link_counts(link, from, to);
+        loop {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = self.link_counts(link, from, to);
+            if now == last || Instant::now() > until {
+                return now;
+            }
+            last = now;
+        }
+    }
+}
+
+/// A danted (SOCKS5) configuration for a relay node at 10.0.1.2 (clients on 10.0.1.0/24) whose
+/// other side is 10.0.2.1 (targets on 10.0.2.0/24): no authentication, UDP ASSOCIATE allowed,
+/// written to `path`.
+pub fn danted_conf(path: &Path) {
+    std::fs::write(
+        path,
+        "logoutput: stderr\ninternal: 10.0.1.2 port = 1080\nexternal: 10.0.2.1\n\
+         clientmethod: none\nsocksmethod: none\nuser.privileged: root\n\
+         user.unprivileged: nobody\nclient pass { from: 10.0.1.0/24 to: 0.0.0.0/0 }\n\
+         socks pass { from: 10.0.1.0/24 to: 0.0.0.0/0 command: udpassociate }\n\
+         socks pass { from: 10.0.2.0/24 to: 10.0.1.0/24 command: udpreply }\n",
+    )
+    .expect("danted.conf written");
 }
 
 impl Drop for Lab {

@@ -140,6 +140,20 @@ pub fn http_ok(addr: SocketAddr) -> bool {
 #[allow(unused_imports)] // each test file uses a part of this module
 pub use npt_testkit::process::until;
 
+/// Stops the server with SIGINT and returns its first exit summary line (`npt serve:
+/// stopping; …`), waiting for it (bounded).
+pub fn exit_summary(s: &Served) -> String {
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(s.pid(), libc::SIGINT) };
+    let line = |e: &str| {
+        e.lines()
+            .find(|l| l.contains("stopping;"))
+            .map(str::to_string)
+    };
+    assert!(until(Duration::from_secs(10), || line(&s.stderr()).is_some()).is_some());
+    line(&s.stderr()).unwrap_or_default()
+}
+
 /// The value after `name` in the last periodic line's `section` (e.g. "tcp refused:").
 pub fn logged(stderr: &str, section: &str, name: &str) -> u64 {
     let Some(line) = stderr.lines().rev().find(|l| l.contains(section)) else {

@@ -29,7 +29,7 @@ pub fn relayed_flows(cfg: &super::runner::ProbeConfig) -> io::Result<Vec<Option<
     let Some(via) = &cfg.via else {
         return Ok(out);
     };
-    if cfg.proto != super::runner::Proto::Udp {
+    if !cfg.proto.is_udp() {
         return Ok(out);
     }
     for _ in 0..cfg.clients {

@@ -13,7 +13,15 @@ pub mod kernel;
 pub mod load;
 pub mod runner;
 #[cfg(test)]
+mod session_far;
+#[cfg(test)]
+mod session_log_tests;
+#[cfg(test)]
 mod session_progress_tests;
+#[cfg(test)]
+mod session_split_tests;
+#[cfg(test)]
+mod session_stamp_tests;
 #[cfg(test)]
 mod session_tests;
 pub mod stream;

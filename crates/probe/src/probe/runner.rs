@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use npt_result::interval::{Interval as Record, Intervals};
+use npt_result::packets::{unix_ns, PacketLine};
 use npt_result::probe::{hist, Directions, ProbeBody};
+use npt_result::stats::directions::DirStats;
 use npt_result::stats::probe::{ProxyStats, SendRates};
 use npt_result::stats::{ProbeMeta, ProbeStats, Stats};
 use npt_result::tcpinfo::TcpKernelStats;
@@ -21,7 +23,10 @@ use serde::Serialize;
 
 use super::driver::{self, Clock, Event, TcpTimes};
 use super::load::{Load, LoadPlan};
-use super::session::{Framing, Interval, Session, SessionConfig, Stage, StopReason, Totals};
+use super::session::{
+    ClockSync, DirTotals, Framing, Interval, Reflect, Session, SessionConfig, Stage, StopReason,
+    Totals,
+};
 use super::workload::Running;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -29,6 +34,8 @@ use super::workload::Running;
 pub enum Proto {
     Udp,
     Tcp,
+    /// STAMP (RFC 8762) test packets over UDP to a Session-Reflector.
+    Stamp,
 }
 
 impl Proto {
@@ -36,7 +43,13 @@ impl Proto {
         match self {
             Proto::Udp => "udp",
             Proto::Tcp => "tcp",
+            Proto::Stamp => "stamp",
         }
+    }
+
+    /// Datagrams (UDP and STAMP): the UDP driver, `--via` through a SOCKS5 UDP association.
+    pub fn is_udp(&self) -> bool {
+        matches!(self, Proto::Udp | Proto::Stamp)
     }
 }
 
@@ -109,6 +122,10 @@ pub struct ProbeConfig {
     /// `--token`'s secret, never recorded ([`super::auth`]).
     #[serde(skip)]
     pub token: Option<String>,
+    /// `stamp://` with `--stamp-key`: STAMP's authenticated mode under this key (never
+    /// recorded).
+    #[serde(skip)]
+    pub stamp_key: Option<npt_wire::stamp::StampKey>,
     pub size: usize,
     #[serde(serialize_with = "ser_fill")]
     pub fill: Fill,
@@ -137,6 +154,14 @@ pub struct ProbeConfig {
     pub rx_stamp: RxStamp,
     /// UDP: wait by spinning instead of sleeping (one busy CPU per probe thread).
     pub spin: bool,
+    /// The clock assumption one-way delays rest on (`same-host`, `synced` by `--owd`, or
+    /// `none`: no one-way delay, only what needs no sync).
+    #[serde(serialize_with = "ser_clock")]
+    pub clock: ClockSync,
+}
+
+fn ser_clock<S: serde::Serializer>(c: &ClockSync, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.name())
 }
 
 fn ser_via<S: serde::Serializer>(v: &Option<npt_proxy::Via>, s: S) -> Result<S::Ok, S::Error> {
@@ -152,11 +177,50 @@ fn split(total: u64, n: u32, i: u32) -> u64 {
     total / n + u64::from((i as u64) < total % n)
 }
 
+/// The wall clock against the run's clock, for STAMP's timestamps: Unix ns minus session ns,
+/// and what this host's clock deserves as an Error Estimate.
+#[derive(Clone, Copy, Debug)]
+struct Wall {
+    offset: u64,
+    error: npt_wire::stamp::ErrorEstimate,
+}
+
+impl Wall {
+    /// Reads both clocks back to back (`start` is `clock.now()` at the run's start).
+    fn read(clock: &Clock) -> Wall {
+        let unix = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let offset = unix.saturating_sub(clock.now());
+        let error = match npt_netio::rxtime::clock_sync() {
+            Some(c) => {
+                npt_wire::stamp::ErrorEstimate::of_clock(c.synced, c.est_error_ns, c.max_error_ns)
+            }
+            None => npt_wire::stamp::ErrorEstimate::of_clock(false, 0, 0),
+        };
+        Wall { offset, error }
+    }
+}
+
+fn framing(cfg: &ProbeConfig, wall: Wall, fill_seed: u64) -> Framing {
+    match cfg.proto {
+        Proto::Stamp => Framing::Stamp(super::session::stamp::StampFraming {
+            authenticated: cfg.stamp_key.is_some(),
+            wall_offset: wall.offset,
+            seq_base: u32::try_from(fill_seed >> 32).unwrap_or(0),
+            error: wall.error,
+        }),
+        _ if cfg.raw => Framing::Raw,
+        _ => Framing::Framed { token: 0 },
+    }
+}
+
 fn session_config(
     cfg: &ProbeConfig,
     client: u32,
     start: u64,
     run_seed: u64,
+    wall: Wall,
 ) -> Option<SessionConfig> {
     let n = cfg.clients;
     let pacing = match cfg.pacing {
@@ -198,16 +262,13 @@ fn session_config(
         }
         _ => 1 << 20,
     };
+    let fill_seed = run_seed ^ (client as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     Some(SessionConfig {
         flow: client + 1,
-        framing: if cfg.raw {
-            Framing::Raw
-        } else {
-            Framing::Framed { token: 0 }
-        },
+        framing: framing(cfg, wall, fill_seed),
         size: cfg.size,
         fill: cfg.fill,
-        fill_seed: run_seed ^ (client as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        fill_seed,
         verify: cfg.verify,
         pacing,
         loss_timeout,
@@ -220,15 +281,28 @@ fn session_config(
         behind_threshold: u64::try_from(cfg.behind_threshold.as_nanos()).unwrap_or(u64::MAX),
         history,
         auth: None,
+        stamp_key: cfg.stamp_key.clone(),
         phases: cfg.under_load.as_ref().map(|p| p.bounds(start)),
+        reflect: match (cfg.raw, cfg.proto) {
+            (true, _) => Reflect::Off,
+            // A stateful STAMP reflector counts what it received (loss up and down); a
+            // stateless one says nothing of it, and the session sees that from its answers.
+            (false, Proto::Udp | Proto::Stamp) => Reflect::Full,
+            (false, Proto::Tcp) => Reflect::Timing,
+        },
+        clock: cfg.clock,
+        log_packets: false,
     })
 }
 
-/// Runs the probe to completion. `on_stage` gets each merged stage as soon as it is final.
+/// Runs the probe to completion. `on_stage` gets each merged stage as soon as it is final;
+/// `on_packet`, when given (`--packets`), each packet's fate as soon as its flow knows it, with
+/// its send time from the run's start.
 pub fn run(
     cfg: &ProbeConfig,
     stop: &Arc<Stop>,
     on_stage: &mut dyn FnMut(&Progress<'_>),
+    mut on_packet: Option<&mut dyn FnMut(&PacketLine)>,
 ) -> std::io::Result<Finished<ProbeBody>> {
     npt_netio::raise_nofile_limit();
     let mut udp_auth = super::auth::udp_flows(cfg)?;
@@ -236,14 +310,18 @@ pub fn run(
     let started_wall = SystemTime::now();
     let clock = Clock::new();
     let start = clock.now();
+    let wall = Wall::read(&clock);
     // The tester's CPU share is of this run only: counted from the process start it included
     // parsing and runtime set-up, and a few-millisecond run read more than every core busy.
     let cpu0 = npt_result::cpu_seconds();
     let run_seed = started_wall
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let log_packets = on_packet.is_some();
+    let start_unix = unix_ns(started_wall);
     let configs: Vec<(usize, SessionConfig)> = (0..cfg.clients)
-        .filter_map(|c| session_config(cfg, c, start, run_seed).map(|s| (c as usize, s)))
+        .filter_map(|c| session_config(cfg, c, start, run_seed, wall).map(|s| (c as usize, s)))
+        .map(|(c, s)| (c, SessionConfig { log_packets, ..s }))
         .collect();
     let flows = configs.len();
     // The load runs on its own threads beside the flows; `finish` below ends and joins it
@@ -269,7 +347,7 @@ pub fn run(
         let stop = stop.clone();
         let name = format!("npt-probe-{t}");
         let handle = match cfg.proto {
-            Proto::Udp => {
+            Proto::Udp | Proto::Stamp => {
                 let mut socks = Vec::new();
                 for (i, sc) in mine {
                     match &cfg.via {
@@ -332,7 +410,7 @@ pub fn run(
     // Per flow: the next interval index it will report, or None once done.
     let mut next_index: Vec<Option<u32>> = vec![Some(0); cfg.clients as usize];
     for (c, slot) in (0..cfg.clients).zip(next_index.iter_mut()) {
-        if session_config(cfg, c, start, run_seed).is_none() {
+        if session_config(cfg, c, start, run_seed, wall).is_none() {
             *slot = None;
         }
     }
@@ -364,6 +442,17 @@ pub fn run(
             Event::Interval { flow, interval } => {
                 next_index[flow] = Some(interval.index + 1);
                 *pending.entry(interval.index).or_default() += &interval;
+            }
+            Event::Packets(lines) => {
+                if let Some(on_packet) = on_packet.as_mut() {
+                    for mut l in lines {
+                        // From the session clock to the run's: its start, and the wall clock.
+                        if let Some(t) = l.sent_ns {
+                            l = l.sent(t.saturating_sub(start), start_unix);
+                        }
+                        on_packet(&l);
+                    }
+                }
             }
             Event::Done { flow, result } => {
                 next_index[flow] = None;
@@ -450,6 +539,9 @@ pub fn run(
 }
 
 fn interval_record(iv: &Interval, run_start: u64) -> Record {
+    // Per direction once a flow's server told what it saw (an older server's record stays as
+    // it was).
+    let reflected = iv.reflected > 0;
     let dur = (iv.end.saturating_sub(iv.start)) as f64 / 1e9;
     let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
     Record {
@@ -463,10 +555,13 @@ fn interval_record(iv: &Interval, run_start: u64) -> Record {
         latency_ms: iv.rtt.summary(),
         sent: Some(iv.sent),
         lost: Some(iv.lost),
+        refused: (iv.refused > 0).then_some(iv.refused),
+        lost_up: reflected.then_some(iv.lost_up),
+        lost_down: reflected.then_some(iv.lost_down),
         late: Some(iv.late),
         duplicated: Some(iv.duplicated),
         reordered: Some(iv.reordered),
-        loss_pct: Some(loss_pct(iv.lost, iv.sent)),
+        loss_pct: Some(loss_pct(iv.lost, iv.sent.saturating_sub(iv.refused))),
         jitter_ms: Some(iv.jitter.value_ns() / 1e6),
         jitter_samples: Some(iv.jitter.samples()),
         bandwidth_bps: Some(Directions {
@@ -495,7 +590,9 @@ fn proxy_stats(cfg: &ProbeConfig, phases: &[npt_proxy::Phases]) -> Option<ProxyS
 /// What the summary says about the configuration.
 fn probe_meta(cfg: &ProbeConfig) -> ProbeMeta {
     ProbeMeta {
-        protocol: cfg.proto.name().to_string(),
+        // A STAMP probe is a UDP probe with STAMP's framing: the same summary, the NPT block
+        // under `udp`.
+        protocol: if cfg.proto.is_udp() { "udp" } else { "tcp" }.to_string(),
         target: cfg.target.clone(),
         mode: match cfg.pacing {
             PacingSpec::Interval { .. } => "interval",
@@ -504,7 +601,12 @@ fn probe_meta(cfg: &ProbeConfig) -> ProbeMeta {
         }
         .to_string(),
         open_loop: matches!(cfg.pacing, PacingSpec::Rate { .. }),
-        framing: if cfg.raw { "raw" } else { "framed" }.to_string(),
+        framing: match (cfg.proto, cfg.raw) {
+            (Proto::Stamp, _) => "stamp",
+            (_, true) => "raw",
+            _ => "framed",
+        }
+        .to_string(),
         size: u32::try_from(cfg.size).unwrap_or(u32::MAX),
         loss_timeout_ms: cfg.loss_timeout.as_secs_f64() * 1e3,
     }
@@ -556,11 +658,36 @@ fn probe_stats(
         cfg.behind_threshold.as_secs_f64() * 1e3,
         t.send_lateness.summary(),
     );
+    let d = &t.dir;
+    // A stateless STAMP reflector tells no counts but stamps every answer: its delays per
+    // direction still make a block (with every loss unplaced).
+    let directions = (d.flows.reflected > 0 || d.stamped > 0).then(|| {
+        for (name, h) in [
+            (hist::DWELL, &d.dwell),
+            (hist::IPDV_UP, &d.ipdv_up),
+            (hist::IPDV_DOWN, &d.ipdv_down),
+            (hist::OWD_UP, &d.owd_up),
+            (hist::OWD_DOWN, &d.owd_down),
+        ] {
+            histograms.add(name, h);
+        }
+        dir_stats(cfg, d)
+    });
     ProbeStats {
         clients: cfg.clients,
         sent: t.sent,
         received: t.received,
         lost: t.lost,
+        refused: t.refused,
+        refusal_notices: d
+            .notices
+            .by_reason()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect(),
+        round_trip_only: directions
+            .is_none()
+            .then(|| if cfg.raw { "raw" } else { "server" }.to_string()),
+        directions,
         late: t.late,
         duplicated: t.duplicated,
         reordered: t.reordered,
@@ -586,6 +713,27 @@ fn probe_stats(
         health,
         intervals: Intervals::of(intervals),
         ..ProbeStats::default()
+    }
+}
+
+/// The flows' per-direction counts as the result's value (its histograms go in the map).
+fn dir_stats(cfg: &ProbeConfig, d: &DirTotals) -> DirStats {
+    let ms = |ns: i64| ns as f64 / 1e6;
+    DirStats {
+        flows: d.flows,
+        clock: cfg.clock.name().to_string(),
+        counts: cfg.proto.is_udp(),
+        lost_up: d.lost_up,
+        lost_down: d.lost_down,
+        unplaced: d.unplaced,
+        dup_up: d.dup_up,
+        dup_down: d.dup_down,
+        reorder_up: d.reorder_up,
+        reorder_down: d.reorder_down,
+        stamped: d.stamped,
+        owd_negative: d.owd_negative,
+        owd_min_ms: d.owd_min_ns.map(ms),
+        far_error_ms: d.far_error_ns.map(|e| e as f64 / 1e6),
     }
 }
 

@@ -21,6 +21,7 @@ fn tcp_config() -> ProbeConfig {
         addr: "127.0.0.1:9".parse().unwrap(),
         raw: false,
         token: None,
+        stamp_key: None,
         size: 64,
         fill: Fill::Random,
         verify: false,
@@ -38,6 +39,7 @@ fn tcp_config() -> ProbeConfig {
         under_load: None,
         rx_stamp: Default::default(),
         spin: false,
+        clock: crate::probe::session::ClockSync::None,
     }
 }
 

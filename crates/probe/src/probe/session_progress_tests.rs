@@ -77,7 +77,7 @@ fn drive(s: &mut Session, link: &mut FakeLink, batch: u64, wake_late: u64) -> Se
                 }
                 Arrival::Late => seen.late += 1,
                 Arrival::Duplicate => seen.duplicated += 1,
-                Arrival::Ignored => seen.ignored += 1,
+                Arrival::Ignored | Arrival::Refused => seen.ignored += 1,
             }
         }
         s.handle_timeout(now);

@@ -83,7 +83,11 @@ pub(super) fn cfg(pacing: Pacing) -> SessionConfig {
         behind_threshold: MS,
         history: 1 << 16,
         auth: None,
+        stamp_key: None,
         phases: None,
+        reflect: Reflect::Off,
+        clock: ClockSync::None,
+        log_packets: false,
     }
 }
 

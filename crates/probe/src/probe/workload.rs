@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use npt_result::packets::PacketLine;
 use npt_result::probe::{hist, ProbeBody};
 use npt_result::workload::{Finished, Progress, Stop, Workload};
 use npt_stats::{ErrorCounts, Histogram, Snapshot};
@@ -25,7 +26,18 @@ impl Workload for ProbeConfig {
         stop: &Arc<Stop>,
         on_interval: &mut dyn FnMut(&Progress<'_>),
     ) -> std::io::Result<Finished<ProbeBody>> {
-        runner::run(self, stop, on_interval)
+        runner::run(self, stop, on_interval, None)
+    }
+
+    const PACKETS: bool = true;
+
+    fn run_logged(
+        &mut self,
+        stop: &Arc<Stop>,
+        on_interval: &mut dyn FnMut(&Progress<'_>),
+        on_packet: &mut dyn FnMut(&PacketLine),
+    ) -> std::io::Result<Finished<ProbeBody>> {
+        runner::run(self, stop, on_interval, Some(on_packet))
     }
 }
 
@@ -35,6 +47,7 @@ pub struct Running {
     sent: u64,
     received: u64,
     lost: u64,
+    refused: u64,
     late: u64,
     duplicated: u64,
     reordered: u64,
@@ -46,6 +59,7 @@ impl Running {
         self.sent += iv.sent;
         self.received += iv.received;
         self.lost += iv.lost;
+        self.refused += iv.refused;
         self.late += iv.late;
         self.duplicated += iv.duplicated;
         self.reordered += iv.reordered;
@@ -70,6 +84,7 @@ pub fn final_totals(body: &ProbeBody) -> Snapshot {
         sent: m.sent,
         received: m.received,
         lost: m.lost,
+        refused: m.refused_by_server,
         late: m.late,
         duplicated: m.duplicated,
         reordered: m.reordered,
@@ -93,8 +108,13 @@ fn export(t: &Running, errors: Option<&ErrorCounts>, s: &mut Snapshot) {
         ),
         (
             "npt_packets_lost_total",
-            "Probe packets without a reply within the loss timeout (counted in the stage they were sent in).",
+            "Probe packets without a reply within the loss timeout that the server did not refuse (counted in the stage they were sent in).",
             t.lost,
+        ),
+        (
+            "npt_packets_refused_total",
+            "Probe packets the server's budget or --token refused (not path loss).",
+            t.refused,
         ),
         (
             "npt_packets_late_total",

@@ -38,23 +38,27 @@ pub fn shown(t: &Table) -> bool {
         .any(|r| r.loaded_p50_ms.is_some() || r.rpm.is_some())
 }
 
-/// The table's column names: [`HEADER`], then [`COLUMNS`] when [`shown`].
+/// The table's column names: [`HEADER`], then [`COLUMNS`] when [`shown`], then the
+/// per-direction ones when some row has them ([`super::directions`]).
 pub fn header(t: &Table) -> Vec<String> {
     let mut h: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
     if shown(t) {
         h.extend(COLUMNS.iter().map(|s| s.to_string()));
     }
+    super::directions::header(t, &mut h);
     h
 }
 
-/// A row's cells: [`cells`], then the loaded columns when [`shown`].
+/// A row's cells: [`cells`], then the loaded columns when [`shown`], then the per-direction
+/// ones.
 pub fn row_cells(t: &Table, r: &Row) -> Vec<String> {
-    let mut c = cells(r);
+    let mut c = cells(t.baseline.as_deref(), r);
     if shown(t) {
         c.push(opt(r.loaded_p50_ms, 2));
         c.push(opt(r.loaded_p99_ms, 2));
         c.push(opt(r.rpm, 0));
     }
+    super::directions::cells(t, r, &mut c);
     c
 }
 

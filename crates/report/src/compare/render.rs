@@ -11,12 +11,46 @@ pub(super) fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".to_string(), |x| format!("{x:.digits$}"))
 }
 
-fn signed(ms: Option<f64>, pct: Option<f64>) -> String {
-    match (ms, pct) {
-        (Some(m), Some(p)) => format!("{m:+.2} ({p:+.1}%)"),
-        (Some(m), None) => format!("{m:+.2}"),
-        _ => "-".to_string(),
+/// A difference with its spread: `within noise (±s)` inside it, else `+d ±s`, and the
+/// percentage where the table gives one ([`super::noise`]).
+fn difference(
+    ms: Option<f64>,
+    pct: Option<f64>,
+    spread: Option<f64>,
+    noise: Option<bool>,
+) -> String {
+    let Some(m) = ms else {
+        return "-".to_string();
+    };
+    let pm = spread.map_or(String::new(), |s| format!(" {}", plus_minus(s)));
+    match (noise, pct) {
+        (Some(true), _) => format!("within noise ({})", plus_minus(spread.unwrap_or(0.0))),
+        (_, Some(p)) => format!("{m:+.2}{pm} ({p:+.1}%)"),
+        (_, None) => format!("{m:+.2}{pm}"),
     }
+}
+
+/// A spread as the table prints it: `±0.12`, and `±<0.01` for one that two decimals would
+/// show as an exact `±0.00`.
+pub(super) fn plus_minus(s: f64) -> String {
+    if s > 0.0 && s < 0.005 {
+        "±<0.01".to_string()
+    } else {
+        format!("±{s:.2}")
+    }
+}
+
+/// The vs-baseline cell: `baseline` on the baseline's own row.
+fn vs_baseline(t_baseline: Option<&str>, r: &Row) -> String {
+    if t_baseline == Some(r.name.as_str()) && r.vs_baseline_ms.is_some() {
+        return "baseline".to_string();
+    }
+    difference(
+        r.vs_baseline_ms,
+        r.vs_baseline_pct,
+        r.vs_baseline_spread_ms,
+        r.vs_baseline_within_noise,
+    )
 }
 
 /// Column names of the text, Markdown and HTML tables.
@@ -33,11 +67,15 @@ pub const HEADER: [&str; 10] = [
     "errors",
 ];
 
-/// One row's cells, as the text, Markdown and HTML tables show them.
-pub fn cells(r: &Row) -> Vec<String> {
+/// One row's cells, as the text, Markdown and HTML tables show them; `baseline` names the
+/// table's baseline row.
+pub fn cells(baseline: Option<&str>, r: &Row) -> Vec<String> {
     let mut errors = r.errors.to_string();
     if let Some(l) = r.loss_pct {
         errors += &format!(", loss {l:.2}%");
+    }
+    if let Some(p) = r.refused_pct {
+        errors += &format!(", refused by the server {p:.2}%");
     }
     if let Some(n) = r.retransmits {
         let pct = r
@@ -69,8 +107,13 @@ pub fn cells(r: &Row) -> Vec<String> {
             (Some(t), Some(src)) => format!("{t:.2} {src}"),
             (t, _) => opt(t, 2),
         },
-        signed(r.overhead_ms, r.overhead_pct),
-        signed(r.vs_baseline_ms, r.vs_baseline_pct),
+        difference(
+            r.overhead_ms,
+            r.overhead_pct,
+            r.overhead_spread_ms,
+            r.overhead_within_noise,
+        ),
+        vs_baseline(baseline, r),
         errors,
     ]
 }
@@ -111,19 +154,63 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
     for r in &rows {
         line(w, r)?;
     }
-    writeln!(
-        w,
-        "(latency in ms; overhead = avg − theoretical; vs baseline = avg − the baseline's avg)"
-    )?;
+    writeln!(w, "{LEGEND}")?;
     for l in footer(t) {
         writeln!(w, "{l}")?;
     }
     Ok(())
 }
 
+/// The line under the text table (the Markdown and HTML footers carry it too).
+pub const LEGEND: &str = "(latency in ms; overhead = avg − theoretical; vs baseline = avg − the \
+     baseline's avg; ± the rows' spreads combined, within noise inside it)";
+
+/// What the rows' spreads are, as one line ([`super::noise`]).
+fn spread_line(t: &Table) -> Option<String> {
+    // Only where a difference is shown: a table without a baseline or theoretical latency
+    // compares nothing.
+    let compared = t
+        .scenarios
+        .iter()
+        .any(|r| r.overhead_ms.is_some() || r.vs_baseline_spread_ms.is_some());
+    if !compared {
+        return None;
+    }
+    let froms: std::collections::BTreeSet<&str> = t
+        .scenarios
+        .iter()
+        .filter_map(|r| r.avg_spread_from.as_deref())
+        .collect();
+    if froms.is_empty() {
+        return None;
+    }
+    let says: std::collections::BTreeSet<&str> = froms
+        .iter()
+        .map(|f| match *f {
+            noise::from::RUNS => "the wider of half its runs' p50 and avg ranges (several runs)",
+            noise::from::MIN_P90 => {
+                "half its min–p90 range, or twice its avg's standard error where larger (one \
+                 run without a histogram)"
+            }
+            _ => "half its p10–p90 range, or twice its avg's standard error where larger (one run)",
+        })
+        .collect();
+    let says: Vec<&str> = says.into_iter().collect();
+    let mut line = format!(
+        "spread (±): per row {}; hops and sums in quadrature; % only of a base ≥ {}× its spread",
+        says.join(", or "),
+        noise::PCT_BASE_OVER_SPREAD
+    );
+    if !froms.contains(noise::from::RUNS) {
+        line += "; --runs N measures the runs' own spread";
+    }
+    Some(line)
+}
+
 /// Lines under the table: the spread over runs, errors, hops, notes.
 fn footer(t: &Table) -> Vec<String> {
     let mut out = Vec::new();
+    out.extend(spread_line(t));
     for r in &t.scenarios {
         if let (Some(s), Some(how)) = (&r.spread, &r.merged) {
             if r.runs > 1 {
@@ -147,9 +234,14 @@ fn footer(t: &Table) -> Vec<String> {
             let hops: Vec<String> = r
                 .hops
                 .iter()
-                .map(|h| match &h.from {
-                    Some(from) => format!("{from} → {} {}", h.url, opt(h.avg_ms, 2)),
-                    None => format!("{} {}", h.url, opt(h.avg_ms, 2)),
+                .map(|h| {
+                    let pm = h
+                        .spread_ms
+                        .map_or(String::new(), |s| format!(" {}", plus_minus(s)));
+                    match &h.from {
+                        Some(from) => format!("{from} → {} {}{pm}", h.url, opt(h.avg_ms, 2)),
+                        None => format!("{} {}{pm}", h.url, opt(h.avg_ms, 2)),
+                    }
                 })
                 .collect();
             out.push(format!("hops: {}: {}", r.name, hops.join(" + ")));
@@ -171,11 +263,16 @@ fn footer(t: &Table) -> Vec<String> {
 
 /// The table in Markdown, ready to paste into an issue or a post like the forwarding-scenario write-up.
 pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
-    let extra = if loaded::shown(t) {
-        " loaded p50 (ms) | loaded p99 (ms) | rpm |"
-    } else {
-        ""
-    };
+    let mut extra = String::new();
+    let mut n = 0;
+    if loaded::shown(t) {
+        extra += " loaded p50 (ms) | loaded p99 (ms) | rpm |";
+        n += 3;
+    }
+    if super::directions::shown(t) {
+        extra += " loss up | loss down | owd up (ms) | owd down (ms) |";
+        n += 4;
+    }
     writeln!(
         w,
         "| scenario | avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | theoretical (ms) | overhead | vs baseline | errors |{extra}"
@@ -183,7 +280,7 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     writeln!(
         w,
         "|---|---|---|---|---|---|---|---|---|---|{}",
-        "---|".repeat(if extra.is_empty() { 0 } else { 3 })
+        "---|".repeat(n)
     )?;
     for r in &t.scenarios {
         let c = loaded::row_cells(t, r);

@@ -12,7 +12,7 @@ use npt_stats::{Histogram, Summary};
 
 use npt_result::any::Workload;
 
-use super::{headline, overheads, target, Hop, Input, Range, Row, Spread, Table};
+use super::{headline, noise, overheads, target, Hop, Input, Range, Row, Spread, Table};
 
 /// What running one scenario produced, over all of its runs.
 #[derive(Default)]
@@ -61,6 +61,14 @@ pub fn theoretical_from_hops(hops: &[Hop]) -> Option<f64> {
         return None;
     }
     hops.iter().map(|h| h.avg_ms).sum()
+}
+
+/// The spread of [`theoretical_from_hops`]: the hops' spreads in quadrature ([`noise`]).
+pub fn theoretical_spread_from_hops(hops: &[Hop]) -> Option<f64> {
+    theoretical_from_hops(hops)?;
+    Some(noise::in_quadrature(
+        hops.iter().map(|h| h.spread_ms.unwrap_or(0.0)),
+    ))
 }
 
 pub(super) fn median(mut v: Vec<f64>) -> f64 {
@@ -131,6 +139,11 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         } else {
             Some(source_of_hops(&s.hops).to_string())
         },
+        theoretical_spread_ms: if s.hops.is_empty() {
+            s.theoretical_ms.map(|_| 0.0)
+        } else {
+            s.theoretical_ms.and(theoretical_spread_from_hops(&s.hops))
+        },
         runs: u32::try_from(s.results.len()).unwrap_or(u32::MAX),
         results: s.results.iter().map(|i| i.path.clone()).collect(),
         result: s
@@ -148,10 +161,29 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
     let (all, how) = combine(&per_run, &s.results);
     row = row.with_figures(&all);
     row.merged = (s.results.len() > 1).then(|| how.to_string());
-    row.spread = Some(Spread {
+    let spread = Spread {
         p50_ms: range(per_run.iter().map(|s| s.p50)),
         avg_ms: range(per_run.iter().map(|s| s.mean)),
-    });
+    };
+    row.spread = Some(spread);
+    let (avg_spread, from) = if s.results.len() > 1 {
+        (
+            noise::of_runs(spread.p50_ms, spread.avg_ms),
+            noise::from::RUNS,
+        )
+    } else {
+        let h: Histogram =
+            s.results
+                .iter()
+                .map(|i| i.doc.body.headline())
+                .fold(Histogram::new(), |mut all, h| {
+                    all += &h;
+                    all
+                });
+        noise::of_one_run(&h, &all)
+    };
+    row.avg_spread_ms = Some(avg_spread);
+    row.avg_spread_from = Some(from.to_string());
     if let Some(first) = s.results.first() {
         if row.target.is_empty() {
             row.target = target(&first.doc);
@@ -171,8 +203,12 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         })
         .collect();
     if s.kind == "probe" {
-        // Loss over all packets sent in every run; jitter as the median of the runs'.
-        let sent: u64 = probes.iter().map(|p| p.sent).sum();
+        // Loss over all packets carried in every run; jitter as the median of the runs'.
+        // Path loss: of the packets the server did not refuse.
+        let sent: u64 = probes
+            .iter()
+            .map(|p| p.sent - p.refused_by_server.min(p.sent))
+            .sum();
         let lost: u64 = probes.iter().map(|p| p.lost).sum();
         row.loss_pct = Some(npt_result::loss_pct(lost, sent));
         row.jitter_ms = Some(median(probes.iter().map(|p| p.jitter_ms).collect()));
@@ -182,6 +218,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
             row.first_packet_ms = Some(median(first));
             row.total_ms = Some(median(total));
         }
+        super::directions::fill(&mut row, probes.iter().copied());
         super::loaded::fill(
             &mut row,
             s.results.iter().filter_map(|i| match &i.doc.body {
@@ -307,7 +344,7 @@ mod tests {
         assert_eq!(json["scenarios"][0]["hops"][0]["from"], "npt://sea:7777");
         assert_eq!(json["scenarios"][1]["theoretical_source"], "typed");
         assert!(json["scenarios"][2]["theoretical_source"].is_null());
-        let cell = |i: usize| super::super::cells(&t.scenarios[i])[6].clone();
+        let cell = |i: usize| super::super::cells(None, &t.scenarios[i])[6].clone();
         assert_eq!(cell(0), "101.00 measured");
         assert_eq!(cell(1), "253.00 typed");
         assert_eq!(cell(2), "-");
@@ -458,19 +495,19 @@ mod tests {
         assert_eq!((r.retransmits, r.retransmit_pct), (Some(8), Some(2.0)));
         assert_eq!(r.loss_pct, Some(0.0));
         assert_eq!(t.scenarios[1].retransmits, None, "UDP shows its loss only");
-        let cells = super::super::cells(r);
+        let cells = super::super::cells(None, r);
         assert!(
             cells[9].ends_with(", loss 0.00%, retrans 8 (2.00%)"),
             "{cells:?}"
         );
-        let udp = super::super::cells(&t.scenarios[1]);
+        let udp = super::super::cells(None, &t.scenarios[1]);
         assert!(udp[9].ends_with(", loss 2.00%"), "{udp:?}");
         let json = serde_json::to_value(&t).unwrap();
         assert_eq!(json["scenarios"][0]["retransmits"], 8);
         assert_eq!(json["scenarios"][0]["retransmits_scope"], "target");
         assert!(json["scenarios"][1].get("retransmits").is_none());
         t.scenarios[0].retransmits_scope = Some("proxy".into());
-        let cells = super::super::cells(&t.scenarios[0]);
+        let cells = super::super::cells(None, &t.scenarios[0]);
         assert!(
             cells[9].ends_with("retrans 8 (2.00%) to the proxy"),
             "{cells:?}"

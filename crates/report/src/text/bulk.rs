@@ -105,6 +105,9 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
             bits(u.delivered_bps),
             ms(u.jitter_ms)
         )?;
+        if let Some(r) = u.refused_by_server.filter(|&r| r > 0) {
+            writeln!(w, "{}", super::refused_line(r, "datagrams"))?;
+        }
         if u.sends_behind_schedule > 0 {
             writeln!(
                 w,

@@ -10,6 +10,7 @@ use npt_result::probe::ProbeBody;
 use npt_result::Document;
 
 mod bulk;
+mod directions;
 mod http;
 mod ping;
 mod run;
@@ -35,6 +36,16 @@ pub fn bits(bps: f64) -> String {
     format!("{v:.2} {u}")
 }
 
+/// The one line every result prints when `npt serve` refused part of the test: how many of
+/// `what` ("datagrams", "attempts" …), that they are not path loss, and what lifts the refusal.
+pub fn refused_line(n: u64, what: &str) -> String {
+    format!(
+        "refused    {n} {what} by the server, not lost on the path: use --token, or raise npt \
+         serve's limits (--open-limits, --source-pps, --source-mbps; loopback and LAN clients \
+         are exempt unless --limit-local)"
+    )
+}
+
 /// A millisecond value with precision that suits its size.
 pub fn ms(v: f64) -> String {
     if v >= 100.0 {
@@ -52,7 +63,7 @@ pub fn stage_line(r: &Interval) -> String {
     let (sent, lost) = (r.sent.unwrap_or(0), r.lost.unwrap_or(0));
     let bw = r.bandwidth_bps.unwrap_or_default();
     format!(
-        "[stage {:>3}] {:>15}  sent {:>8}  {:>9.0} pps  rtt p50 {} ms p99 {} ms  loss {:.2}% ({}/{})  late {}  up {}  down {}",
+        "[stage {:>3}] {:>15}  sent {:>8}  {:>9.0} pps  rtt p50 {} ms p99 {} ms  loss {:.2}% ({}/{}){}  late {}  up {}  down {}",
         r.index,
         format!("{:.2}-{:.2}s", r.start_s, r.end_s),
         sent,
@@ -61,11 +72,31 @@ pub fn stage_line(r: &Interval) -> String {
         ms(r.latency_ms.p99),
         r.loss_pct.unwrap_or(0.0),
         lost,
-        sent,
+        sent.saturating_sub(r.refused.unwrap_or(0)),
+        stage_split(r),
         r.late.unwrap_or(0),
         bits(bw.up),
         bits(bw.down),
     )
+}
+
+/// A stage's losses placed up and down, and what the server refused (when it says).
+fn stage_split(r: &Interval) -> String {
+    let mut out = String::new();
+    if let (Some(u), Some(d)) = (r.lost_up, r.lost_down) {
+        if r.lost.unwrap_or(0) > 0 {
+            out.push_str(&format!(" up {u} down {d}"));
+        }
+    }
+    if let Some(n) = r.refused.filter(|n| *n > 0) {
+        out.push_str(&format!("  refused {n}"));
+    }
+    out
+}
+
+/// `part ÷ whole` in % (0 of nothing).
+pub fn pct(part: u64, whole: u64) -> f64 {
+    npt_result::loss_pct(part, whole)
 }
 
 fn summary_line(s: &Summary) -> String {
@@ -92,7 +123,12 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
     writeln!(
         w,
         "npt probe {}://{}  mode {}{}  size {} B  clients {}  {}",
-        s.protocol,
+        // A STAMP probe is a UDP probe in STAMP's framing; its target was stamp://.
+        if s.framing == "stamp" {
+            "stamp"
+        } else {
+            &s.protocol
+        },
         s.target,
         s.mode,
         if s.open_loop {
@@ -117,6 +153,8 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
         "packets    sent {}  received {}  lost {} ({:.3}%)  late {}  duplicated {}  reordered {}",
         s.sent, s.received, s.lost, s.loss_pct, s.late, s.duplicated, s.reordered
     )?;
+    directions::write_refused(w, s)?;
+    directions::write_directions(w, s)?;
     writeln!(
         w,
         "rate       {:.1} pps sent, {:.1} pps received",

@@ -26,17 +26,37 @@ pub fn write_ping(
         StopReason::Count => String::new(),
         why => format!(", stopped by {why}"),
     };
+    let refused = match s.refused_by_server {
+        0 => String::new(),
+        r => format!(", {r} refused"),
+    };
     writeln!(
         out,
-        "{} sent, {} received, {:.1}% loss, {} late, time {:.2} s{stopped}",
+        "{} sent, {} received{refused}, {:.1}% loss, {} late, time {:.2} s{stopped}",
         s.sent, s.received, s.loss_pct, s.late, took_s
     )?;
+    if s.refused_by_server > 0 {
+        writeln!(
+            out,
+            "{}",
+            super::refused_line(s.refused_by_server, "attempts")
+        )?;
+    }
     if s.received > 0 {
         writeln!(
             out,
             "rtt min/avg/p50/p90/max/stddev = {:.3}/{:.3}/{:.3}/{:.3}/{:.3}/{:.3} ms",
             s.min_ms, s.avg_ms, s.p50_ms, s.p90_ms, s.max_ms, s.stddev_ms
         )?;
+    }
+    if let Some(p) = &b.phases {
+        for (name, l) in [("connect", &p.connect_ms), ("echo", &p.echo_ms)] {
+            writeln!(
+                out,
+                "{name:<7} min/avg/p50/p95/max = {:.3}/{:.3}/{:.3}/{:.3}/{:.3} ms",
+                l.min_ms, l.avg_ms, l.p50_ms, l.p95_ms, l.max_ms
+            )?;
+        }
     }
     if !b.errors.by_kind.is_empty() {
         let kinds: Vec<String> = b
@@ -46,6 +66,17 @@ pub fn write_ping(
             .map(|(k, v)| format!("{k} {}", v.count))
             .collect();
         writeln!(out, "errors: {}", kinds.join(", "))?;
+        // The kind that needs words: what closed, and what it means.
+        let unanswered = npt_result::error::ErrorKind::ClosedUnanswered.name();
+        if let Some(e) = b.errors.by_kind.iter().find(|(k, _)| *k == unanswered) {
+            if let Some(ex) = e.1.examples.first() {
+                writeln!(out, "  {unanswered}: e.g. {ex}")?;
+            }
+        }
+    }
+    // What answered, where something did (nothing answering needs no caveat about whom).
+    if let Some(n) = b.note.as_ref().filter(|_| s.received > 0) {
+        writeln!(out, "note: {n}")?;
     }
     Ok(())
 }
@@ -82,6 +113,9 @@ mod tests {
             errors: Errors::default(),
             histogram: h.to_serialized(),
             measured_from: None,
+            answered_by: None,
+            note: None,
+            phases: None,
         };
         let now = std::time::SystemTime::now();
         let doc = Document::new(

@@ -99,6 +99,14 @@ pub fn write_run(w: &mut impl std::io::Write, doc: &Document<RunBody>) -> std::i
                 "  {a:<8} sent {} received {} lost {} ({:.2}%) late {} dup {} reordered {}, jitter {:.3} ms",
                 g.sent, g.received, g.lost, g.loss_pct, g.late, g.duplicated, g.reordered, g.jitter_ms
             )?;
+            if g.refused_by_server > 0 {
+                writeln!(
+                    w,
+                    "  {a:<8} refused {} by the server (not path loss): {}",
+                    g.refused_by_server,
+                    npt_result::directions::refusal_fix(&Default::default())
+                )?;
+            }
         }
     }
     write!(

@@ -54,6 +54,7 @@ pub fn recorded(seed: u64) -> (Split<BulkStats>, BulkMeta) {
                     size: 1200,
                     sent,
                     received,
+                    refused: r.gen_bool(0.7).then(|| r.gen_range(0..=sent - received)),
                     delivered_bps: r.gen_range(0.0..1e9),
                     jitter: JitterMean::from_value(r.gen_range(0.0..5e6), received),
                     sends_behind_schedule: r.gen_range(0..10),

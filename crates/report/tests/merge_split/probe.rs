@@ -3,8 +3,10 @@
 //! rates, health and proxy handshakes.
 
 use npt_result::common::Directions;
+use npt_result::directions::FlowsSettled;
 use npt_result::interval::{IntervalAcc, Intervals};
 use npt_result::probe::hist;
+use npt_result::stats::directions::DirStats;
 use npt_result::stats::probe::{ProxyStats, SendRates};
 use npt_result::stats::{ProbeMeta, ProbeStats};
 use npt_stats::JitterMean;
@@ -31,6 +33,13 @@ enum Sample {
         wait: u64,
     },
     Lost,
+    /// Refused by the server (a notice said why).
+    Refused,
+    /// A loss the server's counts placed up (true) or down.
+    LostWay(bool),
+    /// What the server saw of a reply: its dwell, the transit's variation and one-way delay
+    /// each way.
+    Far([u64; 5]),
     /// Late, duplicated, reordered, corrupt, foreign, stale.
     Other(u8),
     Error(&'static str),
@@ -42,7 +51,10 @@ enum Sample {
 }
 
 fn draw(r: &mut SmallRng) -> Sample {
-    match r.gen_range(0..10) {
+    match r.gen_range(0..13) {
+        10 => Sample::Refused,
+        11 => Sample::LostWay(r.gen_bool(0.5)),
+        12 => Sample::Far([ns(r), ns(r), ns(r), ns(r), ns(r)]),
         0..=4 => Sample::Reply {
             rtt: ns(r),
             ipdv: ns(r),
@@ -78,6 +90,34 @@ fn record(s: &mut ProbeStats, x: &Sample, m: &ProbeMeta) {
             s.lost += 1;
             s.errors.attempts += 1;
             s.bytes.up += 64.0;
+        }
+        Sample::Refused => {
+            s.sent += 1;
+            s.refused += 1;
+            *s.refusal_notices.entry("budget".into()).or_default() += 1;
+            s.errors.attempts += 1;
+            s.bytes.up += 64.0;
+        }
+        Sample::LostWay(up) => {
+            s.sent += 1;
+            s.lost += 1;
+            s.errors.attempts += 1;
+            s.bytes.up += 64.0;
+            if let Some(d) = &mut s.directions {
+                if up {
+                    d.lost_up += 1;
+                } else {
+                    d.lost_down += 1;
+                }
+            }
+        }
+        Sample::Far(v) => {
+            for (name, x) in npt_result::directions::hist::ALL.iter().zip(v) {
+                s.histograms.record(name, x);
+            }
+            if let Some(d) = &mut s.directions {
+                d.stamped += 1;
+            }
         }
         Sample::Other(which) => match which {
             0 => s.late += 1,
@@ -126,6 +166,23 @@ fn record_iv(a: &mut IntervalAcc, x: &Sample) {
             a.rate_per_s += 1.0;
             bits(a, 512.0, 0.0);
         }
+        Sample::Refused => {
+            inc(&mut a.sent);
+            inc(&mut a.refused);
+            a.rate_per_s += 1.0;
+            bits(a, 512.0, 0.0);
+        }
+        Sample::LostWay(up) => {
+            inc(&mut a.sent);
+            inc(&mut a.lost);
+            inc(if *up {
+                &mut a.lost_up
+            } else {
+                &mut a.lost_down
+            });
+            a.rate_per_s += 1.0;
+            bits(a, 512.0, 0.0);
+        }
         Sample::Other(0) => inc(&mut a.late),
         Sample::Other(1) => inc(&mut a.duplicated),
         Sample::Other(2) => inc(&mut a.reordered),
@@ -144,6 +201,9 @@ fn probe_acc(index: usize) -> IntervalAcc {
         end_s: index as f64 + 1.0,
         sent: Some(0),
         lost: Some(0),
+        refused: Some(0),
+        lost_up: Some(0),
+        lost_down: Some(0),
         late: Some(0),
         duplicated: Some(0),
         reordered: Some(0),
@@ -173,6 +233,7 @@ pub fn recorded(seed: u64) -> (Split<ProbeStats>, ProbeMeta) {
     let mut split = Split::<ProbeStats>::new(k);
     let proxy = r.gen_bool(0.3);
     for p in 0..k {
+        let exact = r.gen_bool(0.8);
         let a = ProbeStats {
             clients: r.gen_range(1..=4),
             rates: SendRates {
@@ -194,6 +255,17 @@ pub fn recorded(seed: u64) -> (Split<ProbeStats>, ProbeMeta) {
                 handshake_ns: r.gen_range(0..30_000_000) as f64,
             }),
             health: health(&mut r).with_sends(r.gen_range(0..9), 1.0, some_hist(&mut r).summary()),
+            directions: Some(DirStats {
+                flows: FlowsSettled {
+                    reflected: 1,
+                    exact: u32::from(exact),
+                    no_report: u32::from(!exact),
+                    ..FlowsSettled::default()
+                },
+                clock: "same-host".into(),
+                counts: meta.protocol == "udp",
+                ..DirStats::default()
+            }),
             ..ProbeStats::default()
         };
         split.agent(p, &a);

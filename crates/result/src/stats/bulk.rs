@@ -48,6 +48,8 @@ pub struct UdpStats {
     pub size: u32,
     pub sent: u64,
     pub received: u64,
+    /// Refused by the server's budget, when it said (parts that did not say add nothing).
+    pub refused: Option<u64>,
     pub delivered_bps: f64,
     pub jitter: JitterMean,
     pub sends_behind_schedule: u64,
@@ -59,6 +61,10 @@ impl AddAssign<&UdpStats> for UdpStats {
         self.size = self.size.max(rhs.size);
         self.sent += rhs.sent;
         self.received += rhs.received;
+        self.refused = match (self.refused, rhs.refused) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
         self.delivered_bps += rhs.delivered_bps;
         self.jitter += &rhs.jitter;
         self.sends_behind_schedule += rhs.sends_behind_schedule;
@@ -163,6 +169,7 @@ impl Stats for BulkStats {
                 size: u.size,
                 sent: u.sent,
                 received: u.received,
+                refused: u.refused_by_server,
                 delivered_bps: u.delivered_bps,
                 jitter: jitter_mean(u.jitter_ms, Some(u.received), u.received),
                 sends_behind_schedule: u.sends_behind_schedule,
@@ -188,14 +195,16 @@ impl Stats for BulkStats {
             latency.insert(m.protocol.clone(), NptLatency::from(s));
         }
         let udp = self.udp.map(|u| {
-            let lost = u.sent.saturating_sub(u.received);
+            let refused = u.refused.unwrap_or(0);
+            let lost = u.sent.saturating_sub(u.received).saturating_sub(refused);
             UdpBulk {
                 rate_bps: u.rate_bps,
                 size: u.size,
                 sent: u.sent,
                 received: u.received,
                 lost,
-                loss_pct: crate::loss_pct(lost, u.sent),
+                loss_pct: crate::loss_pct(lost, u.sent.saturating_sub(refused)),
+                refused_by_server: u.refused,
                 delivered_bps: u.delivered_bps,
                 jitter_ms: u.jitter.value_ns() / 1e6,
                 sends_behind_schedule: u.sends_behind_schedule,
@@ -338,6 +347,7 @@ mod tests {
                 size: 1200,
                 sent,
                 received,
+                refused: None,
                 delivered_bps: received as f64 * 9600.0 / 10.0,
                 jitter: JitterMean::from_value(jitter_ms * 1e6, received),
                 sends_behind_schedule: 1,
@@ -354,5 +364,45 @@ mod tests {
         assert!((x.jitter_ms - 2.0).abs() < 1e-9, "(100×1 + 50×4) / 150");
         assert_eq!(x.sends_behind_schedule, 2);
         assert!(b.summary.rtt_ms.is_none() && b.histograms.is_empty());
+        assert_eq!(x.refused_by_server, None, "no part said");
+    }
+
+    /// What the server refused is neither received nor lost, it adds over parts, and the
+    /// loss is the path's: of what the server took.
+    #[test]
+    fn refused_datagrams_are_not_path_loss() {
+        let u = |sent, received, refused| BulkStats {
+            streams: 1,
+            udp: Some(UdpStats {
+                sent,
+                received,
+                refused,
+                ..UdpStats::default()
+            }),
+            ..BulkStats::default()
+        };
+        let x = u(1000, 300, Some(700))
+            .summarize(&BulkMeta::default())
+            .summary
+            .udp
+            .unwrap();
+        assert_eq!(
+            (x.lost, x.loss_pct, x.refused_by_server),
+            (0, 0.0, Some(700))
+        );
+        let mut a = u(1000, 290, Some(700));
+        a += &u(100, 50, None);
+        let x = a.summarize(&BulkMeta::default()).summary.udp.unwrap();
+        assert_eq!((x.sent, x.received, x.lost), (1100, 340, 60));
+        assert_eq!(x.refused_by_server, Some(700));
+        assert!((x.loss_pct - 60.0 * 100.0 / 400.0).abs() < 1e-9);
+        // Through a document and back: the same numbers.
+        let body = a.summarize(&BulkMeta::default());
+        let (back, m) = BulkStats::from_body(&body).unwrap();
+        assert_eq!(back.udp.unwrap().refused, Some(700));
+        assert_eq!(
+            serde_json::to_value(back.summarize(&m)).unwrap(),
+            serde_json::to_value(&body).unwrap()
+        );
     }
 }

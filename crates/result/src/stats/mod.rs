@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::Histograms;
 
 pub mod bulk;
+pub mod directions;
 pub mod http;
 pub mod ping;
 pub mod probe;
@@ -236,6 +237,14 @@ impl AddAssign<&Dist> for Dist {
 pub(crate) fn add_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The smaller of two optional figures.
+pub(crate) fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{BodyError, Stats};
 use crate::common::{loss_pct, Errors, NptLatency};
-use crate::ping::{hist, PingBody, PingSummary};
+use crate::ping::{hist, EchoPhases, PingBody, PingSummary};
 
 /// What a ping's document says about its target.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -24,6 +24,9 @@ pub struct PingMeta {
     pub addresses: Vec<String>,
     /// `npt ping --from`: the hop agent the RTTs were measured from.
     pub measured_from: Option<String>,
+    /// What answered the attempts ([`crate::ping::answered_by`]); `None` in files written
+    /// before it existed.
+    pub answered_by: Option<String>,
 }
 
 /// Counters and the RTT histogram of a ping.
@@ -33,14 +36,27 @@ pub struct PingStats {
     pub received: u64,
     /// Answers after their attempt had timed out, or twice.
     pub late: u64,
+    /// Attempts the server refused (its notices and counts): neither received nor lost.
+    #[serde(default)]
+    pub refused: u64,
     pub rtt: Histogram,
     pub errors: ErrorCounts,
+    /// `--echo`: the connect and echo parts of answered attempts (empty otherwise).
+    pub connect: Histogram,
+    pub echo: Histogram,
 }
 
 impl PingStats {
-    /// Percentage of attempts without an answer (0 when nothing was sent).
+    /// Attempts without an answer that the server did not refuse: the path's loss.
+    pub fn lost(&self) -> u64 {
+        self.sent
+            .saturating_sub(self.received)
+            .saturating_sub(self.refused)
+    }
+
+    /// Percentage of the attempts the server took that got no answer (0 when nothing was sent).
     pub fn loss_pct(&self) -> f64 {
-        loss_pct(self.sent.saturating_sub(self.received), self.sent)
+        loss_pct(self.lost(), self.sent.saturating_sub(self.refused))
     }
 }
 
@@ -49,8 +65,11 @@ impl AddAssign<&PingStats> for PingStats {
         self.sent += rhs.sent;
         self.received += rhs.received;
         self.late += rhs.late;
+        self.refused += rhs.refused;
         self.rtt += &rhs.rtt;
         self.errors += &rhs.errors;
+        self.connect += &rhs.connect;
+        self.echo += &rhs.echo;
     }
 }
 
@@ -63,18 +82,31 @@ impl Stats for PingStats {
             name: hist::RTT.to_string(),
             source,
         })?;
+        let phase = |name: &str| -> Result<Histogram, BodyError> {
+            match b.phases.as_ref().and_then(|p| p.histograms.get(name)) {
+                Some(h) => Histogram::from_serialized(h).map_err(|source| BodyError {
+                    name: format!("phases.{name}"),
+                    source,
+                }),
+                None => Ok(Histogram::new()),
+            }
+        };
         let stats = PingStats {
             sent: b.summary.sent,
             received: b.summary.received,
             late: b.summary.late,
+            refused: b.summary.refused_by_server,
             rtt,
             errors: b.errors.by_kind.clone(),
+            connect: phase(hist::CONNECT)?,
+            echo: phase(hist::ECHO)?,
         };
         let meta = PingMeta {
             target: b.target.clone(),
             proto: b.proto.clone(),
             addresses: b.addresses.clone(),
             measured_from: b.measured_from.clone(),
+            answered_by: b.answered_by.clone(),
         };
         Ok((stats, meta))
     }
@@ -84,9 +116,10 @@ impl Stats for PingStats {
         let summary = PingSummary {
             sent: self.sent,
             received: self.received,
-            lost: self.sent.saturating_sub(self.received),
+            lost: self.lost(),
             loss_pct: self.loss_pct(),
             late: self.late,
+            refused_by_server: self.refused,
             min_ms: s.min,
             avg_ms: s.mean,
             p50_ms: s.p50,
@@ -116,6 +149,17 @@ impl Stats for PingStats {
             },
             histogram: self.rtt.to_serialized(),
             measured_from: m.measured_from.clone(),
+            note: m.answered_by.as_deref().and_then(crate::ping::note),
+            answered_by: m.answered_by.clone(),
+            phases: (!self.connect.is_empty()).then(|| EchoPhases {
+                connect_ms: NptLatency::from(&self.connect.summary()),
+                echo_ms: NptLatency::from(&self.echo.summary()),
+                histograms: [
+                    (hist::CONNECT.to_string(), self.connect.to_serialized()),
+                    (hist::ECHO.to_string(), self.echo.to_serialized()),
+                ]
+                .into(),
+            }),
         }
     }
 }

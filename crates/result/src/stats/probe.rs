@@ -14,7 +14,8 @@ use std::ops::AddAssign;
 use npt_stats::{Histogram, JitterMean};
 use serde::{Deserialize, Serialize};
 
-use super::{max_opt, BodyError, HistMap, Stats, WeightedMean};
+use super::directions::DirStats;
+use super::{max_opt, min_opt, BodyError, HistMap, Stats, WeightedMean};
 use crate::common::{jitter_mean, loss_pct, Directions, ErrorStats, NptLatency};
 use crate::health::Health;
 use crate::interval::Intervals;
@@ -45,7 +46,12 @@ pub struct ProbeStats {
     pub clients: u32,
     pub sent: u64,
     pub received: u64,
+    /// Path loss (refusals apart).
     pub lost: u64,
+    /// Refused by the server.
+    pub refused: u64,
+    /// The server's refusal notices by reason.
+    pub refusal_notices: BTreeMap<String, u64>,
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
@@ -55,6 +61,10 @@ pub struct ProbeStats {
     /// Application payload bytes each way.
     pub bytes: Directions,
     pub rates: SendRates,
+    /// Per direction, when the server told what it saw (histograms in `histograms`).
+    pub directions: Option<DirStats>,
+    /// Why there is no per-direction figure (`raw`, `server`), when there is none.
+    pub round_trip_only: Option<String>,
     /// `rtt`, `rtt_corrected` (open loop), `ipdv`, and for TCP `connect`, `first_packet`.
     pub histograms: HistMap,
     /// RFC 3550 jitter of the flows, sample-weighted.
@@ -103,8 +113,8 @@ impl AddAssign<&LoadStats> for LoadStats {
             self.load = rhs.load.clone();
             self.phases = rhs.phases.clone();
         }
-        self.load_started_s = min_f(self.load_started_s, rhs.load_started_s);
-        self.load_ended_s = max_f(self.load_ended_s, rhs.load_ended_s);
+        self.load_started_s = min_opt(self.load_started_s, rhs.load_started_s);
+        self.load_ended_s = max_opt(self.load_ended_s, rhs.load_ended_s);
         self.goodput_bps += &rhs.goodput_bps;
         self.bytes += &rhs.bytes;
         self.load_rtt_ms = self.load_rtt_ms.or(rhs.load_rtt_ms);
@@ -114,20 +124,6 @@ impl AddAssign<&LoadStats> for LoadStats {
             (a @ None, b) => *a = b,
             (Some(_), None) => {}
         }
-    }
-}
-
-fn min_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-fn max_f(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
     }
 }
 
@@ -328,6 +324,10 @@ impl AddAssign<&ProbeStats> for ProbeStats {
         self.sent += rhs.sent;
         self.received += rhs.received;
         self.lost += rhs.lost;
+        self.refused += rhs.refused;
+        for (k, n) in &rhs.refusal_notices {
+            *self.refusal_notices.entry(k.clone()).or_default() += n;
+        }
         self.late += rhs.late;
         self.duplicated += rhs.duplicated;
         self.reordered += rhs.reordered;
@@ -336,6 +336,14 @@ impl AddAssign<&ProbeStats> for ProbeStats {
         self.stale += rhs.stale;
         self.bytes += &rhs.bytes;
         self.rates += &rhs.rates;
+        match (&mut self.directions, &rhs.directions) {
+            (Some(a), Some(b)) => *a += b,
+            (a @ None, b) => *a = b.clone(),
+            (Some(_), None) => {}
+        }
+        if self.round_trip_only.is_none() {
+            self.round_trip_only = rhs.round_trip_only.clone();
+        }
         self.histograms += &rhs.histograms;
         self.jitter += &rhs.jitter;
         self.jitter_inexact |= rhs.jitter_inexact;
@@ -410,6 +418,8 @@ impl Stats for ProbeStats {
             sent: s.sent,
             received: s.received,
             lost: s.lost,
+            refused: s.refused_by_server,
+            refusal_notices: s.refusal_notices.clone(),
             late: s.late,
             duplicated: s.duplicated,
             reordered: s.reordered,
@@ -417,6 +427,8 @@ impl Stats for ProbeStats {
             foreign: s.foreign,
             stale: s.stale,
             bytes: s.bytes,
+            directions: s.directions.as_ref().map(DirStats::from_block),
+            round_trip_only: s.round_trip_only.clone(),
             rates: SendRates {
                 pps: s.pps,
                 pps_received: s.pps_received,
@@ -467,10 +479,20 @@ impl Stats for ProbeStats {
             sent: self.sent,
             received: self.received,
             lost: self.lost,
+            refused_by_server: self.refused,
+            refusal_notices: self.refusal_notices.clone(),
             late: self.late,
             duplicated: self.duplicated,
             reordered: self.reordered,
-            loss_pct: loss_pct(self.lost, self.sent),
+            loss_pct: loss_pct(self.lost, self.sent.saturating_sub(self.refused)),
+            directions: self
+                .directions
+                .as_ref()
+                .map(|d| d.block(self.sent, self.refused, h)),
+            round_trip_only: self
+                .round_trip_only
+                .clone()
+                .filter(|_| self.directions.is_none()),
             pps: self.rates.pps,
             pps_received: self.rates.pps_received,
             send_duration_s: self.rates.send_duration_s,
@@ -513,6 +535,13 @@ impl Stats for ProbeStats {
         if self.under_load.is_some() {
             for name in hist::PHASES {
                 histograms.insert(name.to_string(), self.saved(name));
+            }
+        }
+        if self.directions.is_some() {
+            for name in crate::directions::hist::ALL {
+                if self.histograms.contains(name) {
+                    histograms.insert(name.to_string(), self.saved(name));
+                }
             }
         }
         ProbeBody {

@@ -134,6 +134,9 @@ pub struct GameTotals {
     pub sent: u64,
     pub received: u64,
     pub lost: u64,
+    /// Refused by the server (never path loss).
+    #[serde(default)]
+    pub refused: u64,
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
@@ -149,6 +152,7 @@ impl AddAssign<&GameTotals> for GameTotals {
         self.sent += rhs.sent;
         self.received += rhs.received;
         self.lost += rhs.lost;
+        self.refused += rhs.refused;
         self.late += rhs.late;
         self.duplicated += rhs.duplicated;
         self.reordered += rhs.reordered;
@@ -163,6 +167,7 @@ impl GameTotals {
             sent: g.sent,
             received: g.received,
             lost: g.lost,
+            refused: g.refused_by_server,
             late: g.late,
             duplicated: g.duplicated,
             reordered: g.reordered,
@@ -177,10 +182,11 @@ impl GameTotals {
             sent: self.sent,
             received: self.received,
             lost: self.lost,
+            refused_by_server: self.refused,
             late: self.late,
             duplicated: self.duplicated,
             reordered: self.reordered,
-            loss_pct: loss_pct(self.lost, self.sent),
+            loss_pct: loss_pct(self.lost, self.sent.saturating_sub(self.refused)),
             jitter_ms: self.jitter.value_ns() / 1e6,
             jitter_samples: (!self.jitter_inexact).then(|| self.jitter.samples()),
             loss_timeout_ms: self.loss_timeout_ms,

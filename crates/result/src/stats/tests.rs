@@ -60,6 +60,7 @@ fn ping_parts_read_back_and_added_are_the_whole() {
             proto: "udp".into(),
             addresses: vec!["127.0.0.1:7".into()],
             measured_from: None,
+            answered_by: None,
         };
         let bodies: Vec<PingBody> = parts.iter().map(|s| s.summarize(&meta)).collect();
         let mut merged = PingStats::default();
@@ -331,4 +332,87 @@ fn loaded_probe_parts_add_and_read_back() {
         3,
         "the plan is the first part's, not doubled"
     );
+}
+
+/// Two UDP probe parts with a per-direction split, saved and read back (as `npt merge`
+/// does): refusals and each direction's counts add, the histograms (dwell, IPDV and one-way
+/// delay each way) add exactly, and the merge is exact only when every part was.
+#[test]
+fn probe_directions_read_back_and_added_are_the_whole() {
+    use crate::directions::{hist, FlowsSettled};
+    use crate::stats::directions::DirStats;
+    let part = |lost_up: u64, lost_down: u64, refused: u64, exact: bool, owd_ms: u64| {
+        let mut s = ProbeStats {
+            clients: 1,
+            sent: 1000,
+            received: 1000 - lost_up - lost_down - refused,
+            lost: lost_up + lost_down,
+            refused,
+            ..ProbeStats::default()
+        };
+        s.refusal_notices.insert("budget".into(), refused / 10);
+        for _ in 0..100 {
+            s.histograms.record(hist::OWD_UP, owd_ms * 1_000_000);
+            s.histograms.record(hist::OWD_DOWN, 1_000_000);
+            s.histograms.record(hist::IPDV_UP, 100_000);
+            s.histograms.record(hist::IPDV_DOWN, 0);
+            s.histograms.record(hist::DWELL, 20_000);
+        }
+        s.directions = Some(DirStats {
+            flows: FlowsSettled {
+                reflected: 1,
+                exact: u32::from(exact),
+                no_report: u32::from(!exact),
+                ..FlowsSettled::default()
+            },
+            clock: "same-host".into(),
+            counts: true,
+            lost_up,
+            lost_down,
+            dup_up: 1,
+            stamped: 100,
+            ..DirStats::default()
+        });
+        s
+    };
+    let meta = ProbeMeta {
+        protocol: "udp".into(),
+        ..ProbeMeta::default()
+    };
+    let one = part(30, 10, 500, true, 30).summarize(&meta);
+    let d = one.summary.directions.as_ref().unwrap();
+    assert!(d.exact);
+    assert_eq!((d.up.lost, d.down.lost), (Some(30), Some(10)));
+    assert_eq!(d.up.loss_pct, Some(3.0));
+    // Down carried the 470 replies the server sent (1000 - 500 refused - 30 lost up).
+    assert!((d.down.loss_pct.unwrap() - 1000.0 / 470.0).abs() < 1e-9);
+    assert_eq!(one.summary.loss_pct, 8.0, "40 lost of the 500 not refused");
+    let mut merged = ProbeStats::default();
+    for p in [part(30, 10, 500, true, 30), part(5, 0, 0, false, 10)] {
+        let saved = serde_json::to_value(p.summarize(&meta)).unwrap();
+        let back: crate::probe::ProbeBody = serde_json::from_value(saved).unwrap();
+        let (s, _) = ProbeStats::from_body(&back).unwrap();
+        merged += &s;
+    }
+    let b = merged.summarize(&meta);
+    assert_eq!((b.summary.refused_by_server, b.summary.lost), (500, 45));
+    assert_eq!(b.summary.refusal_notices.get("budget"), Some(&50));
+    let d = b.summary.directions.unwrap();
+    assert!(!d.exact, "one part was not exact");
+    assert_eq!(
+        (d.flows.reflected, d.flows.exact, d.flows.no_report),
+        (2, 1, 1)
+    );
+    assert_eq!(
+        (d.up.lost, d.down.lost, d.up.duplicated),
+        (Some(35), Some(10), Some(2))
+    );
+    let owd = d.up.owd_ms.unwrap();
+    assert_eq!(owd.count, 200);
+    assert!(
+        (owd.p50 - 10.0).abs() < 0.02 && (owd.max - 30.0).abs() < 0.05,
+        "{owd:?}"
+    );
+    assert_eq!((d.stamped, d.clock.as_str()), (200, "same-host"));
+    assert!(b.histograms.contains_key(hist::DWELL));
 }

@@ -92,6 +92,7 @@ fn leg(l: &LegStats, proto: &str) -> Leg {
         proto: proto.to_string(),
         addresses: l.addresses.clone(),
         measured_from: None,
+        answered_by: None,
     });
     let (p10_ms, spread_ms) = match p50_spread(&l.stats) {
         Some((_, spread)) => (l.stats.rtt.quantile_ns(0.1) as f64 / 1e6, spread),

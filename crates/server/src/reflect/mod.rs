@@ -80,22 +80,20 @@ impl Reflector {
         true
     }
 
-    /// The refused frame in slot `slot` (status `why`): counted in its flow if it is a
-    /// `REFLECT` echo or request; the slot rewritten into a notice if the notice budget allows.
-    /// True when the slot now holds a notice to send.
+    /// The refused frame in slot `slot` (its header `h`, status `why`): counted in its flow if
+    /// it is a `REFLECT` echo or request; the slot rewritten into a notice if the notice budget
+    /// allows. True when the slot now holds a notice to send.
     pub fn refuse(
         &mut self,
         batch: &mut MsgBatch,
         slot: usize,
+        h: &Header,
         why: u32,
         now: u64,
         peer: SocketAddr,
     ) -> bool {
         let data = batch.data(slot);
-        let Ok(h) = Header::decode(data) else {
-            return false;
-        };
-        if !reflect::wants_reflect(&h) {
+        if !reflect::wants_reflect(h) {
             return false;
         }
         let count = match h.kind {

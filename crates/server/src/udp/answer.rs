@@ -80,9 +80,7 @@ pub(super) fn answer_authenticated(
     if !frame::is_framed(data) || !auth::is_sealed(data) {
         // Raw echo and the old clear token carry no proof: refused.
         t.refused_token += 1;
-        return cx
-            .reflector
-            .refuse(batch, i, status::TOKEN_REQUIRED, now, peer);
+        return notice(batch, i, status::TOKEN_REQUIRED, &mut cx);
     }
     let key = match sessions.open(now, peer, data) {
         Ok(k) => k,
@@ -90,8 +88,7 @@ pub(super) fn answer_authenticated(
             return match e {
                 AuthError::UnknownSession => {
                     t.auth_session += 1;
-                    cx.reflector
-                        .refuse(batch, i, status::UNKNOWN_SESSION, now, peer)
+                    notice(batch, i, status::UNKNOWN_SESSION, &mut cx)
                 }
                 // Replayed or forged: no answer of any kind.
                 AuthError::Replay => {
@@ -150,7 +147,7 @@ pub(super) fn answer(
         t.refused_token += 1;
         return cx
             .reflector
-            .refuse(batch, i, status::NO_TOKEN, cx.now, cx.peer);
+            .refuse(batch, i, &h, status::NO_TOKEN, cx.now, cx.peer);
     }
     if h.frame_len as usize != len {
         t.malformed += 1;
@@ -217,6 +214,44 @@ pub(super) fn answer(
             false
         }
     }
+}
+
+/// A frame refused for a token reason (`why`): counted in its flow and perhaps noticed, if it
+/// is one that asked. True when the slot now holds the notice.
+fn notice(batch: &mut MsgBatch, i: usize, why: u32, cx: &mut Cx<'_>) -> bool {
+    match Header::decode(batch.data(i)) {
+        Ok(h) => cx.reflector.refuse(batch, i, &h, why, cx.now, cx.peer),
+        Err(_) => false,
+    }
+}
+
+/// A datagram (header `h`, bytes `data`) the per-source budget refused: when it belongs to an
+/// `Up` bulk flow (its data, or a report request), counted in that flow's refused datagrams,
+/// which its next report carries. True when it was one (nothing is sent for it).
+pub(super) fn refused_bulk(
+    h: &Header,
+    data: &[u8],
+    flows: &mut Flows,
+    now: u64,
+    peer: SocketAddr,
+    t: &mut Tally,
+) -> bool {
+    let up = match h.kind {
+        Kind::BulkData => true,
+        Kind::Bulk => data
+            .get(frame::HEADER_LEN..)
+            .and_then(|p| BulkSpec::decode(p).ok())
+            .is_some_and(|s| s.direction == Direction::Up),
+        _ => false,
+    };
+    if up {
+        match flows.on_refused(now, peer, h.flow) {
+            Counted::New => t.bulk_flows += 1,
+            Counted::Known => {}
+            Counted::Full => t.bulk_refused += 1,
+        }
+    }
+    up
 }
 
 /// An echo or response (header `h`, already the reply's) to a frame that asked for `REFLECT`
@@ -300,6 +335,8 @@ fn answer_bulk(
     let _ = out.encode(data);
     if up {
         let _ = report.encode(data.get_mut(frame::HEADER_LEN..).unwrap_or_default());
+        // With room (a client that knows to ask): the refused count, and the flag saying so.
+        bulk::write_refused(data, cx.flows.refused(cx.peer, h.flow));
     }
     Some(reply_len)
 }

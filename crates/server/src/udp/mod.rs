@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use npt_netio::{rxtime, MsgBatch};
 use npt_wire::auth::{self, ServerAuth, Sessions};
-use npt_wire::frame::status;
+use npt_wire::frame::{status, Header};
 
 use crate::bulk_udp::{Flows, MAX_FLOWS};
 use crate::limiter::{Limiter, Verdict};
@@ -63,11 +63,11 @@ const MAX_DATAGRAM: usize = 65_536;
 pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let fd = sock.as_raw_fd();
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
-    // The kernel's receive time of each datagram when it gives one (else the batch's).
     let mut batch = MsgBatch::new(BATCH, MAX_DATAGRAM);
-    if rxtime::enable(fd).is_ok() {
-        batch = batch.with_rx_times();
-    }
+    // The kernel's receive time of each datagram (else the batch's), from the first client that
+    // asks for REFLECT on: it costs the receive path about 85 ns a datagram (docs/serve.md),
+    // which a server nobody asks need not pay.
+    let mut stamping = false;
     let cfg = &shared.cfg;
     let mut limiter = Limiter::new(cfg.limits);
     let mut open_limiter = Limiter::new(cfg.session_limits);
@@ -135,8 +135,14 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 Verdict::Allow => {}
                 Verdict::PacketLimit | Verdict::ByteLimit => {
                     t.refused_rate += 1;
-                    if reflector.refuse(&mut batch, i, status::BUDGET, now, peer) {
-                        send_idx.push(i);
+                    // Counted in its flow (bulk or reflect), and perhaps noticed.
+                    if let Ok(h) = Header::decode(batch.data(i)) {
+                        if answer::refused_bulk(&h, batch.data(i), &mut flows, now, peer, &mut t) {
+                            continue;
+                        }
+                        if reflector.refuse(&mut batch, i, &h, status::BUDGET, now, peer) {
+                            send_idx.push(i);
+                        }
                     }
                     continue;
                 }
@@ -192,7 +198,14 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             std::mem::take(&mut reflector.notices.sent),
             std::mem::take(&mut reflector.notices.suppressed),
         );
-        t.publish(c, reflector.flows.take_stats(), notices);
+        let flows = reflector.flows.take_stats();
+        if !stamping && flows.new > 0 {
+            stamping = true;
+            if rxtime::enable(fd).is_ok() {
+                batch.collect_rx_times();
+            }
+        }
+        t.publish(c, flows, notices);
         let live = reflector.flows.len() as u64;
         if live != live_flows {
             if live > live_flows {

@@ -120,6 +120,7 @@ pub(super) async fn web_page(
         plan.handshake_down,
         usize::MAX,
         key.as_ref(),
+        true,
     )
     .await?;
     ctx.col.handshake(
@@ -144,6 +145,7 @@ pub(super) async fn web_page(
             down,
             usize::MAX,
             key.as_ref(),
+            false,
         )
         .await?;
         ctx.col.request(
@@ -185,7 +187,20 @@ pub(super) async fn transfer(
     } else {
         (n, HEADER_LEN as u64)
     };
-    let x = exchange(ctx, a, &mut r, &mut w, id, 0, up, down, chunk, key.as_ref()).await?;
+    let x = exchange(
+        ctx,
+        a,
+        &mut r,
+        &mut w,
+        id,
+        0,
+        up,
+        down,
+        chunk,
+        key.as_ref(),
+        true,
+    )
+    .await?;
     let (up, down) = (frame_len(up) as u64, frame_len(down) as u64);
     ctx.col.request(
         a,
@@ -326,6 +341,7 @@ pub(super) async fn quic_request(
         down,
         usize::MAX,
         key.as_ref(),
+        false,
     )
     .await?;
     let _ = send.finish();

@@ -128,9 +128,14 @@ pub(super) async fn read_discard<R: AsyncRead + Unpin>(
                     Poll::Ready(Ok(())) => {
                         let filled = rb.filled();
                         if filled.is_empty() {
+                            let when = if *got == 0 {
+                                "before the response"
+                            } else {
+                                "mid-response"
+                            };
                             return Poll::Ready(Err(io::Error::new(
                                 io::ErrorKind::UnexpectedEof,
-                                "connection closed mid-response",
+                                format!("connection closed {when}"),
                             )));
                         }
                         if first.is_none() {
@@ -188,7 +193,9 @@ pub(super) fn check_response(
 }
 
 /// One framed request of `up` bytes answered by `down` bytes, over any byte stream, without
-/// a buffer of its own. Each [`PIECE`] must move within the timeout.
+/// a buffer of its own. Each [`PIECE`] must move within the timeout. `fresh`: the first
+/// exchange on a new TCP connection, whose end before any response byte is
+/// `closed_unanswered` ([`Fail::unanswered`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn exchange<R, W>(
     ctx: &Ctx,
@@ -201,6 +208,7 @@ pub(super) async fn exchange<R, W>(
     down: u64,
     chunk: usize,
     key: Option<&SessionKey>,
+    fresh: bool,
 ) -> Result<Exchange, Fail>
 where
     R: AsyncRead + Unpin,
@@ -213,26 +221,33 @@ where
     let hdr = request_header(ctx, key, id, seq, up, down);
     let mut hdr_off = 0;
     let mut body = up as usize - HEADER_LEN;
+    // Until a response byte arrives, a connection that ends was never answered.
+    let unanswered = |f: Fail| if fresh { f.unanswered() } else { f };
     loop {
         let piece = body.min(PIECE);
         ctx.io("send", write_frame(w, &hdr, &mut hdr_off, piece, chunk))
-            .await?;
+            .await
+            .map_err(unanswered)?;
         body -= piece;
         if body == 0 {
             break;
         }
     }
-    ctx.io("send", w.flush()).await?;
+    ctx.io("send", w.flush()).await.map_err(unanswered)?;
     let mut head = [0u8; HEADER_LEN];
     let mut got = 0usize;
     let mut first = None;
     let total = down as usize;
     // The header (and whatever follows it in the same read), checked before the rest.
-    ctx.io(
-        "receive",
-        read_discard(r, &mut head, &mut got, HEADER_LEN, total, &mut first),
-    )
-    .await?;
+    let head_read = ctx
+        .io(
+            "receive",
+            read_discard(r, &mut head, &mut got, HEADER_LEN, total, &mut first),
+        )
+        .await;
+    if let Err(f) = head_read {
+        return Err(if got == 0 { unanswered(f) } else { f });
+    }
     check_response(&head, key, seq, down)?;
     while got < total {
         let until = total.min(got + PIECE);

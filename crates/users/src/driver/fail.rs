@@ -22,6 +22,23 @@ impl Fail {
         Fail::new(classify_io(e), format!("{what}: {e}"))
     }
 
+    /// A TCP connection's end (closed or reset) before a single response byte came back on
+    /// it: whatever accepted the connection — a relay or forwarder accepts by itself — closed
+    /// without answering (`closed_unanswered`). Other failures are kept as they are.
+    pub(super) fn unanswered(self) -> Fail {
+        if !matches!(self.kind, ErrorKind::Closed | ErrorKind::Reset) {
+            return self;
+        }
+        Fail::new(
+            ErrorKind::ClosedUnanswered,
+            format!(
+                "{}: nothing behind what accepted the connection answered (a relay or \
+                 forwarder whose backend is down?)",
+                self.msg
+            ),
+        )
+    }
+
     pub(super) fn timeout(what: &str) -> Fail {
         Fail::new(
             ErrorKind::Timeout,

@@ -5,14 +5,17 @@
 //! one UDP socket and the session, sleeps until [`Session::poll_timeout`], and hands the
 //! session's progress to the run's collector in batches.
 
-use npt_probe::probe::session::{Arrival, Framing, Session, SessionConfig, Stage, StopReason};
+use npt_probe::probe::session::{
+    Arrival, ClockSync, Framing, Reflect, Session, SessionConfig, Stage, StopReason,
+};
 use npt_wire::{Fill, Pacing};
 
 use super::*;
 
 /// On-time RTTs since the last hand-over to the collector, with the session whose progress
 /// goes with them. RTTs and the session's counts are handed over together (every
-/// [`GameBatch::CAP`] replies and at the session's end), so `received + lost == sent` and
+/// [`GameBatch::CAP`] replies and at the session's end), so `received + lost + refused ==
+/// sent` and
 /// `requests == received` hold in the result even for sessions the end of the run cuts off:
 /// what was not handed over yet is left out, like any request in flight at the end.
 struct GameBatch {
@@ -39,6 +42,7 @@ impl GameBatch {
             sent: p.resolved,
             received: p.received,
             lost: p.lost,
+            refused: p.refused,
             late: p.late,
             duplicated: p.duplicated,
             reordered: p.reordered,
@@ -106,7 +110,13 @@ pub(super) async fn game(
         behind_threshold: tick,
         history: 4096,
         auth,
+        stamp_key: None,
         phases: None,
+        // Refusals by the far end's budget are told apart from path loss (the flow query at
+        // the end settles them); the game keeps no per-direction delays.
+        reflect: Reflect::Full,
+        clock: ClockSync::None,
+        log_packets: false,
     });
     // RTTs go to the run's shared histograms: thousands of sessions keep none of their own.
     s.keep_histograms(false);
@@ -131,7 +141,8 @@ async fn drive(
     batch: &mut GameBatch,
     size: usize,
 ) -> Result<(), Fail> {
-    let mut out = vec![0u8; size];
+    // A packet, or the flow query at the end.
+    let mut out = vec![0u8; s.max_send_len().max(size)];
     // Echo replies are as long as the request; anything longer is not ours (truncated).
     let mut inb = vec![0u8; size + 64];
     loop {

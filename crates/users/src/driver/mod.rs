@@ -2,7 +2,7 @@
 //! carrying it out on real sockets (TCP, one shared QUIC client endpoint, UDP), reporting
 //! every measurement to the [`Collector`].
 //!
-//! Timing points (DESIGN.md rule 2): a request's latency runs from just before its first byte
+//! Timing points (docs/measurement.md, "Latency is the user's view"): a request's latency runs from just before its first byte
 //! is handed to the socket to just after its last response byte is read. Connect and
 //! handshake are timed apart; "first request" runs from the connect start to the end of the
 //! first request of that connection. Requests still in flight when the run stops are

@@ -48,7 +48,21 @@ impl Clock {
     pub fn epoch(&self) -> Instant {
         self.epoch
     }
+
+    /// The wall clock (ns since the Unix epoch) minus this clock, read now: what a session
+    /// adds to its own times to compare them with a far end's wall-clock stamps
+    /// ([`Session::set_wall_offset`]).
+    pub fn wall_offset(&self) -> i64 {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        wall.saturating_sub(i64::try_from(self.now()).unwrap_or(i64::MAX))
+    }
 }
+
+/// How often a driver refreshes its sessions' wall-clock offset (a stepped or slewed wall
+/// clock moves it; reading it costs a clock read).
+const WALL_REFRESH_NS: u64 = 100_000_000;
 
 impl Default for Clock {
     fn default() -> Self {
@@ -85,12 +99,23 @@ pub struct TcpTimes {
 pub enum Event {
     Interval {
         flow: usize,
-        interval: Interval,
+        interval: Box<Interval>,
     },
     Done {
         flow: usize,
         result: Box<FlowResult>,
     },
+    /// `--packets`: fates a flow decided in one step (`sent_ns` on the run's clock).
+    Packets(Vec<npt_result::packets::PacketLine>),
+}
+
+/// Hands the fates `s` decided since the last call to the runner (`--packets`; nothing to do
+/// otherwise).
+fn send_packets(s: &mut Session, tx: &Sender<Event>) {
+    let lines = s.take_packets();
+    if !lines.is_empty() {
+        let _ = tx.send(Event::Packets(lines));
+    }
 }
 
 pub struct FlowResult {

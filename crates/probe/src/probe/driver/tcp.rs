@@ -1,11 +1,17 @@
 //! The TCP driver: one stream per flow, connected directly or through a proxy (`--via`),
 //! with connect and first-packet times, the kernel's view of each connection (`TCP_INFO`,
 //! [`KernelView`]) and the raw stream resynchronised on loss of step.
+//!
+//! Two ends are named for what they mean: a first connect that is refused ends the flow at
+//! once (nothing listens there: retrying for seconds would only delay saying so), and a
+//! connection accepted and then closed before a single reply byte came back on it is
+//! `closed_unanswered` (a relay or forwarder accepts by itself; closing without an answer says
+//! nothing behind it answered), apart from `closed`/`reset` after answers.
 
 use super::*;
 use crate::probe::kernel::KernelView;
 use npt_netio::tcpinfo::tcp_info;
-use npt_result::error::{ErrorKind, ProxyErrorKind};
+use npt_result::error::{unanswered_close, unanswered_close_msg, ErrorKind, ProxyErrorKind};
 
 enum TcpState {
     Connecting {
@@ -35,6 +41,11 @@ struct TcpFlow {
     inbuf: ReplyStream,
     errors_before_connect: npt_stats::ErrorCounts,
     kernel: KernelView,
+    /// Whether any reply byte came back on the current connection ([`unanswered_close`]).
+    answered: bool,
+    /// What the flow connects to, as its errors name it: the target's address (through
+    /// `--via`, as the proxy is asked to reach it).
+    peer: String,
 }
 
 /// Connect attempts before a flow with no time limit gives up on a dead target.
@@ -78,6 +89,28 @@ impl TcpFlow {
 
     fn fail(&mut self, now: u64, e: &io::Error, what: &str) {
         self.fail_kind(now, classify(e), format!("{what}: {e}"));
+    }
+
+    /// A connection that ended: EOF or a socket error while reading or writing. With no reply
+    /// byte on it yet, whatever accepted it closed without answering ([`unanswered_close`]).
+    fn fail_conn(&mut self, now: u64, e: &io::Error, what: &str) {
+        match unanswered_close(e, self.answered) {
+            ErrorKind::ClosedUnanswered => {
+                let msg = format!("{what}: {}", unanswered_close_msg(&self.peer, e));
+                self.fail_kind(now, ErrorKind::ClosedUnanswered, msg);
+            }
+            _ => self.fail(now, e, what),
+        }
+    }
+
+    /// A first connection refused ends the flow at once: nothing listens at the target (or
+    /// the proxy, or the proxy's target), and retrying would only delay saying so. A refusal
+    /// after the flow had its connection (a restarting relay) is retried while it sends.
+    fn refused_first(&mut self, now: u64, kind: ErrorKind, msg: String) {
+        self.fail_kind(now, kind, msg);
+        if self.session.is_none() {
+            self.state = TcpState::Closed;
+        }
     }
 
     fn fail_kind(&mut self, now: u64, kind: ErrorKind, msg: String) {
@@ -126,6 +159,18 @@ impl TcpFlow {
                 self.state = TcpState::Disconnected;
             }
         }
+    }
+}
+
+/// A direct connect that failed: refused ends a flow that never connected
+/// ([`TcpFlow::refused_first`]), saying nothing listens there; any other failure is retried.
+fn connect_failed(f: &mut TcpFlow, now: u64, e: &io::Error) {
+    match classify(e) {
+        ErrorKind::Refused => {
+            let msg = format!("connect: refused: nothing listens at {} ({e})", f.peer);
+            f.refused_first(now, ErrorKind::Refused, msg);
+        }
+        _ => f.fail(now, e, "connect"),
     }
 }
 
@@ -194,11 +239,20 @@ fn connect_via(
                     f.session = Some(Session::new(cfg));
                 }
                 f.state = TcpState::Connected { sock: stream };
+                f.answered = false;
             }
         }
         Err(e) => {
             let kind = e.kind();
-            f.fail_kind(now, kind, format!("via {}: {e}", v.via));
+            let msg = format!("via {}: {e}", v.via);
+            if matches!(
+                kind,
+                ErrorKind::Proxy(ProxyErrorKind::Refused | ProxyErrorKind::TargetRefused)
+            ) {
+                f.refused_first(now, kind, msg);
+                return;
+            }
+            f.fail_kind(now, kind, msg);
             // Credentials, rulesets and unsupported commands do not change by retrying.
             let permanent = matches!(
                 kind,
@@ -256,6 +310,10 @@ pub fn run_tcp(
                 } else {
                     npt_result::tcpinfo::SCOPE_TARGET
                 }),
+                answered: false,
+                peer: via
+                    .as_ref()
+                    .map_or_else(|| target.to_string(), |v| v.target.clone()),
             }
         })
         .collect();
@@ -264,8 +322,12 @@ pub fn run_tcp(
     let mut want_write: Vec<bool> = Vec::new();
     let mut sent_done = vec![false; flows.len()];
     let mut buf = vec![0u8; 64 * 1024];
+    let (mut offset, mut offset_at) = (clock.wall_offset(), clock.now());
     loop {
         let mut deadline: Option<u64> = None;
+        if clock.now().saturating_sub(offset_at) >= WALL_REFRESH_NS {
+            (offset, offset_at) = (clock.wall_offset(), clock.now());
+        }
         let mut at = |t: u64| deadline = Some(deadline.map_or(t, |d: u64| d.min(t)));
         fds.clear();
         want_write.clear();
@@ -290,7 +352,7 @@ pub fn run_tcp(
                     match &via {
                         None => match start_connect(target) {
                             Ok(sock) => f.state = TcpState::Connecting { sock, started: now },
-                            Err(e) => f.fail(now, &e, "connect"),
+                            Err(e) => connect_failed(f, now, &e),
                         },
                         // The handshake blocks this thread for at most the connect timeout
                         // (npt_proxy::connect); the tunnel is then driven like any socket.
@@ -304,7 +366,7 @@ pub fn run_tcp(
                 let started = *started;
                 let now = clock.now();
                 match sock.take_error() {
-                    Ok(Some(e)) | Err(e) => f.fail(now, &e, "connect"),
+                    Ok(Some(e)) | Err(e) => connect_failed(f, now, &e),
                     Ok(None) => {
                         if sock.peer_addr().is_ok() {
                             let TcpState::Connecting { sock, .. } =
@@ -324,6 +386,7 @@ pub fn run_tcp(
                                     f.session = Some(Session::new(cfg));
                                 }
                                 f.state = TcpState::Connected { sock: stream };
+                                f.answered = false;
                             }
                         } else if level > 0 {
                             f.state = if f.session.is_some() {
@@ -361,6 +424,7 @@ pub fn run_tcp(
                     unreachable!("a flow is Connected only after its session exists")
                 };
                 apply_stop(s, &stop, now);
+                s.set_wall_offset(offset);
                 let size = f.cfg.size;
                 while f.out.len() - f.out_pos < MAX_QUEUED {
                     let start = f.out.len();
@@ -403,6 +467,7 @@ pub fn run_tcp(
                                 break;
                             }
                             Ok(n) => {
+                                f.answered = true;
                                 f.inbuf.push(&buf[..n]);
                                 let now = clock.now();
                                 let d = f.inbuf.drain(|b| s.try_handle_reply(now, b));
@@ -437,7 +502,7 @@ pub fn run_tcp(
                     }
                 }
                 if let Some((e, what)) = broken {
-                    f.fail(clock.now(), &e, what);
+                    f.fail_conn(clock.now(), &e, what);
                 } else {
                     s.handle_timeout(clock.now());
                     if !s.is_done() {
@@ -455,10 +520,11 @@ pub fn run_tcp(
                 }
             }
             if let Some(s) = f.session.as_mut() {
+                send_packets(s, &tx);
                 while let Some(iv) = s.poll_interval() {
                     let _ = tx.send(Event::Interval {
                         flow: f.index,
-                        interval: iv,
+                        interval: Box::new(iv),
                     });
                 }
                 if s.is_done() {

@@ -73,9 +73,10 @@ pub fn run_udp(
     tx: Sender<Event>,
 ) {
     npt_netio::tighten_timer_slack();
+    // A packet or the flow query at the end, behind a SOCKS5 header when relayed.
     let size = flows
         .iter()
-        .map(|(_, _, s, x)| s.config().size + x.as_ref().map_or(0, |x| x.header().len()))
+        .map(|(_, _, s, x)| s.max_send_len() + x.as_ref().map_or(0, |x| x.header().len()))
         .max()
         .unwrap_or(64);
     let mut out = MsgBatch::new(BATCH, size);
@@ -92,6 +93,7 @@ pub fn run_udp(
     // buffer may hold a whole coalesced batch (up to 64 KiB; pages never written stay
     // unallocated).
     let mut inb = MsgBatch::new(BATCH, if gro { 65_536 } else { size + 1 }).with_rx_times();
+    let mut offset_at: Option<u64> = None;
     let mut flows: Vec<UdpFlow> = flows
         .into_iter()
         .map(|(index, sock, session, socks)| UdpFlow {
@@ -111,6 +113,14 @@ pub fn run_udp(
     let mut remaining = flows.len();
     while remaining > 0 {
         let mut deadline: Option<u64> = None;
+        let t = clock.now();
+        if offset_at.is_none_or(|at| t.saturating_sub(at) >= WALL_REFRESH_NS) {
+            offset_at = Some(t);
+            let offset = clock.wall_offset();
+            for f in &mut flows {
+                f.session.set_wall_offset(offset);
+            }
+        }
         for f in flows.iter_mut().filter(|f| !f.done) {
             let fd = f.sock.as_raw_fd();
             let s = &mut f.session;
@@ -136,7 +146,7 @@ pub fn run_udp(
                 if k == 0 {
                     break;
                 }
-                if !(f.gso && send_gso(fd, &out, k, s, &mut f.gso)) {
+                if !(f.gso && send_gso(fd, &mut out, k, s, &mut f.gso)) {
                     send_plain(fd, &mut out, &all_slots[..k], s);
                 }
                 if k < BATCH {
@@ -182,10 +192,11 @@ pub fn run_udp(
                 }
             }
             s.handle_timeout(clock.now());
+            send_packets(s, &tx);
             while let Some(iv) = s.poll_interval() {
                 let _ = tx.send(Event::Interval {
                     flow: f.index,
-                    interval: iv,
+                    interval: Box::new(iv),
                 });
             }
             if s.is_done() {
@@ -220,13 +231,14 @@ pub fn run_udp(
     }
 }
 
-/// Sends slots `0..k` of `out` (every one `out.buf_size()` long, back to back) as GSO sends of
-/// up to [`npt_netio::offload::gso_segments`] packets each. False if nothing was sent and the
+/// Sends slots `0..k` of `out` (every one as long as the first) as GSO sends of up to
+/// [`npt_netio::offload::gso_segments`] packets each. False if nothing was sent and the
 /// caller should send the batch the plain way: the kernel refused GSO (then `gso` is turned
 /// off for the flow), or a send failed for the packets' own reasons (recorded against the
 /// flow; the plain path then tries each packet and counts any that cannot leave).
-fn send_gso(fd: RawFd, out: &MsgBatch, k: usize, s: &mut Session, gso: &mut bool) -> bool {
-    let seg = out.buf_size();
+fn send_gso(fd: RawFd, out: &mut MsgBatch, k: usize, s: &mut Session, gso: &mut bool) -> bool {
+    // Packets may be shorter than the batch's buffers (sized for the flow query at the end).
+    let seg = out.len(0);
     let per = npt_netio::offload::gso_segments(seg);
     if k < 2 || per < 2 || (0..k).any(|i| out.len(i) != seg) {
         return false;
@@ -238,7 +250,7 @@ fn send_gso(fd: RawFd, out: &MsgBatch, k: usize, s: &mut Session, gso: &mut bool
             // A lone packet needs no segmentation.
             send_one(fd, out.data(done))
         } else {
-            npt_netio::offload::send_gso(fd, out.slots(done, n), seg)
+            out.send_gso_slots(fd, done, n)
         };
         match r {
             Ok(_) => done += n,

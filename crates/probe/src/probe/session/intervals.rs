@@ -1,6 +1,7 @@
 //! The probe session's interval (stage) series: which interval a send belongs to, where late
 //! and duplicate arrivals land, and when an interval is final — once a newer one exists and
 //! the loss timeout after its end has passed, so every packet sent in it is resolved.
+//! `received + lost + refused == sent` holds for every record handed out.
 
 use super::{Interval, Session, Stage, State};
 
@@ -57,6 +58,20 @@ impl Session {
         }
     }
 
+    /// When an interval that ended at `ended` may close: its loss timeout later, when every
+    /// packet sent in it is resolved — or, while a run of missing packets reaching into it is
+    /// still unplaced (the reply after the run is not settled yet), up to one loss timeout
+    /// more for that reply (a run of losses across the boundary closes a few packets later).
+    pub(super) fn close_at(&self, index: u32, ended: u64) -> u64 {
+        let lt = self.cfg.loss_timeout;
+        let at = ended.saturating_add(lt);
+        if self.split.unplaced_in(index) > 0 {
+            at.saturating_add(lt)
+        } else {
+            at
+        }
+    }
+
     /// Closes intervals whose every packet is resolved: a newer interval exists (so sending
     /// in it is over) and the loss timeout after its end has passed. The newest interval stays
     /// open until the session is done, as the home of late and duplicate arrivals.
@@ -70,12 +85,16 @@ impl Session {
                 break;
             };
             let ended = self.interval_end(first);
-            if now < ended.saturating_add(self.cfg.loss_timeout) {
+            if now < self.close_at(first.index, ended) {
                 break;
             }
             let Some(mut iv) = self.open.pop_front() else {
                 break;
             };
+            // Missing packets no reply has placed yet are path loss, direction unknown, in
+            // this record (the totals place them when a reply or the far end's report tells).
+            iv.lost += self.split.unplaced_in(iv.index);
+            iv.reflected = u32::from(self.split.placing());
             iv.end = ended;
             self.first_open += 1;
             self.done_intervals.push_back(iv);
@@ -97,6 +116,7 @@ impl Session {
         }
         while let Some(mut iv) = self.open.pop_front() {
             self.first_open += 1;
+            iv.reflected = u32::from(self.split.placing());
             if let Stage::Time(ns) = self.cfg.stage {
                 iv.end = (iv.start + ns).min(iv.end.max(self.totals.last_send.unwrap_or(iv.start)));
             }

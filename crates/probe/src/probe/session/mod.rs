@@ -15,26 +15,50 @@
 //! run intervals) uses [`Session::handle_arrival`] for each reply's RTT and
 //! [`Session::take_progress`] for the counts decided since its last batch.
 //!
-//! The configuration and the records the session hands back are plain data, in `types`.
+//! Framed sessions ask the far end what it saw ([`Reflect`]): `reply` reads it from each reply,
+//! `split` places every loss up, down or refused and keeps delay per direction, and `query`
+//! asks for the far end's final counts once the flow is drained.
+//!
+//! The configuration and the records the session hands back are plain data, in `types` and
+//! `directions`.
 
+mod directions;
+mod far;
 mod intervals;
+mod log;
+mod query;
+mod reply;
+mod split;
+pub mod stamp;
 mod types;
 
 use std::collections::VecDeque;
 
 use npt_result::error::ErrorKind;
-use npt_stats::{Histogram, Jitter, JitterMean};
+use npt_stats::{Jitter, JitterMean};
 use npt_wire::frame::{Header, Kind};
 use npt_wire::raw::RawStamp;
-use npt_wire::{fill, Outcome, Pacer, Window};
+use npt_wire::{fill, Pacer, Window};
 
+pub use far::{FarEnd, RefusalWhy};
+pub use reply::Parsed;
+use split::{Final, Placed, Split};
 use types::min_opt;
 pub use types::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Sending,
-    Draining { until: u64 },
+    Draining {
+        until: u64,
+    },
+    /// Asking the far end for its final counts: `sent` queries so far, the next at `next`,
+    /// giving up at `until`.
+    Querying {
+        sent: u32,
+        next: u64,
+        until: u64,
+    },
     Done,
 }
 
@@ -50,11 +74,19 @@ pub struct Session {
     state: State,
     stop_reason: Option<StopReason>,
     scratch: Vec<u8>,
-    lost_tags: Vec<u32>,
+    lost_tags: Vec<(u64, u32)>,
     /// The counts (and jitter samples) at the last [`take_progress`](Session::take_progress).
     taken: Progress,
     /// See [`keep_histograms`](Session::keep_histograms).
     histograms: bool,
+    /// Per-direction bookkeeping.
+    split: Split,
+    /// Losses placed and not yet put into the totals and intervals (reused).
+    placed: Vec<Placed>,
+    /// Wall clock − session clock, ns: see [`set_wall_offset`](Session::set_wall_offset).
+    wall_offset: i64,
+    /// `--packets`: each packet's fate, for the driver ([`Session::take_packets`]).
+    log: Option<log::Log>,
 }
 
 impl Session {
@@ -75,6 +107,11 @@ impl Session {
             lost_tags: Vec::new(),
             taken: Progress::default(),
             histograms: true,
+            split: Split::new(cfg.reflect, cfg.clock, cfg.history)
+                .without_query(matches!(cfg.framing, Framing::Stamp(_))),
+            placed: Vec::new(),
+            wall_offset: 0,
+            log: cfg.log_packets.then(|| log::Log::new(cfg.flow)),
             cfg,
         };
         s.open.push_back(s.new_interval(0));
@@ -94,6 +131,19 @@ impl Session {
     /// counts and [`take_progress`](Session::take_progress) are the same either way.
     pub fn keep_histograms(&mut self, keep: bool) {
         self.histograms = keep;
+    }
+
+    /// The wall clock (ns since the Unix epoch) minus the session clock, as the driver last
+    /// read both: the session never reads a wall clock itself. One-way transit per direction
+    /// compares the far end's wall-clock stamps with ours; the driver refreshes the offset now
+    /// and then (once a stage or so), so a stepped or slewed wall clock moves it.
+    pub fn set_wall_offset(&mut self, offset_ns: i64) {
+        self.wall_offset = offset_ns;
+    }
+
+    /// Bytes a driver's send buffer needs: a packet or the flow query at the end.
+    pub fn max_send_len(&self) -> usize {
+        self.cfg.size.max(npt_wire::reflect::FLOW_QUERY_LEN)
     }
 
     pub fn config(&self) -> &SessionConfig {
@@ -147,13 +197,16 @@ impl Session {
             self.stop_reason.get_or_insert(why);
         }
         let mut tags = std::mem::take(&mut self.lost_tags);
-        self.window.expire_all(|_, slot| tags.push(slot.tag));
-        for &tag in &tags {
-            self.count_lost(tag);
-        }
-        tags.clear();
+        let (log, split) = (&mut self.log, &self.split);
+        self.window.expire_all(|seq, slot| {
+            tags.push((seq, slot.tag));
+            if let Some(log) = log {
+                log.missing(seq, slot.sent, split.is_noticed(seq));
+            }
+        });
+        self.on_missing(&mut tags);
         self.lost_tags = tags;
-        self.finish_all(now);
+        self.finish_all(now, Final::NoAnswer);
     }
 
     /// Counts a transport error against this flow, under a kind of the one vocabulary of
@@ -170,6 +223,9 @@ impl Session {
 
     /// The next packet if one is due at `now`: writes it into `buf` and returns its length.
     pub fn poll_transmit(&mut self, now: u64, buf: &mut [u8]) -> Option<usize> {
+        if let State::Querying { .. } = self.state {
+            return self.poll_query(now, buf);
+        }
         if self.state != State::Sending {
             return None;
         }
@@ -201,7 +257,11 @@ impl Session {
             Framing::Framed { token } => {
                 let h = Header {
                     kind: Kind::Echo,
-                    flags: 0,
+                    flags: if self.cfg.reflect == Reflect::Off {
+                        0
+                    } else {
+                        npt_wire::reflect::REFLECT
+                    },
                     frame_len,
                     reply_len: 0,
                     flow: self.cfg.flow,
@@ -224,8 +284,13 @@ impl Session {
                 .encode(buf)
                 .ok()?;
             }
+            Framing::Stamp(f) => f.encode(self.cfg.stamp_key.as_ref(), seq, now, buf)?,
         }
-        fill::fill(self.cfg.fill, self.cfg.fill_seed, seq, &mut buf[hl..]);
+        // A STAMP packet of exactly its base length has nothing to fill.
+        if let Some(rest) = buf.get_mut(hl..) {
+            fill::fill(self.cfg.fill, self.cfg.fill_seed, seq, rest);
+        }
+        self.split.on_sent(seq);
         self.pacer.on_sent(due, now);
         let t = &mut self.totals;
         t.sent += 1;
@@ -266,174 +331,27 @@ impl Session {
         }
     }
 
-    /// Handles `bytes` if they are one of this flow's replies (right framing, flow and size)
-    /// and returns true; otherwise counts nothing and returns false (a TCP stream that lost its
-    /// step, see [`super::stream`]).
-    pub fn try_handle_reply(&mut self, now: u64, bytes: &[u8]) -> bool {
-        let ours = bytes.len() == self.cfg.size
-            && matches!(self.parse(bytes), Some((flow, _, _)) if flow == self.cfg.flow);
-        if ours {
-            self.handle_reply(now, bytes);
+    /// Packets whose loss timeout passed: to the per-direction bookkeeping, which places them
+    /// (up, down, refused) once the replies around them tell.
+    fn on_missing(&mut self, tags: &mut Vec<(u64, u32)>) {
+        for (seq, tag) in tags.drain(..) {
+            self.split.on_missing(seq, tag, &mut self.placed);
         }
-        ours
-    }
-
-    /// Handles one received datagram or frame.
-    pub fn handle_reply(&mut self, now: u64, bytes: &[u8]) {
-        self.handle_arrival(now, bytes);
-    }
-
-    /// [`handle_reply`](Session::handle_reply), telling the driver what the bytes were: the
-    /// RTT of an on-time reply, for a driver that hands samples on itself (see
-    /// [`take_progress`](Session::take_progress)).
-    pub fn handle_arrival(&mut self, now: u64, bytes: &[u8]) -> Arrival {
-        if self.state == State::Done {
-            // After the end (a second Ctrl-C abandons what is in flight): counted, not measured.
-            self.totals.stale += 1;
-            return Arrival::Ignored;
-        }
-        let Some((flow, seq, ts)) = self.parse(bytes) else {
-            self.totals.foreign += 1;
-            return Arrival::Ignored;
-        };
-        if flow != self.cfg.flow || bytes.len() != self.cfg.size {
-            self.totals.foreign += 1;
-            return Arrival::Ignored;
-        }
-        // Deadlines first, so a reply after its timeout is late, never on time.
-        self.expire(now);
-        let outcome = self.window.on_reply(seq);
-        let arrival = bytes.len() as u64;
-        let what = match outcome {
-            Outcome::OnTime { slot, reordered } => {
-                if ts != slot.sent {
-                    // The echo did not carry our stamp back intact.
-                    self.totals.corrupt += 1;
-                }
-                let rtt = now.saturating_sub(slot.sent);
-                if self.cfg.verify {
-                    let hl = self.cfg.framing.header_len();
-                    if !fill::verify(
-                        self.cfg.fill,
-                        self.cfg.fill_seed,
-                        seq,
-                        &bytes[hl..],
-                        &mut self.scratch,
-                    ) {
-                        self.totals.corrupt += 1;
-                    }
-                }
-                let t = &mut self.totals;
-                t.received += 1;
-                t.bytes_down += arrival;
-                let hist = self.histograms;
-                if hist {
-                    t.rtt.record(rtt);
-                    if self.cfg.pacing.is_open_loop() {
-                        t.rtt_corrected.record(now.saturating_sub(slot.intended));
-                    }
-                    if let Some(bounds) = self.cfg.phases {
-                        if t.phase_rtt.is_empty() {
-                            t.phase_rtt.resize_with(3, Histogram::new);
-                        }
-                        if let Some(h) = t.phase_rtt.get_mut(types::phase_of(bounds, slot.sent)) {
-                            h.record(rtt);
-                        }
-                    }
-                }
-                t.first_reply.get_or_insert(now);
-                t.first_rtt.get_or_insert(rtt);
-                t.last_reply = Some(now);
-                if reordered {
-                    t.reordered += 1;
-                }
-                let sampled = self.jitter.record(rtt);
-                if let (Some(d), true) = (sampled, hist) {
-                    self.totals.ipdv.record(d);
-                }
-                let j = self.jitter.value_ns();
-                if let Some(iv) = self.interval_mut(slot.tag) {
-                    iv.received += 1;
-                    iv.bytes_down += arrival;
-                    if hist {
-                        iv.rtt.record(rtt);
-                    }
-                    let n = iv.jitter.samples() + u64::from(sampled.is_some());
-                    iv.jitter = JitterMean::from_value(j, n);
-                    if reordered {
-                        iv.reordered += 1;
-                    }
-                }
-                self.pacer.on_reply(now);
-                Arrival::OnTime { rtt }
-            }
-            Outcome::Late { reordered } => {
-                self.totals.late += 1;
-                self.totals.bytes_down += arrival;
-                if reordered {
-                    self.totals.reordered += 1;
-                }
-                if let Some(iv) = self.newest_mut() {
-                    iv.late += 1;
-                    iv.bytes_down += arrival;
-                }
-                Arrival::Late
-            }
-            Outcome::Duplicate => {
-                self.totals.duplicated += 1;
-                self.totals.bytes_down += arrival;
-                if let Some(iv) = self.newest_mut() {
-                    iv.duplicated += 1;
-                    iv.bytes_down += arrival;
-                }
-                Arrival::Duplicate
-            }
-            Outcome::Stale => {
-                self.totals.stale += 1;
-                Arrival::Ignored
-            }
-            Outcome::Unknown => {
-                self.totals.foreign += 1;
-                Arrival::Ignored
-            }
-        };
-        self.maybe_finish(now);
-        what
-    }
-
-    fn parse(&self, bytes: &[u8]) -> Option<(u32, u64, u64)> {
-        match self.cfg.framing {
-            Framing::Framed { .. } => {
-                let h = Header::decode(bytes).ok()?;
-                if h.kind != Kind::EchoReply || h.frame_len as usize != bytes.len() {
-                    return None;
-                }
-                if let Some(k) = &self.cfg.auth {
-                    k.open(npt_wire::auth::Dir::ToClient, bytes).ok()?;
-                }
-                Some((h.flow, h.seq, h.send_ts))
-            }
-            Framing::Raw => {
-                let s = RawStamp::decode(bytes).ok()?;
-                Some((s.flow, s.seq, s.send_ts))
-            }
-        }
-    }
-
-    fn count_lost(&mut self, tag: u32) {
-        self.totals.lost += 1;
-        if let Some(iv) = self.interval_mut(tag) {
-            iv.lost += 1;
-        }
+        let settled = self.window.settled_below();
+        self.split.advance(settled, &mut self.placed);
+        self.apply_placed();
     }
 
     fn expire(&mut self, now: u64) {
         let mut tags = std::mem::take(&mut self.lost_tags);
-        self.window.expire(now, |_, slot| tags.push(slot.tag));
-        for &tag in &tags {
-            self.count_lost(tag);
-        }
-        tags.clear();
+        let (log, split) = (&mut self.log, &self.split);
+        self.window.expire(now, |seq, slot| {
+            tags.push((seq, slot.tag));
+            if let Some(log) = log {
+                log.missing(seq, slot.sent, split.is_noticed(seq));
+            }
+        });
+        self.on_missing(&mut tags);
         self.lost_tags = tags;
     }
 
@@ -446,18 +364,16 @@ impl Session {
     }
 
     fn maybe_finish(&mut self, now: u64) {
-        if let State::Draining { until } = self.state {
-            if self.window.in_flight() == 0 || now >= until {
+        match self.state {
+            State::Draining { until } if self.window.in_flight() == 0 || now >= until => {
                 self.expire(until.max(now));
-                self.finish_all(now);
+                self.end_drain(now);
             }
+            State::Querying { until, .. } if now >= until => {
+                self.finish_all(now, Final::NoAnswer);
+            }
+            _ => {}
         }
-    }
-
-    fn finish_all(&mut self, _now: u64) {
-        self.state = State::Done;
-        self.totals.jitter = JitterMean::of(&self.jitter);
-        self.close_all_intervals();
     }
 
     /// When the driver should call [`handle_timeout`](Session::handle_timeout) or
@@ -472,11 +388,8 @@ impl Session {
                 at(self.cfg.send_until);
                 if let Some(front) = self.open.front() {
                     if self.open.len() > 1 {
-                        let ended = match self.cfg.stage {
-                            Stage::Time(ns) => front.start + ns,
-                            Stage::Packets(_) => front.end,
-                        };
-                        at(Some(ended + self.cfg.loss_timeout));
+                        let ended = self.interval_end(front);
+                        at(Some(self.close_at(front.index, ended)));
                     }
                 }
                 if let Stage::Time(ns) = self.cfg.stage {
@@ -486,9 +399,21 @@ impl Session {
                 }
             }
             State::Draining { until } => at(Some(until)),
+            State::Querying { sent, next, until } => {
+                if sent < query::QUERY_ATTEMPTS {
+                    at(Some(next));
+                }
+                at(Some(until));
+            }
         }
         at(self.window.next_expiry());
         t
+    }
+
+    /// `--packets`: the fates decided since the last call, `sent_ns` on the session clock
+    /// (nothing unless the config asked, [`SessionConfig::log_packets`]).
+    pub fn take_packets(&mut self) -> Vec<npt_result::packets::PacketLine> {
+        self.log.as_mut().map(log::Log::take).unwrap_or_default()
     }
 
     /// Everything counted so far (final once [`is_done`](Session::is_done)).
@@ -512,9 +437,10 @@ impl Session {
     pub fn take_progress(&mut self) -> Progress {
         let t = &self.totals;
         let now = Progress {
-            resolved: t.received + t.lost,
+            resolved: t.received + t.lost + t.refused,
             received: t.received,
             lost: t.lost,
+            refused: t.refused,
             late: t.late,
             duplicated: t.duplicated,
             reordered: t.reordered,
@@ -526,7 +452,10 @@ impl Session {
         Progress {
             resolved: now.resolved - was.resolved,
             received: now.received - was.received,
-            lost: now.lost - was.lost,
+            // A flow's last take can move packets from lost to refused (the far end's final
+            // count): never a negative take.
+            lost: now.lost.saturating_sub(was.lost),
+            refused: now.refused - was.refused,
             late: now.late - was.late,
             duplicated: now.duplicated - was.duplicated,
             reordered: now.reordered - was.reordered,

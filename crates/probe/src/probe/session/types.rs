@@ -9,6 +9,8 @@ use npt_wire::frame::HEADER_LEN;
 use npt_wire::raw::RAW_HEADER_LEN;
 use npt_wire::{Fill, Pacing};
 
+pub use super::directions::{ClockSync, DirTotals, Notices, Reflect};
+
 /// How packets are laid out on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
@@ -16,6 +18,8 @@ pub enum Framing {
     Framed { token: u64 },
     /// Stamp inside the payload; works with any plain echo server.
     Raw,
+    /// STAMP test packets (RFC 8762) to a Session-Reflector ([`super::stamp`]).
+    Stamp(super::stamp::StampFraming),
 }
 
 impl Framing {
@@ -23,6 +27,7 @@ impl Framing {
         match self {
             Framing::Framed { .. } => HEADER_LEN,
             Framing::Raw => RAW_HEADER_LEN,
+            Framing::Stamp(s) => s.header_len(),
         }
     }
 
@@ -30,6 +35,7 @@ impl Framing {
         match self {
             Framing::Framed { .. } => "framed",
             Framing::Raw => "raw",
+            Framing::Stamp(_) => "stamp",
         }
     }
 }
@@ -70,10 +76,19 @@ pub struct SessionConfig {
     /// `--token`: the session key every framed packet is sealed with, and every reply must
     /// verify under (else it counts as foreign). Set per connection on TCP.
     pub auth: Option<npt_wire::auth::SessionKey>,
+    /// STAMP's authenticated mode: the HMAC key of every test packet and answer.
+    pub stamp_key: Option<npt_wire::stamp::StampKey>,
     /// `--under-load`: session clock times the loaded and the recovery phases start at. Each
     /// on-time reply's RTT then also goes into its phase's histogram, by the time its packet
     /// was *sent* (as loss is attributed), in [`Totals::phase_rtt`].
     pub phases: Option<[u64; 2]>,
+    /// What to ask the far end (framed only): its counts and timestamps per reply, and its
+    /// final counts at the end ([`Reflect`]).
+    pub reflect: Reflect,
+    /// The clock assumption one-way delays rest on; without one, none are recorded.
+    pub clock: ClockSync,
+    /// `--packets`: queue each packet's fate for [`Session::take_packets`](super::Session).
+    pub log_packets: bool,
 }
 
 /// Counters and histograms of a flow or of many flows merged (`+=`).
@@ -81,7 +96,11 @@ pub struct SessionConfig {
 pub struct Totals {
     pub sent: u64,
     pub received: u64,
+    /// Path loss: packets unanswered after the loss timeout that the far end did not refuse.
+    /// `received + lost + refused == sent` once the flow is done.
     pub lost: u64,
+    /// Packets the far end's budget (or its `--token`) refused: never path loss.
+    pub refused: u64,
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
@@ -108,6 +127,8 @@ pub struct Totals {
     /// `--under-load`: RTTs by the phase their packet was sent in (idle, loaded, recovery);
     /// empty without phases.
     pub phase_rtt: Vec<Histogram>,
+    /// Per direction, from what the far end saw.
+    pub dir: DirTotals,
 }
 
 /// Which of the three phases a send at `sent` falls in, for bounds `[loaded, recovery]`.
@@ -134,6 +155,7 @@ impl AddAssign<&Totals> for Totals {
         self.sent += o.sent;
         self.received += o.received;
         self.lost += o.lost;
+        self.refused += o.refused;
         self.late += o.late;
         self.duplicated += o.duplicated;
         self.reordered += o.reordered;
@@ -161,6 +183,7 @@ impl AddAssign<&Totals> for Totals {
         self.last_reply = max_opt(self.last_reply, o.last_reply);
         self.first_rtt = min_opt(self.first_rtt, o.first_rtt);
         self.errors += &o.errors;
+        self.dir += &o.dir;
     }
 }
 
@@ -180,7 +203,14 @@ pub struct Interval {
     pub end: u64,
     pub sent: u64,
     pub received: u64,
+    /// Path loss of the packets sent in it (`received + lost + refused == sent`).
     pub lost: u64,
+    /// Refused by the far end.
+    pub refused: u64,
+    /// Of `lost`, placed on the way up and on the way down; the rest was still unplaced when
+    /// the interval closed (no reply after it yet) or nothing told (no reflecting far end).
+    pub lost_up: u64,
+    pub lost_down: u64,
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,
@@ -192,6 +222,9 @@ pub struct Interval {
     pub jitter: JitterMean,
     /// Flows that contributed.
     pub flows: u32,
+    /// Of those, flows whose far end said what it saw (UDP, framed): `lost_up`/`lost_down`
+    /// mean something.
+    pub reflected: u32,
 }
 
 impl AddAssign<&Interval> for Interval {
@@ -207,6 +240,9 @@ impl AddAssign<&Interval> for Interval {
         self.sent += o.sent;
         self.received += o.received;
         self.lost += o.lost;
+        self.refused += o.refused;
+        self.lost_up += o.lost_up;
+        self.lost_down += o.lost_down;
         self.late += o.late;
         self.duplicated += o.duplicated;
         self.reordered += o.reordered;
@@ -215,6 +251,7 @@ impl AddAssign<&Interval> for Interval {
         self.rtt += &o.rtt;
         self.jitter += &o.jitter;
         self.flows += o.flows;
+        self.reflected += o.reflected;
     }
 }
 
@@ -231,6 +268,8 @@ pub enum Arrival {
     /// A reply after its packet was declared lost.
     Late,
     Duplicate,
+    /// A refusal notice: the far end refused one of this flow's packets.
+    Refused,
     /// Not a reply of this flow, a stale one, or one after the end: counted, not measured.
     Ignored,
 }
@@ -238,7 +277,7 @@ pub enum Arrival {
 /// What a session decided since the last [`super::Session::take_progress`]: for a driver
 /// that hands a long session's results on in batches (`npt run`'s game flushes into per-second
 /// run intervals) instead of waiting for [`Totals`]. A packet shows up here once its fate is
-/// known, so every batch keeps `received + lost == resolved`, and `received` is the number of
+/// known, so every batch keeps `received + lost + refused == resolved`, and `received` is the number of
 /// [`Arrival::OnTime`] replies since the last take.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Progress {
@@ -246,6 +285,8 @@ pub struct Progress {
     pub resolved: u64,
     pub received: u64,
     pub lost: u64,
+    /// Refused by the far end (never path loss).
+    pub refused: u64,
     pub late: u64,
     pub duplicated: u64,
     pub reordered: u64,

@@ -1,0 +1,212 @@
+//! `npt ping --echo`: one attempt = a new TCP connection (directly, or through `--via`) and
+//! one framed echo on it against `npt serve`, each part timed. A TCP connect alone is answered
+//! by whatever listens at the address — a relay or forwarder accepts by itself — so it reads
+//! 0 % loss through a relay whose backend is down; the echo has to cross every relay to the
+//! server and back, so it does not.
+//!
+//! The request is the framed `Echo` of a UDP ping ([`crate::net::encode`]) sent on the stream;
+//! the answer is read to the request's length and must be the `EchoReply` of this flow and
+//! attempt ([`crate::net::decode`]). With `--token` the connection first does the keyed
+//! handshake with `npt serve --token` (not timed) and the echo is sealed. Every wait is bounded
+//! by what is left of the attempt's timeout. A connection closed or reset before a single
+//! byte of the answer is `closed_unanswered` ([`npt_result::error::unanswered_close`]).
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use npt_result::error::{io_error_kind, unanswered_close, unanswered_close_msg, ErrorKind};
+use npt_wire::auth::Dir;
+
+use crate::net::{decode, encode};
+use crate::Config;
+
+/// Why an attempt failed: its kind and what happened.
+pub type Failure = (ErrorKind, String);
+
+/// One attempt: connects to `addr` (or through `cfg.via` to the target), echoes request `seq`
+/// of `flow` (`now` stamps it) within `left`, and returns the connect's duration.
+pub fn attempt(
+    cfg: &Config,
+    addr: SocketAddr,
+    flow: u32,
+    seq: u64,
+    now: u64,
+    left: Duration,
+) -> Result<Duration, Failure> {
+    let started = Instant::now();
+    let (mut sock, peer) = match &cfg.via {
+        None => {
+            let s = TcpStream::connect_timeout(&addr, left)
+                .map_err(|e| (io_error_kind(&e), format!("{addr}: {e}")))?;
+            (s, addr.to_string())
+        }
+        Some(via) => {
+            let (s, _) = npt_proxy::tcp_connect(via, &cfg.target.host, cfg.target.port, left)
+                .map_err(|e| (e.kind(), format!("via {via}: {e}")))?;
+            let peer = format!("{}:{} through {via}", cfg.target.host, cfg.target.port);
+            (s, peer)
+        }
+    };
+    let connect = started.elapsed();
+    let _ = sock.set_nodelay(true);
+    let remaining = || {
+        left.checked_sub(started.elapsed())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                (
+                    ErrorKind::Timeout,
+                    format!("{peer}: no echo within {left:?}"),
+                )
+            })
+    };
+    let key = match &cfg.token {
+        Some(secret) => {
+            let wait = remaining()?;
+            sock.set_read_timeout(Some(wait))
+                .and_then(|()| sock.set_write_timeout(Some(wait)))
+                .map_err(|e| (io_error_kind(&e), format!("{peer}: {e}")))?;
+            let k = npt_client::auth::tcp(&mut sock, secret)
+                .map_err(|e| (io_error_kind(&e), format!("{peer}: token handshake: {e}")))?;
+            Some(k)
+        }
+        None => None,
+    };
+    let mut req = vec![0u8; frame_size(cfg)];
+    encode(&mut req, cfg, flow, seq, now)
+        .map_err(|e| (ErrorKind::Config, format!("--size: {e}")))?;
+    if let Some(k) = &key {
+        // Cannot fail: `req` holds at least a header.
+        let _ = k.seal(Dir::ToServer, &mut req);
+    }
+    let ended = |what: &str, e: &io::Error, got: usize| -> Failure {
+        match unanswered_close(e, got > 0) {
+            ErrorKind::ClosedUnanswered => (
+                ErrorKind::ClosedUnanswered,
+                format!("{what}: {}", unanswered_close_msg(&peer, e)),
+            ),
+            kind => (kind, format!("{peer}: {what}: {e}")),
+        }
+    };
+    let wait = remaining()?;
+    sock.set_write_timeout(Some(wait))
+        .and_then(|()| sock.write_all(&req))
+        .map_err(|e| ended("send", &e, 0))?;
+    let mut got = vec![0u8; req.len()];
+    let mut n = 0;
+    while n < got.len() {
+        let wait = remaining()?;
+        sock.set_read_timeout(Some(wait))
+            .map_err(|e| (io_error_kind(&e), format!("{peer}: {e}")))?;
+        // `n < got.len()`.
+        let rest = got.get_mut(n..).unwrap_or_default();
+        match sock.read(rest) {
+            Ok(0) => {
+                let e = io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream");
+                return Err(ended("receive", &e, n));
+            }
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err((
+                    ErrorKind::Timeout,
+                    format!("{peer}: no echo within {left:?}"),
+                ))
+            }
+            Err(e) => return Err(ended("receive", &e, n)),
+        }
+    }
+    if let Some(k) = &key {
+        k.open(Dir::ToClient, &got).map_err(|e| {
+            (
+                ErrorKind::Protocol,
+                format!("{peer}: the echo's session tag: {e}"),
+            )
+        })?;
+    }
+    match decode(&got, false, flow) {
+        Some(s) if s == seq => Ok(connect),
+        _ => Err((
+            ErrorKind::Protocol,
+            format!("{peer}: the answer is not the echo of this attempt (not npt serve?)"),
+        )),
+    }
+}
+
+/// The echo's size: `--size`, at least a frame header.
+pub fn frame_size(cfg: &Config) -> usize {
+    cfg.size.max(npt_wire::frame::HEADER_LEN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use npt_wire::frame::{Kind, HEADER_LEN};
+
+    fn cfg(port: u16) -> Config {
+        Config {
+            timeout: Duration::from_secs(2),
+            echo: true,
+            ..Config::for_test(&format!("tcp://127.0.0.1:{port}"))
+        }
+    }
+
+    /// An echo that answers one frame per connection: connect and echo both succeed.
+    #[test]
+    fn one_echo_per_connection() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 64];
+            s.read_exact(&mut buf).unwrap();
+            npt_wire::frame::set_kind_status(&mut buf, Kind::EchoReply, 0);
+            s.write_all(&buf).unwrap();
+        });
+        let c = cfg(addr.port());
+        let connect = attempt(&c, addr, 7, 1, 0, c.timeout).unwrap();
+        assert!(connect < c.timeout);
+        server.join().unwrap();
+    }
+
+    /// A listener that accepts and closes (a relay whose backend is down) is
+    /// `closed_unanswered`; one that answers part of the echo and closes is `closed`.
+    #[test]
+    fn closed_before_any_answer_is_closed_unanswered() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            drop(s);
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 64];
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(&buf[..HEADER_LEN / 2]).unwrap();
+        });
+        let c = cfg(addr.port());
+        let (kind, msg) = attempt(&c, addr, 7, 1, 0, c.timeout).unwrap_err();
+        assert_eq!(kind, ErrorKind::ClosedUnanswered, "{msg}");
+        assert!(msg.contains("closed it without answering"), "{msg}");
+        let (kind, msg) = attempt(&c, addr, 7, 2, 0, c.timeout).unwrap_err();
+        assert_eq!(kind, ErrorKind::Closed, "{msg}");
+        server.join().unwrap();
+    }
+
+    /// A listener that never answers: a timeout within the attempt's time.
+    #[test]
+    fn a_silent_listener_times_out_in_time() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let c = cfg(addr.port());
+        let t = Instant::now();
+        let (kind, _) = attempt(&c, addr, 7, 1, 0, Duration::from_millis(200)).unwrap_err();
+        assert_eq!(kind, ErrorKind::Timeout);
+        assert!(t.elapsed() < Duration::from_secs(2));
+        drop(l);
+    }
+}
