@@ -479,10 +479,10 @@ mod tests {
         let s = UdpSocket::bind("127.0.0.1:0").unwrap();
         s.connect(r.local_addr().unwrap()).unwrap();
         let mut out = crate::MsgBatch::new(8, 128);
-        for i in 0..5 {
+        for i in 0..5u8 {
             let n = if i == 4 { 20 } else { 64 };
-            out.buf_mut(i)[..n].fill(i as u8 + 1);
-            out.set_len(i, n);
+            out.buf_mut(usize::from(i))[..n].fill(i + 1);
+            out.set_len(usize::from(i), n);
         }
         match out.send_gso_slots(s.as_raw_fd(), 0, 5) {
             Ok(n) => assert_eq!(n, 4 * 64 + 20),
@@ -497,7 +497,10 @@ mod tests {
         let got: Vec<(u8, usize)> = (0..5)
             .map(|_| {
                 let n = r.recv(&mut buf).unwrap();
-                assert!(buf[..n].iter().all(|&x| x == buf[0]), "one datagram, one slot");
+                assert!(
+                    buf[..n].iter().all(|&x| x == buf[0]),
+                    "one datagram, one slot"
+                );
                 (buf[0], n)
             })
             .collect();
