@@ -116,35 +116,37 @@ fn the_default_stamp_is_the_read_and_kernel_stamps_keep_a_stall_out() {
     );
 }
 
+/// Runs `npt probe udp://addr FLAGS -q --json …` to success and returns its result.
+fn probe_ok(addr: std::net::SocketAddr, flags: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let target = format!("udp://{addr}");
+    let tail = ["-q", "--json", out.to_str().unwrap()];
+    let o = run(
+        &[&["probe", target.as_str()][..], flags, &tail].concat(),
+        LIMIT,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    json(&out)
+}
+
 /// A relay probe at full speed sends its batches as GSO sends: every packet still leaves with
 /// its own sequence number and stamp, and every echo comes back intact.
 #[test]
 fn a_full_speed_relay_in_gso_batches_loses_and_corrupts_nothing() {
     let (_srv, addr) = serve(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("r.json");
-    let target = format!("udp://{addr}");
-    let o = run(
-        &[
-            "probe",
-            &target,
-            "--mode",
-            "relay",
-            "--warmup",
-            "256",
-            "-n",
-            "100000",
-            "--verify",
-            "--loss-timeout",
-            "5s",
-            "-q",
-            "--json",
-            out.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let d = json(&out);
+    let flags = [
+        "--mode",
+        "relay",
+        "--warmup",
+        "256",
+        "-n",
+        "100000",
+        "--verify",
+        "--loss-timeout",
+        "5s",
+    ];
+    let d = probe_ok(addr, &flags);
     assert_eq!(u(&d, "/summary/sent"), 100_000);
     assert_eq!(u(&d, "/summary/received"), 100_000);
     assert_eq!(u(&d, "/summary/corrupt"), 0);
@@ -156,26 +158,7 @@ fn a_full_speed_relay_in_gso_batches_loses_and_corrupts_nothing() {
 #[test]
 fn spin_runs_a_udp_probe_and_tcp_refuses_the_udp_only_flags() {
     let (_srv, addr) = serve(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("r.json");
-    let target = format!("udp://{addr}");
-    let o = run(
-        &[
-            "probe",
-            &target,
-            "--pps",
-            "2000",
-            "-n",
-            "1000",
-            "--spin",
-            "-q",
-            "--json",
-            out.to_str().unwrap(),
-        ],
-        LIMIT,
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let d = json(&out);
+    let d = probe_ok(addr, &["--pps", "2000", "-n", "1000", "--spin"]);
     assert_eq!(d["config"]["spin"], true);
     assert_eq!(
         d["config"]["rx_stamp"], "user",

@@ -63,19 +63,25 @@ pub fn gso_segments(seg: usize) -> usize {
 /// shorter) in one `sendmsg` with `UDP_SEGMENT`. Returns the bytes handed over: all of them or
 /// an error, never part.
 pub fn send_gso(fd: RawFd, data: &[u8], seg: usize) -> io::Result<usize> {
-    let seg16 = u16::try_from(seg).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    let mut iov = libc::iovec {
+    let mut iov = [libc::iovec {
         iov_base: data.as_ptr().cast_mut().cast(),
         iov_len: data.len(),
-    };
+    }];
+    send_segmented(fd, &mut iov, seg)
+}
+
+/// One `sendmsg` of `iovs` (their bytes back to back) with `UDP_SEGMENT` = `seg`, on a
+/// connected socket: all the bytes handed over, or an error.
+fn send_segmented(fd: RawFd, iovs: &mut [libc::iovec], seg: usize) -> io::Result<usize> {
+    let seg16 = u16::try_from(seg).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // A u64 array keeps the control buffer aligned for cmsghdr.
-    let mut ctrl = [0u64; 4];
-    // SAFETY: all-zero msghdr is valid; every pointer set below outlives the call, and the
-    // control buffer (32 bytes) holds CMSG_SPACE(2) = 24 bytes.
+    let mut ctrl = [0u64; GSO_CTRL_WORDS];
+    // SAFETY: all-zero msghdr is valid; the iovecs are the caller's, pointing at live buffers,
+    // and the control block (24 bytes) holds CMSG_SPACE(2); all outlive the call.
     let rc = unsafe {
         let mut h: libc::msghdr = mem::zeroed();
-        h.msg_iov = &mut iov;
-        h.msg_iovlen = 1;
+        h.msg_iov = iovs.as_mut_ptr();
+        h.msg_iovlen = iovs.len();
         h.msg_control = ctrl.as_mut_ptr().cast();
         h.msg_controllen = libc::CMSG_SPACE(2) as usize;
         let c = libc::CMSG_FIRSTHDR(&h);
@@ -235,8 +241,6 @@ impl crate::MsgBatch {
     /// be shorter), one iovec per slot, so the slots need not fill their buffers. Returns the
     /// bytes handed over (all of them) or the error, as [`send_gso`].
     pub fn send_gso_slots(&mut self, fd: RawFd, first: usize, n: usize) -> io::Result<usize> {
-        let seg = u16::try_from(self.lens[first])
-            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         self.recv_layout = false;
         for (k, i) in (first..first + n).enumerate() {
             self.iovs[k] = libc::iovec {
@@ -244,24 +248,7 @@ impl crate::MsgBatch {
                 iov_len: self.lens[i],
             };
         }
-        // A u64 array keeps the control buffer aligned for cmsghdr.
-        let mut ctrl = [0u64; GSO_CTRL_WORDS];
-        // SAFETY: all-zero msghdr is valid; the iovecs point into this batch's own buffers and
-        // the control block (24 bytes) holds CMSG_SPACE(2); all outlive the call.
-        let rc = unsafe {
-            let mut h: libc::msghdr = mem::zeroed();
-            h.msg_iov = self.iovs.as_mut_ptr();
-            h.msg_iovlen = n;
-            h.msg_control = ctrl.as_mut_ptr().cast();
-            h.msg_controllen = libc::CMSG_SPACE(2) as usize;
-            let c = libc::CMSG_FIRSTHDR(&h);
-            (*c).cmsg_level = libc::SOL_UDP;
-            (*c).cmsg_type = UDP_SEGMENT;
-            (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
-            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
-            libc::sendmsg(fd, &h, 0)
-        };
-        usize::try_from(rc).map_err(|_| io::Error::last_os_error())
+        send_segmented(fd, &mut self.iovs[..n], self.lens[first])
     }
 
     /// Whether slots `a` and `b` hold the same peer address.
