@@ -25,7 +25,6 @@ cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-3}
 SECS=${SECONDS_PER_RUN:-5}
-NPT=${NPT:-target/release/npt}
 UDPECHO_SRC=${UDPECHO_SRC:-bench/udpecho.c}
 PARTS=${PARTS:-1 2 3}
 part() { case " $PARTS " in *" $1 "*) return 0;; *) return 1;; esac; }
@@ -45,7 +44,8 @@ need taskset "util-linux"
 need python3 "python3"
 [ -f "$UDPECHO_SRC" ] || { echo "bench: $UDPECHO_SRC not found (set UDPECHO_SRC)" >&2; exit 2; }
 
-cargo build --release -q -p npt
+# NPT=<a binary> measures that one as it is; otherwise this checkout is built first.
+if [ -z "${NPT:-}" ]; then cargo build --release -q -p npt; NPT=target/release/npt; fi
 cc -O2 -o "$WORK/udpecho" "$UDPECHO_SRC"
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
