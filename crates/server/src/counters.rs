@@ -164,19 +164,8 @@ impl Counters {
     /// are not zero (in the periodic line's order and words).
     pub fn line(&self) -> String {
         let g = Counters::get;
-        let (tcp, tcp_closed) = self.tcp.named();
-        let (quic, quic_closed) = self.quic.named();
-        let tcp_refused = [
-            [
-                ("conns", g(&self.tcp_refused_conns)),
-                ("accept-errors", g(&self.tcp_accept_errors)),
-            ]
-            .as_slice(),
-            &tcp,
-        ]
-        .concat();
-        let [stamp, stamp_refused] = self.stamp.groups();
-        summary([
+        let [stamp, _] = self.stamp.groups();
+        let traffic = [
             group(
                 "udp",
                 &[
@@ -189,10 +178,6 @@ impl Counters {
                     ("reflected", g(&self.udp_reflected)),
                     ("flows", g(&self.udp_flows)),
                     ("flow-reports", g(&self.udp_flow_reports)),
-                    ("notices", g(&self.udp_notices_sent)),
-                    ("notices-suppressed", g(&self.udp_notices_suppressed)),
-                    ("flows-untracked", g(&self.udp_flows_untracked)),
-                    ("flows-evicted", g(&self.udp_flows_evicted)),
                 ],
                 &[],
             ),
@@ -217,36 +202,9 @@ impl Counters {
                 ],
                 &[],
             ),
-            group(
-                "udp refused:",
-                &[
-                    ("token", g(&self.udp_refused_token)),
-                    ("raw", g(&self.udp_refused_raw)),
-                    ("handshake", g(&self.udp_auth_handshake)),
-                    ("unknown-session", g(&self.udp_auth_session)),
-                    ("bad-mac", g(&self.udp_auth_mac)),
-                    ("replay", g(&self.udp_auth_replay)),
-                    ("rate", g(&self.udp_refused_rate)),
-                    ("loop", g(&self.udp_refused_loop)),
-                    ("malformed", g(&self.udp_malformed)),
-                ],
-                &[],
-            ),
-            group("tcp refused:", &tcp_refused, &tcp_closed),
-            group(
-                "quic conns refused:",
-                &[
-                    ("failed-handshake", g(&self.quic_handshake_failed)),
-                    ("handshake-timeout", g(&self.quic_handshake_timeout)),
-                    ("aborted", g(&self.quic_aborted)),
-                    ("lost", g(&self.quic_lost)),
-                ],
-                &[],
-            ),
-            group("quic streams refused:", &quic, &quic_closed),
             stamp,
-            stamp_refused,
-        ])
+        ];
+        summary(traffic.into_iter().chain(self.refusal_groups()))
     }
 
     /// Every refusal and forced close, per transport (the periodic log line), naming only the
@@ -254,6 +212,21 @@ impl Counters {
     /// 1390`, not 900 characters of zeros. UDP's refusal notices and the flow table's pressure
     /// (`flows-untracked`, `flows-evicted`) go with its refusals.
     pub fn refusals_line(&self) -> String {
+        let text = self
+            .refusal_groups()
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ");
+        if text.is_empty() {
+            "nothing refused".to_string()
+        } else {
+            text
+        }
+    }
+
+    /// Each transport's refusals and forced closes, in the words of both lines.
+    fn refusal_groups(&self) -> [Option<String>; 5] {
         let g = Counters::get;
         let (tcp, tcp_closed) = self.tcp.named();
         let (quic, quic_closed) = self.quic.named();
@@ -267,7 +240,7 @@ impl Counters {
         ]
         .concat();
         let [_, stamp_refused] = self.stamp.groups();
-        let groups = [
+        [
             group(
                 "udp refused:",
                 &[
@@ -301,13 +274,7 @@ impl Counters {
             ),
             group("quic streams refused:", &quic, &quic_closed),
             stamp_refused,
-        ];
-        let text = groups.into_iter().flatten().collect::<Vec<_>>().join("; ");
-        if text.is_empty() {
-            "nothing refused".to_string()
-        } else {
-            text
-        }
+        ]
     }
 
     /// The sum of every refusal and forced close: the periodic line is printed when it moves.
@@ -416,10 +383,9 @@ mod tests {
         c.stamp.refused_rate.fetch_add(1, Ordering::Relaxed);
         assert_eq!(
             c.line(),
-            "udp rx-pkts 20 tx-pkts 19 sessions 2; udp refused: replay 1; \
-             tcp refused: closed idle 3; quic conns refused: lost 4; \
-             quic streams refused: budget 5; closed reset 6; stamp rx-pkts 9 tx-pkts 8; \
-             stamp refused: rate 1"
+            "udp rx-pkts 20 tx-pkts 19 sessions 2; stamp rx-pkts 9 tx-pkts 8; \
+             udp refused: replay 1; tcp refused: closed idle 3; quic conns refused: lost 4; \
+             quic streams refused: budget 5; closed reset 6; stamp refused: rate 1"
         );
     }
 }

@@ -67,28 +67,19 @@ impl HttpCounters {
                 ],
                 &[],
             ),
-            crate::counters::group(
-                "http refused:",
-                &[
-                    ("conns", g(&self.refused_conns)),
-                    ("accept-errors", g(&self.accept_errors)),
-                    ("token", g(&self.refused_token)),
-                    ("budget", g(&self.refused_budget)),
-                    ("malformed", g(&self.malformed)),
-                ],
-                &[
-                    ("header", g(&self.closed_header)),
-                    ("idle", g(&self.closed_idle)),
-                    ("stalled-read", g(&self.stalled_read)),
-                    ("stalled-write", g(&self.stalled_write)),
-                ],
-            ),
+            self.refusals_group(),
         ])
     }
 
     /// Every refusal and forced close (the periodic log line), naming only those that are
     /// not zero.
     pub fn refusals_line(&self) -> String {
+        self.refusals_group()
+            .unwrap_or_else(|| "nothing refused".to_string())
+    }
+
+    /// The refusals and forced closes that are not zero, in the words of both lines.
+    fn refusals_group(&self) -> Option<String> {
         let g = HttpCounters::get;
         crate::counters::group(
             "http refused:",
@@ -106,7 +97,6 @@ impl HttpCounters {
                 ("stalled-write", g(&self.stalled_write)),
             ],
         )
-        .unwrap_or_else(|| "nothing refused".to_string())
     }
 
     /// The sum of every refusal and forced close: the periodic line is printed when it moves.
