@@ -161,11 +161,15 @@ pub fn logged(stderr: &str, section: &str, name: &str) -> u64 {
     };
     let rest = &line[line.find(section).unwrap_or(0) + section.len()..];
     let mut words = rest.split_whitespace();
+    let mut prev = ";";
     while let Some(w) = words.next() {
-        // The next section (`… refused:`): the name is not in this one (zero, so not named).
-        if w.ends_with(':') {
+        // The next section's label (`tcp refused:`, `hop agent:`; a word ending in `:` after a
+        // word, not after a `;` as the hop agent's own `…; refused: target 1` is): the name is
+        // not in this section (zero, so not named).
+        if w.ends_with(':') && !prev.ends_with(';') {
             return 0;
         }
+        prev = w;
         if w == name {
             return words
                 .next()
