@@ -14,6 +14,7 @@
 //! run with a config and a stop control, report intervals, return a body.
 
 pub mod any;
+pub mod body;
 pub mod bulk;
 pub mod common;
 pub mod directions;
@@ -21,6 +22,7 @@ pub mod error;
 pub mod health;
 pub mod http;
 pub mod interval;
+pub mod kinds;
 pub mod packets;
 pub mod ping;
 pub mod probe;
@@ -87,6 +89,25 @@ pub struct Document<B> {
     pub config: serde_json::Value,
     #[serde(flatten)]
     pub body: B,
+}
+
+impl<B> Document<B> {
+    /// The same document with its body made another type (a kind's body as the one result
+    /// type of `any`, say); the envelope is kept as it is.
+    pub fn map_body<C>(self, f: impl FnOnce(B) -> C) -> Document<C> {
+        Document {
+            schema: self.schema,
+            kind: self.kind,
+            tool: self.tool,
+            host: self.host,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            duration_s: self.duration_s,
+            stopped_by: self.stopped_by,
+            config: self.config,
+            body: f(self.body),
+        }
+    }
 }
 
 impl<B: Serialize> Document<B> {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::Summary;
+use npt_stats::{SerializedHistogram, Summary};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +44,39 @@ pub struct ProbeBody {
     /// `--under-load`: the phases, the increase under load, RPM and the load's goodput.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_load: Option<crate::under_load::UnderLoad>,
+}
+
+impl crate::body::Body for ProbeBody {
+    const KIND: &'static str = "probe";
+
+    fn latency(&self) -> &BTreeMap<String, NptLatency> {
+        &self.latency
+    }
+    fn errors(&self) -> &Errors {
+        &self.errors
+    }
+    fn errors_mut(&mut self) -> &mut Errors {
+        &mut self.errors
+    }
+    fn health(&self) -> Health {
+        self.health
+    }
+    fn intervals(&self) -> &[Interval] {
+        &self.intervals
+    }
+    fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
+        crate::body::named(&self.histograms)
+    }
+    /// The RTT.
+    fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
+        crate::body::part(&self.histograms, hist::RTT)
+    }
+    fn headline_summary(&self) -> Result<Summary, String> {
+        Ok(self.summary.rtt_ms)
+    }
+    fn target(&self) -> String {
+        self.summary.target.clone()
+    }
 }
 
 /// What the probe did and what it measured.

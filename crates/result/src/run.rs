@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::Summary;
+use npt_stats::{SerializedHistogram, Summary};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +53,41 @@ pub struct RunBody {
         {"items": {"required": ["bytes", "active_users", "active_connections"]}}
     ]))]
     pub intervals: Vec<Interval>,
+}
+
+impl crate::body::Body for RunBody {
+    const KIND: &'static str = "run";
+
+    fn latency(&self) -> &BTreeMap<String, NptLatency> {
+        &self.latency
+    }
+    fn errors(&self) -> &Errors {
+        &self.errors
+    }
+    fn errors_mut(&mut self) -> &mut Errors {
+        &mut self.errors
+    }
+    fn health(&self) -> Health {
+        self.health
+    }
+    fn intervals(&self) -> &[Interval] {
+        &self.intervals
+    }
+    fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
+        crate::body::named(&self.histograms)
+    }
+    /// The request latency of every protocol.
+    fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
+        self.histograms
+            .iter()
+            .filter(|(k, _)| hist::is_proto_latency(k))
+            .map(|(k, h)| (k.as_str(), h))
+            .collect()
+    }
+    /// The first target.
+    fn target(&self) -> String {
+        self.summary.targets.first().cloned().unwrap_or_default()
+    }
 }
 
 /// What the users did, over the whole run.
