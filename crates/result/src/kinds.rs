@@ -39,7 +39,7 @@ pub trait StatsVisitor {
     fn visit<S>(self) -> Self::Out
     where
         S: Stats,
-        S::Body: Body;
+        S::Body: Registered;
 }
 
 /// What a [`Body`] answers, as a trait object: one value of [`crate::any::Workload`] lends
@@ -96,8 +96,12 @@ pub trait Registered: Body {
     fn pick(w: crate::any::Workload) -> Option<Self>;
 }
 
-/// The name of a kind that merges, with its stats value named (for [`MERGEABLE`]).
-pub(crate) const fn merges<S: Stats>(kind: &'static str) -> &'static str {
+/// The name of a kind that merges, its stats value named so that the registry's optional
+/// `merge` part is what repeats in [`MERGEABLE`].
+pub(crate) const fn merges<S: Stats>(
+    kind: &'static str,
+    _: std::marker::PhantomData<S>,
+) -> &'static str {
     kind
 }
 
@@ -124,7 +128,10 @@ macro_rules! registry {
 
         /// The kinds `npt merge` joins (those whose registry line names a stats value).
         pub const MERGEABLE: &[&str] =
-            &[$($($crate::kinds::merges::<$Stats>(<$Body as $crate::body::Body>::KIND),)?)*];
+            &[$($($crate::kinds::merges(
+                <$Body as $crate::body::Body>::KIND,
+                std::marker::PhantomData::<$Stats>,
+            ),)?)*];
 
         $(
             impl From<$Body> for Workload {
