@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use super::scenarios::{Scenario, ScenarioError, ScenarioSet, WorkloadKind};
+use super::scenarios::{Scenario, ScenarioError, ScenarioSet};
 use crate::http::HttpArgs;
 use crate::ping::PingArgs;
 use crate::probe::{Mode, ProbeArgs};
@@ -115,7 +115,10 @@ pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
     argv.extend(set.workload.args.iter().cloned());
     argv.extend(s.args.iter().cloned());
     if let Some(v) = &s.via {
-        let udp = kind == WorkloadKind::Probe && s.target.to_ascii_lowercase().starts_with("udp:");
+        // A probe's UDP targets: udp:// and STAMP's framing of it, stamp://.
+        let target = s.target.to_ascii_lowercase();
+        let udp = kind.command() == "probe"
+            && (target.starts_with("udp:") || target.starts_with("stamp:"));
         crate::via::ViaArgs {
             via: Some(v.clone()),
             via_user: None,
@@ -263,6 +266,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(&p.argv[3..], ["5", "--via", "socks5://p:1080", "-q"]);
+    }
+
+    /// A STAMP probe is UDP: an HTTP proxy cannot carry it, as for udp://.
+    #[test]
+    fn a_stamp_target_through_an_http_proxy_is_refused() {
+        let mut s = set("probe", r#""-n", "5""#, "via = \"http://p:3128\"");
+        s.scenario[0].target = "stamp://127.0.0.1:862".into();
+        let e = plan(&s, 0).unwrap_err().to_string();
+        assert!(
+            e.starts_with("scenario[0].via:") && e.contains("cannot carry UDP"),
+            "{e}"
+        );
     }
 
     /// Crafted scenario files that once panicked or gave a wrong bound: a packet count whose
