@@ -1,6 +1,7 @@
 //! From a scenario to the command line of its child: the workload's flags, the scenario's own,
-//! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`
-//! / `run` / `http` / `ping`, so a bad flag is refused before anything runs, naming the scenario.
+//! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`,
+//! `run`, `http`, `ping`, `bulk` and `trace`, so a bad flag is refused before anything runs,
+//! naming the scenario.
 //! The same parse gives the run's expected length, from which each child's time bound is derived.
 #![deny(clippy::indexing_slicing)] // parses a user-written scenario file: see `[workspace.lints]`
 
@@ -9,10 +10,12 @@ use std::time::Duration;
 use clap::Parser;
 
 use super::scenarios::{Scenario, ScenarioError, ScenarioSet};
+use crate::bulk::BulkArgs;
 use crate::http::HttpArgs;
 use crate::ping::PingArgs;
 use crate::probe::{Mode, ProbeArgs};
 use crate::run::RunArgs;
+use crate::trace::TraceArgs;
 use crate::usage::parse_duration;
 
 /// One scenario's child command line (without `--json`, added per run) and its time bound.
@@ -22,7 +25,7 @@ pub struct Planned {
     pub timeout: Duration,
 }
 
-/// The four workloads, parsed exactly as `npt KIND …` parses them.
+/// The workloads, parsed exactly as `npt KIND …` parses them.
 // Parsed once per scenario: the size of the largest variant does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Parser, Debug)]
@@ -32,6 +35,8 @@ enum Check {
     Run(RunArgs),
     Http(HttpArgs),
     Ping(PingArgs),
+    Bulk(BulkArgs),
+    Trace(TraceArgs),
 }
 
 /// Added to every bound: process start-up, connecting, writing the result.
@@ -93,6 +98,22 @@ fn expected(check: &Check) -> Result<Duration, String> {
             let (i, t) = a.timing.durations().map_err(|e| e.to_string())?;
             times(i, a.count).saturating_add(t)
         }
+        Check::Bulk(a) => {
+            let d = parse_duration(&a.duration).map_err(|e| format!("--duration: {e}"))?;
+            let t = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
+            d.saturating_add(t)
+        }
+        // Every leg is measured at once, each `count` attempts `interval` apart.
+        Check::Trace(a) => {
+            if a.count == 0 {
+                return Err("trace needs a --count above 0".into());
+            }
+            if a.during.is_some() {
+                return Err("--during runs until its command ends".into());
+            }
+            let (i, t) = a.timing.durations().map_err(|e| e.to_string())?;
+            times(i, a.count).saturating_add(t)
+        }
     })
 }
 
@@ -115,9 +136,9 @@ pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
     argv.extend(set.workload.args.iter().cloned());
     argv.extend(s.args.iter().cloned());
     if let Some(v) = &s.via {
-        // A probe's UDP targets: udp:// and STAMP's framing of it, stamp://.
+        // A probe's or bulk's UDP targets: udp:// and STAMP's framing of it, stamp://.
         let target = s.target.to_ascii_lowercase();
-        let udp = kind.command() == "probe"
+        let udp = matches!(kind.command(), "probe" | "bulk")
             && (target.starts_with("udp:") || target.starts_with("stamp:"));
         crate::via::ViaArgs {
             via: Some(v.clone()),
