@@ -48,9 +48,12 @@ fn probe() -> serde_json::Value {
     let mut body = ProbeBody {
         summary: ProbeSummary {
             protocol: "udp".into(),
-            sent: 4,
-            received: 3,
-            lost: 1,
+            packets: npt_stats::PacketCounts {
+                sent: 4,
+                received: 3,
+                lost: 1,
+                ..Default::default()
+            },
             rtt_ms: h.summary(),
             ..ProbeSummary::default()
         },

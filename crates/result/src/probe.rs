@@ -99,11 +99,9 @@ pub struct ProbeSummary {
     pub clients: u32,
     #[schemars(range(min = 1))]
     pub size: u32,
-    pub sent: u64,
-    /// First replies within the loss timeout. `received + lost + refused_by_server == sent`.
-    pub received: u64,
-    /// Path loss: packets unanswered within the loss timeout that the server did not refuse.
-    pub lost: u64,
+    /// Sent, received, lost, late, duplicated, reordered.
+    #[serde(flatten)]
+    pub packets: npt_stats::PacketCounts,
     /// Packets the server's budget (or its `--token`) refused, as it counted them: never path
     /// loss. 0 against a server that does not say (an older `npt serve`, `--raw`). Absent in
     /// files written before it was counted.
@@ -114,10 +112,6 @@ pub struct ProbeSummary {
     /// refusals.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub refusal_notices: crate::directions::RefusalNotices,
-    /// Replies after the loss timeout (already counted in `lost`).
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
     /// `lost ÷ (sent − refused_by_server)`, in %: of the packets the path carried both ways.
     #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,

@@ -183,18 +183,13 @@ pub struct ActivityStats {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct GameStats {
-    pub sent: u64,
-    /// First replies within the loss timeout. `received + lost + refused_by_server == sent`.
-    pub received: u64,
-    /// Path loss (refusals apart).
-    pub lost: u64,
+    /// Sent, received, lost, late, duplicated, reordered.
+    #[serde(flatten)]
+    pub packets: npt_stats::PacketCounts,
     /// Packets the server's budget (or its `--token`) refused: never path loss. Absent in
     /// files written before it was counted.
     #[serde(default)]
     pub refused_by_server: u64,
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
     /// `lost ÷ (sent − refused_by_server)`, in %.
     #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,

@@ -157,7 +157,13 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
     writeln!(
         w,
         "packets    sent {}  received {}  lost {} ({:.3}%)  late {}  duplicated {}  reordered {}",
-        s.sent, s.received, s.lost, s.loss_pct, s.late, s.duplicated, s.reordered
+        s.packets.sent,
+        s.packets.received,
+        s.packets.lost,
+        s.loss_pct,
+        s.packets.late,
+        s.packets.duplicated,
+        s.packets.reordered
     )?;
     directions::write_refused(w, s)?;
     directions::write_directions(w, s)?;

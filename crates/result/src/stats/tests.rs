@@ -344,9 +344,12 @@ fn probe_directions_read_back_and_added_are_the_whole() {
     let part = |lost_up: u64, lost_down: u64, refused: u64, exact: bool, owd_ms: u64| {
         let mut s = ProbeStats {
             clients: 1,
-            sent: 1000,
-            received: 1000 - lost_up - lost_down - refused,
-            lost: lost_up + lost_down,
+            packets: npt_stats::PacketCounts {
+                sent: 1000,
+                received: 1000 - lost_up - lost_down - refused,
+                lost: lost_up + lost_down,
+                ..Default::default()
+            },
             refused,
             ..ProbeStats::default()
         };
@@ -395,7 +398,10 @@ fn probe_directions_read_back_and_added_are_the_whole() {
         merged += &s;
     }
     let b = merged.summarize(&meta);
-    assert_eq!((b.summary.refused_by_server, b.summary.lost), (500, 45));
+    assert_eq!(
+        (b.summary.refused_by_server, b.summary.packets.lost),
+        (500, 45)
+    );
     assert_eq!(b.summary.refusal_notices.get("budget"), Some(&50));
     let d = b.summary.directions.unwrap();
     assert!(!d.exact, "one part was not exact");
