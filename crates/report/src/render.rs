@@ -14,7 +14,6 @@
 use std::io::{self, Write};
 
 use npt_result::any::{AnyResult, Workload};
-use npt_result::kinds::Body;
 
 use crate::compare::{self, CompareError, Input};
 use crate::html::Page;
@@ -30,7 +29,7 @@ pub enum RenderError {
 }
 
 /// A kind's own layout: override what it prints differently from the defaults.
-pub trait Render: Body {
+pub trait Render {
     /// The text summary, as the command that made the result printed it.
     fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
         default_text(w, doc)
@@ -69,17 +68,7 @@ impl<B: Render> Layout for B {
 /// The defaults, for a kind with no layout of its own.
 pub struct Defaults;
 
-impl Layout for Defaults {
-    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-        default_text(w, doc)
-    }
-    fn markdown(&self, w: &mut dyn Write, doc: &AnyResult, path: &str) -> Result<(), RenderError> {
-        default_markdown(w, doc, path)
-    }
-    fn html(&self, doc: &AnyResult, path: &str) -> Page {
-        crate::page::html_page(doc, path)
-    }
-}
+impl Render for Defaults {}
 
 /// A body on its way to its layout (see the module's note).
 pub struct Pick<'a, B>(pub &'a B);

@@ -78,3 +78,40 @@ pub fn part<'a>(map: &'a Histograms, name: &str) -> Vec<(&'a str, &'a Serialized
         .into_iter()
         .collect()
 }
+
+/// The accessors of the blocks a body keeps under their usual field names — `latency`,
+/// `errors`, and those named: `histograms` (the map), `health`, `intervals` — written once for
+/// every kind's [`Body`] impl.
+macro_rules! blocks {
+    ($($block:ident),*) => {
+        fn latency(&self) -> &std::collections::BTreeMap<String, $crate::common::NptLatency> {
+            &self.latency
+        }
+        fn errors(&self) -> &$crate::common::Errors {
+            &self.errors
+        }
+        fn errors_mut(&mut self) -> &mut $crate::common::Errors {
+            &mut self.errors
+        }
+        $($crate::body::blocks!(@$block);)*
+    };
+    (@histograms) => {
+        fn histograms(
+            &self,
+        ) -> std::collections::BTreeMap<&str, &npt_stats::SerializedHistogram> {
+            $crate::body::named(&self.histograms)
+        }
+    };
+    (@health) => {
+        fn health(&self) -> $crate::health::Health {
+            self.health
+        }
+    };
+    (@intervals) => {
+        fn intervals(&self) -> &[$crate::interval::Interval] {
+            &self.intervals
+        }
+    };
+}
+
+pub(crate) use blocks;

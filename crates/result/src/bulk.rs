@@ -46,25 +46,8 @@ pub struct BulkBody {
 
 impl crate::body::Body for BulkBody {
     const KIND: &'static str = "bulk";
+    crate::body::blocks!(health, intervals, histograms);
 
-    fn latency(&self) -> &BTreeMap<String, NptLatency> {
-        &self.latency
-    }
-    fn errors(&self) -> &Errors {
-        &self.errors
-    }
-    fn errors_mut(&mut self) -> &mut Errors {
-        &mut self.errors
-    }
-    fn health(&self) -> Health {
-        self.health
-    }
-    fn intervals(&self) -> &[Interval] {
-        &self.intervals
-    }
-    fn histograms(&self) -> BTreeMap<&str, &npt_stats::SerializedHistogram> {
-        crate::body::named(&self.histograms)
-    }
     /// The path's RTT under the bulk's own load.
     fn headline_parts(&self) -> Vec<(&str, &npt_stats::SerializedHistogram)> {
         crate::body::part(&self.histograms, hist::RTT)

@@ -52,25 +52,8 @@ pub struct HttpBody {
 
 impl crate::body::Body for HttpBody {
     const KIND: &'static str = "http";
+    crate::body::blocks!(health, intervals, histograms);
 
-    fn latency(&self) -> &BTreeMap<String, NptLatency> {
-        &self.latency
-    }
-    fn errors(&self) -> &Errors {
-        &self.errors
-    }
-    fn errors_mut(&mut self) -> &mut Errors {
-        &mut self.errors
-    }
-    fn health(&self) -> Health {
-        self.health
-    }
-    fn intervals(&self) -> &[Interval] {
-        &self.intervals
-    }
-    fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
-        crate::body::named(&self.histograms)
-    }
     /// The request latency (corrected in open loop).
     fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
         crate::body::part(&self.histograms, hist::LATENCY)

@@ -64,16 +64,8 @@ pub struct PingBody {
 
 impl crate::body::Body for PingBody {
     const KIND: &'static str = "ping";
+    crate::body::blocks!();
 
-    fn latency(&self) -> &BTreeMap<String, NptLatency> {
-        &self.latency
-    }
-    fn errors(&self) -> &Errors {
-        &self.errors
-    }
-    fn errors_mut(&mut self) -> &mut Errors {
-        &mut self.errors
-    }
     /// Its one histogram, as `rtt`.
     fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
         BTreeMap::from([(hist::RTT, &self.histogram)])

@@ -48,25 +48,8 @@ pub struct ProbeBody {
 
 impl crate::body::Body for ProbeBody {
     const KIND: &'static str = "probe";
+    crate::body::blocks!(health, intervals, histograms);
 
-    fn latency(&self) -> &BTreeMap<String, NptLatency> {
-        &self.latency
-    }
-    fn errors(&self) -> &Errors {
-        &self.errors
-    }
-    fn errors_mut(&mut self) -> &mut Errors {
-        &mut self.errors
-    }
-    fn health(&self) -> Health {
-        self.health
-    }
-    fn intervals(&self) -> &[Interval] {
-        &self.intervals
-    }
-    fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
-        crate::body::named(&self.histograms)
-    }
     /// The RTT.
     fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
         crate::body::part(&self.histograms, hist::RTT)

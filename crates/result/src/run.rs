@@ -57,25 +57,8 @@ pub struct RunBody {
 
 impl crate::body::Body for RunBody {
     const KIND: &'static str = "run";
+    crate::body::blocks!(health, intervals, histograms);
 
-    fn latency(&self) -> &BTreeMap<String, NptLatency> {
-        &self.latency
-    }
-    fn errors(&self) -> &Errors {
-        &self.errors
-    }
-    fn errors_mut(&mut self) -> &mut Errors {
-        &mut self.errors
-    }
-    fn health(&self) -> Health {
-        self.health
-    }
-    fn intervals(&self) -> &[Interval] {
-        &self.intervals
-    }
-    fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
-        crate::body::named(&self.histograms)
-    }
     /// The request latency of every protocol.
     fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
         self.histograms

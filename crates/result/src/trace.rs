@@ -62,19 +62,8 @@ pub struct TraceBody {
 
 impl crate::body::Body for TraceBody {
     const KIND: &'static str = "trace";
+    crate::body::blocks!(histograms);
 
-    fn latency(&self) -> &BTreeMap<String, NptLatency> {
-        &self.latency
-    }
-    fn errors(&self) -> &Errors {
-        &self.errors
-    }
-    fn errors_mut(&mut self) -> &mut Errors {
-        &mut self.errors
-    }
-    fn histograms(&self) -> BTreeMap<&str, &npt_stats::SerializedHistogram> {
-        crate::body::named(&self.histograms)
-    }
     /// The RTT through the chain (none without `--through`).
     fn headline_parts(&self) -> Vec<(&str, &npt_stats::SerializedHistogram)> {
         crate::body::part(&self.histograms, hist::CHAIN)
