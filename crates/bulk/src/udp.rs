@@ -21,11 +21,11 @@ use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::{Pacer, Pacing};
 
+use crate::lateness::Lateness;
 use crate::udp_sock::FlowSocket;
 use crate::{Config, Reading, StreamState, UdpCounts, UdpRate};
 
-/// A send that leaves this much after it was due is counted as behind schedule.
-pub const BEHIND_NS: u64 = 1_000_000;
+pub use crate::lateness::BEHIND_NS;
 /// How often the flow asks for a report. More often than the collector samples: a report
 /// shares the bottleneck's queue with the data, and into a full tail-drop queue a small
 /// datagram at a random moment gets in about a quarter of the time (the first arrival after a
@@ -93,7 +93,7 @@ impl Flow<'_> {
     }
 
     /// Reads every report waiting; the last one's sequence number, if any came.
-    fn receive(&mut self, sent: u64, behind: u64) -> Option<u64> {
+    fn receive(&mut self, sent: u64, late: &Lateness) -> Option<u64> {
         let mut inb = [0u8; 2048];
         let mut last = None;
         loop {
@@ -123,7 +123,7 @@ impl Flow<'_> {
                 &r,
                 refused,
                 sent,
-                behind,
+                late,
                 self.now().saturating_sub(h.send_ts),
             );
             last = Some(h.seq);
@@ -131,7 +131,14 @@ impl Flow<'_> {
         last
     }
 
-    fn publish(&self, r: &BulkReport, refused: Option<u64>, sent: u64, behind: u64, rtt_ns: u64) {
+    fn publish(
+        &self,
+        r: &BulkReport,
+        refused: Option<u64>,
+        sent: u64,
+        late: &Lateness,
+        rtt_ns: u64,
+    ) {
         let st = self.st;
         st.bytes.store(r.bytes, Ordering::Relaxed);
         st.reported_ns.store(r.elapsed_ns, Ordering::Relaxed);
@@ -141,7 +148,8 @@ impl Flow<'_> {
             expected: r.expected,
             refused,
             jitter_ns: r.jitter_ns,
-            behind_schedule: behind,
+            behind_schedule: late.behind,
+            stalled_ns: late.stalled_ns(),
         };
         st.set_reading(Reading {
             rtt_ns: Some(rtt_ns),
@@ -265,13 +273,13 @@ fn flow(
     // SAFE: a float-to-int `as` saturates; the gap between sends, at least 1 ns.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let gap = ((1e9 / pps) as u64).clamp(1, every / 2);
-    let mut behind = 0u64;
+    let mut late = Lateness::default();
     let mut first_answer = None;
     let fd = f.sock.as_raw_fd();
     let mut ready = Vec::new();
     while !stop.load(Ordering::SeqCst) {
         let now = f.now();
-        if f.receive(f.seq, behind).is_some() {
+        if f.receive(f.seq, &late).is_some() {
             first_answer.get_or_insert(now);
         }
         if f.port_refused && first_answer.is_none() {
@@ -281,9 +289,7 @@ fn flow(
         while let Some(due) = pacer.next_due().filter(|&d| d <= now) {
             f.send(Kind::BulkData, size);
             let actual = f.now();
-            if actual.saturating_sub(due) > BEHIND_NS {
-                behind += 1;
-            }
+            late.on_send(actual.saturating_sub(due));
             pacer.on_sent(due, actual);
         }
         if now >= next_report {
@@ -304,6 +310,7 @@ fn flow(
         let wait = Duration::from_nanos(wake.saturating_sub(f.now()).max(QUANTUM_NS));
         let _ = npt_netio::wait(&[fd], &[false], Some(wait), &mut ready);
     }
+    *st.lateness.lock().unwrap_or_else(|p| p.into_inner()) = late.hist.clone();
     // The final report: asked again until one answers a request sent after the last datagram
     // (the report then covers every datagram that will ever arrive, as the path keeps order).
     let last_data = f.seq;
@@ -312,7 +319,7 @@ fn flow(
         f.send(Kind::Bulk, bulk::REPLY_LEN_REFUSED);
         let until = Instant::now() + FINAL_RETRY;
         while Instant::now() < until {
-            if let Some(seq) = f.receive(f.seq, behind) {
+            if let Some(seq) = f.receive(f.seq, &late) {
                 first_answer.get_or_insert(f.now());
                 if seq >= last_data {
                     return Ok(());

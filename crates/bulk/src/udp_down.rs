@@ -25,7 +25,7 @@ use npt_wire::bulk::{self, BulkSpec, Direction, OneWay};
 use npt_wire::frame::{status, Header, Kind, HEADER_LEN};
 use npt_wire::{Pacer, Pacing};
 
-use crate::udp::BEHIND_NS;
+use crate::lateness::Lateness;
 use crate::udp_sock::FlowSocket;
 use crate::{Config, Reading, StreamState, UdpCounts};
 
@@ -142,7 +142,7 @@ impl Down<'_> {
         }
     }
 
-    fn publish(&self, asked: u64, behind: u64) {
+    fn publish(&self, asked: u64, late: &Lateness) {
         let r = self.counts.report(0);
         self.st.bytes.store(r.bytes, Ordering::Relaxed);
         // The delivered rate's time: from the first datagram's arrival to the last's. The
@@ -158,7 +158,8 @@ impl Down<'_> {
             expected: r.expected,
             refused: None,
             jitter_ns: r.jitter_ns,
-            behind_schedule: behind,
+            behind_schedule: late.behind,
+            stalled_ns: late.stalled_ns(),
         };
     }
 }
@@ -215,7 +216,7 @@ fn flow(
     };
     npt_netio::tighten_timer_slack();
     let mut pacer = Pacer::new(Pacing::Rate { pps }, d.now());
-    let (mut pulls, mut behind) = (0u64, 0u64);
+    let (mut pulls, mut late) = (0u64, Lateness::default());
     let timeout = u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX);
     let mut ready = Vec::new();
     while !stop.load(Ordering::SeqCst) {
@@ -225,12 +226,10 @@ fn flow(
             d.pull(pulls, &spec);
             pulls += 1;
             let actual = d.now();
-            if actual.saturating_sub(due) > BEHIND_NS {
-                behind += 1;
-            }
+            late.on_send(actual.saturating_sub(due));
             pacer.on_sent(due, actual);
         }
-        d.publish(pulls * k, behind);
+        d.publish(pulls * k, &late);
         if d.last_arrival.is_none() && now > timeout {
             return Err((
                 ErrorKind::Timeout,
@@ -255,7 +254,8 @@ fn flow(
         }
         let _ = npt_netio::wait(&[fd], &[false], Some(QUIET / 4), &mut ready);
     }
-    d.publish(pulls * k, behind);
+    d.publish(pulls * k, &late);
+    *st.lateness.lock().unwrap_or_else(|p| p.into_inner()) = late.hist;
     Ok(())
 }
 

@@ -260,6 +260,22 @@ impl Histogram {
     }
 }
 
+/// Equal when the same values were recorded: every bucket's count, and the clamped count,
+/// whatever range each histogram has grown to (their serializations may differ in that).
+impl PartialEq for Histogram {
+    fn eq(&self, other: &Histogram) -> bool {
+        let recorded = |h: &Histogram| {
+            h.get()
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        };
+        self.clamped == other.clamped
+            && self.count() == other.count()
+            && recorded(self) == recorded(other)
+    }
+}
+
 impl From<Histogram> for SerializedHistogram {
     fn from(h: Histogram) -> SerializedHistogram {
         h.to_serialized()
@@ -451,6 +467,24 @@ mod tests {
 
     fn json_data(s: &SerializedHistogram) -> serde_json::Value {
         serde_json::Value::String(s.data.clone())
+    }
+
+    #[test]
+    fn histograms_are_equal_when_their_counts_are() {
+        let mut a = Histogram::new();
+        let mut b = Histogram::new();
+        a.record(1_000);
+        a.record(50_000_000);
+        // b grows to a larger range first, then holds the same values.
+        b.record(3_000_000_000);
+        b.reset();
+        b.record(50_000_000);
+        b.record(1_000);
+        assert_ne!(a.to_serialized(), b.to_serialized(), "the ranges differ");
+        assert_eq!(a, b);
+        b.record(1_000);
+        assert_ne!(a, b);
+        assert_eq!(Histogram::new(), Histogram::default());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! `run`, `http`, `ping`, `bulk` and `trace`, so a bad flag is refused before anything runs,
 //! naming the scenario.
 //! The same parse gives the run's expected length, from which each child's time bound is derived.
+//! `npt monitor` checks its targets' rounds the same way ([`Check`], [`expected`]).
 #![deny(clippy::indexing_slicing)] // parses a user-written scenario file: see `[workspace.lints]`
 
 use std::time::Duration;
@@ -30,7 +31,7 @@ pub struct Planned {
 #[allow(clippy::large_enum_variant)]
 #[derive(Parser, Debug)]
 #[command(name = "npt", no_binary_name = true)]
-enum Check {
+pub enum Check {
     Probe(ProbeArgs),
     Run(RunArgs),
     Http(HttpArgs),
@@ -52,7 +53,7 @@ fn err(field: &str, msg: impl Into<String>) -> ScenarioError {
 /// How long a run of these flags should take at most, before the grace: the send phase plus the
 /// time the last request may wait for its answer. Relay (ping-pong) probes are bounded by every
 /// packet waiting its full loss timeout, the worst case.
-fn expected(check: &Check) -> Result<Duration, String> {
+pub fn expected(check: &Check) -> Result<Duration, String> {
     Ok(match check {
         Check::Probe(a) => {
             let relay = a.ping_pong || a.mode == Some(Mode::Relay);
@@ -67,7 +68,14 @@ fn expected(check: &Check) -> Result<Duration, String> {
                         .unwrap_or(Duration::MAX)
                 }
             });
-            let send = match (a.duration, by_count) {
+            let l = &a.load;
+            let phases = l.under_load.as_ref().map(|_| {
+                let or = |d: Option<Duration>, s: u64| d.unwrap_or(Duration::from_secs(s));
+                or(l.load_idle, 5)
+                    .saturating_add(or(l.load_duration, 10))
+                    .saturating_add(or(l.load_recovery, 5))
+            });
+            let send = match (a.duration.or(phases), by_count) {
                 (Some(d), Some(c)) => d.min(c),
                 (Some(d), None) => d,
                 (None, Some(c)) => c,
