@@ -185,7 +185,8 @@ pub struct UdpCounts {
     pub refused: Option<u64>,
     pub jitter_ns: u64,
     pub behind_schedule: u64,
-    /// The sender's stalls, added ([`lateness::Lateness::stalled_ns`]).
+    /// The sender's stalls beyond the path's queueing delay, added
+    /// ([`lateness::Lateness::uncovered_ns`]).
     pub stalled_ns: u64,
 }
 

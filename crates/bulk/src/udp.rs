@@ -93,11 +93,11 @@ impl Flow<'_> {
     }
 
     /// Reads every report waiting; the last one's sequence number, if any came.
-    fn receive(&mut self, sent: u64, late: &Lateness) -> Option<u64> {
+    fn receive(&mut self, sent: u64, late: &mut Lateness) -> Option<u64> {
         let mut inb = [0u8; 2048];
         let mut last = None;
         loop {
-            let r = match self.sock.recv(&mut inb) {
+            let (r, stamp) = match self.sock.recv(&mut inb) {
                 Ok(r) => r,
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     self.port_refused = true;
@@ -105,6 +105,11 @@ impl Flow<'_> {
                 }
                 Err(_) => break,
             };
+            // The reply's arrival by the kernel's stamp: a tester that reads late (a loaded
+            // box) does not add its own delay to the round trip, which estimates the path's
+            // queue (see `lateness`).
+            let arrived =
+                npt_netio::rxtime::arrival_ns(self.now(), npt_netio::rxtime::wall_ns(), stamp);
             let Some(b) = inb.get(r) else { continue };
             let Ok(h) = Header::decode(b) else { continue };
             if h.kind != Kind::BulkReply || h.flow != self.flow || b.len() < bulk::REPLY_LEN {
@@ -119,13 +124,9 @@ impl Flow<'_> {
                 continue;
             };
             let refused = bulk::read_refused(&h, b);
-            self.publish(
-                &r,
-                refused,
-                sent,
-                late,
-                self.now().saturating_sub(h.send_ts),
-            );
+            let rtt = arrived.saturating_sub(h.send_ts);
+            late.on_rtt(rtt);
+            self.publish(&r, refused, sent, late, rtt);
             last = Some(h.seq);
         }
         last
@@ -149,7 +150,7 @@ impl Flow<'_> {
             refused,
             jitter_ns: r.jitter_ns,
             behind_schedule: late.behind,
-            stalled_ns: late.stalled_ns(),
+            stalled_ns: late.uncovered_ns(),
         };
         st.set_reading(Reading {
             rtt_ns: Some(rtt_ns),
@@ -228,6 +229,8 @@ pub(crate) fn open(
         (None, _) => None,
     };
     sock.set_nonblocking(true).map_err(|e| io("socket", e))?;
+    // Arrivals are timed by the kernel's receive stamps where it gives them.
+    let _ = npt_netio::rxtime::enable(sock.as_raw_fd());
     let sock = match socks {
         Some(s) => FlowSocket::relayed(sock, s),
         None => FlowSocket::direct(sock),
@@ -267,8 +270,12 @@ fn flow(
     npt_wire::fill::fill(npt_wire::Fill::Random, 1, 0, &mut f.buf);
     npt_netio::tighten_timer_slack();
     let pps = (rate.rate_bps / (size as f64 * 8.0)).max(1e-3);
-    let mut pacer = Pacer::new(Pacing::Rate { pps }, f.now());
     let every = u64::try_from(REPORT_EVERY.as_nanos()).unwrap_or(u64::MAX);
+    // The first report request leaves before the data: its round trip crosses the path
+    // still empty, the smallest the flow will see, against which later ones read the queue
+    // that covers the sender's stalls (see `lateness`).
+    f.send(Kind::Bulk, bulk::REPLY_LEN);
+    let mut pacer = Pacer::new(Pacing::Rate { pps }, f.now());
     let mut next_report = f.now() + every;
     // SAFE: a float-to-int `as` saturates; the gap between sends, at least 1 ns.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -279,7 +286,7 @@ fn flow(
     let mut ready = Vec::new();
     while !stop.load(Ordering::SeqCst) {
         let now = f.now();
-        if f.receive(f.seq, &late).is_some() {
+        if f.receive(f.seq, &mut late).is_some() {
             first_answer.get_or_insert(now);
         }
         if f.port_refused && first_answer.is_none() {
@@ -319,7 +326,7 @@ fn flow(
         f.send(Kind::Bulk, bulk::REPLY_LEN_REFUSED);
         let until = Instant::now() + FINAL_RETRY;
         while Instant::now() < until {
-            if let Some(seq) = f.receive(f.seq, &late) {
+            if let Some(seq) = f.receive(f.seq, &mut late) {
                 first_answer.get_or_insert(f.now());
                 if seq >= last_data {
                     return Ok(());

@@ -107,11 +107,11 @@ pub fn parse_settings(args: &[String]) -> Result<Vec<Setting>, SetError> {
                 Some(("b_to_a", k)) => (Which::BToA, k),
                 _ => (Which::Both, key),
             };
-            if !npt_link::SETTING_KEYS.contains(&key) {
+            if !npt_link::is_setting_key(key) {
                 return Err(SetError(format!(
                     "{arg:?}: unknown key {key:?} (expected one of: {}, each alone or after \
                      a_to_b. or b_to_a.)",
-                    npt_link::SETTING_KEYS.join(", ")
+                    npt_link::setting_keys()
                 )));
             }
             Ok(Setting {

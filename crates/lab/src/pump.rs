@@ -161,8 +161,12 @@ pub enum Command {
     Publish { done: Sender<()> },
 }
 
-/// An `eventfd` that wakes the wire thread from its `ppoll` when a command is sent.
-struct Waker(OwnedFd);
+/// An `eventfd` that wakes the wire thread from its `ppoll` when a command is sent, and a flag
+/// the thread checks on each pass (an atomic load: no syscall while nothing was sent).
+struct Waker {
+    fd: OwnedFd,
+    pending: AtomicBool,
+}
 
 impl Waker {
     fn new() -> std::io::Result<Waker> {
@@ -172,28 +176,43 @@ impl Waker {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: `fd` is a new descriptor that nothing else owns.
-        Ok(Waker(unsafe { OwnedFd::from_raw_fd(fd) }))
+        Ok(Waker {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            pending: AtomicBool::new(false),
+        })
     }
 
+    /// After the command is on the channel: wake the thread, then flag it. (In this order
+    /// every write to the eventfd is followed by the thread's read of it: the read comes after
+    /// the swap that sees the flag set after the write. The other order could leave the
+    /// eventfd readable with the flag taken, and the thread's `ppoll` would never sleep.)
     fn wake(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd (non-blocking; a full counter
         // means it is already readable, which is all a wake needs).
         unsafe {
-            libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8);
+            libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8);
         }
+        self.pending.store(true, Ordering::SeqCst);
     }
 
-    fn clear(&self) {
+    /// True (once) when commands were sent since the last call; the eventfd is then cleared.
+    /// A command is on the channel before its wake and its flag, so draining the channel
+    /// after this sees it, or the next pass does.
+    fn take(&self) -> bool {
+        if !self.pending.swap(false, Ordering::SeqCst) {
+            return false;
+        }
         let mut n: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64 (non-blocking).
         unsafe {
-            libc::read(self.0.as_raw_fd(), (&mut n as *mut u64).cast(), 8);
+            libc::read(self.fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8);
         }
+        true
     }
 
     fn fd(&self) -> RawFd {
-        self.0.as_raw_fd()
+        self.fd.as_raw_fd()
     }
 }
 
@@ -253,10 +272,10 @@ fn run(mut dirs: Vec<Direction>, stop: &AtomicBool, commands: &Receiver<Command>
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut last_publish = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        // Cleared before the channel is drained: a command sent after the drain wakes again.
-        waker.clear();
-        while let Ok(c) = commands.try_recv() {
-            obey(c, &mut dirs);
+        if waker.take() {
+            while let Ok(c) = commands.try_recv() {
+                obey(c, &mut dirs);
+            }
         }
         for d in &mut dirs {
             d.release(&mut pool);
@@ -344,5 +363,43 @@ fn raise_priority() {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         libc::setpriority(libc::PRIO_PROCESS, tid, -15);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// However a wake and the thread's takes interleave, once the wake has been taken the
+    /// eventfd is not left readable (the wire thread's `ppoll` would return at once, forever).
+    /// Many rounds of one wake each, taken while it happens.
+    #[test]
+    fn the_waker_never_stays_readable_once_taken() {
+        let w = Arc::new(Waker::new().unwrap());
+        let mut poll = npt_netio::PollSet::new(&[w.fd()]);
+        for round in 0..300 {
+            let go = Arc::new(AtomicBool::new(false));
+            let sender = {
+                let (w, go) = (w.clone(), go.clone());
+                std::thread::spawn(move || {
+                    while !go.load(Ordering::Acquire) {
+                        std::hint::spin_loop();
+                    }
+                    w.wake();
+                })
+            };
+            go.store(true, Ordering::Release);
+            let mut taken = false;
+            while !sender.is_finished() {
+                taken |= w.take();
+            }
+            sender.join().unwrap();
+            taken |= w.take();
+            assert!(taken, "round {round}: the wake was never taken");
+            assert!(
+                !poll.readable(Duration::ZERO).unwrap(),
+                "round {round}: left readable"
+            );
+        }
     }
 }

@@ -104,5 +104,5 @@ pub use human::{
     format_duration, parse_duration, parse_percent, parse_rate, LinkError, Percent, Rate,
 };
 pub use link::{DropReason, Link, Verdict};
-pub use settings::{NONE, SETTING_KEYS};
+pub use settings::{is_setting_key, setting_keys, IMPAIRMENT_KEYS, LOSS_MODEL_KEYS, NONE};
 pub use stats::{LinkStats, LinkSummary, LATE_RELEASE};

@@ -13,8 +13,8 @@
 use crate::config::{RawImpairments, RawLoss, RawLossModel};
 use crate::{Impairments, LinkError};
 
-/// The keys a setting may name.
-pub const SETTING_KEYS: &[&str] = &[
+/// The keys of an impairment table, as a topology file writes them.
+pub const IMPAIRMENT_KEYS: &[&str] = &[
     "delay",
     "jitter",
     "loss",
@@ -22,12 +22,25 @@ pub const SETTING_KEYS: &[&str] = &[
     "reorder",
     "rate",
     "queue",
-    "loss.model",
-    "loss.p",
-    "loss.r",
-    "loss.bad",
-    "loss.good",
 ];
+
+/// The keys of a loss model (`loss = { model = …, p = … }`), as a setting names them.
+pub const LOSS_MODEL_KEYS: &[&str] = &["loss.model", "loss.p", "loss.r", "loss.bad", "loss.good"];
+
+/// Whether a setting may name `key`.
+pub fn is_setting_key(key: &str) -> bool {
+    IMPAIRMENT_KEYS.contains(&key) || LOSS_MODEL_KEYS.contains(&key)
+}
+
+/// Every key a setting may name, for messages.
+pub fn setting_keys() -> String {
+    let all: Vec<&str> = IMPAIRMENT_KEYS
+        .iter()
+        .chain(LOSS_MODEL_KEYS)
+        .copied()
+        .collect();
+    all.join(", ")
+}
 
 /// The value that removes a setting.
 pub const NONE: &str = "none";
@@ -86,7 +99,7 @@ impl Impairments {
                 other => {
                     return Err(LinkError::range(
                         if other.is_empty() { "\"\"" } else { other },
-                        format!("unknown key (expected one of: {})", SETTING_KEYS.join(", ")),
+                        format!("unknown key (expected one of: {})", setting_keys()),
                     ))
                 }
             }

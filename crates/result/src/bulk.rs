@@ -141,12 +141,15 @@ pub struct UdpBulk {
     pub jitter_ms: f64,
     /// Sends that left more than 1 ms after they were due (the tester could not keep the rate).
     pub sends_behind_schedule: u64,
-    /// The sender's stalls added up, ms: each run of sends over 1 ms late counts once, at its
-    /// largest lateness (UDP down: the pulls'). The path was offered nothing meanwhile.
+    /// How long the path may have gone without the tester's load, ms: its stalls (each run of
+    /// sends over 1 ms late, as long as its largest lateness; UDP down: of the pulls) beyond
+    /// the queueing delay the path showed (the flow's round trips, median less minimum),
+    /// which a bottleneck's queue covers.
     #[serde(default)]
     pub stalled_ms: f64,
-    /// The stalls add up to more than [`LIMIT_FRACTION`] of the run: the delivered rate may
-    /// read low by up to `stalled_ms` over the run, because of the tester, not the path.
+    /// `stalled_ms` is more than [`LIMIT_FRACTION`] of the run and the flow lost datagrams:
+    /// the delivered rate may read low by as much, because of the tester, not the path. (A flow
+    /// that lost nothing delivered all it was sent, caught up or not: its stalls set nothing.)
     #[serde(default)]
     pub tester_limited: bool,
 }
@@ -157,9 +160,10 @@ pub struct UdpBulk {
 pub const LIMIT_FRACTION: f64 = 0.01;
 
 /// True when a sender's stalls of `stalled_ms` in all can have moved a rate measured over
-/// `duration_s` by more than [`LIMIT_FRACTION`].
-pub fn tester_limited(stalled_ms: f64, duration_s: f64) -> bool {
-    stalled_ms / 1e3 > LIMIT_FRACTION * duration_s
+/// `duration_s` by more than [`LIMIT_FRACTION`]: only a path that dropped some of the load
+/// (`lost` datagrams) was at its capacity, which an idle moment then lowers.
+pub fn tester_limited(stalled_ms: f64, duration_s: f64, lost: u64) -> bool {
+    lost > 0 && stalled_ms / 1e3 > LIMIT_FRACTION * duration_s
 }
 
 /// One stream's totals.
@@ -250,9 +254,13 @@ mod tests {
 
     #[test]
     fn a_run_is_tester_limited_past_one_percent_of_stalls() {
-        assert!(!tester_limited(50.0, 5.0));
-        assert!(tester_limited(50.1, 5.0));
-        assert!(!tester_limited(0.0, 0.0));
+        assert!(!tester_limited(50.0, 5.0, 1));
+        assert!(tester_limited(50.1, 5.0, 1));
+        assert!(
+            !tester_limited(50.1, 5.0, 0),
+            "nothing lost: all the load arrived"
+        );
+        assert!(!tester_limited(0.0, 0.0, 1));
         // Files from before the flag read as not flagged.
         let u: UdpBulk = serde_json::from_value(serde_json::json!({"rate_bps": 1.0, "size": 1200,
             "sent": 1, "received": 1, "lost": 0, "loss_pct": 0.0, "delivered_bps": 1.0,

@@ -141,6 +141,18 @@ impl Histogram {
         self.get().mean()
     }
 
+    /// How far the recorded values reach above `over_ns`, added up (ns): Σ max(0, v − over).
+    /// Each value stands for its HDR bucket's middle, as [`Histogram::mean_ns`] does.
+    pub fn excess_sum_ns(&self, over_ns: u64) -> f64 {
+        let h = self.get();
+        h.iter_recorded()
+            .map(|v| {
+                let value = h.median_equivalent(v.value_iterated_to());
+                value.saturating_sub(over_ns) as f64 * v.count_at_value() as f64
+            })
+            .sum()
+    }
+
     /// The mean of the values at or below quantile `q` (0..=1), in ns: the "trimmed mean" of
     /// the IETF responsiveness draft (`q` = 0.95 drops the slowest 5 % before averaging).
     /// Each recorded value stands for its HDR bucket's middle, as [`Histogram::mean_ns`] does;
@@ -358,6 +370,19 @@ mod tests {
         assert!(d.quantile_ns(0.5) >= 99_000_000);
         assert_eq!(h.since(&Histogram::new()).unwrap().count(), 5);
         assert!(earlier.since(&h).is_err());
+    }
+
+    #[test]
+    fn the_excess_over_a_bound_adds_up() {
+        let mut h = Histogram::new();
+        for v in [10_000_000, 40_000_000, 150_000_000, 150_000_000] {
+            h.record(v);
+        }
+        // Over 100 ms: two values of 150 ms reach 50 ms past it each.
+        let over = h.excess_sum_ns(100_000_000);
+        assert!((over - 100e6).abs() < 0.2e6, "{over}");
+        assert!((h.excess_sum_ns(0) - 350e6).abs() < 0.5e6);
+        assert_eq!(Histogram::new().excess_sum_ns(0), 0.0);
     }
 
     #[test]

@@ -24,6 +24,28 @@ pub fn skipped(test: &str) -> bool {
     true
 }
 
+/// Two nodes, `client` and `server`, joined by one link with `link` impairments (TOML lines),
+/// and `npt serve` on the server at 10.0.1.2:7777.
+pub fn pair(lab: &str, link: &str) -> String {
+    format!(
+        r#"name = "{lab}"
+[[node]]
+name = "client"
+[[node]]
+name = "server"
+[[link]]
+a = "client"
+b = "server"
+{link}
+[[service]]
+name = "serve"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
+ready = "tcp://10.0.1.2:7777"
+"#
+    )
+}
+
 /// Takes down what an earlier, interrupted run left of lab `name` (a test killed by its
 /// harness's time limit leaves namespaces behind, and the next `lab up` would refuse them).
 /// Lab names are unique per test, so this never touches another test's lab.

@@ -129,8 +129,8 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
         if u.sends_behind_schedule > 0 {
             writeln!(
                 w,
-                "           {} {what} left over 1 ms late, in stalls of {} ms in all: the tester \
-                 could not keep the rate",
+                "           {} {what} left over 1 ms late (the tester could not keep the rate), \
+                 stalled {} ms beyond the path's queue",
                 u.sends_behind_schedule,
                 ms(u.stalled_ms)
             )?;
@@ -138,9 +138,9 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
         if u.tester_limited {
             writeln!(
                 w,
-                "           TESTER-LIMITED: its {what} stalled {} ms in all, {:.1}% of the run \
-                 (over {:.0}%): the delivered rate may read low by as much because of this \
-                 host, not the path",
+                "           TESTER-LIMITED: {} ms, {:.1}% of the run (over {:.0}%), with datagrams \
+                 lost: the delivered rate may read low by as much because of this host, not \
+                 the path",
                 ms(u.stalled_ms),
                 u.stalled_ms / 10.0 / s.duration_s.max(1e-9),
                 npt_result::bulk::LIMIT_FRACTION * 100.0

@@ -246,7 +246,7 @@ impl Stats for BulkStats {
                 jitter_ms: u.jitter.value_ns() / 1e6,
                 sends_behind_schedule: u.sends_behind_schedule,
                 stalled_ms: u.stalled_ms,
-                tester_limited: crate::bulk::tester_limited(u.stalled_ms, self.duration_s),
+                tester_limited: crate::bulk::tester_limited(u.stalled_ms, self.duration_s, lost),
             }
         });
         let (rate_bps, rate_achieved_pct) = crate::bulk::pace_of(&self.stream_totals);

@@ -25,9 +25,9 @@ pub(super) struct Cx<'a> {
     pub now: u64,
     /// When the datagram arrived, ns since the Unix epoch (the kernel's stamp, or the batch's).
     pub rx_wall: u64,
-    /// When the datagram arrived on the `now` clock (the kernel's stamp where it gave one): what
-    /// a UDP bulk flow's span and jitter are timed by, so a server that reads late (a loaded
-    /// box) does not count its own delay as the path's.
+    /// The same arrival on the `now` clock: what a UDP bulk flow's span and jitter are timed
+    /// by, so a server that reads late (a loaded box) does not count its own delay as the
+    /// path's.
     pub arrived: u64,
     pub peer: SocketAddr,
     pub key: Option<SessionKey>,

@@ -64,8 +64,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
     let mut batch = MsgBatch::new(BATCH, MAX_DATAGRAM);
     // The kernel's receive time of each datagram (else the batch's), from the first client that
-    // asks for REFLECT or sends a UDP bulk flow on: it costs the receive path about 85 ns a
-    // datagram (docs/serve.md), which a server nobody asks need not pay.
+    // asks for REFLECT or starts a UDP bulk flow on (a bulk flow's span and jitter are timed
+    // by it, see `Cx::arrived`): it costs the receive path about 85 ns a datagram
+    // (docs/serve.md), which a server nobody asks need not pay.
     let mut stamping = false;
     let cfg = &shared.cfg;
     let mut limiter = Limiter::new(cfg.limits);
@@ -152,7 +153,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 reflector: &mut reflector,
                 now,
                 rx_wall: batch.rx_time_ns(i).unwrap_or(batch_wall),
-                arrived: arrival(now, batch_wall, batch.rx_time_ns(i)),
+                arrived: rxtime::arrival_ns(now, batch_wall, batch.rx_time_ns(i)),
                 peer,
                 key: None,
                 bursts: &mut bursts,
@@ -221,34 +222,4 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         .counters
         .udp_flows_live
         .fetch_sub(live_flows, Ordering::Relaxed);
-}
-
-/// A datagram's arrival on the `now` clock (ns since the thread began): `now` less how long
-/// ago the kernel stamped it (`stamp` and `wall`: ns since the epoch, then and at the batch's
-/// read). Without a stamp, or with one that a wall-clock step made implausible (in the future,
-/// or over 10 s old), the datagram is taken to have arrived `now`.
-fn arrival(now: u64, wall: u64, stamp: Option<u64>) -> u64 {
-    match stamp.and_then(|s| wall.checked_sub(s)) {
-        Some(age) if age <= 10_000_000_000 => now.saturating_sub(age),
-        _ => now,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_arrival_is_the_kernels_stamp_on_the_threads_clock() {
-        let (s, ms) = (1_000_000_000u64, 1_000_000u64);
-        // Stamped 7 ms before the batch was read.
-        assert_eq!(
-            arrival(5 * s, 100 * s, Some(100 * s - 7 * ms)),
-            5 * s - 7 * ms
-        );
-        assert_eq!(arrival(5, 100 * s, None), 5, "no stamp: now");
-        assert_eq!(arrival(5, 100 * s, Some(101 * s)), 5, "from the future");
-        assert_eq!(arrival(5, 100 * s, Some(50 * s)), 5, "a wall-clock step");
-        assert_eq!(arrival(1_000, 100 * s, Some(100 * s - 7 * ms)), 0);
-    }
 }
