@@ -1337,7 +1337,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__probe)
-            opts="-n -d -s -q -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --json --packets --format --quiet --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-n -d -s -q -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --rx-stamp --spin --json --packets --format --quiet --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1425,6 +1425,10 @@ _npt() {
                     ;;
                 --behind-threshold)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rx-stamp)
+                    COMPREPLY=($(compgen -W "user kernel" -- "${cur}"))
                     return 0
                     ;;
                 --json)

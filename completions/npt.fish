@@ -93,6 +93,8 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l loss-timeout -d 'A pac
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every -d 'Print a stage line every this long [default: 1s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every-packets -d 'Print a stage line every this many packets sent (instead of by time)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l behind-threshold -d 'Sends more than this late count as behind schedule' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l rx-stamp -d 'UDP: where a reply\'s receive time comes from [default: user]' -r -f -a "user\t'The clock read after the receive returned, wake-up included: the RTT at the application (what user-space ping-pong tools such as sockperf report)'
+kernel\t'The kernel\'s timestamp of the reply\'s arrival: the tester\'s own wake-up is not in the RTT'"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l json -d 'Write the result document (JSON) to this file, atomically' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l packets -d 'Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow, seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end\'s counts tell), or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes to stdout: a text report, or the JSON result document' -r -f -a "text\t''
@@ -120,6 +122,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l ping-pong -d 'One mess
 complete -c npt -n "__fish_npt_using_subcommand probe" -l verify -d 'Check that every echoed payload is what was sent'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server (round trips only: no loss or delay per direction)'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l owd -d 'The two hosts\' clocks are synchronized (NTP, PTP): report one-way delay up and down. Without it one-way delay is reported only where the clocks are one (a loopback target, or inside npt lab); delay variation per direction needs no sync'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l spin -d 'UDP: wait by spinning instead of sleeping, so sends leave within about a microsecond of their due time and replies are read as they arrive; costs one busy CPU per probe thread'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'No stage lines while running'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-insecure -d 'quic:// load: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -156,7 +159,7 @@ complete -c npt -n "__fish_npt_using_subcommand run" -l game-length -d 'Game: se
 complete -c npt -n "__fish_npt_using_subcommand run" -l tick -d 'Game: packets per second (fixed per session)' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l game-size -d 'Game: bytes per packet, header included' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l loss-timeout -d 'Game: a packet unanswered this long is lost' -r
-complete -c npt -n "__fish_npt_using_subcommand run" -l workers -d 'Worker threads [default: one per core]' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l workers -d 'Threads the users run on, each an event loop with its share of them [default: half the CPUs when a target is on this machine, leaving the rest to it; else one per CPU]' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l json -d 'Also write the JSON result document here (atomically; also on Ctrl-C)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand run" -l format -d 'What goes to stdout' -r -f -a "text\t''
 json\t''"

@@ -22,7 +22,8 @@ use std::mem;
 use std::os::fd::RawFd;
 
 /// Control-message space per datagram, in `u64` words: one `SCM_TIMESTAMPNS` message (32
-/// bytes) and one TTL or hop-limit message (24 bytes), with room to spare.
+/// bytes), one TTL or hop-limit message (24 bytes) and one `UDP_GRO` segment size (24 bytes,
+/// [`crate::offload`]), with room to spare.
 pub const CTRL_WORDS: usize = 12;
 
 /// A `timespec`'s size (16 bytes) as `CMSG_LEN` takes it.

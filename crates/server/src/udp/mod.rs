@@ -1,5 +1,6 @@
 //! The UDP responder: one thread per socket, `recvmmsg` in, answers rewritten in place,
-//! `sendmmsg` out — no allocation and two syscalls per batch, so it is never the bottleneck.
+//! `sendmmsg` out (a run of answers to one source as one GSO message) — no allocation and two
+//! syscalls per batch, so it is never the bottleneck.
 //!
 //! Safe on a public address:
 //! - an answer is never larger than the datagram that caused it (a `Request` asking for more
@@ -178,7 +179,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         if !send_idx.is_empty() {
             // The dwell ends here: the replies leave with this call.
             reflector.stamp(&mut batch, rxtime::wall_ns);
-            if let Ok(sent) = batch.send(fd, &send_idx, true, 0) {
+            // Answers to one source in a row leave as one GSO message where the kernel takes
+            // it: each still its own datagram, charged to its budget above.
+            if let Ok(sent) = batch.send_grouped(fd, &send_idx) {
                 t.tx += sent as u64;
                 t.tx_bytes += send_idx
                     .iter()
