@@ -252,7 +252,7 @@ impl Subcommand for ProbeConfig {
     }
 
     fn failed(body: &ProbeBody) -> Option<&'static str> {
-        if body.summary.received == 0 {
+        if body.summary.packets.received == 0 {
             let kinds = &body.errors.by_kind;
             return Some(if kinds.get(ErrorKind::Refused.name()) > 0 {
                 "no reply was received: the connection was refused (nothing listens there)"

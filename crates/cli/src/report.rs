@@ -7,13 +7,11 @@
 //! read as one result document of the target's kind (`npt_monitor::range`), then rendered the
 //! same way.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use npt_report::compare::{self, Input};
 
 use crate::usage;
 
@@ -112,34 +110,12 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     match a.format {
         Format::Json => out = doc.to_json_pretty(),
         Format::Csv => npt_report::page::write_csv(&mut out, &doc)?,
-        Format::Html if matches!(doc.body, npt_result::any::Workload::Trace(_)) => {
-            if let npt_result::any::Workload::Trace(b) = &doc.body {
-                let page = npt_report::trace::html_page(
-                    b,
-                    format!("npt trace: {path}"),
-                    format!("{} → {}", doc.started_at, doc.ended_at),
-                );
-                npt_report::html::render(&page, &mut out)?;
-            }
-        }
-        Format::Html => {
-            let page = npt_report::page::html_page(&doc, &path);
-            npt_report::html::render(&page, &mut out)?;
-        }
-        Format::Md if matches!(doc.body, npt_result::any::Workload::Trace(_)) => {
-            if let npt_result::any::Workload::Trace(b) = &doc.body {
-                npt_report::trace::write_markdown(&mut out, b)?;
-            }
-        }
-        Format::Md => {
-            let input = Input {
-                name: path.clone(),
-                path: path.clone(),
-                doc: doc.clone(),
-            };
-            let t = compare::table(&[input], None, &BTreeMap::new()).map_err(|e| usage!("{e}"))?;
-            compare::write_markdown(&mut out, &t)?;
-        }
+        // Each kind's own layout where it has one (a trace's waterfall), else the defaults.
+        Format::Html => npt_report::html::render(&npt_report::render::html(&doc, &path), &mut out)?,
+        Format::Md => npt_report::render::markdown(&mut out, &doc, &path).map_err(|e| match e {
+            npt_report::render::RenderError::Doc(e) => usage!("{e}"),
+            npt_report::render::RenderError::Io(e) => e.into(),
+        })?,
         Format::Text => npt_report::text::write_text(&mut out, &doc)?,
     }
     match &a.output {

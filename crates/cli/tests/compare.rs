@@ -481,3 +481,93 @@ fn bad_scenario_files_exit_2_naming_the_key() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(want));
     }
 }
+
+/// A scenario file runs every kind of result: a bulk's row is the RTT under its own load as
+/// its result states it, and a trace's the RTT through the chain's entry — here through the
+/// forwarder, which holds each echo 5 ms each way, so never under 10 ms.
+#[test]
+fn bulk_and_trace_scenarios_run_like_any_kind() {
+    let (_srv, addr) = serve(&[]);
+    let allow = addr.to_string();
+    let (_agent, agent) = serve(&["--token", "S", "--hop-agent", "--hop-allow", &allow]);
+    let fwd = delaying_forwarder(addr);
+    let dir = tempfile::tempdir().unwrap();
+    let bulk = write_file(
+        dir.path(),
+        "bulk.toml",
+        &format!(
+            r#"
+[workload]
+kind = "bulk"
+args = ["-t", "1s", "-i", "500ms"]
+[[scenario]]
+name = "one"
+target = "tcp://{addr}"
+[[scenario]]
+name = "two"
+target = "tcp://{addr}"
+args = ["-P", "2"]
+"#
+        ),
+    );
+    let trace = write_file(
+        dir.path(),
+        "trace.toml",
+        &format!(
+            r#"
+[workload]
+kind = "trace"
+args = ["--token", "S", "-c", "4", "-i", "20ms", "--hop", "npt://{agent}"]
+[[scenario]]
+name = "chain"
+target = "tcp://{addr}"
+args = ["--through", "tcp://{fwd}"]
+"#
+        ),
+    );
+    let compare = |file: &str, name: &str| {
+        let json_path = dir.path().join(format!("{name}.json"));
+        let out_dir = dir.path().join(name);
+        let out = run(
+            &[
+                "compare",
+                file,
+                "--out-dir",
+                out_dir.to_str().unwrap(),
+                "--json",
+                json_path.to_str().unwrap(),
+            ],
+            Duration::from_secs(90),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        json(&json_path)["scenarios"].as_array().unwrap().clone()
+    };
+    let rows = compare(&bulk, "bulk");
+    assert_eq!(rows.len(), 2);
+    for (r, streams) in rows.iter().zip([1, 2]) {
+        assert_eq!(r["kind"], "bulk", "{r}");
+        assert_eq!(r["error"], serde_json::Value::Null, "{r}");
+        let doc = json(Path::new(r["result"].as_str().unwrap()));
+        assert_valid(&doc, "bulk");
+        assert_eq!(u(&doc, "/summary/streams"), streams);
+        // The row's figures are the document's RTT under load.
+        assert!(f(&doc, "/summary/rtt_ms/count") > 0.0, "{doc}");
+        assert_eq!(f(r, "/p50_ms"), f(&doc, "/summary/rtt_ms/p50"), "{r}");
+        assert_eq!(f(r, "/max_ms"), f(&doc, "/summary/rtt_ms/max"), "{r}");
+    }
+    let rows = compare(&trace, "trace");
+    let r = &rows[0];
+    assert_eq!(
+        (r["kind"].as_str(), r["errors"].as_u64()),
+        (Some("trace"), Some(0))
+    );
+    let doc = json(Path::new(r["result"].as_str().unwrap()));
+    assert_valid(&doc, "trace");
+    assert_eq!(u(&doc, "/chain/summary/received"), 4);
+    assert_eq!(f(r, "/p50_ms"), f(&doc, "/chain/summary/p50_ms"), "{r}");
+    assert!(
+        f(r, "/p50_ms") >= 10.0,
+        "through a 5 ms-each-way forwarder: {r}"
+    );
+}

@@ -271,15 +271,18 @@ targets = ["direct"]
         .clone();
     eprintln!(
         "lossy: {} sent, {} lost ({:.3} %); the link dropped {}",
-        b.summary.sent, b.summary.lost, b.summary.loss_pct, up_dir["applied"]["dropped_loss"]
+        b.summary.packets.sent,
+        b.summary.packets.lost,
+        b.summary.loss_pct,
+        up_dir["applied"]["dropped_loss"]
     );
     assert!(
         (1.5..=2.5).contains(&b.summary.loss_pct),
         "{}",
         b.summary.loss_pct
     );
-    assert_eq!(b.summary.lost, u(&up_dir, "/applied/dropped_loss"));
-    assert_eq!(b.summary.sent, u(&up_dir, "/applied/packets_in"));
+    assert_eq!(b.summary.packets.lost, u(&up_dir, "/applied/dropped_loss"));
+    assert_eq!(b.summary.packets.sent, u(&up_dir, "/applied/packets_in"));
     // 3. The step: the first round that started after the lab's instant reads +30 ms.
     let after = rows(&store, "direct", step_at, undo_at);
     let first = after.first().expect("rounds after the step");

@@ -334,8 +334,8 @@ impl KindStats {
                     });
                 let load_bytes = load.map_or(0.0, |l| l.bytes.up + l.bytes.down);
                 Figures {
-                    sent: s.sent,
-                    lost: s.lost,
+                    sent: s.packets.sent,
+                    lost: s.packets.lost,
                     errors: s.errors.total(),
                     rpm,
                     goodput_bps: load.map(|l| l.goodput_bps.up + l.goodput_bps.down),

@@ -214,12 +214,12 @@ fn series(body: &mut Workload, parts: &[Part], t0: i64) {
                 // What each kind's records carry besides (the schemas require them).
                 match &p.stats {
                     Some(KindStats::Probe(s)) => {
-                        iv.sent = Some(s.sent);
-                        iv.lost = Some(s.lost);
-                        iv.late = Some(s.late);
-                        iv.duplicated = Some(s.duplicated);
-                        iv.reordered = Some(s.reordered);
-                        iv.loss_pct = Some(npt_result::loss_pct(s.lost, s.sent));
+                        iv.sent = Some(s.packets.sent);
+                        iv.lost = Some(s.packets.lost);
+                        iv.late = Some(s.packets.late);
+                        iv.duplicated = Some(s.packets.duplicated);
+                        iv.reordered = Some(s.packets.reordered);
+                        iv.loss_pct = Some(npt_result::loss_pct(s.packets.lost, s.packets.sent));
                         iv.jitter_ms = Some(s.jitter.value_ns() / 1e6);
                         iv.jitter_samples = Some(s.jitter.samples());
                         iv.bandwidth_bps = Some(s.rates.bandwidth_bps);

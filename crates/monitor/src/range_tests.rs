@@ -207,9 +207,12 @@ fn a_probe_range_has_an_interval_per_row_and_rates_over_its_time() {
         .map(|i| {
             let mut p = ProbeStats {
                 clients: 1,
-                sent: 100,
-                received: 98,
-                lost: 2,
+                packets: npt_stats::PacketCounts {
+                    sent: 100,
+                    received: 98,
+                    lost: 2,
+                    ..Default::default()
+                },
                 ..ProbeStats::default()
             };
             p.rates.pps = 200.0;
@@ -238,7 +241,7 @@ fn a_probe_range_has_an_interval_per_row_and_rates_over_its_time() {
     let Workload::Probe(b) = &doc.body else {
         panic!()
     };
-    assert_eq!((b.summary.sent, b.summary.lost), (3000, 60));
+    assert_eq!((b.summary.packets.sent, b.summary.packets.lost), (3000, 60));
     assert!((b.summary.loss_pct - 2.0).abs() < 1e-9);
     assert_eq!(
         b.summary.pps, 200.0,

@@ -201,68 +201,25 @@ pub enum CompareError {
     Theoretical(String),
 }
 
-/// The user-felt latency of a result, by kind.
+/// The user-felt latency of a result, as its kind states it (`Body::headline_summary`).
 fn headline(input: &Input) -> Result<Summary, CompareError> {
-    let bad = |m: &str| CompareError::Doc(input.path.clone(), m.to_string());
-    Ok(match &input.doc.body {
-        Workload::Probe(b) => b.summary.rtt_ms,
-        Workload::Http(b) => b.summary.latency_ms,
-        // The RTT under the bulk's own load (absent: nothing was sampled).
-        Workload::Bulk(b) => b.summary.rtt_ms.unwrap_or_default(),
-        Workload::Run(_) => {
-            // Every protocol's request latency, added exactly; an undecodable one is an error
-            // here (not an empty histogram), since the table would silently lose its samples.
-            let mut h = Histogram::new();
-            for (k, v) in input.doc.body.headline_parts() {
-                h += &Histogram::from_serialized(v).map_err(|e| bad(&format!("{k}: {e}")))?;
-            }
-            h.summary()
-        }
-        Workload::Ping(b) => ping_summary(&b.summary),
-        // The RTT through the chain (nothing without `--through`).
-        Workload::Trace(b) => b
-            .chain
-            .as_ref()
-            .map(|c| ping_summary(&c.summary))
-            .unwrap_or_default(),
-    })
+    input
+        .doc
+        .body
+        .headline_summary()
+        .map_err(|m| CompareError::Doc(input.path.clone(), m))
 }
 
 /// The spread of a pinged or measured hop's RTTs ([`noise::of_one_run`]: half its p10–p90
 /// range).
 pub fn hop_spread(b: &npt_result::ping::PingBody) -> f64 {
     let h = Histogram::from_serialized(&b.histogram).unwrap_or_default();
-    noise::of_one_run(&h, &ping_summary(&b.summary)).0
+    noise::of_one_run(&h, &b.summary.as_summary()).0
 }
 
-/// A ping summary as the one summary type (p99.9 and p99.99: its max).
-fn ping_summary(s: &npt_result::ping::PingSummary) -> Summary {
-    Summary {
-        count: s.received,
-        min: s.min_ms,
-        mean: s.avg_ms,
-        stddev: s.stddev_ms,
-        p50: s.p50_ms,
-        p90: s.p90_ms,
-        p95: s.p95_ms,
-        p99: s.p99_ms,
-        p999: s.max_ms,
-        p9999: s.max_ms,
-        max: s.max_ms,
-    }
-}
-
-/// What a result measured: the probe's or ping's target, http's URL, run's first target.
+/// What a result measured (`Body::target`).
 fn target(d: &AnyResult) -> String {
-    match &d.body {
-        Workload::Probe(b) => b.summary.target.clone(),
-        Workload::Http(b) if b.summary.target.is_empty() => b.summary.url.clone(),
-        Workload::Http(b) => b.summary.target.clone(),
-        Workload::Run(b) => b.summary.targets.first().cloned().unwrap_or_default(),
-        Workload::Ping(b) => b.target.clone(),
-        Workload::Bulk(b) => b.summary.target.clone(),
-        Workload::Trace(b) => b.target.clone(),
-    }
+    d.body.target()
 }
 
 /// The workload settings that make two results comparable (the target left out).

@@ -22,7 +22,7 @@ pub fn summary_rows(b: &ProbeBody) -> Vec<Vec<String>> {
             format!(
                 "{} ({:.3}% of sent): {}",
                 s.refused_by_server,
-                npt_result::loss_pct(s.refused_by_server, s.sent),
+                npt_result::loss_pct(s.refused_by_server, s.packets.sent),
                 refusal_fix(&s.refusal_notices)
             ),
         ]);

@@ -7,5 +7,6 @@ pub mod directions;
 pub mod html;
 pub mod merge;
 pub mod page;
+pub mod render;
 pub mod text;
 pub mod trace;

@@ -181,7 +181,10 @@ fn probe_doc(base_ms: f64, secs: usize) -> AnyResult {
         summary: ProbeSummary {
             target: "udp://127.0.0.1:7777".into(),
             rtt_ms: h.summary(),
-            sent: h.count(),
+            packets: npt_stats::PacketCounts {
+                sent: h.count(),
+                ..Default::default()
+            },
             jitter_ms: 0.1,
             ..ProbeSummary::default()
         },

@@ -8,9 +8,13 @@ use npt_stats::{ErrorCounts, Histogram};
 
 use super::*;
 use crate::error::{error_kind, io_error_kind, is_error_kind, unanswered_close, ErrorKind};
+use crate::http::HttpBody;
 use crate::http::HttpSummary;
+use crate::probe::ProbeBody;
 use crate::probe::ProbeSummary;
+use crate::run::RunBody;
 use crate::run::RunSummary;
+use serde::Serialize;
 
 fn hist(values: &[u64]) -> Histogram {
     let mut h = Histogram::new();
@@ -44,9 +48,12 @@ fn probe() -> serde_json::Value {
     let mut body = ProbeBody {
         summary: ProbeSummary {
             protocol: "udp".into(),
-            sent: 4,
-            received: 3,
-            lost: 1,
+            packets: npt_stats::PacketCounts {
+                sent: 4,
+                received: 3,
+                lost: 1,
+                ..Default::default()
+            },
             rtt_ms: h.summary(),
             ..ProbeSummary::default()
         },

@@ -44,6 +44,23 @@ pub struct BulkBody {
     pub intervals: Vec<Interval>,
 }
 
+impl crate::body::Body for BulkBody {
+    const KIND: &'static str = "bulk";
+    crate::body::blocks!(health, intervals, histograms);
+
+    /// The path's RTT under the bulk's own load.
+    fn headline_parts(&self) -> Vec<(&str, &npt_stats::SerializedHistogram)> {
+        crate::body::part(&self.histograms, hist::RTT)
+    }
+    /// The RTT under load (empty: nothing was sampled).
+    fn headline_summary(&self) -> Result<Summary, String> {
+        Ok(self.summary.rtt_ms.unwrap_or_default())
+    }
+    fn target(&self) -> String {
+        self.summary.target.clone()
+    }
+}
+
 /// What was moved, each way, and what the path did under the load.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]

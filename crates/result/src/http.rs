@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::Summary;
+use npt_stats::{SerializedHistogram, Summary};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +48,27 @@ pub struct HttpBody {
     /// One per interval (1 s); `status` filled besides the common fields.
     #[schemars(extend("allOf" = [{"items": {"required": ["status"]}}]))]
     pub intervals: Vec<Interval>,
+}
+
+impl crate::body::Body for HttpBody {
+    const KIND: &'static str = "http";
+    crate::body::blocks!(health, intervals, histograms);
+
+    /// The request latency (corrected in open loop).
+    fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
+        crate::body::part(&self.histograms, hist::LATENCY)
+    }
+    fn headline_summary(&self) -> Result<Summary, String> {
+        Ok(self.summary.latency_ms)
+    }
+    /// The target, or the URL when it has none.
+    fn target(&self) -> String {
+        if self.summary.target.is_empty() {
+            self.summary.url.clone()
+        } else {
+            self.summary.target.clone()
+        }
+    }
 }
 
 /// What the benchmark sent and what came back. In open loop (`--rate`) `rate` and

@@ -14,6 +14,7 @@
 //! run with a config and a stop control, report intervals, return a body.
 
 pub mod any;
+pub mod body;
 pub mod bulk;
 pub mod common;
 pub mod directions;
@@ -21,6 +22,7 @@ pub mod error;
 pub mod health;
 pub mod http;
 pub mod interval;
+pub mod kinds;
 pub mod packets;
 pub mod ping;
 pub mod probe;

@@ -62,6 +62,25 @@ pub struct PingBody {
     pub phases: Option<EchoPhases>,
 }
 
+impl crate::body::Body for PingBody {
+    const KIND: &'static str = "ping";
+    crate::body::blocks!();
+
+    /// Its one histogram, as `rtt`.
+    fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
+        BTreeMap::from([(hist::RTT, &self.histogram)])
+    }
+    fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
+        vec![(hist::RTT, &self.histogram)]
+    }
+    fn headline_summary(&self) -> Result<npt_stats::Summary, String> {
+        Ok(self.summary.as_summary())
+    }
+    fn target(&self) -> String {
+        self.target.clone()
+    }
+}
+
 /// `npt ping --echo`: the two parts of each answered attempt, in ms.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -137,6 +156,25 @@ pub struct PingSummary {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub stddev_ms: f64,
+}
+
+impl PingSummary {
+    /// The figures as the one summary type of every kind (p99.9 and p99.99: its max).
+    pub fn as_summary(&self) -> npt_stats::Summary {
+        npt_stats::Summary {
+            count: self.received,
+            min: self.min_ms,
+            mean: self.avg_ms,
+            stddev: self.stddev_ms,
+            p50: self.p50_ms,
+            p90: self.p90_ms,
+            p95: self.p95_ms,
+            p99: self.p99_ms,
+            p999: self.max_ms,
+            p9999: self.max_ms,
+            max: self.max_ms,
+        }
+    }
 }
 
 /// The name a ping's one histogram goes by among every result's histograms

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::Summary;
+use npt_stats::{SerializedHistogram, Summary};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,22 @@ pub struct ProbeBody {
     pub under_load: Option<crate::under_load::UnderLoad>,
 }
 
+impl crate::body::Body for ProbeBody {
+    const KIND: &'static str = "probe";
+    crate::body::blocks!(health, intervals, histograms);
+
+    /// The RTT.
+    fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
+        crate::body::part(&self.histograms, hist::RTT)
+    }
+    fn headline_summary(&self) -> Result<Summary, String> {
+        Ok(self.summary.rtt_ms)
+    }
+    fn target(&self) -> String {
+        self.summary.target.clone()
+    }
+}
+
 /// What the probe did and what it measured.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -66,11 +82,9 @@ pub struct ProbeSummary {
     pub clients: u32,
     #[schemars(range(min = 1))]
     pub size: u32,
-    pub sent: u64,
-    /// First replies within the loss timeout. `received + lost + refused_by_server == sent`.
-    pub received: u64,
-    /// Path loss: packets unanswered within the loss timeout that the server did not refuse.
-    pub lost: u64,
+    /// Sent, received, lost, late, duplicated, reordered.
+    #[serde(flatten)]
+    pub packets: npt_stats::PacketCounts,
     /// Packets the server's budget (or its `--token`) refused, as it counted them: never path
     /// loss. 0 against a server that does not say (an older `npt serve`, `--raw`). Absent in
     /// files written before it was counted.
@@ -81,10 +95,6 @@ pub struct ProbeSummary {
     /// refusals.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub refusal_notices: crate::directions::RefusalNotices,
-    /// Replies after the loss timeout (already counted in `lost`).
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
     /// `lost ÷ (sent − refused_by_server)`, in %: of the packets the path carried both ways.
     #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use npt_stats::Summary;
+use npt_stats::{SerializedHistogram, Summary};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +53,24 @@ pub struct RunBody {
         {"items": {"required": ["bytes", "active_users", "active_connections"]}}
     ]))]
     pub intervals: Vec<Interval>,
+}
+
+impl crate::body::Body for RunBody {
+    const KIND: &'static str = "run";
+    crate::body::blocks!(health, intervals, histograms);
+
+    /// The request latency of every protocol.
+    fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
+        self.histograms
+            .iter()
+            .filter(|(k, _)| hist::is_proto_latency(k))
+            .map(|(k, h)| (k.as_str(), h))
+            .collect()
+    }
+    /// The first target.
+    fn target(&self) -> String {
+        self.summary.targets.first().cloned().unwrap_or_default()
+    }
 }
 
 /// What the users did, over the whole run.
@@ -148,18 +166,13 @@ pub struct ActivityStats {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct GameStats {
-    pub sent: u64,
-    /// First replies within the loss timeout. `received + lost + refused_by_server == sent`.
-    pub received: u64,
-    /// Path loss (refusals apart).
-    pub lost: u64,
+    /// Sent, received, lost, late, duplicated, reordered.
+    #[serde(flatten)]
+    pub packets: npt_stats::PacketCounts,
     /// Packets the server's budget (or its `--token`) refused: never path loss. Absent in
     /// files written before it was counted.
     #[serde(default)]
     pub refused_by_server: u64,
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
     /// `lost ÷ (sent − refused_by_server)`, in %.
     #[schemars(range(min = 0, max = 100))]
     pub loss_pct: f64,

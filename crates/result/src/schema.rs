@@ -12,12 +12,6 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::Value;
 
-use crate::bulk::BulkBody;
-use crate::http::HttpBody;
-use crate::ping::PingBody;
-use crate::probe::ProbeBody;
-use crate::run::RunBody;
-use crate::trace::TraceBody;
 use crate::Document;
 
 /// The kinds with a schema, each checked in as `schema/<kind>.schema.json` ([`file_name`]).
@@ -38,16 +32,7 @@ pub fn file_name(kind: &str) -> String {
 
 /// The JSON Schema (2020-12) of `kind`'s documents; `None` for a kind npt does not write.
 pub fn for_kind(kind: &str) -> Option<Value> {
-    let generated = match kind {
-        "probe" => generate::<ProbeBody>(),
-        "run" => generate::<RunBody>(),
-        "http" => generate::<HttpBody>(),
-        "ping" => generate::<PingBody>(),
-        "bulk" => generate::<BulkBody>(),
-        "trace" => generate::<TraceBody>(),
-        _ => return None,
-    };
-    Some(finish(kind, generated))
+    crate::any::derived_schema(kind).map(|generated| finish(kind, generated))
 }
 
 /// The JSON Schema of one line of the per-packet log (`--packets`).
@@ -92,7 +77,7 @@ pub fn text(name: &str) -> Option<String> {
 /// flattened into one object, shared types under `$defs`. It describes what npt *reads*
 /// (schemars' default contract): a field read with a default (`in_flight_at_end`, fields
 /// added after v2 was first written) is not required, so older v2 files still validate.
-fn generate<B: JsonSchema>() -> Value {
+pub(crate) fn generate<B: JsonSchema>() -> Value {
     SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<Document<B>>()

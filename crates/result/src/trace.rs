@@ -60,6 +60,26 @@ pub struct TraceBody {
     pub histograms: Histograms,
 }
 
+impl crate::body::Body for TraceBody {
+    const KIND: &'static str = "trace";
+    crate::body::blocks!(histograms);
+
+    /// The RTT through the chain (none without `--through`).
+    fn headline_parts(&self) -> Vec<(&str, &npt_stats::SerializedHistogram)> {
+        crate::body::part(&self.histograms, hist::CHAIN)
+    }
+    fn headline_summary(&self) -> Result<npt_stats::Summary, String> {
+        Ok(self
+            .chain
+            .as_ref()
+            .map(|c| c.summary.as_summary())
+            .unwrap_or_default())
+    }
+    fn target(&self) -> String {
+        self.target.clone()
+    }
+}
+
 /// The waterfall's totals (module doc: how spreads are computed).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]

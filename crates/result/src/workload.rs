@@ -14,20 +14,27 @@
 //! a sink it is given with its config.
 //!
 //! # Adding a workload (e.g. `npt bulk`)
-//! 1. `crates/result/src/<kind>.rs`: its body type (`Serialize + Deserialize`); a variant in
-//!    [`crate::any::Workload`] (its match arms: about ten lines) and its name in
-//!    [`crate::any::KINDS`], so `report`, `compare` and `merge` read it.
-//! 2. The engine crate, `src/workload.rs` (~50 lines, see npt-http's): `impl Workload for
+//! 1. `crates/result/src/<kind>.rs`: its body type (`Serialize + Deserialize + JsonSchema`)
+//!    and its `impl` [`crate::body::Body`] (its name, `latency`, `errors`, the headline
+//!    histograms, `target`; health and intervals where it has them: ~35 lines).
+//! 2. One line in the registry, [`crate::kinds!`] (`Bulk(BulkBody) merge BulkStats;`, the
+//!    `merge` part when `--segment` parts of it are added by a [`crate::stats::Stats`]
+//!    value). From it come [`crate::any::Workload`], [`crate::any::KINDS`], its schema
+//!    `schema/<kind>.schema.json`, `npt merge`, and every renderer's default (`npt report`'s
+//!    text, Markdown and HTML; an `impl npt_report::render::Render` only where its report has
+//!    a layout of its own), and `npt compare` reads its results.
+//! 3. The engine crate, `src/workload.rs` (~50 lines, see npt-http's): `impl Workload for
 //!    <Config>` — `config()`, the effective config as the result records it (also what
 //!    `--segment` hashes), and `run()`, which checks `stop`, calls `on_interval` with each
 //!    closed [`Interval`] and the totals its `--metrics` series show (a
 //!    [`npt_stats::Snapshot`]), and returns [`Finished`].
-//! 3. `crates/cli/src/<kind>.rs`: the clap flags (flatten `SegmentArgs`, `MetricsArgs` to have
-//!    them) and their validation into that config, then `impl Subcommand` — `split` for
-//!    `--segment`, `banner`, `live`, `line` and `LINES` for progress, `render` for the text,
-//!    `failed` for exit 1 — and one call of `execute::execute` with its `Options` (~65 lines).
-//!    A text renderer in `npt-report` if its report has a layout of its own.
-//! 4. `main.rs`: the module, a variant of `Command` and its dispatch arm (4 lines).
+//! 4. Its cli flags: `crates/cli/src/<kind>.rs`, the clap flags (flatten `SegmentArgs`,
+//!    `MetricsArgs` to have them) and their validation into that config, then `impl
+//!    Subcommand` — `split` for `--segment`, `banner`, `live`, `line` and `LINES` for
+//!    progress, `render` for the text, `failed` for exit 1 — and one call of
+//!    `execute::execute` with its `Options` (~65 lines); in `main.rs` the module, a variant of
+//!    `Command` and its dispatch arm; for `npt compare` to run it, a variant of its `Check`
+//!    and the run's expected length (`compare/workload.rs`, ~10 lines).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

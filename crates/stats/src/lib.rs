@@ -6,6 +6,7 @@
 //! significant digits (docs/measurement.md, "Percentiles come from HDR histograms"). Values above an hour are clamped and counted.
 #![deny(clippy::indexing_slicing)] // decodes histograms from result files: see `[workspace.lints]`
 
+mod counts;
 mod errors;
 mod jitter;
 pub mod snapshot;
@@ -17,6 +18,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use counts::PacketCounts;
 pub use errors::{ErrorCounts, ErrorKind, EXAMPLES_PER_KIND};
 pub use jitter::{Jitter, JitterMean};
 pub use snapshot::Snapshot;

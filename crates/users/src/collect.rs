@@ -43,14 +43,10 @@ pub(crate) struct ProtoAcc {
 /// Game session counters, added up over sessions.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GameCounts {
-    pub sent: u64,
-    pub received: u64,
-    pub lost: u64,
+    /// Sent, received, lost, late, duplicated, reordered.
+    pub packets: npt_stats::PacketCounts,
     /// Refused by the server's budget (never path loss).
     pub refused: u64,
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
     /// RFC 3550 jitter of the sessions, sample-weighted (merges exactly).
     pub jitter: JitterMean,
 }
@@ -271,13 +267,8 @@ impl Collector {
         x.up += up;
         x.down += down;
         let a = &mut x.game;
-        a.sent += g.sent;
-        a.received += g.received;
-        a.lost += g.lost;
+        a.packets += &g.packets;
         a.refused += g.refused;
-        a.late += g.late;
-        a.duplicated += g.duplicated;
-        a.reordered += g.reordered;
         a.jitter += &g.jitter;
         t.interval.record_bytes(up, down);
         drop(t);
@@ -388,13 +379,8 @@ impl Collector {
                     WeightedMean::of(bps, x.requests as f64)
                 }),
                 game: (a == Activity::Game).then_some(GameTotals {
-                    sent: g.sent,
-                    received: g.received,
-                    lost: g.lost,
+                    packets: g.packets,
                     refused: g.refused,
-                    late: g.late,
-                    duplicated: g.duplicated,
-                    reordered: g.reordered,
                     jitter: g.jitter,
                     jitter_inexact: false,
                     loss_timeout_ms: game_loss_timeout_ms,

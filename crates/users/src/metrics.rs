@@ -46,12 +46,17 @@ impl Collector {
             );
             if a == Activity::Game {
                 let g = &x.game;
-                s.counter("npt_packets_sent_total", "Game packets sent.", &r, g.sent);
+                s.counter(
+                    "npt_packets_sent_total",
+                    "Game packets sent.",
+                    &r,
+                    g.packets.sent,
+                );
                 s.counter(
                     "npt_packets_lost_total",
                     "Game packets without a reply within the loss timeout (path loss).",
                     &r,
-                    g.lost,
+                    g.packets.lost,
                 );
                 s.counter(
                     "npt_packets_refused_total",

@@ -127,22 +127,25 @@ fn the_game_counts_exactly_what_the_echo_dropped_and_duplicated() {
     let g = a.game.as_ref().unwrap();
     assert!(did.dropped > 5 && did.duplicated > 5, "{did:?}");
     assert_eq!(
-        g.sent, did.received,
+        g.packets.sent, did.received,
         "every packet the echo saw was counted"
     );
-    assert_eq!(g.lost, did.dropped);
-    assert_eq!(g.duplicated, did.duplicated);
-    assert_eq!(g.late, 0, "loopback answers within the 1 s loss timeout");
-    assert_eq!(g.received + g.lost, g.sent);
-    assert_eq!(a.requests, g.received);
-    assert_eq!(b.protocols["udp"].requests, g.received);
-    assert_eq!(b.protocols["udp"].latency_ms.count, g.received);
+    assert_eq!(g.packets.lost, did.dropped);
+    assert_eq!(g.packets.duplicated, did.duplicated);
+    assert_eq!(
+        g.packets.late, 0,
+        "loopback answers within the 1 s loss timeout"
+    );
+    assert_eq!(g.packets.received + g.packets.lost, g.packets.sent);
+    assert_eq!(a.requests, g.packets.received);
+    assert_eq!(b.protocols["udp"].requests, g.packets.received);
+    assert_eq!(b.protocols["udp"].latency_ms.count, g.packets.received);
     assert!((g.loss_pct - did.dropped as f64 * 100.0 / did.received as f64).abs() < 1e-9);
     // Each session's first reply starts its RFC 3550 estimator; every later one is a sample.
-    assert_eq!(g.jitter_samples, Some(g.received - users as u64));
+    assert_eq!(g.jitter_samples, Some(g.packets.received - users as u64));
     assert_eq!(
         b.intervals.iter().map(|i| i.completed).sum::<u64>(),
-        g.received,
+        g.packets.received,
         "the series adds up to the totals"
     );
 }
@@ -161,9 +164,12 @@ fn the_token_opens_a_keyed_server_for_the_game_and_a_wrong_one_does_not() {
     let b = &with.body;
     assert_eq!(b.errors.total_errors, 0, "{:?}", b.errors.by_kind);
     let g = b.activities["game"].game.as_ref().unwrap();
-    assert!(g.received > 0);
-    assert_eq!((g.received + g.lost, g.duplicated), (g.sent, 0));
-    assert_eq!(b.activities["game"].requests, g.received);
+    assert!(g.packets.received > 0);
+    assert_eq!(
+        (g.packets.received + g.packets.lost, g.packets.duplicated),
+        (g.packets.sent, 0)
+    );
+    assert_eq!(b.activities["game"].requests, g.packets.received);
     // The server stays silent to a wrong proof: each session's handshake times out.
     cfg.secret = Some("wrong".into());
     cfg.timeout = Duration::from_millis(800);

@@ -154,9 +154,9 @@ fn every_activity_completes_without_errors_and_matches_the_schema() {
     assert!(b.activities["download"].ttfb_ms.is_some());
     assert!(b.activities["download"].transfer_bps.unwrap() > 0.0);
     let g = b.activities["game"].game.as_ref().unwrap();
-    assert_eq!(g.received + g.lost, g.sent);
+    assert_eq!(g.packets.received + g.packets.lost, g.packets.sent);
     // Also for sessions the end of the run cut off: RTTs and counts are handed over together.
-    assert_eq!(b.activities["game"].requests, g.received);
+    assert_eq!(b.activities["game"].requests, g.packets.received);
     assert!(!b.intervals.is_empty());
     assert_eq!(
         b.intervals.iter().map(|i| i.completed).sum::<u64>(),

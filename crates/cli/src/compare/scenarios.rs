@@ -8,7 +8,7 @@
 //! hop_pings = 10                 # optional: pings per hop for `hops = [...]`
 //! hop_token = "S"                # the hop agents' secret, for hops measured `from` an agent
 //! [workload]
-//! kind = "probe"                 # probe | run | http | ping
+//! kind = "probe"                 # probe | run | http | ping | bulk | trace
 //! args = ["--count", "500", "--interval", "2ms"]
 //! timeout = "2m"                 # optional: overrides the bound derived from args
 //! [[scenario]]
@@ -59,23 +59,31 @@ pub struct Workload {
     pub timeout: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WorkloadKind {
-    Probe,
-    Run,
-    Http,
-    Ping,
-}
+/// The workload's kind: any kind of result npt writes (`npt_result::any::KINDS`, the registry
+/// of kinds), which is also its subcommand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkloadKind(&'static str);
 
 impl WorkloadKind {
     /// The npt subcommand.
     pub fn command(self) -> &'static str {
-        match self {
-            WorkloadKind::Probe => "probe",
-            WorkloadKind::Run => "run",
-            WorkloadKind::Http => "http",
-            WorkloadKind::Ping => "ping",
+        self.0
+    }
+}
+
+impl Serialize for WorkloadKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for WorkloadKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        let kinds = npt_result::any::KINDS;
+        match kinds.iter().find(|k| **k == name) {
+            Some(k) => Ok(WorkloadKind(k)),
+            None => Err(serde::de::Error::unknown_variant(&name, kinds)),
         }
     }
 }
@@ -365,7 +373,7 @@ hops = ["tcp://sea:7777", { from = "npt://sea:7777", to = "tcp://la:7777" }]
         let set = parse_scenarios(GOOD).unwrap();
         validate(&set, Purpose::Compare).unwrap();
         assert_eq!(set.baseline.as_deref(), Some("direct"));
-        assert_eq!(set.workload.kind, WorkloadKind::Probe);
+        assert_eq!(set.workload.kind.command(), "probe");
         assert_eq!(set.scenario.len(), 3);
         assert_eq!(set.scenario[0].given_theoretical_ms(), Some(253.0));
         assert_eq!(set.scenario[1].given_theoretical_ms(), Some(253.5));

@@ -1,16 +1,16 @@
 //! From a scenario to the command line of its child: the workload's flags, the scenario's own,
-//! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`
-//! / `run` / `http` / `ping`, so a bad flag is refused before anything runs, naming the scenario.
+//! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`,
+//! `run`, `http`, `ping`, `bulk` and `trace`, so a bad flag is refused before anything runs,
+//! naming the scenario.
 //! The same parse gives the run's expected length, from which each child's time bound is derived.
-//! `npt monitor` checks its targets' rounds the same way ([`Check`], [`expected`]), which is why
-//! the parse also knows `bulk` and `trace`.
+//! `npt monitor` checks its targets' rounds the same way ([`Check`], [`expected`]).
 #![deny(clippy::indexing_slicing)] // parses a user-written scenario file: see `[workspace.lints]`
 
 use std::time::Duration;
 
 use clap::Parser;
 
-use super::scenarios::{Scenario, ScenarioError, ScenarioSet, WorkloadKind};
+use super::scenarios::{Scenario, ScenarioError, ScenarioSet};
 use crate::bulk::BulkArgs;
 use crate::http::HttpArgs;
 use crate::ping::PingArgs;
@@ -144,7 +144,10 @@ pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
     argv.extend(set.workload.args.iter().cloned());
     argv.extend(s.args.iter().cloned());
     if let Some(v) = &s.via {
-        let udp = kind == WorkloadKind::Probe && s.target.to_ascii_lowercase().starts_with("udp:");
+        // A probe's or bulk's UDP targets: udp:// and STAMP's framing of it, stamp://.
+        let target = s.target.to_ascii_lowercase();
+        let udp = matches!(kind.command(), "probe" | "bulk")
+            && (target.starts_with("udp:") || target.starts_with("stamp:"));
         crate::via::ViaArgs {
             via: Some(v.clone()),
             via_user: None,
@@ -292,6 +295,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(&p.argv[3..], ["5", "--via", "socks5://p:1080", "-q"]);
+    }
+
+    /// A STAMP probe is UDP: an HTTP proxy cannot carry it, as for udp://.
+    #[test]
+    fn a_stamp_target_through_an_http_proxy_is_refused() {
+        let mut s = set("probe", r#""-n", "5""#, "via = \"http://p:3128\"");
+        s.scenario[0].target = "stamp://127.0.0.1:862".into();
+        let e = plan(&s, 0).unwrap_err().to_string();
+        assert!(
+            e.starts_with("scenario[0].via:") && e.contains("cannot carry UDP"),
+            "{e}"
+        );
     }
 
     /// Crafted scenario files that once panicked or gave a wrong bound: a packet count whose

@@ -548,20 +548,23 @@ fn interval_record(iv: &Interval, run_start: u64) -> Record {
         index: iv.index,
         start_s: iv.start.saturating_sub(run_start) as f64 / 1e9,
         end_s: iv.end.saturating_sub(run_start) as f64 / 1e9,
-        completed: iv.received,
+        completed: iv.packets.received,
         // Per-interval errors are not counted: a probe's failures are losses (`lost`).
         errors: 0,
-        rate_per_s: per_s(iv.sent as f64),
+        rate_per_s: per_s(iv.packets.sent as f64),
         latency_ms: iv.rtt.summary(),
-        sent: Some(iv.sent),
-        lost: Some(iv.lost),
+        sent: Some(iv.packets.sent),
+        lost: Some(iv.packets.lost),
         refused: (iv.refused > 0).then_some(iv.refused),
         lost_up: reflected.then_some(iv.lost_up),
         lost_down: reflected.then_some(iv.lost_down),
-        late: Some(iv.late),
-        duplicated: Some(iv.duplicated),
-        reordered: Some(iv.reordered),
-        loss_pct: Some(loss_pct(iv.lost, iv.sent.saturating_sub(iv.refused))),
+        late: Some(iv.packets.late),
+        duplicated: Some(iv.packets.duplicated),
+        reordered: Some(iv.packets.reordered),
+        loss_pct: Some(loss_pct(
+            iv.packets.lost,
+            iv.packets.sent.saturating_sub(iv.refused),
+        )),
         jitter_ms: Some(iv.jitter.value_ns() / 1e6),
         jitter_samples: Some(iv.jitter.samples()),
         bandwidth_bps: Some(Directions {
@@ -675,9 +678,7 @@ fn probe_stats(
     });
     ProbeStats {
         clients: cfg.clients,
-        sent: t.sent,
-        received: t.received,
-        lost: t.lost,
+        packets: t.packets,
         refused: t.refused,
         refusal_notices: d
             .notices
@@ -688,16 +689,13 @@ fn probe_stats(
             .is_none()
             .then(|| if cfg.raw { "raw" } else { "server" }.to_string()),
         directions,
-        late: t.late,
-        duplicated: t.duplicated,
-        reordered: t.reordered,
         corrupt: t.corrupt,
         foreign: t.foreign,
         stale: t.stale,
         bytes: Directions::bytes(t.bytes_up, t.bytes_down),
         rates: SendRates::measured(
-            t.sent,
-            t.received,
+            t.packets.sent,
+            t.packets.received,
             t.bytes_up,
             t.bytes_down,
             t.first_send,
@@ -707,7 +705,7 @@ fn probe_stats(
         jitter: t.jitter,
         errors: npt_result::common::ErrorStats {
             by_kind: t.errors.clone(),
-            attempts: t.sent,
+            attempts: t.packets.sent,
         },
         total_ms,
         health,

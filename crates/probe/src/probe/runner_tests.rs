@@ -46,7 +46,10 @@ fn tcp_config() -> ProbeConfig {
 #[test]
 fn error_rate_is_errors_over_packets_sent() {
     let mut t = Totals {
-        sent: 8,
+        packets: npt_stats::PacketCounts {
+            sent: 8,
+            ..Default::default()
+        },
         ..Totals::default()
     };
     t.errors.record("reset", || "connection reset".into());

@@ -246,29 +246,37 @@ pub(super) fn run_path(s: &mut Session, path: &mut Path, wall: i64) -> (Vec<Inte
 /// `received + lost + refused == sent` in the totals and in every interval, every path loss
 /// placed once (up, down or unplaced), and the intervals add up to the totals.
 pub(super) fn check_split(t: &Totals, intervals: &[Interval]) {
-    assert_eq!(t.received + t.lost + t.refused, t.sent, "totals resolve");
+    assert_eq!(
+        t.packets.received + t.packets.lost + t.refused,
+        t.packets.sent,
+        "totals resolve"
+    );
     let d = &t.dir;
     assert_eq!(
         d.lost_up + d.lost_down + d.unplaced,
-        t.lost,
+        t.packets.lost,
         "each loss placed once"
     );
     for iv in intervals {
         assert_eq!(
-            iv.received + iv.lost + iv.refused,
-            iv.sent,
+            iv.packets.received + iv.packets.lost + iv.refused,
+            iv.packets.sent,
             "interval {} resolves",
             iv.index
         );
         assert!(
-            iv.lost_up + iv.lost_down <= iv.lost,
+            iv.lost_up + iv.lost_down <= iv.packets.lost,
             "interval {}",
             iv.index
         );
     }
     let sum = |f: fn(&Interval) -> u64| intervals.iter().map(f).sum::<u64>();
-    assert_eq!(sum(|i| i.sent), t.sent);
-    assert_eq!(sum(|i| i.lost), t.lost, "intervals' loss adds up");
+    assert_eq!(sum(|i| i.packets.sent), t.packets.sent);
+    assert_eq!(
+        sum(|i| i.packets.lost),
+        t.packets.lost,
+        "intervals' loss adds up"
+    );
     assert_eq!(sum(|i| i.refused), t.refused, "intervals' refusals add up");
 }
 

@@ -63,10 +63,10 @@ fn every_packet_once_and_each_isolated_loss_with_its_direction() {
     path.down = Box::new(|_, rx| drop_if(rx % 50 == 7));
     let (s, lines, again) = run_logged(&mut path, 1000);
     let t = s.totals();
-    assert_eq!(lines.len() as u64, t.sent);
+    assert_eq!(lines.len() as u64, t.packets.sent);
     assert!(again.is_empty());
     let received = seqs(&lines, LineFate::Received, None);
-    assert_eq!(received.len() as u64, t.received);
+    assert_eq!(received.len() as u64, t.packets.received);
     assert!(lines
         .values()
         .filter(|l| l.fate == LineFate::Received)
@@ -82,7 +82,7 @@ fn every_packet_once_and_each_isolated_loss_with_its_direction() {
     );
     assert_eq!(
         (up.len() + down.len() + unknown.len()) as u64,
-        t.lost,
+        t.packets.lost,
         "every loss has its line"
     );
     // Where an up loss and a down loss are neighbours, their gap has one of each: which was
@@ -117,7 +117,7 @@ fn refusals_are_written_refused_never_lost() {
     path.far.notice_every = 1;
     let (s, lines, _) = run_logged(&mut path, 1000);
     let t = s.totals();
-    assert_eq!((t.refused, t.lost), (700, 0));
+    assert_eq!((t.refused, t.packets.lost), (700, 0));
     let refused = seqs(&lines, LineFate::Refused, None);
     let expected: Vec<u64> = (0..1000).filter(|q| q % 10 < 7).collect();
     assert_eq!(refused, expected);

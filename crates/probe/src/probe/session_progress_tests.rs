@@ -140,20 +140,25 @@ fn progress_takes_add_up_to_the_totals_and_to_what_the_link_did() {
     let seen = drive(&mut s, &mut link, 16, 0);
     let t = s.totals();
     let n = |d: u64| seen.sent.iter().filter(|&&q| q % 10 == d).count() as u64;
-    assert_eq!(t.sent, 100, "1 s of 10 ms ticks");
+    assert_eq!(t.packets.sent, 100, "1 s of 10 ms ticks");
     // The last packet's late reply (sent at 990 ms, due back at 1160 ms) is still on the
     // wire when the drain ends (990 + 100 ms): lost, but never seen late.
     assert_eq!(seen.sent.last(), Some(&99));
     assert_eq!(link.queue.len(), 1);
     assert_eq!(
-        (t.lost, t.late, t.duplicated, t.received),
+        (
+            t.packets.lost,
+            t.packets.late,
+            t.packets.duplicated,
+            t.packets.received
+        ),
         (n(3) + n(9), n(9) - 1, n(6), 100 - n(3) - n(9))
     );
     assert_eq!(
         (seen.late, seen.duplicated, seen.ignored),
-        (t.late, t.duplicated, 0)
+        (t.packets.late, t.packets.duplicated, 0)
     );
-    assert_eq!(seen.rtts.len() as u64, t.received);
+    assert_eq!(seen.rtts.len() as u64, t.packets.received);
     assert!(seen.rtts.iter().all(|&r| r == 20 * MS || r == 24 * MS));
     let mut sum = Progress::default();
     for p in &seen.takes {
@@ -169,14 +174,24 @@ fn progress_takes_add_up_to_the_totals_and_to_what_the_link_did() {
     }
     assert_eq!(
         (sum.resolved, sum.received, sum.lost, sum.late),
-        (t.sent, t.received, t.lost, t.late)
+        (
+            t.packets.sent,
+            t.packets.received,
+            t.packets.lost,
+            t.packets.late
+        )
     );
     assert_eq!(
         (sum.duplicated, sum.reordered, sum.bytes_up, sum.bytes_down),
-        (t.duplicated, t.reordered, t.bytes_up, t.bytes_down)
+        (
+            t.packets.duplicated,
+            t.packets.reordered,
+            t.bytes_up,
+            t.bytes_down
+        )
     );
     assert_eq!(sum.jitter.samples(), t.jitter.samples());
-    assert_eq!(t.jitter.samples(), t.received - 1);
+    assert_eq!(t.jitter.samples(), t.packets.received - 1);
     assert!(
         sum.jitter.value_ns() > 0.0,
         "the slower packets show as jitter"
@@ -206,8 +221,8 @@ fn tick_pacing_keeps_the_rate_when_the_driver_wakes_late() {
         let mut link = FakeLink::new(MS, |_| Fate::default());
         drive(&mut s, &mut link, 64, 3 * MS);
         let t = s.totals();
-        assert_eq!((t.received, t.lost), (t.sent, 0));
-        t.sent
+        assert_eq!((t.packets.received, t.packets.lost), (t.packets.sent, 0));
+        t.packets.sent
     };
     assert_eq!(sent(Pacing::Tick { every: 10 * MS }), 100);
     // Sends at 0, 13, 26 … 988: 77 of them.
@@ -273,19 +288,19 @@ fn without_histograms_every_count_is_the_same() {
     let counts = |t: &Totals| {
         (
             (
-                t.sent,
-                t.received,
-                t.lost,
-                t.late,
-                t.duplicated,
-                t.reordered,
+                t.packets.sent,
+                t.packets.received,
+                t.packets.lost,
+                t.packets.late,
+                t.packets.duplicated,
+                t.packets.reordered,
             ),
             (t.bytes_up, t.bytes_down, t.jitter, t.first_rtt),
         )
     };
     assert_eq!(counts(&with), counts(&without));
     assert_eq!((&a.takes, &a.rtts), (&b.takes, &b.rtts));
-    assert_eq!(with.rtt.count(), with.received);
+    assert_eq!(with.rtt.count(), with.packets.received);
     assert!(with.ipdv.count() > 0 && with.send_lateness.count() > 0);
     for h in [&without.rtt, &without.ipdv, &without.send_lateness] {
         assert!(h.is_empty());
@@ -293,7 +308,14 @@ fn without_histograms_every_count_is_the_same() {
     let iv = |s: &Seen| {
         s.intervals
             .iter()
-            .map(|i| (i.sent, i.received, i.lost, i.rtt.count()))
+            .map(|i| {
+                (
+                    i.packets.sent,
+                    i.packets.received,
+                    i.packets.lost,
+                    i.rtt.count(),
+                )
+            })
             .collect::<Vec<_>>()
     };
     let (ia, ib) = (iv(&a), iv(&b));

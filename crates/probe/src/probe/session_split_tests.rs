@@ -29,7 +29,15 @@ fn loss_up_only_reads_up_only_and_exactly() {
     path.up = Box::new(|seq| drop_if(seq % 33 == 5));
     let (s, iv, _) = run(&mut path, far_cfg());
     let t = s.totals();
-    assert_eq!((t.sent, t.received, t.lost, t.refused), (1000, 969, 31, 0));
+    assert_eq!(
+        (
+            t.packets.sent,
+            t.packets.received,
+            t.packets.lost,
+            t.refused
+        ),
+        (1000, 969, 31, 0)
+    );
     let d = &t.dir;
     assert_eq!((d.lost_up, d.lost_down, d.unplaced), (31, 0, 0));
     assert_eq!((d.flows.reflected, d.flows.exact), (1, 1));
@@ -37,7 +45,7 @@ fn loss_up_only_reads_up_only_and_exactly() {
     for i in &iv {
         assert_eq!(
             (i.lost_up, i.lost_down),
-            (i.lost, 0),
+            (i.packets.lost, 0),
             "interval {}",
             i.index
         );
@@ -53,7 +61,10 @@ fn loss_both_ways_splits_exactly() {
     let (s, iv, _) = run(&mut path, far_cfg());
     let t = s.totals();
     // 969 replies sent with receive counts 1..=969: 20 of them end in 7 mod 50.
-    assert_eq!((t.dir.lost_up, t.dir.lost_down, t.lost), (31, 20, 51));
+    assert_eq!(
+        (t.dir.lost_up, t.dir.lost_down, t.packets.lost),
+        (31, 20, 51)
+    );
     assert_eq!(t.dir.flows.exact, 1);
     let placed: u64 = iv.iter().map(|i| i.lost_up + i.lost_down).sum();
     assert_eq!(placed, 51, "every loss placed in its interval");
@@ -83,7 +94,7 @@ fn without_the_report_the_tail_is_unplaced_and_the_split_inexact() {
     path.far.answers = Box::new(|_| false);
     let (s, iv, end) = run(&mut path, far_cfg());
     let t = s.totals();
-    assert_eq!((t.lost, t.dir.lost_up, t.dir.unplaced), (11, 1, 10));
+    assert_eq!((t.packets.lost, t.dir.lost_up, t.dir.unplaced), (11, 1, 10));
     assert_eq!((t.dir.flows.exact, t.dir.flows.no_report), (0, 1));
     assert_eq!(path.far.queries, 5, "a bounded number of queries");
     // Last send at 999 ms, its loss timeout 1 s later, then at most one more for the queries.
@@ -108,13 +119,16 @@ fn refusals_are_not_path_loss_and_add_up_per_interval() {
     path.far.notice_every = 10;
     let (s, iv, _) = run(&mut path, far_cfg());
     let t = s.totals();
-    assert_eq!((t.received, t.lost, t.refused), (300, 0, 700));
+    assert_eq!(
+        (t.packets.received, t.packets.lost, t.refused),
+        (300, 0, 700)
+    );
     assert_eq!(t.dir.notices.budget, 70);
     assert_eq!(
         (t.dir.lost_up, t.dir.lost_down, t.dir.flows.exact),
         (0, 0, 1)
     );
-    assert!(iv.iter().all(|i| i.refused == 70 && i.lost == 0));
+    assert!(iv.iter().all(|i| i.refused == 70 && i.packets.lost == 0));
     check_split(t, &iv);
 }
 
@@ -135,7 +149,7 @@ fn refusals_and_loss_both_ways_together() {
     let down = (1..=accepted).filter(|c| c % 50 == 7).count() as u64;
     assert_eq!(t.refused, n_refused);
     assert_eq!((t.dir.lost_up, t.dir.lost_down), (31, down));
-    assert_eq!(t.lost, 31 + down);
+    assert_eq!(t.packets.lost, 31 + down);
     assert_eq!(t.dir.flows.exact, 1);
     check_split(t, &iv);
 }
@@ -150,11 +164,14 @@ fn unstamped_frames_take_refusals_from_notices_and_the_report() {
     let (s, iv, _) = run(&mut path, c);
     let t = s.totals();
     assert_eq!(
-        (t.refused, t.lost, t.dir.lost_up, t.dir.flows.exact),
+        (t.refused, t.packets.lost, t.dir.lost_up, t.dir.flows.exact),
         (250, 0, 0, 1)
     );
     assert_eq!(t.dir.stamped, 0);
-    assert_eq!(t.received + t.lost + t.refused, t.sent);
+    assert_eq!(
+        t.packets.received + t.packets.lost + t.refused,
+        t.packets.sent
+    );
     let _ = iv;
 }
 
@@ -166,7 +183,10 @@ fn a_token_refusal_of_everything_is_refused_not_lost() {
     path.far.answers = Box::new(|_| false);
     let (s, iv, _) = run(&mut path, far_cfg());
     let t = s.totals();
-    assert_eq!((t.received, t.refused, t.lost), (0, 1000, 0));
+    assert_eq!(
+        (t.packets.received, t.refused, t.packets.lost),
+        (0, 1000, 0)
+    );
     assert_eq!(t.dir.notices.token_required, 100);
     check_split(t, &iv);
 }
@@ -185,9 +205,9 @@ fn duplicates_per_direction() {
     });
     let (s, iv, _) = run(&mut path, far_cfg());
     let t = s.totals();
-    assert_eq!(t.duplicated, 20);
+    assert_eq!(t.packets.duplicated, 20);
     assert_eq!((t.dir.dup_up, t.dir.dup_down), (10, 10));
-    assert_eq!(t.lost, 0);
+    assert_eq!(t.packets.lost, 0);
     check_split(t, &iv);
 }
 
@@ -201,7 +221,7 @@ fn reordering_up_is_the_far_ends_and_down_is_by_receive_count() {
     let (s, _, _) = run(&mut path, far_cfg());
     let t = s.totals();
     assert_eq!(
-        (t.reordered, t.dir.reorder_up, t.dir.reorder_down),
+        (t.packets.reordered, t.dir.reorder_up, t.dir.reorder_down),
         (10, 10, 0)
     );
 
@@ -213,7 +233,7 @@ fn reordering_up_is_the_far_ends_and_down_is_by_receive_count() {
     let (s, _, _) = run(&mut path, far_cfg());
     let t = s.totals();
     assert_eq!(
-        (t.reordered, t.dir.reorder_up, t.dir.reorder_down),
+        (t.packets.reordered, t.dir.reorder_up, t.dir.reorder_down),
         (10, 0, 10)
     );
 }
@@ -280,10 +300,10 @@ fn loss_is_placed_in_the_interval_it_was_sent_in() {
     path.up = Box::new(|seq| drop_if((150..160).contains(&seq)));
     path.down = Box::new(|seq, _| drop_if((520..530).contains(&seq)));
     let (s, iv, _) = run(&mut path, far_cfg());
-    let by = |k: usize| (iv[k].lost, iv[k].lost_up, iv[k].lost_down);
+    let by = |k: usize| (iv[k].packets.lost, iv[k].lost_up, iv[k].lost_down);
     assert_eq!(by(1), (10, 10, 0));
     assert_eq!(by(5), (10, 0, 10));
-    assert_eq!(s.totals().lost, 20);
+    assert_eq!(s.totals().packets.lost, 20);
     check_split(s.totals(), &iv);
 }
 
@@ -314,7 +334,10 @@ fn an_older_responder_reads_round_trips_only_and_is_not_asked() {
     path.far.old = true;
     let (s, iv, _) = run(&mut path, far_cfg());
     let t = s.totals();
-    assert_eq!((t.lost, t.dir.flows.reflected, t.dir.unplaced), (10, 0, 10));
+    assert_eq!(
+        (t.packets.lost, t.dir.flows.reflected, t.dir.unplaced),
+        (10, 0, 10)
+    );
     assert_eq!(path.far.queries, 0);
     check_split(t, &iv);
 }
@@ -338,7 +361,10 @@ fn progress_takes_add_up_with_refusals() {
     run_path(&mut s, &mut path, WALL);
     let p = s.take_progress();
     let t = s.totals();
-    assert_eq!((p.resolved, p.lost, p.refused), (t.sent, t.lost, t.refused));
+    assert_eq!(
+        (p.resolved, p.lost, p.refused),
+        (t.packets.sent, t.packets.lost, t.refused)
+    );
     let refused = (0..1000u64).filter(|q| q % 3 == 0 && q % 50 != 1).count() as u64;
     assert_eq!((t.refused, t.dir.lost_up), (refused, 20));
 }
@@ -473,11 +499,15 @@ fn a_lying_far_end_never_breaks_the_counts() {
         }
         assert!(s.is_done(), "round {round}");
         let t = s.totals();
-        assert_eq!(t.received + t.lost + t.refused, t.sent, "round {round}");
+        assert_eq!(
+            t.packets.received + t.packets.lost + t.refused,
+            t.packets.sent,
+            "round {round}"
+        );
         let d = &t.dir;
         assert_eq!(
             d.lost_up + d.lost_down + d.unplaced,
-            t.lost,
+            t.packets.lost,
             "round {round}: every path loss placed once"
         );
         assert!(d.flows.exact + d.flows.disagree <= d.flows.reflected);

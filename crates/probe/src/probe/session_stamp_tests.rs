@@ -177,7 +177,10 @@ fn a_stateful_reflector_places_every_loss_up_or_down() {
     let iv = run(&mut s, &mut path);
     let t = s.totals();
     check_split(t, &iv);
-    assert_eq!((t.sent, t.received, t.lost), (1000, 993, 7));
+    assert_eq!(
+        (t.packets.sent, t.packets.received, t.packets.lost),
+        (1000, 993, 7)
+    );
     assert_eq!((t.dir.lost_up, t.dir.lost_down, t.dir.unplaced), (4, 3, 0));
     assert_eq!(t.corrupt + t.foreign, 0, "T1 came back as written");
     let up: u64 = iv.iter().map(|i| i.lost_up).sum();
@@ -241,7 +244,7 @@ fn a_stateless_reflector_tells_no_direction() {
     let iv = run(&mut s, &mut path);
     let t = s.totals();
     check_split(t, &iv);
-    assert_eq!(t.lost, 3);
+    assert_eq!(t.packets.lost, 3);
     assert_eq!((t.dir.lost_up, t.dir.lost_down, t.dir.unplaced), (0, 0, 3));
     // Its timestamps still give delay per direction, and its Error Estimate stands beside.
     assert!(!t.dir.owd_up.is_empty() && !t.dir.dwell.is_empty());
@@ -257,7 +260,7 @@ fn losses_after_the_last_answer_stay_unplaced() {
     let iv = run(&mut s, &mut path);
     let t = s.totals();
     check_split(t, &iv);
-    assert_eq!(t.lost, 3);
+    assert_eq!(t.packets.lost, 3);
     // 7 is placed by the answers around it; 98 and 99 came after the last answer, and STAMP
     // has no final report to ask for.
     assert_eq!((t.dir.lost_up, t.dir.lost_down, t.dir.unplaced), (1, 0, 2));

@@ -141,19 +141,23 @@ fn run(s: &mut Session, link: &mut FakeLink, stall: Option<(u64, u64)>) -> Vec<I
 }
 
 pub(super) fn check_invariants(t: &Totals, intervals: &[Interval]) {
-    assert_eq!(t.received + t.lost, t.sent, "received + lost == sent");
-    assert!(t.late <= t.lost);
-    let sent: u64 = intervals.iter().map(|i| i.sent).sum();
-    let lost: u64 = intervals.iter().map(|i| i.lost).sum();
-    let recv: u64 = intervals.iter().map(|i| i.received).sum();
+    assert_eq!(
+        t.packets.received + t.packets.lost,
+        t.packets.sent,
+        "received + lost == sent"
+    );
+    assert!(t.packets.late <= t.packets.lost);
+    let sent: u64 = intervals.iter().map(|i| i.packets.sent).sum();
+    let lost: u64 = intervals.iter().map(|i| i.packets.lost).sum();
+    let recv: u64 = intervals.iter().map(|i| i.packets.received).sum();
     assert_eq!(
         (sent, lost, recv),
-        (t.sent, t.lost, t.received),
+        (t.packets.sent, t.packets.lost, t.packets.received),
         "intervals add up"
     );
     for iv in intervals {
         assert!(
-            iv.received + iv.lost == iv.sent,
+            iv.packets.received + iv.packets.lost == iv.packets.sent,
             "interval {} resolved",
             iv.index
         );
@@ -167,7 +171,13 @@ fn clean_link_fixed_delay() {
     let iv = run(&mut s, &mut link, None);
     let t = s.totals();
     assert_eq!(
-        (t.sent, t.received, t.lost, t.duplicated, t.reordered),
+        (
+            t.packets.sent,
+            t.packets.received,
+            t.packets.lost,
+            t.packets.duplicated,
+            t.packets.reordered
+        ),
         (1000, 1000, 0, 0, 0)
     );
     assert_eq!(t.corrupt, 0);
@@ -179,7 +189,7 @@ fn clean_link_fixed_delay() {
     assert_eq!(t.bytes_up, 64_000);
     assert_eq!(t.bytes_down, 64_000);
     assert_eq!(iv.len(), 10, "1000 packets at 1000 pps in 100 ms stages");
-    assert!(iv.iter().all(|i| i.sent == 100));
+    assert!(iv.iter().all(|i| i.packets.sent == 100));
     assert_eq!(s.stop_reason(), Some(StopReason::Count));
     check_invariants(t, &iv);
 }
@@ -193,9 +203,17 @@ fn loss_is_attributed_to_the_send_interval() {
     });
     let iv = run(&mut s, &mut link, None);
     let t = s.totals();
-    assert_eq!((t.sent, t.received, t.lost, t.late), (1000, 900, 100, 0));
+    assert_eq!(
+        (
+            t.packets.sent,
+            t.packets.received,
+            t.packets.lost,
+            t.packets.late
+        ),
+        (1000, 900, 100, 0)
+    );
     assert!(
-        iv.iter().all(|i| i.lost == 10),
+        iv.iter().all(|i| i.packets.lost == 10),
         "10 lost in each 100-packet stage"
     );
     check_invariants(t, &iv);
@@ -214,7 +232,10 @@ fn late_reply_is_late_and_stays_lost() {
     let t = s.totals();
     // The session stops waiting at the loss timeout; the late reply arrives only if still
     // draining. Here nothing else is in flight, so the drain ends at seq 5's deadline.
-    assert_eq!((t.sent, t.received, t.lost), (100, 99, 1));
+    assert_eq!(
+        (t.packets.sent, t.packets.received, t.packets.lost),
+        (100, 99, 1)
+    );
     check_invariants(t, &iv);
 }
 
@@ -231,10 +252,16 @@ fn late_reply_during_the_run_is_counted_once() {
     let iv = run(&mut s, &mut link, None);
     let t = s.totals();
     assert_eq!(
-        (t.sent, t.received, t.lost, t.late, t.duplicated),
+        (
+            t.packets.sent,
+            t.packets.received,
+            t.packets.lost,
+            t.packets.late,
+            t.packets.duplicated
+        ),
         (3000, 2999, 1, 1, 1)
     );
-    assert_eq!(iv.iter().map(|i| i.late).sum::<u64>(), 1);
+    assert_eq!(iv.iter().map(|i| i.packets.late).sum::<u64>(), 1);
     check_invariants(t, &iv);
 }
 
@@ -251,7 +278,12 @@ fn duplicates_and_reordering() {
     let iv = run(&mut s, &mut link, None);
     let t = s.totals();
     assert_eq!(
-        (t.received, t.duplicated, t.reordered, t.lost),
+        (
+            t.packets.received,
+            t.packets.duplicated,
+            t.packets.reordered,
+            t.packets.lost
+        ),
         (50, 2, 1, 0)
     );
     check_invariants(t, &iv);
@@ -268,7 +300,7 @@ fn corrupted_payload_is_caught_by_verify() {
     });
     run(&mut s, &mut link, None);
     assert_eq!(s.totals().corrupt, 1);
-    assert_eq!(s.totals().received, 20);
+    assert_eq!(s.totals().packets.received, 20);
 }
 
 #[test]
@@ -280,7 +312,7 @@ fn open_loop_correction_shows_a_stalled_sender() {
     // The client freezes for 100 ms at t = 200 ms, then makes up the backlog.
     run(&mut s, &mut link, Some((200 * MS, 300 * MS)));
     let t = s.totals();
-    assert_eq!(t.sent, 500);
+    assert_eq!(t.packets.sent, 500);
     let raw = t.rtt.summary();
     let corrected = t.rtt_corrected.summary();
     assert!(
@@ -307,8 +339,12 @@ fn relay_keeps_the_window_and_is_closed_loop() {
     let iv = run(&mut s, &mut link, None);
     let t = s.totals();
     // 8 in flight, 2 ms round trip: 4 packets per ms once warm.
-    assert!(t.sent > 700 && t.sent <= 800, "{}", t.sent);
-    assert_eq!(t.lost, 0);
+    assert!(
+        t.packets.sent > 700 && t.packets.sent <= 800,
+        "{}",
+        t.packets.sent
+    );
+    assert_eq!(t.packets.lost, 0);
     assert!(
         t.rtt_corrected.is_empty(),
         "closed loop has no corrected latency"
@@ -360,7 +396,7 @@ fn stop_and_abort() {
     s.abort(7 * MS, StopReason::Abort);
     assert!(s.is_done());
     let t = s.totals();
-    assert_eq!((t.sent, t.lost), (5, 5));
+    assert_eq!((t.packets.sent, t.packets.lost), (5, 5));
     assert_eq!(
         s.stop_reason(),
         Some(StopReason::Abort),
@@ -399,9 +435,9 @@ fn foreign_and_truncated_input_is_counted_never_trusted() {
     }
     let t = s.totals();
     assert!(t.foreign >= (reply.len() as u64) + 3);
-    assert!(t.received <= 1);
+    assert!(t.packets.received <= 1);
     s.handle_reply(2, &reply);
-    assert!(s.totals().received + s.totals().duplicated >= 1);
+    assert!(s.totals().packets.received + s.totals().packets.duplicated >= 1);
 }
 
 #[test]
@@ -429,7 +465,7 @@ fn raw_framing_round_trip() {
         now += MS / 2;
     }
     let t = s.totals();
-    assert_eq!((t.sent, t.received, t.corrupt), (30, 30, 0));
+    assert_eq!((t.packets.sent, t.packets.received, t.corrupt), (30, 30, 0));
     assert!((t.rtt.summary().p50 - 3.0).abs() < 0.51);
 }
 
@@ -441,7 +477,7 @@ fn stage_by_packet_count() {
     let mut s = Session::new(c);
     let mut link = FakeLink::new(MS, |_| Fate::default());
     let iv = run(&mut s, &mut link, None);
-    let sent: Vec<u64> = iv.iter().map(|i| i.sent).collect();
+    let sent: Vec<u64> = iv.iter().map(|i| i.packets.sent).collect();
     assert_eq!(sent, vec![100, 100, 50]);
     check_invariants(s.totals(), &iv);
 }
@@ -460,7 +496,10 @@ fn relay_with_every_warmup_packet_lost_ends_instead_of_waiting_for_ever() {
     });
     let iv = run(&mut s, &mut link, None);
     let t = s.totals();
-    assert_eq!((t.sent, t.lost, t.received), (10, 10, 0));
+    assert_eq!(
+        (t.packets.sent, t.packets.lost, t.packets.received),
+        (10, 10, 0)
+    );
     assert_eq!(s.stop_reason(), Some(StopReason::Stalled));
     assert_eq!(t.errors.get("stalled"), 1);
     check_invariants(t, &iv);
@@ -483,8 +522,12 @@ fn relay_stalls_only_when_the_last_packet_in_flight_is_lost() {
     let iv = run(&mut s, &mut link, None);
     let t = s.totals();
     assert_eq!(s.stop_reason(), Some(StopReason::Stalled));
-    assert!(t.sent > 4, "replies released more packets: {}", t.sent);
-    assert_eq!(t.received + t.lost, t.sent);
+    assert!(
+        t.packets.sent > 4,
+        "replies released more packets: {}",
+        t.packets.sent
+    );
+    assert_eq!(t.packets.received + t.packets.lost, t.packets.sent);
     check_invariants(t, &iv);
 }
 
@@ -510,7 +553,10 @@ fn replies_after_the_end_are_stale_not_a_panic() {
         s.handle_reply(5 * MS, r);
     }
     let t = s.totals();
-    assert_eq!((t.sent, t.lost, t.received), (3, 3, 0));
+    assert_eq!(
+        (t.packets.sent, t.packets.lost, t.packets.received),
+        (3, 3, 0)
+    );
     assert_eq!(t.stale, 4);
 }
 

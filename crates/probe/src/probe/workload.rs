@@ -44,30 +44,20 @@ impl Workload for ProbeConfig {
 /// The merged stages handed over so far, added up (once per stage, never per packet).
 #[derive(Default)]
 pub struct Running {
-    sent: u64,
-    received: u64,
-    lost: u64,
+    packets: npt_stats::PacketCounts,
     refused: u64,
-    late: u64,
-    duplicated: u64,
-    reordered: u64,
     rtt: Histogram,
 }
 
 impl Running {
     pub fn add(&mut self, iv: &Interval) {
-        self.sent += iv.sent;
-        self.received += iv.received;
-        self.lost += iv.lost;
+        self.packets += &iv.packets;
         self.refused += iv.refused;
-        self.late += iv.late;
-        self.duplicated += iv.duplicated;
-        self.reordered += iv.reordered;
         self.rtt += &iv.rtt;
     }
 
     pub fn received(&self) -> u64 {
-        self.received
+        self.packets.received
     }
 
     pub fn export(&self, s: &mut Snapshot) {
@@ -81,13 +71,8 @@ pub fn final_totals(body: &ProbeBody) -> Snapshot {
     let m = &body.summary;
     let rtt = body.histograms.get(hist::RTT);
     let t = Running {
-        sent: m.sent,
-        received: m.received,
-        lost: m.lost,
+        packets: m.packets,
         refused: m.refused_by_server,
-        late: m.late,
-        duplicated: m.duplicated,
-        reordered: m.reordered,
         rtt: match rtt.map(Histogram::from_serialized) {
             Some(Ok(h)) => h,
             _ => Histogram::new(),
@@ -100,16 +85,16 @@ pub fn final_totals(body: &ProbeBody) -> Snapshot {
 
 fn export(t: &Running, errors: Option<&ErrorCounts>, s: &mut Snapshot) {
     for (name, help, v) in [
-        ("npt_packets_sent_total", "Probe packets sent.", t.sent),
+        ("npt_packets_sent_total", "Probe packets sent.", t.packets.sent),
         (
             "npt_packets_received_total",
             "Probe replies received within the loss timeout.",
-            t.received,
+            t.packets.received,
         ),
         (
             "npt_packets_lost_total",
             "Probe packets without a reply within the loss timeout that the server did not refuse (counted in the stage they were sent in).",
-            t.lost,
+            t.packets.lost,
         ),
         (
             "npt_packets_refused_total",
@@ -119,10 +104,10 @@ fn export(t: &Running, errors: Option<&ErrorCounts>, s: &mut Snapshot) {
         (
             "npt_packets_late_total",
             "Replies that came after the loss timeout (already lost).",
-            t.late,
+            t.packets.late,
         ),
-        ("npt_packets_duplicated_total", "Duplicate replies.", t.duplicated),
-        ("npt_packets_reordered_total", "Replies out of order.", t.reordered),
+        ("npt_packets_duplicated_total", "Duplicate replies.", t.packets.duplicated),
+        ("npt_packets_reordered_total", "Replies out of order.", t.packets.reordered),
     ] {
         s.counter(name, help, &[], v);
     }
@@ -151,9 +136,12 @@ mod tests {
     fn stages_add_up_and_the_end_shows_the_report() {
         let mut r = Running::default();
         let mut iv = Interval {
-            sent: 10,
-            received: 9,
-            lost: 1,
+            packets: npt_stats::PacketCounts {
+                sent: 10,
+                received: 9,
+                lost: 1,
+                ..Default::default()
+            },
             ..Interval::default()
         };
         iv.rtt.record(2_000_000);

@@ -18,14 +18,18 @@ pub fn fill<'a>(row: &mut Row, probes: impl Iterator<Item = &'a ProbeSummary>) {
     let (mut up, mut down, mut replies, mut counted) = (0u64, 0u64, 0u64, false);
     let (mut owd_up, mut owd_down) = (Vec::new(), Vec::new());
     for p in probes {
-        sent += p.sent;
+        sent += p.packets.sent;
         refused += p.refused_by_server;
         let Some(d) = &p.directions else { continue };
         if let (Some(u), Some(dn)) = (d.up.lost, d.down.lost) {
             counted = true;
             up += u;
             down += dn;
-            replies += p.sent.saturating_sub(p.refused_by_server).saturating_sub(u);
+            replies += p
+                .packets
+                .sent
+                .saturating_sub(p.refused_by_server)
+                .saturating_sub(u);
         }
         owd_up.extend(d.up.owd_ms.map(|s| s.p50));
         owd_down.extend(d.down.owd_ms.map(|s| s.p50));
@@ -78,7 +82,10 @@ mod tests {
             ..Summary::default()
         });
         ProbeSummary {
-            sent,
+            packets: npt_stats::PacketCounts {
+                sent,
+                ..Default::default()
+            },
             refused_by_server: refused,
             directions: Some(PathDirections {
                 up: OneWay {

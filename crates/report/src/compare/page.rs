@@ -296,7 +296,7 @@ mod tests {
         let rtt = d.body.headline().summary();
         if let npt_result::any::Workload::Probe(b) = &mut d.body {
             b.summary.rtt_ms = rtt;
-            (b.summary.sent, b.summary.lost) = (100, 0);
+            (b.summary.packets.sent, b.summary.packets.lost) = (100, 0);
         }
         d
     }

@@ -207,9 +207,9 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         // Path loss: of the packets the server did not refuse.
         let sent: u64 = probes
             .iter()
-            .map(|p| p.sent - p.refused_by_server.min(p.sent))
+            .map(|p| p.packets.sent - p.refused_by_server.min(p.packets.sent))
             .sum();
-        let lost: u64 = probes.iter().map(|p| p.lost).sum();
+        let lost: u64 = probes.iter().map(|p| p.packets.lost).sum();
         row.loss_pct = Some(npt_result::loss_pct(lost, sent));
         row.jitter_ms = Some(median(probes.iter().map(|p| p.jitter_ms).collect()));
         let first: Vec<f64> = probes.iter().filter_map(|p| p.first_packet_ms).collect();
@@ -285,7 +285,11 @@ mod tests {
         let rtt = d.body.headline().summary();
         if let npt_result::any::Workload::Probe(b) = &mut d.body {
             b.summary.target = "udp://x:1".into();
-            (b.summary.rtt_ms, b.summary.sent, b.summary.lost) = (rtt, sent, lost);
+            (
+                b.summary.rtt_ms,
+                b.summary.packets.sent,
+                b.summary.packets.lost,
+            ) = (rtt, sent, lost);
             b.summary.jitter_ms = 0.25;
         }
         Input {

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use npt_result::any::Workload;
-use npt_result::stats::{BulkStats, HttpStats, ProbeStats, RunStats, Stats};
+use npt_result::kinds::{Registered, StatsVisitor};
+use npt_result::stats::Stats;
 use npt_result::Document;
 
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +42,7 @@ pub enum MergeError {
     },
     #[error("{a} and {b} are both segment {index}")]
     Duplicate { a: PathBuf, b: PathBuf, index: u32 },
-    #[error("{0}: kind {1:?} cannot be merged (probe, run, http and bulk can)")]
+    #[error("{0}: kind {1:?} cannot be merged ({kinds} can)", kinds = mergeable())]
     Kind(PathBuf, String),
     #[error("nothing to merge")]
     Empty,
@@ -51,6 +51,15 @@ pub enum MergeError {
     Checked(String),
     #[error("{0}: histogram {1}: {2}")]
     Histogram(PathBuf, String, String),
+}
+
+/// The kinds that merge, as a sentence: "probe, run, http and bulk".
+fn mergeable() -> String {
+    match npt_result::kinds::MERGEABLE.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => "none".to_string(),
+    }
 }
 
 /// `config.segment` of a part, as `--segment` wrote it.
@@ -174,13 +183,21 @@ pub fn merge(parts: &[Part]) -> Result<(serde_json::Value, Coverage), MergeError
             )
         })
     };
-    let mut v = match first.kind.as_str() {
-        "probe" => ser(serde_json::to_value(merge_kind::<ProbeStats>(parts)?))?,
-        "run" => ser(serde_json::to_value(merge_kind::<RunStats>(parts)?))?,
-        "http" => ser(serde_json::to_value(merge_kind::<HttpStats>(parts)?))?,
-        "bulk" => ser(serde_json::to_value(merge_kind::<BulkStats>(parts)?))?,
-        other => return Err(MergeError::Kind(first.path.clone(), other.to_string())),
-    };
+    /// Merges the parts with the stats value the registry names for their kind.
+    struct Merge<'a>(&'a [Part]);
+    impl StatsVisitor for Merge<'_> {
+        type Out = Result<Result<serde_json::Value, serde_json::Error>, MergeError>;
+        fn visit<S>(self) -> Self::Out
+        where
+            S: Stats,
+            S::Body: Registered,
+        {
+            Ok(serde_json::to_value(merge_kind::<S>(self.0)?))
+        }
+    }
+    let merged = npt_result::kinds::with_stats(&first.kind, Merge(parts))
+        .ok_or_else(|| MergeError::Kind(first.path.clone(), first.kind.clone()))?;
+    let mut v = ser(merged?)?;
     v["config"]["segment"] = serde_json::json!({
         "count": coverage.count,
         "run_id": coverage.run_id,
@@ -217,7 +234,7 @@ fn envelope<B>(parts: &[(PathBuf, Document<B>)], body: B) -> Document<B> {
 fn merge_kind<S>(parts: &[Part]) -> Result<Document<S::Body>, MergeError>
 where
     S: Stats,
-    S::Body: Body,
+    S::Body: Registered,
 {
     let docs: Vec<(PathBuf, Document<S::Body>)> = typed(parts)?;
     let mut total = S::default();
@@ -234,81 +251,17 @@ where
     Ok(envelope(&docs, body))
 }
 
-/// A workload part `npt merge` reads out of the one result type.
-trait Body: Sized {
-    fn pick(w: Workload) -> Option<Self>;
-}
-
-impl Body for npt_result::probe::ProbeBody {
-    fn pick(w: Workload) -> Option<Self> {
-        match w {
-            Workload::Probe(b) => Some(b),
-            _ => None,
-        }
-    }
-}
-
-impl Body for npt_result::run::RunBody {
-    fn pick(w: Workload) -> Option<Self> {
-        match w {
-            Workload::Run(b) => Some(b),
-            _ => None,
-        }
-    }
-}
-
-impl Body for npt_result::http::HttpBody {
-    fn pick(w: Workload) -> Option<Self> {
-        match w {
-            Workload::Http(b) => Some(b),
-            _ => None,
-        }
-    }
-}
-
-impl Body for npt_result::bulk::BulkBody {
-    fn pick(w: Workload) -> Option<Self> {
-        match w {
-            Workload::Bulk(b) => Some(b),
-            _ => None,
-        }
-    }
-}
-
 /// Reads the parts as the one result type (older error kind names mapped) with body `B`.
-fn typed<B: Body>(parts: &[Part]) -> Result<Vec<(PathBuf, Document<B>)>, MergeError> {
+fn typed<B: Registered>(parts: &[Part]) -> Result<Vec<(PathBuf, Document<B>)>, MergeError> {
     parts
         .iter()
         .map(|p| {
             let r = npt_result::any::from_value(&p.path.display().to_string(), p.json.clone())
                 .map_err(|e| MergeError::Checked(e.to_string()))?;
-            let Document {
-                schema,
-                kind,
-                tool,
-                host,
-                started_at,
-                ended_at,
-                duration_s,
-                stopped_by,
-                config,
-                body,
-            } = r;
-            let body =
-                B::pick(body).ok_or_else(|| MergeError::Kind(p.path.clone(), kind.clone()))?;
-            let d = Document {
-                schema,
-                kind,
-                tool,
-                host,
-                started_at,
-                ended_at,
-                duration_s,
-                stopped_by,
-                config,
-                body,
-            };
-            Ok((p.path.clone(), d))
+            let mut body = None;
+            let d = r.map_body(|w| body = B::pick(w));
+            let body = body.ok_or_else(|| MergeError::Kind(p.path.clone(), d.kind.clone()))?;
+            Ok((p.path.clone(), d.map_body(|()| body)))
         })
         .collect()
 }

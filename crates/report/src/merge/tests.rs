@@ -18,17 +18,20 @@ fn probe_doc(samples: &[u64], index: u32, count: u32, run_id: &str) -> serde_jso
     let summary = ProbeSummary {
         protocol: "udp".into(),
         clients: 1,
-        sent: samples.len() as u64 + 1,
-        received: samples.len() as u64,
-        lost: 1,
+        packets: npt_stats::PacketCounts {
+            sent: samples.len() as u64 + 1,
+            received: samples.len() as u64,
+            lost: 1,
+            ..Default::default()
+        },
         pps: 100.0,
         rtt_ms: h.summary(),
         ..ProbeSummary::default()
     };
     let iv = Interval {
         index: 0,
-        sent: Some(summary.sent),
-        completed: summary.received,
+        sent: Some(summary.packets.sent),
+        completed: summary.packets.received,
         lost: Some(1),
         latency_ms: h.summary(),
         histogram: h.to_serialized(),

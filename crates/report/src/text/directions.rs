@@ -28,7 +28,7 @@ pub fn write_refused(w: &mut dyn Write, s: &ProbeSummary) -> io::Result<()> {
         w,
         "refused    {} by the server ({:.3}% of sent, not path loss){noticed}: {}",
         s.refused_by_server,
-        super::pct(s.refused_by_server, s.sent),
+        super::pct(s.refused_by_server, s.packets.sent),
         refusal_fix(&s.refusal_notices)
     )
 }

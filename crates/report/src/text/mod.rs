@@ -4,10 +4,16 @@ use std::io::{self, Write};
 
 use npt_stats::Summary;
 
-use npt_result::any::{AnyResult, Workload};
+use npt_result::any::AnyResult;
+use npt_result::bulk::BulkBody;
+use npt_result::http::HttpBody;
 use npt_result::interval::Interval;
+use npt_result::ping::PingBody;
 use npt_result::probe::ProbeBody;
+use npt_result::run::RunBody;
 use npt_result::Document;
+
+use crate::render::Render;
 
 mod bulk;
 mod directions;
@@ -99,7 +105,7 @@ pub fn pct(part: u64, whole: u64) -> f64 {
     npt_result::loss_pct(part, whole)
 }
 
-fn summary_line(s: &Summary) -> String {
+pub(crate) fn summary_line(s: &Summary) -> String {
     if s.count == 0 {
         return "no samples".to_string();
     }
@@ -151,7 +157,13 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
     writeln!(
         w,
         "packets    sent {}  received {}  lost {} ({:.3}%)  late {}  duplicated {}  reordered {}",
-        s.sent, s.received, s.lost, s.loss_pct, s.late, s.duplicated, s.reordered
+        s.packets.sent,
+        s.packets.received,
+        s.packets.lost,
+        s.loss_pct,
+        s.packets.late,
+        s.packets.duplicated,
+        s.packets.reordered
     )?;
     directions::write_refused(w, s)?;
     directions::write_directions(w, s)?;
@@ -253,34 +265,48 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
 
 /// The text summary of any workload's result, as the command that made it printed it.
 pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
-    // The renderers take their kind's document; lend them the envelope with the body.
-    fn with<B: Clone>(doc: &AnyResult, body: &B) -> Document<B> {
-        Document {
-            schema: doc.schema.clone(),
-            kind: doc.kind.clone(),
-            tool: doc.tool.clone(),
-            host: doc.host.clone(),
-            started_at: doc.started_at.clone(),
-            ended_at: doc.ended_at.clone(),
-            duration_s: doc.duration_s,
-            stopped_by: doc.stopped_by,
-            config: doc.config.clone(),
-            body: body.clone(),
-        }
+    crate::render::text(w, doc)
+}
+
+/// The envelope of `doc` with a kind's body: what the renderers of one kind take.
+fn with<B: Clone>(doc: &AnyResult, body: &B) -> Document<B> {
+    doc.clone().map_body(|_| body.clone())
+}
+
+impl Render for ProbeBody {
+    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
+        write_probe(w, &with(doc, self))
     }
-    match &doc.body {
-        Workload::Probe(b) => write_probe(w, &with(doc, b)),
-        Workload::Run(b) => run::write_run(&mut &mut *w, &with(doc, b)),
-        Workload::Http(b) => http::write_http(w, &with(doc, b)),
-        Workload::Ping(b) => ping::write_ping(w, b, doc.stopped_by, doc.duration_s),
-        Workload::Bulk(b) => bulk::write_bulk(w, &with(doc, b)),
-        Workload::Trace(b) => crate::trace::write_text(w, b, doc.stopped_by, doc.duration_s),
+}
+
+impl Render for RunBody {
+    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
+        run::write_run(&mut &mut *w, &with(doc, self))
+    }
+}
+
+impl Render for HttpBody {
+    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
+        http::write_http(w, &with(doc, self))
+    }
+}
+
+impl Render for PingBody {
+    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
+        ping::write_ping(w, self, doc.stopped_by, doc.duration_s)
+    }
+}
+
+impl Render for BulkBody {
+    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
+        bulk::write_bulk(w, &with(doc, self))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use npt_result::any::Workload;
 
     /// Every kind's result, read as any result, prints its command's text: http's exactly
     /// what `write_http` prints for its own document.

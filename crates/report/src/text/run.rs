@@ -97,7 +97,7 @@ pub fn write_run(w: &mut impl std::io::Write, doc: &Document<RunBody>) -> std::i
             writeln!(
                 w,
                 "  {a:<8} sent {} received {} lost {} ({:.2}%) late {} dup {} reordered {}, jitter {:.3} ms",
-                g.sent, g.received, g.lost, g.loss_pct, g.late, g.duplicated, g.reordered, g.jitter_ms
+                g.packets.sent, g.packets.received, g.packets.lost, g.loss_pct, g.packets.late, g.packets.duplicated, g.packets.reordered, g.jitter_ms
             )?;
             if g.refused_by_server > 0 {
                 writeln!(

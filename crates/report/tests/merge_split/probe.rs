@@ -75,8 +75,8 @@ fn draw(r: &mut SmallRng) -> Sample {
 fn record(s: &mut ProbeStats, x: &Sample, m: &ProbeMeta) {
     match *x {
         Sample::Reply { rtt, ipdv, wait } => {
-            s.sent += 1;
-            s.received += 1;
+            s.packets.sent += 1;
+            s.packets.received += 1;
             s.errors.attempts += 1;
             s.bytes += &Directions::bytes(64, 64);
             s.histograms.record(hist::RTT, rtt);
@@ -86,21 +86,21 @@ fn record(s: &mut ProbeStats, x: &Sample, m: &ProbeMeta) {
             }
         }
         Sample::Lost => {
-            s.sent += 1;
-            s.lost += 1;
+            s.packets.sent += 1;
+            s.packets.lost += 1;
             s.errors.attempts += 1;
             s.bytes.up += 64.0;
         }
         Sample::Refused => {
-            s.sent += 1;
+            s.packets.sent += 1;
             s.refused += 1;
             *s.refusal_notices.entry("budget".into()).or_default() += 1;
             s.errors.attempts += 1;
             s.bytes.up += 64.0;
         }
         Sample::LostWay(up) => {
-            s.sent += 1;
-            s.lost += 1;
+            s.packets.sent += 1;
+            s.packets.lost += 1;
             s.errors.attempts += 1;
             s.bytes.up += 64.0;
             if let Some(d) = &mut s.directions {
@@ -120,9 +120,9 @@ fn record(s: &mut ProbeStats, x: &Sample, m: &ProbeMeta) {
             }
         }
         Sample::Other(which) => match which {
-            0 => s.late += 1,
-            1 => s.duplicated += 1,
-            2 => s.reordered += 1,
+            0 => s.packets.late += 1,
+            1 => s.packets.duplicated += 1,
+            2 => s.packets.reordered += 1,
             3 => s.corrupt += 1,
             4 => s.foreign += 1,
             _ => s.stale += 1,

@@ -69,13 +69,15 @@ fn draw(r: &mut SmallRng) -> Sample {
             let lost = r.gen_range(0..=sent);
             let refused = r.gen_range(0..=sent - lost);
             What::Game(GameTotals {
-                sent,
-                received: sent - lost - refused,
-                lost,
+                packets: npt_stats::PacketCounts {
+                    sent,
+                    received: sent - lost - refused,
+                    lost,
+                    late: r.gen_range(0..3),
+                    duplicated: r.gen_range(0..3),
+                    reordered: r.gen_range(0..3),
+                },
                 refused,
-                late: r.gen_range(0..3),
-                duplicated: r.gen_range(0..3),
-                reordered: r.gen_range(0..3),
                 jitter: JitterMean::from_value(r.gen_range(1e3..1e6), sent - lost - refused),
                 jitter_inexact: false,
                 loss_timeout_ms: 1000.0,

@@ -44,17 +44,13 @@ pub struct ProbeMeta {
 pub struct ProbeStats {
     /// Client flows.
     pub clients: u32,
-    pub sent: u64,
-    pub received: u64,
-    /// Path loss (refusals apart).
-    pub lost: u64,
+    /// Sent, received, lost, late, duplicated, reordered.
+    #[serde(flatten)]
+    pub packets: npt_stats::PacketCounts,
     /// Refused by the server.
     pub refused: u64,
     /// The server's refusal notices by reason.
     pub refusal_notices: BTreeMap<String, u64>,
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
     pub corrupt: u64,
     pub foreign: u64,
     pub stale: u64,
@@ -393,16 +389,11 @@ impl AddAssign<&ProxyStats> for ProxyStats {
 impl AddAssign<&ProbeStats> for ProbeStats {
     fn add_assign(&mut self, rhs: &ProbeStats) {
         self.clients += rhs.clients;
-        self.sent += rhs.sent;
-        self.received += rhs.received;
-        self.lost += rhs.lost;
+        self.packets += &rhs.packets;
         self.refused += rhs.refused;
         for (k, n) in &rhs.refusal_notices {
             *self.refusal_notices.entry(k.clone()).or_default() += n;
         }
-        self.late += rhs.late;
-        self.duplicated += rhs.duplicated;
-        self.reordered += rhs.reordered;
         self.corrupt += rhs.corrupt;
         self.foreign += rhs.foreign;
         self.stale += rhs.stale;
@@ -507,14 +498,9 @@ impl Stats for ProbeStats {
         let weight = f64::from(s.clients);
         let stats = ProbeStats {
             clients: s.clients,
-            sent: s.sent,
-            received: s.received,
-            lost: s.lost,
+            packets: s.packets,
             refused: s.refused_by_server,
             refusal_notices: s.refusal_notices.clone(),
-            late: s.late,
-            duplicated: s.duplicated,
-            reordered: s.reordered,
             corrupt: s.corrupt,
             foreign: s.foreign,
             stale: s.stale,
@@ -528,9 +514,9 @@ impl Stats for ProbeStats {
                 bandwidth_bps: s.bandwidth_bps,
             },
             histograms: HistMap::from_saved(&b.histograms)?,
-            jitter: jitter_mean(s.jitter_ms, s.jitter_samples, s.received),
+            jitter: jitter_mean(s.jitter_ms, s.jitter_samples, s.packets.received),
             jitter_inexact: s.jitter_samples.is_none(),
-            errors: ErrorStats::from_block(&b.errors, s.sent),
+            errors: ErrorStats::from_block(&b.errors, s.packets.sent),
             total_ms: s.total_ms,
             legacy_phases: LegacyPhases {
                 connect: s.connect_ms.map(|v| WeightedMean::of(v, weight)),
@@ -568,19 +554,17 @@ impl Stats for ProbeStats {
             framing: m.framing.clone(),
             clients: self.clients,
             size: m.size,
-            sent: self.sent,
-            received: self.received,
-            lost: self.lost,
+            packets: self.packets,
             refused_by_server: self.refused,
             refusal_notices: self.refusal_notices.clone(),
-            late: self.late,
-            duplicated: self.duplicated,
-            reordered: self.reordered,
-            loss_pct: loss_pct(self.lost, self.sent.saturating_sub(self.refused)),
+            loss_pct: loss_pct(
+                self.packets.lost,
+                self.packets.sent.saturating_sub(self.refused),
+            ),
             directions: self
                 .directions
                 .as_ref()
-                .map(|d| d.block(self.sent, self.refused, h)),
+                .map(|d| d.block(self.packets.sent, self.refused, h)),
             round_trip_only: self
                 .round_trip_only
                 .clone()

@@ -131,15 +131,12 @@ impl AddAssign<&ActivityCounts> for ActivityCounts {
 /// Game sessions' packet counters and jitter.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GameTotals {
-    pub sent: u64,
-    pub received: u64,
-    pub lost: u64,
+    /// Sent, received, lost, late, duplicated, reordered.
+    #[serde(flatten)]
+    pub packets: npt_stats::PacketCounts,
     /// Refused by the server (never path loss).
     #[serde(default)]
     pub refused: u64,
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
     pub jitter: JitterMean,
     /// A part written before `jitter_samples` is in.
     pub jitter_inexact: bool,
@@ -149,13 +146,8 @@ pub struct GameTotals {
 
 impl AddAssign<&GameTotals> for GameTotals {
     fn add_assign(&mut self, rhs: &GameTotals) {
-        self.sent += rhs.sent;
-        self.received += rhs.received;
-        self.lost += rhs.lost;
+        self.packets += &rhs.packets;
         self.refused += rhs.refused;
-        self.late += rhs.late;
-        self.duplicated += rhs.duplicated;
-        self.reordered += rhs.reordered;
         self.jitter += &rhs.jitter;
         self.jitter_inexact |= rhs.jitter_inexact;
     }
@@ -164,14 +156,9 @@ impl AddAssign<&GameTotals> for GameTotals {
 impl GameTotals {
     fn from_saved(g: &GameStats) -> GameTotals {
         GameTotals {
-            sent: g.sent,
-            received: g.received,
-            lost: g.lost,
+            packets: g.packets,
             refused: g.refused_by_server,
-            late: g.late,
-            duplicated: g.duplicated,
-            reordered: g.reordered,
-            jitter: jitter_mean(g.jitter_ms, g.jitter_samples, g.received),
+            jitter: jitter_mean(g.jitter_ms, g.jitter_samples, g.packets.received),
             jitter_inexact: g.jitter_samples.is_none(),
             loss_timeout_ms: g.loss_timeout_ms,
         }
@@ -179,14 +166,12 @@ impl GameTotals {
 
     fn stats(&self) -> GameStats {
         GameStats {
-            sent: self.sent,
-            received: self.received,
-            lost: self.lost,
+            packets: self.packets,
             refused_by_server: self.refused,
-            late: self.late,
-            duplicated: self.duplicated,
-            reordered: self.reordered,
-            loss_pct: loss_pct(self.lost, self.sent.saturating_sub(self.refused)),
+            loss_pct: loss_pct(
+                self.packets.lost,
+                self.packets.sent.saturating_sub(self.refused),
+            ),
             jitter_ms: self.jitter.value_ns() / 1e6,
             jitter_samples: (!self.jitter_inexact).then(|| self.jitter.samples()),
             loss_timeout_ms: self.loss_timeout_ms,

@@ -356,9 +356,12 @@ fn probe_directions_read_back_and_added_are_the_whole() {
     let part = |lost_up: u64, lost_down: u64, refused: u64, exact: bool, owd_ms: u64| {
         let mut s = ProbeStats {
             clients: 1,
-            sent: 1000,
-            received: 1000 - lost_up - lost_down - refused,
-            lost: lost_up + lost_down,
+            packets: npt_stats::PacketCounts {
+                sent: 1000,
+                received: 1000 - lost_up - lost_down - refused,
+                lost: lost_up + lost_down,
+                ..Default::default()
+            },
             refused,
             ..ProbeStats::default()
         };
@@ -407,7 +410,10 @@ fn probe_directions_read_back_and_added_are_the_whole() {
         merged += &s;
     }
     let b = merged.summarize(&meta);
-    assert_eq!((b.summary.refused_by_server, b.summary.lost), (500, 45));
+    assert_eq!(
+        (b.summary.refused_by_server, b.summary.packets.lost),
+        (500, 45)
+    );
     assert_eq!(b.summary.refusal_notices.get("budget"), Some(&50));
     let d = b.summary.directions.unwrap();
     assert!(!d.exact, "one part was not exact");
@@ -438,8 +444,11 @@ fn rounds_one_after_another_add_their_times_and_keep_their_rates() {
     let round = |secs: f64, pps: f64, ms: u64| {
         let mut s = ProbeStats {
             clients: 1,
-            sent: (pps * secs) as u64,
-            received: (pps * secs) as u64,
+            packets: npt_stats::PacketCounts {
+                sent: (pps * secs) as u64,
+                received: (pps * secs) as u64,
+                ..Default::default()
+            },
             rates: probe::SendRates {
                 pps,
                 pps_received: pps,
@@ -452,7 +461,7 @@ fn rounds_one_after_another_add_their_times_and_keep_their_rates() {
             total_ms: Some(secs * 1000.0),
             ..ProbeStats::default()
         };
-        for _ in 0..s.sent {
+        for _ in 0..s.packets.sent {
             s.histograms.record(crate::probe::hist::RTT, ms * 1_000_000);
         }
         s
@@ -468,7 +477,7 @@ fn rounds_one_after_another_add_their_times_and_keep_their_rates() {
     let mut side = parts[0].clone();
     side += &parts[1];
     side += &parts[2];
-    assert_eq!((seq.sent, seq.clients), (500, 1));
+    assert_eq!((seq.packets.sent, seq.clients), (500, 1));
     assert_eq!(seq.rates.send_duration_s, 4.0);
     assert_eq!(seq.rates.pps, 125.0, "500 packets over 4 s");
     assert_eq!(seq.rates.bandwidth_bps.up, 125.0 * 512.0);

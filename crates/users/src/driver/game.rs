@@ -38,14 +38,17 @@ impl GameBatch {
     fn flush(&mut self, col: &Collector, s: &mut Session) {
         let p = s.take_progress();
         debug_assert_eq!(p.received, self.n as u64, "one RTT per on-time reply");
+        // The packets whose fate became known since the last flush count as this batch's sent.
         let g = GameCounts {
-            sent: p.resolved,
-            received: p.received,
-            lost: p.lost,
+            packets: npt_stats::PacketCounts {
+                sent: p.resolved,
+                received: p.received,
+                lost: p.lost,
+                late: p.late,
+                duplicated: p.duplicated,
+                reordered: p.reordered,
+            },
             refused: p.refused,
-            late: p.late,
-            duplicated: p.duplicated,
-            reordered: p.reordered,
             jitter: p.jitter,
         };
         let rtts = self.rtts.get(..self.n).unwrap_or(&self.rtts);

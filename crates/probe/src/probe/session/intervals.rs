@@ -26,7 +26,9 @@ impl Session {
             Stage::Time(ns) => {
                 u32::try_from(now.saturating_sub(self.cfg.start) / ns.max(1)).unwrap_or(u32::MAX)
             }
-            Stage::Packets(p) => u32::try_from(self.totals.sent / p.max(1)).unwrap_or(u32::MAX),
+            Stage::Packets(p) => {
+                u32::try_from(self.totals.packets.sent / p.max(1)).unwrap_or(u32::MAX)
+            }
         }
     }
 
@@ -93,7 +95,7 @@ impl Session {
             };
             // Missing packets no reply has placed yet are path loss, direction unknown, in
             // this record (the totals place them when a reply or the far end's report tells).
-            iv.lost += self.split.unplaced_in(iv.index);
+            iv.packets.lost += self.split.unplaced_in(iv.index);
             iv.reflected = u32::from(self.split.placing());
             iv.end = ended;
             self.first_open += 1;
@@ -110,7 +112,7 @@ impl Session {
     /// happened, the drain, are not worth a record).
     pub(super) fn close_all_intervals(&mut self) {
         while matches!(self.open.back(), Some(iv) if self.open.len() > 1
-            && iv.sent + iv.received + iv.late + iv.duplicated == 0)
+            && iv.packets.sent + iv.packets.received + iv.packets.late + iv.packets.duplicated == 0)
         {
             self.open.pop_back();
         }

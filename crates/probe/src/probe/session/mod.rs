@@ -229,7 +229,7 @@ impl Session {
         if self.state != State::Sending {
             return None;
         }
-        if matches!(self.cfg.count, Some(c) if self.totals.sent >= c) {
+        if matches!(self.cfg.count, Some(c) if self.totals.packets.sent >= c) {
             self.begin_drain(now, StopReason::Count);
             return None;
         }
@@ -293,7 +293,7 @@ impl Session {
         self.split.on_sent(seq);
         self.pacer.on_sent(due, now);
         let t = &mut self.totals;
-        t.sent += 1;
+        t.packets.sent += 1;
         t.bytes_up += size as u64;
         t.first_send.get_or_insert(now);
         t.last_send = Some(now);
@@ -305,7 +305,7 @@ impl Session {
             t.behind_schedule += 1;
         }
         if let Some(iv) = self.interval_mut(index) {
-            iv.sent += 1;
+            iv.packets.sent += 1;
             iv.bytes_up += size as u64;
             iv.end = iv.end.max(now);
         }
@@ -317,14 +317,14 @@ impl Session {
     fn check_stalled(&mut self, now: u64) {
         if self.state == State::Sending
             && self.window.in_flight() == 0
-            && self.totals.sent > 0
+            && self.totals.packets.sent > 0
             && self.pacer.next_due().is_none()
         {
             self.totals.errors.record("stalled", || {
                 format!(
                     "relay stalled after {} packets: every packet in flight was lost, so none \
                      released the next",
-                    self.totals.sent
+                    self.totals.packets.sent
                 )
             });
             self.begin_drain(now, StopReason::Stalled);
@@ -437,13 +437,13 @@ impl Session {
     pub fn take_progress(&mut self) -> Progress {
         let t = &self.totals;
         let now = Progress {
-            resolved: t.received + t.lost + t.refused,
-            received: t.received,
-            lost: t.lost,
+            resolved: t.packets.received + t.packets.lost + t.refused,
+            received: t.packets.received,
+            lost: t.packets.lost,
             refused: t.refused,
-            late: t.late,
-            duplicated: t.duplicated,
-            reordered: t.reordered,
+            late: t.packets.late,
+            duplicated: t.packets.duplicated,
+            reordered: t.packets.reordered,
             bytes_up: t.bytes_up,
             bytes_down: t.bytes_down,
             jitter: JitterMean::from_value(0.0, self.jitter.samples()),

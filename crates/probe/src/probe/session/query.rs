@@ -67,14 +67,14 @@ impl Session {
 
     /// Settles the flow's split by `fin` and closes it.
     pub(super) fn finish_all(&mut self, _now: u64, fin: Final) {
-        let (sent, received) = (self.totals.sent, self.totals.received);
+        let (sent, received) = (self.totals.packets.sent, self.totals.packets.received);
         let moved = self
             .split
             .settle(fin, sent, received, &mut self.totals.dir, &mut self.placed);
         self.apply_placed();
         // Refusals the replies could not tell apart from loss up, by the far end's count.
         let t = &mut self.totals;
-        t.lost = t.lost.saturating_sub(moved);
+        t.packets.lost = t.packets.lost.saturating_sub(moved);
         t.refused += moved;
         t.dir.lost_up = t.dir.lost_up.saturating_sub(moved);
         self.split
@@ -104,13 +104,13 @@ impl Session {
             let lost = up + down + unknown;
             let t = &mut self.totals;
             t.refused += refused;
-            t.lost += lost;
+            t.packets.lost += lost;
             t.dir.lost_up += up;
             t.dir.lost_down += down;
             t.dir.unplaced += unknown;
             if let Some(iv) = self.interval_mut(tag) {
                 iv.refused += refused;
-                iv.lost += lost;
+                iv.packets.lost += lost;
                 iv.lost_up += up;
                 iv.lost_down += down;
             }

@@ -218,7 +218,7 @@ impl Session {
                     self.split.on_timing(now, slot.sent, offset, f, dir, hist);
                 }
                 let t = &mut self.totals;
-                t.received += 1;
+                t.packets.received += 1;
                 t.bytes_down += arrival;
                 if hist {
                     t.rtt.record(rtt);
@@ -238,7 +238,7 @@ impl Session {
                 t.first_rtt.get_or_insert(rtt);
                 t.last_reply = Some(now);
                 if reordered {
-                    t.reordered += 1;
+                    t.packets.reordered += 1;
                 }
                 let sampled = self.jitter.record(rtt);
                 if let (Some(d), true) = (sampled, hist) {
@@ -246,7 +246,7 @@ impl Session {
                 }
                 let j = self.jitter.value_ns();
                 if let Some(iv) = self.interval_mut(slot.tag) {
-                    iv.received += 1;
+                    iv.packets.received += 1;
                     iv.bytes_down += arrival;
                     if hist {
                         iv.rtt.record(rtt);
@@ -254,7 +254,7 @@ impl Session {
                     let n = iv.jitter.samples() + u64::from(sampled.is_some());
                     iv.jitter = JitterMean::from_value(j, n);
                     if reordered {
-                        iv.reordered += 1;
+                        iv.packets.reordered += 1;
                     }
                 }
                 self.pacer.on_reply(now);
@@ -266,13 +266,13 @@ impl Session {
             Outcome::Late { reordered } => {
                 self.split
                     .on_first_reply(seq, true, far, &mut self.totals.dir, &mut self.placed);
-                self.totals.late += 1;
+                self.totals.packets.late += 1;
                 self.totals.bytes_down += arrival;
                 if reordered {
-                    self.totals.reordered += 1;
+                    self.totals.packets.reordered += 1;
                 }
                 if let Some(iv) = self.newest_mut() {
-                    iv.late += 1;
+                    iv.packets.late += 1;
                     iv.bytes_down += arrival;
                 }
                 if let Some(log) = &mut self.log {
@@ -297,10 +297,10 @@ impl Session {
                     let rtt = now.checked_sub(p.send_ts);
                     log.reply(seq, Some(p.send_ts), Fate::Duplicate, rtt, direction);
                 }
-                self.totals.duplicated += 1;
+                self.totals.packets.duplicated += 1;
                 self.totals.bytes_down += arrival;
                 if let Some(iv) = self.newest_mut() {
-                    iv.duplicated += 1;
+                    iv.packets.duplicated += 1;
                     iv.bytes_down += arrival;
                 }
                 Arrival::Duplicate

@@ -94,16 +94,12 @@ pub struct SessionConfig {
 /// Counters and histograms of a flow or of many flows merged (`+=`).
 #[derive(Clone, Debug, Default)]
 pub struct Totals {
-    pub sent: u64,
-    pub received: u64,
-    /// Path loss: packets unanswered after the loss timeout that the far end did not refuse.
-    /// `received + lost + refused == sent` once the flow is done.
-    pub lost: u64,
+    /// Sent, received, lost (path loss: unanswered after the loss timeout and not refused by
+    /// the far end), late, duplicated, reordered; `received + lost + refused == sent` once the
+    /// flow is done.
+    pub packets: npt_stats::PacketCounts,
     /// Packets the far end's budget (or its `--token`) refused: never path loss.
     pub refused: u64,
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
     pub corrupt: u64,
     pub foreign: u64,
     pub stale: u64,
@@ -152,13 +148,8 @@ pub(super) fn max_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 
 impl AddAssign<&Totals> for Totals {
     fn add_assign(&mut self, o: &Totals) {
-        self.sent += o.sent;
-        self.received += o.received;
-        self.lost += o.lost;
+        self.packets += &o.packets;
         self.refused += o.refused;
-        self.late += o.late;
-        self.duplicated += o.duplicated;
-        self.reordered += o.reordered;
         self.corrupt += o.corrupt;
         self.foreign += o.foreign;
         self.stale += o.stale;
@@ -201,19 +192,15 @@ pub struct Interval {
     /// Session-clock bounds (ns).
     pub start: u64,
     pub end: u64,
-    pub sent: u64,
-    pub received: u64,
-    /// Path loss of the packets sent in it (`received + lost + refused == sent`).
-    pub lost: u64,
+    /// Of the packets sent in it: sent, received, lost (path loss), late, duplicated,
+    /// reordered (`received + lost + refused == sent`).
+    pub packets: npt_stats::PacketCounts,
     /// Refused by the far end.
     pub refused: u64,
     /// Of `lost`, placed on the way up and on the way down; the rest was still unplaced when
     /// the interval closed (no reply after it yet) or nothing told (no reflecting far end).
     pub lost_up: u64,
     pub lost_down: u64,
-    pub late: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub rtt: Histogram,
@@ -237,15 +224,10 @@ impl AddAssign<&Interval> for Interval {
             self.start = self.start.min(o.start);
             self.end = self.end.max(o.end);
         }
-        self.sent += o.sent;
-        self.received += o.received;
-        self.lost += o.lost;
+        self.packets += &o.packets;
         self.refused += o.refused;
         self.lost_up += o.lost_up;
         self.lost_down += o.lost_down;
-        self.late += o.late;
-        self.duplicated += o.duplicated;
-        self.reordered += o.reordered;
         self.bytes_up += o.bytes_up;
         self.bytes_down += o.bytes_down;
         self.rtt += &o.rtt;

@@ -1,0 +1,209 @@
+//! The registry of result kinds: one line per kind, in [`kinds!`], from which everything that
+//! reads a result of any kind is generated — the one result type ([`crate::any::Workload`]
+//! and its reader), [`crate::any::KINDS`], the checked-in schemas ([`crate::schema`]) and the
+//! dispatch of `npt merge` ([`with_stats`], for the kinds that name a stats value). What a
+//! kind answers is its [`Body`] impl, next to its body type; what a renderer prints for it
+//! is `npt-report`'s `Render` (a default, or the kind's own layout), dispatched from this
+//! same list.
+//!
+//! A line reads `Variant(BodyType)`, and `merge StatsType` when the kind's parts of a
+//! segmented run (`--segment`) are merged by adding that stats value ([`Stats`]). The kind's
+//! name is its [`Body::KIND`].
+//!
+//! `kinds!(callback)` calls `callback! { Probe(…ProbeBody) merge …ProbeStats; … }`: a crate
+//! above this one (a renderer) generates its own dispatch from the same list with a
+//! `macro_rules!` of its own, so no list of kinds is written twice.
+
+pub use crate::any::{with_stats, MERGEABLE};
+pub use crate::body::Body;
+pub use crate::stats::Stats;
+
+/// The kinds, each once. Call with the name of a macro that takes the list.
+#[macro_export]
+macro_rules! kinds {
+    ($then:ident) => {
+        $then! {
+            Probe($crate::probe::ProbeBody) merge $crate::stats::ProbeStats;
+            Run($crate::run::RunBody) merge $crate::stats::RunStats;
+            Http($crate::http::HttpBody) merge $crate::stats::HttpStats;
+            Ping($crate::ping::PingBody);
+            Bulk($crate::bulk::BulkBody) merge $crate::stats::BulkStats;
+            Trace($crate::trace::TraceBody);
+        }
+    };
+}
+
+/// What `npt merge` does with one kind's stats value: handed the type, it adds the parts.
+pub trait StatsVisitor {
+    type Out;
+    fn visit<S>(self) -> Self::Out
+    where
+        S: Stats,
+        S::Body: Registered;
+}
+
+/// What a [`Body`] answers, as a trait object: one value of [`crate::any::Workload`] lends
+/// its body as this, so its readers are written once.
+pub trait View {
+    fn kind(&self) -> &'static str;
+    fn latency(&self) -> &std::collections::BTreeMap<String, crate::common::NptLatency>;
+    fn errors(&self) -> &crate::common::Errors;
+    fn errors_mut(&mut self) -> &mut crate::common::Errors;
+    fn health(&self) -> crate::health::Health;
+    fn intervals(&self) -> &[crate::interval::Interval];
+    fn histograms(&self) -> std::collections::BTreeMap<&str, &npt_stats::SerializedHistogram>;
+    fn headline_parts(&self) -> Vec<(&str, &npt_stats::SerializedHistogram)>;
+    fn headline_summary(&self) -> Result<npt_stats::Summary, String>;
+    fn target(&self) -> String;
+}
+
+impl<B: Body> View for B {
+    fn kind(&self) -> &'static str {
+        B::KIND
+    }
+    fn latency(&self) -> &std::collections::BTreeMap<String, crate::common::NptLatency> {
+        Body::latency(self)
+    }
+    fn errors(&self) -> &crate::common::Errors {
+        Body::errors(self)
+    }
+    fn errors_mut(&mut self) -> &mut crate::common::Errors {
+        Body::errors_mut(self)
+    }
+    fn health(&self) -> crate::health::Health {
+        Body::health(self)
+    }
+    fn intervals(&self) -> &[crate::interval::Interval] {
+        Body::intervals(self)
+    }
+    fn histograms(&self) -> std::collections::BTreeMap<&str, &npt_stats::SerializedHistogram> {
+        Body::histograms(self)
+    }
+    fn headline_parts(&self) -> Vec<(&str, &npt_stats::SerializedHistogram)> {
+        Body::headline_parts(self)
+    }
+    fn headline_summary(&self) -> Result<npt_stats::Summary, String> {
+        Body::headline_summary(self)
+    }
+    fn target(&self) -> String {
+        Body::target(self)
+    }
+}
+
+/// A body that is one variant of [`crate::any::Workload`] (generated for every registered
+/// kind): how a reader of one kind takes its body back out of the one result type.
+pub trait Registered: Body {
+    fn pick(w: crate::any::Workload) -> Option<Self>;
+}
+
+/// The name of a kind that merges, its stats value named so that the registry's optional
+/// `merge` part is what repeats in [`MERGEABLE`].
+pub(crate) const fn merges<S: Stats>(
+    kind: &'static str,
+    _: std::marker::PhantomData<S>,
+) -> &'static str {
+    kind
+}
+
+/// Generates, from the list of [`kinds!`], the one result type and what dispatches on it.
+/// Called once, in [`crate::any`].
+macro_rules! registry {
+    ($($Var:ident($Body:ty) $(merge $Stats:ty)?;)*) => {
+        /// The typed part of a result that differs by workload. Serializes flat, as each
+        /// body always did (the envelope's `kind` says which it is). A ping is not a
+        /// workload (no intervals, no tester health) but is read as one so that `report` and
+        /// `compare` read every result alike. One variant per line of the registry
+        /// ([`crate::kinds`]).
+        #[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+        #[serde(untagged)]
+        // One value per result read, never a collection of them: the variants' sizes do not
+        // matter.
+        #[allow(clippy::large_enum_variant)]
+        pub enum Workload {
+            $($Var($Body),)*
+        }
+
+        /// The kinds [`Workload`] holds, in the registry's order.
+        pub const KINDS: &[&str] = &[$(<$Body as $crate::body::Body>::KIND,)*];
+
+        /// The kinds `npt merge` joins (those whose registry line names a stats value).
+        pub const MERGEABLE: &[&str] =
+            &[$($($crate::kinds::merges(
+                <$Body as $crate::body::Body>::KIND,
+                std::marker::PhantomData::<$Stats>,
+            ),)?)*];
+
+        $(
+            impl From<$Body> for Workload {
+                fn from(b: $Body) -> Workload {
+                    Workload::$Var(b)
+                }
+            }
+
+            impl $crate::kinds::Registered for $Body {
+                fn pick(w: Workload) -> Option<Self> {
+                    match w {
+                        Workload::$Var(b) => Some(b),
+                        _ => None,
+                    }
+                }
+            }
+        )*
+
+        impl Workload {
+            /// The body, as what every kind answers.
+            pub fn view(&self) -> &dyn $crate::kinds::View {
+                match self {
+                    $(Workload::$Var(b) => b,)*
+                }
+            }
+
+            fn view_mut(&mut self) -> &mut dyn $crate::kinds::View {
+                match self {
+                    $(Workload::$Var(b) => b,)*
+                }
+            }
+        }
+
+        /// A document of kind `kind` read with its body's type; `None` for a kind not
+        /// registered.
+        fn typed(
+            kind: &str,
+            json: serde_json::Value,
+        ) -> Option<Result<AnyResult, serde_json::Error>> {
+            $(
+                if kind == <$Body as $crate::body::Body>::KIND {
+                    return Some(
+                        serde_json::from_value::<Document<$Body>>(json)
+                            .map(|d| d.map_body(Workload::$Var)),
+                    );
+                }
+            )*
+            None
+        }
+
+        /// The schema of `kind`'s documents as schemars derives it; `None` for a kind not
+        /// registered.
+        pub(crate) fn derived_schema(kind: &str) -> Option<serde_json::Value> {
+            $(
+                if kind == <$Body as $crate::body::Body>::KIND {
+                    return Some($crate::schema::generate::<$Body>());
+                }
+            )*
+            None
+        }
+
+        /// Runs `v` with the stats value of `kind`; `None` for a kind that does not merge.
+        pub fn with_stats<V: $crate::kinds::StatsVisitor>(kind: &str, v: V) -> Option<V::Out> {
+            $($(
+                if kind == <$Body as $crate::body::Body>::KIND {
+                    return Some(v.visit::<$Stats>());
+                }
+            )?)*
+            let _ = v;
+            None
+        }
+    };
+}
+
+pub(crate) use registry;
