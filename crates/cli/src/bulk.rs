@@ -7,17 +7,16 @@
 //! `--metrics` exports its totals, and a terminal gets the live view.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use npt_bulk::{Config, Proto, QuicTrust, Target, UdpRate, Ways, MAX_STREAMS};
+use npt_bulk::{Config, Proto, Target, UdpRate, Ways, MAX_STREAMS};
 use npt_result::bulk::BulkBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::execute::{execute, Lines, Subcommand};
 use crate::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
@@ -67,25 +66,20 @@ pub struct BulkArgs {
         allow_hyphen_values = true
     )]
     pub timeout: String,
-    /// The secret of `npt serve --token` (the server then gives this host its open limits).
-    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
-    /// QUIC: accept any certificate.
-    #[arg(long)]
-    pub insecure: bool,
+    #[command(flatten)]
+    pub auth: crate::auth::TokenArgs,
+    #[command(flatten)]
+    pub trust: crate::trust::TrustArgs,
     /// Worker threads moving the streams, 1 to 64 [default: 1 for tcp://; quic://: 2, or fewer
     /// CPUs or streams].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
-    /// Only the summary, no interval lines.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
-    #[arg(long, value_name = "FILE|-")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: crate::output::OutputArgs,
+    #[command(flatten)]
+    pub source: crate::source::SourceArgs,
+    // The shared groups go here, one `#[command(flatten)]` each (a congestion-control group,
+    // `--congestion`, belongs beside these).
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
     #[command(flatten)]
@@ -160,28 +154,35 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         }
         None
     };
-    if matches!(&a.token, Some(t) if t.is_empty()) {
-        return Err(usage!("--token must not be empty"));
-    }
+    let token = a.auth.get()?.map(str::to_string);
     let via = a.via.resolve(udp)?;
     if via.is_some() && target.proto == Proto::Quic {
         return Err(usage!(
             "--via: npt bulk goes through a proxy over tcp:// and udp:// (SOCKS5), not quic://"
         ));
     }
-    if (a.ca.is_some() || a.insecure) && target.proto != Proto::Quic {
-        return Err(usage!("--ca and --insecure are for quic:// targets"));
+    let quic = target.proto == Proto::Quic;
+    let trust = a.trust.resolve(if quic {
+        crate::trust::Quic::Required("the server's")
+    } else {
+        crate::trust::Quic::No
+    })?;
+    let source = a.source.resolve()?;
+    crate::source::SourceArgs::check_literal(&source, &target.host)?;
+    if quic {
+        a.source.unsupported(
+            "bulk quic://",
+            &["--bind", "--dscp", "--tos"],
+            "its QUIC endpoint is opened by the QUIC client; -4/-6 apply",
+        )?;
     }
-    let trust = match (&a.ca, a.insecure) {
-        (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--ca: {e}"))?,
-        (None, true) => QuicTrust::Insecure,
-        (None, false) if target.proto == Proto::Quic => {
-            return Err(usage!(
-                "quic:// needs --ca FILE (the server's certificate) or --insecure"
-            ))
-        }
-        (None, false) => QuicTrust::default(),
-    };
+    if via.is_some() {
+        a.source.unsupported(
+            "bulk --via",
+            &["-4", "-6", "--bind", "--dscp", "--tos"],
+            "the proxy connection is opened by the proxy client",
+        )?;
+    }
     Ok(Config {
         target,
         streams: a.streams,
@@ -189,18 +190,19 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         duration,
         interval,
         udp: udp_rate,
-        token: a.token.clone(),
+        token,
         trust,
         via,
         timeout,
         congestion: None,
         threads: a.threads.map(usize::from),
+        source,
     })
 }
 
 pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let mut o = a.output.options();
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.check()?;

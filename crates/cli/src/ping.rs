@@ -11,11 +11,11 @@ use std::time::Duration;
 use clap::Args;
 use npt_ping::session::Event;
 use npt_ping::workload::Ping;
-use npt_ping::{Config, Proto, QuicTrust, Target};
+use npt_ping::{Config, Proto, Target};
 use npt_result::ping::PingBody;
 use npt_result::Document;
 
-use crate::execute::{execute, Options, Subcommand};
+use crate::execute::{execute, Subcommand};
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -42,25 +42,18 @@ pub struct PingArgs {
     /// UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`.
     #[arg(long)]
     pub raw: bool,
-    /// UDP framed: the secret of `npt serve --token`. With --from: the agent's secret.
-    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
-    /// QUIC: accept any certificate.
-    #[arg(long)]
-    pub insecure: bool,
-    /// Only the summary, no per-attempt lines.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
-    #[arg(long, value_name = "FILE|-")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub auth: crate::auth::TokenArgs,
+    #[command(flatten)]
+    pub trust: crate::trust::TrustArgs,
+    #[command(flatten)]
+    pub output: crate::output::OutputArgs,
     /// Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send
     /// time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub packets: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: crate::source::SourceArgs,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
     /// Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on
@@ -122,17 +115,20 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
             "--echo is for tcp:// targets (a udp:// ping is an echo already)"
         ));
     }
-    if a.token.is_some() && !((target.proto == Proto::Udp && !a.raw) || a.echo) {
+    if a.auth.is_some() && !((target.proto == Proto::Udp && !a.raw) || a.echo) {
         return Err(usage!(
             "--token is for framed udp:// targets and tcp:// --echo"
         ));
     }
-    if matches!(&a.token, Some(t) if t.is_empty()) {
-        return Err(usage!("--token must not be empty"));
-    }
-    if (a.ca.is_some() || a.insecure) && target.proto != Proto::Quic {
-        return Err(usage!("--ca and --insecure are for quic:// targets"));
-    }
+    let token = a.auth.get()?.map(str::to_string);
+    let quic = target.proto == Proto::Quic;
+    let trust = a.trust.resolve(if quic {
+        crate::trust::Quic::Required("the server's")
+    } else {
+        crate::trust::Quic::No
+    })?;
+    let source = a.source.resolve()?;
+    crate::source::SourceArgs::check_literal(&source, &target.host)?;
     let min = if a.raw {
         npt_wire::raw::RAW_HEADER_LEN
     } else {
@@ -150,16 +146,20 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
             "--via: npt ping measures tcp:// through a proxy (the time to its CONNECT reply)"
         ));
     }
-    let trust = match (&a.ca, a.insecure) {
-        (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--ca: {e}"))?,
-        (None, true) => QuicTrust::Insecure,
-        (None, false) if target.proto == Proto::Quic => {
-            return Err(usage!(
-                "quic:// needs --ca FILE (the server's certificate) or --insecure"
-            ))
-        }
-        (None, false) => QuicTrust::default(),
-    };
+    if quic {
+        a.source.unsupported(
+            "ping quic://",
+            &["--bind", "--dscp", "--tos"],
+            "its QUIC endpoint is opened by the QUIC client; -4/-6 apply",
+        )?;
+    }
+    if via.is_some() {
+        a.source.unsupported(
+            "ping --via",
+            &["-4", "-6", "--bind", "--dscp", "--tos"],
+            "the proxy connection is opened by the proxy client",
+        )?;
+    }
     Ok(Config {
         target,
         count: (a.count > 0).then_some(a.count),
@@ -167,11 +167,12 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
         timeout,
         size: a.size,
         raw: a.raw,
-        token: a.token.clone(),
+        token,
         handshake: Default::default(),
         trust,
         via,
         echo: a.echo,
+        source,
     })
 }
 
@@ -212,11 +213,14 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         return crate::ping_from::run(a);
     }
     let cfg = config(&a)?;
-    let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let mut o = a.output.options();
     o.packets_to(a.packets.as_deref());
     o.check()?;
     let mut out = o.text.writer();
-    let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
+    let addrs = cfg
+        .target
+        .resolve_from(&cfg.source)
+        .map_err(|e| usage!("{e}"))?;
     let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
     writeln!(
         out,
@@ -226,7 +230,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         what(&cfg)
     )?;
     out.flush()?;
-    let quiet = a.quiet;
+    let quiet = a.output.quiet;
     // A line that cannot be written (a closed pipe) stops the lines, not the run: the report
     // and the result file are still written.
     let mut writable = true;

@@ -8,7 +8,8 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// An address family (`-4`, `-6`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Family {
     V4,
     V6,
@@ -32,14 +33,18 @@ impl Family {
     }
 }
 
-/// A client's source: none of it set is the kernel's own choice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// A client's source: none of it set is the kernel's own choice. As a result's config
+/// records it: only what was asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Source {
     /// Only addresses of this family (names resolve to it, literals must be of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub family: Option<Family>,
     /// The source address (port 0: the kernel picks the port).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub bind: Option<IpAddr>,
     /// The TOS / traffic class byte every packet carries (DSCP << 2 | ECN).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tos: Option<u8>,
 }
 
@@ -126,6 +131,53 @@ impl Source {
     ) -> io::Result<()> {
         let r = socket2::SockRef::from(s);
         self.prepare(&r, peer, always_bind)
+    }
+}
+
+impl Source {
+    /// A blocking TCP connect to `peer` from this source, within `timeout`.
+    pub fn connect_timeout(
+        &self,
+        peer: SocketAddr,
+        timeout: std::time::Duration,
+    ) -> io::Result<std::net::TcpStream> {
+        if self.is_default() {
+            return std::net::TcpStream::connect_timeout(&peer, timeout);
+        }
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(peer),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )?;
+        self.prepare(&s, peer, false)?;
+        s.connect_timeout(&peer.into(), timeout)?;
+        Ok(s.into())
+    }
+
+    /// A UDP socket connected to `peer` from this source.
+    pub fn udp_connected(&self, peer: SocketAddr) -> io::Result<std::net::UdpSocket> {
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(peer),
+            socket2::Type::DGRAM,
+            Some(socket2::Protocol::UDP),
+        )?;
+        self.prepare(&s, peer, true)?;
+        s.connect(&peer.into())?;
+        Ok(s.into())
+    }
+
+    /// A tokio TCP connect to `peer` from this source (marked and bound before the SYN).
+    pub async fn connect_async(&self, peer: SocketAddr) -> io::Result<tokio::net::TcpStream> {
+        if self.is_default() {
+            return tokio::net::TcpStream::connect(peer).await;
+        }
+        let s = if peer.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        self.prepare_fd(&s, peer, false)?;
+        s.connect(peer).await
     }
 }
 

@@ -21,6 +21,7 @@ pub mod error;
 pub mod health;
 pub mod http;
 pub mod interval;
+pub mod marking;
 pub mod packets;
 pub mod ping;
 pub mod probe;

@@ -38,6 +38,7 @@ fn tcp_config() -> ProbeConfig {
         via: None,
         under_load: None,
         clock: crate::probe::session::ClockSync::None,
+        source: Default::default(),
     }
 }
 

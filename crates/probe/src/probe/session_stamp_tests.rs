@@ -204,7 +204,11 @@ fn a_stateful_reflector_places_every_loss_up_or_down() {
     );
     assert_eq!(t.dir.stamped, 993);
     assert_eq!(
-        (t.dir.flows.reflected, t.dir.flows.no_query, t.dir.flows.no_report),
+        (
+            t.dir.flows.reflected,
+            t.dir.flows.no_query,
+            t.dir.flows.no_report
+        ),
         (1, 1, 0),
         "STAMP has no query"
     );
