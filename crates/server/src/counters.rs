@@ -160,6 +160,8 @@ pub struct Counters {
     pub hop: crate::hop_agent::HopCounters,
     /// The STAMP reflector's traffic and refusals (`--stamp`).
     pub stamp: crate::stamp::StampCounters,
+    /// The DSCP/ECN marking of the UDP datagrams received.
+    pub udp_marking: crate::marking::Marking,
 }
 
 impl Counters {
@@ -253,6 +255,7 @@ impl Counters {
             group("quic streams refused:", &quic, &quic_closed),
             stamp,
             stamp_refused,
+            self.udp_marking.text().map(|t| format!("udp marking: {t}")),
         ])
     }
 

@@ -12,6 +12,7 @@ use npt_result::Document;
 mod bulk;
 mod directions;
 mod http;
+mod marking;
 mod ping;
 mod run;
 mod tcpinfo;
@@ -206,6 +207,9 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
     }
     if let Some(k) = &s.tcp_info {
         tcpinfo::write_kernel(w, k)?;
+    }
+    if let Some(m) = &s.marking {
+        marking::write_marking(w, m, s.protocol == "udp")?;
     }
     if s.corrupt + s.foreign + s.stale > 0 {
         writeln!(
