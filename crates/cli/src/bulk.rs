@@ -8,7 +8,6 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
 use npt_bulk::{Config, Proto, Target, UdpRate, Ways, MAX_STREAMS};
@@ -18,8 +17,8 @@ use npt_result::Document;
 
 use crate::execute::{execute, Lines, Subcommand};
 use crate::segment::Segment;
+use crate::timing::positive;
 use crate::usage;
-use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = crate::execute::EXIT_CODES)]
@@ -86,14 +85,6 @@ pub struct BulkArgs {
     pub segment: crate::segment::SegmentArgs,
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
-}
-
-fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    let d = parse_duration(s).map_err(|e| usage!("{flag} {s:?}: {e}"))?;
-    if d.is_zero() {
-        return Err(usage!("{flag} must be positive, got {s:?}"));
-    }
-    Ok(d)
 }
 
 /// The flags, validated into the engine's config; errors name the flag.
@@ -313,6 +304,7 @@ impl Subcommand for Config {
 mod tests {
     use super::*;
     use crate::usage::testing::{self, flags};
+    use std::time::Duration;
 
     fn cfg(args: &[&str]) -> anyhow::Result<Config> {
         config(&flags::<BulkArgs>(args)?)

@@ -30,6 +30,7 @@ mod serve;
 mod serve_metrics;
 mod signals;
 mod source;
+mod timing;
 mod trace;
 mod trust;
 mod under_load;

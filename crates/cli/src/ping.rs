@@ -6,7 +6,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
 use npt_ping::session::Event;
@@ -17,7 +16,6 @@ use npt_result::Document;
 
 use crate::execute::{execute, Subcommand};
 use crate::usage;
-use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = crate::execute::EXIT_CODES)]
@@ -29,7 +27,7 @@ pub struct PingArgs {
     #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
     pub count: u64,
     #[command(flatten)]
-    pub timing: AttemptTiming,
+    pub timing: crate::timing::AttemptTiming,
     /// UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo,
     /// the TCP echo's size.
     #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
@@ -61,47 +59,6 @@ pub struct PingArgs {
     /// secret). For the segments between relays that this host cannot see.
     #[arg(long, value_name = "npt://HOST:PORT")]
     pub from: Option<String>,
-}
-
-/// When attempts go and how long each waits: `npt ping` and `npt trace` alike.
-#[derive(Args, Debug)]
-pub struct AttemptTiming {
-    /// Time between attempts (e.g. 200ms, 1s).
-    #[arg(
-        long,
-        short = 'i',
-        value_name = "DUR",
-        default_value = "1s",
-        allow_hyphen_values = true
-    )]
-    pub interval: String,
-    /// How long one attempt waits for its answer.
-    #[arg(
-        long,
-        short = 'W',
-        value_name = "DUR",
-        default_value = "1s",
-        allow_hyphen_values = true
-    )]
-    pub timeout: String,
-}
-
-impl AttemptTiming {
-    /// The interval and the timeout, each positive (an error names its flag).
-    pub fn durations(&self) -> anyhow::Result<(Duration, Duration)> {
-        Ok((
-            positive("--interval", &self.interval)?,
-            positive("--timeout", &self.timeout)?,
-        ))
-    }
-}
-
-pub(crate) fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    let d = parse_duration(s).map_err(|e| usage!("{flag} {s:?}: {e}"))?;
-    if d.is_zero() {
-        return Err(usage!("{flag} must be positive, got {s:?}"));
-    }
-    Ok(d)
 }
 
 pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
@@ -274,6 +231,7 @@ impl Subcommand for Ping<'_> {
 mod tests {
     use super::*;
     use crate::usage::testing::{self, flags};
+    use std::time::Duration;
 
     fn cfg(args: &[&str]) -> anyhow::Result<Config> {
         config(&flags::<PingArgs>(args)?)

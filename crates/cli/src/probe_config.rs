@@ -345,7 +345,11 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     };
     a.auth.get()?;
     check_memory(clients, stage, a.loss_timeout, &pacing)?;
-    let under_load = crate::under_load::plan(&a.load, a.auth.token.as_ref(), via.as_ref())?;
+    let mut under_load = crate::under_load::plan(&a.load, a.auth.token.as_ref(), via.as_ref())?;
+    if let Some(plan) = under_load.as_mut() {
+        // `-4`/`-6` hold for the load's connections too; its packets stay unmarked.
+        plan.bulk.source.family = source.family;
+    }
     if under_load.is_some() && source.bind.is_some() {
         return Err(usage!(
             "--bind does not go with --under-load: the load's connections would leave from \

@@ -44,7 +44,7 @@ pub struct TraceArgs {
     #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
     pub count: u64,
     #[command(flatten)]
-    pub timing: crate::ping::AttemptTiming,
+    pub timing: crate::timing::AttemptTiming,
     /// UDP datagram size in bytes, header included (at least 48).
     #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
     pub size: usize,
