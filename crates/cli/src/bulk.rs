@@ -153,27 +153,12 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         ));
     }
     let quic = target.proto == Proto::Quic;
-    let trust = a.trust.resolve(if quic {
-        crate::trust::Quic::Required("the server's")
-    } else {
-        crate::trust::Quic::No
-    })?;
-    let source = a.source.resolve()?;
-    crate::source::SourceArgs::check_literal(&source, &target.host)?;
-    if quic {
-        a.source.unsupported(
-            "bulk quic://",
-            &["--bind", "--dscp", "--tos"],
-            "its QUIC endpoint is opened by the QUIC client; -4/-6 apply",
-        )?;
-    }
-    if via.is_some() {
-        a.source.unsupported(
-            "bulk --via",
-            &["-4", "-6", "--bind", "--dscp", "--tos"],
-            "the proxy connection is opened by the proxy client",
-        )?;
-    }
+    let trust = a
+        .trust
+        .resolve(crate::trust::Quic::when(quic, "the server's"))?;
+    let source = a
+        .source
+        .for_target("bulk", &target.host, quic, via.is_some())?;
     Ok(Config {
         target,
         streams: a.streams,

@@ -115,15 +115,9 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
     }
     c.streams = a.streams.unwrap_or(1);
     c.via = a.via.resolve(false)?;
-    c.source = a.source.resolve()?;
-    crate::source::SourceArgs::check_literal(&c.source, &c.target.host)?;
-    if c.via.is_some() {
-        a.source.unsupported(
-            "http --via",
-            &["-4", "-6", "--bind", "--dscp", "--tos"],
-            "the proxy connection is opened by the proxy client",
-        )?;
-    }
+    c.source = a
+        .source
+        .for_target("http", &c.target.host, false, c.via.is_some())?;
     c.hosts = a.hosts.clone();
     for h in &a.headers {
         let (name, value) = h

@@ -79,13 +79,9 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
     }
     let token = a.auth.get()?.map(str::to_string);
     let quic = target.proto == Proto::Quic;
-    let trust = a.trust.resolve(if quic {
-        crate::trust::Quic::Required("the server's")
-    } else {
-        crate::trust::Quic::No
-    })?;
-    let source = a.source.resolve()?;
-    crate::source::SourceArgs::check_literal(&source, &target.host)?;
+    let trust = a
+        .trust
+        .resolve(crate::trust::Quic::when(quic, "the server's"))?;
     let min = if a.raw {
         npt_wire::raw::RAW_HEADER_LEN
     } else {
@@ -103,20 +99,9 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
             "--via: npt ping measures tcp:// through a proxy (the time to its CONNECT reply)"
         ));
     }
-    if quic {
-        a.source.unsupported(
-            "ping quic://",
-            &["--bind", "--dscp", "--tos"],
-            "its QUIC endpoint is opened by the QUIC client; -4/-6 apply",
-        )?;
-    }
-    if via.is_some() {
-        a.source.unsupported(
-            "ping --via",
-            &["-4", "-6", "--bind", "--dscp", "--tos"],
-            "the proxy connection is opened by the proxy client",
-        )?;
-    }
+    let source = a
+        .source
+        .for_target("ping", &target.host, quic, via.is_some())?;
     Ok(Config {
         target,
         count: (a.count > 0).then_some(a.count),

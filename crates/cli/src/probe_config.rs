@@ -180,14 +180,8 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         }
     };
     let via = a.via.resolve(proto.is_udp())?;
-    let source = a.source.resolve()?;
-    if via.is_some() && !source.is_default() {
-        a.source.unsupported(
-            "probe --via",
-            &["-4", "-6", "--bind", "--dscp", "--tos"],
-            "the proxy connection is opened by the proxy client; give them to the proxy",
-        )?;
-    }
+    // The target's literal is checked as it resolves (below).
+    let source = a.source.for_target("probe", "", false, via.is_some())?;
     let addr = match resolve_from(&hostport, "target", &source) {
         Ok(addr) => addr,
         // socks5h://: the proxy resolves the name; the port is all npt needs here.

@@ -331,20 +331,13 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     }
     let quic_trust = a.trust.resolve(crate::trust::Quic::Optional)?;
     let secret = a.auth.get()?.map(str::to_string);
-    if mix.weight(npt_users::Activity::Quic) > 0 {
-        a.source.unsupported(
-            "run with QUIC users",
-            &["--bind", "--dscp", "--tos"],
-            "their QUIC endpoint is opened by the QUIC client; -4/-6 apply",
-        )?;
-    }
-    if via.is_some() {
-        a.source.unsupported(
-            "run --via",
-            &["-4", "-6", "--bind", "--dscp", "--tos"],
-            "the proxy connection is opened by the proxy client",
-        )?;
-    }
+    // The targets' literals were checked as they resolved (above).
+    a.source.for_target(
+        "run",
+        "",
+        mix.weight(npt_users::Activity::Quic) > 0,
+        via.is_some(),
+    )?;
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

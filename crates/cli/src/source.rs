@@ -176,6 +176,36 @@ impl SourceArgs {
         Ok(())
     }
 
+    /// The one validation for a subcommand's target: [`SourceArgs::resolve`], the target's
+    /// host if it is an address literal ([`SourceArgs::check_literal`]), and a refusal by
+    /// name of what a QUIC endpoint (`quic`: `--bind`, `--dscp`, `--tos`) or a `--via` proxy
+    /// connection (`via`: all five) cannot honour. `sub` names the subcommand.
+    pub fn for_target(
+        &self,
+        sub: &str,
+        host: &str,
+        quic: bool,
+        via: bool,
+    ) -> anyhow::Result<Source> {
+        let src = self.resolve()?;
+        Self::check_literal(&src, host)?;
+        if quic {
+            self.unsupported(
+                &format!("{sub} with QUIC"),
+                &["--bind", "--dscp", "--tos"],
+                "the QUIC endpoint is opened by the QUIC client; -4/-6 apply",
+            )?;
+        }
+        if via {
+            self.unsupported(
+                &format!("{sub} --via"),
+                &["-4", "-6", "--bind", "--dscp", "--tos"],
+                "the proxy connection is opened by the proxy client",
+            )?;
+        }
+        Ok(src)
+    }
+
     /// Exit 2 for each flag of the groups that `npt {sub}` cannot honour (`why` says why),
     /// instead of ignoring it.
     pub fn unsupported(&self, sub: &str, flags: &[&str], why: &str) -> anyhow::Result<()> {

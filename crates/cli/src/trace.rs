@@ -107,20 +107,11 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
         .filter(|s| usize::from(*s) >= min && usize::from(*s) <= 65_507)
         .ok_or_else(|| usage!("--size {} must be between {min} and 65507 bytes", a.size))?;
     let quic = target.proto == Proto::Quic;
-    let trust = a.trust.resolve(if quic {
-        crate::trust::Quic::Required("the first hop's and the chain's")
-    } else {
-        crate::trust::Quic::No
-    })?;
-    let source = a.source.resolve()?;
-    crate::source::SourceArgs::check_literal(&source, &target.host)?;
-    if quic {
-        a.source.unsupported(
-            "trace quic://",
-            &["--bind", "--dscp", "--tos"],
-            "its QUIC endpoint is opened by the QUIC client; -4/-6 apply",
-        )?;
-    }
+    let trust = a.trust.resolve(crate::trust::Quic::when(
+        quic,
+        "the first hop's and the chain's",
+    ))?;
+    let source = a.source.for_target("trace", &target.host, quic, false)?;
     let cfg = Config {
         target,
         hops,

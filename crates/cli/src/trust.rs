@@ -30,6 +30,17 @@ pub enum Quic {
     Optional,
 }
 
+impl Quic {
+    /// [`Quic::Required`] when `quic`, else [`Quic::No`].
+    pub fn when(quic: bool, whose: &'static str) -> Quic {
+        if quic {
+            Quic::Required(whose)
+        } else {
+            Quic::No
+        }
+    }
+}
+
 impl TrustArgs {
     pub fn given(&self) -> bool {
         self.ca.is_some() || self.insecure

@@ -218,7 +218,7 @@ fn bad_source_flags_exit_2_naming_the_flag_in_every_subcommand() {
         // What an engine cannot honour is refused by name, not ignored.
         (
             &["ping", "quic://127.0.0.1:9", "--insecure", "--dscp", "46"],
-            "--dscp: npt ping quic:// cannot honour it",
+            "--dscp: npt ping with QUIC cannot honour it",
         ),
         (
             &[
@@ -228,7 +228,7 @@ fn bad_source_flags_exit_2_naming_the_flag_in_every_subcommand() {
                 "--bind",
                 "127.0.0.1",
             ],
-            "--bind: npt bulk quic:// cannot honour it",
+            "--bind: npt bulk with QUIC cannot honour it",
         ),
         (
             &[
