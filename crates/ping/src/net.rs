@@ -526,7 +526,6 @@ impl Quic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpStream;
 
     fn cfg(raw: bool) -> Config {
         Config {
@@ -603,7 +602,7 @@ mod multi_address {
             &mut |ev, a| seen.push((ev.clone(), a)),
             |a, _, t| {
                 tries.push(a);
-                TcpStream::connect_timeout(&a, t)
+                std::net::TcpStream::connect_timeout(&a, t)
                     .map(|_| None)
                     .map_err(|e| (classify_io(&e), e.to_string()))
             },
