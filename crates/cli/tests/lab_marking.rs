@@ -39,9 +39,9 @@ fn server_counts(want: u64) -> Vec<(u64, u64)> {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let last = text
             .lines()
-            .filter_map(|l| l.split_once("udp marking so far: dscp "))
-            .map(|(_, rest)| rest.split(';').next().unwrap_or(rest).to_string())
-            .last();
+            .rev()
+            .find_map(|l| l.split_once("udp marking so far: dscp "))
+            .map(|(_, rest)| rest.split(';').next().unwrap_or(rest).to_string());
         if let Some(line) = last {
             let counts: Vec<(u64, u64)> = line
                 .split(", ")
