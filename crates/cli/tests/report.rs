@@ -71,6 +71,19 @@ fn every_kind_in_every_format_and_the_html_draws_in_chromium() {
             ],
         ),
         (
+            "bulk",
+            vec![
+                "bulk".to_string(),
+                format!("udp://{addr}"),
+                "--rate".into(),
+                "5mbit".into(),
+                "--size".into(),
+                "1200".into(),
+                "-t".into(),
+                "2s".into(),
+            ],
+        ),
+        (
             "ping",
             vec![
                 "ping".to_string(),
@@ -106,6 +119,27 @@ fn every_kind_in_every_format_and_the_html_draws_in_chromium() {
             );
         }
         let csv = report(&f, "csv");
+        if *kind == "bulk" {
+            // Bulk's goodput each way, per interval and over the run; its page charts it and
+            // counts its UDP rate in datagrams, not requests.
+            assert!(
+                csv.lines()
+                    .next()
+                    .unwrap()
+                    .ends_with(",goodput_up_bps,goodput_down_bps"),
+                "{csv}"
+            );
+            let last = csv.lines().last().unwrap();
+            let up: f64 = last.split(',').rev().nth(1).unwrap().parse().unwrap();
+            let want = original["summary"]["goodput_bps"]["up"].as_f64().unwrap();
+            assert!(
+                (up - want).abs() <= 1.0,
+                "summary goodput {up} against {want}"
+            );
+            let html = report(&f, "html");
+            assert!(html.contains("Goodput per interval"), "bulk page");
+            assert!(html.contains("datagrams/s") && !html.contains("requests/s"));
+        }
         assert!(csv.starts_with("row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors"));
         assert!(
             csv.lines().last().unwrap().starts_with("summary,"),

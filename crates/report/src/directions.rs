@@ -149,6 +149,7 @@ pub fn charts(b: &ProbeBody, bands: &[Band]) -> Vec<Chart> {
             x_label: "percentile".into(),
             y_label: "ms (log)".into(),
             y_log: true,
+            x_percentile: true,
             x: SPECTRUM.to_vec(),
             series,
             ..Chart::default()

@@ -27,6 +27,16 @@ pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
         }
         _ => None,
     };
+    // A bulk result's goodput each way, per interval and over the run (bit/s).
+    let bulk = match &doc.body {
+        npt_result::any::Workload::Bulk(b) => Some(b.summary.goodput_bps),
+        _ => None,
+    };
+    let goodput = |d: Option<npt_result::common::Directions>| match (bulk, d) {
+        (Some(_), Some(d)) => format!(",{:.0},{:.0}", d.up, d.down),
+        (Some(_), None) => ",,".to_string(),
+        (None, _) => String::new(),
+    };
     let n = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
     let extra = |r: Option<u64>, u: Option<u64>, d: Option<u64>| {
         if split.is_some() {
@@ -37,9 +47,14 @@ pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
     };
     writeln!(
         w,
-        "row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors,loss_pct{}",
+        "row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors,loss_pct{}{}",
         if split.is_some() {
             ",refused,lost_up,lost_down"
+        } else {
+            ""
+        },
+        if bulk.is_some() {
+            ",goodput_up_bps,goodput_down_bps"
         } else {
             ""
         }
@@ -47,7 +62,7 @@ pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
     for iv in doc.body.intervals() {
         writeln!(
             w,
-            "interval,{},{:.3},{:.3},{:.3},{:.6},{:.6},{},{}{}",
+            "interval,{},{:.3},{:.3},{:.3},{:.6},{:.6},{},{}{}{}",
             iv.index,
             iv.start_s,
             iv.end_s,
@@ -57,18 +72,20 @@ pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
             iv.errors,
             iv.loss_pct.map_or(String::new(), |l| format!("{l:.4}")),
             extra(iv.refused, iv.lost_up, iv.lost_down),
+            goodput(iv.bandwidth_bps),
         )?;
     }
     let s = doc.body.headline().summary();
     let (r, u, d) = split.unwrap_or_default();
     writeln!(
         w,
-        "summary,,,{:.3},,{:.6},{:.6},{},{}",
+        "summary,,,{:.3},,{:.6},{:.6},{},{}{}",
         doc.duration_s,
         s.p50,
         s.p99,
         doc.body.errors().total_errors,
         extra(r, u, d),
+        goodput(bulk),
     )
 }
 
@@ -150,11 +167,33 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
             ]);
         }
     }
-    let pts = doc.body.intervals();
+    if let npt_result::any::Workload::Bulk(b) = &doc.body {
+        let g = &b.summary.goodput_bps;
+        rows.push(vec![
+            format!(
+                "{} {} x{}: goodput up / down",
+                b.summary.protocol, b.summary.direction, b.summary.streams
+            ),
+            format!(
+                "{} / {}",
+                crate::text::bits(g.up),
+                crate::text::bits(g.down)
+            ),
+        ]);
+    }
+    // Zero-length intervals (a run's last instant) are not drawn; a rate over a short last
+    // interval (under half the usual length) is not either: a count over a fraction of an
+    // interval draws a step the path never took (50 pps read 51 over the last 0.98 s).
+    let all = doc.body.intervals();
+    let pts: Vec<&Interval> = all.iter().filter(|p| p.end_s > p.start_s).collect();
+    let mut lens: Vec<f64> = pts.iter().map(|p| p.end_s - p.start_s).collect();
+    lens.sort_by(f64::total_cmp);
+    let usual = lens.get(lens.len() / 2).copied().unwrap_or(0.0);
+    let whole = |p: &Interval| p.end_s - p.start_s >= usual / 2.0;
     let t: Vec<f64> = pts.iter().map(|p| p.end_s).collect();
     let series = |label: &str, v: &dyn Fn(&Interval) -> Option<f64>| Series {
         label: label.into(),
-        values: pts.iter().map(v).collect(),
+        values: pts.iter().map(|p| v(p)).collect(),
     };
     let mut charts = Vec::new();
     let bands = phase_bands(doc);
@@ -172,21 +211,45 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
             bands: bands.clone(),
             ..Chart::default()
         });
-        let unit = if kind == "probe" {
-            "packets/s"
-        } else {
-            "requests/s"
+        // What an interval's rate counts, by kind (docs/result-json.md, `rate_per_s`).
+        let unit = match &doc.body {
+            npt_result::any::Workload::Probe(_) => Some("packets/s"),
+            npt_result::any::Workload::Bulk(b) if b.summary.udp.is_some() => Some("datagrams/s"),
+            npt_result::any::Workload::Bulk(_) => None,
+            _ => Some("requests/s"),
         };
-        charts.push(Chart {
-            id: "rate".into(),
-            title: format!("Rate ({unit})"),
-            x_label: "time (s)".into(),
-            y_label: unit.into(),
-            x: t.clone(),
-            series: vec![series("rate", &|p| Some(p.rate_per_s))],
-            bands: bands.clone(),
-            ..Chart::default()
-        });
+        if let npt_result::any::Workload::Bulk(_) = &doc.body {
+            let mbps = |v: f64| v / 1e6;
+            charts.push(Chart {
+                id: "goodput".into(),
+                title: "Goodput per interval (Mbit/s)".into(),
+                x_label: "time (s)".into(),
+                y_label: "Mbit/s".into(),
+                x: t.clone(),
+                series: vec![
+                    series("up", &|p| {
+                        p.bandwidth_bps.filter(|_| whole(p)).map(|d| mbps(d.up))
+                    }),
+                    series("down", &|p| {
+                        p.bandwidth_bps.filter(|_| whole(p)).map(|d| mbps(d.down))
+                    }),
+                ],
+                bands: bands.clone(),
+                ..Chart::default()
+            });
+        }
+        if let Some(unit) = unit {
+            charts.push(Chart {
+                id: "rate".into(),
+                title: format!("Rate ({unit})"),
+                x_label: "time (s)".into(),
+                y_label: unit.into(),
+                x: t.clone(),
+                series: vec![series("rate", &|p| whole(p).then_some(p.rate_per_s))],
+                bands: bands.clone(),
+                ..Chart::default()
+            });
+        }
         let mut err = vec![series("errors", &|p| Some(p.errors as f64))];
         if kind == "probe" {
             err.push(series("loss %", &|p| p.loss_pct));
@@ -212,6 +275,7 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
             x_label: "percentile".into(),
             y_label: "ms (log)".into(),
             y_log: true,
+            x_percentile: true,
             x: SPECTRUM.to_vec(),
             series: vec![Series {
                 label: "latency".into(),
@@ -340,6 +404,38 @@ mod tests {
         assert!(lines[2].starts_with("interval,1,1.000,2.000,90.000,0.600000,1.200000,0,1.0000"));
         assert!(lines[3].starts_with("summary,,,2.000,"), "{}", lines[3]);
         assert!(lines[3].ends_with(",1,"), "total errors: {}", lines[3]);
+    }
+
+    /// A zero-length interval is not drawn, and a rate over a short last interval is a gap,
+    /// not a step; the spectrum is drawn on a percentile (1/(1 − p)) axis without p100.
+    #[test]
+    fn short_intervals_are_no_steps_and_the_spectrum_axis_is_percentiles() {
+        let mut d = doc();
+        let npt_result::any::Workload::Probe(b) = &mut d.body else {
+            unreachable!()
+        };
+        let mut short = b.intervals[1].clone();
+        (short.index, short.start_s, short.end_s, short.rate_per_s) = (2, 2.0, 2.1, 51.0);
+        let mut zero = short.clone();
+        (zero.index, zero.start_s, zero.end_s) = (3, 2.1, 2.1);
+        b.intervals.extend([short, zero]);
+        let page = html_page(&d, "x.json");
+        let chart = |id: &str| page.charts.iter().find(|c| c.id == id).unwrap();
+        let rate = chart("rate");
+        assert_eq!(
+            rate.x,
+            [1.0, 2.0, 2.1],
+            "the zero-length interval is left out"
+        );
+        assert_eq!(rate.series[0].values, [Some(100.0), Some(90.0), None]);
+        assert_eq!(chart("latency").x.len(), 3);
+        let spectrum = chart("spectrum");
+        assert!(spectrum.x_percentile);
+        assert_eq!(
+            spectrum.drawable_points(),
+            SPECTRUM.len() - 1,
+            "every percentile but p100"
+        );
     }
 
     /// A probe whose server said what it saw: the CSV has each interval's split, the page a

@@ -68,7 +68,8 @@ pub fn serve_http() -> (Guard, String) {
     panic!("npt serve --http did not report its address");
 }
 
-/// Runs `npt` with `args`, killing it after `limit`.
+/// Runs `npt` with `args`, killing it after `limit`. Its output is read while it runs (a
+/// child writing more than a pipe holds, 64 KiB, would otherwise wait for us forever).
 pub fn run(args: &[&str], limit: Duration) -> Output {
     let mut child = npt()
         .args(args)
@@ -76,20 +77,35 @@ pub fn run(args: &[&str], limit: Duration) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("npt starts");
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
     let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
         }
         if start.elapsed() > limit {
             let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
+            let _ = child.wait();
+            let stderr = err.join().unwrap_or_default();
             panic!(
                 "npt {args:?} did not finish within {limit:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&stderr)
             );
         }
         std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
     }
 }
 

@@ -162,6 +162,10 @@ pub fn logged(stderr: &str, section: &str, name: &str) -> u64 {
     let rest = &line[line.find(section).unwrap_or(0) + section.len()..];
     let mut words = rest.split_whitespace();
     while let Some(w) = words.next() {
+        // The next section (`… refused:`): the name is not in this one (zero, so not named).
+        if w.ends_with(':') {
+            return 0;
+        }
         if w == name {
             return words
                 .next()

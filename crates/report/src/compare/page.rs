@@ -214,6 +214,7 @@ fn spectrum(hists: &[(&str, Histogram)]) -> Chart {
         x_label: "percentile".into(),
         y_label: "ms (log)".into(),
         y_log: true,
+        x_percentile: true,
         x: SPECTRUM.to_vec(),
         series: hists
             .iter()

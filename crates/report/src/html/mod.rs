@@ -43,6 +43,11 @@ pub struct Chart {
     pub x_log: bool,
     /// Logarithmic y axis; values <= 0 cannot be drawn on it and become gaps.
     pub y_log: bool,
+    /// x holds percentiles (0 to below 100), drawn on a 1/(1 − p) axis as HdrHistogram plots
+    /// them, so p90, p99, p99.9 and p99.99 are equally far apart instead of squeezed into the
+    /// last pixels of a linear 0–100 axis; p100 cannot be placed on it and is left out.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub x_percentile: bool,
     /// Draw each line across its gaps: for charts whose series have their points at different
     /// x (the compare page's scenarios), where a `None` means "no point here", not "missing".
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -83,7 +88,9 @@ impl Chart {
                     .iter()
                     .zip(&self.x)
                     .filter(|(v, x)| {
-                        let x_ok = x.is_finite() && (!self.x_log || **x > 0.0);
+                        let x_ok = x.is_finite()
+                            && (!self.x_log || **x > 0.0)
+                            && (!self.x_percentile || (0.0..100.0).contains(*x));
                         let v_ok =
                             matches!(v, Some(v) if v.is_finite() && (!self.y_log || *v > 0.0));
                         x_ok && v_ok
@@ -247,12 +254,17 @@ const PAGE_JS: &str = r##"(function () {
   data.charts.forEach(function (c, i) {
     var el = document.getElementById("npt-chart-" + i);
     if (!el) { return; }
+    // A percentile axis is drawn as 1/(1 - p) on a log scale (p0 at 1, p90 at 10, p99 at
+    // 100 ...) and labelled back in percentiles.
+    var pct = !!c.x_percentile;
+    var toAxis = function (p) { return 1 / (1 - p / 100); };
+    var fromAxis = function (v) { return +(100 * (1 - 1 / v)).toFixed(4); };
     var keep = [];
     for (var k = 0; k < c.x.length; k++) {
       var x = c.x[k];
-      if (x !== null && isFinite(x) && (!c.x_log || x > 0)) { keep.push(k); }
+      if (x !== null && isFinite(x) && (!c.x_log || x > 0) && (!pct || (x >= 0 && x < 100))) { keep.push(k); }
     }
-    var cols = [keep.map(function (k) { return c.x[k]; })];
+    var cols = [keep.map(function (k) { return pct ? toAxis(c.x[k]) : c.x[k]; })];
     c.series.forEach(function (s) {
       cols.push(keep.map(function (k) {
         var v = s.values[k];
@@ -264,10 +276,19 @@ const PAGE_JS: &str = r##"(function () {
       title: c.title,
       width: w,
       height: height(w),
-      scales: { x: { time: false, distr: c.x_log ? 3 : 1 }, y: { distr: c.y_log ? 3 : 1 } },
-      axes: [{ label: c.x_label }, { label: c.y_label }],
+      scales: { x: { time: false, distr: (c.x_log || pct) ? 3 : 1 }, y: { distr: c.y_log ? 3 : 1 } },
+      axes: [pct ? {
+        label: c.x_label,
+        splits: function (u, i, lo, hi) {
+          return [1, 10, 100, 1000, 10000, 100000].filter(function (v) { return v >= lo && v <= hi; });
+        },
+        values: function (u, splits) { return splits.map(function (v) { return v >= 1 ? fromAxis(v) + "%" : ""; }); }
+      } : { label: c.x_label }, { label: c.y_label }],
       legend: { show: true, live: true },
-      series: [{ label: c.x_label }].concat(c.series.map(function (s, j) {
+      series: [pct ? {
+        label: c.x_label,
+        value: function (u, v) { return v === null ? "" : "p" + fromAxis(v); }
+      } : { label: c.x_label }].concat(c.series.map(function (s, j) {
         return { label: s.label, stroke: palette[j % palette.length], width: 1.5, spanGaps: !!c.span_gaps,
                  points: { show: cols[0].length <= 40 } };
       })),

@@ -108,16 +108,6 @@ impl StampCounters {
             group("stamp refused:", &self.refusals(), &[]),
         ]
     }
-
-    /// Every refusal (the periodic line).
-    pub(crate) fn refusals_text(&self) -> String {
-        let r: Vec<String> = self
-            .refusals()
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        format!("stamp refused: {}", r.join(" "))
-    }
 }
 
 #[derive(Default)]
