@@ -15,6 +15,10 @@
 #   the same with --threads $(nproc) (one runtime thread per CPU: the default before npt picked
 #   half the CPUs for a target on this machine), to show what the default choice is worth
 #   npt serve --http under wrk    vs  nginx under wrk                      (goal ≥ 0.8)
+# With NPT_BASE=<an older npt binary>, also before/after pairs (goal: not slower, ≥ 1.0 within
+# noise): npt http -c50 keep-alive and --http2 -c4 --streams 10, NPT_BASE vs NPT, alternating.
+# ONLY_BASE=1 runs just those:
+#   NPT_BASE=/tmp/npt-old ONLY_BASE=1 REPS=5 bench/http.sh 5s
 # Everything shares this machine's CPUs with the server under test; read ratios, not absolutes.
 set -euo pipefail
 
@@ -153,6 +157,17 @@ pair() {
 THREADS_WHY=$(python3 -c "import json; c=json.load(open('$TMP/t.json'))['config']; print('%s thread(s): %s' % (c['threads'], c['threads_why']))")
 echo "npt http default: $THREADS_WHY"
 printf '%-46s %10s %10s   %s\n' "figure" "req/s" "cpu us/req" "(req/s samples)"
+if [ -n "${NPT_BASE:-}" ]; then
+    base_rps() { NPT=$NPT_BASE npt_rps "$@"; }
+    pair "npt http -c50 (keep-alive), this build" "the same, NPT_BASE" \
+        'npt_rps "$URL" -c 50' 'base_rps "$URL" -c 50'
+    b1=$RATIO bc1=$CPU_RATIO
+    pair "npt http --http2 -c4 --streams 10, this build" "the same, NPT_BASE" \
+        'npt_rps "$H2URL" --http2 -c 4 --streams 10' 'base_rps "$H2URL" --http2 -c 4 --streams 10'
+    b2=$RATIO bc2=$CPU_RATIO
+    echo "  this build / NPT_BASE: keep-alive $b1 (cpu $bc1), --http2 $b2 (cpu $bc2)   [>= 1.0: not slower]"
+    if [ "${ONLY_BASE:-0}" = 1 ]; then exit 0; fi
+fi
 pair "npt http -c50 (keep-alive) -> nginx" "wrk -t2 -c50 -> nginx" \
     'npt_rps "$URL" -c 50' 'wrk_rps -t2 -c50 "$URL"'
 r1=$RATIO c1=$CPU_RATIO

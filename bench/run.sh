@@ -18,6 +18,11 @@
 #    requests, and the user count from which p99 stays at least twice its value at the first
 #    step — the point where this machine (client and server together) stops keeping up.
 #    PARTS="3" runs only this part; every summary also prints client CPU per 1,000 requests.
+# 4. before/after (only with NPT_BASE, an older npt binary): the same user model at CMP_USERS
+#    (4,000) users for CMP_DURATION (20s, ramp-up a third), ROUNDS (5) alternations of NPT_BASE
+#    and NPT against the same npt serve; each round's client CPU per request (user + sys of the
+#    client over its requests), the medians and after/before (goal <= 0.75: a quarter lower).
+#      NPT_BASE=/tmp/npt-old PARTS=4 ROUNDS=5 bash bench/run.sh
 #
 # Needs: python3. Traffic goes only to 127.0.0.1. Every process started here is killed on exit.
 set -euo pipefail
@@ -32,6 +37,10 @@ MEM_USERS=${MEM_USERS:-$USERS}
 CAP_STEPS=${CAP_STEPS:-1000 2000 4000 8000 16000}
 CAP_DURATION=${CAP_DURATION:-30s}
 PARTS=${PARTS:-1 2 3}
+NPT_BASE=${NPT_BASE:-}
+CMP_USERS=${CMP_USERS:-4000}
+CMP_DURATION=${CMP_DURATION:-20s}
+ROUNDS=${ROUNDS:-5}
 ARGS=(--think 2s..20s --pages 1..2 --rounds 1..4 --request-down 1KB..16KB --seed 1 -q)
 WORK=$(mktemp -d)
 PIDS=()
@@ -137,4 +146,37 @@ else:
     print(f"  p99 doubles between {prev} and {stays} users and stays doubled ({ref:.2f} ms at {steps[0]} -> {p99[stays]:.2f} ms at {stays})"
           + (f"; first crossed at {first} users" if first != stays else ""))
 EOF
+fi
+
+if part 4; then
+[ -x "$NPT_BASE" ] || { echo "bench/run.sh: part 4 needs NPT_BASE=<older npt binary>" >&2; exit 2; }
+echo "== 4. before/after: $CMP_USERS users, $CMP_DURATION, $ROUNDS alternations of $NPT_BASE (before) and $NPT (after)"
+secs=$(python3 -c "import sys; v=sys.argv[1]; print(int(float(v[:-1])*(60 if v.endswith('m') else 1)))" "$CMP_DURATION")
+ramp=$((secs / 3)); [ "$ramp" -ge 1 ] || ramp=1
+cpu_req() { # json -> "cpu_us_per_request requests_per_s p99_ms errors"
+  python3 - "$1" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s, h, t = d["summary"], d["health"], d["latency"].get("tcp", {})
+cpu = (h["cpu_user_s"] + h["cpu_sys_s"]) * 1e6 / max(s["requests"], 1)
+print(f"{cpu:.1f} {s['requests_per_s']:.0f} {t.get('p99_ms', 0):.2f} {d['errors']['total_errors']}")
+EOF
+}
+before=(); after=()
+for r in $(seq "$ROUNDS"); do
+  line="  round $r:"
+  for which in before after; do
+    bin=$NPT; [ "$which" = before ] && bin=$NPT_BASE
+    "$bin" run "tcp://$ADDR" --users "$CMP_USERS" --duration "$CMP_DURATION" --ramp-up "${ramp}s" "${ARGS[@]}" \
+      --json "$WORK/cmp.json" >/dev/null || true
+    read -r c rps p99 errs < <(cpu_req "$WORK/cmp.json")
+    if [ "$which" = before ]; then before+=("$c"); else after+=("$c"); fi
+    line="$line  $which ${c} us/request (${rps} req/s, p99 ${p99} ms, errors ${errs})"
+  done
+  echo "$line"
+done
+med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+mb=$(med "${before[@]}"); ma=$(med "${after[@]}")
+echo "  client CPU per request, medians: before $mb us, after $ma us, after/before $(python3 -c "print(f'{$ma/$mb:.2f}')") (goal <= 0.75)"
+echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi

@@ -43,6 +43,9 @@ _npt() {
             npt,merge)
                 cmd="npt__subcmd__merge"
                 ;;
+            npt,monitor)
+                cmd="npt__subcmd__monitor"
+                ;;
             npt,ping)
                 cmd="npt__subcmd__ping"
                 ;;
@@ -88,6 +91,9 @@ _npt() {
             npt__subcmd__help,merge)
                 cmd="npt__subcmd__help__subcmd__merge"
                 ;;
+            npt__subcmd__help,monitor)
+                cmd="npt__subcmd__help__subcmd__monitor"
+                ;;
             npt__subcmd__help,ping)
                 cmd="npt__subcmd__help__subcmd__ping"
                 ;;
@@ -121,6 +127,9 @@ _npt() {
             npt__subcmd__help__subcmd__lab,run)
                 cmd="npt__subcmd__help__subcmd__lab__subcmd__run"
                 ;;
+            npt__subcmd__help__subcmd__lab,set)
+                cmd="npt__subcmd__help__subcmd__lab__subcmd__set"
+                ;;
             npt__subcmd__help__subcmd__lab,status)
                 cmd="npt__subcmd__help__subcmd__lab__subcmd__status"
                 ;;
@@ -144,6 +153,9 @@ _npt() {
                 ;;
             npt__subcmd__lab,run)
                 cmd="npt__subcmd__lab__subcmd__run"
+                ;;
+            npt__subcmd__lab,set)
+                cmd="npt__subcmd__lab__subcmd__set"
                 ;;
             npt__subcmd__lab,status)
                 cmd="npt__subcmd__lab__subcmd__status"
@@ -169,6 +181,9 @@ _npt() {
             npt__subcmd__lab__subcmd__help,run)
                 cmd="npt__subcmd__lab__subcmd__help__subcmd__run"
                 ;;
+            npt__subcmd__lab__subcmd__help,set)
+                cmd="npt__subcmd__lab__subcmd__help__subcmd__set"
+                ;;
             npt__subcmd__lab__subcmd__help,status)
                 cmd="npt__subcmd__lab__subcmd__help__subcmd__status"
                 ;;
@@ -182,7 +197,7 @@ _npt() {
 
     case "${cmd}" in
         npt)
-            opts="-h -V --help --version serve probe demo run http ping bulk trace merge compare report lab completions man help"
+            opts="-h -V --help --version serve probe demo run http ping bulk trace merge compare report monitor lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -196,7 +211,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__bulk)
-            opts="-P -t -i -s -q -4 -6 -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-P -t -i -b -s -C -q -4 -6 -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --congestion --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -234,6 +249,10 @@ _npt() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -251,6 +270,14 @@ _npt() {
                     return 0
                     ;;
                 --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --congestion)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -396,7 +423,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help)
-            opts="serve probe demo run http ping bulk trace merge compare report lab completions man help"
+            opts="serve probe demo run http ping bulk trace merge compare report monitor lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -494,7 +521,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help__subcmd__lab)
-            opts="check up down status exec run daemon"
+            opts="check up down status set exec run daemon"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -577,6 +604,20 @@ _npt() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        npt__subcmd__help__subcmd__lab__subcmd__set)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         npt__subcmd__help__subcmd__lab__subcmd__status)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -620,6 +661,20 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help__subcmd__merge)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__help__subcmd__monitor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -848,7 +903,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__lab)
-            opts="-h --help check up down status exec run daemon help"
+            opts="-h --help check up down status set exec run daemon help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -926,7 +981,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__lab__subcmd__help)
-            opts="check up down status exec run daemon help"
+            opts="check up down status set exec run daemon help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1023,6 +1078,20 @@ _npt() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        npt__subcmd__lab__subcmd__help__subcmd__set)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         npt__subcmd__lab__subcmd__help__subcmd__status)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -1093,13 +1162,31 @@ _npt() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        npt__subcmd__lab__subcmd__status)
+        npt__subcmd__lab__subcmd__set)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__lab__subcmd__status)
+            opts="-h --json --since --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1160,6 +1247,44 @@ _npt() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__monitor)
+            opts="-h --target --every --store --listen --token --vantage --check --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --target)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --every)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --vantage)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1260,7 +1385,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__probe)
-            opts="-n -d -s -q -4 -6 -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --tos --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-n -d -s -q -4 -6 -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --rx-stamp --spin --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --tos --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1348,6 +1473,10 @@ _npt() {
                     ;;
                 --behind-threshold)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rx-stamp)
+                    COMPREPLY=($(compgen -W "user kernel" -- "${cur}"))
                     return 0
                     ;;
                 --json)
@@ -1450,12 +1579,28 @@ _npt() {
             return 0
             ;;
         npt__subcmd__report)
-            opts="-o -h --format --output --help"
+            opts="-o -h --from --target --since --until --format --output --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "text json csv md html" -- "${cur}"))
                     return 0

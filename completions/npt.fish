@@ -36,7 +36,8 @@ complete -c npt -n "__fish_npt_needs_command" -f -a "bulk" -d 'Capacity through 
 complete -c npt -n "__fish_npt_needs_command" -f -a "trace" -d 'A relay chain\'s waterfall: each segment\'s RTT measured from its upstream hop (via hop agents), their sum, the chain\'s own RTT, and the relays\' cost'
 complete -c npt -n "__fish_npt_needs_command" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
 complete -c npt -n "__fish_npt_needs_command" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
-complete -c npt -n "__fish_npt_needs_command" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
+complete -c npt -n "__fish_npt_needs_command" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts; or a range of a monitor\'s history as one result (--from)'
+complete -c npt -n "__fish_npt_needs_command" -f -a "monitor" -d 'Watches every path on a schedule: history kept exactly in SQLite, a dashboard, alerts, OpenMetrics for Prometheus'
 complete -c npt -n "__fish_npt_needs_command" -f -a "lab" -d 'Several hosts on this box: network namespaces joined by emulated links (delay, jitter, loss, rate), services on them, scenarios across them (root)'
 complete -c npt -n "__fish_npt_needs_command" -f -a "completions" -d 'Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout'
 complete -c npt -n "__fish_npt_needs_command" -f -a "man" -d 'Prints a manual page (roff), or writes them all with --out-dir'
@@ -92,6 +93,8 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l loss-timeout -d 'A pac
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every -d 'Print a stage line every this long [default: 1s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every-packets -d 'Print a stage line every this many packets sent (instead of by time)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l behind-threshold -d 'Sends more than this late count as behind schedule' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l rx-stamp -d 'UDP: where a reply\'s receive time comes from [default: user]' -r -f -a "user\t'The clock read after the receive returned, wake-up included: the RTT at the application (what user-space ping-pong tools such as sockperf report)'
+kernel\t'The kernel\'s timestamp of the reply\'s arrival: the tester\'s own wake-up is not in the RTT'"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"
@@ -106,7 +109,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l load-streams -d 'Load 
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-direction -d 'Which way the load goes: down (the server sends), up or both [default: down; a udp:// load: up, or down (npt serve sends UDP down only to --token sessions and loopback)]' -r -f -a "up\t''
 down\t''
 both\t''"
-complete -c npt -n "__fish_npt_using_subcommand probe" -l load-rate -d 'udp:// load (required for it): its rate, bits/s of datagrams, e.g. 20mbit (IP and UDP headers not counted)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l load-rate -d 'The load\'s rate, bits/s with a unit (e.g. 20mbit): a udp:// load\'s (required for it; datagrams, IP and UDP headers not counted), or the pace of each stream of a tcp:// or quic:// load (payload, as iperf3\'s -b: --load-streams 4 --load-rate 5mbit moves up to 20 Mbit/s each way) [default for streams: as fast as the path goes]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-size -d 'udp:// load: datagram size in bytes, IP and UDP headers not counted [default: 1200]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-duration -d 'Length of the loaded phase [default: 10s]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-idle -d 'Length of the idle phase before the load [default: 5s]' -r
@@ -122,6 +125,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l ping-pong -d 'One mess
 complete -c npt -n "__fish_npt_using_subcommand probe" -l verify -d 'Check that every echoed payload is what was sent'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server (round trips only: no loss or delay per direction)'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l owd -d 'The two hosts\' clocks are synchronized (NTP, PTP): report one-way delay up and down. Without it one-way delay is reported only where the clocks are one (a loopback target, or inside npt lab); delay variation per direction needs no sync'
+complete -c npt -n "__fish_npt_using_subcommand probe" -l spin -d 'UDP: wait by spinning instead of sleeping, so sends leave within about a microsecond of their due time and replies are read as they arrive; costs one busy CPU per probe thread'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
@@ -160,7 +164,7 @@ complete -c npt -n "__fish_npt_using_subcommand run" -l game-length -d 'Game: se
 complete -c npt -n "__fish_npt_using_subcommand run" -l tick -d 'Game: packets per second (fixed per session)' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l game-size -d 'Game: bytes per packet, header included' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l loss-timeout -d 'Game: a packet unanswered this long is lost' -r
-complete -c npt -n "__fish_npt_using_subcommand run" -l workers -d 'Worker threads [default: one per core]' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l workers -d 'Threads the users run on, each an event loop with its share of them [default: half the CPUs when a target is on this machine, leaving the rest to it; else one per CPU]' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand run" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"
@@ -241,11 +245,12 @@ down\t''
 both\t''"
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s t -l duration -d 'How long to measure (e.g. 10s, 1m)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s i -l interval -d 'Length of one interval line and record' -r
-complete -c npt -n "__fish_npt_using_subcommand bulk" -l rate -d 'UDP: the rate to send at, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s b -l rate -d 'The rate, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit): UDP\'s to send at (required); on tcp:// and quic:// each stream\'s pace, payload bits/s, as iperf3\'s -b (-P 4 --rate 5mbit moves up to 20 Mbit/s each way; a download is paced by npt serve) [default for streams: as fast as the path goes]' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s s -l size -d 'UDP: datagram size in bytes, npt header included (88 to 65507)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l timeout -d 'Connect, handshake and the first answer must each come within this' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l token -d 'The secret `npt serve --token` was started with: a keyed handshake, then every packet carries a MAC (the secret never travels). A hop agent\'s (`--from`, trace) is its own' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s C -l congestion -d 'tcp://: this host\'s TCP congestion control on the streams it sends (e.g. cubic, bbr; one the kernel offers), as iperf3\'s -C; the result reports what the kernel ran [default: the system\'s]. Not with --direction down: the server\'s governs a download' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l threads -d 'Worker threads moving the streams, 1 to 64 [default: 1 for tcp://; quic://: 2, or fewer CPUs or streams]' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
@@ -298,6 +303,10 @@ complete -c npt -n "__fish_npt_using_subcommand compare" -l json -d 'Also write 
 complete -c npt -n "__fish_npt_using_subcommand compare" -l markdown -d 'Also write the table as Markdown here (atomically)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand compare" -l html -d 'Also write a self-contained HTML page with the table and charts here (atomically)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand compare" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand report" -l from -d 'A monitor\'s store (`npt monitor`\'s SQLite file): report a range of one target\'s history' -r -F
+complete -c npt -n "__fish_npt_using_subcommand report" -l target -d 'With --from: the target\'s name' -r
+complete -c npt -n "__fish_npt_using_subcommand report" -l since -d 'With --from: the range\'s start, as a time before its end (24h, 90m, 7d) or an RFC 3339 time [default: 24h]' -r
+complete -c npt -n "__fish_npt_using_subcommand report" -l until -d 'With --from: the range\'s end, as a time before now or an RFC 3339 time [default: now]' -r
 complete -c npt -n "__fish_npt_using_subcommand report" -l format -r -f -a "text\t''
 json\t''
 csv\t''
@@ -305,22 +314,34 @@ md\t''
 html\t''"
 complete -c npt -n "__fish_npt_using_subcommand report" -s o -l output -d 'Write here (atomically) instead of stdout' -r -F
 complete -c npt -n "__fish_npt_using_subcommand report" -s h -l help -d 'Print help'
-complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -s h -l help -d 'Print help'
-complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "check" -d 'Checks a topology file and prints the plan (addresses, routes, services); no root needed'
-complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "up" -d 'Builds the lab and leaves it running in the background'
-complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "down" -d 'Stops a lab started with `up` and removes everything it created'
-complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "status" -d 'Nodes, links (what each direction applied so far) and services of a running lab'
-complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "exec" -d 'Runs a command on a node of a running lab (`npt` is this npt binary)'
-complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "run" -d 'Builds the lab, runs its scenarios, prints the compare table, tears it down'
-complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "daemon" -d 'The background process behind `up` (not for direct use)'
-complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status exec run daemon help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c npt -n "__fish_npt_using_subcommand monitor" -l target -d 'A target to watch, without a config file: tcp:// or udp:// (ping), quic:// or http(s):// URL (repeat for several)' -r
+complete -c npt -n "__fish_npt_using_subcommand monitor" -l every -d 'Without a config file: one round of each target every DUR [default: 10s]' -r
+complete -c npt -n "__fish_npt_using_subcommand monitor" -l store -d 'The SQLite store [default: the config\'s `store`, or npt-monitor.db]' -r -F
+complete -c npt -n "__fish_npt_using_subcommand monitor" -l listen -d 'Serve the dashboard and /metrics on ADDR (e.g. 127.0.0.1:9600)' -r
+complete -c npt -n "__fish_npt_using_subcommand monitor" -l token -d 'The token clients of a non-loopback --listen must send' -r
+complete -c npt -n "__fish_npt_using_subcommand monitor" -l vantage -d 'This monitor\'s name in the store, the page and every metric [default: the host name]' -r
+complete -c npt -n "__fish_npt_using_subcommand monitor" -l check -d 'Check the config and print each target\'s round, then exit'
+complete -c npt -n "__fish_npt_using_subcommand monitor" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -f -a "check" -d 'Checks a topology file and prints the plan (addresses, routes, services); no root needed'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -f -a "up" -d 'Builds the lab and leaves it running in the background'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -f -a "down" -d 'Stops a lab started with `up` and removes everything it created'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -f -a "status" -d 'Nodes, links (what each direction applies now and applied so far), services and the changes made by `set` of a running lab'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -f -a "set" -d 'Changes a running link\'s impairments: `npt lab set demo client-server delay=80ms loss=2%`. KEY is a topology file key (delay, jitter, loss, loss.model, loss.p, loss.r, loss.bad, loss.good, duplicate, reorder, rate, queue) for both directions, or a_to_b.KEY / b_to_a.KEY for one; KEY=none removes a setting. LINK is its two nodes (A-B, either order) or its number in the file (from 0)'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -f -a "exec" -d 'Runs a command on a node of a running lab (`npt` is this npt binary)'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -f -a "run" -d 'Builds the lab, runs its scenarios, prints the compare table, tears it down'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -f -a "daemon" -d 'The background process behind `up` (not for direct use)'
+complete -c npt -n "__fish_npt_using_subcommand lab; and not __fish_seen_subcommand_from check up down status set exec run daemon help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from up" -l seed -d 'Seed of the links\' random loss, jitter, duplication and reordering' -r
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from up" -l link-threads -d 'Threads moving packets (the link directions are spread over them). One thread serves light traffic on any number of links and spins at most one core; give 2 for more than ~50,000 packets/s' -r
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from down" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from status" -l since -d 'Only what happened since an earlier `status --json` reading saved in FILE: its counters and histograms subtracted (one run\'s drops and delay error)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from status" -l json -d 'The status as JSON instead of text'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from set" -l json -d 'The changes made, as JSON'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from set" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from exec" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -l seed -d 'Seed of the links\' random loss, jitter, duplication and reordering' -r
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from run" -l link-threads -d 'Threads moving packets, as for `npt lab up`' -r
@@ -336,7 +357,8 @@ complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "check" -d 'Checks a topology file and prints the plan (addresses, routes, services); no root needed'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "up" -d 'Builds the lab and leaves it running in the background'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "down" -d 'Stops a lab started with `up` and removes everything it created'
-complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "status" -d 'Nodes, links (what each direction applied so far) and services of a running lab'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "status" -d 'Nodes, links (what each direction applies now and applied so far), services and the changes made by `set` of a running lab'
+complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "set" -d 'Changes a running link\'s impairments: `npt lab set demo client-server delay=80ms loss=2%`. KEY is a topology file key (delay, jitter, loss, loss.model, loss.p, loss.r, loss.bad, loss.good, duplicate, reorder, rate, queue) for both directions, or a_to_b.KEY / b_to_a.KEY for one; KEY=none removes a setting. LINK is its two nodes (A-B, either order) or its number in the file (from 0)'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "exec" -d 'Runs a command on a node of a running lab (`npt` is this npt binary)'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "run" -d 'Builds the lab, runs its scenarios, prints the compare table, tears it down'
 complete -c npt -n "__fish_npt_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "daemon" -d 'The background process behind `up` (not for direct use)'
@@ -345,25 +367,27 @@ complete -c npt -n "__fish_npt_using_subcommand completions" -s h -l help -d 'Pr
 complete -c npt -n "__fish_npt_using_subcommand man" -l out-dir -d 'Write every page (npt.1, npt-probe.1, npt-lab-run.1 …) into DIR instead' -r -F
 complete -c npt -n "__fish_npt_using_subcommand man" -l list -d 'List the pages: file name, a tab, then the subcommand\'s words'
 complete -c npt -n "__fish_npt_using_subcommand man" -s h -l help -d 'Print help'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "serve" -d 'Responder for every npt test: TCP and UDP echo on one port number'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "probe" -d 'Line quality: UDP or TCP echo with sequence numbers and timestamps'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect (or connect + one echo end to end, --echo), UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "trace" -d 'A relay chain\'s waterfall: each segment\'s RTT measured from its upstream hop (via hop agents), their sum, the chain\'s own RTT, and the relays\' cost'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "lab" -d 'Several hosts on this box: network namespaces joined by emulated links (delay, jitter, loss, rate), services on them, scenarios across them (root)'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "completions" -d 'Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "man" -d 'Prints a manual page (roff), or writes them all with --out-dir'
-complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report lab completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "serve" -d 'Responder for every npt test: TCP and UDP echo on one port number'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "probe" -d 'Line quality: UDP or TCP echo with sequence numbers and timestamps'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "demo" -d 'Starts an embedded server on loopback, probes it over UDP and TCP, prints the report'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "run" -d 'Simulated users: web over TCP, QUIC browsing, downloads/uploads, game-like UDP'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "http" -d 'Gateway benchmark: HTTP/1.1 keep-alive or new connection per request, HTTP/2, virtual hosts, closed or open loop, cold start of a command'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "ping" -d 'Hop RTT: TCP connect (or connect + one echo end to end, --echo), UDP echo (npt serve or any echo) or QUIC handshake, ping-style'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "bulk" -d 'Capacity through npt serve on its one port: TCP or QUIC streams up, down or both (with the kernel\'s retransmits and RTT per stream), or UDP at a rate (delivered, loss, jitter)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "trace" -d 'A relay chain\'s waterfall: each segment\'s RTT measured from its upstream hop (via hop agents), their sum, the chain\'s own RTT, and the relays\' cost'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "merge" -d 'Joins the results of the parts of a segmented run (--segment i/n) into one, exactly'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "compare" -d 'Results side by side against theoretical latency (the forwarding-scenario table)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "report" -d 'Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts; or a range of a monitor\'s history as one result (--from)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "monitor" -d 'Watches every path on a schedule: history kept exactly in SQLite, a dashboard, alerts, OpenMetrics for Prometheus'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "lab" -d 'Several hosts on this box: network namespaces joined by emulated links (delay, jitter, loss, rate), services on them, scenarios across them (root)'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "completions" -d 'Prints a shell completion script (bash, zsh, fish, elvish, powershell) to stdout'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "man" -d 'Prints a manual page (roff), or writes them all with --out-dir'
+complete -c npt -n "__fish_npt_using_subcommand help; and not __fish_seen_subcommand_from serve probe demo run http ping bulk trace merge compare report monitor lab completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "check" -d 'Checks a topology file and prints the plan (addresses, routes, services); no root needed'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "up" -d 'Builds the lab and leaves it running in the background'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "down" -d 'Stops a lab started with `up` and removes everything it created'
-complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "status" -d 'Nodes, links (what each direction applied so far) and services of a running lab'
+complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "status" -d 'Nodes, links (what each direction applies now and applied so far), services and the changes made by `set` of a running lab'
+complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "set" -d 'Changes a running link\'s impairments: `npt lab set demo client-server delay=80ms loss=2%`. KEY is a topology file key (delay, jitter, loss, loss.model, loss.p, loss.r, loss.bad, loss.good, duplicate, reorder, rate, queue) for both directions, or a_to_b.KEY / b_to_a.KEY for one; KEY=none removes a setting. LINK is its two nodes (A-B, either order) or its number in the file (from 0)'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "exec" -d 'Runs a command on a node of a running lab (`npt` is this npt binary)'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "run" -d 'Builds the lab, runs its scenarios, prints the compare table, tears it down'
 complete -c npt -n "__fish_npt_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "daemon" -d 'The background process behind `up` (not for direct use)'

@@ -46,6 +46,10 @@ pub struct Meta {
     pub streams: u32,
     /// UDP: asked rate (bits/s) and datagram size.
     pub udp: Option<(f64, u32)>,
+    /// TCP, QUIC: each stream's pace (`--rate`), bits/s.
+    pub rate_bps: Option<f64>,
+    /// TCP: the congestion control read back on each stream (by stream index).
+    pub congestion: Vec<Option<String>>,
 }
 
 #[derive(Default)]
@@ -260,6 +264,9 @@ impl Collector {
                 goodput_bps: bps,
                 retransmits: s.reading.retransmits,
                 rtt_ms: (a.rtt_n > 0).then(|| a.rtt_sum_ns / a.rtt_n as f64 / 1e6),
+                rate_bps: meta.rate_bps,
+                // Only a sending stream's: a download is the responder's to govern.
+                congestion: meta.congestion.get(i).cloned().flatten().filter(|_| up),
                 error: error.map(|(k, _)| k.name().to_string()),
             });
         }
@@ -286,6 +293,7 @@ impl Collector {
                 delivered_bps: a.last.bytes as f64 * 8.0 / secs,
                 jitter: JitterMean::from_value(u.jitter_ns as f64, u.received),
                 sends_behind_schedule: u.behind_schedule,
+                stalled_ms: u.stalled_ns as f64 / 1e6,
             });
         }
         st.set_intervals(self.intervals.into_vec_logged());
@@ -368,7 +376,7 @@ mod tests {
             protocol: "tcp".into(),
             direction: "both".into(),
             streams: 1,
-            udp: None,
+            ..Meta::default()
         };
         let mut last = [snap(2_500_000, 3, 30, 0), snap(1_000_000, 3, 20, 5)];
         last[1].reported_ns = 2 * S;
@@ -417,6 +425,7 @@ mod tests {
             refused: None,
             jitter_ns: 2_000_000,
             behind_schedule: 0,
+            stalled_ns: 25_000_000,
         };
         let at = |bytes, rep, counts| Snapshot {
             bytes,
@@ -445,6 +454,8 @@ mod tests {
         let x = body.summary.udp.unwrap();
         assert_eq!((x.sent, x.received, x.lost), (410, 275, 135));
         assert_eq!(x.delivered_bps, 1.2e6, "330 kB over the responder's 2.2 s");
+        // 25 ms of stalls in a 2 s run: over 1 %, the run is the tester's.
+        assert_eq!((x.stalled_ms, x.tester_limited), (25.0, true));
         assert_eq!(body.intervals.len(), 2);
     }
 
@@ -460,6 +471,7 @@ mod tests {
             refused: Some(refused),
             jitter_ns: 0,
             behind_schedule: 0,
+            stalled_ns: 0,
         };
         let at = |bytes, counts| Snapshot {
             bytes,
@@ -511,6 +523,7 @@ mod tests {
             refused: None,
             jitter_ns: 0,
             behind_schedule: 0,
+            stalled_ns: 0,
         };
         let at = |rep| Snapshot {
             bytes: 600_000,

@@ -214,9 +214,15 @@ pub fn run(
         .filter_map(|s| s.udp)
         .map(|u| u.behind_schedule)
         .sum::<u64>();
+    // UDP: the paced sends' lateness (TCP and QUIC are not paced by the tester).
+    let mut lateness = npt_stats::Histogram::default();
+    for s in &states {
+        lateness += &*s.lateness.lock().unwrap_or_else(|p| p.into_inner());
+    }
     let health = Health {
         sends_behind_schedule: Some(behind),
         behind_threshold_ms: Some(1.0),
+        send_lateness_ms: (!lateness.is_empty()).then(|| lateness.summary()),
         cpu_user_s: cpu1.0 - cpu0.0,
         cpu_sys_s: cpu1.1 - cpu0.1,
         cpu_pct: (cpu1.0 - cpu0.0 + cpu1.1 - cpu0.1) / wall * 100.0,
@@ -231,6 +237,8 @@ pub fn run(
         udp: cfg
             .udp
             .map(|u| (u.rate_bps, u32::try_from(u.size).unwrap_or(u32::MAX))),
+        rate_bps: cfg.rate_bps.filter(|_| cfg.udp.is_none()),
+        congestion: states.iter().map(|s| s.congestion()).collect(),
     };
     let body = col.finish(ns(t_stop), &last, settled.as_deref(), &meta, health);
     // The part interval the stop closed, unless it is a sliver (its rate would be noise); the

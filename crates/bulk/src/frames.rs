@@ -1,6 +1,8 @@
 //! The bulk protocol's client side on a byte stream, for TCP connections and QUIC streams
 //! alike: the `--token` handshake, the `Bulk` request, the responder's accepting reply, and an
-//! upload's progress reports ([`npt_wire::bulk`]).
+//! upload's progress reports ([`npt_wire::bulk`]). A download at a rate asks the responder to
+//! pace it and fails unless the reply says it does ([`bulk::PACED`]): an older responder would
+//! send as fast as the path goes, which is what `--rate` is there to prevent.
 
 use npt_result::error::ErrorKind;
 use std::io;
@@ -8,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use npt_wire::auth::{Dir, SessionKey};
-use npt_wire::bulk::{self, BulkReport, BulkSpec};
+use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{status, Header, Kind, HEADER_LEN};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -50,10 +52,15 @@ pub(crate) async fn open<S: AsyncRead + AsyncWrite + Unpin>(
         ),
         None => None,
     };
+    // An upload is paced here; a download by the responder.
+    let paced_down = cfg.rate_bps.filter(|_| st.direction == Direction::Down);
+    // NO-PANIC: a float-to-int `as` saturates; the rate is positive (the command checks).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let rate_bps = paced_down.map_or(0, |r| r.round().max(1.0) as u64);
     let spec = BulkSpec {
         direction: st.direction,
         size: 0,
-        rate_bps: 0,
+        rate_bps,
         duration_ns: u64::try_from((cfg.duration + SLACK).as_nanos()).unwrap_or(u64::MAX),
     };
     let mut req = [0u8; bulk::REQUEST_LEN];
@@ -74,6 +81,14 @@ pub(crate) async fn open<S: AsyncRead + AsyncWrite + Unpin>(
         return Err((
             ErrorKind::Protocol,
             "the responder refused the bulk request".to_string(),
+        ));
+    }
+    if paced_down.is_some() && h.flags & bulk::PACED == 0 {
+        return Err((
+            ErrorKind::Protocol,
+            "--rate: the responder does not pace downloads (an npt serve older than --rate on \
+             streams); update it, or pace uploads (--direction up)"
+                .to_string(),
         ));
     }
     Ok(key)

@@ -6,6 +6,8 @@
 //!   rate — through `--via` (SOCKS5, HTTP CONNECT) and `--token` too;
 //! - QUIC ([`quic`]): N streams over as few connections as the responder's stream limit allows,
 //!   with the connection's RTT, window and lost packets;
+//! - TCP and QUIC streams at a rate (`--rate`, each stream's): paced by [`pace`] as they are
+//!   written here, by the responder when they come down;
 //! - UDP ([`udp`]): one flow at a rate and size, paced by the sans-IO schedule of
 //!   [`npt_wire::pacing`]; the responder reports what arrived (delivered rate, loss, jitter);
 //!   down ([`udp_down`]): the tester paces small pulls and the responder answers each with a
@@ -34,7 +36,9 @@
 pub mod collect;
 mod engine;
 mod frames;
+pub mod lateness;
 pub mod metrics;
+mod pace;
 pub mod quic;
 pub mod tcp;
 pub mod udp;
@@ -127,6 +131,10 @@ pub struct Config {
     pub interval: Duration,
     /// UDP only.
     pub udp: Option<UdpRate>,
+    /// TCP and QUIC (`--rate`): each stream's pace, bits/s of payload, each way; `None` goes
+    /// as fast as the path does. This host paces what it sends ([`pace`]); a download is
+    /// paced by the responder, which must say it does.
+    pub rate_bps: Option<f64>,
     /// `--token`: the keyed handshake on every connection, stream or flow.
     pub token: Option<String>,
     /// QUIC certificate trust.
@@ -183,6 +191,9 @@ pub struct UdpCounts {
     pub refused: Option<u64>,
     pub jitter_ns: u64,
     pub behind_schedule: u64,
+    /// The sender's stalls beyond the path's queueing delay, added
+    /// ([`lateness::Lateness::uncovered_ns`]).
+    pub stalled_ns: u64,
 }
 
 /// One stream's measurements, written by its task and sampled by the collector.
@@ -198,8 +209,13 @@ pub struct StreamState {
     pub reported_ns: AtomicU64,
     pub reading: Mutex<Reading>,
     pub udp: Mutex<UdpCounts>,
+    /// UDP: every paced send's lateness (ns), stored when the sending ends.
+    pub lateness: Mutex<npt_stats::Histogram>,
     /// The error kind and a detail, when the stream ended with one.
     pub error: Mutex<Option<(ErrorKind, String)>>,
+    /// TCP: the congestion control the kernel ran on this stream's socket, read back once it
+    /// was set up.
+    pub congestion: Mutex<Option<String>>,
     pub done: AtomicBool,
 }
 
@@ -212,7 +228,9 @@ impl StreamState {
             reported_ns: AtomicU64::new(0),
             reading: Mutex::new(Reading::default()),
             udp: Mutex::new(UdpCounts::default()),
+            lateness: Mutex::new(npt_stats::Histogram::default()),
             error: Mutex::new(None),
+            congestion: Mutex::new(None),
             done: AtomicBool::new(false),
         }
     }
@@ -238,6 +256,17 @@ impl StreamState {
 
     pub fn error(&self) -> Option<(ErrorKind, String)> {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set_congestion(&self, name: String) {
+        *self.congestion.lock().unwrap_or_else(|p| p.into_inner()) = Some(name);
+    }
+
+    pub fn congestion(&self) -> Option<String> {
+        self.congestion
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn finish(&self) {

@@ -2,7 +2,8 @@
 //! concurrent-stream limit allows ([`STREAMS_PER_CONN`]), each stream opened with the same
 //! `Bulk` frame as a TCP connection. Every [`SAMPLE_EVERY`] each stream publishes its
 //! connection's RTT estimate and congestion window; the packets the connection lost are
-//! published on its first stream only, so that adding the streams counts them once.
+//! published on its first stream only, so that adding the streams counts them once. An upload at
+//! a rate is written as its pace grants ([`crate::pace`]; QUIC's own pacer spreads the packets).
 
 use npt_result::error::ErrorKind;
 use std::net::SocketAddr;
@@ -157,9 +158,17 @@ async fn stream(
             npt_wire::fill::fill(npt_wire::Fill::Random, u64::from(st.index), 0, &mut buf);
             let reports = frames::follow_reports(&mut recv, key, st);
             tokio::pin!(reports);
+            let mut pace = crate::pace::Pace::new(cfg.rate_bps);
             loop {
                 tokio::select! {
-                    r = send.write(&buf) => if let Err(e) = r {
+                    r = async {
+                        let n = pace.grant(buf.len()).await;
+                        let r = send.write(buf.get(..n).unwrap_or(&buf)).await;
+                        if let Ok(w) = r {
+                            pace.spend(w);
+                        }
+                        r
+                    } => if let Err(e) = r {
                         break Err((ErrorKind::Reset, format!("upload: {e}")));
                     },
                     r = &mut reports => break r,

@@ -4,7 +4,9 @@
 //! a sending stream; the receiver's RTT estimate of a receiving one (its smoothed RTT has no
 //! samples after the handshake, and the sender's retransmits are the responder's to see).
 //! A stream downloading from this host is woken only after about a millisecond of its rate
-//! has arrived ([`npt_netio::lowat`]).
+//! has arrived ([`npt_netio::lowat`]). An upload at a rate (`--rate`) is written as its pace
+//! grants ([`crate::pace`]) with the kernel's pacing capped just above it; every stream reads
+//! back the congestion control the kernel runs on it (`TCP_CONGESTION`).
 
 use npt_result::error::ErrorKind;
 use std::net::SocketAddr;
@@ -20,6 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::frames::{self, io_fail, Fail};
+use crate::pace::Pace;
 use crate::{Config, Reading, StreamState, SAMPLE_EVERY};
 
 /// Bytes per read or write.
@@ -102,6 +105,13 @@ async fn run(
         npt_netio::tcpinfo::set_congestion(s.as_raw_fd(), cc)
             .map_err(|e| (ErrorKind::Config, format!("congestion control {cc:?}: {e}")))?;
     }
+    if let Ok(cc) = npt_netio::tcpinfo::congestion(s.as_raw_fd()) {
+        st.set_congestion(cc);
+    }
+    if let (Some(rate), Direction::Up) = (cfg.rate_bps, st.direction) {
+        // Best effort: the pace holds the rate whatever the kernel does; this spreads packets.
+        let _ = crate::pace::cap_kernel(s.as_raw_fd(), rate);
+    }
     let key = frames::open(&mut s, cfg, st).await?;
     sample(&s, st);
     // A download from this host's responder gets a wake-up mark: the bytes counted at a
@@ -137,9 +147,18 @@ async fn run(
             let reports = frames::follow_reports(rd, key, st);
             tokio::pin!(reports);
             npt_wire::fill::fill(npt_wire::Fill::Random, u64::from(st.index), 0, &mut buf);
+            let mut pace = Pace::new(cfg.rate_bps);
             let r = loop {
                 tokio::select! {
-                    r = wr.write(&buf) => if let Err(e) = r {
+                    // One future: the grant, the write and the spending of what it wrote.
+                    r = async {
+                        let n = pace.grant(buf.len()).await;
+                        let r = wr.write(buf.get(..n).unwrap_or(&buf)).await;
+                        if let Ok(w) = r {
+                            pace.spend(w);
+                        }
+                        r
+                    } => if let Err(e) = r {
                         break Err(io_fail("upload", &e));
                     },
                     r = &mut reports => break r,

@@ -21,11 +21,11 @@ use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{Header, Kind, HEADER_LEN};
 use npt_wire::{Pacer, Pacing};
 
+use crate::lateness::Lateness;
 use crate::udp_sock::FlowSocket;
 use crate::{Config, Reading, StreamState, UdpCounts, UdpRate};
 
-/// A send that leaves this much after it was due is counted as behind schedule.
-pub const BEHIND_NS: u64 = 1_000_000;
+pub use crate::lateness::BEHIND_NS;
 /// How often the flow asks for a report. More often than the collector samples: a report
 /// shares the bottleneck's queue with the data, and into a full tail-drop queue a small
 /// datagram at a random moment gets in about a quarter of the time (the first arrival after a
@@ -93,11 +93,11 @@ impl Flow<'_> {
     }
 
     /// Reads every report waiting; the last one's sequence number, if any came.
-    fn receive(&mut self, sent: u64, behind: u64) -> Option<u64> {
+    fn receive(&mut self, sent: u64, late: &mut Lateness) -> Option<u64> {
         let mut inb = [0u8; 2048];
         let mut last = None;
         loop {
-            let r = match self.sock.recv(&mut inb) {
+            let (r, stamp) = match self.sock.recv(&mut inb) {
                 Ok(r) => r,
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     self.port_refused = true;
@@ -105,6 +105,11 @@ impl Flow<'_> {
                 }
                 Err(_) => break,
             };
+            // The reply's arrival by the kernel's stamp: a tester that reads late (a loaded
+            // box) does not add its own delay to the round trip, which estimates the path's
+            // queue (see `lateness`).
+            let arrived =
+                npt_netio::rxtime::arrival_ns(self.now(), npt_netio::rxtime::wall_ns(), stamp);
             let Some(b) = inb.get(r) else { continue };
             let Ok(h) = Header::decode(b) else { continue };
             if h.kind != Kind::BulkReply || h.flow != self.flow || b.len() < bulk::REPLY_LEN {
@@ -119,19 +124,22 @@ impl Flow<'_> {
                 continue;
             };
             let refused = bulk::read_refused(&h, b);
-            self.publish(
-                &r,
-                refused,
-                sent,
-                behind,
-                self.now().saturating_sub(h.send_ts),
-            );
+            let rtt = arrived.saturating_sub(h.send_ts);
+            late.on_rtt(rtt);
+            self.publish(&r, refused, sent, late, rtt);
             last = Some(h.seq);
         }
         last
     }
 
-    fn publish(&self, r: &BulkReport, refused: Option<u64>, sent: u64, behind: u64, rtt_ns: u64) {
+    fn publish(
+        &self,
+        r: &BulkReport,
+        refused: Option<u64>,
+        sent: u64,
+        late: &Lateness,
+        rtt_ns: u64,
+    ) {
         let st = self.st;
         st.bytes.store(r.bytes, Ordering::Relaxed);
         st.reported_ns.store(r.elapsed_ns, Ordering::Relaxed);
@@ -141,7 +149,8 @@ impl Flow<'_> {
             expected: r.expected,
             refused,
             jitter_ns: r.jitter_ns,
-            behind_schedule: behind,
+            behind_schedule: late.behind,
+            stalled_ns: late.uncovered_ns(),
         };
         st.set_reading(Reading {
             rtt_ns: Some(rtt_ns),
@@ -218,6 +227,8 @@ pub(crate) fn open(
         (None, _) => None,
     };
     sock.set_nonblocking(true).map_err(|e| io("socket", e))?;
+    // Arrivals are timed by the kernel's receive stamps where it gives them.
+    let _ = npt_netio::rxtime::enable(sock.as_raw_fd());
     let sock = match socks {
         Some(s) => FlowSocket::relayed(sock, s),
         None => FlowSocket::direct(sock),
@@ -257,19 +268,23 @@ fn flow(
     npt_wire::fill::fill(npt_wire::Fill::Random, 1, 0, &mut f.buf);
     npt_netio::tighten_timer_slack();
     let pps = (rate.rate_bps / (size as f64 * 8.0)).max(1e-3);
-    let mut pacer = Pacer::new(Pacing::Rate { pps }, f.now());
     let every = u64::try_from(REPORT_EVERY.as_nanos()).unwrap_or(u64::MAX);
+    // The first report request leaves before the data: its round trip crosses the path
+    // still empty, the smallest the flow will see, against which later ones read the queue
+    // that covers the sender's stalls (see `lateness`).
+    f.send(Kind::Bulk, bulk::REPLY_LEN);
+    let mut pacer = Pacer::new(Pacing::Rate { pps }, f.now());
     let mut next_report = f.now() + every;
     // SAFE: a float-to-int `as` saturates; the gap between sends, at least 1 ns.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let gap = ((1e9 / pps) as u64).clamp(1, every / 2);
-    let mut behind = 0u64;
+    let mut late = Lateness::default();
     let mut first_answer = None;
     let fd = f.sock.as_raw_fd();
     let mut ready = Vec::new();
     while !stop.load(Ordering::SeqCst) {
         let now = f.now();
-        if f.receive(f.seq, behind).is_some() {
+        if f.receive(f.seq, &mut late).is_some() {
             first_answer.get_or_insert(now);
         }
         if f.port_refused && first_answer.is_none() {
@@ -279,9 +294,7 @@ fn flow(
         while let Some(due) = pacer.next_due().filter(|&d| d <= now) {
             f.send(Kind::BulkData, size);
             let actual = f.now();
-            if actual.saturating_sub(due) > BEHIND_NS {
-                behind += 1;
-            }
+            late.on_send(actual.saturating_sub(due));
             pacer.on_sent(due, actual);
         }
         if now >= next_report {
@@ -302,6 +315,7 @@ fn flow(
         let wait = Duration::from_nanos(wake.saturating_sub(f.now()).max(QUANTUM_NS));
         let _ = npt_netio::wait(&[fd], &[false], Some(wait), &mut ready);
     }
+    *st.lateness.lock().unwrap_or_else(|p| p.into_inner()) = late.hist.clone();
     // The final report: asked again until one answers a request sent after the last datagram
     // (the report then covers every datagram that will ever arrive, as the path keeps order).
     let last_data = f.seq;
@@ -310,7 +324,7 @@ fn flow(
         f.send(Kind::Bulk, bulk::REPLY_LEN_REFUSED);
         let until = Instant::now() + FINAL_RETRY;
         while Instant::now() < until {
-            if let Some(seq) = f.receive(f.seq, behind) {
+            if let Some(seq) = f.receive(f.seq, &mut late) {
                 first_answer.get_or_insert(f.now());
                 if seq >= last_data {
                     return Ok(());

@@ -25,7 +25,7 @@ use npt_wire::bulk::{self, BulkSpec, Direction, OneWay};
 use npt_wire::frame::{status, Header, Kind, HEADER_LEN};
 use npt_wire::{Pacer, Pacing};
 
-use crate::udp::BEHIND_NS;
+use crate::lateness::Lateness;
 use crate::udp_sock::FlowSocket;
 use crate::{Config, Reading, StreamState, UdpCounts};
 
@@ -64,6 +64,8 @@ struct Down<'a> {
     buf: Vec<u8>,
     first_arrival: Option<Instant>,
     last_arrival: Option<Instant>,
+    /// The pulls' lateness, and the pulls' round trips (the path's queue).
+    late: Lateness,
 }
 
 impl Down<'_> {
@@ -97,11 +99,15 @@ impl Down<'_> {
     /// Reads every datagram waiting. Err when the responder refused the pulls.
     fn receive(&mut self) -> Result<(), Fail> {
         loop {
-            let r = match self.sock.recv(&mut self.buf) {
+            let (r, stamp) = match self.sock.recv(&mut self.buf) {
                 Ok(r) => r,
                 Err(_) => return Ok(()),
             };
-            let now = self.now();
+            // When it reached this host (the kernel's stamp), not when this loop read it: a
+            // tester that reads late on a loaded box would shift its arrival window and add
+            // its own delay to the jitter.
+            let now =
+                npt_netio::rxtime::arrival_ns(self.now(), npt_netio::rxtime::wall_ns(), stamp);
             let Some(b) = self.buf.get(r) else { continue };
             let n = b.len();
             let Ok(h) = Header::decode(b) else { continue };
@@ -116,12 +122,13 @@ impl Down<'_> {
             match h.kind {
                 Kind::BulkData => {
                     self.counts.on_datagram(h.seq, h.send_ts, now, n as u64);
-                    let at = Instant::now();
+                    let at = self.t0 + Duration::from_nanos(now);
                     self.first_arrival.get_or_insert(at);
                     self.last_arrival = Some(at);
                     if h.seq % self.k == 0 {
                         let sent = self.sent_at.get(slot(h.seq / self.k)).copied();
                         if let Some(rtt) = sent.map(|s| now.saturating_sub(s)).filter(|&r| r > 0) {
+                            self.late.on_rtt(rtt);
                             self.st.set_reading(Reading {
                                 rtt_ns: Some(rtt),
                                 ..Reading::default()
@@ -142,7 +149,8 @@ impl Down<'_> {
         }
     }
 
-    fn publish(&self, asked: u64, behind: u64) {
+    fn publish(&self, asked: u64) {
+        let late = &self.late;
         let r = self.counts.report(0);
         self.st.bytes.store(r.bytes, Ordering::Relaxed);
         // The delivered rate's time: from the first datagram's arrival to the last's. The
@@ -158,7 +166,8 @@ impl Down<'_> {
             expected: r.expected,
             refused: None,
             jitter_ns: r.jitter_ns,
-            behind_schedule: behind,
+            behind_schedule: late.behind,
+            stalled_ns: late.uncovered_ns(),
         };
     }
 }
@@ -212,10 +221,11 @@ fn flow(
         buf: vec![0u8; 65_536],
         first_arrival: None,
         last_arrival: None,
+        late: Lateness::default(),
     };
     npt_netio::tighten_timer_slack();
     let mut pacer = Pacer::new(Pacing::Rate { pps }, d.now());
-    let (mut pulls, mut behind) = (0u64, 0u64);
+    let mut pulls = 0u64;
     let timeout = u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX);
     let mut ready = Vec::new();
     while !stop.load(Ordering::SeqCst) {
@@ -225,12 +235,10 @@ fn flow(
             d.pull(pulls, &spec);
             pulls += 1;
             let actual = d.now();
-            if actual.saturating_sub(due) > BEHIND_NS {
-                behind += 1;
-            }
+            d.late.on_send(actual.saturating_sub(due));
             pacer.on_sent(due, actual);
         }
-        d.publish(pulls * k, behind);
+        d.publish(pulls * k);
         if d.last_arrival.is_none() && now > timeout {
             return Err((
                 ErrorKind::Timeout,
@@ -255,7 +263,8 @@ fn flow(
         }
         let _ = npt_netio::wait(&[fd], &[false], Some(QUIET / 4), &mut ready);
     }
-    d.publish(pulls * k, behind);
+    d.publish(pulls * k);
+    *st.lateness.lock().unwrap_or_else(|p| p.into_inner()) = d.late.hist.clone();
     Ok(())
 }
 

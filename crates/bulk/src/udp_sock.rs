@@ -49,19 +49,22 @@ impl FlowSocket {
         }
     }
 
-    /// Receives one datagram into `buf`; where its payload lies in `buf` (empty for a relay
-    /// datagram with a bad header, which the caller's frame check then skips). `Err` when
-    /// nothing is waiting (non-blocking) or the socket failed.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Range<usize>> {
-        let n = self.sock.recv(buf)?;
+    /// Receives one datagram into `buf`: where its payload lies in `buf` (empty for a relay
+    /// datagram with a bad header, which the caller's frame check then skips), and when the
+    /// kernel received it (ns since the Unix epoch, [`npt_netio::rxtime::recv_stamped`]; the socket asked for
+    /// stamps in [`crate::udp::open`]). `Err` when nothing is waiting (non-blocking) or the
+    /// socket failed.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<(Range<usize>, Option<u64>)> {
+        let (n, stamp) = npt_netio::rxtime::recv_stamped(self.sock.as_raw_fd(), buf)?;
         let Some(s) = &self.socks else {
-            return Ok(0..n);
+            return Ok((0..n, stamp));
         };
         let d = buf.get(..n).unwrap_or_default();
-        Ok(match s.payload(d) {
+        let r = match s.payload(d) {
             Ok(p) => n - p.len()..n,
             Err(_) => 0..0,
-        })
+        };
+        Ok((r, stamp))
     }
 }
 
@@ -85,7 +88,7 @@ mod tests {
         let fb = FlowSocket::direct(b);
         assert_eq!(fa.send(b"frame").unwrap(), 5);
         let mut buf = [0u8; 64];
-        let r = fb.recv(&mut buf).unwrap();
+        let (r, _) = fb.recv(&mut buf).unwrap();
         assert_eq!(&buf[r], b"frame");
     }
 }

@@ -22,10 +22,12 @@ impl Workload for Config {
             "streams": self.streams,
             "duration_s": self.duration.as_secs_f64(),
             "interval_s": self.interval.as_secs_f64(),
-            "rate_bps": self.udp.map(|u| u.rate_bps),
+            // UDP: the flow's rate; streams: each stream's pace (--rate).
+            "rate_bps": self.udp.map(|u| u.rate_bps).or(self.rate_bps),
             "size": self.udp.map(|u| u.size),
             "timeout_s": self.timeout.as_secs_f64(),
             "via": self.via.as_ref().map(|v| v.to_string()),
+            "congestion": self.congestion,
         })
     }
 

@@ -51,8 +51,11 @@ pub struct BulkArgs {
         allow_hyphen_values = true
     )]
     pub interval: String,
-    /// UDP: the rate to send at, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit).
-    #[arg(long, value_name = "RATE")]
+    /// The rate, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit): UDP's to send at
+    /// (required); on tcp:// and quic:// each stream's pace, payload bits/s, as iperf3's -b
+    /// (-P 4 --rate 5mbit moves up to 20 Mbit/s each way; a download is paced by npt serve)
+    /// [default for streams: as fast as the path goes].
+    #[arg(long, short = 'b', value_name = "RATE")]
     pub rate: Option<String>,
     /// UDP: datagram size in bytes, npt header included (88 to 65507).
     #[arg(long, short = 's', value_name = "BYTES")]
@@ -69,6 +72,11 @@ pub struct BulkArgs {
     pub auth: crate::auth::TokenArgs,
     #[command(flatten)]
     pub trust: crate::trust::TrustArgs,
+    /// tcp://: this host's TCP congestion control on the streams it sends (e.g. cubic, bbr;
+    /// one the kernel offers), as iperf3's -C; the result reports what the kernel ran [default:
+    /// the system's]. Not with --direction down: the server's governs a download.
+    #[arg(long, short = 'C', value_name = "NAME")]
+    pub congestion: Option<String>,
     /// Worker threads moving the streams, 1 to 64 [default: 1 for tcp://; quic://: 2, or fewer
     /// CPUs or streams].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -138,12 +146,30 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
             size,
         })
     } else {
-        if a.rate.is_some() || a.size.is_some() {
+        if a.size.is_some() {
             return Err(usage!(
-                "--rate and --size are for udp:// (streams go as fast as the path does)"
+                "--size is for udp:// (streams write what TCP and QUIC segment)"
             ));
         }
         None
+    };
+    // Streams: each one's pace, when asked.
+    let pace = match (&a.rate, udp) {
+        (Some(r), false) => Some(crate::usage::rate_flag("--rate", r)?.as_bits_per_sec() as f64),
+        _ => None,
+    };
+    let congestion = match &a.congestion {
+        None => None,
+        Some(_) if target.proto != Proto::Tcp => {
+            return Err(usage!("--congestion is for tcp:// (TCP_CONGESTION)"))
+        }
+        Some(_) if ways == Ways::Down => {
+            return Err(usage!(
+                "--congestion sets this host's sending streams; a download (--direction down) \
+                 is sent by the server with its own: use --direction up or both"
+            ))
+        }
+        Some(cc) => Some(crate::usage::congestion_flag("--congestion", cc)?),
     };
     let token = a.auth.get()?.map(str::to_string);
     let via = a.via.resolve(udp)?;
@@ -166,11 +192,12 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         duration,
         interval,
         udp: udp_rate,
+        rate_bps: pace,
         token,
         trust,
         via,
         timeout,
-        congestion: None,
+        congestion,
         threads: a.threads.map(usize::from),
         source,
     })
@@ -197,11 +224,21 @@ pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
             u.size
         ),
         None => format!(
-            "{} {}, {} stream{} each way",
+            "{} {}, {} stream{} each way{}{}",
             cfg.target.proto.name(),
             cfg.ways.name(),
             cfg.streams,
-            if cfg.streams == 1 { "" } else { "s" }
+            if cfg.streams == 1 { "" } else { "s" },
+            cfg.rate_bps.map_or(String::new(), |r| format!(
+                " paced at {} each ({} in all)",
+                npt_report::text::bits(r),
+                npt_report::text::bits(
+                    r * f64::from(cfg.streams) * cfg.ways.directions().len() as f64
+                )
+            )),
+            cfg.congestion
+                .as_ref()
+                .map_or(String::new(), |c| format!(", {c}")),
         ),
     };
     let via = cfg
@@ -327,6 +364,33 @@ mod tests {
         assert_eq!(c.threads, None, "picked by protocol");
         let c = cfg(&["tcp://127.0.0.1:7", "--threads", "3"]).unwrap();
         assert_eq!(c.threads, Some(3));
+        assert_eq!(
+            (c.rate_bps, c.congestion),
+            (None, None),
+            "unpaced, the system's"
+        );
+    }
+
+    /// iperf3's -b and -C: each stream's pace and this host's congestion control.
+    #[test]
+    fn streams_at_a_rate_with_a_congestion_control() {
+        let c = cfg(&[
+            "tcp://127.0.0.1:7",
+            "-P",
+            "4",
+            "-b",
+            "5mbit",
+            "--direction",
+            "up",
+        ])
+        .unwrap();
+        assert_eq!((c.rate_bps, c.udp), (Some(5e6), None));
+        let c = cfg(&["quic://127.0.0.1:7", "--insecure", "--rate", "1gbit"]).unwrap();
+        assert_eq!(c.rate_bps, Some(1e9));
+        let c = cfg(&["udp://127.0.0.1:7", "--rate", "5mbit"]).unwrap();
+        assert_eq!(c.rate_bps, None, "UDP's rate is the flow's");
+        let c = cfg(&["tcp://127.0.0.1:7", "-C", "cubic", "--direction", "both"]).unwrap();
+        assert_eq!(c.congestion.as_deref(), Some("cubic"));
     }
 
     #[test]
@@ -357,7 +421,18 @@ mod tests {
         let e = flags::<BulkArgs>(&["tcp://127.0.0.1:7", "--direction", "sideways"]).unwrap_err();
         assert!(e.to_string().contains("--direction"), "{e}");
         assert_eq!(e.exit_code(), 2);
-        assert!(usage_msg(&["tcp://127.0.0.1:7", "--rate", "1mbit"]).contains("--rate"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--rate", "5"]).contains("--rate 5: give a unit"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--rate", "0mbit"]).contains("--rate"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--size", "1200"]).contains("--size"));
+        let cc = ["tcp://127.0.0.1:7", "--direction", "up", "--congestion"];
+        assert!(usage_msg(&[&cc[..], &["no-such-cc"]].concat())
+            .contains("--congestion \"no-such-cc\": this kernel offers"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--congestion", "cubic"])
+            .contains("--congestion sets this host's sending streams"));
+        assert!(
+            usage_msg(&["quic://127.0.0.1:7", "--insecure", "-C", "cubic"])
+                .contains("--congestion")
+        );
         assert!(usage_msg(&["tcp://127.0.0.1:7", "--duration", "0"]).contains("--duration"));
         assert!(usage_msg(&["quic://127.0.0.1:7"]).contains("--insecure"));
         assert!(

@@ -60,6 +60,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         behind_threshold: Duration::from_millis(1),
         via: None,
         under_load: None,
+        rx_stamp: Default::default(),
+        spin: false,
         // The embedded server is on loopback: one clock.
         clock: npt_probe::probe::session::ClockSync::SameHost,
         source: Default::default(),

@@ -10,15 +10,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use npt_lab::{netns, runtime, show, Lab, LabError, LabOptions, LabStatus, Plan, Topology};
+use npt_lab::{
+    control, netns, runtime, show, Lab, LabError, LabOptions, LabStatus, Plan, Topology,
+};
 
-use crate::compare::runner::Launcher;
 use crate::compare::scenarios::{parse_scenarios, validate, Purpose, ScenarioSet};
 use crate::compare::{run_set, Outputs};
-use crate::usage;
+use crate::{lab_control, usage};
 
 #[derive(Args, Debug)]
 pub struct LabArgs {
@@ -34,10 +35,29 @@ enum LabCmd {
     Up(UpArgs),
     /// Stops a lab started with `up` and removes everything it created.
     Down { name: String },
-    /// Nodes, links (what each direction applied so far) and services of a running lab.
+    /// Nodes, links (what each direction applies now and applied so far), services and the
+    /// changes made by `set` of a running lab.
     Status {
         name: String,
         /// The status as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Only what happened since an earlier `status --json` reading saved in FILE: its
+        /// counters and histograms subtracted (one run's drops and delay error).
+        #[arg(long, value_name = "FILE")]
+        since: Option<PathBuf>,
+    },
+    /// Changes a running link's impairments: `npt lab set demo client-server delay=80ms
+    /// loss=2%`. KEY is a topology file key (delay, jitter, loss, loss.model, loss.p, loss.r,
+    /// loss.bad, loss.good, duplicate, reorder, rate, queue) for both directions, or
+    /// a_to_b.KEY / b_to_a.KEY for one; KEY=none removes a setting. LINK is its two nodes
+    /// (A-B, either order) or its number in the file (from 0).
+    Set {
+        name: String,
+        link: String,
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        settings: Vec<String>,
+        /// The changes made, as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -81,8 +101,8 @@ pub struct RunArgs {
     out: Outputs,
 }
 
-/// Where a running lab keeps its pid, status and logs.
-fn state_dir(lab: &str) -> PathBuf {
+/// Where a running lab keeps its pid, status, control socket and logs.
+pub(crate) fn state_dir(lab: &str) -> PathBuf {
     Path::new("/run/npt-lab").join(lab)
 }
 
@@ -126,7 +146,13 @@ pub fn run(a: LabArgs) -> anyhow::Result<ExitCode> {
         LabCmd::Up(u) => up(&u),
         LabCmd::Daemon(u) => daemon(&u),
         LabCmd::Down { name } => down(&name),
-        LabCmd::Status { name, json } => status(&name, json),
+        LabCmd::Status { name, json, since } => lab_control::status(&name, json, since.as_deref()),
+        LabCmd::Set {
+            name,
+            link,
+            settings,
+            json,
+        } => lab_control::set(&name, &link, &settings, json),
         LabCmd::Exec { name, node, cmd } => exec(&name, &node, &cmd),
         LabCmd::Run(r) => run_lab(r),
     }
@@ -206,7 +232,7 @@ fn up(u: &UpArgs) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&dir);
         anyhow::bail!("lab {} did not come up:\n{}", plan.lab, log.trim());
     }
-    status(&plan.lab, false)?;
+    lab_control::status(&plan.lab, false, None)?;
     println!("down with: npt lab down {}", plan.lab);
     Ok(ExitCode::SUCCESS)
 }
@@ -250,6 +276,7 @@ fn daemon(u: &UpArgs) -> anyhow::Result<ExitCode> {
         link_threads: usize::from(u.link_threads),
     };
     let mut lab = Lab::up(&plan, &topo.services, &opts).map_err(lab_error)?;
+    let server = control::Server::bind(&dir.join(control::SOCKET))?;
     std::fs::write(dir.join("pid"), std::process::id().to_string())?;
     std::fs::copy(&u.file, dir.join("topology.toml"))?;
     write_status(&dir, &lab.status());
@@ -259,10 +286,16 @@ fn daemon(u: &UpArgs) -> anyhow::Result<ExitCode> {
         let _ = out.flush();
     }
     eprintln!("npt lab {}: up", plan.lab);
+    let mut saved = Instant::now();
     while signals.load(Ordering::SeqCst) == 0 {
-        std::thread::sleep(Duration::from_millis(200));
-        write_status(&dir, &lab.status());
+        let changed = lab_control::serve_one(&server, &mut lab, Duration::from_millis(200));
+        if changed || saved.elapsed() >= Duration::from_millis(200) {
+            write_status(&dir, &lab.status());
+            saved = Instant::now();
+        }
     }
+    drop(server);
+    let _ = std::fs::remove_file(dir.join(control::SOCKET));
     let (last, errors) = lab.down();
     write_status(&dir, &last);
     for e in &errors {
@@ -308,22 +341,6 @@ fn down(name: &str) -> anyhow::Result<ExitCode> {
         return Err(usage!("lab {name} is not up"));
     }
     println!("lab {name}: down");
-    Ok(ExitCode::SUCCESS)
-}
-
-fn status(name: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let path = state_dir(name).join("status.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|_| usage!("lab {name} is not up (no {})", path.display()))?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        out.write_all(text.as_bytes())?;
-        writeln!(out)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let s: LabStatus =
-        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    show::write_status(&mut out, &s)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -407,22 +424,6 @@ fn check_lab_scenarios(topo: &Topology, plan: &Plan) -> Result<(), String> {
     lab_scenarios(topo, plan).map(|_| ())
 }
 
-/// Starts scenario children inside the scenario's node.
-struct LabLauncher {
-    lab: String,
-    exe: PathBuf,
-}
-
-impl Launcher for LabLauncher {
-    fn npt(&self, node: Option<&str>) -> Command {
-        let ns = npt_lab::plan::netns_name(&self.lab, node.unwrap_or_default());
-        let mut c = Command::new("ip");
-        c.env(runtime::LAB_ENV, &self.lab);
-        c.args(["netns", "exec", &ns]).arg(&self.exe);
-        c
-    }
-}
-
 fn run_lab(r: RunArgs) -> anyhow::Result<ExitCode> {
     let (topo, plan) = load(&r.file)?;
     let set = lab_scenarios(&topo, &plan)
@@ -452,16 +453,15 @@ fn run_lab(r: RunArgs) -> anyhow::Result<ExitCode> {
         drop(lab);
         anyhow::bail!("interrupted while building lab {}", plan.lab);
     }
-    let launcher = LabLauncher {
-        lab: plan.lab.clone(),
-        exe: opts.npt_exe.clone(),
-    };
+    let launcher = lab_control::LabLauncher::new(lab, opts.npt_exe.clone());
     let title = r.file.display().to_string();
     let code = run_set(&set, &title, &r.out, &launcher);
+    let (lab, late) = launcher.into_parts();
     let (status, errors) = lab.down();
     let mut out = std::io::stdout().lock();
     writeln!(out)?;
     show::write_status(&mut out, &status)?;
+    lab_control::write_late_runs(&mut out, &late)?;
     for e in &errors {
         eprintln!("npt lab {}: cleanup: {e}", plan.lab);
     }

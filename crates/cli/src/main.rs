@@ -12,10 +12,12 @@ mod demo;
 mod execute;
 mod http;
 mod lab;
+mod lab_control;
 mod live;
 mod manual;
 mod merge;
 mod metrics;
+mod monitor;
 mod output;
 mod packets;
 mod ping;
@@ -84,8 +86,12 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Results side by side against theoretical latency (the forwarding-scenario table).
     Compare(compare::CompareArgs),
-    /// Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts.
+    /// Renders a saved result again: text, JSON, CSV, Markdown or HTML with charts; or a range
+    /// of a monitor's history as one result (--from).
     Report(report::ReportArgs),
+    /// Watches every path on a schedule: history kept exactly in SQLite, a dashboard, alerts,
+    /// OpenMetrics for Prometheus.
+    Monitor(monitor::MonitorArgs),
     /// Several hosts on this box: network namespaces joined by emulated links (delay, jitter,
     /// loss, rate), services on them, scenarios across them (root).
     Lab(lab::LabArgs),
@@ -119,6 +125,7 @@ fn main() -> ExitCode {
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report::run(a),
+        Command::Monitor(a) => monitor::run(a),
         Command::Lab(a) => lab::run(a),
         Command::Completions(a) => manual::completions(a),
         Command::Man(a) => manual::man(a),

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto};
+use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, RxStamp};
 use npt_result::error::ErrorKind;
 use npt_result::probe::ProbeBody;
 use npt_result::workload::Progress;
@@ -31,6 +31,26 @@ pub enum Mode {
     Rate,
     /// Warm up --warmup packets, then send one per reply (the line tester's onrecv).
     Relay,
+}
+
+/// `--rx-stamp`: where a UDP reply's receive time comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum RxStampArg {
+    /// The clock read after the receive returned, wake-up included: the RTT at the application
+    /// (what user-space ping-pong tools such as sockperf report).
+    #[default]
+    User,
+    /// The kernel's timestamp of the reply's arrival: the tester's own wake-up is not in the RTT.
+    Kernel,
+}
+
+impl From<RxStampArg> for RxStamp {
+    fn from(a: RxStampArg) -> RxStamp {
+        match a {
+            RxStampArg::Kernel => RxStamp::Kernel,
+            RxStampArg::User => RxStamp::User,
+        }
+    }
 }
 
 #[derive(Args, Debug, Default)]
@@ -116,6 +136,14 @@ pub struct ProbeArgs {
     /// Sends more than this late count as behind schedule.
     #[arg(long, value_parser = parse_duration, default_value = "1ms")]
     pub behind_threshold: Duration,
+    /// UDP: where a reply's receive time comes from [default: user].
+    #[arg(long, value_enum)]
+    pub rx_stamp: Option<RxStampArg>,
+    /// UDP: wait by spinning instead of sleeping, so sends leave within about a microsecond
+    /// of their due time and replies are read as they arrive; costs one busy CPU per probe
+    /// thread.
+    #[arg(long)]
+    pub spin: bool,
     #[command(flatten)]
     pub output: crate::output::OutputArgs,
     /// Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow,

@@ -6,10 +6,10 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use npt_client::source::Source;
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, RxStamp, StageSpec};
 use npt_probe::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
 
-use crate::probe::{Mode, ProbeArgs};
+use crate::probe::{Mode, ProbeArgs, RxStampArg};
 use crate::probe_checks::check_memory;
 use crate::usage;
 
@@ -180,6 +180,20 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         }
     };
     let via = a.via.resolve(proto.is_udp())?;
+    // A TCP probe reads its clock after each read: the kernel stamp and the spin are for the
+    // UDP driver (udp:// and stamp://).
+    let rx_stamp = match a.rx_stamp {
+        None | Some(RxStampArg::User) => RxStamp::User,
+        Some(RxStampArg::Kernel) if proto.is_udp() => RxStamp::Kernel,
+        Some(RxStampArg::Kernel) => {
+            return Err(usage!(
+                "--rx-stamp kernel is for UDP; a TCP probe stamps a reply when its read returns"
+            ))
+        }
+    };
+    if a.spin && !proto.is_udp() {
+        return Err(usage!("--spin is for UDP probes"));
+    }
     // The target's literal is checked as it resolves (below).
     let source = a.source.for_target("probe", "", false, via.is_some())?;
     let addr = match resolve_from(&hostport, "target", &source) {
@@ -399,6 +413,8 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         behind_threshold: a.behind_threshold,
         via,
         under_load,
+        rx_stamp,
+        spin: a.spin,
         clock,
         source,
     };

@@ -2,6 +2,10 @@
 //! JSON (in this npt's schema: an older file comes out converted), CSV (a row per interval
 //! plus a summary row), Markdown (the compare table's row; a trace's waterfall) or a self-contained HTML page with
 //! charts — to stdout or, atomically, to `-o FILE`.
+//!
+//! `npt report --from monitor.db --target NAME --since 24h`: a range of a monitor's history,
+//! read as one result document of the target's kind (`npt_monitor::range`), then rendered the
+//! same way.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -25,8 +29,26 @@ pub enum Format {
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// A result document (`--json` of probe, run, http, ping, bulk, trace, or of npt merge).
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    #[arg(value_name = "FILE", required_unless_present = "from")]
+    pub file: Option<PathBuf>,
+    /// A monitor's store (`npt monitor`'s SQLite file): report a range of one target's history.
+    #[arg(
+        long,
+        value_name = "STORE",
+        conflicts_with = "file",
+        requires = "target"
+    )]
+    pub from: Option<PathBuf>,
+    /// With --from: the target's name.
+    #[arg(long, value_name = "NAME", requires = "from")]
+    pub target: Option<String>,
+    /// With --from: the range's start, as a time before its end (24h, 90m, 7d) or an RFC 3339
+    /// time [default: 24h].
+    #[arg(long, value_name = "AGO|TIME", requires = "from")]
+    pub since: Option<String>,
+    /// With --from: the range's end, as a time before now or an RFC 3339 time [default: now].
+    #[arg(long, value_name = "AGO|TIME", requires = "from")]
+    pub until: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write here (atomically) instead of stdout.
@@ -34,13 +56,58 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
+/// `24h` (before `base`, ms) or an RFC 3339 time, as wall ms.
+fn when(flag: &str, s: &str, base: i64) -> anyhow::Result<i64> {
+    if let Ok(t) = humantime::parse_rfc3339_weak(s) {
+        return Ok(npt_monitor::round::wall_ms(t));
+    }
+    let d = humantime::parse_duration(s).map_err(|e| {
+        usage!("{flag} {s:?}: {e} (a time before, such as 24h, or an RFC 3339 time)")
+    })?;
+    Ok(base.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
+}
+
+/// The range asked for, read from the store as one document.
+fn from_store(
+    a: &ReportArgs,
+    store: &std::path::Path,
+) -> anyhow::Result<npt_result::any::AnyResult> {
+    let target = a.target.as_deref().unwrap_or_default();
+    let now = npt_monitor::round::wall_ms(std::time::SystemTime::now());
+    let to = match &a.until {
+        Some(u) => when("--until", u, now)?,
+        None => now,
+    };
+    let from = when("--since", a.since.as_deref().unwrap_or("24h"), to)?;
+    if from >= to {
+        return Err(usage!("--since: the range starts after it ends"));
+    }
+    let st = npt_monitor::store::sqlite::Sqlite::open_read(store)
+        .map_err(|e| usage!("--from {}: {e}", store.display()))?;
+    npt_monitor::range::report(&st, target, from, to)
+        .map_err(|e| usage!("--from {}: {e}", store.display()))
+}
+
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &a.output {
         crate::output::check("--output", p)?;
     }
-    let path = a.file.display().to_string();
-    // Every kind reads as the one result model; an older schema's file is converted to this one.
-    let doc = npt_result::any::read(&a.file).map_err(|e| usage!("{e}"))?;
+    let (doc, path) = match (&a.from, &a.file) {
+        (Some(store), _) => (
+            from_store(&a, store)?,
+            format!(
+                "{} ({})",
+                a.target.as_deref().unwrap_or_default(),
+                store.display()
+            ),
+        ),
+        // Every kind reads as the one result model; an older schema's file is converted.
+        (None, Some(f)) => (
+            npt_result::any::read(f).map_err(|e| usage!("{e}"))?,
+            f.display().to_string(),
+        ),
+        (None, None) => return Err(usage!("give a result FILE, or --from STORE --target NAME")),
+    };
     let mut out: Vec<u8> = Vec::new();
     match a.format {
         Format::Json => out = doc.to_json_pretty(),

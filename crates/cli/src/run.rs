@@ -116,7 +116,8 @@ pub struct RunArgs {
     /// Game: a packet unanswered this long is lost.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub loss_timeout: Duration,
-    /// Worker threads [default: one per core].
+    /// Threads the users run on, each an event loop with its share of them [default: half the
+    /// CPUs when a target is on this machine, leaving the rest to it; else one per CPU].
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
     #[command(flatten)]

@@ -29,8 +29,10 @@ pub struct LoadArgs {
     /// load: up, or down (npt serve sends UDP down only to --token sessions and loopback)].
     #[arg(long, value_name = "up|down|both", value_parser = ["up", "down", "both"])]
     pub load_direction: Option<String>,
-    /// udp:// load (required for it): its rate, bits/s of datagrams, e.g. 20mbit (IP and UDP
-    /// headers not counted).
+    /// The load's rate, bits/s with a unit (e.g. 20mbit): a udp:// load's (required for it;
+    /// datagrams, IP and UDP headers not counted), or the pace of each stream of a tcp:// or
+    /// quic:// load (payload, as iperf3's -b: --load-streams 4 --load-rate 5mbit moves up to
+    /// 20 Mbit/s each way) [default for streams: as fast as the path goes].
     #[arg(long, value_name = "RATE")]
     pub load_rate: Option<String>,
     /// udp:// load: datagram size in bytes, IP and UDP headers not counted [default: 1200].
@@ -133,7 +135,7 @@ pub fn plan(
             ))
         }
     };
-    let udp_rate = udp_rate(a, udp)?;
+    let (udp_rate, pace) = rates(a, udp)?;
     let duration = positive("--load-duration", a.load_duration, Duration::from_secs(10))?;
     let idle = positive("--load-idle", a.load_idle, Duration::from_secs(5))?;
     let recovery = positive("--load-recovery", a.load_recovery, Duration::from_secs(5))?;
@@ -151,7 +153,7 @@ pub fn plan(
         if target.proto != Proto::Tcp {
             return Err(usage!("--load-congestion is for a tcp:// load"));
         }
-        check_congestion(cc)?;
+        crate::usage::congestion_flag("--load-congestion", cc)?;
     }
     let trust = match (&a.load_ca, a.load_insecure) {
         (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--load-ca: {e}"))?,
@@ -171,6 +173,7 @@ pub fn plan(
             duration,
             interval: Duration::from_secs(1),
             udp: udp_rate,
+            rate_bps: pace,
             token: token.cloned(),
             trust,
             via: via.cloned(),
@@ -184,17 +187,21 @@ pub fn plan(
     }))
 }
 
-/// A udp:// load's rate and size (`--load-rate` required, `--load-size` at least a report's
-/// length); both refused for a stream load.
-fn udp_rate(a: &LoadArgs, udp: bool) -> anyhow::Result<Option<UdpRate>> {
+/// The load's rates: a udp:// load's rate and size (`--load-rate` required, `--load-size` at
+/// least a report's length), or the pace of each stream of a tcp:// or quic:// load
+/// (`--load-rate`, optional; `--load-size` refused).
+fn rates(a: &LoadArgs, udp: bool) -> anyhow::Result<(Option<UdpRate>, Option<f64>)> {
     if !udp {
-        if a.load_rate.is_some() || a.load_size.is_some() {
+        if a.load_size.is_some() {
             return Err(usage!(
-                "--load-rate and --load-size are for a udp:// load (streams go as fast as the \
-                 path does)"
+                "--load-size is for a udp:// load (streams write what TCP and QUIC segment)"
             ));
         }
-        return Ok(None);
+        let pace = match &a.load_rate {
+            Some(r) => Some(crate::usage::rate_flag("--load-rate", r)?.as_bits_per_sec() as f64),
+            None => None,
+        };
+        return Ok((None, pace));
     }
     let Some(r) = &a.load_rate else {
         return Err(usage!(
@@ -209,25 +216,11 @@ fn udp_rate(a: &LoadArgs, udp: bool) -> anyhow::Result<Option<UdpRate>> {
             "--load-size {size} must be between {min} and 65507 bytes"
         ));
     }
-    Ok(Some(UdpRate {
+    let udp = UdpRate {
         rate_bps: rate.as_bits_per_sec() as f64,
         size,
-    }))
-}
-
-/// The kernel must offer `cc` (`/proc/sys/net/ipv4/tcp_available_congestion_control`, when
-/// readable): otherwise every stream would fail on its first socket option.
-fn check_congestion(cc: &str) -> anyhow::Result<()> {
-    let path = "/proc/sys/net/ipv4/tcp_available_congestion_control";
-    if let Ok(avail) = std::fs::read_to_string(path) {
-        if !avail.split_whitespace().any(|n| n == cc) {
-            return Err(usage!(
-                "--load-congestion {cc:?}: this kernel offers {}",
-                avail.trim()
-            ));
-        }
-    }
-    Ok(())
+    };
+    Ok((Some(udp), None))
 }
 
 /// A tcp:// load target without a proxy must accept a connection now; one that refuses or
@@ -351,11 +344,18 @@ mod tests {
         for url in ["tcp://127.0.0.1:7", "quic://127.0.0.1:7"] {
             let mut a = args(url);
             a.load_insecure = url.starts_with("quic");
-            a.load_rate = Some("20mbit".into());
-            assert!(err(&a).contains("--load-rate and --load-size are for a udp:// load"));
-            a.load_rate = None;
             a.load_size = Some(1200);
-            assert!(err(&a).contains("--load-size are for a udp:// load"));
+            assert!(err(&a).contains("--load-size is for a udp:// load"));
+            a.load_size = None;
+            a.load_rate = Some("5".into());
+            assert!(err(&a).contains("--load-rate 5: give a unit"));
+            a.load_rate = Some("0kbit".into());
+            assert!(err(&a).contains("--load-rate must be positive"));
+            // A stream load at a rate: each stream paced at it.
+            a.load_rate = Some("5mbit".into());
+            let p = plan(&a, None, None).unwrap().unwrap();
+            assert_eq!((p.bulk.rate_bps, p.bulk.udp), (Some(5e6), None), "{url}");
+            assert_eq!(p.spec().rate_bps, Some(5e6));
         }
         let a = LoadArgs {
             load_rate: Some("1mbit".into()),

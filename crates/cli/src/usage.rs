@@ -63,6 +63,27 @@ pub fn rate_flag(flag: &str, text: &str) -> anyhow::Result<npt_link::Rate> {
     Ok(rate)
 }
 
+/// A TCP congestion control flag (`--congestion`, `--load-congestion`): a name the kernel
+/// offers (`/proc/sys/net/ipv4/tcp_available_congestion_control`, when readable), else every
+/// stream would fail on its first socket option.
+pub fn congestion_flag(flag: &str, name: &str) -> anyhow::Result<String> {
+    let path = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+    if name.is_empty() {
+        return Err(crate::usage!(
+            "{flag} must name an algorithm, e.g. cubic or bbr"
+        ));
+    }
+    if let Ok(avail) = std::fs::read_to_string(path) {
+        if !avail.split_whitespace().any(|n| n == name) {
+            return Err(crate::usage!(
+                "{flag} {name:?}: this kernel offers {}",
+                avail.trim()
+            ));
+        }
+    }
+    Ok(name.to_string())
+}
+
 /// A packets-per-second flag: more than 0 and at most `max`.
 pub fn pps_flag(flag: &str, pps: f64, max: f64) -> anyhow::Result<f64> {
     if !(pps.is_finite() && pps > 0.0 && pps <= max) {
@@ -127,6 +148,16 @@ mod tests {
             .to_string()
             .contains("positive"));
         assert!(rate_flag("--rate", "fast").is_err());
+    }
+
+    #[test]
+    fn a_congestion_control_must_be_offered() {
+        let e = congestion_flag("--congestion", "no-such-cc").unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("--congestion \"no-such-cc\": this kernel offers"));
+        assert!(congestion_flag("--congestion", "").is_err());
+        assert_eq!(congestion_flag("--congestion", "cubic").unwrap(), "cubic");
     }
 
     #[test]

@@ -2,10 +2,11 @@
 //! *refused*, so it must not turn the server into a reflector. Here a server that treats
 //! loopback as a stranger (`--limit-local`) is flooded with frames asking for `REFLECT` from a
 //! forged victim, from a thousand forged sources and from a real socket, while a raw socket taps
-//! every datagram the server sends: per source, bytes out never exceed bytes in, notices stay
-//! within their per-source and total rates, and the server's own count matches the tap's. Then
-//! a flood of new flow ids: the flow table stops at its bound (replies without counts beyond
-//! it), memory stops growing, and the exit summary says so.
+//! every datagram the server sends (a GSO run split at each frame's length): per source, bytes
+//! out never exceed bytes in, notices stay within their per-source and total rates, and the
+//! server's own count matches the tap's. Then a flood of new flow ids: the flow table stops at
+//! its bound (replies without counts beyond it), memory stops growing, and the exit summary
+//! says so.
 
 #![cfg(test)]
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // bounds from elapsed seconds
@@ -75,8 +76,19 @@ fn tap(
             }
             let o = out.entry(p.dst).or_default();
             o.bytes += p.payload.len() as u64;
-            if Header::decode(&p.payload).is_ok_and(|h| reflect::read_notice(&h).is_some()) {
-                o.notices += 1;
+            // A run of equal-size answers to one destination leaves as one GSO message, and
+            // on loopback the tap sees it unsegmented: count every frame in it, each at its
+            // own length (the receiving socket gets them as separate datagrams).
+            let mut rest = &p.payload[..];
+            while let Ok(h) = Header::decode(rest) {
+                if reflect::read_notice(&h).is_some() {
+                    o.notices += 1;
+                }
+                let n = h.frame_len as usize;
+                if n == 0 || n >= rest.len() {
+                    break;
+                }
+                rest = &rest[n..];
             }
         }
         out

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::lab::{self, Lab};
+use common::lab::{self, pair, Lab};
 use common::{f, npt, run};
 
 /// Labs measure time: one at a time, so two tests' traffic does not compete for the CPU.
@@ -51,27 +51,6 @@ fn namespaces(lab: &str) -> Vec<String> {
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks existence.
     unsafe { libc::kill(pid, 0) == 0 }
-}
-
-/// Two nodes, one link with `link` impairments (TOML lines), `npt serve` on the server.
-fn pair(lab: &str, link: &str) -> String {
-    format!(
-        r#"name = "{lab}"
-[[node]]
-name = "client"
-[[node]]
-name = "server"
-[[link]]
-a = "client"
-b = "server"
-{link}
-[[service]]
-name = "serve"
-node = "server"
-cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
-ready = "tcp://10.0.1.2:7777"
-"#
-    )
 }
 
 /// Runs `npt ARGS --json FILE` on the client node, which must succeed; the document,

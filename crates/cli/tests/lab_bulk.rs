@@ -13,29 +13,20 @@ use std::time::Duration;
 use common::lab::{self, Lab};
 use common::{f, u};
 
-/// The lab's link: 10 Mbit/s, 10 ms each way, 100 packets of queue, `npt serve` behind it.
-const TOPOLOGY: &str = r#"name = "tbulk"
-[[node]]
-name = "client"
-[[node]]
-name = "server"
-[[link]]
-a = "client"
-b = "server"
-rate = "10mbit"
-delay = "10ms"
-queue = 100
-[[service]]
-name = "serve"
-node = "server"
-cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
-ready = "tcp://10.0.1.2:7777"
-[[service]]
+/// The lab's link: 10 Mbit/s, 10 ms each way, 100 packets of queue, `npt serve` behind it
+/// on 7777 and, keyed, on 7778.
+fn topology() -> String {
+    let mut t = lab::pair("tbulk", "rate = \"10mbit\"\ndelay = \"10ms\"\nqueue = 100");
+    t.push_str(
+        r#"[[service]]
 name = "serve-token"
 node = "server"
 cmd = ["npt", "serve", "--listen", "0.0.0.0:7778", "--token", "lab"]
 ready = "tcp://10.0.1.2:7778"
-"#;
+"#,
+    );
+    t
+}
 
 /// The link's rate in payload: 1,200-byte datagrams are 1,228 bytes on the link (IP and UDP
 /// headers), so 10 Mbit/s carries 9.772 Mbit/s of them.
@@ -54,7 +45,7 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::up(dir.path(), "tbulk", TOPOLOGY);
+    let lab = Lab::up(dir.path(), "tbulk", &topology());
     for (way, ptr) in [
         ("down", "/summary/goodput_bps/down"),
         ("up", "/summary/goodput_bps/up"),

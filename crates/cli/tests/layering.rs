@@ -1,8 +1,9 @@
 //! The workspace's dependencies flow one way (docs/development.md, "Layout"), checked
 //! over `cargo metadata` so that a new `use` of the wrong crate fails here and not in review:
 //! wire and stats at the bottom, the result types above them, engines above those, renderers,
-//! compare and merge above the engines, the cli on top. An engine never depends on a renderer
-//! (`npt-report`), and `ping` needs neither `users` nor `probe` for its transports.
+//! compare and merge above the engines, the monitor above those, the cli on top. An engine never
+//! depends on a renderer (`npt-report`), and `ping` needs neither `users` nor `probe` for its
+//! transports.
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,9 +30,12 @@ const LAYERS: &[(&str, u8)] = &[
     ("npt-bulk", 3),
     ("npt-trace", 3),
     ("npt-report", 4),
-    ("npt", 5),
+    // The monitor runs rounds of every engine (handed to it by the cli, which owns the flags)
+    // and serves a dashboard made of the renderers' pieces: above both, below the binary.
+    ("npt-monitor", 5),
+    ("npt", 6),
     // Test support, a dev-dependency only: no crate may depend on it for real.
-    ("npt-testkit", 6),
+    ("npt-testkit", 7),
 ];
 
 /// Allowed edges within one layer, with why: `run`'s game users are measured by the probe's

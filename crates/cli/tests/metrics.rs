@@ -10,22 +10,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use common::prometheus::{self, get, query, wait_for_value};
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
-
-fn prometheus_binary() -> Option<String> {
-    let found = Command::new("sh")
-        .args(["-c", "command -v prometheus"])
-        .output()
-        .ok()?;
-    let path = String::from_utf8_lossy(&found.stdout).trim().to_string();
-    (found.status.success() && !path.is_empty()).then_some(path)
-}
 
 /// Reads `child`'s stderr until the "metrics on http://ADDR/metrics" line (bounded in time),
 /// and keeps draining it on a thread so the child never writes into a closed pipe.
@@ -45,77 +37,9 @@ fn metrics_addr(stderr: impl Read + Send + 'static) -> SocketAddr {
         .expect("an address")
 }
 
-/// A GET over plain HTTP/1.0: (status line, body).
-fn get(addr: SocketAddr, path: &str) -> Option<(String, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let (head, body) = out.split_once("\r\n\r\n")?;
-    Some((head.lines().next()?.to_string(), body.to_string()))
-}
-
-/// `/api/v1/query?query=NAME`: each series' labels and value.
-fn query(prom: SocketAddr, name: &str) -> Vec<(serde_json::Value, f64)> {
-    let Some((status, body)) = get(prom, &format!("/api/v1/query?query={name}")) else {
-        return Vec::new();
-    };
-    if !status.contains("200") {
-        return Vec::new();
-    }
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-    v["data"]["result"]
-        .as_array()
-        .map(|r| {
-            r.iter()
-                .filter_map(|s| {
-                    let value = s["value"][1].as_str()?.parse().ok()?;
-                    Some((s["metric"].clone(), value))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Polls until `name`'s series whose labels match `want` has `value`; bounded by `limit`.
-fn wait_for_value(
-    prom: SocketAddr,
-    name: &str,
-    want: &[(&str, &str)],
-    value: f64,
-    limit: Duration,
-) {
-    let start = Instant::now();
-    let mut last = Vec::new();
-    while start.elapsed() < limit {
-        last = query(prom, name);
-        let hit = last.iter().any(|(labels, v)| {
-            want.iter().all(|(k, w)| labels[*k] == *w) && (*v - value).abs() < 1e-9
-        });
-        if hit {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    panic!("{name}{want:?} never reached {value} in Prometheus; last answer: {last:?}");
-}
-
-fn write_config(path: &Path, targets: &[SocketAddr]) {
-    let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
-    std::fs::write(
-        path,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: npt\n    static_configs:\n      - targets: [{}]\n",
-            list.join(", ")
-        ),
-    )
-    .unwrap();
-}
-
 #[test]
 fn prometheus_scrapes_serve_and_an_agent() {
-    let Some(prometheus) = prometheus_binary() else {
+    let Some(prometheus) = prometheus::binary() else {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             panic!(
@@ -167,35 +91,7 @@ fn prometheus_scrapes_serve_and_an_agent() {
     let _probe = Guard(probe);
 
     // Prometheus on a free loopback port, scraping both every second.
-    let config = dir.path().join("prometheus.yml");
-    write_config(&config, &[serve_metrics, probe_metrics]);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let prom: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let _prom = Guard(
-        Command::new(&prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address={prom}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus starts"),
-    );
-    let start = Instant::now();
-    while !get(prom, "/-/ready").is_some_and(|(s, _)| s.contains("200")) {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "prometheus not ready"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (_prom, prom) = prometheus::start(&prometheus, dir.path(), &[serve_metrics, probe_metrics]);
 
     // Live: the agent's series appear while it runs.
     let start = Instant::now();

@@ -207,9 +207,18 @@ fn bad_load_input_exits_2_naming_the_flag() {
             ],
             "--load-size",
         ),
+        // A stream load may be paced, but with a unit and above 0; it takes no datagram size.
         (
-            vec!["--under-load", &good, "--load-rate", "1mbit"],
+            vec!["--under-load", &good, "--load-rate", "5"],
             "--load-rate",
+        ),
+        (
+            vec!["--under-load", &good, "--load-rate", "0mbit"],
+            "--load-rate",
+        ),
+        (
+            vec!["--under-load", &good, "--load-size", "1200"],
+            "--load-size",
         ),
     ] {
         let mut a = vec!["probe", probe.as_str()];

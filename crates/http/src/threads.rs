@@ -3,8 +3,6 @@
 //! shares the machine: then the client's threads take the CPUs the server needs. Pure apart
 //! from [`is_local`], which asks the kernel whether an address is this machine's.
 
-use std::net::SocketAddr;
-
 /// How many client threads a run uses, and why (for `--help`, the banner and the result's
 /// `config`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,14 +11,7 @@ pub struct ThreadChoice {
     pub why: String,
 }
 
-/// Whether `addr` belongs to this machine: loopback, or an address one of its interfaces
-/// holds (binding a socket to it succeeds only then).
-pub fn is_local(addr: SocketAddr) -> bool {
-    let ip = addr.ip();
-    ip.is_loopback()
-        || ip.is_unspecified()
-        || std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
-}
+pub use npt_client::workers::is_local;
 
 /// The default when `--threads` is not given, from the CPUs this process may use, whether
 /// the server runs on the same machine, and whether every request opens a connection. A server

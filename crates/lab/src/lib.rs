@@ -7,14 +7,18 @@
 //! tested without root), and [`runtime`] builds and removes it (root).
 #![deny(clippy::indexing_slicing)] // parses a user-written topology file: see `[workspace.lints]`
 
+pub mod change;
+pub mod control;
 pub mod netns;
 pub mod plan;
 pub mod pump;
 pub mod runtime;
 pub mod show;
+pub mod status;
 pub mod topology;
 pub mod tun;
 
 pub use plan::Plan;
-pub use runtime::{Lab, LabError, LabOptions, LabStatus};
+pub use runtime::{Lab, LabError, LabOptions};
+pub use status::LabStatus;
 pub use topology::{Topology, TopologyError};

@@ -8,12 +8,22 @@
 //! waking early if a packet arrives — then spins, still watching for arrivals, until it. With
 //! nothing held it blocks on the TUN descriptors alone, checking the stop flag every [`IDLE`].
 //!
+//! Changes while it runs (`npt lab set`) and fresh readings (`npt lab status`) reach the thread
+//! as [`Command`]s on a channel, with an `eventfd` in its poll set to wake it: it applies a
+//! change at the top of a pass, to all the directions it names at one instant, which it
+//! reports back. The thread never waits for a lock another thread may hold: its periodic
+//! snapshot is skipped (and retried on the next pass) while a reader holds the last one, since
+//! a reader at normal priority preempted while holding it would stall the wire — priority
+//! inversion — for as long as the box keeps the reader off the CPU.
+//!
 //! Why one thread serves many directions: a spinning thread per direction does not scale —
 //! the forwarding-scenario lab (examples/lab/forwarding-scenarios.toml) has ten directions, and ten spinners on a two-core box delayed each other by
 //! tens of milliseconds (measured: delay error p99 of 10–100 ms). One thread spins at most one
 //! core; `npt lab --link-threads N` spreads the directions over N threads for heavy traffic.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -81,12 +91,21 @@ impl Direction {
         (d, published)
     }
 
-    fn publish(&self) {
-        if let Ok(mut p) = self.published.lock() {
-            p.stats = self.link.stats().clone();
-            p.read_errors = self.read_errors;
-            p.write_errors = self.write_errors;
-        }
+    /// Copies the stats out for readers. `wait`: block for the lock (a reader asked for this
+    /// copy and holds nothing); otherwise give up if a reader holds it. True if published.
+    fn publish(&self, wait: bool) -> bool {
+        let guard = if wait {
+            self.published.lock().ok()
+        } else {
+            self.published.try_lock().ok()
+        };
+        let Some(mut p) = guard else {
+            return false;
+        };
+        p.stats = self.link.stats().clone();
+        p.read_errors = self.read_errors;
+        p.write_errors = self.write_errors;
+        true
     }
 
     fn release(&mut self, pool: &mut Vec<Vec<u8>>) {
@@ -130,23 +149,104 @@ impl Direction {
     }
 }
 
+/// What another thread asks of a wire thread.
+pub enum Command {
+    /// From now on, the directions at these positions (in the order given to
+    /// [`Pump::start`]) apply these impairments, all at one instant, which is sent back.
+    Set {
+        dirs: Vec<(usize, Impairments)>,
+        done: Sender<Instant>,
+    },
+    /// Publish every direction's stats now, then answer.
+    Publish { done: Sender<()> },
+}
+
+/// An `eventfd` that wakes the wire thread from its `ppoll` when a command is sent, and a flag
+/// the thread checks on each pass (an atomic load: no syscall while nothing was sent).
+struct Waker {
+    fd: OwnedFd,
+    pending: AtomicBool,
+}
+
+impl Waker {
+    fn new() -> std::io::Result<Waker> {
+        // SAFETY: eventfd has no memory preconditions; the result is checked.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a new descriptor that nothing else owns.
+        Ok(Waker {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            pending: AtomicBool::new(false),
+        })
+    }
+
+    /// After the command is on the channel: wake the thread, then flag it. (In this order
+    /// every write to the eventfd is followed by the thread's read of it: the read comes after
+    /// the swap that sees the flag set after the write. The other order could leave the
+    /// eventfd readable with the flag taken, and the thread's `ppoll` would never sleep.)
+    fn wake(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our eventfd (non-blocking; a full counter
+        // means it is already readable, which is all a wake needs).
+        unsafe {
+            libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8);
+        }
+        self.pending.store(true, Ordering::SeqCst);
+    }
+
+    /// True (once) when commands were sent since the last call; the eventfd is then cleared.
+    /// A command is on the channel before its wake and its flag, so draining the channel
+    /// after this sees it, or the next pass does.
+    fn take(&self) -> bool {
+        if !self.pending.swap(false, Ordering::SeqCst) {
+            return false;
+        }
+        let mut n: u64 = 0;
+        // SAFETY: reads 8 bytes into a live u64 (non-blocking).
+        unsafe {
+            libc::read(self.fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8);
+        }
+        true
+    }
+
+    fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
 /// A thread driving some directions; stopped (and joined) on `stop` or drop.
 pub struct Pump {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
+    commands: Sender<Command>,
+    waker: Arc<Waker>,
 }
 
 impl Pump {
     pub fn start(name: String, dirs: Vec<Direction>) -> std::io::Result<Pump> {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
+        let waker = Arc::new(Waker::new()?);
+        let w = waker.clone();
+        let (commands, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name(name)
-            .spawn(move || run(dirs, &s))?;
+            .spawn(move || run(dirs, &s, &rx, &w))?;
         Ok(Pump {
             stop,
             handle: Some(handle),
+            commands,
+            waker,
         })
+    }
+
+    /// Hands `c` to the thread and wakes it; false if the thread is gone.
+    pub fn send(&self, c: Command) -> bool {
+        let ok = self.commands.send(c).is_ok();
+        self.waker.wake();
+        ok
     }
 
     pub fn stop(&mut self) {
@@ -163,14 +263,20 @@ impl Drop for Pump {
     }
 }
 
-fn run(mut dirs: Vec<Direction>, stop: &AtomicBool) {
+fn run(mut dirs: Vec<Direction>, stop: &AtomicBool, commands: &Receiver<Command>, waker: &Waker) {
     npt_netio::tighten_timer_slack();
     raise_priority();
-    let fds: Vec<i32> = dirs.iter().map(|d| d.from.fd()).collect();
+    let mut fds: Vec<i32> = dirs.iter().map(|d| d.from.fd()).collect();
+    fds.push(waker.fd());
     let mut poll = npt_netio::PollSet::new(&fds);
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut last_publish = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if waker.take() {
+            while let Ok(c) = commands.try_recv() {
+                obey(c, &mut dirs);
+            }
+        }
         for d in &mut dirs {
             d.release(&mut pool);
         }
@@ -178,8 +284,10 @@ fn run(mut dirs: Vec<Direction>, stop: &AtomicBool) {
             d.take_arrivals(&mut pool);
         }
         if last_publish.elapsed() >= PUBLISH {
-            dirs.iter().for_each(Direction::publish);
-            last_publish = Instant::now();
+            // Every direction, or none this pass (retried on the next).
+            if dirs.iter().all(|d| d.publish(false)) {
+                last_publish = Instant::now();
+            }
         }
         let now = Instant::now();
         let timeout = match dirs.iter().filter_map(|d| d.link.next_due()).min() {
@@ -196,7 +304,32 @@ fn run(mut dirs: Vec<Direction>, stop: &AtomicBool) {
         };
         let _ = poll.readable(timeout);
     }
-    dirs.iter().for_each(Direction::publish);
+    for d in &dirs {
+        d.publish(true);
+    }
+}
+
+fn obey(c: Command, dirs: &mut [Direction]) {
+    match c {
+        Command::Set { dirs: set, done } => {
+            let now = Instant::now();
+            for (i, imp) in &set {
+                if let Some(d) = dirs.get_mut(*i) {
+                    d.link.reconfigure(now, imp);
+                }
+            }
+            for d in dirs.iter() {
+                d.publish(true);
+            }
+            let _ = done.send(now);
+        }
+        Command::Publish { done } => {
+            for d in dirs.iter() {
+                d.publish(true);
+            }
+            let _ = done.send(());
+        }
+    }
 }
 
 /// Spins until `due` or until a packet is waiting (it must be stamped on arrival, not after
@@ -230,5 +363,43 @@ fn raise_priority() {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         libc::setpriority(libc::PRIO_PROCESS, tid, -15);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// However a wake and the thread's takes interleave, once the wake has been taken the
+    /// eventfd is not left readable (the wire thread's `ppoll` would return at once, forever).
+    /// Many rounds of one wake each, taken while it happens.
+    #[test]
+    fn the_waker_never_stays_readable_once_taken() {
+        let w = Arc::new(Waker::new().unwrap());
+        let mut poll = npt_netio::PollSet::new(&[w.fd()]);
+        for round in 0..300 {
+            let go = Arc::new(AtomicBool::new(false));
+            let sender = {
+                let (w, go) = (w.clone(), go.clone());
+                std::thread::spawn(move || {
+                    while !go.load(Ordering::Acquire) {
+                        std::hint::spin_loop();
+                    }
+                    w.wake();
+                })
+            };
+            go.store(true, Ordering::Release);
+            let mut taken = false;
+            while !sender.is_finished() {
+                taken |= w.take();
+            }
+            sender.join().unwrap();
+            taken |= w.take();
+            assert!(taken, "round {round}: the wake was never taken");
+            assert!(
+                !poll.readable(Duration::ZERO).unwrap(),
+                "round {round}: left readable"
+            );
+        }
     }
 }

@@ -10,14 +10,14 @@ use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
-use serde::{Deserialize, Serialize};
-
+use crate::change::{self, SetError};
 use crate::netns::{self, NetnsError};
 use crate::plan::Plan;
-use crate::pump::{Direction, Published, Pump};
+use crate::pump::{Command as PumpCommand, Direction, Published, Pump};
+use crate::status::{status_of, Change, LabStatus, ServiceStatus, MAX_CHANGES};
 use crate::topology::{Ready, Service};
 use crate::tun::Tun;
 
@@ -72,64 +72,35 @@ struct Running {
     child: Child,
 }
 
+/// One link direction inside the lab process.
+struct Wire {
+    link: usize,
+    /// a → b (else b → a).
+    ab: bool,
+    /// Its wire thread (position in `pumps`) and its position among that thread's directions.
+    pump: usize,
+    slot: usize,
+    published: Arc<Mutex<Published>>,
+}
+
 pub struct Lab {
+    /// The plan, with each link's impairments as they are now (`set` changes them).
     plan: Plan,
     created: Vec<String>,
     pumps: Vec<Pump>,
-    /// Per direction: link index, a→b?, its published stats.
-    published: Vec<(usize, bool, Arc<std::sync::Mutex<Published>>)>,
+    wires: Vec<Wire>,
     services: Vec<Running>,
+    up: Instant,
+    up_wall: SystemTime,
+    changes: Vec<Change>,
 }
 
-/// One direction as `npt lab status` shows it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct DirStatus {
-    pub from: String,
-    pub to: String,
-    pub config: npt_link::Impairments,
-    pub applied: npt_link::LinkSummary,
-    /// The bottleneck queue's waiting times so far (ns), whole: two readings subtract into
-    /// the waits of the time between them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue_wait: Option<npt_stats::SerializedHistogram>,
-    pub read_errors: u64,
-    pub write_errors: u64,
-}
+/// One wire thread's part of a change: its position, the (slot, impairments) it applies, and
+/// whether each is the a → b direction.
+type PumpSet = (usize, Vec<(usize, npt_link::Impairments)>, Vec<bool>);
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LinkStatus {
-    pub a: String,
-    pub b: String,
-    pub subnet: String,
-    pub a_addr: String,
-    pub b_addr: String,
-    pub a_if: String,
-    pub b_if: String,
-    pub directions: Vec<DirStatus>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ServiceStatus {
-    pub name: String,
-    pub node: String,
-    pub pid: u32,
-    pub running: bool,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LabStatus {
-    pub lab: String,
-    pub nodes: Vec<NodeStatus>,
-    pub links: Vec<LinkStatus>,
-    pub services: Vec<ServiceStatus>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct NodeStatus {
-    pub name: String,
-    pub netns: String,
-    pub addrs: Vec<String>,
-}
+/// How long a command to a wire thread may take to be answered.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Lab {
     /// Builds the lab: namespaces, links, routes, pumps, then services (each waited for).
@@ -139,8 +110,11 @@ impl Lab {
             plan: plan.clone(),
             created: Vec::new(),
             pumps: Vec::new(),
-            published: Vec::new(),
+            wires: Vec::new(),
             services: Vec::new(),
+            up: Instant::now(),
+            up_wall: SystemTime::now(),
+            changes: Vec::new(),
         };
         // On error `lab` is dropped here, which tears down whatever was made.
         lab.build(opts)?;
@@ -199,22 +173,34 @@ impl Lab {
             let (ab, pab) =
                 Direction::new(ta.clone(), tb.clone(), &l.spec.a_to_b, l.spec.mtu, seed);
             let (ba, pba) = Direction::new(tb, ta, &l.spec.b_to_a, l.spec.mtu, seed ^ 1);
-            self.published.push((i, true, pab));
-            self.published.push((i, false, pba));
-            for d in [ab, ba] {
-                groups[k % threads].push(d);
+            for (d, is_ab, published) in [(ab, true, pab), (ba, false, pba)] {
+                let g = k % threads;
+                self.wires.push(Wire {
+                    link: i,
+                    ab: is_ab,
+                    pump: g,
+                    slot: groups[g].len(),
+                    published,
+                });
+                groups[g].push(d);
                 k += 1;
             }
         }
+        // Fewer directions than threads leave groups empty: no thread for those.
+        let mut pump_of = vec![0; threads];
         for (t, dirs) in groups.into_iter().enumerate() {
             if dirs.is_empty() {
                 continue;
             }
+            pump_of[t] = self.pumps.len();
             let pump = Pump::start(format!("lab wire {t}"), dirs).map_err(|e| NetnsError::Io {
                 what: "starting a link thread".into(),
                 source: e,
             })?;
             self.pumps.push(pump);
+        }
+        for w in &mut self.wires {
+            w.pump = pump_of[w.pump];
         }
         Ok(())
     }
@@ -285,12 +271,21 @@ impl Lab {
         }
     }
 
-    /// Nodes, links with what each direction applied so far, services.
+    /// The lab's name.
+    pub fn name(&self) -> &str {
+        &self.plan.lab
+    }
+
+    /// Nodes, links with what each direction applied as of its last snapshot (at most
+    /// 200 ms old), services and changes. [`Lab::fresh_status`] asks for new snapshots first.
     pub fn status(&mut self) -> LabStatus {
         let snaps: Vec<(usize, bool, Published)> = self
-            .published
+            .wires
             .iter()
-            .map(|(i, ab, p)| (*i, *ab, p.lock().map(|p| p.clone()).unwrap_or_default()))
+            .map(|w| {
+                let p = w.published.lock().map(|p| p.clone()).unwrap_or_default();
+                (w.link, w.ab, p)
+            })
             .collect();
         let services = self
             .services
@@ -302,7 +297,133 @@ impl Lab {
                 running: matches!(r.child.try_wait(), Ok(None)),
             })
             .collect();
-        status_of(&self.plan, &snaps, services)
+        let mut st = status_of(&self.plan, &snaps, services);
+        let now = Instant::now();
+        let (at, mono, _) = self.clocks(now);
+        st.up_at = Some(rfc3339(self.up_wall));
+        st.up_monotonic_s = Some(mono - now.duration_since(self.up).as_secs_f64());
+        st.read_at = Some(at);
+        st.read_monotonic_s = Some(mono);
+        st.changes = self.changes.clone();
+        st
+    }
+
+    /// [`Lab::status`] with every direction's stats as of now: each wire thread publishes
+    /// them on request first (waited for at most [`COMMAND_TIMEOUT`]).
+    pub fn fresh_status(&mut self) -> LabStatus {
+        let waits: Vec<mpsc::Receiver<()>> = self
+            .pumps
+            .iter()
+            .filter_map(|p| {
+                let (done, rx) = mpsc::channel();
+                p.send(PumpCommand::Publish { done }).then_some(rx)
+            })
+            .collect();
+        let deadline = Instant::now() + COMMAND_TIMEOUT;
+        for rx in waits {
+            let _ = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        }
+        self.status()
+    }
+
+    /// Changes the link `link` names with `KEY=VALUE` settings (see [`crate::change`]): all
+    /// checked first (an error changes nothing), then handed to the wire threads, which
+    /// apply them at one instant each. Returns the directions that changed, with when.
+    pub fn set(&mut self, link: &str, settings: &[String]) -> Result<Vec<Change>, SetError> {
+        let i = change::resolve_link(&self.plan, link)?;
+        let parsed = change::parse_settings(settings)?;
+        let (ab, ba, na, nb) = {
+            let l = self
+                .plan
+                .links
+                .get(i)
+                .ok_or_else(|| SetError(format!("link {i}")))?;
+            let (ab, ba) = change::apply(&l.spec.a_to_b, &l.spec.b_to_a, &parsed)?;
+            let name = |n: usize| self.plan.nodes.get(n).map(|x| x.name.clone());
+            (
+                ab,
+                ba,
+                name(l.a).unwrap_or_default(),
+                name(l.b).unwrap_or_default(),
+            )
+        };
+        let mut made = Vec::new();
+        // Per wire thread, every direction of this link it serves, in one command.
+        let mut by_pump: Vec<PumpSet> = Vec::new();
+        for w in self.wires.iter().filter(|w| w.link == i) {
+            let (new, old) = match (w.ab, self.plan.links.get(i)) {
+                (true, Some(l)) => (&ab, &l.spec.a_to_b),
+                (false, Some(l)) => (&ba, &l.spec.b_to_a),
+                (_, None) => continue,
+            };
+            if new == old {
+                continue;
+            }
+            match by_pump.iter_mut().find(|(p, _, _)| *p == w.pump) {
+                Some((_, dirs, abs)) => {
+                    dirs.push((w.slot, new.clone()));
+                    abs.push(w.ab);
+                }
+                None => by_pump.push((w.pump, vec![(w.slot, new.clone())], vec![w.ab])),
+            }
+        }
+        for (pump, dirs, abs) in by_pump {
+            let (done, rx) = mpsc::channel();
+            let sent = self
+                .pumps
+                .get(pump)
+                .is_some_and(|p| p.send(PumpCommand::Set { dirs, done }));
+            let Some(at) = sent
+                .then(|| rx.recv_timeout(COMMAND_TIMEOUT).ok())
+                .flatten()
+            else {
+                // What other threads applied stays recorded; this thread's part is unknown.
+                self.changes.extend(made);
+                return Err(SetError(format!(
+                    "link {i}: its wire thread did not answer; see `npt lab status` for what \
+                     applies now"
+                )));
+            };
+            let (wall, mono, lab_s) = self.clocks(at);
+            for is_ab in abs {
+                let Some(l) = self.plan.links.get_mut(i) else {
+                    continue;
+                };
+                let (slot, new, from, to) = if is_ab {
+                    (&mut l.spec.a_to_b, &ab, &na, &nb)
+                } else {
+                    (&mut l.spec.b_to_a, &ba, &nb, &na)
+                };
+                made.push(Change {
+                    link: i,
+                    from: from.clone(),
+                    to: to.clone(),
+                    at: wall.clone(),
+                    at_monotonic_s: mono,
+                    at_lab_s: lab_s,
+                    before: std::mem::replace(slot, new.clone()),
+                    after: new.clone(),
+                });
+            }
+        }
+        self.changes.extend(made.iter().cloned());
+        let excess = self.changes.len().saturating_sub(MAX_CHANGES);
+        self.changes.drain(..excess);
+        Ok(made)
+    }
+
+    /// `at` on the wall clock (RFC 3339), on `CLOCK_MONOTONIC` and since the lab came up (s).
+    fn clocks(&self, at: Instant) -> (String, f64, f64) {
+        let ago = Instant::now().saturating_duration_since(at);
+        let wall = SystemTime::now()
+            .checked_sub(ago)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let mono = monotonic_s() - ago.as_secs_f64();
+        (
+            rfc3339(wall),
+            mono,
+            at.saturating_duration_since(self.up).as_secs_f64(),
+        )
     }
 
     /// Tears everything down; returns the final status and any errors met on the way.
@@ -333,6 +454,24 @@ impl Drop for Lab {
             eprintln!("npt lab: cleanup: {e}");
         }
     }
+}
+
+/// RFC 3339 UTC with microseconds.
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_micros(t).to_string()
+}
+
+/// `CLOCK_MONOTONIC` now, in seconds (the clock behind `Instant` on Linux).
+fn monotonic_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec we pass.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
 /// Set to the lab's name in the environment of every command `npt lab` runs on a node
@@ -412,85 +551,6 @@ fn tail(path: &Path) -> String {
         .get(lines.len().saturating_sub(10)..)
         .unwrap_or_default();
     last.join("\n")
-}
-
-// NO-PANIC: `l.a` and `l.b` are node positions of the plan (`Plan::new` made them).
-#[allow(clippy::indexing_slicing)]
-fn status_of(
-    plan: &Plan,
-    snaps: &[(usize, bool, Published)],
-    services: Vec<ServiceStatus>,
-) -> LabStatus {
-    let nodes = plan
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(n, node)| NodeStatus {
-            name: node.name.clone(),
-            netns: node.netns.clone(),
-            addrs: plan
-                .links
-                .iter()
-                .filter_map(|l| {
-                    if l.a == n {
-                        Some(format!("{}/{} ({})", l.a_addr, l.prefix, l.a_if))
-                    } else if l.b == n {
-                        Some(format!("{}/{} ({})", l.b_addr, l.prefix, l.b_if))
-                    } else {
-                        None
-                    }
-                })
-                .collect(),
-        })
-        .collect();
-    let links = plan
-        .links
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let (an, bn) = (&plan.nodes[l.a].name, &plan.nodes[l.b].name);
-            let directions = [true, false]
-                .iter()
-                .map(|&ab| {
-                    let p = snaps
-                        .iter()
-                        .find(|(j, d, _)| *j == i && *d == ab)
-                        .map(|(_, _, p)| p.clone())
-                        .unwrap_or_default();
-                    let (from, to, config) = if ab {
-                        (an, bn, &l.spec.a_to_b)
-                    } else {
-                        (bn, an, &l.spec.b_to_a)
-                    };
-                    DirStatus {
-                        from: from.clone(),
-                        to: to.clone(),
-                        config: config.clone(),
-                        applied: p.stats.summary(),
-                        queue_wait: Some(p.stats.queue_wait().to_serialized()),
-                        read_errors: p.read_errors,
-                        write_errors: p.write_errors,
-                    }
-                })
-                .collect();
-            LinkStatus {
-                a: an.clone(),
-                b: bn.clone(),
-                subnet: format!("{}/{}", l.network, l.prefix),
-                a_addr: l.a_addr.to_string(),
-                b_addr: l.b_addr.to_string(),
-                a_if: l.a_if.clone(),
-                b_if: l.b_if.clone(),
-                directions,
-            }
-        })
-        .collect();
-    LabStatus {
-        lab: plan.lab.clone(),
-        nodes,
-        links,
-        services,
-    }
 }
 
 /// Sends SIGTERM to `pid` and waits (up to `within`) until it is gone. True if it was alive.

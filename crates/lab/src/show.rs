@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use npt_link::{Impairments, Loss};
 
-use crate::runtime::LabStatus;
+use crate::status::{Change, LabStatus};
 
 /// The impairments in the file's own words: `delay 76ms jitter 1ms loss 1% rate 10mbit`.
 pub fn describe(imp: &Impairments) -> String {
@@ -44,6 +44,32 @@ pub fn describe(imp: &Impairments) -> String {
     }
 }
 
+/// Changes, grouped by the instant they took effect (both directions of a link change at one
+/// instant when one wire thread serves them, as by default): a line with the instant on the
+/// lab's, the wall and the monotonic clock, then each direction's before → after.
+pub fn write_changes(w: &mut impl Write, changes: &[Change], indent: &str) -> io::Result<()> {
+    let mut last: Option<f64> = None;
+    for c in changes {
+        if last != Some(c.at_monotonic_s) {
+            writeln!(
+                w,
+                "{indent}at +{:.6} s  {}  monotonic {:.6} s",
+                c.at_lab_s, c.at, c.at_monotonic_s
+            )?;
+            last = Some(c.at_monotonic_s);
+        }
+        writeln!(
+            w,
+            "{indent}  {} > {}: {} → {}",
+            c.from,
+            c.to,
+            describe(&c.before),
+            describe(&c.after)
+        )?;
+    }
+    Ok(())
+}
+
 pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
     writeln!(
         w,
@@ -53,6 +79,12 @@ pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
         s.links.len(),
         s.services.len()
     )?;
+    if let (Some(since), Some(read)) = (&s.since, &s.read_at) {
+        writeln!(
+            w,
+            "  figures from {since} to {read} (the difference of two readings)"
+        )?;
+    }
     for n in &s.nodes {
         writeln!(
             w,
@@ -94,6 +126,17 @@ pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
                     )
                 }
             )?;
+            if d.late() {
+                writeln!(
+                    w,
+                    "    late: {} of {} packets left over {} ms after their due time (max {:.1} ms): \
+                     the box held this link up; what crossed it carries that",
+                    a.released_late,
+                    a.delay_error_count,
+                    npt_link::LATE_RELEASE.as_millis(),
+                    a.delay_error_max_us / 1e3
+                )?;
+            }
             if d.read_errors + d.write_errors > 0 {
                 writeln!(
                     w,
@@ -102,6 +145,13 @@ pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
                 )?;
             }
         }
+    }
+    if !s.changes.is_empty() {
+        writeln!(
+            w,
+            "  changes (npt lab set; lab time, wall clock, monotonic clock):"
+        )?;
+        write_changes(w, &s.changes, "    ")?;
     }
     for sv in &s.services {
         writeln!(

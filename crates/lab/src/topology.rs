@@ -28,7 +28,7 @@
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
-use npt_link::Impairments;
+use npt_link::{Impairments, IMPAIRMENT_KEYS};
 
 /// What is wrong with a topology file; the message names the key.
 #[derive(Debug, thiserror::Error)]
@@ -93,15 +93,6 @@ const TOP_KEYS: &[&str] = &[
     "hop_token",
     "workload",
     "scenario",
-];
-const IMPAIRMENT_KEYS: &[&str] = &[
-    "delay",
-    "jitter",
-    "loss",
-    "duplicate",
-    "reorder",
-    "rate",
-    "queue",
 ];
 const LINK_KEYS: &[&str] = &["a", "b", "subnet", "mtu", "a_to_b", "b_to_a"];
 

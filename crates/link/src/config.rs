@@ -142,79 +142,79 @@ impl Impairments {
 /// [`Impairments::validate`], whose errors point at the table.
 #[derive(Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawImpairments {
+pub(crate) struct RawImpairments {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "checked_delay"
     )]
-    delay: Option<String>,
+    pub(crate) delay: Option<String>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "checked_jitter"
     )]
-    jitter: Option<String>,
+    pub(crate) jitter: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    loss: Option<RawLoss>,
+    pub(crate) loss: Option<RawLoss>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "checked_duplicate"
     )]
-    duplicate: Option<String>,
+    pub(crate) duplicate: Option<String>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "checked_reorder"
     )]
-    reorder: Option<String>,
+    pub(crate) reorder: Option<String>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "checked_rate"
     )]
-    rate: Option<String>,
+    pub(crate) rate: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    queue: Option<usize>,
+    pub(crate) queue: Option<usize>,
 }
 
 /// `loss = "1%"` or `loss = { model = "…", … }`.
 #[derive(Serialize)]
 #[serde(untagged)]
-enum RawLoss {
+pub(crate) enum RawLoss {
     Percent(String),
     Model(RawLossModel),
 }
 
 #[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawLossModel {
-    model: String,
+pub(crate) struct RawLossModel {
+    pub(crate) model: String,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "checked_loss_p"
     )]
-    p: Option<String>,
+    pub(crate) p: Option<String>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "checked_loss_r"
     )]
-    r: Option<String>,
+    pub(crate) r: Option<String>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "checked_loss_bad"
     )]
-    bad: Option<String>,
+    pub(crate) bad: Option<String>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "checked_loss_good"
     )]
-    good: Option<String>,
+    pub(crate) good: Option<String>,
 }
 
 // Hand-written instead of `#[serde(untagged)]`: untagged deserialization reports only "did not

@@ -42,6 +42,11 @@ impl JitterCurve {
         }
     }
 
+    /// The half-width it was made with.
+    pub(crate) fn width(&self) -> Duration {
+        self.period / 2
+    }
+
     /// The offset in ns (within ±jitter) for a packet entering the delay line at `at`.
     /// `at` must not go back in time (the link guarantees it).
     pub(crate) fn offset(&mut self, at: Instant, rng: &mut SmallRng) -> i128 {

@@ -96,6 +96,7 @@ mod config;
 mod human;
 mod jitter;
 mod link;
+mod settings;
 mod stats;
 
 pub use config::{Impairments, Loss, DEFAULT_QUEUE, MAX_DELAY};
@@ -103,4 +104,5 @@ pub use human::{
     format_duration, parse_duration, parse_percent, parse_rate, LinkError, Percent, Rate,
 };
 pub use link::{DropReason, Link, Verdict};
-pub use stats::{LinkStats, LinkSummary};
+pub use settings::{is_setting_key, setting_keys, IMPAIRMENT_KEYS, LOSS_MODEL_KEYS, NONE};
+pub use stats::{LinkStats, LinkSummary, LATE_RELEASE};

@@ -90,33 +90,14 @@ impl<P: Clone> Link<P> {
     /// (probabilities into 0–100 %, jitter to the delay, a zero rate means unlimited, a zero
     /// queue holds one packet), so no input makes the link panic.
     pub fn new(imp: &Impairments, seed: u64) -> Self {
-        let loss = match imp.loss {
-            Loss::None => LossState::None,
-            Loss::Random { p } => LossState::Random(p.fraction()),
-            Loss::GilbertElliott {
-                p,
-                r,
-                loss_good,
-                loss_bad,
-            } => LossState::Ge {
-                p: p.fraction(),
-                r: r.fraction(),
-                loss_good: loss_good.fraction(),
-                loss_bad: loss_bad.fraction(),
-                bad: false,
-            },
-        };
         let delay = imp.delay.min(crate::config::MAX_DELAY);
         Link {
             delay,
             jitter: JitterCurve::new(imp.jitter.min(delay)),
-            loss,
+            loss: loss_state(imp.loss, false),
             duplicate: imp.duplicate.fraction(),
             reorder: imp.reorder.fraction(),
-            rate: imp
-                .rate
-                .map(|r| r.as_bits_per_sec() as u128)
-                .filter(|&r| r > 0),
+            rate: rate_of(imp),
             queue: imp.queue_len().max(1),
             rng: SmallRng::seed_from_u64(seed),
             clock: None,
@@ -129,6 +110,40 @@ impl<P: Clone> Link<P> {
             overtaking: VecDeque::new(),
             stats: LinkStats::default(),
         }
+    }
+
+    /// From `now` on the link applies `imp` instead (clamped as in [`Link::new`]). Packets
+    /// already inside it keep their schedule: those waiting at the bottleneck or in the delay
+    /// line leave when they were due, as packets already on a wire would. Packets arriving
+    /// from `now` on get the new loss, rate, queue, delay and jitter, and still never overtake
+    /// an earlier one (only `reorder` does that): after a delay is shortened by *d*, the
+    /// arrivals of the next *d* wait behind the last packet of the old delay, so the delay
+    /// steps down over *d* instead of reordering. The queue limit applies to the packets
+    /// already waiting; a Gilbert–Elliott chain keeps its state when the new loss is one too;
+    /// the random choices go on from the same generator, so a seed still replays a run.
+    pub fn reconfigure(&mut self, now: Instant, imp: &Impairments) {
+        let now = match self.clock {
+            Some(c) if c > now => c,
+            _ => now,
+        };
+        self.clock = Some(now);
+        let delay = imp.delay.min(crate::config::MAX_DELAY);
+        let jitter = imp.jitter.min(delay);
+        if jitter != self.jitter.width() {
+            self.jitter = JitterCurve::new(jitter);
+        }
+        self.delay = delay;
+        let bad = matches!(self.loss, LossState::Ge { bad: true, .. });
+        self.loss = loss_state(imp.loss, bad);
+        self.duplicate = imp.duplicate.fraction();
+        self.reorder = imp.reorder.fraction();
+        let rate = rate_of(imp);
+        if rate != self.rate {
+            // The carried remainder was a fraction of the old rate's nanosecond.
+            self.tx_carry = 0;
+        }
+        self.rate = rate;
+        self.queue = imp.queue_len().max(1);
     }
 
     /// A packet of `len` bytes arrives at `now`: drop it (loss, queue full), or queue it
@@ -335,6 +350,33 @@ impl<P: Clone> Link<P> {
             &mut self.delayed
         })
     }
+}
+
+/// The loss model of `loss`; a Gilbert–Elliott chain starts in the bad state when `bad`.
+fn loss_state(loss: Loss, bad: bool) -> LossState {
+    match loss {
+        Loss::None => LossState::None,
+        Loss::Random { p } => LossState::Random(p.fraction()),
+        Loss::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } => LossState::Ge {
+            p: p.fraction(),
+            r: r.fraction(),
+            loss_good: loss_good.fraction(),
+            loss_bad: loss_bad.fraction(),
+            bad,
+        },
+    }
+}
+
+/// The bottleneck rate in bit/s; `None` (unlimited) for no rate or a zero one.
+fn rate_of(imp: &Impairments) -> Option<u128> {
+    imp.rate
+        .map(|r| u128::from(r.as_bits_per_sec()))
+        .filter(|&r| r > 0)
 }
 
 fn duration_from_nanos(ns: u128) -> Option<Duration> {

@@ -9,8 +9,13 @@
 use std::ops::AddAssign;
 use std::time::Duration;
 
-use npt_stats::{Histogram, SerializedHistogram};
+use npt_stats::{Histogram, SerializedHistogram, StatsError};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A release this much after its due time counts as late (`released_late`): the box, not the
+/// link's configuration, delayed the packet — by as much as the tester's own threshold for a
+/// send behind schedule, so a figure read through a late link is suspect in the same way.
+pub const LATE_RELEASE: Duration = Duration::from_millis(1);
 
 /// Counters and the delay-error histogram of one link direction. Mergeable with `+=`.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +48,9 @@ pub struct LinkSummary {
     pub released_early: u64,
     /// Releases recorded in the delay-error histogram.
     pub delay_error_count: u64,
+    /// Releases more than [`LATE_RELEASE`] (1 ms) after their due time.
+    #[serde(default)]
+    pub released_late: u64,
     pub delay_error_p50_us: f64,
     pub delay_error_p99_us: f64,
     pub delay_error_max_us: f64,
@@ -135,6 +143,7 @@ impl LinkStats {
             reordered: self.reordered,
             released_early: self.released_early,
             delay_error_count: h.count(),
+            released_late: late_count(h),
             delay_error_p50_us: p50,
             delay_error_p99_us: p99,
             delay_error_max_us: max,
@@ -143,6 +152,43 @@ impl LinkStats {
             queue_wait_p99_ms: q99,
             queue_wait_max_ms: qmax,
         }
+    }
+
+    /// Stats put back together from a summary's counters and the two histograms (its
+    /// percentiles are recomputed from the histograms): what a saved reading holds.
+    pub fn from_parts(s: &LinkSummary, delay_error: Histogram, queue_wait: Histogram) -> LinkStats {
+        LinkStats {
+            packets_in: s.packets_in,
+            bytes_in: s.bytes_in,
+            packets_out: s.packets_out,
+            bytes_out: s.bytes_out,
+            dropped_loss: s.dropped_loss,
+            dropped_queue: s.dropped_queue,
+            duplicated: s.duplicated,
+            reordered: s.reordered,
+            released_early: s.released_early,
+            delay_error,
+            queue_wait,
+        }
+    }
+
+    /// What was recorded since `earlier`, a reading of these same stats: two readings of a
+    /// running link subtract into the figures of the time between them (one run of a test).
+    /// Refused when `earlier` holds values these do not (it was not an earlier reading).
+    pub fn since(&self, earlier: &LinkStats) -> Result<LinkStats, StatsError> {
+        Ok(LinkStats {
+            packets_in: self.packets_in.saturating_sub(earlier.packets_in),
+            bytes_in: self.bytes_in.saturating_sub(earlier.bytes_in),
+            packets_out: self.packets_out.saturating_sub(earlier.packets_out),
+            bytes_out: self.bytes_out.saturating_sub(earlier.bytes_out),
+            dropped_loss: self.dropped_loss.saturating_sub(earlier.dropped_loss),
+            dropped_queue: self.dropped_queue.saturating_sub(earlier.dropped_queue),
+            duplicated: self.duplicated.saturating_sub(earlier.duplicated),
+            reordered: self.reordered.saturating_sub(earlier.reordered),
+            released_early: self.released_early.saturating_sub(earlier.released_early),
+            delay_error: self.delay_error.since(&earlier.delay_error)?,
+            queue_wait: self.queue_wait.since(&earlier.queue_wait)?,
+        })
     }
 
     pub(crate) fn record_in(&mut self, len: usize) {
@@ -176,6 +222,15 @@ impl LinkStats {
         self.delay_error
             .record(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
     }
+}
+
+/// Releases in `h` (ns) above [`LATE_RELEASE`].
+fn late_count(h: &Histogram) -> u64 {
+    if h.is_empty() {
+        return 0;
+    }
+    let late = u64::try_from(LATE_RELEASE.as_nanos()).unwrap_or(u64::MAX);
+    h.bucket_counts(&[late]).get(1).copied().unwrap_or(0)
 }
 
 impl AddAssign<&LinkStats> for LinkStats {
@@ -233,20 +288,7 @@ impl<'de> Deserialize<'de> for LinkStats {
             Some(q) => Histogram::from_serialized(q).map_err(serde::de::Error::custom)?,
             None => Histogram::default(),
         };
-        let s = doc.summary;
-        Ok(LinkStats {
-            packets_in: s.packets_in,
-            bytes_in: s.bytes_in,
-            packets_out: s.packets_out,
-            bytes_out: s.bytes_out,
-            dropped_loss: s.dropped_loss,
-            dropped_queue: s.dropped_queue,
-            duplicated: s.duplicated,
-            reordered: s.reordered,
-            released_early: s.released_early,
-            delay_error,
-            queue_wait,
-        })
+        Ok(LinkStats::from_parts(&doc.summary, delay_error, queue_wait))
     }
 }
 
@@ -288,6 +330,25 @@ mod tests {
         // 0,1,2 + 0,1 + 0 ms of queue: six waits, the longest 2 ms.
         assert_eq!(s.queue_wait_count, 6);
         assert!((s.queue_wait_max_ms - 2.0).abs() < 0.01, "{s:?}");
+    }
+
+    #[test]
+    fn two_readings_subtract_into_the_time_between_them() {
+        let mut s = sample(3);
+        let earlier = s.clone();
+        s.record_in(100);
+        s.record_delay_error(Duration::from_micros(8_700), false);
+        s.record_delay_error(Duration::from_micros(900), false);
+        s.record_queue_drop();
+        let d = s.since(&earlier).unwrap().summary();
+        assert_eq!(
+            (d.packets_in, d.dropped_queue, d.delay_error_count),
+            (1, 1, 2)
+        );
+        assert_eq!(d.released_late, 1, "8.7 ms is late, 0.9 ms is not");
+        assert!((d.delay_error_max_us - 8_700.0).abs() < 10.0, "{d:?}");
+        assert_eq!(s.summary().released_late, 1);
+        assert!(earlier.since(&s).is_err(), "not an earlier reading");
     }
 
     #[test]

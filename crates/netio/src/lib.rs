@@ -7,11 +7,12 @@
 //! nanosecond timeout ([`wait`]), and a 1 ns timer slack ([`tighten_timer_slack`]); and the
 //! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate),
 //! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time and TTL of each
-//! datagram and the clock's synchronization ([`rxtime`]). Everything unsafe in npt's socket
-//! code is in this crate.
+//! datagram and the clock's synchronization ([`rxtime`]); segmentation offload both ways
+//! ([`offload`]: GSO, GRO). Everything unsafe in npt's socket code is in this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod lowat;
+pub mod offload;
 pub mod rxtime;
 pub mod tcpinfo;
 
@@ -35,6 +36,17 @@ pub struct MsgBatch {
     ctrl: Vec<u64>,
     /// The kernel's receive time of each received slot, ns since the Unix epoch (0: none).
     rx_ns: Vec<u64>,
+    /// The GRO segment size of each received slot (0: the slot holds one datagram).
+    gro: Vec<usize>,
+    /// The headers are laid out for a receive into every slot (slot i in header i), so the
+    /// next receive only resets what the kernel wrote back instead of rebuilding them.
+    recv_layout: bool,
+    /// [`MsgBatch::send_grouped`]: `UDP_SEGMENT` control space per message (empty until the
+    /// first grouped send), datagrams per message of the last one, and whether the kernel
+    /// refused GSO on this socket.
+    gso_ctrl: Vec<u64>,
+    runs: Vec<usize>,
+    gso_off: bool,
     /// The TTL / hop limit of each received slot, when asked for ([`rxtime::enable_ttl`]).
     rx_ttl: Vec<Option<u8>>,
     /// The TOS / traffic class byte of each received slot, when asked for
@@ -73,6 +85,11 @@ impl MsgBatch {
             hdrs: vec![unsafe { mem::zeroed() }; n],
             ctrl: Vec::new(),
             rx_ns: vec![0; n],
+            gro: vec![0; n],
+            recv_layout: false,
+            gso_ctrl: Vec::new(),
+            runs: vec![0; n],
+            gso_off: false,
             rx_ttl: vec![None; n],
             rx_tos: vec![None; n],
         }
@@ -89,6 +106,8 @@ impl MsgBatch {
     pub fn collect_rx_times(&mut self) {
         if self.ctrl.is_empty() {
             self.ctrl = vec![0; self.capacity() * rxtime::CTRL_WORDS];
+            // The receive headers point at no control space yet: lay them out again.
+            self.recv_layout = false;
         }
     }
 
@@ -96,6 +115,14 @@ impl MsgBatch {
     /// batch collects receive times and the kernel gave one.
     pub fn rx_time_ns(&self, i: usize) -> Option<u64> {
         Some(self.rx_ns[i]).filter(|&t| t != 0)
+    }
+
+    /// With GRO on ([`offload::enable_gro`]) and control messages collected
+    /// ([`MsgBatch::with_rx_times`]): the size of each datagram coalesced into slot `i` (the
+    /// last may be shorter), or None when the slot holds one datagram. [`offload::segments`]
+    /// splits it.
+    pub fn gro_segment(&self, i: usize) -> Option<usize> {
+        Some(self.gro[i]).filter(|&g| g != 0)
     }
 
     /// The TTL (IPv4) or hop limit (IPv6) datagram `i` arrived with, if the batch collects
@@ -153,6 +180,7 @@ impl MsgBatch {
         for_recv: bool,
         with_addr: bool,
     ) -> usize {
+        self.recv_layout = false;
         let mut k = 0;
         for i in idx {
             let base = self.bufs[i * self.buf_size..].as_mut_ptr();
@@ -196,8 +224,27 @@ impl MsgBatch {
     /// `libc::MSG_DONTWAIT` or `libc::MSG_WAITFORONE`.
     pub fn recv(&mut self, fd: RawFd, max: usize, flags: i32) -> io::Result<usize> {
         let max = max.min(self.capacity());
-        // iovs/hdrs index k == slot i here, so the iovec used for slot i is iovs[i].
-        let k = self.prepare(0..max, true, true);
+        // iovs/hdrs index k == slot i here, so the iovec used for slot i is iovs[i]. Laid out
+        // once for every slot; a receive after a receive resets only what the kernel wrote
+        // (a per-packet saving of a loop that reads often into a batch it never sends from).
+        if self.recv_layout {
+            #[allow(clippy::useless_conversion)] // a `socklen_t` on musl
+            let cl = (rxtime::CTRL_WORDS * mem::size_of::<u64>())
+                .try_into()
+                .unwrap_or_default();
+            let ctrl = !self.ctrl.is_empty();
+            for m in &mut self.hdrs[..max] {
+                m.msg_hdr.msg_namelen = STORAGE_LEN;
+                m.msg_hdr.msg_flags = 0;
+                if ctrl {
+                    m.msg_hdr.msg_controllen = cl;
+                }
+            }
+        } else {
+            self.prepare(0..self.capacity(), true, true);
+            self.recv_layout = true;
+        }
+        let k = max;
         // SAFETY: hdrs[..k] point into our own buffers, sized as declared.
         let n = unsafe {
             libc::recvmmsg(
@@ -224,6 +271,11 @@ impl MsgBatch {
                 rxtime::from_control(&self.hdrs[i].msg_hdr)
             };
             (self.rx_ns[i], self.rx_ttl[i], self.rx_tos[i]) = (c.time_ns, c.ttl, c.tos);
+            self.gro[i] = if self.ctrl.is_empty() {
+                0
+            } else {
+                offload::gro_from_control(&self.hdrs[i].msg_hdr)
+            };
         }
         Ok(n)
     }
@@ -276,6 +328,18 @@ fn c_count(k: usize) -> libc::c_uint {
     libc::c_uint::try_from(k).unwrap_or(libc::c_uint::MAX)
 }
 
+/// The first `len` bytes of an address (all of it at most), for comparing two peers.
+fn storage_bytes(s: &libc::sockaddr_storage, len: libc::socklen_t) -> &[u8] {
+    // SAFETY: a sockaddr_storage is plain bytes; the slice covers at most the whole struct.
+    let all: &[u8] = unsafe {
+        std::slice::from_raw_parts(
+            (s as *const libc::sockaddr_storage).cast(),
+            mem::size_of::<libc::sockaddr_storage>(),
+        )
+    };
+    all.get(..len as usize).unwrap_or(all)
+}
+
 fn from_storage(s: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {
     match s.ss_family as i32 {
         libc::AF_INET if len as usize >= mem::size_of::<libc::sockaddr_in>() => {
@@ -317,15 +381,32 @@ pub fn wait(
     timeout: Option<Duration>,
     out: &mut Vec<Ready>,
 ) -> io::Result<()> {
-    let mut p: Vec<libc::pollfd> = fds
-        .iter()
+    // Up to 16 descriptors (every probe thread's usual share) on the stack: a wait per
+    // packet must not allocate.
+    let mut small = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; 16];
+    let mut big = Vec::new();
+    let p: &mut [libc::pollfd] = match small.get_mut(..fds.len()) {
+        Some(p) => p,
+        None => {
+            big.resize(fds.len(), small[0]);
+            &mut big
+        }
+    };
+    for ((q, &fd), &w) in p
+        .iter_mut()
+        .zip(fds)
         .zip(want_write.iter().chain(std::iter::repeat(&false)))
-        .map(|(&fd, &w)| libc::pollfd {
+    {
+        *q = libc::pollfd {
             fd,
             events: libc::POLLIN | if w { libc::POLLOUT } else { 0 },
             revents: 0,
-        })
-        .collect();
+        };
+    }
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
         tv_nsec: d.subsec_nanos() as libc::c_long,

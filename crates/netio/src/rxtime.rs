@@ -11,21 +11,31 @@
 //! so the stamp also serves one-way delay where the two ends share a clock. A STAMP reflector
 //! must also return the TTL its test packet arrived with (RFC 8762 §4.3.1), and its Error
 //! Estimate should say how far its clock may be from UTC.
+//!
+//! A receiver that times arrivals — the UDP bulk responder's delivered rate and one-way jitter,
+//! the bulk tester's round trips — would otherwise count its own scheduling delay as the
+//! path's: on a loaded box it wakes late and reads a batch of datagrams that arrived
+//! milliseconds apart as if they arrived together. One datagram at a time: [`recv_stamped`];
+//! on the caller's monotonic clock: [`arrival_ns`].
 
 use std::io;
 use std::mem;
 use std::os::fd::RawFd;
 
 /// Control-message space per datagram, in `u64` words: one `SCM_TIMESTAMPNS` message (32
-/// bytes), one TTL or hop-limit message (24 bytes) and one TOS or traffic-class message (24
-/// bytes), with room to spare.
-pub const CTRL_WORDS: usize = 14;
+/// bytes), one TTL or hop-limit message (24 bytes), one TOS or traffic-class message (24
+/// bytes) and one `UDP_GRO` segment size (24 bytes, [`crate::offload`]), with room to spare.
+pub const CTRL_WORDS: usize = 16;
 
 /// A `timespec`'s size (16 bytes) as `CMSG_LEN` takes it.
 const TIMESPEC_LEN: u32 = 16;
 const _: () = assert!(mem::size_of::<libc::timespec>() == TIMESPEC_LEN as usize);
 
 /// Asks the kernel to stamp every datagram `fd` receives (`SO_TIMESTAMPNS`).
+///
+/// The kernel stamps arrivals host-wide while any socket asks; when the first one asks it
+/// turns stamping on a moment later (a deferred work item), and a datagram that arrives
+/// before then is stamped when it is read — as if there were no stamp.
 pub fn enable(fd: RawFd) -> io::Result<()> {
     set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS)
 }
@@ -133,6 +143,44 @@ pub(crate) fn from_control(h: &libc::msghdr) -> Control {
     }
 }
 
+/// Receives one datagram on `fd` (given [`enable`]) into `buf`: its length and the kernel's
+/// receive time (ns since the Unix epoch), if it gave one. A non-blocking socket returns
+/// `WouldBlock` when nothing is waiting, as `recv` does.
+pub fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+    let mut ctrl = [0u64; CTRL_WORDS];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid; its pointers are set to live locals below.
+    let mut h: libc::msghdr = unsafe { mem::zeroed() };
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    h.msg_control = ctrl.as_mut_ptr().cast();
+    #[allow(clippy::useless_conversion)] // a `socklen_t` on musl
+    let cl = (CTRL_WORDS * mem::size_of::<u64>())
+        .try_into()
+        .unwrap_or_default();
+    h.msg_controllen = cl;
+    // SAFETY: `h` describes `buf` and `ctrl`, both alive and sized as declared.
+    let n = unsafe { libc::recvmsg(fd, &mut h, 0) };
+    let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+    let time = from_control(&h).time_ns;
+    Ok((n.min(buf.len()), Some(time).filter(|&t| t != 0)))
+}
+
+/// A datagram's arrival on a monotonic clock read as `now_ns` (ns since some start): `now_ns`
+/// less how long ago the kernel stamped it (`stamp_ns`, by the wall clock, which reads
+/// `wall_ns` now — [`wall_ns`]). Without a stamp, or with one a wall-clock step made
+/// implausible (in the future, or over 10 s old), the datagram is taken to have arrived
+/// `now_ns`.
+pub fn arrival_ns(now_ns: u64, wall_ns: u64, stamp_ns: Option<u64>) -> u64 {
+    match stamp_ns.and_then(|s| wall_ns.checked_sub(s)) {
+        Some(age) if age <= 10_000_000_000 => now_ns.saturating_sub(age),
+        _ => now_ns,
+    }
+}
+
 /// A `c_int`'s size as `CMSG_LEN` takes it.
 const INT_LEN: u32 = 4;
 const _: () = assert!(mem::size_of::<libc::c_int>() == INT_LEN as usize);
@@ -188,31 +236,30 @@ mod tests {
     use std::os::fd::AsRawFd;
     use std::time::Duration;
 
-    /// Waits until the kernel stamps datagrams as they arrive. The first socket on the system
-    /// that asks turns stamping on through a deferred work item (a jump label): until it has
-    /// run, a datagram is stamped when it is read instead. Bounded: 200 tries of 5 ms.
-    fn stamping_on(a: &UdpSocket, b: &UdpSocket) {
-        b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let mut inb = MsgBatch::new(1, 16).with_rx_times();
+    /// A socket that asked for stamps, once the kernel stamps arrivals (see [`enable`]: the
+    /// first socket on the host to ask waits a moment): datagrams read 5 ms after they were
+    /// sent show it, within 2 s.
+    fn stamped_socket() -> UdpSocket {
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        enable(b.as_raw_fd()).unwrap();
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut buf = [0u8; 16];
         for _ in 0..200 {
-            a.send_to(b"w", b.local_addr().unwrap()).unwrap();
+            a.send_to(b"warm", b.local_addr().unwrap()).unwrap();
             std::thread::sleep(Duration::from_millis(5));
-            assert_eq!(inb.recv(b.as_raw_fd(), 1, 0).unwrap(), 1);
-            let read = wall_ns();
-            if inb.rx_time_ns(0).is_some_and(|t| read - t >= 4_000_000) {
-                return;
+            let (_, stamp) = recv_stamped(b.as_raw_fd(), &mut buf).unwrap();
+            if stamp.is_some_and(|t| wall_ns().saturating_sub(t) >= 4_000_000) {
+                return b;
             }
         }
-        panic!("the kernel never stamped a datagram on arrival");
+        panic!("the kernel never stamped an arrival in 2 s");
     }
 
     /// The kernel's stamp lies between the send and the read, on the wall clock.
     #[test]
     fn the_kernel_stamps_each_datagram_with_its_arrival() {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
-        enable(b.as_raw_fd()).unwrap();
-        stamping_on(&a, &b);
+        let b = stamped_socket();
         let before = wall_ns();
         for i in 0..3u8 {
             a.send_to(&[i; 10], b.local_addr().unwrap()).unwrap();
@@ -254,6 +301,40 @@ mod tests {
         assert_eq!(inb.recv(b6.as_raw_fd(), 1, 0).unwrap(), 1);
         assert_eq!(inb.rx_ttl(0), Some(64), "the default hop limit");
         assert_eq!(inb.rx_time_ns(0), None, "not asked for on this socket");
+    }
+
+    /// One datagram at a time, stamped likewise: the stamp is the arrival, not the read.
+    #[test]
+    fn recv_stamped_reads_one_datagram_and_its_arrival() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = stamped_socket();
+        a.send_to(b"three", b.local_addr().unwrap()).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut buf = [0u8; 64];
+        let (n, stamp) = recv_stamped(b.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"three");
+        let age = wall_ns() - stamp.expect("a timestamp");
+        assert!(age >= 15_000_000, "{age}");
+        // Without stamping asked for, none.
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.send_to(b"four", c.local_addr().unwrap()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let (n, stamp) = recv_stamped(c.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!((&buf[..n], stamp), (&b"four"[..], None));
+    }
+
+    #[test]
+    fn an_arrival_is_the_kernels_stamp_on_the_callers_clock() {
+        let (s, ms) = (1_000_000_000u64, 1_000_000u64);
+        // Stamped 7 ms before it was read.
+        assert_eq!(
+            arrival_ns(5 * s, 100 * s, Some(100 * s - 7 * ms)),
+            5 * s - 7 * ms
+        );
+        assert_eq!(arrival_ns(5, 100 * s, None), 5, "no stamp: now");
+        assert_eq!(arrival_ns(5, 100 * s, Some(101 * s)), 5, "from the future");
+        assert_eq!(arrival_ns(5, 100 * s, Some(50 * s)), 5, "a wall-clock step");
+        assert_eq!(arrival_ns(1_000, 100 * s, Some(100 * s - 7 * ms)), 0);
     }
 
     #[test]

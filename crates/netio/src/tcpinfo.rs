@@ -72,6 +72,7 @@ struct RawTcpInfo {
 /// Byte offsets in `struct tcp_info` just past a field: what the kernel must have written for
 /// that field to be filled in.
 const END_TOTAL_RETRANS: usize = 104;
+const END_MAX_PACING_RATE: usize = 120;
 const END_BYTES_RECEIVED: usize = 136;
 const END_MIN_RTT: usize = 152;
 const END_DATA_SEGS_OUT: usize = 160;
@@ -99,6 +100,8 @@ pub struct TcpInfo {
     /// Segments sent but not yet acknowledged, and of those the ones the kernel thinks lost.
     pub unacked: u32,
     pub lost: u32,
+    /// The pacing cap set on the socket (`tcpi_max_pacing_rate`, bytes/s; `u64::MAX` = none).
+    pub max_pacing_rate: Option<u64>,
     /// Bytes the peer acknowledged (`tcpi_bytes_acked`; None before Linux 4.1).
     pub bytes_acked: Option<u64>,
     /// Bytes received from the peer (`tcpi_bytes_received`).
@@ -143,6 +146,54 @@ pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
     Ok(from_raw(&raw, usize::try_from(len).unwrap_or(0)))
 }
 
+/// The congestion control algorithm the kernel runs on the TCP socket `fd` (`TCP_CONGESTION`
+/// read back): what a connection actually used, whether it was asked for or the system's
+/// default.
+pub fn congestion(fd: RawFd) -> io::Result<String> {
+    // TCP_CA_NAME_MAX: the kernel's names are at most 16 bytes, NUL-padded.
+    let mut name = [0u8; 16];
+    let mut len = libc::socklen_t::try_from(name.len()).unwrap_or(0);
+    // SAFETY: `name` is `len` writable bytes that outlive the call; the kernel writes at most
+    // `len` bytes and stores how many in `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let got = name
+        .get(..usize::try_from(len).unwrap_or(0))
+        .unwrap_or_default();
+    let end = got.iter().position(|&b| b == 0).unwrap_or(got.len());
+    Ok(String::from_utf8_lossy(got.get(..end).unwrap_or_default()).into_owned())
+}
+
+/// Caps the rate at which the kernel sends on socket `fd` (`SO_MAX_PACING_RATE`, bytes/s of
+/// packets, headers included). TCP then paces its packets by itself (since Linux 4.13; the fq
+/// qdisc is not needed), whatever its congestion control.
+pub fn set_max_pacing_rate(fd: RawFd, bytes_per_s: u64) -> io::Result<()> {
+    // A 32-bit value where it fits: every kernel reads that; a 64-bit one needs Linux 4.20+.
+    let small = u32::try_from(bytes_per_s).ok();
+    let (ptr, len): (*const libc::c_void, usize) = match &small {
+        Some(v) => ((v as *const u32).cast(), mem::size_of::<u32>()),
+        None => ((&bytes_per_s as *const u64).cast(), mem::size_of::<u64>()),
+    };
+    let len = libc::socklen_t::try_from(len).unwrap_or(0);
+    // SAFETY: `ptr` points at `len` readable bytes (`small` or `bytes_per_s`) that outlive the
+    // call; the kernel copies them.
+    let rc = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, ptr, len) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Sets the congestion control algorithm of the TCP socket `fd` (`TCP_CONGESTION`, e.g.
 /// `cubic`, `bbr`): it must be one the kernel has (`tcp_available_congestion_control`), and
 /// an unprivileged process may pick only those in `tcp_allowed_congestion_control`.
@@ -179,6 +230,7 @@ fn from_raw(raw: &RawTcpInfo, filled: usize) -> TcpInfo {
         snd_mss: raw.snd_mss,
         unacked: raw.unacked,
         lost: raw.lost,
+        max_pacing_rate: has(END_MAX_PACING_RATE).then_some(raw.max_pacing_rate),
         bytes_acked: has(END_BYTES_RECEIVED).then_some(raw.bytes_acked),
         bytes_received: has(END_BYTES_RECEIVED).then_some(raw.bytes_received),
         min_rtt_us: has(END_MIN_RTT).then_some(raw.min_rtt),
@@ -206,6 +258,7 @@ mod tests {
         assert_eq!(off((&r.rtt as *const u32).cast()), 68);
         assert_eq!(off((&r.snd_cwnd as *const u32).cast()), 80);
         assert_eq!(off((&r.total_retrans as *const u32).cast()), 100);
+        assert_eq!(off((&r.max_pacing_rate as *const u64).cast()), 112);
         assert_eq!(off((&r.bytes_acked as *const u64).cast()), 120);
         assert_eq!(off((&r.min_rtt as *const u32).cast()), 148);
         assert_eq!(off((&r.data_segs_out as *const u32).cast()), 156);
@@ -273,5 +326,37 @@ mod tests {
         // 4 MiB in segments of at most 64 KiB (loopback's MSS is large; GSO sends more).
         assert!(sent.data_segs_out.unwrap() >= 64, "{sent:?}");
         assert!(tcp_info(-1).is_err(), "not a socket");
+    }
+
+    /// What is set on a socket is what the kernel reads back: the congestion control by name,
+    /// the pacing cap in `TCP_INFO`.
+    #[test]
+    fn congestion_and_pacing_read_back() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let fd = c.as_raw_fd();
+        let default = congestion(fd).unwrap();
+        assert!(!default.is_empty() && default.is_ascii(), "{default:?}");
+        let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+            .unwrap_or_default();
+        if avail.split_whitespace().any(|n| n == "cubic") {
+            set_congestion(fd, "cubic").unwrap();
+            assert_eq!(congestion(fd).unwrap(), "cubic");
+        }
+        assert!(set_congestion(fd, "no-such-cc").is_err());
+        assert_eq!(
+            tcp_info(fd).unwrap().max_pacing_rate,
+            Some(u64::MAX),
+            "no cap yet"
+        );
+        set_max_pacing_rate(fd, 687_500).unwrap();
+        assert_eq!(tcp_info(fd).unwrap().max_pacing_rate, Some(687_500));
+        set_max_pacing_rate(fd, 5 << 32).unwrap();
+        assert_eq!(
+            tcp_info(fd).unwrap().max_pacing_rate,
+            Some(5 << 32),
+            "64 bits"
+        );
+        assert!(congestion(-1).is_err() && set_max_pacing_rate(-1, 1).is_err());
     }
 }

@@ -112,18 +112,7 @@ pub fn from_value(name: &str, mut json: serde_json::Value) -> Result<AnyResult, 
         wrap: fn(B) -> Workload,
     ) -> Result<AnyResult, serde_json::Error> {
         let d: Document<B> = serde_json::from_value(json)?;
-        Ok(Document {
-            schema: d.schema,
-            kind: d.kind,
-            tool: d.tool,
-            host: d.host,
-            started_at: d.started_at,
-            ended_at: d.ended_at,
-            duration_s: d.duration_s,
-            stopped_by: d.stopped_by,
-            config: d.config,
-            body: wrap(d.body),
-        })
+        Ok(d.map_body(wrap))
     }
     let mut r = match kind.as_str() {
         "probe" => typed(json, Workload::Probe).map_err(layout),

@@ -77,6 +77,20 @@ pub struct BulkSummary {
     /// loaded path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_ms: Option<Summary>,
+    /// `--rate` on tcp:// and quic://: the pace asked of each stream, payload bits/s (IP, TCP
+    /// and QUIC headers excluded; a UDP flow's rate is `udp.rate_bps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<f64>,
+    /// With `rate_bps`: what the paced streams achieved, their goodput ÷ (`rate_bps` × their
+    /// number), %. Below 100 when the path (or the responder) is slower than the pace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_achieved_pct: Option<f64>,
+    /// TCP: the congestion control the tester's kernel ran on the streams it sent (up),
+    /// read back from each socket (`TCP_CONGESTION`): `--congestion`, or the system's
+    /// default. Names that differ are joined by commas. Absent on a download, which the
+    /// responder's congestion control governs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
     /// UDP at a rate: what was sent and what arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<UdpBulk>,
@@ -110,6 +124,29 @@ pub struct UdpBulk {
     pub jitter_ms: f64,
     /// Sends that left more than 1 ms after they were due (the tester could not keep the rate).
     pub sends_behind_schedule: u64,
+    /// How long the path may have gone without the tester's load, ms: its stalls (each run of
+    /// sends over 1 ms late, as long as its largest lateness; UDP down: of the pulls) beyond
+    /// the queueing delay the path showed (the flow's round trips, median less minimum),
+    /// which a bottleneck's queue covers.
+    #[serde(default)]
+    pub stalled_ms: f64,
+    /// `stalled_ms` is more than [`LIMIT_FRACTION`] of the run and the flow lost datagrams:
+    /// the delivered rate may read low by as much, because of the tester, not the path. (A flow
+    /// that lost nothing delivered all it was sent, caught up or not: its stalls set nothing.)
+    #[serde(default)]
+    pub tester_limited: bool,
+}
+
+/// The share of a run a UDP sender's stalls may add up to before the run is flagged
+/// `tester_limited`: a delivered rate read to within 1 % needs the path offered its load 99 %
+/// of the time.
+pub const LIMIT_FRACTION: f64 = 0.01;
+
+/// True when a sender's stalls of `stalled_ms` in all can have moved a rate measured over
+/// `duration_s` by more than [`LIMIT_FRACTION`]: only a path that dropped some of the load
+/// (`lost` datagrams) was at its capacity, which an idle moment then lowers.
+pub fn tester_limited(stalled_ms: f64, duration_s: f64, lost: u64) -> bool {
+    lost > 0 && stalled_ms / 1e3 > LIMIT_FRACTION * duration_s
 }
 
 /// One stream's totals.
@@ -128,9 +165,39 @@ pub struct StreamTotal {
     /// The mean of the RTT samples of this stream, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_ms: Option<f64>,
+    /// `--rate`: the pace asked of this stream, payload bits/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<f64>,
+    /// TCP, a stream this host sent (up): the congestion control its kernel ran on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
     /// The error kind that ended it early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// The summary's pace of paced streams: the rate asked of each (the highest, should parts
+/// differ) and what they achieved together, % (`BulkSummary::rate_bps`,
+/// `rate_achieved_pct`).
+pub fn pace_of(streams: &[StreamTotal]) -> (Option<f64>, Option<f64>) {
+    let paced = || {
+        streams
+            .iter()
+            .filter_map(|s| Some((s.rate_bps?, s.goodput_bps)))
+    };
+    let asked = paced().map(|(r, _)| r).reduce(f64::max);
+    let (want, got) = paced().fold((0.0, 0.0), |(w, g), (r, b)| (w + r, g + b));
+    (asked, (want > 0.0).then(|| got * 100.0 / want))
+}
+
+/// The summary's congestion control: the names the streams ran, sorted, once each, joined by
+/// commas (`BulkSummary::congestion`).
+pub fn congestion_of(streams: &[StreamTotal]) -> Option<String> {
+    let names: std::collections::BTreeSet<&str> = streams
+        .iter()
+        .filter_map(|s| s.congestion.as_deref())
+        .collect();
+    (!names.is_empty()).then(|| names.into_iter().collect::<Vec<_>>().join(","))
 }
 
 /// One stream's part of an interval (`intervals[].streams[]`).
@@ -162,4 +229,49 @@ pub struct StreamInterval {
 pub mod hist {
     /// The path's RTT while loaded: see `BulkSummary::rtt_ms`.
     pub const RTT: &str = "rtt";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_tester_limited_past_one_percent_of_stalls() {
+        assert!(!tester_limited(50.0, 5.0, 1));
+        assert!(tester_limited(50.1, 5.0, 1));
+        assert!(
+            !tester_limited(50.1, 5.0, 0),
+            "nothing lost: all the load arrived"
+        );
+        assert!(!tester_limited(0.0, 0.0, 1));
+        // Files from before the flag read as not flagged.
+        let u: UdpBulk = serde_json::from_value(serde_json::json!({"rate_bps": 1.0, "size": 1200,
+            "sent": 1, "received": 1, "lost": 0, "loss_pct": 0.0, "delivered_bps": 1.0,
+            "jitter_ms": 0.0, "sends_behind_schedule": 0}))
+        .unwrap();
+        assert_eq!((u.stalled_ms, u.tester_limited), (0.0, false));
+    }
+
+    #[test]
+    fn the_pace_and_congestion_come_from_the_streams() {
+        let st = |rate: Option<f64>, bps: f64, cc: Option<&str>| StreamTotal {
+            rate_bps: rate,
+            goodput_bps: bps,
+            congestion: cc.map(String::from),
+            ..StreamTotal::default()
+        };
+        assert_eq!(pace_of(&[st(None, 9e6, None)]), (None, None));
+        assert_eq!(congestion_of(&[st(None, 9e6, None)]), None);
+        let s = [
+            st(Some(5e6), 5e6, Some("cubic")),
+            st(Some(5e6), 4e6, Some("cubic")),
+            st(None, 1e6, Some("bbr")),
+        ];
+        assert_eq!(
+            pace_of(&s),
+            (Some(5e6), Some(90.0)),
+            "9 of the 10 Mbit/s asked"
+        );
+        assert_eq!(congestion_of(&s).as_deref(), Some("bbr,cubic"));
+    }
 }

@@ -90,6 +90,25 @@ pub struct Document<B> {
     pub body: B,
 }
 
+impl<B> Document<B> {
+    /// The same document with its body made another type (a kind's body as the one result
+    /// type of `any`, say); the envelope is kept as it is.
+    pub fn map_body<C>(self, f: impl FnOnce(B) -> C) -> Document<C> {
+        Document {
+            schema: self.schema,
+            kind: self.kind,
+            tool: self.tool,
+            host: self.host,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            duration_s: self.duration_s,
+            stopped_by: self.stopped_by,
+            config: self.config,
+            body: f(self.body),
+        }
+    }
+}
+
 impl<B: Serialize> Document<B> {
     pub fn new(
         kind: &str,

@@ -69,6 +69,16 @@ pub struct UnderLoad {
     pub load_rtt_ms: Option<Summary>,
     /// The load's streams that ended with an error, by kind (a refused load target is here).
     pub load_errors: Errors,
+    /// TCP: segments the tester's kernel retransmitted on the load's streams that send (up and
+    /// both; `TCP_INFO`, as `npt bulk`'s `summary.retransmits`); absent on a download, whose
+    /// retransmits are the responder's. QUIC: packets the tester's QUIC stack declared lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// TCP: the congestion control the tester's kernel ran on the load's streams that send,
+    /// read back from each socket (`--load-congestion` or the system's default); absent on a
+    /// download, which the responder's governs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
     /// A `udp://` load: what it sent and what the responder reported arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<UdpLoad>,
@@ -119,7 +129,9 @@ pub struct LoadSpec {
     /// Streams each way (a UDP load is one flow).
     #[schemars(range(min = 1, max = 1024))]
     pub streams: u32,
-    /// `--load-rate`: a UDP load's rate, bits/s of datagrams (IP/UDP headers excluded).
+    /// `--load-rate`: a UDP load's rate, bits/s of datagrams (IP/UDP headers excluded); a
+    /// tcp:// or quic:// load's pace of each stream, bits/s of payload (what it achieved is
+    /// `goodput_bps`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_bps: Option<f64>,
     /// `--load-size`: a UDP load's datagram size, bytes (IP/UDP headers excluded).
@@ -128,7 +140,8 @@ pub struct LoadSpec {
     /// `--via`, password left out, when the load went through a proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
-    /// `--load-congestion`: this host's TCP congestion control on the load's streams, when set.
+    /// `--load-congestion`: this host's TCP congestion control on the load's streams, when set
+    /// (what the kernel ran is `under_load.congestion`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion: Option<String>,
 }

@@ -272,6 +272,9 @@ fn bulk(start: SystemTime, rtt: &Histogram) -> Document<BulkBody> {
             goodput_mbps: goodput.up / 1e6,
             retransmits: Some(2),
             rtt_ms: Some(rtt.summary()),
+            rate_bps: Some(10e6),
+            rate_achieved_pct: Some(100.0),
+            congestion: Some("cubic".into()),
             udp: None,
             failed_streams: 0,
         },
@@ -282,6 +285,8 @@ fn bulk(start: SystemTime, rtt: &Histogram) -> Document<BulkBody> {
             goodput_bps: goodput.up,
             retransmits: Some(2),
             rtt_ms: Some(0.2),
+            rate_bps: Some(10e6),
+            congestion: Some("cubic".into()),
             error: None,
         }],
         health: Health {

@@ -17,11 +17,17 @@
 //!
 //! An `Up` sink on TCP from this host is woken only once about a millisecond of its rate has
 //! arrived ([`npt_netio::lowat`]), so its reports may be that much behind.
+//!
+//! A `Down` stream whose spec carries a rate (`npt bulk --rate`) is paced: a token bucket of
+//! payload bytes ([`npt_wire::bucket`]) sets how much each write may carry and, on TCP, the
+//! kernel's pacing cap spreads each write's packets; the accepting reply says so
+//! ([`bulk::PACED`]). A rate only ever makes the stream slower than it would be.
 
 use std::time::{Duration, Instant};
 
 use npt_netio::lowat::{wanted, Lowat};
 use npt_wire::auth::SessionKey;
+use npt_wire::bucket::{kernel_pacing_rate, TokenBucket};
 use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction, REPORT_EVERY_NS};
 use npt_wire::frame::{status, Header, HEADER_LEN};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
@@ -80,7 +86,7 @@ where
     let io_t = cx.timeouts.io;
     let Ok(spec) = BulkSpec::decode(spec) else {
         c.malformed.fetch_add(1, Ordering::Relaxed);
-        reply(w, h, status::REFUSED, &BulkReport::default(), key, cx).await?;
+        reply(w, h, status::REFUSED, 0, &BulkReport::default(), key, cx).await?;
         return Err(End::Closed);
     };
     c.bulk.fetch_add(1, Ordering::Relaxed);
@@ -94,23 +100,49 @@ where
         },
         peer: cx.peer,
     };
-    reply(w, h, st, &BulkReport::default(), key, cx).await?;
+    let paced = spec.direction == Direction::Down && spec.rate_bps > 0;
+    if paced {
+        if let Some(fd) = cx.tcp_fd {
+            // The bucket sets the rate whatever this does; it only spreads the packets.
+            let rate = kernel_pacing_rate(spec.rate_bps as f64);
+            let _ = npt_netio::tcpinfo::set_max_pacing_rate(fd, rate);
+        }
+    }
+    let flags = if paced { bulk::PACED } else { 0 };
+    reply(w, h, st, flags, &BulkReport::default(), key, cx).await?;
     within(io_t, w.flush(), &c.stalled_write).await?;
     let start = Instant::now();
     let mut throttled = false;
     let result = match spec.direction {
         Direction::Down => {
             let fill = fill_chunk();
+            let mut bucket = paced.then(|| TokenBucket::new(spec.rate_bps as f64, 0));
             let mut sent = 0u64;
             let r = loop {
                 if start.elapsed() >= duration {
                     break within(io_t, w.flush(), &c.stalled_write).await;
                 }
-                throttled |= payer.pay(fill.len()).await;
-                if let Err(e) = within(io_t, w.write_all(fill), &c.stalled_write).await {
+                let n = match bucket.as_mut() {
+                    Some(b) => paced_grant(b, start, fill.len()).await,
+                    None => fill.len(),
+                };
+                // A paced stream may have waited past its end.
+                if bucket.is_some() && start.elapsed() >= duration {
+                    continue;
+                }
+                let chunk = fill.get(..n).unwrap_or(fill);
+                throttled |= payer.pay(chunk.len()).await;
+                if let Err(e) = within(io_t, w.write_all(chunk), &c.stalled_write).await {
                     break Err(e);
                 }
-                sent += fill.len() as u64;
+                if let Some(b) = bucket.as_mut() {
+                    b.spend(chunk.len() as u64);
+                    // Paced bytes leave now, not when the buffer fills.
+                    if let Err(e) = within(io_t, w.flush(), &c.stalled_write).await {
+                        break Err(e);
+                    }
+                }
+                sent += chunk.len() as u64;
             };
             c.tx_bytes.fetch_add(sent, Ordering::Relaxed);
             r
@@ -136,6 +168,20 @@ where
         // The client closing its end is how a bulk it stopped early ends: not a reset.
         Err(End::Io(e)) if peer_gone(&e) => Ok(()),
         r => r.map(|_| ()),
+    }
+}
+
+/// Waits until `bucket` (on a clock that started at `start`) grants bytes; at most `max`.
+async fn paced_grant(bucket: &mut TokenBucket, start: Instant, max: usize) -> usize {
+    let ns = || u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    loop {
+        match bucket.grant(ns(), max as u64) {
+            0 => {
+                let at = start + Duration::from_nanos(bucket.next_at());
+                tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+            }
+            n => return usize::try_from(n).unwrap_or(max),
+        }
     }
 }
 
@@ -210,7 +256,7 @@ where
         }
         if Instant::now() >= next_report {
             next_report += every;
-            reply(w, h, status::OK, &report(got), key, cx).await?;
+            reply(w, h, status::OK, 0, &report(got), key, cx).await?;
             if let Some((fd, l)) = lowat.as_mut() {
                 l.apply(*fd, got, Instant::now());
             }
@@ -219,23 +265,24 @@ where
     };
     c.rx_bytes.fetch_add(got, Ordering::Relaxed);
     end?;
-    reply(w, h, status::OK, &report(got), key, cx).await?;
+    reply(w, h, status::OK, 0, &report(got), key, cx).await?;
     within(io_t, w.flush(), &c.stalled_write).await
 }
 
-/// Writes one `BulkReply` frame (sealed under `--token`).
+/// Writes one `BulkReply` frame with `flags` (sealed under `--token`).
 // SAFE: `buf` is `REPLY_LEN` bytes, which is what `encode_reply` writes.
 #[allow(clippy::indexing_slicing)]
 async fn reply<W: AsyncWrite + Unpin>(
     w: &mut BufWriter<W>,
     h: &Header,
     st: u32,
+    flags: u16,
     report: &BulkReport,
     key: &Option<SessionKey>,
     cx: &StreamCtx<'_>,
 ) -> Result<(), End> {
     let mut buf = [0u8; bulk::REPLY_LEN];
-    let _ = bulk::encode_reply(&mut buf, h.flow, st, h.send_ts, report);
+    let _ = bulk::encode_reply(&mut buf, h.flow, st, flags, h.send_ts, report);
     if let Some(hdr) = buf.first_chunk_mut::<HEADER_LEN>() {
         seal(key, hdr);
     }

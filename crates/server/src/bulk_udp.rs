@@ -37,7 +37,9 @@ struct Flow {
     counts: OneWay,
     /// Datagrams of the flow the per-source budget refused.
     refused: u64,
-    first: u64,
+    /// The first `BulkData` datagram (a report request may come before it): the report's
+    /// time span begins here.
+    first: Option<u64>,
     /// The last datagram of any kind (for forgetting idle flows).
     last: u64,
     /// The last `BulkData` datagram: a report's time span ends here, not at the request that
@@ -101,6 +103,7 @@ impl Flows {
         };
         if data {
             f.counts.on_datagram(seq, send_ts, now, len);
+            f.first.get_or_insert(now);
             f.last_data = now;
         } else {
             f.counts.on_request(seq, len);
@@ -140,7 +143,7 @@ impl Flows {
         let f = self.map.entry(key).or_insert(Flow {
             counts: OneWay::default(),
             refused: 0,
-            first: now,
+            first: None,
             last: now,
             last_data: now,
         });
@@ -149,11 +152,14 @@ impl Flows {
     }
 
     /// What arrived of `peer`'s flow `flow` (all zeros for a flow never seen), over the time
-    /// from its first datagram to its last data datagram.
+    /// from its first data datagram to its last.
     pub fn report(&self, peer: SocketAddr, flow: u32) -> BulkReport {
         self.map
             .get(&(peer, flow))
-            .map(|f| f.counts.report(f.last_data.saturating_sub(f.first)))
+            .map(|f| {
+                let first = f.first.unwrap_or(f.last_data);
+                f.counts.report(f.last_data.saturating_sub(first))
+            })
             .unwrap_or_default()
     }
 
@@ -245,6 +251,21 @@ mod tests {
         assert_eq!(r.elapsed_ns, 999 * MS, "first to last data datagram");
         assert_eq!((r.datagrams, r.expected), (1001, 1001));
         assert_eq!(r.jitter_ns, 0, "the data's transit never varied");
+    }
+
+    /// The tester's first report request leaves before the data (its round trip is the
+    /// empty path's); the span still begins at the data.
+    #[test]
+    fn a_request_before_the_data_does_not_start_the_span() {
+        const MS: u64 = 1_000_000;
+        let mut f = Flows::new(8);
+        f.on_datagram(10 * MS, peer(1), 1, 0, 0, 88, false);
+        for i in 1..=100 {
+            f.on_datagram(20 * MS + i * MS, peer(1), 1, i, i * MS, 1200, true);
+        }
+        let r = f.report(peer(1), 1);
+        assert_eq!(r.elapsed_ns, 99 * MS);
+        assert_eq!((r.datagrams, r.expected), (101, 101));
     }
 
     #[test]

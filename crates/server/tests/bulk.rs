@@ -85,6 +85,42 @@ fn down_sources_for_the_duration_then_closes() {
     assert!(Counters::get(&k.tcp.tx_bytes) >= n);
 }
 
+/// A download at a rate (`npt bulk --rate`): the reply says the responder paces it, and it
+/// sends that rate of payload over the asked duration, never more (the bucket holds at most
+/// 20 ms of it; the first write goes at once). An unpaced download and an upload carry no flag.
+#[test]
+fn a_download_at_a_rate_is_paced_and_says_so() {
+    let (_s, addr) = start(ServeConfig::default());
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let paced = BulkSpec {
+        rate_bps: 8_000_000,
+        ..spec(Direction::Down, Duration::from_secs(1))
+    };
+    let mut req = [0u8; bulk::REQUEST_LEN];
+    bulk::encode_request(&mut req, 1, 0, 7, &paced).unwrap();
+    c.write_all(&req).unwrap();
+    let (h, _) = read_reply(&mut c);
+    assert_eq!((h.status, h.flags & bulk::PACED), (status::OK, bulk::PACED));
+    // 8 Mbit/s for 1 s on the server's clock: 1,000,000 bytes, plus its first write (2,000).
+    let n = drain(&mut c);
+    assert!(
+        (900_000..=1_002_000).contains(&n),
+        "{n} bytes in the responder's 1 s at 1 MB/s"
+    );
+    for d in [Direction::Down, Direction::Up] {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let s = BulkSpec {
+            rate_bps: if d == Direction::Up { 8_000_000 } else { 0 },
+            ..spec(d, Duration::from_millis(10))
+        };
+        bulk::encode_request(&mut req, 1, 0, 7, &s).unwrap();
+        c.write_all(&req).unwrap();
+        assert_eq!(read_reply(&mut c).0.flags & bulk::PACED, 0, "{d:?}");
+    }
+}
+
 #[test]
 fn up_sinks_and_reports_exactly_what_arrived() {
     let (s, addr) = start(ServeConfig::default());

@@ -139,6 +139,18 @@ impl Histogram {
         self.get().mean()
     }
 
+    /// How far the recorded values reach above `over_ns`, added up (ns): Σ max(0, v − over).
+    /// Each value stands for its HDR bucket's middle, as [`Histogram::mean_ns`] does.
+    pub fn excess_sum_ns(&self, over_ns: u64) -> f64 {
+        let h = self.get();
+        h.iter_recorded()
+            .map(|v| {
+                let value = h.median_equivalent(v.value_iterated_to());
+                value.saturating_sub(over_ns) as f64 * v.count_at_value() as f64
+            })
+            .sum()
+    }
+
     /// The mean of the values at or below quantile `q` (0..=1), in ns: the "trimmed mean" of
     /// the IETF responsiveness draft (`q` = 0.95 drops the slowest 5 % before averaging).
     /// Each recorded value stands for its HDR bucket's middle, as [`Histogram::mean_ns`] does;
@@ -258,6 +270,22 @@ impl Histogram {
     }
 }
 
+/// Equal when the same values were recorded: every bucket's count, and the clamped count,
+/// whatever range each histogram has grown to (their serializations may differ in that).
+impl PartialEq for Histogram {
+    fn eq(&self, other: &Histogram) -> bool {
+        let recorded = |h: &Histogram| {
+            h.get()
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        };
+        self.clamped == other.clamped
+            && self.count() == other.count()
+            && recorded(self) == recorded(other)
+    }
+}
+
 impl From<Histogram> for SerializedHistogram {
     fn from(h: Histogram) -> SerializedHistogram {
         h.to_serialized()
@@ -340,6 +368,19 @@ mod tests {
         assert!(d.quantile_ns(0.5) >= 99_000_000);
         assert_eq!(h.since(&Histogram::new()).unwrap().count(), 5);
         assert!(earlier.since(&h).is_err());
+    }
+
+    #[test]
+    fn the_excess_over_a_bound_adds_up() {
+        let mut h = Histogram::new();
+        for v in [10_000_000, 40_000_000, 150_000_000, 150_000_000] {
+            h.record(v);
+        }
+        // Over 100 ms: two values of 150 ms reach 50 ms past it each.
+        let over = h.excess_sum_ns(100_000_000);
+        assert!((over - 100e6).abs() < 0.2e6, "{over}");
+        assert!((h.excess_sum_ns(0) - 350e6).abs() < 0.5e6);
+        assert_eq!(Histogram::new().excess_sum_ns(0), 0.0);
     }
 
     #[test]
@@ -449,6 +490,24 @@ mod tests {
 
     fn json_data(s: &SerializedHistogram) -> serde_json::Value {
         serde_json::Value::String(s.data.clone())
+    }
+
+    #[test]
+    fn histograms_are_equal_when_their_counts_are() {
+        let mut a = Histogram::new();
+        let mut b = Histogram::new();
+        a.record(1_000);
+        a.record(50_000_000);
+        // b grows to a larger range first, then holds the same values.
+        b.record(3_000_000_000);
+        b.reset();
+        b.record(50_000_000);
+        b.record(1_000);
+        assert_ne!(a.to_serialized(), b.to_serialized(), "the ranges differ");
+        assert_eq!(a, b);
+        b.record(1_000);
+        assert_ne!(a, b);
+        assert_eq!(Histogram::new(), Histogram::default());
     }
 
     #[test]

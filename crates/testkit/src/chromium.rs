@@ -1,7 +1,8 @@
 //! Headless Chromium for the HTML tests: open a page, dump the DOM after its scripts ran, and
 //! check that every chart drew the points it promised (`data-expected-points` written by the
 //! renderer against `data-drawn-points` written by the page after uPlot drew). Used by
-//! npt-report's `html_chromium.rs` and the cli's `tests/compare.rs` and `tests/report.rs`.
+//! npt-report's `html_chromium.rs` and the cli's `tests/compare.rs`, `tests/report.rs` and
+//! `tests/monitor_page.rs`.
 //!
 //! Needs Debian's `chromium` (CI installs it); `NPT_SKIP_CHROMIUM=1` skips explicitly.
 
@@ -32,7 +33,36 @@ pub fn wanted() -> bool {
 
 /// Runs headless Chromium on `file` and returns the DOM it dumped; killed after `limit`.
 pub fn dump_dom(file: &Path, profile: &Path, limit: Duration) -> String {
-    let mut child = Command::new("chromium")
+    dump_url(&format!("file://{}", file.display()), profile, limit)
+}
+
+/// Runs headless Chromium on `file` with the network off — in a network namespace of its own
+/// with nothing but a down loopback (`unshare --net`, root) — and returns the DOM it dumped; what
+/// a page saved to disk and opened offline shows. `None` (said as `SKIPPED:`) when not root.
+pub fn dump_dom_offline(file: &Path, profile: &Path, limit: Duration) -> Option<String> {
+    if !crate::raw::is_root() {
+        eprintln!("SKIPPED: the network-off Chromium run needs root (unshare --net)");
+        return None;
+    }
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--net", "chromium"]);
+    Some(dump_with(
+        cmd,
+        &format!("file://{}", file.display()),
+        profile,
+        limit,
+    ))
+}
+
+/// Runs headless Chromium on `url` (a served page: `npt monitor`'s dashboard) and returns the
+/// DOM it dumped; killed after `limit`.
+pub fn dump_url(url: &str, profile: &Path, limit: Duration) -> String {
+    dump_with(Command::new("chromium"), url, profile, limit)
+}
+
+/// `cmd` (chromium, or a command that runs it with the arguments that follow) on `url`.
+fn dump_with(mut cmd: Command, url: &str, profile: &Path, limit: Duration) -> String {
+    let mut child = cmd
         .args([
             "--headless",
             "--no-sandbox",
@@ -43,7 +73,7 @@ pub fn dump_dom(file: &Path, profile: &Path, limit: Duration) -> String {
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg("--dump-dom")
-        .arg(format!("file://{}", file.display()))
+        .arg(url)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

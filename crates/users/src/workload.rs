@@ -47,6 +47,8 @@ impl Workload for RunConfig {
             "model": model,
             "load": load,
             "duration_s": self.duration.as_secs_f64(),
+            "workers": self.threads().0,
+            "workers_why": self.threads().1,
             "mix": s.mix.to_string_compact(),
             "think_ms": ms(s.think),
             "seed": self.seed,
@@ -96,16 +98,18 @@ impl Workload for RunConfig {
             }
         }
         npt_netio::raise_nofile_limit();
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        if cfg.workers > 0 {
-            b.worker_threads(cfg.workers);
-        }
-        let rt = b
-            .thread_name("npt-run")
+        // The run's clock (intervals, the end, the arrivals, the QUIC endpoint) on this
+        // thread; the users on one single-threaded runtime per worker thread, each with its
+        // share of them (npt_client::workers says why not work stealing).
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(RunError::Runtime)?;
-        let out = rt.block_on(run_async(cfg, stop, on_interval));
+        let (n, _) = cfg.threads();
+        let workers =
+            npt_client::workers::Workers::start(n, "npt-run").map_err(RunError::Runtime)?;
+        let out = rt.block_on(run_async(cfg, &workers, stop, on_interval));
+        workers.stop();
         rt.shutdown_timeout(Duration::from_secs(1));
         out
     }

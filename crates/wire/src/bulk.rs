@@ -26,7 +26,7 @@
 //! +---------------+---------------+-------------------------------+
 //! |           datagram size, bytes (UDP; 0 for streams)           |  4
 //! +---------------------------------------------------------------+
-//! |           rate, bits/s (UDP; 0 = as fast as the path goes)    |  8
+//! |   rate, bits/s (UDP; a down stream: its pace; 0 = unpaced)    |  8
 //! |                                                               |
 //! +---------------------------------------------------------------+
 //! |           duration, ns                                        | 16
@@ -34,6 +34,13 @@
 //! +---------------------------------------------------------------+
 //! ```
 //! direction: 1 = up (the client sends, the responder sinks), 2 = down (the responder sends).
+//!
+//! **Paced streams** (an extension of wire version 1, `npt bulk --rate` on tcp:// and quic://):
+//! a `Down` stream's spec may carry a rate, payload bits/s of the stream. A responder that
+//! paces it sets [`PACED`] in the `flags` of its accepting `BulkReply` and never sends faster
+//! (its bucket is [`crate::bucket`]); an older one ignores the rate and leaves the flag clear,
+//! so the client knows the stream would not be paced. An `Up` stream is paced by the client
+//! and its spec's rate stays 0.
 //!
 //! `BulkReport`, the payload of a `BulkReply` (40 bytes, big-endian u64s):
 //! ```text
@@ -77,6 +84,9 @@ pub const REQUEST_LEN: usize = HEADER_LEN + SPEC_LEN;
 pub const REPLY_LEN: usize = HEADER_LEN + REPORT_LEN;
 /// Reply flag of a UDP `BulkReply`: the refused count follows the report.
 pub const REFUSED_COUNTED: u16 = 0x0010;
+/// Reply flag of a stream's accepting `BulkReply`: the responder paces the download at the
+/// spec's rate.
+pub const PACED: u16 = 0x0020;
 /// A UDP report request this long (or longer) may get the refused count too.
 pub const REPLY_LEN_REFUSED: usize = REPLY_LEN + 8;
 /// How often a sinking responder reports what it received (streams).
@@ -107,7 +117,8 @@ pub struct BulkSpec {
     pub direction: Direction,
     /// UDP datagram size in bytes (0 for streams).
     pub size: u32,
-    /// UDP rate in bits/s (0 for streams: as fast as the path goes).
+    /// UDP: the flow's rate in bits/s. Streams: 0 (as fast as the path goes), or a `Down`
+    /// stream's payload rate in bits/s ([`PACED`]).
     pub rate_bps: u64,
     /// How long the transfer lasts, ns.
     pub duration_ns: u64,
@@ -231,20 +242,21 @@ pub fn encode_request(
     Ok(REQUEST_LEN)
 }
 
-/// Writes a `BulkReply` frame (header with `status`, and `report`) into `buf`: [`REPLY_LEN`]
-/// bytes. `flow` and `send_ts` echo the request's.
+/// Writes a `BulkReply` frame (header with `status` and `flags`, and `report`) into `buf`:
+/// [`REPLY_LEN`] bytes. `flow` and `send_ts` echo the request's.
 // SAFE: as in `encode_request`.
 #[allow(clippy::cast_possible_truncation)]
 pub fn encode_reply(
     buf: &mut [u8],
     flow: u32,
     status: u32,
+    flags: u16,
     send_ts: u64,
     report: &BulkReport,
 ) -> Result<usize, WireError> {
     let h = Header {
         kind: Kind::BulkReply,
-        flags: 0,
+        flags,
         frame_len: REPLY_LEN as u32,
         reply_len: 0,
         flow,
@@ -420,11 +432,40 @@ mod tests {
         assert_eq!((h.kind, h.flow, h.send_ts), (Kind::Bulk, 9, 77));
         assert_eq!(h.frame_len as usize, REQUEST_LEN);
         assert_eq!(BulkSpec::decode(&b[HEADER_LEN..]).unwrap(), SPEC);
-        assert_eq!(encode_reply(&mut b, 9, 1, 77, &REPORT).unwrap(), REPLY_LEN);
+        assert_eq!(
+            encode_reply(&mut b, 9, 1, 0, 77, &REPORT).unwrap(),
+            REPLY_LEN
+        );
         let h = Header::decode(&b).unwrap();
         assert_eq!((h.kind, h.status, h.frame_len), (Kind::BulkReply, 1, 88));
         assert_eq!(BulkReport::decode(&b[HEADER_LEN..]).unwrap(), REPORT);
         assert!(encode_request(&mut [0u8; REQUEST_LEN - 1], 0, 0, 0, &SPEC).is_err());
+    }
+
+    /// Golden bytes of a paced download's accepting reply: flags = PACED, the rest as any
+    /// reply; the spec that asked for it carries the stream's rate where UDP's goes.
+    #[test]
+    fn a_paced_download_says_so_in_its_reply() {
+        let mut b = [0u8; REPLY_LEN];
+        encode_reply(&mut b, 9, 0, PACED, 77, &BulkReport::default()).unwrap();
+        assert_eq!(
+            &b[4..8],
+            &[1, 8, 0x00, 0x20],
+            "version, kind, flags = PACED"
+        );
+        assert_eq!(Header::decode(&b).unwrap().flags & PACED, PACED);
+        let spec = BulkSpec {
+            direction: Direction::Down,
+            size: 0,
+            rate_bps: 5_000_000,
+            duration_ns: 1,
+        };
+        let mut s = [0u8; SPEC_LEN];
+        spec.encode(&mut s).unwrap();
+        assert_eq!(
+            &s[..16],
+            &[2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x4C, 0x4B, 0x40]
+        );
     }
 
     /// Golden bytes of a UDP reply with the refused count: the report request's header turned
@@ -432,7 +473,7 @@ mod tests {
     #[test]
     fn a_udp_reply_carries_the_refused_count_and_old_peers_read_what_they_know() {
         let mut b = [0xEEu8; REPLY_LEN_REFUSED];
-        encode_reply(&mut b, 9, 0, 77, &REPORT).unwrap();
+        encode_reply(&mut b, 9, 0, 0, 77, &REPORT).unwrap();
         let mut h = Header::decode(&b).unwrap();
         h.frame_len = REPLY_LEN_REFUSED as u32;
         h.encode(&mut b).unwrap();
@@ -451,7 +492,7 @@ mod tests {
         // An old responder's answer to a long request: flag clear, the request's bytes after
         // the report — not a count.
         let mut old = [0xEEu8; REPLY_LEN_REFUSED];
-        encode_reply(&mut old, 9, 0, 77, &REPORT).unwrap();
+        encode_reply(&mut old, 9, 0, 0, 77, &REPORT).unwrap();
         let h = Header::decode(&old).unwrap();
         assert_eq!(read_refused(&h, &old), None);
         // Too short: nothing written.

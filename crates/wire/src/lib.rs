@@ -7,6 +7,7 @@
 #![deny(clippy::indexing_slicing)] // parses peer frames and stamps: see `[workspace.lints]`
 
 pub mod auth;
+pub mod bucket;
 pub mod bulk;
 pub mod fill;
 pub mod frame;
@@ -17,6 +18,7 @@ pub mod reflect;
 pub mod stamp;
 pub mod window;
 
+pub use bucket::TokenBucket;
 pub use fill::Fill;
 pub use frame::{Header, Kind, HEADER_LEN, MAGIC};
 pub use pacing::{Pacer, Pacing};

@@ -31,6 +31,15 @@ use super::workload::{plan, Planned};
 pub trait Launcher {
     /// `npt` ready for its arguments; `node` is the scenario's `node` (lab only).
     fn npt(&self, node: Option<&str>) -> Command;
+
+    /// Called right before each scenario run starts.
+    fn before_run(&self) {}
+
+    /// Called right after each scenario run, whose files in `out_dir` are named `stem.*`:
+    /// a note for its progress line (the lab says when its links were late during the run).
+    fn after_run(&self, _out_dir: &Path, _stem: &str) -> Option<String> {
+        None
+    }
 }
 
 /// The default launcher: this very binary, on this host.
@@ -343,9 +352,13 @@ pub fn run_scenarios(
             let _ = std::fs::remove_file(&result);
             let mut cmd = launcher.npt(s.node.as_deref());
             cmd.args(&plans[i].argv).arg("--json").arg(&result);
+            launcher.before_run();
             let started = Instant::now();
             let ended = run_child(cmd, &log, plans[i].timeout, &opts.cancel);
             let took = started.elapsed().as_secs_f64();
+            let note = launcher
+                .after_run(&opts.out_dir, &stem)
+                .map_or(String::new(), |n| format!("; {n}"));
             let status = match ended {
                 Err(e) => {
                     let m = format!("cannot start npt: {e}");
@@ -387,7 +400,7 @@ pub fn run_scenarios(
             };
             if opts.progress {
                 progress(format_args!(
-                    "npt compare: [{done}/{total}] {} run {r}/{runs}: {status} ({took:.1} s)",
+                    "npt compare: [{done}/{total}] {} run {r}/{runs}: {status} ({took:.1} s){note}",
                     s.name
                 ));
             }

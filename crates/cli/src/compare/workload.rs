@@ -2,6 +2,8 @@
 //! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`
 //! / `run` / `http` / `ping`, so a bad flag is refused before anything runs, naming the scenario.
 //! The same parse gives the run's expected length, from which each child's time bound is derived.
+//! `npt monitor` checks its targets' rounds the same way ([`Check`], [`expected`]), which is why
+//! the parse also knows `bulk` and `trace`.
 #![deny(clippy::indexing_slicing)] // parses a user-written scenario file: see `[workspace.lints]`
 
 use std::time::Duration;
@@ -9,10 +11,12 @@ use std::time::Duration;
 use clap::Parser;
 
 use super::scenarios::{Scenario, ScenarioError, ScenarioSet, WorkloadKind};
+use crate::bulk::BulkArgs;
 use crate::http::HttpArgs;
 use crate::ping::PingArgs;
 use crate::probe::{Mode, ProbeArgs};
 use crate::run::RunArgs;
+use crate::trace::TraceArgs;
 use crate::usage::parse_duration;
 
 /// One scenario's child command line (without `--json`, added per run) and its time bound.
@@ -22,16 +26,18 @@ pub struct Planned {
     pub timeout: Duration,
 }
 
-/// The four workloads, parsed exactly as `npt KIND …` parses them.
+/// The workloads, parsed exactly as `npt KIND …` parses them.
 // Parsed once per scenario: the size of the largest variant does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Parser, Debug)]
 #[command(name = "npt", no_binary_name = true)]
-enum Check {
+pub enum Check {
     Probe(ProbeArgs),
     Run(RunArgs),
     Http(HttpArgs),
     Ping(PingArgs),
+    Bulk(BulkArgs),
+    Trace(TraceArgs),
 }
 
 /// Added to every bound: process start-up, connecting, writing the result.
@@ -47,7 +53,7 @@ fn err(field: &str, msg: impl Into<String>) -> ScenarioError {
 /// How long a run of these flags should take at most, before the grace: the send phase plus the
 /// time the last request may wait for its answer. Relay (ping-pong) probes are bounded by every
 /// packet waiting its full loss timeout, the worst case.
-fn expected(check: &Check) -> Result<Duration, String> {
+pub fn expected(check: &Check) -> Result<Duration, String> {
     Ok(match check {
         Check::Probe(a) => {
             let relay = a.ping_pong || a.mode == Some(Mode::Relay);
@@ -62,7 +68,14 @@ fn expected(check: &Check) -> Result<Duration, String> {
                         .unwrap_or(Duration::MAX)
                 }
             });
-            let send = match (a.duration, by_count) {
+            let l = &a.load;
+            let phases = l.under_load.as_ref().map(|_| {
+                let or = |d: Option<Duration>, s: u64| d.unwrap_or(Duration::from_secs(s));
+                or(l.load_idle, 5)
+                    .saturating_add(or(l.load_duration, 10))
+                    .saturating_add(or(l.load_recovery, 5))
+            });
+            let send = match (a.duration.or(phases), by_count) {
                 (Some(d), Some(c)) => d.min(c),
                 (Some(d), None) => d,
                 (None, Some(c)) => c,
@@ -89,6 +102,22 @@ fn expected(check: &Check) -> Result<Duration, String> {
         Check::Ping(a) => {
             if a.count == 0 {
                 return Err("ping needs a --count above 0: a scenario must end by itself".into());
+            }
+            let (i, t) = a.timing.durations().map_err(|e| e.to_string())?;
+            times(i, a.count).saturating_add(t)
+        }
+        Check::Bulk(a) => {
+            let d = parse_duration(&a.duration).map_err(|e| format!("--duration: {e}"))?;
+            let t = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
+            d.saturating_add(t)
+        }
+        // Every leg is measured at once, each `count` attempts `interval` apart.
+        Check::Trace(a) => {
+            if a.count == 0 {
+                return Err("trace needs a --count above 0".into());
+            }
+            if a.during.is_some() {
+                return Err("--during runs until its command ends".into());
             }
             let (i, t) = a.timing.durations().map_err(|e| e.to_string())?;
             times(i, a.count).saturating_add(t)

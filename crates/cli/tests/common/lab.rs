@@ -1,7 +1,7 @@
 //! What every root lab test does around its measurement, written once: skip (visibly) when
 //! not root, bring a topology up with `npt lab up` and down again when the test ends (also when
 //! an assertion fails: [`Lab`] is a drop guard), run `npt` on a node with `npt lab exec`, and
-//! read the links' counters with `npt lab status --json`.
+//! read the links' counters with `npt lab status --json` (a direction's, once settled).
 
 use std::path::Path;
 use std::process::Output;
@@ -22,6 +22,28 @@ pub fn skipped(test: &str) -> bool {
     }
     eprintln!("SKIPPED: {test} needs root (network namespaces, TUN)");
     true
+}
+
+/// Two nodes, `client` and `server`, joined by one link with `link` impairments (TOML lines),
+/// and `npt serve` on the server at 10.0.1.2:7777.
+pub fn pair(lab: &str, link: &str) -> String {
+    format!(
+        r#"name = "{lab}"
+[[node]]
+name = "client"
+[[node]]
+name = "server"
+[[link]]
+a = "client"
+b = "server"
+{link}
+[[service]]
+name = "serve"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
+ready = "tcp://10.0.1.2:7777"
+"#
+    )
 }
 
 /// Takes down what an earlier, interrupted run left of lab `name` (a test killed by its
@@ -112,29 +134,41 @@ impl Lab {
 }
 
 impl Lab {
-    /// Link `link`'s counters in the direction `from` → `to` (node names): (packets in,
-    /// dropped by its loss).
-    pub fn link_counts(&self, link: usize, from: &str, to: &str) -> (u64, u64) {
+    /// Link `link`'s direction `from` → `to` (node names) in `npt lab status --json`: its
+    /// `applied` counters, `queue_wait` histogram and configuration.
+    pub fn direction(&self, link: usize, from: &str, to: &str) -> serde_json::Value {
         let s = self.status();
-        let d = s["links"][link]["directions"]
+        s["links"][link]["directions"]
             .as_array()
             .unwrap_or_else(|| panic!("no link {link} in {s}"))
             .iter()
             .find(|d| d["from"] == from && d["to"] == to)
             .unwrap_or_else(|| panic!("no direction {from} > {to} in {s}"))
-            .clone();
+            .clone()
+    }
+
+    /// Link `link`'s counters in the direction `from` → `to` (node names): (packets in,
+    /// dropped by its loss).
+    pub fn link_counts(&self, link: usize, from: &str, to: &str) -> (u64, u64) {
+        let d = self.direction(link, from, to);
         (u(&d, "/applied/packets_in"), u(&d, "/applied/dropped_loss"))
     }
 
-    /// [`Lab::link_counts`] once they stop moving (the status is republished every few
-    /// 100 ms), waiting at most 5 s.
+    /// [`Lab::link_counts`] once they stop moving.
     pub fn settled_counts(&self, link: usize, from: &str, to: &str) -> (u64, u64) {
+        let d = self.settled(link, from, to);
+        (u(&d, "/applied/packets_in"), u(&d, "/applied/dropped_loss"))
+    }
+
+    /// [`Lab::direction`] once its `applied` counters stop moving (the status is republished
+    /// every few 100 ms), waiting at most 5 s.
+    pub fn settled(&self, link: usize, from: &str, to: &str) -> serde_json::Value {
         let until = Instant::now() + Duration::from_secs(5);
-        let mut last = self.link_counts(link, from, to);
+        let mut last = self.direction(link, from, to);
         loop {
             std::thread::sleep(Duration::from_millis(500));
-            let now = self.link_counts(link, from, to);
-            if now == last || Instant::now() > until {
+            let now = self.direction(link, from, to);
+            if now["applied"] == last["applied"] || Instant::now() > until {
                 return now;
             }
             last = now;

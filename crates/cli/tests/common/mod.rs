@@ -19,6 +19,8 @@ pub fn repo_root() -> PathBuf {
 }
 
 pub mod lab;
+pub mod monitor;
+pub mod prometheus;
 
 // Each test file uses a part of this module.
 #[allow(unused_imports)]

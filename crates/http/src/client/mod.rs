@@ -91,7 +91,8 @@ pub fn run(
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = choose_threads(cfg.threads, cpus, is_local(addr), cfg.new_conn);
-    let workers = Workers::start(threads.threads)?;
+    let workers = npt_client::workers::Workers::start(threads.threads, "npt-http")
+        .map_err(|e| Error::Io("starting the worker runtimes".into(), e))?;
 
     // Cold start: the command runs until this function returns, however it returns.
     let mut group = None;

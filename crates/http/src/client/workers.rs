@@ -1,66 +1,6 @@
-//! The client's runtime threads, and the cold-start poller.
+//! The cold-start poller (the runtime threads are `npt_client::workers`).
 
 use super::*;
-
-/// `n` threads, each running a single-threaded tokio runtime until [`Workers::stop`].
-pub(super) struct Workers {
-    pub(super) handles: Vec<tokio::runtime::Handle>,
-    pub(super) stops: Vec<tokio::sync::oneshot::Sender<()>>,
-    pub(super) threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Workers {
-    pub(super) fn start(n: usize) -> Result<Workers, Error> {
-        let mut w = Workers {
-            handles: Vec::new(),
-            stops: Vec::new(),
-            threads: Vec::new(),
-        };
-        for i in 0..n.max(1) {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| Error::Io("starting a worker runtime".into(), e))?;
-            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-            w.handles.push(rt.handle().clone());
-            w.stops.push(tx);
-            let t = std::thread::Builder::new()
-                .name(format!("npt-http-{i}"))
-                .spawn(move || {
-                    let _ = rt.block_on(rx);
-                    // Dropping `rt` here cancels its tasks on their own thread.
-                })
-                .map_err(|e| Error::Io("spawning a worker thread".into(), e))?;
-            w.threads.push(t);
-        }
-        Ok(w)
-    }
-
-    // NO-PANIC: `start` makes at least one runtime, so the modulus is never 0 and in range.
-    #[allow(clippy::indexing_slicing)]
-    pub(super) fn handle(&self, i: usize) -> &tokio::runtime::Handle {
-        &self.handles[i % self.handles.len()]
-    }
-
-    pub(super) fn stop(mut self) {
-        self.stop_now();
-    }
-
-    pub(super) fn stop_now(&mut self) {
-        for s in self.stops.drain(..) {
-            let _ = s.send(());
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        self.stop_now();
-    }
-}
 
 /// Polls with fresh connections until the first 2xx, as the gateway benchmark's cold start.
 pub(super) async fn cold_start(

@@ -63,7 +63,7 @@ impl LoadPlan {
             streams: self.bulk.streams,
             via: self.bulk.via.as_ref().map(|v| v.to_string()),
             congestion: self.bulk.congestion.clone(),
-            rate_bps: self.bulk.udp.map(|u| u.rate_bps),
+            rate_bps: self.bulk.udp.map(|u| u.rate_bps).or(self.bulk.rate_bps),
             size: self.bulk.udp.and_then(|u| u32::try_from(u.size).ok()),
         }
     }
@@ -107,6 +107,8 @@ pub fn stats(plan: &LoadPlan, o: &Outcome, start: u64) -> npt_result::stats::pro
         st.goodput_bps = b.summary.goodput_bps;
         st.bytes = b.summary.bytes;
         st.load_rtt_ms = b.summary.rtt_ms;
+        st.retransmits = b.summary.retransmits;
+        st.congestion = b.summary.congestion.clone();
         st.errors.by_kind = b.errors.by_kind.clone();
         st.udp = b
             .summary

@@ -71,6 +71,20 @@ pub enum PacingSpec {
     },
 }
 
+/// Where a UDP reply's receive time comes from (`--rx-stamp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RxStamp {
+    /// The clock read right after the receive returned: the RTT includes how long the tester
+    /// took to wake up and read (the RTT at the application, docs/measurement.md; what a
+    /// user-space ping-pong tool reports). The default.
+    #[default]
+    User,
+    /// The kernel's timestamp of the datagram's arrival (`SO_TIMESTAMPNS`): the tester's own
+    /// wake-up and receive call are not in the RTT (opt-in).
+    Kernel,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StageSpec {
@@ -136,6 +150,10 @@ pub struct ProbeConfig {
     /// phase ([`super::load`]); `duration` is then the three phases together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub under_load: Option<LoadPlan>,
+    /// UDP: where each reply's receive time comes from.
+    pub rx_stamp: RxStamp,
+    /// UDP: wait by spinning instead of sleeping (one busy CPU per probe thread).
+    pub spin: bool,
     /// The clock assumption one-way delays rest on (`same-host`, `synced` by `--owd`, or
     /// `none`: no one-way delay, only what needs no sync).
     #[serde(serialize_with = "ser_clock")]
@@ -363,9 +381,13 @@ pub fn run(
                         }
                     }
                 }
+                let opts = driver::UdpOptions {
+                    spin: cfg.spin,
+                    kernel_stamps: cfg.rx_stamp == RxStamp::Kernel,
+                };
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || driver::run_udp(socks, clock, stop, tx))?
+                    .spawn(move || driver::run_udp(socks, opts, clock, stop, tx))?
             }
             Proto::Tcp => {
                 let target = driver::TcpTarget {

@@ -37,6 +37,8 @@ fn tcp_config() -> ProbeConfig {
         behind_threshold: Duration::from_millis(1),
         via: None,
         under_load: None,
+        rx_stamp: Default::default(),
+        spin: false,
         clock: crate::probe::session::ClockSync::None,
         source: Default::default(),
     }

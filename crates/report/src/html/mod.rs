@@ -11,8 +11,10 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-const UPLOT_JS: &str = include_str!("vendor/uPlot.iife.min.js");
-const UPLOT_CSS: &str = include_str!("vendor/uPlot.min.css");
+/// The vendored uPlot library and its stylesheet, for every page npt serves or writes (the
+/// HTML reports, the monitor's dashboard): inlined, so a page needs no network.
+pub const UPLOT_JS: &str = include_str!("vendor/uPlot.iife.min.js");
+pub const UPLOT_CSS: &str = include_str!("vendor/uPlot.min.css");
 
 /// One HTML report.
 #[derive(Clone, Debug, Default)]

@@ -89,6 +89,19 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
             writeln!(w, "{dir:<10} {} ({bytes:.0} bytes)", bits(bps))?;
         }
     }
+    if let (Some(r), Some(pct)) = (s.rate_bps, s.rate_achieved_pct) {
+        writeln!(
+            w,
+            "pace       {} asked of each stream, {pct:.1}% achieved",
+            bits(r)
+        )?;
+    }
+    if let Some(cc) = &s.congestion {
+        writeln!(
+            w,
+            "congestion {cc} (this host's kernel, on the streams it sent)"
+        )?;
+    }
     if let Some(r) = s.retransmits {
         writeln!(w, "retransmits {r}")?;
     }
@@ -108,16 +121,29 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
         if let Some(r) = u.refused_by_server.filter(|&r| r > 0) {
             writeln!(w, "{}", super::refused_line(r, "datagrams"))?;
         }
+        let what = if s.direction == "down" {
+            "pulls"
+        } else {
+            "sends"
+        };
         if u.sends_behind_schedule > 0 {
             writeln!(
                 w,
-                "           {} {} left over 1 ms late: the tester could not keep the rate",
+                "           {} {what} left over 1 ms late (the tester could not keep the rate), \
+                 stalled {} ms beyond the path's queue",
                 u.sends_behind_schedule,
-                if s.direction == "down" {
-                    "pulls"
-                } else {
-                    "sends"
-                }
+                ms(u.stalled_ms)
+            )?;
+        }
+        if u.tester_limited {
+            writeln!(
+                w,
+                "           TESTER-LIMITED: {} ms, {:.1}% of the run (over {:.0}%), with datagrams \
+                 lost: the delivered rate may read low by as much because of this host, not \
+                 the path",
+                ms(u.stalled_ms),
+                u.stalled_ms / 10.0 / s.duration_s.max(1e-9),
+                npt_result::bulk::LIMIT_FRACTION * 100.0
             )?;
         }
     }
@@ -141,6 +167,15 @@ pub fn write_bulk(w: &mut dyn Write, doc: &Document<BulkBody>) -> io::Result<()>
         )?;
     }
     let h = &b.health;
+    if let Some(l) = &h.send_lateness_ms {
+        writeln!(
+            w,
+            "tester     send lateness p50 {} p99 {} max {} ms",
+            ms(l.p50),
+            ms(l.p99),
+            ms(l.max)
+        )?;
+    }
     writeln!(
         w,
         "tester     cpu {:.1}% (user {:.2} s, sys {:.2} s), peak rss {:.1} MiB",
@@ -195,5 +230,50 @@ mod tests {
         };
         let l = interval_line(&iv);
         assert_eq!(l, "[   1.00-   2.00 s]  down    9.50 Mbit/s  retr 3");
+    }
+
+    /// Streams at a rate: the pace asked and achieved, and the congestion control the kernel
+    /// ran on the streams sent.
+    #[test]
+    fn a_paced_run_shows_its_pace_and_congestion_control() {
+        use npt_result::bulk::StreamTotal;
+        use npt_result::stats::{BulkMeta, BulkStats, Stats};
+        let st = BulkStats {
+            streams: 2,
+            duration_s: 10.0,
+            stream_totals: (0..2)
+                .map(|i| StreamTotal {
+                    index: i,
+                    direction: "up".into(),
+                    goodput_bps: 4.9e6,
+                    rate_bps: Some(5e6),
+                    congestion: Some("cubic".into()),
+                    ..StreamTotal::default()
+                })
+                .collect(),
+            ..BulkStats::default()
+        };
+        let meta = BulkMeta {
+            target: "tcp://t:1".into(),
+            protocol: "tcp".into(),
+            direction: "up".into(),
+        };
+        let now = std::time::SystemTime::now();
+        let doc = Document::new(
+            "bulk",
+            now,
+            now,
+            npt_result::StopReason::Duration,
+            serde_json::json!({}),
+            st.summarize(&meta),
+        );
+        let mut out = Vec::new();
+        write_bulk(&mut out, &doc).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(
+            t.contains("pace       5.00 Mbit/s asked of each stream, 98.0% achieved"),
+            "{t}"
+        );
+        assert!(t.contains("congestion cubic (this host's kernel"), "{t}");
     }
 }

@@ -17,6 +17,7 @@ pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
         u.load.streams,
         match (u.load.rate_bps, u.load.size) {
             (Some(r), Some(s)) => format!(" at {} in {s} B datagrams", bits(r)),
+            (Some(r), None) => format!(" paced at {} a stream", bits(r)),
             _ => String::new(),
         },
         if u.load.direction == "both" {
@@ -96,11 +97,20 @@ pub fn write_under_load(w: &mut dyn Write, u: &UnderLoad) -> io::Result<()> {
     };
     writeln!(
         w,
-        "load moved {moved}  (goodput, application payload){}",
+        "load moved {moved}  (goodput, application payload){}{}",
         u.load_rtt_ms
             .map(|r| format!("  {rtt_of} on the load p50 {} ms", ms(r.p50)))
+            .unwrap_or_default(),
+        u.retransmits
+            .map(|r| format!("  retransmits {r}"))
             .unwrap_or_default()
     )?;
+    if let Some(cc) = &u.congestion {
+        writeln!(
+            w,
+            "load cc    {cc} (this host's kernel, on the load's streams that sent)"
+        )?;
+    }
     if let Some(x) = &u.udp {
         writeln!(
             w,
@@ -211,5 +221,38 @@ mod tests {
         assert!(t.contains("load moved up "), "{t}");
         assert!(!t.contains("down 0"), "{t}");
         assert!(!t.contains("kernel rtt"), "{t}");
+    }
+
+    /// A TCP load at a rate, up: its pace, what it moved, its retransmits and the congestion
+    /// control the kernel ran.
+    #[test]
+    fn a_paced_tcp_load_shows_its_pace_retransmits_and_congestion() {
+        let u = UnderLoad {
+            load: LoadSpec {
+                target: "tcp://t:7777".into(),
+                direction: "up".into(),
+                streams: 1,
+                rate_bps: Some(5e6),
+                congestion: Some("cubic".into()),
+                ..LoadSpec::default()
+            },
+            goodput_bps: npt_result::common::Directions {
+                up: 4.99e6,
+                down: 0.0,
+            },
+            retransmits: Some(3),
+            congestion: Some("cubic".into()),
+            ..UnderLoad::default()
+        };
+        let mut out = Vec::new();
+        write_under_load(&mut out, &u).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(
+            t.contains("tcp://t:7777 up x1 paced at 5.00 Mbit/s a stream"),
+            "{t}"
+        );
+        assert!(t.contains("load moved up 4.99 Mbit/s"), "{t}");
+        assert!(t.contains("retransmits 3"), "{t}");
+        assert!(t.contains("load cc    cubic"), "{t}");
     }
 }

@@ -58,6 +58,7 @@ pub fn recorded(seed: u64) -> (Split<BulkStats>, BulkMeta) {
                     delivered_bps: r.gen_range(0.0..1e9),
                     jitter: JitterMean::from_value(r.gen_range(0.0..5e6), received),
                     sends_behind_schedule: r.gen_range(0..10),
+                    stalled_ms: r.gen_range(0.0..200.0),
                 }
             }),
             failed_streams: failed,
@@ -69,6 +70,11 @@ pub fn recorded(seed: u64) -> (Split<BulkStats>, BulkMeta) {
                     goodput_bps: r.gen_range(0.0..1e9),
                     retransmits: (!udp).then(|| r.gen_range(0..100)),
                     rtt_ms: r.gen_bool(0.8).then(|| r.gen_range(0.01..200.0)),
+                    // The pace and the congestion control, which the summary takes from the
+                    // streams, so a merge must give the whole run's.
+                    rate_bps: (!udp && r.gen_bool(0.5)).then(|| r.gen_range(1e6..1e8)),
+                    congestion: (!udp && i % 2 == 1)
+                        .then(|| ["cubic", "bbr"][r.gen_range(0..2)].to_string()),
                     error: (i < failed).then(|| "reset".to_string()),
                 })
                 .collect(),

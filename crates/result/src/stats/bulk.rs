@@ -53,6 +53,10 @@ pub struct UdpStats {
     pub delivered_bps: f64,
     pub jitter: JitterMean,
     pub sends_behind_schedule: u64,
+    /// The sender's stalls added up, ms; of parts side by side, the worst part's (each part's
+    /// share of the rate is off by at most its own stalls' share of the run).
+    #[serde(default)]
+    pub stalled_ms: f64,
 }
 
 impl AddAssign<&UdpStats> for UdpStats {
@@ -68,6 +72,7 @@ impl AddAssign<&UdpStats> for UdpStats {
         self.delivered_bps += rhs.delivered_bps;
         self.jitter += &rhs.jitter;
         self.sends_behind_schedule += rhs.sends_behind_schedule;
+        self.stalled_ms = self.stalled_ms.max(rhs.stalled_ms);
     }
 }
 
@@ -147,9 +152,40 @@ impl BulkStats {
     }
 }
 
+impl UdpStats {
+    /// A later run's UDP flow after this one over `a` and `b` seconds: counts add, the asked
+    /// and delivered rates are over the summed time.
+    fn then(&mut self, a: f64, later: &UdpStats, b: f64) {
+        let rate = super::over_time(self.rate_bps, a, later.rate_bps, b);
+        let delivered = super::over_time(self.delivered_bps, a, later.delivered_bps, b);
+        *self += later;
+        self.rate_bps = rate;
+        self.delivered_bps = delivered;
+    }
+}
+
 impl Stats for BulkStats {
     type Body = BulkBody;
     type Meta = BulkMeta;
+
+    /// Rounds of one bulk test: the same streams again (`streams` stays), the measured phases
+    /// add, goodput and the UDP rates are over the summed time.
+    fn then(&mut self, later: &BulkStats) {
+        let (a, b) = (self.duration_s, later.duration_s);
+        let streams = self.streams.max(later.streams);
+        let goodput = super::directions_over_time(&self.goodput_bps, a, &later.goodput_bps, b);
+        let mut udp = self.udp.take();
+        match (&mut udp, &later.udp) {
+            (Some(x), Some(y)) => x.then(a, y, b),
+            (x @ None, y) => *x = *y,
+            (Some(_), None) => {}
+        }
+        *self += later;
+        self.streams = streams;
+        self.duration_s = a + b;
+        self.goodput_bps = goodput;
+        self.udp = udp;
+    }
 
     fn from_body(b: &BulkBody) -> Result<(BulkStats, BulkMeta), BodyError> {
         let s = &b.summary;
@@ -173,6 +209,7 @@ impl Stats for BulkStats {
                 delivered_bps: u.delivered_bps,
                 jitter: jitter_mean(u.jitter_ms, Some(u.received), u.received),
                 sends_behind_schedule: u.sends_behind_schedule,
+                stalled_ms: u.stalled_ms,
             }),
             failed_streams: s.failed_streams,
             stream_totals: b.streams.clone(),
@@ -208,8 +245,11 @@ impl Stats for BulkStats {
                 delivered_bps: u.delivered_bps,
                 jitter_ms: u.jitter.value_ns() / 1e6,
                 sends_behind_schedule: u.sends_behind_schedule,
+                stalled_ms: u.stalled_ms,
+                tester_limited: crate::bulk::tester_limited(u.stalled_ms, self.duration_s, lost),
             }
         });
+        let (rate_bps, rate_achieved_pct) = crate::bulk::pace_of(&self.stream_totals);
         let summary = BulkSummary {
             target: m.target.clone(),
             protocol: m.protocol.clone(),
@@ -221,6 +261,9 @@ impl Stats for BulkStats {
             goodput_mbps: (self.goodput_bps.up + self.goodput_bps.down) / 1e6,
             retransmits: self.retransmits,
             rtt_ms: rtt,
+            rate_bps,
+            rate_achieved_pct,
+            congestion: crate::bulk::congestion_of(&self.stream_totals),
             udp,
             failed_streams: self.failed_streams,
         };
@@ -340,8 +383,9 @@ mod tests {
     /// datagrams that arrived.
     #[test]
     fn udp_parts_add_their_counts_and_weigh_jitter() {
-        let u = |sent, received, jitter_ms: f64| BulkStats {
+        let u = |sent, received, jitter_ms: f64, stalled_ms| BulkStats {
             streams: 1,
+            duration_s: 10.0,
             udp: Some(UdpStats {
                 rate_bps: 10e6,
                 size: 1200,
@@ -351,11 +395,12 @@ mod tests {
                 delivered_bps: received as f64 * 9600.0 / 10.0,
                 jitter: JitterMean::from_value(jitter_ms * 1e6, received),
                 sends_behind_schedule: 1,
+                stalled_ms,
             }),
             ..BulkStats::default()
         };
-        let mut a = u(100, 100, 1.0);
-        a += &u(100, 50, 4.0);
+        let mut a = u(100, 100, 1.0, 30.0);
+        a += &u(100, 50, 4.0, 120.0);
         let b = a.summarize(&BulkMeta::default());
         let x = b.summary.udp.unwrap();
         assert_eq!((x.sent, x.received, x.lost), (200, 150, 50));
@@ -363,6 +408,8 @@ mod tests {
         assert!((x.loss_pct - 25.0).abs() < 1e-9);
         assert!((x.jitter_ms - 2.0).abs() < 1e-9, "(100×1 + 50×4) / 150");
         assert_eq!(x.sends_behind_schedule, 2);
+        // The worst part's stalls: 120 ms of 10 s is over 1 %.
+        assert_eq!((x.stalled_ms, x.tester_limited), (120.0, true));
         assert!(b.summary.rtt_ms.is_none() && b.histograms.is_empty());
         assert_eq!(x.refused_by_server, None, "no part said");
     }

@@ -14,7 +14,7 @@ use std::ops::AddAssign;
 use npt_stats::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::{add_codes, add_opt, BodyError, Dist, HistMap, Stats};
+use super::{add_codes, add_opt, max_opt, BodyError, Dist, HistMap, Stats};
 use crate::common::{Directions, ErrorStats, NptLatency};
 use crate::health::Health;
 use crate::http::{hist, ColdStart, HostResult, HttpBody, HttpSummary, Phases};
@@ -145,6 +145,39 @@ impl HttpStats {
 impl Stats for HttpStats {
     type Body = HttpBody;
     type Meta = HttpMeta;
+
+    /// Rounds of one HTTP test: the same connections and asked rate again (the larger
+    /// stands), the measured times add, request rates and throughput (each host's too) are
+    /// over the summed time.
+    fn then(&mut self, later: &HttpStats) {
+        let (a, b) = (self.duration_s, later.duration_s);
+        let connections = self.connections.max(later.connections);
+        let rate = max_opt(self.rate, later.rate);
+        let rps = super::over_time(self.rps, a, later.rps, b);
+        let throughput =
+            super::directions_over_time(&self.throughput_bps, a, &later.throughput_bps, b);
+        let host_rps: BTreeMap<String, f64> = later
+            .hosts
+            .iter()
+            .map(|(k, h)| {
+                let mine = self.hosts.get(k).map_or(0.0, |m| m.rps);
+                (k.clone(), super::over_time(mine, a, h.rps, b))
+            })
+            .collect();
+        *self += later;
+        self.connections = connections;
+        self.rate = rate;
+        self.rps = rps;
+        self.duration_s = a + b;
+        self.throughput_bps = throughput;
+        for (k, h) in self.hosts.iter_mut() {
+            h.rps = match host_rps.get(k) {
+                Some(r) => *r,
+                // A host only the earlier runs had: its rate over the summed time.
+                None => super::over_time(h.rps, a, 0.0, b),
+            };
+        }
+    }
 
     fn from_body(b: &HttpBody) -> Result<(HttpStats, HttpMeta), BodyError> {
         let s = &b.summary;

@@ -46,6 +46,39 @@ pub trait Stats: Default + for<'a> AddAssign<&'a Self> + Serialize + Deserialize
 
     /// The body of these measurements.
     fn summarize(&self, meta: &Self::Meta) -> Self::Body;
+
+    /// Adds the measurements of a later run of the same workload on the same path, where `+=`
+    /// adds parts that ran side by side: `npt monitor`'s rounds, one after another, and its
+    /// rollups of them. Counters, histograms and errors add alike; a length of time adds
+    /// instead of the longest standing, and a rate becomes the rate over the summed time (each
+    /// part's weighted by its own time), so a day of rounds reads as one run of that day's
+    /// send time. The default is `+=`: a kind whose value holds no rate or length of time.
+    fn then(&mut self, later: &Self) {
+        *self += later;
+    }
+}
+
+/// The mean of two rates over their times `a` and `b` (seconds): each weighted by its time,
+/// their plain mean when neither has any.
+pub fn over_time(x: f64, a: f64, y: f64, b: f64) -> f64 {
+    if a + b > 0.0 {
+        (x * a + y * b) / (a + b)
+    } else {
+        (x + y) / 2.0
+    }
+}
+
+/// [`over_time`] each way.
+pub fn directions_over_time(
+    x: &crate::common::Directions,
+    a: f64,
+    y: &crate::common::Directions,
+    b: f64,
+) -> crate::common::Directions {
+    crate::common::Directions {
+        up: over_time(x.up, a, y.up, b),
+        down: over_time(x.down, a, y.down, b),
+    }
 }
 
 /// A histogram of a saved body that does not decode, by its name in the document.

@@ -107,6 +107,16 @@ pub struct LoadStats {
     /// A UDP load's counts.
     #[serde(default)]
     pub udp: Option<UdpLoad>,
+    /// How long the load ran in all, over runs added one after another ([`Stats::then`]);
+    /// 0 for one run (its `load_ended_s - load_started_s` is its time).
+    #[serde(default)]
+    pub load_time_s: f64,
+    /// The load's retransmits (TCP, up) or lost packets (QUIC), as `npt bulk` counts them.
+    #[serde(default)]
+    pub retransmits: Option<u64>,
+    /// TCP: the congestion control the kernel ran on the load's sending streams.
+    #[serde(default)]
+    pub congestion: Option<String>,
 }
 
 impl AddAssign<&LoadStats> for LoadStats {
@@ -121,6 +131,14 @@ impl AddAssign<&LoadStats> for LoadStats {
         self.bytes += &rhs.bytes;
         self.load_rtt_ms = self.load_rtt_ms.or(rhs.load_rtt_ms);
         self.errors += &rhs.errors;
+        self.retransmits = match (self.retransmits, rhs.retransmits) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.congestion = match (self.congestion.take(), &rhs.congestion) {
+            (Some(a), Some(b)) if a != *b => Some(join_names(&a, b)),
+            (a, b) => a.or(b.clone()),
+        };
         match (&mut self.udp, rhs.udp) {
             (Some(a), Some(b)) => a.add(&b),
             (a @ None, b) => *a = b,
@@ -129,7 +147,38 @@ impl AddAssign<&LoadStats> for LoadStats {
     }
 }
 
+/// Two comma-joined name lists as one: sorted, each name once.
+fn join_names(a: &str, b: &str) -> String {
+    let names: std::collections::BTreeSet<&str> = a.split(',').chain(b.split(',')).collect();
+    names.into_iter().collect::<Vec<_>>().join(",")
+}
+
 impl LoadStats {
+    /// How long the load ran (s): summed over runs one after another, else this run's span.
+    fn time_s(&self) -> f64 {
+        if self.load_time_s > 0.0 {
+            return self.load_time_s;
+        }
+        match (self.load_started_s, self.load_ended_s) {
+            (Some(a), Some(b)) if b > a => b - a,
+            _ => 0.0,
+        }
+    }
+
+    /// A later run's load after this one: bytes and errors add, the goodput is over the
+    /// summed time, the plan and phase bounds stay this one's.
+    fn then(&mut self, later: &LoadStats) {
+        let (a, b) = (self.time_s(), later.time_s());
+        let goodput = super::directions_over_time(&self.goodput_bps, a, &later.goodput_bps, b);
+        let (started, ended) = (self.load_started_s, self.load_ended_s);
+        *self += later;
+        if self.phases.len() == later.phases.len() && started.is_some() {
+            (self.load_started_s, self.load_ended_s) = (started, ended);
+        }
+        self.goodput_bps = goodput;
+        self.load_time_s = a + b;
+    }
+
     fn from_saved(u: &UnderLoad) -> LoadStats {
         LoadStats {
             load: u.load.clone(),
@@ -145,6 +194,9 @@ impl LoadStats {
             load_rtt_ms: u.load_rtt_ms,
             errors: ErrorStats::from_block(&u.load_errors, u.load.streams.into()),
             udp: u.udp,
+            load_time_s: 0.0,
+            retransmits: u.retransmits,
+            congestion: u.congestion.clone(),
         }
     }
 
@@ -189,6 +241,8 @@ impl LoadStats {
             load_rtt_ms: self.load_rtt_ms,
             load_errors: self.errors.block(),
             udp: self.udp,
+            retransmits: self.retransmits,
+            congestion: self.congestion.clone(),
         }
     }
 }
@@ -234,6 +288,24 @@ impl SendRates {
             },
             send_duration_s,
             bandwidth_bps: Directions::bits_per_s(up, down, send_duration_s),
+        }
+    }
+}
+
+impl SendRates {
+    /// A later send phase after this one: the lengths add, each rate is over the summed time.
+    pub fn then(&self, later: &SendRates) -> SendRates {
+        let (a, b) = (self.send_duration_s, later.send_duration_s);
+        SendRates {
+            pps: super::over_time(self.pps, a, later.pps, b),
+            pps_received: super::over_time(self.pps_received, a, later.pps_received, b),
+            send_duration_s: a + b,
+            bandwidth_bps: super::directions_over_time(
+                &self.bandwidth_bps,
+                a,
+                &later.bandwidth_bps,
+                b,
+            ),
         }
     }
 }
@@ -408,6 +480,26 @@ impl ProbeStats {
 impl Stats for ProbeStats {
     type Body = ProbeBody;
     type Meta = ProbeMeta;
+
+    /// Rounds of one probe: the flows are the same ones again (`clients` stays), the send
+    /// phases and TCP's total time add, rates are over the summed send time, the load's
+    /// goodput over its summed time.
+    fn then(&mut self, later: &ProbeStats) {
+        let clients = self.clients.max(later.clients);
+        let rates = self.rates.then(&later.rates);
+        let total_ms = super::add_opt(self.total_ms, later.total_ms);
+        let mut load = self.under_load.take();
+        match (&mut load, &later.under_load) {
+            (Some(a), Some(b)) => a.then(b),
+            (a @ None, b) => a.clone_from(b),
+            (Some(_), None) => {}
+        }
+        *self += later;
+        self.clients = clients;
+        self.rates = rates;
+        self.total_ms = total_ms;
+        self.under_load = load;
+    }
 
     fn from_body(b: &ProbeBody) -> Result<(ProbeStats, ProbeMeta), BodyError> {
         let s = &b.summary;

@@ -3,8 +3,9 @@
 //! added, summarized). The other kinds' split properties run through `npt merge` itself, in
 //! `npt-report`'s `tests/merge_split`.
 
-// Counts drawn below 8 and 500: their conversions cannot truncate.
-#![allow(clippy::cast_possible_truncation)]
+// Counts drawn below 8 and 500, and small positive rates times seconds: their conversions
+// cannot truncate or lose a sign.
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
 use npt_stats::Histogram;
 
@@ -298,6 +299,8 @@ fn loaded_probe_parts_add_and_read_back() {
                 ("recovery".into(), 15.0, 20.0),
             ],
             goodput_bps: crate::common::Directions { up: 0.0, down },
+            retransmits: Some(loaded_ms),
+            congestion: Some(if loaded_ms > 100 { "cubic" } else { "bbr" }.into()),
             ..LoadStats::default()
         });
         s
@@ -321,12 +324,21 @@ fn loaded_probe_parts_add_and_read_back() {
         (v.phases[1].rtt_ms.p50, v.rpm, v.goodput_bps.down),
         (u.phases[1].rtt_ms.p50, u.rpm, 9e6)
     );
+    assert_eq!(
+        (v.retransmits, v.congestion.as_deref()),
+        (Some(140), Some("cubic"))
+    );
     let mut both = part(140, 9e6);
     both += &part(60, 1e6);
     let b = both.summarize(&meta);
     let w = b.under_load.as_ref().unwrap();
     assert_eq!(w.phases[1].rtt_ms.count, 200);
     assert_eq!(w.goodput_bps.down, 10e6);
+    // The loads' retransmits add; the congestion controls they ran are both named.
+    assert_eq!(
+        (w.retransmits, w.congestion.as_deref()),
+        (Some(200), Some("bbr,cubic"))
+    );
     assert_eq!(
         w.phases.len(),
         3,
@@ -415,4 +427,86 @@ fn probe_directions_read_back_and_added_are_the_whole() {
     );
     assert_eq!((d.stamped, d.clock.as_str()), (200, "same-host"));
     assert!(b.histograms.contains_key(hist::DWELL));
+}
+
+/// Rounds of one workload added one after another (`then`, a monitor's history): counts and
+/// histograms add exactly as `+=` adds them, lengths of time add, and every rate is the rate
+/// over the summed time — three rounds of 100 pps for 1 s, 2 s and 1 s read as 100 pps over
+/// 4 s, not 300 pps (side by side) or the longest phase.
+#[test]
+fn rounds_one_after_another_add_their_times_and_keep_their_rates() {
+    let round = |secs: f64, pps: f64, ms: u64| {
+        let mut s = ProbeStats {
+            clients: 1,
+            sent: (pps * secs) as u64,
+            received: (pps * secs) as u64,
+            rates: probe::SendRates {
+                pps,
+                pps_received: pps,
+                send_duration_s: secs,
+                bandwidth_bps: crate::common::Directions {
+                    up: pps * 512.0,
+                    down: pps * 512.0,
+                },
+            },
+            total_ms: Some(secs * 1000.0),
+            ..ProbeStats::default()
+        };
+        for _ in 0..s.sent {
+            s.histograms.record(crate::probe::hist::RTT, ms * 1_000_000);
+        }
+        s
+    };
+    let parts = [
+        round(1.0, 100.0, 20),
+        round(2.0, 100.0, 50),
+        round(1.0, 200.0, 20),
+    ];
+    let mut seq = parts[0].clone();
+    seq.then(&parts[1]);
+    seq.then(&parts[2]);
+    let mut side = parts[0].clone();
+    side += &parts[1];
+    side += &parts[2];
+    assert_eq!((seq.sent, seq.clients), (500, 1));
+    assert_eq!(seq.rates.send_duration_s, 4.0);
+    assert_eq!(seq.rates.pps, 125.0, "500 packets over 4 s");
+    assert_eq!(seq.rates.bandwidth_bps.up, 125.0 * 512.0);
+    assert_eq!(seq.total_ms, Some(4000.0));
+    // The histograms are `+=`'s, exactly.
+    let (a, b) = (
+        seq.histograms.get(crate::probe::hist::RTT).unwrap(),
+        side.histograms.get(crate::probe::hist::RTT).unwrap(),
+    );
+    assert_eq!(a.count(), 500);
+    assert!(a == b);
+    // Grouping does not matter: (r0 r1) r2 == r0 (r1 r2), as a rollup of rollups needs.
+    let mut tail = parts[1].clone();
+    tail.then(&parts[2]);
+    let mut grouped = parts[0].clone();
+    grouped.then(&tail);
+    assert_eq!(grouped.rates, seq.rates);
+
+    // Bulk: goodput over the summed measured time; http: requests per second likewise.
+    let bulk = |secs: f64, bps: f64| BulkStats {
+        streams: 2,
+        duration_s: secs,
+        goodput_bps: crate::common::Directions { up: 0.0, down: bps },
+        ..BulkStats::default()
+    };
+    let mut b = bulk(1.0, 10e6);
+    b.then(&bulk(3.0, 20e6));
+    assert_eq!((b.streams, b.duration_s), (2, 4.0));
+    assert_eq!(b.goodput_bps.down, 17.5e6);
+    let http = |secs: f64, rps: f64| HttpStats {
+        connections: 4,
+        requests: (secs * rps) as u64,
+        rps,
+        duration_s: secs,
+        ..HttpStats::default()
+    };
+    let mut h = http(2.0, 50.0);
+    h.then(&http(2.0, 150.0));
+    assert_eq!((h.connections, h.requests, h.duration_s), (4, 400, 4.0));
+    assert_eq!(h.rps, 100.0);
 }

@@ -25,6 +25,10 @@ pub(super) struct Cx<'a> {
     pub now: u64,
     /// When the datagram arrived, ns since the Unix epoch (the kernel's stamp, or the batch's).
     pub rx_wall: u64,
+    /// The same arrival on the `now` clock: what a UDP bulk flow's span and jitter are timed
+    /// by, so a server that reads late (a loaded box) does not count its own delay as the
+    /// path's.
+    pub arrived: u64,
     pub peer: SocketAddr,
     pub key: Option<SessionKey>,
     pub bursts: &'a mut Vec<Burst>,
@@ -264,10 +268,9 @@ fn reflect_reply(batch: &mut MsgBatch, i: usize, h: &Header, t: &mut Tally, cx: 
 
 /// Counts a datagram of an `Up` flow: `data` (`BulkData`) or its report request.
 fn count_bulk(h: &Header, len: usize, t: &mut Tally, cx: &mut Cx<'_>, data: bool) {
-    match cx
-        .flows
-        .on_datagram(cx.now, cx.peer, h.flow, h.seq, h.send_ts, len as u64, data)
-    {
+    match cx.flows.on_datagram(
+        cx.arrived, cx.peer, h.flow, h.seq, h.send_ts, len as u64, data,
+    ) {
         Counted::New => t.bulk_flows += 1,
         Counted::Known => {}
         Counted::Full => t.bulk_refused += 1,

@@ -1,5 +1,6 @@
 //! The UDP responder: one thread per socket, `recvmmsg` in, answers rewritten in place,
-//! `sendmmsg` out — no allocation and two syscalls per batch, so it is never the bottleneck.
+//! `sendmmsg` out (a run of answers to one source as one GSO message) — no allocation and two
+//! syscalls per batch, so it is never the bottleneck.
 //!
 //! Safe on a public address:
 //! - an answer is never larger than the datagram that caused it (a `Request` asking for more
@@ -64,8 +65,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
     let mut batch = MsgBatch::new(BATCH, MAX_DATAGRAM);
     // The kernel's receive time of each datagram (else the batch's), from the first client that
-    // asks for REFLECT on: it costs the receive path about 85 ns a datagram (docs/serve.md),
-    // which a server nobody asks need not pay.
+    // asks for REFLECT or starts a UDP bulk flow on (a bulk flow's span and jitter are timed
+    // by it, see `Cx::arrived`): it costs the receive path about 85 ns a datagram
+    // (docs/serve.md), which a server nobody asks need not pay.
     let mut stamping = false;
     // The DSCP/ECN each datagram arrived with ([`crate::marking`]): control space from the
     // start (the TOS message alone; the receive time is asked for as above).
@@ -162,6 +164,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 reflector: &mut reflector,
                 now,
                 rx_wall: batch.rx_time_ns(i).unwrap_or(batch_wall),
+                arrived: rxtime::arrival_ns(now, batch_wall, batch.rx_time_ns(i)),
                 peer,
                 key: None,
                 bursts: &mut bursts,
@@ -186,7 +189,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         if !send_idx.is_empty() {
             // The dwell ends here: the replies leave with this call.
             reflector.stamp(&mut batch, rxtime::wall_ns);
-            if let Ok(sent) = batch.send(fd, &send_idx, true, 0) {
+            // Answers to one source in a row leave as one GSO message where the kernel takes
+            // it: each still its own datagram, charged to its budget above.
+            if let Ok(sent) = batch.send_grouped(fd, &send_idx) {
                 t.tx += sent as u64;
                 t.tx_bytes += send_idx
                     .iter()
@@ -206,7 +211,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             std::mem::take(&mut reflector.notices.suppressed),
         );
         let flows = reflector.flows.take_stats();
-        if !stamping && flows.new > 0 {
+        if !stamping && (flows.new > 0 || t.bulk_flows > 0) {
             stamping = true;
             if rxtime::enable(fd).is_ok() {
                 batch.collect_rx_times();

@@ -101,8 +101,12 @@ pub(super) async fn write_frame<W: AsyncWrite + Unpin>(
     .await
 }
 
-/// Reads `n` bytes of the response (of `total`, `*got` read so far) into the per-thread
-/// scratch and drops them, keeping the first [`HEADER_LEN`] bytes in `head`.
+/// Reads the response (`total` bytes, `*got` read so far) into the per-thread scratch until at
+/// least `until` bytes are in, dropping them but the first [`HEADER_LEN`], kept in `head`.
+/// Every read offers room for the rest of the response and one byte more: a response that has
+/// arrived whole is one read, and that read comes back short, which tells tokio the socket is
+/// drained (the next request's first read then waits for data instead of failing with
+/// `EAGAIN`); a server that sends more than its frame shows as `*got > total`.
 // NO-PANIC: `want <= s.len()`; `*got < HEADER_LEN` and `k <= HEADER_LEN - *got` keep the `head`
 // range inside its array, and `k <= filled.len()`.
 #[allow(clippy::indexing_slicing)]
@@ -110,15 +114,15 @@ pub(super) async fn read_discard<R: AsyncRead + Unpin>(
     r: &mut R,
     head: &mut [u8; HEADER_LEN],
     got: &mut usize,
-    n: usize,
+    until: usize,
+    total: usize,
     first: &mut Option<Instant>,
 ) -> io::Result<()> {
-    let end = *got + n;
     std::future::poll_fn(|cx| {
-        while *got < end {
+        while *got < until {
             let step = SCRATCH.with(|s| {
                 let mut s = s.borrow_mut();
-                let want = (end - *got).min(s.len());
+                let want = (total + 1).saturating_sub(*got).clamp(1, s.len());
                 let mut rb = ReadBuf::new(&mut s[..want]);
                 match Pin::new(&mut *r).poll_read(cx, &mut rb) {
                     Poll::Ready(Ok(())) => {
@@ -233,25 +237,34 @@ where
     let mut head = [0u8; HEADER_LEN];
     let mut got = 0usize;
     let mut first = None;
+    let total = down as usize;
     // The header (and whatever follows it in the same read), checked before the rest.
     let head_read = ctx
         .io(
             "receive",
-            read_discard(r, &mut head, &mut got, HEADER_LEN, &mut first),
+            read_discard(r, &mut head, &mut got, HEADER_LEN, total, &mut first),
         )
         .await;
     if let Err(f) = head_read {
         return Err(if got == 0 { unanswered(f) } else { f });
     }
     check_response(&head, key, seq, down)?;
-    let total = down as usize;
     while got < total {
-        let piece = (total - got).min(PIECE);
+        let until = total.min(got + PIECE);
         ctx.io(
             "receive",
-            read_discard(r, &mut head, &mut got, piece, &mut first),
+            read_discard(r, &mut head, &mut got, until, total, &mut first),
         )
         .await?;
+    }
+    if got > total {
+        return Err(Fail::new(
+            ErrorKind::Protocol,
+            format!(
+                "response {seq}: {} bytes more than its {total}-byte frame",
+                got - total
+            ),
+        ));
     }
     Ok(Exchange {
         ttfb: first.map_or(Duration::ZERO, |f| f.saturating_duration_since(t)),

@@ -71,8 +71,31 @@ pub struct RunConfig {
     /// Length of one interval of the series (and of the progress line).
     pub interval: Duration,
     pub quic_trust: QuicTrust,
-    /// Tokio worker threads (0 = one per core).
+    /// Threads the users run on (0 = [`RunConfig::threads`] decides).
     pub workers: usize,
+}
+
+impl RunConfig {
+    /// The user threads and why: `--workers`; else half the CPUs (at least one) when a target
+    /// is on this machine — its server needs CPUs of its own, and one event loop instead of
+    /// two cost 10–25 % less CPU per request on the 2-core development box (bench/run.sh's
+    /// user model, 4,000 users) — else one per CPU.
+    pub fn threads(&self) -> (usize, String) {
+        if self.workers > 0 {
+            return (self.workers, "--workers".into());
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut targets = self.targets.stream.iter().chain(self.targets.quic.iter());
+        if targets.any(|a| npt_client::workers::is_local(*a)) {
+            let n = (cpus / 2).max(1);
+            (
+                n,
+                format!("a target is on this machine: half of {cpus} CPUs, the rest left to it"),
+            )
+        } else {
+            (cpus, format!("remote targets: one per CPU ({cpus})"))
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +112,8 @@ pub enum RunError {
 
 struct Ctx {
     cfg: RunConfig,
+    /// The user runtimes: user `id` lives on `users[id % len]`.
+    users: Vec<tokio::runtime::Handle>,
     col: Collector,
     inflight: crate::inflight::InFlight,
     t0: Instant,
@@ -126,6 +151,7 @@ impl Ctx {
 /// is over or `stop` says so; `progress` sees each interval as it closes.
 pub(crate) async fn run_async(
     cfg: RunConfig,
+    workers: &npt_client::workers::Workers,
     stop: &Stop,
     progress: &mut dyn FnMut(&Progress<'_>),
 ) -> Result<Finished<RunBody>, RunError> {
@@ -147,6 +173,9 @@ pub(crate) async fn run_async(
     let cpu0 = npt_result::cpu_seconds();
     let ctx = Arc::new(Ctx {
         cfg: cfg.clone(),
+        users: (0..workers.len())
+            .map(|i| workers.handle(i).clone())
+            .collect(),
         col: Collector::new(),
         inflight: Default::default(),
         t0: Instant::now(),
@@ -322,7 +351,15 @@ impl Drop for Alive<'_> {
 fn spawn_user(ctx: &Arc<Ctx>, user: User, id: u64, mut stop: watch::Receiver<bool>) {
     let ctx = ctx.clone();
     ctx.alive.fetch_add(1, Ordering::Relaxed);
-    tokio::spawn(async move {
+    let Some(rt) = usize::try_from(id)
+        .ok()
+        .and_then(|i| ctx.users.get(i.checked_rem(ctx.users.len())?))
+        .cloned()
+    else {
+        ctx.alive.fetch_sub(1, Ordering::Relaxed);
+        return;
+    };
+    rt.spawn(async move {
         let _alive = Alive(&ctx.alive);
         tokio::select! {
             _ = stop.wait_for(|s| *s) => {}

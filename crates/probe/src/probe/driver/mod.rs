@@ -26,7 +26,7 @@ mod tcp;
 mod udp;
 
 pub use tcp::{run_tcp, TcpTarget, TcpVia};
-pub use udp::{run_udp, socks_udp, split_target, udp_socket, SocksUdp};
+pub use udp::{run_udp, socks_udp, split_target, udp_socket, SocksUdp, UdpOptions};
 
 /// The run's monotonic clock: ns since a shared epoch.
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +68,19 @@ const WALL_REFRESH_NS: u64 = 100_000_000;
 impl Default for Clock {
     fn default() -> Self {
         Clock::new()
+    }
+}
+
+/// A reply's receive time on the run's clock: `now` (read right after the receive returned)
+/// less how long ago the kernel stamped its arrival, `real - stamp`, both read on the kernel's
+/// `CLOCK_REALTIME`. The two clocks run at the same rate (an NTP slew adjusts both), so the
+/// difference is exact unless the wall clock was stepped between the arrival and `real`: a
+/// stamp from the future, or older than the run's clock, is such a step (or no stamp at all),
+/// and the reply gets `now` instead.
+fn rx_time(now: u64, real: u64, stamp: Option<u64>) -> u64 {
+    match stamp {
+        Some(k) if k <= real && real - k <= now => now - (real - k),
+        _ => now,
     }
 }
 
@@ -163,5 +176,23 @@ fn wait_until(
     if npt_netio::wait(fds, want_write, Some(timeout), ready).is_err() {
         ready.clear();
         ready.resize(fds.len(), Ready::default());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rx_time;
+
+    #[test]
+    fn kernel_stamps_move_the_receive_time_back_by_their_age() {
+        // Read at 5,000 ns on the run's clock, 1,000,000 ns on the wall clock; the kernel
+        // stamped the arrival 300 ns before that.
+        assert_eq!(rx_time(5_000, 1_000_000, Some(999_700)), 4_700);
+        assert_eq!(rx_time(5_000, 1_000_000, None), 5_000);
+        // A stamp from the future, or from before the run's clock began: the wall clock was
+        // stepped in between, and the reply keeps the time its receive returned.
+        assert_eq!(rx_time(5_000, 1_000_000, Some(1_000_001)), 5_000);
+        assert_eq!(rx_time(5_000, 1_000_000, Some(990_000)), 5_000);
+        assert_eq!(rx_time(5_000, 1_000_000, Some(995_000)), 0);
     }
 }

@@ -1,5 +1,9 @@
 //! The UDP driver: flows of connected UDP sockets (or one SOCKS5 UDP ASSOCIATE relay each),
-//! batched through `sendmmsg` / `recvmmsg`.
+//! batched through `sendmmsg` / `recvmmsg`, with the kernel's help where it gives it
+//! ([`npt_netio::offload`]): a batch of equal-size packets leaves in one GSO send, replies a
+//! GSO sender coalesced come in as one GRO buffer. A reply's receive time is the clock read
+//! right after the receive returned (the RTT at the application), or with `--rx-stamp kernel`
+//! the kernel's timestamp of its arrival, so the tester's own wake-up is not in the RTT.
 
 use super::*;
 pub use npt_proxy::udp_flow::{split_target, SocksUdp};
@@ -37,17 +41,31 @@ pub fn socks_udp(
     Ok((sock, socks, phases))
 }
 
+/// How the UDP driver waits and stamps (`--spin`, `--rx-stamp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdpOptions {
+    /// Never sleep: poll the sockets and the clock in a loop (one busy CPU per thread), so
+    /// sends leave on time to the microsecond and replies are read as they arrive.
+    pub spin: bool,
+    /// Take each reply's receive time from the kernel's timestamp (`SO_TIMESTAMPNS`) instead
+    /// of the clock after the receive returned (`--rx-stamp kernel`; off by default).
+    pub kernel_stamps: bool,
+}
+
 struct UdpFlow {
     index: usize,
     sock: UdpSocket,
     session: Session,
     socks: Option<SocksUdp>,
     done: bool,
+    /// Batches leave as one GSO send until the kernel refuses one.
+    gso: bool,
 }
 
 /// Drives UDP flows until all are done. `flows`: (flow index, socket, session, SOCKS relay).
 pub fn run_udp(
     flows: Vec<(usize, UdpSocket, Session, Option<SocksUdp>)>,
+    opts: UdpOptions,
     clock: Clock,
     stop: Arc<Stop>,
     tx: Sender<Event>,
@@ -60,9 +78,20 @@ pub fn run_udp(
         .max()
         .unwrap_or(64);
     let mut out = MsgBatch::new(BATCH, size);
-    // One spare byte per buffer: a longer echo is visible as a length mismatch. With control
-    // space: the TOS byte each reply arrived with (`udp_socket` asked for it).
-    let mut inb = MsgBatch::new(BATCH, size + 1).with_rx_times();
+    let mut gro = false;
+    for (_, sock, _, _) in &flows {
+        let fd = sock.as_raw_fd();
+        gro |= npt_netio::offload::enable_gro(fd);
+        if opts.kernel_stamps {
+            // Refused (never, on Linux): the replies keep the time their receive returned.
+            let _ = npt_netio::rxtime::enable(fd);
+        }
+    }
+    // One spare byte per buffer: a longer echo is visible as a length mismatch. The control
+    // space also carries the TOS byte each reply arrived with (`udp_socket` asked). With GRO a
+    // buffer may hold a whole coalesced batch (up to 64 KiB; pages never written stay
+    // unallocated).
+    let mut inb = MsgBatch::new(BATCH, if gro { 65_536 } else { size + 1 }).with_rx_times();
     let mut offset_at: Option<u64> = None;
     let mut flows: Vec<UdpFlow> = flows
         .into_iter()
@@ -72,6 +101,7 @@ pub fn run_udp(
             session,
             socks,
             done: false,
+            gso: true,
         })
         .collect();
     let fds: Vec<RawFd> = flows.iter().map(|f| f.sock.as_raw_fd()).collect();
@@ -115,16 +145,8 @@ pub fn run_udp(
                 if k == 0 {
                     break;
                 }
-                let mut sent = 0;
-                while sent < k {
-                    match out.send(fd, &all_slots[sent..k], false, 0) {
-                        Ok(n) => sent += n.max(1),
-                        Err(e) => {
-                            // This packet did not leave; it will count as lost at its deadline.
-                            s.send_failed(classify(&e), || format!("send: {e}"));
-                            sent += 1;
-                        }
-                    }
+                if !(f.gso && send_gso(fd, &mut out, k, s, &mut f.gso)) {
+                    send_plain(fd, &mut out, &all_slots[..k], s);
                 }
                 if k < BATCH {
                     break;
@@ -135,17 +157,30 @@ pub fn run_udp(
                 match inb.recv(fd, BATCH, libc::MSG_DONTWAIT) {
                     Ok(n) => {
                         let now = clock.now();
+                        // By default every reply gets `now`, read right after the receive
+                        // returned; with `--rx-stamp kernel`, the kernel's stamp of its
+                        // arrival, aged on the wall clock.
+                        let real = opts.kernel_stamps.then(npt_netio::rxtime::wall_ns);
                         for j in 0..n {
+                            let rx = match real {
+                                Some(real) => rx_time(now, real, inb.rx_time_ns(j)),
+                                None => now,
+                            };
+                            let seg = inb.gro_segment(j);
+                            // GRO coalesces only datagrams of one TOS: each segment counts.
                             if let Some(tos) = inb.rx_tos(j) {
-                                s.totals_mut().marking.count(tos);
+                                for _ in npt_netio::offload::segments(inb.data(j), seg) {
+                                    s.totals_mut().marking.count(tos);
+                                }
                             }
-                            let d = inb.data(j);
-                            match &f.socks {
-                                None => s.handle_reply(now, d),
-                                Some(_) => match npt_proxy::socks5::udp_payload_offset(d) {
-                                    Ok(off) => s.handle_reply(now, &d[off..]),
-                                    Err(_) => s.totals_mut().foreign += 1,
-                                },
+                            for d in npt_netio::offload::segments(inb.data(j), seg) {
+                                match &f.socks {
+                                    None => s.handle_reply(rx, d),
+                                    Some(_) => match npt_proxy::socks5::udp_payload_offset(d) {
+                                        Ok(off) => s.handle_reply(rx, &d[off..]),
+                                        Err(_) => s.totals_mut().foreign += 1,
+                                    },
+                                }
                             }
                         }
                         if n < BATCH {
@@ -192,6 +227,82 @@ pub fn run_udp(
         if remaining == 0 {
             break;
         }
-        wait_until(&clock, &fds, &no_write, deadline, &mut ready);
+        if opts.spin {
+            // Busy: back to the sockets and the clock at once (Ctrl-C is checked each pass).
+            std::hint::spin_loop();
+        } else {
+            wait_until(&clock, &fds, &no_write, deadline, &mut ready);
+        }
+    }
+}
+
+/// Sends slots `0..k` of `out` (every one as long as the first) as GSO sends of up to
+/// [`npt_netio::offload::gso_segments`] packets each. False if nothing was sent and the
+/// caller should send the batch the plain way: the kernel refused GSO (then `gso` is turned
+/// off for the flow), or a send failed for the packets' own reasons (recorded against the
+/// flow; the plain path then tries each packet and counts any that cannot leave).
+fn send_gso(fd: RawFd, out: &mut MsgBatch, k: usize, s: &mut Session, gso: &mut bool) -> bool {
+    // Packets may be shorter than the batch's buffers (sized for the flow query at the end).
+    let seg = out.len(0);
+    let per = npt_netio::offload::gso_segments(seg);
+    if k < 2 || per < 2 || (0..k).any(|i| out.len(i) != seg) {
+        return false;
+    }
+    let mut done = 0;
+    while done < k {
+        let n = per.min(k - done);
+        let r = if n == 1 {
+            // A lone packet needs no segmentation.
+            send_one(fd, out.data(done))
+        } else {
+            out.send_gso_slots(fd, done, n)
+        };
+        match r {
+            Ok(_) => done += n,
+            Err(e) if done == 0 => {
+                if npt_netio::offload::gso_unsupported(&e) {
+                    *gso = false;
+                } else if !matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::ENOBUFS)) {
+                    // A socket error (an ICMP unreachable reported on this send) is cleared
+                    // by the report: count it here, the plain path will not see it again. A
+                    // full buffer it will meet again, and count per packet.
+                    s.record_error(classify(&e), || format!("send: {e}"));
+                }
+                return false;
+            }
+            Err(e) => {
+                // Part of the batch left: the rest goes the plain way, one by one.
+                s.record_error(classify(&e), || format!("send: {e}"));
+                for i in done..k {
+                    if let Err(e) = send_one(fd, out.data(i)) {
+                        s.send_failed(classify(&e), || format!("send: {e}"));
+                    }
+                }
+                return true;
+            }
+        }
+    }
+    true
+}
+
+fn send_one(fd: RawFd, data: &[u8]) -> io::Result<usize> {
+    // SAFETY: `data` is a live buffer of `data.len()` bytes.
+    let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), 0) };
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
+/// Sends `slots` of `out` with `sendmmsg`; a packet that cannot leave is counted against the
+/// flow and will count as lost at its deadline.
+fn send_plain(fd: RawFd, out: &mut MsgBatch, slots: &[usize], s: &mut Session) {
+    let mut sent = 0;
+    while sent < slots.len() {
+        match out.send(fd, &slots[sent..], false, 0) {
+            Ok(n) => sent += n.max(1),
+            Err(e) => {
+                // This packet did not leave; it will count as lost at its deadline.
+                s.send_failed(classify(&e), || format!("send: {e}"));
+                sent += 1;
+            }
+        }
     }
 }

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# bench/monitor.sh — what `npt monitor` costs at scale: TARGETS targets (default 1,000: half
+# UDP, half TCP pings of a loopback `npt serve`, 5 attempts 200 ms apart per round) every
+# EVERY (default 10s) for SECS seconds (default 300), with its listener scraped every 10 s.
+# It reports, from the monitor's own store and /proc:
+#   - round start lateness p50 / p99 / max (every round after the first WARMUP seconds),
+#     and the rounds that were skipped or late past 1 s;
+#   - CPU (user+sys seconds over the run, as % of one core) and memory (RSS at the end, peak);
+#   - threads at the end;
+#   - a control: how late a plain process on the same box woke from 10 ms sleeps over the same
+#     window (p50 / p99 / max), so a late round can be told from a busy box;
+#   - disk: the store's bytes per target per day (its growth over the run, checkpointed),
+#     and bytes per round row.
+# Runs ROUNDS times (default 1) and prints each run and the medians. No peer tool does this
+# job on the same box (SmokePing forks fping per target group), so there is no side-by-side
+# ratio here: these are the monitor's own figures, to compare between versions.
+#
+#   bash bench/monitor.sh
+#   TARGETS=200 SECS=120 ROUNDS=3 bash bench/monitor.sh
+#   KEEP=/tmp/monbench bash bench/monitor.sh      # keep each run's store and log there
+#
+# Traffic goes only to 127.0.0.1; every process started here is killed on exit. Needs python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TARGETS=${TARGETS:-1000}
+EVERY=${EVERY:-10s}
+SECS=${SECS:-300}
+WARMUP=${WARMUP:-30}
+ROUNDS=${ROUNDS:-1}
+NPT=${NPT:-target/release/npt}
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+[ -x "$NPT" ] || { echo "bench/monitor.sh: $NPT missing: cargo build --release -p npt" >&2; exit 2; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+  for _ in $(seq 1 100); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "bench/monitor.sh: nothing listening on $1" >&2; return 1
+}
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+P=$(free_port)
+"$NPT" serve --listen "127.0.0.1:$P" >/dev/null 2>&1 & PIDS+=($!)
+wait_port "$P"
+
+# config DIR PORT LISTEN: TARGETS targets on the server, alternating UDP and TCP pings.
+config() {
+  python3 - "$1" "$2" "$3" "$TARGETS" "$EVERY" <<'EOF'
+import sys
+d, port, listen, n, every = sys.argv[1:]
+with open(d + "/m.toml", "w") as f:
+    f.write('vantage = "bench"\nstore = "m.db"\nlisten = "127.0.0.1:%s"\nevery = "%s"\n' % (listen, every))
+    for i in range(int(n)):
+        proto = "udp" if i % 2 == 0 else "tcp"
+        f.write('[[target]]\nname = "t%04d"\ntarget = "%s://127.0.0.1:%s"\n' % (i, proto, port))
+EOF
+}
+
+ticks() { getconf CLK_TCK; }
+# cpu_s PID: user+sys seconds so far.
+cpu_s() { awk -v hz="$(ticks)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+status() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+
+LAT50=(); LAT99=(); CPU=(); RSS=(); BYTES=(); CTL99=()
+for r in $(seq 1 "$ROUNDS"); do
+  D="$WORK/run$r"; mkdir -p "$D"
+  LISTEN=$(free_port)
+  config "$D" "$P" "$LISTEN"
+  "$NPT" monitor "$D/m.toml" 2>"$D/monitor.log" & MON=$!; PIDS+=($MON)
+  wait_port "$LISTEN"
+  sleep "$WARMUP"
+  # The control: a plain process waking every 10 ms for the measured window.
+  python3 - "$((SECS - WARMUP))" > "$D/control.txt" <<'EOF' & CTL=$!; PIDS+=($CTL)
+import sys, time
+end = time.monotonic() + float(sys.argv[1])
+late = []
+while time.monotonic() < end:
+    due = time.monotonic() + 0.01
+    time.sleep(0.01)
+    late.append(time.monotonic() - due)
+late.sort()
+q = lambda p: late[min(len(late) - 1, int(p * len(late)))] * 1e3
+print(f"{q(0.5):.3f} {q(0.99):.3f} {q(1.0):.3f}")
+EOF
+  cpu0=$(cpu_s "$MON")
+  size0=$(du -cb "$D"/m.db* | tail -1 | cut -f1)
+  t0=$(date +%s.%N)
+  left=$((SECS - WARMUP))
+  while [ "$left" -gt 0 ]; do
+    curl -s -o /dev/null "http://127.0.0.1:$LISTEN/metrics" 2>/dev/null || true
+    s=$(( left < 10 ? left : 10 )); sleep "$s"; left=$((left - s))
+  done
+  cpu1=$(cpu_s "$MON"); t1=$(date +%s.%N)
+  rss=$(status "$MON" VmRSS); hwm=$(status "$MON" VmHWM); thr=$(status "$MON" Threads)
+  size1=$(du -cb "$D"/m.db* | tail -1 | cut -f1)
+  wait "$CTL" || true
+  read -r c50 c99 cmax < "$D/control.txt" || { c50=nan; c99=nan; cmax=nan; }
+  kill -INT "$MON"; wait "$MON" || true
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp -r "$D" "$KEEP/"; fi
+  python3 - "$D/m.db" "$cpu0" "$cpu1" "$t0" "$t1" "$rss" "$hwm" "$thr" "$size0" "$size1" "$TARGETS" "$WARMUP" > "$D/result.txt" <<'EOF'
+import sqlite3, sys
+db, cpu0, cpu1, t0, t1, rss, hwm, thr, size0, size1, n, warm = sys.argv[1:]
+cpu0, cpu1, t0, t1 = float(cpu0), float(cpu1), float(t0), float(t1)
+c = sqlite3.connect(db)
+c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+start = c.execute("select min(start_ms) from round").fetchone()[0]
+after = start + int(warm) * 1000
+lat = sorted(r[0] for r in c.execute(
+    "select lateness_ns from round where start_ms >= ? and status != 'skipped'", (after,)))
+q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] / 1e6 if lat else float("nan")
+by = dict(c.execute("select status, count(*) from round group by status").fetchall())
+late = sum(1 for x in lat if x > 1e9)
+rows = c.execute("select count(*) from round").fetchone()[0]
+secs = t1 - t0
+page = c.execute("PRAGMA page_size").fetchone()[0] * c.execute("PRAGMA page_count").fetchone()[0]
+growth = int(size1) - int(size0)
+per_day = growth / int(n) / secs * 86400
+print(f"rounds {rows} {by}; lateness p50 {q(0.5):.3f} p99 {q(0.99):.3f} max {q(1.0):.3f} ms "
+      f"({late} over 1 s)")
+print(f"cpu {100 * (cpu1 - cpu0) / secs:.1f} % of one core over {secs:.0f} s; rss {int(rss)//1024} MiB "
+      f"(peak {int(hwm)//1024} MiB); threads {thr}")
+print(f"disk: the store grew {growth} B in {secs:.0f} s = {per_day/1e6:.2f} MB per target per day; "
+      f"{page} B checkpointed for {rows} rounds = {page/max(rows,1):.0f} B per round")
+print(f"SUMMARY {q(0.5):.3f} {q(0.99):.3f} {100 * (cpu1 - cpu0) / secs:.1f} {int(rss)//1024} {per_day/1e6:.3f}")
+EOF
+  echo "== run $r: $TARGETS targets every $EVERY, ${SECS} s"
+  grep -v SUMMARY "$D/result.txt"
+  echo "control: a plain process's 10 ms sleeps woke late by p50 $c50 p99 $c99 max $cmax ms (the box, not the monitor)"
+  CTL99+=("$c99")
+  read -r l50 l99 cpu mem bytes < <(grep SUMMARY "$D/result.txt" | cut -d' ' -f2-)
+  LAT50+=("$l50"); LAT99+=("$l99"); CPU+=("$cpu"); RSS+=("$mem"); BYTES+=("$bytes")
+done
+echo "== medians of $ROUNDS run(s): lateness p50 $(median "${LAT50[@]}") ms, p99 $(median "${LAT99[@]}") ms (control p99 $(median "${CTL99[@]}") ms); cpu $(median "${CPU[@]}") %; rss $(median "${RSS[@]}") MiB; disk $(median "${BYTES[@]}") MB per target per day"

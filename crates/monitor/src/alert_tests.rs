@@ -1,0 +1,175 @@
+//! Alert rules on made-up rounds: fire after N rounds, clear after M with hysteresis, a
+//! baseline that does not follow a step, rules that name their keys when wrong.
+
+use super::*;
+use crate::config::AlertFile;
+
+fn fig(p50: f64, sent: u64, lost: u64) -> Figures {
+    Figures {
+        count: sent - lost,
+        sent,
+        lost,
+        p50_ms: p50,
+        ..Figures::default()
+    }
+}
+
+fn rule_of(text: &str) -> Result<Rule, String> {
+    let a: AlertFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    rule(0, &a).map_err(|e| e.to_string())
+}
+
+fn feed(a: &mut Alerts, t: &str, rounds: &[(Status, Figures)]) -> Vec<(usize, bool)> {
+    let mut out = Vec::new();
+    for (i, (s, f)) in rounds.iter().enumerate() {
+        let (ch, _) = a.on_round(t, *s, f, i64::try_from(i).unwrap() * 1000);
+        out.extend(ch.iter().map(|c| (i, c.firing)));
+    }
+    out
+}
+
+#[test]
+fn loss_fires_after_n_rounds_and_clears_with_hysteresis() {
+    let r = rule_of(
+        "name = 'loss'\nmetric = 'loss_pct'\nabove = 5\nclear = 1\nrounds = 3\nclear_rounds = 2",
+    )
+    .unwrap();
+    let mut a = Alerts::new(vec![r]);
+    let ok = (Status::Ok, fig(20.0, 100, 0));
+    let bad = (Status::Ok, fig(20.0, 100, 10));
+    let hover = (Status::Ok, fig(20.0, 100, 3)); // below 5 %, above the 1 % clear level
+    let rounds = [
+        ok.clone(),
+        bad.clone(),
+        bad.clone(),
+        ok.clone(), // a streak broken: nothing
+        bad.clone(),
+        bad.clone(),
+        bad.clone(), // fires at the third (index 6)
+        hover.clone(),
+        hover.clone(),
+        hover.clone(), // hysteresis: still firing
+        ok.clone(),
+        (Status::Skipped, Figures::default()),
+        ok.clone(), // clears at 12 (a skip counts neither way)
+    ];
+    assert_eq!(feed(&mut a, "relay", &rounds), vec![(6, true), (12, false)]);
+    assert!(a.firing("relay").is_empty());
+    // A round that could not run is 100 % loss.
+    let errs = vec![(Status::Error, Figures::default()); 3];
+    assert_eq!(feed(&mut a, "relay", &errs), vec![(2, true)]);
+    assert_eq!(a.firing("relay"), vec!["loss"]);
+}
+
+#[test]
+fn a_baseline_step_fires_and_stays_until_undone() {
+    let r =
+        rule_of("name = 'step'\nmetric = 'p50_ms'\nabove = 15\nbaseline_rounds = 20\nrounds = 2")
+            .unwrap();
+    let mut a = Alerts::new(vec![r]);
+    let at = |ms: f64| (Status::Ok, fig(ms, 10, 0));
+    let mut rounds: Vec<_> = (0..30).map(|i| at(20.0 + f64::from(i % 3) * 0.1)).collect();
+    rounds.extend((0..40).map(|_| at(50.0))); // +30 ms for 40 rounds: the baseline stays 20
+    rounds.extend((0..5).map(|_| at(20.1)));
+    let ch = feed(&mut a, "direct", &rounds);
+    assert_eq!(
+        ch,
+        vec![(31, true), (71, false)],
+        "fires on the second round of the step"
+    );
+    // No answer: a latency rule has no value; it counts neither way.
+    let (ch, rows) = a.on_round("direct", Status::NoAnswer, &fig(0.0, 10, 10), 99);
+    assert!(ch.is_empty() && rows.is_empty());
+}
+
+#[test]
+fn change_reports_what_it_compared() {
+    let r = rule_of("name = 'slow'\nmetric = 'p99_ms'\nabove = 100\nrounds = 1").unwrap();
+    let mut a = Alerts::new(vec![r]);
+    let mut f = fig(10.0, 10, 0);
+    f.p99_ms = 150.0;
+    let (ch, rows) = a.on_round("x", Status::Ok, &f, 5000);
+    assert_eq!(ch.len(), 1);
+    let c = &ch[0];
+    assert_eq!(
+        (c.firing, c.value, c.threshold, c.rounds, c.metric),
+        (true, 150.0, 100.0, 1, "p99_ms")
+    );
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].firing);
+    // Restored after a restart: still firing, clears with its own rounds.
+    let mut b = Alerts::new(a.rules().to_vec());
+    b.restore(&rows);
+    assert_eq!(b.firing("x"), vec!["slow"]);
+    let (ch, _) = b.on_round("x", Status::Ok, &fig(10.0, 10, 0), 6000);
+    assert_eq!(ch.len(), 1);
+    assert!(!ch[0].firing);
+}
+
+#[test]
+fn unreachable_and_below_rules() {
+    let r = rule_of("name = 'down'\nmetric = 'unreachable'\nrounds = 2").unwrap();
+    let rpm =
+        rule_of("name = 'rpm'\nmetric = 'rpm'\nbelow = 300\nclear = 400\nrounds = 1").unwrap();
+    let mut a = Alerts::new(vec![r, rpm]);
+    let rounds = [
+        (Status::Timeout, Figures::default()),
+        (Status::NoAnswer, fig(0.0, 5, 5)),
+        (
+            Status::Ok,
+            Figures {
+                rpm: Some(250.0),
+                ..fig(10.0, 5, 0)
+            },
+        ),
+        (
+            Status::Ok,
+            Figures {
+                rpm: Some(350.0),
+                ..fig(10.0, 5, 0)
+            },
+        ),
+        (
+            Status::Ok,
+            Figures {
+                rpm: Some(450.0),
+                ..fig(10.0, 5, 0)
+            },
+        ),
+    ];
+    let ch = feed(&mut a, "x", &rounds);
+    assert_eq!(ch, vec![(1, true), (2, true), (3, false), (4, false)]);
+}
+
+#[test]
+fn globs_pick_targets() {
+    assert!(glob("relay-*", "relay-udp"));
+    assert!(glob("*udp", "relay-udp"));
+    assert!(glob("r*-*p", "relay-udp"));
+    assert!(!glob("relay-*", "direct"));
+    assert!(glob("*", ""));
+    assert!(glob("x", "x") && !glob("x", "xy"));
+    let r = rule_of("name = 'l'\nmetric = 'loss_pct'\nabove = 1\ntargets = ['relay-*']").unwrap();
+    assert!(r.applies_to("relay-tcp") && !r.applies_to("direct"));
+}
+
+#[test]
+fn bad_rules_name_the_key() {
+    let e = |t: &str| rule_of(t).unwrap_err();
+    assert!(e("name = 'a'\nmetric = 'p50_ms'").starts_with("alert[0].above: missing"));
+    assert!(e("name = 'a'\nmetric = 'p50_ms'\nabove = 1\nbelow = 2").starts_with("alert[0].below"));
+    assert!(
+        e("name = 'a'\nmetric = 'p50_ms'\nabove = 10\nclear = 20").starts_with("alert[0].clear")
+    );
+    assert!(e("name = 'a'\nmetric = 'rpm'\nbelow = 300\nclear = 200").starts_with("alert[0].clear"));
+    assert!(e("name = 'a'\nmetric = 'unreachable'\nabove = 1").starts_with("alert[0].above"));
+    assert!(
+        e("name = 'a'\nmetric = 'p50_ms'\nabove = 1\nrounds = 0").starts_with("alert[0].rounds")
+    );
+    assert!(
+        e("name = 'a'\nmetric = 'p50_ms'\nabove = 1\nbaseline_rounds = 1")
+            .starts_with("alert[0].baseline_rounds")
+    );
+    assert!(e("name = ''\nmetric = 'p50_ms'\nabove = 1").starts_with("alert[0].name"));
+    assert!(e("name = 'a'\nmetric = 'p51_ms'\nabove = 1").contains("unknown variant"));
+}

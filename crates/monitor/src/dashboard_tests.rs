@@ -1,0 +1,150 @@
+//! The dashboard's data: points from the level the range asks for, gaps where rounds are
+//! missing, the state of each target now; and a page that carries it safely.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use npt_result::stats::PingStats;
+
+use super::*;
+use crate::config::TargetPlan;
+use crate::kinds::KindStats;
+use crate::round::Round;
+use crate::store::memory::Memory;
+use crate::store::RoundRow;
+
+const T0: i64 = 1_700_006_400_000;
+
+fn plan(name: &str, group: Option<&str>) -> TargetPlan {
+    TargetPlan {
+        name: name.into(),
+        kind: Kind::Ping,
+        url: "tcp://h:1".into(),
+        every: Duration::from_secs(10),
+        jitter: Duration::ZERO,
+        timeout: None,
+        group: group.map(str::to_string),
+        budget: None,
+        argv: vec![],
+        key: String::new(),
+    }
+}
+
+fn live() -> Live {
+    Live::new("hk-1", T0, Arc::default(), Arc::default())
+}
+
+#[test]
+fn points_have_gaps_where_rounds_are_missing_and_lost_rounds_show_their_loss() {
+    let mut st = Memory::new();
+    let t = st.target_id("a <b>", Kind::Ping).unwrap();
+    let mut rows = Vec::new();
+    for i in 0..60i64 {
+        if (20..30).contains(&i) {
+            continue; // the monitor was down
+        }
+        let mut s = PingStats {
+            sent: 5,
+            received: if i == 40 { 0 } else { 5 },
+            ..PingStats::default()
+        };
+        for _ in 0..s.received {
+            s.rtt.record(20_000_000 + u64::try_from(i).unwrap() * 1000);
+        }
+        let k = KindStats::Ping(s);
+        rows.push(RoundRow {
+            target: t,
+            due_ms: T0 + i * 10_000,
+            start_ms: T0 + i * 10_000,
+            end_ms: T0 + i * 10_000 + 1000,
+            lateness_ns: 0,
+            status: if i == 40 {
+                Status::NoAnswer
+            } else {
+                Status::Ok
+            },
+            detail: None,
+            figures: k.figures(),
+            config: None,
+            stats: None,
+        });
+    }
+    st.put_rounds(&rows).unwrap();
+    let lv = live();
+    lv.set_targets(&[plan("a <b>", Some("g")), plan("c", Some("g"))]);
+    let d = data(&st, &lv, Range::H1, T0 + 600_000).unwrap();
+    let a = &d.targets[0];
+    assert_eq!(a.name, "a <b>");
+    assert_eq!(a.t.len(), 51, "50 rounds and one gap point");
+    assert_eq!(a.p50.iter().filter(|v| v.is_some()).count(), 49);
+    assert_eq!(a.median_points, 49);
+    let gap =
+        a.t.iter()
+            .position(|&x| x == ((T0 + 200_000) as f64 / 1e3))
+            .unwrap();
+    assert_eq!((a.p50[gap], a.loss[gap]), (None, None), "the gap");
+    let lost =
+        a.t.iter()
+            .position(|&x| x == ((T0 + 400_000) as f64 / 1e3))
+            .unwrap();
+    assert_eq!((a.p50[lost], a.loss[lost]), (None, Some(100.0)));
+    assert_eq!(d.groups.len(), 1);
+    assert_eq!(d.groups[0].targets, ["a <b>", "c"]);
+    // The page carries the data in a script block no name can close.
+    let html = String::from_utf8(page(&d)).unwrap();
+    assert!(html.contains("a \\u003cb\\u003e"));
+    assert!(!html.contains("a <b>"));
+    assert!(html.contains("var uPlot"), "uPlot inlined");
+    assert!(!html.contains("src=\"http"));
+}
+
+#[test]
+fn a_day_reads_minutes_and_the_last_round_is_the_state_now() {
+    let mut st = Memory::new();
+    let t = st.target_id("x", Kind::Ping).unwrap();
+    let rows: Vec<RoundRow> = (0..720)
+        .map(|i| {
+            let mut s = PingStats {
+                sent: 2,
+                received: 2,
+                ..PingStats::default()
+            };
+            s.rtt.record(10_000_000);
+            s.rtt.record(30_000_000);
+            let k = KindStats::Ping(s);
+            RoundRow {
+                target: t,
+                due_ms: T0 + i * 10_000,
+                start_ms: T0 + i * 10_000,
+                end_ms: T0 + i * 10_000 + 500,
+                lateness_ns: 0,
+                status: Status::Ok,
+                detail: None,
+                figures: k.figures(),
+                config: None,
+                stats: Some(k.encode()),
+            }
+        })
+        .collect();
+    st.put_rounds(&rows).unwrap();
+    let end = T0 + 7_200_000;
+    crate::rollup::roll(&mut st, Level::Minute, end - 600_000, T0).unwrap();
+    assert_eq!(
+        st.mark(&store::rolled(Level::Minute)).unwrap(),
+        Some(end - 600_000)
+    );
+    let lv = live();
+    lv.set_targets(&[plan("x", None)]);
+    let mut r = Round::empty("x", Kind::Ping, end - 10_000, Status::Ok, None);
+    r.figures = rows[719].figures.clone();
+    lv.on_round(&r, None);
+    let d = data(&st, &lv, Range::D1, end).unwrap();
+    let x = &d.targets[0];
+    // 110 minutes rolled up, then the last 10 minutes' 60 rounds.
+    assert_eq!(x.t.len(), 110 + 60);
+    assert_eq!(d.level, "minute");
+    assert_eq!(x.status, Some("ok"));
+    assert_eq!(x.loss_pct, Some(0.0));
+    assert!((x.p50_ms.unwrap() - 10.0).abs() < 0.01);
+    assert!(d.groups.is_empty());
+}

@@ -1,0 +1,163 @@
+//! What the running monitor knows now, shared with its listener: each target's last round and
+//! counters, the alert states, and the totals a scrape shows. Updated once per finished round
+//! by the driver's loop; read by the dashboard ([`crate::dashboard`]) and the metrics
+//! ([`crate::metrics`]). Per target it keeps counters and the scrape's bucket counts (a few
+//! hundred bytes), never a whole histogram, so a thousand targets cost little.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use npt_stats::{Histogram, Snapshot};
+
+use crate::kinds::{Figures, Kind};
+use crate::round::{Round, Status};
+use crate::store::AlertRow;
+
+/// One target as the listener sees it.
+#[derive(Clone, Debug)]
+pub struct TargetLive {
+    pub name: String,
+    pub kind: Kind,
+    pub url: String,
+    pub group: Option<String>,
+    pub every: Duration,
+    /// The last round that ended: its status, figures, when, and why it failed.
+    pub last: Option<Last>,
+    pub rounds: BTreeMap<Status, u64>,
+    pub sent: u64,
+    pub lost: u64,
+    /// Of `sent`, refused by the server (not loss).
+    pub refused: u64,
+    pub errors: u64,
+    /// The headline latency of every round, as the scrape's buckets.
+    pub latency: Snapshot,
+    /// Still watched (false after a reload removed it; its history stays).
+    pub active: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Last {
+    pub status: Status,
+    pub figures: Figures,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub detail: Option<String>,
+}
+
+/// Everything the listener reads.
+#[derive(Debug)]
+pub struct Live {
+    pub vantage: String,
+    pub started_ms: i64,
+    targets: Mutex<BTreeMap<String, TargetLive>>,
+    alerts: Mutex<Vec<AlertRow>>,
+    /// Every round's start lateness (ns).
+    lateness: Mutex<Histogram>,
+    pub writer: Arc<crate::writer::Counts>,
+    pub notify: Arc<crate::notify::Counts>,
+}
+
+/// Name of the latency histogram a scrape shows per target, and its help.
+pub const LATENCY: &str = "npt_monitor_latency_seconds";
+pub const LATENCY_HELP: &str = "Headline latency of every round of the target (ping and probe: \
+RTT; http: request latency; bulk: RTT under load; trace: RTT through the chain).";
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Live {
+    pub fn new(
+        vantage: &str,
+        started_ms: i64,
+        writer: Arc<crate::writer::Counts>,
+        notify: Arc<crate::notify::Counts>,
+    ) -> Live {
+        Live {
+            vantage: vantage.to_string(),
+            started_ms,
+            targets: Mutex::default(),
+            alerts: Mutex::default(),
+            lateness: Mutex::default(),
+            writer,
+            notify,
+        }
+    }
+
+    /// The watched targets after a start or reload: new ones are added, kept ones updated,
+    /// dropped ones marked inactive.
+    pub fn set_targets(&self, list: &[crate::config::TargetPlan]) {
+        let mut t = lock(&self.targets);
+        for v in t.values_mut() {
+            v.active = false;
+        }
+        for p in list {
+            let e = t.entry(p.name.clone()).or_insert_with(|| TargetLive {
+                name: p.name.clone(),
+                kind: p.kind,
+                url: p.url.clone(),
+                group: None,
+                every: p.every,
+                last: None,
+                rounds: BTreeMap::new(),
+                sent: 0,
+                lost: 0,
+                refused: 0,
+                errors: 0,
+                latency: Snapshot::new(),
+                active: true,
+            });
+            e.kind = p.kind;
+            e.url = p.url.clone();
+            e.group = p.group.clone();
+            e.every = p.every;
+            e.active = true;
+        }
+    }
+
+    /// A round ended; `headline` is its latency histogram (decoded on the round's thread).
+    pub fn on_round(&self, r: &Round, headline: Option<&Histogram>) {
+        if r.status.measured() || r.status.unreachable() {
+            lock(&self.lateness).record(r.lateness_ns.max(1));
+        }
+        let mut t = lock(&self.targets);
+        let Some(e) = t.get_mut(&r.target) else {
+            return;
+        };
+        *e.rounds.entry(r.status).or_default() += 1;
+        e.sent += r.figures.sent;
+        e.lost += r.figures.lost;
+        e.refused += r.figures.refused;
+        e.errors += r.figures.errors;
+        if let Some(h) = headline {
+            e.latency.histogram(LATENCY, LATENCY_HELP, &[], h);
+        }
+        if r.status != Status::Skipped {
+            e.last = Some(Last {
+                status: r.status,
+                figures: r.figures.clone(),
+                start_ms: r.start_ms,
+                end_ms: r.end_ms,
+                detail: r.detail.clone(),
+            });
+        }
+    }
+
+    pub fn set_alerts(&self, rows: Vec<AlertRow>) {
+        *lock(&self.alerts) = rows;
+    }
+
+    pub fn alerts(&self) -> Vec<AlertRow> {
+        lock(&self.alerts).clone()
+    }
+
+    pub fn targets(&self) -> Vec<TargetLive> {
+        lock(&self.targets).values().cloned().collect()
+    }
+
+    /// Lateness of every round so far.
+    pub fn lateness(&self) -> Histogram {
+        lock(&self.lateness).clone()
+    }
+}

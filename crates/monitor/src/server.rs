@@ -1,0 +1,287 @@
+//! The monitor's listener (`listen = ADDR`): the dashboard, its data, range reports and the
+//! OpenMetrics scrape, on one HTTP/1.1 port served by hyper on the monitor's runtime. Queries
+//! of the store run on the blocking pool through a connection of their own ([`Open`]: SQLite
+//! in WAL mode lets them read while the writer writes).
+//!
+//! On a loopback address it answers anyone on the host; on any other address the config must
+//! give a token, and every request must carry it (`Authorization: Bearer TOKEN`, or
+//! `?token=TOKEN` for a browser). Answers are never larger than the history asked for, requests
+//! are GETs of a few fixed paths, and a slow client is dropped after 30 s.
+//!
+//! | path | answer |
+//! |---|---|
+//! | `/` | the dashboard (`?range=1h|6h|24h|7d|30d`) |
+//! | `/api/data` | the dashboard's data as JSON (same `range`) |
+//! | `/report` | a target's range as a result document: `?target=NAME&range=24h&format=html|json|text` |
+//! | `/metrics` | OpenMetrics text |
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+
+use crate::live::Live;
+use crate::store::{Store, StoreError};
+
+/// Opens the store for reading, once per query.
+pub trait Open: Send + Sync {
+    fn open(&self) -> Result<Box<dyn Store>, StoreError>;
+}
+
+/// The SQLite file, read through connections of its own.
+pub struct SqliteFile(pub std::path::PathBuf);
+
+impl Open for SqliteFile {
+    fn open(&self) -> Result<Box<dyn Store>, StoreError> {
+        Ok(Box::new(crate::store::sqlite::Sqlite::open_read(&self.0)?))
+    }
+}
+
+impl<S: Store + 'static> Open for crate::store::Shared<S> {
+    fn open(&self) -> Result<Box<dyn Store>, StoreError> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+/// A running listener; dropping it stops accepting.
+pub struct Server {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
+struct Ctx {
+    token: Option<String>,
+    live: Arc<Live>,
+    reader: Arc<dyn Open>,
+}
+
+/// Binds `addr` and serves until the returned [`Server`] is dropped.
+pub async fn start(
+    addr: SocketAddr,
+    token: Option<String>,
+    live: Arc<Live>,
+    reader: Arc<dyn Open>,
+) -> anyhow::Result<Server> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("listen {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
+    let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+    let ctx = Arc::new(Ctx {
+        token,
+        live,
+        reader,
+    });
+    tokio::spawn(async move {
+        loop {
+            let sock = tokio::select! {
+                _ = &mut rx => return,
+                r = listener.accept() => match r {
+                    Ok((s, _)) => s,
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                },
+            };
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let ctx = ctx.clone();
+                    async move { Ok::<_, Infallible>(answer(&ctx, req).await) }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(Duration::from_secs(10))
+                    .serve_connection(TokioIo::new(sock), svc);
+                let _ = tokio::time::timeout(Duration::from_secs(30), conn).await;
+            });
+        }
+    });
+    Ok(Server {
+        addr: bound,
+        stop: Some(tx),
+    })
+}
+
+fn reply(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(ctype),
+    );
+    r.headers_mut().insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+/// The query's `key`, percent-decoded.
+pub fn query(q: &str, key: &str) -> Option<String> {
+    q.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        (k == key).then(|| decode(v))
+    })
+}
+
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = b
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    None => out.push(c),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Constant-time comparison of the token (its length may leak, not its bytes).
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |x, (p, q)| x | (p ^ q)) == 0
+}
+
+fn authorized<B>(ctx: &Ctx, req: &Request<B>) -> bool {
+    let Some(t) = &ctx.token else {
+        return true;
+    };
+    let bearer = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let in_query = req.uri().query().and_then(|q| query(q, "token"));
+    bearer.is_some_and(|b| same(b, t)) || in_query.is_some_and(|q| same(&q, t))
+}
+
+async fn answer<B>(ctx: &Arc<Ctx>, req: Request<B>) -> Response<Full<Bytes>> {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    if req.method() != hyper::Method::GET {
+        return reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            TEXT,
+            "npt monitor: GET only\n",
+        );
+    }
+    if !authorized(ctx, &req) {
+        let mut r = reply(
+            StatusCode::UNAUTHORIZED,
+            TEXT,
+            "npt monitor: a token is needed (Authorization: Bearer TOKEN, or ?token=TOKEN)\n",
+        );
+        r.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static("Bearer"),
+        );
+        return r;
+    }
+    let path = req.uri().path().to_string();
+    let q = req.uri().query().unwrap_or("").to_string();
+    match path.as_str() {
+        "/metrics" => reply(
+            StatusCode::OK,
+            npt_metrics::CONTENT_TYPE,
+            crate::metrics::scrape(&ctx.live),
+        ),
+        "/" | "/index.html" | "/api/data" | "/report" => {
+            let c = ctx.clone();
+            let r = tokio::task::spawn_blocking(move || query_store(&c, &path, &q)).await;
+            match r {
+                Ok(Ok((ctype, body))) => reply(StatusCode::OK, ctype, body),
+                Ok(Err((status, msg))) => reply(status, TEXT, format!("npt monitor: {msg}\n")),
+                Err(e) => reply(StatusCode::INTERNAL_SERVER_ERROR, TEXT, format!("{e}\n")),
+            }
+        }
+        _ => reply(
+            StatusCode::NOT_FOUND,
+            TEXT,
+            "npt monitor: GET / (dashboard), /api/data, /report, /metrics\n",
+        ),
+    }
+}
+
+type Answer = Result<(&'static str, Vec<u8>), (StatusCode, String)>;
+
+fn query_store(ctx: &Ctx, path: &str, q: &str) -> Answer {
+    let bad = |m: String| (StatusCode::BAD_REQUEST, m);
+    let range = match query(q, "range") {
+        Some(r) => crate::dashboard::Range::parse(&r)
+            .ok_or_else(|| bad(format!("range {r:?}: one of 1h, 6h, 24h, 7d, 30d")))?,
+        None => crate::dashboard::Range::default(),
+    };
+    let st = ctx
+        .reader
+        .open()
+        .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    let now = crate::round::wall_ms(std::time::SystemTime::now());
+    let fail = |e: StoreError| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+    match path {
+        "/api/data" => {
+            let d = crate::dashboard::data(&*st, &ctx.live, range, now).map_err(fail)?;
+            Ok((
+                "application/json",
+                serde_json::to_vec(&d).unwrap_or_default(),
+            ))
+        }
+        "/report" => {
+            let name = query(q, "target").ok_or_else(|| bad("report needs ?target=NAME".into()))?;
+            let format = query(q, "format").unwrap_or_else(|| "html".into());
+            let doc = crate::range::report(&*st, &name, now - range.span_ms(), now)
+                .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+            crate::range::render(&doc, &format, &name).map_err(|e| bad(e.to_string()))
+        }
+        _ => {
+            let d = crate::dashboard::data(&*st, &ctx.live, range, now).map_err(fail)?;
+            Ok(("text/html; charset=utf-8", crate::dashboard::page(&d)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_decode() {
+        assert_eq!(
+            query("a=1&target=relay%20udp&x", "target").as_deref(),
+            Some("relay udp")
+        );
+        assert_eq!(query("target=a+b", "target").as_deref(), Some("a b"));
+        assert_eq!(query("x", "x").as_deref(), Some(""));
+        assert_eq!(query("t=%zz%4", "t").as_deref(), Some("%zz%4"));
+        assert_eq!(query("", "t"), None);
+        assert!(same("abc", "abc") && !same("abc", "abd") && !same("abc", "ab"));
+    }
+}
