@@ -211,7 +211,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__bulk)
-            opts="-P -t -i -b -s -C -q -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --congestion --threads --quiet --json --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-P -t -i -b -s -C -q -4 -6 -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --congestion --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -286,6 +286,22 @@ _npt() {
                     return 0
                     ;;
                 --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tos)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -757,7 +773,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__http)
-            opts="-c -d -H -m -k -q -h --connections --duration --rate --new-conn --http2 --streams --host --header --method --body --body-file --insecure --timeout --cold-start --ready-timeout --json --threads --quiet --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-c -d -H -m -k -q -4 -6 -h --connections --duration --rate --new-conn --http2 --streams --host --header --method --body --body-file --insecure --timeout --cold-start --ready-timeout --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -827,11 +843,27 @@ _npt() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --json)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --threads)
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tos)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1263,7 +1295,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__ping)
-            opts="-c -i -W -s -q -h --count --interval --timeout --size --echo --raw --token --ca --insecure --quiet --json --packets --via --via-user --from --help"
+            opts="-c -i -W -s -q -4 -6 -h --count --interval --timeout --size --echo --raw --token --ca --insecure --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --tos --via --via-user --from --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1313,7 +1345,23 @@ _npt() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 --packets)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tos)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1337,7 +1385,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__probe)
-            opts="-n -d -s -q -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --rx-stamp --spin --json --packets --format --quiet --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-n -d -s -q -4 -6 -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --rx-stamp --spin --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --tos --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1435,12 +1483,24 @@ _npt() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 --packets)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --format)
-                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tos)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --via)
@@ -1561,7 +1621,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__run)
-            opts="-u -d -q -h --quic --quic-name --ca --insecure --users --duration --ramp-up --arrival-rate --mix --think --seed --token --timeout --interval --pages --rounds --handshake-up --handshake-down --request-up --request-down --pause --resources --doc-down --resource-down --download --upload --chunk --game-length --tick --game-size --loss-timeout --workers --json --format --quiet --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-u -d -q -4 -6 -h --quic --quic-name --ca --insecure --users --duration --ramp-up --arrival-rate --mix --think --seed --token --timeout --interval --pages --rounds --handshake-up --handshake-down --request-up --request-down --pause --resources --doc-down --resource-down --download --upload --chunk --game-length --tick --game-size --loss-timeout --workers --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1705,6 +1765,18 @@ _npt() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tos)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --via)
@@ -1857,7 +1929,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__trace)
-            opts="-c -i -W -s -q -h --hop --through --token --count --interval --timeout --size --ca --insecure --during --quiet --json --help"
+            opts="-c -i -W -s -q -4 -6 -h --hop --through --token --count --interval --timeout --size --ca --insecure --during --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1916,6 +1988,22 @@ _npt() {
                     return 0
                     ;;
                 --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tos)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -87,7 +87,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l clients -d 'Client soc
 complete -c npt -n "__fish_npt_using_subcommand probe" -l threads -d 'Sender threads the clients are spread over [default: min(clients, cores)]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -s s -l size -d 'Bytes per packet, npt\'s header included [default: 64; stamp://: 44, or 112 with --stamp-key]' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l fill -d 'Payload fill' -r
-complete -c npt -n "__fish_npt_using_subcommand probe" -l token -d 'Secret the server was started with (npt serve --token): a keyed handshake per flow, then every packet carries a MAC (the secret never travels)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l token -d 'The secret `npt serve --token` was started with: a keyed handshake, then every packet carries a MAC (the secret never travels). A hop agent\'s (`--from`, trace) is its own' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l stamp-key -d 'stamp:// in STAMP\'s authenticated mode: the reflector\'s HMAC key (hex, at least 32 digits)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l loss-timeout -d 'A packet unanswered this long is lost; a later reply is "late"' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every -d 'Print a stage line every this long [default: 1s]' -r
@@ -95,10 +95,13 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l report-every-packets -
 complete -c npt -n "__fish_npt_using_subcommand probe" -l behind-threshold -d 'Sends more than this late count as behind schedule' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l rx-stamp -d 'UDP: where a reply\'s receive time comes from [default: user]' -r -f -a "user\t'The clock read after the receive returned, wake-up included: the RTT at the application (what user-space ping-pong tools such as sockperf report)'
 kernel\t'The kernel\'s timestamp of the reply\'s arrival: the tester\'s own wake-up is not in the RTT'"
-complete -c npt -n "__fish_npt_using_subcommand probe" -l json -d 'Write the result document (JSON) to this file, atomically' -r -F
-complete -c npt -n "__fish_npt_using_subcommand probe" -l packets -d 'Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow, seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end\'s counts tell), or `-` for stdout (text then goes to stderr)' -r -F
-complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes to stdout: a text report, or the JSON result document' -r -f -a "text\t''
+complete -c npt -n "__fish_npt_using_subcommand probe" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"
+complete -c npt -n "__fish_npt_using_subcommand probe" -l packets -d 'Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow, seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end\'s counts tell), or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand probe" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l under-load -d 'Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT, or UDP at --load-rate to udp://HOST:PORT (`npt serve`; may be the probe\'s own target) in a loaded phase between an idle and a recovery phase, and report the RTT of each phase, the increase under load and the responsiveness (RPM)' -r
@@ -123,7 +126,9 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l verify -d 'Check that 
 complete -c npt -n "__fish_npt_using_subcommand probe" -l raw -d 'Carry sequence and timestamp inside the payload, for any plain echo server (round trips only: no loss or delay per direction)'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l owd -d 'The two hosts\' clocks are synchronized (NTP, PTP): report one-way delay up and down. Without it one-way delay is reported only where the clocks are one (a loopback target, or inside npt lab); delay variation per direction needs no sync'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l spin -d 'UDP: wait by spinning instead of sleeping, so sends leave within about a microsecond of their due time and replies are read as they arrive; costs one busy CPU per probe thread'
-complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'No stage lines while running'
+complete -c npt -n "__fish_npt_using_subcommand probe" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
+complete -c npt -n "__fish_npt_using_subcommand probe" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
+complete -c npt -n "__fish_npt_using_subcommand probe" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-insecure -d 'quic:// load: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c npt -n "__fish_npt_using_subcommand demo" -l duration -d 'How long the UDP probe runs' -r
@@ -131,7 +136,7 @@ complete -c npt -n "__fish_npt_using_subcommand demo" -l pps -d 'UDP packets per
 complete -c npt -n "__fish_npt_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand run" -l quic -d 'The QUIC responder (`npt serve --quic`), HOST:PORT' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l quic-name -d 'Name checked against the QUIC certificate [default: the host of --quic]' -r
-complete -c npt -n "__fish_npt_using_subcommand run" -l ca -d 'Trust this certificate (PEM; e.g. the one `npt serve --quic-cert-out` wrote)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand run" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand run" -s u -l users -d 'Simulated users (closed model); with --arrival-rate, the most active at once' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -s d -l duration -d 'How long the run lasts (e.g. 3m)' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l ramp-up -d 'Users start evenly spread over this time' -r
@@ -139,7 +144,7 @@ complete -c npt -n "__fish_npt_using_subcommand run" -l arrival-rate -d 'Open mo
 complete -c npt -n "__fish_npt_using_subcommand run" -l mix -d 'Activity weights [default: web=95,quic=5 with --quic, else web=100]' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l think -d 'Think time between sessions, MIN..MAX (log-uniform)' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l seed -d 'Random seed for every choice (same seed, same users) [default: from the clock]' -r
-complete -c npt -n "__fish_npt_using_subcommand run" -l token -d 'Shared secret of `npt serve --token`' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l token -d 'The secret `npt serve --token` was started with: a keyed handshake, then every packet carries a MAC (the secret never travels). A hop agent\'s (`--from`, trace) is its own' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l timeout -d 'Connect, handshake and read/write idle timeout' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l interval -d 'Length of one interval of the series and of the progress line' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l pages -d 'Web: pages per visit' -r
@@ -160,9 +165,12 @@ complete -c npt -n "__fish_npt_using_subcommand run" -l tick -d 'Game: packets p
 complete -c npt -n "__fish_npt_using_subcommand run" -l game-size -d 'Game: bytes per packet, header included' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l loss-timeout -d 'Game: a packet unanswered this long is lost' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l workers -d 'Threads the users run on, each an event loop with its share of them [default: half the CPUs when a target is on this machine, leaving the rest to it; else one per CPU]' -r
-complete -c npt -n "__fish_npt_using_subcommand run" -l json -d 'Also write the JSON result document here (atomically; also on Ctrl-C)' -r -F
-complete -c npt -n "__fish_npt_using_subcommand run" -l format -d 'What goes to stdout' -r -f -a "text\t''
+complete -c npt -n "__fish_npt_using_subcommand run" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand run" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"
+complete -c npt -n "__fish_npt_using_subcommand run" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
@@ -170,8 +178,10 @@ complete -c npt -n "__fish_npt_using_subcommand run" -l start-at -d 'Wait until 
 complete -c npt -n "__fish_npt_using_subcommand run" -l run-id -d 'Name shared by the parts of one run [default: derived from the workload and --start-at]' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l metrics -d 'Serve live counters and latency histograms in OpenMetrics text at http://ADDR/metrics (for Prometheus), e.g. 0.0.0.0:9464' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
-complete -c npt -n "__fish_npt_using_subcommand run" -l insecure -d 'Accept any QUIC certificate'
-complete -c npt -n "__fish_npt_using_subcommand run" -s q -l quiet -d 'No progress line'
+complete -c npt -n "__fish_npt_using_subcommand run" -l insecure -d 'QUIC: accept any certificate'
+complete -c npt -n "__fish_npt_using_subcommand run" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
+complete -c npt -n "__fish_npt_using_subcommand run" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
+complete -c npt -n "__fish_npt_using_subcommand run" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
 complete -c npt -n "__fish_npt_using_subcommand run" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand http" -s c -l connections -d 'Concurrent connections (each carries --streams requests with --http2)' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -s d -l duration -d 'How long to send for: 10s, 2m …' -r
@@ -185,8 +195,13 @@ complete -c npt -n "__fish_npt_using_subcommand http" -l body-file -d 'Request b
 complete -c npt -n "__fish_npt_using_subcommand http" -l timeout -d 'Per-request limit (connect + TLS + whole response); slower requests count as timeouts' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l cold-start -d 'Spawn this command (sh -c, own process group), poll until its first 2xx answer, report the time to it, then run the warm benchmark; the group is killed at the end' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l ready-timeout -d 'How long --cold-start waits for the first 2xx answer' -r
-complete -c npt -n "__fish_npt_using_subcommand http" -l json -d 'Write the result document (JSON) to this file, atomically' -r -F
 complete -c npt -n "__fish_npt_using_subcommand http" -l threads -d 'Client runtime threads. Default: one per CPU when the target is remote (a dedicated load machine); half the CPUs (at least 1) when it is on this machine (loopback or a local address), leaving the rest to the server — except with --new-conn, whose connection setup costs the client as much as the server (one per CPU). The output and the result\'s config say which was chosen and why (`threads`, `threads_why`)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand http" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
+json\t''"
+complete -c npt -n "__fish_npt_using_subcommand http" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
@@ -197,23 +212,32 @@ complete -c npt -n "__fish_npt_using_subcommand http" -l metrics-linger -d 'Keep
 complete -c npt -n "__fish_npt_using_subcommand http" -l new-conn -d 'A new TCP (and TLS) connection for every request, sent with `Connection: close`'
 complete -c npt -n "__fish_npt_using_subcommand http" -l http2 -d 'HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http'
 complete -c npt -n "__fish_npt_using_subcommand http" -s k -l insecure -d 'Accept any TLS certificate (self-signed test servers)'
-complete -c npt -n "__fish_npt_using_subcommand http" -s q -l quiet -d 'No progress line on stderr'
+complete -c npt -n "__fish_npt_using_subcommand http" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
+complete -c npt -n "__fish_npt_using_subcommand http" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
+complete -c npt -n "__fish_npt_using_subcommand http" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
 complete -c npt -n "__fish_npt_using_subcommand http" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s c -l count -d 'Attempts to make; 0 = until Ctrl-C' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s i -l interval -d 'Time between attempts (e.g. 200ms, 1s)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s W -l timeout -d 'How long one attempt waits for its answer' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo, the TCP echo\'s size' -r
-complete -c npt -n "__fish_npt_using_subcommand ping" -l token -d 'UDP framed: the secret of `npt serve --token`. With --from: the agent\'s secret' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l token -d 'The secret `npt serve --token` was started with: a keyed handshake, then every packet carries a MAC (the secret never travels). A hop agent\'s (`--from`, trace) is its own' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
-complete -c npt -n "__fish_npt_using_subcommand ping" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand ping" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand ping" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
+json\t''"
 complete -c npt -n "__fish_npt_using_subcommand ping" -l packets -d 'Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand ping" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l from -d 'Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on npt://HOST:PORT pings the target and sends the samples back (needs --token, the agent\'s secret). For the segments between relays that this host cannot see' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l echo -d 'tcp:// end to end: each attempt is a new connection and one framed echo on it against `npt serve`, connect and echo timed apart. A connect alone is answered by the first relay or forwarder, which accepts by itself even when nothing behind it answers'
 complete -c npt -n "__fish_npt_using_subcommand ping" -l raw -d 'UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`'
 complete -c npt -n "__fish_npt_using_subcommand ping" -l insecure -d 'QUIC: accept any certificate'
-complete -c npt -n "__fish_npt_using_subcommand ping" -s q -l quiet -d 'Only the summary, no per-attempt lines'
+complete -c npt -n "__fish_npt_using_subcommand ping" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
+complete -c npt -n "__fish_npt_using_subcommand ping" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
+complete -c npt -n "__fish_npt_using_subcommand ping" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
 complete -c npt -n "__fish_npt_using_subcommand ping" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s P -l streams -d 'Streams each way (TCP connections or QUIC streams), 1 to 1024' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l direction -d 'down (the server sends), up (this host sends) or both; UDP: up or down (down needs --token, or a server on loopback)' -r -f -a "up\t''
@@ -224,11 +248,16 @@ complete -c npt -n "__fish_npt_using_subcommand bulk" -s i -l interval -d 'Lengt
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s b -l rate -d 'The rate, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit): UDP\'s to send at (required); on tcp:// and quic:// each stream\'s pace, payload bits/s, as iperf3\'s -b (-P 4 --rate 5mbit moves up to 20 Mbit/s each way; a download is paced by npt serve) [default for streams: as fast as the path goes]' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s s -l size -d 'UDP: datagram size in bytes, npt header included (88 to 65507)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l timeout -d 'Connect, handshake and the first answer must each come within this' -r
-complete -c npt -n "__fish_npt_using_subcommand bulk" -l token -d 'The secret of `npt serve --token` (the server then gives this host its open limits)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l token -d 'The secret `npt serve --token` was started with: a keyed handshake, then every packet carries a MAC (the secret never travels). A hop agent\'s (`--from`, trace) is its own' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s C -l congestion -d 'tcp://: this host\'s TCP congestion control on the streams it sends (e.g. cubic, bbr; one the kernel offers), as iperf3\'s -C; the result reports what the kernel ran [default: the system\'s]. Not with --direction down: the server\'s governs a download' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l threads -d 'Worker threads moving the streams, 1 to 64 [default: 1 for tcp://; quic://: 2, or fewer CPUs or streams]' -r
-complete -c npt -n "__fish_npt_using_subcommand bulk" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
+json\t''"
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l segment -d 'Run part I of N of the load (0-based, e.g. 3/8): users, rates and counts are split so the N parts add up to the whole; `npt merge` joins the parts\' results' -r
@@ -237,20 +266,29 @@ complete -c npt -n "__fish_npt_using_subcommand bulk" -l run-id -d 'Name shared 
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l metrics -d 'Serve live counters and latency histograms in OpenMetrics text at http://ADDR/metrics (for Prometheus), e.g. 0.0.0.0:9464' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l insecure -d 'QUIC: accept any certificate'
-complete -c npt -n "__fish_npt_using_subcommand bulk" -s q -l quiet -d 'Only the summary, no interval lines'
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand trace" -l hop -d 'A relay on the path, in order: `npt serve --token S --hop-agent` on it measures the next segment. `=HOST:PORT`: where the previous hop reaches it, when that is not the address this host uses (another link, QUIC\'s own port)' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -l through -d 'The chain\'s entry: the RTT through every relay to the target, measured from here (TCP: an echo on an open connection, to the target\'s `npt serve`)' -r
-complete -c npt -n "__fish_npt_using_subcommand trace" -l token -d 'The chain\'s one secret (`npt serve --token`): the hop agents\', and the keyed echoes into serves that have --token' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l token -d 'The secret `npt serve --token` was started with: a keyed handshake, then every packet carries a MAC (the secret never travels). A hop agent\'s (`--from`, trace) is its own' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -s c -l count -d 'Attempts per segment (and through the chain) in each round' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -s i -l interval -d 'Time between attempts (e.g. 200ms, 1s)' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -s W -l timeout -d 'How long one attempt waits for its answer' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48)' -r
-complete -c npt -n "__fish_npt_using_subcommand trace" -l ca -d 'QUIC: trust the certificates in this PEM file (this host\'s segment and the chain)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand trace" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand trace" -l during -d 'Measure a round first, then run CMD (`sh -c`) and measure rounds until it exits: the segments\' drift while, e.g., `npt compare` loads the chain' -r
-complete -c npt -n "__fish_npt_using_subcommand trace" -l json -d 'Write the result document to FILE, or `-` for stdout (text then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand trace" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
+complete -c npt -n "__fish_npt_using_subcommand trace" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
+json\t''"
+complete -c npt -n "__fish_npt_using_subcommand trace" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -l insecure -d 'QUIC: accept any certificate'
-complete -c npt -n "__fish_npt_using_subcommand trace" -s q -l quiet -d 'Only the waterfall, no per-leg lines'
+complete -c npt -n "__fish_npt_using_subcommand trace" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
+complete -c npt -n "__fish_npt_using_subcommand trace" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
+complete -c npt -n "__fish_npt_using_subcommand trace" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
 complete -c npt -n "__fish_npt_using_subcommand trace" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand merge" -l json -d 'Write the merged document here (atomically)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand merge" -l format -d 'What goes to stdout' -r -f -a "text\t''

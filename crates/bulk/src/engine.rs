@@ -64,7 +64,7 @@ pub fn run(
     // given; without one the target must resolve here.
     let addrs = match (&cfg.via, cfg.target.proto) {
         (Some(_), Proto::Tcp) => Vec::new(),
-        _ => cfg.target.resolve()?,
+        _ => cfg.target.resolve_from(&cfg.source)?,
     };
     let dirs: Vec<Direction> = match cfg.target.proto {
         // One flow, up or down (the command refuses both).

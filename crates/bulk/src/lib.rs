@@ -103,6 +103,9 @@ impl From<npt_client::target::ResolveError> for BulkError {
             R::NoAddress(t) => {
                 BulkError::Resolve(t.to_string(), std::io::Error::other("no address"))
             }
+            R::Family(f) => {
+                BulkError::Resolve(f.what.clone(), std::io::Error::other(f.to_string()))
+            }
         }
     }
 }
@@ -146,6 +149,9 @@ pub struct Config {
     pub congestion: Option<String>,
     /// `--threads`: the runtime's worker threads; `None` picks by protocol (one for TCP).
     pub threads: Option<usize>,
+    /// `-4`/`-6`, `--bind`, `--dscp`: the TCP connections and the UDP flow (not QUIC's
+    /// endpoint, nor `--via`'s proxy connection: the command line refuses those).
+    pub source: npt_client::source::Source,
 }
 
 #[derive(Debug, thiserror::Error)]

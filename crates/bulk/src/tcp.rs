@@ -77,7 +77,7 @@ async fn connect(cfg: &Config, addrs: &[SocketAddr]) -> Result<TcpStream, Fail> 
     }
     let mut last = None;
     for a in addrs {
-        match TcpStream::connect(a).await {
+        match cfg.source.connect_async(*a).await {
             Ok(s) => return Ok(s),
             Err(e) => last = Some(io_fail(&format!("connect {a}"), &e)),
         }

@@ -10,7 +10,7 @@
 //! through the proxy's UDP relay ([`crate::udp_sock`]).
 
 use npt_result::error::ErrorKind;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -205,13 +205,11 @@ pub(crate) fn open(
         None => None,
     };
     let target = socks.as_ref().map_or(resolved, SocksUdp::relay);
-    let bind: SocketAddr = if target.is_ipv4() {
-        ([0, 0, 0, 0], 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sock = UdpSocket::bind(bind).map_err(|e| io("bind", e))?;
-    sock.connect(target).map_err(|e| io("connect", e))?;
+    // From `--bind`'s address, marked (`--dscp`): the relay's socket too, with `--via`.
+    let sock = cfg
+        .source
+        .udp_connected(target)
+        .map_err(|e| io("connect", e))?;
     npt_netio::set_buffers(&socket2::SockRef::from(&sock), buffers);
     let refused = |e: std::io::Error| {
         (

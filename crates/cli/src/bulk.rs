@@ -7,20 +7,18 @@
 //! `--metrics` exports its totals, and a terminal gets the live view.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
-use npt_bulk::{Config, Proto, QuicTrust, Target, UdpRate, Ways, MAX_STREAMS};
+use npt_bulk::{Config, Proto, Target, UdpRate, Ways, MAX_STREAMS};
 use npt_result::bulk::BulkBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::execute::{execute, Lines, Subcommand};
 use crate::segment::Segment;
+use crate::timing::positive;
 use crate::usage;
-use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = crate::execute::EXIT_CODES)]
@@ -70,15 +68,10 @@ pub struct BulkArgs {
         allow_hyphen_values = true
     )]
     pub timeout: String,
-    /// The secret of `npt serve --token` (the server then gives this host its open limits).
-    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
-    /// QUIC: accept any certificate.
-    #[arg(long)]
-    pub insecure: bool,
+    #[command(flatten)]
+    pub auth: crate::auth::TokenArgs,
+    #[command(flatten)]
+    pub trust: crate::trust::TrustArgs,
     /// tcp://: this host's TCP congestion control on the streams it sends (e.g. cubic, bbr;
     /// one the kernel offers), as iperf3's -C; the result reports what the kernel ran [default:
     /// the system's]. Not with --direction down: the server's governs a download.
@@ -88,26 +81,18 @@ pub struct BulkArgs {
     /// CPUs or streams].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
-    /// Only the summary, no interval lines.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
-    #[arg(long, value_name = "FILE|-")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: crate::output::OutputArgs,
+    #[command(flatten)]
+    pub source: crate::source::SourceArgs,
+    // The shared groups go here, one `#[command(flatten)]` each (a congestion-control group,
+    // `--congestion`, belongs beside these).
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
     #[command(flatten)]
     pub segment: crate::segment::SegmentArgs,
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
-}
-
-fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    let d = parse_duration(s).map_err(|e| usage!("{flag} {s:?}: {e}"))?;
-    if d.is_zero() {
-        return Err(usage!("{flag} must be positive, got {s:?}"));
-    }
-    Ok(d)
 }
 
 /// The flags, validated into the engine's config; errors name the flag.
@@ -186,28 +171,20 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         }
         Some(cc) => Some(crate::usage::congestion_flag("--congestion", cc)?),
     };
-    if matches!(&a.token, Some(t) if t.is_empty()) {
-        return Err(usage!("--token must not be empty"));
-    }
+    let token = a.auth.get()?.map(str::to_string);
     let via = a.via.resolve(udp)?;
     if via.is_some() && target.proto == Proto::Quic {
         return Err(usage!(
             "--via: npt bulk goes through a proxy over tcp:// and udp:// (SOCKS5), not quic://"
         ));
     }
-    if (a.ca.is_some() || a.insecure) && target.proto != Proto::Quic {
-        return Err(usage!("--ca and --insecure are for quic:// targets"));
-    }
-    let trust = match (&a.ca, a.insecure) {
-        (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--ca: {e}"))?,
-        (None, true) => QuicTrust::Insecure,
-        (None, false) if target.proto == Proto::Quic => {
-            return Err(usage!(
-                "quic:// needs --ca FILE (the server's certificate) or --insecure"
-            ))
-        }
-        (None, false) => QuicTrust::default(),
-    };
+    let quic = target.proto == Proto::Quic;
+    let trust = a
+        .trust
+        .resolve(crate::trust::Quic::when(quic, "the server's"))?;
+    let source = a
+        .source
+        .for_target("bulk", &target.host, quic, via.is_some())?;
     Ok(Config {
         target,
         streams: a.streams,
@@ -216,18 +193,19 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         interval,
         udp: udp_rate,
         rate_bps: pace,
-        token: a.token.clone(),
+        token,
         trust,
         via,
         timeout,
         congestion,
         threads: a.threads.map(usize::from),
+        source,
     })
 }
 
 pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let mut o = a.output.options();
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.check()?;
@@ -348,6 +326,7 @@ impl Subcommand for Config {
 mod tests {
     use super::*;
     use crate::usage::testing::{self, flags};
+    use std::time::Duration;
 
     fn cfg(args: &[&str]) -> anyhow::Result<Config> {
         config(&flags::<BulkArgs>(args)?)

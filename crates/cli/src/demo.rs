@@ -64,6 +64,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         spin: false,
         // The embedded server is on loopback: one clock.
         clock: npt_probe::probe::session::ClockSync::SameHost,
+        source: Default::default(),
     };
     let tcp = ProbeConfig {
         proto: Proto::Tcp,

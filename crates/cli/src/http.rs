@@ -15,7 +15,7 @@ use npt_result::http::HttpBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Options, Sink, Subcommand};
+use crate::execute::{execute, Lines, Subcommand};
 use crate::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
@@ -79,9 +79,6 @@ pub struct HttpArgs {
     /// How long --cold-start waits for the first 2xx answer.
     #[arg(long, default_value = "10s", value_parser = parse_duration, requires = "cold_start")]
     pub ready_timeout: Duration,
-    /// Write the result document (JSON) to this file, atomically.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Client runtime threads. Default: one per CPU when the target is remote (a dedicated
     /// load machine); half the CPUs (at least 1) when it is on this machine (loopback or a
     /// local address), leaving the rest to the server — except with --new-conn, whose
@@ -89,9 +86,10 @@ pub struct HttpArgs {
     /// the result's config say which was chosen and why (`threads`, `threads_why`).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// No progress line on stderr.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: crate::output::OutputArgs,
+    #[command(flatten)]
+    pub source: crate::source::SourceArgs,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
     #[command(flatten)]
@@ -117,6 +115,9 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
     }
     c.streams = a.streams.unwrap_or(1);
     c.via = a.via.resolve(false)?;
+    c.source = a
+        .source
+        .for_target("http", &c.target.host, false, c.via.is_some())?;
     c.hosts = a.hosts.clone();
     for h in &a.headers {
         let (name, value) = h
@@ -174,20 +175,11 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         ("protocol", protocol.to_string()),
         ("target", cfg.target.url.clone()),
     ];
-    execute(
-        cfg,
-        Options {
-            notices: Vec::new(),
-            segment: &args.segment,
-            metrics: &args.metrics,
-            labels,
-            json_file: args.json.as_deref(),
-            packets: None,
-            json_stdout: false,
-            text: Sink::Stdout,
-            quiet: args.quiet,
-        },
-    )
+    let mut o = args.output.options();
+    o.segment = &args.segment;
+    o.metrics = &args.metrics;
+    o.labels = labels;
+    execute(cfg, o)
 }
 
 impl Subcommand for Config {

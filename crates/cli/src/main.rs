@@ -4,6 +4,7 @@
 //! 2 usage or configuration error, 3 the server refused part of the test (probe, run, bulk,
 //! ping: `execute::EXIT_REFUSED`). A closed stdout (`| head`) counts as success.
 
+mod auth;
 mod bulk;
 mod clock;
 mod compare;
@@ -30,7 +31,10 @@ mod segment;
 mod serve;
 mod serve_metrics;
 mod signals;
+mod source;
+mod timing;
 mod trace;
+mod trust;
 mod under_load;
 mod usage;
 mod via;

@@ -206,7 +206,7 @@ impl Runner for PingRound {
         use npt_ping::PingError as E;
         let w = npt_ping::workload::Ping::new(self.0.clone(), |_, _| {});
         once(w, stop, Any::Ping, |e| match e {
-            E::Resolve(..) | E::NoAddress(_) => "resolve",
+            E::Resolve(..) | E::NoAddress(_) | E::Family(_) => "resolve",
             E::Auth(..) => "auth",
             E::Quic(_) => "tls",
             E::BadTarget(_) => "config",

@@ -3,11 +3,75 @@
 //! sends anything — a bad one is exit 2 naming its flag — and a result that still cannot be
 //! written at the end is kept in a temporary file, said on stderr, exit 1
 //! ([`npt_result::save`] has the rules: missing parent directories are not created).
+//!
+//! [`OutputArgs`] is the one output group every test subcommand flattens: `--json FILE|-`,
+//! `--format text|json`, `-q`, with one meaning everywhere and its paths checked here.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::{Args, ValueEnum};
+
+use crate::execute::{Options, Sink};
 use crate::usage;
+
+/// What goes to stdout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+/// `--json FILE|-`, `--format`, `-q`: where a test's result goes, the same in every subcommand.
+#[derive(Args, Debug, Default, Clone)]
+pub struct OutputArgs {
+    /// Write the result document (JSON) to FILE, atomically (checked before anything is sent),
+    /// or `-` for stdout (the text report then goes to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<PathBuf>,
+    /// What goes to stdout: a text report, or the JSON result document (then no text at all).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Quiet: no banner and no progress, stage or per-attempt lines; only the report.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// The result document's file (`--json FILE`; not `-`).
+    pub fn json_file(&self) -> Option<&Path> {
+        self.json.as_deref().filter(|p| *p != Path::new("-"))
+    }
+
+    /// The result document goes to stdout (`--format json` or `--json -`).
+    pub fn json_stdout(&self) -> bool {
+        self.format == Format::Json || self.json.as_deref() == Some(Path::new("-"))
+    }
+
+    /// Where the text report goes: stdout; stderr with `--json -` (it does not mix with the
+    /// document); nowhere with `--format json`.
+    pub fn text(&self) -> Sink {
+        if self.format == Format::Json {
+            Sink::Nowhere
+        } else if self.json_stdout() {
+            Sink::Stderr
+        } else {
+            Sink::Stdout
+        }
+    }
+
+    /// The run's [`Options`] as far as output goes (no segment, no metrics: a caller that has
+    /// them sets them after). Their [`Options::check`] is the group's one validation: the
+    /// result file can be written ([`check`]: exit 2 naming `--json`, before any traffic).
+    pub fn options(&self) -> Options<'_> {
+        let mut o = Options::json_file_or_dash(None, self.quiet);
+        o.json_file = self.json_file();
+        o.json_stdout = self.json_stdout();
+        o.text = self.text();
+        o
+    }
+}
 
 /// `path`, given as `flag`, can take a result file; else a usage error naming the flag.
 pub fn check(flag: &str, path: &Path) -> anyhow::Result<()> {
@@ -49,6 +113,40 @@ pub fn save(what: &str, path: &Path, bytes: &[u8], dump: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_output_group_one_meaning() {
+        let o = OutputArgs::default();
+        assert_eq!(
+            (o.json_file(), o.json_stdout(), o.text()),
+            (None, false, Sink::Stdout)
+        );
+        let o = OutputArgs {
+            json: Some("-".into()),
+            ..OutputArgs::default()
+        };
+        assert_eq!(
+            (o.json_file(), o.json_stdout(), o.text()),
+            (None, true, Sink::Stderr)
+        );
+        let o = OutputArgs {
+            json: Some("r.json".into()),
+            format: Format::Json,
+            quiet: true,
+        };
+        assert_eq!(o.json_file(), Some(Path::new("r.json")));
+        assert_eq!((o.json_stdout(), o.text()), (true, Sink::Nowhere));
+        let o = OutputArgs {
+            json: Some("/nonexistent/x.json".into()),
+            ..OutputArgs::default()
+        };
+        let e = o.options().check().unwrap_err();
+        assert!(e.downcast_ref::<crate::UsageError>().is_some());
+        assert!(
+            e.to_string().starts_with("--json /nonexistent/x.json: "),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_bad_path_names_its_flag_and_a_dash_is_stdout() {

@@ -6,18 +6,16 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
 use npt_ping::session::Event;
 use npt_ping::workload::Ping;
-use npt_ping::{Config, Proto, QuicTrust, Target};
+use npt_ping::{Config, Proto, Target};
 use npt_result::ping::PingBody;
 use npt_result::Document;
 
-use crate::execute::{execute, Options, Subcommand};
+use crate::execute::{execute, Subcommand};
 use crate::usage;
-use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = crate::execute::EXIT_CODES)]
@@ -29,7 +27,7 @@ pub struct PingArgs {
     #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
     pub count: u64,
     #[command(flatten)]
-    pub timing: AttemptTiming,
+    pub timing: crate::timing::AttemptTiming,
     /// UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo,
     /// the TCP echo's size.
     #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
@@ -42,25 +40,18 @@ pub struct PingArgs {
     /// UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`.
     #[arg(long)]
     pub raw: bool,
-    /// UDP framed: the secret of `npt serve --token`. With --from: the agent's secret.
-    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    /// QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`).
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
-    /// QUIC: accept any certificate.
-    #[arg(long)]
-    pub insecure: bool,
-    /// Only the summary, no per-attempt lines.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
-    #[arg(long, value_name = "FILE|-")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub auth: crate::auth::TokenArgs,
+    #[command(flatten)]
+    pub trust: crate::trust::TrustArgs,
+    #[command(flatten)]
+    pub output: crate::output::OutputArgs,
     /// Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send
     /// time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub packets: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: crate::source::SourceArgs,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
     /// Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on
@@ -68,47 +59,6 @@ pub struct PingArgs {
     /// secret). For the segments between relays that this host cannot see.
     #[arg(long, value_name = "npt://HOST:PORT")]
     pub from: Option<String>,
-}
-
-/// When attempts go and how long each waits: `npt ping` and `npt trace` alike.
-#[derive(Args, Debug)]
-pub struct AttemptTiming {
-    /// Time between attempts (e.g. 200ms, 1s).
-    #[arg(
-        long,
-        short = 'i',
-        value_name = "DUR",
-        default_value = "1s",
-        allow_hyphen_values = true
-    )]
-    pub interval: String,
-    /// How long one attempt waits for its answer.
-    #[arg(
-        long,
-        short = 'W',
-        value_name = "DUR",
-        default_value = "1s",
-        allow_hyphen_values = true
-    )]
-    pub timeout: String,
-}
-
-impl AttemptTiming {
-    /// The interval and the timeout, each positive (an error names its flag).
-    pub fn durations(&self) -> anyhow::Result<(Duration, Duration)> {
-        Ok((
-            positive("--interval", &self.interval)?,
-            positive("--timeout", &self.timeout)?,
-        ))
-    }
-}
-
-pub(crate) fn positive(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    let d = parse_duration(s).map_err(|e| usage!("{flag} {s:?}: {e}"))?;
-    if d.is_zero() {
-        return Err(usage!("{flag} must be positive, got {s:?}"));
-    }
-    Ok(d)
 }
 
 pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
@@ -122,17 +72,16 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
             "--echo is for tcp:// targets (a udp:// ping is an echo already)"
         ));
     }
-    if a.token.is_some() && !((target.proto == Proto::Udp && !a.raw) || a.echo) {
+    if a.auth.is_some() && !((target.proto == Proto::Udp && !a.raw) || a.echo) {
         return Err(usage!(
             "--token is for framed udp:// targets and tcp:// --echo"
         ));
     }
-    if matches!(&a.token, Some(t) if t.is_empty()) {
-        return Err(usage!("--token must not be empty"));
-    }
-    if (a.ca.is_some() || a.insecure) && target.proto != Proto::Quic {
-        return Err(usage!("--ca and --insecure are for quic:// targets"));
-    }
+    let token = a.auth.get()?.map(str::to_string);
+    let quic = target.proto == Proto::Quic;
+    let trust = a
+        .trust
+        .resolve(crate::trust::Quic::when(quic, "the server's"))?;
     let min = if a.raw {
         npt_wire::raw::RAW_HEADER_LEN
     } else {
@@ -150,16 +99,9 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
             "--via: npt ping measures tcp:// through a proxy (the time to its CONNECT reply)"
         ));
     }
-    let trust = match (&a.ca, a.insecure) {
-        (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--ca: {e}"))?,
-        (None, true) => QuicTrust::Insecure,
-        (None, false) if target.proto == Proto::Quic => {
-            return Err(usage!(
-                "quic:// needs --ca FILE (the server's certificate) or --insecure"
-            ))
-        }
-        (None, false) => QuicTrust::default(),
-    };
+    let source = a
+        .source
+        .for_target("ping", &target.host, quic, via.is_some())?;
     Ok(Config {
         target,
         count: (a.count > 0).then_some(a.count),
@@ -167,11 +109,12 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
         timeout,
         size: a.size,
         raw: a.raw,
-        token: a.token.clone(),
+        token,
         handshake: Default::default(),
         trust,
         via,
         echo: a.echo,
+        source,
     })
 }
 
@@ -212,11 +155,14 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         return crate::ping_from::run(a);
     }
     let cfg = config(&a)?;
-    let mut o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let mut o = a.output.options();
     o.packets_to(a.packets.as_deref());
     o.check()?;
     let mut out = o.text.writer();
-    let addrs = cfg.target.resolve().map_err(|e| usage!("{e}"))?;
+    let addrs = cfg
+        .target
+        .resolve_from(&cfg.source)
+        .map_err(|e| usage!("{e}"))?;
     let shown: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
     writeln!(
         out,
@@ -226,7 +172,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         what(&cfg)
     )?;
     out.flush()?;
-    let quiet = a.quiet;
+    let quiet = a.output.quiet;
     // A line that cannot be written (a closed pipe) stops the lines, not the run: the report
     // and the result file are still written.
     let mut writable = true;
@@ -270,6 +216,7 @@ impl Subcommand for Ping<'_> {
 mod tests {
     use super::*;
     use crate::usage::testing::{self, flags};
+    use std::time::Duration;
 
     fn cfg(args: &[&str]) -> anyhow::Result<Config> {
         config(&flags::<PingArgs>(args)?)

@@ -25,7 +25,7 @@ use npt_result::{Document, StopReason};
 use npt_stats::Snapshot;
 use npt_wire::hop::{self, HopRequest};
 
-use crate::execute::{execute, Options, Subcommand};
+use crate::execute::{execute, Subcommand};
 use crate::ping::PingArgs;
 use crate::usage;
 
@@ -37,15 +37,14 @@ pub fn config(a: &PingArgs) -> anyhow::Result<FromConfig> {
         usage!("--from {from:?}: expected npt://HOST:PORT (an `npt serve --hop-agent`)")
     })?;
     let target = Target::parse(&a.target).map_err(|e| usage!("{e}"))?;
-    let token = match a.token.as_deref() {
-        None => {
-            return Err(usage!(
-                "--from needs --token: a hop agent answers only clients that prove its secret"
-            ))
-        }
-        Some("") => return Err(usage!("--token must not be empty")),
-        Some(t) => t.to_string(),
-    };
+    let token = a
+        .auth
+        .required("--from needs --token: a hop agent answers only clients that prove its secret")?;
+    a.source.unsupported(
+        "ping --from",
+        &["-4", "-6", "--bind", "--dscp", "--tos"],
+        "the hop agent sends the attempts, from its own address",
+    )?;
     let (interval, timeout) = a.timing.durations()?;
     let micros = |flag: &str, d: Duration| {
         u32::try_from(d.as_micros())
@@ -66,13 +65,13 @@ pub fn config(a: &PingArgs) -> anyhow::Result<FromConfig> {
             "--echo does not combine with --from: an agent measures a TCP segment by its connect"
         ));
     }
-    if a.ca.is_some() {
+    if a.trust.ca.is_some() {
         return Err(usage!(
             "--ca does not combine with --from: the agent accepts any certificate (it measures \
              the handshake's time)"
         ));
     }
-    if a.insecure && target.proto != Proto::Quic {
+    if a.trust.insecure && target.proto != Proto::Quic {
         return Err(usage!("--ca and --insecure are for quic:// targets"));
     }
     if target.host.len() > hop::MAX_HOST_LEN {
@@ -144,7 +143,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             "--packets logs the attempts made here; with --from the agent makes them"
         ));
     }
-    let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let o = a.output.options();
     o.check()?;
     let mut text = o.text.writer();
     writeln!(
@@ -155,7 +154,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         what(&cfg)
     )?;
     text.flush()?;
-    let quiet = a.quiet;
+    let quiet = a.output.quiet;
     execute(FromPing { cfg, quiet, text }, o)
 }
 

@@ -17,7 +17,7 @@ use npt_result::workload::Progress;
 use npt_result::Document;
 use npt_wire::Fill;
 
-use crate::execute::{execute, Lines, Options, Sink, Subcommand};
+use crate::execute::{execute, Lines, Subcommand};
 pub use crate::probe_config::config;
 use crate::segment::Segment;
 use crate::usage::parse_duration;
@@ -51,13 +51,6 @@ impl From<RxStampArg> for RxStamp {
             RxStampArg::User => RxStamp::User,
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    #[default]
-    Text,
-    Json,
 }
 
 #[derive(Args, Debug, Default)]
@@ -120,10 +113,8 @@ pub struct ProbeArgs {
     /// target, or inside npt lab); delay variation per direction needs no sync.
     #[arg(long)]
     pub owd: bool,
-    /// Secret the server was started with (npt serve --token): a keyed handshake per flow,
-    /// then every packet carries a MAC (the secret never travels).
-    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub auth: crate::auth::TokenArgs,
     /// stamp:// in STAMP's authenticated mode: the reflector's HMAC key (hex, at least 32
     /// digits).
     #[arg(
@@ -153,20 +144,15 @@ pub struct ProbeArgs {
     /// thread.
     #[arg(long)]
     pub spin: bool,
-    /// Write the result document (JSON) to this file, atomically.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: crate::output::OutputArgs,
     /// Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow,
     /// seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end's
     /// counts tell), or `-` for stdout (text then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub packets: Option<PathBuf>,
-    /// What goes to stdout: a text report, or the JSON result document.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-    /// No stage lines while running.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub source: crate::source::SourceArgs,
     #[command(flatten)]
     pub via: ViaArgs,
     #[command(flatten)]
@@ -183,22 +169,9 @@ fn parse_fill(s: &str) -> Result<Fill, String> {
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let (mut cfg, mut notices) = config(&a)?;
-    let json_stdout = a.format == Format::Json;
-    let mut o = Options {
-        notices: Vec::new(),
-        segment: &a.segment,
-        metrics: &a.metrics,
-        labels: Vec::new(),
-        json_file: a.json.as_deref(),
-        packets: None,
-        json_stdout,
-        text: if json_stdout {
-            Sink::Nowhere
-        } else {
-            Sink::Stdout
-        },
-        quiet: a.quiet,
-    };
+    let mut o = a.output.options();
+    o.segment = &a.segment;
+    o.metrics = &a.metrics;
     o.packets_to(a.packets.as_deref());
     // Before the reachability checks below: nothing reaches the network with a bad path.
     o.check()?;
@@ -207,7 +180,9 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
     if cfg.proto == Proto::Tcp && cfg.via.is_none() {
         // A name with several addresses (localhost → ::1, 127.0.0.1): the first that accepts.
-        if let Some((addr, note)) = crate::probe_checks::first_accepting(&cfg.target, cfg.addr) {
+        if let Some((addr, note)) =
+            crate::probe_checks::first_accepting(&cfg.target, cfg.addr, &cfg.source)
+        {
             cfg.addr = addr;
             notices.extend(note);
         }
@@ -325,7 +300,6 @@ mod tests {
             fill: Fill::Random,
             loss_timeout: Duration::from_secs(1),
             behind_threshold: Duration::from_millis(1),
-            format: Format::Text,
             ..ProbeArgs::default()
         }
     }
@@ -401,7 +375,7 @@ mod tests {
         assert!(err(&a).contains("--clients"));
         let mut a = args("udp://127.0.0.1:7");
         a.raw = true;
-        a.token = Some("x".into());
+        a.auth.token = Some("x".into());
         assert!(err(&a).contains("--token"));
     }
 
@@ -427,7 +401,7 @@ mod tests {
         a.raw = true;
         assert!(err(&a).contains("a stamp:// target speaks STAMP"));
         let mut a = args("stamp://127.0.0.1:862");
-        a.token = Some("s".into());
+        a.auth.token = Some("s".into());
         assert!(err(&a).contains("--raw and --token"));
         let mut a = args("udp://127.0.0.1:7777");
         a.stamp_key = Some("000102030405060708090a0b0c0d0e0f".into());

@@ -73,8 +73,13 @@ pub fn check_memory(
 /// the first address that accepts a connection, with a notice when it is not the first one
 /// resolved. None when there is nothing to choose or nothing accepts (the run then reports
 /// the failure on the first address, as it would have).
-pub fn first_accepting(hostport: &str, first: SocketAddr) -> Option<(SocketAddr, Vec<String>)> {
+pub fn first_accepting(
+    hostport: &str,
+    first: SocketAddr,
+    source: &npt_client::source::Source,
+) -> Option<(SocketAddr, Vec<String>)> {
     let addrs: Vec<SocketAddr> = hostport.to_socket_addrs().ok()?.collect();
+    let addrs = source.pick(hostport, addrs).ok()?;
     first_accepting_of(hostport, &addrs, first)
 }
 

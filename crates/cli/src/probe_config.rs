@@ -5,6 +5,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use npt_client::source::Source;
 use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, RxStamp, StageSpec};
 use npt_probe::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
 
@@ -35,8 +36,10 @@ fn parse_target(t: &str) -> anyhow::Result<(Proto, String)> {
     Ok((proto, rest.to_string()))
 }
 
-pub fn resolve(hostport: &str, flag: &str) -> anyhow::Result<SocketAddr> {
+/// `HOST:PORT` resolved for `src`: only addresses of its family (`-4`, `-6`, `--bind`'s).
+pub fn resolve_from(hostport: &str, flag: &str, src: &Source) -> anyhow::Result<SocketAddr> {
     if let Ok(a) = hostport.parse::<SocketAddr>() {
+        crate::source::SourceArgs::check_literal(src, &a.ip().to_string())?;
         return Ok(a);
     }
     let (host, port) = hostport
@@ -49,10 +52,17 @@ pub fn resolve(hostport: &str, flag: &str) -> anyhow::Result<SocketAddr> {
         return Err(usage!("{flag} {hostport:?}: port 0 is not a target"));
     }
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let mut addrs = (host, port)
+    crate::source::SourceArgs::check_literal(src, host)?;
+    let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .map_err(|e| usage!("{flag} {hostport:?}: cannot resolve host {host:?}: {e}"))?;
+        .map_err(|e| usage!("{flag} {hostport:?}: cannot resolve host {host:?}: {e}"))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(usage!("{flag} {hostport:?}: host {host:?} has no address"));
+    }
+    let addrs = crate::source::pick(src, host, addrs)?;
     addrs
+        .into_iter()
         .next()
         .ok_or_else(|| usage!("{flag} {hostport:?}: host {host:?} has no address"))
 }
@@ -76,7 +86,7 @@ fn stamp_key(a: &ProbeArgs, proto: Proto) -> anyhow::Result<Option<npt_wire::sta
         }
         return Ok(None);
     }
-    if a.raw || a.token.is_some() {
+    if a.raw || a.auth.is_some() {
         return Err(usage!(
             "--raw and --token are for npt's own framing; a stamp:// target speaks STAMP \
              (--stamp-key for its authenticated mode)"
@@ -184,7 +194,9 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     if a.spin && !proto.is_udp() {
         return Err(usage!("--spin is for UDP probes"));
     }
-    let addr = match resolve(&hostport, "target") {
+    // The target's literal is checked as it resolves (below).
+    let source = a.source.for_target("probe", "", false, via.is_some())?;
+    let addr = match resolve_from(&hostport, "target", &source) {
         Ok(addr) => addr,
         // socks5h://: the proxy resolves the name; the port is all npt needs here.
         Err(_) if a.via.remote_dns() => unresolved(&hostport)?,
@@ -313,8 +325,8 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     }
 
     let stamp_key = stamp_key(a, proto)?;
-    let raw = proto != Proto::Stamp && (a.raw || (x.is_some() && a.token.is_none()));
-    if a.raw && a.token.is_some() {
+    let raw = proto != Proto::Stamp && (a.raw || (x.is_some() && !a.auth.is_some()));
+    if a.raw && a.auth.is_some() {
         return Err(usage!(
             "--token needs npt's framed packets; it cannot be used with --raw"
         ));
@@ -339,11 +351,20 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
             None => StageSpec::Time(Duration::from_secs(1)),
         },
     };
-    if matches!(&a.token, Some(t) if t.is_empty()) {
-        return Err(usage!("--token must not be empty"));
-    }
+    a.auth.get()?;
     check_memory(clients, stage, a.loss_timeout, &pacing)?;
-    let under_load = crate::under_load::plan(&a.load, a.token.as_ref(), via.as_ref())?;
+    let mut under_load = crate::under_load::plan(&a.load, a.auth.token.as_ref(), via.as_ref())?;
+    if let Some(plan) = under_load.as_mut() {
+        // `-4`/`-6` hold for the load's connections too; its packets stay unmarked.
+        plan.bulk.source.family = source.family;
+    }
+    if under_load.is_some() && source.bind.is_some() {
+        return Err(usage!(
+            "--bind does not go with --under-load: the load's connections would leave from \
+             another address than the probe's (--dscp marks the probe's packets only, as a \
+             QoS test wants)"
+        ));
+    }
     let duration = match &under_load {
         None => duration,
         Some(plan) => {
@@ -377,7 +398,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         target: hostport,
         addr,
         raw,
-        token: a.token.clone(),
+        token: a.auth.cloned(),
         stamp_key,
         size,
         fill: a.fill,
@@ -395,6 +416,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         rx_stamp,
         spin: a.spin,
         clock,
+        source,
     };
     Ok((cfg, notices))
 }

@@ -6,28 +6,21 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use npt_client::source::Source;
 use npt_result::run::RunBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 use npt_users::config::{GameShape, QuicShape, TransferShape, WebShape};
-use npt_users::{Load, Mix, QuicTrust, Range, RunConfig, Shape, Targets};
+use npt_users::{Load, Mix, Range, RunConfig, Shape, Targets};
 
-use crate::execute::{execute, Lines, Options, Sink, Subcommand};
+use crate::execute::{execute, Lines, Subcommand};
 use crate::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum RunFormat {
-    #[default]
-    Text,
-    Json,
-}
 
 #[derive(Args, Debug)]
 #[command(after_help = crate::execute::EXIT_CODES)]
@@ -41,12 +34,8 @@ pub struct RunArgs {
     /// Name checked against the QUIC certificate [default: the host of --quic].
     #[arg(long, value_name = "NAME")]
     pub quic_name: Option<String>,
-    /// Trust this certificate (PEM; e.g. the one `npt serve --quic-cert-out` wrote).
-    #[arg(long, value_name = "FILE")]
-    pub ca: Option<PathBuf>,
-    /// Accept any QUIC certificate.
-    #[arg(long)]
-    pub insecure: bool,
+    #[command(flatten)]
+    pub trust: crate::trust::TrustArgs,
     /// Simulated users (closed model); with --arrival-rate, the most active at once.
     #[arg(long, short = 'u', default_value_t = 300)]
     pub users: u32,
@@ -68,9 +57,8 @@ pub struct RunArgs {
     /// Random seed for every choice (same seed, same users) [default: from the clock].
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Shared secret of `npt serve --token`.
-    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub auth: crate::auth::TokenArgs,
     /// Connect, handshake and read/write idle timeout.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -132,15 +120,10 @@ pub struct RunArgs {
     /// CPUs when a target is on this machine, leaving the rest to it; else one per CPU].
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
-    /// Also write the JSON result document here (atomically; also on Ctrl-C).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// What goes to stdout.
-    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
-    pub format: RunFormat,
-    /// No progress line.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub output: crate::output::OutputArgs,
+    #[command(flatten)]
+    pub source: crate::source::SourceArgs,
     #[command(flatten)]
     pub via: crate::via::ViaArgs,
     #[command(flatten)]
@@ -169,9 +152,18 @@ fn counts(flag: &str, v: &str, min: u64) -> anyhow::Result<Range> {
     Ok(r)
 }
 
-fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
-    s.to_socket_addrs()
+fn resolve(flag: &str, s: &str, src: &Source) -> anyhow::Result<SocketAddr> {
+    let host = s.rsplit_once(':').map_or(s, |(h, _)| h);
+    crate::source::SourceArgs::check_literal(src, host)?;
+    let addrs: Vec<SocketAddr> = s
+        .to_socket_addrs()
         .map_err(|e| usage!("{flag} {s:?}: {e} (expected HOST:PORT)"))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(usage!("{flag} {s:?}: no address"));
+    }
+    crate::source::pick(src, s, addrs)?
+        .into_iter()
         .next()
         .ok_or_else(|| usage!("{flag} {s:?}: no address"))
 }
@@ -179,6 +171,7 @@ fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
 /// Validates the flags into the engine's config; every error names its flag.
 pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     a.metrics.check()?;
+    let source = a.source.resolve()?;
     let mut stream = Vec::new();
     for t in &a.targets {
         if t.starts_with("udp://") || t.starts_with("http") || t.starts_with("quic://") {
@@ -187,12 +180,12 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
             ));
         }
         let hp = t.strip_prefix("tcp://").unwrap_or(t);
-        stream.push(resolve("target", hp)?);
+        stream.push(resolve("target", hp, &source)?);
     }
     let quic = a
         .quic
         .as_deref()
-        .map(|q| resolve("--quic", q))
+        .map(|q| resolve("--quic", q, &source))
         .transpose()?;
     let quic_server_name = match (&a.quic_name, &a.quic) {
         (Some(n), _) => n.clone(),
@@ -337,15 +330,15 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
             return Err(usage!("--{flag}: at most 64MB"));
         }
     }
-    let quic_trust = match (a.insecure, &a.ca) {
-        (true, Some(_)) => return Err(usage!("--insecure and --ca exclude each other")),
-        (true, None) => QuicTrust::Insecure,
-        (false, Some(p)) => QuicTrust::from_pem_file(p).map_err(|e| usage!("--ca: {e}"))?,
-        (false, None) => QuicTrust::Roots(Vec::new()),
-    };
-    if matches!(&a.token, Some(t) if t.is_empty()) {
-        return Err(usage!("--token must not be empty"));
-    }
+    let quic_trust = a.trust.resolve(crate::trust::Quic::Optional)?;
+    let secret = a.auth.get()?.map(str::to_string);
+    // The targets' literals were checked as they resolved (above).
+    a.source.for_target(
+        "run",
+        "",
+        mix.weight(npt_users::Activity::Quic) > 0,
+        via.is_some(),
+    )?;
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -357,13 +350,14 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
             quic,
             quic_server_name,
             via,
+            source,
         },
         load,
         duration: a.duration,
         shape,
         seed,
         token: 0,
-        secret: a.token.clone(),
+        secret,
         timeout: a.timeout,
         interval: a.interval,
         quic_trust,
@@ -380,25 +374,11 @@ fn host_of(hp: &str) -> String {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let json_stdout = a.format == RunFormat::Json;
-    execute(
-        config(&a)?,
-        Options {
-            notices: Vec::new(),
-            segment: &a.segment,
-            metrics: &a.metrics,
-            labels: vec![("target", a.targets.join(","))],
-            json_file: a.json.as_deref(),
-            packets: None,
-            json_stdout,
-            text: if json_stdout {
-                Sink::Nowhere
-            } else {
-                Sink::Stdout
-            },
-            quiet: a.quiet,
-        },
-    )
+    let mut o = a.output.options();
+    o.segment = &a.segment;
+    o.metrics = &a.metrics;
+    o.labels = vec![("target", a.targets.join(","))];
+    execute(config(&a)?, o)
 }
 
 impl Subcommand for RunConfig {
@@ -525,7 +505,12 @@ mod tests {
         assert!(err(&["tcp://127.0.0.1:7777", "--arrival-rate", "0"]).contains("--arrival-rate"));
         assert!(err(&["tcp://127.0.0.1:7777", "--rounds", "0..2"]).contains("--rounds"));
         assert!(err(&["udp://127.0.0.1:7777"]).contains("tcp://"));
-        assert!(err(&["tcp://127.0.0.1:7777", "--insecure", "--ca", "x.pem"]).contains("--ca"));
+        // One trust group: clap refuses the pair (exit 2 naming both), as in every subcommand.
+        let e = T::try_parse_from(["npt", "tcp://127.0.0.1:7", "--insecure", "--ca", "x.pem"])
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+        assert!(e.to_string().contains("--ca"));
     }
 
     #[test]

@@ -30,6 +30,26 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         g(&c.udp_rx_bytes),
     );
     s.counter("npt_serve_bytes_sent_total", txb, &udp, g(&c.udp_tx_bytes));
+    let dscp = "UDP datagrams received, by the DSCP they arrived with (IP_RECVTOS).";
+    for (d, n) in c.udp_marking.dscp() {
+        let v = d.to_string();
+        s.counter(
+            "npt_serve_dscp_packets_received_total",
+            dscp,
+            &[("transport", "udp"), ("dscp", v.as_str())],
+            n,
+        );
+    }
+    let ecn = "UDP datagrams received, by ECN codepoint (not-ect, ect1, ect0, ce).";
+    let ecn_counts = c.udp_marking.ecn();
+    for (name, n) in npt_server::marking::ECN_NAMES.iter().zip(ecn_counts) {
+        s.counter(
+            "npt_serve_ecn_packets_received_total",
+            ecn,
+            &[("transport", "udp"), ("ecn", name)],
+            n,
+        );
+    }
     for (transport, sc) in [("tcp", &c.tcp), ("quic", &c.quic)] {
         let l = [("transport", transport)];
         s.counter("npt_serve_bytes_received_total", rxb, &l, g(&sc.rx_bytes));

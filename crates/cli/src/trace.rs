@@ -6,16 +6,15 @@
 //! report), 2 for a bad flag.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
 
 use clap::Args;
 use npt_result::trace::{During, TraceBody};
 use npt_result::Document;
 use npt_trace::workload::{Alongside, Trace};
-use npt_trace::{Config, Hop, Proto, QuicTrust, Target, MAX_HOPS};
+use npt_trace::{Config, Hop, Proto, Target, MAX_HOPS};
 
-use crate::execute::{execute, Options, Subcommand};
+use crate::execute::{execute, Subcommand};
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -37,47 +36,37 @@ pub struct TraceArgs {
     /// an echo on an open connection, to the target's `npt serve`).
     #[arg(long, value_name = "URL")]
     pub through: Option<String>,
-    /// The chain's one secret (`npt serve --token`): the hop agents', and the keyed echoes into
-    /// serves that have --token.
-    #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    // The chain's one secret (`npt serve --token`): the hop agents', and the keyed echoes
+    // into serves that have --token.
+    #[command(flatten)]
+    pub auth: crate::auth::TokenArgs,
     /// Attempts per segment (and through the chain) in each round.
     #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
     pub count: u64,
     #[command(flatten)]
-    pub timing: crate::ping::AttemptTiming,
+    pub timing: crate::timing::AttemptTiming,
     /// UDP datagram size in bytes, header included (at least 48).
     #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
     pub size: usize,
-    /// QUIC: trust the certificates in this PEM file (this host's segment and the chain).
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
-    /// QUIC: accept any certificate.
-    #[arg(long)]
-    pub insecure: bool,
+    // QUIC: this host's segment and the chain (the agents accept any certificate).
+    #[command(flatten)]
+    pub trust: crate::trust::TrustArgs,
     /// Measure a round first, then run CMD (`sh -c`) and measure rounds until it exits: the
     /// segments' drift while, e.g., `npt compare` loads the chain.
     #[arg(long, value_name = "CMD")]
     pub during: Option<String>,
-    /// Only the waterfall, no per-leg lines.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Write the result document to FILE, or `-` for stdout (text then goes to stderr).
-    #[arg(long, value_name = "FILE|-")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: crate::output::OutputArgs,
+    // What this host sends (its own segment and the chain); the agents send from theirs.
+    #[command(flatten)]
+    pub source: crate::source::SourceArgs,
 }
 
 pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
     let target = Target::parse(&a.target).map_err(|e| usage!("{e}"))?;
-    let token = match a.token.as_deref() {
-        None => {
-            return Err(usage!(
-                "--hop needs --token: a hop agent answers only clients that prove its secret"
-            ))
-        }
-        Some("") => return Err(usage!("--token must not be empty")),
-        Some(t) => t.to_string(),
-    };
+    let token = a
+        .auth
+        .required("--hop needs --token: a hop agent answers only clients that prove its secret")?;
     let hops = a
         .hops
         .iter()
@@ -117,20 +106,12 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
         .ok()
         .filter(|s| usize::from(*s) >= min && usize::from(*s) <= 65_507)
         .ok_or_else(|| usage!("--size {} must be between {min} and 65507 bytes", a.size))?;
-    if (a.ca.is_some() || a.insecure) && target.proto != Proto::Quic {
-        return Err(usage!("--ca and --insecure are for quic:// targets"));
-    }
-    let trust = match (&a.ca, a.insecure) {
-        (Some(f), _) => QuicTrust::from_pem_file(f).map_err(|e| usage!("--ca: {e}"))?,
-        (None, true) => QuicTrust::Insecure,
-        (None, false) if target.proto == Proto::Quic => {
-            return Err(usage!(
-                "quic:// needs --ca FILE (the first hop's and the chain's certificate) or \
-                 --insecure"
-            ))
-        }
-        (None, false) => QuicTrust::default(),
-    };
+    let quic = target.proto == Proto::Quic;
+    let trust = a.trust.resolve(crate::trust::Quic::when(
+        quic,
+        "the first hop's and the chain's",
+    ))?;
+    let source = a.source.for_target("trace", &target.host, quic, false)?;
     let cfg = Config {
         target,
         hops,
@@ -141,6 +122,7 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
         timeout,
         size,
         trust,
+        source,
     };
     // What each agent is asked must be within its bounds (its defaults: no flag changes
     // them): say so here, not as a refusal after connecting.
@@ -277,7 +259,7 @@ fn end(c: &mut Child) {
 
 pub fn run(a: TraceArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let o = Options::json_file_or_dash(a.json.as_deref(), a.quiet);
+    let o = a.output.options();
     o.check()?;
     let mut out = o.text.writer();
     let through = cfg
@@ -292,7 +274,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<ExitCode> {
         cfg.what()
     )?;
     out.flush()?;
-    let quiet = a.quiet;
+    let quiet = a.output.quiet;
     let alongside = a
         .during
         .clone()

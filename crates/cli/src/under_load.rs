@@ -180,6 +180,7 @@ pub fn plan(
             timeout: Duration::from_secs(5),
             congestion: a.load_congestion.clone(),
             threads: None,
+            source: Default::default(),
         },
         idle,
         recovery,

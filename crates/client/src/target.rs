@@ -45,6 +45,9 @@ pub enum ResolveError {
     },
     #[error("{}:{}: resolves to no address", .0.host, .0.port)]
     NoAddress(Target),
+    /// `-4`/`-6` (or `--bind`'s family) left nothing.
+    #[error(transparent)]
+    Family(#[from] crate::source::NoAddressOfFamily),
 }
 
 impl Target {
@@ -75,6 +78,15 @@ impl Target {
             host: host.to_string(),
             port,
         })
+    }
+
+    /// Every address the host resolves to that `source` may use (its family), in resolver
+    /// order.
+    pub fn resolve_from(
+        &self,
+        source: &crate::source::Source,
+    ) -> Result<Vec<SocketAddr>, ResolveError> {
+        Ok(source.pick(&self.host, self.resolve()?)?)
     }
 
     /// Every address the host resolves to, in resolver order, duplicates removed.

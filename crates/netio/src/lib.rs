@@ -49,6 +49,9 @@ pub struct MsgBatch {
     gso_off: bool,
     /// The TTL / hop limit of each received slot, when asked for ([`rxtime::enable_ttl`]).
     rx_ttl: Vec<Option<u8>>,
+    /// The TOS / traffic class byte of each received slot, when asked for
+    /// ([`rxtime::enable_tos`]).
+    rx_tos: Vec<Option<u8>>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -88,6 +91,7 @@ impl MsgBatch {
             runs: vec![0; n],
             gso_off: false,
             rx_ttl: vec![None; n],
+            rx_tos: vec![None; n],
         }
     }
 
@@ -125,6 +129,13 @@ impl MsgBatch {
     /// receive times and the socket has [`rxtime::enable_ttl`] on.
     pub fn rx_ttl(&self, i: usize) -> Option<u8> {
         self.rx_ttl[i]
+    }
+
+    /// The TOS byte (IPv4) or traffic class (IPv6) datagram `i` arrived with — DSCP and ECN
+    /// as the last hop delivered them — if the batch collects control data
+    /// ([`MsgBatch::collect_rx_times`]) and the socket has [`rxtime::enable_tos`] on.
+    pub fn rx_tos(&self, i: usize) -> Option<u8> {
+        self.rx_tos[i]
     }
 
     pub fn capacity(&self) -> usize {
@@ -252,13 +263,14 @@ impl MsgBatch {
             // exceed the buffer: clamp so `data(i)` stays inside it.
             self.lens[i] = (self.hdrs[i].msg_len as usize).min(self.buf_size);
             self.addr_lens[i] = self.hdrs[i].msg_hdr.msg_namelen;
-            (self.rx_ns[i], self.rx_ttl[i]) = if self.ctrl.is_empty() {
-                (0, None)
+            let c = if self.ctrl.is_empty() {
+                rxtime::Control::default()
             } else {
                 // The header's control pointer still points into `ctrl` (not moved since
                 // `prepare`); the kernel set `msg_controllen` to what it wrote.
                 rxtime::from_control(&self.hdrs[i].msg_hdr)
             };
+            (self.rx_ns[i], self.rx_ttl[i], self.rx_tos[i]) = (c.time_ns, c.ttl, c.tos);
             self.gro[i] = if self.ctrl.is_empty() {
                 0
             } else {

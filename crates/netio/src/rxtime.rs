@@ -1,6 +1,7 @@
 //! When the kernel received a datagram: `SO_TIMESTAMPNS`, read from the control messages of
 //! `recvmmsg` ([`crate::MsgBatch::with_rx_times`]); with the TTL or hop limit it arrived with
-//! ([`enable_ttl`]), and what the kernel says of the wall clock's synchronization
+//! ([`enable_ttl`]) and the TOS / traffic class byte ([`enable_tos`]: DSCP and ECN, as the
+//! last hop delivered them), and what the kernel says of the wall clock's synchronization
 //! ([`clock_sync`]).
 //!
 //! Why: a responder that says how long it held a packet (its *dwell*, send time minus receive
@@ -22,9 +23,9 @@ use std::mem;
 use std::os::fd::RawFd;
 
 /// Control-message space per datagram, in `u64` words: one `SCM_TIMESTAMPNS` message (32
-/// bytes), one TTL or hop-limit message (24 bytes) and one `UDP_GRO` segment size (24 bytes,
-/// [`crate::offload`]), with room to spare.
-pub const CTRL_WORDS: usize = 12;
+/// bytes), one TTL or hop-limit message (24 bytes), one TOS or traffic-class message (24
+/// bytes) and one `UDP_GRO` segment size (24 bytes, [`crate::offload`]), with room to spare.
+pub const CTRL_WORDS: usize = 16;
 
 /// A `timespec`'s size (16 bytes) as `CMSG_LEN` takes it.
 const TIMESPEC_LEN: u32 = 16;
@@ -71,13 +72,36 @@ pub fn enable_ttl(fd: RawFd, ipv6: bool) -> io::Result<()> {
     v4.or(v6)
 }
 
-/// The receive time (ns since the Unix epoch; 0 when there is none: stamping off, or the
-/// control space was cut short) and the TTL or hop limit in a received message's control data.
-pub(crate) fn from_control(h: &libc::msghdr) -> (u64, Option<u8>) {
-    if h.msg_control.is_null() || h.msg_flags & libc::MSG_CTRUNC != 0 {
-        return (0, None);
+/// Asks the kernel for the TOS byte (IPv4, `IP_RECVTOS`) or traffic class (IPv6,
+/// `IPV6_RECVTCLASS`) of every datagram `fd` receives; an IPv6 socket asks for both. Read with
+/// [`crate::MsgBatch::rx_tos`]. Fails only when neither could be set.
+pub fn enable_tos(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    let v4 = set_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS);
+    if !ipv6 {
+        return v4;
     }
-    let (mut time, mut ttl) = (0, None);
+    let v6 = set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS);
+    v4.or(v6)
+}
+
+/// What a received message's control data says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Control {
+    /// The receive time, ns since the Unix epoch; 0 when there is none (stamping off, or the
+    /// control space was cut short).
+    pub time_ns: u64,
+    /// The TTL or hop limit.
+    pub ttl: Option<u8>,
+    /// The TOS byte or traffic class.
+    pub tos: Option<u8>,
+}
+
+/// The receive time, TTL and TOS in a received message's control data.
+pub(crate) fn from_control(h: &libc::msghdr) -> Control {
+    if h.msg_control.is_null() || h.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Control::default();
+    }
+    let (mut time, mut ttl, mut tos) = (0, None, None);
     // SAFETY: `h` is a header the kernel just filled: its control pointer and length describe
     // a buffer we own, and CMSG_FIRSTHDR/CMSG_NXTHDR stay inside `msg_controllen`.
     unsafe {
@@ -87,6 +111,7 @@ pub(crate) fn from_control(h: &libc::msghdr) -> (u64, Option<u8>) {
             let len = usize::try_from((*c).cmsg_len).unwrap_or(0);
             let need = usize::try_from(libc::CMSG_LEN(TIMESPEC_LEN)).unwrap_or(usize::MAX);
             let need_int = usize::try_from(libc::CMSG_LEN(INT_LEN)).unwrap_or(usize::MAX);
+            let need_byte = usize::try_from(libc::CMSG_LEN(1)).unwrap_or(usize::MAX);
             match ((*c).cmsg_level, (*c).cmsg_type) {
                 (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) if len >= need => {
                     let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
@@ -98,12 +123,24 @@ pub(crate) fn from_control(h: &libc::msghdr) -> (u64, Option<u8>) {
                     let v: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
                     ttl = u8::try_from(v).ok();
                 }
+                // IPv4 gives the TOS as one byte; IPv6 the traffic class as an int.
+                (libc::IPPROTO_IP, libc::IP_TOS) if len >= need_byte => {
+                    tos = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u8>()));
+                }
+                (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) if len >= need_int => {
+                    let v: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    tos = u8::try_from(v).ok();
+                }
                 _ => {}
             }
             c = libc::CMSG_NXTHDR(h, c);
         }
     }
-    (time, ttl)
+    Control {
+        time_ns: time,
+        ttl,
+        tos,
+    }
 }
 
 /// Receives one datagram on `fd` (given [`enable`]) into `buf`: its length and the kernel's
@@ -128,7 +165,7 @@ pub fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>
     // SAFETY: `h` describes `buf` and `ctrl`, both alive and sized as declared.
     let n = unsafe { libc::recvmsg(fd, &mut h, 0) };
     let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
-    let (time, _) = from_control(&h);
+    let time = from_control(&h).time_ns;
     Ok((n.min(buf.len()), Some(time).filter(|&t| t != 0)))
 }
 
@@ -298,6 +335,34 @@ mod tests {
         assert_eq!(arrival_ns(5, 100 * s, Some(101 * s)), 5, "from the future");
         assert_eq!(arrival_ns(5, 100 * s, Some(50 * s)), 5, "a wall-clock step");
         assert_eq!(arrival_ns(1_000, 100 * s, Some(100 * s - 7 * ms)), 0);
+    }
+
+    #[test]
+    fn the_tos_or_traffic_class_each_datagram_arrived_with() {
+        let a = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+        a.set_tos(46 << 2 | 1).unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        enable_tos(b.as_raw_fd(), false).unwrap();
+        enable_ttl(b.as_raw_fd(), false).unwrap();
+        enable(b.as_raw_fd()).unwrap();
+        a.send_to(b"x", &b.local_addr().unwrap().into()).unwrap();
+        let mut inb = MsgBatch::new(2, 16).with_rx_times();
+        b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        assert_eq!(inb.recv(b.as_raw_fd(), 2, 0).unwrap(), 1);
+        assert_eq!(inb.rx_tos(0), Some(46 << 2 | 1), "DSCP 46, ECN 1 as sent");
+        assert_eq!(inb.rx_ttl(0), Some(64), "all three messages fit");
+        assert!(inb.rx_time_ns(0).is_some(), "all three messages fit");
+        let Ok(b6) = UdpSocket::bind("[::1]:0") else {
+            eprintln!("SKIPPED: no IPv6 loopback");
+            return;
+        };
+        enable_tos(b6.as_raw_fd(), true).unwrap();
+        let a6 = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::DGRAM, None).unwrap();
+        a6.set_tclass_v6(10 << 2).unwrap();
+        a6.send_to(b"x", &b6.local_addr().unwrap().into()).unwrap();
+        b6.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        assert_eq!(inb.recv(b6.as_raw_fd(), 1, 0).unwrap(), 1);
+        assert_eq!(inb.rx_tos(0), Some(10 << 2));
     }
 
     #[test]

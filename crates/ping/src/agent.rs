@@ -72,6 +72,7 @@ pub fn config_with(req: &HopRequest, addr: SocketAddr, secret: Option<&str>) -> 
         trust: QuicTrust::Insecure,
         via: None,
         echo: false,
+        source: Default::default(),
     }
 }
 
@@ -126,7 +127,7 @@ pub fn start_error_kind(e: &PingError) -> ErrorKind {
             crate::net::classify_io(io)
         }
         PingError::Quic(_) => ErrorKind::Local,
-        PingError::BadTarget(_) | PingError::NoAddress(_) => ErrorKind::Io,
+        PingError::BadTarget(_) | PingError::NoAddress(_) | PingError::Family(_) => ErrorKind::Io,
     }
 }
 

@@ -12,7 +12,7 @@
 //! byte of the answer is `closed_unanswered` ([`npt_result::error::unanswered_close`]).
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use npt_result::error::{io_error_kind, unanswered_close, unanswered_close_msg, ErrorKind};
@@ -37,7 +37,9 @@ pub fn attempt(
     let started = Instant::now();
     let (mut sock, peer) = match &cfg.via {
         None => {
-            let s = TcpStream::connect_timeout(&addr, left)
+            let s = cfg
+                .source
+                .connect_timeout(addr, left)
                 .map_err(|e| (io_error_kind(&e), format!("{addr}: {e}")))?;
             (s, addr.to_string())
         }

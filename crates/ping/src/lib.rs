@@ -36,6 +36,9 @@ pub enum PingError {
     Resolve(String, std::io::Error),
     #[error("{0}: resolves to no address")]
     NoAddress(String),
+    /// `-4`/`-6` left no address.
+    #[error("{0}")]
+    Family(String),
     #[error("cannot open a socket: {0}")]
     Socket(std::io::Error),
     #[error("QUIC client: {0}")]
@@ -58,6 +61,7 @@ impl From<npt_client::target::ResolveError> for PingError {
                 PingError::Resolve(format!("{}:{}", target.host, target.port), source)
             }
             R::NoAddress(t) => PingError::NoAddress(format!("{}:{}", t.host, t.port)),
+            R::Family(f) => PingError::Family(f.to_string()),
         }
     }
 }
@@ -87,6 +91,9 @@ pub struct Config {
     /// `--echo` (tcp:// only): each attempt is a new connection and one framed echo on it
     /// against `npt serve`, end to end ([`echo`]); without it a TCP attempt is a connect.
     pub echo: bool,
+    /// `-4`/`-6`, `--bind`, `--dscp`: the sockets of TCP and UDP attempts (not QUIC's
+    /// endpoint, nor `--via`'s proxy connection: the command line refuses those).
+    pub source: npt_client::source::Source,
 }
 
 impl Config {
@@ -113,6 +120,7 @@ impl Config {
             trust: Default::default(),
             via: None,
             echo: false,
+            source: Default::default(),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! flight finish, the second gives them up.
 
 use std::io;
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 
 use npt_result::error::ErrorKind;
 use npt_result::workload::Stop;
@@ -18,6 +18,7 @@ use npt_wire::reflect;
 
 use crate::session::{Event, Session, Tally};
 use crate::{echo, Config, PingError, Proto, Target};
+use npt_client::source::Source;
 
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -70,14 +71,15 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
             stopped_by,
         });
     }
-    let addrs = cfg.target.resolve()?;
+    let addrs = cfg.target.resolve_from(&cfg.source)?;
     let flow = flow_id();
     let stopped_by = match cfg.target.proto {
         Proto::Tcp if cfg.echo => run_blocking(&mut session, &addrs, cfg, clock, stop, on, {
             |a, seq, t| echo::attempt(cfg, a, flow, seq, now_ns(clock), t).map(Some)
         })?,
         Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
-            TcpStream::connect_timeout(&a, t)
+            cfg.source
+                .connect_timeout(a, t)
                 .map(|_| None)
                 .map_err(|e| (classify_io(&e), format!("{a}: {e}")))
         })?,
@@ -250,7 +252,7 @@ fn run_udp(
             break;
         }
         if socks[cur].is_none() {
-            let sock = udp_socket(addrs[cur])?;
+            let sock = udp_socket(addrs[cur], &cfg.source)?;
             if let Some(secret) = &cfg.token {
                 let hs = cfg.handshake;
                 match npt_client::auth::udp_within(&sock, secret, hs.bound) {
@@ -362,15 +364,8 @@ fn run_udp(
     Ok(stopped_by)
 }
 
-fn udp_socket(to: SocketAddr) -> Result<UdpSocket, PingError> {
-    let bind: SocketAddr = if to.is_ipv4() {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let s = UdpSocket::bind(bind).map_err(PingError::Socket)?;
-    s.connect(to).map_err(PingError::Socket)?;
-    Ok(s)
+fn udp_socket(to: SocketAddr, source: &Source) -> Result<UdpSocket, PingError> {
+    source.udp_connected(to).map_err(PingError::Socket)
 }
 
 fn flow_id() -> u32 {
@@ -607,7 +602,7 @@ mod multi_address {
             &mut |ev, a| seen.push((ev.clone(), a)),
             |a, _, t| {
                 tries.push(a);
-                TcpStream::connect_timeout(&a, t)
+                std::net::TcpStream::connect_timeout(&a, t)
                     .map(|_| None)
                     .map_err(|e| (classify_io(&e), e.to_string()))
             },

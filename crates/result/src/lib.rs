@@ -23,6 +23,7 @@ pub mod health;
 pub mod http;
 pub mod interval;
 pub mod kinds;
+pub mod marking;
 pub mod packets;
 pub mod ping;
 pub mod probe;

@@ -156,6 +156,10 @@ pub struct ProbeSummary {
     /// it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_info: Option<TcpKernel>,
+    /// The DSCP/ECN marking sent (`--dscp`, `--tos`) and the replies by the marking they
+    /// came back with (UDP; as the kernel tells). Absent when unmarked both ways.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marking: Option<crate::marking::Marking>,
     /// Replies whose payload differed from what was sent (`--verify`).
     pub corrupt: u64,
     /// Datagrams that were not a reply of this run (foreign, truncated, other flow).

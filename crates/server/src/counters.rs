@@ -153,6 +153,8 @@ pub struct Counters {
     pub hop: crate::hop_agent::HopCounters,
     /// The STAMP reflector's traffic and refusals (`--stamp`).
     pub stamp: crate::stamp::StampCounters,
+    /// The DSCP/ECN marking of the UDP datagrams received.
+    pub udp_marking: crate::marking::Marking,
 }
 
 impl Counters {
@@ -204,7 +206,13 @@ impl Counters {
             ),
             stamp,
         ];
-        summary(traffic.into_iter().chain(self.refusal_groups()))
+        let marking = self.udp_marking.text().map(|t| format!("udp marking: {t}"));
+        summary(
+            traffic
+                .into_iter()
+                .chain(self.refusal_groups())
+                .chain([marking]),
+        )
     }
 
     /// Every refusal and forced close, per transport (the periodic log line), naming only the

@@ -23,6 +23,7 @@ pub mod hop_agent;
 pub mod http_server;
 pub mod limiter;
 pub mod loopguard;
+pub mod marking;
 pub mod quic;
 pub mod reflect;
 pub mod stamp;
@@ -320,6 +321,7 @@ impl Drop for Server {
 /// since the last line: refusals show while they happen, not only at exit.
 async fn log_refusals(shared: Arc<Shared>) {
     let mut logged = 0u64;
+    let mut marked_logged = 0u64;
     let mut tick = tokio::time::interval(shared.cfg.log_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -334,6 +336,15 @@ async fn log_refusals(shared: Arc<Shared>) {
                 String::new()
             };
             eprintln!("npt serve: so far {}{hop}", c.refusals_line());
+        }
+        // Marked datagrams (a DSCP or ECN codepoint) as they arrive; unmarked traffic says
+        // nothing here (the exit summary counts it).
+        let marked = c.udp_marking.marked();
+        if marked != marked_logged {
+            marked_logged = marked;
+            if let Some(t) = c.udp_marking.text() {
+                eprintln!("npt serve: udp marking so far: {t}");
+            }
         }
     }
 }

@@ -25,6 +25,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use npt_client::source::Source;
 use npt_ping::session::{Session, Tally};
 use npt_result::error::ErrorKind;
 use npt_result::workload::Stop;
@@ -150,6 +151,7 @@ impl Conn {
     /// the opening exchange.
     fn open(
         addr: SocketAddr,
+        source: &Source,
         timeout: Duration,
         flow: u32,
         size: usize,
@@ -157,7 +159,8 @@ impl Conn {
         keying: &mut Keying,
     ) -> Result<Conn, Failure> {
         let connect = || {
-            let sock = TcpStream::connect_timeout(&addr, timeout)
+            let sock = source
+                .connect_timeout(addr, timeout)
                 .map_err(|e| io_failure(&format!("connect {addr}"), &e))?;
             let _ = sock.set_nodelay(true);
             Ok::<_, Failure>(sock)
@@ -286,13 +289,20 @@ fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The chain's entry and where this host reaches it from (`--bind`, `--dscp`).
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    pub addr: SocketAddr,
+    pub source: Source,
+}
+
 /// `count` echoes through the chain's entry `addr`, one every `interval`, each waiting at most
 /// `timeout`; stops starting new ones when `stop` asks. Paced, timed and counted by `npt
 /// ping`'s sans-IO session ([`Session`]); an attempt that must open a connection first starts
 /// its RTT after the opening (module doc). `secret`: `--token`, keyed with a target that
 /// takes it.
 pub fn measure(
-    addr: SocketAddr,
+    entry: Entry,
     count: u64,
     interval: Duration,
     timeout: Duration,
@@ -300,6 +310,7 @@ pub fn measure(
     secret: Option<&str>,
     stop: &Stop,
 ) -> Tally {
+    let Entry { addr, source } = entry;
     let clock = Instant::now();
     let now = || ns(clock.elapsed());
     let mut session = Session::new(Some(count), ns(interval), ns(timeout), 0);
@@ -321,7 +332,7 @@ pub fn measure(
         // Blocking, one at a time: nothing is ever given up for being too many in flight.
         let (seq, _) = session.on_sent(t);
         let mut open = || -> Result<Conn, Failure> {
-            let c = Conn::open(addr, timeout, flow, size, secret, &mut keying)?;
+            let c = Conn::open(addr, &source, timeout, flow, size, secret, &mut keying)?;
             session.restart(seq, now());
             Ok(c)
         };
@@ -346,6 +357,13 @@ pub fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn here(addr: SocketAddr) -> Entry {
+        Entry {
+            addr,
+            source: Source::default(),
+        }
+    }
 
     #[test]
     fn a_request_is_an_echo_frame_and_only_its_own_echo_matches() {
@@ -383,7 +401,7 @@ mod tests {
             }
         });
         let t = measure(
-            addr,
+            here(addr),
             3,
             Duration::from_millis(5),
             Duration::from_secs(2),
@@ -417,7 +435,15 @@ mod tests {
             }
         });
         let ms = Duration::from_millis;
-        let t = measure(addr, 3, ms(5), ms(2000), HEADER_LEN, None, &Stop::new());
+        let t = measure(
+            here(addr),
+            3,
+            ms(5),
+            ms(2000),
+            HEADER_LEN,
+            None,
+            &Stop::new(),
+        );
         assert_eq!(t.received, 3);
         assert!(t.rtt.max_ns() < 100_000_000, "max {} ns", t.rtt.max_ns());
         server.join().unwrap();
@@ -436,7 +462,15 @@ mod tests {
             }
         });
         let ms = Duration::from_millis;
-        let t = measure(addr, 2, ms(1), ms(2000), HEADER_LEN, None, &Stop::new());
+        let t = measure(
+            here(addr),
+            2,
+            ms(1),
+            ms(2000),
+            HEADER_LEN,
+            None,
+            &Stop::new(),
+        );
         assert_eq!(t.errors.get("closed_unanswered"), 2, "{:?}", t.errors);
         let (_, k) = t.errors.iter().next().unwrap();
         assert!(
@@ -455,12 +489,20 @@ mod tests {
             l.local_addr().unwrap()
         };
         let ms = Duration::from_millis;
-        let t = measure(dead, 2, ms(1), ms(300), HEADER_LEN, None, &Stop::new());
+        let t = measure(
+            here(dead),
+            2,
+            ms(1),
+            ms(300),
+            HEADER_LEN,
+            None,
+            &Stop::new(),
+        );
         assert_eq!((t.sent, t.received, t.errors.get("refused")), (2, 0, 2));
         let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let at = Instant::now();
         let t = measure(
-            silent.local_addr().unwrap(),
+            here(silent.local_addr().unwrap()),
             2,
             ms(1),
             ms(200),

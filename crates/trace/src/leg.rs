@@ -56,6 +56,7 @@ fn ping_here(cfg: &Config, leg: &LegPlan, stop: &Stop) -> (Tally, Vec<String>) {
         trust: cfg.trust.clone(),
         via: None,
         echo: false,
+        source: cfg.source,
     };
     match npt_ping::net::run(&ping, stop, &mut |_, _| {}) {
         Ok(o) => (o.tally, o.addrs.iter().map(|a| a.to_string()).collect()),
@@ -71,7 +72,7 @@ fn ping_here(cfg: &Config, leg: &LegPlan, stop: &Stop) -> (Tally, Vec<String>) {
 
 /// The echo through a TCP chain's entry.
 fn chain_tcp(cfg: &Config, leg: &LegPlan, stop: &Stop) -> (Tally, Vec<String>) {
-    let addr = match leg.to.resolve() {
+    let addr = match leg.to.resolve_from(&cfg.source) {
         Ok(a) => a.into_iter().next(),
         Err(e) => {
             let why = format!("--through {}: {}", leg.to, npt_ping::PingError::from(e));
@@ -84,8 +85,12 @@ fn chain_tcp(cfg: &Config, leg: &LegPlan, stop: &Stop) -> (Tally, Vec<String>) {
     };
     let size = usize::from(cfg.size);
     let secret = Some(cfg.token.as_str());
-    let t = crate::chain::measure(
+    let entry = crate::chain::Entry {
         addr,
+        source: cfg.source,
+    };
+    let t = crate::chain::measure(
+        entry,
         cfg.count,
         cfg.interval,
         cfg.timeout,

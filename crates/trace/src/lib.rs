@@ -94,6 +94,9 @@ pub struct Config {
     /// QUIC: how this host checks certificates (its own segment and the chain); agents accept
     /// any (they measure the handshake's time).
     pub trust: QuicTrust,
+    /// `-4`/`-6`, `--bind`, `--dscp`: what this host sends (its own segment and the chain),
+    /// not what the agents send.
+    pub source: npt_client::source::Source,
 }
 
 /// Who measures a leg.
@@ -176,6 +179,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             size: 64,
             trust: QuicTrust::Insecure,
+            source: Default::default(),
         }
     }
 

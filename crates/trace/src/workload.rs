@@ -213,6 +213,7 @@ mod tests {
             timeout: Duration::from_millis(500),
             size: 64,
             trust: QuicTrust::Insecure,
+            source: Default::default(),
         };
         let mut lines = Vec::new();
         let fake = Fake { rounds: 3 };

@@ -405,6 +405,9 @@ pub struct Targets {
     pub quic_server_name: String,
     /// `--via`: TCP connections go through this proxy (SOCKS5 or HTTP CONNECT).
     pub via: Option<npt_proxy::Via>,
+    /// `--bind`, `--dscp`: the TCP connections and the game's UDP sockets (not QUIC's
+    /// endpoint: the command line refuses that).
+    pub source: npt_client::source::Source,
 }
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ fn config(target: SocketAddr, users: u32, secs: f64) -> RunConfig {
             quic: None,
             quic_server_name: "localhost".into(),
             via: None,
+            source: Default::default(),
         },
         load: Load::Users {
             users,

@@ -85,6 +85,7 @@ fn config(
             quic,
             quic_server_name: "localhost".into(),
             via: None,
+            source: Default::default(),
         },
         load: Load::Users {
             users,

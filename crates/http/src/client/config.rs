@@ -37,6 +37,9 @@ pub struct Config {
     pub via: Option<npt_proxy::Via>,
     /// The `-H` lines as given (a `Host:` one included), as the result's config records them.
     pub header_lines: Vec<String>,
+    /// `-4`/`-6`, `--bind`, `--dscp`: every connection to the target (not `--via`'s proxy
+    /// connection: the command line refuses that).
+    pub source: npt_client::source::Source,
 }
 
 impl Config {
@@ -57,6 +60,7 @@ impl Config {
             insecure: false,
             cold_start: None,
             threads: None,
+            source: Default::default(),
             via: None,
             header_lines: Vec::new(),
         }

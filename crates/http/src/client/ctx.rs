@@ -19,6 +19,8 @@ pub(super) struct Ticket {
 /// Shared by every slot of a run.
 pub(super) struct Ctx {
     pub(super) addr: SocketAddr,
+    /// `--bind`, `--dscp`: applied to every connection before its SYN.
+    pub(super) source: npt_client::source::Source,
     pub(super) tls: Option<(TlsConnector, ServerName<'static>)>,
     pub(super) h2: bool,
     pub(super) method: Method,
@@ -161,7 +163,7 @@ impl Ctx {
                     Err(e) => return Err(Failure(e.kind(), format!("via {via}: {e}"))),
                 }
             }
-            _ => match TcpStream::connect(self.addr).await {
+            _ => match self.source.connect_async(self.addr).await {
                 Err(e) => {
                     let f = Failure::from_err(&e);
                     return Err(Failure(f.0, format!("connect: {}", f.1)));
@@ -416,6 +418,7 @@ pub(super) fn build_ctx(
         h1_reqs,
         is_head: cfg.method == Method::HEAD,
         insecure: cfg.insecure,
+        source: cfg.source,
         one_segment,
         via: cfg.via.clone(),
         absolute_form,

@@ -83,10 +83,10 @@ pub fn run(
         .map_err(|e| Error::Io("starting the runtime".into(), e))?;
     // Through a proxy, connections go to the proxy (a tunnel, or absolute-form requests).
     let addr = match &cfg.via {
-        None => resolve(&cfg.target)?,
+        None => resolve(&cfg.target, &cfg.source)?,
         Some(via) => {
             let proxy = Target::parse(&format!("http://{}/", via.authority()))?;
-            resolve(&proxy)?
+            resolve(&proxy, &npt_client::source::Source::default())?
         }
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

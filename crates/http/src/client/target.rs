@@ -62,11 +62,19 @@ impl Target {
 /// Resolves the URL's host. With several addresses (`localhost` → `::1` and `127.0.0.1`) the
 /// first that accepts a TCP connection within 1 s wins, as a browser's fallback would find it;
 /// when none does (a cold start has not begun yet) the first address is used.
-pub fn resolve(t: &Target) -> Result<SocketAddr, Error> {
+/// Only addresses of `source`'s family count (`-4`, `-6`).
+pub fn resolve(t: &Target, source: &npt_client::source::Source) -> Result<SocketAddr, Error> {
     let addrs: Vec<SocketAddr> = (t.host.as_str(), t.port)
         .to_socket_addrs()
         .map_err(|e| Error::Io(format!("resolving {}", t.host), e))?
         .collect();
+    let addrs = if addrs.is_empty() {
+        addrs
+    } else {
+        source
+            .pick(&t.host, addrs)
+            .map_err(|e| Error::Url(t.url.clone(), e.to_string()))?
+    };
     let first = *addrs
         .first()
         .ok_or_else(|| Error::Url(t.url.clone(), "host has no address".into()))?;

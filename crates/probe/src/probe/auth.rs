@@ -57,7 +57,7 @@ pub fn udp_flows(
     let mut out = Vec::new();
     if let (super::runner::Proto::Udp, Some(secret), None) = (cfg.proto, &cfg.token, &cfg.via) {
         for _ in 0..cfg.clients {
-            let sock = super::driver::udp_socket(cfg.addr)?;
+            let sock = super::driver::udp_socket(cfg.addr, &cfg.source)?;
             let key = udp(&sock, secret, HANDSHAKE_TIMEOUT)?;
             out.push(Some((sock, key)));
         }

@@ -158,6 +158,9 @@ pub struct ProbeConfig {
     /// `none`: no one-way delay, only what needs no sync).
     #[serde(serialize_with = "ser_clock")]
     pub clock: ClockSync,
+    /// `-4`/`-6`, `--bind`, `--dscp`: the flows' sockets (not `--via`'s proxy connection).
+    #[serde(skip_serializing_if = "npt_client::source::Source::is_default")]
+    pub source: npt_client::source::Source,
 }
 
 fn ser_clock<S: serde::Serializer>(c: &ClockSync, s: S) -> Result<S::Ok, S::Error> {
@@ -354,7 +357,7 @@ pub fn run(
                         None => {
                             let (sock, auth) = match udp_auth.get_mut(i).and_then(Option::take) {
                                 Some((sock, key)) => (sock, Some(key)),
-                                None => (driver::udp_socket(cfg.addr)?, None),
+                                None => (driver::udp_socket(cfg.addr, &cfg.source)?, None),
                             };
                             socks.push((i, sock, Session::new(SessionConfig { auth, ..sc }), None));
                         }
@@ -387,7 +390,10 @@ pub fn run(
                     .spawn(move || driver::run_udp(socks, opts, clock, stop, tx))?
             }
             Proto::Tcp => {
-                let target = cfg.addr;
+                let target = driver::TcpTarget {
+                    addr: cfg.addr,
+                    source: cfg.source,
+                };
                 let secret = cfg.token.clone();
                 let via = cfg.via.clone().map(|via| driver::TcpVia {
                     via,
@@ -710,6 +716,10 @@ fn probe_stats(
         total_ms,
         health,
         intervals: Intervals::of(intervals),
+        marking: npt_result::marking::Marking {
+            sent: cfg.source.tos.map(npt_result::marking::Tos::of),
+            ..t.marking.clone()
+        },
         ..ProbeStats::default()
     }
 }

@@ -40,6 +40,7 @@ fn tcp_config() -> ProbeConfig {
         rx_stamp: Default::default(),
         spin: false,
         clock: crate::probe::session::ClockSync::None,
+        source: Default::default(),
     }
 }
 

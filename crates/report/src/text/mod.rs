@@ -18,6 +18,7 @@ use crate::render::Render;
 mod bulk;
 mod directions;
 mod http;
+mod marking;
 mod ping;
 mod run;
 mod tcpinfo;
@@ -218,6 +219,9 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
     }
     if let Some(k) = &s.tcp_info {
         tcpinfo::write_kernel(w, k)?;
+    }
+    if let Some(m) = &s.marking {
+        marking::write_marking(w, m, s.protocol == "udp")?;
     }
     if s.corrupt + s.foreign + s.stale > 0 {
         writeln!(

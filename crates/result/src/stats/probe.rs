@@ -79,6 +79,8 @@ pub struct ProbeStats {
     pub proxy: Option<ProxyStats>,
     /// TCP: the kernel's view of the connections (its RTT samples are `histograms.tcp_rtt`).
     pub tcp_info: Option<TcpKernelStats>,
+    /// DSCP/ECN sent and replies by the marking they came back with.
+    pub marking: crate::marking::Marking,
     pub health: Health,
     pub intervals: Intervals,
     /// `--under-load`: what the phases and the load were (their RTTs are in `histograms`).
@@ -424,6 +426,7 @@ impl AddAssign<&ProbeStats> for ProbeStats {
             (a @ None, b) => *a = b.clone(),
             (Some(_), None) => {}
         }
+        self.marking += &rhs.marking;
         self.health += &rhs.health;
         self.intervals += &rhs.intervals;
         match (&mut self.under_load, &rhs.under_load) {
@@ -525,6 +528,7 @@ impl Stats for ProbeStats {
             phases_inexact: s.connect_ms.is_some() && !b.histograms.contains_key(hist::CONNECT),
             proxy: s.proxy.as_ref().map(ProxyStats::from_saved),
             tcp_info: s.tcp_info.as_ref().map(TcpKernelStats::from_saved),
+            marking: s.marking.clone().unwrap_or_default(),
             health: b.health,
             intervals,
             under_load: b.under_load.as_ref().map(LoadStats::from_saved),
@@ -589,6 +593,7 @@ impl Stats for ProbeStats {
                 .tcp_info
                 .as_ref()
                 .map(|k| k.block(h.summary(hist::TCP_RTT))),
+            marking: self.marking.block(),
             corrupt: self.corrupt,
             foreign: self.foreign,
             stale: self.stale,

@@ -69,6 +69,13 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     // by it, see `Cx::arrived`): it costs the receive path about 85 ns a datagram
     // (docs/serve.md), which a server nobody asks need not pay.
     let mut stamping = false;
+    // The DSCP/ECN each datagram arrived with ([`crate::marking`]): control space from the
+    // start (the TOS message alone; the receive time is asked for as above).
+    let ipv6 = sock.local_addr().is_ok_and(|a| a.is_ipv6());
+    if npt_netio::rxtime::enable_tos(fd, ipv6).is_ok() {
+        batch.collect_rx_times();
+    }
+    let mut marks = crate::marking::BatchMarks::default();
     let cfg = &shared.cfg;
     let mut limiter = Limiter::new(cfg.limits);
     let mut open_limiter = Limiter::new(cfg.session_limits);
@@ -115,6 +122,9 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         for i in 0..n {
             let len = batch.len(i);
             t.rx += 1;
+            if let Some(tos) = batch.rx_tos(i) {
+                marks.count(tos);
+            }
             t.rx_bytes += len as u64;
             let Some(peer) = batch.addr(i) else {
                 t.malformed += 1;
@@ -208,6 +218,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
             }
         }
         t.publish(c, flows, notices);
+        marks.publish(&c.udp_marking);
         let live = reflector.flows.len() as u64;
         if live != live_flows {
             if live > live_flows {

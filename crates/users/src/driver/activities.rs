@@ -48,7 +48,10 @@ pub(super) async fn tcp_connect(
 ) -> Result<(TcpStream, Instant, Option<SessionKey>), Fail> {
     let t = Instant::now();
     let s = match &ctx.cfg.targets.via {
-        None => ctx.io("connect", TcpStream::connect(target)).await?,
+        None => {
+            let connect = ctx.cfg.targets.source.connect_async(target);
+            ctx.io("connect", connect).await?
+        }
         Some(via) => {
             let host = target.ip().to_string();
             let tunnel = npt_proxy::connect_async::tcp_connect(via, &host, target.port());

@@ -67,14 +67,17 @@ pub(super) async fn game(
     target: SocketAddr,
 ) -> Result<(), Fail> {
     let plan = ch.game(&ctx.cfg.shape);
-    let bind: SocketAddr = if target.is_ipv4() {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sock = UdpSocket::bind(bind)
-        .await
+    // From `--bind`'s address, marked (`--dscp`), as every socket of the run.
+    let std_sock = ctx
+        .cfg
+        .targets
+        .source
+        .udp_connected(target)
         .map_err(|e| Fail::io("bind", &e))?;
+    std_sock
+        .set_nonblocking(true)
+        .map_err(|e| Fail::io("bind", &e))?;
+    let sock = UdpSocket::from_std(std_sock).map_err(|e| Fail::io("bind", &e))?;
     sock.connect(target)
         .await
         .map_err(|e| Fail::io("connect", &e))?;

@@ -14,6 +14,7 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use npt_client::source::Source;
 use npt_netio::{MsgBatch, Ready};
 use npt_result::workload::Stop;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -24,7 +25,7 @@ use super::stream::ReplyStream;
 mod tcp;
 mod udp;
 
-pub use tcp::{run_tcp, TcpVia};
+pub use tcp::{run_tcp, TcpTarget, TcpVia};
 pub use udp::{run_udp, socks_udp, split_target, udp_socket, SocksUdp, UdpOptions};
 
 /// The run's monotonic clock: ns since a shared epoch.

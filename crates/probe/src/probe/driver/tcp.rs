@@ -55,12 +55,14 @@ const RETRY_NS: u64 = 1_000_000_000;
 /// Frames queued ahead of the socket before sends wait (and show up as behind schedule).
 const MAX_QUEUED: usize = 256 * 1024;
 
-fn start_connect(target: SocketAddr) -> io::Result<Socket> {
+fn start_connect(target: SocketAddr, source: &Source) -> io::Result<Socket> {
     let s = Socket::new(
         Domain::for_address(target),
         Type::STREAM,
         Some(Protocol::TCP),
     )?;
+    // Marked and bound before the SYN: every packet of the connection carries both.
+    source.prepare(&s, target, false)?;
     s.set_nonblocking(true)?;
     s.set_nodelay(true)?;
     match s.connect(&target.into()) {
@@ -274,8 +276,15 @@ fn connect_via(
 /// `secret` (`--token`): each connection does the keyed handshake first (blocking this thread
 /// for at most [`npt_client::auth::HANDSHAKE_TIMEOUT`]); a failed one is an `auth` error, and ends
 /// a flow that never got its session.
+/// Where the TCP flows connect, and from where (`--bind`, `--dscp`).
+#[derive(Clone, Copy, Debug)]
+pub struct TcpTarget {
+    pub addr: SocketAddr,
+    pub source: Source,
+}
+
 pub fn run_tcp(
-    target: SocketAddr,
+    to: TcpTarget,
     via: Option<TcpVia>,
     secret: Option<String>,
     flows: Vec<(usize, SessionConfig)>,
@@ -284,6 +293,7 @@ pub fn run_tcp(
     tx: Sender<Event>,
 ) {
     npt_netio::tighten_timer_slack();
+    let target = to.addr;
     let mut flows: Vec<TcpFlow> = flows
         .into_iter()
         .map(|(index, cfg)| {
@@ -350,7 +360,7 @@ pub fn run_tcp(
                         f.times.connect_start = now;
                     }
                     match &via {
-                        None => match start_connect(target) {
+                        None => match start_connect(target, &to.source) {
                             Ok(sock) => f.state = TcpState::Connecting { sock, started: now },
                             Err(e) => connect_failed(f, now, &e),
                         },

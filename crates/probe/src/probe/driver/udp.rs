@@ -8,21 +8,19 @@
 use super::*;
 pub use npt_proxy::udp_flow::{split_target, SocksUdp};
 
-/// Creates a UDP socket connected to `target` (an ephemeral source port of its own).
-pub fn udp_socket(target: SocketAddr) -> io::Result<UdpSocket> {
+/// Creates a UDP socket connected to `target` (an ephemeral source port of its own, on
+/// `source`'s address and with its marking), asking the kernel for the TOS byte each reply
+/// arrives with (`IP_RECVTOS`; read where [`run_udp`] reads the batch's control data).
+pub fn udp_socket(target: SocketAddr, source: &Source) -> io::Result<UdpSocket> {
     let s = Socket::new(
         Domain::for_address(target),
         Type::DGRAM,
         Some(Protocol::UDP),
     )?;
     npt_netio::set_buffers(&s, 4 << 20);
-    use std::net::{Ipv4Addr, Ipv6Addr};
-    let any: SocketAddr = if target.is_ipv4() {
-        (Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    s.bind(&any.into())?;
+    source.prepare(&s, target, true)?;
+    // A kernel that cannot say (never on Linux) leaves the marking unreported, not the probe.
+    let _ = npt_netio::rxtime::enable_tos(s.as_raw_fd(), target.is_ipv6());
     s.connect(&target.into())?;
     Ok(s.into())
 }
@@ -38,7 +36,7 @@ pub fn socks_udp(
 ) -> Result<(UdpSocket, SocksUdp, npt_proxy::Phases), npt_proxy::ProxyError> {
     let (host, port) = split_target(target, addr);
     let socks = SocksUdp::open(via, &host, port, addr, timeout)?;
-    let sock = udp_socket(socks.relay())?;
+    let sock = udp_socket(socks.relay(), &Source::default())?;
     let phases = socks.phases();
     Ok((sock, socks, phases))
 }
@@ -89,7 +87,8 @@ pub fn run_udp(
             let _ = npt_netio::rxtime::enable(fd);
         }
     }
-    // One spare byte per buffer: a longer echo is visible as a length mismatch. With GRO a
+    // One spare byte per buffer: a longer echo is visible as a length mismatch. The control
+    // space also carries the TOS byte each reply arrived with (`udp_socket` asked). With GRO a
     // buffer may hold a whole coalesced batch (up to 64 KiB; pages never written stay
     // unallocated).
     let mut inb = MsgBatch::new(BATCH, if gro { 65_536 } else { size + 1 }).with_rx_times();
@@ -168,6 +167,12 @@ pub fn run_udp(
                                 None => now,
                             };
                             let seg = inb.gro_segment(j);
+                            // GRO coalesces only datagrams of one TOS: each segment counts.
+                            if let Some(tos) = inb.rx_tos(j) {
+                                for _ in npt_netio::offload::segments(inb.data(j), seg) {
+                                    s.totals_mut().marking.count(tos);
+                                }
+                            }
                             for d in npt_netio::offload::segments(inb.data(j), seg) {
                                 match &f.socks {
                                     None => s.handle_reply(rx, d),

@@ -125,6 +125,8 @@ pub struct Totals {
     pub phase_rtt: Vec<Histogram>,
     /// Per direction, from what the far end saw.
     pub dir: DirTotals,
+    /// Replies by the TOS byte they arrived with (UDP: the driver reads it from the kernel).
+    pub marking: npt_result::marking::Marking,
 }
 
 /// Which of the three phases a send at `sent` falls in, for bounds `[loaded, recovery]`.
@@ -173,6 +175,7 @@ impl AddAssign<&Totals> for Totals {
         self.first_reply = min_opt(self.first_reply, o.first_reply);
         self.last_reply = max_opt(self.last_reply, o.last_reply);
         self.first_rtt = min_opt(self.first_rtt, o.first_rtt);
+        self.marking += &o.marking;
         self.errors += &o.errors;
         self.dir += &o.dir;
     }
