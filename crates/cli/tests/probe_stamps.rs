@@ -42,7 +42,7 @@ fn stalled_probe(addr: std::net::SocketAddr, stamp: Option<&str>) -> serde_json:
             "--warmup-interval",
             "1ms",
             "-d",
-            "6s",
+            "10s",
             "--loss-timeout",
             "3s",
             "--report-every",
