@@ -21,23 +21,7 @@ use common::lab::{self, Lab};
 use common::{f, u};
 
 /// 10 Mbit/s, 10 ms each way, a 100-packet drop-tail queue, `npt serve` behind it.
-const BOTTLENECK: &str = r#"name = "trate"
-[[node]]
-name = "client"
-[[node]]
-name = "server"
-[[link]]
-a = "client"
-b = "server"
-rate = "10mbit"
-delay = "10ms"
-queue = 100
-[[service]]
-name = "serve"
-node = "server"
-cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
-ready = "tcp://10.0.1.2:7777"
-"#;
+const BOTTLENECK: &str = "rate = \"10mbit\"\ndelay = \"10ms\"\nqueue = 100";
 
 /// A full 100-packet queue of 1,500-byte packets at 10 Mbit/s drains in 120 ms.
 const DRAIN_MS: f64 = 120.0;
@@ -58,7 +42,7 @@ fn a_paced_tcp_bulk_reads_its_rate_and_leaves_the_queue_empty() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::up(dir.path(), "trate", BOTTLENECK);
+    let lab = Lab::up(dir.path(), "trate", &lab::pair("trate", BOTTLENECK));
     for (way, from, to) in [("up", "client", "server"), ("down", "server", "client")] {
         let before = lab.settled(0, from, to);
         let doc = lab.npt_json(
@@ -156,7 +140,7 @@ fn a_paced_tcp_load_adds_far_less_than_the_drain_time() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::up(dir.path(), "trload", &BOTTLENECK.replace("trate", "trload"));
+    let lab = Lab::up(dir.path(), "trload", &lab::pair("trload", BOTTLENECK));
     let mut added = Vec::new();
     for rate in [Some("5mbit"), None] {
         let before = lab.settled(0, "client", "server");
@@ -223,23 +207,7 @@ fn a_paced_tcp_load_adds_far_less_than_the_drain_time() {
 }
 
 /// 25 ms RTT (12.5 ms each way), 1 % random loss each way, 50 Mbit/s.
-const LOSSY: &str = r#"name = "trcc"
-[[node]]
-name = "client"
-[[node]]
-name = "server"
-[[link]]
-a = "client"
-b = "server"
-rate = "50mbit"
-delay = "12500us"
-loss = "1%"
-[[service]]
-name = "serve"
-node = "server"
-cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
-ready = "tcp://10.0.1.2:7777"
-"#;
+const LOSSY: &str = "rate = \"50mbit\"\ndelay = \"12500us\"\nloss = \"1%\"";
 
 #[test]
 fn congestion_control_is_the_one_asked_and_behaves_like_it_on_a_lossy_path() {
@@ -258,7 +226,7 @@ fn congestion_control_is_the_one_asked_and_behaves_like_it_on_a_lossy_path() {
         }
     }
     let dir = tempfile::tempdir().unwrap();
-    let lab = Lab::up(dir.path(), "trcc", LOSSY);
+    let lab = Lab::up(dir.path(), "trcc", &lab::pair("trcc", LOSSY));
     let mut carried = Vec::new();
     for cc in ["cubic", "bbr"] {
         let before = lab.settled(0, "client", "server");
