@@ -27,7 +27,7 @@ pub struct ServeArgs {
     /// on TCP and UDP, then a MAC on every packet. Disables raw echo.
     #[arg(long, value_name = "SECRET", env = "NPT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Lift the internet-safe defaults: 500,000 pps and 2,000 Mbit/s per UDP source, no
+    /// Lift the internet-safe defaults: 4,000,000 pps and 10,000 Mbit/s per UDP source, no
     /// total, 10,000 Mbit/s reply budget, raw UDP echo for everyone.
     #[arg(long)]
     pub open_limits: bool,
@@ -41,10 +41,10 @@ pub struct ServeArgs {
     #[arg(long)]
     pub limit_local: bool,
     /// UDP packets per second from one source socket that has not authenticated (each
-    /// address may use 4 times this) [default: 200; 500000 with --open-limits].
+    /// address may use 4 times this) [default: 200; 4000000 with --open-limits].
     #[arg(long, value_name = "PPS")]
     pub source_pps: Option<f64>,
-    /// UDP megabits per second from one such source socket [default: 4; 2000 with
+    /// UDP megabits per second from one such source socket [default: 4; 10000 with
     /// --open-limits].
     #[arg(long, value_name = "MBPS")]
     pub source_mbps: Option<f64>,
