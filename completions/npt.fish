@@ -44,8 +44,8 @@ complete -c npt -n "__fish_npt_needs_command" -f -a "man" -d 'Prints a manual pa
 complete -c npt -n "__fish_npt_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -s l -l listen -d 'Address for TCP and UDP, on the same port number (repeatable)' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l token -d 'Only answer clients that prove this secret (probe/ping/run --token): a keyed handshake on TCP and UDP, then a MAC on every packet. Disables raw echo' -r
-complete -c npt -n "__fish_npt_using_subcommand serve" -l source-pps -d 'UDP packets per second from one source socket that has not authenticated (each address may use 4 times this) [default: 200; 500000 with --open-limits]' -r
-complete -c npt -n "__fish_npt_using_subcommand serve" -l source-mbps -d 'UDP megabits per second from one such source socket [default: 4; 2000 with --open-limits]' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l source-pps -d 'UDP packets per second from one source socket that has not authenticated (each address may use 4 times this) [default: 200; 4000000 with --open-limits]' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l source-mbps -d 'UDP megabits per second from one such source socket [default: 4; 10000 with --open-limits]' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l total-pps -d 'UDP packets per second from all unauthenticated sources together [default: 10000; none with --open-limits]' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l total-mbps -d 'UDP megabits per second from all unauthenticated sources together [default: 40; none with --open-limits]' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l max-conns -d 'TCP connections served at once, and as many HTTP ones with --http; further ones are closed at once and counted [default: what the open-file limit holds, at most 65536]' -r
@@ -66,7 +66,7 @@ complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp -d 'Also be a ST
 complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp-key -d 'STAMP authenticated mode: answer only test packets whose HMAC verifies under this key (hex, at least 32 digits), and seal the answers with it' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l metrics -d 'Serve the responder\'s counters in OpenMetrics text at http://ADDR/metrics (Prometheus)' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-allow -d 'Targets the hop agent may measure, comma-separated (repeatable): addresses (10.0.3.2), networks (10.0.0.0/8), ADDR:PORT, or HOST:PORT by name [default: nothing]' -r
-complete -c npt -n "__fish_npt_using_subcommand serve" -l open-limits -d 'Lift the internet-safe defaults: 500,000 pps and 2,000 Mbit/s per UDP source, no total, 10,000 Mbit/s reply budget, raw UDP echo for everyone'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l open-limits -d 'Lift the internet-safe defaults: 4,000,000 pps and 10,000 Mbit/s per UDP source, no total, 10,000 Mbit/s reply budget, raw UDP echo for everyone'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l raw-echo -d 'Answer raw (unframed) UDP from any address [default: loopback and private addresses only; it reflects anything]'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l limit-local -d 'Apply the limits to loopback and private source addresses too (they are exempt by default: benches, labs and clusters run there). For a host whose private side is not trusted, or whose network lets spoofed private sources in'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l tls -d 'HTTPS on the --http address (self-signed certificate unless --cert/--key)'
