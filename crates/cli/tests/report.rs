@@ -139,6 +139,19 @@ fn every_kind_in_every_format_and_the_html_draws_in_chromium() {
             let html = report(&f, "html");
             assert!(html.contains("Goodput per interval"), "bulk page");
             assert!(html.contains("datagrams/s") && !html.contains("requests/s"));
+            // Its Markdown row has the goodput it moved up, in Mbit/s, and none down.
+            let md = report(&f, "md");
+            assert!(
+                md.lines()
+                    .next()
+                    .unwrap()
+                    .ends_with("| goodput up (Mbit/s) | goodput down (Mbit/s) |"),
+                "{md}"
+            );
+            let cells: Vec<&str> = md.lines().nth(2).unwrap().split(" | ").collect();
+            let md_up: f64 = cells[cells.len() - 2].parse().unwrap();
+            assert!((md_up - want / 1e6).abs() <= 0.01, "{md}");
+            assert_eq!(cells[cells.len() - 1], "- |", "{md}");
         }
         assert!(csv.starts_with("row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors"));
         assert!(

@@ -16,6 +16,7 @@
 //! scenarios.toml --runs N`), and [`page`] draws it as an HTML page.
 
 pub mod directions;
+pub mod goodput;
 pub mod loaded;
 pub mod noise;
 pub mod page;
@@ -134,6 +135,12 @@ pub struct Row {
     pub owd_up_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owd_down_ms: Option<f64>,
+    /// Bulk results: goodput (application payload) up and down, median of the runs that moved
+    /// bytes that way, bit/s ([`goodput`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goodput_up_bps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goodput_down_bps: Option<f64>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -353,6 +360,7 @@ pub fn table(
         }
         .with_figures(&s)
         .with_retransmits(std::iter::once(d));
+        goodput::fill(&mut row, std::iter::once(d));
         let (spread, from) = noise::of_one_run(&d.body.headline(), &s);
         row.avg_spread_ms = Some(spread);
         row.avg_spread_from = Some(from.to_string());

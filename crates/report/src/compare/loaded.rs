@@ -39,18 +39,20 @@ pub fn shown(t: &Table) -> bool {
 }
 
 /// The table's column names: [`HEADER`], then [`COLUMNS`] when [`shown`], then the
-/// per-direction ones when some row has them ([`super::directions`]).
+/// per-direction ones when some row has them ([`super::directions`]), then goodput
+/// ([`super::goodput`]).
 pub fn header(t: &Table) -> Vec<String> {
     let mut h: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
     if shown(t) {
         h.extend(COLUMNS.iter().map(|s| s.to_string()));
     }
     super::directions::header(t, &mut h);
+    super::goodput::header(t, &mut h);
     h
 }
 
 /// A row's cells: [`cells`], then the loaded columns when [`shown`], then the per-direction
-/// ones.
+/// ones, then goodput.
 pub fn row_cells(t: &Table, r: &Row) -> Vec<String> {
     let mut c = cells(t.baseline.as_deref(), r);
     if shown(t) {
@@ -59,6 +61,7 @@ pub fn row_cells(t: &Table, r: &Row) -> Vec<String> {
         c.push(opt(r.rpm, 0));
     }
     super::directions::cells(t, r, &mut c);
+    super::goodput::cells(t, r, &mut c);
     c
 }
 

@@ -211,6 +211,13 @@ fn spread_line(t: &Table) -> Option<String> {
 fn footer(t: &Table) -> Vec<String> {
     let mut out = Vec::new();
     out.extend(spread_line(t));
+    if super::goodput::shown(t) {
+        out.push(
+            "goodput: application payload in Mbit/s each way, the median over runs; a bulk \
+             row's latency is its RTT under its own load"
+                .into(),
+        );
+    }
     for r in &t.scenarios {
         if let (Some(s), Some(how)) = (&r.spread, &r.merged) {
             if r.runs > 1 {
@@ -272,6 +279,10 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     if super::directions::shown(t) {
         extra += " loss up | loss down | owd up (ms) | owd down (ms) |";
         n += 4;
+    }
+    if super::goodput::shown(t) {
+        extra += " goodput up (Mbit/s) | goodput down (Mbit/s) |";
+        n += 2;
     }
     writeln!(
         w,
