@@ -34,16 +34,9 @@ SECS=${SECONDS_PER_RUN:-5}
 NPT=${NPT:-$PWD/target/release/npt}
 LAB=${LAB:-1}
 [ "$(id -u)" = 0 ] || LAB=0
-WORK=$(mktemp -d)
-PIDS=()
 LAB_UP=0
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [ "$LAB_UP" = 1 ] && "$NPT" lab down bbulk >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+. bench/lib.sh
+on_exit() { [ "$LAB_UP" = 1 ] && "$NPT" lab down bbulk >/dev/null 2>&1; }
 
 need() { command -v "$1" >/dev/null || { echo "bench: missing $1 ($2)" >&2; exit 2; }; }
 need iperf3 "apt-get install iperf3"
@@ -51,7 +44,6 @@ need taskset "util-linux"
 need python3 "python3"
 [ -x "$NPT" ] || cargo build --release -q -p npt
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_tcp() { for _ in $(seq 100); do ss -ltn | grep -q ":$1 " && return 0; sleep 0.05; done; echo "bench: port $1 never listened" >&2; exit 1; }
 
 # The client's CPU: a python parent runs the command and reads its rusage with wait4(2)

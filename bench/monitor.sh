@@ -29,25 +29,9 @@ SECS=${SECS:-300}
 WARMUP=${WARMUP:-30}
 ROUNDS=${ROUNDS:-1}
 NPT=${NPT:-target/release/npt}
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+. bench/lib.sh
 [ -x "$NPT" ] || { echo "bench/monitor.sh: $NPT missing: cargo build --release -p npt" >&2; exit 2; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-  for _ in $(seq 1 100); do
-    python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "bench/monitor.sh: nothing listening on $1" >&2; return 1
-}
-median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 P=$(free_port)
 "$NPT" serve --listen "127.0.0.1:$P" >/dev/null 2>&1 & PIDS+=($!)

@@ -19,14 +19,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SECS=${SECONDS_PER_RUN:-5}
 NPT=${NPT:-target/release/npt}
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+. bench/lib.sh
 
 need() { [ -x "$1" ] || command -v "$1" >/dev/null || { echo "bench: missing $1 ($2)" >&2; exit 2; }; }
 need /usr/sbin/danted "apt-get install dante-server"
@@ -36,14 +29,6 @@ need python3 "python3"
 
 cargo build --release -q -p npt
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { # bounded: 10 s
-  for _ in $(seq 1 200); do
-    python3 -c "import socket,sys;socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "bench: nothing listens on $1" >&2; exit 1
-}
 
 "$NPT" serve --listen 127.0.0.1:0 > "$WORK/serve.out" 2>/dev/null &
 PIDS+=($!)

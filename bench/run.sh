@@ -42,14 +42,7 @@ CMP_USERS=${CMP_USERS:-4000}
 CMP_DURATION=${CMP_DURATION:-20s}
 ROUNDS=${ROUNDS:-5}
 ARGS=(--think 2s..20s --pages 1..2 --rounds 1..4 --request-down 1KB..16KB --seed 1 -q)
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+. bench/lib.sh
 
 [ -x "$NPT" ] || cargo build --release -p npt
 
