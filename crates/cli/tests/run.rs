@@ -25,7 +25,9 @@ fn server() -> Server {
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("npt-run-{}-{name}", std::process::id()))
+    // Cargo's scratch folder for integration tests, not the box's /tmp.
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("npt-run-{}-{name}", std::process::id()))
 }
 
 fn validate(doc: &serde_json::Value) {

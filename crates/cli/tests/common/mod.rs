@@ -10,8 +10,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// `npt` with its temporary files (a lab's service logs, a compare's result folder without
+/// --out-dir, a result kept when its path failed) in [`scratch`] rather than the box's /tmp,
+/// where a test run would otherwise leave them behind.
 pub fn npt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_npt"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_npt"));
+    c.env("TMPDIR", scratch());
+    c
+}
+
+/// Cargo's scratch folder for integration tests (`target/tmp`, kept with the build, cleaned by
+/// `cargo clean`), one subfolder for what `npt` children write.
+pub fn scratch() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("npt-children");
+    std::fs::create_dir_all(&d).expect("target/tmp is writable");
+    d
 }
 
 pub fn repo_root() -> PathBuf {
