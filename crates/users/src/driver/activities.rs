@@ -93,7 +93,7 @@ pub(super) async fn web_visit(
         web_page(ctx, ch, id, target, plan).await?;
         if p + 1 < pages {
             let d = ch.pause(shape);
-            ctx.user_wait(Instant::now() + d).await;
+            ctx.sleep_until(Instant::now() + d).await;
         }
     }
     Ok(())
@@ -165,7 +165,7 @@ pub(super) async fn web_page(
         }
         if round + 1 < plan.rounds {
             let d = ch.pause(shape);
-            ctx.user_wait(Instant::now() + d).await;
+            ctx.sleep_until(Instant::now() + d).await;
         }
     }
     Ok(())

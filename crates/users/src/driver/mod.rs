@@ -98,21 +98,6 @@ impl RunConfig {
     }
 }
 
-/// The step users' waits end on (think, pause, ramp-up; not the open model's arrivals, whose
-/// schedule is the load): a few ms against think times of seconds and pauses of tens of ms,
-/// and at 4,000 users of bench/run.sh's model it let one event-loop wake-up serve several
-/// users' timers instead of about one each.
-pub const USER_TIMER_GRID: Duration = Duration::from_millis(4);
-
-/// `at` moved up to the next multiple of [`USER_TIMER_GRID`] after `t0` (itself if on one).
-fn on_grid(t0: Instant, at: Instant) -> Instant {
-    let g = USER_TIMER_GRID.as_nanos();
-    let since = at.saturating_duration_since(t0).as_nanos();
-    let steps = since.div_ceil(g);
-    let ns = steps.saturating_mul(g);
-    t0 + Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("cannot start the runtime: {0}")]
@@ -147,13 +132,6 @@ impl Ctx {
         let late = Instant::now().saturating_duration_since(at);
         self.col
             .lateness(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
-    }
-
-    /// A user's think, pause or ramp-up wait: until `at` moved up to the run's next
-    /// [`USER_TIMER_GRID`] step, so users due within one step wake together (one wake-up of the
-    /// event loop for all of them instead of one each); lateness counts from the step.
-    async fn user_wait(&self, at: Instant) {
-        self.sleep_until(on_grid(self.t0, at)).await;
     }
 
     async fn io<T>(
@@ -399,7 +377,7 @@ async fn user_life(ctx: &Arc<Ctx>, mut user: User, id: u64) {
         .copied();
     loop {
         match user.next(ctx.t0.elapsed(), &ctx.cfg.shape) {
-            Step::WaitUntil(t) => ctx.user_wait(ctx.t0 + t).await,
+            Step::WaitUntil(t) => ctx.sleep_until(ctx.t0 + t).await,
             Step::Act(a) => {
                 if active.is_none() {
                     active = Some(ctx.col.user_active());
@@ -425,28 +403,6 @@ async fn user_life(ctx: &Arc<Ctx>, mut user: User, id: u64) {
                 }
             }
             Step::Done => break,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn user_waits_end_on_the_grid_and_never_early() {
-        let t0 = Instant::now();
-        let g = USER_TIMER_GRID;
-        assert_eq!(on_grid(t0, t0), t0);
-        assert_eq!(on_grid(t0, t0 + g), t0 + g);
-        assert_eq!(on_grid(t0, t0 + Duration::from_nanos(1)), t0 + g);
-        assert_eq!(on_grid(t0, t0 + g + Duration::from_micros(1)), t0 + 2 * g);
-        // Before the run's start (never asked for): the start.
-        assert_eq!(on_grid(t0 + g, t0), t0 + g);
-        for ms in [0u64, 1, 3, 4, 5, 1999, 20_000] {
-            let at = t0 + Duration::from_millis(ms) + Duration::from_micros(7);
-            let q = on_grid(t0, at);
-            assert!(q >= at && q - at < g, "{ms}");
         }
     }
 }
