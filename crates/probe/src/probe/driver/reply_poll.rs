@@ -14,6 +14,9 @@ pub const MAX_RTT_NS: u64 = 200_000;
 pub const SHARE: u64 = 10;
 /// Polling time saved up at most (so a long quiet stretch does not buy a long busy one).
 pub const BUDGET_CAP_NS: u64 = 2_000_000;
+/// Polling starts or goes on only with at least this much budget left: a pass charged after it
+/// ran must not keep a budget that earns a little each pass alive forever.
+pub const MIN_BUDGET_NS: u64 = 20_000;
 
 #[derive(Clone, Debug, Default)]
 pub struct ReplyPoll {
@@ -60,7 +63,7 @@ impl ReplyPoll {
             self.budget = (self.budget + earned).min(BUDGET_CAP_NS);
             self.refilled_at = now;
         }
-        if now >= self.until || self.budget == 0 {
+        if now >= self.until || self.budget < MIN_BUDGET_NS {
             self.until = 0;
             return false;
         }
