@@ -4,7 +4,8 @@
 //! The loop per wake-up: hand every due packet to the socket (UDP: one `sendmmsg` per batch),
 //! read everything that arrived (UDP: `recvmmsg`), advance deadlines, forward finished
 //! intervals to the runner, and sleep in `ppoll` until the earliest session timeout (with 1 ns
-//! timer slack) or at most 50 ms, so Ctrl-C is seen promptly. Time is read once per step from
+//! timer slack) or at most 50 ms, so Ctrl-C is seen promptly. UDP on a short path polls for a
+//! reply for a while after each send instead of sleeping at once ([`ReplyPoll`]). Time is read once per step from
 //! a shared monotonic epoch, so timestamps of all flows are comparable.
 
 use std::io::{self, Read, Write};
@@ -19,11 +20,14 @@ use npt_netio::{MsgBatch, Ready};
 use npt_result::workload::Stop;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::session::{Interval, Session, SessionConfig, StopReason, Totals};
+use super::session::{Arrival, Interval, Session, SessionConfig, StopReason, Totals};
 use super::stream::ReplyStream;
 
+mod reply_poll;
 mod tcp;
 mod udp;
+
+use reply_poll::ReplyPoll;
 
 pub use tcp::{run_tcp, TcpTarget, TcpVia};
 pub use udp::{run_udp, socks_udp, split_target, udp_socket, SocksUdp, UdpOptions};

@@ -110,6 +110,10 @@ pub fn run_udp(
     // Slot indices for sendmmsg, built once instead of once per batch.
     let all_slots: Vec<usize> = (0..BATCH).collect();
     let mut remaining = flows.len();
+    // After a send on a short path, poll for the reply instead of sleeping (bounded: see
+    // `ReplyPoll`); `--spin` polls always, kernel stamps need no early read.
+    let mut reply_poll = ReplyPoll::default();
+    let poll_replies = !opts.spin && !opts.kernel_stamps;
     while remaining > 0 {
         let mut deadline: Option<u64> = None;
         let t = clock.now();
@@ -148,6 +152,7 @@ pub fn run_udp(
                 if !(f.gso && send_gso(fd, &mut out, k, s, &mut f.gso)) {
                     send_plain(fd, &mut out, &all_slots[..k], s);
                 }
+                reply_poll.sent(now);
                 if k < BATCH {
                     break;
                 }
@@ -174,12 +179,18 @@ pub fn run_udp(
                                 }
                             }
                             for d in npt_netio::offload::segments(inb.data(j), seg) {
-                                match &f.socks {
-                                    None => s.handle_reply(rx, d),
+                                let arrival = match &f.socks {
+                                    None => s.handle_arrival(rx, d),
                                     Some(_) => match npt_proxy::socks5::udp_payload_offset(d) {
-                                        Ok(off) => s.handle_reply(rx, &d[off..]),
-                                        Err(_) => s.totals_mut().foreign += 1,
+                                        Ok(off) => s.handle_arrival(rx, &d[off..]),
+                                        Err(_) => {
+                                            s.totals_mut().foreign += 1;
+                                            continue;
+                                        }
                                     },
+                                };
+                                if let Arrival::OnTime { rtt } = arrival {
+                                    reply_poll.replied(rtt);
                                 }
                             }
                         }
@@ -227,7 +238,10 @@ pub fn run_udp(
         if remaining == 0 {
             break;
         }
-        if opts.spin {
+        if flows.iter().all(|f| f.done || f.session.in_flight() == 0) {
+            reply_poll.settled();
+        }
+        if opts.spin || (poll_replies && reply_poll.poll_now(clock.now())) {
             // Busy: back to the sockets and the clock at once (Ctrl-C is checked each pass).
             std::hint::spin_loop();
         } else {
