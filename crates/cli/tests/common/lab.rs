@@ -306,8 +306,10 @@ impl Lab {
     /// exits: its final moments, writing the result, go uncounted).
     pub fn npt_waited(&self, node: &str, args: &[&str], limit: Duration) -> (Output, SchedWait) {
         use std::process::{Command, Stdio};
-        // `ip netns exec` becomes npt itself, so the child's pid is npt's.
+        // `ip netns exec` becomes npt itself, so the child's pid is npt's. As `npt lab exec`
+        // does, NPT_LAB names the lab: its nodes read one clock (one-way delays).
         let child = Command::new("ip")
+            .env("NPT_LAB", &self.name)
             .args(["netns", "exec", &format!("npt-{}-{node}", self.name)])
             .arg(super::npt().get_program())
             .args(args)
