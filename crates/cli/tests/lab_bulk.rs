@@ -58,9 +58,11 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
                 "--direction",
                 way,
                 "--duration",
-                "8s",
+                "5s",
             ],
         );
+        // Over the whole run, slow start included: on a 20 ms path TCP reaches the link's
+        // rate within ~0.2 s, 4 % of 5 s, and the headers take 3.5 % of the link: 9.3 or more.
         let mbit = f(&doc, ptr) / 1e6;
         assert!(
             (9.0..=10.0).contains(&mbit),

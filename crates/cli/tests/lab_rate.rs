@@ -55,7 +55,7 @@ fn a_paced_tcp_bulk_reads_its_rate_and_leaves_the_queue_empty() {
                 "--direction",
                 way,
                 "--duration",
-                "8s",
+                "5s",
             ],
             &dir.path().join("bulk.json"),
             "bulk",
