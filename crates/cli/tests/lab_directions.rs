@@ -52,7 +52,7 @@ fn topology(name: &str, impair: &str, relay: Relay, dir: &Path) -> String {
         );
     }
     let service = match relay {
-        Relay::Socat => "cmd = [\"socat\", \"UDP-LISTEN:7000,bind=10.0.1.2,reuseaddr,fork\", \
+        Relay::Socat => "cmd = [\"socat\", \"UDP-LISTEN:7000,bind=10.0.1.2,reuseaddr\", \
                          \"UDP:10.0.2.2:7777\"]\nready = \"udp://10.0.1.2:7000\"\n"
             .to_string(),
         _ => {
@@ -221,23 +221,13 @@ fn jitter_one_way_shows_that_way_only() {
 
 #[test]
 fn the_same_through_a_socat_udp_relay() {
-    // socat's UDP-LISTEN with fork may fork twice for one client when its second datagram
-    // reaches the parent before the first child has connected (a busy box makes it likely):
-    // the server then sees two flows, and the probe rightly says its split is not exact
-    // (`flows.disagree`). That is socat's doing, so such a run is tried once more.
-    let mut got = None;
-    for name in ["tdirsocat", "tdirsocat2"] {
-        let Some((d, link)) = probe(name, ASYMMETRIC, Relay::Socat, 10_000, 1000) else {
-            return;
-        };
-        if u(&d, "/summary/directions/flows/disagree") == 0 {
-            got = Some((d, link));
-            break;
-        }
-        eprintln!("socat split the flow in two (it forked twice for one client); once more");
-        got = Some((d, link));
-    }
-    let (d, link) = got.unwrap();
+    // socat without fork: its UDP-LISTEN serves the first peer only, which is the probe (the
+    // lab's udp:// readiness check only looks for the bound socket). With fork it may fork
+    // twice for one client when the second datagram reaches the parent before the first child
+    // connected — on a busy box even twice in a row — and the server then sees two flows.
+    let Some((d, link)) = probe("tdirsocat", ASYMMETRIC, Relay::Socat, 10_000, 1000) else {
+        return;
+    };
     check_loss("socat", &d, link);
     check_owd("socat", &d);
     let Some((d, _)) = probe("tdirsocatj", JITTER_UP, Relay::Socat, 1000, 200) else {
