@@ -55,6 +55,16 @@ pub struct Published {
     pub read_errors: u64,
 }
 
+/// The copy readers take, locked to be refreshed: `wait` blocks for it (a reader asked for
+/// this copy and holds nothing), otherwise `None` while a reader holds it.
+fn readers_copy<T>(m: &Mutex<T>, wait: bool) -> Option<std::sync::MutexGuard<'_, T>> {
+    if wait {
+        m.lock().ok()
+    } else {
+        m.try_lock().ok()
+    }
+}
+
 /// A node as the wire threads see it: the matcher of the datagrams it forwards
 /// ([`crate::transit`]), taken only by wire threads and for one table operation at a time,
 /// and the copy of its figures that readers take (as [`Published`] is for a direction).
@@ -79,12 +89,7 @@ impl NodeTransit {
 
     /// As [`Direction::publish`]: the readers' lock first, then the matcher's.
     fn publish(&self, wait: bool) -> bool {
-        let guard = if wait {
-            self.published.lock().ok()
-        } else {
-            self.published.try_lock().ok()
-        };
-        let Some(mut p) = guard else {
+        let Some(mut p) = readers_copy(&self.published, wait) else {
             return false;
         };
         if let Ok(m) = self.matcher.lock() {
@@ -156,12 +161,7 @@ impl Direction {
     /// Copies the stats out for readers. `wait`: block for the lock (a reader asked for this
     /// copy and holds nothing); otherwise give up if a reader holds it. True if published.
     fn publish(&self, wait: bool) -> bool {
-        let guard = if wait {
-            self.published.lock().ok()
-        } else {
-            self.published.try_lock().ok()
-        };
-        let Some(mut p) = guard else {
+        let Some(mut p) = readers_copy(&self.published, wait) else {
             return false;
         };
         p.stats = self.link.stats().clone();
