@@ -9,7 +9,8 @@
 # proxy (SOCKS5 and HTTP CONNECT replies through the parsers and the handshake state machine),
 # ping (framed and raw echo replies into a ping session), http (HTTP/1.1 response heads,
 # chunked bodies whole and in pieces, whole responses through `Conn::request`), stamp (STAMP
-# test packets of both modes as a reflector and a sender read them, answered in place).
+# test packets of both modes as a reflector and a sender read them, answered in place), transit
+# (IP packets as a lab node's TUN device hands them over, into the lab's transit matcher).
 # Files a user writes (TEXT_RUNS, default 1,000,000): xml (the line tester's config), topology (the
 # lab file, then its plan), link (impairment strings and tables, then a link run). Each of
 # those executions parses a whole XML or TOML document, ~10x the cost of a datagram, and the
@@ -23,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 RUNS=${RUNS:-10000000}
 TEXT_RUNS=${TEXT_RUNS:-1000000}
-TARGETS=${TARGETS:-"decode proxy ping http auth hop stamp xml topology link"}
+TARGETS=${TARGETS:-"decode proxy ping http auth hop stamp transit xml topology link"}
 command -v cargo-fuzz >/dev/null || { echo "bench: missing cargo-fuzz (cargo install cargo-fuzz)" >&2; exit 2; }
 for t in $TARGETS; do
   case $t in

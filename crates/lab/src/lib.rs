@@ -16,6 +16,7 @@ pub mod runtime;
 pub mod show;
 pub mod status;
 pub mod topology;
+pub mod transit;
 pub mod tun;
 
 pub use plan::Plan;

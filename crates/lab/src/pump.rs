@@ -16,6 +16,11 @@
 //! a reader at normal priority preempted while holding it would stall the wire — priority
 //! inversion — for as long as the box keeps the reader off the CPU.
 //!
+//! Each node's transit time ([`crate::transit`]): a direction hands every packet it delivers
+//! into a node, and every packet it reads from one, to that node's matcher, shared by the wire
+//! threads whose directions touch the node (a datagram may come in on one thread's link and
+//! leave on another's); with one thread, as by default, its lock is never contended.
+//!
 //! Why one thread serves many directions: a spinning thread per direction does not scale —
 //! the forwarding-scenario lab (examples/lab/forwarding-scenarios.toml) has ten directions, and ten spinners on a two-core box delayed each other by
 //! tens of milliseconds (measured: delay error p99 of 10–100 ms). One thread spins at most one
@@ -30,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use npt_link::{Impairments, Link, LinkStats};
 
+use crate::transit::{Transit, TransitStats};
 use crate::tun::Tun;
 
 /// How long before a due time the thread stops sleeping and spins.
@@ -49,6 +55,65 @@ pub struct Published {
     pub read_errors: u64,
 }
 
+/// The copy readers take, locked to be refreshed: `wait` blocks for it (a reader asked for
+/// this copy and holds nothing), otherwise `None` while a reader holds it.
+fn readers_copy<T>(m: &Mutex<T>, wait: bool) -> Option<std::sync::MutexGuard<'_, T>> {
+    if wait {
+        m.lock().ok()
+    } else {
+        m.try_lock().ok()
+    }
+}
+
+/// A node as the wire threads see it: the matcher of the datagrams it forwards
+/// ([`crate::transit`]), taken only by wire threads and for one table operation at a time,
+/// and the copy of its figures that readers take (as [`Published`] is for a direction).
+#[derive(Default)]
+pub struct NodeTransit {
+    matcher: Mutex<Transit>,
+    published: Mutex<TransitStats>,
+}
+
+impl NodeTransit {
+    fn delivered(&self, now: Instant, pkt: &[u8], in_link: usize) {
+        if let Ok(mut m) = self.matcher.lock() {
+            m.delivered(now, pkt, in_link);
+        }
+    }
+
+    fn sent(&self, now: Instant, pkt: &[u8], out_link: usize) {
+        if let Ok(mut m) = self.matcher.lock() {
+            m.sent(now, pkt, out_link);
+        }
+    }
+
+    /// As [`Direction::publish`]: the readers' lock first, then the matcher's.
+    fn publish(&self, wait: bool) -> bool {
+        let Some(mut p) = readers_copy(&self.published, wait) else {
+            return false;
+        };
+        if let Ok(m) = self.matcher.lock() {
+            p.clone_from(m.stats());
+        }
+        true
+    }
+
+    /// The last published figures (a reader's copy).
+    pub fn snapshot(&self) -> TransitStats {
+        self.published.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+}
+
+/// The two nodes a direction joins, seen from it: it reads what `out_of` sends and delivers
+/// into `into`, over link `link` (its position in the file).
+pub struct Ends {
+    pub out_of: Arc<NodeTransit>,
+    pub into: Arc<NodeTransit>,
+    pub link: usize,
+    /// This direction copies `out_of`'s figures out for readers (one direction per node does).
+    pub publishes_node: bool,
+}
+
 /// A packet held by the emulator: a buffer of the link's MTU, allocated (and zeroed) once and
 /// reused from a pool, and the length read into it.
 #[derive(Clone)]
@@ -61,6 +126,7 @@ struct Pkt {
 pub struct Direction {
     from: Arc<Tun>,
     to: Arc<Tun>,
+    ends: Ends,
     link: Link<Pkt>,
     /// The link's MTU: no packet read from its TUN device is longer.
     mtu: usize,
@@ -72,8 +138,8 @@ pub struct Direction {
 impl Direction {
     /// A direction and the handle its snapshots are read through.
     pub fn new(
-        from: Arc<Tun>,
-        to: Arc<Tun>,
+        (from, to): (Arc<Tun>, Arc<Tun>),
+        ends: Ends,
         imp: &Impairments,
         mtu: u32,
         seed: u64,
@@ -82,6 +148,7 @@ impl Direction {
         let d = Direction {
             from,
             to,
+            ends,
             link: Link::new(imp, seed),
             mtu: mtu as usize,
             published: published.clone(),
@@ -94,27 +161,24 @@ impl Direction {
     /// Copies the stats out for readers. `wait`: block for the lock (a reader asked for this
     /// copy and holds nothing); otherwise give up if a reader holds it. True if published.
     fn publish(&self, wait: bool) -> bool {
-        let guard = if wait {
-            self.published.lock().ok()
-        } else {
-            self.published.try_lock().ok()
-        };
-        let Some(mut p) = guard else {
+        let Some(mut p) = readers_copy(&self.published, wait) else {
             return false;
         };
         p.stats = self.link.stats().clone();
         p.read_errors = self.read_errors;
         p.write_errors = self.write_errors;
-        true
+        drop(p);
+        !self.ends.publishes_node || self.ends.out_of.publish(wait)
     }
 
     fn release(&mut self, pool: &mut Vec<Vec<u8>>) {
         let now = Instant::now();
         while let Some((pkt, due)) = self.link.pop_due(now) {
             let at = Instant::now();
-            // NO-PANIC: `len` is what `recv` returned for `buf`: at most its length.
-            #[allow(clippy::indexing_slicing)]
-            let bytes = &pkt.buf[..pkt.len];
+            let bytes = pkt.buf.get(..pkt.len).unwrap_or_default();
+            // Remembered before the write: the kernel may forward it (to a link another wire
+            // thread reads) before the write returns.
+            self.ends.into.delivered(at, bytes, self.ends.link);
             if self.to.send(bytes).is_err() {
                 self.write_errors += 1;
             }
@@ -135,7 +199,10 @@ impl Direction {
                 .unwrap_or_else(|| vec![0; self.mtu]);
             match self.from.recv(&mut buf) {
                 Ok(len) => {
-                    self.link.push(Instant::now(), Pkt { buf, len }, len);
+                    let now = Instant::now();
+                    let bytes = buf.get(..len).unwrap_or_default();
+                    self.ends.out_of.sent(now, bytes, self.ends.link);
+                    self.link.push(now, Pkt { buf, len }, len);
                 }
                 Err(e) => {
                     if e.kind() != std::io::ErrorKind::WouldBlock {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::change::{self, SetError};
 use crate::netns::{self, NetnsError};
 use crate::plan::Plan;
-use crate::pump::{Command as PumpCommand, Direction, Published, Pump};
+use crate::pump::{Command as PumpCommand, Direction, Ends, NodeTransit, Published, Pump};
 use crate::status::{status_of, Change, LabStatus, ServiceStatus, MAX_CHANGES};
 use crate::topology::{Ready, Service};
 use crate::tun::Tun;
@@ -89,6 +89,8 @@ pub struct Lab {
     created: Vec<String>,
     pumps: Vec<Pump>,
     wires: Vec<Wire>,
+    /// Each node's transit matcher, in the plan's node order.
+    transits: Vec<Arc<NodeTransit>>,
     services: Vec<Running>,
     up: Instant,
     up_wall: SystemTime,
@@ -111,6 +113,7 @@ impl Lab {
             created: Vec::new(),
             pumps: Vec::new(),
             wires: Vec::new(),
+            transits: Vec::new(),
             services: Vec::new(),
             up: Instant::now(),
             up_wall: SystemTime::now(),
@@ -125,7 +128,8 @@ impl Lab {
     }
 
     // NO-PANIC: `l.a`, `l.b` and `n` are node positions of the plan (`Plan::new` made them),
-    // `lines` has one entry per node, and `k % threads` is below `threads`, `groups`' length.
+    // `lines`, `transits` and `publisher` have one entry per node, and `k % threads` is below
+    // `threads`, `groups`' length.
     #[allow(clippy::indexing_slicing)]
     fn build(&mut self, opts: &LabOptions) -> Result<(), LabError> {
         for n in &self.plan.nodes {
@@ -168,11 +172,36 @@ impl Lab {
         let threads = opts.link_threads.max(1);
         let mut groups: Vec<Vec<Direction>> = (0..threads).map(|_| Vec::new()).collect();
         let mut k = 0;
+        self.transits = self
+            .plan
+            .nodes
+            .iter()
+            .map(|_| Arc::new(NodeTransit::default()))
+            .collect();
+        // The first direction read from each node copies the node's figures out.
+        let mut publisher = vec![false; self.plan.nodes.len()];
+        let mut ends = |from: usize, to: usize, link: usize| Ends {
+            out_of: self.transits[from].clone(),
+            into: self.transits[to].clone(),
+            link,
+            publishes_node: !std::mem::replace(&mut publisher[from], true),
+        };
         for (i, (l, (ta, tb))) in self.plan.links.iter().zip(tuns).enumerate() {
             let seed = opts.seed ^ ((i as u64) << 1);
-            let (ab, pab) =
-                Direction::new(ta.clone(), tb.clone(), &l.spec.a_to_b, l.spec.mtu, seed);
-            let (ba, pba) = Direction::new(tb, ta, &l.spec.b_to_a, l.spec.mtu, seed ^ 1);
+            let (ab, pab) = Direction::new(
+                (ta.clone(), tb.clone()),
+                ends(l.a, l.b, i),
+                &l.spec.a_to_b,
+                l.spec.mtu,
+                seed,
+            );
+            let (ba, pba) = Direction::new(
+                (tb, ta),
+                ends(l.b, l.a, i),
+                &l.spec.b_to_a,
+                l.spec.mtu,
+                seed ^ 1,
+            );
             for (d, is_ab, published) in [(ab, true, pab), (ba, false, pba)] {
                 let g = k % threads;
                 self.wires.push(Wire {
@@ -297,7 +326,8 @@ impl Lab {
                 running: matches!(r.child.try_wait(), Ok(None)),
             })
             .collect();
-        let mut st = status_of(&self.plan, &snaps, services);
+        let transits: Vec<_> = self.transits.iter().map(|t| t.snapshot()).collect();
+        let mut st = status_of(&self.plan, &snaps, &transits, services);
         let now = Instant::now();
         let (at, mono, _) = self.clocks(now);
         st.up_at = Some(rfc3339(self.up_wall));

@@ -70,6 +70,50 @@ pub fn write_changes(w: &mut impl Write, changes: &[Change], indent: &str) -> io
     Ok(())
 }
 
+/// The nodes that forwarded UDP datagrams: how many and how long they spent inside, in all
+/// and per way through (nothing when no node forwarded any).
+fn write_transit(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
+    let forwarders: Vec<_> = s
+        .nodes
+        .iter()
+        .filter_map(|n| Some((&n.name, n.transit.as_ref().filter(|t| t.count > 0)?)))
+        .collect();
+    if forwarders.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "  transit (UDP datagrams a node sent on: delivered into it → read back out)  {:>9}  ms p50/p99/max",
+        "datagrams"
+    )?;
+    let ms = |c: u64, p50: f64, p99: f64, max: f64| format!("{c:>9}  {p50:.3}/{p99:.3}/{max:.3}");
+    for (name, t) in forwarders {
+        writeln!(
+            w,
+            "    {:<71}  {}",
+            name,
+            ms(t.count, t.p50_ms, t.p99_ms, t.max_ms)
+        )?;
+        for p in &t.pairs {
+            writeln!(
+                w,
+                "      {:<69}  {}",
+                format!("{} > {}", p.from, p.to),
+                ms(p.count, p.p50_ms, p.p99_ms, p.max_ms)
+            )?;
+        }
+        if t.evicted > 0 {
+            writeln!(
+                w,
+                "      ({} deliveries forgotten unmatched: over {} held at once)",
+                t.evicted,
+                crate::transit::HELD
+            )?;
+        }
+    }
+    Ok(())
+}
+
 pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
     writeln!(
         w,
@@ -146,6 +190,7 @@ pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
             }
         }
     }
+    write_transit(w, s)?;
     if !s.changes.is_empty() {
         writeln!(
             w,

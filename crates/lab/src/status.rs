@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::Plan;
 use crate::pump::Published;
+use crate::transit::TransitStats;
 
 /// One direction as `npt lab status` shows it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -85,6 +86,141 @@ pub struct NodeStatus {
     pub name: String,
     pub netns: String,
     pub addrs: Vec<String>,
+    /// The UDP datagrams it forwarded and how long each spent inside it (absent from readings
+    /// of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transit: Option<TransitStatus>,
+}
+
+/// A node's transit time ([`crate::transit`]): from the instant the lab delivered a UDP
+/// datagram into the node to the instant it read the same payload back out of it, sent on
+/// elsewhere. All pairs of links together, then each (link in, link out) pair.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TransitStatus {
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Deliveries forgotten unmatched because newer ones filled the table
+    /// ([`crate::transit::HELD`]): a node receiving that many datagrams a second it does not
+    /// forward, or a forwarder that far behind.
+    pub evicted: u64,
+    /// Every pair's transit times (ns) so far, whole.
+    pub histogram: SerializedHistogram,
+    pub pairs: Vec<TransitPair>,
+}
+
+/// One way through a node: in by one link, out by another (or the same).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TransitPair {
+    /// The links' positions in the file.
+    pub in_link: usize,
+    pub out_link: usize,
+    /// The nodes at the other ends of those links: it came from `from` and went on to `to`.
+    pub from: String,
+    pub to: String,
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Its transit times (ns) so far, whole.
+    pub histogram: SerializedHistogram,
+}
+
+/// (count, p50, p99, max in ms) of a histogram in ns.
+fn quantiles_ms(h: &Histogram) -> (u64, f64, f64, f64) {
+    if h.is_empty() {
+        return (0, 0.0, 0.0, 0.0);
+    }
+    let ms = |ns: u64| ns as f64 / 1e6;
+    (
+        h.count(),
+        ms(h.quantile_ns(0.5)),
+        ms(h.quantile_ns(0.99)),
+        ms(h.max_ns()),
+    )
+}
+
+impl TransitStatus {
+    /// `stats` of node `node` of `plan`, its pairs named by the nodes across their links.
+    pub fn new(plan: &Plan, node: usize, stats: &TransitStats) -> TransitStatus {
+        let across = |link: usize| {
+            plan.links
+                .get(link)
+                .map(|l| if l.a == node { l.b } else { l.a })
+                .and_then(|n| plan.nodes.get(n))
+                .map_or_else(|| format!("link {link}"), |n| n.name.clone())
+        };
+        TransitStatus::named(stats, |i, o| (across(i), across(o)))
+    }
+
+    fn named(
+        stats: &TransitStats,
+        names: impl Fn(usize, usize) -> (String, String),
+    ) -> TransitStatus {
+        let total = stats.total();
+        let (count, p50_ms, p99_ms, max_ms) = quantiles_ms(&total);
+        let pairs = stats
+            .pairs
+            .iter()
+            .map(|(i, o, h)| {
+                let (from, to) = names(*i, *o);
+                let (count, p50_ms, p99_ms, max_ms) = quantiles_ms(h);
+                TransitPair {
+                    in_link: *i,
+                    out_link: *o,
+                    from,
+                    to,
+                    count,
+                    p50_ms,
+                    p99_ms,
+                    max_ms,
+                    histogram: h.to_serialized(),
+                }
+            })
+            .collect();
+        TransitStatus {
+            count,
+            p50_ms,
+            p99_ms,
+            max_ms,
+            evicted: stats.evicted,
+            histogram: total.to_serialized(),
+            pairs,
+        }
+    }
+
+    /// The figures put back together from the pairs' histograms.
+    pub fn stats(&self) -> Result<TransitStats, String> {
+        let pairs = self
+            .pairs
+            .iter()
+            .map(|p| {
+                Histogram::from_serialized(&p.histogram)
+                    .map(|h| (p.in_link, p.out_link, h))
+                    .map_err(|e| format!("transit {} > {}: {e}", p.from, p.to))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(TransitStats {
+            pairs,
+            evicted: self.evicted,
+        })
+    }
+
+    /// What was added since `earlier`, a reading of the same node.
+    fn since(&self, earlier: &TransitStatus) -> Result<TransitStatus, String> {
+        let stats = self
+            .stats()?
+            .since(&earlier.stats()?)
+            .map_err(|e| format!("transit: {e}"))?;
+        Ok(TransitStatus::named(&stats, |i, o| {
+            self.pairs
+                .iter()
+                .find(|p| (p.in_link, p.out_link) == (i, o))
+                .map(|p| (p.from.clone(), p.to.clone()))
+                .unwrap_or_default()
+        }))
+    }
 }
 
 /// One direction's change by `npt lab set`, and when it took effect: the instant the wire
@@ -167,6 +303,19 @@ impl LabStatus {
                 d.write_errors = d.write_errors.saturating_sub(before.write_errors);
             }
         }
+        for n in &mut out.nodes {
+            let (Some(now), Some(before)) = (
+                &n.transit,
+                earlier
+                    .nodes
+                    .iter()
+                    .find(|e| e.name == n.name)
+                    .and_then(|e| e.transit.as_ref()),
+            ) else {
+                continue;
+            };
+            n.transit = Some(now.since(before).map_err(|e| format!("{}: {e}", n.name))?);
+        }
         let t0 = earlier.read_monotonic_s.unwrap_or(f64::NEG_INFINITY);
         out.changes.retain(|c| c.at_monotonic_s > t0);
         out.since = earlier.read_at.clone();
@@ -185,12 +334,14 @@ impl LabStatus {
 }
 
 /// The status of `plan`'s lab from the directions' published snapshots (link index, a→b?,
-/// snapshot); the times and changes are the caller's to fill.
+/// snapshot) and the nodes' transit figures (in the plan's node order); the times and changes
+/// are the caller's to fill.
 // NO-PANIC: `l.a` and `l.b` are node positions of the plan (`Plan::new` made them).
 #[allow(clippy::indexing_slicing)]
 pub fn status_of(
     plan: &Plan,
     snaps: &[(usize, bool, Published)],
+    transits: &[TransitStats],
     services: Vec<ServiceStatus>,
 ) -> LabStatus {
     let nodes = plan
@@ -213,6 +364,11 @@ pub fn status_of(
                     }
                 })
                 .collect(),
+            transit: Some(TransitStatus::new(
+                plan,
+                n,
+                transits.get(n).unwrap_or(&TransitStats::default()),
+            )),
         })
         .collect();
     let links = plan
@@ -302,7 +458,7 @@ mod tests {
             stats: link.stats().clone(),
             ..Published::default()
         };
-        let mut s = status_of(&plan(), &[(0, true, p)], Vec::new());
+        let mut s = status_of(&plan(), &[(0, true, p)], &[], Vec::new());
         s.read_monotonic_s = Some(f64::from(n));
         // Through JSON, as `npt lab status --json` hands it over.
         serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap()
@@ -326,5 +482,53 @@ mod tests {
         );
         assert_eq!(run.late_directions(), ["a > b"]);
         assert!(first.since(&second).is_err(), "not an earlier reading");
+    }
+
+    /// A node's transit figures: named by the nodes across its links, through JSON and back,
+    /// subtracted by `since` like a direction's, and shown by `npt lab status`.
+    #[test]
+    fn transit_readings_subtract_per_pair_and_show() {
+        let plan = plan();
+        let reading = |values_us: &[u64], evicted: u64| {
+            let mut h = Histogram::default();
+            for v in values_us {
+                h.record(v * 1000);
+            }
+            let t = TransitStats {
+                pairs: vec![(0, 0, h)],
+                evicted,
+            };
+            let s = status_of(&plan, &[], &[TransitStats::default(), t], Vec::new());
+            serde_json::from_value::<LabStatus>(serde_json::to_value(&s).unwrap()).unwrap()
+        };
+        let first = reading(&[100, 200], 1);
+        let second = reading(&[100, 200, 900, 900, 900], 4);
+        let t = second.nodes[1].transit.as_ref().unwrap();
+        assert_eq!((t.count, t.pairs[0].count), (5, 5));
+        assert_eq!(
+            (t.pairs[0].from.as_str(), t.pairs[0].to.as_str()),
+            ("a", "a")
+        );
+        let run = second.since(&first).unwrap();
+        let t = run.nodes[1].transit.as_ref().unwrap();
+        assert_eq!((t.count, t.evicted), (3, 3));
+        assert!((t.p50_ms - 0.9).abs() < 0.001, "{t:?}");
+        assert!((t.pairs[0].p50_ms - 0.9).abs() < 0.001, "{t:?}");
+        assert_eq!(run.nodes[0].transit.as_ref().unwrap().count, 0);
+        let mut text = Vec::new();
+        crate::show::write_status(&mut text, &run).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("b   "))
+            .unwrap();
+        assert!(line.ends_with("3  0.900/0.900/0.900"), "{text}");
+        assert!(text.contains("      a > a "), "{text}");
+        assert!(text.contains("(3 deliveries forgotten unmatched"), "{text}");
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with("a   ")),
+            "a forwarded nothing: {text}"
+        );
+        assert!(second.since(&reading(&[300], 0)).is_err(), "not earlier");
     }
 }
