@@ -155,7 +155,7 @@ fn the_monitor_reads_back_the_labs_delays_loss_and_a_step() {
     let up = Lab::up(dir.path(), "tmtruth", TOPOLOGY);
     let ns = npt_lab::plan::netns_name("tmtruth", "client");
     let (hook, alerts) = webhook(Some(&ns));
-    let ping = r#"args = ["-c", "5", "-i", "100ms", "-W", "400ms"]"#;
+    let ping = r#"args = ["-c", "10", "-i", "50ms", "-W", "400ms"]"#;
     let cfg = write_file(
         dir.path(),
         "m.toml",
