@@ -296,10 +296,26 @@ fn prometheus_collects_two_monitors_and_promql_gives_each_targets_p50() {
     let (_prom, prom) = common::prometheus::start(&prometheus, dir.path(), &addrs);
     let expr = "histogram_quantile(0.5, sum by (le, vantage, target) (npt_monitor_latency_seconds_bucket))";
     let start = Instant::now();
-    let got = loop {
+    // The samples Prometheus holds per vantage, read before and after the quantile so that
+    // the quantile is known to be of exactly that many (no scrape landed in between).
+    let counts = || {
+        let mut c: Vec<(String, f64)> =
+            common::prometheus::query(prom, "sum by (vantage) (npt_monitor_latency_seconds_count)")
+                .into_iter()
+                .map(|(l, v)| (l["vantage"].as_str().unwrap_or("").to_string(), v))
+                .collect();
+        c.sort_by(|a, b| a.0.cmp(&b.0));
+        c
+    };
+    let (got, seen) = loop {
+        let before = counts();
         let r = common::prometheus::query(prom, expr);
-        if r.len() == 2 && r.iter().all(|(_, v)| v.is_finite() && *v > 0.0) {
-            break r;
+        if r.len() == 2
+            && r.iter().all(|(_, v)| v.is_finite() && *v > 0.0)
+            && before.len() == 2
+            && counts() == before
+        {
+            break (r, before);
         }
         assert!(
             start.elapsed() < Duration::from_secs(60),
@@ -363,9 +379,29 @@ fn prometheus_collects_two_monitors_and_promql_gives_each_targets_p50() {
         assert_eq!(labels["target"], "relay");
         let store = dir.path().join(v).join("m.db");
         let st = npt_monitor::store::sqlite::Sqlite::open_read(&store).unwrap();
-        let doc = npt_monitor::range::report(&st, "relay", 0, i64::MAX).unwrap();
+        // The same samples from the store: its first rounds, in order, whose headline counts
+        // add up to what Prometheus held when it answered (a quantile of later rounds too may
+        // fall in the next bucket when the p50 sits near an edge).
+        let want = seen.iter().find(|(n, _)| n == v).map(|(_, c)| *c as u64);
+        let mut rows = common::monitor::rounds(&store, "relay");
+        rows.sort_by_key(|r| r.start_ms);
+        let (mut sum, mut end) = (0u64, None);
+        for (i, r) in rows.iter().enumerate() {
+            if Some(sum) == want {
+                end = Some(r.start_ms);
+                break;
+            }
+            sum += r.figures.count;
+            if i + 1 == rows.len() && Some(sum) == want {
+                end = Some(i64::MAX);
+            }
+        }
+        let end = end.unwrap_or_else(|| {
+            panic!("{v}: no first rounds of the store add up to Prometheus's {want:?} samples")
+        });
+        let doc = npt_monitor::range::report(&st, "relay", 0, end).unwrap();
         let stored = doc.body.headline().summary().p50 / 1e3;
-        eprintln!("{v}: PromQL p50 {promql} s, stored p50 {stored} s");
+        eprintln!("{v}: PromQL p50 {promql} s, stored p50 {stored} s (the same {want:?} samples)");
         assert_eq!(bucket(promql), bucket(stored), "{v}: {promql} vs {stored}");
     }
 }
