@@ -382,7 +382,10 @@ fn prometheus_collects_two_monitors_and_promql_gives_each_targets_p50() {
         // The same samples from the store: its first rounds, in order, whose headline counts
         // add up to what Prometheus held when it answered (a quantile of later rounds too may
         // fall in the next bucket when the p50 sits near an edge).
-        let want = seen.iter().find(|(n, _)| n == v).map(|(_, c)| *c as u64);
+        let want = seen
+            .iter()
+            .find(|(n, _)| n == v)
+            .and_then(|(_, c)| format!("{c}").parse::<u64>().ok());
         let mut rows = common::monitor::rounds(&store, "relay");
         rows.sort_by_key(|r| r.start_ms);
         let (mut sum, mut end) = (0u64, None);
