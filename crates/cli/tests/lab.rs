@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::lab::{self, pair, Lab, SchedWait};
-use common::{f, npt, run};
+use common::{f, npt, run, Guard};
 
 /// Labs measure time: one at a time, so two tests' traffic does not compete for the CPU.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -422,13 +422,17 @@ fn run_tears_down_on_sigint() {
         + "[workload]\nkind = \"probe\"\nargs = [\"--count\", \"100000\", \"--mode\", \"rate\", \"--pps\", \"100\"]\n\
            [[scenario]]\nname = \"long\"\nnode = \"client\"\ntarget = \"udp://10.0.1.2:7777\"\n";
     let file = write(dir.path(), "tint.toml", &text);
-    let mut child = npt()
-        .args(["lab", "run", file.to_str().unwrap(), "--out-dir"])
-        .arg(dir.path().join("out"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // In a Guard: a failed test must not leave `lab run` (and its lab) running.
+    let mut guard = Guard(
+        npt()
+            .args(["lab", "run", file.to_str().unwrap(), "--out-dir"])
+            .arg(dir.path().join("out"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut guard.0;
     // Wait until the scenario runs (the compare runner's line), then interrupt.
     let mut err = child.stderr.take().unwrap();
     let mut seen = String::new();

@@ -168,11 +168,14 @@ pub fn run_set(
         }
         None => temp_out_dir()?,
     };
-    eprintln!("npt compare: results and logs in {}", out_dir.display());
+    // Ctrl-C is caught before the line that says the run is under way: one that comes right
+    // after it must stop the run, not be swallowed by a handler that sets nothing (`npt lab
+    // run` has its own, which only counts).
     let cancel = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, cancel.clone())?;
     }
+    eprintln!("npt compare: results and logs in {}", out_dir.display());
     let opts = RunOpts {
         runs: outs.runs.unwrap_or(1),
         out_dir: out_dir.clone(),
