@@ -9,6 +9,7 @@
 
 pub mod change;
 pub mod control;
+pub mod duty;
 pub mod netns;
 pub mod plan;
 pub mod pump;

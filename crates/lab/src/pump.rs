@@ -5,8 +5,10 @@
 //!
 //! Waiting (docs/lab.md, "How the links work"): plain sleeps wake 50–130 µs late on the machines npt runs on, so the
 //! thread sleeps in `ppoll` (1 ns timer slack) until [`SPIN`] before the earliest due time —
-//! waking early if a packet arrives — then spins, still watching for arrivals, until it. With
-//! nothing held it blocks on the TUN descriptors alone, checking the stop flag every [`IDLE`].
+//! waking early if a packet arrives — then spins, still watching for arrivals, until it, while
+//! its spin budget lasts ([`crate::duty`]: a real-time thread that never sleeps is throttled by
+//! the kernel for tens of milliseconds). With nothing held it blocks on the TUN descriptors
+//! alone, checking the stop flag every [`IDLE`].
 //!
 //! Changes while it runs (`npt lab set`) and fresh readings (`npt lab status`) reach the thread
 //! as [`Command`]s on a channel, with an `eventfd` in its poll set to wake it: it applies a
@@ -35,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use npt_link::{Impairments, Link, LinkStats};
 
+use crate::duty::Duty;
 use crate::transit::{Transit, TransitStats};
 use crate::tun::Tun;
 
@@ -338,6 +341,7 @@ fn run(mut dirs: Vec<Direction>, stop: &AtomicBool, commands: &Receiver<Command>
     let mut poll = npt_netio::PollSet::new(&fds);
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut last_publish = Instant::now();
+    let mut duty = Duty::new(last_publish);
     while !stop.load(Ordering::Relaxed) {
         if waker.take() {
             while let Ok(c) = commands.try_recv() {
@@ -362,14 +366,20 @@ fn run(mut dirs: Vec<Direction>, stop: &AtomicBool, commands: &Receiver<Command>
             Some(due) if due <= now => continue,
             Some(due) => {
                 let left = due - now;
-                if left <= SPIN {
+                if left > SPIN {
+                    (left - SPIN).min(IDLE)
+                } else if duty.may_spin(now) {
                     spin_until(due, &mut poll);
                     continue;
+                } else {
+                    // The spin budget of this window is spent: sleep to the due time.
+                    left
                 }
-                (left - SPIN).min(IDLE)
             }
         };
+        duty.sleep(now);
         let _ = poll.readable(timeout);
+        duty.wake(Instant::now());
     }
     for d in &dirs {
         d.publish(true);
@@ -415,9 +425,10 @@ fn spin_until(due: Instant, poll: &mut npt_netio::PollSet) {
 /// The lowest real-time priority (SCHED_FIFO 1) for this thread when allowed (root), else
 /// nice −15. A wire that waits its turn behind a compiler, a fuzzer or the test's own client
 /// and server releases packets late: with nice −15 alone, the forwarding-scenario lab on a loaded
-/// two-core box showed delay-error p99 of 25–60 ms. FIFO 1 runs it as soon as it wakes; the kernel's
-/// real-time throttling still leaves 5 % of its core to others, and at most one core per wire
-/// thread is taken, so the programs whose packets it carries run on the others.
+/// two-core box showed delay-error p99 of 25–60 ms. FIFO 1 runs it as soon as it wakes; its spin
+/// budget ([`crate::duty`]) keeps it under the kernel's real-time throttling and leaves at least
+/// a fifth of its core to others, and at most one core per wire thread is taken, so the
+/// programs whose packets it carries run on the others.
 fn raise_priority() {
     // SAFETY: sched_setscheduler / setpriority on the calling thread only, with a valid
     // sched_param.
