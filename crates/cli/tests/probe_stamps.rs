@@ -60,12 +60,14 @@ fn stalled_probe(addr: std::net::SocketAddr, stamp: Option<&str>) -> serde_json:
     let stdout = guard.0.stdout.take().unwrap();
     // Bounded: a stage line every 200 ms; the first one means packets are in flight.
     let mut lines = BufReader::new(stdout).lines();
-    let started = lines
-        .by_ref()
-        .take(50)
-        .map_while(Result::ok)
-        .any(|l| l.contains("[stage"));
-    assert!(started, "the probe never printed a stage line");
+    let mut next_stage = || {
+        lines
+            .by_ref()
+            .take(50)
+            .map_while(Result::ok)
+            .any(|l| l.contains("[stage"))
+    };
+    assert!(next_stage(), "the probe never printed a stage line");
     let pid = guard.0.id().to_string();
     let signal = |s: &str| {
         let ok = std::process::Command::new("kill")
@@ -82,12 +84,10 @@ fn stalled_probe(addr: std::net::SocketAddr, stamp: Option<&str>) -> serde_json:
         signal("-STOP");
         std::thread::sleep(STALL);
         signal("-CONT");
-        let next = lines
-            .by_ref()
-            .take(50)
-            .map_while(Result::ok)
-            .any(|l| l.contains("[stage"));
-        assert!(next, "the probe printed no stage line after a stall");
+        assert!(
+            next_stage(),
+            "the probe printed no stage line after a stall"
+        );
     }
     // Drain stdout so the probe never blocks on a full pipe, then wait (bounded).
     std::thread::spawn(move || lines.for_each(drop));
