@@ -182,24 +182,38 @@ fn check_owd(what: &str, d: &serde_json::Value) {
 
 /// Jitter up only, probed at 200 pps (5 ms apart, so the jitter's curve moves between
 /// packets): up's IPDV is many times down's (which is only the box's and the relay's
-/// wake-ups), up's delays go below the configured 10 ms, down's never do.
+/// wake-ups), up's delays go below the configured 10 ms, down's do not. "Do not" is held at
+/// the 1st percentile, not the minimum: the far end stamps its reply just before sending it,
+/// and a far end preempted between the two sends it later than its stamp says, so that one
+/// packet's down delay reads short by the preemption (9.847 ms, once in 1,000 packets, beside
+/// a busy loop); the link itself never releases a packet early.
 fn check_jitter_up(what: &str, d: &serde_json::Value) {
     let p = |x: &str| f(d, &format!("/summary/directions/{x}"));
     let (ipdv_up, ipdv_down) = (p("up/ipdv_ms/p50"), p("down/ipdv_ms/p50"));
     let (min_up, min_down) = (p("up/owd_ms/min"), p("down/owd_ms/min"));
+    let (p1_up, p1_down) = (owd_ms_at(d, "owd_up", 0.01), owd_ms_at(d, "owd_down", 0.01));
     eprintln!(
         "{what}: ipdv p50 up {ipdv_up:.3} down {ipdv_down:.3} ms; owd min up {min_up:.3} down \
-         {min_down:.3} ms"
+         {min_down:.3} ms, p1 up {p1_up:.3} down {p1_down:.3} ms"
     );
     assert!(ipdv_up >= 0.1 && ipdv_up >= 4.0 * ipdv_down, "{what}");
     assert!(
-        min_up <= 9.0,
-        "{what}: up went below 10 ms with its jitter: {min_up}"
+        p1_up <= 9.0,
+        "{what}: up went below 10 ms with its jitter: p1 {p1_up}"
     );
     assert!(
-        min_down >= 9.95,
-        "{what}: down never went below 10 ms: {min_down}"
+        p1_down >= 9.95,
+        "{what}: down went below 10 ms: p1 {p1_down}"
     );
+}
+
+/// The one-way delay (ms) at quantile `q` of the probe's histogram `name` (`owd_up`,
+/// `owd_down`).
+fn owd_ms_at(d: &serde_json::Value, name: &str, q: f64) -> f64 {
+    let s: npt_stats::SerializedHistogram =
+        serde_json::from_value(d["histograms"][name].clone()).expect("a serialized histogram");
+    let h = npt_stats::Histogram::from_serialized(&s).expect("a readable histogram");
+    std::time::Duration::from_nanos(h.quantile_ns(q)).as_secs_f64() * 1e3
 }
 
 #[test]
