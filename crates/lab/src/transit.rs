@@ -279,21 +279,7 @@ mod tests {
 
     /// An IPv4 UDP packet `src` → `dst` carrying `payload`.
     fn v4(src: &str, dst: &str, payload: &[u8]) -> Vec<u8> {
-        let (s, d): (SocketAddr, SocketAddr) = (src.parse().unwrap(), dst.parse().unwrap());
-        let (SocketAddr::V4(s), SocketAddr::V4(d)) = (s, d) else {
-            panic!("v4")
-        };
-        let total = u16::try_from(28 + payload.len()).unwrap();
-        let mut p = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, UDP, 0, 0];
-        p[2..4].copy_from_slice(&total.to_be_bytes());
-        p.extend_from_slice(&s.ip().octets());
-        p.extend_from_slice(&d.ip().octets());
-        p.extend_from_slice(&s.port().to_be_bytes());
-        p.extend_from_slice(&d.port().to_be_bytes());
-        p.extend_from_slice(&(total - 20).to_be_bytes());
-        p.extend_from_slice(&[0, 0]);
-        p.extend_from_slice(payload);
-        p
+        npt_testkit::raw::udp4(src.parse().unwrap(), dst.parse().unwrap(), payload)
     }
 
     fn v6(src: &str, dst: &str, payload: &[u8]) -> Vec<u8> {

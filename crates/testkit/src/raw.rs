@@ -26,18 +26,7 @@ impl Forger {
 
     /// Sends one UDP datagram from `src` to `dst` (no UDP checksum: allowed over IPv4).
     pub fn send(&self, src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) {
-        let mut pkt = Vec::with_capacity(28 + payload.len());
-        let total = u16::try_from(28 + payload.len()).expect("fits a datagram");
-        pkt.extend_from_slice(&[0x45, 0]);
-        pkt.extend_from_slice(&total.to_be_bytes());
-        pkt.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
-        pkt.extend_from_slice(&src.ip().octets());
-        pkt.extend_from_slice(&dst.ip().octets());
-        pkt.extend_from_slice(&src.port().to_be_bytes());
-        pkt.extend_from_slice(&dst.port().to_be_bytes());
-        pkt.extend_from_slice(&(total - 20).to_be_bytes());
-        pkt.extend_from_slice(&[0, 0]);
-        pkt.extend_from_slice(payload);
+        let pkt = udp4(src, dst, payload);
         let sin = sockaddr(dst);
         // SAFETY: the buffers outlive the call; the descriptor is ours.
         let n = unsafe {
@@ -70,6 +59,24 @@ impl Drop for Forger {
         // SAFETY: our descriptor, closed once.
         unsafe { libc::close(self.0) };
     }
+}
+
+/// An IPv4 UDP packet `src` → `dst` carrying `payload`, as it is on the wire: no IP options,
+/// DF set, TTL 64, checksums 0 (the kernel fills the IP one on a raw send; 0 means none for UDP).
+pub fn udp4(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    let mut pkt = Vec::with_capacity(28 + payload.len());
+    let total = u16::try_from(28 + payload.len()).expect("fits a datagram");
+    pkt.extend_from_slice(&[0x45, 0]);
+    pkt.extend_from_slice(&total.to_be_bytes());
+    pkt.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
+    pkt.extend_from_slice(&src.ip().octets());
+    pkt.extend_from_slice(&dst.ip().octets());
+    pkt.extend_from_slice(&src.port().to_be_bytes());
+    pkt.extend_from_slice(&dst.port().to_be_bytes());
+    pkt.extend_from_slice(&(total - 20).to_be_bytes());
+    pkt.extend_from_slice(&[0, 0]);
+    pkt.extend_from_slice(payload);
+    pkt
 }
 
 /// Sends one forged UDP datagram (a [`Forger`] for one packet).
