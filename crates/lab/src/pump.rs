@@ -426,9 +426,9 @@ fn spin_until(due: Instant, poll: &mut npt_netio::PollSet) {
 /// nice −15. A wire that waits its turn behind a compiler, a fuzzer or the test's own client
 /// and server releases packets late: with nice −15 alone, the forwarding-scenario lab on a loaded
 /// two-core box showed delay-error p99 of 25–60 ms. FIFO 1 runs it as soon as it wakes; its spin
-/// budget ([`crate::duty`]) keeps it under the kernel's real-time throttling and leaves at least
-/// a fifth of its core to others, and at most one core per wire thread is taken, so the
-/// programs whose packets it carries run on the others.
+/// budget ([`crate::duty`]) keeps waiting from holding its core past the kernel's real-time
+/// throttling (a link with more packets due than the thread can move still can), and at most
+/// one core per wire thread is taken, so the programs whose packets it carries run on the others.
 fn raise_priority() {
     // SAFETY: sched_setscheduler / setpriority on the calling thread only, with a valid
     // sched_param.
