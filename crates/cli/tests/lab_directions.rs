@@ -182,11 +182,11 @@ fn check_owd(what: &str, d: &serde_json::Value) {
 
 /// Jitter up only, probed at 200 pps (5 ms apart, so the jitter's curve moves between
 /// packets): up's IPDV is many times down's (which is only the box's and the relay's
-/// wake-ups), up's delays go below the configured 10 ms, down's do not. "Do not" is held at
-/// the 1st percentile, not the minimum: the far end stamps its reply just before sending it,
-/// and a far end preempted between the two sends it later than its stamp says, so that one
-/// packet's down delay reads short by the preemption (9.847 ms, once in 1,000 packets, beside
-/// a busy loop); the link itself never releases a packet early.
+/// wake-ups), up's delays go below the configured 10 ms, down's never do — not even the
+/// minimum: the link never releases a packet early, a late far end or a late receive only
+/// lengthens it, and the probe reads the wall clock against its own inside a bracket (a read
+/// preempted between the two clocks once shifted 100 ms of down delays 190 µs short, p1
+/// 9.871 ms, on a busy 2-core host).
 fn check_jitter_up(what: &str, d: &serde_json::Value) {
     let p = |x: &str| f(d, &format!("/summary/directions/{x}"));
     let (ipdv_up, ipdv_down) = (p("up/ipdv_ms/p50"), p("down/ipdv_ms/p50"));
@@ -202,8 +202,8 @@ fn check_jitter_up(what: &str, d: &serde_json::Value) {
         "{what}: up went below 10 ms with its jitter: p1 {p1_up}"
     );
     assert!(
-        p1_down >= 9.95,
-        "{what}: down went below 10 ms: p1 {p1_down}"
+        min_down >= 9.95,
+        "{what}: down went below 10 ms: min {min_down}, p1 {p1_down}"
     );
 }
 

@@ -189,12 +189,9 @@ struct Wall {
 }
 
 impl Wall {
-    /// Reads both clocks back to back (`start` is `clock.now()` at the run's start).
+    /// Reads the wall clock inside a bracket of the run's ([`Clock::wall_offset`]).
     fn read(clock: &Clock) -> Wall {
-        let unix = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        let offset = unix.saturating_sub(clock.now());
+        let offset = u64::try_from(clock.wall_offset()).unwrap_or(0);
         let error = match npt_netio::rxtime::clock_sync() {
             Some(c) => {
                 npt_wire::stamp::ErrorEstimate::of_clock(c.synced, c.est_error_ns, c.max_error_ns)
