@@ -108,8 +108,7 @@ impl Flow<'_> {
             // The reply's arrival by the kernel's stamp: a tester that reads late (a loaded
             // box) does not add its own delay to the round trip, which estimates the path's
             // queue (see `lateness`).
-            let arrived =
-                npt_netio::rxtime::arrival_ns(self.now(), npt_netio::rxtime::wall_ns(), stamp);
+            let arrived = npt_netio::rxtime::arrival_on(|| self.now(), stamp);
             let Some(b) = inb.get(r) else { continue };
             let Ok(h) = Header::decode(b) else { continue };
             if h.kind != Kind::BulkReply || h.flow != self.flow || b.len() < bulk::REPLY_LEN {

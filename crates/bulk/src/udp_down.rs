@@ -106,8 +106,7 @@ impl Down<'_> {
             // When it reached this host (the kernel's stamp), not when this loop read it: a
             // tester that reads late on a loaded box would shift its arrival window and add
             // its own delay to the jitter.
-            let now =
-                npt_netio::rxtime::arrival_ns(self.now(), npt_netio::rxtime::wall_ns(), stamp);
+            let now = npt_netio::rxtime::arrival_on(|| self.now(), stamp);
             let Some(b) = self.buf.get(r) else { continue };
             let n = b.len();
             let Ok(h) = Header::decode(b) else { continue };

@@ -11,6 +11,7 @@
 //! ([`offload`]: GSO, GRO). Everything unsafe in npt's socket code is in this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
+pub mod clockpair;
 pub mod lowat;
 pub mod offload;
 pub mod rxtime;

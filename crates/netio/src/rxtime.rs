@@ -16,7 +16,7 @@
 //! the bulk tester's round trips — would otherwise count its own scheduling delay as the
 //! path's: on a loaded box it wakes late and reads a batch of datagrams that arrived
 //! milliseconds apart as if they arrived together. One datagram at a time: [`recv_stamped`];
-//! on the caller's monotonic clock: [`arrival_ns`].
+//! on the caller's monotonic clock: [`arrival_on`].
 
 use std::io;
 use std::mem;
@@ -174,10 +174,24 @@ pub fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>
 /// `wall_ns` now — [`wall_ns`]). Without a stamp, or with one a wall-clock step made
 /// implausible (in the future, or over 10 s old), the datagram is taken to have arrived
 /// `now_ns`.
+/// `now_ns` and `wall_ns` must be read at one instant ([`crate::clockpair`]; [`arrival_on`]).
 pub fn arrival_ns(now_ns: u64, wall_ns: u64, stamp_ns: Option<u64>) -> u64 {
     match stamp_ns.and_then(|s| wall_ns.checked_sub(s)) {
         Some(age) if age <= 10_000_000_000 => now_ns.saturating_sub(age),
         _ => now_ns,
+    }
+}
+
+/// [`arrival_ns`] with the monotonic clock `mono` read now: with a stamp, `mono` and the wall
+/// clock are read at one instant ([`crate::clockpair::now`]) to age it by; without one, the
+/// datagram arrived `mono()`.
+pub fn arrival_on(mut mono: impl FnMut() -> u64, stamp_ns: Option<u64>) -> u64 {
+    match stamp_ns {
+        Some(_) => {
+            let (now, wall) = crate::clockpair::now(mono);
+            arrival_ns(now, wall, stamp_ns)
+        }
+        None => mono(),
     }
 }
 

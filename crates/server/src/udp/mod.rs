@@ -114,8 +114,11 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 continue;
             }
         };
-        let now = u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let batch_wall = rxtime::wall_ns();
+        // One instant on both clocks, to age the kernel's stamps by (`clockpair`: read back to
+        // back, a preemption between the reads would date the batch's arrivals early).
+        let (now, batch_wall) = npt_netio::clockpair::now(|| {
+            u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        });
         let mut t = Tally::default();
         send_idx.clear();
         reflector.clear();

@@ -56,44 +56,14 @@ impl Clock {
 
     /// The wall clock (ns since the Unix epoch) minus this clock, read now: what a session
     /// adds to its own times to compare them with a far end's wall-clock stamps
-    /// ([`Session::set_wall_offset`]). Read inside a bracket of this clock ([`narrowest`]).
+    /// ([`Session::set_wall_offset`]). Read inside a bracket of this clock
+    /// ([`npt_netio::clockpair`]): read back to back, a preemption between the two reads
+    /// would sit in every one-way delay until the next refresh.
     pub fn wall_offset(&self) -> i64 {
-        narrowest(|| {
-            let before = self.now();
-            let wall = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-            (before, wall, self.now())
-        })
+        let (mono, wall) = npt_netio::clockpair::now(|| self.now());
+        let wall = i64::try_from(wall).unwrap_or(i64::MAX);
+        wall.saturating_sub(i64::try_from(mono).unwrap_or(i64::MAX))
     }
-}
-
-/// At most this many bracketed reads per offset, and the bracket (ns) that is good enough to
-/// stop at: two clock reads take ~50 ns here, a preemption tens of µs or more.
-const WALL_READS: usize = 5;
-const WALL_TIGHT_NS: u64 = 2_000;
-
-/// Wall clock minus run clock from reads `(run clock before, wall clock, run clock after)`:
-/// the wall clock was read somewhere inside the bracket, so its middle is off by at most half
-/// the bracket's width. A thread preempted between two back-to-back reads would carry the
-/// preemption into every one-way delay until the next refresh (down short, up long by it —
-/// 190 µs for 100 ms of packets once on a busy 2-core host); the narrowest of up to
-/// [`WALL_READS`] brackets, stopping at the first under [`WALL_TIGHT_NS`], is not preempted.
-fn narrowest(mut read: impl FnMut() -> (u64, i64, u64)) -> i64 {
-    let mut best: Option<(u64, i64)> = None;
-    for _ in 0..WALL_READS {
-        let (before, wall, after) = read();
-        let width = after.saturating_sub(before);
-        let mid = i64::try_from(before + width / 2).unwrap_or(i64::MAX);
-        let offset = wall.saturating_sub(mid);
-        if best.is_none_or(|(w, _)| width < w) {
-            best = Some((width, offset));
-        }
-        if width < WALL_TIGHT_NS {
-            break;
-        }
-    }
-    best.map_or(0, |(_, o)| o)
 }
 
 /// How often a driver refreshes its sessions' wall-clock offset (a stepped or slewed wall
@@ -216,39 +186,7 @@ fn wait_until(
 
 #[cfg(test)]
 mod tests {
-    use super::{narrowest, rx_time, WALL_READS};
-
-    #[test]
-    fn the_wall_offset_comes_from_the_narrowest_bracket() {
-        // The wall clock is the run clock + 1,000,000,000. First read: preempted 190 µs
-        // between the wall read and the second run-clock read; the second is 60 ns wide.
-        let reads = [
-            (1_000, 1_000_001_050, 191_050),
-            (200_000, 1_000_200_030, 200_060),
-        ];
-        let mut it = reads.iter().copied();
-        let mut n = 0;
-        let offset = narrowest(|| {
-            n += 1;
-            it.next().unwrap()
-        });
-        assert_eq!(offset, 1_000_000_000);
-        assert_eq!(n, 2, "stops at the first tight bracket");
-
-        // Never tight (brackets 90 … 50 µs, each read off by its width): the narrowest of
-        // them all, and no more than WALL_READS reads.
-        let mut n = 0;
-        let offset = narrowest(|| {
-            n += 1;
-            let width = 100_000 - 10_000 * n;
-            (
-                0,
-                1_000_000_000 + i64::try_from(width / 2 + width).unwrap(),
-                width,
-            )
-        });
-        assert_eq!((offset, n), (1_000_050_000, WALL_READS as u64));
-    }
+    use super::rx_time;
 
     #[test]
     fn kernel_stamps_move_the_receive_time_back_by_their_age() {

@@ -161,11 +161,15 @@ pub fn run_udp(
             loop {
                 match inb.recv(fd, BATCH, libc::MSG_DONTWAIT) {
                     Ok(n) => {
-                        let now = clock.now();
                         // By default every reply gets `now`, read right after the receive
                         // returned; with `--rx-stamp kernel`, the kernel's stamp of its
-                        // arrival, aged on the wall clock.
-                        let real = opts.kernel_stamps.then(npt_netio::rxtime::wall_ns);
+                        // arrival, aged on the wall clock read at the same instant.
+                        let (now, real) = if opts.kernel_stamps {
+                            let (now, wall) = npt_netio::clockpair::now(|| clock.now());
+                            (now, Some(wall))
+                        } else {
+                            (clock.now(), None)
+                        };
                         for j in 0..n {
                             let rx = match real {
                                 Some(real) => rx_time(now, real, inb.rx_time_ns(j)),
