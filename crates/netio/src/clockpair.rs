@@ -11,8 +11,8 @@
 
 /// At most this many bracketed reads, and the bracket width (ns) that ends the search: two
 /// reads of the monotonic clock take ~50 ns here, a preemption tens of µs or more.
-pub const READS: usize = 5;
-pub const TIGHT_NS: u64 = 2_000;
+const READS: usize = 5;
+const TIGHT_NS: u64 = 2_000;
 
 /// `(mono, wall)` at one instant: `mono()` (ns since the caller's start) and the wall clock
 /// (ns since the Unix epoch), the wall read inside the narrowest bracket of `mono` reads.
@@ -27,7 +27,7 @@ pub fn now(mut mono: impl FnMut() -> u64) -> (u64, u64) {
 /// The pair from reads `(mono before, wall, mono after)`: the wall clock was read somewhere in
 /// the bracket, so pairing it with the bracket's middle is off by at most half its width. The
 /// narrowest of up to [`READS`] reads, stopping at the first under [`TIGHT_NS`].
-pub fn narrowest(mut read: impl FnMut() -> (u64, u64, u64)) -> (u64, u64) {
+fn narrowest(mut read: impl FnMut() -> (u64, u64, u64)) -> (u64, u64) {
     let mut best: Option<(u64, u64, u64)> = None;
     for _ in 0..READS {
         let (before, wall, after) = read();

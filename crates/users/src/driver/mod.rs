@@ -397,7 +397,7 @@ async fn user_life(ctx: &Arc<Ctx>, mut user: User, id: u64) {
                     }
                     // Boxed: a game's state is the largest of the activities (3.9 KB against a
                     // web visit's 2.6, release build), and every user's task is as large as
-                    // its largest activity whichever it runs — 1.5 KB more per idle user. One
+                    // its largest activity whichever it runs — 1.3 KB more per idle user. One
                     // allocation per game session is nothing beside its packets.
                     (Activity::Game, Some(t)) => {
                         Box::pin(game(ctx, &mut user.chooser, id, t)).await
