@@ -45,7 +45,7 @@ fn socklen(n: usize) -> libc::socklen_t {
 }
 
 /// Asks the kernel to coalesce arriving datagrams of one flow (`UDP_GRO`). A buffer then holds
-/// one or more datagrams of [`RxMeta::segment`] bytes each (the last may be shorter), so every
+/// one or more datagrams of [`crate::MsgBatch::gro_segment`] bytes each (the last may be shorter), so every
 /// receive buffer must take 64 KiB. False if the kernel refuses (before Linux 5.0).
 pub fn enable_gro(fd: RawFd) -> bool {
     set_int(fd, libc::SOL_UDP, UDP_GRO, 1)
