@@ -17,13 +17,23 @@ use common::*;
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// Runs a relay probe, stops the whole process (SIGSTOP) for `STALL` once it has printed a
-/// stage line, lets it go on (three times), and returns its result. Relay pacing keeps 64 packets in flight,
-/// so replies arrive while the tester is stopped and wait in its socket. A stage line is final
+/// stage line, lets it go on (three times), and returns its result. Each stall holds a window
+/// in flight: the server (`server`, its pid) is stopped first for `HOLD`, so the probe's 64
+/// relay packets wait unanswered; then the probe is stopped and the server let go, and the
+/// window's replies arrive while the tester is stopped and wait in its socket. (Stopping the
+/// probe alone at a random moment often found nothing in flight: it had read a window's replies
+/// and not yet sent the next — three times in a row once, in a debug build beside other
+/// tests.) A stage line is final
 /// (printed) one loss timeout after its end, so the first one shows up after about 3 s; the
 /// loss timeout outlasts the stall, so nothing in flight is declared lost. `stamp`: the
 /// `--rx-stamp` value, or `None` for the default.
-fn stalled_probe(addr: std::net::SocketAddr, stamp: Option<&str>) -> serde_json::Value {
+fn stalled_probe(
+    addr: std::net::SocketAddr,
+    server: u32,
+    stamp: Option<&str>,
+) -> serde_json::Value {
     const STALL: Duration = Duration::from_millis(1000);
+    const HOLD: Duration = Duration::from_millis(100);
     const STALLS: usize = 3;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
@@ -68,22 +78,23 @@ fn stalled_probe(addr: std::net::SocketAddr, stamp: Option<&str>) -> serde_json:
             .any(|l| l.contains("[stage"))
     };
     assert!(next_stage(), "the probe never printed a stage line");
-    let pid = guard.0.id().to_string();
-    let signal = |s: &str| {
+    let (pid, server) = (guard.0.id().to_string(), server.to_string());
+    let signal = |s: &str, pid: &str| {
         let ok = std::process::Command::new("kill")
-            .args([s, &pid])
+            .args([s, pid])
             .status()
             .unwrap()
             .success();
         assert!(ok, "kill {s} {pid}");
     };
-    // Three stalls, a stage line apart: a stop that lands after the tester read a window's
-    // replies and before it sent the next finds nothing in flight (relay pacing sends only on
-    // a reply), and then no RTT can hold the stall, whichever stamp it ends at.
+    // Three stalls, a stage line apart.
     for _ in 0..STALLS {
-        signal("-STOP");
+        signal("-STOP", &server);
+        std::thread::sleep(HOLD);
+        signal("-STOP", &pid);
+        signal("-CONT", &server);
         std::thread::sleep(STALL);
-        signal("-CONT");
+        signal("-CONT", &pid);
         assert!(
             next_stage(),
             "the probe printed no stage line after a stall"
@@ -113,18 +124,19 @@ fn stalled_probe(addr: std::net::SocketAddr, stamp: Option<&str>) -> serde_json:
 /// stall stays out of the RTT.
 #[test]
 fn the_default_stamp_is_the_read_and_kernel_stamps_keep_a_stall_out() {
-    let (_srv, addr) = serve(&[]);
-    let kernel = stalled_probe(addr, Some("kernel"));
-    let user = stalled_probe(addr, None);
+    let (srv, addr) = serve(&[]);
+    let kernel = stalled_probe(addr, srv.0.id(), Some("kernel"));
+    let user = stalled_probe(addr, srv.0.id(), None);
     let umax = f(&user, "/summary/rtt_ms/max");
     assert!(
         umax >= 900.0,
         "replies read after a 1 s stall, stamped after the read (the default): {umax} ms"
     );
-    // Kernel stamps keep the replies that waited in the socket out of the stall. What they
-    // cannot keep out: packets the tester stamped just before it was stopped and sent after
-    // (at most one window, 64, per stall, of the ~10 s of relay traffic — far under 0.1 %), so the
-    // kernel-stamped p99.9 is the figure held, not its maximum.
+    // Kernel stamps keep the replies that waited in the socket out of the stall; the server's
+    // HOLD stays in theirs (at most one window, 64, per stall: 192 of over 64,000 packets read
+    // about 100 ms). What they cannot keep out: packets the tester stamped just before it was
+    // stopped and sent after (far under 0.1 %), so the kernel-stamped p99.9 is the figure held,
+    // not its maximum.
     let (kmax, kp999) = (
         f(&kernel, "/summary/rtt_ms/max"),
         f(&kernel, "/summary/rtt_ms/p999"),
