@@ -166,10 +166,16 @@ fn a_flag_value_is_read_in_every_form_has_flag_accepts() {
         assert_eq!(flag_value(&a, &iv), Some("500ms"), "{form:?}");
     }
     assert_eq!(flag_value(&args(&["-c5"]), &["-c", "--count"]), Some("5"));
-    assert_eq!(flag_value(&args(&["-c", "5"]), &["-c", "--count"]), Some("5"));
+    assert_eq!(
+        flag_value(&args(&["-c", "5"]), &["-c", "--count"]),
+        Some("5")
+    );
     // A long flag never takes an attached value without `=`; the last one given wins.
     assert_eq!(flag_value(&args(&["--intervalx"]), &iv), None);
-    assert_eq!(flag_value(&args(&["-i1s", "-i", "500ms"]), &iv), Some("500ms"));
+    assert_eq!(
+        flag_value(&args(&["-i1s", "-i", "500ms"]), &iv),
+        Some("500ms")
+    );
 }
 
 #[test]
