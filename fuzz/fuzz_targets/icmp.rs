@@ -20,7 +20,11 @@ fuzz_target!(|data: &[u8]| {
                 Received::Other => continue,
             };
             if family == Family::V4 {
-                assert_eq!(checksum(msg), 0, "a v4 message decoded only with its checksum");
+                assert_eq!(
+                    checksum(msg),
+                    0,
+                    "a v4 message decoded only with its checksum"
+                );
             }
             // Encoded again and answered (type 0 / 129, checksum redone), it reads back.
             let mut req = vec![0u8; codec::MIN_LEN + msg.len() % 64];
