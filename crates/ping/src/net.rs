@@ -100,11 +100,11 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
     })
 }
 
-fn dur_ns(d: Duration) -> u64 {
+pub(crate) fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 4)
 }
 
-fn now_ns(clock: Instant) -> u64 {
+pub(crate) fn now_ns(clock: Instant) -> u64 {
     dur_ns(clock.elapsed())
 }
 
@@ -115,7 +115,7 @@ pub fn classify_io(e: &io::Error) -> ErrorKind {
 }
 
 /// Applies the signal count: 1 stops new attempts, 2 abandons those in flight.
-fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReason> {
+pub(crate) fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReason> {
     match stop.level() {
         0 => None,
         1 => {
@@ -368,7 +368,7 @@ fn udp_socket(to: SocketAddr, source: &Source) -> Result<UdpSocket, PingError> {
     source.udp_connected(to).map_err(PingError::Socket)
 }
 
-fn flow_id() -> u32 {
+pub(crate) fn flow_id() -> u32 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
