@@ -158,3 +158,37 @@ fn an_echo_that_coalesced_requests_is_split_back_into_them() {
     other[64 + 19] ^= 1; // the second is another flow's: the datagram is not ours
     assert_eq!(s.reply_len_in(&other), 128);
 }
+
+/// Over TCP a plain echo returns the request stream itself. The stream is cut into replies by
+/// the same test as `npt serve`'s (a whole frame of this flow, fields as sent): a stray byte
+/// costs one loss of step and no reply, and a garbage stream still breaks after the skip limit
+/// instead of yielding replies.
+#[test]
+fn a_tcp_echo_stream_resyncs_on_whole_requests_only() {
+    use super::stream::ReplyStream;
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = Some(20);
+    c.reflect = Reflect::Timing;
+    let mut s = Session::new(c);
+    let mut sent = Vec::new();
+    let mut buf = [0u8; 64];
+    for t in 0..20 {
+        let n = s.poll_transmit(t * MS, &mut buf).unwrap();
+        sent.extend_from_slice(&buf[..n]);
+    }
+    let mut echoed = sent.clone();
+    echoed.insert(5 * 64, 0x00); // a stray byte before request 5
+    let mut r = ReplyStream::new(64);
+    let mut lost_step = 0;
+    for piece in echoed.chunks(7) {
+        r.push(piece);
+        lost_step += r.drain(|b| s.try_handle_reply(30 * MS, b)).lost_step;
+    }
+    assert_eq!((lost_step, s.totals().packets.received), (1, 20));
+    assert_eq!(s.totals().answered.echo, 20);
+    let mut r = ReplyStream::new(64);
+    r.push(&vec![0x1E; 70 * 1024]);
+    let d = r.drain(|b| s.try_handle_reply(31 * MS, b));
+    assert!(d.broken, "garbage is never a reply, however it starts");
+    assert_eq!(s.totals().packets.received, 20);
+}
