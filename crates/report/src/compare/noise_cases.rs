@@ -115,3 +115,63 @@ fn one_stall_is_within_the_avgs_own_interval_and_four_are_not() {
         cells(Some("direct"), four)
     );
 }
+
+/// A trace's row: its theoretical latency is the sum of its segments' p50s, and its
+/// uncertainty their order-statistic intervals in quadrature — not half their p10–p90 ranges
+/// (the trace's own `spread_ms`, ±56.6 here). Each segment has 100 RTTs of 1..=100 ms: the
+/// p50's ranks 50 ∓ 1.96 · 5 are 40 and 60, the interval from 40 ms's bucket's lowest value
+/// (39,976,960 ns) to 60 ms's highest (60,030,975), around the p50 read as 50,003,967: ±10.027008
+/// ms each, ±14.1804 for the two.
+#[test]
+fn a_traces_theoretical_has_its_p50s_intervals() {
+    use npt_result::stats::trace::{LegStats, TraceMeta, TraceStats};
+    use npt_result::stats::PingStats;
+    let leg = |to: &str| {
+        let mut stats = PingStats::default();
+        for ms in 1..=100u64 {
+            stats.sent += 1;
+            stats.received += 1;
+            stats.rtt.record(ms * 1_000_000);
+        }
+        LegStats {
+            from: "here".into(),
+            to: to.into(),
+            addresses: vec![],
+            stats,
+        }
+    };
+    let body = TraceStats {
+        segments: vec![leg("tcp://a:1"), leg("tcp://b:1")],
+        chain: Some(leg("tcp://a:2")),
+        ..TraceStats::default()
+    }
+    .summarize(&TraceMeta {
+        target: "tcp://b:1".into(),
+        proto: "tcp".into(),
+    });
+    assert!((body.summary.sum.unwrap().spread_ms - 56.6).abs() < 0.2);
+    let now = std::time::SystemTime::now();
+    let doc = npt_result::Document::new(
+        "trace",
+        now,
+        now,
+        npt_result::StopReason::Count,
+        serde_json::json!({}),
+        body,
+    );
+    let doc = npt_result::any::from_value("trace", serde_json::to_value(&doc).unwrap()).unwrap();
+    let input = Input {
+        name: "chain".into(),
+        path: "t.json".into(),
+        doc,
+    };
+    let t = table(&[input], None, &BTreeMap::new()).unwrap();
+    let r = &t.scenarios[0];
+    assert_eq!(r.theoretical_source.as_deref(), Some("measured"));
+    let each = 10.027_008;
+    assert!(
+        (r.theoretical_spread_ms.unwrap() - each * 2f64.sqrt()).abs() < 1e-9,
+        "{r:?}"
+    );
+    assert_eq!(r.overhead_spread_from.as_deref(), Some("ci"));
+}
