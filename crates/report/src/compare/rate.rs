@@ -118,6 +118,18 @@ mod tests {
                 vec!["42.3".to_string()]
             )
         );
+        let mut text = Vec::new();
+        super::super::write_text(&mut text, &t).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.lines().next().unwrap().ends_with("  req/s"), "{text}");
+        let mut md = Vec::new();
+        super::super::write_markdown(&mut md, &t).unwrap();
+        let md = String::from_utf8(md).unwrap();
+        assert!(
+            md.contains("| errors | req/s |\n|---|---|---|---|---|---|---|---|---|---|---|"),
+            "{md}"
+        );
+        assert!(md.contains(" | 1000.0 |"), "{md}");
         let json = serde_json::to_value(&t).unwrap();
         assert!(json["scenarios"][0].get("requests_per_s").is_none());
         assert_eq!(json["scenarios"][1]["requests_per_s"], 1000.0);
