@@ -360,5 +360,17 @@ mod tests {
         assert_eq!(page.tables[0].rows.len(), 3);
         assert_eq!(page.tables[0].rows[2][1], "-");
         assert!(page.tables[1].rows[2][5].contains("exit status 1"));
+        // b's difference says its kind in its cell, and the notes say what the kinds are.
+        assert!(
+            page.tables[0].rows[1][8].contains(" ci"),
+            "{:?}",
+            page.tables[0].rows[1]
+        );
+        let notes = page.tables.iter().find(|t| t.caption == "Notes").unwrap();
+        assert!(
+            notes.rows[0][0].starts_with("±: ci = one run's 95 %"),
+            "{:?}",
+            notes.rows
+        );
     }
 }
