@@ -266,6 +266,13 @@ pub fn table_of_runs(
             "figures over up to {most} interleaved runs per scenario: {how}"
         ));
     }
+    if most == 2 {
+        notes.push(
+            "two runs: the t-interval of their avgs is 12.7 × their standard error; 3 or more \
+             runs pin an avg down"
+                .to_string(),
+        );
+    }
     Ok(Table {
         baseline: baseline.map(str::to_string),
         scenarios: rows,
@@ -400,6 +407,13 @@ mod tests {
         assert_eq!(r.results, ["r1.json", "r2.json"]);
         assert_eq!(r.vs_baseline_ms, Some(0.0));
         assert!(t.notes[0].contains("merged exactly"), "{:?}", t.notes);
+        assert!(t.notes[1].starts_with("two runs: "), "{:?}", t.notes);
+        // Two runs' avgs 10 and 20 ms: ±t(1) · 7.07 / √2 = ±63.5 ms, of kind `runs`.
+        assert_eq!(r.avg_spread_from.as_deref(), Some("runs"));
+        assert!(
+            (r.avg_spread_ms.unwrap() - 12.706 * 5.0).abs() < 0.1,
+            "{r:?}"
+        );
     }
 
     #[test]
