@@ -7,7 +7,8 @@
 #
 # Network decoders (RUNS, default 10,000,000): decode (frames, raw stamps, the sequence window),
 # proxy (SOCKS5 and HTTP CONNECT replies through the parsers and the handshake state machine),
-# ping (framed and raw echo replies into a ping session), http (HTTP/1.1 response heads,
+# ping (framed and raw echo replies into a ping session), icmp (ICMP and ICMPv6 messages, raw
+# or datagram, into the echo decoder), http (HTTP/1.1 response heads,
 # chunked bodies whole and in pieces, whole responses through `Conn::request`), stamp (STAMP
 # test packets of both modes as a reflector and a sender read them, answered in place), transit
 # (IP packets as a lab node's TUN device hands them over, into the lab's transit matcher).
@@ -24,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 RUNS=${RUNS:-10000000}
 TEXT_RUNS=${TEXT_RUNS:-1000000}
-TARGETS=${TARGETS:-"decode proxy ping http auth hop stamp transit xml topology link"}
+TARGETS=${TARGETS:-"decode proxy ping icmp http auth hop stamp transit xml topology link"}
 command -v cargo-fuzz >/dev/null || { echo "bench: missing cargo-fuzz (cargo install cargo-fuzz)" >&2; exit 2; }
 for t in $TARGETS; do
   case $t in

@@ -219,7 +219,7 @@ complete -c npt -n "__fish_npt_using_subcommand http" -s h -l help -d 'Print hel
 complete -c npt -n "__fish_npt_using_subcommand ping" -s c -l count -d 'Attempts to make; 0 = until Ctrl-C' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s i -l interval -d 'Time between attempts (e.g. 200ms, 1s)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -s W -l timeout -d 'How long one attempt waits for its answer' -r
-complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo, the TCP echo\'s size' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo, the TCP echo\'s size; icmp://, the ICMP message\'s (its 8-byte header included, at least 28)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l token -d 'The secret `npt serve --token` was started with: a keyed handshake, then every packet carries a MAC (the secret never travels). A hop agent\'s (`--from`, trace) is its own' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F

@@ -140,6 +140,9 @@ fn target(t: &TargetPlan) -> anyhow::Result<(Target, Vec<String>)> {
     let in_key = |e: anyhow::Error| usage!("{key}.args: {e}");
     let mut notices = Vec::new();
     let runner: Arc<dyn Runner> = match check {
+        Check::Ping(a) if npt_ping::icmp::is_icmp(&a.target) => {
+            Arc::new(IcmpRound(crate::ping::icmp_config(&a).map_err(in_key)?))
+        }
         Check::Ping(a) => Arc::new(PingRound(crate::ping::config(&a).map_err(in_key)?)),
         Check::Probe(a) => {
             let (cfg, n) = crate::probe::config(&a).map_err(in_key)?;
@@ -209,8 +212,23 @@ impl Runner for PingRound {
             E::Resolve(..) | E::NoAddress(_) | E::Family(_) => "resolve",
             E::Auth(..) => "auth",
             E::Quic(_) => "tls",
-            E::BadTarget(_) => "config",
-            E::Socket(_) => "local",
+            E::BadTarget(_) | E::BadIcmpTarget(_) => "config",
+            E::Socket(_) | E::IcmpSocket(_) => "local",
+        })
+    }
+}
+
+/// An `icmp://HOST` ping target's round: the host's ICMP echo.
+struct IcmpRound(npt_ping::icmp::IcmpConfig);
+
+impl Runner for IcmpRound {
+    fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
+        use npt_ping::PingError as E;
+        let w = npt_ping::icmp::IcmpPing::new(self.0.clone(), |_, _| {});
+        once(w, stop, Any::Ping, |e| match e {
+            E::Resolve(..) | E::NoAddress(_) | E::Family(_) => "resolve",
+            E::BadIcmpTarget(_) => "config",
+            _ => "local",
         })
     }
 }
@@ -376,6 +394,25 @@ token = "S"
             s.plan.store,
             a.config.unwrap().parent().unwrap().join("npt-monitor.db")
         );
+    }
+
+    #[test]
+    fn an_icmp_ping_target_runs_the_host_s_echo() {
+        let (_d, a) = args(
+            "[[target]]\nname = \"i\"\ntarget = \"icmp://127.0.0.1\"\nargs = [\"-c\", \"2\", \"-i\", \"20ms\"]\n",
+        );
+        let (s, _) = build(&a).unwrap();
+        assert_eq!(s.targets[0].plan.kind, npt_monitor::kinds::Kind::Ping);
+        assert!(err("[[target]]\nname = \"i\"\ntarget = \"icmp://h:7\"\n").contains("icmp://HOST"));
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return; // a raw socket needs root, a datagram one the group in ping_group_range
+        }
+        let r = s.targets[0].runner.run(&Arc::new(Stop::new())).unwrap();
+        let Any::Ping(b) = &r.body else {
+            panic!("a ping round")
+        };
+        assert_eq!((b.proto.as_str(), b.summary.received), ("icmp", 2));
     }
 
     #[test]

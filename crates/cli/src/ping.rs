@@ -1,13 +1,15 @@
 //! `npt ping`: a hop's round-trip time, ping-style. Per-attempt lines, a summary (sent,
 //! received, loss, min / avg / p50 / p90 / max / stddev), and a `kind = "ping"` result
 //! document with `--json`; [`execute`] runs it (no segment, metrics or live view: a ping has
-//! no series). Exit 1 when nothing answered, 2 for a bad flag.
+//! no series). `icmp://HOST` is the host's own ICMP echo ([`npt_ping::icmp`]), run the same
+//! way. Exit 1 when nothing answered, 2 for a bad flag.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use npt_ping::icmp::{self, IcmpConfig, IcmpPing};
 use npt_ping::session::Event;
 use npt_ping::workload::Ping;
 use npt_ping::{Config, Proto, Target};
@@ -20,7 +22,9 @@ use crate::usage;
 #[derive(Args, Debug)]
 #[command(after_help = crate::execute::EXIT_CODES)]
 pub struct PingArgs {
-    /// tcp://HOST:PORT (connect RTT), udp://HOST:PORT (echo RTT), quic://HOST:PORT (handshake).
+    /// tcp://HOST:PORT (connect RTT), udp://HOST:PORT (echo RTT), quic://HOST:PORT (handshake),
+    /// icmp://HOST (the host's ICMP echo: an unprivileged ICMP socket where
+    /// net.ipv4.ping_group_range allows it, else a raw one, as root).
     #[arg(value_name = "TARGET")]
     pub target: String,
     /// Attempts to make; 0 = until Ctrl-C.
@@ -29,7 +33,8 @@ pub struct PingArgs {
     #[command(flatten)]
     pub timing: crate::timing::AttemptTiming,
     /// UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo,
-    /// the TCP echo's size.
+    /// the TCP echo's size; icmp://, the ICMP message's (its 8-byte header included, at least
+    /// 28).
     #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
     pub size: usize,
     /// tcp:// end to end: each attempt is a new connection and one framed echo on it against
@@ -59,6 +64,43 @@ pub struct PingArgs {
     /// secret). For the segments between relays that this host cannot see.
     #[arg(long, value_name = "npt://HOST:PORT")]
     pub from: Option<String>,
+}
+
+/// `npt ping icmp://HOST`: its config; the flags that do not apply to an ICMP echo are refused.
+pub fn icmp_config(a: &PingArgs) -> anyhow::Result<IcmpConfig> {
+    let host = icmp::parse_host(&a.target).map_err(|e| usage!("{e}"))?;
+    let (interval, timeout) = a.timing.durations()?;
+    for (given, flag) in [
+        (a.raw, "--raw"),
+        (a.echo, "--echo"),
+        (a.auth.is_some(), "--token"),
+        (a.via.via.is_some(), "--via"),
+        (a.from.is_some(), "--from"),
+    ] {
+        if given {
+            return Err(usage!(
+                "{flag} is not for icmp:// targets (an ICMP echo is answered by the host's kernel)"
+            ));
+        }
+    }
+    a.trust.resolve(crate::trust::Quic::No)?;
+    let min = icmp::codec::MIN_LEN;
+    if !(min..=65_507).contains(&a.size) {
+        return Err(usage!(
+            "--size {} must be between {min} and 65507 bytes for icmp:// (the ICMP message)",
+            a.size
+        ));
+    }
+    let source = a.source.for_target("ping", &host, false, false)?;
+    Ok(IcmpConfig {
+        target: a.target.clone(),
+        host,
+        count: (a.count > 0).then_some(a.count),
+        interval,
+        timeout,
+        size: a.size,
+        source,
+    })
 }
 
 pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
@@ -151,6 +193,9 @@ pub(crate) fn failed(body: &PingBody) -> Option<&'static str> {
 }
 
 pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
+    if icmp::is_icmp(&a.target) {
+        return run_icmp(a);
+    }
     if a.from.is_some() {
         return crate::ping_from::run(a);
     }
@@ -180,22 +225,72 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         if quiet || !writable {
             return;
         }
-        let line = match ev {
-            Event::Reply { seq, rtt_ns, .. } => {
-                format!("seq={seq} from {addr} time={:.3} ms", *rtt_ns as f64 / 1e6)
-            }
-            Event::Error {
-                seq, kind, detail, ..
-            } => format!("seq={seq} {kind} ({detail})"),
-            Event::Late { seq } => format!("seq={seq} late or duplicate reply from {addr}"),
-            Event::Refused { seq, why, .. } => format!(
-                "seq={seq} refused by {addr}: {}",
-                npt_wire::frame::status::notice_text(*why)
-            ),
-        };
+        let line = line(ev, &addr.to_string());
         writable = writeln!(out, "{line}").and_then(|()| out.flush()).is_ok();
     });
     execute(ping, o)
+}
+
+/// `npt ping icmp://HOST`: the same lines, summary and result as the other kinds.
+fn run_icmp(a: PingArgs) -> anyhow::Result<ExitCode> {
+    let cfg = icmp_config(&a)?;
+    let mut o = a.output.options();
+    o.packets_to(a.packets.as_deref());
+    o.check()?;
+    let mut out = o.text.writer();
+    let addrs = icmp::net::resolve(&cfg.host, &cfg.source).map_err(|e| usage!("{e}"))?;
+    let first = addrs
+        .first()
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "PING {} ({first}): ICMP echo, {} B",
+        cfg.target, cfg.size
+    )?;
+    out.flush()?;
+    let quiet = a.output.quiet;
+    let mut writable = true;
+    let ping = IcmpPing::new(cfg, move |ev, addr| {
+        if quiet || !writable {
+            return;
+        }
+        writable = writeln!(out, "{}", line(ev, &addr.ip().to_string()))
+            .and_then(|()| out.flush())
+            .is_ok();
+    });
+    execute(ping, o)
+}
+
+/// An attempt's line, answered from `from`.
+fn line(ev: &Event, from: &str) -> String {
+    match ev {
+        Event::Reply { seq, rtt_ns, .. } => {
+            format!("seq={seq} from {from} time={:.3} ms", *rtt_ns as f64 / 1e6)
+        }
+        Event::Error {
+            seq, kind, detail, ..
+        } => format!("seq={seq} {kind} ({detail})"),
+        Event::Late { seq } => format!("seq={seq} late or duplicate reply from {from}"),
+        Event::Refused { seq, why, .. } => format!(
+            "seq={seq} refused by {from}: {}",
+            npt_wire::frame::status::notice_text(*why)
+        ),
+    }
+}
+
+impl Subcommand for IcmpPing<'_> {
+    fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
+        render(out, doc)
+    }
+
+    fn failed(body: &PingBody) -> Option<&'static str> {
+        failed(body)
+    }
+
+    fn refused(body: &PingBody) -> u64 {
+        body.summary.refused_by_server
+    }
 }
 
 impl Subcommand for Ping<'_> {
@@ -248,6 +343,26 @@ mod tests {
         assert!(usage_msg(&["quic://127.0.0.1:7", "--echo", "--insecure"]).contains("--echo"));
         assert!(usage_msg(&["tcp://127.0.0.1:7", "--echo", "-s", "47"]).contains("--size"));
         assert!(usage_msg(&["tcp://127.0.0.1:7", "--token", "s"]).contains("--token"));
+    }
+
+    #[test]
+    fn icmp_takes_a_host_and_refuses_what_does_not_apply() {
+        let icmp = |args: &[&str]| icmp_config(&flags::<PingArgs>(args)?);
+        let c = icmp(&["icmp://127.0.0.1", "-c", "3", "-s", "100"]).unwrap();
+        assert_eq!(
+            (c.host.as_str(), c.count, c.size),
+            ("127.0.0.1", Some(3), 100)
+        );
+        assert_eq!(icmp(&["icmp://[::1]"]).unwrap().host, "::1");
+        let msg = |args: &[&str]| testing::usage_msg(icmp(args));
+        assert!(msg(&["icmp://127.0.0.1:7"]).contains("icmp://HOST"));
+        assert!(msg(&["icmp://127.0.0.1", "-s", "27"]).contains("--size"));
+        for flag in ["--raw", "--echo"] {
+            assert!(msg(&["icmp://127.0.0.1", flag]).contains(flag), "{flag}");
+        }
+        assert!(msg(&["icmp://127.0.0.1", "--token", "s"]).contains("--token"));
+        assert!(msg(&["icmp://h", "--via", "socks5://127.0.0.1:1"]).contains("--via"));
+        assert!(msg(&["icmp://127.0.0.1", "--insecure"]).contains("--insecure"));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! free ones) gives every difference its spread, prints "within noise" with no percentage
 //! where the difference is inside it, and a percentage only of a base at least 10 × its
 //! spread — in the JSON, the text, the Markdown. The same result compared with itself
-//! (files mode) is within noise by construction, so the rule is seen to bite.
+//! (files mode) is within noise by construction, so the rule is seen to bite. And two result
+//! files written here with known histograms — a direct path and a bimodal forwarder 186 ×
+//! slower — give exactly the ± worked out by hand, and a finding, not "within noise".
 
 #![cfg(test)]
 
@@ -144,7 +146,10 @@ fn the_loopback_example_calls_noise_noise() {
     for r in rows {
         check_row(r, base, &text, &md);
     }
-    assert!(text.contains("spread (±): per row "), "{text}");
+    assert!(
+        text.contains("±: ci = one run's 95 % confidence interval"),
+        "{text}"
+    );
     // The pinged hops carry their spreads, and the theoretical latency theirs combined.
     let socat = &rows[1];
     let hops = socat["hops"].as_array().unwrap();
@@ -177,6 +182,116 @@ fn the_loopback_example_calls_noise_noise() {
     assert!(b["vs_baseline_pct"].is_null(), "{b}");
     assert!(
         cell(&text, "b", 8, false).starts_with("within noise (±"),
+        "{text}"
+    );
+}
+
+/// A probe result file of `modes` (RTT ns, count), each value at its HDR bucket's middle so
+/// nothing is rounded.
+fn probe_file(dir: &Path, name: &str, modes: &[(u64, u64)]) -> String {
+    use npt_result::stats::{ProbeMeta, ProbeStats, Stats};
+    let mut s = ProbeStats {
+        clients: 1,
+        ..ProbeStats::default()
+    };
+    let n: u64 = modes.iter().map(|m| m.1).sum();
+    (s.packets.sent, s.packets.received) = (n, n);
+    for &(v, k) in modes {
+        s.histograms
+            .entry(npt_result::probe::hist::RTT)
+            .record_n(v, k);
+    }
+    let meta = ProbeMeta {
+        protocol: "tcp".into(),
+        target: format!("tcp://{name}:7777"),
+        mode: "relay".into(),
+        framing: "framed".into(),
+        size: 64,
+        loss_timeout_ms: 1000.0,
+        ..ProbeMeta::default()
+    };
+    let now = std::time::SystemTime::now();
+    let doc = npt_result::Document::new(
+        "probe",
+        now,
+        now,
+        npt_result::StopReason::Count,
+        serde_json::json!({"target": meta.target}),
+        s.summarize(&meta),
+    );
+    write_file(
+        dir,
+        &format!("{name}.json"),
+        &serde_json::to_string(&doc).unwrap(),
+    )
+}
+
+/// The bimodal forwarder, one run each, as result files whose answer is known: direct 3,000
+/// echoes at 0.149952 and 0.170048 ms (avg 0.16, stddev 0.010048); socat 3,000 at 0.2, 41.402368
+/// and 85.03296 ms (40.9 / 47.1 / 12 %: avg 29.786271, p50 41.4). By hand, each avg's ± is
+/// t(2999) · stddev / √3000 (t = 1.9607), the difference's the two in quadrature: +29.63
+/// ±1.00 ci, and 0.16 ms known to ±0.0004 gets its percentage. Half socat's p10–p90 range
+/// (±42.4 ms, the rule this replaced) would have called it "within noise".
+#[test]
+fn a_bimodal_forwarder_is_a_finding_with_the_avgs_own_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let direct_modes = [(149_952, 1_500), (170_048, 1_500)];
+    let socat_modes = [(200_000, 1_227), (41_402_368, 1_413), (85_032_960, 360)];
+    let direct = probe_file(dir.path(), "direct", &direct_modes);
+    let socat = probe_file(dir.path(), "socat", &socat_modes);
+    // The figures by hand, in ms.
+    let by_hand = |modes: &[(u64, u64)]| {
+        let ms = |v: u64| v as f64 / 1e6;
+        let n = modes.iter().map(|m| m.1 as f64).sum::<f64>();
+        let mean = modes.iter().map(|&(v, k)| ms(v) * k as f64).sum::<f64>() / n;
+        let var = modes
+            .iter()
+            .map(|&(v, k)| k as f64 * (ms(v) - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        (mean, 1.9607 * var.sqrt() / n.sqrt())
+    };
+    let (dm, du) = by_hand(&direct_modes);
+    let (sm, su) = by_hand(&socat_modes);
+    assert!((dm - 0.16).abs() < 1e-12 && (sm - 29.786_270_528).abs() < 1e-9);
+    let cmp = dir.path().join("cmp.json");
+    let out = run(
+        &[
+            "compare",
+            &format!("direct={direct}"),
+            &format!("socat={socat}"),
+            "--baseline",
+            "direct",
+            "--json",
+            cmp.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let t = json(&cmp);
+    let r = &t["scenarios"][1];
+    let f = |k: &str| r[k].as_f64().unwrap();
+    // t(2999) is 1.96074; the table's 1e-4 relative slack is for that rounding only.
+    assert!((f("avg_spread_ms") - su).abs() < su * 1e-4, "{r}");
+    assert!((0.99..1.01).contains(&f("avg_spread_ms")), "{r}");
+    assert!((t["scenarios"][0]["avg_spread_ms"].as_f64().unwrap() - du).abs() < du * 1e-4);
+    assert_eq!(r["avg_spread_from"], "ci");
+    assert!((f("vs_baseline_ms") - (sm - dm)).abs() < 1e-9, "{r}");
+    let both = (su * su + du * du).sqrt();
+    assert!(
+        (f("vs_baseline_spread_ms") - both).abs() < both * 1e-4,
+        "{r}"
+    );
+    assert_eq!(r["vs_baseline_within_noise"], false, "{r}");
+    assert_eq!(r["vs_baseline_spread_from"], "ci");
+    assert!(
+        (f("vs_baseline_pct") - (sm - dm) / dm * 100.0).abs() < 1e-6,
+        "{r}"
+    );
+    assert_eq!(
+        cell(&text, "socat", 8, false),
+        format!("+29.63 ±1.00 ci ({:+.1}%)", (sm - dm) / dm * 100.0),
         "{text}"
     );
 }

@@ -1,6 +1,6 @@
 //! `npt lab` end to end: bad topology files exit 2 naming the field (no root needed); with root,
 //! paths of known delay, loss and rate read back as that delay, loss and rate through npt's own
-//! `ping` and `probe`, `first_packet_ms` is connect + one echo in every pacing mode, a second
+//! `ping` (TCP and ICMP) and `probe`, `first_packet_ms` is connect + one echo in every pacing mode, a second
 //! `up` is refused, and nothing (namespace, process) is left after `down`, SIGTERM or `run`.
 
 #![cfg(test)]
@@ -169,6 +169,18 @@ fn delay_reads_back_in_ping_and_probe() {
     );
     let p50 = f(&probe, "/latency/udp/p50_ms");
     lab::assert_path_late("probe", p50, up.rtt_ms(0, "client", "server"), late);
+
+    // The host's own ICMP echo over the same link: the server node's kernel answers, no
+    // process of the lab's in the way but the link's pump.
+    let (icmp, late) = measure_late(
+        &up,
+        dir.path(),
+        &["ping", "icmp://10.0.1.2", "-c", "10", "-i", "50ms", "-q"],
+    );
+    assert_eq!(icmp["summary"]["received"], 10, "{icmp}");
+    let p50 = f(&icmp, "/latency/icmp/p50_ms");
+    eprintln!("icmp p50 {p50:.3} ms");
+    lab::assert_path_late("icmp", p50, up.rtt_ms(0, "client", "server"), late);
 }
 
 #[test]

@@ -263,3 +263,77 @@ fn the_same_through_danted() {
     };
     check_jitter_up("danted", &d);
 }
+
+/// A plain echo at the far end — socat returning each datagram unchanged, no `npt serve` — on
+/// a link that loses 2 % each way: with no flag the probe counts every echo as a reply, names
+/// the far end `echo`, and its loss is exactly the packets the lab's link dropped, both ways
+/// together (a plain echo says nothing of what it saw, so there is no split; and no flow query
+/// crosses the link, since the far end never reflected). socat moves at most one packet per
+/// step (`-b 64`, the probe's size): its PIPE is a stream, and with a larger block it returns
+/// two requests that queued together as one datagram — the probe splits them back into two
+/// replies, but the lab then counts one datagram where two replies crossed, and a drop of it
+/// loses two.
+#[test]
+fn a_plain_echo_reads_the_labs_loss_exactly() {
+    let name = "tdirecho";
+    if lab::skipped(name) {
+        return;
+    }
+    let topology = format!(
+        "name = \"{name}\"\n[[node]]\nname = \"client\"\n[[node]]\nname = \"server\"\n\
+         [[link]]\na = \"client\"\nb = \"server\"\nloss = \"2%\"\n[[service]]\nname = \"echo\"\n\
+         node = \"server\"\ncmd = [\"socat\", \"-b\", \"64\", \
+         \"UDP-LISTEN:7777,bind=10.0.1.2,reuseaddr\", \"PIPE\"]\nready = \"udp://10.0.1.2:7777\"\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let l = lab::Lab::up(dir.path(), name, &topology);
+    let counts = || {
+        [
+            l.settled_counts(0, "client", "server"),
+            l.settled_counts(0, "server", "client"),
+        ]
+    };
+    let before = counts();
+    let args = [
+        "probe",
+        "udp://10.0.1.2:7777",
+        "--pps",
+        "1000",
+        "-n",
+        "3000",
+        "-q",
+    ];
+    let d = l.npt_json("client", &args, &dir.path().join("probe.json"), "probe");
+    let after = counts();
+    let (up_in, up_dropped) = (after[0].0 - before[0].0, after[0].1 - before[0].1);
+    let (down_in, down_dropped) = (after[1].0 - before[1].0, after[1].1 - before[1].1);
+    let (sent, received, lost) = (
+        u(&d, "/summary/sent"),
+        u(&d, "/summary/received"),
+        u(&d, "/summary/lost"),
+    );
+    eprintln!(
+        "plain echo: sent {sent} received {received} lost {lost} (late {}); link up {up_in} in, \
+         {up_dropped} dropped; down {down_in} in, {down_dropped} dropped",
+        u(&d, "/summary/late")
+    );
+    assert_eq!(d["summary"]["far_end"], "echo");
+    assert_eq!(d["summary"]["round_trip_only"], "echo");
+    assert_eq!(u(&d, "/summary/foreign"), 0);
+    assert_eq!(up_in, sent, "only the probe's packets crossed the link up");
+    assert_eq!(
+        down_in,
+        up_in - up_dropped,
+        "the echo returned what reached it, one for one"
+    );
+    assert!(
+        up_dropped > 0 && down_dropped > 0,
+        "the link lost both ways"
+    );
+    assert_eq!(received + lost, sent);
+    assert_eq!(
+        lost,
+        up_dropped + down_dropped,
+        "loss is what the lab dropped"
+    );
+}

@@ -3,6 +3,8 @@
 //! every second, starts Prometheus, and queries its HTTP API until the series appear; their
 //! values must equal what the agent's own result document says (and what the server counted).
 //! A second test checks the final totals of `npt http` and `npt run` endpoints (no Prometheus).
+//! Every endpoint's real scrape (serve, probe, http, run, bulk, monitor) passes
+//! `promtool check metrics` but for its note on every OpenMetrics counter.
 //! Needs the Debian package `prometheus` (installed by `./test.sh`); skipped with a message
 //! when it is missing and this is not root, a failure when it is missing on root (CI).
 
@@ -35,6 +37,66 @@ fn metrics_addr(stderr: impl Read + Send + 'static) -> SocketAddr {
         .expect("a 'metrics on' line")
         .parse()
         .expect("an address")
+}
+
+/// `promtool check metrics` over `text`, one scrape of `what`: it must find nothing but the
+/// note it makes on every OpenMetrics counter (promtool reads the older text format, where a
+/// counter's `# HELP` would be under its sample's name, `_total`; OpenMetrics puts it under the
+/// family's). Skipped, visibly, without promtool when not root; a failure on root (CI).
+fn assert_promtool_passes(what: &str, text: &str) {
+    use std::io::Write;
+    let found = std::process::Command::new("sh")
+        .args(["-c", "command -v promtool"])
+        .output()
+        .unwrap();
+    if !found.status.success() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            panic!(
+                "promtool is not installed (Debian package `prometheus`; ./test.sh installs it)"
+            );
+        }
+        eprintln!("SKIPPED promtool check of {what}: promtool not installed and not root");
+        return;
+    }
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let problems: Vec<&str> = said
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| {
+            let family = l
+                .strip_suffix(" no help text")
+                .and_then(|n| n.strip_suffix("_total"));
+            // The counter note, for a family that does have its help.
+            !family.is_some_and(|f| text.contains(&format!("# HELP {f} ")))
+        })
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "{what}: promtool check metrics says {problems:#?} of\n{text}"
+    );
+    assert!(
+        text.contains("# TYPE "),
+        "{what}: an empty scrape proves nothing: {text}"
+    );
 }
 
 #[test]
@@ -175,6 +237,11 @@ fn prometheus_scrapes_serve_and_an_agent() {
     let up = query(prom, "up");
     assert_eq!(up.len(), 2, "both targets scraped: {up:?}");
     assert!(up.iter().all(|(_, v)| *v == 1.0), "both targets up: {up:?}");
+    for (what, addr) in [("npt serve", serve_metrics), ("npt probe", probe_metrics)] {
+        let (status, text) = get(addr, "/metrics").expect("the endpoint answers");
+        assert!(status.contains("200"), "{status}");
+        assert_promtool_passes(what, &text);
+    }
 }
 
 /// Starts `npt ARGS --metrics 127.0.0.1:0 --metrics-linger 60s --json FILE`, waits for the
@@ -203,6 +270,7 @@ fn run_and_scrape(args: &[&str]) -> (serde_json::Value, String) {
     }
     let (status, text) = get(addr, "/metrics").expect("the endpoint lingers");
     assert!(status.contains("200"), "{status}");
+    assert_promtool_passes(&format!("npt {}", args[0]), &text);
     (common::json(&json), text)
 }
 
@@ -257,4 +325,62 @@ fn bulk_exports_its_final_totals() {
     assert!(sample(&text, &format!("npt_bulk_goodput_bps{down}")) > 0.0);
     let rtt = format!("npt_bulk_rtt_seconds_count{{protocol=\"tcp\",target=\"{target}\"}}");
     assert_eq!(sample(&text, &rtt), f(&doc, "/summary/rtt_ms/count"));
+}
+
+#[test]
+fn the_monitor_s_scrape_passes_promtool() {
+    let (_serve, addr) = serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    // Every family a monitor may show but RPM and goodput (an --under-load probe's, a bulk's):
+    // a ping and a probe target, and a rule that fires at the first round.
+    let cfg = write_file(
+        dir.path(),
+        "m.toml",
+        &format!(
+            r#"
+vantage = "test"
+store = "m.db"
+listen = "127.0.0.1:0"
+every = "500ms"
+[[target]]
+name = "udp"
+target = "udp://{addr}"
+args = ["-c", "3", "-i", "20ms", "-W", "200ms"]
+[[target]]
+name = "probe"
+kind = "probe"
+target = "udp://{addr}"
+length = "200ms"
+args = ["--pps", "100", "--loss-timeout", "100ms"]
+[[alert]]
+name = "any"
+metric = "p50_ms"
+above = 0
+rounds = 1
+"#
+        ),
+    );
+    let m = common::monitor::Monitor::start(cfg.as_ref(), &dir.path().join("m.db"), true);
+    m.until(
+        "both targets measured, the rule firing",
+        Duration::from_secs(30),
+        |m| {
+            m.metric("npt_monitor_alert_firing", &["target=\"probe\""]) == Some(1.0)
+                && m.metric("npt_monitor_up", &["target=\"udp\""]) == Some(1.0)
+        },
+    );
+    let (status, body) = m.get("/metrics");
+    assert_eq!(status, 200);
+    let text = String::from_utf8(body).unwrap();
+    for family in npt_monitor::metrics::NAMES
+        .iter()
+        .filter(|n| !n.contains("rpm") && !n.contains("goodput"))
+    {
+        let family = family.trim_end_matches("_total");
+        assert!(
+            text.contains(&format!("# TYPE {family} ")),
+            "{family}: {text}"
+        );
+    }
+    assert_promtool_passes("npt monitor", &text);
 }

@@ -237,6 +237,116 @@ fn kill_dash_9_loses_no_stored_round_and_rollups_stay_exact() {
     assert!(hours >= 3, "an hour per target: {hours}");
 }
 
+/// A UDP echo on loopback that answers each datagram after the delay (µs) `delay` holds now:
+/// a path whose step a test makes and undoes. One datagram at a time (the pings here leave
+/// more than the delay between theirs); stops when `stop` is set.
+fn delayed_echo(
+    delay: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::net::SocketAddr {
+    use std::sync::atomic::Ordering;
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let addr = sock.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                std::thread::sleep(Duration::from_micros(delay.load(Ordering::Relaxed)));
+                let _ = sock.send_to(&buf[..n], from);
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_baseline_alert_firing_at_a_kill_clears_after_the_restart() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let delay = Arc::new(AtomicU64::new(2_000));
+    let stop = Arc::new(AtomicBool::new(false));
+    let echo = delayed_echo(delay.clone(), stop.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let clear_rounds = 3;
+    let cfg = write_file(
+        dir.path(),
+        "m.toml",
+        &format!(
+            r#"
+vantage = "test"
+store = "m.db"
+listen = "127.0.0.1:0"
+every = "400ms"
+[[target]]
+name = "path"
+target = "udp://{echo}"
+args = ["--raw", "-c", "3", "-i", "40ms", "-W", "200ms"]
+[[alert]]
+name = "step"
+metric = "p50_ms"
+above = 15
+baseline_rounds = 5
+rounds = 2
+clear_rounds = {clear_rounds}
+"#
+        ),
+    );
+    let store = dir.path().join("m.db");
+    let m = Monitor::start(cfg.as_ref(), &store, true);
+    m.until("the baseline's rounds", Duration::from_secs(20), |m| {
+        m.rounds_total("path", "ok") >= 6.0
+    });
+    // The step: +30 ms, until the rule fires and its state is in the file.
+    delay.store(32_000, Ordering::Relaxed);
+    m.until("the step's alert stored", Duration::from_secs(20), |_| {
+        let st = npt_monitor::store::sqlite::Sqlite::open_read(&store).unwrap();
+        st.alerts()
+            .unwrap()
+            .iter()
+            .any(|a| a.rule == "step" && a.firing)
+    });
+    let mut m = m;
+    m.kill9();
+    // Undone while the monitor was down: every round after the restart reads the old path.
+    delay.store(2_000, Ordering::Relaxed);
+    let restart_ms = npt_monitor::round::wall_ms(std::time::SystemTime::now());
+    let mut m = Monitor::start(cfg.as_ref(), &store, true);
+    assert_eq!(
+        m.metric("npt_monitor_alert_firing", &["alert=\"step\""]),
+        Some(1.0),
+        "the firing state is restored"
+    );
+    m.until("the alert clears", Duration::from_secs(15), |m| {
+        m.metric("npt_monitor_alert_firing", &["alert=\"step\""]) == Some(0.0)
+    });
+    m.stop();
+    stop.store(true, Ordering::Relaxed);
+    let st = npt_monitor::store::sqlite::Sqlite::open_read(&store).unwrap();
+    let resolved = st
+        .events(restart_ms, i64::MAX, 100)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == "alert_resolved")
+        .expect("an alert_resolved event after the restart");
+    let after: Vec<_> = rounds(&store, "path")
+        .into_iter()
+        .filter(|r| r.start_ms >= restart_ms && r.end_ms <= resolved.ts_ms)
+        .collect();
+    for r in &after {
+        assert!(
+            r.figures.p50_ms < 15.0,
+            "a round back on the old path: {r:?}"
+        );
+    }
+    assert_eq!(
+        after.len(),
+        clear_rounds,
+        "cleared by the clear_rounds-th round back: {after:#?}"
+    );
+}
+
 /// Checks that each of `t`'s rollups at `level` (buckets of `span_ms`) holds exactly the sum of
 /// its rounds' stats values; how many it checked.
 fn sums_of_rounds(

@@ -297,3 +297,108 @@ fn json_to_stdout_keeps_text_on_stderr() {
     assert!(!err.contains("seq="), "-q: summary only: {err}");
     assert!(err.contains("2 sent, 2 received"), "{err}");
 }
+
+/// Which ICMP socket `npt ping icmp://` opens here: a datagram one when this process's group
+/// is in `net.ipv4.ping_group_range`, else (root) a raw one; `None` when neither may open.
+fn icmp_socket_here() -> Option<&'static str> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ping_group_range").ok()?;
+    let mut it = range.split_whitespace().map(|x| x.parse::<u64>().ok());
+    let (lo, hi) = (it.next()??, it.next()??);
+    // SAFETY: getgid and geteuid have no preconditions.
+    let (gid, root) = unsafe { (u64::from(libc::getgid()), libc::geteuid() == 0) };
+    if (lo..=hi).contains(&gid) {
+        Some("datagram")
+    } else if root {
+        Some("raw")
+    } else {
+        None
+    }
+}
+
+fn assert_icmp(out: &Output, doc: &serde_json::Value, socket: &str) {
+    assert_all_answered(out, doc, "icmp");
+    assert_eq!(doc["config"]["socket"], socket, "{doc}");
+    assert_eq!(doc["answered_by"], "host");
+    let note = doc["note"].as_str().unwrap_or_default();
+    let said = if socket == "raw" {
+        "a raw ICMP socket"
+    } else {
+        "ICMP datagram socket"
+    };
+    assert!(note.contains(said), "{note}");
+    assert!(
+        text(out).contains(said),
+        "the summary says it too: {}",
+        text(out)
+    );
+}
+
+#[test]
+fn icmp_echo_on_loopback_over_either_socket() {
+    let Some(socket) = icmp_socket_here() else {
+        eprintln!("SKIPPED icmp_echo_on_loopback_over_either_socket: no ICMP socket (not root, group not in ping_group_range)");
+        return;
+    };
+    for target in ["icmp://127.0.0.1", "icmp://[::1]"] {
+        let (out, doc) = ping(target, &[]);
+        assert_icmp(&out, &doc, socket);
+        assert_eq!(doc["target"], target);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    // As root, in a network namespace of its own whose ping_group_range takes every group,
+    // the unprivileged datagram socket (the kernel's identifier, not ours, comes back on it);
+    // a route into nowhere times every attempt out.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        dir.path().join("v4.json"),
+        dir.path().join("v6.json"),
+        dir.path().join("lost.json"),
+    );
+    let npt = env!("CARGO_BIN_EXE_npt");
+    let script = format!(
+        "ip link set lo up && sysctl -qw net.ipv4.ping_group_range='0 2147483647' && \
+         ip route add 10.9.9.0/24 dev lo && \
+         {npt} ping icmp://127.0.0.1 -c 3 -i 10ms --json {a} && \
+         {npt} ping icmp://[::1] -c 3 -i 10ms --json {b}; \
+         {npt} ping icmp://10.9.9.2 -c 2 -i 10ms -W 200ms --json {c}; echo exit=$?",
+        a = a.display(),
+        b = b.display(),
+        c = c.display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-n", "sh", "-c", &script])
+        .output()
+        .expect("unshare runs");
+    let t = text(&out);
+    for p in [&a, &b] {
+        let doc = json(p);
+        assert_valid(&doc, "ping");
+        assert_eq!(doc["config"]["socket"], "datagram", "{t}");
+        assert_eq!(u(&doc, "/summary/received"), 3, "{t}");
+        assert_eq!(u(&doc, "/errors/total_errors"), 0, "{t}");
+    }
+    let lost = json(&c);
+    assert_valid(&lost, "ping");
+    assert_eq!(u(&lost, "/summary/sent"), 2);
+    assert_eq!(u(&lost, "/summary/lost"), 2);
+    assert_eq!(lost["summary"]["loss_pct"], 100.0);
+    assert_eq!(u(&lost, "/errors/by_kind/timeout/count"), 2, "{lost}");
+    assert!(t.contains("exit=1"), "nothing answered: exit 1: {t}");
+}
+
+#[test]
+fn icmp_flags_that_do_not_apply_exit_2() {
+    for (args, flag) in [
+        (&["ping", "icmp://127.0.0.1:7"][..], "icmp://HOST"),
+        (&["ping", "icmp://127.0.0.1", "--raw"], "--raw"),
+        (&["ping", "icmp://127.0.0.1", "-s", "20"], "--size"),
+    ] {
+        let out = run(args, LIMIT);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains(flag), "{args:?}: {t}");
+    }
+}

@@ -366,3 +366,91 @@ fn several_clients_on_threads_split_the_load_and_merge_exactly() {
     let hist = npt_stats::Histogram::from_serialized(&h).unwrap();
     assert_eq!(hist.count(), u(&d, "/summary/received"));
 }
+
+/// A plain echo on loopback (socat returning each datagram or each byte unchanged), as users
+/// start one: `socat UDP-LISTEN:P,reuseaddr PIPE` (no `fork`: it serves the first peer, our
+/// one flow) and `socat TCP-LISTEN:P,fork,reuseaddr PIPE`. Killed when dropped.
+fn socat_echo(proto: &str) -> Option<(Guard, u16)> {
+    if !npt_testkit::proxies::have("/usr/bin/socat") {
+        return None;
+    }
+    let port = npt_testkit::process::free_port();
+    let listen = match proto {
+        "udp" => format!("UDP-LISTEN:{port},bind=127.0.0.1,reuseaddr"),
+        _ => format!("TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr"),
+    };
+    let child = std::process::Command::new("/usr/bin/socat")
+        .args([listen.as_str(), "PIPE"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut g = Guard(child);
+    if proto == "udp" {
+        // socat binds as it starts: wait until its port is taken.
+        let bound = npt_testkit::process::until(Duration::from_secs(5), || {
+            std::net::UdpSocket::bind(("127.0.0.1", port)).is_err()
+        });
+        assert!(bound.is_some(), "socat did not bind udp {port}");
+    } else {
+        npt_testkit::process::wait_listening(&mut g.0, port, Duration::from_secs(5));
+    }
+    Some((g, port))
+}
+
+/// Against a plain echo, with no flag, every echo is a reply: nothing lost, nothing foreign
+/// (before: `lost 100 %`, `foreign` = sent), and the report names the far end.
+#[test]
+fn a_plain_udp_and_tcp_echo_are_measured_and_named() {
+    for (proto, n) in [("udp", 500u64), ("tcp", 50)] {
+        let Some((_echo, port)) = socat_echo(proto) else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.json");
+        let target = format!("{proto}://127.0.0.1:{port}");
+        let count = n.to_string();
+        let o = run(
+            &[
+                "probe",
+                &target,
+                "--pps",
+                "1000",
+                "-n",
+                &count,
+                "--verify",
+                "--json",
+                out.to_str().unwrap(),
+            ],
+            LIMIT,
+        );
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{proto}: {text}");
+        let d = json(&out);
+        assert_valid(&d, "probe");
+        let s = &d["summary"];
+        assert_eq!(
+            (
+                u(&d, "/summary/sent"),
+                u(&d, "/summary/received"),
+                u(&d, "/summary/lost"),
+                u(&d, "/summary/foreign"),
+                u(&d, "/summary/corrupt"),
+            ),
+            (n, n, 0, 0, 0),
+            "{proto}: {text}"
+        );
+        assert_eq!(s["far_end"], "echo", "{proto}");
+        assert_eq!(s["round_trip_only"], "echo", "{proto}");
+        assert!(s["directions"].is_null(), "{proto}");
+        assert_eq!(u(&d, "/errors/total_errors"), 0, "{proto}: {text}");
+        assert!(
+            text.contains(
+                "far end    plain echo (returns bytes unchanged): round trips only, no \
+                 per-direction figures"
+            ),
+            "{proto}: {text}"
+        );
+        assert!(!text.contains("older npt serve"), "{proto}: {text}");
+    }
+}

@@ -332,6 +332,64 @@ impl Alerts {
         }
     }
 
+    /// Where the stored rounds that rebuild `target`'s baselines start ([`Alerts::rebuild`]),
+    /// for a target measured every `every_ms` whose rounds are kept `keep_ms`; `None` when no
+    /// rule with a baseline applies to it. Far enough back to hold every window at its full
+    /// length twice over, and to reach that far before the moment a restored firing state (or
+    /// streak) began, when the window stopped learning.
+    pub fn replay_from(
+        &self,
+        target: &str,
+        every_ms: i64,
+        now_ms: i64,
+        keep_ms: i64,
+    ) -> Option<i64> {
+        let n = self
+            .rules
+            .iter()
+            .filter(|r| r.applies_to(target))
+            .filter_map(|r| r.baseline_rounds)
+            .max()?;
+        let span = every_ms.max(1).saturating_mul(2 * i64::from(n) + 10);
+        let since = self
+            .state
+            .iter()
+            .filter(|((t, _), s)| t == target && (s.firing || s.streak > 0))
+            .map(|(_, s)| s.since_ms)
+            .min()
+            .unwrap_or(now_ms);
+        Some((since.min(now_ms) - span).max(now_ms - keep_ms))
+    }
+
+    /// Rebuilds the baseline windows of `target` from its stored rounds, oldest first (status,
+    /// figures, start ms), as they stood before a restart: the rounds go through the same rules
+    /// on a fresh state, and only the windows are kept; the firing states, streaks and values
+    /// stay what [`Alerts::restore`] read. Without this a rule that was firing at a restart was
+    /// never ready again (an empty window, which learns only while nothing fires) and never
+    /// cleared.
+    pub fn rebuild<'a>(
+        &mut self,
+        target: &str,
+        rounds: impl IntoIterator<Item = (Status, &'a Figures, i64)>,
+    ) {
+        let rules: Vec<Rule> = self
+            .rules
+            .iter()
+            .filter(|r| r.baseline_rounds.is_some() && r.applies_to(target))
+            .cloned()
+            .collect();
+        if rules.is_empty() {
+            return;
+        }
+        let mut fresh = Alerts::new(rules);
+        for (status, f, at_ms) in rounds {
+            fresh.on_round(target, status, f, at_ms);
+        }
+        for (key, s) in fresh.state {
+            self.state.entry(key).or_default().window = s.window;
+        }
+    }
+
     /// One round of `target` ended: its changes, and the rows to store for every state it moved.
     pub fn on_round(
         &mut self,

@@ -83,6 +83,58 @@ fn a_baseline_step_fires_and_stays_until_undone() {
 }
 
 #[test]
+fn a_firing_baseline_rule_restored_after_a_restart_clears_once_the_step_is_undone() {
+    let r = rule_of(
+        "name = 'step'\nmetric = 'p50_ms'\nabove = 15\nbaseline_rounds = 10\nrounds = 2\nclear_rounds = 3",
+    )
+    .unwrap();
+    let mut a = Alerts::new(vec![r]);
+    let at = |ms: f64| (Status::Ok, fig(ms, 10, 0));
+    // 24 ms for 12 rounds, then +30 ms: fires on the step's second round (index 13).
+    let mut before: Vec<_> = (0..12).map(|_| at(24.0)).collect();
+    before.extend((0..6).map(|_| at(54.0)));
+    let mut rows = Vec::new();
+    let mut fired = Vec::new();
+    for (i, (s, f)) in before.iter().enumerate() {
+        let (ch, r) = a.on_round("direct", *s, f, i64::try_from(i).unwrap() * 1000);
+        fired.extend(ch.iter().map(|c| (i, c.firing)));
+        rows.extend(r);
+    }
+    assert_eq!(fired, vec![(13, true)]);
+    // kill -9: what the store holds is the state rows and the rounds.
+    let restarted = |rebuilt: bool| {
+        let mut b = Alerts::new(a.rules().to_vec());
+        b.restore(&rows);
+        if rebuilt {
+            let from = b.replay_from("direct", 1000, 18_000, 86_400_000).unwrap();
+            assert!(from <= 0, "reaches back before the step: {from}");
+            let stored = before
+                .iter()
+                .enumerate()
+                .map(|(i, (s, f))| (*s, f, i64::try_from(i).unwrap() * 1000));
+            b.rebuild("direct", stored);
+        }
+        assert_eq!(b.firing("direct"), vec!["step"]);
+        // The step undone: the path reads its old 24 ms again.
+        let after: Vec<_> = (0..8).map(|_| at(24.0)).collect();
+        feed(&mut b, "direct", &after)
+    };
+    // Restored without its window, the rule is never ready again and never clears.
+    assert_eq!(restarted(false), vec![]);
+    assert_eq!(
+        restarted(true),
+        vec![(2, false)],
+        "clears on the third round back"
+    );
+    // A target no baseline rule watches has nothing to replay.
+    assert_eq!(a.replay_from("other", 1000, 0, 1), Some(-1));
+    let plain = Alerts::new(vec![
+        rule_of("name = 'l'\nmetric = 'loss_pct'\nabove = 5").unwrap()
+    ]);
+    assert_eq!(plain.replay_from("direct", 1000, 0, 1), None);
+}
+
+#[test]
 fn change_reports_what_it_compared() {
     let r = rule_of("name = 'slow'\nmetric = 'p99_ms'\nabove = 100\nrounds = 1").unwrap();
     let mut a = Alerts::new(vec![r]);

@@ -482,20 +482,32 @@ fn has_flag(args: &[String], flags: &[&str]) -> bool {
     })
 }
 
-/// The value given to one of `flags`, if any.
+/// The value given to one of `flags`, if any, in every form [`has_flag`] accepts: `-i 500ms`,
+/// `-i500ms`, `-i=500ms`, `--interval 500ms`, `--interval=500ms` (the last one given wins, as
+/// the subcommand's own parser reads it).
 fn flag_value<'a>(args: &'a [String], flags: &[&str]) -> Option<&'a str> {
+    let mut found = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         for f in flags {
             if a == f {
-                return it.next().map(String::as_str);
+                found = it.next().map(String::as_str);
+                break;
             }
-            if let Some(v) = a.strip_prefix(&format!("{f}=")) {
-                return Some(v);
+            let Some(rest) = a.strip_prefix(f) else {
+                continue;
+            };
+            if let Some(v) = rest.strip_prefix('=') {
+                found = Some(v);
+                break;
+            }
+            if !f.starts_with("--") && !rest.is_empty() {
+                found = Some(rest);
+                break;
             }
         }
     }
-    None
+    found
 }
 
 /// `1.5s` → `1500ms`: how the round's flags are written (every subcommand reads ms).

@@ -150,6 +150,55 @@ fn a_ping_round_is_its_length_in_attempts_unless_args_say() {
 }
 
 #[test]
+fn a_flag_value_is_read_in_every_form_has_flag_accepts() {
+    let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let iv = ["-i", "--interval"];
+    for form in [
+        &["-i500ms"][..],
+        &["-i=500ms"],
+        &["-i", "500ms"],
+        &["--interval=500ms"],
+        &["--interval", "500ms"],
+        &["-c5", "-i500ms"],
+    ] {
+        let a = args(form);
+        assert!(has_flag(&a, &iv), "{form:?}");
+        assert_eq!(flag_value(&a, &iv), Some("500ms"), "{form:?}");
+    }
+    assert_eq!(flag_value(&args(&["-c5"]), &["-c", "--count"]), Some("5"));
+    assert_eq!(
+        flag_value(&args(&["-c", "5"]), &["-c", "--count"]),
+        Some("5")
+    );
+    // A long flag never takes an attached value without `=`; the last one given wins.
+    assert_eq!(flag_value(&args(&["--intervalx"]), &iv), None);
+    assert_eq!(
+        flag_value(&args(&["-i1s", "-i", "500ms"]), &iv),
+        Some("500ms")
+    );
+}
+
+#[test]
+fn an_attached_interval_sets_the_round_s_attempts() {
+    let argv = |a: &str| {
+        plan(&format!(
+            "[[target]]\nname = \"a\"\ntarget = \"udp://h:7\"\nlength = \"2s\"\nargs = [{a}]"
+        ))
+        .map(|p| p.targets[0].argv[2..].to_vec())
+    };
+    // Before, `-i500ms` was seen as given (no default `-i 200ms` to fight it) yet its value
+    // was not read, so the round was sized for 200 ms: 10 attempts of 500 ms, 5 s, not 2 s.
+    assert_eq!(argv("\"-i500ms\"").unwrap(), ["-c", "4", "-i500ms"]);
+    assert_eq!(
+        argv("\"--interval=500ms\"").unwrap(),
+        ["-c", "4", "--interval=500ms"]
+    );
+    assert!(argv("\"-ifast\"")
+        .unwrap_err()
+        .starts_with("target[0].args"));
+}
+
+#[test]
 fn the_quick_form_watches_each_url() {
     let f = quick(
         &["udp://relay:7777".into(), "tcp://direct:7777".into()],

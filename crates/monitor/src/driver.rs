@@ -182,6 +182,20 @@ pub fn run(
     }
     let mut alerts = Alerts::new(plan.alerts.clone());
     alerts.restore(&st.alerts()?);
+    // The baselines are not stored: they are rebuilt from the rounds that are.
+    let keep_ms = i64::try_from(plan.retention.rounds.as_millis()).unwrap_or(i64::MAX);
+    for t in &setup.targets {
+        let every_ms = i64::try_from(t.plan.every.as_millis()).unwrap_or(i64::MAX);
+        let Some(from) = alerts.replay_from(&t.plan.name, every_ms, now_ms, keep_ms) else {
+            continue;
+        };
+        let id = st.target_id(&t.plan.name, t.plan.kind)?;
+        let rounds = st.rounds(id, from, now_ms.saturating_add(1), false)?;
+        alerts.rebuild(
+            &t.plan.name,
+            rounds.iter().map(|r| (r.status, &r.figures, r.start_ms)),
+        );
+    }
     let mut budgets = HashMap::new();
     for t in &setup.targets {
         if let Some(limit) = t.plan.budget {

@@ -26,7 +26,9 @@ pub const NAMES: &[&str] = &[
     "npt_monitor_errors_total",
     "npt_monitor_up",
     "npt_monitor_last_round_timestamp_seconds",
-    "npt_monitor_last_latency_seconds",
+    "npt_monitor_last_p50_seconds",
+    "npt_monitor_last_p90_seconds",
+    "npt_monitor_last_p99_seconds",
     "npt_monitor_last_loss_ratio",
     "npt_monitor_last_rpm",
     "npt_monitor_last_goodput_bps",
@@ -102,15 +104,27 @@ pub fn snapshot(live: &Live) -> Snapshot {
             last.start_ms as f64 / 1e3,
         );
         if f.count > 0 {
-            for (q, ms) in [("0.5", f.p50_ms), ("0.9", f.p90_ms), ("0.99", f.p99_ms)] {
-                let mut lq = l.to_vec();
-                lq.push(("quantile", q));
-                s.gauge(
-                    "npt_monitor_last_latency_seconds",
-                    "The last round's headline latency at a quantile (exact, from its histogram).",
-                    &lq,
-                    ms / 1e3,
-                );
+            // A gauge per percentile, not one with a `quantile` label: that label belongs to
+            // summaries (promtool refuses it elsewhere), and these are no summary — exact
+            // figures of the last round only, with no sum or count over time.
+            for (name, help, ms) in [
+                (
+                    "npt_monitor_last_p50_seconds",
+                    "The last round's headline latency, its median (exact, from its histogram).",
+                    f.p50_ms,
+                ),
+                (
+                    "npt_monitor_last_p90_seconds",
+                    "The last round's headline latency, its 90th percentile (exact).",
+                    f.p90_ms,
+                ),
+                (
+                    "npt_monitor_last_p99_seconds",
+                    "The last round's headline latency, its 99th percentile (exact).",
+                    f.p99_ms,
+                ),
+            ] {
+                s.gauge(name, help, &l, ms / 1e3);
             }
         }
         if let Some(loss) = f.loss_pct() {
@@ -256,6 +270,16 @@ mod tests {
                 "npt_monitor_last_rpm{vantage=\"v\",target=\"loaded\",kind=\"probe\"} 600.0"
             ),
             "{text}"
+        );
+        assert!(
+            text.contains(
+                "npt_monitor_last_p50_seconds{vantage=\"v\",target=\"loaded\",kind=\"probe\"} 0.02\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains("quantile="),
+            "only summaries carry it: {text}"
         );
         assert!(text.ends_with("# EOF\n"));
     }

@@ -126,8 +126,11 @@ pub fn start_error_kind(e: &PingError) -> ErrorKind {
         PingError::Socket(io) | PingError::Resolve(_, io) | PingError::Auth(_, io) => {
             crate::net::classify_io(io)
         }
-        PingError::Quic(_) => ErrorKind::Local,
-        PingError::BadTarget(_) | PingError::NoAddress(_) | PingError::Family(_) => ErrorKind::Io,
+        PingError::Quic(_) | PingError::IcmpSocket(_) => ErrorKind::Local,
+        PingError::BadTarget(_)
+        | PingError::BadIcmpTarget(_)
+        | PingError::NoAddress(_)
+        | PingError::Family(_) => ErrorKind::Io,
     }
 }
 

@@ -1,7 +1,8 @@
 //! `npt ping`: the round-trip time of one hop, measured the way a forwarder chain pays it —
 //! a TCP connect (SYN to SYN-ACK), a UDP echo (framed against `npt serve`, or raw against any
-//! echo), or a QUIC handshake. `compare` uses these RTTs as the "theoretical" latency of a
-//! chain, `lab` uses them to check emulated link delays.
+//! echo), or a QUIC handshake; and the host's own ICMP echo beside them ([`icmp`]). `compare`
+//! uses these RTTs as the "theoretical" latency of a chain, `lab` uses them to check emulated
+//! link delays.
 //!
 //! [`session`] holds the sans-IO sequence/timeout bookkeeping; [`net`] drives it with sockets
 //! ([`echo`]: `--echo`'s connect + one framed echo per attempt);
@@ -15,6 +16,7 @@
 pub mod agent;
 pub mod echo;
 pub mod from;
+pub mod icmp;
 pub mod net;
 pub mod remote;
 pub mod result;
@@ -32,6 +34,11 @@ pub use npt_client::target::{Proto, Target};
 pub enum PingError {
     #[error("target {0:?}: expected tcp://HOST:PORT, udp://HOST:PORT or quic://HOST:PORT")]
     BadTarget(String),
+    #[error("target {0:?}: expected icmp://HOST (ICMP has no port)")]
+    BadIcmpTarget(String),
+    /// Neither ICMP socket could be opened.
+    #[error("{0}")]
+    IcmpSocket(String),
     #[error("cannot resolve {0}: {1}")]
     Resolve(String, std::io::Error),
     #[error("{0}: resolves to no address")]

@@ -100,11 +100,11 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
     })
 }
 
-fn dur_ns(d: Duration) -> u64 {
+pub(crate) fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 4)
 }
 
-fn now_ns(clock: Instant) -> u64 {
+pub(crate) fn now_ns(clock: Instant) -> u64 {
     dur_ns(clock.elapsed())
 }
 
@@ -115,7 +115,7 @@ pub fn classify_io(e: &io::Error) -> ErrorKind {
 }
 
 /// Applies the signal count: 1 stops new attempts, 2 abandons those in flight.
-fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReason> {
+pub(crate) fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReason> {
     match stop.level() {
         0 => None,
         1 => {
@@ -368,7 +368,7 @@ fn udp_socket(to: SocketAddr, source: &Source) -> Result<UdpSocket, PingError> {
     source.udp_connected(to).map_err(PingError::Socket)
 }
 
-fn flow_id() -> u32 {
+pub(crate) fn flow_id() -> u32 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -409,14 +409,23 @@ pub fn encode(
     }
 }
 
-/// The sequence number of an echo of ours; `None` for anything else.
+/// The sequence number of an echo of ours; `None` for anything else. An echo is `npt serve`'s
+/// reply, or the request itself returned unchanged by a plain echo (socat, a forwarder in front
+/// of one): kind still `Echo`, every field as [`encode`] wrote it. Under `--token` the caller
+/// also requires the reply's seal toward the client, which an unchanged request never has.
 pub fn decode(buf: &[u8], raw: bool, flow: u32) -> Option<u64> {
     if raw {
         let s = RawStamp::decode(buf).ok()?;
         (s.flow == flow).then_some(s.seq)
     } else {
         let h = Header::decode(buf).ok()?;
-        (h.kind == Kind::EchoReply && h.flow == flow).then_some(h.seq)
+        let unchanged = h.kind == Kind::Echo
+            && h.flags == reflect::REFLECT
+            && h.reply_len == 0
+            && h.status == 0
+            && h.token == 0
+            && h.frame_len as usize == buf.len();
+        ((h.kind == Kind::EchoReply || unchanged) && h.flow == flow).then_some(h.seq)
     }
 }
 
@@ -551,9 +560,17 @@ mod tests {
         encode(&mut b, &cfg(false), 42, 9, 123).unwrap();
         assert_eq!(
             decode(&b, false, 42),
-            None,
-            "our own request reflected is not a reply"
+            Some(9),
+            "our own request returned unchanged: a plain echo's answer"
         );
+        assert_eq!(decode(&b, false, 43), None, "another flow's request");
+        assert_eq!(decode(&b[..63], false, 42), None, "cut short");
+        let mut changed = b.clone();
+        npt_wire::frame::set_kind_status(&mut changed, Kind::Echo, 2);
+        assert_eq!(decode(&changed, false, 42), None, "a status it never sent");
+        changed = b.clone();
+        changed[5] = Kind::Request as u8;
+        assert_eq!(decode(&changed, false, 42), None, "another kind");
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //! Rows of different kinds or different workload settings are allowed but noted: a p50 of a
 //! ping-pong probe and of a 300-user run are not the same figure.
 //!
-//! Every difference carries its spread, and one inside it is "within noise", with no
-//! percentage ([`noise`]).
+//! Every difference carries the uncertainty of the figures it compares — one run's confidence
+//! interval from its own samples, or the spread of several runs' figures — says which, and one
+//! inside it is "within noise", with no percentage ([`noise`]). A distribution's width is the
+//! path's, never noise. HTTP and run rows also show their requests per second ([`rate`]).
 //!
 //! [`runs`] builds the same table from scenarios run several times (`npt compare
 //! scenarios.toml --runs N`), and [`page`] draws it as an HTML page.
@@ -19,8 +21,11 @@ pub mod directions;
 pub mod goodput;
 pub mod loaded;
 pub mod noise;
+#[cfg(test)]
+mod noise_cases;
 pub mod page;
 pub mod pingpong;
+pub mod rate;
 mod render;
 pub mod runs;
 
@@ -63,21 +68,24 @@ pub struct Row {
     /// agent or, for the first, the client: [`runs::source`]); `None` without a theoretical
     /// latency.
     pub theoretical_source: Option<String>,
-    /// The spread of `avg_ms`: a half-width in ms, by the rule `avg_spread_from` names
-    /// ([`noise`]).
+    /// The uncertainty of `avg_ms`: a 95 % half-width in ms, of the kind `avg_spread_from`
+    /// names ([`noise`]).
     pub avg_spread_ms: Option<f64>,
-    /// `runs` (the wider of half the runs' p50 and avg ranges), `p10-p90` (half one run's
-    /// p10–p90 range) or `min-p90` (one run without a usable histogram).
+    /// `ci` (one run: the avg's confidence interval from its own samples, or several runs
+    /// whose samples' interval is the wider) or `runs` (the t-interval over the runs' avgs).
     pub avg_spread_from: Option<String>,
-    /// The spread of `theoretical_ms`: the hops' spreads in quadrature; 0 when typed.
+    /// The uncertainty of `theoretical_ms`: the hops' (or a trace's segments') intervals in
+    /// quadrature; 0 when typed.
     pub theoretical_spread_ms: Option<f64>,
     /// avg − theoretical.
     pub overhead_ms: Option<f64>,
     /// `overhead_ms` as a percentage of the theoretical latency; `null` when within noise, or
     /// when the theoretical latency is not at least 10 × its spread ([`noise`]).
     pub overhead_pct: Option<f64>,
-    /// The spread of `overhead_ms`: the row's and the theoretical latency's in quadrature.
+    /// The uncertainty of `overhead_ms`: the row's and the theoretical latency's in quadrature.
     pub overhead_spread_ms: Option<f64>,
+    /// The kinds that went into `overhead_spread_ms`: `ci`, `runs` or `ci+runs` ([`noise::kinds`]).
+    pub overhead_spread_from: Option<String>,
     /// `|overhead_ms| <= overhead_spread_ms`: no finding.
     pub overhead_within_noise: Option<bool>,
     /// avg − the baseline's avg.
@@ -85,9 +93,11 @@ pub struct Row {
     /// `vs_baseline_ms` as a percentage of the baseline's avg; `null` within noise, when the
     /// baseline's avg is not at least 10 × its spread, and on the baseline's own row.
     pub vs_baseline_pct: Option<f64>,
-    /// The spread of `vs_baseline_ms`: the row's and the baseline's in quadrature (`null` on
-    /// the baseline's own row).
+    /// The uncertainty of `vs_baseline_ms`: the row's and the baseline's in quadrature (`null`
+    /// on the baseline's own row).
     pub vs_baseline_spread_ms: Option<f64>,
+    /// The kinds that went into `vs_baseline_spread_ms`: `ci`, `runs` or `ci+runs`.
+    pub vs_baseline_spread_from: Option<String>,
     /// `|vs_baseline_ms| <= vs_baseline_spread_ms`: no finding (`null` on the baseline's own
     /// row).
     pub vs_baseline_within_noise: Option<bool>,
@@ -153,6 +163,10 @@ pub struct Row {
     pub goodput_up_bps: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub goodput_down_bps: Option<f64>,
+    /// HTTP and run results: completed requests per second (`summary.rps`,
+    /// `summary.requests_per_s`), the median over runs ([`rate`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_per_s: Option<f64>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -193,7 +207,8 @@ pub struct Hop {
     pub from: Option<String>,
     /// Average RTT; `None` when the hop did not answer.
     pub avg_ms: Option<f64>,
-    /// Its spread: half the p10–p90 range of its RTTs ([`noise::of_one_run`]).
+    /// The uncertainty of its avg: the 95 % confidence interval from its own pings
+    /// ([`noise::of_one_run`]).
     pub spread_ms: Option<f64>,
     /// The `npt ping` result file.
     pub result: String,
@@ -229,8 +244,8 @@ fn headline(input: &Input) -> Result<Summary, CompareError> {
         .map_err(|m| CompareError::Doc(input.path.clone(), m))
 }
 
-/// The spread of a pinged or measured hop's RTTs ([`noise::of_one_run`]: half its p10–p90
-/// range).
+/// The uncertainty of a pinged or measured hop's avg RTT ([`noise::of_one_run`]: its 95 %
+/// confidence interval from its own pings).
 pub fn hop_spread(b: &npt_result::ping::PingBody) -> f64 {
     let h = Histogram::from_serialized(&b.histogram).unwrap_or_default();
     noise::of_one_run(&h, &b.summary.as_summary()).0
@@ -290,13 +305,16 @@ fn tcp_kernel(doc: &AnyResult) -> Option<&TcpKernel> {
 }
 
 /// Fills the overhead columns: avg − theoretical, and avg − the baseline's avg, each with its
-/// spread and whether it is within noise ([`noise`]); a row without figures, or a baseline
-/// without them, gets none.
+/// uncertainty, its kinds and whether it is within noise ([`noise`]); a row without figures,
+/// or a baseline without them, gets none.
 pub fn overheads(rows: &mut [Row], baseline: Option<&str>) {
     let base = baseline.and_then(|b| {
-        rows.iter()
-            .find(|r| r.name == b)
-            .and_then(|r| Some((r.avg_ms?, r.avg_spread_ms.unwrap_or(0.0))))
+        rows.iter().find(|r| r.name == b).and_then(|r| {
+            Some((
+                (r.avg_ms?, r.avg_spread_ms.unwrap_or(0.0)),
+                r.avg_spread_from.clone(),
+            ))
+        })
     });
     for r in rows {
         let Some(avg) = r.avg_ms else { continue };
@@ -307,19 +325,37 @@ pub fn overheads(rows: &mut [Row], baseline: Option<&str>) {
             r.overhead_pct = d.pct;
             r.overhead_spread_ms = Some(d.spread_ms);
             r.overhead_within_noise = Some(d.within_noise);
+            // Pinged and measured hops, a trace's segments: each a one-run interval.
+            let theo = (r.theoretical_source.as_deref() != Some(runs::source::TYPED))
+                .then_some(noise::from::CI);
+            r.overhead_spread_from = noise::kinds([r.avg_spread_from.as_deref(), theo]);
         }
-        if let Some(b) = base {
+        if let Some((b, b_from)) = &base {
             if Some(r.name.as_str()) == baseline {
                 r.vs_baseline_ms = Some(0.0);
                 continue;
             }
-            let d = noise::difference(own, b);
+            let d = noise::difference(own, *b);
             r.vs_baseline_ms = Some(d.ms);
             r.vs_baseline_pct = d.pct;
             r.vs_baseline_spread_ms = Some(d.spread_ms);
             r.vs_baseline_within_noise = Some(d.within_noise);
+            r.vs_baseline_spread_from =
+                noise::kinds([r.avg_spread_from.as_deref(), b_from.as_deref()]);
         }
     }
+}
+
+/// The uncertainty of a trace's sum of segment p50s: each segment's p50 order-statistic
+/// interval from its histogram, in quadrature ([`noise::of_percentile`]); 0 for a segment
+/// whose histogram is missing.
+fn trace_sum_spread(b: &npt_result::trace::TraceBody) -> f64 {
+    noise::in_quadrature((0..b.segments.len()).map(|i| {
+        b.histograms
+            .get(&npt_result::trace::hist::segment(i))
+            .and_then(|s| Histogram::from_serialized(s).ok())
+            .map_or(0.0, |h| noise::of_percentile(&h, 0.5))
+    }))
 }
 
 /// Builds the table. `baseline` and the keys of `theoretical` name rows.
@@ -359,7 +395,7 @@ pub fn table(
             },
             theoretical_spread_ms: match (&d.body, theoretical.get(&i.name)) {
                 (_, Some(_)) => Some(0.0),
-                (Workload::Trace(b), None) => b.summary.sum.map(|s| s.spread_ms),
+                (Workload::Trace(b), None) => b.summary.sum.map(|_| trace_sum_spread(b)),
                 _ => None,
             },
             errors: d.body.errors().total_errors,
@@ -373,6 +409,7 @@ pub fn table(
         .with_figures(&s)
         .with_retransmits(std::iter::once(d));
         goodput::fill(&mut row, std::iter::once(d));
+        rate::fill(&mut row, std::iter::once(d));
         let (spread, from) = noise::of_one_run(&d.body.headline(), &s);
         row.avg_spread_ms = Some(spread);
         row.avg_spread_from = Some(from.to_string());
@@ -464,40 +501,44 @@ mod tests {
         assert!(t.notes.is_empty(), "{:?}", t.notes);
     }
 
-    /// Two rows whose avgs differ by less than their p10–p90 spreads: "within noise", no
-    /// percentage, in the cell and in the JSON; a typed theoretical latency far below them is
-    /// a finding, with its percentage.
+    /// Two rows of ten samples whose avgs differ by less than their uncertainty: "within
+    /// noise", no percentage, in the cell and in the JSON; a typed theoretical latency far below
+    /// them is a finding, with its percentage. Each ± says its kind (`ci`: one run's own).
     #[test]
-    fn a_difference_within_the_rows_spread_is_noise() {
-        // 1..=10 ms (avg 5.5, p10 1, p90 9: ±4) and 2..=11 ms (avg 6.5, ±4): +1 ms against
-        // ±5.66 combined.
+    fn a_difference_within_the_rows_uncertainty_is_noise() {
+        // 1..=10 ms and 2..=11 ms: stddev √8.25 = 2.872 ms each (of the population), so each
+        // avg is known to t(9) · 2.872 / √10 = 2.262 · 0.9083 = ±2.05 ms; +1 ms against ±2.91.
         let a: Vec<u64> = (1..=10).map(|m| m * MS).collect();
         let b: Vec<u64> = (2..=11).map(|m| m * MS).collect();
         let inputs = [probe("direct", &a, 0.0), probe("relay", &b, 0.0)];
         let theo = BTreeMap::from([("relay".to_string(), 1.0)]);
         let t = table(&inputs, Some("direct"), &theo).unwrap();
         let r = &t.scenarios[1];
-        assert!((r.avg_spread_ms.unwrap() - 4.0).abs() < 0.01, "{r:?}");
-        assert_eq!(r.avg_spread_from.as_deref(), Some("p10-p90"));
+        let own = 2.262 * 8.25f64.sqrt() / 10f64.sqrt();
+        assert!((r.avg_spread_ms.unwrap() - own).abs() < 0.005, "{r:?}");
+        assert_eq!(r.avg_spread_from.as_deref(), Some("ci"));
         assert_eq!(r.vs_baseline_within_noise, Some(true));
         assert_eq!(r.vs_baseline_pct, None);
-        assert!((r.vs_baseline_spread_ms.unwrap() - 32f64.sqrt()).abs() < 0.02);
-        // 6.5 ± 4 against a typed 1 ms: +5.5, outside ±4, and 1 ms is known exactly.
+        assert_eq!(r.vs_baseline_spread_from.as_deref(), Some("ci"));
+        assert!((r.vs_baseline_spread_ms.unwrap() - own * 2f64.sqrt()).abs() < 0.01);
+        // 6.5 ± 2.05 against a typed 1 ms: +5.5, outside ±2.05, and 1 ms is known exactly.
         assert_eq!(r.overhead_within_noise, Some(false));
+        assert_eq!(r.overhead_spread_from.as_deref(), Some("ci"));
         assert!((r.overhead_pct.unwrap() - 550.0).abs() < 1.0, "{r:?}");
         let c = cells(t.baseline.as_deref(), r);
-        assert_eq!(c[8], "within noise (±5.66)");
-        assert!(c[7].starts_with("+5.50 ±4.00 (+5"), "{c:?}");
+        assert_eq!(c[8], "within noise (±2.91 ci)");
+        assert!(c[7].starts_with("+5.50 ±2.05 ci (+5"), "{c:?}");
         assert_eq!(cells(t.baseline.as_deref(), &t.scenarios[0])[8], "baseline");
         let json = serde_json::to_value(&t).unwrap();
         assert_eq!(json["scenarios"][1]["vs_baseline_within_noise"], true);
+        assert_eq!(json["scenarios"][1]["vs_baseline_spread_from"], "ci");
         assert!(json["scenarios"][1]["vs_baseline_pct"].is_null());
         assert_eq!(json["scenarios"][1]["overhead_within_noise"], false);
         let mut text = Vec::new();
         write_text(&mut text, &t).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(
-            text.contains("spread (±): per row half its p10–p90 range, or twice its avg's"),
+            text.contains("±: ci = one run's 95 % confidence interval of its avg"),
             "{text}"
         );
     }
@@ -533,9 +574,9 @@ mod tests {
             "{text}"
         );
         // 2 and 3 ms read back within HDR's 0.1 %: +1.00 ms, about +50 %; one sample each,
-        // so no spread.
+        // so no spread to go by: only the histogram's rounding (0.5 and 1 µs).
         assert!(
-            text.contains("+1.00 ±0.00 (+49.9%)") || text.contains("+1.00 ±0.00 (+50.0%)"),
+            text.contains("+1.00 ±<0.01 ci (+49.9%)") || text.contains("+1.00 ±<0.01 ci (+50.0%)"),
             "{text}"
         );
         assert!(text.contains(" baseline "), "{text}");

@@ -31,10 +31,12 @@ pub fn summary_rows(b: &ProbeBody) -> Vec<Vec<String>> {
         if let Some(why) = &s.round_trip_only {
             rows.push(vec![
                 "per direction".into(),
-                if why == "raw" {
-                    "none: --raw is round trips only".into()
-                } else {
-                    "none: the server did not say what it saw".into()
+                match why.as_str() {
+                    "raw" => "none: --raw is round trips only".into(),
+                    "echo" => {
+                        "none: a plain echo (returns bytes unchanged) is round trips only".into()
+                    }
+                    _ => "none: the server did not say what it saw".into(),
                 },
             ]);
         }

@@ -19,6 +19,7 @@ pub mod bulk;
 pub mod common;
 pub mod directions;
 pub mod error;
+pub mod far_end;
 pub mod health;
 pub mod http;
 pub mod interval;

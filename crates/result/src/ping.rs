@@ -20,18 +20,18 @@ use crate::Histograms;
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct PingBody {
-    /// `PROTO://HOST:PORT` as given.
-    #[schemars(regex(pattern = "^(tcp|udp|quic)://"))]
+    /// `PROTO://HOST:PORT` (or `icmp://HOST`) as given.
+    #[schemars(regex(pattern = "^(tcp|udp|quic|icmp)://"))]
     pub target: String,
-    #[schemars(extend("enum" = ["tcp", "udp", "quic"]))]
+    #[schemars(extend("enum" = ["tcp", "udp", "quic", "icmp"]))]
     pub proto: String,
     /// Addresses the target resolved to, in the order they were tried.
     #[schemars(length(min = 1))]
     pub addresses: Vec<String>,
     pub summary: PingSummary,
-    /// `latency.<tcp|udp|quic>`: the NPT latency block.
+    /// `latency.<tcp|udp|quic|icmp>`: the NPT latency block.
     #[schemars(extend(
-        "propertyNames" = {"enum": ["tcp", "udp", "quic"]},
+        "propertyNames" = {"enum": ["tcp", "udp", "quic", "icmp"]},
         "minProperties" = 1,
         "maxProperties" = 1,
     ))]
@@ -48,8 +48,9 @@ pub struct PingBody {
     /// What answered each attempt ([`answered_by`]): `first_listener` (a TCP connect: whatever
     /// listens at the address, a relay or forwarder included), `proxy` (a TCP connect through
     /// `--via`, until the proxy's CONNECT reply), `echo` (an echo from the path's far end:
-    /// UDP, or TCP `--echo`) or `quic_server`; absent in files written before it existed.
-    #[schemars(extend("enum" = ["first_listener", "proxy", "echo", "quic_server"]))]
+    /// UDP, or TCP `--echo`), `quic_server` or `host` (an ICMP echo: the host's kernel);
+    /// absent in files written before it existed.
+    #[schemars(extend("enum" = ["first_listener", "proxy", "echo", "quic_server", "host"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<String>,
     /// What the figure does not say, in words (a TCP connect through a relay is the first
@@ -108,6 +109,8 @@ pub mod answered_by {
     pub const ECHO: &str = "echo";
     /// A QUIC handshake, answered by the QUIC server.
     pub const QUIC_SERVER: &str = "quic_server";
+    /// An ICMP echo, answered by the target host's kernel (no port, nothing in user space).
+    pub const HOST: &str = "host";
 }
 
 /// The words beside a ping answered by `answered_by` ([`answered_by`]): a TCP connect is the

@@ -103,9 +103,10 @@ pub struct ProbeSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directions: Option<crate::directions::PathDirections>,
     /// Why there is no `directions` block: `raw` (`--raw`: any echo server, round trips
-    /// only) or `server` (the server did not say what it saw: an older `npt serve`). Absent
-    /// when there is one, and in files written before it was recorded.
-    #[schemars(extend("enum" = ["raw", "server"]))]
+    /// only), `echo` (the far end is a plain echo that returned each request unchanged) or
+    /// `server` (the server did not say what it saw: an older `npt serve`). Absent when there
+    /// is one, and in files written before it was recorded.
+    #[schemars(extend("enum" = ["raw", "echo", "server"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_trip_only: Option<String>,
     /// Packets sent per second over the send phase.
@@ -178,6 +179,17 @@ pub struct ProbeSummary {
     pub corrupt: u64,
     /// Datagrams that were not a reply of this run (foreign, truncated, other flow).
     pub foreign: u64,
+    /// What the first foreign datagram (or TCP record) looked like: its length, its first
+    /// bytes in hex and what it is not (e.g. `not an npt frame`). Absent when none was foreign.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreign_example: Option<String>,
+    /// Which far end answered, by its replies: `npt-serve` (per-direction figures),
+    /// `stamp` (a STAMP reflector), `echo` (a plain echo that returned the requests unchanged,
+    /// or `--raw` against any echo: round trips only), `none` (no reply), `mixed` (flows or
+    /// merged parts differed). Absent in files written before it was recorded.
+    #[schemars(extend("enum" = crate::far_end::ALL))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub far_end: Option<String>,
     /// Replies too old to classify as late or duplicate.
     pub stale: u64,
 }

@@ -433,7 +433,7 @@ fn schemas_reject_names_outside_each_kinds_documented_ones() {
         ("http", "/summary/protocol", json!("h3")),
         ("http", "/summary/status/2xx", json!(1)),
         ("http", "/histograms/hosts", histogram.clone()),
-        ("ping", "/proto", json!("icmp")),
+        ("ping", "/proto", json!("sctp")),
         ("ping", "/target", json!("127.0.0.1:9")),
         ("ping", "/histogram/unit", json!("us")),
         ("bulk", "/summary/direction", json!("sideways")),

@@ -10,6 +10,7 @@ mod counts;
 mod errors;
 mod jitter;
 pub mod snapshot;
+pub mod uncertainty;
 
 use std::ops::AddAssign;
 
@@ -22,6 +23,7 @@ pub use counts::PacketCounts;
 pub use errors::{ErrorCounts, ErrorKind, EXAMPLES_PER_KIND};
 pub use jitter::{Jitter, JitterMean};
 pub use snapshot::Snapshot;
+pub use uncertainty::{t95, Interval, Z95};
 
 /// Lowest value told apart from zero, in ns. The measurement rules ask for 1 µs .. 1 h at three
 /// significant digits; resolving from 1 ns keeps three digits even for the 10–50 µs round trips

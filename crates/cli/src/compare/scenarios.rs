@@ -15,7 +15,7 @@
 //! name = "chain"
 //! target = "udp://127.0.0.1:7777"
 //! hop_rtts_ms = [152, 32, 69]    # or theoretical_ms = 253, or hops = ["tcp://a:1", …]
-//! # hops = ["tcp://sea:7777", { from = "npt://sea:7777", to = "tcp://la:7777" }]
+//! # hops = ["tcp://sea:7777", { from = "npt://sea:7777", to = "tcp://la:7777" }, "icmp://la"]
 //! #   a URL is pinged from the client; a from/to hop is measured by the hop agent `from`
 //! #   (`npt serve --token S --hop-agent`), as `npt ping TO --from FROM --token S`
 //! via = "socks5://127.0.0.1:1080"
@@ -281,6 +281,10 @@ fn check_hop(set: &ScenarioSet, field: &str, h: &HopSpec) -> Result<(), Scenario
             .map_err(|e| invalid(key, e.to_string()))
     };
     match h {
+        // The host's ICMP echo, from here (a hop agent pings tcp/udp/quic only).
+        HopSpec::Url(u) if npt_ping::icmp::is_icmp(u) => npt_ping::icmp::parse_host(u)
+            .map(|_| ())
+            .map_err(|e| invalid(field.to_string(), e.to_string())),
         HopSpec::Url(u) => target(field.to_string(), u),
         HopSpec::FromTo(f) => {
             if npt_ping::remote::Agent::parse(&f.from).is_none() {
@@ -414,6 +418,14 @@ hops = ["tcp://sea:7777", { from = "npt://sea:7777", to = "tcp://la:7777" }]
         assert!(e.starts_with("scenario[0].hops[1].to"), "{e}");
         let e = err(&MEASURED.replace("\"tcp://sea:7777\", {", "\"sea\", {"));
         assert!(e.starts_with("scenario[0].hops[0]"), "{e}");
+        // The host's ICMP echo is a hop too (pinged from here); with a port it is not.
+        let icmp = MEASURED.replace("\"tcp://sea:7777\", {", "\"icmp://sea\", {");
+        validate(&parse_scenarios(&icmp).unwrap(), Purpose::Compare).unwrap();
+        let e = err(&MEASURED.replace("\"tcp://sea:7777\", {", "\"icmp://sea:7\", {"));
+        assert!(
+            e.starts_with("scenario[0].hops[0]") && e.contains("icmp://HOST"),
+            "{e}"
+        );
         // A typo in a from/to hop is no URL either: the hop matches neither form.
         let e = err(&MEASURED.replace("to = ", "too = "));
         assert!(e.contains("did not match any variant"), "{e}");

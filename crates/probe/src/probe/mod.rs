@@ -14,6 +14,8 @@ pub mod kernel;
 pub mod load;
 pub mod runner;
 #[cfg(test)]
+mod session_echo_tests;
+#[cfg(test)]
 mod session_far;
 #[cfg(test)]
 mod session_log_tests;

@@ -695,10 +695,19 @@ fn probe_stats(
             .by_reason()
             .map(|(k, n)| (k.to_string(), n))
             .collect(),
-        round_trip_only: directions
-            .is_none()
-            .then(|| if cfg.raw { "raw" } else { "server" }.to_string()),
+        round_trip_only: directions.is_none().then(|| {
+            if cfg.raw {
+                "raw"
+            } else if t.answered.name() == npt_result::far_end::ECHO {
+                "echo"
+            } else {
+                "server"
+            }
+            .to_string()
+        }),
         directions,
+        far_end: Some(t.answered.name().to_string()),
+        foreign_example: t.foreign_example.clone(),
         corrupt: t.corrupt,
         foreign: t.foreign,
         stale: t.stale,

@@ -25,6 +25,8 @@ pub(super) struct FakeLink {
     fate: Box<dyn Fn(u64) -> Fate>,
     pub(super) queue: BinaryHeap<Reverse<(u64, u64, Vec<u8>)>>,
     n: u64,
+    /// A plain echo at the far end: the request comes back unchanged.
+    pub(super) plain: bool,
 }
 
 impl FakeLink {
@@ -34,17 +36,18 @@ impl FakeLink {
             fate: Box::new(fate),
             queue: BinaryHeap::new(),
             n: 0,
+            plain: false,
         }
     }
 
-    /// The echo server at the far end flips the kind, as `npt serve` does.
+    /// The echo server at the far end flips the kind, as `npt serve` does (unless `plain`).
     pub(super) fn send(&mut self, now: u64, bytes: &[u8], seq: u64) {
         let f = (self.fate)(seq);
         if f.drop {
             return;
         }
         let mut reply = bytes.to_vec();
-        if frame::is_framed(&reply) {
+        if frame::is_framed(&reply) && !self.plain {
             frame::set_kind_status(&mut reply, Kind::EchoReply, 0);
         }
         if f.corrupt {
@@ -93,7 +96,11 @@ pub(super) fn cfg(pacing: Pacing) -> SessionConfig {
 
 /// Drives a session against a link on a virtual clock. `stall` is a window of time during
 /// which the sender does not get to send (a frozen client).
-fn run(s: &mut Session, link: &mut FakeLink, stall: Option<(u64, u64)>) -> Vec<Interval> {
+pub(super) fn run(
+    s: &mut Session,
+    link: &mut FakeLink,
+    stall: Option<(u64, u64)>,
+) -> Vec<Interval> {
     let mut now = 0u64;
     let mut buf = vec![0u8; 2048];
     let mut intervals = Vec::new();

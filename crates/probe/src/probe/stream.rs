@@ -9,6 +9,11 @@
 //! bytes it skipped — the driver counts a `protocol` error, and after [`MAX_SKIP`] bytes with
 //! no reply in sight gives up on the connection and reconnects.
 //!
+//! What counts as a reply is the session's test (`Session::try_handle_reply`): a whole frame of
+//! this flow — `npt serve`'s echo reply, or, from a plain TCP echo, the request itself with every
+//! field as sent. Neither weakens the resynchronisation: a garbage stream matches neither, so
+//! it still breaks after [`MAX_SKIP`] bytes rather than yielding replies.
+//!
 //! Pure code: bytes in, replies out; tests feed it streams with bytes inserted and removed.
 #![deny(clippy::indexing_slicing)] // parses echo replies from the network: see `[workspace.lints]`
 

@@ -40,7 +40,7 @@ pub fn shown(t: &Table) -> bool {
 
 /// The table's column names: [`HEADER`], then [`COLUMNS`] when [`shown`], then the
 /// per-direction ones when some row has them ([`super::directions`]), then goodput
-/// ([`super::goodput`]).
+/// ([`super::goodput`]), then requests per second ([`super::rate`]).
 pub fn header(t: &Table) -> Vec<String> {
     let mut h: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
     if shown(t) {
@@ -48,11 +48,12 @@ pub fn header(t: &Table) -> Vec<String> {
     }
     super::directions::header(t, &mut h);
     super::goodput::header(t, &mut h);
+    super::rate::header(t, &mut h);
     h
 }
 
 /// A row's cells: [`cells`], then the loaded columns when [`shown`], then the per-direction
-/// ones, then goodput.
+/// ones, then goodput, then requests per second.
 pub fn row_cells(t: &Table, r: &Row) -> Vec<String> {
     let mut c = cells(t.baseline.as_deref(), r);
     if shown(t) {
@@ -62,6 +63,7 @@ pub fn row_cells(t: &Table, r: &Row) -> Vec<String> {
     }
     super::directions::cells(t, r, &mut c);
     super::goodput::cells(t, r, &mut c);
+    super::rate::cells(t, r, &mut c);
     c
 }
 

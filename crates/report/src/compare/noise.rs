@@ -1,63 +1,60 @@
-//! Noise is not a finding. Every difference the table shows — overhead = avg − theoretical,
-//! vs baseline = avg − the baseline's avg — carries its spread, and one that lies inside the
-//! spread is "within noise", with no percentage. The rule (docs/compare.md, "Noise"):
+//! Noise is not a finding — and width is not noise. Every difference the table shows —
+//! overhead = avg − theoretical, vs baseline = avg − the baseline's avg — carries the
+//! *uncertainty of the figures it compares*, and one that lies inside it is "within noise", with
+//! no percentage. How wide a path's latencies are (its p10–p90) is a property of the path and
+//! never noise: a bimodal path 190 × slower than the direct one is a finding, however wide. The
+//! rule (docs/compare.md, "Noise"):
 //!
-//! * **A row's spread** is a half-width, in ms, of the avg the columns compare:
-//!   - over several runs (`--runs N`): half the range of its runs' p50s or of its runs' avgs,
-//!     whichever is wider — how far apart repeated runs of the same path landed;
-//!   - over one run: half the p10–p90 range of its latencies (the middle 80 %, as `npt
-//!     trace`'s spread) — the path's own variation from one request to the next — or twice the
-//!     avg's standard error (2 · stddev / √count, the avg's ~95 % interval) where that is
-//!     larger: an avg of ten pings that one stall moved by 2 ms is no surer than that, while
-//!     the avg of thousands of echoes on a lossy link, raised by its retransmission tail, is
-//!     known well (the tail is the finding, not noise). A result without a usable histogram gives half its min–p90 range instead of
-//!     the p10–p90 one (wider, so it never turns noise into a finding).
-//! * **A theoretical latency**'s spread: a pinged or measured hop has the one-run spread of its
-//!   RTTs, a sum of hops their spreads in quadrature, a typed figure none.
-//! * **A difference** of two independently measured figures has their spreads in quadrature
-//!   (`sqrt(a² + b²)`, as `npt trace` adds its legs); it is within noise when its size is at
-//!   most that spread.
+//! * **A row's uncertainty** is a 95 % half-width, in ms, of the avg the columns compare, of
+//!   one of two kinds ([`from`]):
+//!   - `ci`, one run: the avg's confidence interval from the run's own samples, `t · stddev /
+//!     √count` (t at 95 % for count − 1 degrees of freedom: 1.96 for thousands of samples),
+//!     never narrower than what the histogram's rounding can move the avg by
+//!     ([`npt_stats::Histogram::mean_ci95`]);
+//!   - `runs`, several runs (`--runs N`): the 95 % t-interval of the avg over the runs' own
+//!     avgs, `t(N − 1) · s / √N` — how far repeated runs of the same path landed, scaled to
+//!     what N of them pin down — or the merged samples' `ci` where that is wider (runs that
+//!     agree by chance do not make a figure surer than its samples).
+//! * **A theoretical latency**: a pinged or measured hop's avg has its `ci`, a sum of hops their
+//!   intervals in quadrature, a trace's sum of segment p50s the order-statistic intervals of
+//!   those p50s in quadrature; a typed figure has none.
+//! * **A difference** of two independently measured figures has their uncertainties in
+//!   quadrature (`sqrt(a² + b²)`); it is within noise when its size is at most that. It says
+//!   which kinds went into it (`ci`, `runs` or `ci+runs`).
 //! * **A percentage** is given only for a difference outside the noise, of a base (the
 //!   theoretical latency, the baseline's avg) at least [`PCT_BASE_OVER_SPREAD`] times its own
-//!   spread: the base is then known to 10 % or better, and so is the percentage. A percentage
-//!   of a base that is mostly noise (0.02 ± 0.01 ms on loopback) says nothing.
+//!   uncertainty: the base is then known to 10 % or better, and so is the percentage.
 //!
-//! Pure functions of numbers, tested with fixed ones.
+//! Pure functions of numbers and histograms, tested with fixed ones.
 
-use npt_stats::{Histogram, Summary};
-
-use super::Range;
+use npt_stats::{t95, Histogram, Summary, Z95};
 
 /// A percentage of a base is shown only when the base is at least this many times its spread.
 pub const PCT_BASE_OVER_SPREAD: f64 = 10.0;
 
-/// Where a row's spread came from (`avg_spread_from`).
+/// Which kind of uncertainty a `±` is (`avg_spread_from`, `overhead_spread_from`,
+/// `vs_baseline_spread_from`).
 pub mod from {
-    /// Several runs: the wider of half the runs' p50 range and half their avg range.
+    /// One run: the avg's 95 % confidence interval from its own samples.
+    pub const CI: &str = "ci";
+    /// Several runs: the 95 % t-interval of the avg over the runs' avgs.
     pub const RUNS: &str = "runs";
-    /// One run: half the p10–p90 range of its latencies.
-    pub const P10_P90: &str = "p10-p90";
-    /// One run whose avg's ~95 % interval, twice its standard error (2 · stddev / √count), is
-    /// wider than half its p10–p90 (or min–p90) range: that interval.
-    pub const SEM2: &str = "2sem";
-    /// One run without a usable histogram: half the min–p90 range.
-    pub const MIN_P90: &str = "min-p90";
 }
 
 /// A difference `value − base` as the table shows it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Difference {
     pub ms: f64,
-    /// The two figures' spreads in quadrature.
+    /// The two figures' uncertainties in quadrature.
     pub spread_ms: f64,
     /// `|ms| <= spread_ms`: no finding.
     pub within_noise: bool,
     /// `ms` as a percentage of the base; `None` within noise, or when the base is not at
-    /// least [`PCT_BASE_OVER_SPREAD`] times its spread.
+    /// least [`PCT_BASE_OVER_SPREAD`] times its uncertainty.
     pub pct: Option<f64>,
 }
 
-/// `value − base`, each given as (figure, spread) in ms.
+/// `value − base`, each given as (figure, uncertainty) in ms.
 pub fn difference(value: (f64, f64), base: (f64, f64)) -> Difference {
     let ms = value.0 - base.0;
     let spread_ms = in_quadrature([value.1, base.1]);
@@ -72,27 +69,31 @@ pub fn difference(value: (f64, f64), base: (f64, f64)) -> Difference {
     }
 }
 
-/// The spread of a sum (or difference) of independently measured figures.
+/// The kinds of uncertainty that went into a difference: `ci`, `runs`, or `ci+runs`; `None`
+/// when neither side has one (typed figures).
+pub fn kinds<'a>(sides: impl IntoIterator<Item = Option<&'a str>>) -> Option<String> {
+    let set: std::collections::BTreeSet<&str> = sides.into_iter().flatten().collect();
+    (!set.is_empty()).then(|| set.into_iter().collect::<Vec<_>>().join("+"))
+}
+
+/// The uncertainty of a sum (or difference) of independently measured figures.
 pub fn in_quadrature(spreads: impl IntoIterator<Item = f64>) -> f64 {
     spreads.into_iter().map(|s| s * s).sum::<f64>().sqrt()
 }
 
-/// The spread of one run: half the p10–p90 range of `h` when it holds the run's samples
-/// (`summary.count` of them), else half the min–p90 range of `summary`; or twice the avg's
-/// standard error when that is larger. With where it came from ([`from`]).
+/// The uncertainty of one run's avg, ms ([`from::CI`]): the mean's 95 % interval from `h` when
+/// it holds the run's samples (`summary.count` of them); else from the summary's count and
+/// stddev, floored at avg / 2,048 (the most three significant digits can round a mean by).
 pub fn of_one_run(h: &Histogram, summary: &Summary) -> (f64, &'static str) {
-    let (middle, from) = if !h.is_empty() && h.count() == summary.count {
-        let q = |x: f64| h.quantile_ns(x) as f64 / 1e6;
-        ((q(0.9) - q(0.1)) / 2.0, from::P10_P90)
-    } else {
-        ((summary.p90 - summary.min).max(0.0) / 2.0, from::MIN_P90)
-    };
-    let sem2 = 2.0 * standard_error(summary);
-    if sem2 > middle {
-        (sem2, from::SEM2)
-    } else {
-        (middle, from)
+    if !h.is_empty() && h.count() == summary.count {
+        return (h.mean_ci95().half_width_ns() / 1e6, from::CI);
     }
+    let sampling = if summary.count >= 2 {
+        t95(summary.count - 1) * standard_error(summary)
+    } else {
+        0.0
+    };
+    (sampling.max(summary.mean / 2048.0), from::CI)
 }
 
 /// The standard error of a summary's mean: stddev / √count (0 for fewer than two samples).
@@ -103,10 +104,29 @@ pub fn standard_error(s: &Summary) -> f64 {
     s.stddev / (s.count as f64).sqrt()
 }
 
-/// The spread of several runs: the wider of half the range of their p50s and of their avgs.
-pub fn of_runs(p50: Range, avg: Range) -> f64 {
-    let half = |r: Range| (r.max - r.min).max(0.0) / 2.0;
-    half(p50).max(half(avg))
+/// The uncertainty of the avg of several runs, ms: the 95 % t-interval over the runs' avgs,
+/// `t(N − 1) · s / √N` ([`from::RUNS`]), or `own` — the merged samples' [`of_one_run`] — where
+/// that is wider ([`from::CI`]). One run has no runs' spread: `own`.
+pub fn of_runs(avgs: &[f64], own: f64) -> (f64, &'static str) {
+    let n = avgs.len();
+    if n < 2 {
+        return (own, from::CI);
+    }
+    let nf = n as f64;
+    let mean = avgs.iter().sum::<f64>() / nf;
+    let s = (avgs.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / (nf - 1.0)).sqrt();
+    let runs = t95(n as u64 - 1) * s / nf.sqrt();
+    if own > runs {
+        (own, from::CI)
+    } else {
+        (runs, from::RUNS)
+    }
+}
+
+/// The uncertainty of a percentile `q` of `h`, ms: the larger side of its 95 % order-statistic
+/// interval ([`npt_stats::Histogram::quantile_ci`]).
+pub fn of_percentile(h: &Histogram, q: f64) -> f64 {
+    h.quantile_ci(q, Z95).half_width_ns() / 1e6
 }
 
 #[cfg(test)]
@@ -153,75 +173,119 @@ mod tests {
         assert!(difference((2.0, 0.0), (2.0, 0.0)).within_noise);
     }
 
+    /// The forwarder without TCP_NODELAY, 3,000 echoes: 40.9 % answered at once (0.2
+    /// ms), 47.1 % held one delayed ACK by Nagle (41.4 ms), 12 % two (85 ms) — avg 29.79, p50
+    /// 41.4 — against a direct path at 0.16 ms. Half its p10–p90 range is ±42.4 ms, the
+    /// path's shape, and the old rule called the +29.6 ms "within noise"; its avg is known to
+    /// ±1.00 ms (stddev 28.07 ms over √3000, × 1.96), so the 186 × is a finding.
     #[test]
-    fn spreads_of_one_run_and_of_runs() {
-        // 10 samples 1..=10 ms: p10 1 ms, p90 9 ms → ±4 ms.
-        let mut h = Histogram::new();
-        for ms in 1..=10u64 {
-            h.record(ms * 1_000_000);
+    fn a_wide_distributions_avg_is_known_well() {
+        // Values at their HDR buckets' middles, so nothing is rounded: 200,000 ns (a bucket
+        // of 128 ns from 199,936), 41,402,368 (32,768 ns from 41,385,984), 85,032,960 (65,536
+        // ns from 85,000,192); direct 149,952 and 170,048 (128 ns).
+        let modes = [
+            (200_000u64, 1_227u64),
+            (41_402_368, 1_413),
+            (85_032_960, 360),
+        ];
+        let mut socat = Histogram::new();
+        for (v, n) in modes {
+            socat.record_n(v, n);
         }
-        let s = h.summary();
-        let (spread, src) = of_one_run(&h, &s);
-        assert_eq!(src, from::P10_P90);
-        assert!((spread - 4.0).abs() < 0.01, "{spread}");
-        // Without the samples (a foreign result): half min..p90.
-        let (spread, src) = of_one_run(&Histogram::new(), &s);
-        assert_eq!(src, from::MIN_P90);
-        assert!((spread - (s.p90 - s.min) / 2.0).abs() < 1e-9);
-        // Ten pings of 0.15 ms and one of 20 ms: the middle is tight (±0.00), but one stall
-        // moved the avg by 1.8 ms and its standard error is 1.8 ms (stddev 6 ms over √11):
-        // the spread is twice that.
-        let mut h = Histogram::new();
-        for _ in 0..10 {
-            h.record(150_000);
-        }
-        h.record(20_000_000);
-        let s = h.summary();
-        let (spread, src) = of_one_run(&h, &s);
-        assert_eq!(src, from::SEM2);
-        assert!((spread - 2.0 * s.stddev / 11f64.sqrt()).abs() < 1e-9);
-        assert!((3.4..3.8).contains(&spread), "{spread}");
-        // A lossy link's echoes: 1,000 at 25 ms ± 1 and 1 % of them 230 ms later (a
-        // retransmission). The tail raises the avg by ~2.3 ms; over 1,000 samples that avg is
-        // known to ±1.45 ms (twice its standard error), so against the same path without loss
-        // (±1 ms) the tail is a finding, not noise.
-        let mut lossy = Histogram::new();
-        let mut clean = Histogram::new();
-        for i in 0..990u64 {
-            lossy.record(24_000_000 + (i % 3) * 1_000_000);
-        }
-        for _ in 0..10 {
-            lossy.record(255_000_000);
-        }
-        for i in 0..1000u64 {
-            clean.record(24_000_000 + (i % 3) * 1_000_000);
-        }
-        let (sl, sc) = (lossy.summary(), clean.summary());
-        let (spread, src) = of_one_run(&lossy, &sl);
-        assert_eq!(src, from::SEM2);
-        assert!((1.4..1.5).contains(&spread), "{spread}");
-        let (clean_spread, src) = of_one_run(&clean, &sc);
-        assert_eq!(src, from::P10_P90);
-        assert!((clean_spread - 1.0).abs() < 0.05, "{clean_spread}");
-        let d = difference((sl.mean, spread), (sc.mean, clean_spread));
-        assert!(!d.within_noise && d.ms > 2.2, "{d:?}");
-        assert!(close(d.pct.unwrap(), d.ms * 100.0 / sc.mean));
-        assert_eq!(
-            standard_error(&Summary {
-                count: 1,
-                stddev: 5.0,
-                ..sl
-            }),
-            0.0
+        let mut direct = Histogram::new();
+        direct.record_n(149_952, 1_500);
+        direct.record_n(170_048, 1_500);
+        let (ss, sd) = (socat.summary(), direct.summary());
+        // By hand: mean Σ nᵢ·xᵢ / 3000 = 89,358.812 / 3000 = 29.786271 ms; stddev (of the
+        // population) √(Σ nᵢ·(xᵢ − mean)² / 3000); ± t(2999) · stddev / √3000.
+        let ms = |v: u64| v as f64 / 1e6;
+        let mean = modes.iter().map(|&(v, n)| ms(v) * n as f64).sum::<f64>() / 3000.0;
+        assert!((mean - 29.786_271).abs() < 1e-6, "{mean}");
+        assert!((ss.mean - mean).abs() < 1e-9, "{ss:?}");
+        let var = modes
+            .iter()
+            .map(|&(v, n)| n as f64 * (ms(v) - mean).powi(2))
+            .sum::<f64>()
+            / 3000.0;
+        let want = t95(2999) * var.sqrt() / 3000f64.sqrt();
+        let (s, kind) = of_one_run(&socat, &ss);
+        assert_eq!(kind, from::CI);
+        assert!((s - want).abs() < 1e-9, "{s} vs {want}");
+        assert!((1.0..1.01).contains(&s), "{s}");
+        // Direct: mean 0.16 ms, stddev 0.010048 ms: ± t(2999) · 0.010048 / √3000 = 0.00036.
+        let (d, _) = of_one_run(&direct, &sd);
+        let want_d = t95(2999) * 0.010_048 / 3000f64.sqrt();
+        assert!((d - want_d).abs() < 1e-9, "{d} vs {want_d}");
+        let diff = difference((ss.mean, s), (sd.mean, d));
+        assert!(!diff.within_noise, "{diff:?}");
+        assert!((diff.ms - (mean - 0.16)).abs() < 1e-9);
+        assert!((diff.spread_ms - in_quadrature([want, want_d])).abs() < 1e-9);
+        // The base is known to far better than 10 %: a percentage, +18,516 %.
+        assert!((diff.pct.unwrap() - (mean - 0.16) / 0.16 * 100.0).abs() < 1e-6);
+        // Half the p10–p90 range — the old rule — would have called it noise.
+        let half_width = (ss.p90 - ms(socat.quantile_ns(0.1))) / 2.0;
+        assert!((half_width - 42.433).abs() < 0.01, "{half_width}");
+        assert!(diff.ms <= in_quadrature([half_width, d]));
+    }
+
+    /// Without a usable histogram (a foreign result): from the summary, t · stddev / √count,
+    /// floored at avg / 2,048.
+    #[test]
+    fn one_run_from_its_summary() {
+        let s = Summary {
+            count: 100,
+            mean: 10.0,
+            stddev: 5.0,
+            ..Summary::default()
+        };
+        let (u, kind) = of_one_run(&Histogram::new(), &s);
+        assert_eq!(kind, from::CI);
+        assert!((u - t95(99) * 0.5).abs() < 1e-12);
+        let flat = Summary { stddev: 0.0, ..s };
+        assert_eq!(of_one_run(&Histogram::new(), &flat).0, 10.0 / 2048.0);
+        assert_eq!(standard_error(&Summary { count: 1, ..s }), 0.0);
+    }
+
+    /// Several runs: the t-interval over their avgs, or the samples' own interval where wider.
+    #[test]
+    fn runs_uncertainty_is_the_t_interval_of_their_avgs() {
+        // Avgs 0.05, 0.05, 0.29 (one run stalled): mean 0.13, s = 0.138564, t(2) = 4.303:
+        // ±4.303 · 0.138564 / √3 = ±0.34424.
+        let (u, kind) = of_runs(&[0.05, 0.05, 0.29], 0.001);
+        assert_eq!(kind, from::RUNS);
+        assert!(
+            (u - 4.303 * 0.24 / 3f64.sqrt() / 3f64.sqrt()).abs() < 1e-9,
+            "{u}"
         );
-        // Runs: p50 0.04..0.06 and avg 0.17..0.27 → the wider, ±0.05.
-        let r = |min, max| Range { min, max };
-        assert!(close(of_runs(r(0.04, 0.06), r(0.17, 0.27)), 0.05));
-        assert!(close(of_runs(r(1.0, 3.0), r(1.0, 1.5)), 1.0));
+        assert!((u - 0.344_24).abs() < 1e-5, "{u}");
+        // Runs that agree exactly say nothing finer than their samples.
+        assert_eq!(of_runs(&[1.0, 1.0, 1.0], 0.02), (0.02, from::CI));
+        // Two runs 1 ms apart: t(1) = 12.706, s = 1 / √2, s / √2 = 0.5: ±6.353 — two runs
+        // pin down little.
+        let (u, _) = of_runs(&[1.0, 2.0], 0.0);
+        assert!((u - 6.353).abs() < 1e-9, "{u}");
+        assert_eq!(of_runs(&[3.0], 0.5), (0.5, from::CI));
+    }
+
+    #[test]
+    fn kinds_of_a_difference_and_the_printed_plus_minus() {
+        assert_eq!(kinds([Some("ci"), Some("ci")]).as_deref(), Some("ci"));
+        assert_eq!(
+            kinds([Some("runs"), Some("ci")]).as_deref(),
+            Some("ci+runs")
+        );
+        assert_eq!(kinds([Some("runs"), None]).as_deref(), Some("runs"));
+        assert_eq!(kinds([None, None]), None);
         assert!(close(in_quadrature([3.0, 4.0]), 5.0));
+        assert_eq!(in_quadrature([]), 0.0);
         assert_eq!(super::super::render::plus_minus(0.004), "±<0.01");
         assert_eq!(super::super::render::plus_minus(0.0), "±0.00");
         assert_eq!(super::super::render::plus_minus(0.126), "±0.13");
-        assert_eq!(in_quadrature([]), 0.0);
+        // A percentile's uncertainty: 1..=100 ns, the median's ranks 40 and 60: ±10 ns.
+        let mut h = Histogram::new();
+        for v in 1..=100u64 {
+            h.record(v);
+        }
+        assert!(close(of_percentile(&h, 0.5), 10.0 / 1e6));
     }
 }

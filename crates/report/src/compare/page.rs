@@ -45,7 +45,8 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
     let mut tables = vec![
         HtmlTable {
             caption:
-                "Latency (ms): overhead = avg − theoretical, vs baseline = avg − the baseline's avg"
+                "Latency (ms): overhead = avg − theoretical, vs baseline = avg − the baseline's avg; \
+                 ± the 95 % uncertainty of the avgs compared (see the notes)"
                     .into(),
             header: header(table),
             rows,
@@ -67,7 +68,12 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
             rows: detail,
         },
     ];
-    let notes: Vec<Vec<String>> = table.notes.iter().map(|n| vec![n.clone()]).collect();
+    // What the ± are (one run's interval or the runs' spread), then the notes.
+    let notes: Vec<Vec<String>> = super::render::spread_line(table)
+        .into_iter()
+        .chain(table.notes.iter().cloned())
+        .map(|n| vec![n])
+        .collect();
     if !notes.is_empty() {
         tables.push(HtmlTable {
             caption: "Notes".into(),
@@ -354,5 +360,17 @@ mod tests {
         assert_eq!(page.tables[0].rows.len(), 3);
         assert_eq!(page.tables[0].rows[2][1], "-");
         assert!(page.tables[1].rows[2][5].contains("exit status 1"));
+        // b's difference says its kind in its cell, and the notes say what the kinds are.
+        assert!(
+            page.tables[0].rows[1][8].contains(" ci"),
+            "{:?}",
+            page.tables[0].rows[1]
+        );
+        let notes = page.tables.iter().find(|t| t.caption == "Notes").unwrap();
+        assert!(
+            notes.rows[0][0].starts_with("±: ci = one run's 95 %"),
+            "{:?}",
+            notes.rows
+        );
     }
 }

@@ -12,20 +12,31 @@ pub(super) fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".to_string(), |x| format!("{x:.digits$}"))
 }
 
-/// A difference with its spread: `within noise (±s)` inside it, else `+d ±s`, and the
-/// percentage where the table gives one ([`super::noise`]).
-fn difference(
+/// One difference as the table shows it: the figure, its uncertainty, the kinds that went into
+/// that, whether it is within it, the percentage where the table gives one.
+struct Diff<'a> {
     ms: Option<f64>,
     pct: Option<f64>,
     spread: Option<f64>,
+    from: Option<&'a str>,
     noise: Option<bool>,
-) -> String {
-    let Some(m) = ms else {
+}
+
+/// A difference with its uncertainty and its kind: `within noise (±s kind)` inside it, else
+/// `+d ±s kind`, and the percentage where the table gives one ([`super::noise`]).
+fn difference(d: Diff) -> String {
+    let Some(m) = d.ms else {
         return "-".to_string();
     };
-    let pm = spread.map_or(String::new(), |s| format!(" {}", plus_minus(s)));
-    match (noise, pct) {
-        (Some(true), _) => format!("within noise ({})", plus_minus(spread.unwrap_or(0.0))),
+    let kind = d.from.map_or(String::new(), |k| format!(" {k}"));
+    let pm = d
+        .spread
+        .map_or(String::new(), |s| format!(" {}{kind}", plus_minus(s)));
+    match (d.noise, d.pct) {
+        (Some(true), _) => format!(
+            "within noise ({}{kind})",
+            plus_minus(d.spread.unwrap_or(0.0))
+        ),
         (_, Some(p)) => format!("{m:+.2}{pm} ({p:+.1}%)"),
         (_, None) => format!("{m:+.2}{pm}"),
     }
@@ -46,12 +57,13 @@ fn vs_baseline(t_baseline: Option<&str>, r: &Row) -> String {
     if t_baseline == Some(r.name.as_str()) && r.vs_baseline_ms.is_some() {
         return "baseline".to_string();
     }
-    difference(
-        r.vs_baseline_ms,
-        r.vs_baseline_pct,
-        r.vs_baseline_spread_ms,
-        r.vs_baseline_within_noise,
-    )
+    difference(Diff {
+        ms: r.vs_baseline_ms,
+        pct: r.vs_baseline_pct,
+        spread: r.vs_baseline_spread_ms,
+        from: r.vs_baseline_spread_from.as_deref(),
+        noise: r.vs_baseline_within_noise,
+    })
 }
 
 /// Column names of the text, Markdown and HTML tables.
@@ -108,12 +120,13 @@ pub fn cells(baseline: Option<&str>, r: &Row) -> Vec<String> {
             (Some(t), Some(src)) => format!("{t:.2} {src}"),
             (t, _) => opt(t, 2),
         },
-        difference(
-            r.overhead_ms,
-            r.overhead_pct,
-            r.overhead_spread_ms,
-            r.overhead_within_noise,
-        ),
+        difference(Diff {
+            ms: r.overhead_ms,
+            pct: r.overhead_pct,
+            spread: r.overhead_spread_ms,
+            from: r.overhead_spread_from.as_deref(),
+            noise: r.overhead_within_noise,
+        }),
         vs_baseline(baseline, r),
         errors,
     ]
@@ -164,45 +177,40 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
 
 /// The line under the text table (the Markdown and HTML footers carry it too).
 pub const LEGEND: &str = "(latency in ms; overhead = avg − theoretical; vs baseline = avg − the \
-     baseline's avg; ± the rows' spreads combined, within noise inside it)";
+     baseline's avg; ± the 95 % uncertainty of the avgs compared, combined, within noise inside \
+     it)";
 
-/// What the rows' spreads are, as one line ([`super::noise`]).
-fn spread_line(t: &Table) -> Option<String> {
+/// What the `±` are, as one line: the kinds the table's differences use ([`super::noise`]).
+pub(super) fn spread_line(t: &Table) -> Option<String> {
     // Only where a difference is shown: a table without a baseline or theoretical latency
     // compares nothing.
-    let compared = t
+    let kinds: std::collections::BTreeSet<&str> = t
         .scenarios
         .iter()
-        .any(|r| r.overhead_ms.is_some() || r.vs_baseline_spread_ms.is_some());
-    if !compared {
-        return None;
-    }
-    let froms: std::collections::BTreeSet<&str> = t
-        .scenarios
-        .iter()
-        .filter_map(|r| r.avg_spread_from.as_deref())
+        .flat_map(|r| [&r.overhead_spread_from, &r.vs_baseline_spread_from])
+        .filter_map(|k| k.as_deref())
+        .flat_map(|k| k.split('+'))
         .collect();
-    if froms.is_empty() {
+    if kinds.is_empty() {
         return None;
     }
-    let says: std::collections::BTreeSet<&str> = froms
+    let says: Vec<&str> = kinds
         .iter()
-        .map(|f| match *f {
-            noise::from::RUNS => "the wider of half its runs' p50 and avg ranges (several runs)",
-            noise::from::MIN_P90 => {
-                "half its min–p90 range, or twice its avg's standard error where larger (one \
-                 run without a histogram)"
+        .map(|k| match *k {
+            noise::from::RUNS => "runs = the 95 % t-interval of the avg over the runs' avgs",
+            _ => {
+                "ci = one run's 95 % confidence interval of its avg from its own samples \
+                 (t · stddev / √n, at least the histogram's rounding)"
             }
-            _ => "half its p10–p90 range, or twice its avg's standard error where larger (one run)",
         })
         .collect();
-    let says: Vec<&str> = says.into_iter().collect();
     let mut line = format!(
-        "spread (±): per row {}; hops and sums in quadrature; % only of a base ≥ {}× its spread",
-        says.join(", or "),
+        "±: {}; hops and sums in quadrature; a distribution's width (p10–p90) is the path's, \
+         not noise; % only of a base ≥ {}× its ±",
+        says.join("; "),
         noise::PCT_BASE_OVER_SPREAD
     );
-    if !froms.contains(noise::from::RUNS) {
+    if !kinds.contains(noise::from::RUNS) {
         line += "; --runs N measures the runs' own spread";
     }
     Some(line)
@@ -276,6 +284,10 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     if super::goodput::shown(t) {
         extra += " goodput up (Mbit/s) | goodput down (Mbit/s) |";
         n += 2;
+    }
+    if super::rate::shown(t) {
+        extra += " req/s |";
+        n += 1;
     }
     writeln!(
         w,

@@ -6,7 +6,8 @@
 //! histogram holding every sample (`merged = "histograms"`). A result without a usable histogram
 //! (an older or foreign document) falls back to the median of the runs' figures
 //! (`merged = "median"`). Either way the spread across runs — the lowest and highest per-run p50
-//! and avg — shows whether the runs agreed.
+//! and avg — shows whether the runs agreed, and the uncertainty of the row's avg is the
+//! t-interval over the runs' avgs ([`noise::of_runs`]).
 
 use npt_stats::{Histogram, Summary};
 
@@ -63,7 +64,7 @@ pub fn theoretical_from_hops(hops: &[Hop]) -> Option<f64> {
     hops.iter().map(|h| h.avg_ms).sum()
 }
 
-/// The spread of [`theoretical_from_hops`]: the hops' spreads in quadrature ([`noise`]).
+/// The uncertainty of [`theoretical_from_hops`]: the hops' intervals in quadrature ([`noise`]).
 pub fn theoretical_spread_from_hops(hops: &[Hop]) -> Option<f64> {
     theoretical_from_hops(hops)?;
     Some(noise::in_quadrature(
@@ -166,22 +167,19 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         avg_ms: range(per_run.iter().map(|s| s.mean)),
     };
     row.spread = Some(spread);
-    let (avg_spread, from) = if s.results.len() > 1 {
-        (
-            noise::of_runs(spread.p50_ms, spread.avg_ms),
-            noise::from::RUNS,
-        )
-    } else {
-        let h: Histogram =
-            s.results
-                .iter()
-                .map(|i| i.doc.body.headline())
-                .fold(Histogram::new(), |mut all, h| {
-                    all += &h;
-                    all
-                });
-        noise::of_one_run(&h, &all)
-    };
+    // The merged samples' own interval (of the median's figures without histograms), then
+    // the runs' t-interval where there are several and it is wider.
+    let h: Histogram =
+        s.results
+            .iter()
+            .map(|i| i.doc.body.headline())
+            .fold(Histogram::new(), |mut all, h| {
+                all += &h;
+                all
+            });
+    let (own, _) = noise::of_one_run(&h, &all);
+    let avgs: Vec<f64> = per_run.iter().map(|s| s.mean).collect();
+    let (avg_spread, from) = noise::of_runs(&avgs, own);
     row.avg_spread_ms = Some(avg_spread);
     row.avg_spread_from = Some(from.to_string());
     if let Some(first) = s.results.first() {
@@ -224,6 +222,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
     }
     row = row.with_retransmits(s.results.iter().map(|i| &i.doc));
     super::goodput::fill(&mut row, s.results.iter().map(|i| &i.doc));
+    super::rate::fill(&mut row, s.results.iter().map(|i| &i.doc));
     Ok(row)
 }
 
@@ -261,6 +260,13 @@ pub fn table_of_runs(
         notes.push(format!(
             "figures over up to {most} interleaved runs per scenario: {how}"
         ));
+    }
+    if most == 2 {
+        notes.push(
+            "two runs: the t-interval of their avgs is 12.7 × their standard error; 3 or more \
+             runs pin an avg down"
+                .to_string(),
+        );
     }
     Ok(Table {
         baseline: baseline.map(str::to_string),
@@ -396,6 +402,13 @@ mod tests {
         assert_eq!(r.results, ["r1.json", "r2.json"]);
         assert_eq!(r.vs_baseline_ms, Some(0.0));
         assert!(t.notes[0].contains("merged exactly"), "{:?}", t.notes);
+        assert!(t.notes[1].starts_with("two runs: "), "{:?}", t.notes);
+        // Two runs' avgs 10 and 20 ms: ±t(1) · 7.07 / √2 = ±63.5 ms, of kind `runs`.
+        assert_eq!(r.avg_spread_from.as_deref(), Some("runs"));
+        assert!(
+            (r.avg_spread_ms.unwrap() - 12.706 * 5.0).abs() < 0.1,
+            "{r:?}"
+        );
     }
 
     #[test]

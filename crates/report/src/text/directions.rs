@@ -1,6 +1,8 @@
-//! The probe report's lines on where things happened: what the server refused (never path
-//! loss) and the fix, and one line splitting loss, delay variation and one-way delay up and
-//! down — or why there is none (`--raw`, an older server).
+//! The probe report's lines on where things happened: which far end answered (npt serve, a
+//! STAMP reflector, a plain echo) and, when most of what came back was foreign, what it looked
+//! like; what the server refused (never path loss) and the fix, and one line splitting loss,
+//! delay variation and one-way delay up and down — or why there is none (`--raw`, an echo, an
+//! older server).
 
 use std::io::{self, Write};
 
@@ -81,9 +83,56 @@ fn how(d: &PathDirections) -> String {
     notes.join("; ")
 }
 
-/// `direction  up … | down … | server dwell …  (exact; …)`, or why there is no split.
+/// `far end    …`: which far end answered and what its figures can be (nothing for a file
+/// written before it was recorded).
+fn write_far_end(w: &mut dyn Write, s: &ProbeSummary) -> io::Result<()> {
+    use npt_result::far_end::{ECHO, MIXED, NONE, NPT_SERVE, STAMP};
+    let Some(far) = s.far_end.as_deref() else {
+        return Ok(());
+    };
+    let raw = s.round_trip_only.as_deref() == Some("raw");
+    let split = s.directions.is_some();
+    let what = match far {
+        NPT_SERVE if split => "npt serve (it says what it saw: per-direction figures)",
+        NPT_SERVE => {
+            "npt serve, which did not say what it saw (an older npt serve?): round trips only"
+        }
+        STAMP if split => "STAMP reflector (RFC 8762: its timestamps give per-direction figures)",
+        STAMP => "STAMP reflector (RFC 8762): round trips only",
+        ECHO if raw => "an echo that kept the stamp (--raw): round trips only",
+        ECHO => "plain echo (returns bytes unchanged): round trips only, no per-direction figures",
+        NONE if s.foreign > 0 => "none recognized: every reply was foreign (see `foreign`)",
+        NONE => "none: no reply came back",
+        MIXED => "mixed: replies from more than one kind of far end (npt serve, STAMP, plain echo)",
+        other => other,
+    };
+    writeln!(w, "far end    {what}")
+}
+
+/// `foreign    N …, e.g. …` when most of what came back was not an answer to this run: what
+/// it looked like and what to try.
+fn write_foreign(w: &mut dyn Write, s: &ProbeSummary) -> io::Result<()> {
+    let answered = s.packets.received + s.packets.late + s.packets.duplicated;
+    match &s.foreign_example {
+        Some(e) if s.foreign > answered => writeln!(
+            w,
+            "foreign    {} of what came back was not an answer to this run, e.g. {e}",
+            s.foreign
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// `far end …`, then `direction  up … | down … | server dwell …  (exact; …)`, or why there
+/// is no split.
 pub fn write_directions(w: &mut dyn Write, s: &ProbeSummary) -> io::Result<()> {
+    write_far_end(w, s)?;
+    write_foreign(w, s)?;
     let Some(d) = &s.directions else {
+        if s.far_end.is_some() && s.round_trip_only.as_deref() != Some("raw") {
+            // The far end line said why there is no split.
+            return Ok(());
+        }
         let why = match s.round_trip_only.as_deref() {
             Some("raw") => "--raw is round trips only",
             Some(_) => "the server did not say what it saw (an older npt serve?): round trips only",

@@ -61,6 +61,10 @@ pub struct ProbeStats {
     pub directions: Option<DirStats>,
     /// Why there is no per-direction figure (`raw`, `server`), when there is none.
     pub round_trip_only: Option<String>,
+    /// Which far end answered ([`crate::far_end`]); None in parts written before it was.
+    pub far_end: Option<String>,
+    /// What the first foreign reply looked like.
+    pub foreign_example: Option<String>,
     /// `rtt`, `rtt_corrected` (open loop), `ipdv`, and for TCP `connect`, `first_packet`,
     /// `first_echo`.
     pub histograms: HistMap,
@@ -417,6 +421,10 @@ impl AddAssign<&ProbeStats> for ProbeStats {
         if self.round_trip_only.is_none() {
             self.round_trip_only = rhs.round_trip_only.clone();
         }
+        self.far_end = crate::far_end::merge(self.far_end.as_deref(), rhs.far_end.as_deref());
+        if self.foreign_example.is_none() {
+            self.foreign_example = rhs.foreign_example.clone();
+        }
         self.histograms += &rhs.histograms;
         self.jitter += &rhs.jitter;
         self.jitter_inexact |= rhs.jitter_inexact;
@@ -568,6 +576,8 @@ impl Stats for ProbeStats {
             bytes: s.bytes,
             directions: s.directions.as_ref().map(DirStats::from_block),
             round_trip_only: s.round_trip_only.clone(),
+            far_end: s.far_end.clone(),
+            foreign_example: s.foreign_example.clone(),
             rates: SendRates {
                 pps: s.pps,
                 pps_received: s.pps_received,
@@ -665,6 +675,8 @@ impl Stats for ProbeStats {
             marking: self.marking.block(),
             corrupt: self.corrupt,
             foreign: self.foreign,
+            foreign_example: self.foreign_example.clone(),
+            far_end: self.far_end.clone(),
             stale: self.stale,
         };
         let mut histograms = BTreeMap::new();

@@ -89,11 +89,13 @@ pub fn run_udp(
             let _ = npt_netio::rxtime::enable(fd);
         }
     }
-    // One spare byte per buffer: a longer echo is visible as a length mismatch. The control
-    // space also carries the TOS byte each reply arrived with (`udp_socket` asked). With GRO a
-    // buffer may hold a whole coalesced batch (up to 64 KiB; pages never written stay
-    // unallocated).
-    let mut inb = MsgBatch::new(BATCH, if gro { 65_536 } else { size + 1 }).with_rx_times();
+    // Room for a few packets and one spare byte per buffer: a plain echo that coalesced
+    // requests (socat's PIPE) is split back into them (`Session::reply_len_in`), and any other
+    // longer echo is visible as a length mismatch. The control space also carries the TOS byte
+    // each reply arrived with (`udp_socket` asked). With GRO a buffer may hold a whole
+    // coalesced batch (up to 64 KiB; pages never written stay unallocated).
+    let plain = (4 * size).min(65_535) + 1;
+    let mut inb = MsgBatch::new(BATCH, if gro { 65_536 } else { plain }).with_rx_times();
     let mut offset_at: Option<u64> = None;
     let mut flows: Vec<UdpFlow> = flows
         .into_iter()
@@ -186,18 +188,21 @@ pub fn run_udp(
                                 }
                             }
                             for d in npt_netio::offload::segments(inb.data(j), seg) {
-                                let arrival = match &f.socks {
-                                    None => s.handle_arrival(rx, d),
+                                let d = match &f.socks {
+                                    None => d,
                                     Some(_) => match npt_proxy::socks5::udp_payload_offset(d) {
-                                        Ok(off) => s.handle_arrival(rx, &d[off..]),
+                                        Ok(off) => &d[off..],
                                         Err(_) => {
                                             s.totals_mut().foreign += 1;
                                             continue;
                                         }
                                     },
                                 };
-                                if let Arrival::OnTime { rtt } = arrival {
-                                    reply_poll.replied(rtt);
+                                // One reply a datagram, unless an echo coalesced several.
+                                for r in d.chunks(s.reply_len_in(d)) {
+                                    if let Arrival::OnTime { rtt } = s.handle_arrival(rx, r) {
+                                        reply_poll.replied(rtt);
+                                    }
                                 }
                             }
                         }

@@ -31,6 +31,7 @@ mod reply;
 mod split;
 pub mod stamp;
 mod types;
+mod who;
 
 use std::collections::VecDeque;
 
@@ -45,6 +46,7 @@ pub use reply::Parsed;
 use split::{Final, Placed, Split};
 use types::min_opt;
 pub use types::*;
+pub use who::{Answered, Responder};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -257,11 +259,7 @@ impl Session {
             Framing::Framed { token } => {
                 let h = Header {
                     kind: Kind::Echo,
-                    flags: if self.cfg.reflect == Reflect::Off {
-                        0
-                    } else {
-                        npt_wire::reflect::REFLECT
-                    },
+                    flags: self.request_flags(),
                     frame_len,
                     reply_len: 0,
                     flow: self.cfg.flow,
@@ -310,6 +308,15 @@ impl Session {
             iv.end = iv.end.max(now);
         }
         Some(size)
+    }
+
+    /// The flags of every request: whether it asks the far end what it saw.
+    fn request_flags(&self) -> u16 {
+        if self.cfg.reflect == Reflect::Off {
+            0
+        } else {
+            npt_wire::reflect::REFLECT
+        }
     }
 
     /// A relay schedule that has sent its warm-up and has nothing in flight can never send

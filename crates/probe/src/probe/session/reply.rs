@@ -12,6 +12,7 @@ use npt_wire::{fill, Outcome};
 
 use super::far::{npt_notice, FarEnd, RefusalWhy};
 use super::split::Final;
+use super::who::{self, Responder};
 use super::{types, Arrival, Framing, Session, State};
 
 /// One reply as its framing reads, before the sequence window classifies it.
@@ -27,6 +28,8 @@ pub struct Parsed<'a> {
     pub payload: Option<&'a [u8]>,
     /// What the far end said it saw, if anything.
     pub far: Option<FarEnd>,
+    /// Which far end sent it.
+    pub from: Responder,
 }
 
 /// What a datagram or frame is, for this session.
@@ -50,13 +53,48 @@ impl Session {
             && matches!(self.incoming(bytes), Incoming::Reply(p) if p.flow == self.cfg.flow);
         if ours {
             self.handle_reply(now, bytes);
+        } else {
+            self.note_foreign(bytes);
         }
         ours
     }
 
+    /// Keeps what the first foreign reply looked like, for the report.
+    fn note_foreign(&mut self, bytes: &[u8]) {
+        if self.totals.foreign_example.is_none() {
+            let flags = self.request_flags();
+            self.totals.foreign_example = Some(who::describe_foreign(&self.cfg, flags, bytes));
+        }
+    }
+
     /// Handles one received datagram or frame.
     pub fn handle_reply(&mut self, now: u64, bytes: &[u8]) {
-        self.handle_arrival(now, bytes);
+        for r in bytes.chunks(self.reply_len_in(bytes)) {
+            self.handle_arrival(now, r);
+        }
+    }
+
+    /// How long each reply in a received datagram is: its whole length, or the packet size
+    /// when it is several of this flow's requests back to back. A plain echo that passes its
+    /// datagrams through a stream (socat's `PIPE`) returns two that queued together as one
+    /// datagram; each is an unchanged request, so each is a reply (the drivers hand them in
+    /// one by one: `bytes.chunks(session.reply_len_in(bytes))`). Never 0.
+    pub fn reply_len_in(&self, bytes: &[u8]) -> usize {
+        let size = self.cfg.size;
+        if bytes.len() <= size || !bytes.len().is_multiple_of(size) {
+            return bytes.len().max(1);
+        }
+        let flags = self.request_flags();
+        let all_ours = bytes.chunks(size).all(|c| {
+            Header::decode(c).is_ok_and(|h| {
+                h.frame_len as usize == size && who::is_own_request(&self.cfg, flags, &h)
+            })
+        });
+        if all_ours && self.cfg.auth.is_none() {
+            size
+        } else {
+            bytes.len()
+        }
     }
 
     /// [`handle_reply`](Session::handle_reply), telling the driver what the bytes were: the
@@ -83,6 +121,7 @@ impl Session {
             }
             Incoming::Foreign => {
                 self.totals.foreign += 1;
+                self.note_foreign(bytes);
                 Arrival::Ignored
             }
         }
@@ -122,7 +161,20 @@ impl Session {
                         len: bytes.len(),
                         payload: bytes.get(self.cfg.framing.header_len()..),
                         far: FarEnd::of_npt(&h, bytes),
+                        from: Responder::NptServe,
                     }),
+                    // A plain echo: the request came back as it was sent.
+                    Kind::Echo if who::is_own_request(&self.cfg, self.request_flags(), &h) => {
+                        Incoming::Reply(Parsed {
+                            flow: h.flow,
+                            seq: h.seq,
+                            send_ts: h.send_ts,
+                            len: bytes.len(),
+                            payload: bytes.get(self.cfg.framing.header_len()..),
+                            far: None,
+                            from: Responder::Echo,
+                        })
+                    }
                     Kind::FlowReport if bytes.len() == reflect::FLOW_QUERY_LEN => {
                         match reflect::read_report(&h, bytes) {
                             Some(r) => Incoming::Report(Final::Report(r)),
@@ -143,6 +195,7 @@ impl Session {
                     len: bytes.len(),
                     payload: bytes.get(self.cfg.framing.header_len()..),
                     far: None,
+                    from: Responder::Echo,
                 }),
                 Err(_) => Incoming::Foreign,
             },
@@ -158,6 +211,7 @@ impl Session {
                         len: bytes.len(),
                         payload: bytes.get(self.cfg.framing.header_len()..),
                         far: Some(f.far_end(&r)),
+                        from: Responder::Stamp,
                     }),
                     None => Incoming::Foreign,
                 }
@@ -185,6 +239,7 @@ impl Session {
             self.totals.foreign += 1;
             return Arrival::Ignored;
         }
+        let from = p.from;
         let seq = p.seq;
         // Deadlines first, so a reply after its timeout is late, never on time.
         self.expire(now);
@@ -314,6 +369,9 @@ impl Session {
                 Arrival::Ignored
             }
         };
+        if what != Arrival::Ignored {
+            who::count(&mut self.totals.answered, from);
+        }
         let settled = self.window.settled_below();
         self.split.advance(settled, &mut self.placed);
         self.apply_placed();

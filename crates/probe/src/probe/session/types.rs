@@ -102,6 +102,10 @@ pub struct Totals {
     pub refused: u64,
     pub corrupt: u64,
     pub foreign: u64,
+    /// What the first foreign reply looked like ([`super::who`]).
+    pub foreign_example: Option<String>,
+    /// Replies by the far end that sent them.
+    pub answered: super::who::Answered,
     pub stale: u64,
     pub bytes_up: u64,
     pub bytes_down: u64,
@@ -154,6 +158,10 @@ impl AddAssign<&Totals> for Totals {
         self.refused += o.refused;
         self.corrupt += o.corrupt;
         self.foreign += o.foreign;
+        if self.foreign_example.is_none() {
+            self.foreign_example.clone_from(&o.foreign_example);
+        }
+        self.answered += &o.answered;
         self.stale += o.stale;
         self.bytes_up += o.bytes_up;
         self.bytes_down += o.bytes_down;
