@@ -298,9 +298,10 @@ fn tunnel_loss_reports_first_packet_and_total_per_loss_case() {
         .skip_while(|l| !l.starts_with("TCP first packet and total, quic-tun's"))
         .collect();
     assert!(
-        block.get(1).is_some_and(|h| h.starts_with("scenario") && h.contains(
-            "first packet latency  total latency  connect  npt first packet  npt total"
-        )),
+        block.get(1).is_some_and(|h| h.starts_with("scenario")
+            && h.contains(
+                "first packet latency  total latency  connect  npt first packet  npt total"
+            )),
         "{stdout}"
     );
     for loss in ["0%", "1%", "2%"] {
@@ -317,11 +318,21 @@ fn tunnel_loss_reports_first_packet_and_total_per_loss_case() {
                 .find(|l| l.split_whitespace().next() == Some(name.as_str()))
                 .unwrap_or_else(|| panic!("no {name} row: {stdout}"));
             let cells: Vec<&str> = line.split_whitespace().collect();
-            assert_eq!(cells[1..3], [format!("{echo:.2}"), format!("{after:.2}")], "{line}");
+            assert_eq!(
+                cells[1..3],
+                [format!("{echo:.2}"), format!("{after:.2}")],
+                "{line}"
+            );
             // npt's figures are quic-tun's plus the connect (one flow, one run; the first
             // packet through histograms of 3 significant digits).
-            assert!((first - connect - echo).abs() <= 0.002 * first, "{name}: {r}");
-            assert!((total - after - connect).abs() <= 0.002 * connect + 1e-3, "{name}: {r}");
+            assert!(
+                (first - connect - echo).abs() <= 0.002 * first,
+                "{name}: {r}"
+            );
+            assert!(
+                (total - after - connect).abs() <= 0.002 * connect + 1e-3,
+                "{name}: {r}"
+            );
             // The first echo after the connect: one round trip direct; through the forwarder
             // the connect is local and the forwarder connects onward first, so two.
             let trips = if path == "direct" { 1.0 } else { 2.0 };
