@@ -2,7 +2,8 @@
 //! scenario, its "first packet latency" (the first echo after the connect) and "total latency"
 //! (from the connection up to the last reply) first — that test's client started its clock
 //! after `connect` returned — then the connect and npt's own figures, which include it. A
-//! published table of that test is read off these two columns by name.
+//! published table of that test is read off these two columns by name. Text, Markdown and the
+//! HTML page ([`super::page`]) show it under the main table.
 
 use std::io::{self, Write};
 
@@ -69,12 +70,17 @@ fn cells(r: &Row) -> Vec<String> {
     ]
 }
 
+/// The block's rows, as the text, Markdown and HTML tables show them.
+pub fn table_rows(t: &Table) -> Vec<Vec<String>> {
+    rows(t).map(cells).collect()
+}
+
 /// The block for a terminal: title, aligned columns, legend (nothing without TCP probe rows).
 pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
     if !shown(t) {
         return Ok(());
     }
-    let rows: Vec<Vec<String>> = rows(t).map(cells).collect();
+    let rows = table_rows(t);
     let widths: Vec<usize> = (0..HEADER.len())
         .map(|c| {
             rows.iter()
@@ -134,6 +140,7 @@ mod tests {
     use npt_result::any::Workload;
 
     use super::super::{table, write_markdown, write_text, Input};
+    use super::TITLE;
 
     /// A TCP probe's result with these figures (ms).
     fn tcp(name: &str, connect: f64, echo: f64, after: f64) -> Input {
@@ -192,6 +199,15 @@ mod tests {
             md.contains("| forwarded-0% | 50.50 | 1525.00 | 0.10 | 50.60 | 1525.10 |"),
             "{md}"
         );
+        // The HTML page has it as a table of its own.
+        let page = crate::compare::page::html_page(&t, &[], "t");
+        let block = page
+            .tables
+            .iter()
+            .find(|x| x.caption.starts_with(TITLE))
+            .unwrap();
+        assert_eq!(block.header[1], "first packet latency");
+        assert_eq!(block.rows[1][1], "50.50");
         // No TCP probe, no block.
         let mut udp = tcp("u", 1.0, 1.0, 1.0);
         if let Workload::Probe(b) = &mut udp.doc.body {
