@@ -65,6 +65,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         // The embedded server is on loopback: one clock.
         clock: npt_probe::probe::session::ClockSync::SameHost,
         source: Default::default(),
+        on_waiting: Default::default(),
     };
     let tcp = ProbeConfig {
         proto: Proto::Tcp,

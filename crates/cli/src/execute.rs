@@ -70,6 +70,13 @@ pub trait Subcommand: Workload + Sized {
         String::new()
     }
 
+    /// Where its own lines besides the intervals' go (probe: the wait for the last replies):
+    /// `say` shows a line where the progress lines go. Called before the run only when they
+    /// are shown (not with `--quiet` or a live view).
+    fn say_to(&mut self, say: Say) {
+        let _ = say;
+    }
+
     /// The text report of a finished run.
     fn render(out: &mut dyn Write, doc: &Document<Self::Body>) -> io::Result<()>;
 
@@ -90,6 +97,9 @@ pub trait Subcommand: Workload + Sized {
         false
     }
 }
+
+/// Shows one line where the progress lines go ([`Subcommand::say_to`]).
+pub type Say = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// How a workload's progress is shown without a live view (never with `--quiet`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,6 +271,11 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
     };
     let tty = io::stderr().is_terminal();
     let stdout_taken = o.stdout_taken();
+    if lines != Lines::None {
+        w.say_to(Arc::new(move |line: &str| {
+            show(lines, tty, stdout_taken, line)
+        }));
+    }
     let mut on_interval = |p: &Progress<'_>| {
         if let Some(m) = &metrics {
             m.publish(&p.snapshot());

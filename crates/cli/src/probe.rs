@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, RxStamp};
+use npt_probe::probe::runner::{OnWaiting, PacingSpec, ProbeConfig, Proto, RxStamp, Waiting};
 use npt_result::error::ErrorKind;
 use npt_result::probe::ProbeBody;
 use npt_result::workload::Progress;
@@ -218,6 +218,18 @@ impl Subcommand for ProbeConfig {
         npt_report::text::stage_line(p.interval)
     }
 
+    /// The wait for the last replies, once sending has stopped (the line tester said so too).
+    fn say_to(&mut self, say: crate::execute::Say) {
+        self.on_waiting = OnWaiting(Some(std::sync::Arc::new(move |w: &Waiting| {
+            say(&npt_report::text::waiting_line(
+                w.elapsed.as_secs_f64(),
+                w.why.map_or("stopped", |r| r.name()),
+                w.in_flight,
+                w.up_to.as_secs_f64() * 1e3,
+            ))
+        })));
+    }
+
     fn render(out: &mut dyn Write, doc: &Document<ProbeBody>) -> std::io::Result<()> {
         npt_report::text::write_probe(out, doc)
     }
@@ -257,10 +269,10 @@ pub fn banner(cfg: &ProbeConfig) -> String {
         } => format!("relay, warm-up {warmup} packets every {warmup_interval:?} (closed loop)"),
     };
     let stop = match (cfg.count, cfg.duration) {
-        (Some(c), Some(d)) => format!("{c} packets or {d:?}"),
-        (Some(c), None) => format!("{c} packets"),
-        (None, Some(d)) => format!("{d:?}"),
-        (None, None) => "until Ctrl-C".to_string(),
+        (Some(c), Some(d)) => format!("stop after {c} packets or {d:?}"),
+        (Some(c), None) => format!("stop after {c} packets"),
+        (None, Some(d)) => format!("stop after {d:?}"),
+        (None, None) => "run until Ctrl-C".to_string(),
     };
     let load = cfg.under_load.as_ref().map_or(String::new(), |p| {
         let s = p.spec();
@@ -274,7 +286,7 @@ pub fn banner(cfg: &ProbeConfig) -> String {
         )
     });
     format!(
-        "npt probe {}://{} ({}): {pacing}, {} B {}, {} client(s), stop after {stop}{load}",
+        "npt probe {}://{} ({}): {pacing}, {} B {}, {} client(s), {stop}{load}",
         cfg.proto.name(),
         cfg.target,
         cfg.addr,
@@ -334,6 +346,21 @@ mod tests {
         assert!(matches!(c.pacing, PacingSpec::Relay { warmup: 1, .. }));
         a.mode = Some(Mode::Rate);
         assert!(err(&a).contains("--ping-pong"));
+    }
+
+    /// The stop in the banner reads as a phrase in each case (it read `stop after until
+    /// Ctrl-C` with neither --count nor --duration).
+    #[test]
+    fn banner_says_when_the_probe_stops() {
+        let mut a = args("udp://127.0.0.1:7777");
+        let b = banner(&config(&a).unwrap().0);
+        assert!(b.ends_with(", 1 client(s), run until Ctrl-C"), "{b}");
+        a.count = Some(10);
+        let b = banner(&config(&a).unwrap().0);
+        assert!(b.ends_with(", stop after 10 packets"), "{b}");
+        a.duration = Some(Duration::from_secs(5));
+        let b = banner(&config(&a).unwrap().0);
+        assert!(b.ends_with(", stop after 10 packets or 5s"), "{b}");
     }
 
     #[test]

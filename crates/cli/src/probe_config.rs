@@ -13,8 +13,15 @@ use crate::probe::{Mode, ProbeArgs, RxStampArg};
 use crate::probe_checks::check_memory;
 use crate::usage;
 
-/// Splits `udp://host:port` into protocol and address text.
+/// Splits `udp://host:port` into protocol and address text. A path to an XML file in the
+/// target's place is the line tester's config given without its flag: said so.
 fn parse_target(t: &str) -> anyhow::Result<(Proto, String)> {
+    if !t.contains("://") && t.to_ascii_lowercase().ends_with(".xml") {
+        return Err(usage!(
+            "target {t:?} is not udp://, tcp:// or stamp://HOST:PORT; for the line tester's XML \
+             config, use npt probe --config {t}"
+        ));
+    }
     let (scheme, rest) = t.split_once("://").ok_or_else(|| {
         usage!("target {t:?}: expected udp://HOST:PORT, tcp://HOST:PORT or stamp://HOST:PORT")
     })?;
@@ -417,6 +424,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         spin: a.spin,
         clock,
         source,
+        on_waiting: Default::default(),
     };
     Ok((cfg, notices))
 }

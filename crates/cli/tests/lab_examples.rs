@@ -1,7 +1,8 @@
 //! The lab example files, run scaled down in time: the forwarding-scenario topology (direct
 //! 299 ms, forwarders in LA, a Seattle → LA chain) must read back near its theoretical latencies,
 //! and the tunnel ping-pong at 0/1/2 % loss (quic-tun's latency test) must report first-packet
-//! and total latency for every loss case. Both run the files in `examples/lab/` with a shorter
+//! and total latency for every loss case, by quic-tun's definitions (after the connect) in a
+//! table of its shape and by npt's. Both run the files in `examples/lab/` with a shorter
 //! workload, so the examples users copy are the ones tested. The forwarding-scenario topology
 //! with hop agents must measure its theoretical column from each hop (the typed and measured
 //! forwarding examples share one lab run: they differ only in their hops). Root only.
@@ -291,11 +292,58 @@ fn tunnel_loss_reports_first_packet_and_total_per_loss_case() {
     // The loss-free link (12.5 ms each way configured) as the lab delivered it.
     let rtt = lab::direction_ms(&status, 0, "client") + lab::direction_ms(&status, 0, "s0");
     assert!(stdout.contains("first packet"), "{stdout}");
+    // quic-tun's table, read off by name: a row per case under its two columns.
+    let block: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("TCP first packet and total, quic-tun's"))
+        .collect();
+    assert!(
+        block.get(1).is_some_and(|h| h.starts_with("scenario")
+            && h.contains(
+                "first packet latency  total latency  connect  npt first packet  npt total"
+            )),
+        "{stdout}"
+    );
     for loss in ["0%", "1%", "2%"] {
         for path in ["direct", "forwarded"] {
-            let r = row(&t, &format!("{path}-{loss}"));
+            let name = format!("{path}-{loss}");
+            let r = row(&t, &name);
             let first = r["first_packet_ms"].as_f64().unwrap();
             let total = r["total_ms"].as_f64().unwrap();
+            let connect = r["connect_ms"].as_f64().unwrap();
+            let echo = r["first_echo_ms"].as_f64().unwrap();
+            let after = r["total_after_connect_ms"].as_f64().unwrap();
+            let line = block
+                .iter()
+                .find(|l| l.split_whitespace().next() == Some(name.as_str()))
+                .unwrap_or_else(|| panic!("no {name} row: {stdout}"));
+            let cells: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(
+                cells[1..3],
+                [format!("{echo:.2}"), format!("{after:.2}")],
+                "{line}"
+            );
+            // npt's figures are quic-tun's plus the connect (one flow, one run; the first
+            // packet through histograms of 3 significant digits).
+            assert!(
+                (first - connect - echo).abs() <= 0.002 * first,
+                "{name}: {r}"
+            );
+            assert!(
+                (total - after - connect).abs() <= 0.002 * connect + 1e-3,
+                "{name}: {r}"
+            );
+            // The first echo after the connect: one round trip direct; through the forwarder
+            // the connect is local and the forwarder connects onward first, so two.
+            let trips = if path == "direct" { 1.0 } else { 2.0 };
+            assert!(echo >= trips * 25.0 - 1.0, "{name}: first echo {echo} ms");
+            if loss == "0%" {
+                assert!(
+                    echo < trips * rtt + 12.5 + 2.0 * late,
+                    "{name}: first echo {echo} ms, the lab's RTT {rtt:.3} ms, {late:.3} ms of \
+                     waits per echo\n{stdout}"
+                );
+            }
             // Connect (25 ms RTT) + first echo (25 ms): 50 ms, more only if loss hit them.
             // Through the forwarder the connect is local, but the forwarder connects onward
             // (one RTT) before the first echo can cross: ~50 ms too, as quic-tun's tunnel did.

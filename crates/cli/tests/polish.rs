@@ -43,6 +43,62 @@ fn pps_out_of_range_says_what_is_allowed() {
     assert!(stderr(&out).contains("--pps -1: must be more than 0 and at most 1,000,000"));
 }
 
+/// The line tester printed that it had stopped sending and was waiting for replies; npt's
+/// stage lines lag by up to the loss timeout and said nothing of it. A far end that never
+/// answers keeps every packet in flight: the wait is said, how long and for how many, where
+/// the stage lines go, before the report; and the stage line gives the mean delay (the line
+/// tester's 延迟) beside p50 and p99.
+#[test]
+fn the_wait_for_the_last_replies_is_said() {
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target = format!("udp://{}", silent.local_addr().unwrap());
+    let args = [
+        "probe",
+        &target,
+        "--pps",
+        "100",
+        "-n",
+        "3",
+        "--raw",
+        "--loss-timeout",
+        "1s",
+    ];
+    let out = run(&args, Duration::from_secs(30));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "nothing answered: {}",
+        stderr(&out)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let waiting: Vec<&str> = text.lines().filter(|l| l.starts_with("[waiting")).collect();
+    assert_eq!(waiting.len(), 1, "said once: {text}");
+    let w = waiting[0];
+    assert!(
+        w.contains("sending stopped (count): waiting up to 1000.0 ms (the loss timeout) for "),
+        "{w}"
+    );
+    // What was in flight when sending stopped: every packet not yet past its loss timeout.
+    let n: u64 = w
+        .split(" for ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a count in {w}"));
+    assert!((1..=3).contains(&n), "{w}");
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {text}"))
+    };
+    assert!(at("[waiting") < at("packets    sent 3"), "{text}");
+    assert!(text.contains("rtt mean "), "the stage line's mean: {text}");
+    // Not with --quiet.
+    let mut quiet = args.to_vec();
+    quiet.push("-q");
+    let out = run(&quiet, Duration::from_secs(30));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("[waiting"));
+}
+
 #[test]
 fn a_busy_port_is_said_once() {
     let (_srv, addr) = serve(&[]);

@@ -99,6 +99,21 @@ fn tcp_probe_reports_first_packet_and_total() {
     assert_eq!(f(&d, "/summary/phases_ms/connect/mean"), connect);
     assert_eq!(f(&d, "/summary/phases_ms/first_packet/mean"), first);
     assert!(d["histograms"]["first_packet"]["data"].is_string());
+    // quic-tun's figures, timed from after the connect: the first echo alone and the total
+    // after connect. One flow: npt's are these plus its connect (the first packet through
+    // histograms of 3 significant digits; the totals exactly, less the connect's rounding).
+    let echo = f(&d, "/summary/first_echo_ms");
+    let after = f(&d, "/summary/total_after_connect_ms");
+    assert_eq!(f(&d, "/summary/phases_ms/first_echo/mean"), echo);
+    assert!(d["histograms"]["first_echo"]["data"].is_string());
+    assert!(
+        (first - (connect + echo)).abs() <= 0.002 * first,
+        "first packet {first} = connect {connect} + first echo {echo}"
+    );
+    assert!(
+        (total - after - connect).abs() <= 0.002 * connect + 1e-6,
+        "total {total} = connect {connect} + after connect {after}"
+    );
 }
 
 /// The tester's CPU share is of the run only: a one-packet run on loopback lasts a few
@@ -264,6 +279,11 @@ fn bad_input_exits_2_naming_the_problem() {
             "--interval applies only to --mode interval",
         ),
         (&["probe"], "a target is required"),
+        // The line tester's config given where the target goes: the flag it needs.
+        (
+            &["probe", "ConfigTemplate.xml"],
+            "use npt probe --config ConfigTemplate.xml",
+        ),
         (&["serve", "--listen", "nowhere"], "--listen"),
     ];
     for (args, needle) in cases {

@@ -24,6 +24,7 @@ pub mod noise;
 #[cfg(test)]
 mod noise_cases;
 pub mod page;
+pub mod pingpong;
 pub mod rate;
 mod render;
 pub mod runs;
@@ -116,12 +117,23 @@ pub struct Row {
     /// the tester → proxy hop only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retransmits_scope: Option<String>,
-    /// TCP probes: connect + first echo (quic-tun's latency test's "first packet latency"), median of runs.
+    /// TCP probes: connect + first echo (npt's first packet), median of runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_packet_ms: Option<f64>,
-    /// TCP probes: first connect to last reply (quic-tun's latency test's "total latency"), median of runs.
+    /// TCP probes: first connect to last reply (npt's total), median of runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_ms: Option<f64>,
+    /// TCP probes: the connect, median of runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_ms: Option<f64>,
+    /// TCP probes: the first echo alone, after the connect (quic-tun's latency test's "first
+    /// packet latency"), median of runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_echo_ms: Option<f64>,
+    /// TCP probes: from the connection up to the last reply (quic-tun's latency test's "total
+    /// latency"), median of runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_after_connect_ms: Option<f64>,
     /// `--under-load` probes: the loaded phase's p50 and p99 RTT and the responsiveness (RPM),
     /// medians of runs ([`loaded`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -403,6 +415,7 @@ pub fn table(
         row.avg_spread_from = Some(from.to_string());
         loaded::fill(&mut row, under_load.into_iter());
         directions::fill(&mut row, probe.into_iter());
+        pingpong::fill(&mut row, &Vec::from_iter(probe));
         rows.push(row);
     }
     for k in theoretical.keys() {

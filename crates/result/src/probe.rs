@@ -31,7 +31,7 @@ pub struct ProbeBody {
     pub errors: Errors,
     /// Serialized HDR histograms (ns) by name: [`hist`].
     #[schemars(
-        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect`, `first_packet` and `tcp_rtt` (TCP), `rtt_idle`, `rtt_loaded` and `rtt_recovery` (`--under-load`), `dwell`, `ipdv_up`, `ipdv_down`, `owd_up` and `owd_down` (`summary.directions`)."
+        description = "Serialized HDR histograms (ns) by name: `rtt`, `ipdv`, and `rtt_corrected` (rate mode), `connect`, `first_packet`, `first_echo` and `tcp_rtt` (TCP), `rtt_idle`, `rtt_loaded` and `rtt_recovery` (`--under-load`), `dwell`, `ipdv_up`, `ipdv_down`, `owd_up` and `owd_down` (`summary.directions`)."
     )]
     #[schemars(extend("propertyNames" = {"enum": hist::ALL}, "required" = [hist::RTT, hist::IPDV]))]
     pub histograms: Histograms,
@@ -132,21 +132,35 @@ pub struct ProbeSummary {
     pub bandwidth_bps: Directions,
     /// Application payload bytes each way.
     pub bytes: Directions,
-    /// TCP: connect + the first echo on that connection and nothing else, mean over flows
-    /// (quic-tun's latency test's "first packet latency"); the distribution is `phases_ms.first_packet`.
+    /// TCP: connect + the first echo on each flow's first connection and nothing else, mean
+    /// over flows (npt's first packet: what a user waits for a first answer, connect
+    /// included); the distribution is `phases_ms.first_packet`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_packet_ms: Option<f64>,
     /// TCP: connect time, mean over connections; the distribution is `phases_ms.connect`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_ms: Option<f64>,
+    /// TCP: the first echo alone, from its send (after the connection was up) to its reply,
+    /// on each flow's first connection, mean over flows: quic-tun's latency test's "first
+    /// packet latency" (its clock starts after `connect` returned). `first_packet_ms` is
+    /// `connect_ms` plus this, flow by flow; the distribution is `phases_ms.first_echo`.
+    /// Absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_echo_ms: Option<f64>,
     /// TCP: the distributions of connect and first packet over flows, from the histograms
     /// `histograms.{connect,first_packet}` (as `run`'s `protocols.tcp.connect_ms`). Absent in
     /// files written before they were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases_ms: Option<ProbePhases>,
-    /// TCP: from the first connect until the last reply (quic-tun's latency test's "total latency").
+    /// TCP: from the start of the first connect until the last reply (npt's total: connect
+    /// included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_ms: Option<f64>,
+    /// TCP: from the moment the first connection was up until the last reply: quic-tun's
+    /// latency test's "total latency" (its clock starts after `connect` returned). Absent in
+    /// files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_after_connect_ms: Option<f64>,
     /// `--via`: the proxy and the phases of its handshakes (means over connections or UDP
     /// associations). `connect_ms` / `first_packet_ms` then include the whole handshake.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,6 +202,10 @@ pub struct ProbePhases {
     pub connect: Summary,
     /// Connect + the first echo on that connection, one per flow that got one.
     pub first_packet: Summary,
+    /// The first echo alone (from its send to its reply), one per flow that got one. Absent
+    /// in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_echo: Option<Summary>,
 }
 
 /// A proxy handshake, phase by phase (ms, means over `handshakes`).
@@ -216,9 +234,10 @@ pub mod hist {
     pub const RTT_CORRECTED: &str = "rtt_corrected";
     /// |RTT(i) - RTT(i-1)| between consecutive replies.
     pub const IPDV: &str = "ipdv";
-    /// TCP only: connect and connect + first echo, one value per flow.
+    /// TCP only: connect, connect + first echo, and the first echo alone, one value per flow.
     pub const CONNECT: &str = "connect";
     pub const FIRST_PACKET: &str = "first_packet";
+    pub const FIRST_ECHO: &str = "first_echo";
     /// TCP only: the kernel's smoothed RTT (`TCP_INFO`), sampled: see `summary.tcp_info`.
     pub const TCP_RTT: &str = "tcp_rtt";
     /// `--under-load` only: the RTTs of packets sent in each phase.
@@ -229,12 +248,13 @@ pub mod hist {
     pub const PHASES: [&str; 3] = [RTT_IDLE, RTT_LOADED, RTT_RECOVERY];
     pub use crate::directions::hist::{DWELL, IPDV_DOWN, IPDV_UP, OWD_DOWN, OWD_UP};
     /// Every name above.
-    pub const ALL: [&str; 14] = [
+    pub const ALL: [&str; 15] = [
         RTT,
         RTT_CORRECTED,
         IPDV,
         CONNECT,
         FIRST_PACKET,
+        FIRST_ECHO,
         TCP_RTT,
         RTT_IDLE,
         RTT_LOADED,

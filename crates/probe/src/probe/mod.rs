@@ -3,7 +3,8 @@
 //! over their merged stages and builds the result body; [`workload`] is the probe's side of the
 //! contract with the cli; [`stream`] cuts a TCP echo stream back into replies; [`xml`] reads
 //! the line tester's XML config; [`auth`] does the `--token` handshake; [`load`] runs the
-//! bulk streams of `--under-load` beside the flows.
+//! bulk streams of `--under-load` beside the flows; [`waiting`] says when the send phase is
+//! over and the probe waits for the last replies.
 
 pub mod session;
 
@@ -27,5 +28,6 @@ mod session_stamp_tests;
 #[cfg(test)]
 mod session_tests;
 pub mod stream;
+pub mod waiting;
 pub mod workload;
 pub mod xml;

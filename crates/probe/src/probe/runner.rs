@@ -27,6 +27,8 @@ use super::session::{
     ClockSync, DirTotals, Framing, Interval, Reflect, Session, SessionConfig, Stage, StopReason,
     Totals,
 };
+use super::waiting::SendEnds;
+pub use super::waiting::{OnWaiting, Waiting};
 use super::workload::Running;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -161,6 +163,10 @@ pub struct ProbeConfig {
     /// `-4`/`-6`, `--bind`, `--dscp`: the flows' sockets (not `--via`'s proxy connection).
     #[serde(skip_serializing_if = "npt_client::source::Source::is_default")]
     pub source: npt_client::source::Source,
+    /// Told once when every flow has stopped sending and replies are still in flight: the
+    /// wait of up to the loss timeout before the report (not recorded).
+    #[serde(skip)]
+    pub on_waiting: OnWaiting,
 }
 
 fn ser_clock<S: serde::Serializer>(c: &ClockSync, s: S) -> Result<S::Ok, S::Error> {
@@ -422,6 +428,7 @@ pub fn run(
         totals += &t;
         stops.push(StopReason::Error);
     }
+    let mut send_ends = SendEnds::new(&next_index);
     let mut pending: BTreeMap<u32, Interval> = BTreeMap::new();
     let mut printed_up_to = 0u32;
     // Bounded memory for long runs: older records wait in a temporary file (report::series).
@@ -457,8 +464,14 @@ pub fn run(
                     }
                 }
             }
+            Event::SendEnded {
+                flow,
+                in_flight,
+                why,
+            } => send_ends.ended(flow, in_flight, why),
             Event::Done { flow, result } => {
                 next_index[flow] = None;
+                send_ends.finished(flow);
                 totals += &result.totals;
                 if let Some(s) = result.stop {
                     stops.push(s);
@@ -472,6 +485,14 @@ pub fn run(
                     *kh += rtt;
                 }
             }
+        }
+        if let (Some(say), Some((in_flight, why))) = (&cfg.on_waiting.0, send_ends.waiting()) {
+            say(&Waiting {
+                elapsed: Duration::from_nanos(clock.now().saturating_sub(start)),
+                in_flight,
+                up_to: cfg.loss_timeout,
+                why,
+            });
         }
         // An interval is final once every flow still running has moved past it.
         let horizon = next_index
@@ -619,9 +640,9 @@ fn probe_meta(cfg: &ProbeConfig) -> ProbeMeta {
 }
 
 /// The flows' totals as the probe's stats value: the send phase's rates on this run's clock,
-/// TCP connect and first packet (as quic-tun's latency test: connect + the first echo on that
-/// connection, and nothing else, no wait for the schedule) one value per flow into histograms, and the
-/// tester's health (the process's CPU time since `cpu0`, the run's start, over `wall_s`).
+/// TCP phases one value per flow into histograms ([`tcp_phases`]), the TCP totals
+/// ([`tcp_totals`]), and the tester's health (the process's CPU time since `cpu0`, the run's
+/// start, over `wall_s`).
 fn probe_stats(
     cfg: &ProbeConfig,
     t: &Totals,
@@ -637,27 +658,13 @@ fn probe_stats(
         histograms.add(hist::RTT_CORRECTED, &t.rtt_corrected);
     }
     histograms.add(hist::IPDV, &t.ipdv);
-    let (mut connect, mut first_packet) = (Histogram::new(), Histogram::new());
-    for x in tcp {
-        if let Some(c) = x.connect_ns {
-            connect.record(c);
-            if let Some(e) = x.first_echo_ns {
-                first_packet.record(c + e);
-            }
-        }
+    if cfg.proto == Proto::Tcp {
+        tcp_phases(tcp, &mut histograms);
     }
-    if cfg.proto == Proto::Tcp && !connect.is_empty() {
-        histograms.add(hist::CONNECT, &connect);
-        histograms.add(hist::FIRST_PACKET, &first_packet);
-    }
-    let total_ms = if cfg.proto == Proto::Tcp {
-        let first_start = tcp.iter().map(|x| x.connect_start).min();
-        match (first_start, t.last_reply) {
-            (Some(s), Some(r)) => Some(r.saturating_sub(s) as f64 / 1e6),
-            _ => None,
-        }
+    let (total_ms, total_after_connect_ms) = if cfg.proto == Proto::Tcp {
+        tcp_totals(tcp, t.last_reply)
     } else {
-        None
+        (None, None)
     };
     let health = Health::measured(cpu0, wall_s).with_sends(
         t.behind_schedule,
@@ -720,6 +727,7 @@ fn probe_stats(
             attempts: t.packets.sent,
         },
         total_ms,
+        total_after_connect_ms,
         health,
         intervals: Intervals::of(intervals),
         marking: npt_result::marking::Marking {
@@ -728,6 +736,48 @@ fn probe_stats(
         },
         ..ProbeStats::default()
     }
+}
+
+/// The TCP phases of each flow's first connection, one value per flow: `connect` (its start to
+/// the clock read that saw it up), `first_echo` (the first reply's RTT: from the clock read
+/// before its send, after the connection was up, to the one after its reply was read —
+/// quic-tun's "first packet latency", whose clock starts after `connect` returned) and
+/// `first_packet` (the two added: npt's, what a user waits for a first answer). Nothing when
+/// no flow connected.
+fn tcp_phases(tcp: &[TcpTimes], histograms: &mut npt_result::stats::HistMap) {
+    let (mut connect, mut first_packet, mut first_echo) =
+        (Histogram::new(), Histogram::new(), Histogram::new());
+    for x in tcp {
+        if let Some(c) = x.connect_ns {
+            connect.record(c);
+            if let Some(e) = x.first_echo_ns {
+                first_packet.record(c + e);
+                first_echo.record(e);
+            }
+        }
+    }
+    if !connect.is_empty() {
+        histograms.add(hist::CONNECT, &connect);
+        histograms.add(hist::FIRST_PACKET, &first_packet);
+        histograms.add(hist::FIRST_ECHO, &first_echo);
+    }
+}
+
+/// TCP's totals, ms, to `last_reply` (the last reply of any flow): from the start of the first
+/// connect of any flow (npt's `total`), and from the first moment a flow's connection was up
+/// (quic-tun's "total latency", whose clock starts after `connect` returned). With one client
+/// the two differ by exactly its connect time.
+fn tcp_totals(tcp: &[TcpTimes], last_reply: Option<u64>) -> (Option<f64>, Option<f64>) {
+    let Some(r) = last_reply else {
+        return (None, None);
+    };
+    let since = |s: u64| r.saturating_sub(s) as f64 / 1e6;
+    let first_start = tcp.iter().map(|x| x.connect_start).min();
+    let first_up = tcp
+        .iter()
+        .filter_map(|x| x.connect_ns.map(|c| x.connect_start + c))
+        .min();
+    (first_start.map(since), first_up.map(since))
 }
 
 /// The flows' per-direction counts as the result's value (its histograms go in the map).

@@ -41,6 +41,7 @@ fn tcp_config() -> ProbeConfig {
         spin: false,
         clock: crate::probe::session::ClockSync::None,
         source: Default::default(),
+        on_waiting: Default::default(),
     }
 }
 
@@ -100,6 +101,60 @@ fn tcp_connect_and_first_packet_are_histograms_with_the_mean_beside() {
     udp.proto = Proto::Udp;
     let b = build_body(&udp, &Totals::default(), &[], Vec::new(), 1.0);
     assert!(b.summary.phases_ms.is_none() && !b.histograms.contains_key(hist::CONNECT));
+}
+
+/// quic-tun's latency test's figures beside npt's: its clock started after `connect`
+/// returned, so its first packet is the first echo alone and its total runs from the
+/// connection up to the last reply.
+#[test]
+fn tcp_first_echo_and_total_after_connect_are_quic_tuns() {
+    let ms = 1_000_000u64;
+    let flow = |start: u64, connect: Option<u64>, echo: Option<u64>| TcpTimes {
+        connect_start: start,
+        connect_ns: connect,
+        first_echo_ns: echo,
+        proxy: None,
+    };
+    // One client: connect 3 ms from t=10 ms, first echo 2 ms, last reply at t=1010 ms.
+    let one = [flow(10 * ms, Some(3 * ms), Some(2 * ms))];
+    let t = Totals {
+        last_reply: Some(1010 * ms),
+        ..Totals::default()
+    };
+    let b = build_body(&tcp_config(), &t, &one, Vec::new(), 1.0);
+    let s = &b.summary;
+    // Means of HDR histograms (3 significant digits).
+    let near = |v: Option<f64>, want: f64| (v.unwrap() - want).abs() < 0.01;
+    assert!(near(s.first_echo_ms, 2.0), "{:?}", s.first_echo_ms);
+    assert!(near(s.first_packet_ms, 5.0), "{:?}", s.first_packet_ms);
+    assert_eq!(s.total_ms, Some(1000.0));
+    assert_eq!(
+        s.total_after_connect_ms,
+        Some(997.0),
+        "total less the connect"
+    );
+    let p = s.phases_ms.as_ref().unwrap();
+    assert_eq!(p.first_echo.unwrap().count, 1);
+    assert!(b.histograms.contains_key(hist::FIRST_ECHO));
+    // Several flows: the first echo's mean over flows that got one; the total after connect
+    // from the first connection up (flow 2's at 12 ms, before flow 1's at 13 ms), the total
+    // from the first connect started (flow 1's at 10 ms).
+    let two = [
+        flow(10 * ms, Some(3 * ms), Some(2 * ms)),
+        flow(11 * ms, Some(ms), Some(4 * ms)),
+        flow(12 * ms, None, None),
+    ];
+    let b = build_body(&tcp_config(), &t, &two, Vec::new(), 1.0);
+    let s = &b.summary;
+    assert!(near(s.first_echo_ms, 3.0), "{:?}", s.first_echo_ms);
+    assert_eq!(s.total_ms, Some(1000.0));
+    assert_eq!(s.total_after_connect_ms, Some(998.0));
+    // No reply at all: neither total.
+    let b = build_body(&tcp_config(), &Totals::default(), &one, Vec::new(), 1.0);
+    assert_eq!(
+        (b.summary.total_ms, b.summary.total_after_connect_ms),
+        (None, None)
+    );
 }
 
 #[test]

@@ -74,6 +74,16 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
         .chain(table.notes.iter().cloned())
         .map(|n| vec![n])
         .collect();
+    if super::pingpong::shown(table) {
+        tables.push(HtmlTable {
+            caption: format!("{}. {}", super::pingpong::TITLE, super::pingpong::LEGEND),
+            header: super::pingpong::HEADER
+                .iter()
+                .map(|h| h.to_string())
+                .collect(),
+            rows: super::pingpong::table_rows(table),
+        });
+    }
     if !notes.is_empty() {
         tables.push(HtmlTable {
             caption: "Notes".into(),

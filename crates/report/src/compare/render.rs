@@ -1,7 +1,8 @@
 //! The forwarding-scenario table as text and Markdown: one row of cells per scenario under the
 //! same header, and the footer of notes (what the theoretical column is, mixed kinds, rows
-//! without a figure). The HTML page is [`super::page`]; the table's figures come from
-//! [`super::table`] and [`super::runs`].
+//! without a figure), then TCP probes' first packet and total ([`super::pingpong`]). The HTML
+//! page is [`super::page`]; the table's figures come from [`super::table`] and
+//! [`super::runs`].
 
 use std::io::{self, Write};
 
@@ -171,7 +172,7 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
     for l in footer(t) {
         writeln!(w, "{l}")?;
     }
-    Ok(())
+    super::pingpong::write_text(w, t)
 }
 
 /// The line under the text table (the Markdown and HTML footers carry it too).
@@ -234,14 +235,6 @@ fn footer(t: &Table) -> Vec<String> {
                     r.name, r.runs, s.p50_ms.min, s.p50_ms.max, s.avg_ms.min, s.avg_ms.max
                 ));
             }
-        }
-    }
-    for r in &t.scenarios {
-        if let (Some(first), Some(total)) = (r.first_packet_ms, r.total_ms) {
-            out.push(format!(
-                "tcp: {} first packet {first:.2} ms (connect + first echo), total {total:.2} ms",
-                r.name
-            ));
         }
     }
     for r in &t.scenarios {
@@ -317,5 +310,5 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     for l in foot {
         writeln!(w, "> {}  ", l.replace('|', "\\|"))?;
     }
-    Ok(())
+    super::pingpong::write_markdown(w, t)
 }

@@ -210,12 +210,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         let lost: u64 = probes.iter().map(|p| p.packets.lost).sum();
         row.loss_pct = Some(npt_result::loss_pct(lost, sent));
         row.jitter_ms = Some(median(probes.iter().map(|p| p.jitter_ms).collect()));
-        let first: Vec<f64> = probes.iter().filter_map(|p| p.first_packet_ms).collect();
-        let total: Vec<f64> = probes.iter().filter_map(|p| p.total_ms).collect();
-        if !first.is_empty() && !total.is_empty() {
-            row.first_packet_ms = Some(median(first));
-            row.total_ms = Some(median(total));
-        }
+        super::pingpong::fill(&mut row, &probes);
         super::directions::fill(&mut row, probes.iter().copied());
         super::loaded::fill(
             &mut row,

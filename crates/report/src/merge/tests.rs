@@ -284,3 +284,59 @@ fn tcp_connect_and_first_packet_merge_from_histograms_old_parts_by_mean() {
     assert!((m["summary"]["connect_ms"].as_f64().unwrap() - 4.0).abs() < 0.01);
     assert!(m["summary"].get("phases_ms").is_none());
 }
+
+/// quic-tun's figures merge as npt's do: the first echo alone exactly from its histograms, the
+/// total after connect as the longest part's; a part written before they were recorded leaves
+/// them out rather than stating one part's figure as the whole's.
+#[test]
+fn tcp_first_echo_and_total_after_connect_merge() {
+    let ms = 1_000_000u64;
+    let tcp_part = |echoes: &[u64], after: Option<f64>, index: u32| {
+        let (mut c, mut f, mut e) = (Histogram::new(), Histogram::new(), Histogram::new());
+        for &x in echoes {
+            c.record(ms);
+            f.record((x + 1) * ms);
+            e.record(x * ms);
+        }
+        let mut d = probe_doc(&[ms], index, 2, "fe");
+        d["summary"]["clients"] = echoes.len().into();
+        d["summary"]["connect_ms"] = c.summary().mean.into();
+        d["summary"]["first_packet_ms"] = f.summary().mean.into();
+        d["summary"]["total_ms"] = 1000.0.into();
+        d["summary"]["phases_ms"] = serde_json::json!({
+            "connect": c.summary(), "first_packet": f.summary()});
+        for (name, h) in [("connect", &c), ("first_packet", &f)] {
+            d["histograms"][name] = serde_json::to_value(h.to_serialized()).unwrap();
+        }
+        if let Some(a) = after {
+            d["summary"]["first_echo_ms"] = e.summary().mean.into();
+            d["summary"]["phases_ms"]["first_echo"] = serde_json::to_value(e.summary()).unwrap();
+            d["summary"]["total_after_connect_ms"] = a.into();
+            d["histograms"]["first_echo"] = serde_json::to_value(e.to_serialized()).unwrap();
+        }
+        d
+    };
+    let (m, _) = merge(&[
+        part(tcp_part(&[2, 4], Some(990.0), 0), "fa"),
+        part(tcp_part(&[12], Some(998.0), 1), "fb"),
+    ])
+    .unwrap();
+    let s = &m["summary"];
+    assert_eq!(s["phases_ms"]["first_echo"]["count"], 3);
+    assert!(
+        (s["first_echo_ms"].as_f64().unwrap() - 6.0).abs() < 0.01,
+        "{s}"
+    );
+    assert_eq!(s["total_after_connect_ms"], 998.0);
+    assert!(m["histograms"]["first_echo"]["data"].is_string());
+    // With a part from before: npt's figures merge, quic-tun's are not stated.
+    let (m, _) = merge(&[
+        part(tcp_part(&[2, 4], Some(990.0), 0), "fc"),
+        part(tcp_part(&[12], None, 1), "fd"),
+    ])
+    .unwrap();
+    let s = &m["summary"];
+    assert_eq!(s["phases_ms"]["connect"]["count"], 3);
+    assert!(s.get("first_echo_ms").is_none() && s.get("total_after_connect_ms").is_none());
+    assert!(s["phases_ms"].get("first_echo").is_none());
+}

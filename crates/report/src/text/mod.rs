@@ -64,17 +64,19 @@ pub fn ms(v: f64) -> String {
     }
 }
 
-/// One stage line, printed while a probe runs (the line tester's `[阶段]` stage line, loss never negative).
-/// The probe's own fields of the record count as 0 where absent.
+/// One stage line, printed while a probe runs (the line tester's `[阶段]` stage line, loss never
+/// negative): its mean delay (the line tester's 延迟) beside the p50 and p99. The probe's own
+/// fields of the record count as 0 where absent.
 pub fn stage_line(r: &Interval) -> String {
     let (sent, lost) = (r.sent.unwrap_or(0), r.lost.unwrap_or(0));
     let bw = r.bandwidth_bps.unwrap_or_default();
     format!(
-        "[stage {:>3}] {:>15}  sent {:>8}  {:>9.0} pps  rtt p50 {} ms p99 {} ms  loss {:.2}% ({}/{}){}  late {}  up {}  down {}",
+        "[stage {:>3}] {:>15}  sent {:>8}  {:>9.0} pps  rtt mean {} p50 {} p99 {} ms  loss {:.2}% ({}/{}){}  late {}  up {}  down {}",
         r.index,
         format!("{:.2}-{:.2}s", r.start_s, r.end_s),
         sent,
         r.rate_per_s,
+        ms(r.latency_ms.mean),
         ms(r.latency_ms.p50),
         ms(r.latency_ms.p99),
         r.loss_pct.unwrap_or(0.0),
@@ -84,6 +86,19 @@ pub fn stage_line(r: &Interval) -> String {
         r.late.unwrap_or(0),
         bits(bw.up),
         bits(bw.down),
+    )
+}
+
+/// The line when a probe has stopped sending and waits for the replies in flight, up to the
+/// loss timeout (the line tester's "stopped sending, waiting for replies, about 1.00 s"):
+/// `why` it stopped (`count`, `duration`, `signal` …), `in_flight` packets, `up_to_ms`.
+pub fn waiting_line(elapsed_s: f64, why: &str, in_flight: u64, up_to_ms: f64) -> String {
+    format!(
+        "[waiting  ] {:>15}  sending stopped ({why}): waiting up to {} ms (the loss timeout) for \
+         {in_flight} packet{} in flight",
+        format!("{elapsed_s:.2}s"),
+        ms(up_to_ms),
+        if in_flight == 1 { "" } else { "s" }
     )
 }
 
@@ -99,6 +114,30 @@ fn stage_split(r: &Interval) -> String {
         out.push_str(&format!("  refused {n}"));
     }
     out
+}
+
+/// TCP's first packet and total, each with the part after the connect beside it: quic-tun's
+/// latency test timed from after `connect` returned, so its "first packet latency" is the
+/// first echo alone and its "total latency" the total after connect. Files written before
+/// those were recorded show npt's figures only.
+fn tcp_line(s: &npt_result::probe::ProbeSummary) -> Option<String> {
+    let (fp, total) = (s.first_packet_ms?, s.total_ms?);
+    let connect = ms(s.connect_ms.unwrap_or(0.0));
+    let first = match s.first_echo_ms {
+        Some(e) => format!(
+            "(connect {connect} ms; first echo after connect {} ms)",
+            ms(e)
+        ),
+        None => format!("(connect {connect} ms)"),
+    };
+    let after = s
+        .total_after_connect_ms
+        .map_or(String::new(), |a| format!(" (after connect {} ms)", ms(a)));
+    Some(format!(
+        "tcp        first packet {} ms {first}  total {} ms{after}",
+        ms(fp),
+        ms(total)
+    ))
 }
 
 /// `part ÷ whole` in % (0 of nothing).
@@ -196,14 +235,8 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
         bits(s.bandwidth_bps.down),
         s.protocol.to_uppercase()
     )?;
-    if let (Some(fp), Some(total)) = (s.first_packet_ms, s.total_ms) {
-        writeln!(
-            w,
-            "tcp        first packet {} ms (connect {} ms)  total {} ms",
-            ms(fp),
-            ms(s.connect_ms.unwrap_or(0.0)),
-            ms(total)
-        )?;
+    if let Some(line) = tcp_line(s) {
+        writeln!(w, "{line}")?;
     }
     if let Some(p) = &s.proxy {
         writeln!(
@@ -353,6 +386,43 @@ mod tests {
         assert_eq!(ms(152.04), "152.0");
     }
 
+    /// The TCP line states quic-tun's figures by their definitions beside npt's, and an older
+    /// file without them still shows npt's.
+    #[test]
+    fn tcp_line_puts_the_figures_after_connect_beside_npts() {
+        let mut s = npt_result::probe::ProbeSummary {
+            first_packet_ms: Some(0.304),
+            connect_ms: Some(0.186),
+            first_echo_ms: Some(0.118),
+            total_ms: Some(9990.3),
+            total_after_connect_ms: Some(9990.1),
+            ..Default::default()
+        };
+        assert_eq!(
+            tcp_line(&s).unwrap(),
+            "tcp        first packet 0.304 ms (connect 0.186 ms; first echo after connect \
+             0.118 ms)  total 9990.3 ms (after connect 9990.1 ms)"
+        );
+        s.first_echo_ms = None;
+        s.total_after_connect_ms = None;
+        assert_eq!(
+            tcp_line(&s).unwrap(),
+            "tcp        first packet 0.304 ms (connect 0.186 ms)  total 9990.3 ms"
+        );
+        s.total_ms = None;
+        assert!(tcp_line(&s).is_none());
+    }
+
+    #[test]
+    fn waiting_line_says_how_long_and_how_many() {
+        assert_eq!(
+            waiting_line(5.004, "count", 37, 1000.0),
+            "[waiting  ]           5.00s  sending stopped (count): waiting up to 1000.0 ms (the \
+             loss timeout) for 37 packets in flight"
+        );
+        assert!(waiting_line(0.1, "signal", 1, 250.0).ends_with("for 1 packet in flight"));
+    }
+
     #[test]
     fn stage_line_shows_loss_over_sent() {
         let r = Interval {
@@ -368,6 +438,22 @@ mod tests {
         };
         let line = stage_line(&r);
         assert!(line.contains("loss 1.00% (10/1000)"), "{line}");
+        // The mean delay (the line tester's 延迟) beside the percentiles.
+        let r = Interval {
+            latency_ms: Summary {
+                count: 3,
+                mean: 4.86,
+                p50: 3.16,
+                p99: 10.04,
+                ..Summary::default()
+            },
+            ..r
+        };
+        assert!(
+            stage_line(&r).contains("rtt mean 4.86 p50 3.16 p99 10.04 ms  loss"),
+            "{}",
+            stage_line(&r)
+        );
         assert!(line.starts_with("[stage   2]"), "{line}");
     }
 }

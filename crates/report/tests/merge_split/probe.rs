@@ -136,9 +136,11 @@ fn record(s: &mut ProbeStats, x: &Sample, m: &ProbeMeta) {
             s.jitter += &jitter;
             if m.protocol == "tcp" {
                 s.histograms.record(hist::CONNECT, connect);
-                let fp = s.histograms.entry(hist::FIRST_PACKET);
+                s.histograms.entry(hist::FIRST_PACKET);
+                s.histograms.entry(hist::FIRST_ECHO);
                 if let Some(e) = echo {
-                    fp.record(connect + e);
+                    s.histograms.record(hist::FIRST_PACKET, connect + e);
+                    s.histograms.record(hist::FIRST_ECHO, e);
                 }
             }
         }
@@ -246,6 +248,7 @@ pub fn recorded(seed: u64) -> (Split<ProbeStats>, ProbeMeta) {
                 },
             },
             total_ms: (meta.protocol == "tcp").then(|| r.gen_range(0.0..1e4)),
+            total_after_connect_ms: (meta.protocol == "tcp").then(|| r.gen_range(0.0..1e4)),
             proxy: proxy.then(|| ProxyStats {
                 via: "socks5://127.0.0.1:1080".into(),
                 handshakes: r.gen_range(0..5),

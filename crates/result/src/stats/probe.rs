@@ -3,7 +3,7 @@
 //!
 //! What a probe's document keeps only as a figure of the whole part, and how parts add: the
 //! send phase's rates (packets and bits per second of parts that ran side by side add, the
-//! longest send phase stands), `total_ms` (the longest), the proxy handshakes' means (weighted
+//! longest send phase stands), `total_ms` and `total_after_connect_ms` (the longest), the proxy handshakes' means (weighted
 //! by handshakes) and the tester's health ([`crate::health`]). Parts written before the TCP
 //! phase histograms existed carry only mean connect and first-packet times: a merge with one of
 //! them reports the means weighted by clients and no distribution, as merges always did.
@@ -65,7 +65,8 @@ pub struct ProbeStats {
     pub far_end: Option<String>,
     /// What the first foreign reply looked like.
     pub foreign_example: Option<String>,
-    /// `rtt`, `rtt_corrected` (open loop), `ipdv`, and for TCP `connect`, `first_packet`.
+    /// `rtt`, `rtt_corrected` (open loop), `ipdv`, and for TCP `connect`, `first_packet`,
+    /// `first_echo`.
     pub histograms: HistMap,
     /// RFC 3550 jitter of the flows, sample-weighted.
     pub jitter: JitterMean,
@@ -74,6 +75,13 @@ pub struct ProbeStats {
     pub errors: ErrorStats,
     /// TCP: from the first connect until the last reply.
     pub total_ms: Option<f64>,
+    /// TCP: from the first connection up until the last reply (quic-tun's total).
+    #[serde(default)]
+    pub total_after_connect_ms: Option<f64>,
+    /// A part with TCP phase histograms but none of the first echo alone is in (written
+    /// before it was recorded): the first echo is then not stated.
+    #[serde(default)]
+    pub first_echo_inexact: bool,
     /// Mean connect and first-packet times of saved parts, for merges with parts older than
     /// the phase histograms.
     pub legacy_phases: LegacyPhases,
@@ -421,7 +429,9 @@ impl AddAssign<&ProbeStats> for ProbeStats {
         self.jitter += &rhs.jitter;
         self.jitter_inexact |= rhs.jitter_inexact;
         self.errors += &rhs.errors;
+        self.total_after_connect_ms = after_connect(self, rhs, max_opt);
         self.total_ms = max_opt(self.total_ms, rhs.total_ms);
+        self.first_echo_inexact |= rhs.first_echo_inexact;
         self.legacy_phases += &rhs.legacy_phases;
         self.phases_inexact |= rhs.phases_inexact;
         match (&mut self.proxy, &rhs.proxy) {
@@ -445,26 +455,72 @@ impl AddAssign<&ProbeStats> for ProbeStats {
     }
 }
 
+/// `total_after_connect_ms` of two parts added by `f`: none when either part has a total but
+/// not this one (written before it was recorded), so a merge never states a part's figure as
+/// the whole's.
+fn after_connect(
+    a: &ProbeStats,
+    b: &ProbeStats,
+    f: fn(Option<f64>, Option<f64>) -> Option<f64>,
+) -> Option<f64> {
+    let missing = |s: &ProbeStats| s.total_ms.is_some() && s.total_after_connect_ms.is_none();
+    if missing(a) || missing(b) {
+        return None;
+    }
+    f(a.total_after_connect_ms, b.total_after_connect_ms)
+}
+
+/// The TCP phases as the summary states them.
+struct Phases {
+    /// The distributions (exact histograms only).
+    exact: Option<ProbePhases>,
+    connect_ms: Option<f64>,
+    first_packet_ms: Option<f64>,
+    first_echo_ms: Option<f64>,
+}
+
 impl ProbeStats {
     /// The TCP phases: exact from the histograms, or the saved means when a part older than
-    /// them is in (no distribution then), or none (UDP, or no connection made).
-    fn phases(&self) -> (Option<ProbePhases>, Option<f64>, Option<f64>) {
+    /// them is in (no distribution then, and no first echo alone), or none (UDP, or no
+    /// connection made).
+    fn phases(&self) -> Phases {
         if self.phases_inexact {
             let mean = |m: Option<WeightedMean>| m.map(|m| m.value());
             let l = &self.legacy_phases;
-            return (None, mean(l.connect), mean(l.first_packet));
+            return Phases {
+                exact: None,
+                connect_ms: mean(l.connect),
+                first_packet_ms: mean(l.first_packet),
+                first_echo_ms: None,
+            };
         }
         match self.histograms.get(hist::CONNECT) {
             Some(c) if !c.is_empty() => {
+                let echo = match self.histograms.get(hist::FIRST_ECHO) {
+                    Some(e) if !self.first_echo_inexact => Some(e.summary()),
+                    _ => None,
+                };
                 let p = ProbePhases {
                     connect: c.summary(),
                     first_packet: self.histograms.summary(hist::FIRST_PACKET),
+                    first_echo: echo,
                 };
                 let connect = Some(p.connect.mean);
                 let first = (p.first_packet.count > 0).then_some(p.first_packet.mean);
-                (Some(p), connect, first)
+                let echo = echo.filter(|e| e.count > 0).map(|e| e.mean);
+                Phases {
+                    exact: Some(p),
+                    connect_ms: connect,
+                    first_packet_ms: first,
+                    first_echo_ms: echo,
+                }
             }
-            _ => (None, None, None),
+            _ => Phases {
+                exact: None,
+                connect_ms: None,
+                first_packet_ms: None,
+                first_echo_ms: None,
+            },
         }
     }
 
@@ -487,6 +543,7 @@ impl Stats for ProbeStats {
         let clients = self.clients.max(later.clients);
         let rates = self.rates.then(&later.rates);
         let total_ms = super::add_opt(self.total_ms, later.total_ms);
+        let after = after_connect(self, later, super::add_opt);
         let mut load = self.under_load.take();
         match (&mut load, &later.under_load) {
             (Some(a), Some(b)) => a.then(b),
@@ -497,6 +554,7 @@ impl Stats for ProbeStats {
         self.clients = clients;
         self.rates = rates;
         self.total_ms = total_ms;
+        self.total_after_connect_ms = after;
         self.under_load = load;
     }
 
@@ -531,6 +589,9 @@ impl Stats for ProbeStats {
             jitter_inexact: s.jitter_samples.is_none(),
             errors: ErrorStats::from_block(&b.errors, s.packets.sent),
             total_ms: s.total_ms,
+            total_after_connect_ms: s.total_after_connect_ms,
+            first_echo_inexact: b.histograms.contains_key(hist::CONNECT)
+                && !b.histograms.contains_key(hist::FIRST_ECHO),
             legacy_phases: LegacyPhases {
                 connect: s.connect_ms.map(|v| WeightedMean::of(v, weight)),
                 first_packet: s.first_packet_ms.map(|v| WeightedMean::of(v, weight)),
@@ -558,8 +619,14 @@ impl Stats for ProbeStats {
     fn summarize(&self, m: &ProbeMeta) -> ProbeBody {
         let h = &self.histograms;
         let rtt = h.summary(hist::RTT);
-        let (phases, connect_ms, first_packet_ms) = self.phases();
+        let Phases {
+            exact: phases,
+            connect_ms,
+            first_packet_ms,
+            first_echo_ms,
+        } = self.phases();
         let exact_phases = phases.is_some();
+        let exact_echo = phases.as_ref().is_some_and(|p| p.first_echo.is_some());
         let summary = ProbeSummary {
             protocol: m.protocol.clone(),
             target: m.target.clone(),
@@ -596,8 +663,10 @@ impl Stats for ProbeStats {
             bytes: self.bytes,
             first_packet_ms,
             connect_ms,
+            first_echo_ms,
             phases_ms: phases,
             total_ms: self.total_ms,
+            total_after_connect_ms: self.total_after_connect_ms,
             proxy: self.proxy.as_ref().map(ProxyStats::phases),
             tcp_info: self
                 .tcp_info
@@ -621,6 +690,10 @@ impl Stats for ProbeStats {
             for name in [hist::CONNECT, hist::FIRST_PACKET] {
                 histograms.insert(name.to_string(), self.saved(name));
             }
+        }
+        if exact_echo {
+            let e = self.saved(hist::FIRST_ECHO);
+            histograms.insert(hist::FIRST_ECHO.to_string(), e);
         }
         if self.tcp_info.is_some() {
             histograms.insert(hist::TCP_RTT.to_string(), self.saved(hist::TCP_RTT));

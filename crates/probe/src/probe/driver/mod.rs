@@ -113,6 +113,26 @@ pub enum Event {
     },
     /// `--packets`: fates a flow decided in one step (`sent_ns` on the run's clock).
     Packets(Vec<npt_result::packets::PacketLine>),
+    /// A flow stopped sending (its count, its time, Ctrl-C), with its packets then in flight:
+    /// what it waits for, up to the loss timeout after its last send. Once per flow.
+    SendEnded {
+        flow: usize,
+        in_flight: u64,
+        why: Option<StopReason>,
+    },
+}
+
+/// Tells the runner once, the first time `s` is seen no longer sending, that its send phase
+/// ended ([`Event::SendEnded`]). `told`: whether it was told already.
+fn send_ended(flow: usize, s: &Session, told: &mut bool, tx: &Sender<Event>) {
+    if !*told && !s.is_sending() {
+        *told = true;
+        let _ = tx.send(Event::SendEnded {
+            flow,
+            in_flight: s.in_flight(),
+            why: s.stop_reason(),
+        });
+    }
 }
 
 /// Hands the fates `s` decided since the last call to the runner (`--packets`; nothing to do

@@ -46,6 +46,8 @@ struct TcpFlow {
     /// What the flow connects to, as its errors name it: the target's address (through
     /// `--via`, as the proxy is asked to reach it).
     peer: String,
+    /// The runner was told the send phase ended ([`send_ended`]).
+    told_send_end: bool,
 }
 
 /// Connect attempts before a flow with no time limit gives up on a dead target.
@@ -321,6 +323,7 @@ pub fn run_tcp(
                     npt_result::tcpinfo::SCOPE_TARGET
                 }),
                 answered: false,
+                told_send_end: false,
                 peer: via
                     .as_ref()
                     .map_or_else(|| target.to_string(), |v| v.target.clone()),
@@ -531,6 +534,7 @@ pub fn run_tcp(
             }
             if let Some(s) = f.session.as_mut() {
                 send_packets(s, &tx);
+                send_ended(f.index, s, &mut f.told_send_end, &tx);
                 while let Some(iv) = s.poll_interval() {
                     let _ = tx.send(Event::Interval {
                         flow: f.index,

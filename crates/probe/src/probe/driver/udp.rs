@@ -60,6 +60,8 @@ struct UdpFlow {
     done: bool,
     /// Batches leave as one GSO send until the kernel refuses one.
     gso: bool,
+    /// The runner was told the send phase ended ([`send_ended`]).
+    told_send_end: bool,
 }
 
 /// Drives UDP flows until all are done. `flows`: (flow index, socket, session, SOCKS relay).
@@ -104,6 +106,7 @@ pub fn run_udp(
             socks,
             done: false,
             gso: true,
+            told_send_end: false,
         })
         .collect();
     let fds: Vec<RawFd> = flows.iter().map(|f| f.sock.as_raw_fd()).collect();
@@ -218,6 +221,7 @@ pub fn run_udp(
             }
             s.handle_timeout(clock.now());
             send_packets(s, &tx);
+            send_ended(f.index, s, &mut f.told_send_end, &tx);
             while let Some(iv) = s.poll_interval() {
                 let _ = tx.send(Event::Interval {
                     flow: f.index,
