@@ -183,6 +183,24 @@ fn a_plain_echo_is_named_as_the_far_end() {
             t.contains("far end: plain echo (returns bytes unchanged"),
             "{proto}: {t}"
         );
+        // `--token` there: the echo returns the handshake itself, and the error says so at
+        // once (before: a 3 s wait for "no answer" over UDP, "out of turn" over TCP). A UDP
+        // socat serves its first peer only: a fresh one.
+        let (_echo, port) = common::socat_echo(proto).unwrap();
+        let mut args = vec!["ping", "-c", "1", "--token", "S"];
+        let target = format!("{proto}://127.0.0.1:{port}");
+        args.push(&target);
+        args.extend_from_slice(extra);
+        let out = run(&args, LIMIT);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{proto}: {t}");
+        assert!(
+            t.contains(
+                "the far end returned the --token handshake unchanged: a plain echo, which \
+                 cannot check a token (drop --token)"
+            ),
+            "{proto}: {t}"
+        );
     }
 }
 

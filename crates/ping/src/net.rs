@@ -265,8 +265,12 @@ fn run_udp(
                 let hs = cfg.handshake;
                 match npt_client::auth::udp_within(&sock, secret, hs.bound) {
                     Ok(key) => keys[cur] = Some(key),
-                    // Nothing answered the Hello: echo without it (`Handshake::plain_if_silent`).
-                    Err(e) if hs.plain_if_silent && e.kind() == io::ErrorKind::TimedOut => {}
+                    // Nothing answered the Hello, or a plain echo returned it: echo without it
+                    // (`Handshake::plain_if_silent`).
+                    Err(e)
+                        if hs.plain_if_silent
+                            && (e.kind() == io::ErrorKind::TimedOut
+                                || npt_client::auth::is_returned_unchanged(&e)) => {}
                     Err(e) => return Err(PingError::Auth(addrs[cur], e)),
                 }
             }
