@@ -17,9 +17,11 @@ use crate::html::{Chart, Page, Series, Table};
 const BAR: usize = 40;
 
 /// What the `±` column and the p10–p90 column are, under every format's table.
-const LEGEND: &str = "±: the p50's 95 % interval from its own RTTs (order statistics); of a sum \
-                      or difference, the legs' in quadrature. p10–p90: how wide the RTTs are — \
-                      the path's shape, never noise";
+const LEGEND: [&str; 2] = [
+    "±: the p50's 95 % interval from its own RTTs (order statistics); of a sum or difference, \
+     the legs' in quadrature",
+    "p10–p90: how wide the RTTs are — the path's shape, never noise",
+];
 
 fn pm(ci: Option<f64>) -> String {
     ci.map_or("-".into(), |c| format!("±{c:.2}"))
@@ -182,7 +184,9 @@ pub fn write_text(
             writeln!(out, "{} → {}: {e}", l.from, l.to)?;
         }
     }
-    writeln!(out, "{LEGEND}")?;
+    for l in LEGEND {
+        writeln!(out, "{l}")?;
+    }
     Ok(())
 }
 
@@ -359,7 +363,7 @@ pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
         writeln!(out, "{}", md(&v))?;
         writeln!(out)?;
     }
-    writeln!(out, "> {LEGEND}")
+    writeln!(out, "> {}  \n> {}", LEGEND[0], LEGEND[1])
 }
 
 /// The HTML page of a trace: the waterfall table, the rounds with a chart of each leg's p50
