@@ -100,9 +100,19 @@ fn tcp_udp_and_quic_get_replies_from_npt_serve() {
 
     let (out, doc) = ping(&format!("tcp://{addr}"), &[]);
     assert_all_answered(&out, &doc, "tcp");
+    assert!(
+        doc["summary"]["far_end"].is_null(),
+        "a connect has no far end"
+    );
 
     let (out, doc) = ping(&format!("udp://{addr}"), &[]);
     assert_all_answered(&out, &doc, "udp");
+    assert_eq!(doc["summary"]["far_end"], "npt-serve");
+    assert!(
+        text(&out).contains("far end: npt serve\n"),
+        "{}",
+        text(&out)
+    );
 
     let (out, doc) = ping(&format!("quic://{quic}"), &["--ca", &cert]);
     assert_all_answered(&out, &doc, "quic");
@@ -154,6 +164,44 @@ fn raw_udp_against_a_plain_echo() {
     t.join().unwrap();
     assert_all_answered(&out, &doc, "udp");
     assert_eq!(doc["config"]["raw"], true);
+}
+
+/// A plain echo (socat) answers `npt ping udp://` and `--echo` by returning each request
+/// unchanged: the result and the text say so (`summary.far_end` = `echo`), as `npt probe`'s do.
+#[test]
+fn a_plain_echo_is_named_as_the_far_end() {
+    for (proto, extra) in [("udp", &[][..]), ("tcp", &["--echo"][..])] {
+        let Some((_echo, port)) = common::socat_echo(proto) else {
+            return;
+        };
+        let (out, doc) = ping(&format!("{proto}://127.0.0.1:{port}"), extra);
+        assert_all_answered(&out, &doc, proto);
+        assert_eq!(doc["summary"]["far_end"], "echo", "{proto}");
+        assert_eq!(doc["answered_by"], "echo", "{proto}");
+        let t = text(&out);
+        assert!(
+            t.contains("far end: plain echo (returns bytes unchanged"),
+            "{proto}: {t}"
+        );
+        // `--token` there: the echo returns the handshake itself, and the error says so at
+        // once (before: a 3 s wait for "no answer" over UDP, "out of turn" over TCP). A UDP
+        // socat serves its first peer only: a fresh one.
+        let (_echo, port) = common::socat_echo(proto).unwrap();
+        let mut args = vec!["ping", "-c", "1", "--token", "S"];
+        let target = format!("{proto}://127.0.0.1:{port}");
+        args.push(&target);
+        args.extend_from_slice(extra);
+        let out = run(&args, LIMIT);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{proto}: {t}");
+        assert!(
+            t.contains(
+                "the far end returned the --token handshake unchanged: a plain echo, which \
+                 cannot check a token (drop --token)"
+            ),
+            "{proto}: {t}"
+        );
+    }
 }
 
 #[test]

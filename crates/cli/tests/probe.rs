@@ -367,37 +367,6 @@ fn several_clients_on_threads_split_the_load_and_merge_exactly() {
     assert_eq!(hist.count(), u(&d, "/summary/received"));
 }
 
-/// A plain echo on loopback (socat returning each datagram or each byte unchanged), as users
-/// start one: `socat UDP-LISTEN:P,reuseaddr PIPE` (no `fork`: it serves the first peer, our
-/// one flow) and `socat TCP-LISTEN:P,fork,reuseaddr PIPE`. Killed when dropped.
-fn socat_echo(proto: &str) -> Option<(Guard, u16)> {
-    if !npt_testkit::proxies::have("/usr/bin/socat") {
-        return None;
-    }
-    let port = npt_testkit::process::free_port();
-    let listen = match proto {
-        "udp" => format!("UDP-LISTEN:{port},bind=127.0.0.1,reuseaddr"),
-        _ => format!("TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr"),
-    };
-    let child = std::process::Command::new("/usr/bin/socat")
-        .args([listen.as_str(), "PIPE"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut g = Guard(child);
-    if proto == "udp" {
-        // socat binds as it starts: wait until its port is taken.
-        let bound = npt_testkit::process::until(Duration::from_secs(5), || {
-            std::net::UdpSocket::bind(("127.0.0.1", port)).is_err()
-        });
-        assert!(bound.is_some(), "socat did not bind udp {port}");
-    } else {
-        npt_testkit::process::wait_listening(&mut g.0, port, Duration::from_secs(5));
-    }
-    Some((g, port))
-}
-
 /// Against a plain echo, with no flag, every echo is a reply: nothing lost, nothing foreign
 /// (before: `lost 100 %`, `foreign` = sent), and the report names the far end.
 #[test]

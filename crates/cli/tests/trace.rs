@@ -77,9 +77,17 @@ fn a_chain_traced_over_loopback_adds_up() {
     assert!((f(&doc, "/summary/sum/p50_ms") - sum).abs() < 1e-9);
     let cost = f(&doc, "/summary/chain/p50_ms") - f(&doc, "/summary/sum/p50_ms");
     assert!((f(&doc, "/summary/relays_cost/p50_ms") - cost).abs() < 1e-9);
+    // The cost's interval is the three p50s' in quadrature, and it is a finding only outside.
+    let ci = |p: &str| f(&doc, &format!("{p}/p50_ci_ms"));
+    let legs = ["/segments/0", "/segments/1", "/chain"].map(|p| ci(p).powi(2));
+    let cost_ci = ci("/summary/relays_cost");
     assert!(
-        f(&doc, "/summary/relays_cost/spread_worst_ms")
-            >= f(&doc, "/summary/relays_cost/spread_ms")
+        (cost_ci - legs.iter().sum::<f64>().sqrt()).abs() < 1e-9,
+        "{doc}"
+    );
+    assert_eq!(
+        doc["summary"]["relays_cost"]["within_noise"],
+        f(&doc, "/summary/relays_cost/p50_ms").abs() <= cost_ci
     );
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("relays' cost = chain − sum"), "{shown}");

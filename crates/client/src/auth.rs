@@ -63,6 +63,35 @@ fn not_accepted(what: &str) -> io::Error {
     )
 }
 
+/// What a plain echo (socat, a forwarder in front of one) does to the handshake: our own
+/// message came back as it went. No token can be checked there; the error says so rather than
+/// waiting for a Challenge that never comes (UDP) or reading it as a message out of turn (TCP).
+#[derive(Debug)]
+struct ReturnedUnchanged;
+
+impl std::fmt::Display for ReturnedUnchanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "the far end returned the --token handshake unchanged: a plain echo, which cannot \
+             check a token (drop --token)",
+        )
+    }
+}
+
+impl std::error::Error for ReturnedUnchanged {}
+
+/// `got` is the handshake message `sent`, returned unchanged: the error that says so
+/// (`InvalidData`, [`is_returned_unchanged`]); `None` for any other answer.
+pub fn returned_unchanged(sent: &[u8], got: &[u8]) -> Option<io::Error> {
+    (!sent.is_empty() && got == sent)
+        .then(|| io::Error::new(io::ErrorKind::InvalidData, ReturnedUnchanged))
+}
+
+/// True when the handshake failed because a plain echo returned it ([`returned_unchanged`]).
+pub fn is_returned_unchanged(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|i| i.is::<ReturnedUnchanged>())
+}
+
 /// True for [`udp_within`]'s error when the server was there but refused the secret
 /// (`PermissionDenied`); a silent server is `TimedOut`.
 pub fn is_secret_refused(e: &io::Error) -> bool {
@@ -114,7 +143,8 @@ pub fn udp_relayed(
 
 /// [`udp`] within `bound`. The error says which way it failed: `TimedOut` when nothing
 /// answered the Hello (no server, or one without `--token`: it ignores handshakes),
-/// `PermissionDenied` ([`is_secret_refused`]) when a Challenge came but no Accept.
+/// `PermissionDenied` ([`is_secret_refused`]) when a Challenge came but no Accept,
+/// [`is_returned_unchanged`] when a plain echo returned the Hello.
 pub fn udp_within(sock: &UdpSocket, secret: &str, bound: UdpBound) -> io::Result<SessionKey> {
     handshake(sock, None, secret, bound)
 }
@@ -135,8 +165,9 @@ fn handshake(
     // Each message goes after the relay's header.
     let (mut out, mut inb) = (header.to_vec(), [0u8; 2048]);
     out.resize(header.len() + HS_LEN, 0);
-    // Messages sent in the current step; whether the Challenge came (the step is then Auth).
-    let (mut sent, mut challenged) = (0u32, false);
+    // Messages sent in the current step; whether the Challenge came (the step is then Auth);
+    // the length of the last message sent (still in `out`, to tell a plain echo's return).
+    let (mut sent, mut challenged, mut last) = (0u32, false, 0usize);
     let failed = |challenged: bool| {
         if challenged {
             not_accepted("UDP")
@@ -152,6 +183,7 @@ fn handshake(
             if let Some(n) = hs.poll_transmit(now(), &mut out[header.len()..]) {
                 sock.send(&out[..header.len() + n])?;
                 sent += 1;
+                last = n;
             }
         }
         let Some(at) = hs.poll_timeout() else {
@@ -165,13 +197,16 @@ fn handshake(
             // Anything that is not the answer (a stray datagram) is ignored.
             Ok(n) => match relay.map_or(Ok(&inb[..n]), |r| r.payload(&inb[..n])) {
                 Err(_) => {}
-                Ok(answer) => match hs.handle(now(), answer) {
-                    Ok(Some(k)) => break Ok(k),
-                    Ok(None) if !challenged => {
-                        challenged = true;
-                        sent = 0;
-                    }
-                    _ => {}
+                Ok(answer) => match returned_unchanged(&out[header.len()..][..last], answer) {
+                    Some(e) => break Err(e),
+                    None => match hs.handle(now(), answer) {
+                        Ok(Some(k)) => break Ok(k),
+                        Ok(None) if !challenged => {
+                            challenged = true;
+                            sent = 0;
+                        }
+                        _ => {}
+                    },
                 },
             },
             Err(e)
@@ -196,9 +231,13 @@ pub fn stream<S: Read + Write>(s: &mut S, secret: &str) -> io::Result<SessionKey
         let n = hs
             .poll_transmit(0, &mut m)
             .ok_or_else(|| io::Error::other("handshake: nothing to send"))?;
+        let sent = m;
         s.write_all(&m[..n])?;
         s.flush()?;
         s.read_exact(&mut m).map_err(stream_read_error)?;
+        if let Some(e) = returned_unchanged(&sent[..n], &m[..n]) {
+            return Err(e);
+        }
         if let Some(k) = stream_step(&mut hs, &m)? {
             return Ok(k);
         }
@@ -301,5 +340,66 @@ mod tests {
             t.elapsed()
         );
         assert_eq!(server.join().unwrap(), 2, "two Hellos at most");
+    }
+
+    /// A plain echo on loopback: every datagram, or every byte of each connection, returned
+    /// as it came (what `socat … PIPE` does).
+    fn plain_echo() -> (std::net::SocketAddr, std::net::SocketAddr) {
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let t = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addrs = (u.local_addr().unwrap(), t.local_addr().unwrap());
+        u.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        std::thread::spawn(move || {
+            let mut b = [0u8; 2048];
+            while let Ok((n, peer)) = u.recv_from(&mut b) {
+                let _ = u.send_to(&b[..n], peer);
+            }
+        });
+        std::thread::spawn(move || {
+            for mut c in t.incoming().take(2).flatten() {
+                let mut r = c.try_clone().unwrap();
+                std::thread::spawn(move || io::copy(&mut r, &mut c));
+            }
+        });
+        addrs
+    }
+
+    fn says_returned(e: &io::Error) {
+        assert!(is_returned_unchanged(e), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "the far end returned the --token handshake unchanged: a plain echo, which cannot \
+             check a token (drop --token)"
+        );
+    }
+
+    /// Against a plain echo the handshake ends at its first answer — our own message back —
+    /// and says so, over UDP and TCP, blocking and async (before: a timeout after the whole
+    /// bound over UDP, "handshake message out of turn" over TCP).
+    #[test]
+    fn a_plain_echo_returning_the_handshake_is_named() {
+        let (udp_at, tcp_at) = plain_echo();
+        let t = Instant::now();
+        let e = udp_within(&client(udp_at), "S", BOUND).unwrap_err();
+        says_returned(&e);
+        assert!(t.elapsed() < BOUND.timeout, "{:?}", t.elapsed());
+        let mut c = std::net::TcpStream::connect(tcp_at).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        says_returned(&stream(&mut c, "S").unwrap_err());
+
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let u = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            u.connect(udp_at).await.unwrap();
+            let e = crate::auth_async::udp(&u, "S", Duration::from_secs(2))
+                .await
+                .unwrap_err();
+            says_returned(&e);
+            let mut c = tokio::net::TcpStream::connect(tcp_at).await.unwrap();
+            says_returned(&crate::auth_async::stream(&mut c, "S").await.unwrap_err());
+        });
     }
 }

@@ -6,7 +6,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::auth::nonce;
+use crate::auth::{nonce, returned_unchanged};
 use npt_wire::auth::{
     stream_no_accept, stream_read_error, stream_step, ClientHandshake, SessionKey, HS_LEN,
 };
@@ -26,9 +26,13 @@ pub async fn stream<S: AsyncRead + AsyncWrite + Unpin>(
         let n = hs
             .poll_transmit(0, &mut m)
             .ok_or_else(|| io::Error::other("handshake: nothing to send"))?;
+        let sent = m;
         s.write_all(&m[..n]).await?;
         s.flush().await?;
         s.read_exact(&mut m).await.map_err(stream_read_error)?;
+        if let Some(e) = returned_unchanged(&sent[..n], &m[..n]) {
+            return Err(e);
+        }
         if let Some(k) = stream_step(&mut hs, &m)? {
             return Ok(k);
         }
@@ -49,6 +53,7 @@ pub async fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Resul
         u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
     );
     let (mut out, mut inb) = ([0u8; HS_LEN], [0u8; 2048]);
+    let mut last = 0;
     loop {
         if hs.check(now()).is_err() {
             return Err(io::Error::new(
@@ -58,6 +63,7 @@ pub async fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Resul
         }
         if let Some(n) = hs.poll_transmit(now(), &mut out) {
             sock.send(&out[..n]).await?;
+            last = n;
         }
         let wait = hs
             .poll_timeout()
@@ -65,6 +71,9 @@ pub async fn udp(sock: &UdpSocket, secret: &str, timeout: Duration) -> io::Resul
             .max(1_000_000);
         if let Ok(r) = tokio::time::timeout(Duration::from_nanos(wait), sock.recv(&mut inb)).await {
             let n = r?;
+            if let Some(e) = returned_unchanged(&out[..last], &inb[..n]) {
+                return Err(e);
+            }
             if let Ok(Some(k)) = hs.handle(now(), &inb[..n]) {
                 return Ok(k);
             }

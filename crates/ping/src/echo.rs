@@ -18,14 +18,15 @@ use std::time::{Duration, Instant};
 use npt_result::error::{io_error_kind, unanswered_close, unanswered_close_msg, ErrorKind};
 use npt_wire::auth::Dir;
 
-use crate::net::{decode, encode};
+use crate::net::{decode, encode, far_end, Echoed};
 use crate::Config;
 
 /// Why an attempt failed: its kind and what happened.
 pub type Failure = (ErrorKind, String);
 
 /// One attempt: connects to `addr` (or through `cfg.via` to the target), echoes request `seq`
-/// of `flow` (`now` stamps it) within `left`, and returns the connect's duration.
+/// of `flow` (`now` stamps it) within `left`, and returns the connect's duration and the far
+/// end that echoed.
 pub fn attempt(
     cfg: &Config,
     addr: SocketAddr,
@@ -33,7 +34,7 @@ pub fn attempt(
     seq: u64,
     now: u64,
     left: Duration,
-) -> Result<Duration, Failure> {
+) -> Result<Echoed, Failure> {
     let started = Instant::now();
     let (mut sock, peer) = match &cfg.via {
         None => {
@@ -132,7 +133,10 @@ pub fn attempt(
         })?;
     }
     match decode(&got, false, flow) {
-        Some(s) if s == seq => Ok(connect),
+        Some(s) if s == seq => Ok(Echoed {
+            connect,
+            far_end: far_end(&got, false),
+        }),
         _ => Err((
             ErrorKind::Protocol,
             format!("{peer}: the answer is not the echo of this attempt (not npt serve?)"),
@@ -171,8 +175,9 @@ mod tests {
             s.write_all(&buf).unwrap();
         });
         let c = cfg(addr.port());
-        let connect = attempt(&c, addr, 7, 1, 0, c.timeout).unwrap();
-        assert!(connect < c.timeout);
+        let e = attempt(&c, addr, 7, 1, 0, c.timeout).unwrap();
+        assert!(e.connect < c.timeout);
+        assert_eq!(e.far_end, npt_result::far_end::NPT_SERVE);
         server.join().unwrap();
     }
 

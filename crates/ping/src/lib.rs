@@ -152,7 +152,8 @@ pub struct Handshake {
     pub bound: npt_client::auth::UdpBound,
     /// A target that answers no Hello at all is echoed without the handshake: it may be an
     /// `npt serve` without `--token`, which ignores handshakes (a hop agent measuring the
-    /// segment into a target, `npt trace`'s chain). A target that answers the Hello but not
+    /// segment into a target, `npt trace`'s chain) — or a plain echo that returned the Hello,
+    /// which goes on at once. A target that answers the Hello but not
     /// the secret still fails, under `auth`.
     pub plain_if_silent: bool,
 }

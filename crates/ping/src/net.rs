@@ -129,9 +129,16 @@ pub(crate) fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReaso
     }
 }
 
+/// An answered `--echo` attempt: its connect part (recorded apart, beside the whole) and the
+/// far end that echoed ([`far_end`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Echoed {
+    pub connect: Duration,
+    pub far_end: &'static str,
+}
+
 /// One attempt at a time (TCP connect, QUIC handshake, `--echo`): `attempt(addr, seq,
-/// time_left)` blocks, and returns the connect part of an `--echo` attempt (recorded apart,
-/// beside the whole). Each attempt tries the host's addresses in turn, starting with the one
+/// time_left)` blocks, and returns what an `--echo` attempt found ([`Echoed`]). Each attempt tries the host's addresses in turn, starting with the one
 /// that answered last.
 // NO-PANIC: `addrs` is checked non-empty on entry, and every index into it is taken
 // `% addrs.len()` (or is 0).
@@ -143,7 +150,7 @@ fn run_blocking(
     clock: Instant,
     stop: &Stop,
     on: OnEvent,
-    mut attempt: impl FnMut(SocketAddr, u64, Duration) -> Result<Option<Duration>, (ErrorKind, String)>,
+    mut attempt: impl FnMut(SocketAddr, u64, Duration) -> Result<Option<Echoed>, (ErrorKind, String)>,
 ) -> Result<StopReason, PingError> {
     if addrs.is_empty() {
         return Err(PingError::NoAddress(cfg.target.host.clone()));
@@ -165,7 +172,7 @@ fn run_blocking(
             on(ev, addrs[preferred]);
         }
         let started = Instant::now();
-        let mut result: Result<Option<Duration>, _> =
+        let mut result: Result<Option<Echoed>, _> =
             Err((ErrorKind::Timeout, "no answer".to_string()));
         let mut used = preferred;
         for k in 0..addrs.len() {
@@ -185,13 +192,14 @@ fn run_blocking(
             }
         }
         let ev = match result {
-            Ok(connect) => {
+            Ok(echoed) => {
                 preferred = used;
                 let ev = session.on_reply(seq, now_ns(clock));
-                if let (Some(c), Some(Event::Reply { rtt_ns, .. })) = (connect, &ev) {
-                    let c = dur_ns(c).min(*rtt_ns);
+                if let (Some(e), Some(Event::Reply { rtt_ns, .. })) = (echoed, &ev) {
+                    let c = dur_ns(e.connect).min(*rtt_ns);
                     session.tally.connect.record(c);
                     session.tally.echo.record(rtt_ns - c);
+                    session.tally.answered.count(e.far_end);
                 }
                 ev
             }
@@ -257,8 +265,12 @@ fn run_udp(
                 let hs = cfg.handshake;
                 match npt_client::auth::udp_within(&sock, secret, hs.bound) {
                     Ok(key) => keys[cur] = Some(key),
-                    // Nothing answered the Hello: echo without it (`Handshake::plain_if_silent`).
-                    Err(e) if hs.plain_if_silent && e.kind() == io::ErrorKind::TimedOut => {}
+                    // Nothing answered the Hello, or a plain echo returned it: echo without it
+                    // (`Handshake::plain_if_silent`).
+                    Err(e)
+                        if hs.plain_if_silent
+                            && (e.kind() == io::ErrorKind::TimedOut
+                                || npt_client::auth::is_returned_unchanged(&e)) => {}
                     Err(e) => return Err(PingError::Auth(addrs[cur], e)),
                 }
             }
@@ -330,7 +342,10 @@ fn run_udp(
                     }
                 } else if let Some(seq) = decode(&inb[..n], cfg.raw, flow).filter(|_| genuine) {
                     if let Some(ev) = session.on_reply(seq, t) {
-                        answered |= matches!(ev, Event::Reply { .. });
+                        if matches!(ev, Event::Reply { .. }) {
+                            answered = true;
+                            session.tally.answered.count(far_end(&inb[..n], cfg.raw));
+                        }
                         on(&ev, addrs[cur]);
                     }
                     // The server's refused count, in the reply's stamps.
@@ -426,6 +441,17 @@ pub fn decode(buf: &[u8], raw: bool, flow: u32) -> Option<u64> {
             && h.token == 0
             && h.frame_len as usize == buf.len();
         ((h.kind == Kind::EchoReply || unchanged) && h.flow == flow).then_some(h.seq)
+    }
+}
+
+/// Which far end sent `buf`, an echo of ours ([`decode`]): `npt serve`'s framed reply, or our
+/// own request returned unchanged by a plain echo (under `--raw`, any echo: the stamp comes
+/// back as it went).
+pub fn far_end(buf: &[u8], raw: bool) -> &'static str {
+    use npt_result::far_end::{ECHO, NPT_SERVE};
+    match Header::decode(buf) {
+        Ok(h) if !raw && h.kind == Kind::EchoReply => NPT_SERVE,
+        _ => ECHO,
     }
 }
 
@@ -535,6 +561,7 @@ impl Quic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use npt_result::far_end;
 
     fn cfg(raw: bool) -> Config {
         Config {
@@ -555,6 +582,13 @@ mod tests {
             }
             assert_eq!(decode(&b, raw, 42), Some(9), "raw={raw}");
             assert_eq!(decode(&b, raw, 43), None, "another flow, raw={raw}");
+            // npt serve's framed reply names it; a raw stamp comes back from any echo.
+            let by = if raw {
+                far_end::ECHO
+            } else {
+                far_end::NPT_SERVE
+            };
+            assert_eq!(super::far_end(&b, raw), by, "raw={raw}");
         }
         let mut b = vec![0u8; 64];
         encode(&mut b, &cfg(false), 42, 9, 123).unwrap();
@@ -563,6 +597,7 @@ mod tests {
             Some(9),
             "our own request returned unchanged: a plain echo's answer"
         );
+        assert_eq!(super::far_end(&b, false), far_end::ECHO);
         assert_eq!(decode(&b, false, 43), None, "another flow's request");
         assert_eq!(decode(&b[..63], false, 42), None, "cut short");
         let mut changed = b.clone();

@@ -1,8 +1,9 @@
 //! A trace result (`kind = "trace"`) rendered: the waterfall as text (what `npt trace`
 //! prints), as Markdown, and as an HTML page — one table built once ([`table`]) so that every
-//! format shows the same figures: each segment's p50 with its spread, their sum, the chain's
-//! own RTT and the relays' cost = chain − sum; with `--during`, a round per row beside it
-//! (drift against the first round, measured before the command started).
+//! format shows the same figures: each segment's p50 with its 95 % interval and how wide its
+//! RTTs are (p10–p90, the path's shape — never noise), their sum, the chain's own RTT and the
+//! relays' cost = chain − sum, a finding or within noise; with `--during`, a round per row
+//! beside it (drift against the first round, measured before the command started).
 
 use std::io::{self, Write};
 
@@ -15,8 +16,19 @@ use crate::html::{Chart, Page, Series, Table};
 /// Width of the text waterfall's bars, in characters.
 const BAR: usize = 40;
 
-fn pm(e: &Estimate) -> String {
-    format!("±{:.2} (worst ±{:.2})", e.spread_ms, e.spread_worst_ms)
+/// What the `±` column and the p10–p90 column are, under every format's table.
+const LEGEND: [&str; 2] = [
+    "±: the p50's 95 % interval from its own RTTs (order statistics); of a sum or difference, \
+     the legs' in quadrature",
+    "p10–p90: how wide the RTTs are — the path's shape, never noise",
+];
+
+fn pm(ci: Option<f64>) -> String {
+    ci.map_or("-".into(), |c| format!("±{c:.2}"))
+}
+
+fn width(l: &Leg) -> String {
+    format!("{:.2}–{:.2}", l.p10_ms, l.summary.p90_ms)
 }
 
 fn loss(l: &Leg) -> String {
@@ -27,66 +39,63 @@ fn answered(l: &Leg) -> bool {
     l.summary.received > 0
 }
 
-/// The waterfall as rows of cells: `[what, from, to, p50 ms, spread, answered/sent]`.
-pub fn table(b: &TraceBody) -> Vec<[String; 6]> {
+/// The waterfall as rows of cells: `[what, from, to, p50 ms, ±95 % ci, p10–p90 ms,
+/// answered/sent]`.
+pub fn table(b: &TraceBody) -> Vec<[String; 7]> {
     let mut rows = Vec::new();
+    let leg_row = |what: String, l: &Leg, p50: String, ci: String| {
+        let w = if answered(l) { width(l) } else { "-".into() };
+        [what, l.from.clone(), l.to.clone(), p50, ci, w, loss(l)]
+    };
     for (i, l) in b.segments.iter().enumerate() {
-        let (p50, spread) = if answered(l) {
-            (
-                format!("{:.2}", l.summary.p50_ms),
-                format!("±{:.2}", l.spread_ms),
-            )
+        let (p50, ci) = if answered(l) {
+            (format!("{:.2}", l.summary.p50_ms), pm(l.p50_ci_ms))
         } else {
             ("-".into(), "-".into())
         };
-        rows.push([
-            format!("segment {}", i + 1),
-            l.from.clone(),
-            l.to.clone(),
-            p50,
-            spread,
-            loss(l),
-        ]);
+        rows.push(leg_row(format!("segment {}", i + 1), l, p50, ci));
     }
     let s = &b.summary;
     let figure = |e: Option<&Estimate>, signed: bool| match e {
-        Some(e) if signed => (format!("{:+.2}", e.p50_ms), pm(e)),
-        Some(e) => (format!("{:.2}", e.p50_ms), pm(e)),
+        Some(e) if signed => (format!("{:+.2}", e.p50_ms), pm(e.p50_ci_ms)),
+        Some(e) => (format!("{:.2}", e.p50_ms), pm(e.p50_ci_ms)),
         None => ("-".into(), "-".into()),
     };
-    let (p50, spread) = figure(s.sum.as_ref(), false);
-    rows.push([
-        "sum of segments".into(),
-        String::new(),
-        String::new(),
-        p50,
-        spread,
-        String::new(),
-    ]);
+    let blank = |what: &str, (p50, ci): (String, String)| {
+        [
+            what.into(),
+            String::new(),
+            String::new(),
+            p50,
+            ci,
+            String::new(),
+            String::new(),
+        ]
+    };
+    rows.push(blank("sum of segments", figure(s.sum.as_ref(), false)));
     if let Some(c) = &b.chain {
-        let (p50, spread) = match &s.chain {
-            Some(e) => (format!("{:.2}", e.p50_ms), format!("±{:.2}", e.spread_ms)),
-            None => ("-".into(), "-".into()),
-        };
-        rows.push([
-            "chain".into(),
-            c.from.clone(),
-            c.to.clone(),
-            p50,
-            spread,
-            loss(c),
-        ]);
-        let (p50, spread) = figure(s.relays_cost.as_ref(), true);
-        rows.push([
-            "relays' cost = chain − sum".into(),
-            String::new(),
-            String::new(),
-            p50,
-            spread,
-            String::new(),
-        ]);
+        let (p50, ci) = figure(s.chain.as_ref(), false);
+        rows.push(leg_row("chain".into(), c, p50, ci));
+        rows.push(blank(
+            "relays' cost = chain − sum",
+            figure(s.relays_cost.as_ref(), true),
+        ));
     }
     rows
+}
+
+/// Whether the relays' cost is a finding: `relays' cost +3.02 ms ±0.87: a finding (outside
+/// the p50s' 95 % intervals)`, or `… within noise`; `None` without a cost (or in a file
+/// written before it was judged).
+pub fn verdict(b: &TraceBody) -> Option<String> {
+    let c = b.summary.relays_cost?;
+    let (ci, within) = (c.p50_ci_ms?, c.within_noise?);
+    let what = if within {
+        "within noise (inside the p50s' 95 % intervals): no finding"
+    } else {
+        "a finding (outside the p50s' 95 % intervals)"
+    };
+    Some(format!("relays' cost {:+.2} ms ±{ci:.2}: {what}", c.p50_ms))
 }
 
 /// A bar of `len` ms starting `at` ms, on a scale where `full` ms is [`BAR`] characters.
@@ -101,8 +110,8 @@ fn bar(at: f64, len: f64, full: f64) -> String {
     s
 }
 
-fn cell_widths(rows: &[[String; 6]]) -> [usize; 6] {
-    let mut w = [0; 6];
+fn cell_widths(rows: &[[String; 7]]) -> [usize; 7] {
+    let mut w = [0; 7];
     for r in rows {
         for (i, c) in r.iter().enumerate() {
             w[i] = w[i].max(c.chars().count());
@@ -131,34 +140,39 @@ pub fn write_text(
     )?;
     let rows = table(b);
     let w = cell_widths(&rows);
-    writeln!(
-        out,
-        "{:<w0$}  {:<w1$}  {:<w2$}  {:>8}  {:<w4$}  answered",
+    let head = [
         "",
         "from",
         "to",
         "p50 ms",
-        "spread",
-        w0 = w[0],
-        w1 = w[1],
-        w2 = w[2],
-        w4 = w[4].max(6),
-    )?;
-    for r in &rows {
+        "±95% ci",
+        "p10–p90 ms",
+        "answered",
+    ];
+    let row = |r: [&str; 7]| {
         let line = format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {:>8}  {:<w4$}  {}",
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:>8}  {:<w4$}  {:<w5$}  {}",
             r[0],
             r[1],
             r[2],
             r[3],
             r[4],
             r[5],
+            r[6],
             w0 = w[0],
             w1 = w[1],
             w2 = w[2],
-            w4 = w[4].max(6),
+            w4 = w[4].max(head[4].chars().count()),
+            w5 = w[5].max(head[5].chars().count()),
         );
-        writeln!(out, "{}", line.trim_end())?;
+        line.trim_end().to_string()
+    };
+    writeln!(out, "{}", row(head))?;
+    for r in &rows {
+        writeln!(out, "{}", row(r.each_ref().map(String::as_str)))?;
+    }
+    if let Some(v) = verdict(b) {
+        writeln!(out, "{v}")?;
     }
     waterfall(out, b)?;
     if !b.rounds.is_empty() {
@@ -170,11 +184,9 @@ pub fn write_text(
             writeln!(out, "{} → {}: {e}", l.from, l.to)?;
         }
     }
-    writeln!(
-        out,
-        "spread: half the p10–p90 range; of a sum or difference, the legs' spreads in \
-         quadrature (worst: added)"
-    )?;
+    for l in LEGEND {
+        writeln!(out, "{l}")?;
+    }
     Ok(())
 }
 
@@ -325,8 +337,11 @@ impl crate::render::Render for TraceBody {
 
 /// The waterfall (and the rounds) as Markdown tables.
 pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
-    writeln!(out, "| | from | to | p50 (ms) | spread (ms) | answered |")?;
-    writeln!(out, "|---|---|---|---|---|---|")?;
+    writeln!(
+        out,
+        "| | from | to | p50 (ms) | ±95% ci (ms) | p10–p90 (ms) | answered |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---|")?;
     for r in table(b) {
         let c: Vec<String> = r.iter().map(|c| md(c)).collect();
         writeln!(out, "| {} |", c.join(" | "))?;
@@ -344,21 +359,32 @@ pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
         }
     }
     writeln!(out)?;
-    writeln!(
-        out,
-        "> spread: half the p10–p90 range; of a sum or difference, the legs' spreads in \
-         quadrature (worst: added)"
-    )
+    if let Some(v) = verdict(b) {
+        writeln!(out, "{}", md(&v))?;
+        writeln!(out)?;
+    }
+    writeln!(out, "> {}  \n> {}", LEGEND[0], LEGEND[1])
 }
 
 /// The HTML page of a trace: the waterfall table, the rounds with a chart of each leg's p50
 /// over time when there are several.
 pub fn html_page(b: &TraceBody, title: String, subtitle: String) -> Page {
     let mut tables = vec![Table {
-        caption: format!("Waterfall of {} over {}", b.target, b.proto),
-        header: ["", "from", "to", "p50 (ms)", "spread (ms)", "answered"]
-            .map(String::from)
-            .to_vec(),
+        caption: match verdict(b) {
+            Some(v) => format!("Waterfall of {} over {}: {v}", b.target, b.proto),
+            None => format!("Waterfall of {} over {}", b.target, b.proto),
+        },
+        header: [
+            "",
+            "from",
+            "to",
+            "p50 (ms)",
+            "±95% ci (ms)",
+            "p10–p90 (ms)",
+            "answered",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: table(b).into_iter().map(|r| r.to_vec()).collect(),
     }];
     let mut charts = Vec::new();
@@ -480,7 +506,77 @@ mod tests {
             text.contains("  chain      |"),
             "the waterfall's chain bar: {text}"
         );
-        assert!(text.contains("spread: half the p10–p90 range"));
+        assert!(text.contains("±: the p50's 95 % interval"), "{text}");
+        assert!(!text.contains("spread"), "{text}");
+        assert!(
+            !text.contains("relays' cost +"),
+            "no verdict without a sum: {text}"
+        );
+    }
+
+    /// The relays' cost is judged against the p50s' intervals, in every format: 100 RTTs of
+    /// 1..=100 ms per segment know each p50 to ±10.03 ms, so a chain about 5 ms over the sum
+    /// is within noise (about ±17.4 for three legs) and one 40 ms over it is a finding; the
+    /// p10–p90 column shows how wide each leg is (10.00–90.05: ±40 ms of width) beside it.
+    #[test]
+    fn the_relays_cost_is_a_finding_only_outside_the_p50s_intervals() {
+        let spread = |to: &str, from_ms: u64| {
+            let mut l = leg("here", to, &[]);
+            for v in 0..100 {
+                l.stats.sent += 1;
+                l.stats.received += 1;
+                l.stats.rtt.record((from_ms + v) * 1_000_000);
+            }
+            l
+        };
+        let of = |chain_from: u64| {
+            TraceStats {
+                segments: vec![spread("tcp://a:1", 1), spread("tcp://t:1", 1)],
+                chain: Some(spread("tcp://a:2", chain_from)),
+                ..TraceStats::default()
+            }
+            .summarize(&TraceMeta {
+                target: "tcp://t:1".into(),
+                proto: "tcp".into(),
+            })
+        };
+        let text = |b: &TraceBody| {
+            let mut out = Vec::new();
+            write_text(&mut out, b, StopReason::Count, 1.0).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let said = |b: &TraceBody| {
+            let c = b.summary.relays_cost.unwrap();
+            format!(
+                "relays' cost {:+.2} ms ±{:.2}: ",
+                c.p50_ms,
+                c.p50_ci_ms.unwrap()
+            )
+        };
+        // Chain 56..=155 ms: p50 ≈ 105 against a sum of ≈ 100.
+        let near = of(56);
+        let t = text(&near);
+        assert!(t.contains(&(said(&near) + "within noise")), "{t}");
+        let c = near.summary.relays_cost.unwrap();
+        assert!((4.0..6.0).contains(&c.p50_ms) && (17.0..18.0).contains(&c.p50_ci_ms.unwrap()));
+        let seg1 = t.lines().find(|l| l.starts_with("segment 1")).unwrap();
+        assert!(
+            seg1.contains("±10.03") && seg1.contains("10.00–90.05"),
+            "{seg1}"
+        );
+        // Chain 91..=190 ms: about +40, a finding.
+        let far = of(91);
+        let t = text(&far);
+        assert!(t.contains(&(said(&far) + "a finding")), "{t}");
+        let mut md = Vec::new();
+        write_markdown(&mut md, &far).unwrap();
+        assert!(String::from_utf8(md).unwrap().contains("a finding"));
+        let page = html_page(&far, "t".into(), String::new());
+        assert!(
+            page.tables[0].caption.contains("a finding"),
+            "{:?}",
+            page.tables[0].caption
+        );
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub const MIXED: &str = "mixed";
 pub const ALL: [&str; 5] = [NPT_SERVE, STAMP, ECHO, NONE, MIXED];
 
 /// Replies counted by the far end they came from: a value that adds across flows and parts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Answered {
     pub npt_serve: u64,
     pub stamp: u64,
@@ -28,6 +29,16 @@ pub struct Answered {
 }
 
 impl Answered {
+    /// One more reply from the far end named `name` ([`ALL`]; `none` and `mixed` count none).
+    pub fn count(&mut self, name: &str) {
+        match name {
+            NPT_SERVE => self.npt_serve += 1,
+            STAMP => self.stamp += 1,
+            ECHO => self.echo += 1,
+            _ => {}
+        }
+    }
+
     /// The far end's name ([`ALL`]).
     pub fn name(&self) -> &'static str {
         let kinds = [

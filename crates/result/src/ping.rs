@@ -159,6 +159,13 @@ pub struct PingSummary {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub stddev_ms: f64,
+    /// An echo (UDP, TCP `--echo`): which far end answered ([`crate::far_end`]): `npt-serve`
+    /// (its framed echo replies), `echo` (a plain echo that returned each request unchanged,
+    /// or any echo under `--raw`), `none` (no reply) or `mixed`; absent for a connect or a
+    /// handshake, and in files written before it existed.
+    #[schemars(extend("enum" = crate::far_end::ALL))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub far_end: Option<String>,
 }
 
 impl PingSummary {

@@ -1,13 +1,15 @@
 //! The body of a `kind = "trace"` result document: a relay chain's segments, each measured
 //! from its own upstream hop (`npt trace --hop …`), their sum, the chain's own RTT through its
-//! entry (`--through`), and the relays' cost = chain − sum, each with a spread; with
-//! `--during`, the rounds measured while another workload ran (drift). Here rather than in
+//! entry (`--through`), and the relays' cost = chain − sum, each p50 with how well it is known;
+//! with `--during`, the rounds measured while another workload ran (drift). Here rather than in
 //! npt-trace so that every reader reads it as one typed result ([`crate::any::Workload::Trace`]).
 //!
-//! **Spread.** A leg's spread is half its p10–p90 range (the middle 80 % of its RTTs). The
-//! spread of a sum or difference of independently measured legs adds in quadrature
-//! (`sqrt(Σ spread²)`, as independent errors do); `spread_worst_ms` is the plain sum of the
-//! spreads, the bound when every leg is off the same way at once.
+//! **Uncertainty, not width.** A leg's p50 is known to its 95 % order-statistic interval from
+//! the leg's own RTTs ([`npt_stats::Histogram::quantile_ci`]; `p50_ci_ms` is its larger side):
+//! it narrows as the samples grow. How wide the RTTs are (`p10_ms` to `summary.p90_ms`) is the
+//! path's shape and never noise. A sum or difference of independently measured legs has their
+//! intervals in quadrature (`sqrt(Σ ciᵢ²)`), and the relays' cost is `within_noise` only when
+//! its size is at most that — the rule `npt compare` follows (docs/compare.md, "Noise").
 //!
 //! Field names are what users script against (docs/result-json.md, "trace");
 //! `schema/trace.schema.json` checks them.
@@ -80,7 +82,7 @@ impl crate::body::Body for TraceBody {
     }
 }
 
-/// The waterfall's totals (module doc: how spreads are computed).
+/// The waterfall's totals (module doc: how their intervals are computed).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct TraceSummary {
@@ -89,7 +91,7 @@ pub struct TraceSummary {
     /// The segments' p50s added (absent when a segment has no RTT).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sum: Option<Estimate>,
-    /// The chain's p50 through its entry, with its own spread (absent without `--through`
+    /// The chain's p50 through its entry, with its own interval (absent without `--through`
     /// or without an answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<Estimate>,
@@ -111,24 +113,31 @@ pub struct Leg {
     pub addresses: Vec<String>,
     /// Counts and RTT statistics, as `npt ping` reports them.
     pub summary: PingSummary,
-    /// The 10th percentile of its RTTs (ms).
+    /// The 10th percentile of its RTTs (ms): with `summary.p90_ms`, how wide they are (the
+    /// path's shape, not how well the p50 is known).
     pub p10_ms: f64,
-    /// Half the p10–p90 range (ms).
-    pub spread_ms: f64,
+    /// How well `summary.p50_ms` is known: the larger side of its 95 % order-statistic interval
+    /// from this leg's RTTs (ms); absent without an answer, and in files written before it
+    /// existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ci_ms: Option<f64>,
     /// Why it has no RTT, or lost some attempts: the first error's example.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
-/// A figure computed from several legs, with its spread (module doc).
+/// A figure computed from one or several legs, with how well it is known (module doc).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct Estimate {
     pub p50_ms: f64,
-    /// The legs' spreads added in quadrature.
-    pub spread_ms: f64,
-    /// The legs' spreads added plainly: the worst case.
-    pub spread_worst_ms: f64,
+    /// The 95 % half-width of `p50_ms`: the legs' p50 intervals in quadrature (ms); absent in
+    /// files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ci_ms: Option<f64>,
+    /// `relays_cost` only: `true` when its size is at most `p50_ci_ms` — no finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_noise: Option<bool>,
 }
 
 /// One round of a `--during` trace: each leg's p50 in it.
@@ -194,25 +203,35 @@ pub mod hist {
 }
 
 impl Estimate {
-    /// The sum of figures with spreads `(value, spread)`.
-    pub fn sum(parts: impl IntoIterator<Item = (f64, f64)>) -> Estimate {
-        let mut e = Estimate::default();
-        let mut sq = 0.0;
-        for (v, s) in parts {
-            e.p50_ms += v;
-            sq += s * s;
-            e.spread_worst_ms += s;
+    /// One leg's `(p50, ci)`.
+    pub fn of(p50_ci: (f64, f64)) -> Estimate {
+        Estimate {
+            p50_ms: p50_ci.0,
+            p50_ci_ms: Some(p50_ci.1),
+            within_noise: None,
         }
-        e.spread_ms = sq.sqrt();
-        e
     }
 
-    /// `a − b`, of independently measured `a` (value, spread) and `b`.
+    /// The sum of independently measured figures `(p50, ci)`: their intervals in quadrature.
+    pub fn sum(parts: impl IntoIterator<Item = (f64, f64)>) -> Estimate {
+        let (mut p50, mut sq) = (0.0, 0.0);
+        for (v, ci) in parts {
+            p50 += v;
+            sq += ci * ci;
+        }
+        Estimate::of((p50, f64::sqrt(sq)))
+    }
+
+    /// `a − b`, of independently measured `a` (p50, ci) and `b`: within noise when its size
+    /// is at most the two intervals in quadrature.
     pub fn difference(a: (f64, f64), b: &Estimate) -> Estimate {
+        let ms = a.0 - b.p50_ms;
+        let b_ci = b.p50_ci_ms.unwrap_or(0.0);
+        let ci = (a.1 * a.1 + b_ci * b_ci).sqrt();
         Estimate {
-            p50_ms: a.0 - b.p50_ms,
-            spread_ms: (a.1 * a.1 + b.spread_ms * b.spread_ms).sqrt(),
-            spread_worst_ms: a.1 + b.spread_worst_ms,
+            p50_ms: ms,
+            p50_ci_ms: Some(ci),
+            within_noise: Some(ms.abs() <= ci),
         }
     }
 }
@@ -222,17 +241,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spreads_of_sums_and_differences_add_in_quadrature_and_plainly() {
+    fn intervals_of_sums_and_differences_add_in_quadrature() {
         let s = Estimate::sum([(152.0, 3.0), (32.0, 4.0), (69.0, 0.0)]);
         assert_eq!(
-            (s.p50_ms, s.spread_ms, s.spread_worst_ms),
-            (253.0, 5.0, 7.0)
+            (s.p50_ms, s.p50_ci_ms, s.within_noise),
+            (253.0, Some(5.0), None)
         );
+        // +2 ms inside ±13: no finding; +14 ms outside it: one.
         let c = Estimate::difference((255.0, 12.0), &s);
         assert_eq!(
-            (c.p50_ms, c.spread_ms, c.spread_worst_ms),
-            (2.0, 13.0, 19.0)
+            (c.p50_ms, c.p50_ci_ms, c.within_noise),
+            (2.0, Some(13.0), Some(true))
         );
-        assert_eq!(Estimate::sum([]), Estimate::default());
+        let c = Estimate::difference((267.0, 12.0), &s);
+        assert_eq!(c.within_noise, Some(false));
+        // Exactly at the interval is still noise.
+        assert_eq!(
+            Estimate::difference((266.0, 12.0), &s).within_noise,
+            Some(true)
+        );
+        assert_eq!(Estimate::sum([]).p50_ci_ms, Some(0.0));
     }
 }

@@ -160,6 +160,7 @@ fn documents() -> Vec<(&'static str, Value)> {
                 p99_ms: s.p99,
                 max_ms: s.max,
                 stddev_ms: s.stddev,
+                far_end: Some("npt-serve".into()),
             },
             latency: [("udp".to_string(), NptLatency::from(&s))].into(),
             errors: Errors::new(errors, 4),

@@ -204,3 +204,34 @@ pub fn stamp_suite(test: &str) -> Option<PathBuf> {
     }
     found
 }
+
+/// A plain echo on loopback (socat returning each datagram or each byte unchanged), as users
+/// start one: `socat UDP-LISTEN:P,reuseaddr PIPE` (no `fork`: it serves the first peer, our
+/// one flow) and `socat TCP-LISTEN:P,fork,reuseaddr PIPE`. Killed when dropped.
+pub fn socat_echo(proto: &str) -> Option<(Guard, u16)> {
+    if !npt_testkit::proxies::have("/usr/bin/socat") {
+        return None;
+    }
+    let port = npt_testkit::process::free_port();
+    let listen = match proto {
+        "udp" => format!("UDP-LISTEN:{port},bind=127.0.0.1,reuseaddr"),
+        _ => format!("TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr"),
+    };
+    let child = std::process::Command::new("/usr/bin/socat")
+        .args([listen.as_str(), "PIPE"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut g = Guard(child);
+    if proto == "udp" {
+        // socat binds as it starts: wait until its port is taken.
+        let bound = npt_testkit::process::until(Duration::from_secs(5), || {
+            std::net::UdpSocket::bind(("127.0.0.1", port)).is_err()
+        });
+        assert!(bound.is_some(), "socat did not bind udp {port}");
+    } else {
+        npt_testkit::process::wait_listening(&mut g.0, port, Duration::from_secs(5));
+    }
+    Some((g, port))
+}

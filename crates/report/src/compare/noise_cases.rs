@@ -118,7 +118,7 @@ fn one_stall_is_within_the_avgs_own_interval_and_four_are_not() {
 
 /// A trace's row: its theoretical latency is the sum of its segments' p50s, and its
 /// uncertainty their order-statistic intervals in quadrature — not half their p10–p90 ranges
-/// (the trace's own `spread_ms`, ±56.6 here). Each segment has 100 RTTs of 1..=100 ms: the
+/// (±56.6 here), and the same as the trace's own `summary.sum.p50_ci_ms`. Each segment has 100 RTTs of 1..=100 ms: the
 /// p50's ranks 50 ∓ 1.96 · 5 are 40 and 60, the interval from 40 ms's bucket's lowest value
 /// (39,976,960 ns) to 60 ms's highest (60,030,975), around the p50 read as 50,003,967: ±10.027008
 /// ms each, ±14.1804 for the two.
@@ -149,7 +149,7 @@ fn a_traces_theoretical_has_its_p50s_intervals() {
         target: "tcp://b:1".into(),
         proto: "tcp".into(),
     });
-    assert!((body.summary.sum.unwrap().spread_ms - 56.6).abs() < 0.2);
+    let own = body.summary.sum.unwrap().p50_ci_ms.unwrap();
     let now = std::time::SystemTime::now();
     let doc = npt_result::Document::new(
         "trace",
@@ -172,6 +172,10 @@ fn a_traces_theoretical_has_its_p50s_intervals() {
     assert!(
         (r.theoretical_spread_ms.unwrap() - each * 2f64.sqrt()).abs() < 1e-9,
         "{r:?}"
+    );
+    assert!(
+        (r.theoretical_spread_ms.unwrap() - own).abs() < 1e-9,
+        "{own}"
     );
     assert_eq!(r.overhead_spread_from.as_deref(), Some("ci"));
 }

@@ -75,10 +75,30 @@ pub fn write_ping(
         }
     }
     // What answered, where something did (nothing answering needs no caveat about whom).
+    if let Some(w) = s
+        .far_end
+        .as_deref()
+        .filter(|_| s.received > 0)
+        .and_then(far_end)
+    {
+        writeln!(out, "far end: {w}")?;
+    }
     if let Some(n) = b.note.as_ref().filter(|_| s.received > 0) {
         writeln!(out, "note: {n}")?;
     }
     Ok(())
+}
+
+/// The words for an echo's `summary.far_end` (as `npt probe` names it); nothing for `none`.
+fn far_end(name: &str) -> Option<&str> {
+    use npt_result::far_end::{ECHO, MIXED, NPT_SERVE, STAMP};
+    Some(match name {
+        NPT_SERVE => "npt serve",
+        ECHO => "plain echo (returns bytes unchanged; under --raw, any echo does)",
+        STAMP => "STAMP reflector (RFC 8762)",
+        MIXED => "mixed: replies from more than one kind of far end (npt serve, plain echo)",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -44,6 +44,9 @@ pub struct PingStats {
     /// `--echo`: the connect and echo parts of answered attempts (empty otherwise).
     pub connect: Histogram,
     pub echo: Histogram,
+    /// An echo's replies by the far end that sent them (`summary.far_end`).
+    #[serde(default)]
+    pub answered: crate::far_end::Answered,
 }
 
 impl PingStats {
@@ -70,7 +73,23 @@ impl AddAssign<&PingStats> for PingStats {
         self.errors += &rhs.errors;
         self.connect += &rhs.connect;
         self.echo += &rhs.echo;
+        self.answered += &rhs.answered;
     }
+}
+
+/// The replies a document's `far_end` stands for: its `received` ones, all of that kind (one
+/// of each of two kinds for `mixed`).
+fn answered_from(far_end: Option<&str>, received: u64) -> crate::far_end::Answered {
+    use crate::far_end::{Answered, ECHO, MIXED, NPT_SERVE, STAMP};
+    let mut a = Answered::default();
+    match far_end {
+        Some(NPT_SERVE) => a.npt_serve = received,
+        Some(STAMP) => a.stamp = received,
+        Some(ECHO) => a.echo = received,
+        Some(MIXED) => (a.npt_serve, a.echo) = (1, 1),
+        _ => {}
+    }
+    a
 }
 
 impl Stats for PingStats {
@@ -100,6 +119,7 @@ impl Stats for PingStats {
             errors: b.errors.by_kind.clone(),
             connect: phase(hist::CONNECT)?,
             echo: phase(hist::ECHO)?,
+            answered: answered_from(b.summary.far_end.as_deref(), b.summary.received),
         };
         let meta = PingMeta {
             target: b.target.clone(),
@@ -128,6 +148,8 @@ impl Stats for PingStats {
             p99_ms: s.p99,
             max_ms: s.max,
             stddev_ms: s.stddev,
+            far_end: (m.answered_by.as_deref() == Some(crate::ping::answered_by::ECHO))
+                .then(|| self.answered.name().to_string()),
         };
         let total = self.errors.total();
         PingBody {

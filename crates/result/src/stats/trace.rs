@@ -1,7 +1,7 @@
 //! A trace's measurements and the one function that makes its body: each leg (segment or
 //! chain) is a ping's stats value ([`PingStats`]), summarized by the ping's own summarize, and
-//! the figures across legs — the sum of the segments, the relays' cost, their spreads — are
-//! made here and nowhere else ([`crate::trace`] says how a spread is computed). A trace is not
+//! the figures across legs — the sum of the segments, the relays' cost, their p50s' intervals —
+//! are made here and nowhere else ([`crate::trace`] says how an interval is computed). A trace is not
 //! merged (`npt merge` takes segmented load runs), so this is no [`super::Stats`] value.
 
 use std::collections::BTreeMap;
@@ -38,13 +38,14 @@ pub struct TraceMeta {
     pub proto: String,
 }
 
-/// A leg's p50 and spread (half its p10–p90 range), in ms; `None` without an answer.
-pub fn p50_spread(s: &PingStats) -> Option<(f64, f64)> {
+/// A leg's p50 and how well it is known — the larger side of its 95 % order-statistic
+/// interval ([`npt_stats::Histogram::quantile_ci`]) — in ms; `None` without an answer.
+pub fn p50_ci(s: &PingStats) -> Option<(f64, f64)> {
     if s.rtt.is_empty() {
         return None;
     }
-    let q = |x: f64| s.rtt.quantile_ns(x) as f64 / 1e6;
-    Some((s.rtt.summary().p50, (q(0.9) - q(0.1)) / 2.0))
+    let ci = s.rtt.quantile_ci(0.5, npt_stats::Z95);
+    Some((s.rtt.summary().p50, ci.half_width_ns() / 1e6))
 }
 
 /// The segments' sum and the relays' cost of legs measured together (`None` where a leg that
@@ -53,9 +54,9 @@ pub fn figures(
     segments: &[&PingStats],
     chain: Option<&PingStats>,
 ) -> (Option<Estimate>, Option<Estimate>) {
-    let parts: Option<Vec<(f64, f64)>> = segments.iter().map(|s| p50_spread(s)).collect();
+    let parts: Option<Vec<(f64, f64)>> = segments.iter().map(|s| p50_ci(s)).collect();
     let sum = parts.filter(|p| !p.is_empty()).map(Estimate::sum);
-    let cost = match (chain.and_then(p50_spread), &sum) {
+    let cost = match (chain.and_then(p50_ci), &sum) {
         (Some(c), Some(s)) => Some(Estimate::difference(c, s)),
         _ => None,
     };
@@ -78,10 +79,10 @@ pub fn round(
         end_s,
         segments: segments
             .iter()
-            .map(|s| RoundLeg::p50(p50_spread(s).map(|p| p.0)))
+            .map(|s| RoundLeg::p50(p50_ci(s).map(|p| p.0)))
             .collect(),
         sum_p50_ms: sum.map(|s| s.p50_ms),
-        chain_p50_ms: chain.and_then(p50_spread).map(|p| p.0),
+        chain_p50_ms: chain.and_then(p50_ci).map(|p| p.0),
         relays_cost_ms: cost.map(|c| c.p50_ms),
     }
 }
@@ -94,9 +95,10 @@ fn leg(l: &LegStats, proto: &str) -> Leg {
         measured_from: None,
         answered_by: None,
     });
-    let (p10_ms, spread_ms) = match p50_spread(&l.stats) {
-        Some((_, spread)) => (l.stats.rtt.quantile_ns(0.1) as f64 / 1e6, spread),
-        None => (0.0, 0.0),
+    let p50_ci_ms = p50_ci(&l.stats).map(|(_, ci)| ci);
+    let p10_ms = match p50_ci_ms {
+        Some(_) => l.stats.rtt.quantile_ns(0.1) as f64 / 1e6,
+        None => 0.0,
     };
     let error = l
         .stats
@@ -113,7 +115,7 @@ fn leg(l: &LegStats, proto: &str) -> Leg {
         addresses: l.addresses.clone(),
         summary: ping.summary,
         p10_ms,
-        spread_ms,
+        p50_ci_ms,
         error,
     }
 }
@@ -147,11 +149,7 @@ impl TraceStats {
             summary: TraceSummary {
                 segments: u32::try_from(self.segments.len()).unwrap_or(u32::MAX),
                 sum,
-                chain: chain.and_then(p50_spread).map(|(p50_ms, s)| Estimate {
-                    p50_ms,
-                    spread_ms: s,
-                    spread_worst_ms: s,
-                }),
+                chain: chain.and_then(p50_ci).map(Estimate::of),
                 relays_cost,
             },
             segments: self.segments.iter().map(|l| leg(l, &m.proto)).collect(),
@@ -239,14 +237,16 @@ mod tests {
             (cost.p50_ms - (b.chain.as_ref().unwrap().summary.p50_ms - sum.p50_ms)).abs() < 1e-9
         );
         assert_eq!(p(cost.p50_ms), 3.0);
-        // Segment 0's p10..p90 is 150..154 (HDR precision): a spread of about 2 ms.
-        assert!(
-            (b.segments[0].spread_ms - 2.0).abs() < 0.1,
-            "{}",
-            b.segments[0].spread_ms
-        );
-        assert!(
-            cost.spread_ms >= b.segments[0].spread_ms && cost.spread_worst_ms >= cost.spread_ms
+        // Every leg's p50 with its interval; the sum's and the cost's are theirs in quadrature.
+        let ci = |l: &Leg| l.p50_ci_ms.unwrap();
+        let sq: f64 = b.segments.iter().map(|l| ci(l).powi(2)).sum();
+        assert!((sum.p50_ci_ms.unwrap() - sq.sqrt()).abs() < 1e-9, "{sum:?}");
+        let chain_ci = ci(b.chain.as_ref().unwrap());
+        assert!((cost.p50_ci_ms.unwrap() - (sq + chain_ci.powi(2)).sqrt()).abs() < 1e-9);
+        assert_eq!(b.summary.chain.unwrap().p50_ci_ms, Some(chain_ci));
+        assert_eq!(
+            cost.within_noise,
+            Some(cost.p50_ms.abs() <= cost.p50_ci_ms.unwrap())
         );
         assert_eq!(b.errors.total_errors, 1);
         assert_eq!(b.errors.attempts, Some(21));
@@ -260,6 +260,74 @@ mod tests {
             ["chain", "segment.0", "segment.1", "segment.2"]
         );
         assert_eq!(b.latency.keys().collect::<Vec<_>>(), ["tcp"]);
+    }
+
+    fn ns(values: impl IntoIterator<Item = u64>) -> PingStats {
+        let mut s = PingStats::default();
+        for v in values {
+            s.sent += 1;
+            s.received += 1;
+            s.rtt.record(v);
+        }
+        s
+    }
+
+    /// 100 RTTs of 1..=100 ms: the p50's ranks are 50 ∓ 1.96 · √(100 · 0.25) = 50 ∓ 9.8 →
+    /// 40 and 60. Between 2²⁵ and 2²⁶ ns HDR's buckets are 32,768 ns wide: the p50 reads as
+    /// 50 ms's bucket's highest value, 1,525 · 32,768 + 32,767 = 50,003,967 ns; the interval
+    /// runs from 40 ms's bucket's lowest, 1,220 · 32,768 = 39,976,960, to 60 ms's highest,
+    /// 1,831 · 32,768 + 32,767 = 60,030,975: ±10.027008 ms (the larger side). Two such
+    /// segments sum to ±10.027008 · √2; half their p10–p90 ranges (±40 ms each) are how wide
+    /// they are, not how well their p50s are known.
+    #[test]
+    fn a_legs_p50_is_known_to_its_order_statistic_interval() {
+        let leg = || ns((1..=100).map(|ms| ms * 1_000_000));
+        let b = legs(vec![leg(), leg()], leg()).summarize(&meta());
+        let each = 10.027_008;
+        for l in b.segments.iter().chain(&b.chain) {
+            assert_eq!(l.summary.p50_ms, 50.003_967);
+            assert!((l.p50_ci_ms.unwrap() - each).abs() < 1e-9, "{l:?}");
+        }
+        let sum = b.summary.sum.unwrap();
+        assert!((sum.p50_ms - 100.007_934).abs() < 1e-9);
+        assert!((sum.p50_ci_ms.unwrap() - each * 2f64.sqrt()).abs() < 1e-9);
+        let cost = b.summary.relays_cost.unwrap();
+        assert!((cost.p50_ci_ms.unwrap() - each * 3f64.sqrt()).abs() < 1e-9);
+        // The chain (50 ms) is 50 ms less than the sum (100 ms): a finding, ±17.4.
+        assert_eq!(cost.within_noise, Some(false));
+        // p10 is 10 ms's bucket (2²³..2²⁴ ns: 8,192 ns wide), read as its highest value.
+        assert_eq!(b.segments[0].p10_ms, 10.002_431);
+    }
+
+    /// A wide path, well sampled: segment 1's 4,000 RTTs spread evenly over 10–50 ms (p10–p90
+    /// 14–46 ms: ±16 ms of width), segment 2 a steady 20 ms, and the chain 3 ms more than the
+    /// two (33–73 ms). The old rule — half the p10–p90 range as the noise — called the
+    /// relays' +3 ms "within noise" (±22.6); each p50 is known to about ±0.6 ms (ranks 2,000 ∓
+    /// 1.96 · √1,000 = ∓62 of 4,000 values 0.01 ms apart), so the +3 ms is a finding.
+    #[test]
+    fn a_wide_but_well_sampled_leg_leaves_the_relays_cost_a_finding() {
+        let even = |from_ms: u64| ns((0..4_000).map(move |i| from_ms * 1_000_000 + i * 10_000));
+        let steady = ns(std::iter::repeat_n(20_000_000, 4_000));
+        let b = legs(vec![even(10), steady], even(33)).summarize(&meta());
+        let cost = b.summary.relays_cost.unwrap();
+        assert!((cost.p50_ms - 3.0).abs() < 0.1, "{cost:?}");
+        let ci = cost.p50_ci_ms.unwrap();
+        assert!(
+            ci < 1.5,
+            "two intervals of about ±0.62 and one of a bucket: {cost:?}"
+        );
+        assert_eq!(cost.within_noise, Some(false));
+        // Half the p10–p90 ranges in quadrature, the old rule's noise: the cost was inside it.
+        let half_width = |l: &Leg| (l.summary.p90_ms - l.p10_ms) / 2.0;
+        let old: f64 = b
+            .segments
+            .iter()
+            .chain(&b.chain)
+            .map(|l| half_width(l).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!((old - 22.6).abs() < 0.2, "{old}");
+        assert!(cost.p50_ms <= old);
     }
 
     #[test]
