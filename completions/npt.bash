@@ -1815,7 +1815,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__serve)
-            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --cert --key --quic --quic-cert --quic-key --quic-cert-out --stamp --stamp-stateless --stamp-key --metrics --hop-agent --hop-allow --help"
+            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --http-delay --cert --key --quic --quic-cert --quic-key --quic-cert-out --stamp --stamp-stateless --stamp-key --metrics --hop-agent --hop-allow --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1878,6 +1878,10 @@ _npt() {
                     return 0
                     ;;
                 --http)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http-delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -56,6 +56,7 @@ complete -c npt -n "__fish_npt_using_subcommand serve" -l http-idle-timeout -d '
 complete -c npt -n "__fish_npt_using_subcommand serve" -l reply-mbps -d 'Asked-for reply bytes (TCP/QUIC Responses, HTTP /bytes/N) per second per source address, in megabits; one reply can be at most one second\'s worth [default: 100; 10000 with --open-limits]' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l log-every -d 'How often refusals are summarized on stderr (tests shorten it)' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l http -d 'Also serve HTTP on this address: `/`, `/bytes/N`, `/delay/MS`, `/status/CODE`, POST echo; HTTP/1.1 + h2c (or h2 and http/1.1 by ALPN with --tls)' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l http-delay -d 'HOST=DUR: answer every HTTP request for this virtual host (Host or :authority, port aside) DUR late — backends of known, different delay behind one port, for `npt http --host` per-host load (repeatable, at most 64, each at most 600s)' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l cert -d 'PEM certificate chain for --tls' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l key -d 'PEM private key for --tls' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic -d 'Also serve QUIC on this UDP address (framed requests on every bidirectional stream, ALPN `npt`; for `npt run --quic`)' -r
@@ -183,11 +184,11 @@ complete -c npt -n "__fish_npt_using_subcommand run" -s q -l quiet -d 'Quiet: no
 complete -c npt -n "__fish_npt_using_subcommand run" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
 complete -c npt -n "__fish_npt_using_subcommand run" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
 complete -c npt -n "__fish_npt_using_subcommand run" -s h -l help -d 'Print help'
-complete -c npt -n "__fish_npt_using_subcommand http" -s c -l connections -d 'Concurrent connections (each carries --streams requests with --http2)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -s c -l connections -d 'Concurrent connections (each carries --streams requests with --http2) [default: 50]; with per-host rates (--host NAME=R/s), each host\'s own' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -s d -l duration -d 'How long to send for: 10s, 2m …' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l rate -d 'Open loop: this many requests per second in total, released on time by a precise pacer thread (sleep, then spin); latency is measured from the intended send time (coordinated-omission correction, as wrk2) with the figure from the actual send beside' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l streams -d 'Concurrent streams per HTTP/2 connection (needs --http2)' -r
-complete -c npt -n "__fish_npt_using_subcommand http" -l host -d 'Virtual host sent as Host / :authority; repeat for several (round-robin, per-host results)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l host -d 'Virtual host sent as Host / :authority; repeat for several. Plain HOST: the hosts share the -c connections round-robin (every host gets the same request rate). HOST=N: N connections of its own (closed loop); HOST=R/s: R requests/s of its own on -c connections (open loop) — each host loaded as by a separate client, its rate and latency its own' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -s H -l header -d 'Extra request header, "Name: value"; repeatable' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -s m -l method -d 'Request method (default GET, or POST when a body is given)' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l body -d 'Request body' -r

@@ -24,6 +24,8 @@ use crate::usage::parse_duration;
 #[command(after_help = "Examples:
   npt http http://127.0.0.1:8080/ -c 50 -d 30s
   npt http http://gw:80/ --host app1.test --host app2.test -c 50 -d 5s
+  npt http http://gw:80/ --host app1.test=50 --host app2.test=50 -d 5s
+  npt http http://gw:80/ --host app1.test=200/s --host app2.test=200/s -c 20
   npt http URL --new-conn -c 50 -d 10s
   npt http URL --http2 --streams 10 -c 4
   npt http URL --rate 5000 -d 30s
@@ -31,9 +33,10 @@ use crate::usage::parse_duration;
 pub struct HttpArgs {
     /// http:// or https:// URL to load (the address connected to; see --host).
     pub url: String,
-    /// Concurrent connections (each carries --streams requests with --http2).
-    #[arg(short = 'c', long = "connections", default_value_t = 50)]
-    pub connections: u32,
+    /// Concurrent connections (each carries --streams requests with --http2) [default: 50];
+    /// with per-host rates (--host NAME=R/s), each host's own.
+    #[arg(short = 'c', long = "connections")]
+    pub connections: Option<u32>,
     /// How long to send for: 10s, 2m …
     #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -51,8 +54,11 @@ pub struct HttpArgs {
     /// Concurrent streams per HTTP/2 connection (needs --http2).
     #[arg(long)]
     pub streams: Option<u32>,
-    /// Virtual host sent as Host / :authority; repeat for several (round-robin, per-host results).
-    #[arg(long = "host", value_name = "HOST")]
+    /// Virtual host sent as Host / :authority; repeat for several. Plain HOST: the hosts share
+    /// the -c connections round-robin (every host gets the same request rate). HOST=N: N
+    /// connections of its own (closed loop); HOST=R/s: R requests/s of its own on -c connections
+    /// (open loop) — each host loaded as by a separate client, its rate and latency its own.
+    #[arg(long = "host", value_name = "HOST[=N|=R/s]")]
     pub hosts: Vec<String>,
     /// Extra request header, "Name: value"; repeatable.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
@@ -103,7 +109,17 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
     a.metrics.check()?;
     let target = Target::parse(&a.url).map_err(|e| usage!("URL: {e}"))?;
     let mut c = Config::new(target);
-    c.connections = a.connections;
+    let (hosts, loads) = host_loads(&a.hosts)?;
+    if a.connections.is_some()
+        && loads
+            .iter()
+            .any(|l| matches!(l, npt_http::client::HostLoad::Connections(_)))
+    {
+        return Err(usage!(
+            "-c/--connections cannot be combined with --host NAME=N (each host's connections are its own)"
+        ));
+    }
+    c.connections = a.connections.unwrap_or(50);
     c.duration = a.duration;
     c.rate = a.rate;
     c.new_conn = a.new_conn;
@@ -118,7 +134,8 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
     c.source = a
         .source
         .for_target("http", &c.target.host, false, c.via.is_some())?;
-    c.hosts = a.hosts.clone();
+    c.hosts = hosts;
+    c.host_loads = loads;
     for h in &a.headers {
         let (name, value) = h
             .split_once(':')
@@ -129,7 +146,7 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
             .map_err(|_| usage!("-H {h:?}: bad header value"))?;
         if name == http::header::HOST {
             // A Host header is a virtual host: same meaning as --host.
-            if a.hosts.is_empty() {
+            if c.hosts.is_empty() {
                 c.hosts = vec![value
                     .to_str()
                     .map_err(|_| usage!("-H {h:?}: Host must be text"))?
@@ -166,6 +183,48 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
     c.header_lines = a.headers.clone();
     c.validate().map_err(|e| usage!("{e}"))?;
     Ok(c)
+}
+
+/// `--host NAME`, `NAME=N` (connections of its own) or `NAME=R/s` (a rate of its own). The
+/// `=` cannot be confused with `NAME:PORT`; a load on some hosts only is refused by
+/// [`Config::validate`].
+fn host_loads(given: &[String]) -> anyhow::Result<(Vec<String>, Vec<npt_http::client::HostLoad>)> {
+    use npt_http::client::HostLoad;
+    let mut hosts = Vec::new();
+    let mut loads = Vec::new();
+    for g in given {
+        let Some((name, load)) = g.split_once('=') else {
+            hosts.push(g.clone());
+            continue;
+        };
+        let bad = |why: &str| {
+            usage!("--host {g:?}: {why}; expected HOST, HOST=N (connections) or HOST=R/s (requests per second)")
+        };
+        if name.is_empty() {
+            return Err(bad("no host name before '='"));
+        }
+        if hosts.iter().any(|h: &String| h.eq_ignore_ascii_case(name)) {
+            return Err(bad("host given twice"));
+        }
+        let l = match load.strip_suffix("/s") {
+            Some(r) => match r.parse::<f64>() {
+                Ok(r) if r.is_finite() && r > 0.0 => HostLoad::Rate(r),
+                _ => return Err(bad("the rate must be a positive number")),
+            },
+            None => match load.parse::<u32>() {
+                Ok(n) if n > 0 => HostLoad::Connections(n),
+                _ => return Err(bad("the connections must be a whole number of at least 1")),
+            },
+        };
+        hosts.push(name.to_string());
+        loads.push(l);
+    }
+    if !loads.is_empty() && loads.len() != hosts.len() {
+        return Err(usage!(
+            "--host: give every host its own load (HOST=N or HOST=R/s) or none"
+        ));
+    }
+    Ok((hosts, loads))
 }
 
 pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
@@ -270,6 +329,56 @@ mod tests {
             "2",
         ]);
         assert!(e.contains("--new-conn"));
+    }
+
+    #[test]
+    fn per_host_loads_parse_and_bad_ones_name_the_flag() {
+        use npt_http::client::HostLoad;
+        let c = parse(&[
+            "http://127.0.0.1/",
+            "--host",
+            "a.test=50",
+            "--host",
+            "b.test:8080=3",
+        ])
+        .unwrap();
+        assert_eq!(c.hosts, ["a.test", "b.test:8080"]);
+        assert_eq!(
+            c.host_loads,
+            [HostLoad::Connections(50), HostLoad::Connections(3)]
+        );
+        let c = parse(&[
+            "http://127.0.0.1/",
+            "--host",
+            "a=200/s",
+            "--host",
+            "b=2.5/s",
+            "-c",
+            "4",
+        ])
+        .unwrap();
+        assert_eq!(c.host_loads, [HostLoad::Rate(200.0), HostLoad::Rate(2.5)]);
+        assert_eq!(c.connections, 4);
+        // Plain hosts keep sharing the connections.
+        let c = parse(&["http://127.0.0.1/", "--host", "a:81", "--host", "b"]).unwrap();
+        assert!(c.host_loads.is_empty());
+        for (args, needle) in [
+            (&["--host", "a=0"][..], "--host"),
+            (&["--host", "a=x"][..], "--host"),
+            (&["--host", "a=-1/s"][..], "--host"),
+            (&["--host", "=5"][..], "--host"),
+            (&["--host", "a=5", "--host", "b"][..], "--host"),
+            (&["--host", "a=5", "--host", "b=5/s"][..], "--host"),
+            (&["--host", "a=5", "--host", "a=6"][..], "twice"),
+            (&["--host", "a=5", "-c", "3"][..], "-c"),
+            (&["--host", "a=5/s", "--rate", "3"][..], "--rate"),
+            (&["--host", "a=5", "--rate", "3"][..], "--rate"),
+        ] {
+            let mut v = vec!["http://127.0.0.1/"];
+            v.extend_from_slice(args);
+            let e = usage_msg(&v);
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! `npt http` and `npt serve --http` as a user calls them: bad URLs and conflicting flags exit 2
 //! naming the flag; `--cold-start` runs `npt serve --http` itself, reports its ready time, then
-//! the warm run, and writes a schema-valid document; Ctrl-C still writes the report.
+//! the warm run, and writes a schema-valid document; Ctrl-C still writes the report; each
+//! `--host NAME=N` is loaded on connections of its own, so its rate answers to its own backend.
 
 #![cfg(test)]
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -38,6 +40,11 @@ fn bad_input_exits_2_and_names_the_flag() {
         ),
         (&["http://127.0.0.1:9/", "--rate", "0"], "--rate"),
         (&["http://127.0.0.1:9/", "-H", "no colon"], "-H"),
+        (&["http://127.0.0.1:9/", "--host", "a=0"], "--host"),
+        (
+            &["http://127.0.0.1:9/", "--host", "a=5", "--host", "b"],
+            "--host",
+        ),
         (
             &["http://127.0.0.1:9/", "--ready-timeout", "1s"],
             "--cold-start",
@@ -58,6 +65,16 @@ fn bad_input_exits_2_and_names_the_flag() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    for bad in ["slow.test", "slow.test=fast", "=5ms", "slow.test=601s"] {
+        let out = npt()
+            .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+            .args(["--http-delay", bad])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--http-delay"), "{bad}: {err}");
     }
 }
 
@@ -186,4 +203,77 @@ fn requests_cut_off_by_the_end_are_reported_not_hidden() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("in flight   3 at the end"), "{text}");
     assert_eq!(out.status.code(), Some(1), "nothing completed");
+}
+
+/// `npt serve --http 127.0.0.1:0` with `extra` flags; the server and its HTTP address.
+fn serve_http_with(extra: &[&str]) -> (common::Guard, String) {
+    let mut child = npt()
+        .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let guard = common::Guard(child);
+    for line in BufReader::new(stdout).lines().take(8) {
+        let Ok(line) = line else { break };
+        if line.contains("listening on http") {
+            return (guard, line.rsplit(' ').next().unwrap().to_string());
+        }
+    }
+    panic!("npt serve --http did not report its address");
+}
+
+/// The gateway benchmark gave each service 50 clients of its own and read each one's QPS.
+/// Two backends of known delay behind one port (`--http-delay`), each host on connections of
+/// its own: each host's rate is its own connections over its own mean latency (Little's law),
+/// so the slow one reads a lower rate — where round-robin over shared connections gave both
+/// the same rate.
+#[test]
+fn per_host_connections_give_each_host_its_own_rate() {
+    let (srv, addr) = serve_http_with(&[
+        "--http-delay",
+        "fast.test=5ms",
+        "--http-delay",
+        "slow.test=20ms",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("hosts.json");
+    let out = npt()
+        .args(["http", &format!("http://{addr}/"), "-d", "2s"])
+        .args(["--host", "fast.test=4", "--host", "slow.test=6", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    drop(srv);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("each on connections of its own"), "{text}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    validate(&doc);
+    assert_eq!(doc["summary"]["connections"], 10);
+    let mut rps = Vec::new();
+    for (host, conns, delay_ms) in [("fast.test", 4.0, 5.0), ("slow.test", 6.0, 20.0)] {
+        let h = &doc["hosts"][host];
+        assert_eq!(h["connections"].as_f64(), Some(conns), "{h}");
+        let mean_s = h["latency_ms"]["mean"].as_f64().unwrap() / 1e3;
+        assert!(
+            mean_s * 1e3 >= delay_ms,
+            "{host}: the backend's delay is in the latency: {h}"
+        );
+        let little = conns / mean_s;
+        let got = h["rps"].as_f64().unwrap();
+        assert!(
+            (got - little).abs() <= 0.05 * little,
+            "{host}: {got:.1} req/s, Little's law says {little:.1} ({conns} conns / {mean_s} s)"
+        );
+        rps.push(got);
+    }
+    assert!(rps[0] > rps[1], "the faster backend serves more: {rps:?}");
 }

@@ -24,6 +24,11 @@ impl Workload for Config {
             "http2": self.http2,
             "streams": self.streams,
             "hosts": self.hosts,
+            // `--host NAME=N` / `NAME=R/s`, in the order of `hosts` (empty: shared connections).
+            "host_loads": self.host_loads.iter().map(|l| match *l {
+                crate::client::HostLoad::Connections(c) => serde_json::json!({"connections": c}),
+                crate::client::HostLoad::Rate(r) => serde_json::json!({"rate": r}),
+            }).collect::<Vec<_>>(),
             "headers": self.header_lines,
             "method": self.method.as_str(),
             "body_bytes": self.body.len(),

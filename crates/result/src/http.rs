@@ -170,6 +170,15 @@ pub struct HostResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_uncorrected_ms: Option<Summary>,
     pub ttfb_ms: Summary,
+    /// Per-host load only (`--host NAME=N` or `NAME=R/s`): the connections this host had to
+    /// itself, as a separate client would (absent when the hosts shared the `-c` connections
+    /// round-robin, which gives every host the same request rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub connections: Option<u32>,
+    /// Per-host rate only (`--host NAME=R/s`): this host's own open-loop rate, requests per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
 }
 
 /// The gateway benchmark's cold start: a command is spawned and polled until its first 2xx answer.

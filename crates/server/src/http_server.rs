@@ -101,7 +101,15 @@ pub struct ServerOptions {
     pub reply_budget: Option<ReplyBudgetHook>,
     /// How often refusals are summarized on stderr (only when something changed).
     pub log_every: Duration,
+    /// `--http-delay HOST=DUR`: every request whose `Host` (or `:authority`), port aside,
+    /// is HOST waits DUR before it is answered — backends of known, different latency behind
+    /// one port, for per-host load tests. At most [`MAX_HOST_DELAYS`], each at most
+    /// [`MAX_DELAY_MS`].
+    pub host_delays: Vec<(String, Duration)>,
 }
+
+/// The most `--http-delay` entries a responder takes.
+pub const MAX_HOST_DELAYS: usize = 64;
 
 impl ServerOptions {
     pub fn new(addr: SocketAddr) -> ServerOptions {
@@ -118,6 +126,7 @@ impl ServerOptions {
             token: None,
             reply_budget: None,
             log_every: Duration::from_secs(5),
+            host_delays: Vec::new(),
         }
     }
 

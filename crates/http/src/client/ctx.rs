@@ -16,6 +16,24 @@ pub(super) struct Ticket {
     pub(super) intended: Option<Instant>,
 }
 
+/// One set of connections: the hosts it rotates over, its request numbers and, in open loop,
+/// its pacer's releases.
+pub(super) struct Group {
+    pub(super) hosts: Vec<usize>,
+    pub(super) tickets: Tickets,
+    pub(super) open: Option<async_channel::Receiver<Due>>,
+}
+
+impl Group {
+    /// The host of request `k` of this group.
+    fn host(&self, k: u64) -> usize {
+        self.hosts
+            .get(host_for(k, self.hosts.len()))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
 /// Shared by every slot of a run.
 pub(super) struct Ctx {
     pub(super) addr: SocketAddr,
@@ -27,9 +45,8 @@ pub(super) struct Ctx {
     pub(super) headers: HeaderMap,
     pub(super) body: Bytes,
     pub(super) hosts: Vec<HostReq>,
-    /// Open loop: requests released by the pacer thread at their intended times.
-    pub(super) open: Option<async_channel::Receiver<Due>>,
-    pub(super) tickets: Tickets,
+    /// The sets of connections (`Config::groups`); in open loop each has its pacer's releases.
+    pub(super) groups: Vec<Group>,
     pub(super) t0: Instant,
     pub(super) end: Instant,
     pub(super) timeout: Duration,
@@ -55,21 +72,22 @@ impl Ctx {
         u64::try_from(t.saturating_duration_since(self.t0).as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// The next request for this slot; in open loop, waits until the pacer releases it.
-    /// `None`: the schedule is over.
-    pub(super) async fn ticket(&self) -> Option<Ticket> {
-        match &self.open {
+    /// The next request for a slot of group `g`; in open loop, waits until the group's pacer
+    /// releases it. `None`: the schedule is over.
+    pub(super) async fn ticket(&self, g: usize) -> Option<Ticket> {
+        let group = self.groups.get(g)?;
+        match &group.open {
             None => {
-                let k = self.tickets.take();
+                let k = group.tickets.take();
                 (Instant::now() < self.end).then_some(Ticket {
-                    host: host_for(k, self.hosts.len()),
+                    host: group.host(k),
                     intended: None,
                 })
             }
             Some(rx) => {
                 let d = rx.recv().await.ok()?;
                 Some(Ticket {
-                    host: host_for(d.k, self.hosts.len()),
+                    host: group.host(d.k),
                     intended: Some(d.intended),
                 })
             }
@@ -335,11 +353,13 @@ impl Ctx {
     }
 }
 
+/// The run's shared context; `open` holds each group's pacer releases (in the order of
+/// [`Config::groups`]; a missing one is closed loop).
 pub(super) fn build_ctx(
     cfg: &Config,
     addr: SocketAddr,
     t0: Instant,
-    open: Option<async_channel::Receiver<Due>>,
+    mut open: Vec<Option<async_channel::Receiver<Due>>>,
 ) -> Result<Ctx, Error> {
     let tls = if cfg.target.https {
         let connector = TlsConnector::from(crate::tls::client_config(cfg.insecure, cfg.http2)?);
@@ -410,8 +430,16 @@ pub(super) fn build_ctx(
         headers,
         body: cfg.body.clone(),
         hosts,
-        open,
-        tickets: Tickets::new(),
+        groups: cfg
+            .groups()
+            .into_iter()
+            .enumerate()
+            .map(|(i, g)| Group {
+                hosts: g.hosts,
+                tickets: Tickets::new(),
+                open: open.get_mut(i).and_then(Option::take),
+            })
+            .collect(),
         t0,
         end: t0 + cfg.duration,
         timeout: cfg.timeout,

@@ -4,10 +4,10 @@
 use super::*;
 
 /// `--new-conn`: every request on its own connection.
-pub(super) async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
+pub(super) async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
     let mut buf = Vec::new();
     let mut wd = Watchdog::new(ctx.timeout);
-    while let Some(tk) = ctx.ticket().await {
+    while let Some(tk) = ctx.ticket(g).await {
         let sent = Instant::now();
         let _in_flight = ctx.inflight.enter(ctx.ns(sent));
         let r = ctx
@@ -20,7 +20,7 @@ pub(super) async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
 /// Connects a slot. A failed connection costs the request that would have used it (counted
 /// as that request's error), then the slot backs off and tries again; `None` once no request
 /// is due any more.
-pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard) -> Option<Io> {
+pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard, g: usize) -> Option<Io> {
     loop {
         match ctx.connect().await {
             Ok((io, ce)) => {
@@ -28,7 +28,7 @@ pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard) -> Option<Io> {
                 return Some(io);
             }
             Err(f) => {
-                let tk = ctx.ticket().await?;
+                let tk = ctx.ticket(g).await?;
                 ctx.push(shard, tk, Instant::now(), Err(f));
                 tokio::time::sleep(RECONNECT_BACKOFF).await;
             }
@@ -37,15 +37,17 @@ pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard) -> Option<Io> {
 }
 
 /// HTTP/1.1 keep-alive: one connection, one request at a time, reconnecting when it breaks.
-pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
+pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
     let mut wd = Watchdog::new(ctx.timeout);
     loop {
-        let Some(io) = connect_slot(&ctx, &shard).await else {
+        let Some(io) = connect_slot(&ctx, &shard, g).await else {
             return;
         };
         let mut conn = h1::Conn::new(io);
         loop {
-            let Some(tk) = ctx.ticket().await else { return };
+            let Some(tk) = ctx.ticket(g).await else {
+                return;
+            };
             let sent = Instant::now();
             let in_flight = ctx.inflight.enter(ctx.ns(sent));
             let (r, keep_alive) = ctx.h1_exchange(&mut conn, tk.host, sent, &mut wd).await;
@@ -60,15 +62,17 @@ pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
 }
 
 /// HTTP/2: one connection carrying `streams` concurrent request loops.
-pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
+pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: usize) {
     loop {
-        let Some(io) = connect_slot(&ctx, &shard).await else {
+        let Some(io) = connect_slot(&ctx, &shard, g).await else {
             return;
         };
         let (tx, conn) = match h2_handshake(io).await {
             Ok(x) => x,
             Err(f) => {
-                let Some(tk) = ctx.ticket().await else { return };
+                let Some(tk) = ctx.ticket(g).await else {
+                    return;
+                };
                 ctx.push(&shard, tk, Instant::now(), Err(f));
                 tokio::time::sleep(RECONNECT_BACKOFF).await;
                 continue;
@@ -84,7 +88,7 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
                     if std::future::poll_fn(|cx| tx.poll_ready(cx)).await.is_err() {
                         return false;
                     }
-                    let Some(tk) = ctx.ticket().await else {
+                    let Some(tk) = ctx.ticket(g).await else {
                         return true;
                     };
                     let sent = Instant::now();

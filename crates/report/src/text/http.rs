@@ -125,12 +125,25 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
         text::ms(p.complete.p99)
     );
     writeln!(w, "  phases      {phases}")?;
-    if b.hosts.len() > 1 {
-        writeln!(w, "  hosts")?;
-        for (name, h) in &b.hosts {
+    let own_load = b.hosts.values().any(|h| h.connections.is_some());
+    if b.hosts.len() > 1 || own_load {
+        if own_load {
+            writeln!(w, "  hosts       each on connections of its own")?;
+        } else {
             writeln!(
                 w,
-                "    {name:<20} {:>9} req  {:>10.1} req/s  p50 {}  p99 {} ms  errors {}",
+                "  hosts       sharing the connections round-robin (the same rate each)"
+            )?;
+        }
+        for (name, h) in &b.hosts {
+            let load = match (h.connections, h.rate) {
+                (_, Some(r)) => format!("  {r} req/s asked"),
+                (Some(c), None) => format!("  {c} conns"),
+                (None, None) => String::new(),
+            };
+            writeln!(
+                w,
+                "    {name:<20} {:>9} req  {:>10.1} req/s  p50 {}  p99 {} ms  errors {}{load}",
                 h.requests,
                 h.rps,
                 text::ms(h.latency_ms.p50),
@@ -275,6 +288,17 @@ mod tests {
     }
 
     #[test]
+    fn per_host_loads_are_stated() {
+        let mut b = body(false, &["fast.test", "slow.test"]);
+        for h in b.hosts.values_mut() {
+            h.connections = Some(10);
+        }
+        let t = rendered(&b);
+        assert!(t.contains("each on connections of its own"), "{t}");
+        assert!(t.contains("errors 0  10 conns"), "{t}");
+    }
+
+    #[test]
     fn summary_text_open_loop_hosts_and_cold_start() {
         let mut b = body(true, &["app1.test", "app2.test"]);
         b.cold_start = Some(ColdStart {
@@ -289,6 +313,7 @@ mod tests {
         assert!(t.contains("(from intended send time)"), "{t}");
         assert!(t.contains("uncorrected min"), "{t}");
         assert!(t.contains("app1.test") && t.contains("app2.test"), "{t}");
+        assert!(t.contains("sharing the connections round-robin"), "{t}");
         assert!(t.contains("cold start  ready after 201"), "{t}");
         assert!(t.contains("`node app.js`"), "{t}");
     }
