@@ -71,6 +71,7 @@ complete -c npt -n "__fish_npt_using_subcommand serve" -l open-limits -d 'Lift t
 complete -c npt -n "__fish_npt_using_subcommand serve" -l raw-echo -d 'Answer raw (unframed) UDP from any address [default: loopback and private addresses only; it reflects anything]'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l limit-local -d 'Apply the limits to loopback and private source addresses too (they are exempt by default: benches, labs and clusters run there). For a host whose private side is not trusted, or whose network lets spoofed private sources in'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l tls -d 'HTTPS on the --http address (self-signed certificate unless --cert/--key)'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l http1-only -d 'Serve HTTP/1.1 only on --http: no h2c, and ALPN offers http/1.1 alone with --tls — a backend without HTTP/2, for `npt http --http2-fallback`'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp-stateless -d 'The STAMP reflector copies each sender\'s sequence number instead of keeping its own count per session (senders then see round-trip loss only, not which way)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-agent -d 'Be a hop agent: measure RTTs on request (`npt ping --from`) — TCP connect, UDP echo or QUIC handshake to a target within --hop-allow — for clients that pass --token (needed)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -s h -l help -d 'Print help'
@@ -211,7 +212,8 @@ complete -c npt -n "__fish_npt_using_subcommand http" -l run-id -d 'Name shared 
 complete -c npt -n "__fish_npt_using_subcommand http" -l metrics -d 'Serve live counters and latency histograms in OpenMetrics text at http://ADDR/metrics (for Prometheus), e.g. 0.0.0.0:9464' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l new-conn -d 'A new TCP (and TLS) connection for every request, sent with `Connection: close`'
-complete -c npt -n "__fish_npt_using_subcommand http" -l http2 -d 'HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http'
+complete -c npt -n "__fish_npt_using_subcommand http" -l http2 -d 'HTTP/2: h2 by ALPN over https (h2 and http/1.1 offered), h2c with prior knowledge over http. Asked once before the run: a server without HTTP/2 fails the run in one line (exit 1)'
+complete -c npt -n "__fish_npt_using_subcommand http" -l http2-fallback -d 'HTTP/2 when the server speaks it, else HTTP/1.1 (--streams then 1): the result\'s summary.protocol says which ran, summary.downgrade why it fell back'
 complete -c npt -n "__fish_npt_using_subcommand http" -s k -l insecure -d 'Accept any TLS certificate (self-signed test servers)'
 complete -c npt -n "__fish_npt_using_subcommand http" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
 complete -c npt -n "__fish_npt_using_subcommand http" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'

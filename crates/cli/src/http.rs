@@ -28,6 +28,7 @@ use crate::usage::parse_duration;
   npt http http://gw:80/ --host app1.test=200/s --host app2.test=200/s -c 20
   npt http URL --new-conn -c 50 -d 10s
   npt http URL --http2 --streams 10 -c 4
+  npt http URL --http2-fallback -c 50
   npt http URL --rate 5000 -d 30s
   npt http URL --cold-start 'node app.js' --ready-timeout 10s")]
 pub struct HttpArgs {
@@ -48,9 +49,15 @@ pub struct HttpArgs {
     /// A new TCP (and TLS) connection for every request, sent with `Connection: close`.
     #[arg(long)]
     pub new_conn: bool,
-    /// HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http.
+    /// HTTP/2: h2 by ALPN over https (h2 and http/1.1 offered), h2c with prior knowledge over
+    /// http. Asked once before the run: a server without HTTP/2 fails the run in one line
+    /// (exit 1).
     #[arg(long)]
     pub http2: bool,
+    /// HTTP/2 when the server speaks it, else HTTP/1.1 (--streams then 1): the result's
+    /// summary.protocol says which ran, summary.downgrade why it fell back.
+    #[arg(long)]
+    pub http2_fallback: bool,
     /// Concurrent streams per HTTP/2 connection (needs --http2).
     #[arg(long)]
     pub streams: Option<u32>,
@@ -123,8 +130,9 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
     c.duration = a.duration;
     c.rate = a.rate;
     c.new_conn = a.new_conn;
-    c.http2 = a.http2;
-    if a.streams.is_some() && !a.http2 {
+    c.http2 = a.http2 || a.http2_fallback;
+    c.http2_fallback = a.http2_fallback;
+    if a.streams.is_some() && !c.http2 {
         return Err(usage!(
             "--streams needs --http2 (HTTP/1.1 carries one request at a time per connection)"
         ));
@@ -229,7 +237,11 @@ fn host_loads(given: &[String]) -> anyhow::Result<(Vec<String>, Vec<npt_http::cl
 
 pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&args)?;
-    let protocol = if cfg.http2 { "h2" } else { "http/1.1" };
+    let protocol = match (cfg.http2, cfg.http2_fallback) {
+        (true, false) => "h2",
+        (true, true) => "h2 or http/1.1",
+        _ => "http/1.1",
+    };
     let labels = vec![
         ("protocol", protocol.to_string()),
         ("target", cfg.target.url.clone()),

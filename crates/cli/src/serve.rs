@@ -95,6 +95,10 @@ pub struct ServeArgs {
     /// --host` per-host load (repeatable, at most 64, each at most 600s).
     #[arg(long, value_name = "HOST=DUR", requires = "http")]
     pub http_delay: Vec<String>,
+    /// Serve HTTP/1.1 only on --http: no h2c, and ALPN offers http/1.1 alone with --tls — a
+    /// backend without HTTP/2, for `npt http --http2-fallback`.
+    #[arg(long, requires = "http")]
+    pub http1_only: bool,
     /// PEM certificate chain for --tls.
     #[arg(long, value_name = "FILE", requires = "tls", requires = "key")]
     pub cert: Option<std::path::PathBuf>,
@@ -215,6 +219,7 @@ fn http_options(
     o.token = a.token.clone();
     o.log_every = cfg.log_every;
     o.host_delays = http_delays(&a.http_delay)?;
+    o.h1_only = a.http1_only;
     Ok(Some(o))
 }
 
@@ -375,10 +380,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "npt serve: listening on tcp+udp {addr}")?;
         }
         if let Some((addr, _)) = &http {
-            let what = if a.tls {
-                "https (h2, http/1.1)"
-            } else {
-                "http (http/1.1, h2c)"
+            let what = match (a.tls, a.http1_only) {
+                (true, false) => "https (h2, http/1.1)",
+                (true, true) => "https (http/1.1)",
+                (false, false) => "http (http/1.1, h2c)",
+                (false, true) => "http (http/1.1)",
             };
             writeln!(out, "npt serve: listening on {what} {addr}")?;
         }

@@ -277,3 +277,119 @@ fn per_host_connections_give_each_host_its_own_rate() {
     }
     assert!(rps[0] > rps[1], "the faster backend serves more: {rps:?}");
 }
+
+/// A tiny HTTP/1.1-only server, as nginx without `http2 on` answers: `200 ok` with keep-alive
+/// to requests, `400 Bad Request` and close to the h2c preface (`PRI * HTTP/2.0`). Serves
+/// `conns` connections, then stops.
+fn h1_only_server(conns: usize) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(conns) {
+            let Ok(mut s) = s else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = s.read(&mut chunk) {
+                    buf.extend_from_slice(&chunk[..n]);
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        if buf.starts_with(b"PRI ") {
+                            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                            return;
+                        }
+                        buf.drain(..end + 4);
+                        if s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nok\n")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// `--http2` against servers without HTTP/2 — the cleartext h2c preface answered by an
+/// HTTP/1.1 400 or closed, TLS where ALPN chose http/1.1 — fails once, in one line, exit 1
+/// (it made thousands of connections, each an error); `--http2-fallback` runs HTTP/1.1 and the
+/// result says so and why; against a server with h2 it runs h2.
+#[test]
+fn http2_is_negotiated_and_falls_back_only_when_asked() {
+    let (h1, h1_addr) = serve_http_with(&["--http1-only"]);
+    let (h1_tls, h1_tls_addr) = serve_http_with(&["--http1-only", "--tls"]);
+    let (h2, h2_addr) = serve_http_with(&[]);
+    let (h2_tls, h2_tls_addr) = serve_http_with(&["--tls"]);
+    let tiny = h1_only_server(8);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |url: &str, mode: &str| {
+        let json = dir.path().join("r.json");
+        let _ = std::fs::remove_file(&json);
+        let t = Instant::now();
+        let out = npt()
+            .args(["http", url, "-k", mode, "-c", "2", "-d", "500ms", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let doc = std::fs::read(&json)
+            .ok()
+            .map(|b| serde_json::from_slice::<serde_json::Value>(&b).unwrap());
+        (out, doc, t.elapsed())
+    };
+    let refusing = [
+        (
+            format!("http://{h1_addr}/"),
+            "closed the connection on the h2c preface",
+        ),
+        (format!("https://{h1_tls_addr}/"), "TLS ALPN chose http/1.1"),
+        (
+            format!("http://{tiny}/"),
+            "answered by HTTP/1.x (\"HTTP/1.1 400 Bad Request\")",
+        ),
+    ];
+    for (url, why) in &refusing {
+        let (out, _, took) = run(url, "--http2");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{url}: {err}");
+        assert!(
+            err.contains("does not speak HTTP/2") && err.contains(why),
+            "{url}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{url}: one line: {err}");
+        assert!(
+            took < Duration::from_secs(5),
+            "{url}: failed at once, not after the run"
+        );
+        let (out, doc, _) = run(url, "--http2-fallback");
+        let doc = doc.unwrap_or_else(|| panic!("{url}: {}", String::from_utf8_lossy(&out.stderr)));
+        validate(&doc);
+        let s = &doc["summary"];
+        assert_eq!(out.status.code(), Some(0), "{url}: {s}");
+        assert_eq!(s["protocol"], "http/1.1", "{url}: {s}");
+        assert!(s["downgrade"].as_str().unwrap().contains(why), "{url}: {s}");
+        assert!(
+            s["requests"].as_u64().unwrap() > 0 && s["errors"] == 0,
+            "{url}: {s}"
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("protocol    http/1.1 (fell back from h2: "),
+            "{text}"
+        );
+    }
+    for url in [
+        format!("http://{h2_addr}/"),
+        format!("https://{h2_tls_addr}/"),
+    ] {
+        let (out, doc, _) = run(&url, "--http2-fallback");
+        let s = &doc.unwrap()["summary"];
+        assert_eq!(out.status.code(), Some(0), "{url}: {s}");
+        assert_eq!(s["protocol"], "h2", "{url}: {s}");
+        assert!(s.get("downgrade").is_none(), "{url}: {s}");
+        assert_eq!(s["errors"], 0, "{url}: {s}");
+    }
+    drop((h1, h1_tls, h2, h2_tls));
+}

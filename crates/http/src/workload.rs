@@ -22,6 +22,7 @@ impl Workload for Config {
             "rate": self.rate,
             "new_conn": self.new_conn,
             "http2": self.http2,
+            "http2_fallback": self.http2_fallback,
             "streams": self.streams,
             "hosts": self.hosts,
             // `--host NAME=N` / `NAME=R/s`, in the order of `hosts` (empty: shared connections).

@@ -84,9 +84,14 @@ pub struct HttpSummary {
     /// The socket address requests were sent to.
     pub target: String,
     pub method: String,
-    /// `http/1.1` or `h2`.
+    /// The protocol the run used: `http/1.1` or `h2`.
     #[schemars(extend("enum" = ["http/1.1", "h2"]))]
     pub protocol: String,
+    /// `--http2-fallback` only, when the server did not speak HTTP/2 and the run used
+    /// HTTP/1.1: why (`TLS ALPN chose http/1.1`, `h2c prior knowledge was answered by
+    /// HTTP/1.x ("HTTP/1.1 400 Bad Request")` …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downgrade: Option<String>,
     pub tls: bool,
     /// `closed` (`-c` workers send as soon as the previous answer is in) or `open` (`--rate`).
     #[schemars(extend("enum" = ["closed", "open"]))]

@@ -44,6 +44,9 @@ pub struct Config {
     pub connections: u32,
     pub streams: u32,
     pub http2: bool,
+    /// `--http2-fallback`: HTTP/2 if the server speaks it, else HTTP/1.1 (the result says
+    /// why); plain `--http2` fails once instead.
+    pub http2_fallback: bool,
     pub new_conn: bool,
     /// `--rate`: open loop, requests per second.
     pub rate: Option<f64>,
@@ -76,6 +79,7 @@ impl Config {
             connections: 50,
             streams: 1,
             http2: false,
+            http2_fallback: false,
             new_conn: false,
             rate: None,
             duration: Duration::from_secs(10),
@@ -89,6 +93,16 @@ impl Config {
         }
     }
 
+    /// The same run over HTTP/1.1: what `--http2-fallback` runs against a server without h2.
+    pub(super) fn as_http1(&self) -> Config {
+        Config {
+            http2: false,
+            http2_fallback: false,
+            streams: 1,
+            ..self.clone()
+        }
+    }
+
     /// Checks combinations the flags cannot express; the message names the flag.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: &str| Err(Error::Config(m.to_string()));
@@ -97,6 +111,9 @@ impl Config {
         }
         if self.streams == 0 {
             return bad("--streams must be at least 1");
+        }
+        if self.http2_fallback && !self.http2 {
+            return bad("--http2-fallback is an HTTP/2 run (it sets --http2)");
         }
         if self.streams > 1 && !self.http2 {
             return bad(

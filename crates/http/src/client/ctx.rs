@@ -171,6 +171,20 @@ impl Ctx {
 
     /// [`Ctx::connect`] without its own timer: the caller bounds it.
     pub(super) async fn connect_untimed(&self) -> Result<(Io, ConnEvent), Failure> {
+        let (io, ce) = self.connect_any().await?;
+        if let Io::Tls(tls) = &io {
+            if self.h2 && tls.get_ref().1.alpn_protocol() != Some(crate::tls::ALPN_H2) {
+                return Err(Failure(
+                    ErrorKind::Protocol,
+                    "server did not negotiate h2 by ALPN".into(),
+                ));
+            }
+        }
+        Ok((io, ce))
+    }
+
+    /// TCP connect and TLS handshake, whatever protocol ALPN chose.
+    pub(super) async fn connect_any(&self) -> Result<(Io, ConnEvent), Failure> {
         let t = Instant::now();
         let (tcp, proxy_ns) = match &self.via {
             Some(via) if !self.absolute_form => {
@@ -227,12 +241,6 @@ impl Ctx {
             Ok(s) => s,
         };
         let tls_ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        if self.h2 && tls.get_ref().1.alpn_protocol() != Some(crate::tls::ALPN_H2) {
-            return Err(Failure(
-                ErrorKind::Protocol,
-                "server did not negotiate h2 by ALPN".into(),
-            ));
-        }
         Ok((
             Io::Tls(Box::new(tls)),
             ConnEvent {

@@ -56,6 +56,7 @@ const INTERVAL_NS: u64 = 1_000_000_000;
 mod config;
 mod ctx;
 mod failure;
+pub mod negotiate;
 mod slots;
 mod stream;
 mod target;
@@ -100,9 +101,40 @@ pub fn run(
     if let Some(cs) = &cfg.cold_start {
         let spawned = Instant::now();
         let g = group.insert(ProcessGroup::spawn(&cs.command)?);
-        let ctx = build_ctx(cfg, addr, spawned, Vec::new())?;
+        // With --http2-fallback the first good answer may come in either protocol: polled
+        // over HTTP/1.1, which every server speaks.
+        let polled = if cfg.http2_fallback {
+            cfg.as_http1()
+        } else {
+            cfg.clone()
+        };
+        let ctx = build_ctx(&polled, addr, spawned, Vec::new())?;
         cold = Some(rt.block_on(cold_start(&ctx, cs, g, spawned, stop))?);
     }
+
+    // HTTP/2: asked once whether the server speaks it (negotiate).
+    let mut downgrade = None;
+    let downgraded;
+    let cfg = if cfg.http2 {
+        let ctx = build_ctx(cfg, addr, Instant::now(), Vec::new())?;
+        match rt.block_on(negotiate::probe(&ctx)) {
+            // No connection: nothing known; the run goes on as asked and counts its errors.
+            Ok(negotiate::Speaks::H2) | Err(_) => cfg,
+            Ok(negotiate::Speaks::H1(why)) if cfg.http2_fallback => {
+                downgrade = Some(why);
+                downgraded = cfg.as_http1();
+                &downgraded
+            }
+            Ok(negotiate::Speaks::H1(why)) => {
+                return Err(Error::Protocol(format!(
+                    "{} does not speak HTTP/2: {why} (--http2-fallback runs HTTP/1.1 then)",
+                    cfg.target.url
+                )))
+            }
+        }
+    } else {
+        cfg
+    };
 
     let cpu0 = npt_result::cpu_seconds();
     let started = SystemTime::now();
@@ -240,6 +272,7 @@ pub fn run(
         new_conn: cfg.new_conn,
         in_flight_at_end: in_flight,
         oldest_in_flight_ms: oldest_ns as f64 / 1e6,
+        downgrade,
         ..HttpSummary::default()
     };
     let body = collector.finish(summary, cutoff, health, cold);

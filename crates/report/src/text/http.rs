@@ -49,6 +49,9 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
         "  mode        {mode}; {:.2} s, stopped by {stopped_by}",
         s.duration_s
     )?;
+    if let Some(why) = &s.downgrade {
+        writeln!(w, "  protocol    {} (fell back from h2: {why})", s.protocol)?;
+    }
     if let Some(cs) = &b.cold_start {
         writeln!(
             w,

@@ -126,6 +126,7 @@ pub fn recorded(seed: u64) -> (Split<HttpStats>, HttpMeta) {
         target: "127.0.0.1:8080".into(),
         method: "GET".into(),
         protocol: "http/1.1".into(),
+        downgrade: None,
         tls: r.gen_bool(0.5),
         mode: if open_loop { "open" } else { "closed" }.into(),
         open_loop,

@@ -28,6 +28,8 @@ pub struct HttpMeta {
     pub method: String,
     /// `http/1.1` or `h2`.
     pub protocol: String,
+    /// `--http2-fallback`: why the run used HTTP/1.1.
+    pub downgrade: Option<String>,
     pub tls: bool,
     /// `closed` or `open`.
     pub mode: String,
@@ -45,6 +47,7 @@ impl HttpMeta {
             target: s.target.clone(),
             method: s.method.clone(),
             protocol: s.protocol.clone(),
+            downgrade: s.downgrade.clone(),
             tls: s.tls,
             mode: s.mode.clone(),
             open_loop: s.open_loop,
@@ -263,6 +266,7 @@ impl Stats for HttpStats {
             target: m.target.clone(),
             method: m.method.clone(),
             protocol: m.protocol.clone(),
+            downgrade: m.downgrade.clone(),
             tls: m.tls,
             mode: m.mode.clone(),
             open_loop: m.open_loop,
