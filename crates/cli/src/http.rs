@@ -89,6 +89,11 @@ pub struct HttpArgs {
     /// the time to it, then run the warm benchmark; the group is killed at the end.
     #[arg(long, value_name = "CMD")]
     pub cold_start: Option<String>,
+    /// With --cold-start through a gateway: the started command's own port ([HOST:]PORT, HOST
+    /// the URL's by default). The cold start is then also split at the command's first 2xx
+    /// on that port, asked directly (plain HTTP/1.1): the service's part and the gateway's.
+    #[arg(long, value_name = "[HOST:]PORT", requires = "cold_start")]
+    pub cold_start_port: Option<String>,
     /// How long --cold-start waits for the first 2xx answer.
     #[arg(long, default_value = "10s", value_parser = parse_duration, requires = "cold_start")]
     pub ready_timeout: Duration,
@@ -180,9 +185,14 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
     c.body = body.unwrap_or_default();
     c.insecure = a.insecure;
     c.timeout = a.timeout;
+    let service = match &a.cold_start_port {
+        None => None,
+        Some(p) => Some(service_port(p, &c.target.host)?),
+    };
     c.cold_start = a.cold_start.as_ref().map(|cmd| ColdStartConfig {
         command: cmd.clone(),
         ready_timeout: a.ready_timeout,
+        service,
     });
     c.threads = a.threads;
     if a.threads == Some(0) {
@@ -191,6 +201,20 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
     c.header_lines = a.headers.clone();
     c.validate().map_err(|e| usage!("{e}"))?;
     Ok(c)
+}
+
+/// `--cold-start-port PORT`, `HOST:PORT` or `[V6]:PORT`; the URL's host when none is given.
+fn service_port(given: &str, url_host: &str) -> anyhow::Result<(String, u16)> {
+    let bad = || usage!("--cold-start-port {given:?}: expected PORT or HOST:PORT, e.g. 3000");
+    let (host, port) = match given.rsplit_once(':') {
+        None => (url_host, given),
+        Some((h, p)) => (h.trim_start_matches('[').trim_end_matches(']'), p),
+    };
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    if port == 0 || host.is_empty() {
+        return Err(bad());
+    }
+    Ok((host.to_string(), port))
 }
 
 /// `--host NAME`, `NAME=N` (connections of its own) or `NAME=R/s` (a rate of its own). The
@@ -341,6 +365,30 @@ mod tests {
             "2",
         ]);
         assert!(e.contains("--new-conn"));
+    }
+
+    #[test]
+    fn cold_start_port_takes_a_port_or_an_address() {
+        let cs = |p: &str| {
+            parse(&[
+                "http://gw.test:8080/",
+                "--cold-start",
+                "x",
+                "--cold-start-port",
+                p,
+            ])
+            .map(|c| c.cold_start.unwrap().service.unwrap())
+        };
+        assert_eq!(cs("3000").unwrap(), ("gw.test".to_string(), 3000));
+        assert_eq!(
+            cs("127.0.0.1:3000").unwrap(),
+            ("127.0.0.1".to_string(), 3000)
+        );
+        assert_eq!(cs("[::1]:3000").unwrap(), ("::1".to_string(), 3000));
+        for bad in ["0", "x", "h:", "70000"] {
+            let e = cs(bad).unwrap_err();
+            assert!(e.to_string().contains("--cold-start-port"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -393,3 +393,169 @@ fn http2_is_negotiated_and_falls_back_only_when_asked() {
     }
     drop((h1, h1_tls, h2, h2_tls));
 }
+
+/// A service that starts listening `LISTEN` s after it starts and answers 200 (503 before)
+/// `READY` s after that; with a gateway port, also a stand-in gateway, listening at once, that
+/// answers 502 until the service has answered 200 for `GATEWAY` s (as a gateway that checks
+/// its backend's health would). Writes what it did, on its own clocks, to OUT: when it
+/// listened counted from its own exec (`/proc/self/stat` start time, 10 ms ticks), its first
+/// 200 and the gateway's first 200 (monotonic).
+const COLD_SERVICE: &str = r#"
+import json, os, socket, sys, threading, time
+port, listen_s, ready_s, out = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+gw_port, gw_s = (int(sys.argv[5]), float(sys.argv[6])) if len(sys.argv) > 6 else (None, 0.0)
+seen = {}
+lock = threading.Lock()
+def note(k, v):
+    with lock:
+        if k not in seen:
+            seen[k] = v
+            with open(out + ".tmp", "w") as f:
+                json.dump(seen, f)
+            os.replace(out + ".tmp", out)
+def since_exec():
+    with open("/proc/self/stat") as f:
+        start = int(f.read().rsplit(")", 1)[1].split()[19])
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - start / os.sysconf("SC_CLK_TCK")
+def serve(sock, answer):
+    def one(c):
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = c.recv(4096)
+            if not d:
+                return c.close()
+            buf += d
+        code = answer(time.monotonic())
+        c.sendall(b"HTTP/1.1 %d X\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n" % code)
+        c.close()
+    while True:
+        c, _ = sock.accept()
+        threading.Thread(target=one, args=(c,), daemon=True).start()
+def listen(p):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", p))
+    s.listen(128)
+    return s
+def gateway(now):
+    ok = seen.get("first_ok")
+    if ok is None or now < ok + gw_s:
+        return 502
+    note("gateway_first_ok", now)
+    return 200
+if gw_port:
+    threading.Thread(target=serve, args=(listen(gw_port), gateway), daemon=True).start()
+time.sleep(listen_s)
+s = listen(port)
+t_listen = time.monotonic()
+note("listen_since_exec", since_exec())
+note("listen", t_listen)
+def service(now):
+    if now < t_listen + ready_s:
+        return 503
+    note("first_ok", now)
+    return 200
+serve(s, service)
+"#;
+
+/// The gateway benchmark split its cold start (201 ms = 25 gateway + 176 service). A service
+/// of known delays (listening 300 ms after its start, answering 200 ms after that) is read
+/// back as start → listening and listening → first good response, each held to what the
+/// service itself recorded; behind a stand-in gateway that answers 150 ms after the service
+/// does, `--cold-start-port` adds the service's own ready time and the gateway's part.
+#[test]
+fn cold_start_is_split_at_listening_and_at_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("svc.py");
+    std::fs::write(&script, COLD_SERVICE).unwrap();
+    let run = |gateway: bool| {
+        let (port, gw) = (free_port(), free_port());
+        let out = dir.path().join(format!("seen-{gateway}.json"));
+        let json = dir.path().join(format!("r-{gateway}.json"));
+        let mut cmd = format!(
+            "exec python3 {} {port} 0.3 0.2 {}",
+            script.display(),
+            out.display()
+        );
+        let url_port = if gateway {
+            cmd += &format!(" {gw} 0.15");
+            gw
+        } else {
+            port
+        };
+        let mut args = vec![
+            "http".to_string(),
+            format!("http://127.0.0.1:{url_port}/"),
+            "-c".into(),
+            "1".into(),
+            "-d".into(),
+            "300ms".into(),
+            "--cold-start".into(),
+            cmd,
+            "--ready-timeout".into(),
+            "10s".into(),
+        ];
+        if gateway {
+            args.extend(["--cold-start-port".into(), port.to_string()]);
+        }
+        let o = npt().args(&args).arg("--json").arg(&json).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{text}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        validate(&doc);
+        let seen: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        (doc["cold_start"].clone(), seen, text)
+    };
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {v}"));
+
+    let (cs, seen, text) = run(false);
+    assert!(text.contains("start → listening"), "{text}");
+    // The service's own clock says when it listened, from its exec (10 ms ticks, rounded
+    // down, so that figure is up to 10 ms high); npt tries the port every 2 ms.
+    let listening = f(&cs, "listening_ms");
+    let own = f(&seen, "listen_since_exec") * 1e3;
+    assert!(listening >= 300.0, "{cs}");
+    assert!(
+        (listening - own).abs() <= 12.0,
+        "npt {listening} ms, the service {own} ms"
+    );
+    let answering = f(&cs, "listening_to_ready_ms");
+    let own = (f(&seen, "first_ok") - f(&seen, "listen")) * 1e3;
+    assert!(own >= 200.0, "{seen}");
+    assert!(
+        (answering - own).abs() <= 5.0,
+        "npt {answering} ms, the service {own} ms"
+    );
+    assert!(
+        (f(&cs, "ready_ms") - listening - answering).abs() < 1e-6,
+        "{cs}"
+    );
+    assert!(cs.get("gateway_ms").is_none(), "no gateway named: {cs}");
+
+    let (cs, seen, text) = run(true);
+    assert!(text.contains("the gateway's own part"), "{text}");
+    let gateway = f(&cs, "gateway_ms");
+    let own = (f(&seen, "gateway_first_ok") - f(&seen, "first_ok")) * 1e3;
+    assert!(own >= 150.0, "{seen}");
+    assert!(
+        (gateway - own).abs() <= 5.0,
+        "npt {gateway} ms, the gateway {own} ms"
+    );
+    assert!(
+        (f(&cs, "ready_ms") - f(&cs, "service_ready_ms") - gateway).abs() < 1e-6,
+        "{cs}"
+    );
+    let listening = f(&cs, "listening_ms");
+    let own = f(&seen, "listen_since_exec") * 1e3;
+    assert!(
+        (listening - own).abs() <= 12.0,
+        "npt {listening} ms, the service {own} ms"
+    );
+}

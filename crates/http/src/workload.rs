@@ -38,6 +38,7 @@ impl Workload for Config {
             "cold_start": self.cold_start.as_ref().map(|cs| serde_json::json!({
                 "command": cs.command,
                 "ready_timeout_s": cs.ready_timeout.as_secs_f64(),
+                "port": cs.service.as_ref().map(|(h, p)| format!("{h}:{p}")),
             })),
         })
     }

@@ -201,6 +201,26 @@ pub struct ColdStart {
     /// The status of that response (2xx).
     #[schemars(range(min = 200, max = 299))]
     pub first_status: u16,
+    /// The port watched for listening: the URL's, or `--cold-start-port`'s (the command's
+    /// own, behind a gateway), as `host:port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+    /// From spawning the command until that port first accepted a TCP connection (the process
+    /// starting and binding; polled every 2 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listening_ms: Option<f64>,
+    /// From listening to the end of the first 2xx response through the URL (`ready_ms −
+    /// listening_ms`): the service getting ready to answer, plus any gateway in front of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listening_to_ready_ms: Option<f64>,
+    /// `--cold-start-port` only: from spawning to the end of the command's first 2xx answer
+    /// on its own port, asked directly (plain HTTP/1.1), not through the URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_ready_ms: Option<f64>,
+    /// `--cold-start-port` only: the gateway's own part, `ready_ms − service_ready_ms` — how
+    /// much later the first good answer came through the URL than from the service itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_ms: Option<f64>,
 }
 
 /// The names in an http result's `histograms` map (serialized HDR histograms, ns).

@@ -7,6 +7,9 @@ use super::*;
 pub struct ColdStartConfig {
     pub command: String,
     pub ready_timeout: Duration,
+    /// `--cold-start-port [HOST:]PORT`: the command's own port when the URL goes through a
+    /// gateway in front of it (HOST defaults to the URL's).
+    pub service: Option<(String, u16)>,
 }
 
 /// `--host NAME=N` or `--host NAME=R/s`: the load one virtual host gets on connections of its

@@ -99,6 +99,7 @@ pub fn run(
     let mut group = None;
     let mut cold = None;
     if let Some(cs) = &cfg.cold_start {
+        let service = Service::new(cfg, addr)?;
         let spawned = Instant::now();
         let g = group.insert(ProcessGroup::spawn(&cs.command)?);
         // With --http2-fallback the first good answer may come in either protocol: polled
@@ -109,7 +110,7 @@ pub fn run(
             cfg.clone()
         };
         let ctx = build_ctx(&polled, addr, spawned, Vec::new())?;
-        cold = Some(rt.block_on(cold_start(&ctx, cs, g, spawned, stop))?);
+        cold = Some(rt.block_on(cold_start(&ctx, cs, service.as_ref(), g, spawned, stop))?);
     }
 
     // HTTP/2: asked once whether the server speaks it (negotiate).

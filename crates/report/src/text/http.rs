@@ -62,6 +62,24 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
             cs.attempts,
             cs.command
         )?;
+        if let (Some(port), Some(l), Some(a)) =
+            (&cs.port, cs.listening_ms, cs.listening_to_ready_ms)
+        {
+            writeln!(
+                w,
+                "              start → listening {} ms ({port}), listening → first good response {} ms",
+                text::ms(l),
+                text::ms(a)
+            )?;
+        }
+        if let (Some(sr), Some(g)) = (cs.service_ready_ms, cs.gateway_ms) {
+            writeln!(
+                w,
+                "              service answered on its own port after {} ms; the gateway's own part {} ms",
+                text::ms(sr),
+                text::ms(g)
+            )?;
+        }
     }
     writeln!(
         w,
@@ -310,6 +328,11 @@ mod tests {
             first_request_ms: 11.7,
             attempts: 5,
             first_status: 200,
+            port: Some("127.0.0.1:3000".into()),
+            listening_ms: Some(170.0),
+            listening_to_ready_ms: Some(31.0),
+            service_ready_ms: Some(176.0),
+            gateway_ms: Some(25.0),
         });
         let t = rendered(&b);
         assert!(t.contains("open loop at 1000 req/s"), "{t}");
@@ -319,5 +342,7 @@ mod tests {
         assert!(t.contains("sharing the connections round-robin"), "{t}");
         assert!(t.contains("cold start  ready after 201"), "{t}");
         assert!(t.contains("`node app.js`"), "{t}");
+        assert!(t.contains("start → listening 170"), "{t}");
+        assert!(t.contains("the gateway's own part 25"), "{t}");
     }
 }

@@ -162,6 +162,7 @@ pub fn recorded(seed: u64) -> (Split<HttpStats>, HttpMeta) {
             first_request_ms: r.gen_range(0.0..1e3),
             attempts: r.gen_range(1..50),
             first_status: 200,
+            ..ColdStart::default()
         });
         let lateness = some_hist(&mut r).summary();
         let mut h = health(&mut r).with_sends(r.gen_range(0..9), 2.0, lateness);
