@@ -209,6 +209,10 @@ pub struct ColdStart {
     /// starting and binding; polled every 2 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listening_ms: Option<f64>,
+    /// How precisely `listening_ms` is known: the port was still closed this long before it
+    /// (when the previous try began), so listening began within this window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listening_within_ms: Option<f64>,
     /// From listening to the end of the first 2xx response through the URL (`ready_ms −
     /// listening_ms`): the service getting ready to answer, plus any gateway in front of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +221,10 @@ pub struct ColdStart {
     /// on its own port, asked directly (plain HTTP/1.1), not through the URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_ready_ms: Option<f64>,
+    /// `--cold-start-port` only: that direct request's own time (from its send to the end of
+    /// its response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_first_request_ms: Option<f64>,
     /// `--cold-start-port` only: the gateway's own part, `ready_ms − service_ready_ms` — how
     /// much later the first good answer came through the URL than from the service itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -8,6 +8,8 @@ use super::*;
 
 /// How often the port is tried until it accepts (a refused connect costs next to nothing).
 const LISTEN_POLL: Duration = Duration::from_millis(2);
+/// The longest one try to connect to the port may take.
+const LISTEN_TRY: Duration = Duration::from_secs(1);
 
 /// The command's own port, asked directly: where, and the context for plain HTTP/1.1 to it.
 pub(super) struct Service {
@@ -54,7 +56,11 @@ impl Service {
 #[derive(Default)]
 struct Seen {
     listening: Option<Instant>,
+    /// When the last try that found the port closed began: listening started after it.
+    closed_at: Option<Instant>,
     service_ready: Option<Instant>,
+    /// That direct request's own time.
+    service_request: Option<Duration>,
 }
 
 /// One request on a connection of its own; `Ok(status)` or why not.
@@ -101,11 +107,17 @@ pub(super) async fn cold_start(
             )));
         }
         if let (Some(s), None) = (service, seen.listening) {
-            let connect = tokio::time::timeout_at(deadline.into(), TcpStream::connect(s.addr));
+            // Bounded per try: a port behind a firewall that drops SYNs is tried again.
+            let tried = Instant::now();
+            let until = deadline.min(tried + LISTEN_TRY);
+            let connect = tokio::time::timeout_at(until.into(), TcpStream::connect(s.addr));
             match connect.await {
                 Ok(Ok(_)) => seen.listening = Some(Instant::now()),
                 // A refused connection is an attempt too (`cold_start.attempts`).
-                _ => attempts += 1,
+                _ => {
+                    attempts += 1;
+                    seen.closed_at = Some(tried);
+                }
             }
         }
         let listening = seen.listening.is_some() || service.is_none();
@@ -117,8 +129,10 @@ pub(super) async fn cold_start(
             None,
         ) = (service, listening, seen.service_ready)
         {
+            let sent = Instant::now();
             if let Ok(200..=299) = ask(direct, deadline, cs.ready_timeout).await {
                 seen.service_ready = Some(Instant::now());
+                seen.service_request = Some(sent.elapsed());
             }
         }
         // Without a gateway the URL's port is the one watched: nothing to ask before it listens.
@@ -141,6 +155,12 @@ pub(super) async fn cold_start(
                         port: service.map(|s| s.addr.to_string()),
                         listening_ms,
                         listening_to_ready_ms: listening_ms.map(|l| ready_ms - l),
+                        listening_within_ms: seen
+                            .listening
+                            .map(|l| (l - seen.closed_at.unwrap_or(spawned)).as_secs_f64() * 1e3),
+                        service_first_request_ms: seen
+                            .service_request
+                            .map(|d| d.as_secs_f64() * 1e3),
                         service_ready_ms,
                         gateway_ms: service_ready_ms.map(|s| ready_ms - s),
                     });

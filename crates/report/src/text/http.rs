@@ -65,9 +65,12 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
         if let (Some(port), Some(l), Some(a)) =
             (&cs.port, cs.listening_ms, cs.listening_to_ready_ms)
         {
+            let within = cs
+                .listening_within_ms
+                .map_or(String::new(), |x| format!(", seen to {} ms", text::ms(x)));
             writeln!(
                 w,
-                "              start → listening {} ms ({port}), listening → first good response {} ms",
+                "              start → listening {} ms ({port}{within}), listening → first good response {} ms",
                 text::ms(l),
                 text::ms(a)
             )?;
@@ -331,7 +334,9 @@ mod tests {
             port: Some("127.0.0.1:3000".into()),
             listening_ms: Some(170.0),
             listening_to_ready_ms: Some(31.0),
+            listening_within_ms: Some(2.0),
             service_ready_ms: Some(176.0),
+            service_first_request_ms: Some(1.0),
             gateway_ms: Some(25.0),
         });
         let t = rendered(&b);
@@ -343,6 +348,7 @@ mod tests {
         assert!(t.contains("cold start  ready after 201"), "{t}");
         assert!(t.contains("`node app.js`"), "{t}");
         assert!(t.contains("start → listening 170"), "{t}");
+        assert!(t.contains("seen to 2.00 ms"), "{t}");
         assert!(t.contains("the gateway's own part 25"), "{t}");
     }
 }
