@@ -118,41 +118,53 @@ impl Ctx {
         tx: &mut H2Tx,
         host: usize,
     ) -> Result<(u16, Instant, u64), Failure> {
+        self.h2_try(tx, host).await.map_err(|(f, _)| f)
+    }
+
+    /// [`Ctx::h2_request`], also saying whether a failure is a request the server never
+    /// processed ([`unprocessed`]), which may be sent again on a new connection.
+    async fn h2_try(
+        &self,
+        tx: &mut H2Tx,
+        host: usize,
+    ) -> Result<(u16, Instant, u64), (Failure, bool)> {
+        let fail = |e: h2::Error| (Failure::from_err(&e), unprocessed(&e));
         let eos = self.body.is_empty();
-        let (resp, mut send) = tx
-            .send_request(self.build_h2(host), eos)
-            .map_err(|e| Failure::from_err(&e))?;
+        let (resp, mut send) = tx.send_request(self.build_h2(host), eos).map_err(fail)?;
         if !eos {
-            send.send_data(self.body.clone(), true)
-                .map_err(|e| Failure::from_err(&e))?;
+            send.send_data(self.body.clone(), true).map_err(fail)?;
         }
-        let resp = resp.await.map_err(|e| Failure::from_err(&e))?;
+        let resp = resp.await.map_err(fail)?;
         let head = Instant::now();
         let status = resp.status().as_u16();
         let mut body = resp.into_body();
         let mut n = 0u64;
         while let Some(chunk) = body.data().await {
-            let chunk = chunk.map_err(|e| Failure::from_err(&e))?;
+            let chunk = chunk.map_err(|e| (Failure::from_err(&e), false))?;
             n += chunk.len() as u64;
             let _ = body.flow_control().release_capacity(chunk.len());
         }
         Ok((status, head, n))
     }
 
-    /// h2: one request within the timeout kept by the stream's watchdog.
+    /// h2: one request within the timeout kept by the stream's watchdog; the failure says
+    /// whether the server never processed the request ([`unprocessed`]).
     pub(super) async fn h2_exchange(
         &self,
         tx: &mut H2Tx,
         host: usize,
         sent: Instant,
         wd: &mut Watchdog,
-    ) -> Result<(u16, Instant, u64), Failure> {
-        wd.guard(sent + self.timeout, self.h2_request(tx, host))
+    ) -> Result<(u16, Instant, u64), (Failure, bool)> {
+        wd.guard(sent + self.timeout, self.h2_try(tx, host))
             .await
             .unwrap_or_else(|| {
-                Err(Failure(
-                    ErrorKind::Timeout,
-                    format!("no complete response within {:?}", self.timeout),
+                Err((
+                    Failure(
+                        ErrorKind::Timeout,
+                        format!("no complete response within {:?}", self.timeout),
+                    ),
+                    false,
                 ))
             })
     }
@@ -363,6 +375,15 @@ impl Ctx {
 
 /// The run's shared context; `open` holds each group's pacer releases (in the order of
 /// [`Config::groups`]; a missing one is closed loop).
+/// An h2 request the server says it never processed — refused (`REFUSED_STREAM`), or above the
+/// last stream of a graceful GOAWAY (`NO_ERROR`: nginx closes a connection so after 1000
+/// requests) — which RFC 9113 §8.7 lets a client send again, as browsers do.
+pub(super) fn unprocessed(e: &h2::Error) -> bool {
+    e.is_remote()
+        && ((e.is_go_away() && e.reason() == Some(h2::Reason::NO_ERROR))
+            || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)))
+}
+
 pub(super) fn build_ctx(
     cfg: &Config,
     addr: SocketAddr,

@@ -61,8 +61,21 @@ pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
     }
 }
 
-/// HTTP/2: one connection carrying `streams` concurrent request loops.
+/// How often one request the server never processed (a graceful GOAWAY, a refused stream) is
+/// sent again before it counts as an error (each try also within the request's timeout,
+/// counted from its first send).
+const H2_RETRIES: u32 = 8;
+
+/// A request to send again on the slot's connection (or the next one): its ticket, when it was first sent
+/// (its latency counts from then, as its user waits from then) and how often it was sent.
+type Retry = (Ticket, Instant, u32);
+
+/// HTTP/2: one connection carrying `streams` concurrent request loops. A request the server
+/// never processed (a graceful GOAWAY above its last stream, a refused stream: `unprocessed`)
+/// is sent again, on the next connection when this one is going away, its latency counted from
+/// its first send.
 pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: usize) {
+    let retries: Arc<std::sync::Mutex<Vec<Retry>>> = Arc::default();
     loop {
         let Some(io) = connect_slot(&ctx, &shard, g).await else {
             return;
@@ -81,6 +94,7 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
         let mut set = JoinSet::new();
         for _ in 0..streams {
             let (ctx, shard, mut tx) = (ctx.clone(), shard.clone(), tx.clone());
+            let retries = retries.clone();
             set.spawn(async move {
                 let mut wd = Watchdog::new(ctx.timeout);
                 loop {
@@ -88,14 +102,29 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
                     if std::future::poll_fn(|cx| tx.poll_ready(cx)).await.is_err() {
                         return false;
                     }
-                    let Some(tk) = ctx.ticket(g).await else {
-                        return true;
+                    let again = retries.lock().ok().and_then(|mut r| r.pop());
+                    let (tk, sent, tries) = match again {
+                        Some(r) => r,
+                        None => {
+                            let Some(tk) = ctx.ticket(g).await else {
+                                return true;
+                            };
+                            (tk, Instant::now(), 0)
+                        }
                     };
-                    let sent = Instant::now();
                     let in_flight = ctx.inflight.enter(ctx.ns(sent));
                     let r = ctx.h2_exchange(&mut tx, tk.host, sent, &mut wd).await;
                     drop(in_flight);
-                    ctx.push(&shard, tk, sent, r);
+                    match r {
+                        // Sent again: on this connection if it still takes requests, else
+                        // (poll_ready fails: a GOAWAY) on the next one.
+                        Err((_, true)) if tries < H2_RETRIES => {
+                            if let Ok(mut r) = retries.lock() {
+                                r.push((tk, sent, tries + 1));
+                            }
+                        }
+                        r => ctx.push(&shard, tk, sent, r.map_err(|(f, _)| f)),
+                    }
                 }
             });
         }
