@@ -773,7 +773,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__http)
-            opts="-c -d -H -m -k -q -4 -6 -h --connections --duration --rate --new-conn --http2 --streams --host --header --method --body --body-file --insecure --timeout --cold-start --ready-timeout --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-c -d -H -m -k -q -4 -6 -h --connections --duration --rate --new-conn --http2 --http2-fallback --streams --host --header --method --body --body-file --insecure --timeout --cold-start --cold-start-port --ready-timeout --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -836,6 +836,10 @@ _npt() {
                     return 0
                     ;;
                 --cold-start)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cold-start-port)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1815,7 +1819,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__serve)
-            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --cert --key --quic --quic-cert --quic-key --quic-cert-out --stamp --stamp-stateless --stamp-key --metrics --hop-agent --hop-allow --help"
+            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --http-delay --http1-only --cert --key --quic --quic-cert --quic-key --quic-cert-out --stamp --stamp-stateless --stamp-key --metrics --hop-agent --hop-allow --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1878,6 +1882,10 @@ _npt() {
                     return 0
                     ;;
                 --http)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http-delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -56,6 +56,7 @@ complete -c npt -n "__fish_npt_using_subcommand serve" -l http-idle-timeout -d '
 complete -c npt -n "__fish_npt_using_subcommand serve" -l reply-mbps -d 'Asked-for reply bytes (TCP/QUIC Responses, HTTP /bytes/N) per second per source address, in megabits; one reply can be at most one second\'s worth [default: 100; 10000 with --open-limits]' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l log-every -d 'How often refusals are summarized on stderr (tests shorten it)' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l http -d 'Also serve HTTP on this address: `/`, `/bytes/N`, `/delay/MS`, `/status/CODE`, POST echo; HTTP/1.1 + h2c (or h2 and http/1.1 by ALPN with --tls)' -r
+complete -c npt -n "__fish_npt_using_subcommand serve" -l http-delay -d 'HOST=DUR: answer every HTTP request for this virtual host (Host or :authority, port aside) DUR late — backends of known, different delay behind one port, for `npt http --host` per-host load (repeatable, at most 64, each at most 600s)' -r
 complete -c npt -n "__fish_npt_using_subcommand serve" -l cert -d 'PEM certificate chain for --tls' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l key -d 'PEM private key for --tls' -r -F
 complete -c npt -n "__fish_npt_using_subcommand serve" -l quic -d 'Also serve QUIC on this UDP address (framed requests on every bidirectional stream, ALPN `npt`; for `npt run --quic`)' -r
@@ -70,6 +71,7 @@ complete -c npt -n "__fish_npt_using_subcommand serve" -l open-limits -d 'Lift t
 complete -c npt -n "__fish_npt_using_subcommand serve" -l raw-echo -d 'Answer raw (unframed) UDP from any address [default: loopback and private addresses only; it reflects anything]'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l limit-local -d 'Apply the limits to loopback and private source addresses too (they are exempt by default: benches, labs and clusters run there). For a host whose private side is not trusted, or whose network lets spoofed private sources in'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l tls -d 'HTTPS on the --http address (self-signed certificate unless --cert/--key)'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l http1-only -d 'Serve HTTP/1.1 only on --http: no h2c, and ALPN offers http/1.1 alone with --tls — a backend without HTTP/2, for `npt http --http2-fallback`'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp-stateless -d 'The STAMP reflector copies each sender\'s sequence number instead of keeping its own count per session (senders then see round-trip loss only, not which way)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-agent -d 'Be a hop agent: measure RTTs on request (`npt ping --from`) — TCP connect, UDP echo or QUIC handshake to a target within --hop-allow — for clients that pass --token (needed)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -s h -l help -d 'Print help'
@@ -183,17 +185,18 @@ complete -c npt -n "__fish_npt_using_subcommand run" -s q -l quiet -d 'Quiet: no
 complete -c npt -n "__fish_npt_using_subcommand run" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
 complete -c npt -n "__fish_npt_using_subcommand run" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
 complete -c npt -n "__fish_npt_using_subcommand run" -s h -l help -d 'Print help'
-complete -c npt -n "__fish_npt_using_subcommand http" -s c -l connections -d 'Concurrent connections (each carries --streams requests with --http2)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -s c -l connections -d 'Concurrent connections (each carries --streams requests with --http2) [default: 50]; with per-host rates (--host NAME=R/s), each host\'s own' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -s d -l duration -d 'How long to send for: 10s, 2m …' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l rate -d 'Open loop: this many requests per second in total, released on time by a precise pacer thread (sleep, then spin); latency is measured from the intended send time (coordinated-omission correction, as wrk2) with the figure from the actual send beside' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l streams -d 'Concurrent streams per HTTP/2 connection (needs --http2)' -r
-complete -c npt -n "__fish_npt_using_subcommand http" -l host -d 'Virtual host sent as Host / :authority; repeat for several (round-robin, per-host results)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l host -d 'Virtual host sent as Host / :authority; repeat for several. Plain HOST: the hosts share the -c connections round-robin (every host gets the same request rate). HOST=N: N connections of its own (closed loop); HOST=R/s: R requests/s of its own on -c connections (open loop) — each host loaded as by a separate client, its rate and latency its own' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -s H -l header -d 'Extra request header, "Name: value"; repeatable' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -s m -l method -d 'Request method (default GET, or POST when a body is given)' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l body -d 'Request body' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l body-file -d 'Request body read from a file' -r -F
 complete -c npt -n "__fish_npt_using_subcommand http" -l timeout -d 'Per-request limit (connect + TLS + whole response); slower requests count as timeouts' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l cold-start -d 'Spawn this command (sh -c, own process group), poll until its first 2xx answer, report the time to it, then run the warm benchmark; the group is killed at the end' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l cold-start-port -d 'With --cold-start through a gateway: the started command\'s own port ([HOST:]PORT, HOST the URL\'s by default). The cold start is then also split at the command\'s first 2xx on that port, asked directly (plain HTTP/1.1): the service\'s part and the gateway\'s' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l ready-timeout -d 'How long --cold-start waits for the first 2xx answer' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l threads -d 'Client runtime threads. Default: one per CPU when the target is remote (a dedicated load machine); half the CPUs (at least 1) when it is on this machine (loopback or a local address), leaving the rest to the server — except with --new-conn, whose connection setup costs the client as much as the server (one per CPU). The output and the result\'s config say which was chosen and why (`threads`, `threads_why`)' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
@@ -210,7 +213,8 @@ complete -c npt -n "__fish_npt_using_subcommand http" -l run-id -d 'Name shared 
 complete -c npt -n "__fish_npt_using_subcommand http" -l metrics -d 'Serve live counters and latency histograms in OpenMetrics text at http://ADDR/metrics (for Prometheus), e.g. 0.0.0.0:9464' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l metrics-linger -d 'Keep --metrics up this long after the run (a second Ctrl-C ends it), so a scraper collects the final values' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l new-conn -d 'A new TCP (and TLS) connection for every request, sent with `Connection: close`'
-complete -c npt -n "__fish_npt_using_subcommand http" -l http2 -d 'HTTP/2: h2 by ALPN over https, h2c with prior knowledge over http'
+complete -c npt -n "__fish_npt_using_subcommand http" -l http2 -d 'HTTP/2: h2 by ALPN over https (h2 and http/1.1 offered), h2c with prior knowledge over http. Asked once before the run: a server without HTTP/2 fails the run in one line (exit 1)'
+complete -c npt -n "__fish_npt_using_subcommand http" -l http2-fallback -d 'HTTP/2 when the server speaks it, else HTTP/1.1 (--streams then 1): the result\'s summary.protocol says which ran, summary.downgrade why it fell back'
 complete -c npt -n "__fish_npt_using_subcommand http" -s k -l insecure -d 'Accept any TLS certificate (self-signed test servers)'
 complete -c npt -n "__fish_npt_using_subcommand http" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
 complete -c npt -n "__fish_npt_using_subcommand http" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'

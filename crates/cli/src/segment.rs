@@ -132,6 +132,18 @@ impl Segment {
     pub fn apply_http(&self, cfg: &mut npt_http::Config) -> anyhow::Result<()> {
         cfg.connections = self.part(u64::from(cfg.connections), "-c/--connections")? as u32;
         cfg.rate = cfg.rate.map(|r| self.rate(r));
+        for l in &mut cfg.host_loads {
+            *l = match *l {
+                npt_http::client::HostLoad::Connections(c) => {
+                    npt_http::client::HostLoad::Connections(
+                        self.part(u64::from(c), "--host NAME=N")? as u32,
+                    )
+                }
+                npt_http::client::HostLoad::Rate(r) => {
+                    npt_http::client::HostLoad::Rate(self.rate(r))
+                }
+            };
+        }
         Ok(())
     }
 

@@ -90,6 +90,15 @@ pub struct ServeArgs {
     /// HTTPS on the --http address (self-signed certificate unless --cert/--key).
     #[arg(long, requires = "http")]
     pub tls: bool,
+    /// HOST=DUR: answer every HTTP request for this virtual host (Host or :authority, port
+    /// aside) DUR late — backends of known, different delay behind one port, for `npt http
+    /// --host` per-host load (repeatable, at most 64, each at most 600s).
+    #[arg(long, value_name = "HOST=DUR", requires = "http")]
+    pub http_delay: Vec<String>,
+    /// Serve HTTP/1.1 only on --http: no h2c, and ALPN offers http/1.1 alone with --tls — a
+    /// backend without HTTP/2, for `npt http --http2-fallback`.
+    #[arg(long, requires = "http")]
+    pub http1_only: bool,
     /// PEM certificate chain for --tls.
     #[arg(long, value_name = "FILE", requires = "tls", requires = "key")]
     pub cert: Option<std::path::PathBuf>,
@@ -165,6 +174,31 @@ fn hop_config(a: &ServeArgs) -> anyhow::Result<Option<npt_server::hop_agent::Hop
     }))
 }
 
+/// `--http-delay HOST=DUR`, each checked: a host name, a duration within the responder's bound.
+fn http_delays(given: &[String]) -> anyhow::Result<Vec<(String, Duration)>> {
+    use npt_server::http_server::{MAX_DELAY_MS, MAX_HOST_DELAYS};
+    if given.len() > MAX_HOST_DELAYS {
+        return Err(usage!("--http-delay: at most {MAX_HOST_DELAYS} hosts"));
+    }
+    let mut out: Vec<(String, Duration)> = Vec::new();
+    for g in given {
+        let bad = |why: &str| usage!("--http-delay {g:?}: {why}, e.g. slow.test=20ms");
+        let (host, d) = g.split_once('=').ok_or_else(|| bad("expected HOST=DUR"))?;
+        if host.is_empty() || http::HeaderValue::from_str(host).is_err() || host.contains(' ') {
+            return Err(bad("not a host name"));
+        }
+        let d = parse_duration(d).map_err(|e| bad(&e.to_string()))?;
+        if d > Duration::from_millis(MAX_DELAY_MS) {
+            return Err(bad(&format!("at most {}s", MAX_DELAY_MS / 1000)));
+        }
+        if out.iter().any(|(h, _)| h.eq_ignore_ascii_case(host)) {
+            return Err(bad("host given twice"));
+        }
+        out.push((host.to_string(), d));
+    }
+    Ok(out)
+}
+
 /// `--http`: the HTTP responder's options, if asked for.
 fn http_options(
     a: &ServeArgs,
@@ -184,6 +218,8 @@ fn http_options(
     o.io_timeout = a.io_timeout;
     o.token = a.token.clone();
     o.log_every = cfg.log_every;
+    o.host_delays = http_delays(&a.http_delay)?;
+    o.h1_only = a.http1_only;
     Ok(Some(o))
 }
 
@@ -344,10 +380,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "npt serve: listening on tcp+udp {addr}")?;
         }
         if let Some((addr, _)) = &http {
-            let what = if a.tls {
-                "https (h2, http/1.1)"
-            } else {
-                "http (http/1.1, h2c)"
+            let what = match (a.tls, a.http1_only) {
+                (true, false) => "https (h2, http/1.1)",
+                (true, true) => "https (http/1.1)",
+                (false, false) => "http (http/1.1, h2c)",
+                (false, true) => "http (http/1.1)",
             };
             writeln!(out, "npt serve: listening on {what} {addr}")?;
         }

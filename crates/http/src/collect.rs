@@ -109,6 +109,9 @@ pub(crate) struct HostAcc {
     pub(crate) latency: Histogram,
     pub(crate) uncorrected: Histogram,
     pub(crate) ttfb: Histogram,
+    /// `--host NAME=N` / `NAME=R/s`: the host's own connections and, in open loop, rate.
+    pub(crate) connections: Option<u32>,
+    pub(crate) rate: Option<f64>,
 }
 
 /// Accumulates events into the result.
@@ -162,6 +165,19 @@ impl Collector {
             behind: 0,
             open: BTreeMap::new(),
             closed: npt_result::series::Series::default(),
+        }
+    }
+
+    /// Per-host loads (`--host NAME=N`, `NAME=R/s`, in the order of the hosts; empty when the
+    /// hosts share the connections): each host's result states its own load. A host with a
+    /// rate runs on `connections` of its own.
+    pub fn set_loads(&mut self, loads: &[crate::client::HostLoad], connections: u32) {
+        use crate::client::HostLoad;
+        for ((_, h), l) in self.hosts.iter_mut().zip(loads) {
+            (h.connections, h.rate) = match *l {
+                HostLoad::Connections(c) => (Some(c), None),
+                HostLoad::Rate(r) => (Some(connections), Some(r)),
+            };
         }
     }
 
@@ -315,6 +331,8 @@ impl Collector {
                 bytes_received: h.bytes_in,
                 latency_uncorrected: Dist::Recorded(std::mem::take(&mut h.uncorrected)),
                 ttfb: Dist::Recorded(std::mem::take(&mut h.ttfb)),
+                connections: h.connections,
+                rate: h.rate,
             };
             hosts.insert(name.clone(), counts);
         }

@@ -1,5 +1,7 @@
 //! TLS setup of the client: the bundled Mozilla roots, or `--insecure` which accepts any
-//! certificate. ALPN offers `h2` or `http/1.1`. (The responder's side is in npt-server.)
+//! certificate. ALPN offers `h2` and `http/1.1` for HTTP/2 runs (the server's choice says
+//! which it speaks: [`crate::client::negotiate`]), `http/1.1` alone for HTTP/1.1 runs. (The
+//! responder's side is in npt-server.)
 
 use std::sync::Arc;
 
@@ -16,7 +18,8 @@ fn provider() -> Arc<CryptoProvider> {
 pub const ALPN_H2: &[u8] = b"h2";
 pub const ALPN_H1: &[u8] = b"http/1.1";
 
-/// The client's TLS config. `h2` selects the ALPN offer (`h2` only, or `http/1.1` only).
+/// The client's TLS config. `h2` selects the ALPN offer (`h2` then `http/1.1`, or `http/1.1`
+/// only).
 pub fn client_config(insecure: bool, h2: bool) -> Result<Arc<ClientConfig>, Error> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
@@ -32,7 +35,11 @@ pub fn client_config(insecure: bool, h2: bool) -> Result<Arc<ClientConfig>, Erro
         };
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    cfg.alpn_protocols = vec![if h2 { ALPN_H2 } else { ALPN_H1 }.to_vec()];
+    cfg.alpn_protocols = if h2 {
+        vec![ALPN_H2.to_vec(), ALPN_H1.to_vec()]
+    } else {
+        vec![ALPN_H1.to_vec()]
+    };
     // Every `--new-conn` request must pay for a full handshake, as a fresh client would.
     cfg.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(cfg))

@@ -22,8 +22,14 @@ impl Workload for Config {
             "rate": self.rate,
             "new_conn": self.new_conn,
             "http2": self.http2,
+            "http2_fallback": self.http2_fallback,
             "streams": self.streams,
             "hosts": self.hosts,
+            // `--host NAME=N` / `NAME=R/s`, in the order of `hosts` (empty: shared connections).
+            "host_loads": self.host_loads.iter().map(|l| match *l {
+                crate::client::HostLoad::Connections(c) => serde_json::json!({"connections": c}),
+                crate::client::HostLoad::Rate(r) => serde_json::json!({"rate": r}),
+            }).collect::<Vec<_>>(),
             "headers": self.header_lines,
             "method": self.method.as_str(),
             "body_bytes": self.body.len(),
@@ -32,6 +38,7 @@ impl Workload for Config {
             "cold_start": self.cold_start.as_ref().map(|cs| serde_json::json!({
                 "command": cs.command,
                 "ready_timeout_s": cs.ready_timeout.as_secs_f64(),
+                "port": cs.service.as_ref().map(|(h, p)| format!("{h}:{p}")),
             })),
         })
     }

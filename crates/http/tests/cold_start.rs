@@ -37,6 +37,7 @@ fn cold_config(port: u16, command: String, ready: Duration) -> npt_http::Config 
     c.cold_start = Some(ColdStartConfig {
         command,
         ready_timeout: ready,
+        service: None,
     });
     c
 }

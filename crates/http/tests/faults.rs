@@ -307,3 +307,66 @@ fn h2_stream_resets_are_protocol_errors() {
         "a stream reset does not cost the connection"
     );
 }
+
+/// An h2c server that answers `200 ok` to the first `per_conn` requests of a connection, then
+/// closes it gracefully (GOAWAY) and refuses every later stream (`REFUSED_STREAM`) — as a
+/// server that caps its requests per connection does (nginx: `keepalive_requests` 1000, its
+/// GOAWAY's last stream leaving the streams above it unprocessed).
+fn h2_closing_server(per_conn: usize) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((s, _)) = listener.accept().await else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(s).await else {
+                        return;
+                    };
+                    let mut served = 0;
+                    while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                        if served >= per_conn {
+                            respond.send_reset(h2::Reason::REFUSED_STREAM);
+                            continue;
+                        }
+                        let resp = http::Response::new(());
+                        if let Ok(mut body) = respond.send_response(resp, false) {
+                            let _ = body.send_data(Bytes::from_static(b"ok\n"), true);
+                        }
+                        served += 1;
+                        if served == per_conn {
+                            conn.graceful_shutdown();
+                        }
+                    }
+                });
+            }
+        });
+    });
+    addr
+}
+
+/// A request the server refused unprocessed (`REFUSED_STREAM`, or above a GOAWAY's last
+/// stream) may be sent again (RFC 9113 §8.7): it goes again on a new connection, its latency
+/// counted from its first send, and is not an error — against nginx's GOAWAY after 1000
+/// requests each such request was a `protocol` error ("not a result of an error").
+#[test]
+fn h2_requests_the_server_refused_unprocessed_are_sent_again() {
+    let mut c = config(&format!("http://{}/", h2_closing_server(20)));
+    c.http2 = true;
+    c.connections = 2;
+    c.streams = 8;
+    let v = document(run(&c));
+    assert_valid(&v);
+    let s = &v["summary"];
+    assert!(s["requests"].as_u64().unwrap() > 200, "{s}");
+    assert!(s["connections_opened"].as_u64().unwrap() > 10, "{s}");
+    assert_eq!(s["errors"], 0, "{}", v["errors"]);
+}

@@ -84,9 +84,14 @@ pub struct HttpSummary {
     /// The socket address requests were sent to.
     pub target: String,
     pub method: String,
-    /// `http/1.1` or `h2`.
+    /// The protocol the run used: `http/1.1` or `h2`.
     #[schemars(extend("enum" = ["http/1.1", "h2"]))]
     pub protocol: String,
+    /// `--http2-fallback` only, when the server did not speak HTTP/2 and the run used
+    /// HTTP/1.1: why (`TLS ALPN chose http/1.1`, `h2c prior knowledge was answered by
+    /// HTTP/1.x ("HTTP/1.1 400 Bad Request")` …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downgrade: Option<String>,
     pub tls: bool,
     /// `closed` (`-c` workers send as soon as the previous answer is in) or `open` (`--rate`).
     #[schemars(extend("enum" = ["closed", "open"]))]
@@ -170,6 +175,15 @@ pub struct HostResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_uncorrected_ms: Option<Summary>,
     pub ttfb_ms: Summary,
+    /// Per-host load only (`--host NAME=N` or `NAME=R/s`): the connections this host had to
+    /// itself, as a separate client would (absent when the hosts shared the `-c` connections
+    /// round-robin, which gives every host the same request rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub connections: Option<u32>,
+    /// Per-host rate only (`--host NAME=R/s`): this host's own open-loop rate, requests per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
 }
 
 /// The gateway benchmark's cold start: a command is spawned and polled until its first 2xx answer.
@@ -187,6 +201,34 @@ pub struct ColdStart {
     /// The status of that response (2xx).
     #[schemars(range(min = 200, max = 299))]
     pub first_status: u16,
+    /// The port watched for listening: the URL's, or `--cold-start-port`'s (the command's
+    /// own, behind a gateway), as `host:port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+    /// From spawning the command until that port first accepted a TCP connection (the process
+    /// starting and binding; polled every 2 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listening_ms: Option<f64>,
+    /// How precisely `listening_ms` is known: the port was still closed this long before it
+    /// (when the previous try began), so listening began within this window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listening_within_ms: Option<f64>,
+    /// From listening to the end of the first 2xx response through the URL (`ready_ms −
+    /// listening_ms`): the service getting ready to answer, plus any gateway in front of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listening_to_ready_ms: Option<f64>,
+    /// `--cold-start-port` only: from spawning to the end of the command's first 2xx answer
+    /// on its own port, asked directly (plain HTTP/1.1), not through the URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_ready_ms: Option<f64>,
+    /// `--cold-start-port` only: that direct request's own time (from its send to the end of
+    /// its response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_first_request_ms: Option<f64>,
+    /// `--cold-start-port` only: the gateway's own part, `ready_ms − service_ready_ms` — how
+    /// much later the first good answer came through the URL than from the service itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_ms: Option<f64>,
 }
 
 /// The names in an http result's `histograms` map (serialized HDR histograms, ns).

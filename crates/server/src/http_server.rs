@@ -101,7 +101,18 @@ pub struct ServerOptions {
     pub reply_budget: Option<ReplyBudgetHook>,
     /// How often refusals are summarized on stderr (only when something changed).
     pub log_every: Duration,
+    /// `--http-delay HOST=DUR`: every request whose `Host` (or `:authority`), port aside,
+    /// is HOST waits DUR before it is answered — backends of known, different latency behind
+    /// one port, for per-host load tests. At most [`MAX_HOST_DELAYS`], each at most
+    /// [`MAX_DELAY_MS`].
+    pub host_delays: Vec<(String, Duration)>,
+    /// `--http1-only`: no h2 — ALPN offers `http/1.1` alone and an h2c preface is answered
+    /// as HTTP/1.1 would answer it — a backend that cannot do HTTP/2, for clients' fallback.
+    pub h1_only: bool,
 }
+
+/// The most `--http-delay` entries a responder takes.
+pub const MAX_HOST_DELAYS: usize = 64;
 
 impl ServerOptions {
     pub fn new(addr: SocketAddr) -> ServerOptions {
@@ -118,6 +129,8 @@ impl ServerOptions {
             token: None,
             reply_budget: None,
             log_every: Duration::from_secs(5),
+            host_delays: Vec::new(),
+            h1_only: false,
         }
     }
 
@@ -191,7 +204,7 @@ pub fn spawn_http_server(opts: &ServerOptions) -> Result<(SocketAddr, ServerHand
                 ))
             }
         };
-        Some(tls::server_config(ck)?)
+        Some(tls::server_config(ck, opts.h1_only)?)
     } else {
         None
     };
@@ -289,6 +302,9 @@ pub async fn serve(
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    if policy.opts.h1_only {
+        builder = builder.http1_only();
+    }
     builder
         .http1()
         .timer(TokioTimer::new())

@@ -16,6 +16,24 @@ pub(super) struct Ticket {
     pub(super) intended: Option<Instant>,
 }
 
+/// One set of connections: the hosts it rotates over, its request numbers and, in open loop,
+/// its pacer's releases.
+pub(super) struct Group {
+    pub(super) hosts: Vec<usize>,
+    pub(super) tickets: Tickets,
+    pub(super) open: Option<async_channel::Receiver<Due>>,
+}
+
+impl Group {
+    /// The host of request `k` of this group.
+    fn host(&self, k: u64) -> usize {
+        self.hosts
+            .get(host_for(k, self.hosts.len()))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
 /// Shared by every slot of a run.
 pub(super) struct Ctx {
     pub(super) addr: SocketAddr,
@@ -27,9 +45,8 @@ pub(super) struct Ctx {
     pub(super) headers: HeaderMap,
     pub(super) body: Bytes,
     pub(super) hosts: Vec<HostReq>,
-    /// Open loop: requests released by the pacer thread at their intended times.
-    pub(super) open: Option<async_channel::Receiver<Due>>,
-    pub(super) tickets: Tickets,
+    /// The sets of connections (`Config::groups`); in open loop each has its pacer's releases.
+    pub(super) groups: Vec<Group>,
     pub(super) t0: Instant,
     pub(super) end: Instant,
     pub(super) timeout: Duration,
@@ -55,21 +72,22 @@ impl Ctx {
         u64::try_from(t.saturating_duration_since(self.t0).as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// The next request for this slot; in open loop, waits until the pacer releases it.
-    /// `None`: the schedule is over.
-    pub(super) async fn ticket(&self) -> Option<Ticket> {
-        match &self.open {
+    /// The next request for a slot of group `g`; in open loop, waits until the group's pacer
+    /// releases it. `None`: the schedule is over.
+    pub(super) async fn ticket(&self, g: usize) -> Option<Ticket> {
+        let group = self.groups.get(g)?;
+        match &group.open {
             None => {
-                let k = self.tickets.take();
+                let k = group.tickets.take();
                 (Instant::now() < self.end).then_some(Ticket {
-                    host: host_for(k, self.hosts.len()),
+                    host: group.host(k),
                     intended: None,
                 })
             }
             Some(rx) => {
                 let d = rx.recv().await.ok()?;
                 Some(Ticket {
-                    host: host_for(d.k, self.hosts.len()),
+                    host: group.host(d.k),
                     intended: Some(d.intended),
                 })
             }
@@ -100,41 +118,53 @@ impl Ctx {
         tx: &mut H2Tx,
         host: usize,
     ) -> Result<(u16, Instant, u64), Failure> {
+        self.h2_try(tx, host).await.map_err(|(f, _)| f)
+    }
+
+    /// [`Ctx::h2_request`], also saying whether a failure is a request the server never
+    /// processed ([`unprocessed`]), which may be sent again on a new connection.
+    async fn h2_try(
+        &self,
+        tx: &mut H2Tx,
+        host: usize,
+    ) -> Result<(u16, Instant, u64), (Failure, bool)> {
+        let fail = |e: h2::Error| (Failure::from_err(&e), unprocessed(&e));
         let eos = self.body.is_empty();
-        let (resp, mut send) = tx
-            .send_request(self.build_h2(host), eos)
-            .map_err(|e| Failure::from_err(&e))?;
+        let (resp, mut send) = tx.send_request(self.build_h2(host), eos).map_err(fail)?;
         if !eos {
-            send.send_data(self.body.clone(), true)
-                .map_err(|e| Failure::from_err(&e))?;
+            send.send_data(self.body.clone(), true).map_err(fail)?;
         }
-        let resp = resp.await.map_err(|e| Failure::from_err(&e))?;
+        let resp = resp.await.map_err(fail)?;
         let head = Instant::now();
         let status = resp.status().as_u16();
         let mut body = resp.into_body();
         let mut n = 0u64;
         while let Some(chunk) = body.data().await {
-            let chunk = chunk.map_err(|e| Failure::from_err(&e))?;
+            let chunk = chunk.map_err(|e| (Failure::from_err(&e), false))?;
             n += chunk.len() as u64;
             let _ = body.flow_control().release_capacity(chunk.len());
         }
         Ok((status, head, n))
     }
 
-    /// h2: one request within the timeout kept by the stream's watchdog.
+    /// h2: one request within the timeout kept by the stream's watchdog; the failure says
+    /// whether the server never processed the request ([`unprocessed`]).
     pub(super) async fn h2_exchange(
         &self,
         tx: &mut H2Tx,
         host: usize,
         sent: Instant,
         wd: &mut Watchdog,
-    ) -> Result<(u16, Instant, u64), Failure> {
-        wd.guard(sent + self.timeout, self.h2_request(tx, host))
+    ) -> Result<(u16, Instant, u64), (Failure, bool)> {
+        wd.guard(sent + self.timeout, self.h2_try(tx, host))
             .await
             .unwrap_or_else(|| {
-                Err(Failure(
-                    ErrorKind::Timeout,
-                    format!("no complete response within {:?}", self.timeout),
+                Err((
+                    Failure(
+                        ErrorKind::Timeout,
+                        format!("no complete response within {:?}", self.timeout),
+                    ),
+                    false,
                 ))
             })
     }
@@ -153,6 +183,20 @@ impl Ctx {
 
     /// [`Ctx::connect`] without its own timer: the caller bounds it.
     pub(super) async fn connect_untimed(&self) -> Result<(Io, ConnEvent), Failure> {
+        let (io, ce) = self.connect_any().await?;
+        if let Io::Tls(tls) = &io {
+            if self.h2 && tls.get_ref().1.alpn_protocol() != Some(crate::tls::ALPN_H2) {
+                return Err(Failure(
+                    ErrorKind::Protocol,
+                    "server did not negotiate h2 by ALPN".into(),
+                ));
+            }
+        }
+        Ok((io, ce))
+    }
+
+    /// TCP connect and TLS handshake, whatever protocol ALPN chose.
+    pub(super) async fn connect_any(&self) -> Result<(Io, ConnEvent), Failure> {
         let t = Instant::now();
         let (tcp, proxy_ns) = match &self.via {
             Some(via) if !self.absolute_form => {
@@ -209,12 +253,6 @@ impl Ctx {
             Ok(s) => s,
         };
         let tls_ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        if self.h2 && tls.get_ref().1.alpn_protocol() != Some(crate::tls::ALPN_H2) {
-            return Err(Failure(
-                ErrorKind::Protocol,
-                "server did not negotiate h2 by ALPN".into(),
-            ));
-        }
         Ok((
             Io::Tls(Box::new(tls)),
             ConnEvent {
@@ -335,11 +373,22 @@ impl Ctx {
     }
 }
 
+/// The run's shared context; `open` holds each group's pacer releases (in the order of
+/// [`Config::groups`]; a missing one is closed loop).
+/// An h2 request the server says it never processed — refused (`REFUSED_STREAM`), or above the
+/// last stream of a graceful GOAWAY (`NO_ERROR`: nginx closes a connection so after 1000
+/// requests) — which RFC 9113 §8.7 lets a client send again, as browsers do.
+pub(super) fn unprocessed(e: &h2::Error) -> bool {
+    e.is_remote()
+        && ((e.is_go_away() && e.reason() == Some(h2::Reason::NO_ERROR))
+            || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)))
+}
+
 pub(super) fn build_ctx(
     cfg: &Config,
     addr: SocketAddr,
     t0: Instant,
-    open: Option<async_channel::Receiver<Due>>,
+    mut open: Vec<Option<async_channel::Receiver<Due>>>,
 ) -> Result<Ctx, Error> {
     let tls = if cfg.target.https {
         let connector = TlsConnector::from(crate::tls::client_config(cfg.insecure, cfg.http2)?);
@@ -410,8 +459,16 @@ pub(super) fn build_ctx(
         headers,
         body: cfg.body.clone(),
         hosts,
-        open,
-        tickets: Tickets::new(),
+        groups: cfg
+            .groups()
+            .into_iter()
+            .enumerate()
+            .map(|(i, g)| Group {
+                hosts: g.hosts,
+                tickets: Tickets::new(),
+                open: open.get_mut(i).and_then(Option::take),
+            })
+            .collect(),
         t0,
         end: t0 + cfg.duration,
         timeout: cfg.timeout,

@@ -56,12 +56,13 @@ const INTERVAL_NS: u64 = 1_000_000_000;
 mod config;
 mod ctx;
 mod failure;
+pub mod negotiate;
 mod slots;
 mod stream;
 mod target;
 mod workers;
 
-pub use config::{ColdStartConfig, Config};
+pub use config::{ColdStartConfig, Config, HostLoad};
 pub use failure::{classify, Failure};
 pub use target::{resolve, Target};
 use {ctx::*, slots::*, stream::*, workers::*};
@@ -98,54 +99,93 @@ pub fn run(
     let mut group = None;
     let mut cold = None;
     if let Some(cs) = &cfg.cold_start {
+        let service = Service::new(cfg, addr)?;
         let spawned = Instant::now();
         let g = group.insert(ProcessGroup::spawn(&cs.command)?);
-        let ctx = build_ctx(cfg, addr, spawned, None)?;
-        cold = Some(rt.block_on(cold_start(&ctx, cs, g, spawned, stop))?);
+        // With --http2-fallback the first good answer may come in either protocol: polled
+        // over HTTP/1.1, which every server speaks.
+        let polled = if cfg.http2_fallback {
+            cfg.as_http1()
+        } else {
+            cfg.clone()
+        };
+        let ctx = build_ctx(&polled, addr, spawned, Vec::new())?;
+        cold = Some(rt.block_on(cold_start(&ctx, cs, service.as_ref(), g, spawned, stop))?);
     }
+
+    // HTTP/2: asked once whether the server speaks it (negotiate).
+    let mut downgrade = None;
+    let downgraded;
+    let cfg = if cfg.http2 {
+        let ctx = build_ctx(cfg, addr, Instant::now(), Vec::new())?;
+        match rt.block_on(negotiate::probe(&ctx)) {
+            // No connection: nothing known; the run goes on as asked and counts its errors.
+            Ok(negotiate::Speaks::H2) | Err(_) => cfg,
+            Ok(negotiate::Speaks::H1(why)) if cfg.http2_fallback => {
+                downgrade = Some(why);
+                downgraded = cfg.as_http1();
+                &downgraded
+            }
+            Ok(negotiate::Speaks::H1(why)) => {
+                return Err(Error::Protocol(format!(
+                    "{} does not speak HTTP/2: {why} (--http2-fallback runs HTTP/1.1 then)",
+                    cfg.target.url
+                )))
+            }
+        }
+    } else {
+        cfg
+    };
 
     let cpu0 = npt_result::cpu_seconds();
     let started = SystemTime::now();
     let t0 = Instant::now();
-    // Open loop: the pacer releases request k at t0 + k/rate; at most one request per slot
-    // waits in the channel, so a stalled server makes the pacer (and the sends) fall behind
-    // instead of piling up an unbounded queue.
-    let slots = (cfg.connections as usize).saturating_mul(cfg.streams as usize);
-    let pacer = match cfg.rate {
-        Some(r) => Some(
-            Pacer::start(
-                OpenLoop::new(
-                    r,
-                    Some(u64::try_from(cfg.duration.as_nanos()).unwrap_or(u64::MAX)),
-                ),
-                t0,
-                slots,
-            )
-            .map_err(|e| Error::Io("starting the pacer thread".into(), e))?,
-        ),
-        None => None,
-    };
-    let ctx = Arc::new(build_ctx(
-        cfg,
-        addr,
-        t0,
-        pacer.as_ref().map(|p| p.rx.clone()),
-    )?);
+    // Open loop: a group's pacer releases its request k at t0 + k/rate; at most one request
+    // per slot waits in the channel, so a stalled server makes the pacer (and the sends) fall
+    // behind instead of piling up an unbounded queue. Per-host loads: one group (connections,
+    // pacer) per host, as separate clients.
+    let groups = cfg.groups();
+    let mut pacers = Vec::new();
+    let mut opens = Vec::new();
+    for g in &groups {
+        let Some(r) = g.rate else {
+            opens.push(None);
+            continue;
+        };
+        let slots = (g.connections as usize).saturating_mul(cfg.streams as usize);
+        let sched = OpenLoop::new(
+            r,
+            Some(u64::try_from(cfg.duration.as_nanos()).unwrap_or(u64::MAX)),
+        );
+        let p = Pacer::start(sched, t0, slots)
+            .map_err(|e| Error::Io("starting the pacer thread".into(), e))?;
+        opens.push(Some(p.rx.clone()));
+        pacers.push(p);
+    }
+    let ctx = Arc::new(build_ctx(cfg, addr, t0, opens)?);
     let hosts = cfg.host_names();
-    let mut collector = Collector::new(&hosts, cfg.rate.is_some(), INTERVAL_NS);
-    let shards: Vec<Arc<Shard>> = (0..cfg.connections)
+    let (total_conns, total_rate) = cfg.totals();
+    let mut collector = Collector::new(&hosts, total_rate.is_some(), INTERVAL_NS);
+    collector.set_loads(&cfg.host_loads, cfg.connections);
+    let slot_groups: Vec<usize> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| std::iter::repeat_n(i, g.connections as usize))
+        .collect();
+    let shards: Vec<Arc<Shard>> = slot_groups
+        .iter()
         .map(|_| Arc::new(Shard::default()))
         .collect();
     let mut tasks = Vec::with_capacity(shards.len());
-    for (i, shard) in shards.iter().enumerate() {
+    for (i, (shard, &g)) in shards.iter().zip(&slot_groups).enumerate() {
         let (ctx, shard) = (ctx.clone(), shard.clone());
         let rt = workers.handle(i);
         let task = if cfg.new_conn {
-            rt.spawn(new_conn_slot(ctx, shard))
+            rt.spawn(new_conn_slot(ctx, shard, g))
         } else if cfg.http2 {
-            rt.spawn(h2_slot(ctx, shard, cfg.streams))
+            rt.spawn(h2_slot(ctx, shard, cfg.streams, g))
         } else {
-            rt.spawn(h1_slot(ctx, shard))
+            rt.spawn(h1_slot(ctx, shard, g))
         };
         tasks.push(task);
     }
@@ -200,7 +240,10 @@ pub fn run(
     for t in &tasks {
         t.abort();
     }
-    let timer_lateness = pacer.map(Pacer::finish);
+    let timer_lateness = pacers.into_iter().map(Pacer::finish).reduce(|mut a, b| {
+        a += &b;
+        a
+    });
     // Dropping the runtimes cancels every request still in flight and closes its socket.
     workers.stop();
     let cutoff = ctx.ns(stop_at);
@@ -218,13 +261,19 @@ pub fn run(
         method: cfg.method.to_string(),
         protocol: if cfg.http2 { "h2" } else { "http/1.1" }.to_string(),
         tls: cfg.target.https,
-        mode: if cfg.rate.is_some() { "open" } else { "closed" }.to_string(),
-        rate: cfg.rate,
-        connections: cfg.connections,
+        mode: if total_rate.is_some() {
+            "open"
+        } else {
+            "closed"
+        }
+        .to_string(),
+        rate: total_rate,
+        connections: total_conns,
         streams: cfg.streams,
         new_conn: cfg.new_conn,
         in_flight_at_end: in_flight,
         oldest_in_flight_ms: oldest_ns as f64 / 1e6,
+        downgrade,
         ..HttpSummary::default()
     };
     let body = collector.finish(summary, cutoff, health, cold);

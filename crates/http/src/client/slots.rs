@@ -4,10 +4,10 @@
 use super::*;
 
 /// `--new-conn`: every request on its own connection.
-pub(super) async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
+pub(super) async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
     let mut buf = Vec::new();
     let mut wd = Watchdog::new(ctx.timeout);
-    while let Some(tk) = ctx.ticket().await {
+    while let Some(tk) = ctx.ticket(g).await {
         let sent = Instant::now();
         let _in_flight = ctx.inflight.enter(ctx.ns(sent));
         let r = ctx
@@ -20,7 +20,7 @@ pub(super) async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
 /// Connects a slot. A failed connection costs the request that would have used it (counted
 /// as that request's error), then the slot backs off and tries again; `None` once no request
 /// is due any more.
-pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard) -> Option<Io> {
+pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard, g: usize) -> Option<Io> {
     loop {
         match ctx.connect().await {
             Ok((io, ce)) => {
@@ -28,7 +28,7 @@ pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard) -> Option<Io> {
                 return Some(io);
             }
             Err(f) => {
-                let tk = ctx.ticket().await?;
+                let tk = ctx.ticket(g).await?;
                 ctx.push(shard, tk, Instant::now(), Err(f));
                 tokio::time::sleep(RECONNECT_BACKOFF).await;
             }
@@ -37,15 +37,17 @@ pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard) -> Option<Io> {
 }
 
 /// HTTP/1.1 keep-alive: one connection, one request at a time, reconnecting when it breaks.
-pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
+pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
     let mut wd = Watchdog::new(ctx.timeout);
     loop {
-        let Some(io) = connect_slot(&ctx, &shard).await else {
+        let Some(io) = connect_slot(&ctx, &shard, g).await else {
             return;
         };
         let mut conn = h1::Conn::new(io);
         loop {
-            let Some(tk) = ctx.ticket().await else { return };
+            let Some(tk) = ctx.ticket(g).await else {
+                return;
+            };
             let sent = Instant::now();
             let in_flight = ctx.inflight.enter(ctx.ns(sent));
             let (r, keep_alive) = ctx.h1_exchange(&mut conn, tk.host, sent, &mut wd).await;
@@ -59,16 +61,31 @@ pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>) {
     }
 }
 
-/// HTTP/2: one connection carrying `streams` concurrent request loops.
-pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
+/// How often one request the server never processed (a graceful GOAWAY, a refused stream) is
+/// sent again before it counts as an error (each try also within the request's timeout,
+/// counted from its first send).
+const H2_RETRIES: u32 = 8;
+
+/// A request to send again on the slot's connection (or the next one): its ticket, when it was first sent
+/// (its latency counts from then, as its user waits from then) and how often it was sent.
+type Retry = (Ticket, Instant, u32);
+
+/// HTTP/2: one connection carrying `streams` concurrent request loops. A request the server
+/// never processed (a graceful GOAWAY above its last stream, a refused stream: `unprocessed`)
+/// is sent again, on the next connection when this one is going away, its latency counted from
+/// its first send.
+pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: usize) {
+    let retries: Arc<std::sync::Mutex<Vec<Retry>>> = Arc::default();
     loop {
-        let Some(io) = connect_slot(&ctx, &shard).await else {
+        let Some(io) = connect_slot(&ctx, &shard, g).await else {
             return;
         };
         let (tx, conn) = match h2_handshake(io).await {
             Ok(x) => x,
             Err(f) => {
-                let Some(tk) = ctx.ticket().await else { return };
+                let Some(tk) = ctx.ticket(g).await else {
+                    return;
+                };
                 ctx.push(&shard, tk, Instant::now(), Err(f));
                 tokio::time::sleep(RECONNECT_BACKOFF).await;
                 continue;
@@ -77,6 +94,7 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
         let mut set = JoinSet::new();
         for _ in 0..streams {
             let (ctx, shard, mut tx) = (ctx.clone(), shard.clone(), tx.clone());
+            let retries = retries.clone();
             set.spawn(async move {
                 let mut wd = Watchdog::new(ctx.timeout);
                 loop {
@@ -84,14 +102,29 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32) {
                     if std::future::poll_fn(|cx| tx.poll_ready(cx)).await.is_err() {
                         return false;
                     }
-                    let Some(tk) = ctx.ticket().await else {
-                        return true;
+                    let again = retries.lock().ok().and_then(|mut r| r.pop());
+                    let (tk, sent, tries) = match again {
+                        Some(r) => r,
+                        None => {
+                            let Some(tk) = ctx.ticket(g).await else {
+                                return true;
+                            };
+                            (tk, Instant::now(), 0)
+                        }
                     };
-                    let sent = Instant::now();
                     let in_flight = ctx.inflight.enter(ctx.ns(sent));
                     let r = ctx.h2_exchange(&mut tx, tk.host, sent, &mut wd).await;
                     drop(in_flight);
-                    ctx.push(&shard, tk, sent, r);
+                    match r {
+                        // Sent again: on this connection if it still takes requests, else
+                        // (poll_ready fails: a GOAWAY) on the next one.
+                        Err((_, true)) if tries < H2_RETRIES => {
+                            if let Ok(mut r) = retries.lock() {
+                                r.push((tk, sent, tries + 1));
+                            }
+                        }
+                        r => ctx.push(&shard, tk, sent, r.map_err(|(f, _)| f)),
+                    }
                 }
             });
         }

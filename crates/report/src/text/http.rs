@@ -49,6 +49,9 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
         "  mode        {mode}; {:.2} s, stopped by {stopped_by}",
         s.duration_s
     )?;
+    if let Some(why) = &s.downgrade {
+        writeln!(w, "  protocol    {} (fell back from h2: {why})", s.protocol)?;
+    }
     if let Some(cs) = &b.cold_start {
         writeln!(
             w,
@@ -59,6 +62,27 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
             cs.attempts,
             cs.command
         )?;
+        if let (Some(port), Some(l), Some(a)) =
+            (&cs.port, cs.listening_ms, cs.listening_to_ready_ms)
+        {
+            let within = cs
+                .listening_within_ms
+                .map_or(String::new(), |x| format!(", seen to {} ms", text::ms(x)));
+            writeln!(
+                w,
+                "              start → listening {} ms ({port}{within}), listening → first good response {} ms",
+                text::ms(l),
+                text::ms(a)
+            )?;
+        }
+        if let (Some(sr), Some(g)) = (cs.service_ready_ms, cs.gateway_ms) {
+            writeln!(
+                w,
+                "              service answered on its own port after {} ms; the gateway's own part {} ms",
+                text::ms(sr),
+                text::ms(g)
+            )?;
+        }
     }
     writeln!(
         w,
@@ -125,12 +149,25 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
         text::ms(p.complete.p99)
     );
     writeln!(w, "  phases      {phases}")?;
-    if b.hosts.len() > 1 {
-        writeln!(w, "  hosts")?;
-        for (name, h) in &b.hosts {
+    let own_load = b.hosts.values().any(|h| h.connections.is_some());
+    if b.hosts.len() > 1 || own_load {
+        if own_load {
+            writeln!(w, "  hosts       each on connections of its own")?;
+        } else {
             writeln!(
                 w,
-                "    {name:<20} {:>9} req  {:>10.1} req/s  p50 {}  p99 {} ms  errors {}",
+                "  hosts       sharing the connections round-robin (the same rate each)"
+            )?;
+        }
+        for (name, h) in &b.hosts {
+            let load = match (h.connections, h.rate) {
+                (_, Some(r)) => format!("  {r} req/s asked"),
+                (Some(c), None) => format!("  {c} conns"),
+                (None, None) => String::new(),
+            };
+            writeln!(
+                w,
+                "    {name:<20} {:>9} req  {:>10.1} req/s  p50 {}  p99 {} ms  errors {}{load}",
                 h.requests,
                 h.rps,
                 text::ms(h.latency_ms.p50),
@@ -275,6 +312,17 @@ mod tests {
     }
 
     #[test]
+    fn per_host_loads_are_stated() {
+        let mut b = body(false, &["fast.test", "slow.test"]);
+        for h in b.hosts.values_mut() {
+            h.connections = Some(10);
+        }
+        let t = rendered(&b);
+        assert!(t.contains("each on connections of its own"), "{t}");
+        assert!(t.contains("errors 0  10 conns"), "{t}");
+    }
+
+    #[test]
     fn summary_text_open_loop_hosts_and_cold_start() {
         let mut b = body(true, &["app1.test", "app2.test"]);
         b.cold_start = Some(ColdStart {
@@ -283,13 +331,24 @@ mod tests {
             first_request_ms: 11.7,
             attempts: 5,
             first_status: 200,
+            port: Some("127.0.0.1:3000".into()),
+            listening_ms: Some(170.0),
+            listening_to_ready_ms: Some(31.0),
+            listening_within_ms: Some(2.0),
+            service_ready_ms: Some(176.0),
+            service_first_request_ms: Some(1.0),
+            gateway_ms: Some(25.0),
         });
         let t = rendered(&b);
         assert!(t.contains("open loop at 1000 req/s"), "{t}");
         assert!(t.contains("(from intended send time)"), "{t}");
         assert!(t.contains("uncorrected min"), "{t}");
         assert!(t.contains("app1.test") && t.contains("app2.test"), "{t}");
+        assert!(t.contains("sharing the connections round-robin"), "{t}");
         assert!(t.contains("cold start  ready after 201"), "{t}");
         assert!(t.contains("`node app.js`"), "{t}");
+        assert!(t.contains("start → listening 170"), "{t}");
+        assert!(t.contains("seen to 2.00 ms"), "{t}");
+        assert!(t.contains("the gateway's own part 25"), "{t}");
     }
 }

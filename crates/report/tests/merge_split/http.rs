@@ -126,6 +126,7 @@ pub fn recorded(seed: u64) -> (Split<HttpStats>, HttpMeta) {
         target: "127.0.0.1:8080".into(),
         method: "GET".into(),
         protocol: "http/1.1".into(),
+        downgrade: None,
         tls: r.gen_bool(0.5),
         mode: if open_loop { "open" } else { "closed" }.into(),
         open_loop,
@@ -161,6 +162,7 @@ pub fn recorded(seed: u64) -> (Split<HttpStats>, HttpMeta) {
             first_request_ms: r.gen_range(0.0..1e3),
             attempts: r.gen_range(1..50),
             first_status: 200,
+            ..ColdStart::default()
         });
         let lateness = some_hist(&mut r).summary();
         let mut h = health(&mut r).with_sends(r.gen_range(0..9), 2.0, lateness);

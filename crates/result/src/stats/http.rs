@@ -28,6 +28,8 @@ pub struct HttpMeta {
     pub method: String,
     /// `http/1.1` or `h2`.
     pub protocol: String,
+    /// `--http2-fallback`: why the run used HTTP/1.1.
+    pub downgrade: Option<String>,
     pub tls: bool,
     /// `closed` or `open`.
     pub mode: String,
@@ -45,6 +47,7 @@ impl HttpMeta {
             target: s.target.clone(),
             method: s.method.clone(),
             protocol: s.protocol.clone(),
+            downgrade: s.downgrade.clone(),
             tls: s.tls,
             mode: s.mode.clone(),
             open_loop: s.open_loop,
@@ -94,6 +97,9 @@ pub struct HostCounts {
     /// Open loop: latency from the actual send.
     pub latency_uncorrected: Dist,
     pub ttfb: Dist,
+    /// Per-host load (`--host NAME=N`, `NAME=R/s`): the host's own connections and rate.
+    pub connections: Option<u32>,
+    pub rate: Option<f64>,
 }
 
 impl AddAssign<&HostCounts> for HostCounts {
@@ -106,6 +112,11 @@ impl AddAssign<&HostCounts> for HostCounts {
         self.bytes_received += rhs.bytes_received;
         self.latency_uncorrected += &rhs.latency_uncorrected;
         self.ttfb += &rhs.ttfb;
+        self.connections = match (self.connections, rhs.connections) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
+        self.rate = add_opt(self.rate, rhs.rate);
     }
 }
 
@@ -164,6 +175,17 @@ impl Stats for HttpStats {
                 (k.clone(), super::over_time(mine, a, h.rps, b))
             })
             .collect();
+        // A host's own load is the same in every round (the larger stands), as `-c`.
+        let host_loads: BTreeMap<String, (Option<u32>, Option<f64>)> = later
+            .hosts
+            .iter()
+            .map(|(k, h)| {
+                let mine = self.hosts.get(k);
+                let c = mine.and_then(|m| m.connections).max(h.connections);
+                let r = max_opt(mine.and_then(|m| m.rate), h.rate);
+                (k.clone(), (c, r))
+            })
+            .collect();
         *self += later;
         self.connections = connections;
         self.rate = rate;
@@ -171,6 +193,9 @@ impl Stats for HttpStats {
         self.duration_s = a + b;
         self.throughput_bps = throughput;
         for (k, h) in self.hosts.iter_mut() {
+            if let Some(&(c, r)) = host_loads.get(k) {
+                (h.connections, h.rate) = (c, r);
+            }
             h.rps = match host_rps.get(k) {
                 Some(r) => *r,
                 // A host only the earlier runs had: its rate over the summed time.
@@ -198,6 +223,8 @@ impl Stats for HttpStats {
                     bytes_received: h.bytes_received,
                     latency_uncorrected: h.latency_uncorrected_ms.map_or(Dist::Empty, Dist::Saved),
                     ttfb: Dist::Saved(h.ttfb_ms),
+                    connections: h.connections,
+                    rate: h.rate,
                 };
                 (k.clone(), c)
             })
@@ -239,6 +266,7 @@ impl Stats for HttpStats {
             target: m.target.clone(),
             method: m.method.clone(),
             protocol: m.protocol.clone(),
+            downgrade: m.downgrade.clone(),
             tls: m.tls,
             mode: m.mode.clone(),
             open_loop: m.open_loop,
@@ -301,6 +329,8 @@ impl Stats for HttpStats {
                     latency_ms: h.summary(&key),
                     latency_uncorrected_ms: m.open_loop.then(|| c.latency_uncorrected.summary()),
                     ttfb_ms: c.ttfb.summary(),
+                    connections: c.connections,
+                    rate: c.rate,
                 };
                 put(key.clone(), h.get(&key));
                 (name.clone(), r)

@@ -28,6 +28,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub struct HttpCounters {
     pub accepted: AtomicU64,
     pub requests: AtomicU64,
+    /// Requests held back by `--http-delay` before their answer.
+    pub delayed: AtomicU64,
     /// Connections closed at once because `max_conns` were open.
     pub refused_conns: AtomicU64,
     /// Failed accepts (EMFILE/ENFILE: out of descriptors), each followed by a short back-off.
@@ -64,6 +66,7 @@ impl HttpCounters {
                 &[
                     ("conns", g(&self.accepted)),
                     ("requests", g(&self.requests)),
+                    ("delayed", g(&self.delayed)),
                 ],
                 &[],
             ),

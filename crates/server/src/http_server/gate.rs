@@ -1,9 +1,11 @@
 //! The gate in front of the responder's routes: with a token, requests without it get 401 for
 //! anything but the 3-byte `GET /` (a health check); `/bytes/N` is charged to the source
-//! address's reply budget and answered 429 when it does not hold N. Both are counted.
+//! address's reply budget and answered 429 when it does not hold N. Both are counted. A
+//! request for a host named by `--http-delay` waits that long first (counted in `delayed`).
 
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -25,6 +27,27 @@ fn authorized(req: &Request<Incoming>, secret: &str) -> bool {
                 .is_some_and(|(k, v)| k == TOKEN_QUERY && conn::token_matches(v.as_bytes(), s))
         })
     })
+}
+
+/// The `--http-delay` of the request's host: its `Host` header (HTTP/1.1) or the URI's
+/// authority (h2's `:authority`), without the port, compared case-insensitively.
+fn host_delay<B>(req: &Request<B>, delays: &[(String, Duration)]) -> Option<Duration> {
+    if delays.is_empty() {
+        return None;
+    }
+    let authority = match req.uri().authority() {
+        Some(a) => a.as_str(),
+        None => req.headers().get(http::header::HOST)?.to_str().ok()?,
+    };
+    let host = match authority.rsplit_once(':') {
+        // `[::1]:80` and `name:80` lose the port; a bare IPv6 address in brackets keeps it all.
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !h.is_empty() => h,
+        _ => authority,
+    };
+    delays
+        .iter()
+        .find(|(h, _)| h.eq_ignore_ascii_case(host))
+        .map(|(_, d)| *d)
 }
 
 /// [`respond`] under a policy: the token gate and the reply budget.
@@ -57,8 +80,44 @@ pub(super) async fn route(
             }
         }
     }
+    if let Some(d) = host_delay(&req, &policy.opts.host_delays) {
+        c.delayed.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(d).await;
+    }
     match respond(req).await {
         Ok(r) => r,
         Err(never) => match never {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_follows_the_host_port_aside() {
+        let delays = vec![
+            ("slow.test".to_string(), Duration::from_millis(20)),
+            ("[::1]".to_string(), Duration::from_millis(5)),
+        ];
+        let req = |host: &str| {
+            Request::builder()
+                .uri("/")
+                .header(http::header::HOST, host)
+                .body(())
+                .unwrap()
+        };
+        let ms = |d: Option<Duration>| d.map(|d| d.as_millis());
+        assert_eq!(ms(host_delay(&req("slow.test"), &delays)), Some(20));
+        assert_eq!(ms(host_delay(&req("SLOW.test:8080"), &delays)), Some(20));
+        assert_eq!(ms(host_delay(&req("fast.test"), &delays)), None);
+        assert_eq!(ms(host_delay(&req("[::1]:80"), &delays)), Some(5));
+        // h2: the authority of the request target.
+        let h2 = Request::builder()
+            .uri("http://slow.test:80/x")
+            .body(())
+            .unwrap();
+        assert_eq!(ms(host_delay(&h2, &delays)), Some(20));
+        assert_eq!(host_delay(&req("slow.test"), &[]), None);
     }
 }

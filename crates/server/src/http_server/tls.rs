@@ -1,5 +1,6 @@
 //! The HTTP responder's TLS config: a PEM cert/key pair, or a fresh rcgen self-signed
-//! certificate for `localhost` / `127.0.0.1` / `::1`. ALPN offers `h2` and `http/1.1`.
+//! certificate for `localhost` / `127.0.0.1` / `::1`. ALPN offers `h2` and `http/1.1` (only
+//! `http/1.1` with `--http1-only`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,7 +16,10 @@ const ALPN_H2: &[u8] = b"h2";
 const ALPN_H1: &[u8] = b"http/1.1";
 
 /// The responder's TLS config: from `cert`/`key` PEM files if given, else self-signed.
-pub fn server_config(cert_key: Option<(&Path, &Path)>) -> Result<Arc<ServerConfig>, Error> {
+pub fn server_config(
+    cert_key: Option<(&Path, &Path)>,
+    h1_only: bool,
+) -> Result<Arc<ServerConfig>, Error> {
     let (certs, key) = match cert_key {
         Some((cert, key)) => {
             let certs = CertificateDer::pem_file_iter(cert)
@@ -42,6 +46,10 @@ pub fn server_config(cert_key: Option<(&Path, &Path)>) -> Result<Arc<ServerConfi
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| Error::Tls(format!("certificate/key: {e}")))?;
-    cfg.alpn_protocols = vec![ALPN_H2.to_vec(), ALPN_H1.to_vec()];
+    cfg.alpn_protocols = if h1_only {
+        vec![ALPN_H1.to_vec()]
+    } else {
+        vec![ALPN_H2.to_vec(), ALPN_H1.to_vec()]
+    };
     Ok(Arc::new(cfg))
 }
