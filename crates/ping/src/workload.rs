@@ -71,16 +71,10 @@ impl Workload for Ping<'_> {
         _no_intervals: &mut dyn FnMut(&Progress<'_>),
         on_packet: &mut dyn FnMut(&PacketLine),
     ) -> Result<Finished<PingBody>, PingError> {
-        let started = SystemTime::now();
-        let started_mono = Instant::now();
-        let start_unix = unix_ns(started);
-        let on_attempt = &mut *self.on_attempt;
-        let outcome = net::run(&self.cfg, stop, &mut |ev, addr| {
-            on_attempt(ev, addr);
-            on_packet(&packet_line(ev, start_unix));
+        let cfg = &self.cfg;
+        let (outcome, started, ended) = timed(&mut self.on_attempt, on_packet, |each| {
+            net::run(cfg, stop, each)
         })?;
-        // Start label plus monotonic time: a wall-clock step cannot distort the run's length.
-        let ended = started + started_mono.elapsed();
         let body = result::body(
             &self.cfg.target.to_string(),
             self.cfg.target.proto,
@@ -96,6 +90,24 @@ impl Workload for Ping<'_> {
             Snapshot::new(),
         ))
     }
+}
+
+/// Runs one ping (`run` gets what sees each settled attempt: the caller's `on_attempt` and the
+/// per-packet log) and times it: its start label, and its end as that label plus monotonic
+/// time, so a wall-clock step cannot distort the run's length. Every kind of ping runs here.
+pub(crate) fn timed<T>(
+    on_attempt: &mut OnAttempt<'_>,
+    on_packet: &mut dyn FnMut(&PacketLine),
+    run: impl FnOnce(&mut dyn FnMut(&Event, SocketAddr)) -> Result<T, PingError>,
+) -> Result<(T, SystemTime, SystemTime), PingError> {
+    let started = SystemTime::now();
+    let started_mono = Instant::now();
+    let start_unix = unix_ns(started);
+    let out = run(&mut |ev, addr| {
+        on_attempt(ev, addr);
+        on_packet(&packet_line(ev, start_unix));
+    })?;
+    Ok((out, started, started + started_mono.elapsed()))
 }
 
 /// An attempt's line in the per-packet log (`--packets`): its session clock starts with the

@@ -20,16 +20,16 @@ pub mod net;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
-use npt_result::packets::{unix_ns, PacketLine};
+use npt_result::packets::PacketLine;
 use npt_result::ping::PingBody;
 use npt_result::stats::{PingMeta, Stats};
 use npt_result::workload::{Finished, Progress, Stop, Workload};
 use npt_stats::Snapshot;
 
 use crate::session::Event;
-use crate::workload::{packet_line, OnAttempt};
+use crate::workload::{self, OnAttempt};
 use crate::PingError;
 
 /// The scheme of an ICMP target.
@@ -162,15 +162,10 @@ impl Workload for IcmpPing<'_> {
         _no_intervals: &mut dyn FnMut(&Progress<'_>),
         on_packet: &mut dyn FnMut(&PacketLine),
     ) -> Result<Finished<PingBody>, PingError> {
-        let started = SystemTime::now();
-        let started_mono = Instant::now();
-        let start_unix = unix_ns(started);
-        let on_attempt = &mut *self.on_attempt;
-        let out = net::run(&self.cfg, stop, &mut |ev, addr| {
-            on_attempt(ev, addr);
-            on_packet(&packet_line(ev, start_unix));
+        let cfg = &self.cfg;
+        let (out, started, ended) = workload::timed(&mut self.on_attempt, on_packet, |each| {
+            net::run(cfg, stop, each)
         })?;
-        let ended = started + started_mono.elapsed();
         let meta = PingMeta {
             target: self.cfg.target.clone(),
             proto: "icmp".to_string(),

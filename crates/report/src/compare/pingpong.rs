@@ -81,36 +81,9 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
         return Ok(());
     }
     let rows = table_rows(t);
-    let widths: Vec<usize> = (0..HEADER.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([HEADER[c].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
     writeln!(w, "{TITLE}:")?;
-    let line = |w: &mut dyn Write, r: &[String]| -> io::Result<()> {
-        let parts: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, &n))| {
-                if i == 0 {
-                    format!("{c:<n$}")
-                } else {
-                    format!("{c:>n$}")
-                }
-            })
-            .collect();
-        writeln!(w, "{}", parts.join("  ").trim_end())
-    };
     let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
-    line(w, &header)?;
-    for r in &rows {
-        line(w, r)?;
-    }
+    super::render::aligned(w, &header, &rows)?;
     writeln!(w, "{LEGEND}")
 }
 

@@ -139,17 +139,27 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
         .iter()
         .map(|r| loaded::row_cells(t, r))
         .collect();
-    let header = loaded::header(t);
+    aligned(w, &loaded::header(t), &rows)?;
+    writeln!(w, "{LEGEND}")?;
+    for l in footer(t) {
+        writeln!(w, "{l}")?;
+    }
+    super::pingpong::write_text(w, t)
+}
+
+/// A header and its rows as aligned columns for a terminal: the first column left-aligned,
+/// the others right-aligned, two spaces apart (every text table of compare).
+pub fn aligned(w: &mut dyn Write, header: &[String], rows: &[Vec<String>]) -> io::Result<()> {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
                 .map(|r| r[c].chars().count())
-                .chain([header[c].len()])
+                .chain([header[c].chars().count()])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let line = |w: &mut dyn Write, r: &[String]| -> io::Result<()> {
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
         let parts: Vec<String> = r
             .iter()
             .zip(&widths)
@@ -162,17 +172,9 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
                 }
             })
             .collect();
-        writeln!(w, "{}", parts.join("  ").trim_end())
-    };
-    line(w, &header)?;
-    for r in &rows {
-        line(w, r)?;
+        writeln!(w, "{}", parts.join("  ").trim_end())?;
     }
-    writeln!(w, "{LEGEND}")?;
-    for l in footer(t) {
-        writeln!(w, "{l}")?;
-    }
-    super::pingpong::write_text(w, t)
+    Ok(())
 }
 
 /// The line under the text table (the Markdown and HTML footers carry it too).
