@@ -456,9 +456,11 @@ fn run_lab(r: RunArgs) -> anyhow::Result<ExitCode> {
     let launcher = lab_control::LabLauncher::new(lab, opts.npt_exe.clone());
     let title = r.file.display().to_string();
     let code = run_set(&set, &title, &r.out, &launcher);
-    let (lab, late) = launcher.into_parts();
+    let (lab, late, drops) = launcher.into_parts();
     let (status, errors) = lab.down();
     let mut out = std::io::stdout().lock();
+    writeln!(out)?;
+    lab_control::write_run_drops(&mut out, &drops)?;
     writeln!(out)?;
     show::write_status(&mut out, &status)?;
     lab_control::write_late_runs(&mut out, &late)?;

@@ -160,15 +160,43 @@ pub fn serve_one(server: &control::Server, lab: &mut Lab, wait: Duration) -> boo
 
 /// Starts scenario children inside the scenario's node, and reads the lab's links before and
 /// after each run: their figures of that run alone go to `STEM.lab.json` beside the run's
-/// result, and a run through a late link (a packet held over 1 ms past its due time) says so
-/// on its progress line and after the table.
+/// result, each run's drops per link direction are said under the table (a TCP run's
+/// retransmits read beside the drops that caused them), and a run through a late link (a
+/// packet held over 1 ms past its due time) says so on its progress line and after the table.
 pub struct LabLauncher {
     lab: RefCell<Lab>,
     name: String,
     exe: PathBuf,
     before: RefCell<Option<LabStatus>>,
     /// (run, what was late), in run order.
-    late: RefCell<Vec<(String, String)>>,
+    late: RefCell<RunNotes>,
+    /// (run, its drops per link direction), in run order.
+    drops: RefCell<RunNotes>,
+}
+
+/// (run stem, a note on it), in run order.
+pub type RunNotes = Vec<(String, String)>;
+
+/// What the lab dropped during one run, per direction that carried packets: `lost` (the
+/// link's loss) and `q-drop` (its queue full), as `npt lab status` counts them.
+pub fn run_drops(run: &LabStatus) -> String {
+    let dirs: Vec<String> = run
+        .links
+        .iter()
+        .flat_map(|l| &l.directions)
+        .filter(|d| d.applied.packets_in > 0)
+        .map(|d| {
+            format!(
+                "{} > {} lost {} q-drop {} of {}",
+                d.from, d.to, d.applied.dropped_loss, d.applied.dropped_queue, d.applied.packets_in
+            )
+        })
+        .collect();
+    if dirs.is_empty() {
+        "no packets on any link".to_string()
+    } else {
+        dirs.join(", ")
+    }
 }
 
 impl LabLauncher {
@@ -179,12 +207,17 @@ impl LabLauncher {
             exe,
             before: RefCell::new(None),
             late: RefCell::new(Vec::new()),
+            drops: RefCell::new(Vec::new()),
         }
     }
 
-    /// The lab back, and the runs its links were late in.
-    pub fn into_parts(self) -> (Lab, Vec<(String, String)>) {
-        (self.lab.into_inner(), self.late.into_inner())
+    /// The lab back, the runs its links were late in, and each run's drops.
+    pub fn into_parts(self) -> (Lab, RunNotes, RunNotes) {
+        (
+            self.lab.into_inner(),
+            self.late.into_inner(),
+            self.drops.into_inner(),
+        )
     }
 }
 
@@ -207,6 +240,9 @@ impl Launcher for LabLauncher {
         if let Ok(bytes) = serde_json::to_vec_pretty(&run) {
             let _ = npt_result::write_atomic(&out_dir.join(format!("{stem}.lab.json")), &bytes);
         }
+        self.drops
+            .borrow_mut()
+            .push((stem.to_string(), run_drops(&run)));
         let late: Vec<String> = run
             .links
             .iter()
@@ -232,6 +268,25 @@ impl Launcher for LabLauncher {
             .push((stem.to_string(), note.clone()));
         Some(note)
     }
+}
+
+/// Under `npt lab run`'s table: what the lab's links dropped during each run. A TCP run's
+/// `retrans` counts only this host's sends to its first hop; relays behind it resend on their
+/// own connections, and a rate-limited link's overflow is `q-drop`, not `lost`.
+pub fn write_run_drops(w: &mut impl Write, drops: &[(String, String)]) -> std::io::Result<()> {
+    if drops.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "link drops during each run (the lab's own counts, as `npt lab status` has them: lost = \
+         the link's loss, q-drop = its queue full; a TCP run's retransmits are this host's sends \
+         to its first hop only):"
+    )?;
+    for (stem, d) in drops {
+        writeln!(w, "  {stem}: {d}")?;
+    }
+    Ok(())
 }
 
 /// After `npt lab run`'s table: the runs during which a link was late.

@@ -226,6 +226,7 @@ impl Subcommand for ProbeConfig {
                 w.why.map_or("stopped", |r| r.name()),
                 w.in_flight,
                 w.up_to.as_secs_f64() * 1e3,
+                w.held,
             ))
         })));
     }

@@ -128,9 +128,80 @@ fn each_run_gets_its_link_figures_and_a_late_link_is_named() {
             .to_string()
     };
     assert!(line(1).contains("LAB LATE"), "{}", line(1));
-    assert!(stdout.contains("runs through a late link") && stdout.contains("run1-01-direct"));
+    // The list after the table (every run is also named in the drops above it).
+    let late_runs: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("runs through a late link"))
+        .collect();
+    let listed = |run: &str| late_runs.iter().any(|l| l.contains(run));
+    assert!(listed("run1-01-direct"), "{stdout}");
     // Run 2 is flagged exactly when its own figures say a packet left over 1 ms late.
     let (late2, _) = late_of(&run2);
     assert_eq!(line(2).contains("LAB LATE"), late2 > 0, "{}", line(2));
-    assert_eq!(stdout.contains("run2-01-direct"), late2 > 0, "{stdout}");
+    assert_eq!(listed("run2-01-direct"), late2 > 0, "{stdout}");
+}
+
+/// A TCP run's retransmits are read beside the drops that caused them: `npt lab run` says,
+/// under its table, what each link direction lost and queue-dropped during each run, and the
+/// figures are the lab's own counts of that run (its `STEM.lab.json`, the `npt lab status`
+/// difference around the run). A 1 Mbit/s link with a 4-packet queue, offered 3.2 Mbit/s,
+/// drops from its queue; 2 % loss besides.
+#[test]
+fn each_runs_link_drops_are_said_under_the_table() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tdrops.toml");
+    let scenario = r#"[workload]
+kind = "probe"
+args = ["--count", "400", "--mode", "rate", "--pps", "400", "--size", "1000", "--loss-timeout", "300ms"]
+[[scenario]]
+name = "direct"
+node = "client"
+target = "udp://10.0.1.2:7777"
+"#;
+    let link = "delay = \"1ms\"\nrate = \"1mbit\"\nqueue = 4\nloss = \"2%\"";
+    std::fs::write(&file, format!("{}{scenario}", lab::pair("tdrops", link))).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = npt()
+        .args(["lab", "run", file.to_str().unwrap(), "--out-dir"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = common::json(&out_dir.join("run1-01-direct.lab.json"));
+    let mut want = Vec::new();
+    let mut queue_drops = 0;
+    for d in run["links"][0]["directions"].as_array().unwrap() {
+        let a = &d["applied"];
+        let n = |k: &str| a[k].as_u64().unwrap();
+        if n("packets_in") == 0 {
+            continue;
+        }
+        queue_drops += n("dropped_queue");
+        want.push(format!(
+            "{} > {} lost {} q-drop {} of {}",
+            d["from"].as_str().unwrap(),
+            d["to"].as_str().unwrap(),
+            n("dropped_loss"),
+            n("dropped_queue"),
+            n("packets_in")
+        ));
+    }
+    assert!(queue_drops > 0, "the small queue overflowed: {run}");
+    let block: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("link drops during each run"))
+        .collect();
+    assert_eq!(
+        block.get(1).copied(),
+        Some(format!("  run1-01-direct: {}", want.join(", ")).as_str()),
+        "{stdout}"
+    );
 }

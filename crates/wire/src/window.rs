@@ -97,6 +97,23 @@ impl Window {
         self.unanswered
     }
 
+    /// The loss timeout now in force, ns.
+    pub fn timeout(&self) -> u64 {
+        self.timeout
+    }
+
+    /// Changes the loss timeout for every packet in flight and to come (a stream's hold:
+    /// longer while its connection is up, back to the loss timeout once it is gone).
+    pub fn set_timeout(&mut self, timeout: u64) {
+        self.timeout = timeout;
+    }
+
+    /// The oldest packet still in flight, if any: its sequence number and slot (the front
+    /// slot is never an answered one).
+    pub fn oldest(&self) -> Option<(u64, Slot)> {
+        self.slots.front().map(|s| (self.base, *s))
+    }
+
     /// Records a send and returns its sequence number.
     pub fn push(&mut self, sent: u64, intended: u64, tag: u32) -> u64 {
         let seq = self.next_seq();
@@ -121,6 +138,24 @@ impl Window {
     pub fn expire(&mut self, now: u64, mut lost: impl FnMut(u64, Slot)) {
         while let Some(front) = self.slots.front() {
             if front.sent.saturating_add(self.timeout) > now {
+                break;
+            }
+            self.retire_front(&mut lost);
+        }
+    }
+
+    /// Declares lost, at a shorter `timeout` than the window's, the packets below sequence
+    /// number `below` whose deadline by it is at or before `now` (a stream that may have
+    /// destroyed their replies: see the probe session's hold).
+    pub fn expire_below(
+        &mut self,
+        now: u64,
+        below: u64,
+        timeout: u64,
+        mut lost: impl FnMut(u64, Slot),
+    ) {
+        while let Some(front) = self.slots.front() {
+            if self.base >= below || front.sent.saturating_add(timeout) > now {
                 break;
             }
             self.retire_front(&mut lost);
@@ -225,6 +260,25 @@ mod tests {
         let mut v = Vec::new();
         w.expire(now, |seq, _| v.push(seq));
         v
+    }
+
+    #[test]
+    fn expire_below_takes_only_the_released_packets_at_the_shorter_timeout() {
+        let mut w = Window::new(60_000 * MS, 16);
+        for t in 0..4 {
+            w.push(t * MS, t * MS, 0);
+        }
+        let mut v = Vec::new();
+        w.expire_below(1001 * MS, 2, 1000 * MS, |seq, _| v.push(seq));
+        assert_eq!(
+            v,
+            vec![0, 1],
+            "below 2 and past 1 s; 2 and 3 keep the window's timeout"
+        );
+        assert_eq!(w.oldest().map(|(seq, _)| seq), Some(2));
+        w.set_timeout(1000 * MS);
+        assert_eq!(w.timeout(), 1000 * MS);
+        assert_eq!(lost_list(&mut w, 1003 * MS), vec![2, 3]);
     }
 
     #[test]

@@ -18,6 +18,8 @@ mod session_echo_tests;
 #[cfg(test)]
 mod session_far;
 #[cfg(test)]
+mod session_hold_tests;
+#[cfg(test)]
 mod session_log_tests;
 #[cfg(test)]
 mod session_progress_tests;

@@ -490,7 +490,13 @@ pub fn run(
             say(&Waiting {
                 elapsed: Duration::from_nanos(clock.now().saturating_sub(start)),
                 in_flight,
-                up_to: cfg.loss_timeout,
+                up_to: if cfg.proto == Proto::Tcp {
+                    cfg.loss_timeout
+                        .max(Duration::from_nanos(super::session::STREAM_HOLD_NS))
+                } else {
+                    cfg.loss_timeout
+                },
+                held: cfg.proto == Proto::Tcp,
                 why,
             });
         }

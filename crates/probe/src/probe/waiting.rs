@@ -18,8 +18,12 @@ pub struct Waiting {
     /// Packets in flight when their flows stopped sending, added over the flows still
     /// waiting (with one flow: exactly what it waits for).
     pub in_flight: u64,
-    /// The longest wait: the loss timeout (after each flow's last send).
+    /// The longest wait (after each flow's last send): the loss timeout, or over TCP the
+    /// hold on a live connection ([`held`](Waiting::held)).
     pub up_to: Duration,
+    /// TCP: a reply on a live connection is waited for past the loss timeout, up to the
+    /// stream's hold (`session::STREAM_HOLD_NS`).
+    pub held: bool,
     /// Why sending stopped (the first flow's reason).
     pub why: Option<StopReason>,
 }

@@ -91,10 +91,22 @@ pub fn stage_line(r: &Interval) -> String {
 
 /// The line when a probe has stopped sending and waits for the replies in flight, up to the
 /// loss timeout (the line tester's "stopped sending, waiting for replies, about 1.00 s"):
-/// `why` it stopped (`count`, `duration`, `signal` …), `in_flight` packets, `up_to_ms`.
-pub fn waiting_line(elapsed_s: f64, why: &str, in_flight: u64, up_to_ms: f64) -> String {
+/// `why` it stopped (`count`, `duration`, `signal` …), `in_flight` packets, `up_to_ms`; `held`:
+/// over TCP, where a reply on a live connection is only late, the wait is the stream's hold.
+pub fn waiting_line(
+    elapsed_s: f64,
+    why: &str,
+    in_flight: u64,
+    up_to_ms: f64,
+    held: bool,
+) -> String {
+    let what = if held {
+        "while the TCP connection lives"
+    } else {
+        "the loss timeout"
+    };
     format!(
-        "[waiting  ] {:>15}  sending stopped ({why}): waiting up to {} ms (the loss timeout) for \
+        "[waiting  ] {:>15}  sending stopped ({why}): waiting up to {} ms ({what}) for \
          {in_flight} packet{} in flight",
         format!("{elapsed_s:.2}s"),
         ms(up_to_ms),
@@ -416,11 +428,13 @@ mod tests {
     #[test]
     fn waiting_line_says_how_long_and_how_many() {
         assert_eq!(
-            waiting_line(5.004, "count", 37, 1000.0),
+            waiting_line(5.004, "count", 37, 1000.0, false),
             "[waiting  ]           5.00s  sending stopped (count): waiting up to 1000.0 ms (the \
              loss timeout) for 37 packets in flight"
         );
-        assert!(waiting_line(0.1, "signal", 1, 250.0).ends_with("for 1 packet in flight"));
+        assert!(waiting_line(0.1, "signal", 1, 250.0, false).ends_with("for 1 packet in flight"));
+        assert!(waiting_line(0.1, "count", 1, 60000.0, true)
+            .contains("waiting up to 60000.0 ms (while the TCP connection lives)"));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The `kernel` line of a TCP probe's text report: what the tester's kernel saw of its
 //! connections (`TCP_INFO`), because the echo's own loss count is 0 on a TCP path that drops
-//! packets — TCP resends them, and only the retransmits and the RTT show it.
+//! packets — TCP resends them, and only the retransmits and the RTT show it. The line says
+//! how far that view reaches: this host's sends to its first hop (the target, or the first
+//! forwarder or proxy in front of it); a relay behind it retransmits on its own connections.
 
 use std::io::{self, Write};
 
@@ -21,7 +23,7 @@ pub fn write_kernel(w: &mut dyn Write, k: &TcpKernel) -> io::Result<()> {
     let scope = if k.scope == SCOPE_PROXY {
         "  first hop only: tester → proxy"
     } else {
-        ""
+        "  this host's sends to its first hop: the target, or the first forwarder in front of it"
     };
     writeln!(
         w,
@@ -71,7 +73,10 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.contains("(TCP_INFO, 50 samples, 1 connection)\n"),
+            line.contains(
+                "(TCP_INFO, 50 samples, 1 connection)  this host's sends to its first hop: the \
+                 target, or the first forwarder in front of it\n"
+            ),
             "{line}"
         );
         k.scope = "proxy".into();

@@ -91,6 +91,19 @@ impl TcpFlow {
         }
     }
 
+    /// The flow's connection is up (its first, or a reconnect): its session starts, or learns
+    /// that packets in flight are held again while this connection lives.
+    fn connected(&mut self, now: u64, stream: TcpStream) {
+        let s = self.session.get_or_insert_with(|| {
+            let mut cfg = self.cfg.clone();
+            cfg.start = now;
+            Session::new(cfg)
+        });
+        s.connection_up(now);
+        self.state = TcpState::Connected { sock: stream };
+        self.answered = false;
+    }
+
     fn fail(&mut self, now: u64, e: &io::Error, what: &str) {
         self.fail_kind(now, classify(e), format!("{what}: {e}"));
     }
@@ -126,8 +139,10 @@ impl TcpFlow {
         match &mut self.session {
             Some(s) => {
                 // Packets in flight on the broken stream never come back: they are lost at
-                // their deadline. The session goes on; the driver reconnects while it sends.
+                // their loss timeout (no longer held). The session goes on; the driver
+                // reconnects while it sends.
                 s.record_error(kind, || msg);
+                s.connection_down(now);
                 self.state = if s.is_sending() {
                     TcpState::Waiting {
                         retry_at: now + RETRY_NS,
@@ -237,13 +252,7 @@ fn connect_via(
                 f.times.proxy = Some(phases);
             }
             if let Ok(now) = authenticate(f, &mut stream, secret, clock) {
-                if f.session.is_none() {
-                    let mut cfg = f.cfg.clone();
-                    cfg.start = now;
-                    f.session = Some(Session::new(cfg));
-                }
-                f.state = TcpState::Connected { sock: stream };
-                f.answered = false;
+                f.connected(now, stream);
             }
         }
         Err(e) => {
@@ -393,13 +402,7 @@ pub fn run_tcp(
                             }
                             if let Ok(now) = authenticate(f, &mut stream, secret.as_deref(), &clock)
                             {
-                                if f.session.is_none() {
-                                    let mut cfg = f.cfg.clone();
-                                    cfg.start = now;
-                                    f.session = Some(Session::new(cfg));
-                                }
-                                f.state = TcpState::Connected { sock: stream };
-                                f.answered = false;
+                                f.connected(now, stream);
                             }
                         } else if level > 0 {
                             f.state = if f.session.is_some() {
@@ -484,6 +487,11 @@ pub fn run_tcp(
                                 f.inbuf.push(&buf[..n]);
                                 let now = clock.now();
                                 let d = f.inbuf.drain(|b| s.try_handle_reply(now, b));
+                                if d.skipped > 0 {
+                                    // A reply in the skipped bytes is gone: stop holding
+                                    // what is in flight.
+                                    s.stream_out_of_step(now);
+                                }
                                 if d.lost_step > 0 {
                                     s.totals_mut().foreign += u64::from(d.lost_step);
                                     s.record_error(ErrorKind::Protocol, || {

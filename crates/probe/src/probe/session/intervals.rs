@@ -64,8 +64,14 @@ impl Session {
     /// packet sent in it is resolved — or, while a run of missing packets reaching into it is
     /// still unplaced (the reply after the run is not settled yet), up to one loss timeout
     /// more for that reply (a run of losses across the boundary closes a few packets later).
+    /// A live stream's interval with a packet still held waits for it, up to the hold.
     pub(super) fn close_at(&self, index: u32, ended: u64) -> u64 {
-        let lt = self.cfg.loss_timeout;
+        let held = self.holding() && self.window.oldest().is_some_and(|(_, s)| s.tag <= index);
+        let lt = if held {
+            self.window.timeout()
+        } else {
+            self.cfg.loss_timeout
+        };
         let at = ended.saturating_add(lt);
         if self.split.unplaced_in(index) > 0 {
             at.saturating_add(lt)

@@ -24,6 +24,7 @@
 
 mod directions;
 mod far;
+mod hold;
 mod intervals;
 mod log;
 mod query;
@@ -42,6 +43,7 @@ use npt_wire::raw::RawStamp;
 use npt_wire::{fill, Pacer, Window};
 
 pub use far::{FarEnd, RefusalWhy};
+pub use hold::STREAM_HOLD_NS;
 pub use reply::Parsed;
 use split::{Final, Placed, Split};
 use types::min_opt;
@@ -89,6 +91,9 @@ pub struct Session {
     wall_offset: i64,
     /// `--packets`: each packet's fate, for the driver ([`Session::take_packets`]).
     log: Option<log::Log>,
+    /// A held stream's packets below this number are no longer held (their replies may have
+    /// been destroyed: [`stream_out_of_step`](Session::stream_out_of_step)).
+    released_below: u64,
 }
 
 impl Session {
@@ -114,6 +119,7 @@ impl Session {
             placed: Vec::new(),
             wall_offset: 0,
             log: cfg.log_packets.then(|| log::Log::new(cfg.flow)),
+            released_below: 0,
             cfg,
         };
         s.open.push_back(s.new_interval(0));
@@ -176,7 +182,7 @@ impl Session {
         let until = self
             .totals
             .last_send
-            .map_or(now, |t| t + self.cfg.loss_timeout)
+            .map_or(now, |t| t + self.window.timeout())
             .max(now);
         self.state = State::Draining { until };
         self.handle_timeout(now);
@@ -198,17 +204,7 @@ impl Session {
         } else {
             self.stop_reason.get_or_insert(why);
         }
-        let mut tags = std::mem::take(&mut self.lost_tags);
-        let (log, split) = (&mut self.log, &self.split);
-        self.window.expire_all(|seq, slot| {
-            tags.push((seq, slot.tag));
-            if let Some(log) = log {
-                log.missing(seq, slot.sent, split.is_noticed(seq));
-            }
-        });
-        self.on_missing(&mut tags);
-        self.lost_tags = tags;
-        self.finish_all(now, Final::NoAnswer);
+        self.abandon(now);
     }
 
     /// Counts a transport error against this flow, under a kind of the one vocabulary of
@@ -233,6 +229,11 @@ impl Session {
         }
         if matches!(self.cfg.count, Some(c) if self.totals.packets.sent >= c) {
             self.begin_drain(now, StopReason::Count);
+            return None;
+        }
+        // A relay waiting on a held reply has nothing due: the time limit still ends it.
+        if self.cfg.send_until.is_some_and(|until| now >= until) {
+            self.begin_drain(now, StopReason::Duration);
             return None;
         }
         let Some(due) = self.pacer.next_due() else {
@@ -352,12 +353,16 @@ impl Session {
     fn expire(&mut self, now: u64) {
         let mut tags = std::mem::take(&mut self.lost_tags);
         let (log, split) = (&mut self.log, &self.split);
-        self.window.expire(now, |seq, slot| {
+        let mut lost = |seq: u64, slot: npt_wire::window::Slot| {
             tags.push((seq, slot.tag));
             if let Some(log) = log {
                 log.missing(seq, slot.sent, split.is_noticed(seq));
             }
-        });
+        };
+        // Packets no longer held go at their loss timeout, the rest at the window's.
+        let (below, lt) = (self.released_below, self.cfg.loss_timeout);
+        self.window.expire_below(now, below, lt, &mut lost);
+        self.window.expire(now, &mut lost);
         self.on_missing(&mut tags);
         self.lost_tags = tags;
     }
@@ -413,7 +418,7 @@ impl Session {
                 at(Some(until));
             }
         }
-        at(self.window.next_expiry());
+        at(self.next_expiry());
         t
     }
 
