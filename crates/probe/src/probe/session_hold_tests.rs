@@ -159,3 +159,28 @@ fn a_stream_out_of_step_stops_holding_what_was_in_flight() {
     assert_eq!((t.packets.sent, t.packets.lost), (1, 1));
     assert_eq!(s.stop_reason(), Some(StopReason::Stalled));
 }
+
+#[test]
+fn a_paced_tcp_run_keeps_its_loss_timeout() {
+    // A rate schedule does not wait for replies: the slow reply is lost at the loss timeout,
+    // and the run ends on its own schedule — its drain (one loss timeout after the last send)
+    // is over before the reply, 3 s late, comes back.
+    let mut c = cfg(Pacing::Rate { pps: 1000.0 });
+    c.count = Some(N);
+    let mut s = Session::new(c);
+    s.connection_up(0);
+    let iv = run(&mut s, &mut slow_link(), None);
+    let t = s.totals();
+    assert_eq!(s.stop_reason(), Some(StopReason::Count));
+    assert_eq!(
+        (
+            t.packets.sent,
+            t.packets.received,
+            t.packets.lost,
+            t.packets.late
+        ),
+        (N, N - 1, 1, 0),
+        "the slow reply is lost at the loss timeout"
+    );
+    check_invariants(t, &iv);
+}

@@ -9,7 +9,10 @@
 //! [`STREAM_HOLD_NS`] (or the loss timeout, if longer) — and its reply counts as received,
 //! with the wait in its RTT. When the connection is gone the loss timeout is back in force:
 //! what was in flight on it never returns, and a relay with nothing in flight stalls as before.
-//! UDP sessions never hold.
+//! Only a relay schedule (ping-pong, `--mode relay`) holds: its next send waits for a reply,
+//! so a reply given up is a run given up. A paced schedule (rate, interval) keeps sending
+//! whatever its replies do, and keeps `--loss-timeout` as its bound, so a `--duration` run ends
+//! on time (a slow reply there is counted late, as before). UDP sessions never hold.
 
 use super::{Final, Session};
 
@@ -26,7 +29,10 @@ impl Session {
     pub fn connection_up(&mut self, now: u64) {
         self.lose_in_flight();
         self.released_below = 0;
-        let hold = STREAM_HOLD_NS.max(self.cfg.loss_timeout);
+        let hold = match self.cfg.pacing {
+            npt_wire::pacing::Pacing::Relay { .. } => STREAM_HOLD_NS.max(self.cfg.loss_timeout),
+            _ => self.cfg.loss_timeout,
+        };
         self.window.set_timeout(hold);
         self.handle_timeout(now);
     }
