@@ -302,5 +302,4 @@ pub fn render(
 }
 
 #[cfg(test)]
-#[path = "range_tests.rs"]
 mod tests;

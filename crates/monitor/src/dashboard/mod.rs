@@ -417,5 +417,4 @@ pub fn page(d: &Data) -> Vec<u8> {
 }
 
 #[cfg(test)]
-#[path = "dashboard_tests.rs"]
 mod tests;

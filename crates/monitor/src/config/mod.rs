@@ -39,24 +39,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::alert::{Metric, Rule};
+pub use crate::alert::AlertFile;
+use crate::alert::Rule;
+pub use crate::key::{bytes, duration, ConfigError};
+use crate::key::{invalid, positive};
 use crate::kinds::Kind;
-
-/// What is wrong with a config; the message names the key.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{0}")]
-    Toml(String),
-    #[error("{key}: {msg}")]
-    Invalid { key: String, msg: String },
-}
-
-pub(crate) fn invalid(key: impl Into<String>, msg: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key: key.into(),
-        msg: msg.into(),
-    }
-}
+pub use crate::notify::NotifyFile;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,34 +110,6 @@ pub struct TargetFile {
     pub hops: Vec<String>,
     /// trace: the chain's entry (`--through`).
     pub through: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AlertFile {
-    pub name: String,
-    pub metric: Metric,
-    pub above: Option<f64>,
-    pub below: Option<f64>,
-    pub clear: Option<f64>,
-    pub baseline_rounds: Option<u32>,
-    pub rounds: Option<u32>,
-    pub clear_rounds: Option<u32>,
-    #[serde(default)]
-    pub targets: Vec<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NotifyFile {
-    /// http:// or https:// URL each alert change is POSTed to (JSON).
-    pub webhook: Option<String>,
-    /// A command run on each alert change: argv, the JSON on its stdin.
-    #[serde(default)]
-    pub command: Vec<String>,
-    /// Extra headers of the webhook request (`Authorization` …).
-    #[serde(default)]
-    pub headers: std::collections::BTreeMap<String, String>,
 }
 
 /// How long each level of the store is kept.
@@ -241,54 +201,6 @@ pub struct Plan {
     pub targets: Vec<TargetPlan>,
     pub alerts: Vec<Rule>,
     pub notify: NotifyFile,
-}
-
-/// Parses a duration as the monitor's files write them: `500ms`, `10s`, `5m`, `2h`, `14d`, `1y`.
-pub fn duration(key: &str, s: &str) -> Result<Duration, ConfigError> {
-    humantime::parse_duration(s.trim())
-        .map_err(|e| invalid(key, format!("{s:?}: {e} (e.g. 500ms, 10s, 5m, 2h, 14d)")))
-}
-
-fn positive(key: &str, s: &str) -> Result<Duration, ConfigError> {
-    let d = duration(key, s)?;
-    if d.is_zero() {
-        return Err(invalid(key, "must be above 0"));
-    }
-    Ok(d)
-}
-
-/// Parses a byte count: `500`, `20kB`, `2MB`, `1.5GB`, `1TB` (powers of 1000), or `MiB`/`GiB`.
-pub fn bytes(key: &str, s: &str) -> Result<u64, ConfigError> {
-    let t = s.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| invalid(key, format!("{s:?}: expected a byte count such as 2GB")))?;
-    let scale = match unit.trim() {
-        "" | "B" => 1.0,
-        "kB" | "KB" => 1e3,
-        "MB" => 1e6,
-        "GB" => 1e9,
-        "TB" => 1e12,
-        "KiB" => 1024.0,
-        "MiB" => 1024.0 * 1024.0,
-        "GiB" => 1024.0 * 1024.0 * 1024.0,
-        u => {
-            return Err(invalid(
-                key,
-                format!("{s:?}: unit {u:?} is not B, kB, MB, GB, TB, KiB, MiB or GiB"),
-            ))
-        }
-    };
-    let b = v * scale;
-    if !b.is_finite() || !(1.0..=1e18).contains(&b) {
-        return Err(invalid(key, format!("{s:?}: must be at least 1 byte")));
-    }
-    // NO-PANIC: checked finite and within 1..=1e18 just above, which a u64 holds.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    Ok(b as u64)
 }
 
 /// The defaults a quick form or a file gives every target.
@@ -699,5 +611,4 @@ fn target(i: usize, t: &TargetFile, d: &Defaults) -> Result<TargetPlan, ConfigEr
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;
