@@ -58,7 +58,6 @@ macro_rules! kind_enum {
         }
     };
 }
-use kind_enum;
 
 // `Kind`, one fieldless variant per line of the registry.
 kinds!(kind_enum);
