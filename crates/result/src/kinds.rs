@@ -1,6 +1,7 @@
 //! The registry of result kinds: one line per kind, in [`kinds!`], from which everything that
 //! reads a result of any kind is generated — the one result type ([`crate::any::Workload`]
-//! and its reader), [`crate::any::KINDS`], the checked-in schemas ([`crate::schema`]) and the
+//! and its reader), the kind without its body ([`Kind`]: what a monitor's target or a command
+//! names), [`crate::any::KINDS`], the checked-in schemas ([`crate::schema`]) and the
 //! dispatch of `npt merge` ([`with_stats`], for the kinds that name a stats value). What a
 //! kind answers is its [`Body`] impl, next to its body type; what a renderer prints for it
 //! is `npt-report`'s `Render` (a default, or the kind's own layout), dispatched from this
@@ -31,6 +32,61 @@ macro_rules! kinds {
             Trace($crate::trace::TraceBody);
         }
     };
+}
+
+/// Generates [`Kind`] from the list of [`kinds!`]: its names are the bodies' [`Body::KIND`].
+macro_rules! kind_enum {
+    ($($Var:ident($Body:ty) $(merge $Stats:ty)?;)*) => {
+        /// A kind of result, without its body: what a command, a monitor's target or a
+        /// report names. One variant per line of the registry, in its order; its name
+        /// (in text, JSON and TOML) is the body's [`Body::KIND`], so it is written once.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Kind {
+            $($Var,)*
+        }
+
+        impl Kind {
+            /// Every kind, in the registry's order.
+            pub const ALL: &'static [Kind] = &[$(Kind::$Var,)*];
+
+            /// The kind's name: the document's `kind`, the subcommand that writes it.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Kind::$Var => <$Body as Body>::KIND,)*
+                }
+            }
+        }
+    };
+}
+
+// `Kind`, one fieldless variant per line of the registry.
+kinds!(kind_enum);
+
+impl Kind {
+    /// The kind named `name`; `None` for a name no kind has.
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.iter().copied().find(|k| k.name() == name)
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Kind, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Kind::parse(&name)
+            .ok_or_else(|| serde::de::Error::unknown_variant(&name, crate::any::KINDS))
+    }
 }
 
 /// What `npt merge` does with one kind's stats value: handed the type, it adds the parts.
@@ -207,3 +263,26 @@ macro_rules! registry {
 }
 
 pub(crate) use registry;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kind reads and writes as its body's name, in text and JSON, and no other name is one.
+    #[test]
+    fn a_kind_is_its_bodys_name() {
+        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, crate::any::KINDS);
+        assert_eq!(Kind::Probe.name(), <crate::probe::ProbeBody as Body>::KIND);
+        for &k in Kind::ALL {
+            assert_eq!(Kind::parse(k.name()), Some(k));
+            assert_eq!(k.to_string(), k.name());
+            let json = serde_json::to_value(k).unwrap();
+            assert_eq!(json, k.name());
+            assert_eq!(serde_json::from_value::<Kind>(json).unwrap(), k);
+        }
+        assert_eq!(Kind::parse("Probe"), None);
+        let e = serde_json::from_value::<Kind>("walk".into()).unwrap_err();
+        assert!(e.to_string().contains("unknown variant `walk`"), "{e}");
+    }
+}

@@ -41,6 +41,7 @@ pub mod workload;
 
 pub use common::loss_pct;
 pub use health::Health;
+pub use kinds::Kind;
 pub use stats::Stats;
 pub use stop::StopReason;
 
