@@ -13,6 +13,10 @@
 //! workload are exit 1 too, except those [`Subcommand::is_usage`] names (exit 2); exit
 //! [`EXIT_REFUSED`] when [`Subcommand::refused`] says the server refused part of the test.
 
+pub mod live;
+pub mod packets;
+pub mod signals;
+
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -21,11 +25,11 @@ use std::sync::Arc;
 use npt_result::workload::{Finished, Progress, Stop, Workload};
 use npt_result::Document;
 
-use crate::live::{self, Live, Sample};
-use crate::metrics::MetricsArgs;
-use crate::packets::PacketLog;
-use crate::segment::{Segment, SegmentArgs, SegmentInfo};
+use crate::execute::packets::PacketLog;
+use crate::flags::metrics::MetricsArgs;
+use crate::flags::segment::{Segment, SegmentArgs, SegmentInfo};
 use crate::usage;
+use live::{Live, Sample};
 
 /// Exit code: the server refused part (or all) of the test — its per-source budget or its
 /// `--token` — so the figures are not the path's alone (`refused_by_server` in the result).
@@ -190,7 +194,7 @@ impl Options<'_> {
     /// resolves the name, a reachability check) calls it earlier too.
     pub fn check(&self) -> anyhow::Result<()> {
         if let Some(p) = self.json_file {
-            crate::output::check("--json", p)?;
+            crate::flags::output::check("--json", p)?;
         }
         if let Some(p) = self.packets {
             if p == Path::new("-") && self.json_stdout {
@@ -199,7 +203,7 @@ impl Options<'_> {
                      --packets a file"
                 ));
             }
-            crate::output::check_or_dash("--packets", p)?;
+            crate::flags::output::check_or_dash("--packets", p)?;
         }
         Ok(())
     }
@@ -250,7 +254,7 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
         eprintln!("npt {kind}: {n}");
     }
     let stop = Arc::new(Stop::new());
-    crate::signals::install(&stop)?;
+    crate::execute::signals::install(&stop)?;
     let metrics = o.metrics.start(kind, &o.labels)?;
     if !o.quiet {
         if let Some(b) = w.banner() {
@@ -355,7 +359,7 @@ pub fn document<W: Workload>(
 ) -> anyhow::Result<Document<W::Body>> {
     let mut config = w.config();
     if let Some(info) = segment {
-        crate::segment::label(&mut config, info)?;
+        crate::flags::segment::label(&mut config, info)?;
     }
     if let Some(obj) = config.as_object_mut() {
         obj.extend(done.decided);
@@ -376,7 +380,7 @@ pub fn document<W: Workload>(
 fn write<W: Subcommand>(doc: &Document<W::Body>, o: &Options<'_>) -> anyhow::Result<bool> {
     let bytes = doc.to_json_pretty();
     let saved = match o.json_file {
-        Some(path) => crate::output::save(W::KIND, path, &bytes, !o.json_stdout),
+        Some(path) => crate::flags::output::save(W::KIND, path, &bytes, !o.json_stdout),
         None => true,
     };
     match o.text {
