@@ -26,7 +26,7 @@ use tokio::sync::Semaphore;
 
 use crate::alert::Alerts;
 use crate::config::{Plan, TargetPlan};
-use crate::kinds::{Kind, KindStats};
+use crate::kinds::{Kind, KindStats, MONITORED};
 use crate::live::Live;
 use crate::notify::{Message, Notifier};
 use crate::round::{wall_ms, Described, Round, Status};
@@ -154,7 +154,7 @@ pub fn run(
     ctl: Control,
 ) -> anyhow::Result<Ran> {
     let plan = setup.plan.clone();
-    let total: u32 = Kind::ALL.iter().map(|k| plan.limits.of(*k)).sum();
+    let total: u32 = MONITORED.iter().map(|k| plan.limits.of(*k)).sum();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(usize::try_from(total).unwrap_or(512).saturating_add(16))
@@ -256,7 +256,7 @@ pub fn run(
         sched: Scheduler::new(),
         slots: Vec::new(),
         names: HashMap::new(),
-        sems: Kind::ALL
+        sems: MONITORED
             .iter()
             .map(|k| {
                 let n = usize::try_from(plan.limits.of(*k)).unwrap_or(1);

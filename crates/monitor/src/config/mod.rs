@@ -39,12 +39,16 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+mod limits;
+mod target;
+
 pub use crate::alert::AlertFile;
 use crate::alert::Rule;
 pub use crate::key::{bytes, duration, ConfigError};
 use crate::key::{invalid, positive};
-use crate::kinds::Kind;
 pub use crate::notify::NotifyFile;
+pub use limits::{Limits, LimitsFile};
+pub use target::{missing_budget, TargetFile, TargetPlan};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,41 +81,6 @@ pub struct RetentionFile {
     pub day: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitsFile {
-    pub ping: Option<u32>,
-    pub probe: Option<u32>,
-    pub trace: Option<u32>,
-    pub http: Option<u32>,
-    pub bulk: Option<u32>,
-    /// Rounds kept in memory while the store cannot be written.
-    pub backlog: Option<u32>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetFile {
-    pub name: String,
-    pub kind: Option<Kind>,
-    pub target: String,
-    pub every: Option<String>,
-    pub length: Option<String>,
-    pub jitter: Option<String>,
-    pub timeout: Option<String>,
-    pub via: Option<String>,
-    pub token: Option<String>,
-    #[serde(default)]
-    pub args: Vec<String>,
-    pub group: Option<String>,
-    pub budget: Option<String>,
-    /// trace: the relays' hop agents, in order (`--hop`).
-    #[serde(default)]
-    pub hops: Vec<String>,
-    /// trace: the chain's entry (`--through`).
-    pub through: Option<String>,
-}
-
 /// How long each level of the store is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retention {
@@ -131,62 +100,6 @@ impl Default for Retention {
             day: Duration::from_secs(10 * 365 * DAY),
         }
     }
-}
-
-/// Rounds of each kind that may run at once, and the in-memory backlog's bound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    pub ping: u32,
-    pub probe: u32,
-    pub trace: u32,
-    pub http: u32,
-    pub bulk: u32,
-    pub backlog: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            ping: 256,
-            probe: 32,
-            trace: 32,
-            http: 16,
-            bulk: 1,
-            backlog: 100_000,
-        }
-    }
-}
-
-impl Limits {
-    pub fn of(&self, k: Kind) -> u32 {
-        match k {
-            Kind::Ping => self.ping,
-            Kind::Probe => self.probe,
-            Kind::Trace => self.trace,
-            Kind::Http => self.http,
-            Kind::Bulk => self.bulk,
-        }
-    }
-}
-
-/// One target, checked: what a round runs and when.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TargetPlan {
-    pub name: String,
-    pub kind: Kind,
-    /// The URL as written.
-    pub url: String,
-    pub every: Duration,
-    pub jitter: Duration,
-    /// Given in the file; else the cli derives it from the workload's flags.
-    pub timeout: Option<Duration>,
-    pub group: Option<String>,
-    /// Bytes per day a heavy target may move.
-    pub budget: Option<u64>,
-    /// The round's command line as `npt KIND …` takes it (without `npt`).
-    pub argv: Vec<String>,
-    /// Where in the file it is, for messages: `target[2] (relay-udp)`.
-    pub key: String,
 }
 
 /// The whole config, checked.
@@ -292,7 +205,7 @@ pub fn check(f: File, dir: &Path) -> Result<Plan, ConfigError> {
     let mut names = std::collections::BTreeSet::new();
     let mut targets = Vec::with_capacity(f.target.len());
     for (i, t) in f.target.iter().enumerate() {
-        let tp = target(i, t, &defaults)?;
+        let tp = target::target(i, t, &defaults)?;
         if !names.insert(tp.name.clone()) {
             return Err(invalid(
                 format!("target[{i}].name"),
@@ -346,23 +259,7 @@ pub fn check(f: File, dir: &Path) -> Result<Plan, ConfigError> {
         hour: keep("hour", &r.hour, base.hour)?,
         day: keep("day", &r.day, base.day)?,
     };
-    let l = &f.limits;
-    let lim = Limits::default();
-    let one = |k: &str, v: Option<u32>, d: u32| -> Result<u32, ConfigError> {
-        match v {
-            Some(0) => Err(invalid(format!("limits.{k}"), "must be at least 1")),
-            Some(n) => Ok(n),
-            None => Ok(d),
-        }
-    };
-    let limits = Limits {
-        ping: one("ping", l.ping, lim.ping)?,
-        probe: one("probe", l.probe, lim.probe)?,
-        trace: one("trace", l.trace, lim.trace)?,
-        http: one("http", l.http, lim.http)?,
-        bulk: one("bulk", l.bulk, lim.bulk)?,
-        backlog: one("backlog", l.backlog, lim.backlog)?,
-    };
+    let limits = Limits::check(&f.limits)?;
     let vantage = match f.vantage {
         Some(v) if v.trim().is_empty() => return Err(invalid("vantage", "must not be empty")),
         Some(v) => v,
@@ -379,234 +276,6 @@ pub fn check(f: File, dir: &Path) -> Result<Plan, ConfigError> {
         targets,
         alerts,
         notify: f.notify,
-    })
-}
-
-/// Whether `args` holds one of `flags` (as `-c 5`, `-c5`, `--count 5` or `--count=5`).
-fn has_flag(args: &[String], flags: &[&str]) -> bool {
-    args.iter().any(|a| {
-        flags.iter().any(|f| {
-            a == f
-                || a.strip_prefix(f).is_some_and(|rest| {
-                    rest.starts_with('=') || (!f.starts_with("--") && !rest.is_empty())
-                })
-        })
-    })
-}
-
-/// The value given to one of `flags`, if any, in every form [`has_flag`] accepts: `-i 500ms`,
-/// `-i500ms`, `-i=500ms`, `--interval 500ms`, `--interval=500ms` (the last one given wins, as
-/// the subcommand's own parser reads it).
-fn flag_value<'a>(args: &'a [String], flags: &[&str]) -> Option<&'a str> {
-    let mut found = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        for f in flags {
-            if a == f {
-                found = it.next().map(String::as_str);
-                break;
-            }
-            let Some(rest) = a.strip_prefix(f) else {
-                continue;
-            };
-            if let Some(v) = rest.strip_prefix('=') {
-                found = Some(v);
-                break;
-            }
-            if !f.starts_with("--") && !rest.is_empty() {
-                found = Some(rest);
-                break;
-            }
-        }
-    }
-    found
-}
-
-/// `1.5s` → `1500ms`: how the round's flags are written (every subcommand reads ms).
-fn ms(d: Duration) -> String {
-    format!("{}ms", d.as_millis().max(1))
-}
-
-/// Flags the monitor sets itself: a round's output goes to the store.
-fn reserved(key: &str, args: &[String]) -> Result<(), ConfigError> {
-    for a in args {
-        let flag = a.split('=').next().unwrap_or("");
-        let why = match flag {
-            "--json" | "--format" | "-q" | "--quiet" => "the monitor stores each round itself",
-            "--metrics" | "--metrics-linger" => {
-                "the monitor's listener serves every target's metrics"
-            }
-            "--segment" | "--start-at" | "--run-id" => "a monitor runs whole workloads",
-            "--via" | "--via-user" => "use the target's `via` key",
-            "--token" => "use the target's `token` key",
-            "--hop" | "--through" => "use the target's `hops` and `through` keys",
-            "--during" => "a monitor's round ends by itself",
-            "--config" => "give the flags in args",
-            _ => continue,
-        };
-        return Err(invalid(key, format!("{flag} is not allowed here: {why}")));
-    }
-    Ok(())
-}
-
-fn target(i: usize, t: &TargetFile, d: &Defaults) -> Result<TargetPlan, ConfigError> {
-    let at = |k: &str| format!("target[{i}].{k}");
-    if t.name.trim().is_empty() {
-        return Err(invalid(at("name"), "must not be empty"));
-    }
-    if t.name.len() > 200 || t.name.chars().any(char::is_control) {
-        return Err(invalid(at("name"), "at most 200 printable characters"));
-    }
-    let url = t.target.trim();
-    if url.is_empty() {
-        return Err(invalid(at("target"), "must not be empty"));
-    }
-    let lower = url.to_ascii_lowercase();
-    let kind = t.kind.unwrap_or(if lower.starts_with("http") {
-        Kind::Http
-    } else {
-        Kind::Ping
-    });
-    let every = match &t.every {
-        Some(s) => positive(&at("every"), s)?,
-        None => d.every,
-    };
-    let length = match &t.length {
-        Some(s) => Some(positive(&at("length"), s)?),
-        None => d.length,
-    };
-    let jitter = match &t.jitter {
-        Some(s) => duration(&at("jitter"), s)?,
-        None => d.jitter,
-    };
-    if jitter >= every {
-        return Err(invalid(
-            at("jitter"),
-            format!("{jitter:?} must be shorter than every ({every:?})"),
-        ));
-    }
-    let timeout = t
-        .timeout
-        .as_deref()
-        .map(|s| positive(&at("timeout"), s))
-        .transpose()?;
-    reserved(&at("args"), &t.args)?;
-    if matches!(&t.token, Some(x) if x.is_empty()) {
-        return Err(invalid(at("token"), "must not be empty"));
-    }
-    if kind != Kind::Trace && (!t.hops.is_empty() || t.through.is_some()) {
-        return Err(invalid(
-            at(if t.hops.is_empty() { "through" } else { "hops" }),
-            "only a trace target has hops",
-        ));
-    }
-    if kind == Kind::Trace && t.hops.is_empty() {
-        return Err(invalid(
-            at("hops"),
-            "missing: a trace target lists its relays' hop agents (npt://HOST:PORT)",
-        ));
-    }
-    let heavy = kind == Kind::Bulk || has_flag(&t.args, &["--under-load"]);
-    let budget = t
-        .budget
-        .as_deref()
-        .map(|s| bytes(&at("budget"), s))
-        .transpose()?;
-    if heavy && budget.is_none() {
-        return Err(invalid(
-            at("budget"),
-            "missing: a bulk or --under-load target moves bytes every round; give the bytes it \
-             may move per day (e.g. \"2GB\")",
-        ));
-    }
-    let mut argv = vec![kind.command().to_string(), url.to_string()];
-    let a = &t.args;
-    let length_flag = |flag: &str, default: Duration| -> Vec<String> {
-        vec![flag.to_string(), ms(length.unwrap_or(default))]
-    };
-    match kind {
-        Kind::Ping | Kind::Trace => {
-            let interval = match flag_value(a, &["-i", "--interval"]) {
-                Some(v) => duration(&at("args"), v)?,
-                None => {
-                    argv.extend(["-i".to_string(), "200ms".to_string()]);
-                    Duration::from_millis(200)
-                }
-            };
-            if !has_flag(a, &["-c", "--count"]) {
-                let len = length.unwrap_or(Duration::from_secs(1));
-                let n = (len.as_nanos() / interval.as_nanos().max(1)).max(1);
-                argv.extend(["-c".to_string(), n.to_string()]);
-            } else if t.length.is_some() {
-                return Err(invalid(
-                    at("length"),
-                    "give either length or -c in args (a round is its attempts)",
-                ));
-            }
-        }
-        // A loaded probe's round is its phases (--load-idle + --load-duration + --load-recovery).
-        Kind::Probe if has_flag(a, &["--under-load"]) => {
-            if t.length.is_some() {
-                return Err(invalid(
-                    at("length"),
-                    "an --under-load round is its phases: give --load-idle, --load-duration \
-                     and --load-recovery in args",
-                ));
-            }
-        }
-        Kind::Probe => {
-            if !has_flag(a, &["-d", "--duration", "-n", "--count"]) {
-                argv.extend(length_flag("--duration", Duration::from_secs(1)));
-            }
-        }
-        Kind::Http => {
-            if !has_flag(a, &["-d", "--duration"]) {
-                argv.extend(length_flag("--duration", Duration::from_secs(1)));
-            }
-            if !has_flag(a, &["-c", "--connections"]) {
-                argv.extend(["-c".to_string(), "1".to_string()]);
-            }
-            if !has_flag(a, &["--rate"]) {
-                argv.extend(["--rate".to_string(), "10".to_string()]);
-            }
-            if !has_flag(a, &["--timeout"]) {
-                argv.extend(["--timeout".to_string(), "5s".to_string()]);
-            }
-        }
-        Kind::Bulk => {
-            if !has_flag(a, &["-t", "--duration"]) {
-                argv.extend(length_flag("--duration", Duration::from_secs(5)));
-            }
-        }
-    }
-    if let Some(v) = &t.via {
-        argv.extend(["--via".to_string(), v.clone()]);
-    }
-    if let Some(tok) = &t.token {
-        argv.extend(["--token".to_string(), tok.clone()]);
-    }
-    for h in &t.hops {
-        argv.extend(["--hop".to_string(), h.clone()]);
-    }
-    if let Some(th) = &t.through {
-        argv.extend(["--through".to_string(), th.clone()]);
-    }
-    argv.extend(a.iter().cloned());
-    let group = match &t.group {
-        Some(g) if g.trim().is_empty() => return Err(invalid(at("group"), "must not be empty")),
-        g => g.clone(),
-    };
-    Ok(TargetPlan {
-        name: t.name.clone(),
-        kind,
-        url: url.to_string(),
-        every,
-        jitter,
-        timeout,
-        group,
-        budget,
-        argv,
-        key: format!("target[{i}] ({})", t.name),
     })
 }
 
