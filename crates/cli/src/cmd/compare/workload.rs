@@ -2,8 +2,9 @@
 //! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`,
 //! `run`, `http`, `ping`, `bulk` and `trace`, so a bad flag is refused before anything runs,
 //! naming the scenario.
-//! The same parse gives the run's expected length, from which each child's time bound is derived.
-//! `npt monitor` checks its targets' rounds the same way ([`Check`], [`expected`]).
+//! The same parse gives the run's expected length — the engine's, of the figures the flags give
+//! — from which each child's time bound is derived. `npt monitor` parses its targets' rounds
+//! with the same [`Check`] (and bounds them by the engine's config itself).
 #![deny(clippy::indexing_slicing)] // parses a user-written scenario file: see `[workspace.lints]`
 
 use std::time::Duration;
