@@ -375,7 +375,11 @@ where
             | Kind::BulkReply
             | Kind::BulkData
             | Kind::FlowQuery
-            | Kind::FlowReport => {
+            | Kind::FlowReport
+            // Idle callbacks are a UDP mapping's question: a stream has no mapping to lose.
+            | Kind::Idle
+            | Kind::IdleAck
+            | Kind::IdleCallback => {
                 c.malformed.fetch_add(1, Ordering::Relaxed);
                 break;
             }

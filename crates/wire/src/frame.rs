@@ -77,6 +77,14 @@ pub enum Kind {
     FlowQuery = 10,
     /// The answer to a `FlowQuery`: a [`crate::reflect::FlowReport`], same length.
     FlowReport = 11,
+    /// Keep this flow idle for a gap, then call me back ([`crate::idle`]): how long a path
+    /// keeps an idle UDP mapping.
+    Idle = 12,
+    /// The immediate answer to an `Idle` frame: the source address the responder saw.
+    IdleAck = 13,
+    /// The responder's datagram after the gap, sent first: through a path that forgot the
+    /// mapping it never arrives.
+    IdleCallback = 14,
 }
 
 impl Kind {
@@ -93,6 +101,9 @@ impl Kind {
             9 => Kind::BulkData,
             10 => Kind::FlowQuery,
             11 => Kind::FlowReport,
+            12 => Kind::Idle,
+            13 => Kind::IdleAck,
+            14 => Kind::IdleCallback,
             other => return Err(WireError::BadKind(other)),
         })
     }
@@ -117,6 +128,11 @@ pub mod status {
     pub const UNKNOWN_SESSION: u32 = 6;
     /// A flow report: the responder keeps no record of this flow.
     pub const UNKNOWN_FLOW: u32 = 7;
+    /// An idle ack ([`crate::idle`]): no callback, this address has as many pending as the
+    /// responder keeps (or the responder has as many as it keeps in all).
+    pub const IDLE_FULL: u32 = 8;
+    /// An idle ack: no callback, the gap is longer than the responder's longest.
+    pub const IDLE_GAP: u32 = 9;
 
     /// What a refusal notice's status means, for people.
     pub fn notice_text(status: u32) -> &'static str {
@@ -315,8 +331,8 @@ mod tests {
         let mut b = GOLDEN;
         b[5] = 77;
         assert_eq!(Header::decode(&b), Err(WireError::BadKind(77)));
-        b[5] = 12;
-        assert_eq!(Header::decode(&b), Err(WireError::BadKind(12)));
+        b[5] = 15;
+        assert_eq!(Header::decode(&b), Err(WireError::BadKind(15)));
         let mut b = GOLDEN;
         b[11] = 10; // frame_len 10 < header
         assert_eq!(Header::decode(&b), Err(WireError::BadLength(10)));

@@ -12,6 +12,7 @@ pub mod bulk;
 pub mod fill;
 pub mod frame;
 pub mod hop;
+pub mod idle;
 pub mod pacing;
 pub mod raw;
 pub mod reflect;

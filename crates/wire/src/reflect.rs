@@ -145,9 +145,14 @@ pub fn reply_kind(k: Kind) -> Option<Kind> {
         Kind::Bulk | Kind::BulkData => Some(Kind::BulkReply),
         Kind::FlowQuery => Some(Kind::FlowReport),
         Kind::HopRequest => Some(Kind::HopReply),
-        Kind::EchoReply | Kind::Response | Kind::HopReply | Kind::BulkReply | Kind::FlowReport => {
-            None
-        }
+        Kind::Idle => Some(Kind::IdleAck),
+        Kind::EchoReply
+        | Kind::Response
+        | Kind::HopReply
+        | Kind::BulkReply
+        | Kind::FlowReport
+        | Kind::IdleAck
+        | Kind::IdleCallback => None,
     }
 }
 
