@@ -127,6 +127,11 @@ pub struct Counters {
     pub udp_flows_evicted: AtomicU64,
     /// Flow queries answered with a flow report.
     pub udp_flow_reports: AtomicU64,
+    /// Idle callbacks sent ([`crate::idle`], `npt lifetime`; not a refusal).
+    pub udp_idle_callbacks: AtomicU64,
+    /// `Idle` requests whose callback was not scheduled: the source address or the socket had
+    /// as many pending as it keeps, or the gap was over the longest.
+    pub udp_idle_refused: AtomicU64,
     /// Refusal notices sent (header-only answers to refused `REFLECT` frames).
     pub udp_notices_sent: AtomicU64,
     /// Refusal notices held back by their per-source or total rate limit.
@@ -180,6 +185,7 @@ impl Counters {
                     ("reflected", g(&self.udp_reflected)),
                     ("flows", g(&self.udp_flows)),
                     ("flow-reports", g(&self.udp_flow_reports)),
+                    ("callbacks", g(&self.udp_idle_callbacks)),
                 ],
                 &[],
             ),
@@ -262,6 +268,7 @@ impl Counters {
                     ("loop", g(&self.udp_refused_loop)),
                     ("malformed", g(&self.udp_malformed)),
                     ("bulk", g(&self.udp_bulk_refused)),
+                    ("callbacks", g(&self.udp_idle_refused)),
                     ("notices", g(&self.udp_notices_sent)),
                     ("notices-suppressed", g(&self.udp_notices_suppressed)),
                     ("flows-untracked", g(&self.udp_flows_untracked)),
@@ -300,6 +307,7 @@ impl Counters {
             + g(&self.udp_refused_loop)
             + g(&self.udp_malformed)
             + g(&self.udp_bulk_refused)
+            + g(&self.udp_idle_refused)
             + g(&self.tcp_refused_conns)
             + g(&self.tcp_accept_errors)
             + g(&self.quic_handshake_failed)

@@ -21,6 +21,7 @@ mod counters;
 pub mod fdlimit;
 pub mod hop_agent;
 pub mod http_server;
+pub mod idle;
 pub mod limiter;
 pub mod loopguard;
 pub mod marking;

@@ -8,11 +8,13 @@ use npt_netio::MsgBatch;
 use npt_wire::auth::{self, AuthError, Dir, SessionKey, Sessions, HS_LEN};
 use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{self, status, Header, Kind};
+use npt_wire::idle::{self as idle_wire, Idle, IDLE_LEN};
 use npt_wire::reflect;
 
 use super::burst::Burst;
 use super::tally::Tally;
 use crate::bulk_udp::{grant_down, Counted, DownRefused, Flows};
+use crate::idle::{Callbacks, MAX_GAP_MS};
 use crate::reflect::Reflector;
 
 /// What an answer needs besides the datagram: the UDP bulk flows and the reflect state, the
@@ -32,6 +34,8 @@ pub(super) struct Cx<'a> {
     pub peer: SocketAddr,
     pub key: Option<SessionKey>,
     pub bursts: &'a mut Vec<Burst>,
+    /// The idle callbacks this socket owes (`npt lifetime`).
+    pub callbacks: &'a mut Callbacks,
     /// A loopback source the server exempts (not `--limit-local`): UDP down without a token.
     pub loopback_ok: bool,
 }
@@ -206,7 +210,17 @@ pub(super) fn answer(
             t.flow_reports += 1;
             true
         }
-        Kind::EchoReply | Kind::Response | Kind::HopReply | Kind::BulkReply | Kind::FlowReport => {
+        Kind::Idle => answer_idle(data, &h, len, t, &mut cx).is_some_and(|n| {
+            batch.set_len(i, n);
+            true
+        }),
+        Kind::EchoReply
+        | Kind::Response
+        | Kind::HopReply
+        | Kind::BulkReply
+        | Kind::FlowReport
+        | Kind::IdleAck
+        | Kind::IdleCallback => {
             // A reply sent to us: answering it could start a loop between two servers.
             t.malformed += 1;
             false
@@ -342,4 +356,37 @@ fn answer_bulk(
         bulk::write_refused(data, cx.flows.refused(cx.peer, h.flow));
     }
     Some(reply_len)
+}
+
+/// An `Idle` frame ([`npt_wire::idle`]): its callback scheduled (or refused, counted), and the
+/// ack written over the request — [`IDLE_LEN`] bytes, never longer than it, saying the
+/// source address seen. A request shorter than that is malformed (no answer).
+fn answer_idle(
+    data: &mut [u8],
+    h: &Header,
+    len: usize,
+    t: &mut Tally,
+    cx: &mut Cx<'_>,
+) -> Option<usize> {
+    let ask = data
+        .get(frame::HEADER_LEN..)
+        .and_then(|p| Idle::decode(p).ok())
+        .filter(|_| len >= IDLE_LEN);
+    let Some(ask) = ask else {
+        t.malformed += 1;
+        return None;
+    };
+    let st = cx.callbacks.ask(cx.now, cx.peer, h, &ask, cx.key.clone());
+    if ask.gap_ms != 0 && st != status::OK {
+        t.idle_refused += 1;
+    }
+    let body = Idle {
+        gap_ms: ask.gap_ms,
+        seen: Some(cx.peer),
+        max_gap_ms: MAX_GAP_MS,
+        held_us: 0,
+    };
+    let ack = idle_wire::answer(h, Kind::IdleAck, st, &body);
+    data.get_mut(..IDLE_LEN)?.copy_from_slice(&ack);
+    Some(IDLE_LEN)
 }

@@ -24,6 +24,8 @@
 //!   flow — receive count, receive time, dwell, refusals — inside the reply its request paid
 //!   for; a refused `REFLECT` frame may get a header-only *notice* (never larger than the
 //!   frame, a few per second per source, [`crate::reflect`]);
+//! - an idle callback (`npt lifetime`, [`crate::idle`]) goes only to the address its request
+//!   came from, no longer than the request, within bounded gaps and counts;
 //! - every refusal is counted (the server's log task summarizes them on stderr).
 //!
 //! One job per file: the loop (here), one datagram's answer ([`answer`]), UDP down bursts
@@ -44,6 +46,7 @@ use npt_wire::auth::{self, ServerAuth, Sessions};
 use npt_wire::frame::{status, Header};
 
 use crate::bulk_udp::{Flows, MAX_FLOWS};
+use crate::idle::Callbacks;
 use crate::limiter::{Limiter, Verdict};
 use crate::loopguard::{self, LoopGuard};
 use crate::reflect::{self, FlowTable, Notices, Reflector};
@@ -58,11 +61,14 @@ pub const MAX_SESSIONS: usize = 4096;
 pub const SESSION_IDLE_NS: u64 = 60_000_000_000;
 
 const BATCH: usize = 32;
+/// How long a read waits when no callback is due sooner (the stop flag is checked as often).
+const POLL: Duration = Duration::from_millis(100);
 const MAX_DATAGRAM: usize = 65_536;
 
 pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     let fd = sock.as_raw_fd();
-    let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut poll = POLL;
+    let _ = sock.set_read_timeout(Some(poll));
     let mut batch = MsgBatch::new(BATCH, MAX_DATAGRAM);
     // The kernel's receive time of each datagram (else the batch's), from the first client that
     // asks for REFLECT or starts a UDP bulk flow on (a bulk flow's span and jitter are timed
@@ -91,6 +97,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
     );
     let mut live_flows = 0u64;
     let mut bursts: Vec<Burst> = Vec::new();
+    let mut callbacks = Callbacks::default();
     let mut scratch = vec![0u8; MAX_DATAGRAM];
     let mut sessions = cfg.token.as_deref().map(|secret| {
         Sessions::new(
@@ -100,6 +107,16 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         )
     });
     while !shared.stop.load(Ordering::Relaxed) {
+        // Callbacks due go first; the read then waits no longer than the next one.
+        let now = u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        send_callbacks(&sock, &mut callbacks, now, &shared);
+        let wait = callbacks.next_due().map_or(POLL, |due| {
+            Duration::from_nanos(due.saturating_sub(now)).clamp(Duration::from_millis(1), POLL)
+        });
+        if wait != poll {
+            poll = wait;
+            let _ = sock.set_read_timeout(Some(poll));
+        }
         let n = match batch.recv(fd, BATCH, libc::MSG_WAITFORONE) {
             Ok(n) => n,
             Err(e) => {
@@ -172,6 +189,7 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 key: None,
                 bursts: &mut bursts,
                 loopback_ok: exempt && crate::bulk_udp::loopback(peer),
+                callbacks: &mut callbacks,
             };
             let ok = match sessions.as_mut() {
                 None => answer(&mut batch, i, &mut t, cx, false, |data| {
@@ -239,4 +257,25 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         .counters
         .udp_flows_live
         .fetch_sub(live_flows, Ordering::Relaxed);
+}
+
+/// Sends the idle callbacks due at `now`, each to the address that asked, sealed with its
+/// session's key under `--token`; counted as sent datagrams and `callbacks`.
+fn send_callbacks(sock: &UdpSocket, callbacks: &mut Callbacks, now: u64, shared: &Shared) {
+    let c = &shared.counters;
+    while let Some(mut due) = callbacks.pop_due(now) {
+        if let Some(k) = &due.key {
+            let _ = k.seal(auth::Dir::ToClient, &mut due.frame);
+        }
+        match sock.send_to(&due.frame, due.peer) {
+            Ok(n) => {
+                c.udp_tx.fetch_add(1, Ordering::Relaxed);
+                c.udp_tx_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                c.udp_idle_callbacks.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                c.udp_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
 }

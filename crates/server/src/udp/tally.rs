@@ -31,6 +31,8 @@ pub(super) struct Tally {
     /// Replies that carried their flow's counts.
     pub reflected: u64,
     pub flow_reports: u64,
+    /// `Idle` requests whose callback was not scheduled (a full table, a gap too long).
+    pub idle_refused: u64,
 }
 
 /// Adds `v` to `c` unless it is zero (most counters of most batches).
@@ -65,6 +67,7 @@ impl Tally {
             (&c.udp_bulk_down, t.bulk_down),
             (&c.udp_reflected, t.reflected),
             (&c.udp_flow_reports, t.flow_reports),
+            (&c.udp_idle_refused, t.idle_refused),
             (&c.udp_flows, flows.new),
             (&c.udp_flows_untracked, flows.untracked),
             (&c.udp_flows_evicted, flows.evicted),

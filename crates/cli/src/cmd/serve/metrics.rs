@@ -79,6 +79,7 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         ("rate", &c.udp_refused_rate),
         ("loop", &c.udp_refused_loop),
         ("malformed", &c.udp_malformed),
+        ("callbacks", &c.udp_idle_refused),
     ] {
         s.counter(
             "npt_serve_refused_total",
@@ -181,6 +182,12 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         "Flow queries answered with a flow's totals.",
         &udp,
         g(&c.udp_flow_reports),
+    );
+    s.counter(
+        "npt_serve_idle_callbacks_total",
+        "Idle callbacks sent after their gap (npt lifetime).",
+        &udp,
+        g(&c.udp_idle_callbacks),
     );
     let notices = "Refusal notices (header-only answers to refused frames that asked): sent, or held back by their rate limit.";
     for (result, v) in [
