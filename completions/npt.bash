@@ -37,6 +37,9 @@ _npt() {
             npt,lab)
                 cmd="npt__subcmd__lab"
                 ;;
+            npt,lifetime)
+                cmd="npt__subcmd__lifetime"
+                ;;
             npt,man)
                 cmd="npt__subcmd__man"
                 ;;
@@ -84,6 +87,9 @@ _npt() {
                 ;;
             npt__subcmd__help,lab)
                 cmd="npt__subcmd__help__subcmd__lab"
+                ;;
+            npt__subcmd__help,lifetime)
+                cmd="npt__subcmd__help__subcmd__lifetime"
                 ;;
             npt__subcmd__help,man)
                 cmd="npt__subcmd__help__subcmd__man"
@@ -197,7 +203,7 @@ _npt() {
 
     case "${cmd}" in
         npt)
-            opts="-h -V --help --version serve probe demo run http ping bulk trace merge compare report monitor lab completions man help"
+            opts="-h -V --help --version serve probe demo run http ping bulk trace lifetime merge compare report monitor lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -423,7 +429,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help)
-            opts="serve probe demo run http ping bulk trace merge compare report monitor lab completions man help"
+            opts="serve probe demo run http ping bulk trace lifetime merge compare report monitor lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -635,6 +641,20 @@ _npt() {
         npt__subcmd__help__subcmd__lab__subcmd__up)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__help__subcmd__lifetime)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1211,6 +1231,36 @@ _npt() {
                     ;;
                 --link-threads)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__lifetime)
+            opts="-q -h --max --resolution --json --format --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --resolution)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

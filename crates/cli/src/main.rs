@@ -10,7 +10,8 @@ mod flags;
 mod usage;
 
 use cmd::{
-    bulk, compare, demo, http, lab, manual, merge, monitor, ping, probe, report, run, serve, trace,
+    bulk, compare, demo, http, lab, lifetime, manual, merge, monitor, ping, probe, report, run,
+    serve, trace,
 };
 
 use std::process::ExitCode;
@@ -56,6 +57,9 @@ enum Command {
     /// A relay chain's waterfall: each segment's RTT measured from its upstream hop (via hop
     /// agents), their sum, the chain's own RTT, and the relays' cost.
     Trace(trace::TraceArgs),
+    /// How long a NAT or relay keeps an idle UDP flow alive, and whether an expired flow comes
+    /// back from a new source port (npt serve at the far end calls each flow back).
+    Lifetime(lifetime::LifetimeArgs),
     /// Joins the results of the parts of a segmented run (--segment i/n) into one, exactly.
     Merge(merge::MergeArgs),
     /// Results side by side against theoretical latency (the forwarding-scenario table).
@@ -96,6 +100,7 @@ fn main() -> ExitCode {
         Command::Ping(a) => ping::run(a),
         Command::Bulk(a) => bulk::run(a),
         Command::Trace(a) => trace::run(a),
+        Command::Lifetime(a) => lifetime::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report::run(a),

@@ -29,6 +29,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("npt-ping", 3),
     ("npt-bulk", 3),
     ("npt-trace", 3),
+    ("npt-lifetime", 3),
     ("npt-report", 4),
     // The monitor runs rounds of every engine (handed to it by the cli, which owns the flags)
     // and serves a dashboard made of the renderers' pieces: above both, below the binary.
@@ -58,6 +59,7 @@ const ENGINES: &[&str] = &[
     "npt-ping",
     "npt-bulk",
     "npt-trace",
+    "npt-lifetime",
 ];
 
 /// Workspace crate → its normal dependencies on workspace crates.

@@ -30,6 +30,7 @@ macro_rules! kinds {
             Ping($crate::ping::PingBody);
             Bulk($crate::bulk::BulkBody) merge $crate::stats::BulkStats;
             Trace($crate::trace::TraceBody);
+            Lifetime($crate::lifetime::LifetimeBody);
         }
     };
 }

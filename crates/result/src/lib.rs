@@ -24,6 +24,7 @@ pub mod health;
 pub mod http;
 pub mod interval;
 pub mod kinds;
+pub mod lifetime;
 pub mod marking;
 pub mod packets;
 pub mod ping;

@@ -183,7 +183,52 @@ fn documents() -> Vec<(&'static str, Value)> {
     docs.push(("ping", serde_json::to_value(&ping).unwrap()));
     docs.push(("bulk", serde_json::to_value(bulk(start, &rtt)).unwrap()));
     docs.push(("trace", serde_json::to_value(trace(start)).unwrap()));
+    docs.push((
+        "lifetime",
+        serde_json::to_value(lifetime(start, &rtt)).unwrap(),
+    ));
     docs
+}
+
+/// A lifetime through a NAT of 30 s that rebinds, as `npt lifetime` writes it.
+fn lifetime(start: SystemTime, rtt: &Histogram) -> Document<npt_result::lifetime::LifetimeBody> {
+    use npt_result::lifetime::{FlowRecord, LifetimeBody, LifetimeSummary};
+    let flow = |gap_s: f64, fate: &str, held_s: Option<f64>, after: Option<&str>| FlowRecord {
+        round: 1,
+        gap_s,
+        fate: fate.into(),
+        held_s,
+        seen: Some("10.0.1.1:40001".into()),
+        seen_after: after.map(Into::into),
+    };
+    let body = LifetimeBody {
+        target: "udp://10.0.2.2:7777".into(),
+        address: "10.0.2.2:7777".into(),
+        summary: LifetimeSummary {
+            lifetime_s: Some(30.2),
+            alive_after_s: Some(29.8),
+            gone_after_s: Some(30.6),
+            longer_than_max: false,
+            max_s: 40.0,
+            resolution_s: 1.0,
+            rounds: 2,
+            rebound: Some(true),
+            rebound_checked: 1,
+            rebound_flows: 1,
+            inconsistent: 0,
+            refused: 0,
+        },
+        flows: vec![
+            flow(29.8, "alive", Some(29.8), None),
+            flow(30.6, "gone", None, Some("10.0.1.1:51234")),
+            flow(35.0, "cancelled", None, None),
+        ],
+        latency: [("udp".to_string(), NptLatency::from(&rtt.summary()))].into(),
+        errors: Errors::new(ErrorCounts::default(), 3),
+        ack_histogram: rtt.to_serialized(),
+    };
+    let end = start + Duration::from_secs(62);
+    Document::new("lifetime", start, end, StopReason::Count, json!({}), body)
 }
 
 /// A trace of a two-relay chain with a `--during` command, as `npt trace` writes it.
@@ -359,6 +404,7 @@ fn schemas_reject_what_matters() {
             "ping" | "probe" => "/summary/sent",
             "bulk" => "/summary/goodput_mbps",
             "trace" => "/summary/segments",
+            "lifetime" => "/summary/rounds",
             _ => "/summary/requests",
         };
         let cases = [

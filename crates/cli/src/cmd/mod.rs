@@ -9,6 +9,7 @@ pub mod compare;
 pub mod demo;
 pub mod http;
 pub mod lab;
+pub mod lifetime;
 pub mod manual;
 pub mod merge;
 pub mod monitor;

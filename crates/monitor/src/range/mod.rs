@@ -260,7 +260,8 @@ fn series(body: &mut Workload, parts: &[Part], t0: i64) {
                 })
                 .collect();
         }
-        Workload::Ping(_) | Workload::Run(_) => {}
+        // Not monitored (a lifetime round would take minutes): no series to fill.
+        Workload::Ping(_) | Workload::Run(_) | Workload::Lifetime(_) => {}
     }
 }
 

@@ -346,6 +346,12 @@ impl Render for PingBody {
     }
 }
 
+impl Render for npt_result::lifetime::LifetimeBody {
+    fn text(&self, w: &mut dyn Write, _doc: &AnyResult) -> io::Result<()> {
+        w.write_all(npt_result::lifetime::text(self).as_bytes())
+    }
+}
+
 impl Render for BulkBody {
     fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
         bulk::write_bulk(w, &with(doc, self))

@@ -1,0 +1,48 @@
+//! `npt lifetime udp://HOST:PORT`: how long the path keeps an idle UDP flow alive, and whether
+//! a flow that expired comes back from a new source port (a rebound mapping).
+//!
+//! A client sending after an idle gap learns nothing — a NAT or a relay makes a new mapping
+//! and the answer comes back — so the far end sends first: `npt serve` calls each flow back
+//! after its gap ([`npt_wire::idle`]), and a flow whose callback never arrives was forgotten
+//! by the path. Flows idle for growing gaps run in parallel, each on a fresh socket: a ladder
+//! up to `--max`, then bisection inside the bracket ([`plan`]); the search is a sans-IO state
+//! machine ([`search`]) driven by [`net`]; [`workload`] makes it a result.
+
+pub mod net;
+pub mod plan;
+pub mod search;
+pub mod workload;
+
+use std::time::Duration;
+
+use npt_client::target::Target;
+
+/// The longest `--max`: the responder's longest gap (`npt serve` calls back after at most
+/// ten minutes).
+pub const MAX_MAX: Duration = Duration::from_secs(600);
+
+/// A validated `npt lifetime` run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `udp://HOST:PORT`.
+    pub target: Target,
+    /// The longest idle gap tried.
+    pub max: Duration,
+    /// How narrow the bracket must get (None: 1 s, or 2 % of the lifetime when more).
+    pub resolution: Option<Duration>,
+}
+
+/// Why the search could not run or measure.
+#[derive(Debug, thiserror::Error)]
+pub enum LifetimeError {
+    #[error(transparent)]
+    Resolve(#[from] npt_client::target::ResolveError),
+    #[error("cannot open a UDP socket: {0}")]
+    Socket(std::io::Error),
+    #[error(
+        "{0} echoed the request unchanged: a plain echo; lifetime needs `npt serve` on the far end"
+    )]
+    PlainEcho(String),
+    #[error("no answer from {0}: lifetime needs `npt serve` (with idle callbacks) on the far end")]
+    Silent(String),
+}

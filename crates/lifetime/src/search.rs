@@ -1,0 +1,321 @@
+//! The search as a state machine, sans IO: it says which flows to open and what to send on
+//! them ([`Action`]), is told what came back ([`Search::on_datagram`]) and what time it is
+//! ([`Search::poll`]); [`crate::net`] does the sockets. Tested here on a virtual clock against a
+//! fake path that forgets a mapping after a known idle time.
+//!
+//! One flow: open a fresh socket, send an `Idle` request for its gap (again after
+//! [`ACK_RETRY_NS`], [`ACK_TRIES`] times), wait for the ack, then for the callback until the
+//! gap plus a grace after the ack: it came (alive, held as long as the responder says) or not
+//! (gone). A gone flow then asks once more with a gap of 0 on the same socket: the address
+//! the responder sees now, against the one of the first ack, says whether the path rebound
+//! it. A flow whose gap no longer matters to the bracket is cancelled (a gap-0 request drops
+//! its callback at the responder) and closed.
+
+use std::net::SocketAddr;
+
+use npt_wire::frame::{status, Kind};
+use npt_wire::idle::{self, IDLE_LEN};
+
+use crate::plan::Plan;
+
+/// How long an unanswered request waits before it is sent again.
+pub const ACK_RETRY_NS: u64 = 300_000_000;
+/// Requests per flow before it counts as unanswered.
+pub const ACK_TRIES: u32 = 3;
+/// How long a gone flow's last request waits for its answer.
+pub const AFTER_WAIT_NS: u64 = 1_000_000_000;
+/// The wait for a callback past its gap: this, plus four round trips of the flow's ack.
+pub const GRACE_NS: u64 = 500_000_000;
+/// The grace's ceiling (a slow path's round trips).
+pub const MAX_GRACE_NS: u64 = 2_000_000_000;
+
+/// What the search asks of the sockets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Open flow `flow`'s socket (a fresh one, so a fresh mapping).
+    Open { flow: usize },
+    /// Send `frame` on flow `flow`'s socket.
+    Send { flow: usize, frame: [u8; IDLE_LEN] },
+    /// Close flow `flow`'s socket.
+    Close { flow: usize },
+}
+
+/// How a flow ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    Pending,
+    Alive { held_ns: u64 },
+    Gone,
+    NoAck,
+    Refused,
+    Cancelled,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Asking { next: u64, tries: u32 },
+    Waiting { deadline: u64 },
+    After { deadline: u64 },
+    Done,
+}
+
+/// One flow of the search.
+#[derive(Clone, Debug)]
+pub struct Flow {
+    pub round: u32,
+    pub gap_ns: u64,
+    pub id: u32,
+    pub fate: Fate,
+    /// Request → ack, ns.
+    pub ack_rtt_ns: Option<u64>,
+    pub seen: Option<SocketAddr>,
+    pub seen_after: Option<SocketAddr>,
+    state: State,
+    sent_at: u64,
+    sent: [u8; IDLE_LEN],
+}
+
+/// Why the search could not measure at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// A request came back unchanged: a plain echo, not `npt serve`.
+    PlainEcho,
+    /// No flow got any answer.
+    Silent,
+}
+
+/// The search: its plan, its flows, and how it ended.
+pub struct Search {
+    pub plan: Plan,
+    pub flows: Vec<Flow>,
+    round_start: usize,
+    first_id: u32,
+    failure: Option<Failure>,
+    finished: bool,
+}
+
+impl Search {
+    /// A search up to `max` ns at `resolution` ns (None: the default's rule); its flows' ids
+    /// count from `first_id` (random, so two runs' flows differ at the responder).
+    pub fn new(max: u64, resolution: Option<u64>, first_id: u32) -> Search {
+        Search {
+            plan: Plan::new(max, resolution),
+            flows: Vec::new(),
+            round_start: 0,
+            first_id,
+            failure: None,
+            finished: false,
+        }
+    }
+
+    pub fn finished(&self) -> bool {
+        self.finished
+    }
+
+    pub fn failure(&self) -> Option<Failure> {
+        self.failure
+    }
+
+    /// The next time something is due, ns (None when finished).
+    pub fn next_wake(&self) -> Option<u64> {
+        if self.finished {
+            return None;
+        }
+        self.flows
+            .iter()
+            .filter_map(|f| match f.state {
+                State::Asking { next, .. } => Some(next),
+                State::Waiting { deadline } | State::After { deadline } => Some(deadline),
+                State::Done => None,
+            })
+            .min()
+    }
+
+    /// Advances to `now`: retries, expiries, cancellations, the next round; what to do.
+    pub fn poll(&mut self, now: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        if self.finished {
+            return out;
+        }
+        for i in 0..self.flows.len() {
+            self.tick(i, now, &mut out);
+        }
+        let live = self.flows[self.round_start..]
+            .iter()
+            .any(|f| f.state != State::Done);
+        if live {
+            return out;
+        }
+        if self.failure.is_none()
+            && !self.flows.is_empty()
+            && self.flows.iter().all(|f| f.ack_rtt_ns.is_none())
+        {
+            self.failure = Some(Failure::Silent);
+        }
+        let next = if self.failure.is_some() {
+            None
+        } else {
+            self.plan.next_round()
+        };
+        let Some(gaps) = next else {
+            self.finished = true;
+            return out;
+        };
+        self.round_start = self.flows.len();
+        let round = self.plan.rounds() - 1;
+        for gap in gaps {
+            let i = self.flows.len();
+            let id = self
+                .first_id
+                .wrapping_add(u32::try_from(i).unwrap_or(u32::MAX));
+            let gap_ms = u32::try_from(gap / 1_000_000).unwrap_or(u32::MAX).max(1);
+            let sent = idle::request(id, 0, now, gap_ms);
+            self.flows.push(Flow {
+                round,
+                gap_ns: u64::from(gap_ms) * 1_000_000,
+                id,
+                fate: Fate::Pending,
+                ack_rtt_ns: None,
+                seen: None,
+                seen_after: None,
+                state: State::Asking {
+                    next: now + ACK_RETRY_NS,
+                    tries: 1,
+                },
+                sent_at: now,
+                sent,
+            });
+            out.push(Action::Open { flow: i });
+            out.push(Action::Send {
+                flow: i,
+                frame: sent,
+            });
+        }
+        out
+    }
+
+    fn tick(&mut self, i: usize, now: u64, out: &mut Vec<Action>) {
+        let f = &self.flows[i];
+        let waiting = matches!(f.state, State::Asking { .. } | State::Waiting { .. });
+        if waiting && !self.plan.matters(f.gap_ns) {
+            // Drop its callback at the responder, then the socket.
+            let cancel = idle::request(f.id, 2, now, 0);
+            let f = &mut self.flows[i];
+            f.fate = Fate::Cancelled;
+            f.state = State::Done;
+            out.push(Action::Send {
+                flow: i,
+                frame: cancel,
+            });
+            out.push(Action::Close { flow: i });
+            return;
+        }
+        let f = &mut self.flows[i];
+        match f.state {
+            State::Asking { next, tries } if now >= next => {
+                if tries >= ACK_TRIES {
+                    f.fate = Fate::NoAck;
+                    f.state = State::Done;
+                    out.push(Action::Close { flow: i });
+                } else {
+                    f.state = State::Asking {
+                        next: now + ACK_RETRY_NS,
+                        tries: tries + 1,
+                    };
+                    out.push(Action::Send {
+                        flow: i,
+                        frame: f.sent,
+                    });
+                }
+            }
+            State::Waiting { deadline } if now >= deadline => {
+                f.fate = Fate::Gone;
+                f.state = State::After {
+                    deadline: now + AFTER_WAIT_NS,
+                };
+                let gap = f.gap_ns;
+                out.push(Action::Send {
+                    flow: i,
+                    frame: idle::request(f.id, 1, now, 0),
+                });
+                self.plan.gone(gap);
+            }
+            State::After { deadline } if now >= deadline => {
+                f.state = State::Done;
+                out.push(Action::Close { flow: i });
+            }
+            _ => {}
+        }
+    }
+
+    /// A datagram on flow `flow`'s socket at `now`.
+    pub fn on_datagram(&mut self, flow: usize, now: u64, bytes: &[u8]) -> Vec<Action> {
+        let mut out = Vec::new();
+        let Some(f) = self.flows.get_mut(flow) else {
+            return out;
+        };
+        if bytes == f.sent.as_slice() {
+            self.failure = Some(Failure::PlainEcho);
+            self.finished = true;
+            return out;
+        }
+        let Some((h, body)) = idle::read(bytes) else {
+            return out;
+        };
+        if h.flow != f.id {
+            return out;
+        }
+        match (f.state, h.kind) {
+            (State::Asking { .. }, Kind::IdleAck) if h.seq == 0 => {
+                let rtt = now.saturating_sub(f.sent_at);
+                f.ack_rtt_ns = Some(rtt);
+                f.seen = body.seen;
+                if h.status != status::OK {
+                    f.fate = Fate::Refused;
+                    f.state = State::Done;
+                    out.push(Action::Close { flow });
+                    return out;
+                }
+                let grace = (GRACE_NS + 4 * rtt).min(MAX_GRACE_NS);
+                f.state = State::Waiting {
+                    deadline: now + f.gap_ns + grace,
+                };
+            }
+            (State::Waiting { .. }, Kind::IdleCallback) => {
+                let held = u64::from(body.held_us) * 1_000;
+                f.fate = Fate::Alive { held_ns: held };
+                f.state = State::Done;
+                out.push(Action::Close { flow });
+                self.plan.alive(held);
+            }
+            (State::After { .. }, Kind::IdleAck) if h.seq == 1 => {
+                f.seen_after = body.seen;
+                f.state = State::Done;
+                out.push(Action::Close { flow });
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Expired flows whose next request was answered, and how many of those were seen from a
+    /// new source address.
+    pub fn rebound(&self) -> (u32, u32) {
+        let checked = self
+            .flows
+            .iter()
+            .filter(|f| f.fate == Fate::Gone && f.seen_after.is_some());
+        let (mut n, mut moved) = (0, 0);
+        for f in checked {
+            n += 1;
+            if f.seen_after != f.seen {
+                moved += 1;
+            }
+        }
+        (n, moved)
+    }
+}
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod tests;

@@ -1,0 +1,226 @@
+//! The search against a fake path on a virtual clock: a NAT next to the client that forgets
+//! a mapping idle for `expiry` (and with `random`, maps a new flow to a new port), a
+//! responder `rtt / 2` beyond it that calls back as `npt serve` does.
+
+#![allow(clippy::cast_possible_truncation)] // small test counts (clippy.toml)
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+
+use npt_wire::frame::{status, Header, Kind, HEADER_LEN};
+use npt_wire::idle::{self, Idle};
+
+use super::*;
+
+const S: u64 = 1_000_000_000;
+const MS: u64 = 1_000_000;
+
+#[derive(Default)]
+struct Path {
+    expiry: u64,
+    rtt: u64,
+    random: bool,
+    echo: bool,
+    silent: bool,
+}
+
+struct Mapping {
+    port: u16,
+    last: u64,
+    open: bool,
+}
+
+/// Runs `search` against `path` to the end; the virtual time it took.
+fn run(search: &mut Search, path: &Path) -> u64 {
+    let mut now = 0u64;
+    let mut maps: HashMap<usize, Mapping> = HashMap::new();
+    let mut next_port = 40_000u16;
+    // (time, seq) → (flow, bytes) delivered to the client; callbacks due at the NAT.
+    let mut to_client: BTreeMap<(u64, u64), (usize, Vec<u8>)> = BTreeMap::new();
+    let mut callbacks: BTreeMap<(u64, u64), (usize, u16, Vec<u8>)> = BTreeMap::new();
+    let mut pending: HashMap<usize, (u64, u64)> = HashMap::new();
+    let mut n = 0u64;
+    let mut actions = search.poll(now);
+    for _ in 0..1_000_000 {
+        for a in actions.drain(..) {
+            match a {
+                Action::Open { flow } => {
+                    next_port += 1;
+                    maps.insert(
+                        flow,
+                        Mapping {
+                            port: next_port,
+                            last: now,
+                            open: true,
+                        },
+                    );
+                }
+                Action::Close { flow } => maps.get_mut(&flow).unwrap().open = false,
+                Action::Send { flow, frame } => {
+                    n += 1;
+                    if path.silent {
+                        continue;
+                    }
+                    let m = maps.get_mut(&flow).unwrap();
+                    if now - m.last >= path.expiry && path.random {
+                        next_port += 1;
+                        m.port = next_port;
+                    }
+                    m.last = now;
+                    let arrive = now + path.rtt;
+                    if path.echo {
+                        to_client.insert((arrive, n), (flow, frame.to_vec()));
+                        continue;
+                    }
+                    let h = Header::decode(&frame).unwrap();
+                    let ask = Idle::decode(&frame[HEADER_LEN..]).unwrap();
+                    let seen = Some(SocketAddr::from(([192, 0, 2, 1], m.port)));
+                    if let Some(k) = pending.remove(&flow) {
+                        callbacks.remove(&k);
+                    }
+                    if ask.gap_ms > 0 {
+                        let body = Idle {
+                            seen,
+                            held_us: ask.gap_ms * 1_000,
+                            ..ask
+                        };
+                        let cb = idle::answer(&h, Kind::IdleCallback, status::OK, &body);
+                        let at = arrive + u64::from(ask.gap_ms) * MS;
+                        callbacks.insert((at, n), (flow, m.port, cb.to_vec()));
+                        pending.insert(flow, (at, n));
+                    }
+                    let ack = idle::answer(&h, Kind::IdleAck, status::OK, &Idle { seen, ..ask });
+                    to_client.insert((arrive, n), (flow, ack.to_vec()));
+                    m.last = arrive;
+                }
+            }
+        }
+        // The NAT passes a callback only to a live mapping of the port it was sent to.
+        while let Some((&(at, k), _)) = callbacks.first_key_value() {
+            if at > now {
+                break;
+            }
+            let (flow, port, cb) = callbacks.remove(&(at, k)).unwrap();
+            let m = maps.get_mut(&flow).unwrap();
+            if m.port == port && at - m.last < path.expiry {
+                m.last = at;
+                to_client.insert((at, k), (flow, cb));
+            }
+        }
+        if let Some((&(at, k), _)) = to_client.first_key_value() {
+            if at <= now {
+                let (flow, bytes) = to_client.remove(&(at, k)).unwrap();
+                if maps[&flow].open {
+                    actions = search.on_datagram(flow, now, &bytes);
+                }
+                continue;
+            }
+        }
+        actions = search.poll(now);
+        if search.finished() {
+            return now;
+        }
+        if !actions.is_empty() {
+            continue;
+        }
+        let next = [
+            search.next_wake(),
+            to_client.keys().next().map(|k| k.0),
+            callbacks.keys().next().map(|k| k.0),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap();
+        now = next.max(now);
+    }
+    panic!("the search did not end");
+}
+
+fn path(expiry: u64) -> Path {
+    Path {
+        expiry,
+        rtt: 20 * MS,
+        ..Path::default()
+    }
+}
+
+#[test]
+fn finds_a_nat_timeout_within_a_second_in_two_rounds() {
+    let mut s = Search::new(40 * S, None, 7);
+    let took = run(&mut s, &path(30 * S));
+    let (lo, hi) = (s.plan.lo(), s.plan.hi().unwrap());
+    assert!(lo < 30 * S && 30 * S <= hi && hi - lo <= S, "{lo} {hi}");
+    assert_eq!(s.plan.rounds(), 2);
+    // Each round ends at the first expiry past the bracket, not at --max.
+    assert!(took < 70 * S, "took {took}");
+    assert!(s.flows.len() <= plan_flows(2));
+    assert_eq!(s.failure(), None);
+    assert_eq!(
+        s.rebound(),
+        (
+            s.flows.iter().filter(|f| f.fate == Fate::Gone).count() as u32,
+            0
+        )
+    );
+}
+
+fn plan_flows(rounds: usize) -> usize {
+    crate::plan::LADDER + (rounds - 1) * crate::plan::PER_ROUND
+}
+
+#[test]
+fn finds_a_relay_timeout_within_half_a_second() {
+    let mut s = Search::new(8 * S, Some(S / 2), 7);
+    run(&mut s, &path(5 * S));
+    let (lo, hi) = (s.plan.lo(), s.plan.hi().unwrap());
+    assert!(lo < 5 * S && 5 * S <= hi && hi - lo <= S / 2, "{lo} {hi}");
+}
+
+#[test]
+fn a_direct_path_lives_past_max() {
+    let mut s = Search::new(3 * S, None, 7);
+    let took = run(&mut s, &path(u64::MAX / 4));
+    assert!(s.plan.longer_than_max());
+    assert_eq!(s.plan.rounds(), 1);
+    assert!(took < 5 * S, "took {took}");
+    assert!(s.flows.iter().all(|f| matches!(f.fate, Fate::Alive { .. })));
+}
+
+#[test]
+fn a_random_nat_rebinds_expired_flows() {
+    let mut s = Search::new(20 * S, None, 7);
+    run(
+        &mut s,
+        &Path {
+            random: true,
+            ..path(10 * S)
+        },
+    );
+    let (checked, moved) = s.rebound();
+    assert!(checked > 0 && moved == checked, "{checked} {moved}");
+}
+
+#[test]
+fn a_plain_echo_and_silence_fail_at_once() {
+    let mut s = Search::new(20 * S, None, 7);
+    run(
+        &mut s,
+        &Path {
+            echo: true,
+            ..path(10 * S)
+        },
+    );
+    assert_eq!(s.failure(), Some(Failure::PlainEcho));
+    let mut s = Search::new(20 * S, None, 7);
+    let took = run(
+        &mut s,
+        &Path {
+            silent: true,
+            ..path(10 * S)
+        },
+    );
+    assert_eq!(s.failure(), Some(Failure::Silent));
+    assert!(took <= u64::from(ACK_TRIES) * ACK_RETRY_NS, "took {took}");
+    assert!(s.flows.iter().all(|f| f.fate == Fate::NoAck));
+}

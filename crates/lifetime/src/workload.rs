@@ -1,0 +1,153 @@
+//! `npt lifetime` as a [`Workload`]: the search of a [`Config`] and the `kind = "lifetime"`
+//! body of what it found. No series (one answer at the end), so it never calls
+//! `on_interval`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use npt_result::common::{Errors, NptLatency};
+use npt_result::lifetime::{FlowRecord, LifetimeBody, LifetimeSummary};
+use npt_result::workload::{Finished, Length, Progress, Stop, Workload};
+use npt_result::StopReason;
+use npt_stats::{ErrorCounts, Histogram, Snapshot};
+
+use crate::plan::{MAX_REFINE, PER_ROUND};
+use crate::search::{Failure, Fate, Search, ACK_RETRY_NS, ACK_TRIES, AFTER_WAIT_NS, MAX_GRACE_NS};
+use crate::{net, Config, LifetimeError};
+
+impl Workload for Config {
+    const KIND: &'static str = "lifetime";
+    type Body = LifetimeBody;
+    type Error = LifetimeError;
+
+    fn config(&self) -> serde_json::Value {
+        serde_json::json!({
+            "target": format!("udp://{}:{}", bracket(&self.target.host), self.target.port),
+            "max_s": self.max.as_secs_f64(),
+            "resolution_s": self.resolution.map(|r| r.as_secs_f64()),
+        })
+    }
+
+    fn length(&self) -> Option<Length> {
+        Some(length(self.max))
+    }
+
+    fn run(
+        &mut self,
+        stop: &Arc<Stop>,
+        _no_intervals: &mut dyn FnMut(&Progress<'_>),
+    ) -> Result<Finished<LifetimeBody>, LifetimeError> {
+        let to = *self
+            .target
+            .resolve()?
+            .first()
+            .ok_or_else(|| LifetimeError::Silent(self.target.host.clone()))?;
+        let started = SystemTime::now();
+        let mono = Instant::now();
+        let max = u64::try_from(self.max.as_nanos()).unwrap_or(u64::MAX);
+        let res = self
+            .resolution
+            .map(|r| u64::try_from(r.as_nanos()).unwrap_or(u64::MAX));
+        let mut search = Search::new(max, res, rand::random());
+        net::run(&mut search, to, stop)?;
+        let name = format!("udp://{}:{}", bracket(&self.target.host), self.target.port);
+        match search.failure() {
+            Some(Failure::PlainEcho) => return Err(LifetimeError::PlainEcho(name)),
+            Some(Failure::Silent) => return Err(LifetimeError::Silent(name)),
+            None => {}
+        }
+        let body = body(&search, name, to.to_string(), self.max);
+        let stopped_by = stop.reason().unwrap_or(StopReason::Count);
+        Ok(Finished::new(
+            body,
+            started,
+            started + mono.elapsed(),
+            stopped_by,
+            Snapshot::new(),
+        ))
+    }
+}
+
+fn bracket(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+/// The longest a search up to `max` takes: the ladder and every refining round, each as long
+/// as its longest gap, the callback's grace, the ack's retries and a gone flow's last wait.
+pub fn length(max: Duration) -> Length {
+    let round = max
+        + Duration::from_nanos(MAX_GRACE_NS + u64::from(ACK_TRIES) * ACK_RETRY_NS + AFTER_WAIT_NS);
+    let rounds = 1 + MAX_REFINE + 1;
+    let _ = PER_ROUND;
+    Length::planned(round * rounds)
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// The result body of a finished search.
+pub fn body(s: &Search, target: String, address: String, max: Duration) -> LifetimeBody {
+    let p = &s.plan;
+    let hi = p.hi();
+    let lo = p.survived().then(|| p.lo());
+    let (checked, moved) = s.rebound();
+    let mut acks = Histogram::new();
+    let mut errors = ErrorCounts::default();
+    let flows = s
+        .flows
+        .iter()
+        .map(|f| {
+            if let Some(r) = f.ack_rtt_ns {
+                acks.record(r);
+            }
+            let (fate, held) = match f.fate {
+                Fate::Alive { held_ns } => ("alive", Some(secs(held_ns))),
+                Fate::Gone => ("gone", None),
+                Fate::NoAck => {
+                    errors.record("timeout", || "no answer to the idle request".to_string());
+                    ("no_ack", None)
+                }
+                Fate::Refused => ("refused", None),
+                Fate::Cancelled | Fate::Pending => ("cancelled", None),
+            };
+            FlowRecord {
+                round: f.round,
+                gap_s: secs(f.gap_ns),
+                fate: fate.to_string(),
+                held_s: held,
+                seen: f.seen.map(|a| a.to_string()),
+                seen_after: f.seen_after.map(|a| a.to_string()),
+            }
+        })
+        .collect::<Vec<_>>();
+    let refused = flows.iter().filter(|f| f.fate == "refused").count();
+    let summary = LifetimeSummary {
+        lifetime_s: hi.map(|h| secs((lo.unwrap_or(0) + h) / 2)),
+        alive_after_s: lo.map(secs),
+        gone_after_s: hi.map(secs),
+        longer_than_max: p.longer_than_max(),
+        max_s: max.as_secs_f64(),
+        resolution_s: secs(p.resolution()),
+        rounds: p.rounds(),
+        rebound: (checked > 0).then_some(moved > 0),
+        rebound_checked: checked,
+        rebound_flows: moved,
+        inconsistent: p.inconsistent,
+        refused: u32::try_from(refused).unwrap_or(u32::MAX),
+    };
+    let n = flows.len() as u64;
+    LifetimeBody {
+        target,
+        address,
+        summary,
+        flows,
+        latency: [("udp".to_string(), NptLatency::from(&acks.summary()))].into(),
+        errors: Errors::new(errors, n),
+        ack_histogram: acks.to_serialized(),
+    }
+}

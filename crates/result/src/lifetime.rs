@@ -1,0 +1,192 @@
+//! The body of a `kind = "lifetime"` result document (`npt lifetime`): how long the path keeps
+//! an idle UDP flow alive, as a bracket — the longest idle a flow survived, the shortest it did
+//! not — and whether a flow that expired came back from a new source port (a rebound mapping);
+//! every flow of the search with its gap and fate. Here rather than in npt-lifetime so that
+//! every reader reads it as one typed result ([`crate::any::Workload::Lifetime`]).
+//!
+//! Field names are what users script against (docs/lifetime.md);
+//! `schema/lifetime.schema.json` checks them.
+
+use std::collections::BTreeMap;
+
+use npt_stats::SerializedHistogram;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{Errors, NptLatency};
+
+/// The body of a `lifetime` result.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LifetimeBody {
+    /// `udp://HOST:PORT` as given.
+    #[schemars(regex(pattern = "^udp://"))]
+    pub target: String,
+    /// The address it resolved to.
+    pub address: String,
+    pub summary: LifetimeSummary,
+    /// Every flow of the search, in the order they were opened.
+    pub flows: Vec<FlowRecord>,
+    /// `latency.udp`: the NPT latency block of the flows' first round trips (request → ack),
+    /// the `ack` histogram's; the lifetime itself is in `summary`.
+    #[schemars(extend(
+        "propertyNames" = {"enum": ["udp"]},
+        "maxProperties" = 1,
+    ))]
+    pub latency: BTreeMap<String, NptLatency>,
+    /// `total_errors`: flows that got no ack; `error_rate` over the flows opened.
+    pub errors: Errors,
+    /// The flows' first round trips (request → ack), ns.
+    pub ack_histogram: SerializedHistogram,
+}
+
+/// What the search found.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LifetimeSummary {
+    /// The lifetime, s: the middle of the bracket; absent when no flow expired within
+    /// `max_s` (then `longer_than_max`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime_s: Option<f64>,
+    /// The longest idle gap a flow survived, s (the responder's own hold); absent when none
+    /// did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alive_after_s: Option<f64>,
+    /// The shortest idle gap a flow did not survive, s; absent when none expired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gone_after_s: Option<f64>,
+    /// True when a flow idle for `max_s` still lived: the lifetime is longer than the search
+    /// went.
+    pub longer_than_max: bool,
+    /// The longest gap searched (`--max`), s.
+    pub max_s: f64,
+    /// How narrow the bracket was to get (`--resolution`, or 2 % of the lifetime when that is
+    /// more than 1 s), s.
+    pub resolution_s: f64,
+    /// Rounds of parallel flows the search took (the first is the coarse ladder).
+    pub rounds: u32,
+    /// Whether expired flows came back from another source address than they had (the path
+    /// made a new mapping on a new port); absent when no expired flow was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebound: Option<bool>,
+    /// Expired flows whose next datagram was answered, and of those the ones seen from a new
+    /// source address.
+    pub rebound_checked: u32,
+    pub rebound_flows: u32,
+    /// Results that contradict the others (a flow gone at a gap shorter than one a flow
+    /// survived: a lost callback, or a path whose timeout varies); the survivor is trusted.
+    pub inconsistent: u32,
+    /// Flows whose callback the responder refused (its per-address cap or its longest gap).
+    pub refused: u32,
+}
+
+/// One flow of the search.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct FlowRecord {
+    /// The round it belonged to (0: the ladder).
+    pub round: u32,
+    /// The idle gap asked for, s.
+    pub gap_s: f64,
+    /// `alive` (the callback came), `gone` (it did not), `no_ack` (the request was never
+    /// answered), `refused` (the responder would not call back), `cancelled` (the bracket no
+    /// longer needed it).
+    #[schemars(extend("enum" = ["alive", "gone", "no_ack", "refused", "cancelled"]))]
+    pub fate: String,
+    /// `alive`: how long the responder held it before calling back, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_s: Option<f64>,
+    /// The source address the responder saw at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<String>,
+    /// `gone`: the source address the responder saw of the next datagram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_after: Option<String>,
+}
+
+impl crate::body::Body for LifetimeBody {
+    const KIND: &'static str = "lifetime";
+    crate::body::blocks!();
+
+    fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
+        BTreeMap::from([("ack", &self.ack_histogram)])
+    }
+    fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
+        vec![("ack", &self.ack_histogram)]
+    }
+    fn target(&self) -> String {
+        self.target.clone()
+    }
+}
+
+/// Seconds as the text shows them: whole when whole, else to 0.1 s (to 0.01 s below 10 s).
+pub fn secs(s: f64) -> String {
+    if (s - s.round()).abs() < 0.005 {
+        format!("{} s", s.round())
+    } else if s < 10.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// The report's text: the verdict line with its bracket, the rebinding line, and the flows
+/// that settled it.
+pub fn text(b: &LifetimeBody) -> String {
+    let s = &b.summary;
+    let mut out = format!("LIFETIME {} ({})\n", b.target, b.address);
+    let alive = s.alive_after_s.map(secs);
+    let gone = s.gone_after_s.map(secs);
+    let line = match (s.lifetime_s, alive.clone(), gone) {
+        (Some(l), Some(a), Some(g)) => {
+            format!(
+                "idle UDP lifetime {}: alive after {a}, gone after {g}",
+                secs(l)
+            )
+        }
+        (Some(_), None, Some(g)) => {
+            format!("idle UDP lifetime under {g}: gone after {g}, no shorter gap survived")
+        }
+        _ if s.longer_than_max => format!(
+            "idle UDP lifetime longer than --max: alive after {}",
+            alive.unwrap_or_else(|| secs(s.max_s))
+        ),
+        _ => "idle UDP lifetime unknown: no flow settled".to_string(),
+    };
+    out.push_str(&format!(
+        "  {line} ({} rounds, {} flows, resolution {})\n",
+        s.rounds,
+        b.flows.len(),
+        secs(s.resolution_s)
+    ));
+    match s.rebound {
+        Some(true) => out.push_str(&format!(
+            "  rebound: {} of {} expired flows came back from a new source port\n",
+            s.rebound_flows, s.rebound_checked
+        )),
+        Some(false) => out.push_str(&format!(
+            "  not rebound: {} expired flows came back from the same source address\n",
+            s.rebound_checked
+        )),
+        None => {}
+    }
+    if s.inconsistent > 0 {
+        out.push_str(&format!(
+            "  {} flows contradicted the bracket (a lost callback?)\n",
+            s.inconsistent
+        ));
+    }
+    if s.refused > 0 {
+        out.push_str(&format!(
+            "  the responder refused {} callbacks (its per-address cap or its longest gap)\n",
+            s.refused
+        ));
+    }
+    if b.errors.total_errors > 0 {
+        out.push_str(&format!(
+            "  {} flows got no answer\n",
+            b.errors.total_errors
+        ));
+    }
+    out
+}
