@@ -1,15 +1,21 @@
 //! The search as a state machine, sans IO: it says which flows to open and what to send on
 //! them ([`Action`]), is told what came back ([`Search::on_datagram`]) and what time it is
-//! ([`Search::poll`]); [`crate::net`] does the sockets. Tested here on a virtual clock against a
-//! fake path that forgets a mapping after a known idle time.
+//! ([`Search::poll`]); [`crate::net`] does the sockets. Tested on a virtual clock against a
+//! fake path that forgets a mapping after a known idle time (`search_tests.rs`).
 //!
-//! One flow: open a fresh socket, send an `Idle` request for its gap (again after
-//! [`ACK_RETRY_NS`], [`ACK_TRIES`] times), wait for the ack, then for the callback until the
-//! gap plus a grace after the ack: it came (alive, held as long as the responder says) or not
-//! (gone). A gone flow then asks once more with a gap of 0 on the same socket: the address
-//! the responder sees now, against the one of the first ack, says whether the path rebound
-//! it. A flow whose gap no longer matters to the bracket is cancelled (a gap-0 request drops
-//! its callback at the responder) and closed.
+//! A **timed flow**: open a fresh socket, send an `Idle` request for its gap ([`STAGGER_NS`]
+//! after the round's previous flow; again after [`ACK_RETRY_NS`], [`ACK_TRIES`] times), wait
+//! for the ack, then for the callback until the gap plus a grace after the ack: it came
+//! (alive, held as long as the responder says) or not (gone). A flow whose gap no longer
+//! matters to the bracket is cancelled (a gap-0 request drops its callback at the responder)
+//! and closed.
+//!
+//! A **rebind flow**, once the bracket has an upper end: ask only for the address (gap 0),
+//! stay silent past the upper end, ask again. Neither side sent in between, so the path
+//! forgot the mapping quietly, and the second ack's address says whether its new mapping has
+//! a new source port. (Not the timed flows: a callback sent into a forgotten mapping leaves
+//! a conntrack entry on the NAT holding the old port's tuple, which makes even a NAT that keeps
+//! ports choose another.)
 
 use std::net::SocketAddr;
 
@@ -21,13 +27,18 @@ use crate::plan::Plan;
 /// How long an unanswered request waits before it is sent again.
 pub const ACK_RETRY_NS: u64 = 300_000_000;
 /// Requests per flow before it counts as unanswered.
-pub const ACK_TRIES: u32 = 3;
-/// How long a gone flow's last request waits for its answer.
-pub const AFTER_WAIT_NS: u64 = 1_000_000_000;
+pub const ACK_TRIES: u32 = 5;
+/// Between two flows' first requests: a relay that forks a process per flow (`socat
+/// UDP-LISTEN:…,fork`) drops datagrams of new flows that arrive while it forks.
+pub const STAGGER_NS: u64 = 25_000_000;
 /// The wait for a callback past its gap: this, plus four round trips of the flow's ack.
 pub const GRACE_NS: u64 = 500_000_000;
 /// The grace's ceiling (a slow path's round trips).
 pub const MAX_GRACE_NS: u64 = 2_000_000_000;
+/// Rebind flows per search.
+pub const REBIND_FLOWS: usize = 2;
+/// How far past the bracket's upper end a rebind flow stays silent: this, or 5 % of it.
+pub const REBIND_MARGIN_NS: u64 = 1_000_000_000;
 
 /// What the search asks of the sockets.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,18 +55,22 @@ pub enum Action {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fate {
     Pending,
-    Alive { held_ns: u64 },
+    Alive {
+        held_ns: u64,
+    },
     Gone,
     NoAck,
     Refused,
     Cancelled,
+    /// A rebind flow that was answered after its silence (`seen_after`).
+    Rebind,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Asking { next: u64, tries: u32 },
     Waiting { deadline: u64 },
-    After { deadline: u64 },
+    After { next: u64, tries: u32 },
     Done,
 }
 
@@ -63,7 +78,9 @@ enum State {
 #[derive(Clone, Debug)]
 pub struct Flow {
     pub round: u32,
+    /// The idle gap: the callback's (timed) or the silence's (rebind), ns.
     pub gap_ns: u64,
+    pub rebind: bool,
     pub id: u32,
     pub fate: Fate,
     /// Request → ack, ns.
@@ -90,6 +107,7 @@ pub struct Search {
     pub flows: Vec<Flow>,
     round_start: usize,
     first_id: u32,
+    rebinds: bool,
     failure: Option<Failure>,
     finished: bool,
 }
@@ -103,6 +121,7 @@ impl Search {
             flows: Vec::new(),
             round_start: 0,
             first_id,
+            rebinds: false,
             failure: None,
             finished: false,
         }
@@ -124,8 +143,8 @@ impl Search {
         self.flows
             .iter()
             .filter_map(|f| match f.state {
-                State::Asking { next, .. } => Some(next),
-                State::Waiting { deadline } | State::After { deadline } => Some(deadline),
+                State::Asking { next, .. } | State::After { next, .. } => Some(next),
+                State::Waiting { deadline } => Some(deadline),
                 State::Done => None,
             })
             .min()
@@ -152,44 +171,55 @@ impl Search {
         {
             self.failure = Some(Failure::Silent);
         }
-        let next = if self.failure.is_some() {
-            None
-        } else {
-            self.plan.next_round()
-        };
-        let Some(gaps) = next else {
+        if self.failure.is_some() {
             self.finished = true;
             return out;
+        }
+        let gaps = self.plan.next_round().unwrap_or_default();
+        // The rebind flows go with the first round that knows an upper end (a round of their
+        // own when the ladder already settled the bracket).
+        let silence = match self.plan.hi() {
+            Some(hi) if !self.rebinds => Some(hi + REBIND_MARGIN_NS.max(hi / 20)),
+            _ => None,
         };
+        if gaps.is_empty() && silence.is_none() {
+            self.finished = true;
+            return out;
+        }
         self.round_start = self.flows.len();
-        let round = self.plan.rounds() - 1;
-        for gap in gaps {
+        let round = self.plan.rounds().saturating_sub(1) + u32::from(gaps.is_empty());
+        let timed = gaps.into_iter().map(|g| (g, false));
+        let rebind = silence
+            .into_iter()
+            .flat_map(|s| std::iter::repeat_n((s, true), REBIND_FLOWS));
+        for (k, (gap, rebind)) in timed.chain(rebind).enumerate() {
+            self.rebinds |= rebind;
             let i = self.flows.len();
             let id = self
                 .first_id
                 .wrapping_add(u32::try_from(i).unwrap_or(u32::MAX));
             let gap_ms = u32::try_from(gap / 1_000_000).unwrap_or(u32::MAX).max(1);
-            let sent = idle::request(id, 0, now, gap_ms);
+            let sent = idle::request(id, 0, now, if rebind { 0 } else { gap_ms });
             self.flows.push(Flow {
                 round,
                 gap_ns: u64::from(gap_ms) * 1_000_000,
+                rebind,
                 id,
                 fate: Fate::Pending,
                 ack_rtt_ns: None,
                 seen: None,
                 seen_after: None,
                 state: State::Asking {
-                    next: now + ACK_RETRY_NS,
-                    tries: 1,
+                    next: now + STAGGER_NS * k as u64,
+                    tries: 0,
                 },
                 sent_at: now,
                 sent,
             });
             out.push(Action::Open { flow: i });
-            out.push(Action::Send {
-                flow: i,
-                frame: sent,
-            });
+        }
+        for i in self.round_start..self.flows.len() {
+            self.tick(i, now, &mut out);
         }
         out
     }
@@ -197,7 +227,7 @@ impl Search {
     fn tick(&mut self, i: usize, now: u64, out: &mut Vec<Action>) {
         let f = &self.flows[i];
         let waiting = matches!(f.state, State::Asking { .. } | State::Waiting { .. });
-        if waiting && !self.plan.matters(f.gap_ns) {
+        if waiting && !f.rebind && !self.plan.matters(f.gap_ns) {
             // Drop its callback at the responder, then the socket.
             let cancel = idle::request(f.id, 2, now, 0);
             let f = &mut self.flows[i];
@@ -212,37 +242,47 @@ impl Search {
         }
         let f = &mut self.flows[i];
         match f.state {
-            State::Asking { next, tries } if now >= next => {
+            State::Asking { next, tries } | State::After { next, tries } if now >= next => {
                 if tries >= ACK_TRIES {
-                    f.fate = Fate::NoAck;
+                    if matches!(f.state, State::Asking { .. }) {
+                        f.fate = Fate::NoAck;
+                    }
                     f.state = State::Done;
                     out.push(Action::Close { flow: i });
-                } else {
-                    f.state = State::Asking {
-                        next: now + ACK_RETRY_NS,
+                    return;
+                }
+                let next = now + ACK_RETRY_NS;
+                let frame = if let State::After { .. } = f.state {
+                    f.state = State::After {
+                        next,
                         tries: tries + 1,
                     };
-                    out.push(Action::Send {
-                        flow: i,
-                        frame: f.sent,
-                    });
-                }
+                    idle::request(f.id, 1, now, 0)
+                } else {
+                    f.state = State::Asking {
+                        next,
+                        tries: tries + 1,
+                    };
+                    f.sent_at = now;
+                    f.sent
+                };
+                out.push(Action::Send { flow: i, frame });
             }
             State::Waiting { deadline } if now >= deadline => {
+                if f.rebind {
+                    // The silence is over: where does the path put the flow now?
+                    f.state = State::After {
+                        next: now,
+                        tries: 0,
+                    };
+                    self.tick(i, now, out);
+                    return;
+                }
                 f.fate = Fate::Gone;
-                f.state = State::After {
-                    deadline: now + AFTER_WAIT_NS,
-                };
-                let gap = f.gap_ns;
-                out.push(Action::Send {
-                    flow: i,
-                    frame: idle::request(f.id, 1, now, 0),
-                });
-                self.plan.gone(gap);
-            }
-            State::After { deadline } if now >= deadline => {
                 f.state = State::Done;
                 out.push(Action::Close { flow: i });
+                let gap = f.gap_ns;
+                self.plan.gone(gap);
             }
             _ => {}
         }
@@ -276,12 +316,16 @@ impl Search {
                     out.push(Action::Close { flow });
                     return out;
                 }
-                let grace = (GRACE_NS + 4 * rtt).min(MAX_GRACE_NS);
+                let grace = if f.rebind {
+                    0
+                } else {
+                    (GRACE_NS + 4 * rtt).min(MAX_GRACE_NS)
+                };
                 f.state = State::Waiting {
                     deadline: now + f.gap_ns + grace,
                 };
             }
-            (State::Waiting { .. }, Kind::IdleCallback) => {
+            (State::Waiting { .. }, Kind::IdleCallback) if !f.rebind => {
                 let held = u64::from(body.held_us) * 1_000;
                 f.fate = Fate::Alive { held_ns: held };
                 f.state = State::Done;
@@ -290,6 +334,7 @@ impl Search {
             }
             (State::After { .. }, Kind::IdleAck) if h.seq == 1 => {
                 f.seen_after = body.seen;
+                f.fate = Fate::Rebind;
                 f.state = State::Done;
                 out.push(Action::Close { flow });
             }
@@ -298,13 +343,10 @@ impl Search {
         out
     }
 
-    /// Expired flows whose next request was answered, and how many of those were seen from a
-    /// new source address.
+    /// Rebind flows answered after their silence, and how many of those were seen from a new
+    /// source address.
     pub fn rebound(&self) -> (u32, u32) {
-        let checked = self
-            .flows
-            .iter()
-            .filter(|f| f.fate == Fate::Gone && f.seen_after.is_some());
+        let checked = self.flows.iter().filter(|f| f.fate == Fate::Rebind);
         let (mut n, mut moved) = (0, 0);
         for f in checked {
             n += 1;

@@ -152,21 +152,16 @@ fn finds_a_nat_timeout_within_a_second_in_two_rounds() {
     let (lo, hi) = (s.plan.lo(), s.plan.hi().unwrap());
     assert!(lo < 30 * S && 30 * S <= hi && hi - lo <= S, "{lo} {hi}");
     assert_eq!(s.plan.rounds(), 2);
-    // Each round ends at the first expiry past the bracket, not at --max.
-    assert!(took < 70 * S, "took {took}");
+    // Each round ends at the first expiry past the bracket (the rebind flows a little
+    // later), not at --max.
+    assert!(took < 75 * S, "took {took}");
     assert!(s.flows.len() <= plan_flows(2));
     assert_eq!(s.failure(), None);
-    assert_eq!(
-        s.rebound(),
-        (
-            s.flows.iter().filter(|f| f.fate == Fate::Gone).count() as u32,
-            0
-        )
-    );
+    assert_eq!(s.rebound(), (REBIND_FLOWS as u32, 0));
 }
 
 fn plan_flows(rounds: usize) -> usize {
-    crate::plan::LADDER + (rounds - 1) * crate::plan::PER_ROUND
+    crate::plan::LADDER + (rounds - 1) * crate::plan::PER_ROUND + REBIND_FLOWS
 }
 
 #[test]
@@ -221,6 +216,10 @@ fn a_plain_echo_and_silence_fail_at_once() {
         },
     );
     assert_eq!(s.failure(), Some(Failure::Silent));
-    assert!(took <= u64::from(ACK_TRIES) * ACK_RETRY_NS, "took {took}");
+    let stagger = STAGGER_NS * crate::plan::LADDER as u64;
+    assert!(
+        took <= u64::from(ACK_TRIES) * ACK_RETRY_NS + stagger,
+        "took {took}"
+    );
     assert!(s.flows.iter().all(|f| f.fate == Fate::NoAck));
 }

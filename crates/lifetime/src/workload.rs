@@ -11,8 +11,10 @@ use npt_result::workload::{Finished, Length, Progress, Stop, Workload};
 use npt_result::StopReason;
 use npt_stats::{ErrorCounts, Histogram, Snapshot};
 
-use crate::plan::{MAX_REFINE, PER_ROUND};
-use crate::search::{Failure, Fate, Search, ACK_RETRY_NS, ACK_TRIES, AFTER_WAIT_NS, MAX_GRACE_NS};
+use crate::plan::{LADDER, MAX_REFINE};
+use crate::search::{
+    Failure, Fate, Search, ACK_RETRY_NS, ACK_TRIES, MAX_GRACE_NS, REBIND_MARGIN_NS, STAGGER_NS,
+};
 use crate::{net, Config, LifetimeError};
 
 impl Workload for Config {
@@ -76,14 +78,15 @@ fn bracket(host: &str) -> String {
     }
 }
 
-/// The longest a search up to `max` takes: the ladder and every refining round, each as long
-/// as its longest gap, the callback's grace, the ack's retries and a gone flow's last wait.
+/// The longest a search up to `max` takes: the ladder, every refining round and the rebind
+/// flows' own, each as long as its longest wait (a callback's gap and grace, or a rebind
+/// flow's silence past the bracket), its flows' staggered starts and two requests' retries.
 pub fn length(max: Duration) -> Length {
-    let round = max
-        + Duration::from_nanos(MAX_GRACE_NS + u64::from(ACK_TRIES) * ACK_RETRY_NS + AFTER_WAIT_NS);
-    let rounds = 1 + MAX_REFINE + 1;
-    let _ = PER_ROUND;
-    Length::planned(round * rounds)
+    let slack = MAX_GRACE_NS.max(REBIND_MARGIN_NS)
+        + STAGGER_NS * (LADDER as u64 + 2)
+        + 2 * u64::from(ACK_TRIES) * ACK_RETRY_NS;
+    let round = max + max / 20 + Duration::from_nanos(slack);
+    Length::planned(round * (1 + MAX_REFINE + 1))
 }
 
 fn secs(ns: u64) -> f64 {
@@ -113,6 +116,7 @@ pub fn body(s: &Search, target: String, address: String, max: Duration) -> Lifet
                     ("no_ack", None)
                 }
                 Fate::Refused => ("refused", None),
+                Fate::Rebind => ("rebind", None),
                 Fate::Cancelled | Fate::Pending => ("cancelled", None),
             };
             FlowRecord {

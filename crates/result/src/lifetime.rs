@@ -65,11 +65,11 @@ pub struct LifetimeSummary {
     pub resolution_s: f64,
     /// Rounds of parallel flows the search took (the first is the coarse ladder).
     pub rounds: u32,
-    /// Whether expired flows came back from another source address than they had (the path
-    /// made a new mapping on a new port); absent when no expired flow was checked.
+    /// Whether a flow silent past the lifetime came back from another source address than it
+    /// had (the path made a new mapping on a new port); absent when none was checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebound: Option<bool>,
-    /// Expired flows whose next datagram was answered, and of those the ones seen from a new
+    /// Rebind flows answered after their silence, and of those the ones seen from a new
     /// source address.
     pub rebound_checked: u32,
     pub rebound_flows: u32,
@@ -90,8 +90,9 @@ pub struct FlowRecord {
     pub gap_s: f64,
     /// `alive` (the callback came), `gone` (it did not), `no_ack` (the request was never
     /// answered), `refused` (the responder would not call back), `cancelled` (the bracket no
-    /// longer needed it).
-    #[schemars(extend("enum" = ["alive", "gone", "no_ack", "refused", "cancelled"]))]
+    /// longer needed it), `rebind` (a flow silent past the bracket, then asked where it comes
+    /// from: `seen_after`).
+    #[schemars(extend("enum" = ["alive", "gone", "no_ack", "refused", "cancelled", "rebind"]))]
     pub fate: String,
     /// `alive`: how long the responder held it before calling back, s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,7 +100,7 @@ pub struct FlowRecord {
     /// The source address the responder saw at the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<String>,
-    /// `gone`: the source address the responder saw of the next datagram.
+    /// `rebind`: the source address the responder saw after the silence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_after: Option<String>,
 }
@@ -151,6 +152,9 @@ pub fn text(b: &LifetimeBody) -> String {
             "idle UDP lifetime longer than --max: alive after {}",
             alive.unwrap_or_else(|| secs(s.max_s))
         ),
+        (_, Some(a), None) => {
+            format!("idle UDP lifetime at least {a}: alive after {a}, no longer gap settled")
+        }
         _ => "idle UDP lifetime unknown: no flow settled".to_string(),
     };
     out.push_str(&format!(
@@ -161,11 +165,11 @@ pub fn text(b: &LifetimeBody) -> String {
     ));
     match s.rebound {
         Some(true) => out.push_str(&format!(
-            "  rebound: {} of {} expired flows came back from a new source port\n",
+            "  rebound: {} of {} flows idle past the lifetime came back from a new source port\n",
             s.rebound_flows, s.rebound_checked
         )),
         Some(false) => out.push_str(&format!(
-            "  not rebound: {} expired flows came back from the same source address\n",
+            "  not rebound: {} flows idle past the lifetime came back from the same source address\n",
             s.rebound_checked
         )),
         None => {}

@@ -220,7 +220,8 @@ fn lifetime(start: SystemTime, rtt: &Histogram) -> Document<npt_result::lifetime
         },
         flows: vec![
             flow(29.8, "alive", Some(29.8), None),
-            flow(30.6, "gone", None, Some("10.0.1.1:51234")),
+            flow(30.6, "gone", None, None),
+            flow(31.6, "rebind", None, Some("10.0.1.1:51234")),
             flow(35.0, "cancelled", None, None),
         ],
         latency: [("udp".to_string(), NptLatency::from(&rtt.summary()))].into(),
