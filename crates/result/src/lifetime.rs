@@ -157,10 +157,11 @@ pub fn text(b: &LifetimeBody) -> String {
         }
         _ => "idle UDP lifetime unknown: no flow settled".to_string(),
     };
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     out.push_str(&format!(
-        "  {line} ({} rounds, {} flows, resolution {})\n",
-        s.rounds,
-        b.flows.len(),
+        "  {line} ({}, {}, resolution {})\n",
+        plural(usize::try_from(s.rounds).unwrap_or(usize::MAX), "round"),
+        plural(b.flows.len(), "flow"),
         secs(s.resolution_s)
     ));
     match s.rebound {

@@ -72,7 +72,7 @@ fn a_gap_of_zero_cancels_and_the_bounds_refuse() {
     // Shorter than an idle frame: no answer, malformed.
     let short = idle::request(3, 0, 1, 100);
     let mut cut = short[..IDLE_LEN - 4].to_vec();
-    cut[8..12].copy_from_slice(&((IDLE_LEN - 4) as u32).to_be_bytes());
+    cut[8..12].copy_from_slice(&u32::try_from(IDLE_LEN - 4).unwrap().to_be_bytes());
     c.send(&cut).unwrap();
     assert!(recv(&c).is_none());
     assert_eq!(settle(&s.counters().udp_idle_refused, 1), 1);
