@@ -1241,7 +1241,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__lifetime)
-            opts="-q -h --max --resolution --json --format --quiet --help"
+            opts="-q -h --max --resolution --token --json --format --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1252,6 +1252,10 @@ _npt() {
                     return 0
                     ;;
                 --resolution)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

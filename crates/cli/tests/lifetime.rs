@@ -1,8 +1,9 @@
 //! `npt lifetime` over loopback, where nothing forgets a flow: a direct path to `npt serve`
 //! reads "longer than --max" (every flow of the ladder called back, in one round of about
 //! --max), the document is a valid `lifetime` result and `npt report` prints it back as the
-//! run did; a plain echo and a silent port are one line each saying `npt serve` is needed,
-//! exit 1; a TCP target and a --max over the responder's longest are exit 2.
+//! run did; under `npt serve --token` it works with the secret and without it says so; a plain
+//! echo and a silent port are one line each saying `npt serve` is needed, exit 1; a TCP
+//! target and a --max over the responder's longest are exit 2.
 
 #![cfg(test)]
 
@@ -89,6 +90,39 @@ fn a_plain_echo_or_nothing_says_serve_is_needed() {
         err.contains("no answer") && err.contains("npt serve"),
         "{err}"
     );
+}
+
+#[test]
+fn under_token_every_flow_does_the_handshake() {
+    let (_s, addr) = serve(&["--token", "lifetime secret"]);
+    let target = format!("udp://{addr}");
+    let out = run(
+        &[
+            "lifetime",
+            &target,
+            "--max",
+            "1s",
+            "--token",
+            "lifetime secret",
+            "-q",
+        ],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("longer than --max"), "{text}");
+    // Without it the server answers nothing: the advice names --token.
+    let out = run(
+        &["lifetime", &target, "--max", "1s", "-q"],
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--token"), "{err}");
 }
 
 #[test]

@@ -30,6 +30,9 @@ pub struct Config {
     pub max: Duration,
     /// How narrow the bracket must get (None: 1 s, or 2 % of the lifetime when more).
     pub resolution: Option<Duration>,
+    /// `--token`: each flow's socket does the keyed handshake first, and its requests and
+    /// answers are sealed.
+    pub token: Option<String>,
 }
 
 /// Why the search could not run or measure.
@@ -43,6 +46,11 @@ pub enum LifetimeError {
         "{0} echoed the request unchanged: a plain echo; lifetime needs `npt serve` on the far end"
     )]
     PlainEcho(String),
-    #[error("no answer from {0}: lifetime needs `npt serve` (with idle callbacks) on the far end")]
+    #[error(
+        "no answer from {0}: lifetime needs `npt serve` (with idle callbacks; --token if it has \
+         one) on the far end"
+    )]
     Silent(String),
+    #[error("{0}")]
+    Token(std::io::Error),
 }

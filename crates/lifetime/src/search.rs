@@ -19,11 +19,17 @@
 
 use std::net::SocketAddr;
 
-use npt_wire::frame::{status, Kind};
+use npt_wire::frame::{status, Header, Kind};
 use npt_wire::idle::{self, IDLE_LEN};
 
 use crate::plan::Plan;
 
+/// Sequence numbers of a flow's requests: its asks count from here, its asks after a silence
+/// from [`SEQ_AFTER`], its cancel is [`SEQ_CANCEL`] — each request its own, so that a `--token`
+/// responder's replay check takes a retry, and an answer says which request it answers.
+pub const SEQ_ASK: u64 = 0;
+pub const SEQ_AFTER: u64 = 100;
+pub const SEQ_CANCEL: u64 = 200;
 /// How long an unanswered request waits before it is sent again.
 pub const ACK_RETRY_NS: u64 = 300_000_000;
 /// Requests per flow before it counts as unanswered.
@@ -89,7 +95,8 @@ pub struct Flow {
     pub seen_after: Option<SocketAddr>,
     state: State,
     sent_at: u64,
-    sent: [u8; IDLE_LEN],
+    /// The gap its asks ask for, ms (0 for a rebind flow).
+    ask_ms: u32,
 }
 
 /// Why the search could not measure at all.
@@ -199,7 +206,6 @@ impl Search {
                 .first_id
                 .wrapping_add(u32::try_from(i).unwrap_or(u32::MAX));
             let gap_ms = u32::try_from(gap / 1_000_000).unwrap_or(u32::MAX).max(1);
-            let sent = idle::request(id, 0, now, if rebind { 0 } else { gap_ms });
             self.flows.push(Flow {
                 round,
                 gap_ns: u64::from(gap_ms) * 1_000_000,
@@ -214,7 +220,7 @@ impl Search {
                     tries: 0,
                 },
                 sent_at: now,
-                sent,
+                ask_ms: if rebind { 0 } else { gap_ms },
             });
             out.push(Action::Open { flow: i });
         }
@@ -229,7 +235,7 @@ impl Search {
         let waiting = matches!(f.state, State::Asking { .. } | State::Waiting { .. });
         if waiting && !f.rebind && !self.plan.matters(f.gap_ns) {
             // Drop its callback at the responder, then the socket.
-            let cancel = idle::request(f.id, 2, now, 0);
+            let cancel = idle::request(f.id, SEQ_CANCEL, now, 0);
             let f = &mut self.flows[i];
             f.fate = Fate::Cancelled;
             f.state = State::Done;
@@ -257,14 +263,14 @@ impl Search {
                         next,
                         tries: tries + 1,
                     };
-                    idle::request(f.id, 1, now, 0)
+                    idle::request(f.id, SEQ_AFTER + u64::from(tries), now, 0)
                 } else {
                     f.state = State::Asking {
                         next,
                         tries: tries + 1,
                     };
                     f.sent_at = now;
-                    f.sent
+                    idle::request(f.id, SEQ_ASK + u64::from(tries), now, f.ask_ms)
                 };
                 out.push(Action::Send { flow: i, frame });
             }
@@ -294,7 +300,8 @@ impl Search {
         let Some(f) = self.flows.get_mut(flow) else {
             return out;
         };
-        if bytes == f.sent.as_slice() {
+        // A responder never answers with a request's kind: this is one of ours, echoed.
+        if Header::decode(bytes).is_ok_and(|h| h.kind == Kind::Idle) {
             self.failure = Some(Failure::PlainEcho);
             self.finished = true;
             return out;
@@ -306,7 +313,7 @@ impl Search {
             return out;
         }
         match (f.state, h.kind) {
-            (State::Asking { .. }, Kind::IdleAck) if h.seq == 0 => {
+            (State::Asking { .. }, Kind::IdleAck) if h.seq < SEQ_AFTER => {
                 let rtt = now.saturating_sub(f.sent_at);
                 f.ack_rtt_ns = Some(rtt);
                 f.seen = body.seen;
@@ -332,7 +339,7 @@ impl Search {
                 out.push(Action::Close { flow });
                 self.plan.alive(held);
             }
-            (State::After { .. }, Kind::IdleAck) if h.seq == 1 => {
+            (State::After { .. }, Kind::IdleAck) if (SEQ_AFTER..SEQ_CANCEL).contains(&h.seq) => {
                 f.seen_after = body.seen;
                 f.fate = Fate::Rebind;
                 f.state = State::Done;

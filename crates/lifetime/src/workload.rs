@@ -27,6 +27,7 @@ impl Workload for Config {
             "target": format!("udp://{}:{}", bracket(&self.target.host), self.target.port),
             "max_s": self.max.as_secs_f64(),
             "resolution_s": self.resolution.map(|r| r.as_secs_f64()),
+            "token": self.token.is_some(),
         })
     }
 
@@ -51,7 +52,7 @@ impl Workload for Config {
             .resolution
             .map(|r| u64::try_from(r.as_nanos()).unwrap_or(u64::MAX));
         let mut search = Search::new(max, res, rand::random());
-        net::run(&mut search, to, stop)?;
+        net::run(&mut search, to, self.token.as_deref(), stop)?;
         let name = format!("udp://{}:{}", bracket(&self.target.host), self.target.port);
         match search.failure() {
             Some(Failure::PlainEcho) => return Err(LifetimeError::PlainEcho(name)),

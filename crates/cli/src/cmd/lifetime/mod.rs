@@ -31,6 +31,9 @@ pub struct LifetimeArgs {
     /// How narrow the bracket gets (default: 1 s, or 2 % of the lifetime when that is more).
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub resolution: Option<Duration>,
+    // `npt serve --token`: each flow's socket does the handshake first.
+    #[command(flatten)]
+    pub auth: crate::flags::auth::TokenArgs,
     #[command(flatten)]
     pub output: crate::flags::output::OutputArgs,
 }
@@ -61,6 +64,7 @@ pub fn config(a: &LifetimeArgs) -> anyhow::Result<Config> {
         target,
         max: a.max,
         resolution: a.resolution,
+        token: a.auth.get()?.map(str::to_string),
     })
 }
 
