@@ -27,6 +27,8 @@ use npt_result::Document;
 
 use crate::execute::packets::PacketLog;
 use crate::flags::metrics::MetricsArgs;
+use crate::flags::output::OutputArgs;
+use crate::flags::output::Sink;
 use crate::flags::segment::{Segment, SegmentArgs, SegmentInfo};
 use crate::usage;
 use live::{Live, Sample};
@@ -121,14 +123,6 @@ pub enum Lines {
     },
 }
 
-/// Where a text report goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sink {
-    Stdout,
-    Stderr,
-    Nowhere,
-}
-
 /// What the user asked for around the run.
 pub struct Options<'a> {
     /// Said before the start, as `npt KIND: …` on stderr (config notes, address fallbacks).
@@ -165,25 +159,20 @@ static NO_METRICS: MetricsArgs = MetricsArgs {
 };
 
 impl<'a> Options<'a> {
-    /// `--json FILE|-` as `ping` and `bulk` take it: the document to FILE, or to stdout with
-    /// `-` (the text then goes to stderr, where it does not mix with it); no segment, no
-    /// metrics (a caller that has them sets them after).
-    pub fn json_file_or_dash(json: Option<&'a Path>, quiet: bool) -> Options<'a> {
-        let json_stdout = json == Some(Path::new("-"));
+    /// The run's options as far as `out` goes (no segment, no metrics: a caller that has them
+    /// sets them after). [`Options::check`] is the output group's one validation: the result
+    /// file can be written (exit 2 naming `--json`, before any traffic).
+    pub fn new(out: &'a OutputArgs) -> Options<'a> {
         Options {
             notices: Vec::new(),
             segment: &NO_SEGMENT,
             metrics: &NO_METRICS,
             labels: Vec::new(),
-            json_file: json.filter(|_| !json_stdout),
+            json_file: out.json_file(),
             packets: None,
-            json_stdout,
-            text: if json_stdout {
-                Sink::Stderr
-            } else {
-                Sink::Stdout
-            },
-            quiet,
+            json_stdout: out.json_stdout(),
+            text: out.text(),
+            quiet: out.quiet,
         }
     }
 }
@@ -220,17 +209,6 @@ impl<'a> Options<'a> {
         self.packets = path;
         if path == Some(Path::new("-")) && self.text == Sink::Stdout {
             self.text = Sink::Stderr;
-        }
-    }
-}
-
-impl Sink {
-    /// A writer for text that goes with the report (a header before the run, lines during it).
-    pub fn writer(self) -> Box<dyn Write> {
-        match self {
-            Sink::Stdout => Box::new(io::stdout()),
-            Sink::Stderr => Box::new(io::stderr()),
-            Sink::Nowhere => Box::new(io::sink()),
         }
     }
 }

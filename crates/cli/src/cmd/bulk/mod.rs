@@ -15,7 +15,7 @@ use npt_result::bulk::BulkBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Subcommand};
+use crate::execute::{execute, Lines, Options, Subcommand};
 use crate::flags::segment::Segment;
 use crate::flags::timing::positive;
 use crate::usage;
@@ -205,7 +205,7 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
 
 pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.check()?;

@@ -15,7 +15,7 @@ use npt_result::http::HttpBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Subcommand};
+use crate::execute::{execute, Lines, Options, Subcommand};
 use crate::flags::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
@@ -270,7 +270,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         ("protocol", protocol.to_string()),
         ("target", cfg.target.url.clone()),
     ];
-    let mut o = args.output.options();
+    let mut o = Options::new(&args.output);
     o.segment = &args.segment;
     o.metrics = &args.metrics;
     o.labels = labels;

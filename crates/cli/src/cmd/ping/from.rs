@@ -26,7 +26,7 @@ use npt_stats::Snapshot;
 use npt_wire::hop::{self, HopRequest};
 
 use crate::cmd::ping::PingArgs;
-use crate::execute::{execute, Subcommand};
+use crate::execute::{execute, Options, Subcommand};
 use crate::usage;
 
 pub use npt_ping::from::FromConfig;
@@ -143,7 +143,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             "--packets logs the attempts made here; with --from the agent makes them"
         ));
     }
-    let o = a.output.options();
+    let o = Options::new(&a.output);
     o.check()?;
     let mut text = o.text.writer();
     writeln!(

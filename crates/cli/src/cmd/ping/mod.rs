@@ -18,7 +18,7 @@ use npt_ping::{Config, Proto, Target};
 use npt_result::ping::PingBody;
 use npt_result::Document;
 
-use crate::execute::{execute, Subcommand};
+use crate::execute::{execute, Options, Subcommand};
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -202,7 +202,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         return crate::cmd::ping::from::run(a);
     }
     let cfg = config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.packets_to(a.packets.as_deref());
     o.check()?;
     let mut out = o.text.writer();
@@ -236,7 +236,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
 /// `npt ping icmp://HOST`: the same lines, summary and result as the other kinds.
 fn run_icmp(a: PingArgs) -> anyhow::Result<ExitCode> {
     let cfg = icmp_config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.packets_to(a.packets.as_deref());
     o.check()?;
     let mut out = o.text.writer();

@@ -23,7 +23,7 @@ use npt_result::Document;
 use npt_wire::Fill;
 
 pub use crate::cmd::probe::config::config;
-use crate::execute::{execute, Lines, Subcommand};
+use crate::execute::{execute, Lines, Options, Subcommand};
 use crate::flags::segment::Segment;
 use crate::flags::via::ViaArgs;
 use crate::usage::parse_duration;
@@ -174,7 +174,7 @@ fn parse_fill(s: &str) -> Result<Fill, String> {
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let (mut cfg, mut notices) = config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.packets_to(a.packets.as_deref());

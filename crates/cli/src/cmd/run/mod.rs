@@ -17,7 +17,7 @@ use npt_result::Document;
 use npt_users::config::{GameShape, QuicShape, TransferShape, WebShape};
 use npt_users::{Load, Mix, Range, RunConfig, Shape, Targets};
 
-use crate::execute::{execute, Lines, Subcommand};
+use crate::execute::{execute, Lines, Options, Subcommand};
 use crate::flags::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
@@ -374,7 +374,7 @@ fn host_of(hp: &str) -> String {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.labels = vec![("target", a.targets.join(","))];

@@ -14,7 +14,7 @@ use npt_result::Document;
 use npt_trace::workload::{Alongside, Trace};
 use npt_trace::{Config, Hop, Proto, Target, MAX_HOPS};
 
-use crate::execute::{execute, Subcommand};
+use crate::execute::{execute, Options, Subcommand};
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -259,7 +259,7 @@ fn end(c: &mut Child) {
 
 pub fn run(a: TraceArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let o = a.output.options();
+    let o = Options::new(&a.output);
     o.check()?;
     let mut out = o.text.writer();
     let through = cfg
