@@ -4,40 +4,14 @@
 //! 2 usage or configuration error, 3 the server refused part of the test (probe, run, bulk,
 //! ping: `execute::EXIT_REFUSED`). A closed stdout (`| head`) counts as success.
 
-mod auth;
-mod bulk;
-mod clock;
-mod compare;
-mod demo;
+mod cmd;
 mod execute;
-mod http;
-mod lab;
-mod lab_control;
-mod live;
-mod manual;
-mod merge;
-mod metrics;
-mod monitor;
-mod output;
-mod packets;
-mod ping;
-mod ping_from;
-mod probe;
-mod probe_checks;
-mod probe_config;
-mod report;
-mod run;
-mod segment;
-mod serve;
-mod serve_metrics;
-mod signals;
-mod source;
-mod timing;
-mod trace;
-mod trust;
-mod under_load;
+mod flags;
 mod usage;
-mod via;
+
+use cmd::{
+    bulk, compare, demo, http, lab, manual, merge, monitor, ping, probe, report, run, serve, trace,
+};
 
 use std::process::ExitCode;
 

@@ -13,8 +13,8 @@ use npt_result::workload::{Stop, Workload};
 use npt_server::{ServeConfig, Server};
 use npt_wire::Fill;
 
+use crate::cmd::probe::banner;
 use crate::execute::Subcommand;
-use crate::probe::banner;
 use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
@@ -39,7 +39,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     let addr = server.local_addrs()[0];
     println!("npt demo: embedded server on tcp+udp {addr}\n");
     let stop = Arc::new(Stop::new());
-    crate::signals::install(&stop)?;
+    crate::execute::signals::install(&stop)?;
     let base = ProbeConfig {
         proto: Proto::Udp,
         target: addr.to_string(),

@@ -4,6 +4,8 @@
 //! no series). `icmp://HOST` is the host's own ICMP echo ([`npt_ping::icmp`]), run the same
 //! way. Exit 1 when nothing answered, 2 for a bad flag.
 
+pub mod from;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,7 +18,7 @@ use npt_ping::{Config, Proto, Target};
 use npt_result::ping::PingBody;
 use npt_result::Document;
 
-use crate::execute::{execute, Subcommand};
+use crate::execute::{execute, Options, Subcommand};
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -31,7 +33,7 @@ pub struct PingArgs {
     #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
     pub count: u64,
     #[command(flatten)]
-    pub timing: crate::timing::AttemptTiming,
+    pub timing: crate::flags::timing::AttemptTiming,
     /// UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo,
     /// the TCP echo's size; icmp://, the ICMP message's (its 8-byte header included, at least
     /// 28).
@@ -46,19 +48,19 @@ pub struct PingArgs {
     #[arg(long)]
     pub raw: bool,
     #[command(flatten)]
-    pub auth: crate::auth::TokenArgs,
+    pub auth: crate::flags::auth::TokenArgs,
     #[command(flatten)]
-    pub trust: crate::trust::TrustArgs,
+    pub trust: crate::flags::trust::TrustArgs,
     #[command(flatten)]
-    pub output: crate::output::OutputArgs,
+    pub output: crate::flags::output::OutputArgs,
     /// Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send
     /// time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub packets: Option<PathBuf>,
     #[command(flatten)]
-    pub source: crate::source::SourceArgs,
+    pub source: crate::flags::source::SourceArgs,
     #[command(flatten)]
-    pub via: crate::via::ViaArgs,
+    pub via: crate::flags::via::ViaArgs,
     /// Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on
     /// npt://HOST:PORT pings the target and sends the samples back (needs --token, the agent's
     /// secret). For the segments between relays that this host cannot see.
@@ -83,7 +85,7 @@ pub fn icmp_config(a: &PingArgs) -> anyhow::Result<IcmpConfig> {
             ));
         }
     }
-    a.trust.resolve(crate::trust::Quic::No)?;
+    a.trust.resolve(crate::flags::trust::Quic::No)?;
     let min = icmp::codec::MIN_LEN;
     if !(min..=65_507).contains(&a.size) {
         return Err(usage!(
@@ -123,7 +125,7 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
     let quic = target.proto == Proto::Quic;
     let trust = a
         .trust
-        .resolve(crate::trust::Quic::when(quic, "the server's"))?;
+        .resolve(crate::flags::trust::Quic::when(quic, "the server's"))?;
     let min = if a.raw {
         npt_wire::raw::RAW_HEADER_LEN
     } else {
@@ -197,10 +199,10 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         return run_icmp(a);
     }
     if a.from.is_some() {
-        return crate::ping_from::run(a);
+        return crate::cmd::ping::from::run(a);
     }
     let cfg = config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.packets_to(a.packets.as_deref());
     o.check()?;
     let mut out = o.text.writer();
@@ -234,7 +236,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
 /// `npt ping icmp://HOST`: the same lines, summary and result as the other kinds.
 fn run_icmp(a: PingArgs) -> anyhow::Result<ExitCode> {
     let cfg = icmp_config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.packets_to(a.packets.as_deref());
     o.check()?;
     let mut out = o.text.writer();

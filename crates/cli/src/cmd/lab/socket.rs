@@ -13,8 +13,8 @@ use std::time::Duration;
 use npt_lab::control::{self, Reply, Request};
 use npt_lab::{show, Lab, LabStatus};
 
-use crate::compare::runner::Launcher;
-use crate::lab::state_dir;
+use crate::cmd::compare::runner::Launcher;
+use crate::cmd::lab::state_dir;
 use crate::usage;
 
 /// How long `set` and `status` wait for the lab process.

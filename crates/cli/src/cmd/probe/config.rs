@@ -9,8 +9,8 @@ use npt_client::source::Source;
 use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, RxStamp, StageSpec};
 use npt_probe::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
 
-use crate::probe::{Mode, ProbeArgs, RxStampArg};
-use crate::probe_checks::check_memory;
+use crate::cmd::probe::checks::check_memory;
+use crate::cmd::probe::{Mode, ProbeArgs, RxStampArg};
 use crate::usage;
 
 /// Splits `udp://host:port` into protocol and address text. A path to an XML file in the
@@ -46,7 +46,7 @@ fn parse_target(t: &str) -> anyhow::Result<(Proto, String)> {
 /// `HOST:PORT` resolved for `src`: only addresses of its family (`-4`, `-6`, `--bind`'s).
 pub fn resolve_from(hostport: &str, flag: &str, src: &Source) -> anyhow::Result<SocketAddr> {
     if let Ok(a) = hostport.parse::<SocketAddr>() {
-        crate::source::SourceArgs::check_literal(src, &a.ip().to_string())?;
+        crate::flags::source::SourceArgs::check_literal(src, &a.ip().to_string())?;
         return Ok(a);
     }
     let (host, port) = hostport
@@ -59,7 +59,7 @@ pub fn resolve_from(hostport: &str, flag: &str, src: &Source) -> anyhow::Result<
         return Err(usage!("{flag} {hostport:?}: port 0 is not a target"));
     }
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    crate::source::SourceArgs::check_literal(src, host)?;
+    crate::flags::source::SourceArgs::check_literal(src, host)?;
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .map_err(|e| usage!("{flag} {hostport:?}: cannot resolve host {host:?}: {e}"))?
@@ -67,7 +67,7 @@ pub fn resolve_from(hostport: &str, flag: &str, src: &Source) -> anyhow::Result<
     if addrs.is_empty() {
         return Err(usage!("{flag} {hostport:?}: host {host:?} has no address"));
     }
-    let addrs = crate::source::pick(src, host, addrs)?;
+    let addrs = crate::flags::source::pick(src, host, addrs)?;
     addrs
         .into_iter()
         .next()
@@ -360,7 +360,8 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     };
     a.auth.get()?;
     check_memory(clients, stage, a.loss_timeout, &pacing)?;
-    let mut under_load = crate::under_load::plan(&a.load, a.auth.token.as_ref(), via.as_ref())?;
+    let mut under_load =
+        crate::cmd::probe::under_load::plan(&a.load, a.auth.token.as_ref(), via.as_ref())?;
     if let Some(plan) = under_load.as_mut() {
         // `-4`/`-6` hold for the load's connections too; its packets stay unmarked.
         plan.bulk.source.family = source.family;
@@ -388,10 +389,15 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     };
     if let (Some(v), true) = (&via, proto.is_udp()) {
         let (host, _) = npt_proxy::udp_flow::split_target(&hostport, addr);
-        notices.extend(crate::via::fragment_notice("--size", v, addr, &host, size));
+        notices.extend(crate::flags::via::fragment_notice(
+            "--size", v, addr, &host, size,
+        ));
     }
     if let Some(plan) = &under_load {
-        notices.extend(crate::via::bulk_fragment_notice("--load-size", &plan.bulk));
+        notices.extend(crate::flags::via::bulk_fragment_notice(
+            "--load-size",
+            &plan.bulk,
+        ));
     }
     if a.owd && raw {
         return Err(usage!(
@@ -399,7 +405,8 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         ));
     }
     let resolved = (!addr.ip().is_unspecified()).then_some(addr);
-    let clock = crate::clock::assumption(resolved, via.as_ref().map(|v| v.host.as_str()), a.owd);
+    let clock =
+        crate::cmd::probe::owd::assumption(resolved, via.as_ref().map(|v| v.host.as_str()), a.owd);
     let cfg = ProbeConfig {
         proto,
         target: hostport,

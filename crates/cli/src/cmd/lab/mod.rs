@@ -5,6 +5,8 @@
 //! background process last published; `run` does up, the scenarios, the table and down in one
 //! process; `check` prints the plan without root.
 
+pub mod socket;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -17,9 +19,9 @@ use npt_lab::{
     control, netns, runtime, show, Lab, LabError, LabOptions, LabStatus, Plan, Topology,
 };
 
-use crate::compare::scenarios::{parse_scenarios, validate, Purpose, ScenarioSet};
-use crate::compare::{run_set, Outputs};
-use crate::{lab_control, usage};
+use crate::cmd::compare::scenarios::{parse_scenarios, validate, Purpose, ScenarioSet};
+use crate::cmd::compare::{run_set, Outputs};
+use crate::usage;
 
 #[derive(Args, Debug)]
 pub struct LabArgs {
@@ -146,13 +148,13 @@ pub fn run(a: LabArgs) -> anyhow::Result<ExitCode> {
         LabCmd::Up(u) => up(&u),
         LabCmd::Daemon(u) => daemon(&u),
         LabCmd::Down { name } => down(&name),
-        LabCmd::Status { name, json, since } => lab_control::status(&name, json, since.as_deref()),
+        LabCmd::Status { name, json, since } => socket::status(&name, json, since.as_deref()),
         LabCmd::Set {
             name,
             link,
             settings,
             json,
-        } => lab_control::set(&name, &link, &settings, json),
+        } => socket::set(&name, &link, &settings, json),
         LabCmd::Exec { name, node, cmd } => exec(&name, &node, &cmd),
         LabCmd::Run(r) => run_lab(r),
     }
@@ -232,7 +234,7 @@ fn up(u: &UpArgs) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&dir);
         anyhow::bail!("lab {} did not come up:\n{}", plan.lab, log.trim());
     }
-    lab_control::status(&plan.lab, false, None)?;
+    socket::status(&plan.lab, false, None)?;
     println!("down with: npt lab down {}", plan.lab);
     Ok(ExitCode::SUCCESS)
 }
@@ -288,7 +290,7 @@ fn daemon(u: &UpArgs) -> anyhow::Result<ExitCode> {
     eprintln!("npt lab {}: up", plan.lab);
     let mut saved = Instant::now();
     while signals.load(Ordering::SeqCst) == 0 {
-        let changed = lab_control::serve_one(&server, &mut lab, Duration::from_millis(200));
+        let changed = socket::serve_one(&server, &mut lab, Duration::from_millis(200));
         if changed || saved.elapsed() >= Duration::from_millis(200) {
             write_status(&dir, &lab.status());
             saved = Instant::now();
@@ -453,17 +455,17 @@ fn run_lab(r: RunArgs) -> anyhow::Result<ExitCode> {
         drop(lab);
         anyhow::bail!("interrupted while building lab {}", plan.lab);
     }
-    let launcher = lab_control::LabLauncher::new(lab, opts.npt_exe.clone());
+    let launcher = socket::LabLauncher::new(lab, opts.npt_exe.clone());
     let title = r.file.display().to_string();
     let code = run_set(&set, &title, &r.out, &launcher);
     let (lab, late, drops) = launcher.into_parts();
     let (status, errors) = lab.down();
     let mut out = std::io::stdout().lock();
     writeln!(out)?;
-    lab_control::write_run_drops(&mut out, &drops)?;
+    socket::write_run_drops(&mut out, &drops)?;
     writeln!(out)?;
     show::write_status(&mut out, &status)?;
-    lab_control::write_late_runs(&mut out, &late)?;
+    socket::write_late_runs(&mut out, &late)?;
     for e in &errors {
         eprintln!("npt lab {}: cleanup: {e}", plan.lab);
     }

@@ -4,6 +4,11 @@
 //! Layering: an XML config, when given, sets the values; any flag given on the command line
 //! overrides it. Every value is checked here and an error names the flag (or XML attribute).
 
+pub mod checks;
+pub mod config;
+pub mod owd;
+pub mod under_load;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,11 +22,11 @@ use npt_result::workload::Progress;
 use npt_result::Document;
 use npt_wire::Fill;
 
-use crate::execute::{execute, Lines, Subcommand};
-pub use crate::probe_config::config;
-use crate::segment::Segment;
+pub use crate::cmd::probe::config::config;
+use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::flags::segment::Segment;
+use crate::flags::via::ViaArgs;
 use crate::usage::parse_duration;
-use crate::via::ViaArgs;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
@@ -114,7 +119,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub owd: bool,
     #[command(flatten)]
-    pub auth: crate::auth::TokenArgs,
+    pub auth: crate::flags::auth::TokenArgs,
     /// stamp:// in STAMP's authenticated mode: the reflector's HMAC key (hex, at least 32
     /// digits).
     #[arg(
@@ -145,22 +150,22 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub spin: bool,
     #[command(flatten)]
-    pub output: crate::output::OutputArgs,
+    pub output: crate::flags::output::OutputArgs,
     /// Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow,
     /// seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end's
     /// counts tell), or `-` for stdout (text then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub packets: Option<PathBuf>,
     #[command(flatten)]
-    pub source: crate::source::SourceArgs,
+    pub source: crate::flags::source::SourceArgs,
     #[command(flatten)]
     pub via: ViaArgs,
     #[command(flatten)]
-    pub load: crate::under_load::LoadArgs,
+    pub load: crate::cmd::probe::under_load::LoadArgs,
     #[command(flatten)]
-    pub segment: crate::segment::SegmentArgs,
+    pub segment: crate::flags::segment::SegmentArgs,
     #[command(flatten)]
-    pub metrics: crate::metrics::MetricsArgs,
+    pub metrics: crate::flags::metrics::MetricsArgs,
 }
 
 fn parse_fill(s: &str) -> Result<Fill, String> {
@@ -169,19 +174,19 @@ fn parse_fill(s: &str) -> Result<Fill, String> {
 
 pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let (mut cfg, mut notices) = config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.packets_to(a.packets.as_deref());
     // Before the reachability checks below: nothing reaches the network with a bad path.
     o.check()?;
     if let Some(plan) = &cfg.under_load {
-        crate::under_load::check_reachable(plan)?;
+        crate::cmd::probe::under_load::check_reachable(plan)?;
     }
     if cfg.proto == Proto::Tcp && cfg.via.is_none() {
         // A name with several addresses (localhost → ::1, 127.0.0.1): the first that accepts.
         if let Some((addr, note)) =
-            crate::probe_checks::first_accepting(&cfg.target, cfg.addr, &cfg.source)
+            crate::cmd::probe::checks::first_accepting(&cfg.target, cfg.addr, &cfg.source)
         {
             cfg.addr = addr;
             notices.extend(note);
@@ -206,8 +211,8 @@ impl Subcommand for ProbeConfig {
         Some(banner(self))
     }
 
-    fn live(&self) -> Option<crate::live::Spec> {
-        Some(crate::live::Spec {
+    fn live(&self) -> Option<crate::execute::live::Spec> {
+        Some(crate::execute::live::Spec {
             title: banner(self),
             rate_unit: "pps",
             duration: self.duration,

@@ -21,7 +21,7 @@ use npt_monitor::{RunError, Runner, Setup, Target};
 use npt_result::any::{AnyResult, Workload as Any};
 use npt_result::workload::{Stop, Workload};
 
-use crate::compare::workload::{expected, Check};
+use crate::cmd::compare::workload::{expected, Check};
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -140,18 +140,24 @@ fn target(t: &TargetPlan) -> anyhow::Result<(Target, Vec<String>)> {
     let in_key = |e: anyhow::Error| usage!("{key}.args: {e}");
     let mut notices = Vec::new();
     let runner: Arc<dyn Runner> = match check {
-        Check::Ping(a) if npt_ping::icmp::is_icmp(&a.target) => {
-            Arc::new(IcmpRound(crate::ping::icmp_config(&a).map_err(in_key)?))
-        }
-        Check::Ping(a) => Arc::new(PingRound(crate::ping::config(&a).map_err(in_key)?)),
+        Check::Ping(a) if npt_ping::icmp::is_icmp(&a.target) => Arc::new(IcmpRound(
+            crate::cmd::ping::icmp_config(&a).map_err(in_key)?,
+        )),
+        Check::Ping(a) => Arc::new(PingRound(crate::cmd::ping::config(&a).map_err(in_key)?)),
         Check::Probe(a) => {
-            let (cfg, n) = crate::probe::config(&a).map_err(in_key)?;
+            let (cfg, n) = crate::cmd::probe::config(&a).map_err(in_key)?;
             notices = n;
             Arc::new(Round(cfg, Any::Probe))
         }
-        Check::Http(a) => Arc::new(Round(crate::http::config(&a).map_err(in_key)?, Any::Http)),
-        Check::Bulk(a) => Arc::new(Round(crate::bulk::config(&a).map_err(in_key)?, Any::Bulk)),
-        Check::Trace(a) => Arc::new(TraceRound(crate::trace::config(&a).map_err(in_key)?)),
+        Check::Http(a) => Arc::new(Round(
+            crate::cmd::http::config(&a).map_err(in_key)?,
+            Any::Http,
+        )),
+        Check::Bulk(a) => Arc::new(Round(
+            crate::cmd::bulk::config(&a).map_err(in_key)?,
+            Any::Bulk,
+        )),
+        Check::Trace(a) => Arc::new(TraceRound(crate::cmd::trace::config(&a).map_err(in_key)?)),
         Check::Run(_) => return Err(usage!("{key}.kind: npt monitor does not run `npt run`")),
     };
     Ok((
@@ -283,7 +289,7 @@ pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
     npt_monitor::store::Store::set_meta(&mut store, "vantage", &p.vantage)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let stop = Arc::new(Stop::new());
-    crate::signals::install(&stop)?;
+    crate::execute::signals::install(&stop)?;
     let hup = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())?;
     eprintln!(

@@ -11,12 +11,12 @@ use std::time::Duration;
 use clap::Parser;
 
 use super::scenarios::{Scenario, ScenarioError, ScenarioSet};
-use crate::bulk::BulkArgs;
-use crate::http::HttpArgs;
-use crate::ping::PingArgs;
-use crate::probe::{Mode, ProbeArgs};
-use crate::run::RunArgs;
-use crate::trace::TraceArgs;
+use crate::cmd::bulk::BulkArgs;
+use crate::cmd::http::HttpArgs;
+use crate::cmd::ping::PingArgs;
+use crate::cmd::probe::{Mode, ProbeArgs};
+use crate::cmd::run::RunArgs;
+use crate::cmd::trace::TraceArgs;
 use crate::usage::parse_duration;
 
 /// One scenario's child command line (without `--json`, added per run) and its time bound.
@@ -148,7 +148,7 @@ pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
         let target = s.target.to_ascii_lowercase();
         let udp = matches!(kind.command(), "probe" | "bulk")
             && (target.starts_with("udp:") || target.starts_with("stamp:"));
-        crate::via::ViaArgs {
+        crate::flags::via::ViaArgs {
             via: Some(v.clone()),
             via_user: None,
         }

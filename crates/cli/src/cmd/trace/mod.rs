@@ -14,7 +14,7 @@ use npt_result::Document;
 use npt_trace::workload::{Alongside, Trace};
 use npt_trace::{Config, Hop, Proto, Target, MAX_HOPS};
 
-use crate::execute::{execute, Subcommand};
+use crate::execute::{execute, Options, Subcommand};
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -39,27 +39,27 @@ pub struct TraceArgs {
     // The chain's one secret (`npt serve --token`): the hop agents', and the keyed echoes
     // into serves that have --token.
     #[command(flatten)]
-    pub auth: crate::auth::TokenArgs,
+    pub auth: crate::flags::auth::TokenArgs,
     /// Attempts per segment (and through the chain) in each round.
     #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
     pub count: u64,
     #[command(flatten)]
-    pub timing: crate::timing::AttemptTiming,
+    pub timing: crate::flags::timing::AttemptTiming,
     /// UDP datagram size in bytes, header included (at least 48).
     #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
     pub size: usize,
     // QUIC: this host's segment and the chain (the agents accept any certificate).
     #[command(flatten)]
-    pub trust: crate::trust::TrustArgs,
+    pub trust: crate::flags::trust::TrustArgs,
     /// Measure a round first, then run CMD (`sh -c`) and measure rounds until it exits: the
     /// segments' drift while, e.g., `npt compare` loads the chain.
     #[arg(long, value_name = "CMD")]
     pub during: Option<String>,
     #[command(flatten)]
-    pub output: crate::output::OutputArgs,
+    pub output: crate::flags::output::OutputArgs,
     // What this host sends (its own segment and the chain); the agents send from theirs.
     #[command(flatten)]
-    pub source: crate::source::SourceArgs,
+    pub source: crate::flags::source::SourceArgs,
 }
 
 pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
@@ -107,7 +107,7 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
         .filter(|s| usize::from(*s) >= min && usize::from(*s) <= 65_507)
         .ok_or_else(|| usage!("--size {} must be between {min} and 65507 bytes", a.size))?;
     let quic = target.proto == Proto::Quic;
-    let trust = a.trust.resolve(crate::trust::Quic::when(
+    let trust = a.trust.resolve(crate::flags::trust::Quic::when(
         quic,
         "the first hop's and the chain's",
     ))?;
@@ -259,7 +259,7 @@ fn end(c: &mut Child) {
 
 pub fn run(a: TraceArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let o = a.output.options();
+    let o = Options::new(&a.output);
     o.check()?;
     let mut out = o.text.writer();
     let through = cfg

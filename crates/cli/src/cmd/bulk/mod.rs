@@ -15,9 +15,9 @@ use npt_result::bulk::BulkBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Subcommand};
-use crate::segment::Segment;
-use crate::timing::positive;
+use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::flags::segment::Segment;
+use crate::flags::timing::positive;
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -69,9 +69,9 @@ pub struct BulkArgs {
     )]
     pub timeout: String,
     #[command(flatten)]
-    pub auth: crate::auth::TokenArgs,
+    pub auth: crate::flags::auth::TokenArgs,
     #[command(flatten)]
-    pub trust: crate::trust::TrustArgs,
+    pub trust: crate::flags::trust::TrustArgs,
     /// tcp://: this host's TCP congestion control on the streams it sends (e.g. cubic, bbr;
     /// one the kernel offers), as iperf3's -C; the result reports what the kernel ran [default:
     /// the system's]. Not with --direction down: the server's governs a download.
@@ -82,17 +82,17 @@ pub struct BulkArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: Option<u16>,
     #[command(flatten)]
-    pub output: crate::output::OutputArgs,
+    pub output: crate::flags::output::OutputArgs,
     #[command(flatten)]
-    pub source: crate::source::SourceArgs,
+    pub source: crate::flags::source::SourceArgs,
     // The shared groups go here, one `#[command(flatten)]` each (a congestion-control group,
     // `--congestion`, belongs beside these).
     #[command(flatten)]
-    pub via: crate::via::ViaArgs,
+    pub via: crate::flags::via::ViaArgs,
     #[command(flatten)]
-    pub segment: crate::segment::SegmentArgs,
+    pub segment: crate::flags::segment::SegmentArgs,
     #[command(flatten)]
-    pub metrics: crate::metrics::MetricsArgs,
+    pub metrics: crate::flags::metrics::MetricsArgs,
 }
 
 /// The flags, validated into the engine's config; errors name the flag.
@@ -181,7 +181,7 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
     let quic = target.proto == Proto::Quic;
     let trust = a
         .trust
-        .resolve(crate::trust::Quic::when(quic, "the server's"))?;
+        .resolve(crate::flags::trust::Quic::when(quic, "the server's"))?;
     let source = a
         .source
         .for_target("bulk", &target.host, quic, via.is_some())?;
@@ -205,12 +205,12 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
 
 pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.check()?;
     o.notices
-        .extend(crate::via::bulk_fragment_notice("--size", &cfg));
+        .extend(crate::flags::via::bulk_fragment_notice("--size", &cfg));
     o.labels = vec![
         ("protocol", cfg.target.proto.name().to_string()),
         ("target", cfg.target.to_string()),
@@ -264,8 +264,8 @@ impl Subcommand for Config {
         seg.apply_bulk(self)
     }
 
-    fn live(&self) -> Option<crate::live::Spec> {
-        Some(crate::live::Spec {
+    fn live(&self) -> Option<crate::execute::live::Spec> {
+        Some(crate::execute::live::Spec {
             title: format!(
                 "npt bulk {} — {}",
                 self.target,
@@ -284,8 +284,8 @@ impl Subcommand for Config {
     }
 
     /// The view's rate is the interval's goodput, both ways together.
-    fn sample(p: &Progress<'_>) -> crate::live::Sample {
-        let mut s = crate::live::Sample::of(p);
+    fn sample(p: &Progress<'_>) -> crate::execute::live::Sample {
+        let mut s = crate::execute::live::Sample::of(p);
         if let Some(b) = p.interval.bandwidth_bps {
             s.rate = (b.up + b.down) / 1e6;
         }

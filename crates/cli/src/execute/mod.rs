@@ -13,6 +13,10 @@
 //! workload are exit 1 too, except those [`Subcommand::is_usage`] names (exit 2); exit
 //! [`EXIT_REFUSED`] when [`Subcommand::refused`] says the server refused part of the test.
 
+pub mod live;
+pub mod packets;
+pub mod signals;
+
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -21,11 +25,13 @@ use std::sync::Arc;
 use npt_result::workload::{Finished, Progress, Stop, Workload};
 use npt_result::Document;
 
-use crate::live::{self, Live, Sample};
-use crate::metrics::MetricsArgs;
-use crate::packets::PacketLog;
-use crate::segment::{Segment, SegmentArgs, SegmentInfo};
+use crate::execute::packets::PacketLog;
+use crate::flags::metrics::MetricsArgs;
+use crate::flags::output::OutputArgs;
+use crate::flags::output::Sink;
+use crate::flags::segment::{Segment, SegmentArgs, SegmentInfo};
 use crate::usage;
+use live::{Live, Sample};
 
 /// Exit code: the server refused part (or all) of the test — its per-source budget or its
 /// `--token` — so the figures are not the path's alone (`refused_by_server` in the result).
@@ -117,14 +123,6 @@ pub enum Lines {
     },
 }
 
-/// Where a text report goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sink {
-    Stdout,
-    Stderr,
-    Nowhere,
-}
-
 /// What the user asked for around the run.
 pub struct Options<'a> {
     /// Said before the start, as `npt KIND: …` on stderr (config notes, address fallbacks).
@@ -161,25 +159,20 @@ static NO_METRICS: MetricsArgs = MetricsArgs {
 };
 
 impl<'a> Options<'a> {
-    /// `--json FILE|-` as `ping` and `bulk` take it: the document to FILE, or to stdout with
-    /// `-` (the text then goes to stderr, where it does not mix with it); no segment, no
-    /// metrics (a caller that has them sets them after).
-    pub fn json_file_or_dash(json: Option<&'a Path>, quiet: bool) -> Options<'a> {
-        let json_stdout = json == Some(Path::new("-"));
+    /// The run's options as far as `out` goes (no segment, no metrics: a caller that has them
+    /// sets them after). [`Options::check`] is the output group's one validation: the result
+    /// file can be written (exit 2 naming `--json`, before any traffic).
+    pub fn new(out: &'a OutputArgs) -> Options<'a> {
         Options {
             notices: Vec::new(),
             segment: &NO_SEGMENT,
             metrics: &NO_METRICS,
             labels: Vec::new(),
-            json_file: json.filter(|_| !json_stdout),
+            json_file: out.json_file(),
             packets: None,
-            json_stdout,
-            text: if json_stdout {
-                Sink::Stderr
-            } else {
-                Sink::Stdout
-            },
-            quiet,
+            json_stdout: out.json_stdout(),
+            text: out.text(),
+            quiet: out.quiet,
         }
     }
 }
@@ -190,7 +183,7 @@ impl Options<'_> {
     /// resolves the name, a reachability check) calls it earlier too.
     pub fn check(&self) -> anyhow::Result<()> {
         if let Some(p) = self.json_file {
-            crate::output::check("--json", p)?;
+            crate::flags::output::check("--json", p)?;
         }
         if let Some(p) = self.packets {
             if p == Path::new("-") && self.json_stdout {
@@ -199,7 +192,7 @@ impl Options<'_> {
                      --packets a file"
                 ));
             }
-            crate::output::check_or_dash("--packets", p)?;
+            crate::flags::output::check_or_dash("--packets", p)?;
         }
         Ok(())
     }
@@ -216,17 +209,6 @@ impl<'a> Options<'a> {
         self.packets = path;
         if path == Some(Path::new("-")) && self.text == Sink::Stdout {
             self.text = Sink::Stderr;
-        }
-    }
-}
-
-impl Sink {
-    /// A writer for text that goes with the report (a header before the run, lines during it).
-    pub fn writer(self) -> Box<dyn Write> {
-        match self {
-            Sink::Stdout => Box::new(io::stdout()),
-            Sink::Stderr => Box::new(io::stderr()),
-            Sink::Nowhere => Box::new(io::sink()),
         }
     }
 }
@@ -250,7 +232,7 @@ pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<Ex
         eprintln!("npt {kind}: {n}");
     }
     let stop = Arc::new(Stop::new());
-    crate::signals::install(&stop)?;
+    crate::execute::signals::install(&stop)?;
     let metrics = o.metrics.start(kind, &o.labels)?;
     if !o.quiet {
         if let Some(b) = w.banner() {
@@ -355,7 +337,7 @@ pub fn document<W: Workload>(
 ) -> anyhow::Result<Document<W::Body>> {
     let mut config = w.config();
     if let Some(info) = segment {
-        crate::segment::label(&mut config, info)?;
+        crate::flags::segment::label(&mut config, info)?;
     }
     if let Some(obj) = config.as_object_mut() {
         obj.extend(done.decided);
@@ -376,7 +358,7 @@ pub fn document<W: Workload>(
 fn write<W: Subcommand>(doc: &Document<W::Body>, o: &Options<'_>) -> anyhow::Result<bool> {
     let bytes = doc.to_json_pretty();
     let saved = match o.json_file {
-        Some(path) => crate::output::save(W::KIND, path, &bytes, !o.json_stdout),
+        Some(path) => crate::flags::output::save(W::KIND, path, &bytes, !o.json_stdout),
         None => true,
     };
     match o.text {

@@ -25,8 +25,8 @@ use npt_result::{Document, StopReason};
 use npt_stats::Snapshot;
 use npt_wire::hop::{self, HopRequest};
 
-use crate::execute::{execute, Subcommand};
-use crate::ping::PingArgs;
+use crate::cmd::ping::PingArgs;
+use crate::execute::{execute, Options, Subcommand};
 use crate::usage;
 
 pub use npt_ping::from::FromConfig;
@@ -143,7 +143,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             "--packets logs the attempts made here; with --from the agent makes them"
         ));
     }
-    let o = a.output.options();
+    let o = Options::new(&a.output);
     o.check()?;
     let mut text = o.text.writer();
     writeln!(
@@ -210,11 +210,11 @@ impl Workload for FromPing {
 
 impl Subcommand for FromPing {
     fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
-        crate::ping::render(out, doc)
+        crate::cmd::ping::render(out, doc)
     }
 
     fn failed(body: &PingBody) -> Option<&'static str> {
-        crate::ping::failed(body)
+        crate::cmd::ping::failed(body)
     }
 }
 

@@ -135,7 +135,7 @@ impl Outputs {
             ("--html", &self.html),
         ] {
             if let Some(p) = path {
-                crate::output::check(flag, p)?;
+                crate::flags::output::check(flag, p)?;
             }
         }
         Ok(())
@@ -163,7 +163,7 @@ pub fn run_set(
     outs.check_files()?;
     let out_dir = match &outs.out_dir {
         Some(d) => {
-            crate::output::check_dir("--out-dir", d)?;
+            crate::flags::output::check_dir("--out-dir", d)?;
             d.clone()
         }
         None => temp_out_dir()?,
@@ -208,7 +208,7 @@ pub fn run_set(
 
 /// Writes `bytes` to `path`, or keeps them in a temporary file and says where.
 fn write(path: &Path, bytes: &[u8]) -> bool {
-    crate::output::save("compare", path, bytes, false)
+    crate::flags::output::save("compare", path, bytes, false)
 }
 
 /// Writes the files asked for, then the text table to stdout. False when a file could not be

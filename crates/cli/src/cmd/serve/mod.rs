@@ -1,5 +1,7 @@
 //! `npt serve`: starts the responders and waits for Ctrl-C.
 
+pub mod metrics;
+
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -352,14 +354,14 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("npt serve: --hop-agent without --hop-allow: every hop request is refused");
     }
     let stop = Arc::new(Stop::new());
-    crate::signals::install(&stop)?;
+    crate::execute::signals::install(&stop)?;
     let http_opts = http_options(&a, &cfg)?;
     let server = Server::start(cfg)?;
     let _metrics = match &a.metrics {
-        Some(m) => Some(crate::metrics::start_source(
+        Some(m) => Some(crate::flags::metrics::start_source(
             "serve",
             m,
-            crate::serve_metrics::source(server.counters()),
+            crate::cmd::serve::metrics::source(server.counters()),
         )?),
         None => None,
     };

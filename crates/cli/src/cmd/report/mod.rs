@@ -88,7 +88,7 @@ fn from_store(
 
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &a.output {
-        crate::output::check("--output", p)?;
+        crate::flags::output::check("--output", p)?;
     }
     let (doc, path) = match (&a.from, &a.file) {
         (Some(store), _) => (
@@ -119,7 +119,9 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
         Format::Text => npt_report::text::write_text(&mut out, &doc)?,
     }
     match &a.output {
-        Some(p) if !crate::output::save("report", p, &out, false) => return Ok(ExitCode::from(1)),
+        Some(p) if !crate::flags::output::save("report", p, &out, false) => {
+            return Ok(ExitCode::from(1))
+        }
         Some(_) => {}
         None => {
             let mut o = std::io::stdout().lock();

@@ -32,7 +32,7 @@ pub struct MergeArgs {
 
 pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &a.json {
-        crate::output::check("--json", p)?;
+        crate::flags::output::check("--json", p)?;
     }
     let parts: Vec<Part> = a
         .parts
@@ -53,7 +53,7 @@ pub fn run(a: MergeArgs) -> anyhow::Result<ExitCode> {
     let mut bytes = serde_json::to_vec_pretty(&doc)?;
     bytes.push(b'\n');
     let saved = match &a.json {
-        Some(path) => crate::output::save("merge", path, &bytes, a.format != Format::Json),
+        Some(path) => crate::flags::output::save("merge", path, &bytes, a.format != Format::Json),
         None => true,
     };
     let mut out = std::io::stdout().lock();

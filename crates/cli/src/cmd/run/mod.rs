@@ -17,8 +17,8 @@ use npt_result::Document;
 use npt_users::config::{GameShape, QuicShape, TransferShape, WebShape};
 use npt_users::{Load, Mix, Range, RunConfig, Shape, Targets};
 
-use crate::execute::{execute, Lines, Subcommand};
-use crate::segment::Segment;
+use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::flags::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -35,7 +35,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME")]
     pub quic_name: Option<String>,
     #[command(flatten)]
-    pub trust: crate::trust::TrustArgs,
+    pub trust: crate::flags::trust::TrustArgs,
     /// Simulated users (closed model); with --arrival-rate, the most active at once.
     #[arg(long, short = 'u', default_value_t = 300)]
     pub users: u32,
@@ -58,7 +58,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     #[command(flatten)]
-    pub auth: crate::auth::TokenArgs,
+    pub auth: crate::flags::auth::TokenArgs,
     /// Connect, handshake and read/write idle timeout.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -121,15 +121,15 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
     #[command(flatten)]
-    pub output: crate::output::OutputArgs,
+    pub output: crate::flags::output::OutputArgs,
     #[command(flatten)]
-    pub source: crate::source::SourceArgs,
+    pub source: crate::flags::source::SourceArgs,
     #[command(flatten)]
-    pub via: crate::via::ViaArgs,
+    pub via: crate::flags::via::ViaArgs,
     #[command(flatten)]
-    pub segment: crate::segment::SegmentArgs,
+    pub segment: crate::flags::segment::SegmentArgs,
     #[command(flatten)]
-    pub metrics: crate::metrics::MetricsArgs,
+    pub metrics: crate::flags::metrics::MetricsArgs,
 }
 
 fn range(
@@ -154,7 +154,7 @@ fn counts(flag: &str, v: &str, min: u64) -> anyhow::Result<Range> {
 
 fn resolve(flag: &str, s: &str, src: &Source) -> anyhow::Result<SocketAddr> {
     let host = s.rsplit_once(':').map_or(s, |(h, _)| h);
-    crate::source::SourceArgs::check_literal(src, host)?;
+    crate::flags::source::SourceArgs::check_literal(src, host)?;
     let addrs: Vec<SocketAddr> = s
         .to_socket_addrs()
         .map_err(|e| usage!("{flag} {s:?}: {e} (expected HOST:PORT)"))?
@@ -162,7 +162,7 @@ fn resolve(flag: &str, s: &str, src: &Source) -> anyhow::Result<SocketAddr> {
     if addrs.is_empty() {
         return Err(usage!("{flag} {s:?}: no address"));
     }
-    crate::source::pick(src, s, addrs)?
+    crate::flags::source::pick(src, s, addrs)?
         .into_iter()
         .next()
         .ok_or_else(|| usage!("{flag} {s:?}: no address"))
@@ -330,7 +330,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
             return Err(usage!("--{flag}: at most 64MB"));
         }
     }
-    let quic_trust = a.trust.resolve(crate::trust::Quic::Optional)?;
+    let quic_trust = a.trust.resolve(crate::flags::trust::Quic::Optional)?;
     let secret = a.auth.get()?.map(str::to_string);
     // The targets' literals were checked as they resolved (above).
     a.source.for_target(
@@ -374,7 +374,7 @@ fn host_of(hp: &str) -> String {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.labels = vec![("target", a.targets.join(","))];
@@ -395,8 +395,8 @@ impl Subcommand for RunConfig {
         Some(banner(self))
     }
 
-    fn live(&self) -> Option<crate::live::Spec> {
-        Some(crate::live::Spec {
+    fn live(&self) -> Option<crate::execute::live::Spec> {
+        Some(crate::execute::live::Spec {
             title: banner(self),
             rate_unit: "req/s",
             duration: Some(self.duration),

@@ -15,8 +15,8 @@ use npt_result::http::HttpBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Subcommand};
-use crate::segment::Segment;
+use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::flags::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -105,15 +105,15 @@ pub struct HttpArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     #[command(flatten)]
-    pub output: crate::output::OutputArgs,
+    pub output: crate::flags::output::OutputArgs,
     #[command(flatten)]
-    pub source: crate::source::SourceArgs,
+    pub source: crate::flags::source::SourceArgs,
     #[command(flatten)]
-    pub via: crate::via::ViaArgs,
+    pub via: crate::flags::via::ViaArgs,
     #[command(flatten)]
-    pub segment: crate::segment::SegmentArgs,
+    pub segment: crate::flags::segment::SegmentArgs,
     #[command(flatten)]
-    pub metrics: crate::metrics::MetricsArgs,
+    pub metrics: crate::flags::metrics::MetricsArgs,
 }
 
 /// Turns flags into the engine's config; every error names its flag.
@@ -270,7 +270,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         ("protocol", protocol.to_string()),
         ("target", cfg.target.url.clone()),
     ];
-    let mut o = args.output.options();
+    let mut o = Options::new(&args.output);
     o.segment = &args.segment;
     o.metrics = &args.metrics;
     o.labels = labels;
@@ -288,12 +288,14 @@ impl Subcommand for Config {
     }
 
     /// None while a cold start runs: its wait is not a run to watch.
-    fn live(&self) -> Option<crate::live::Spec> {
-        self.cold_start.is_none().then(|| crate::live::Spec {
-            title: format!("npt http {} {}", self.method, self.target.url),
-            rate_unit: "req/s",
-            duration: Some(self.duration),
-        })
+    fn live(&self) -> Option<crate::execute::live::Spec> {
+        self.cold_start
+            .is_none()
+            .then(|| crate::execute::live::Spec {
+                title: format!("npt http {} {}", self.method, self.target.url),
+                rate_unit: "req/s",
+                duration: Some(self.duration),
+            })
     }
 
     fn line(p: &Progress<'_>) -> String {
