@@ -282,7 +282,7 @@ targets = ["direct"]
         ("lossy", lab_lossy),
     ] {
         let doc = report(&store, name, t0, step_at);
-        let p50 = doc.body.headline().summary().p50;
+        let p50 = doc.body.view().headline().summary().p50;
         eprintln!("{name}: stored p50 {p50:.3} ms, the lab's path {lab_ms:.3} ms");
         if (p50 - lab_ms).abs() > TOL {
             // Asserted at the end, so that a run on a busy box still reports every figure.
@@ -291,7 +291,7 @@ targets = ["direct"]
     }
     // 2. The loss is 2 ± 0.5 %, and exactly what the link dropped while the monitor ran.
     let lossy = report(&store, "lossy", t0, now_ms() + 1);
-    let npt_result::any::Workload::Probe(b) = &lossy.body else {
+    let npt_result::any::AnyBody::Probe(b) = &lossy.body else {
         panic!("a probe")
     };
     let out = run(
@@ -539,7 +539,7 @@ ready = "tcp://10.0.1.2:7777"
     for (labels, promql) in got {
         let v = labels["vantage"].as_str().unwrap().to_string();
         let doc = report(&dir.path().join(&v).join("m.db"), "target", 0, i64::MAX);
-        let stored = doc.body.headline().summary().p50 / 1e3;
+        let stored = doc.body.view().headline().summary().p50 / 1e3;
         eprintln!("{v}: PromQL p50 {promql:.6} s, stored p50 {stored:.6} s");
         assert_eq!(bucket(promql), bucket(stored), "{v}");
         seen.push((v, bucket(stored)));

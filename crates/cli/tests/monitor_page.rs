@@ -403,7 +403,7 @@ fn prometheus_collects_two_monitors_and_promql_gives_each_targets_p50() {
             panic!("{v}: no first rounds of the store add up to Prometheus's {want:?} samples")
         });
         let doc = npt_monitor::range::report(&st, "relay", 0, end).unwrap();
-        let stored = doc.body.headline().summary().p50 / 1e3;
+        let stored = doc.body.view().headline().summary().p50 / 1e3;
         eprintln!("{v}: PromQL p50 {promql} s, stored p50 {stored} s (the same {want:?} samples)");
         assert_eq!(bucket(promql), bucket(stored), "{v}: {promql} vs {stored}");
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use clap::{Args, Parser};
 use npt_monitor::config::{self, ConfigError, Plan, TargetPlan};
 use npt_monitor::{RunError, Runner, Setup, Target};
-use npt_result::any::{AnyResult, Workload as Any};
+use npt_result::any::{AnyBody, AnyResult};
 use npt_result::workload::{Stop, Workload};
 
 use crate::cmd::compare::workload::{expected, Check};
@@ -147,15 +147,15 @@ fn target(t: &TargetPlan) -> anyhow::Result<(Target, Vec<String>)> {
         Check::Probe(a) => {
             let (cfg, n) = crate::cmd::probe::config(&a).map_err(in_key)?;
             notices = n;
-            Arc::new(Round(cfg, Any::Probe))
+            Arc::new(Round(cfg, AnyBody::Probe))
         }
         Check::Http(a) => Arc::new(Round(
             crate::cmd::http::config(&a).map_err(in_key)?,
-            Any::Http,
+            AnyBody::Http,
         )),
         Check::Bulk(a) => Arc::new(Round(
             crate::cmd::bulk::config(&a).map_err(in_key)?,
-            Any::Bulk,
+            AnyBody::Bulk,
         )),
         Check::Trace(a) => Arc::new(TraceRound(crate::cmd::trace::config(&a).map_err(in_key)?)),
         Check::Run(_) => return Err(usage!("{key}.kind: npt monitor does not run `npt run`")),
@@ -175,7 +175,7 @@ fn target(t: &TargetPlan) -> anyhow::Result<(Target, Vec<String>)> {
 fn once<W: Workload>(
     mut w: W,
     stop: &Arc<Stop>,
-    wrap: fn(W::Body) -> Any,
+    wrap: fn(W::Body) -> AnyBody,
     kind: fn(&W::Error) -> &'static str,
 ) -> Result<AnyResult, RunError> {
     let done = w.run(stop, &mut |_| {}).map_err(|e| RunError {
@@ -195,7 +195,7 @@ fn could_not_run<E>(_: &E) -> &'static str {
 }
 
 /// A round of a workload whose config is the workload.
-struct Round<C>(C, fn(<C as Workload>::Body) -> Any)
+struct Round<C>(C, fn(<C as Workload>::Body) -> AnyBody)
 where
     C: Workload;
 
@@ -214,7 +214,7 @@ impl Runner for PingRound {
     fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
         use npt_ping::PingError as E;
         let w = npt_ping::workload::Ping::new(self.0.clone(), |_, _| {});
-        once(w, stop, Any::Ping, |e| match e {
+        once(w, stop, AnyBody::Ping, |e| match e {
             E::Resolve(..) | E::NoAddress(_) | E::Family(_) => "resolve",
             E::Auth(..) => "auth",
             E::Quic(_) => "tls",
@@ -231,7 +231,7 @@ impl Runner for IcmpRound {
     fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
         use npt_ping::PingError as E;
         let w = npt_ping::icmp::IcmpPing::new(self.0.clone(), |_, _| {});
-        once(w, stop, Any::Ping, |e| match e {
+        once(w, stop, AnyBody::Ping, |e| match e {
             E::Resolve(..) | E::NoAddress(_) | E::Family(_) => "resolve",
             E::BadIcmpTarget(_) => "config",
             _ => "local",
@@ -244,7 +244,7 @@ struct TraceRound(npt_trace::Config);
 impl Runner for TraceRound {
     fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
         let w = npt_trace::workload::Trace::new(self.0.clone(), None, |_| {});
-        once(w, stop, Any::Trace, could_not_run)
+        once(w, stop, AnyBody::Trace, could_not_run)
     }
 }
 
@@ -415,7 +415,7 @@ token = "S"
             return; // a raw socket needs root, a datagram one the group in ping_group_range
         }
         let r = s.targets[0].runner.run(&Arc::new(Stop::new())).unwrap();
-        let Any::Ping(b) = &r.body else {
+        let AnyBody::Ping(b) = &r.body else {
             panic!("a ping round")
         };
         assert_eq!((b.proto.as_str(), b.summary.received), ("icmp", 2));

@@ -1,35 +1,31 @@
 //! Any saved result (every kind of the registry, [`crate::kinds`]) as one type: the shared
-//! envelope of [`Document`] with a typed workload part, [`Workload`]. Readers (`npt report`, `npt merge`,
+//! envelope of [`Document`] with a typed body, [`AnyBody`]. Readers (`npt report`, `npt merge`,
 //! the CSV and HTML pages, `compare`'s charts) read this instead of each picking its kind's
-//! fields out of the JSON, and it answers the questions they share in one vocabulary: the NPT
-//! `latency` and `errors` blocks, the tester's health, the interval series (one record type,
-//! [`Interval`]), the histograms (one flat map of dotted names), the headline latency, the text.
+//! fields out of the JSON. [`AnyBody::view`] lends the body as what every kind answers, in one
+//! vocabulary ([`crate::body::View`]): the NPT `latency` and `errors` blocks, the tester's
+//! health, the interval series (one record type, [`Interval`]), the histograms (one flat map of
+//! dotted names), the headline latency, the target. [`AnyBody::kind`] says which kind it is.
 //!
 //! Reading checks the schema version against the versions this npt can read ([`READABLE`]) and
 //! names what is wrong. A v1 file (`npt.result.v1`) is converted to the v2 layout as it is read
 //! ([`from_value`]), so every reader sees one shape: v1 had an interval record per kind, http's
 //! per-host histograms nested under `histograms.hosts`, and older error kind names.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
-
-use npt_stats::{Histogram, SerializedHistogram, Summary};
 
 pub use crate::interval::Interval;
 
 use crate::error::error_kind;
-use crate::health::Health;
-use crate::probe::{Errors, NptLatency};
 use crate::Document;
 
 /// Schema versions this npt reads. Writing always uses [`crate::SCHEMA`].
 pub const READABLE: &[&str] = &[crate::SCHEMA, crate::SCHEMA_V1];
 
-/// A result document of any workload.
-pub type AnyResult = Document<Workload>;
+/// A result document of any kind.
+pub type AnyResult = Document<AnyBody>;
 
-// `Workload`, `KINDS`, `MERGEABLE`, the typed reader and `with_stats`, one arm per kind.
+// `AnyBody`, `KINDS`, `MERGEABLE`, the typed reader and `with_stats`, one arm per kind.
 crate::kinds!(registry);
 use crate::kinds::registry;
 
@@ -101,71 +97,5 @@ pub fn read(path: &Path) -> Result<AnyResult, ReadError> {
     from_value(&name, json)
 }
 
-impl Workload {
-    pub fn kind(&self) -> &'static str {
-        self.view().kind()
-    }
-
-    /// NPT's `latency` block.
-    pub fn latency(&self) -> &BTreeMap<String, NptLatency> {
-        self.view().latency()
-    }
-
-    /// NPT's `errors` block.
-    pub fn errors(&self) -> &Errors {
-        self.view().errors()
-    }
-
-    /// The tester's health (a ping records none: zeros).
-    pub fn health(&self) -> Health {
-        self.view().health()
-    }
-
-    /// The interval series (a ping has none).
-    pub fn intervals(&self) -> &[Interval] {
-        self.view().intervals()
-    }
-
-    /// Every serialized histogram by its dotted name: a probe's `rtt`, `rtt_corrected`, `ipdv`,
-    /// `connect`, `first_packet`; run's `proto.tcp.latency` …; http's `latency`,
-    /// `latency_uncorrected`, `ttfb`, `connect`, `tls`, `proxy` and `hosts.<host>`; a ping's
-    /// one histogram as `rtt`.
-    pub fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {
-        self.view().histograms()
-    }
-
-    /// The histograms that make up [`Workload::headline`], by name: a probe's RTT, http's
-    /// request latency, run's request latency of every protocol, a ping's RTT, a bulk's RTT
-    /// under its load, a trace's RTT through the chain.
-    pub fn headline_parts(&self) -> Vec<(&str, &SerializedHistogram)> {
-        self.view().headline_parts()
-    }
-
-    /// The latency the user feels as one histogram: its [`headline_parts`](Self::headline_parts)
-    /// added exactly. Undecodable data counts as empty.
-    pub fn headline(&self) -> Histogram {
-        let mut h = Histogram::new();
-        for (_, x) in self.headline_parts() {
-            if let Ok(d) = Histogram::from_serialized(x) {
-                h += &d;
-            }
-        }
-        h
-    }
-
-    /// The headline latency's figures as the result states them ([`crate::body::Body::headline_summary`]);
-    /// an error names a histogram that does not decode.
-    pub fn headline_summary(&self) -> Result<Summary, String> {
-        self.view().headline_summary()
-    }
-
-    /// What was measured: the probe's, ping's or trace's target, http's URL, run's first
-    /// target.
-    pub fn target(&self) -> String {
-        self.view().target()
-    }
-}
-
 #[cfg(test)]
-#[path = "any_tests.rs"]
 mod tests;
