@@ -5,7 +5,8 @@
 //!
 //! Pure code over result documents (JSON values): each kind's headline latency is the
 //! request latency the user feels — probe: RTT; run: every protocol's request latency, its
-//! histograms added exactly; http: request latency (corrected in open loop); ping: the hop RTT.
+//! histograms added exactly; http: request latency (corrected in open loop); ping: the hop RTT;
+//! bulk: the RTT under its own load; trace: the RTT through the chain.
 //! Rows of different kinds or different workload settings are allowed but noted: a p50 of a
 //! ping-pong probe and of a 300-user run are not the same figure.
 //!

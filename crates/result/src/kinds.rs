@@ -3,9 +3,9 @@
 //! and its reader), the kind without its body ([`Kind`]: what a monitor's target or a command
 //! names), [`crate::any::KINDS`], the checked-in schemas ([`crate::schema`]) and the
 //! dispatch of `npt merge` ([`with_stats`], for the kinds that name a stats value). What a
-//! kind answers is its [`Body`] impl, next to its body type; what a renderer prints for it
-//! is `npt-report`'s `Render` (a default, or the kind's own layout), dispatched from this
-//! same list.
+//! kind is and answers are its [`Body`] and [`View`] impls, next to its body type; what a
+//! renderer prints for it is its `impl npt_report::render::Render`, dispatched from this same
+//! list.
 //!
 //! A line reads `Variant(BodyType)`, and `merge StatsType` when the kind's parts of a
 //! segmented run (`--segment`) are merged by adding that stats value ([`Stats`]). The kind's

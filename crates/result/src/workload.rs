@@ -1,4 +1,4 @@
-//! The contract every workload (`probe`, `run`, `http`, `ping`, `bulk`) keeps with the command
+//! The contract every workload (`probe`, `run`, `http`, `ping`, `bulk`, `trace`) keeps with the command
 //! line, so that the sequence around a run — segment, start-at, signals, metrics, live view,
 //! result file, rendering, exit code — is written once (`npt`'s `execute`) instead of once per
 //! subcommand. It sits here, below the engines, because the engines implement it and the cli
@@ -14,15 +14,16 @@
 //! a sink it is given with its config.
 //!
 //! # Adding a workload (e.g. `npt bulk`)
-//! 1. `crates/result/src/<kind>.rs`: its body type (`Serialize + Deserialize + JsonSchema`)
-//!    and its `impl` [`crate::body::Body`] (its name, `latency`, `errors`, the headline
-//!    histograms, `target`; health and intervals where it has them: ~35 lines).
+//! 1. `crates/result/src/<kind>.rs`: its body type (`Serialize + Deserialize + JsonSchema`),
+//!    its `impl` [`crate::body::Body`] (its name, written once) and its `impl`
+//!    [`crate::body::View`] (`latency`, `errors`, the headline histograms, `target`; health
+//!    and intervals where it has them: ~35 lines).
 //! 2. One line in the registry, [`crate::kinds!`] (`Bulk(BulkBody) merge BulkStats;`, the
 //!    `merge` part when `--segment` parts of it are added by a [`crate::stats::Stats`]
-//!    value). From it come [`crate::any::Workload`], [`crate::any::KINDS`], its schema
-//!    `schema/<kind>.schema.json`, `npt merge`, and every renderer's default (`npt report`'s
-//!    text, Markdown and HTML; an `impl npt_report::render::Render` only where its report has
-//!    a layout of its own), and `npt compare` reads its results.
+//!    value). From it come [`crate::any::AnyBody`], [`crate::Kind`], [`crate::any::KINDS`],
+//!    its schema `schema/<kind>.schema.json`, `npt merge` and `npt report`'s dispatch, and
+//!    `npt compare` reads its results. Its report: an `impl npt_report::render::Render` in
+//!    `crates/report/src/kinds.rs`, empty for every default (text, Markdown, CSV, HTML).
 //! 3. The engine crate, `src/workload.rs` (~50 lines, see npt-http's): `impl Workload for
 //!    <Config>` — `config()`, the effective config as the result records it (also what
 //!    `--segment` hashes), and `run()`, which checks `stop`, calls `on_interval` with each

@@ -22,7 +22,7 @@ pub struct ScenarioRuns {
     /// The target as the scenario file gave it.
     pub target: String,
     pub via: Option<String>,
-    /// The workload kind (`probe`, `run`, `http`, `ping`).
+    /// The workload kind (`probe`, `run`, `http`, `ping`, `bulk`, `trace`).
     pub kind: String,
     /// Given in the file (`theoretical_ms`, `hop_rtts_ms`) or the sum of the pinged hops.
     pub theoretical_ms: Option<f64>,
