@@ -10,7 +10,6 @@ use npt_result::workload::{Finished, Progress, Stop, Workload};
 use crate::{BulkError, Config};
 
 impl Workload for Config {
-    const KIND: &'static str = "bulk";
     type Body = BulkBody;
     type Error = BulkError;
 

@@ -10,7 +10,6 @@ use npt_result::workload::{Finished, Progress, Stop, Workload};
 use crate::{Config, Error};
 
 impl Workload for Config {
-    const KIND: &'static str = "http";
     type Body = HttpBody;
     type Error = Error;
 

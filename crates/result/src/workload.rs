@@ -42,18 +42,18 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use npt_stats::Snapshot;
-use serde::Serialize;
 
+use crate::body::Body;
 use crate::interval::Interval;
 use crate::packets::PacketLine;
 use crate::StopReason;
 
 /// What runs a workload: its validated config, run once.
 pub trait Workload {
-    /// `kind` of its result document (`probe`, `run`, `http`, `ping` …).
-    const KIND: &'static str;
-    /// The workload's part of the result document.
-    type Body: Serialize;
+    /// The workload's part of the result document, a kind of the registry ([`crate::kinds!`]).
+    type Body: Body;
+    /// `kind` of its result document: its body's name ([`Body::KIND`]), not written again.
+    const KIND: &'static str = <Self::Body as Body>::KIND;
     /// Why it could not run at all (a socket it could not open, a certificate refused …);
     /// what it measured going wrong is counted in the body instead.
     type Error: std::error::Error + Send + Sync + 'static;

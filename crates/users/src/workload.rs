@@ -13,7 +13,6 @@ use crate::config::{Activity, Load};
 use crate::driver::{run_async, RunConfig, RunError};
 
 impl Workload for RunConfig {
-    const KIND: &'static str = "run";
     type Body = RunBody;
     type Error = RunError;
 

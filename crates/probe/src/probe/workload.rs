@@ -13,7 +13,6 @@ use super::runner::{self, ProbeConfig};
 use super::session::Interval;
 
 impl Workload for ProbeConfig {
-    const KIND: &'static str = "probe";
     type Body = ProbeBody;
     type Error = std::io::Error;
 

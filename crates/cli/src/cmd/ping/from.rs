@@ -167,7 +167,6 @@ pub struct FromPing {
 }
 
 impl Workload for FromPing {
-    const KIND: &'static str = "ping";
     type Body = PingBody;
     type Error = std::io::Error;
 
