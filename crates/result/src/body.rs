@@ -10,9 +10,14 @@
 //! Why two traits, not one: a `Body` is `Clone`, `Deserialize` and has a const name, so it
 //! cannot be a trait object; `View` asks nothing of the type and is one. A reader of any kind
 //! takes the body as `&dyn View` ([`crate::any::AnyBody::view`]) and calls its answers there,
-//! each written once, in the kind's `impl View` — no enum or wrapper repeats them. A reader that
-//! needs what only one kind records (a probe's directions, a bulk's goodput) takes that kind's
-//! body; `npt-report` does so through its `Render` trait, per kind, not by matching on kinds.
+//! each written once, in the kind's `impl View` — no enum or wrapper repeats them.
+//!
+//! A reader that needs what only some kinds record takes their bodies. `npt report`'s text,
+//! page and CSV ask the kind's own `Render` (one impl per kind, dispatched from the registry:
+//! no match on kinds); `compare`'s table, whose columns are figures a few kinds have (a
+//! probe's loss and jitter, a TCP probe's and a run's kernel counters, http's and run's
+//! request rate, a bulk's goodput, a trace's measured sum), matches on the kinds that have
+//! each, and a kind without such a figure needs no line there.
 //!
 //! The defaults are what a kind without that part says: a ping records no tester health and
 //! no interval series.

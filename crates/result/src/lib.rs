@@ -4,9 +4,11 @@
 //! it depends on `npt-stats`, serde and schemars only, so no engine depends on a renderer.
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
-//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`], [`trace`]), and [`any`] reads
-//! any of them as one type with a typed workload part. Types derive `Deserialize` as well as
-//! `Serialize` so a saved result can be rendered again or merged without re-running anything.
+//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`], [`trace`]; the
+//! registry of kinds is [`kinds`]), and [`any`] reads any of them as one type
+//! ([`any::AnyBody`], which lends what every kind answers as a [`body::View`]). Types derive
+//! `Deserialize` as well as `Serialize` so a saved result can be rendered again or merged
+//! without re-running anything.
 //! The blocks every kind shares are in [`common`] and [`health`]; each kind's measurements are
 //! a value that adds, and the one function that makes its body from them is in [`stats`].
 //! Types also derive `JsonSchema`, from which the checked-in `schema/<kind>.schema.json` are
