@@ -3,11 +3,17 @@
 //! and the `--metrics` totals ([`crate::metrics`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use npt_result::bulk::BulkBody;
-use npt_result::workload::{Finished, Progress, Stop, Workload};
+use npt_result::workload::{Finished, Length, Progress, Stop, Workload};
 
 use crate::{BulkError, Config};
+
+/// How long a bulk run takes at most: its duration and the timeout of its last exchange.
+pub fn length(duration: Duration, timeout: Duration) -> Length {
+    Length::planned(duration.saturating_add(timeout))
+}
 
 impl Workload for Config {
     type Body = BulkBody;
@@ -28,6 +34,10 @@ impl Workload for Config {
             "via": self.via.as_ref().map(|v| v.to_string()),
             "congestion": self.congestion,
         })
+    }
+
+    fn length(&self) -> Option<Length> {
+        Some(length(self.duration, self.timeout))
     }
 
     fn run(

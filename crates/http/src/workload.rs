@@ -3,11 +3,19 @@
 //! chose are added by the run, in [`Finished::decided`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use npt_result::http::HttpBody;
-use npt_result::workload::{Finished, Progress, Stop, Workload};
+use npt_result::workload::{Finished, Length, Progress, Stop, Workload};
 
 use crate::{Config, Error};
+
+/// How long an http run takes at most: a cold start's wait for the service to be ready (up
+/// to `ready_timeout`), the duration, and the last request's timeout.
+pub fn length(ready_timeout: Option<Duration>, duration: Duration, timeout: Duration) -> Length {
+    let cold = ready_timeout.unwrap_or(Duration::ZERO);
+    Length::planned(cold.saturating_add(duration).saturating_add(timeout))
+}
 
 impl Workload for Config {
     type Body = HttpBody;
@@ -40,6 +48,11 @@ impl Workload for Config {
                 "port": cs.service.as_ref().map(|(h, p)| format!("{h}:{p}")),
             })),
         })
+    }
+
+    fn length(&self) -> Option<Length> {
+        let ready = self.cold_start.as_ref().map(|c| c.ready_timeout);
+        Some(length(ready, self.duration, self.timeout))
     }
 
     fn run(

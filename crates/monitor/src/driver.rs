@@ -26,7 +26,7 @@ use tokio::sync::Semaphore;
 
 use crate::alert::Alerts;
 use crate::config::{Plan, TargetPlan};
-use crate::kinds::{Kind, KindStats};
+use crate::kinds::{Kind, KindStats, MONITORED};
 use crate::live::Live;
 use crate::notify::{Message, Notifier};
 use crate::round::{wall_ms, Described, Round, Status};
@@ -122,14 +122,14 @@ impl Budget {
     }
 }
 
-/// The monotonic clock of the run and its wall-clock labels.
+/// The run's start: the monotonic time every round is due on, and its wall-clock label.
 #[derive(Clone, Copy)]
-struct Clock {
+struct Epoch {
     t0: Instant,
     wall0: i64,
 }
 
-impl Clock {
+impl Epoch {
     fn now(&self) -> u64 {
         u64::try_from(self.t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
@@ -154,7 +154,7 @@ pub fn run(
     ctl: Control,
 ) -> anyhow::Result<Ran> {
     let plan = setup.plan.clone();
-    let total: u32 = Kind::ALL.iter().map(|k| plan.limits.of(*k)).sum();
+    let total: u32 = MONITORED.iter().map(|k| plan.limits.of(*k)).sum();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(usize::try_from(total).unwrap_or(512).saturating_add(16))
@@ -249,14 +249,14 @@ pub fn run(
         ));
     }
     let mut lp = Loop {
-        clock: Clock {
+        epoch: Epoch {
             t0: Instant::now(),
             wall0: wall_ms(SystemTime::now()),
         },
         sched: Scheduler::new(),
         slots: Vec::new(),
         names: HashMap::new(),
-        sems: Kind::ALL
+        sems: MONITORED
             .iter()
             .map(|k| {
                 let n = usize::try_from(plan.limits.of(*k)).unwrap_or(1);
@@ -280,7 +280,7 @@ pub fn run(
         target: None,
         rule: None,
         until_ms: None,
-        detail: format!("stopped after {}s", lp.clock.t0.elapsed().as_secs()),
+        detail: format!("stopped after {}s", lp.epoch.t0.elapsed().as_secs()),
     }));
     drop(lp);
     drop(tx);
@@ -291,7 +291,7 @@ pub fn run(
 }
 
 struct Loop {
-    clock: Clock,
+    epoch: Epoch,
     sched: Scheduler,
     slots: Vec<Option<Slot>>,
     names: HashMap<String, usize>,
@@ -326,7 +326,7 @@ impl Loop {
                 break;
             }
             if stopping == 0 {
-                let now = self.clock.now();
+                let now = self.epoch.now();
                 for st in self.sched.poll(now) {
                     self.start(st, &done_tx);
                 }
@@ -343,7 +343,7 @@ impl Loop {
                     .send(Msg::Watermark(oldest.map_or(now_ms, |t| t.min(now_ms))));
             }
             let wait = match (stopping, self.sched.next_wake()) {
-                (0, Some(w)) => Duration::from_nanos(w.saturating_sub(self.clock.now())),
+                (0, Some(w)) => Duration::from_nanos(w.saturating_sub(self.epoch.now())),
                 _ => Duration::from_millis(200),
             }
             .min(Duration::from_millis(200));
@@ -364,7 +364,7 @@ impl Loop {
 
     /// Starts or replaces targets (the first config, or a reload's).
     fn apply(&mut self, targets: Vec<Target>) {
-        let now = self.clock.now();
+        let now = self.epoch.now();
         let keep: std::collections::BTreeSet<String> =
             targets.iter().map(|t| t.plan.name.clone()).collect();
         // Removed targets: nothing new starts; a round in flight still ends and is stored.
@@ -487,7 +487,7 @@ impl Loop {
         };
         let name = slot.t.plan.name.clone();
         let kind = slot.t.plan.kind;
-        let due_ms = self.clock.wall_of(st.due);
+        let due_ms = self.epoch.wall_of(st.due);
         if let Some(b) = self.budgets.get_mut(&name) {
             if !b.allows(wall_ms(SystemTime::now())) {
                 let r = Round::empty(
@@ -519,7 +519,7 @@ impl Loop {
         let sem = self.sems.get(&kind).cloned();
         let runner = slot.t.runner.clone();
         let timeout = slot.t.timeout;
-        let clock = self.clock;
+        let epoch = self.epoch;
         let done = done.clone();
         let (slot_i, generation, round_i) = (st.target, slot.generation, st.round);
         let described = slot.described.clone();
@@ -541,7 +541,7 @@ impl Loop {
                 });
                 return;
             }
-            let started = clock.now();
+            let started = epoch.now();
             let start_ms = wall_ms(SystemTime::now());
             let lateness_ns = started.saturating_sub(st.due);
             let s2 = stop.clone();
@@ -588,7 +588,7 @@ impl Loop {
     }
 
     fn finished(&mut self, d: Done) {
-        let now = self.clock.now();
+        let now = self.epoch.now();
         self.inflight.remove(&(d.slot, d.index));
         let current =
             matches!(self.slots.get(d.slot), Some(Some(s)) if s.generation == d.generation);
@@ -597,7 +597,7 @@ impl Loop {
             if let Some(sk) = self.sched.finish(d.slot, now) {
                 if let Some(Some(s)) = self.slots.get(d.slot) {
                     for due in sk.due {
-                        let due_ms = self.clock.wall_of(due);
+                        let due_ms = self.epoch.wall_of(due);
                         rounds.push((
                             Round::empty(
                                 &s.t.plan.name,

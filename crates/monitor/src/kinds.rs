@@ -22,35 +22,11 @@ use npt_result::stats::{
 use npt_stats::{ErrorCounts, Histogram};
 use serde::{Deserialize, Serialize};
 
-/// The kinds of target a monitor runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Ping,
-    Probe,
-    Trace,
-    Http,
-    Bulk,
-}
+pub use npt_result::Kind;
 
-impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Ping, Kind::Probe, Kind::Trace, Kind::Http, Kind::Bulk];
-
-    /// The npt subcommand a round runs (also the result's `kind`).
-    pub fn command(self) -> &'static str {
-        match self {
-            Kind::Ping => "ping",
-            Kind::Probe => "probe",
-            Kind::Trace => "trace",
-            Kind::Http => "http",
-            Kind::Bulk => "bulk",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.command() == s)
-    }
-}
+/// The kinds a monitor runs, in the order its docs and errors list them: every result kind
+/// but `run` (a round measures a path; it does not load a service with simulated users).
+pub const MONITORED: [Kind; 5] = [Kind::Ping, Kind::Probe, Kind::Trace, Kind::Http, Kind::Bulk];
 
 /// A trace's legs as values that add by position.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -199,7 +175,7 @@ impl KindStats {
     /// reads a part, less the lists that grow with every round (interval records, streams).
     pub fn of_doc(kind: Kind, doc: &AnyResult) -> Result<(KindStats, KindMeta), KindError> {
         let body = |e: npt_result::stats::BodyError| KindError::Body(e.to_string());
-        let mismatch = || KindError::Mismatch(doc.kind.clone(), kind.command());
+        let mismatch = || KindError::Mismatch(doc.kind.clone(), kind.name());
         Ok(match (&doc.body, kind) {
             (AnyBody::Ping(b), Kind::Ping) => {
                 let (s, m) = PingStats::from_body(b).map_err(body)?;
@@ -291,8 +267,8 @@ impl KindStats {
             (KindStats::Bulk(a), KindStats::Bulk(b)) => a.then(b),
             (a, b) => {
                 return Err(KindError::Mismatch(
-                    b.kind().command().to_string(),
-                    a.kind().command(),
+                    b.kind().name().to_string(),
+                    a.kind().name(),
                 ))
             }
         }
@@ -396,7 +372,7 @@ impl KindStats {
 
     /// The body of these measurements, as one run of them would have written it.
     pub fn body(&self, meta: &KindMeta) -> Result<AnyBody, KindError> {
-        let mismatch = || KindError::Mismatch(self.kind().command().to_string(), "this");
+        let mismatch = || KindError::Mismatch(self.kind().name().to_string(), "this");
         Ok(match (self, meta) {
             (KindStats::Ping(s), KindMeta::Ping(m)) => AnyBody::Ping(s.summarize(m)),
             (KindStats::Probe(s), KindMeta::Probe(m)) => AnyBody::Probe(s.summarize(m)),
@@ -513,10 +489,9 @@ mod tests {
     }
 
     #[test]
-    fn kinds_name_their_command() {
-        for k in Kind::ALL {
-            assert_eq!(Kind::parse(k.command()), Some(k));
-        }
-        assert_eq!(Kind::parse("run"), None);
+    fn a_monitor_runs_every_kind_but_run() {
+        assert!(MONITORED.iter().all(|k| Kind::ALL.contains(k)));
+        assert_eq!(MONITORED.len() + 1, Kind::ALL.len());
+        assert!(!MONITORED.contains(&Kind::Run));
     }
 }

@@ -8,7 +8,7 @@
 //! document ([`range`]). The cli hands each target's round to the monitor as a [`Runner`]
 //! (it owns the flags of every workload and their checks); everything else is here:
 //!
-//! - [`config`]: the TOML file and the quick form, checked, keys named in errors;
+//! - [`config`]: the TOML file and the quick form, checked, keys named in errors ([`key`]);
 //! - [`kinds`], [`round`]: what a round keeps, by kind, and how it ended;
 //! - [`range`]: any range of a target's history as one result document;
 //! - [`schedule`], [`rollup`], [`alert`]: sans-IO, on the time they are given;
@@ -23,6 +23,7 @@ pub mod alert;
 pub mod config;
 pub mod dashboard;
 pub mod driver;
+pub mod key;
 pub mod kinds;
 pub mod live;
 pub mod metrics;

@@ -46,7 +46,7 @@ pub fn snapshot(live: &Live) -> Snapshot {
     let mut s = Snapshot::new();
     let v = live.vantage.as_str();
     for t in live.targets() {
-        let kind = t.kind.command();
+        let kind = t.kind.name();
         let l = [("vantage", v), ("target", t.name.as_str()), ("kind", kind)];
         for (status, n) in &t.rounds {
             let mut ls = l.to_vec();
@@ -236,6 +236,9 @@ mod tests {
             group: None,
             budget: None,
             argv: vec![],
+            length: None,
+            own_length: false,
+            index: 0,
             key: String::new(),
         };
         live.set_targets(&[plan("loaded")]);

@@ -15,10 +15,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::alert::Change;
-use crate::config::NotifyFile;
 
 /// Time for one attempt (connect, TLS, request, response head).
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -28,6 +27,20 @@ pub const RETRIES: [Duration; 2] = [Duration::from_secs(2), Duration::from_secs(
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A parsed webhook URL.
+/// The `[notify]` section of the config file, as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyFile {
+    /// http:// or https:// URL each alert change is POSTed to (JSON).
+    pub webhook: Option<String>,
+    /// A command run on each alert change: argv, the JSON on its stdin.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Extra headers of the webhook request (`Authorization` …).
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Webhook {
     pub tls: bool,
@@ -249,10 +262,10 @@ async fn post(w: &Webhook, headers: &[(String, String)], body: &[u8]) -> Result<
             .map_err(|e| format!("request: {e}"))?
     };
     let status = if w.tls {
-        let cfg = npt_http::tls::client_config(false, false).map_err(|e| e.to_string())?;
+        let cfg = npt_tls::client_config(false, &[b"http/1.1"]).map_err(|e| e.to_string())?;
         let name = rustls::pki_types::ServerName::try_from(w.host.clone())
             .map_err(|e| format!("TLS name {:?}: {e}", w.host))?;
-        let tls = tokio_rustls::TlsConnector::from(cfg)
+        let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
             .connect(name, tcp)
             .await
             .map_err(|e| format!("TLS: {e}"))?;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// A target's place in the schedule.
 #[derive(Clone, Debug)]
-pub struct Clock {
+pub struct Cadence {
     every: u64,
     jitter: u64,
     phase: u64,
@@ -47,13 +47,13 @@ fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-impl Clock {
-    /// A target's clock, its first round due within one interval of `now`.
-    pub fn new(name: &str, every: Duration, jitter: Duration, now: u64) -> Clock {
+impl Cadence {
+    /// A target's cadence, its first round due within one interval of `now`.
+    pub fn new(name: &str, every: Duration, jitter: Duration, now: u64) -> Cadence {
         let every = ns(every).max(1);
         let seed = name_hash(name);
         let phase = mix(seed) % every;
-        let mut c = Clock {
+        let mut c = Cadence {
             every,
             jitter: ns(jitter).min(every.saturating_sub(1)),
             phase,
@@ -116,10 +116,10 @@ pub struct Skipped {
     pub due: Vec<u64>,
 }
 
-/// Every target's clock, and which is due next.
+/// Every target's cadence, and which is due next.
 #[derive(Debug, Default)]
 pub struct Scheduler {
-    clocks: Vec<Option<Clock>>,
+    cadences: Vec<Option<Cadence>>,
     /// (due, target, generation), earliest first.
     heap: BinaryHeap<Reverse<(u64, usize, u64)>>,
 }
@@ -136,37 +136,37 @@ impl Scheduler {
     /// Adds target `i` (or replaces it, keeping its round count: a reload that changes its
     /// interval starts the new one at the next due time after `now`).
     pub fn set(&mut self, i: usize, name: &str, every: Duration, jitter: Duration, now: u64) {
-        if self.clocks.len() <= i {
-            self.clocks.resize(i + 1, None);
+        if self.cadences.len() <= i {
+            self.cadences.resize(i + 1, None);
         }
-        let mut c = Clock::new(name, every, jitter, now);
-        if let Some(Some(old)) = self.clocks.get(i) {
+        let mut c = Cadence::new(name, every, jitter, now);
+        if let Some(Some(old)) = self.cadences.get(i) {
             c.generation = old.generation + 1;
             c.running = old.running;
         }
         if !c.running {
             self.heap.push(Reverse((c.due(), i, c.generation)));
         }
-        if let Some(slot) = self.clocks.get_mut(i) {
+        if let Some(slot) = self.cadences.get_mut(i) {
             *slot = Some(c);
         }
     }
 
     /// Removes target `i`: nothing more starts for it (a round in flight finishes).
     pub fn remove(&mut self, i: usize) {
-        if let Some(slot) = self.clocks.get_mut(i) {
+        if let Some(slot) = self.cadences.get_mut(i) {
             *slot = None;
         }
     }
 
-    pub fn clock(&self, i: usize) -> Option<&Clock> {
-        self.clocks.get(i).and_then(Option::as_ref)
+    pub fn cadence(&self, i: usize) -> Option<&Cadence> {
+        self.cadences.get(i).and_then(Option::as_ref)
     }
 
     /// When the next round is due, if any target is waiting.
     pub fn next_wake(&mut self) -> Option<u64> {
         while let Some(Reverse((due, i, g))) = self.heap.peek().copied() {
-            match self.clock(i) {
+            match self.cadence(i) {
                 Some(c) if c.generation == g && !c.running && c.due() == due => return Some(due),
                 _ => {
                     self.heap.pop();
@@ -186,7 +186,7 @@ impl Scheduler {
             let Some(Reverse((_, i, _))) = self.heap.pop() else {
                 break;
             };
-            if let Some(Some(c)) = self.clocks.get_mut(i) {
+            if let Some(Some(c)) = self.cadences.get_mut(i) {
                 out.push(Start {
                     target: i,
                     round: c.next,
@@ -202,7 +202,7 @@ impl Scheduler {
     /// Target `i`'s round ended at `now`: the rounds that fell due meanwhile are skipped and the
     /// next one after `now` is scheduled.
     pub fn finish(&mut self, i: usize, now: u64) -> Option<Skipped> {
-        let c = self.clocks.get_mut(i)?.as_mut()?;
+        let c = self.cadences.get_mut(i)?.as_mut()?;
         c.running = false;
         let mut due = Vec::new();
         while c.due() < now {
@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn rounds_come_every_interval_after_a_phase_within_it() {
-        let c = Clock::new("relay-udp", Duration::from_secs(10), Duration::ZERO, 0);
+        let c = Cadence::new("relay-udp", Duration::from_secs(10), Duration::ZERO, 0);
         let first = c.due();
         assert!(first < 10 * S);
         assert_eq!(c.due_of(1) - c.due_of(0), 10 * S);
@@ -240,7 +240,7 @@ mod tests {
     fn a_thousand_targets_spread_over_their_interval() {
         let mut per_second = [0u32; 10];
         for i in 0..1000 {
-            let c = Clock::new(&format!("t{i}"), Duration::from_secs(10), Duration::ZERO, 0);
+            let c = Cadence::new(&format!("t{i}"), Duration::from_secs(10), Duration::ZERO, 0);
             per_second[usize::try_from(c.due() / S).unwrap()] += 1;
         }
         for n in per_second {
@@ -250,8 +250,8 @@ mod tests {
 
     #[test]
     fn jitter_delays_within_its_bound_and_is_reproducible() {
-        let a = Clock::new("x", Duration::from_secs(10), Duration::from_secs(2), 0);
-        let b = Clock::new("x", Duration::from_secs(10), Duration::from_secs(2), 0);
+        let a = Cadence::new("x", Duration::from_secs(10), Duration::from_secs(2), 0);
+        let b = Cadence::new("x", Duration::from_secs(10), Duration::from_secs(2), 0);
         let mut offsets = std::collections::BTreeSet::new();
         for k in 0..200 {
             let base = a.due_of(0) - (a.due_of(0) - a.phase) + k * 10 * S;
@@ -310,7 +310,7 @@ mod tests {
         let skipped = s.finish(0, 30 * S).unwrap();
         assert_eq!(skipped.due.len(), 29, "{skipped:?}");
         assert_eq!(skipped.due[0], h.due + S);
-        assert!(s.clock(0).unwrap().due() >= 30 * S);
+        assert!(s.cadence(0).unwrap().due() >= 30 * S);
     }
 
     #[test]
@@ -321,7 +321,7 @@ mod tests {
         assert_eq!(st.len(), 1);
         let skipped = s.finish(0, 86_400 * S).unwrap();
         assert_eq!(skipped.due.len(), MAX_LISTED_SKIPS);
-        let next = s.clock(0).unwrap().due();
+        let next = s.cadence(0).unwrap().due();
         assert!((86_400 * S..86_401 * S).contains(&next), "{next}");
     }
 

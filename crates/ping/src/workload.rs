@@ -5,11 +5,11 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use npt_result::packets::{unix_ns, Fate, PacketLine};
 use npt_result::ping::PingBody;
-use npt_result::workload::{Finished, Progress, Stop, Workload};
+use npt_result::workload::{times, Finished, Length, Progress, Stop, Workload};
 use npt_stats::Snapshot;
 
 use npt_result::error::ErrorKind;
@@ -54,6 +54,11 @@ impl Workload for Ping<'_> {
         })
     }
 
+    /// Its attempts, `interval` apart, and the last one's timeout.
+    fn length(&self) -> Option<Length> {
+        length(self.cfg.count, self.cfg.interval, self.cfg.timeout)
+    }
+
     fn run(
         &mut self,
         stop: &Arc<Stop>,
@@ -89,6 +94,13 @@ impl Workload for Ping<'_> {
             Snapshot::new(),
         ))
     }
+}
+
+/// How long `count` attempts `interval` apart take at most, the last one waiting its
+/// `timeout`; `None` without a count (until stopped). Every kind of ping is this long (and
+/// `npt compare` bounds a ping child by it, from its flags).
+pub fn length(count: Option<u64>, interval: Duration, timeout: Duration) -> Option<Length> {
+    count.map(|n| Length::planned(times(interval, n).saturating_add(timeout)))
 }
 
 /// Runs one ping (`run` gets what sees each settled attempt: the caller's `on_attempt` and the

@@ -26,8 +26,10 @@
 //!    `crates/report/src/kinds.rs`, empty for every default (text, Markdown, CSV, HTML).
 //! 3. The engine crate, `src/workload.rs` (~50 lines, see npt-http's): `impl Workload for
 //!    <Config>` — `config()`, the effective config as the result records it (also what
-//!    `--segment` hashes), and `run()`, which checks `stop`, calls `on_interval` with each
-//!    closed [`Interval`] and the totals its `--metrics` series show (a
+//!    `--segment` hashes), `length()`, the longest a run of it takes (what `npt compare` and
+//!    `npt monitor` bound a run by: a `pub fn length` of the figures it rests on, which
+//!    compare calls with its flags'), and `run()`, which checks `stop`, calls `on_interval`
+//!    with each closed [`Interval`] and the totals its `--metrics` series show (a
 //!    [`npt_stats::Snapshot`]), and returns [`Finished`].
 //! 4. Its cli flags: `crates/cli/src/<kind>.rs`, the clap flags (flatten `SegmentArgs`,
 //!    `MetricsArgs` to have them) and their validation into that config, then `impl
@@ -35,7 +37,8 @@
 //!    progress, `render` for the text, `failed` for exit 1 — and one call of
 //!    `execute::execute` with its `Options` (~65 lines); in `main.rs` the module, a variant of
 //!    `Command` and its dispatch arm; for `npt compare` to run it, a variant of its `Check`
-//!    and the run's expected length (`compare/workload.rs`, ~10 lines).
+//!    and its arm of `expected` (`cmd/compare/workload.rs`, ~5 lines); for `npt monitor`,
+//!    step 5 of docs/development.md's "Adding a kind of result".
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -72,6 +75,11 @@ pub trait Workload {
         on_interval: &mut dyn FnMut(&Progress<'_>),
     ) -> Result<Finished<Self::Body>, Self::Error>;
 
+    /// How long a run of this config takes at most ([`Length`]): what `npt compare` bounds a
+    /// child by and `npt monitor` a round. `None`: it runs until stopped (no count, no
+    /// duration, a `--during` command).
+    fn length(&self) -> Option<Length>;
+
     /// Whether it tells each packet's fate ([`Workload::run_logged`]): `--packets`.
     const PACKETS: bool = false;
 
@@ -87,6 +95,40 @@ pub trait Workload {
         let _ = on_packet;
         self.run(stop, on_interval)
     }
+}
+
+/// How long a run takes at most, as its engine runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Length {
+    /// What its config plans: the send phase and the wait for the last answer (a probe's loss
+    /// timeout, a ping's timeout, http's request timeout). A monitor refuses a round planned
+    /// longer than its interval: its rounds would always overlap.
+    pub planned: Duration,
+    /// What the engine may add beyond the plan when a peer hangs: a trace's connect to a hop
+    /// agent and the agent's reply slack.
+    pub slack: Duration,
+}
+
+impl Length {
+    /// A plan the engine adds nothing to.
+    pub fn planned(planned: Duration) -> Length {
+        Length {
+            planned,
+            slack: Duration::ZERO,
+        }
+    }
+
+    /// The longest the run can take: its plan and the engine's slack.
+    pub fn longest(&self) -> Duration {
+        self.planned.saturating_add(self.slack)
+    }
+}
+
+/// `d × n`, saturating: counts come from the user and may be anything up to `u64::MAX` (a
+/// `Duration` multiplies only by a `u32`, and panics on overflow).
+pub fn times(d: Duration, n: u64) -> Duration {
+    let ns = d.as_nanos().saturating_mul(u128::from(n));
+    u64::try_from(ns).map_or(Duration::MAX, Duration::from_nanos)
 }
 
 /// The one stop control: how many stop requests (Ctrl-C, SIGTERM, `q` in the live view) have

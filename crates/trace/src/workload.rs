@@ -6,12 +6,12 @@
 //! its lines (a leg as it finishes, a round as it ends) go to the sink it is given.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use npt_result::stats::trace::{round, LegStats, TraceMeta, TraceStats};
 use npt_result::stats::PingStats;
 use npt_result::trace::{During, TraceBody};
-use npt_result::workload::{Finished, Progress, Stop, Workload};
+use npt_result::workload::{times, Finished, Length, Progress, Stop, Workload};
 use npt_result::StopReason;
 use npt_stats::Snapshot;
 
@@ -48,6 +48,16 @@ impl<'a> Trace<'a> {
             alongside,
             on_line: Box::new(on_line),
         }
+    }
+}
+
+/// How long one round of `count` attempts `interval` apart on every leg takes at most: the
+/// attempts and the last one's `timeout`, and beyond them a hop agent's connect and reply
+/// slack ([`npt_ping::remote`]) when an agent hangs.
+pub fn length(count: u64, interval: Duration, timeout: Duration) -> Length {
+    Length {
+        planned: times(interval, count).saturating_add(timeout),
+        slack: npt_ping::remote::CONNECT_TIMEOUT + npt_ping::remote::REPLY_SLACK,
     }
 }
 
@@ -94,6 +104,16 @@ impl Workload for Trace<'_> {
             "timeout_s": c.timeout.as_secs_f64(),
             "size": c.size,
         })
+    }
+
+    /// One round: every leg at once, each `count` attempts `interval` apart and the last one's
+    /// timeout; a leg from a hop agent may take the agent's connect and reply slack beyond it
+    /// ([`npt_ping::remote`]). With `--during` it runs as long as its command.
+    fn length(&self) -> Option<Length> {
+        if self.alongside.is_some() {
+            return None;
+        }
+        Some(length(self.cfg.count, self.cfg.interval, self.cfg.timeout))
     }
 
     fn run(

@@ -7,10 +7,16 @@ use std::time::Duration;
 
 use npt_client::QuicTrust;
 use npt_result::run::RunBody;
-use npt_result::workload::{Finished, Progress, Stop, Workload};
+use npt_result::workload::{Finished, Length, Progress, Stop, Workload};
 
 use crate::config::{Activity, Load};
 use crate::driver::{run_async, RunConfig, RunError};
+
+/// How long a run takes at most: its users' ramp-up, its duration, and the last request's
+/// timeout.
+pub fn length(ramp_up: Duration, duration: Duration, timeout: Duration) -> Length {
+    Length::planned(ramp_up.saturating_add(duration).saturating_add(timeout))
+}
 
 impl Workload for RunConfig {
     type Body = RunBody;
@@ -74,6 +80,15 @@ impl Workload for RunConfig {
                 "size": r(s.game.size), "loss_timeout_ms": s.game.loss_timeout.as_secs_f64() * 1e3,
             },
         })
+    }
+
+    /// The ramp-up, the duration, and the last request's timeout.
+    fn length(&self) -> Option<Length> {
+        let ramp_up = match self.load {
+            Load::Users { ramp_up, .. } => ramp_up,
+            Load::Arrivals { .. } => Duration::ZERO,
+        };
+        Some(length(ramp_up, self.duration, self.timeout))
     }
 
     /// Runs the users until the duration is over or `stop` says so; `on_interval` sees each

@@ -36,10 +36,6 @@ impl Memory {
             None => Ok(()),
         }
     }
-
-    pub fn round_count(&self) -> usize {
-        self.rounds.len()
-    }
 }
 
 fn strip<T: Clone>(row: &T, stats: bool, clear: impl Fn(&mut T)) -> T {

@@ -271,7 +271,7 @@ fn rollup_row(r: &Row<'_>, level: Level, stats: bool) -> rusqlite::Result<Rollup
 
 impl Store for Sqlite {
     fn target_id(&mut self, name: &str, kind: Kind) -> Result<i64> {
-        let k = kind.command();
+        let k = kind.name();
         let found: Option<i64> = self
             .db
             .prepare_cached("SELECT id FROM target WHERE name = ?1 AND kind = ?2")

@@ -145,6 +145,10 @@ impl Workload for IcmpPing<'_> {
         })
     }
 
+    fn length(&self) -> Option<npt_result::workload::Length> {
+        workload::length(self.cfg.count, self.cfg.interval, self.cfg.timeout)
+    }
+
     fn run(
         &mut self,
         stop: &Arc<Stop>,

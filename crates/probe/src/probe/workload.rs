@@ -3,13 +3,14 @@
 //! goes on ([`Running`]), the report's own figures at the end ([`final_totals`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use npt_result::packets::PacketLine;
 use npt_result::probe::{hist, ProbeBody};
-use npt_result::workload::{Finished, Progress, Stop, Workload};
+use npt_result::workload::{times, Finished, Length, Progress, Stop, Workload};
 use npt_stats::{ErrorCounts, Histogram, Snapshot};
 
-use super::runner::{self, ProbeConfig};
+use super::runner::{self, PacingSpec, ProbeConfig};
 use super::session::Interval;
 
 impl Workload for ProbeConfig {
@@ -18,6 +19,10 @@ impl Workload for ProbeConfig {
 
     fn config(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn length(&self) -> Option<Length> {
+        length(self.count, self.duration, &self.pacing, self.loss_timeout)
     }
 
     fn run(
@@ -38,6 +43,31 @@ impl Workload for ProbeConfig {
     ) -> std::io::Result<Finished<ProbeBody>> {
         runner::run(self, stop, on_interval, Some(on_packet))
     }
+}
+
+/// How long a probe takes at most: its send phase — its `duration` (`--under-load`: the three
+/// phases), or its `count` at its pace if that ends first — and the last packet's
+/// `loss_timeout`. A relay schedule sends each packet when the last is answered: every packet
+/// may wait its full loss timeout. `None` with neither (until stopped).
+pub fn length(
+    count: Option<u64>,
+    duration: Option<Duration>,
+    pacing: &PacingSpec,
+    loss_timeout: Duration,
+) -> Option<Length> {
+    let by_count = count.map(|n| match *pacing {
+        PacingSpec::Relay { .. } => times(loss_timeout, n),
+        PacingSpec::Interval { interval } => times(interval, n),
+        // Too long for a `Duration` (a huge count at a tiny rate): unbounded.
+        PacingSpec::Rate { pps } => {
+            Duration::try_from_secs_f64(n as f64 / pps.max(1e-3)).unwrap_or(Duration::MAX)
+        }
+    });
+    let send = match (duration, by_count) {
+        (Some(d), Some(c)) => d.min(c),
+        (d, c) => d.or(c)?,
+    };
+    Some(Length::planned(send.saturating_add(loss_timeout)))
 }
 
 /// The merged stages handed over so far, added up (once per stage, never per packet).

@@ -2,19 +2,21 @@
 //! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`,
 //! `run`, `http`, `ping`, `bulk` and `trace`, so a bad flag is refused before anything runs,
 //! naming the scenario.
-//! The same parse gives the run's expected length, from which each child's time bound is derived.
-//! `npt monitor` checks its targets' rounds the same way ([`Check`], [`expected`]).
+//! The same parse gives the run's expected length — the engine's, of the figures the flags give
+//! — from which each child's time bound is derived. `npt monitor` parses its targets' rounds
+//! with the same [`Check`] (and bounds them by the engine's config itself).
 #![deny(clippy::indexing_slicing)] // parses a user-written scenario file: see `[workspace.lints]`
 
 use std::time::Duration;
 
 use clap::Parser;
+use npt_result::workload::Length;
 
 use super::scenarios::{Scenario, ScenarioError, ScenarioSet};
 use crate::cmd::bulk::BulkArgs;
 use crate::cmd::http::HttpArgs;
 use crate::cmd::ping::PingArgs;
-use crate::cmd::probe::{Mode, ProbeArgs};
+use crate::cmd::probe::ProbeArgs;
 use crate::cmd::run::RunArgs;
 use crate::cmd::trace::TraceArgs;
 use crate::usage::parse_duration;
@@ -50,66 +52,43 @@ fn err(field: &str, msg: impl Into<String>) -> ScenarioError {
     }
 }
 
-/// How long a run of these flags should take at most, before the grace: the send phase plus the
-/// time the last request may wait for its answer. Relay (ping-pong) probes are bounded by every
-/// packet waiting its full loss timeout, the worst case.
-pub fn expected(check: &Check) -> Result<Duration, String> {
+/// How long a run of these flags takes at most, before the grace: what its engine says of
+/// the figures its flags give ([`Workload::length`]'s arithmetic, `npt_probe`'s, `npt_ping`'s
+/// …), read here without resolving the target (a child may run where only it can).
+///
+/// [`Workload::length`]: npt_result::workload::Workload::length
+pub fn expected(check: &Check) -> Result<Length, String> {
+    let text = |e: anyhow::Error| e.to_string();
     Ok(match check {
         Check::Probe(a) => {
-            let relay = a.ping_pong || a.mode == Some(Mode::Relay);
-            let by_count = a.count.map(|n| {
-                if relay {
-                    times(a.loss_timeout, n)
-                } else if a.mode == Some(Mode::Interval) {
-                    times(a.interval.unwrap_or(Duration::from_millis(10)), n)
-                } else {
-                    // Too long for a `Duration` (a huge count at a tiny rate): unbounded.
-                    Duration::try_from_secs_f64(n as f64 / a.pps.unwrap_or(100.0).max(1e-3))
-                        .unwrap_or(Duration::MAX)
+            let pacing = crate::cmd::probe::config::pacing(a, None).map_err(text)?;
+            let phases = match &a.load.under_load {
+                Some(_) => {
+                    let p = crate::cmd::probe::under_load::phases(&a.load).map_err(text)?;
+                    Some(p.iter().fold(Duration::ZERO, |t, d| t.saturating_add(*d)))
                 }
-            });
-            let l = &a.load;
-            let phases = l.under_load.as_ref().map(|_| {
-                let or = |d: Option<Duration>, s: u64| d.unwrap_or(Duration::from_secs(s));
-                or(l.load_idle, 5)
-                    .saturating_add(or(l.load_duration, 10))
-                    .saturating_add(or(l.load_recovery, 5))
-            });
-            let send = match (a.duration.or(phases), by_count) {
-                (Some(d), Some(c)) => d.min(c),
-                (Some(d), None) => d,
-                (None, Some(c)) => c,
-                (None, None) => {
-                    return Err(
-                        "probe needs --count or --duration: a scenario must end by itself".into(),
-                    )
-                }
+                None => None,
             };
-            send.saturating_add(a.loss_timeout)
+            let duration = a.duration.or(phases);
+            npt_probe::probe::workload::length(a.count, duration, &pacing, a.loss_timeout)
+                .ok_or("probe needs --count or --duration: a scenario must end by itself")?
         }
-        Check::Run(a) => a
-            .ramp_up
-            .saturating_add(a.duration)
-            .saturating_add(a.timeout),
+        Check::Run(a) => npt_users::workload::length(a.ramp_up, a.duration, a.timeout),
         Check::Http(a) => {
-            let cold = if a.cold_start.is_some() {
-                a.ready_timeout
-            } else {
-                Duration::ZERO
-            };
-            cold.saturating_add(a.duration).saturating_add(a.timeout)
+            let ready = a.cold_start.as_ref().map(|_| a.ready_timeout);
+            npt_http::workload::length(ready, a.duration, a.timeout)
         }
         Check::Ping(a) => {
             if a.count == 0 {
                 return Err("ping needs a --count above 0: a scenario must end by itself".into());
             }
-            let (i, t) = a.timing.durations().map_err(|e| e.to_string())?;
-            times(i, a.count).saturating_add(t)
+            let (i, t) = a.timing.durations().map_err(text)?;
+            npt_ping::workload::length(Some(a.count), i, t).ok_or("ping needs a --count above 0")?
         }
         Check::Bulk(a) => {
             let d = parse_duration(&a.duration).map_err(|e| format!("--duration: {e}"))?;
             let t = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
-            d.saturating_add(t)
+            npt_bulk::workload::length(d, t)
         }
         // Every leg is measured at once, each `count` attempts `interval` apart.
         Check::Trace(a) => {
@@ -119,17 +98,10 @@ pub fn expected(check: &Check) -> Result<Duration, String> {
             if a.during.is_some() {
                 return Err("--during runs until its command ends".into());
             }
-            let (i, t) = a.timing.durations().map_err(|e| e.to_string())?;
-            times(i, a.count).saturating_add(t)
+            let (i, t) = a.timing.durations().map_err(text)?;
+            npt_trace::workload::length(a.count, i, t)
         }
     })
-}
-
-/// `d × n`, saturating: counts come from the user's file and may be anything up to
-/// `u64::MAX` (a `Duration` multiplies only by a `u32`, and panics on overflow).
-fn times(d: Duration, n: u64) -> Duration {
-    let ns = d.as_nanos().saturating_mul(u128::from(n));
-    u64::try_from(ns).map_or(Duration::MAX, Duration::from_nanos)
 }
 
 /// The child command line of scenario `i` and its bound.
@@ -172,7 +144,9 @@ pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
     let timeout = match &set.workload.timeout {
         Some(t) => parse_duration(t).map_err(|e| err("workload.timeout", e))?,
         None => {
-            let e = expected(&check).map_err(|m| err("workload.args", m))?;
+            let e = expected(&check)
+                .map_err(|m| err("workload.args", m))?
+                .longest();
             e.saturating_add(e / 2).saturating_add(GRACE)
         }
     };
@@ -228,6 +202,20 @@ mod tests {
         assert_eq!(
             secs("ping", r#""-c", "4", "-i", "500ms""#),
             3.0 * 1.5 + 15.0
+        );
+        // trace: 5 attempts 200 ms apart + 1 s timeout, and the hop agent's 8 s of connect
+        // and reply slack the engine may add (left out before: 2 s, not 10 s).
+        assert_eq!(
+            secs(
+                "trace",
+                r#""-c", "5", "-i", "200ms", "--hop", "npt://127.0.0.1:8""#
+            ),
+            10.0 * 1.5 + 15.0
+        );
+        // under load: 5 s idle + 10 s loaded + 5 s recovery + 1 s loss timeout.
+        assert_eq!(
+            secs("probe", r#""--under-load", "tcp://127.0.0.1:9""#),
+            21.0 * 1.5 + 15.0
         );
         let p = plan(&set("ping", r#""-c", "4""#, ""), 0).unwrap();
         assert_eq!(p.argv, ["ping", "udp://127.0.0.1:9", "-c", "4", "-q"]);

@@ -13,16 +13,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
-use clap::{Args, Parser};
-use npt_monitor::config::{self, ConfigError, Plan, TargetPlan};
-use npt_monitor::{RunError, Runner, Setup, Target};
-use npt_result::any::{AnyBody, AnyResult};
-use npt_result::workload::{Stop, Workload};
+use clap::Args;
+use npt_monitor::config::{self, ConfigError, Plan};
+use npt_monitor::Setup;
+use npt_result::workload::Stop;
 
-use crate::cmd::compare::workload::{expected, Check};
 use crate::usage;
+
+mod round;
 
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
@@ -58,9 +57,6 @@ pub struct MonitorArgs {
     pub check: bool,
 }
 
-/// A round's time bound beyond what its flags say it takes: start-up, resolving, the document.
-const GRACE: Duration = Duration::from_secs(5);
-
 fn key_err(e: ConfigError) -> anyhow::Error {
     usage!("{e}")
 }
@@ -95,10 +91,15 @@ fn plan(a: &MonitorArgs) -> anyhow::Result<Plan> {
     } else {
         dir
     };
-    config::check(file, &dir).map_err(|e| match &a.config {
+    config::check(file, &dir).map_err(|e| file_err(a, e))
+}
+
+/// An error of the file (or the quick form), as the user reads it: the file's name first.
+fn file_err(a: &MonitorArgs, e: ConfigError) -> anyhow::Error {
+    match &a.config {
         Some(p) => usage!("{}: {e}", p.display()),
         None => key_err(e),
-    })
+    }
 }
 
 /// Every target's round, built from its flags.
@@ -107,145 +108,11 @@ fn build(a: &MonitorArgs) -> anyhow::Result<(Setup, Vec<String>)> {
     let mut notices = Vec::new();
     let mut targets = Vec::with_capacity(plan.targets.len());
     for t in &plan.targets {
-        let (target, n) = target(t)?;
+        let (target, n) = round::target(t, &|e| file_err(a, e))?;
         notices.extend(n.into_iter().map(|m| format!("{}: {m}", t.key)));
         targets.push(target);
     }
     Ok((Setup { plan, targets }, notices))
-}
-
-/// One target: its flags parsed and checked, its bound, its runner.
-fn target(t: &TargetPlan) -> anyhow::Result<(Target, Vec<String>)> {
-    let key = &t.key;
-    let check = Check::try_parse_from(&t.argv).map_err(|e| {
-        let first = e.to_string();
-        let first = first
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ");
-        usage!("{key}.args: {first}")
-    })?;
-    let long = expected(&check).map_err(|m| usage!("{key}.args: {m}"))?;
-    if long > t.every {
-        return Err(usage!(
-            "{key}.every: a round takes up to {long:?} (from its flags), longer than every {:?}: \
-             give a longer every, or a shorter length",
-            t.every
-        ));
-    }
-    let timeout = t
-        .timeout
-        .unwrap_or_else(|| long.saturating_add(long / 2).saturating_add(GRACE));
-    let in_key = |e: anyhow::Error| usage!("{key}.args: {e}");
-    let mut notices = Vec::new();
-    let runner: Arc<dyn Runner> = match check {
-        Check::Ping(a) if npt_ping::icmp::is_icmp(&a.target) => Arc::new(IcmpRound(
-            crate::cmd::ping::icmp_config(&a).map_err(in_key)?,
-        )),
-        Check::Ping(a) => Arc::new(PingRound(crate::cmd::ping::config(&a).map_err(in_key)?)),
-        Check::Probe(a) => {
-            let (cfg, n) = crate::cmd::probe::config(&a).map_err(in_key)?;
-            notices = n;
-            Arc::new(Round(cfg, AnyBody::Probe))
-        }
-        Check::Http(a) => Arc::new(Round(
-            crate::cmd::http::config(&a).map_err(in_key)?,
-            AnyBody::Http,
-        )),
-        Check::Bulk(a) => Arc::new(Round(
-            crate::cmd::bulk::config(&a).map_err(in_key)?,
-            AnyBody::Bulk,
-        )),
-        Check::Trace(a) => Arc::new(TraceRound(crate::cmd::trace::config(&a).map_err(in_key)?)),
-        Check::Run(_) => return Err(usage!("{key}.kind: npt monitor does not run `npt run`")),
-    };
-    Ok((
-        Target {
-            plan: t.clone(),
-            runner,
-            timeout,
-        },
-        notices,
-    ))
-}
-
-/// Runs a workload once, as its subcommand would without any output; `kind` names the kind of
-/// an error that kept it from running at all.
-fn once<W: Workload>(
-    mut w: W,
-    stop: &Arc<Stop>,
-    wrap: fn(W::Body) -> AnyBody,
-    kind: fn(&W::Error) -> &'static str,
-) -> Result<AnyResult, RunError> {
-    let done = w.run(stop, &mut |_| {}).map_err(|e| RunError {
-        kind: kind(&e).into(),
-        detail: e.to_string(),
-    })?;
-    let d = crate::execute::document(&w, done, None).map_err(|e| RunError {
-        kind: "config".into(),
-        detail: e.to_string(),
-    })?;
-    Ok(d.map_body(wrap))
-}
-
-/// The kind of an error that kept a workload without its own classification from running.
-fn could_not_run<E>(_: &E) -> &'static str {
-    "run"
-}
-
-/// A round of a workload whose config is the workload.
-struct Round<C>(C, fn(<C as Workload>::Body) -> AnyBody)
-where
-    C: Workload;
-
-impl<C> Runner for Round<C>
-where
-    C: Workload + Clone + Send + Sync,
-{
-    fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
-        once(self.0.clone(), stop, self.1, could_not_run)
-    }
-}
-
-struct PingRound(npt_ping::Config);
-
-impl Runner for PingRound {
-    fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
-        use npt_ping::PingError as E;
-        let w = npt_ping::workload::Ping::new(self.0.clone(), |_, _| {});
-        once(w, stop, AnyBody::Ping, |e| match e {
-            E::Resolve(..) | E::NoAddress(_) | E::Family(_) => "resolve",
-            E::Auth(..) => "auth",
-            E::Quic(_) => "tls",
-            E::BadTarget(_) | E::BadIcmpTarget(_) => "config",
-            E::Socket(_) | E::IcmpSocket(_) => "local",
-        })
-    }
-}
-
-/// An `icmp://HOST` ping target's round: the host's ICMP echo.
-struct IcmpRound(npt_ping::icmp::IcmpConfig);
-
-impl Runner for IcmpRound {
-    fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
-        use npt_ping::PingError as E;
-        let w = npt_ping::icmp::IcmpPing::new(self.0.clone(), |_, _| {});
-        once(w, stop, AnyBody::Ping, |e| match e {
-            E::Resolve(..) | E::NoAddress(_) | E::Family(_) => "resolve",
-            E::BadIcmpTarget(_) => "config",
-            _ => "local",
-        })
-    }
-}
-
-struct TraceRound(npt_trace::Config);
-
-impl Runner for TraceRound {
-    fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
-        let w = npt_trace::workload::Trace::new(self.0.clone(), None, |_| {});
-        once(w, stop, AnyBody::Trace, could_not_run)
-    }
 }
 
 pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
@@ -335,6 +202,10 @@ pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use npt_result::any::AnyBody as Any;
+
     use super::*;
 
     fn args(config: &str) -> (tempfile::TempDir, MonitorArgs) {
@@ -415,7 +286,7 @@ token = "S"
             return; // a raw socket needs root, a datagram one the group in ping_group_range
         }
         let r = s.targets[0].runner.run(&Arc::new(Stop::new())).unwrap();
-        let AnyBody::Ping(b) = &r.body else {
+        let Any::Ping(b) = &r.body else {
             panic!("a ping round")
         };
         assert_eq!((b.proto.as_str(), b.summary.received), ("icmp", 2));

@@ -20,7 +20,7 @@ use npt_ping::remote::{host_port, Agent};
 use npt_ping::session::Tally;
 use npt_ping::{Proto, Target};
 use npt_result::ping::PingBody;
-use npt_result::workload::{Finished, Progress, Stop, Workload};
+use npt_result::workload::{Finished, Length, Progress, Stop, Workload};
 use npt_result::{Document, StopReason};
 use npt_stats::Snapshot;
 use npt_wire::hop::{self, HopRequest};
@@ -172,6 +172,15 @@ impl Workload for FromPing {
 
     fn config(&self) -> serde_json::Value {
         config_json(&self.cfg)
+    }
+
+    /// A ping's attempts, and an agent's connect and reply slack beyond them.
+    fn length(&self) -> Option<Length> {
+        let c = &self.cfg;
+        npt_ping::workload::length(c.count, c.interval, c.timeout).map(|l| Length {
+            slack: npt_ping::remote::CONNECT_TIMEOUT + npt_ping::remote::REPLY_SLACK,
+            ..l
+        })
     }
 
     fn run(

@@ -151,66 +151,9 @@ fn size(a: &ProbeArgs, proto: Proto, raw: bool, authenticated: bool) -> anyhow::
     Ok(size)
 }
 
-/// Turns flags (and the XML config, if any) into a validated run config.
-pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
-    a.metrics.check()?;
-    let mut notices = Vec::new();
-    let x = match &a.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| usage!("--config {}: {e}", path.display()))?;
-            let x = xml::parse(&text).map_err(|e| usage!("--config {}: {e}", path.display()))?;
-            if !x.ignored.is_empty() {
-                notices.push(format!(
-                    "config: ignored (no equivalent in npt, one sender loop per client): {}",
-                    x.ignored.join(", ")
-                ));
-            }
-            Some(x)
-        }
-        None => None,
-    };
-    let (proto, hostport) = match (&a.target, &x) {
-        (Some(t), _) => parse_target(t)?,
-        (None, Some(x)) => (
-            if x.tcp { Proto::Tcp } else { Proto::Udp },
-            if x.host.contains(':') {
-                format!("[{}]:{}", x.host, x.port)
-            } else {
-                format!("{}:{}", x.host, x.port)
-            },
-        ),
-        (None, None) => {
-            return Err(usage!(
-                "a target is required: npt probe udp://HOST:PORT (or --config FILE)"
-            ))
-        }
-    };
-    let via = a.via.resolve(proto.is_udp())?;
-    // A TCP probe reads its clock after each read: the kernel stamp and the spin are for the
-    // UDP driver (udp:// and stamp://).
-    let rx_stamp = match a.rx_stamp {
-        None | Some(RxStampArg::User) => RxStamp::User,
-        Some(RxStampArg::Kernel) if proto.is_udp() => RxStamp::Kernel,
-        Some(RxStampArg::Kernel) => {
-            return Err(usage!(
-                "--rx-stamp kernel is for UDP; a TCP probe stamps a reply when its read returns"
-            ))
-        }
-    };
-    if a.spin && !proto.is_udp() {
-        return Err(usage!("--spin is for UDP probes"));
-    }
-    // The target's literal is checked as it resolves (below).
-    let source = a.source.for_target("probe", "", false, via.is_some())?;
-    let addr = match resolve_from(&hostport, "target", &source) {
-        Ok(addr) => addr,
-        // socks5h://: the proxy resolves the name; the port is all npt needs here.
-        Err(_) if a.via.remote_dns() => unresolved(&hostport)?,
-        Err(e) => return Err(e),
-    };
-
-    // Pacing: flags first, then the XML, then defaults.
+/// The probe's pacing: flags first, then the XML config's, then defaults. `npt compare` reads a
+/// child's pacing here too (without the XML), for its length.
+pub fn pacing(a: &ProbeArgs, x: Option<&xml::XmlConfig>) -> anyhow::Result<PacingSpec> {
     let mode = a.mode.or(x.as_ref().map(|x| match x.pacing {
         XmlPacing::Interval(_) => Mode::Interval,
         XmlPacing::OnSend { .. } => Mode::Rate,
@@ -298,6 +241,69 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
             }
         }
     };
+    Ok(pacing)
+}
+
+/// Turns flags (and the XML config, if any) into a validated run config.
+pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
+    a.metrics.check()?;
+    let mut notices = Vec::new();
+    let x = match &a.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage!("--config {}: {e}", path.display()))?;
+            let x = xml::parse(&text).map_err(|e| usage!("--config {}: {e}", path.display()))?;
+            if !x.ignored.is_empty() {
+                notices.push(format!(
+                    "config: ignored (no equivalent in npt, one sender loop per client): {}",
+                    x.ignored.join(", ")
+                ));
+            }
+            Some(x)
+        }
+        None => None,
+    };
+    let (proto, hostport) = match (&a.target, &x) {
+        (Some(t), _) => parse_target(t)?,
+        (None, Some(x)) => (
+            if x.tcp { Proto::Tcp } else { Proto::Udp },
+            if x.host.contains(':') {
+                format!("[{}]:{}", x.host, x.port)
+            } else {
+                format!("{}:{}", x.host, x.port)
+            },
+        ),
+        (None, None) => {
+            return Err(usage!(
+                "a target is required: npt probe udp://HOST:PORT (or --config FILE)"
+            ))
+        }
+    };
+    let via = a.via.resolve(proto.is_udp())?;
+    // A TCP probe reads its clock after each read: the kernel stamp and the spin are for the
+    // UDP driver (udp:// and stamp://).
+    let rx_stamp = match a.rx_stamp {
+        None | Some(RxStampArg::User) => RxStamp::User,
+        Some(RxStampArg::Kernel) if proto.is_udp() => RxStamp::Kernel,
+        Some(RxStampArg::Kernel) => {
+            return Err(usage!(
+                "--rx-stamp kernel is for UDP; a TCP probe stamps a reply when its read returns"
+            ))
+        }
+    };
+    if a.spin && !proto.is_udp() {
+        return Err(usage!("--spin is for UDP probes"));
+    }
+    // The target's literal is checked as it resolves (below).
+    let source = a.source.for_target("probe", "", false, via.is_some())?;
+    let addr = match resolve_from(&hostport, "target", &source) {
+        Ok(addr) => addr,
+        // socks5h://: the proxy resolves the name; the port is all npt needs here.
+        Err(_) if a.via.remote_dns() => unresolved(&hostport)?,
+        Err(e) => return Err(e),
+    };
+
+    let pacing = pacing(a, x.as_ref())?;
 
     // Stop condition.
     let (mut count, mut duration) = (a.count, a.duration);

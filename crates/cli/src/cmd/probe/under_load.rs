@@ -88,6 +88,15 @@ fn positive(flag: &str, d: Option<Duration>, default: Duration) -> anyhow::Resul
     Ok(d)
 }
 
+/// The three phases' lengths — idle, loaded, recovery — from their flags, or 5 s, 10 s and
+/// 5 s (`npt compare` reads a child's length from them too).
+pub fn phases(a: &LoadArgs) -> anyhow::Result<[Duration; 3]> {
+    let duration = positive("--load-duration", a.load_duration, Duration::from_secs(10))?;
+    let idle = positive("--load-idle", a.load_idle, Duration::from_secs(5))?;
+    let recovery = positive("--load-recovery", a.load_recovery, Duration::from_secs(5))?;
+    Ok([idle, duration, recovery])
+}
+
 /// The load plan, or `None` without `--under-load`. `token` and `via` are the probe's: the
 /// load goes the same way (`--via` for tcp:// and, through SOCKS5, udp://).
 pub fn plan(
@@ -136,9 +145,7 @@ pub fn plan(
         }
     };
     let (udp_rate, pace) = rates(a, udp)?;
-    let duration = positive("--load-duration", a.load_duration, Duration::from_secs(10))?;
-    let idle = positive("--load-idle", a.load_idle, Duration::from_secs(5))?;
-    let recovery = positive("--load-recovery", a.load_recovery, Duration::from_secs(5))?;
+    let [idle, duration, recovery] = phases(a)?;
     if via.is_some() && target.proto == Proto::Quic {
         return Err(usage!(
             "--via: the load goes through a proxy over tcp:// and udp:// (SOCKS5), not {url}"

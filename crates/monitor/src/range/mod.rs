@@ -153,7 +153,7 @@ pub fn report(st: &dyn Store, target: &str, from: i64, to: i64) -> Result<AnyRes
     let config = serde_json::json!({
         "monitor": {
             "target": target,
-            "kind": t.kind.command(),
+            "kind": t.kind.name(),
             "vantage": st.meta("vantage")?,
             "asked_from": rfc3339(from),
             "from": rfc3339(start),
@@ -169,7 +169,7 @@ pub fn report(st: &dyn Store, target: &str, from: i64, to: i64) -> Result<AnyRes
         std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0))
     };
     Ok(Document::new(
-        t.kind.command(),
+        t.kind.name(),
         at(first),
         at(last),
         StopReason::Duration,
@@ -302,5 +302,4 @@ pub fn render(
 }
 
 #[cfg(test)]
-#[path = "range_tests.rs"]
 mod tests;

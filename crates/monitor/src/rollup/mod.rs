@@ -8,7 +8,7 @@
 //! rolls up to where the level below it has been rolled. Rolling is idempotent (a bucket is
 //! written again whole), so a restart after `kill -9` simply continues from the marks.
 
-use crate::kinds::{Figures, KindStats};
+use crate::kinds::KindStats;
 use crate::store::{self, Level, Result, RollupRow, Store, StoreError};
 
 /// At most this many buckets are rolled per call (after a long outage the writer calls again):
@@ -253,11 +253,5 @@ pub fn cover(from: i64, to: i64, rolled: &dyn Fn(Level) -> Option<i64>) -> Vec<S
     out
 }
 
-/// The figures of a bucket's rows, for a chart when its stats were not read.
-pub fn figures_of(stats: Option<&KindStats>) -> Figures {
-    stats.map(KindStats::figures).unwrap_or_default()
-}
-
 #[cfg(test)]
-#[path = "rollup_tests.rs"]
 mod tests;

@@ -26,6 +26,9 @@ fn plan(name: &str, group: Option<&str>) -> TargetPlan {
         group: group.map(str::to_string),
         budget: None,
         argv: vec![],
+        length: None,
+        own_length: false,
+        index: 0,
         key: String::new(),
     }
 }

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{invalid, AlertFile, ConfigError};
+use crate::key::{invalid, ConfigError};
 use crate::kinds::Figures;
 use crate::round::Status;
 use crate::store::AlertRow;
@@ -79,6 +79,22 @@ impl Metric {
             Metric::GoodputMbps => f.goodput_bps.map(|b| b / 1e6),
         }
     }
+}
+
+/// An `[[alert]]` of the config file, as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertFile {
+    pub name: String,
+    pub metric: Metric,
+    pub above: Option<f64>,
+    pub below: Option<f64>,
+    pub clear: Option<f64>,
+    pub baseline_rounds: Option<u32>,
+    pub rounds: Option<u32>,
+    pub clear_rounds: Option<u32>,
+    #[serde(default)]
+    pub targets: Vec<String>,
 }
 
 /// A rule, checked.
@@ -530,5 +546,4 @@ fn change(
 }
 
 #[cfg(test)]
-#[path = "alert_tests.rs"]
 mod tests;

@@ -1,6 +1,7 @@
 //! The config file: defaults, the round's command line per kind, and errors that name keys.
 
 use super::*;
+use crate::kinds::Kind;
 
 fn plan(text: &str) -> Result<Plan, String> {
     parse(text, Path::new("/etc/npt")).map_err(|e| e.to_string())
@@ -58,10 +59,9 @@ fn a_good_file_becomes_rounds_of_each_kind() {
         (t[0].kind, t[0].every),
         (Kind::Ping, Duration::from_secs(10))
     );
-    assert_eq!(
-        t[0].argv,
-        ["ping", "tcp://10.0.1.2:7777", "-i", "200ms", "-c", "5"]
-    );
+    // The file's command line; the cli adds what the kind's defaults stand for.
+    assert_eq!(t[0].argv, ["ping", "tcp://10.0.1.2:7777"]);
+    assert_eq!((t[0].length, t[0].own_length, t[0].index), (None, false, 0));
     assert_eq!(t[1].kind, Kind::Probe);
     assert_eq!(
         (t[1].every, t[1].jitter),
@@ -72,8 +72,6 @@ fn a_good_file_becomes_rounds_of_each_kind() {
         [
             "probe",
             "udp://10.0.2.2:7777",
-            "--duration",
-            "500ms",
             "--via",
             "socks5://10.0.2.2:1080",
             "--pps",
@@ -82,32 +80,18 @@ fn a_good_file_becomes_rounds_of_each_kind() {
             "300ms"
         ]
     );
+    assert_eq!(
+        (t[1].length, t[1].own_length),
+        (Some(Duration::from_millis(500)), true)
+    );
     assert_eq!(t[1].group.as_deref(), Some("line"));
     assert_eq!(t[2].kind, Kind::Http, "an http(s) URL is an http target");
-    assert_eq!(
-        t[2].argv,
-        [
-            "http",
-            "https://gw.example/health",
-            "--duration",
-            "1000ms",
-            "-c",
-            "1",
-            "--rate",
-            "10",
-            "--timeout",
-            "5s"
-        ]
-    );
+    assert_eq!(t[2].argv, ["http", "https://gw.example/health"]);
     assert_eq!(
         t[3].argv,
         [
             "trace",
             "tcp://10.0.3.2:7777",
-            "-i",
-            "200ms",
-            "-c",
-            "5",
             "--token",
             "S",
             "--hop",
@@ -115,87 +99,37 @@ fn a_good_file_becomes_rounds_of_each_kind() {
         ]
     );
     assert_eq!(t[4].budget, Some(2_000_000_000));
-    assert_eq!(
-        t[4].argv,
-        ["bulk", "tcp://10.0.3.2:7777", "--duration", "5000ms"]
-    );
+    assert_eq!(t[4].argv, ["bulk", "tcp://10.0.3.2:7777"]);
     assert_eq!(p.alerts.len(), 1);
     assert_eq!(p.retention, Retention::default());
     assert_eq!(p.limits, Limits::default());
 }
 
 #[test]
-fn a_ping_round_is_its_length_in_attempts_unless_args_say() {
-    let one = |extra: &str| {
-        plan(&format!(
-            "[[target]]\nname = \"a\"\ntarget = \"udp://h:7\"\n{extra}"
-        ))
-        .map(|p| p.targets[0].argv.clone())
-    };
+fn a_file_wide_length_is_every_target_s_own_unless_it_gives_one() {
+    let p = plan("length = \"2s\"\n[[target]]\nname = \"a\"\ntarget = \"udp://h:7\"\n[[target]]\nname = \"b\"\ntarget = \"udp://h:7\"\nlength = \"3s\"").unwrap();
+    let t = &p.targets;
     assert_eq!(
-        one("length = \"2s\"").unwrap()[2..],
-        ["-i", "200ms", "-c", "10"]
+        (t[0].length, t[0].own_length),
+        (Some(Duration::from_secs(2)), false)
     );
     assert_eq!(
-        one("length = \"2s\"\nargs = [\"-i\", \"500ms\"]").unwrap()[2..],
-        ["-c", "4", "-i", "500ms"]
+        (t[1].length, t[1].own_length),
+        (Some(Duration::from_secs(3)), true)
     );
-    assert_eq!(
-        one("args = [\"-c\", \"3\"]").unwrap()[2..],
-        ["-i", "200ms", "-c", "3"]
-    );
-    assert!(one("length = \"2s\"\nargs = [\"-c3\"]")
-        .unwrap_err()
-        .starts_with("target[0].length"));
+    assert_eq!((t[1].index, t[1].key.as_str()), (1, "target[1] (b)"));
 }
 
 #[test]
-fn a_flag_value_is_read_in_every_form_has_flag_accepts() {
-    let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let iv = ["-i", "--interval"];
-    for form in [
-        &["-i500ms"][..],
-        &["-i=500ms"],
-        &["-i", "500ms"],
-        &["--interval=500ms"],
-        &["--interval", "500ms"],
-        &["-c5", "-i500ms"],
-    ] {
-        let a = args(form);
-        assert!(has_flag(&a, &iv), "{form:?}");
-        assert_eq!(flag_value(&a, &iv), Some("500ms"), "{form:?}");
-    }
-    assert_eq!(flag_value(&args(&["-c5"]), &["-c", "--count"]), Some("5"));
-    assert_eq!(
-        flag_value(&args(&["-c", "5"]), &["-c", "--count"]),
-        Some("5")
-    );
-    // A long flag never takes an attached value without `=`; the last one given wins.
-    assert_eq!(flag_value(&args(&["--intervalx"]), &iv), None);
-    assert_eq!(
-        flag_value(&args(&["-i1s", "-i", "500ms"]), &iv),
-        Some("500ms")
-    );
-}
-
-#[test]
-fn an_attached_interval_sets_the_round_s_attempts() {
-    let argv = |a: &str| {
-        plan(&format!(
-            "[[target]]\nname = \"a\"\ntarget = \"udp://h:7\"\nlength = \"2s\"\nargs = [{a}]"
-        ))
-        .map(|p| p.targets[0].argv[2..].to_vec())
-    };
-    // Before, `-i500ms` was seen as given (no default `-i 200ms` to fight it) yet its value
-    // was not read, so the round was sized for 200 ms: 10 attempts of 500 ms, 5 s, not 2 s.
-    assert_eq!(argv("\"-i500ms\"").unwrap(), ["-c", "4", "-i500ms"]);
-    assert_eq!(
-        argv("\"--interval=500ms\"").unwrap(),
-        ["-c", "4", "--interval=500ms"]
-    );
-    assert!(argv("\"-ifast\"")
-        .unwrap_err()
-        .starts_with("target[0].args"));
+fn limits_are_one_value_per_kind_over_the_defaults() {
+    let p = plan(&format!(
+        "[limits]\nhttp = 4\nbacklog = 10\n{}",
+        &GOOD[GOOD.find("[[target]]").unwrap()..]
+    ))
+    .unwrap();
+    assert_eq!((p.limits.of(Kind::Http), p.limits.of(Kind::Ping)), (4, 256));
+    assert_eq!((p.limits.of(Kind::Bulk), p.limits.backlog), (1, 10));
+    assert_eq!(p.limits.of(Kind::Run), 0, "a monitor runs no `run`");
 }
 
 #[test]
@@ -261,21 +195,16 @@ fn bad_files_name_the_key() {
     assert!(plan("vantage = \"x\"\n")
         .unwrap_err()
         .starts_with("target: no [[target]]"));
-    // The under-load probe is heavy: it needs a budget too.
-    let under = "[[target]]\nname = \"u\"\nkind = \"probe\"\ntarget = \"udp://h:7\"\nargs = [\"--under-load\", \"tcp://h:7\"]";
-    assert!(plan(under)
-        .unwrap_err()
-        .starts_with("target[0].budget: missing"));
-    let p = plan(&format!("{under}\nbudget = \"500MB\"")).unwrap();
-    assert_eq!(
-        p.targets[0].argv,
-        ["probe", "udp://h:7", "--under-load", "tcp://h:7"]
-    );
-    assert!(
-        plan(&format!("{under}\nbudget = \"500MB\"\nlength = \"5s\""))
-            .unwrap_err()
-            .starts_with("target[0].length")
-    );
+    // A bulk target is heavy: it needs a budget (an --under-load probe's is the cli's check).
+    assert!(e("budget = \"2GB\"", "").starts_with("target[4].budget: missing"));
+    assert!(e("kind = \"probe\"", "kind = \"run\"").contains(
+        "unknown variant `run`, expected one of `ping`, `probe`, `trace`, `http`, `bulk`"
+    ));
+    assert!(e("[[alert]]", "[limits]\nicmp = 3\n[[alert]]").contains(
+        "unknown field `icmp`, expected one of `ping`, `probe`, `trace`, `http`, `bulk`, `backlog`"
+    ));
+    assert!(e("[[alert]]", "[limits]\nbulk = 0\n[[alert]]")
+        .starts_with("limits.bulk: must be at least 1"));
 }
 
 #[test]

@@ -284,7 +284,7 @@ pub fn data(st: &dyn Store, live: &Live, range: Range, now_ms: i64) -> Result<Da
         let f = last.map(|l| &l.figures);
         let mut td = TargetData {
             name: t.name.clone(),
-            kind: t.kind.command(),
+            kind: t.kind.name(),
             url: t.url.clone(),
             group: t.group.clone(),
             every_s: t.every.as_secs_f64(),
@@ -417,5 +417,4 @@ pub fn page(d: &Data) -> Vec<u8> {
 }
 
 #[cfg(test)]
-#[path = "dashboard_tests.rs"]
 mod tests;

@@ -349,5 +349,4 @@ pub fn bytes_today(st: &dyn Store, target: i64, now_ms: i64) -> Result<u64, Stor
 }
 
 #[cfg(test)]
-#[path = "writer_tests.rs"]
 mod tests;
