@@ -74,7 +74,7 @@ pub struct Document<B> {
     /// The layout's version, `npt.result.v2` ([`SCHEMA`]; v1 files are read, not written).
     #[schemars(extend("const" = SCHEMA))]
     pub schema: String,
-    /// The workload: `probe`, `run`, `http` or `ping`.
+    /// The workload: `probe`, `run`, `http`, `ping`, `bulk` or `trace` (a kind's body `KIND`).
     pub kind: String,
     pub tool: Tool,
     /// The machine that measured.
