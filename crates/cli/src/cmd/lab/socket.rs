@@ -14,11 +14,15 @@ use npt_lab::control::{self, Reply, Request};
 use npt_lab::{show, Lab, LabStatus};
 
 use crate::cmd::compare::runner::Launcher;
-use crate::cmd::lab::state_dir;
 use crate::usage;
 
 /// How long `set` and `status` wait for the lab process.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a running lab keeps its pid, status, control socket and logs.
+pub fn state_dir(lab: &str) -> PathBuf {
+    Path::new("/run/npt-lab").join(lab)
+}
 
 fn socket(name: &str) -> PathBuf {
     state_dir(name).join(control::SOCKET)

@@ -25,7 +25,8 @@ use npt_result::{Document, StopReason};
 use npt_stats::Snapshot;
 use npt_wire::hop::{self, HopRequest};
 
-use crate::cmd::ping::PingArgs;
+use crate::cmd::ping::args::PingArgs;
+use crate::cmd::ping::render;
 use crate::execute::{execute, Options, Subcommand};
 use crate::usage;
 
@@ -210,11 +211,11 @@ impl Workload for FromPing {
 
 impl Subcommand for FromPing {
     fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
-        crate::cmd::ping::render(out, doc)
+        render::render(out, doc)
     }
 
     fn failed(body: &PingBody) -> Option<&'static str> {
-        crate::cmd::ping::failed(body)
+        render::failed(body)
     }
 }
 

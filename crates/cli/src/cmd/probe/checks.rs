@@ -1,11 +1,13 @@
 //! Checks `npt probe` makes before it starts: that the flags cannot ask for more memory than
-//! a test tool should take, and which address of a TCP host name actually accepts.
+//! a test tool should take (part of [`crate::cmd::probe::config`]), and, just before the run,
+//! which addresses answer: the load's target, and which address of a TCP host name accepts.
 
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use npt_probe::probe::runner::{PacingSpec, StageSpec};
+use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, StageSpec};
 
+use crate::cmd::probe::under_load;
 use crate::usage;
 
 /// Latency histograms the run may keep alive at once (stage histograms still open plus each
@@ -67,6 +69,22 @@ pub fn check_memory(
         (total * WORST_HISTOGRAM_BYTES) >> 20,
         stage_flag.split(' ').next().unwrap_or("--report-every"),
     ))
+}
+
+/// Just before the run: a load target that refuses is a usage error; a TCP target is the
+/// first of its addresses that accepts. Returns what to say of the address chosen.
+pub fn reachable(cfg: &mut ProbeConfig) -> anyhow::Result<Vec<String>> {
+    if let Some(plan) = &cfg.under_load {
+        under_load::check_reachable(plan)?;
+    }
+    if cfg.proto == Proto::Tcp && cfg.via.is_none() {
+        // A name with several addresses (localhost → ::1, 127.0.0.1): the first that accepts.
+        if let Some((addr, notes)) = first_accepting(&cfg.target, cfg.addr, &cfg.source) {
+            cfg.addr = addr;
+            return Ok(notes);
+        }
+    }
+    Ok(Vec::new())
 }
 
 /// For a TCP target whose host name has several addresses (localhost → ::1 and 127.0.0.1),
