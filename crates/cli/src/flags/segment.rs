@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use clap::Args;
 use serde::Serialize;
 
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig};
+use npt_probe::{PacingSpec, ProbeConfig};
 
 use crate::usage;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_probe::{PacingSpec, ProbeConfig, Proto, StageSpec};
 use npt_result::workload::{Stop, Workload};
 use npt_server::{ServeConfig, Server};
 use npt_wire::Fill;
@@ -63,7 +63,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         rx_stamp: Default::default(),
         spin: false,
         // The embedded server is on loopback: one clock.
-        clock: npt_probe::probe::session::ClockSync::SameHost,
+        clock: npt_probe::ClockSync::SameHost,
         source: Default::default(),
         on_waiting: Default::default(),
     };

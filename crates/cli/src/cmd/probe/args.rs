@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use npt_probe::probe::runner::RxStamp;
+use npt_probe::RxStamp;
 use npt_wire::Fill;
 
 use crate::cmd::probe::under_load::LoadArgs;

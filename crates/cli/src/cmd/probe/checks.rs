@@ -5,7 +5,7 @@
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_probe::{PacingSpec, ProbeConfig, Proto, StageSpec};
 
 use crate::cmd::probe::under_load;
 use crate::usage;

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use npt_client::source::Source;
-use npt_probe::probe::load::LoadPlan;
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, RxStamp, StageSpec};
-use npt_probe::probe::xml::{self, XmlConfig, XmlLog, XmlPacing, XmlStop};
+use npt_probe::xml::{self, XmlConfig, XmlLog, XmlPacing, XmlStop};
+use npt_probe::LoadPlan;
+use npt_probe::{PacingSpec, ProbeConfig, Proto, RxStamp, StageSpec};
 use npt_proxy::Via;
 
 use crate::cmd::probe::args::{Mode, ProbeArgs, RxStampArg};

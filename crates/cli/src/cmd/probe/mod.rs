@@ -42,7 +42,7 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use npt_probe::probe::runner::{PacingSpec, Proto, StageSpec};
+    use npt_probe::{PacingSpec, Proto, StageSpec};
     use npt_wire::Fill;
     use std::time::Duration;
 

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use npt_probe::probe::runner::{OnWaiting, PacingSpec, ProbeConfig, Proto, Waiting};
+use npt_probe::{OnWaiting, PacingSpec, ProbeConfig, Proto, Waiting};
 use npt_result::error::ErrorKind;
 use npt_result::probe::ProbeBody;
 use npt_result::workload::Progress;

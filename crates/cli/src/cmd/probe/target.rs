@@ -5,7 +5,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use npt_client::source::Source;
-use npt_probe::probe::runner::Proto;
+use npt_probe::Proto;
 
 use crate::flags::source::{self, SourceArgs};
 use crate::usage;
