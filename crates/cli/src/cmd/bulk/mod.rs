@@ -15,7 +15,7 @@ use npt_result::bulk::BulkBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::execute::{execute, Lines, Options, RunCommand};
 use crate::flags::segment::Segment;
 use crate::flags::timing::positive;
 use crate::usage;
@@ -255,7 +255,7 @@ pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     execute(cfg, o)
 }
 
-impl Subcommand for Config {
+impl RunCommand for Config {
     /// An interval line on stdout as it runs (on stderr with `--json -`).
     const LINES: Lines = Lines::Report;
 

@@ -14,7 +14,7 @@ use npt_server::{ServeConfig, Server};
 use npt_wire::Fill;
 
 use crate::cmd::probe::banner;
-use crate::execute::Subcommand;
+use crate::execute::RunCommand;
 use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]

@@ -15,7 +15,7 @@ use npt_result::http::HttpBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::execute::{execute, Lines, Options, RunCommand};
 use crate::flags::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
@@ -277,7 +277,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
     execute(cfg, o)
 }
 
-impl Subcommand for Config {
+impl RunCommand for Config {
     const LINES: Lines = Lines::Status {
         off_tty: false,
         wipe: true,

@@ -27,7 +27,7 @@ use npt_wire::hop::{self, HopRequest};
 
 use crate::cmd::ping::args::PingArgs;
 use crate::cmd::ping::render;
-use crate::execute::{execute, Options, Subcommand};
+use crate::execute::{execute, Options, RunCommand};
 use crate::usage;
 
 pub use npt_ping::from::FromConfig;
@@ -209,7 +209,7 @@ impl Workload for FromPing {
     }
 }
 
-impl Subcommand for FromPing {
+impl RunCommand for FromPing {
     fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
         render::render(out, doc)
     }

@@ -9,7 +9,7 @@ use npt_ping::workload::Ping;
 use npt_result::ping::PingBody;
 use npt_result::Document;
 
-use crate::execute::Subcommand;
+use crate::execute::RunCommand;
 
 /// A ping's text summary, measured here or by an agent.
 pub fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
@@ -38,7 +38,7 @@ pub fn line(ev: &Event, from: &str) -> String {
     }
 }
 
-impl Subcommand for IcmpPing<'_> {
+impl RunCommand for IcmpPing<'_> {
     fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
         render(out, doc)
     }
@@ -52,7 +52,7 @@ impl Subcommand for IcmpPing<'_> {
     }
 }
 
-impl Subcommand for Ping<'_> {
+impl RunCommand for Ping<'_> {
     fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
         render(out, doc)
     }

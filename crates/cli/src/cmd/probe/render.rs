@@ -9,10 +9,10 @@ use npt_result::probe::ProbeBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{Lines, Subcommand};
+use crate::execute::{Lines, RunCommand};
 use crate::flags::segment::Segment;
 
-impl Subcommand for ProbeConfig {
+impl RunCommand for ProbeConfig {
     const LINES: Lines = Lines::Report;
 
     fn split(&mut self, seg: &Segment) -> anyhow::Result<()> {

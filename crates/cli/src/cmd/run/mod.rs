@@ -17,7 +17,7 @@ use npt_result::Document;
 use npt_users::config::{GameShape, QuicShape, TransferShape, WebShape};
 use npt_users::{Load, Mix, Range, RunConfig, Shape, Targets};
 
-use crate::execute::{execute, Lines, Options, Subcommand};
+use crate::execute::{execute, Lines, Options, RunCommand};
 use crate::flags::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
@@ -381,7 +381,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     execute(config(&a)?, o)
 }
 
-impl Subcommand for RunConfig {
+impl RunCommand for RunConfig {
     const LINES: Lines = Lines::Status {
         off_tty: true,
         wipe: false,
