@@ -3,6 +3,7 @@
 //! segment, metrics and attempt timing.
 
 pub mod auth;
+pub mod duration;
 pub mod metrics;
 pub mod output;
 pub mod segment;

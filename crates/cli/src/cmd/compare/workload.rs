@@ -75,7 +75,7 @@ pub fn expected(check: &Check) -> Result<Duration, String> {
                     .saturating_add(or(l.load_duration, 10))
                     .saturating_add(or(l.load_recovery, 5))
             });
-            let send = match (a.duration.or(phases), by_count) {
+            let send = match (a.duration.duration.or(phases), by_count) {
                 (Some(d), Some(c)) => d.min(c),
                 (Some(d), None) => d,
                 (None, Some(c)) => c,
@@ -89,7 +89,7 @@ pub fn expected(check: &Check) -> Result<Duration, String> {
         }
         Check::Run(a) => a
             .ramp_up
-            .saturating_add(a.duration)
+            .saturating_add(a.duration.get())
             .saturating_add(a.timeout),
         Check::Http(a) => {
             let cold = if a.cold_start.is_some() {
@@ -97,7 +97,8 @@ pub fn expected(check: &Check) -> Result<Duration, String> {
             } else {
                 Duration::ZERO
             };
-            cold.saturating_add(a.duration).saturating_add(a.timeout)
+            cold.saturating_add(a.duration.get())
+                .saturating_add(a.timeout)
         }
         Check::Ping(a) => {
             if a.count == 0 {
@@ -107,7 +108,7 @@ pub fn expected(check: &Check) -> Result<Duration, String> {
             times(i, a.count).saturating_add(t)
         }
         Check::Bulk(a) => {
-            let d = parse_duration(&a.duration).map_err(|e| format!("--duration: {e}"))?;
+            let d = a.duration.get();
             let t = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
             d.saturating_add(t)
         }

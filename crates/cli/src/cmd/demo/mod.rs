@@ -15,20 +15,21 @@ use npt_wire::Fill;
 
 use crate::cmd::probe::banner;
 use crate::execute::RunCommand;
-use crate::usage::parse_duration;
+use crate::flags::duration::{self, DurationArgs};
 
 #[derive(Args, Debug)]
+#[command(mut_args(duration::says("How long the UDP probe runs", Some("3s"))))]
 pub struct DemoArgs {
-    /// How long the UDP probe runs.
-    #[arg(long, value_parser = parse_duration, default_value = "3s")]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub duration: DurationArgs,
     /// UDP packets per second.
     #[arg(long, default_value_t = 1000.0, allow_negative_numbers = true)]
     pub pps: f64,
 }
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
-    if a.duration.is_zero() {
+    let duration = a.duration.get();
+    if duration.is_zero() {
         return Err(crate::usage!("--duration must be positive"));
     }
     crate::usage::pps_flag("--pps", a.pps, 1e6)?;
@@ -53,7 +54,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         pacing: PacingSpec::Rate { pps: a.pps },
         loss_timeout: Duration::from_secs(1),
         count: None,
-        duration: Some(a.duration),
+        duration: Some(duration),
         clients: 1,
         threads: 1,
         stage: StageSpec::Time(Duration::from_secs(1)),

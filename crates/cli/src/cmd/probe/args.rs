@@ -9,6 +9,7 @@ use npt_probe::RxStamp;
 use npt_wire::Fill;
 
 use crate::cmd::probe::under_load::LoadArgs;
+use crate::flags::duration::{self, DurationArgs};
 use crate::flags::via::ViaArgs;
 use crate::usage::parse_duration;
 
@@ -44,6 +45,10 @@ impl From<RxStampArg> for RxStamp {
 
 #[derive(Args, Debug, Default)]
 #[command(after_help = crate::execute::EXIT_CODES)]
+#[command(mut_args(duration::says(
+    "Stop sending after this long (e.g. 60s, 2m). Neither this nor --count: until Ctrl-C",
+    None
+)))]
 pub struct ProbeArgs {
     /// udp://HOST:PORT or tcp://HOST:PORT (npt serve, or any echo with --raw), or
     /// stamp://HOST:PORT: a STAMP Session-Reflector (RFC 8762; a router's, npt serve --stamp;
@@ -74,9 +79,8 @@ pub struct ProbeArgs {
     /// Stop after sending this many packets.
     #[arg(long, short = 'n')]
     pub count: Option<u64>,
-    /// Stop sending after this long (e.g. 60s, 2m). Neither this nor --count: until Ctrl-C.
-    #[arg(long, short = 'd', value_parser = parse_duration)]
-    pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub duration: DurationArgs,
     /// Client sockets (distinct source ports); the load is split evenly [default: 1].
     #[arg(long)]
     pub clients: Option<u32>,

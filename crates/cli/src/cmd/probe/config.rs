@@ -240,7 +240,7 @@ fn pacing(a: &ProbeArgs, x: Option<&XmlConfig>) -> anyhow::Result<PacingSpec> {
 
 /// `--count` and `--duration` (the XML's stop when neither is given).
 fn stop(a: &ProbeArgs, x: Option<&XmlConfig>) -> anyhow::Result<(Option<u64>, Option<Duration>)> {
-    let (mut count, mut duration) = (a.count, a.duration);
+    let (mut count, mut duration) = (a.count, a.duration.duration);
     if count.is_none() && duration.is_none() {
         match x.map(|x| x.stop) {
             Some(XmlStop::Count(n)) => count = Some(n),
@@ -339,7 +339,7 @@ fn load(
              QoS test wants)"
         ));
     }
-    if a.count.is_some() || a.duration.is_some() {
+    if a.count.is_some() || a.duration.duration.is_some() {
         return Err(usage!(
             "--count and --duration do not go with --under-load: the run is \
              --load-idle + --load-duration + --load-recovery ({:?})",

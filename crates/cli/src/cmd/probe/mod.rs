@@ -98,7 +98,7 @@ mod tests {
         a.count = Some(10);
         let b = banner(&config(&a).unwrap().0);
         assert!(b.ends_with(", stop after 10 packets"), "{b}");
-        a.duration = Some(Duration::from_secs(5));
+        a.duration.duration = Some(Duration::from_secs(5));
         let b = banner(&config(&a).unwrap().0);
         assert!(b.ends_with(", stop after 10 packets or 5s"), "{b}");
     }
