@@ -14,7 +14,7 @@
 //! [`EXIT_REFUSED`] when [`RunCommand::refused`] says the server refused part of the test.
 
 pub mod live;
-pub mod packets;
+mod packets;
 pub mod signals;
 
 use std::io::{self, IsTerminal, Write};

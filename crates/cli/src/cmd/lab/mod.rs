@@ -5,7 +5,7 @@
 //! background process last published; `run` does up, the scenarios, the table and down in one
 //! process; `check` prints the plan without root.
 
-pub mod socket;
+mod socket;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

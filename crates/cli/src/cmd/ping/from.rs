@@ -161,7 +161,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
 
 /// A ping measured by an agent, as a [`Workload`]: the agent's samples are its tally, their
 /// lines its text (no series, like a ping measured here).
-pub struct FromPing {
+struct FromPing {
     cfg: FromConfig,
     quiet: bool,
     text: Box<dyn Write>,

@@ -4,8 +4,8 @@
 //! no series). `icmp://HOST` is the host's own ICMP echo ([`npt_ping::icmp`]), run the same
 //! way. Exit 1 when nothing answered, 2 for a bad flag.
 
-pub mod args;
-pub mod from;
+mod args;
+mod from;
 mod render;
 
 pub use args::PingArgs;

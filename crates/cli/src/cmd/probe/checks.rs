@@ -14,7 +14,7 @@ use crate::usage;
 /// flow's totals). Histograms are sized lazily (tens of KiB for sub-millisecond round trips)
 /// but one that sees values up to an hour takes ~256 KiB, so this bounds the worst case at
 /// about 1 GiB.
-pub const MAX_HISTOGRAMS: u64 = 4096;
+const MAX_HISTOGRAMS: u64 = 4096;
 const WORST_HISTOGRAM_BYTES: u64 = 256 * 1024;
 /// Per flow, besides its open stages: RTT, corrected RTT, IPDV, send lateness.
 const TOTALS_HISTOGRAMS: u64 = 4;
@@ -91,7 +91,7 @@ pub fn reachable(cfg: &mut ProbeConfig) -> anyhow::Result<Vec<String>> {
 /// the first address that accepts a connection, with a notice when it is not the first one
 /// resolved. None when there is nothing to choose or nothing accepts (the run then reports
 /// the failure on the first address, as it would have).
-pub fn first_accepting(
+fn first_accepting(
     hostport: &str,
     first: SocketAddr,
     source: &npt_client::source::Source,

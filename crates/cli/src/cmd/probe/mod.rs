@@ -6,13 +6,13 @@
 //! [`execute`] (the run sequence every measuring subcommand shares) → [`render`] (banner,
 //! stage lines, the report).
 
-pub mod args;
-pub mod checks;
-pub mod config;
-pub mod owd;
-pub mod render;
-pub mod target;
-pub mod under_load;
+mod args;
+mod checks;
+mod config;
+mod owd;
+mod render;
+mod target;
+mod under_load;
 
 use std::process::ExitCode;
 
