@@ -4,9 +4,16 @@
 //! compare and merge above the engines, the monitor above those, the cli on top. An engine never
 //! depends on a renderer (`npt-report`), and `ping` needs neither `users` nor `probe` for its
 //! transports.
+//!
+//! Inside the cli the same holds for its folders, checked over its source (`crate::` and
+//! `super::` paths): `usage` at the bottom, the flag groups (`flags/`) above it, the run
+//! sequence (`execute/`) above those, the subcommands (`cmd/<name>/`) on top; a subcommand
+//! reaches another only where it runs it (compare, lab, monitor, demo), and no two modules
+//! import each other.
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::process::Command;
 
 /// Each crate's layer: a crate's normal (non-dev) dependencies on workspace crates are all in
@@ -152,4 +159,264 @@ fn no_engine_depends_on_the_renderers_and_ping_needs_no_other_engine() {
         ["npt-stats"],
         "npt-result holds types over stats only"
     );
+}
+
+/// The cli's folders, bottom up: a module may use its own folder's modules and those of lower
+/// folders only (the crate root, `main.rs`, is on top).
+const CLI_LAYERS: &[(&str, u8)] = &[
+    ("crate::usage", 0),
+    ("crate::flags", 1),
+    ("crate::execute", 2),
+    ("crate::cmd", 3),
+];
+
+/// The subcommands that run other subcommands, from those subcommands' own parsed arguments
+/// and configs: compare's scenarios and the monitor's rounds run probe, ping, http, bulk, run
+/// and trace; `npt lab run` runs compare's scenarios; `npt demo` is a probe of its own server.
+const CMD_USES: &[(&str, &[&str])] = &[
+    (
+        "compare",
+        &["bulk", "http", "ping", "probe", "run", "trace"],
+    ),
+    (
+        "monitor",
+        &["compare", "bulk", "http", "ping", "probe", "trace"],
+    ),
+    ("lab", &["compare"]),
+    ("demo", &["probe"]),
+];
+
+/// The modules that read the crate root: the manual pages and completions are made from the
+/// whole command tree (`Cli`).
+const READ_THE_ROOT: &[&str] = &["crate::cmd::manual"];
+
+/// The cli's modules (`crate`, `crate::cmd::probe` …), each with its source: comments and
+/// the unit tests at its end (which may reach anywhere) left out.
+fn cli_modules() -> BTreeMap<String, String> {
+    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, root, out);
+                continue;
+            }
+            if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+                continue;
+            }
+            let rel = path.strip_prefix(root).unwrap().with_extension("");
+            let mut parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if matches!(parts.last().map(String::as_str), Some("mod" | "main")) {
+                parts.pop();
+            }
+            let module = std::iter::once("crate".to_string())
+                .chain(parts)
+                .collect::<Vec<_>>()
+                .join("::");
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.insert(module, code_of(&text));
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = BTreeMap::new();
+    walk(&root, &root, &mut out);
+    out
+}
+
+/// `text` without its comments and its trailing `#[cfg(test)] mod …`.
+fn code_of(text: &str) -> String {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let t = line.trim_start();
+        if t.starts_with("#[cfg(test)]")
+            && lines
+                .peek()
+                .is_some_and(|n| n.trim_start().starts_with("mod "))
+        {
+            break;
+        }
+        if t.starts_with("//") {
+            continue;
+        }
+        code.push_str(line.split(" // ").next().unwrap_or(line));
+        code.push('\n');
+    }
+    code
+}
+
+/// The paths written after each `crate::` and `super::` in `code`, braces expanded
+/// (`crate::flags::{source, via}` → `crate::flags::source`, `crate::flags::via`), as absolute
+/// paths seen from `module`.
+fn paths_in(module: &str, code: &str) -> Vec<String> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    for (start, anchor) in [("crate::", "crate"), ("super::", "super")] {
+        let mut from = 0;
+        while let Some(i) = code[from..].find(start) {
+            let at = from + i;
+            from = at + start.len();
+            if code[..at].chars().next_back().is_some_and(ident) {
+                continue; // `$crate::`, `foo_super::`
+            }
+            let base = match anchor {
+                "crate" => "crate".to_string(),
+                _ => module
+                    .rsplit_once("::")
+                    .map_or("crate", |(p, _)| p)
+                    .to_string(),
+            };
+            let rest = &code[from..];
+            let mut path = base;
+            let mut tail = rest;
+            loop {
+                let seg: String = tail.chars().take_while(|c| ident(*c)).collect();
+                if seg.is_empty() {
+                    break;
+                }
+                path = format!("{path}::{seg}");
+                tail = &tail[seg.len()..];
+                match tail.strip_prefix("::") {
+                    Some(t) => tail = t,
+                    None => break,
+                }
+            }
+            let Some(group) = tail.strip_prefix('{') else {
+                out.push(path);
+                continue;
+            };
+            let inner: String = group.chars().take_while(|c| *c != '}').collect();
+            for item in inner.split(',') {
+                let seg: String = item.trim().chars().take_while(|c| ident(*c)).collect();
+                match seg.as_str() {
+                    "" => {}
+                    "self" => out.push(path.clone()),
+                    _ => out.push(format!("{path}::{seg}")),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Module → the cli modules it uses: the longest module each path names, and each child it
+/// declares (`mod x;`: a parent owns its children, so a child that reads its parent is a cycle).
+fn cli_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let modules = cli_modules();
+    let mut g = BTreeMap::new();
+    for (module, code) in &modules {
+        let mut uses = BTreeSet::new();
+        for path in paths_in(module, code) {
+            let mut p = path.as_str();
+            while !modules.contains_key(p) {
+                match p.rsplit_once("::") {
+                    Some((parent, _)) => p = parent,
+                    None => break,
+                }
+            }
+            if modules.contains_key(p) && p != module {
+                uses.insert(p.to_string());
+            }
+        }
+        for child in modules.keys() {
+            if child.rsplit_once("::").map(|(p, _)| p) == Some(module.as_str()) {
+                uses.insert(child.clone());
+            }
+        }
+        g.insert(module.clone(), uses);
+    }
+    g
+}
+
+fn cli_layer(module: &str) -> Option<(u8, &'static str)> {
+    CLI_LAYERS
+        .iter()
+        .find(|(prefix, _)| module == *prefix || module.starts_with(&format!("{prefix}::")))
+        .map(|(prefix, l)| (*l, *prefix))
+}
+
+/// `crate::cmd::probe::config` → `probe`.
+fn subcommand(module: &str) -> Option<&str> {
+    module.strip_prefix("crate::cmd::")?.split("::").next()
+}
+
+#[test]
+fn the_cli_folders_point_down_and_subcommands_reach_only_what_they_run() {
+    let g = cli_graph();
+    assert!(
+        g.contains_key("crate::cmd::probe") && g.contains_key("crate::flags::source"),
+        "the cli's modules were read: {:?}",
+        g.keys()
+    );
+    let mut wrong = Vec::new();
+    for (module, uses) in &g {
+        for u in uses {
+            let ok = match (cli_layer(module), cli_layer(u)) {
+                // The crate root declares the folders and dispatches to the subcommands.
+                (None, _) => true,
+                (Some(_), None) => READ_THE_ROOT.contains(&module.as_str()),
+                (Some((lm, _)), Some((lu, _))) if lu < lm => true,
+                (Some((lm, _)), Some((lu, _))) if lu > lm => false,
+                _ => match (subcommand(module), subcommand(u)) {
+                    (Some(a), Some(b)) => {
+                        a == b
+                            || CMD_USES
+                                .iter()
+                                .any(|(from, to)| *from == a && to.contains(&b))
+                    }
+                    _ => true,
+                },
+            };
+            if !ok {
+                wrong.push(format!("{module} -> {u}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "cli modules that reach up or across: {wrong:#?}"
+    );
+}
+
+#[test]
+fn no_two_cli_modules_import_each_other() {
+    let mut g = cli_graph();
+    for m in READ_THE_ROOT {
+        g.get_mut(*m).map(|uses| uses.remove("crate"));
+    }
+    let mut cycles = Vec::new();
+    // Every module's reach, a cycle being a module that reaches itself through another.
+    for start in g.keys() {
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<&String> = g[start].iter().collect();
+        while let Some(m) = todo.pop() {
+            if !seen.insert(m.clone()) {
+                continue;
+            }
+            if m == start {
+                break;
+            }
+            todo.extend(g.get(m).into_iter().flatten());
+        }
+        if seen.contains(start) {
+            let through: Vec<&String> = g[start]
+                .iter()
+                .filter(|n| {
+                    // The neighbours that lead back.
+                    let mut s = BTreeSet::new();
+                    let mut t = vec![*n];
+                    while let Some(m) = t.pop() {
+                        if s.insert(m.clone()) {
+                            t.extend(g.get(m).into_iter().flatten());
+                        }
+                    }
+                    s.contains(start)
+                })
+                .collect();
+            cycles.push(format!("{start} <-> {through:?}"));
+        }
+    }
+    assert!(cycles.is_empty(), "module cycles in the cli: {cycles:#?}");
 }

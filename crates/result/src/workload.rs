@@ -31,14 +31,14 @@
 //!    compare calls with its flags'), and `run()`, which checks `stop`, calls `on_interval`
 //!    with each closed [`Interval`] and the totals its `--metrics` series show (a
 //!    [`npt_stats::Snapshot`]), and returns [`Finished`].
-//! 4. Its cli flags: `crates/cli/src/<kind>.rs`, the clap flags (flatten `SegmentArgs`,
+//! 4. Its cli flags: `crates/cli/src/cmd/<kind>/`, the clap flags (flatten `SegmentArgs`,
 //!    `MetricsArgs` to have them) and their validation into that config, then `impl
-//!    Subcommand` — `split` for `--segment`, `banner`, `live`, `line` and `LINES` for
+//!    RunCommand` — `split` for `--segment`, `banner`, `live`, `line` and `LINES` for
 //!    progress, `render` for the text, `failed` for exit 1 — and one call of
-//!    `execute::execute` with its `Options` (~65 lines); in `main.rs` the module, a variant of
-//!    `Command` and its dispatch arm; for `npt compare` to run it, a variant of its `Check`
-//!    and its arm of `expected` (`cmd/compare/workload.rs`, ~5 lines); for `npt monitor`,
-//!    step 5 of docs/development.md's "Adding a kind of result".
+//!    `execute::execute` with its `Options` (~65 lines); its module in `cmd/mod.rs`, and in
+//!    `main.rs` a variant of `Command` and its dispatch arm; for `npt compare` to run it, a
+//!    variant of its `Check` and its arm of `expected` (`cmd/compare/workload.rs`, ~5 lines);
+//!    for `npt monitor`, step 5 of docs/development.md's "Adding a kind of result".
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -198,7 +198,7 @@ impl Wall {
     /// Reads the wall clock inside a bracket of the run's ([`Clock::wall_offset`]).
     fn read(clock: &Clock) -> Wall {
         let offset = u64::try_from(clock.wall_offset()).unwrap_or(0);
-        let error = match npt_netio::rxtime::clock_sync() {
+        let error = match npt_netio::rxtime::wall_clock_status() {
             Some(c) => {
                 npt_wire::stamp::ErrorEstimate::of_clock(c.synced, c.est_error_ns, c.max_error_ns)
             }

@@ -14,7 +14,7 @@ use npt_result::Document;
 use npt_trace::workload::{Alongside, Trace};
 use npt_trace::{Config, Hop, Proto, Target, MAX_HOPS};
 
-use crate::execute::{execute, Options, Subcommand};
+use crate::execute::{execute, Options, RunCommand};
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -290,7 +290,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<ExitCode> {
     execute(trace, o)
 }
 
-impl Subcommand for Trace<'_> {
+impl RunCommand for Trace<'_> {
     fn render(out: &mut dyn Write, doc: &Document<TraceBody>) -> std::io::Result<()> {
         npt_report::trace::write_text(out, &doc.body, doc.stopped_by, doc.duration_s)
     }
