@@ -270,8 +270,13 @@ fn workload(d: &AnyResult) -> serde_json::Value {
 }
 
 impl Row {
-    /// The latency columns from one summary.
+    /// The latency columns from one summary; none from a summary of no samples (a trace
+    /// without `--through` measured only its segments, a run that got no answer): a 0.00
+    /// there would read as a latency, and an overhead of −theoretical.
     pub fn with_figures(mut self, s: &Summary) -> Row {
+        if s.count == 0 {
+            return self;
+        }
         self.avg_ms = Some(s.mean);
         self.p50_ms = Some(s.p50);
         self.p95_ms = Some(s.p95);
@@ -412,9 +417,11 @@ pub fn table(
         .with_retransmits(std::iter::once(d));
         goodput::fill(&mut row, std::iter::once(d));
         rate::fill(&mut row, std::iter::once(d));
-        let (spread, from) = noise::of_one_run(&d.body.view().headline(), &s);
-        row.avg_spread_ms = Some(spread);
-        row.avg_spread_from = Some(from.to_string());
+        if s.count > 0 {
+            let (spread, from) = noise::of_one_run(&d.body.view().headline(), &s);
+            row.avg_spread_ms = Some(spread);
+            row.avg_spread_from = Some(from.to_string());
+        }
         loaded::fill(&mut row, under_load.into_iter());
         directions::fill(&mut row, probe.into_iter());
         pingpong::fill(&mut row, &Vec::from_iter(probe));
@@ -478,6 +485,20 @@ mod tests {
     }
 
     const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_row_without_samples_has_no_figures_and_no_overhead() {
+        let inputs = [
+            probe("direct", &[10 * MS; 10], 0.0),
+            probe("none", &[], 100.0),
+        ];
+        let theo = BTreeMap::from([("none".to_string(), 5.0)]);
+        let t = table(&inputs, Some("direct"), &theo).unwrap();
+        let r = &t.scenarios[1];
+        assert_eq!((r.avg_ms, r.p50_ms, r.max_ms), (None, None, None), "{r:?}");
+        assert_eq!((r.overhead_ms, r.vs_baseline_ms), (None, None), "{r:?}");
+        assert_eq!(r.avg_spread_ms, None, "{r:?}");
+    }
 
     #[test]
     fn overheads_against_theoretical_and_baseline() {
