@@ -10,9 +10,9 @@
 #   HTTP CONNECT proxies the --via tests go through), prometheus (scrapes --metrics), faketime
 #   (a wall-clock step mid-run must change no measurement).
 # - PyPI: kubernetes-validate (checks deploy/k8s/ against the Kubernetes schemas, no cluster).
-# - crates.io: cargo-deny (licences, bans, sources and advisories in tests/supply_chain.rs);
+# - crates.io: cargo-deny (licences, bans, sources and advisories in tests/cli/supply_chain.rs);
 #   stamp-suite 1.0.0 (an independent STAMP sender and reflector, RFC 8762: npt's STAMP is
-#   tested against it both ways in crates/cli/tests/stamp.rs and lab_stamp.rs).
+#   tested against it both ways in crates/cli/tests/probe/stamp.rs and lab/stamp.rs).
 # Tests that need root (network namespaces, TCP repair) run because this runs as root; without
 # root they print SKIPPED and pass. To run one test file without this script, see
 # docs/development.md.

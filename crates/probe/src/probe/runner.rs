@@ -536,7 +536,7 @@ pub fn run(
         }
     }
     let load = load.map(Load::finish);
-    // Start label + monotonic time: a wall-clock step cannot distort it (tests/wallclock.rs).
+    // Start label + monotonic time: a wall-clock step cannot distort it (crates/cli/tests/probe/wallclock.rs).
     let ended_wall = started_wall + Duration::from_nanos(clock.now().saturating_sub(start));
     let wall_s = clock.now().saturating_sub(start) as f64 / 1e9;
     let stopped_by = StopReason::most_telling(stops);
