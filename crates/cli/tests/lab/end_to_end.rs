@@ -271,11 +271,11 @@ fn rate_caps_a_tcp_stream() {
     let dir = tempfile::tempdir().unwrap();
     let _up = Lab::up(
         dir.path(),
-        "trate",
-        &pair("trate", "rate = \"10mbit\"\ndelay = \"5ms\""),
+        "tcap",
+        &pair("tcap", "rate = \"10mbit\"\ndelay = \"5ms\""),
     );
     let (tx, rx) = std::sync::mpsc::channel();
-    let sink = in_ns("npt-trate-server", move || {
+    let sink = in_ns("npt-tcap-server", move || {
         let l = TcpListener::bind("10.0.1.2:9999").unwrap();
         tx.send(()).unwrap();
         let (mut s, _) = l.accept().unwrap();
@@ -297,7 +297,7 @@ fn rate_caps_a_tcp_stream() {
         counted as f64 * 8.0 / t1.map_or(1.0, |t| t.elapsed().as_secs_f64())
     });
     rx.recv_timeout(Duration::from_secs(10)).unwrap();
-    let source = in_ns("npt-trate-client", || {
+    let source = in_ns("npt-tcap-client", || {
         let mut s = TcpStream::connect("10.0.1.2:9999").unwrap();
         s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
         let buf = vec![0x5au8; 65536];
