@@ -570,6 +570,5 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
-#[path = "hop_tests.rs"]
 #[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests;

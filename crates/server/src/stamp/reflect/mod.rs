@@ -193,5 +193,4 @@ impl Reflector {
 }
 
 #[cfg(test)]
-#[path = "reflect_tests.rs"]
 mod tests;

@@ -808,5 +808,4 @@ fn dir_stats(cfg: &ProbeConfig, d: &DirTotals) -> DirStats {
 }
 
 #[cfg(test)]
-#[path = "runner_tests.rs"]
 mod tests;
