@@ -21,20 +21,21 @@ use common::{f, npt, run, Guard};
 /// Labs measure time: one at a time, so two tests' traffic does not compete for the CPU.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Root tests skip, visibly, when not root (CI is root, so there they run); the others hold
-/// [`SERIAL`] for their whole run — those that measure. A test that only brings labs up and
-/// down and checks what is left (`require_root!(unmeasured)`) runs beside them: it reads no
-/// time, rate or loss, and the ones that do already share this box with other labs.
+/// Root tests skip, visibly, when not root (CI is root, so there they run); the others take
+/// this module's turn (`common::turn`: no other module's lab beside them), and those that
+/// measure hold [`SERIAL`] for their whole run too. A test that only brings labs up and down
+/// and checks what is left (`require_root!(unmeasured)`) runs beside them: it reads no time,
+/// rate or loss, and the ones that do already share this box with other labs.
 macro_rules! require_root {
     () => {
         require_root!(unmeasured);
-        let _turn = common::turn(module_path!());
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     };
     (unmeasured) => {
         if lab::skipped(module_path!()) {
             return;
         }
+        let _turn = common::turn(module_path!());
     };
 }
 
