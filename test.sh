@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every check, on a fresh Debian machine that has only Rust: run as root. It installs what the
-# tests use (Debian packages, two Python/Rust tools, rustfmt and clippy), then checks the rules
-# and runs every test:
+# tests use (Debian packages, three tools from PyPI and crates.io, rustfmt and clippy), then
+# checks the rules and runs every test:
 #   1. `cargo fmt --all --check` (seconds; first, so a formatting slip fails at once);
 #   2. `cargo clippy --workspace --all-targets -- -D warnings` (the deny-lints behind
 #      docs/development.md's "no panic on input"): before the tests, so a lint fails in the
