@@ -9,7 +9,8 @@
 # proxy (SOCKS5 and HTTP CONNECT replies through the parsers and the handshake state machine),
 # ping (framed and raw echo replies into a ping session), icmp (ICMP and ICMPv6 messages, raw
 # or datagram, into the echo decoder), http (HTTP/1.1 response heads,
-# chunked bodies whole and in pieces, whole responses through `Conn::request`), stamp (STAMP
+# chunked bodies whole and in pieces, whole responses through `Conn::request`), auth (keyed-
+# handshake messages and sealed frames), hop (the hop agent's requests and replies), stamp (STAMP
 # test packets of both modes as a reflector and a sender read them, answered in place), transit
 # (IP packets as a lab node's TUN device hands them over, into the lab's transit matcher).
 # Files a user writes (TEXT_RUNS, default 1,000,000): xml (the line tester's config), topology (the

@@ -217,7 +217,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__bulk)
-            opts="-P -t -i -b -s -C -q -4 -6 -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --congestion --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-P -t -d -i -b -s -C -q -4 -6 -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --congestion --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -236,6 +236,10 @@ _npt() {
                     return 0
                     ;;
                 --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -407,13 +411,17 @@ _npt() {
             return 0
             ;;
         npt__subcmd__demo)
-            opts="-h --duration --pps --help"
+            opts="-d -h --duration --pps --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -134,7 +134,7 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -s 4 -l ipv4 -d 'IPv4 onl
 complete -c npt -n "__fish_npt_using_subcommand probe" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l load-insecure -d 'quic:// load: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c npt -n "__fish_npt_using_subcommand demo" -l duration -d 'How long the UDP probe runs' -r
+complete -c npt -n "__fish_npt_using_subcommand demo" -s d -l duration -d 'How long the UDP probe runs' -r
 complete -c npt -n "__fish_npt_using_subcommand demo" -l pps -d 'UDP packets per second' -r
 complete -c npt -n "__fish_npt_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand run" -l quic -d 'The QUIC responder (`npt serve --quic`), HOST:PORT' -r
@@ -248,7 +248,7 @@ complete -c npt -n "__fish_npt_using_subcommand bulk" -s P -l streams -d 'Stream
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l direction -d 'down (the server sends), up (this host sends) or both; UDP: up or down (down needs --token, or a server on loopback)' -r -f -a "up\t''
 down\t''
 both\t''"
-complete -c npt -n "__fish_npt_using_subcommand bulk" -s t -l duration -d 'How long to measure (e.g. 10s, 1m)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -s d -s t -l duration -d 'How long to measure (e.g. 10s, 1m)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s i -l interval -d 'Length of one interval line and record' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s b -l rate -d 'The rate, bits/s with a unit (e.g. 50mbit, 1.5gbit, 800kbit): UDP\'s to send at (required); on tcp:// and quic:// each stream\'s pace, payload bits/s, as iperf3\'s -b (-P 4 --rate 5mbit moves up to 20 Mbit/s each way; a download is paced by npt serve) [default for streams: as fast as the path goes]' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -s s -l size -d 'UDP: datagram size in bytes, npt header included (88 to 65507)' -r

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use npt_probe::probe::xml::{parse, XmlError, XmlPacing};
+use npt_probe::xml::{parse, XmlError, XmlPacing};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

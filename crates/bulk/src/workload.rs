@@ -16,7 +16,6 @@ pub fn length(duration: Duration, timeout: Duration) -> Length {
 }
 
 impl Workload for Config {
-    const KIND: &'static str = "bulk";
     type Body = BulkBody;
     type Error = BulkError;
 

@@ -3,6 +3,11 @@
 //! 0 ok, 1 the run failed (nothing answered, or the run could not be carried out),
 //! 2 usage or configuration error, 3 the server refused part of the test (probe, run, bulk,
 //! ping: `execute::EXIT_REFUSED`). A closed stdout (`| head`) counts as success.
+//!
+//! Where things are: [`cmd`] holds one folder per subcommand, [`flags`] the flag groups several
+//! of them flatten, [`execute`] the run sequence every measuring subcommand goes through, and
+//! [`usage`] the usage error (exit 2) and the parsers of flag values; they depend on each
+//! other in that order, top down (`tests/layering.rs` checks it).
 
 mod cmd;
 mod execute;

@@ -10,7 +10,7 @@ pub struct UsageError(pub String);
 /// Shorthand: `Err(usage!("--pps must be positive"))`.
 #[macro_export]
 macro_rules! usage {
-    ($($t:tt)*) => { anyhow::Error::new($crate::UsageError(format!($($t)*))) };
+    ($($t:tt)*) => { anyhow::Error::new($crate::usage::UsageError(format!($($t)*))) };
 }
 
 /// Parses `10ms`, `3.5s`, `2m`, `1h` or a bare number of seconds.

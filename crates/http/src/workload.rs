@@ -18,7 +18,6 @@ pub fn length(ready_timeout: Option<Duration>, duration: Duration, timeout: Dura
 }
 
 impl Workload for Config {
-    const KIND: &'static str = "http";
     type Body = HttpBody;
     type Error = Error;
 

@@ -94,15 +94,6 @@ pub fn pids(name: &str) -> Vec<i32> {
         .unwrap_or_default()
 }
 
-/// Kills every process in `name`, then deletes it. Errors are returned for the log; the
-/// caller goes on cleaning the rest.
-pub fn delete(name: &str) -> Result<(), NetnsError> {
-    delete_all(&[name.to_string()])
-        .into_iter()
-        .next()
-        .map_or(Ok(()), Err)
-}
-
 /// Kills every process in each of `names` first, then deletes them all. The order matters: a
 /// process still alive in one namespace (anything started by `ip netns exec`, which gives it a
 /// mount namespace of its own) holds copies of the other namespaces' mount points, and their

@@ -727,7 +727,7 @@ fn digest(kind: Kind, r: Result<AnyResult, RunError>, prev: Option<Arc<Described
     let answered = figures.count > 0
         || figures.goodput_bps.is_some_and(|g| g > 0.0)
         || figures.segments_ms.iter().any(Option::is_some);
-    let errors = &doc.body.errors().by_kind;
+    let errors = &doc.body.view().errors().by_kind;
     let detail = errors.iter().next().map(|(k, c)| match c.examples.first() {
         Some(e) => format!("{k}: {e}"),
         None => k.to_string(),

@@ -14,7 +14,7 @@
 
 use std::io::{Read, Write};
 
-use npt_result::any::{AnyResult, Workload};
+use npt_result::any::{AnyBody, AnyResult};
 use npt_result::stats::trace::{LegStats, TraceMeta, TraceStats};
 use npt_result::stats::{
     BulkMeta, BulkStats, HttpMeta, HttpStats, PingMeta, PingStats, ProbeMeta, ProbeStats, Stats,
@@ -178,28 +178,28 @@ impl KindStats {
         let body = |e: npt_result::stats::BodyError| KindError::Body(e.to_string());
         let mismatch = || KindError::Mismatch(doc.kind.clone(), kind.name());
         Ok(match (&doc.body, kind) {
-            (Workload::Ping(b), Kind::Ping) => {
+            (AnyBody::Ping(b), Kind::Ping) => {
                 let (s, m) = PingStats::from_body(b).map_err(body)?;
                 (KindStats::Ping(s), KindMeta::Ping(m))
             }
-            (Workload::Probe(b), Kind::Probe) => {
+            (AnyBody::Probe(b), Kind::Probe) => {
                 let (mut s, m) = ProbeStats::from_body(b).map_err(body)?;
                 s.intervals = Default::default();
                 (KindStats::Probe(Box::new(s)), KindMeta::Probe(m))
             }
-            (Workload::Http(b), Kind::Http) => {
+            (AnyBody::Http(b), Kind::Http) => {
                 let (mut s, m) = HttpStats::from_body(b).map_err(body)?;
                 s.intervals = Default::default();
                 (KindStats::Http(Box::new(s)), KindMeta::Http(m))
             }
-            (Workload::Bulk(b), Kind::Bulk) => {
+            (AnyBody::Bulk(b), Kind::Bulk) => {
                 let (mut s, m) = BulkStats::from_body(b).map_err(body)?;
                 s.intervals = Default::default();
                 s.interval_streams.clear();
                 s.stream_totals.clear();
                 (KindStats::Bulk(Box::new(s)), KindMeta::Bulk(m))
             }
-            (Workload::Trace(b), Kind::Trace) => {
+            (AnyBody::Trace(b), Kind::Trace) => {
                 let leg = |l: &npt_result::trace::Leg, name: &str| -> Result<Leg, KindError> {
                     let rtt = match b.histograms.get(name) {
                         Some(h) => Histogram::from_serialized(h)
@@ -372,13 +372,13 @@ impl KindStats {
     }
 
     /// The body of these measurements, as one run of them would have written it.
-    pub fn body(&self, meta: &KindMeta) -> Result<Workload, KindError> {
+    pub fn body(&self, meta: &KindMeta) -> Result<AnyBody, KindError> {
         let mismatch = || KindError::Mismatch(self.kind().name().to_string(), "this");
         Ok(match (self, meta) {
-            (KindStats::Ping(s), KindMeta::Ping(m)) => Workload::Ping(s.summarize(m)),
-            (KindStats::Probe(s), KindMeta::Probe(m)) => Workload::Probe(s.summarize(m)),
-            (KindStats::Http(s), KindMeta::Http(m)) => Workload::Http(s.summarize(m)),
-            (KindStats::Bulk(s), KindMeta::Bulk(m)) => Workload::Bulk(s.summarize(m)),
+            (KindStats::Ping(s), KindMeta::Ping(m)) => AnyBody::Ping(s.summarize(m)),
+            (KindStats::Probe(s), KindMeta::Probe(m)) => AnyBody::Probe(s.summarize(m)),
+            (KindStats::Http(s), KindMeta::Http(m)) => AnyBody::Http(s.summarize(m)),
+            (KindStats::Bulk(s), KindMeta::Bulk(m)) => AnyBody::Bulk(s.summarize(m)),
             (KindStats::Trace(t), KindMeta::Trace { target, proto }) => {
                 let leg = |l: &Leg| LegStats {
                     from: l.from.clone(),
@@ -398,7 +398,7 @@ impl KindStats {
                 });
                 let attempts = b.errors.attempts.unwrap_or(0);
                 b.errors = npt_result::common::Errors::new(t.errors.clone(), attempts);
-                Workload::Trace(b)
+                AnyBody::Trace(b)
             }
             _ => return Err(mismatch()),
         })

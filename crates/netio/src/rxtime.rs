@@ -2,7 +2,7 @@
 //! `recvmmsg` ([`crate::MsgBatch::with_rx_times`]); with the TTL or hop limit it arrived with
 //! ([`enable_ttl`]) and the TOS / traffic class byte ([`enable_tos`]: DSCP and ECN, as the
 //! last hop delivered them), and what the kernel says of the wall clock's synchronization
-//! ([`clock_sync`]).
+//! ([`wall_clock_status`]).
 //!
 //! Why: a responder that says how long it held a packet (its *dwell*, send time minus receive
 //! time) must start the clock when the packet arrived, not when its thread got round to it —
@@ -201,7 +201,7 @@ const _: () = assert!(mem::size_of::<libc::c_int>() == INT_LEN as usize);
 
 /// What the kernel says of the wall clock's synchronization (`adjtimex`, read only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClockSync {
+pub struct WallClockStatus {
     /// A time daemon (chrony, ntpd, phc2sys) keeps the clock synchronized: the kernel's
     /// `STA_UNSYNC` is clear and its state is not `TIME_ERROR`.
     pub synced: bool,
@@ -212,7 +212,7 @@ pub struct ClockSync {
 }
 
 /// The wall clock's synchronization state, or None where `adjtimex` fails.
-pub fn clock_sync() -> Option<ClockSync> {
+pub fn wall_clock_status() -> Option<WallClockStatus> {
     // SAFETY: an all-zero `timex` (modes 0) asks adjtimex to read, not to change anything.
     let (rc, t) = unsafe {
         let mut t: libc::timex = mem::zeroed();
@@ -222,7 +222,7 @@ pub fn clock_sync() -> Option<ClockSync> {
         return None;
     }
     let us = |v: libc::c_long| u64::try_from(v).unwrap_or(0).saturating_mul(1000);
-    Some(ClockSync {
+    Some(WallClockStatus {
         synced: rc != libc::TIME_ERROR && t.status & libc::STA_UNSYNC == 0,
         est_error_ns: us(t.esterror),
         max_error_ns: us(t.maxerror),
@@ -381,7 +381,7 @@ mod tests {
 
     #[test]
     fn the_clock_state_reads() {
-        let c = clock_sync().unwrap();
+        let c = wall_clock_status().unwrap();
         assert!(c.max_error_ns >= c.est_error_ns || !c.synced);
     }
 

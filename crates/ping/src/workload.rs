@@ -36,7 +36,6 @@ impl<'a> Ping<'a> {
 }
 
 impl Workload for Ping<'_> {
-    const KIND: &'static str = "ping";
     type Body = PingBody;
     type Error = PingError;
 

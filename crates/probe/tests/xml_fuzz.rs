@@ -5,7 +5,7 @@
 
 #![cfg(test)]
 
-use npt_probe::probe::xml::{parse, XmlError, XmlPacing};
+use npt_probe::xml::{parse, XmlError, XmlPacing};
 use npt_testkit::fuzz::TextMutator;
 use rand::{rngs::StdRng, SeedableRng};
 

@@ -5,7 +5,8 @@
 //!
 //! Pure code over result documents (JSON values): each kind's headline latency is the
 //! request latency the user feels — probe: RTT; run: every protocol's request latency, its
-//! histograms added exactly; http: request latency (corrected in open loop); ping: the hop RTT.
+//! histograms added exactly; http: request latency (corrected in open loop); ping: the hop RTT;
+//! bulk: the RTT under its own load; trace: the RTT through the chain.
 //! Rows of different kinds or different workload settings are allowed but noted: a p50 of a
 //! ping-pong probe and of a 300-user run are not the same figure.
 //!
@@ -35,7 +36,7 @@ use std::collections::BTreeMap;
 
 use npt_stats::{Histogram, Summary};
 
-use npt_result::any::{AnyResult, Workload};
+use npt_result::any::{AnyBody, AnyResult};
 use npt_result::tcpinfo::TcpKernel;
 use serde::Serialize;
 
@@ -235,11 +236,12 @@ pub enum CompareError {
     Theoretical(String),
 }
 
-/// The user-felt latency of a result, as its kind states it (`Body::headline_summary`).
+/// The user-felt latency of a result, as its kind states it (`View::headline_summary`).
 fn headline(input: &Input) -> Result<Summary, CompareError> {
     input
         .doc
         .body
+        .view()
         .headline_summary()
         .map_err(|m| CompareError::Doc(input.path.clone(), m))
 }
@@ -251,9 +253,9 @@ pub fn hop_spread(b: &npt_result::ping::PingBody) -> f64 {
     noise::of_one_run(&h, &b.summary.as_summary()).0
 }
 
-/// What a result measured (`Body::target`).
+/// What a result measured (`View::target`).
 fn target(d: &AnyResult) -> String {
-    d.body.target()
+    d.body.view().target()
 }
 
 /// The workload settings that make two results comparable (the target left out).
@@ -268,8 +270,13 @@ fn workload(d: &AnyResult) -> serde_json::Value {
 }
 
 impl Row {
-    /// The latency columns from one summary.
+    /// The latency columns from one summary; none from a summary of no samples (a trace
+    /// without `--through` measured only its segments, a run that got no answer): a 0.00
+    /// there would read as a latency, and an overhead of −theoretical.
     pub fn with_figures(mut self, s: &Summary) -> Row {
+        if s.count == 0 {
+            return self;
+        }
         self.avg_ms = Some(s.mean);
         self.p50_ms = Some(s.p50);
         self.p95_ms = Some(s.p95);
@@ -298,8 +305,8 @@ impl Row {
 /// The kernel's view of a result's TCP connections: a TCP probe's, or a run's TCP protocol's.
 fn tcp_kernel(doc: &AnyResult) -> Option<&TcpKernel> {
     match &doc.body {
-        Workload::Probe(b) => b.summary.tcp_info.as_ref(),
-        Workload::Run(b) => b.protocols.get("tcp").and_then(|p| p.tcp_info.as_ref()),
+        AnyBody::Probe(b) => b.summary.tcp_info.as_ref(),
+        AnyBody::Run(b) => b.protocols.get("tcp").and_then(|p| p.tcp_info.as_ref()),
         _ => None,
     }
 }
@@ -369,11 +376,11 @@ pub fn table(
         let s = headline(i)?;
         let d = &i.doc;
         let probe = match &d.body {
-            Workload::Probe(b) => Some(&b.summary),
+            AnyBody::Probe(b) => Some(&b.summary),
             _ => None,
         };
         let under_load = match &d.body {
-            Workload::Probe(b) => b.under_load.as_ref(),
+            AnyBody::Probe(b) => b.under_load.as_ref(),
             _ => None,
         };
         let mut row = Row {
@@ -383,22 +390,22 @@ pub fn table(
             via: d.config["via"].as_str().map(str::to_string),
             // A trace measured its own: the sum of its segments, each from its upstream hop.
             theoretical_ms: theoretical.get(&i.name).copied().or(match &d.body {
-                Workload::Trace(b) => b.summary.sum.map(|s| s.p50_ms),
+                AnyBody::Trace(b) => b.summary.sum.map(|s| s.p50_ms),
                 _ => None,
             }),
             theoretical_source: match (&d.body, theoretical.get(&i.name)) {
                 (_, Some(_)) => Some(runs::source::TYPED.to_string()),
-                (Workload::Trace(b), None) => {
+                (AnyBody::Trace(b), None) => {
                     b.summary.sum.map(|_| runs::source::MEASURED.to_string())
                 }
                 _ => None,
             },
             theoretical_spread_ms: match (&d.body, theoretical.get(&i.name)) {
                 (_, Some(_)) => Some(0.0),
-                (Workload::Trace(b), None) => b.summary.sum.map(|_| trace_sum_spread(b)),
+                (AnyBody::Trace(b), None) => b.summary.sum.map(|_| trace_sum_spread(b)),
                 _ => None,
             },
-            errors: d.body.errors().total_errors,
+            errors: d.body.view().errors().total_errors,
             loss_pct: probe.map(|p| p.loss_pct),
             jitter_ms: probe.map(|p| p.jitter_ms),
             runs: 1,
@@ -410,9 +417,11 @@ pub fn table(
         .with_retransmits(std::iter::once(d));
         goodput::fill(&mut row, std::iter::once(d));
         rate::fill(&mut row, std::iter::once(d));
-        let (spread, from) = noise::of_one_run(&d.body.headline(), &s);
-        row.avg_spread_ms = Some(spread);
-        row.avg_spread_from = Some(from.to_string());
+        if s.count > 0 {
+            let (spread, from) = noise::of_one_run(&d.body.view().headline(), &s);
+            row.avg_spread_ms = Some(spread);
+            row.avg_spread_from = Some(from.to_string());
+        }
         loaded::fill(&mut row, under_load.into_iter());
         directions::fill(&mut row, probe.into_iter());
         pingpong::fill(&mut row, &Vec::from_iter(probe));
@@ -461,9 +470,9 @@ mod tests {
 
     fn probe(name: &str, samples: &[u64], loss: f64) -> Input {
         let mut d = crate::page::test_probe(samples.iter().copied(), &[]);
-        let rtt = d.body.headline().summary();
+        let rtt = d.body.view().headline().summary();
         d.config = serde_json::json!({"pacing": "rate", "target": name});
-        if let Workload::Probe(b) = &mut d.body {
+        if let AnyBody::Probe(b) = &mut d.body {
             b.summary.target = name.into();
             (b.summary.rtt_ms, b.summary.loss_pct, b.summary.jitter_ms) = (rtt, loss, 0.5);
             b.errors.total_errors = 2;
@@ -476,6 +485,20 @@ mod tests {
     }
 
     const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_row_without_samples_has_no_figures_and_no_overhead() {
+        let inputs = [
+            probe("direct", &[10 * MS; 10], 0.0),
+            probe("none", &[], 100.0),
+        ];
+        let theo = BTreeMap::from([("none".to_string(), 5.0)]);
+        let t = table(&inputs, Some("direct"), &theo).unwrap();
+        let r = &t.scenarios[1];
+        assert_eq!((r.avg_ms, r.p50_ms, r.max_ms), (None, None, None), "{r:?}");
+        assert_eq!((r.overhead_ms, r.vs_baseline_ms), (None, None), "{r:?}");
+        assert_eq!(r.avg_spread_ms, None, "{r:?}");
+    }
 
     #[test]
     fn overheads_against_theoretical_and_baseline() {

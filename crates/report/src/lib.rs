@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod directions;
 pub mod html;
+pub mod kinds;
 pub mod merge;
 pub mod page;
 pub mod render;

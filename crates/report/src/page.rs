@@ -1,68 +1,44 @@
-//! Any saved result (probe, run, http, ping) as the pieces `npt report` renders, read from the
-//! one result model ([`AnyResult`]): a CSV of its interval series and headline latency, and an
-//! HTML page with charts (latency over time, rate over time, errors and loss over time, the
-//! percentile spectrum, the CDF) built on [`crate::html`].
+//! Any saved result (probe, run, http, ping, bulk, trace) as the pieces `npt report` renders,
+//! read from the one result model ([`AnyResult`]): a CSV of its interval series and headline
+//! latency, and an HTML page with charts (latency over time, rate over time, errors and loss
+//! over time, the percentile spectrum, the CDF) built on [`crate::html`]. What a kind adds to
+//! them (columns, rows, charts, what its rate counts) its `Render` says
+//! ([`crate::render::of`]); nothing here names a kind.
 
 use std::io::{self, Write};
 
-use crate::html::{Band, Chart, Page, Series, Table};
+use crate::html::{Chart, Page, Series, Table};
 use npt_result::any::AnyResult;
 use npt_result::interval::Interval;
 
+/// A column a kind adds to the CSV: its name, each interval's cell, the summary row's cell
+/// (empty where `None`).
+pub struct Column {
+    pub name: &'static str,
+    pub cell: fn(&Interval) -> Option<String>,
+    pub total: Option<String>,
+}
+
 /// One row per interval, then a summary row; column names are stable (docs/report-merge.md).
-/// A probe whose server said what it saw (or refused some) gets three more columns:
-/// `refused,lost_up,lost_down`; other results are written as they always were.
+/// A kind may add columns after the common ones ([`crate::render::Render::csv_columns`]: a
+/// probe whose server said what it saw gets `refused,lost_up,lost_down`, a bulk its goodput
+/// each way).
 pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
-    // A probe's whole-run figures: what the server refused, each direction's loss.
-    let split = match &doc.body {
-        npt_result::any::Workload::Probe(b)
-            if b.summary.directions.is_some() || b.summary.refused_by_server > 0 =>
-        {
-            let d = b.summary.directions.as_ref();
-            Some((
-                Some(b.summary.refused_by_server),
-                d.and_then(|d| d.up.lost),
-                d.and_then(|d| d.down.lost),
-            ))
-        }
-        _ => None,
-    };
-    // A bulk result's goodput each way, per interval and over the run (bit/s).
-    let bulk = match &doc.body {
-        npt_result::any::Workload::Bulk(b) => Some(b.summary.goodput_bps),
-        _ => None,
-    };
-    let goodput = |d: Option<npt_result::common::Directions>| match (bulk, d) {
-        (Some(_), Some(d)) => format!(",{:.0},{:.0}", d.up, d.down),
-        (Some(_), None) => ",,".to_string(),
-        (None, _) => String::new(),
-    };
-    let n = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
-    let extra = |r: Option<u64>, u: Option<u64>, d: Option<u64>| {
-        if split.is_some() {
-            format!(",{},{},{}", n(r), n(u), n(d))
-        } else {
-            String::new()
-        }
-    };
+    let columns = crate::render::of(&doc.body).csv_columns();
+    let b = doc.body.view();
+    let names: String = columns.iter().map(|c| format!(",{}", c.name)).collect();
     writeln!(
         w,
-        "row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors,loss_pct{}{}",
-        if split.is_some() {
-            ",refused,lost_up,lost_down"
-        } else {
-            ""
-        },
-        if bulk.is_some() {
-            ",goodput_up_bps,goodput_down_bps"
-        } else {
-            ""
-        }
+        "row,index,start_s,end_s,rate_per_s,p50_ms,p99_ms,errors,loss_pct{names}"
     )?;
-    for iv in doc.body.intervals() {
+    for iv in b.intervals() {
+        let cells: String = columns
+            .iter()
+            .map(|c| format!(",{}", (c.cell)(iv).unwrap_or_default()))
+            .collect();
         writeln!(
             w,
-            "interval,{},{:.3},{:.3},{:.3},{:.6},{:.6},{},{}{}{}",
+            "interval,{},{:.3},{:.3},{:.3},{:.6},{:.6},{},{}{cells}",
             iv.index,
             iv.start_s,
             iv.end_s,
@@ -71,21 +47,20 @@ pub fn write_csv(w: &mut impl Write, doc: &AnyResult) -> io::Result<()> {
             iv.latency_ms.p99,
             iv.errors,
             iv.loss_pct.map_or(String::new(), |l| format!("{l:.4}")),
-            extra(iv.refused, iv.lost_up, iv.lost_down),
-            goodput(iv.bandwidth_bps),
         )?;
     }
-    let s = doc.body.headline().summary();
-    let (r, u, d) = split.unwrap_or_default();
+    let s = b.headline().summary();
+    let totals: String = columns
+        .iter()
+        .map(|c| format!(",{}", c.total.as_deref().unwrap_or_default()))
+        .collect();
     writeln!(
         w,
-        "summary,,,{:.3},,{:.6},{:.6},{},{}{}",
+        "summary,,,{:.3},,{:.6},{:.6},{},{totals}",
         doc.duration_s,
         s.p50,
         s.p99,
-        doc.body.errors().total_errors,
-        extra(r, u, d),
-        goodput(bulk),
+        b.errors().total_errors,
     )
 }
 
@@ -94,29 +69,52 @@ pub(crate) const SPECTRUM: [f64; 14] = [
     0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
 ];
 
-/// A loaded probe's phases as shaded spans of a time chart (none for any other result).
-pub(crate) fn phase_bands(doc: &AnyResult) -> Vec<Band> {
-    match &doc.body {
-        npt_result::any::Workload::Probe(b) => b
-            .under_load
-            .iter()
-            .flat_map(|u| &u.phases)
-            .map(|p| Band {
-                label: p.name.clone(),
-                from: p.start_s,
-                to: p.end_s,
-            })
-            .collect(),
-        _ => Vec::new(),
+/// The intervals a time chart draws, and how it draws a series of them.
+///
+/// Zero-length intervals (a run's last instant) are not drawn; a rate over a short last
+/// interval (under half the usual length) is not either: a count over a fraction of an
+/// interval draws a step the path never took (50 pps read 51 over the last 0.98 s).
+pub struct Timeline<'a> {
+    points: Vec<&'a Interval>,
+    usual: f64,
+}
+
+impl<'a> Timeline<'a> {
+    fn of(all: &'a [Interval]) -> Timeline<'a> {
+        let points: Vec<&Interval> = all.iter().filter(|p| p.end_s > p.start_s).collect();
+        let mut lens: Vec<f64> = points.iter().map(|p| p.end_s - p.start_s).collect();
+        lens.sort_by(f64::total_cmp);
+        let usual = lens.get(lens.len() / 2).copied().unwrap_or(0.0);
+        Timeline { points, usual }
+    }
+
+    /// The x axis: each drawn interval's end (s).
+    pub fn x(&self) -> Vec<f64> {
+        self.points.iter().map(|p| p.end_s).collect()
+    }
+
+    /// Whether `p` is long enough for a rate over it to be drawn.
+    pub fn whole(&self, p: &Interval) -> bool {
+        p.end_s - p.start_s >= self.usual / 2.0
+    }
+
+    /// A series of `v` of each drawn interval.
+    pub fn series(&self, label: &str, v: &dyn Fn(&Interval) -> Option<f64>) -> Series {
+        Series {
+            label: label.into(),
+            values: self.points.iter().map(|p| v(p)).collect(),
+        }
     }
 }
 
 /// The HTML page of one result: a summary table and its charts.
 pub fn html_page(doc: &AnyResult, source: &str) -> Page {
     let kind = doc.body.kind();
-    let h = doc.body.headline();
+    let own = crate::render::of(&doc.body);
+    let b = doc.body.view();
+    let h = b.headline();
     let s = h.summary();
-    let rows = vec![
+    let mut rows = vec![
         vec!["kind".into(), kind.to_string()],
         vec!["stopped by".into(), doc.stopped_by.to_string()],
         vec!["samples".into(), s.count.to_string()],
@@ -131,143 +129,55 @@ pub fn html_page(doc: &AnyResult, source: &str) -> Page {
                 s.p50, s.p90, s.p99, s.p999, s.p9999
             ),
         ],
-        vec!["errors".into(), doc.body.errors().total_errors.to_string()],
+        vec!["errors".into(), b.errors().total_errors.to_string()],
     ];
-    let mut rows = rows;
-    if let npt_result::any::Workload::Probe(b) = &doc.body {
-        rows.extend(crate::directions::summary_rows(b));
-        if let Some(u) = &b.under_load {
-            for p in &u.phases {
-                rows.push(vec![
-                    format!(
-                        "{} {:.1}-{:.1} s: p50 / p99 (ms)",
-                        p.name, p.start_s, p.end_s
-                    ),
-                    format!("{:.3} / {:.3}", p.rtt_ms.p50, p.rtt_ms.p99),
-                ]);
-            }
-            rows.push(vec![
-                "rpm under load / idle".into(),
-                format!(
-                    "{} / {}",
-                    u.rpm.map_or("-".into(), |r| format!("{r:.0}")),
-                    u.idle_rpm.map_or("-".into(), |r| format!("{r:.0}"))
-                ),
-            ]);
-            rows.push(vec![
-                format!(
-                    "load {} {} x{}: goodput up / down",
-                    u.load.target, u.load.direction, u.load.streams
-                ),
-                format!(
-                    "{} / {}",
-                    crate::text::bits(u.goodput_bps.up),
-                    crate::text::bits(u.goodput_bps.down)
-                ),
-            ]);
-        }
-    }
-    if let npt_result::any::Workload::Bulk(b) = &doc.body {
-        let g = &b.summary.goodput_bps;
-        rows.push(vec![
-            format!(
-                "{} {} x{}: goodput up / down",
-                b.summary.protocol, b.summary.direction, b.summary.streams
-            ),
-            format!(
-                "{} / {}",
-                crate::text::bits(g.up),
-                crate::text::bits(g.down)
-            ),
-        ]);
-    }
-    // Zero-length intervals (a run's last instant) are not drawn; a rate over a short last
-    // interval (under half the usual length) is not either: a count over a fraction of an
-    // interval draws a step the path never took (50 pps read 51 over the last 0.98 s).
-    let all = doc.body.intervals();
-    let pts: Vec<&Interval> = all.iter().filter(|p| p.end_s > p.start_s).collect();
-    let mut lens: Vec<f64> = pts.iter().map(|p| p.end_s - p.start_s).collect();
-    lens.sort_by(f64::total_cmp);
-    let usual = lens.get(lens.len() / 2).copied().unwrap_or(0.0);
-    let whole = |p: &Interval| p.end_s - p.start_s >= usual / 2.0;
-    let t: Vec<f64> = pts.iter().map(|p| p.end_s).collect();
-    let series = |label: &str, v: &dyn Fn(&Interval) -> Option<f64>| Series {
-        label: label.into(),
-        values: pts.iter().map(|p| v(p)).collect(),
-    };
+    rows.extend(own.summary_rows());
+    let tl = Timeline::of(b.intervals());
     let mut charts = Vec::new();
-    let bands = phase_bands(doc);
-    if !pts.is_empty() {
+    let bands = own.bands();
+    if !tl.points.is_empty() {
         charts.push(Chart {
             id: "latency".into(),
             title: "Latency per interval".into(),
             x_label: "time (s)".into(),
             y_label: "ms".into(),
-            x: t.clone(),
+            x: tl.x(),
             series: vec![
-                series("p50", &|p| Some(p.latency_ms.p50)),
-                series("p99", &|p| Some(p.latency_ms.p99)),
+                tl.series("p50", &|p| Some(p.latency_ms.p50)),
+                tl.series("p99", &|p| Some(p.latency_ms.p99)),
             ],
             bands: bands.clone(),
             ..Chart::default()
         });
-        // What an interval's rate counts, by kind (docs/result-json.md, `rate_per_s`).
-        let unit = match &doc.body {
-            npt_result::any::Workload::Probe(_) => Some("packets/s"),
-            npt_result::any::Workload::Bulk(b) if b.summary.udp.is_some() => Some("datagrams/s"),
-            npt_result::any::Workload::Bulk(_) => None,
-            _ => Some("requests/s"),
-        };
-        if let npt_result::any::Workload::Bulk(_) = &doc.body {
-            let mbps = |v: f64| v / 1e6;
-            charts.push(Chart {
-                id: "goodput".into(),
-                title: "Goodput per interval (Mbit/s)".into(),
-                x_label: "time (s)".into(),
-                y_label: "Mbit/s".into(),
-                x: t.clone(),
-                series: vec![
-                    series("up", &|p| {
-                        p.bandwidth_bps.filter(|_| whole(p)).map(|d| mbps(d.up))
-                    }),
-                    series("down", &|p| {
-                        p.bandwidth_bps.filter(|_| whole(p)).map(|d| mbps(d.down))
-                    }),
-                ],
-                bands: bands.clone(),
-                ..Chart::default()
-            });
-        }
-        if let Some(unit) = unit {
+        charts.extend(own.series_charts(&tl, &bands));
+        if let Some(unit) = own.rate_unit() {
             charts.push(Chart {
                 id: "rate".into(),
                 title: format!("Rate ({unit})"),
                 x_label: "time (s)".into(),
                 y_label: unit.into(),
-                x: t.clone(),
-                series: vec![series("rate", &|p| whole(p).then_some(p.rate_per_s))],
+                x: tl.x(),
+                series: vec![tl.series("rate", &|p| tl.whole(p).then_some(p.rate_per_s))],
                 bands: bands.clone(),
                 ..Chart::default()
             });
         }
-        let mut err = vec![series("errors", &|p| Some(p.errors as f64))];
-        if kind == "probe" {
-            err.push(series("loss %", &|p| p.loss_pct));
+        let mut err = vec![tl.series("errors", &|p| Some(p.errors as f64))];
+        if own.draws_loss() {
+            err.push(tl.series("loss %", &|p| p.loss_pct));
         }
         charts.push(Chart {
             id: "errors".into(),
             title: "Errors and loss per interval".into(),
             x_label: "time (s)".into(),
             y_label: "count / %".into(),
-            x: t,
+            x: tl.x(),
             series: err,
             bands: bands.clone(),
             ..Chart::default()
         });
     }
-    if let npt_result::any::Workload::Probe(b) = &doc.body {
-        charts.extend(crate::directions::charts(b, &bands));
-    }
+    charts.extend(own.charts(&bands));
     if !h.is_empty() {
         charts.push(Chart {
             id: "spectrum".into(),
@@ -376,7 +286,7 @@ pub(crate) fn test_probe(
         t1,
         npt_result::StopReason::Count,
         serde_json::Value::Null,
-        npt_result::any::Workload::Probe(body),
+        npt_result::any::AnyBody::Probe(body),
     )
 }
 
@@ -411,7 +321,7 @@ mod tests {
     #[test]
     fn short_intervals_are_no_steps_and_the_spectrum_axis_is_percentiles() {
         let mut d = doc();
-        let npt_result::any::Workload::Probe(b) = &mut d.body else {
+        let npt_result::any::AnyBody::Probe(b) = &mut d.body else {
             unreachable!()
         };
         let mut short = b.intervals[1].clone();
@@ -444,7 +354,7 @@ mod tests {
     fn directions_in_the_csv_and_on_the_page() {
         use npt_result::directions::{hist as dh, OneWay, PathDirections};
         let mut d = doc();
-        let npt_result::any::Workload::Probe(b) = &mut d.body else {
+        let npt_result::any::AnyBody::Probe(b) = &mut d.body else {
             unreachable!()
         };
         for (i, iv) in b.intervals.iter_mut().enumerate() {

@@ -1,22 +1,23 @@
-//! What `npt report` prints for a result of any kind: text, Markdown and an HTML page, each a
-//! default that reads only what every kind answers (`npt_result::kinds::Body`: the headline
-//! latency, errors, the interval series), which a kind overrides where its report has a layout
-//! of its own ([`Render`]). The dispatch from the one result type to the kind's renderer is
-//! generated from the registry of kinds (`npt_result::kinds!`), so a new kind needs no line
-//! here to be rendered: without an `impl Render` it gets every default.
+//! What `npt report` prints for a result of any kind — text, Markdown, CSV and an HTML page —
+//! as one trait, [`Render`], that every kind of the registry implements (in
+//! [`crate::kinds`]). Its defaults read only what every kind answers
+//! (`npt_result::body::View`: the headline latency, errors, the interval series); a kind
+//! overrides the whole of a format where its report has a layout of its own (a trace's
+//! waterfall), or adds its own parts to the default page and CSV (a probe's one-way split, a
+//! bulk's goodput) through the hooks below, so the page itself never asks which kind it
+//! draws.
 //!
-//! How a kind without an impl falls back to the defaults, on stable Rust: the dispatch calls
-//! `(&Pick(body)).layout()`. Method lookup tries the receiver `&Pick<B>` as it is first, which
-//! [`Own`] (implemented for `Pick<B>` where `B: Render`) takes with `&self`; only when `B`
-//! has no `Render` does it add a reference and find [`Plain`] (implemented for `&Pick<B>`
-//! of any `B`). The choice is made where the concrete body type is known, at compile time.
+//! The dispatch from the one result type to its kind's `Render` ([`of`]) is generated from the
+//! registry of kinds (`npt_result::kinds!`): a new kind is rendered once it has an
+//! `impl Render` (an empty one takes every default), and the build fails until it has.
 
 use std::io::{self, Write};
 
-use npt_result::any::{AnyResult, Workload};
+use npt_result::any::{AnyBody, AnyResult};
 
 use crate::compare::{self, CompareError, Input};
-use crate::html::Page;
+use crate::html::{Band, Chart, Page};
+use crate::page::{Column, Timeline};
 
 /// A renderer's failure: the output could not be written, or the document holds figures it
 /// cannot show (a histogram that does not decode).
@@ -28,7 +29,8 @@ pub enum RenderError {
     Doc(#[from] CompareError),
 }
 
-/// A kind's own layout: override what it prints differently from the defaults.
+/// How one kind's result is rendered: each format whole (overridden where the kind has a
+/// layout of its own), then the parts a kind adds to the default page and CSV.
 pub trait Render {
     /// The text summary, as the command that made the result printed it.
     fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
@@ -44,88 +46,75 @@ pub trait Render {
     fn html(&self, doc: &AnyResult, path: &str) -> Page {
         crate::page::html_page(doc, path)
     }
-}
 
-/// The renderers of one kind, as an object (what the dispatch hands back).
-pub trait Layout {
-    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()>;
-    fn markdown(&self, w: &mut dyn Write, doc: &AnyResult, path: &str) -> Result<(), RenderError>;
-    fn html(&self, doc: &AnyResult, path: &str) -> Page;
-}
-
-impl<B: Render> Layout for B {
-    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-        Render::text(self, w, doc)
+    /// Columns the CSV adds after the ones every kind has (none by default).
+    fn csv_columns(&self) -> Vec<Column> {
+        Vec::new()
     }
-    fn markdown(&self, w: &mut dyn Write, doc: &AnyResult, path: &str) -> Result<(), RenderError> {
-        Render::markdown(self, w, doc, path)
+
+    /// Rows the page's summary table adds after the ones every kind has.
+    fn summary_rows(&self) -> Vec<Vec<String>> {
+        Vec::new()
     }
-    fn html(&self, doc: &AnyResult, path: &str) -> Page {
-        Render::html(self, doc, path)
+
+    /// Spans of the run shaded on every time chart (a loaded probe's phases).
+    fn bands(&self) -> Vec<Band> {
+        Vec::new()
     }
-}
 
-/// The defaults, for a kind with no layout of its own.
-pub struct Defaults;
+    /// What an interval's rate counts (docs/result-json.md, `rate_per_s`); `None` draws no
+    /// rate chart.
+    fn rate_unit(&self) -> Option<&'static str> {
+        Some("requests/s")
+    }
 
-impl Render for Defaults {}
+    /// Whether the errors chart also draws each interval's loss.
+    fn draws_loss(&self) -> bool {
+        false
+    }
 
-/// A body on its way to its layout (see the module's note).
-pub struct Pick<'a, B>(pub &'a B);
+    /// Charts of the interval series drawn between latency and rate.
+    fn series_charts(&self, _timeline: &Timeline, _bands: &[Band]) -> Vec<Chart> {
+        Vec::new()
+    }
 
-/// Found first: the kind's own [`Render`].
-pub trait Own<'a> {
-    fn layout(&self) -> &'a dyn Layout;
-}
-
-impl<'a, B: Render> Own<'a> for Pick<'a, B> {
-    fn layout(&self) -> &'a dyn Layout {
-        self.0
+    /// Charts drawn after the errors chart, before the latency's spectrum.
+    fn charts(&self, _bands: &[Band]) -> Vec<Chart> {
+        Vec::new()
     }
 }
 
-/// Found when the kind has no [`Render`]: the [`Defaults`].
-pub trait Plain<'a> {
-    fn layout(&self) -> &'a dyn Layout;
-}
-
-impl<'a, B> Plain<'a> for &Pick<'a, B> {
-    fn layout(&self) -> &'a dyn Layout {
-        &Defaults
-    }
-}
-
-macro_rules! layouts {
+macro_rules! dispatch {
     ($($Var:ident($Body:ty) $(merge $Stats:ty)?;)*) => {
-        /// The renderers of `doc`'s kind.
-        pub fn layout(doc: &AnyResult) -> &dyn Layout {
-            match &doc.body {
-                $(Workload::$Var(b) => (&Pick(b)).layout(),)*
+        /// The renderers of `body`'s kind.
+        pub fn of(body: &AnyBody) -> &dyn Render {
+            match body {
+                $(AnyBody::$Var(b) => b,)*
             }
         }
     };
 }
-npt_result::kinds!(layouts);
+npt_result::kinds!(dispatch);
 
 /// The text summary of any result, as the command that made it printed it.
 pub fn text(w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-    layout(doc).text(w, doc)
+    of(&doc.body).text(w, doc)
 }
 
 /// Any result as Markdown (`path` names it).
 pub fn markdown(w: &mut dyn Write, doc: &AnyResult, path: &str) -> Result<(), RenderError> {
-    layout(doc).markdown(w, doc, path)
+    of(&doc.body).markdown(w, doc, path)
 }
 
 /// Any result as an HTML page (`path` names it).
 pub fn html(doc: &AnyResult, path: &str) -> Page {
-    layout(doc).html(doc, path)
+    of(&doc.body).html(doc, path)
 }
 
 /// What every kind can say: what it measured, how it ended, its headline latency and errors.
 pub fn default_text(w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-    let b = &doc.body;
-    writeln!(w, "npt {} {}", b.kind(), b.target())?;
+    let b = doc.body.view();
+    writeln!(w, "npt {} {}", doc.body.kind(), b.target())?;
     writeln!(
         w,
         "stopped by {} after {:.2} s",
@@ -161,13 +150,14 @@ pub fn default_markdown(w: &mut dyn Write, doc: &AnyResult, path: &str) -> Resul
 mod tests {
     use super::*;
 
-    /// A type with no `Render` falls back to the defaults; a kind with its own layout keeps it.
+    /// An empty `impl Render` takes every default; a kind with its own layout keeps it.
     #[test]
-    fn a_kind_without_a_layout_gets_the_defaults() {
+    fn an_empty_impl_gets_the_defaults() {
+        struct Plain;
+        impl Render for Plain {}
         let doc = crate::page::test_probe([2_000_000, 3_000_000].into_iter(), &[]);
-        let plain = (&Pick(&())).layout();
         let (mut own, mut default) = (Vec::new(), Vec::new());
-        plain.text(&mut default, &doc).unwrap();
+        Plain.text(&mut default, &doc).unwrap();
         text(&mut own, &doc).unwrap();
         let default = String::from_utf8(default).unwrap();
         assert!(default.starts_with("npt probe "), "{default}");

@@ -7,7 +7,6 @@
 
 use std::io::{self, Write};
 
-use npt_result::any::AnyResult;
 use npt_result::trace::{Estimate, Leg, Round, TraceBody};
 use npt_result::StopReason;
 
@@ -309,30 +308,6 @@ fn write_rounds(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
 
 fn md(s: &str) -> String {
     s.replace('|', "\\|")
-}
-
-/// A trace's layout: its waterfall, in every format.
-impl crate::render::Render for TraceBody {
-    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-        write_text(w, self, doc.stopped_by, doc.duration_s)
-    }
-
-    fn markdown(
-        &self,
-        w: &mut dyn Write,
-        _doc: &AnyResult,
-        _path: &str,
-    ) -> Result<(), crate::render::RenderError> {
-        Ok(write_markdown(w, self)?)
-    }
-
-    fn html(&self, doc: &AnyResult, path: &str) -> Page {
-        html_page(
-            self,
-            format!("npt trace: {path}"),
-            format!("{} → {}", doc.started_at, doc.ended_at),
-        )
-    }
 }
 
 /// The waterfall (and the rounds) as Markdown tables.

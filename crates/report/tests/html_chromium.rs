@@ -17,7 +17,7 @@ use npt_report::compare::page::html_page;
 use npt_report::compare::runs::{table_of_runs, ScenarioRuns};
 use npt_report::compare::Input;
 use npt_report::html::{render, render_to_vec, Chart, Page, Series, Table};
-use npt_result::any::{AnyResult, Workload};
+use npt_result::any::{AnyBody, AnyResult};
 use npt_result::interval::Interval;
 use npt_result::probe::{hist, ProbeBody, ProbeSummary};
 use npt_result::Document;
@@ -203,7 +203,7 @@ fn probe_doc(base_ms: f64, secs: usize) -> AnyResult {
         t1,
         npt_result::StopReason::Duration,
         serde_json::Value::Null,
-        Workload::Probe(body),
+        AnyBody::Probe(body),
     )
 }
 

@@ -46,6 +46,9 @@ pub struct BulkBody {
 
 impl crate::body::Body for BulkBody {
     const KIND: &'static str = "bulk";
+}
+
+impl crate::body::View for BulkBody {
     crate::body::blocks!(health, intervals, histograms);
 
     /// The path's RTT under the bulk's own load.

@@ -52,6 +52,9 @@ pub struct HttpBody {
 
 impl crate::body::Body for HttpBody {
     const KIND: &'static str = "http";
+}
+
+impl crate::body::View for HttpBody {
     crate::body::blocks!(health, intervals, histograms);
 
     /// The request latency (corrected in open loop).

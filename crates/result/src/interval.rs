@@ -1,5 +1,5 @@
 //! One interval record for every workload (`intervals[]` of a `probe`, `run`, `http` or `bulk` result,
-//! schema `npt.result.v2`), so a reader of the series — the CSV, the HTML charts, `compare`,
+//! schema `npt.result.v2`; a `ping` and a `trace` have no series), so a reader of the series — the CSV, the HTML charts, `compare`,
 //! `merge`, the live lines — is written once instead of once per kind.
 //!
 //! Every record fills the common fields: `index`, `start_s`, `end_s`, `completed`, `errors`,
@@ -262,14 +262,6 @@ impl IntervalAcc {
             m.clear();
         }
         rec
-    }
-
-    /// A saved record, to be joined with others of its index.
-    pub fn from_record(r: &Interval) -> Result<IntervalAcc, StatsError> {
-        Ok(IntervalAcc::with_latency(
-            r,
-            Histogram::from_serialized(&r.histogram)?,
-        ))
     }
 
     fn with_latency(r: &Interval, latency: Histogram) -> IntervalAcc {

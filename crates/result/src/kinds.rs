@@ -1,11 +1,11 @@
 //! The registry of result kinds: one line per kind, in [`kinds!`], from which everything that
-//! reads a result of any kind is generated — the one result type ([`crate::any::Workload`]
+//! reads a result of any kind is generated — the one result type ([`crate::any::AnyBody`]
 //! and its reader), the kind without its body ([`Kind`]: what a monitor's target or a command
 //! names), [`crate::any::KINDS`], the checked-in schemas ([`crate::schema`]) and the
 //! dispatch of `npt merge` ([`with_stats`], for the kinds that name a stats value). What a
-//! kind answers is its [`Body`] impl, next to its body type; what a renderer prints for it
-//! is `npt-report`'s `Render` (a default, or the kind's own layout), dispatched from this
-//! same list.
+//! kind is and answers are its [`Body`] and [`View`] impls, next to its body type; what a
+//! renderer prints for it is its `impl npt_report::render::Render`, dispatched from this same
+//! list.
 //!
 //! A line reads `Variant(BodyType)`, and `merge StatsType` when the kind's parts of a
 //! segmented run (`--segment`) are merged by adding that stats value ([`Stats`]). The kind's
@@ -16,7 +16,7 @@
 //! `macro_rules!` of its own, so no list of kinds is written twice.
 
 pub use crate::any::{with_stats, MERGEABLE};
-pub use crate::body::Body;
+pub use crate::body::{Body, View};
 pub use crate::stats::Stats;
 
 /// The kinds, each once. Call with the name of a macro that takes the list.
@@ -99,58 +99,10 @@ pub trait StatsVisitor {
         S::Body: Registered;
 }
 
-/// What a [`Body`] answers, as a trait object: one value of [`crate::any::Workload`] lends
-/// its body as this, so its readers are written once.
-pub trait View {
-    fn kind(&self) -> &'static str;
-    fn latency(&self) -> &std::collections::BTreeMap<String, crate::common::NptLatency>;
-    fn errors(&self) -> &crate::common::Errors;
-    fn errors_mut(&mut self) -> &mut crate::common::Errors;
-    fn health(&self) -> crate::health::Health;
-    fn intervals(&self) -> &[crate::interval::Interval];
-    fn histograms(&self) -> std::collections::BTreeMap<&str, &npt_stats::SerializedHistogram>;
-    fn headline_parts(&self) -> Vec<(&str, &npt_stats::SerializedHistogram)>;
-    fn headline_summary(&self) -> Result<npt_stats::Summary, String>;
-    fn target(&self) -> String;
-}
-
-impl<B: Body> View for B {
-    fn kind(&self) -> &'static str {
-        B::KIND
-    }
-    fn latency(&self) -> &std::collections::BTreeMap<String, crate::common::NptLatency> {
-        Body::latency(self)
-    }
-    fn errors(&self) -> &crate::common::Errors {
-        Body::errors(self)
-    }
-    fn errors_mut(&mut self) -> &mut crate::common::Errors {
-        Body::errors_mut(self)
-    }
-    fn health(&self) -> crate::health::Health {
-        Body::health(self)
-    }
-    fn intervals(&self) -> &[crate::interval::Interval] {
-        Body::intervals(self)
-    }
-    fn histograms(&self) -> std::collections::BTreeMap<&str, &npt_stats::SerializedHistogram> {
-        Body::histograms(self)
-    }
-    fn headline_parts(&self) -> Vec<(&str, &npt_stats::SerializedHistogram)> {
-        Body::headline_parts(self)
-    }
-    fn headline_summary(&self) -> Result<npt_stats::Summary, String> {
-        Body::headline_summary(self)
-    }
-    fn target(&self) -> String {
-        Body::target(self)
-    }
-}
-
-/// A body that is one variant of [`crate::any::Workload`] (generated for every registered
+/// A body that is one variant of [`crate::any::AnyBody`] (generated for every registered
 /// kind): how a reader of one kind takes its body back out of the one result type.
 pub trait Registered: Body {
-    fn pick(w: crate::any::Workload) -> Option<Self>;
+    fn pick(w: crate::any::AnyBody) -> Option<Self>;
 }
 
 /// The name of a kind that merges, its stats value named so that the registry's optional
@@ -176,11 +128,11 @@ macro_rules! registry {
         // One value per result read, never a collection of them: the variants' sizes do not
         // matter.
         #[allow(clippy::large_enum_variant)]
-        pub enum Workload {
+        pub enum AnyBody {
             $($Var($Body),)*
         }
 
-        /// The kinds [`Workload`] holds, in the registry's order.
+        /// The kinds [`AnyBody`] holds, in the registry's order.
         pub const KINDS: &[&str] = &[$(<$Body as $crate::body::Body>::KIND,)*];
 
         /// The kinds `npt merge` joins (those whose registry line names a stats value).
@@ -191,33 +143,40 @@ macro_rules! registry {
             ),)?)*];
 
         $(
-            impl From<$Body> for Workload {
-                fn from(b: $Body) -> Workload {
-                    Workload::$Var(b)
+            impl From<$Body> for AnyBody {
+                fn from(b: $Body) -> AnyBody {
+                    AnyBody::$Var(b)
                 }
             }
 
             impl $crate::kinds::Registered for $Body {
-                fn pick(w: Workload) -> Option<Self> {
+                fn pick(w: AnyBody) -> Option<Self> {
                     match w {
-                        Workload::$Var(b) => Some(b),
+                        AnyBody::$Var(b) => Some(b),
                         _ => None,
                     }
                 }
             }
         )*
 
-        impl Workload {
-            /// The body, as what every kind answers.
-            pub fn view(&self) -> &dyn $crate::kinds::View {
+        impl AnyBody {
+            /// The body's kind.
+            pub fn kind(&self) -> $crate::Kind {
                 match self {
-                    $(Workload::$Var(b) => b,)*
+                    $(AnyBody::$Var(_) => $crate::Kind::$Var,)*
                 }
             }
 
-            fn view_mut(&mut self) -> &mut dyn $crate::kinds::View {
+            /// The body, as what every kind answers: its readers are called here, once.
+            pub fn view(&self) -> &dyn $crate::body::View {
                 match self {
-                    $(Workload::$Var(b) => b,)*
+                    $(AnyBody::$Var(b) => b,)*
+                }
+            }
+
+            fn view_mut(&mut self) -> &mut dyn $crate::body::View {
+                match self {
+                    $(AnyBody::$Var(b) => b,)*
                 }
             }
         }
@@ -232,7 +191,7 @@ macro_rules! registry {
                 if kind == <$Body as $crate::body::Body>::KIND {
                     return Some(
                         serde_json::from_value::<Document<$Body>>(json)
-                            .map(|d| d.map_body(Workload::$Var)),
+                            .map(|d| d.map_body(AnyBody::$Var)),
                     );
                 }
             )*

@@ -4,9 +4,11 @@
 //! it depends on `npt-stats`, serde and schemars only, so no engine depends on a renderer.
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
-//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`], [`trace`]), and [`any`] reads
-//! any of them as one type with a typed workload part. Types derive `Deserialize` as well as
-//! `Serialize` so a saved result can be rendered again or merged without re-running anything.
+//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`], [`trace`], [`lifetime`]; the
+//! registry of kinds is [`kinds`]), and [`any`] reads any of them as one type
+//! ([`any::AnyBody`], which lends what every kind answers as a [`body::View`]). Types derive
+//! `Deserialize` as well as `Serialize` so a saved result can be rendered again or merged
+//! without re-running anything.
 //! The blocks every kind shares are in [`common`] and [`health`]; each kind's measurements are
 //! a value that adds, and the one function that makes its body from them is in [`stats`].
 //! Types also derive `JsonSchema`, from which the checked-in `schema/<kind>.schema.json` are
@@ -73,7 +75,7 @@ pub struct Document<B> {
     /// The layout's version, `npt.result.v2` ([`SCHEMA`]; v1 files are read, not written).
     #[schemars(extend("const" = SCHEMA))]
     pub schema: String,
-    /// The workload: `probe`, `run`, `http` or `ping`.
+    /// The workload: `probe`, `run`, `http`, `ping`, `bulk`, `trace` or `lifetime` (a kind's body `KIND`).
     pub kind: String,
     pub tool: Tool,
     /// The machine that measured.

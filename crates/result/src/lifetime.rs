@@ -2,7 +2,7 @@
 //! an idle UDP flow alive, as a bracket — the longest idle a flow survived, the shortest it did
 //! not — and whether a flow that expired came back from a new source port (a rebound mapping);
 //! every flow of the search with its gap and fate. Here rather than in npt-lifetime so that
-//! every reader reads it as one typed result ([`crate::any::Workload::Lifetime`]).
+//! every reader reads it as one typed result ([`crate::any::AnyBody::Lifetime`]).
 //!
 //! Field names are what users script against (docs/lifetime.md);
 //! `schema/lifetime.schema.json` checks them.
@@ -107,6 +107,9 @@ pub struct FlowRecord {
 
 impl crate::body::Body for LifetimeBody {
     const KIND: &'static str = "lifetime";
+}
+
+impl crate::body::View for LifetimeBody {
     crate::body::blocks!();
 
     fn histograms(&self) -> BTreeMap<&str, &SerializedHistogram> {

@@ -2,7 +2,7 @@
 //! `latency.<proto>` and `errors` blocks every npt result carries, and the RTT histogram so
 //! results merge exactly; and its text summary, so that `npt report` prints what `npt ping`
 //! printed. Here rather than in npt-ping so that every reader reads it as one typed result
-//! ([`crate::any::Workload::Ping`]).
+//! ([`crate::any::AnyBody::Ping`]).
 //!
 //! Field names are what users script against (docs/result-json.md, "ping"); `schema/ping.schema.json`
 //! checks them.
@@ -65,6 +65,9 @@ pub struct PingBody {
 
 impl crate::body::Body for PingBody {
     const KIND: &'static str = "ping";
+}
+
+impl crate::body::View for PingBody {
     crate::body::blocks!();
 
     /// Its one histogram, as `rtt`.
@@ -188,7 +191,7 @@ impl PingSummary {
 }
 
 /// The name a ping's one histogram goes by among every result's histograms
-/// ([`crate::any::Workload::histograms`]); the document keeps it as `histogram`.
+/// ([`crate::body::View::histograms`]); the document keeps it as `histogram`.
 pub mod hist {
     /// Round-trip time of answered attempts.
     pub const RTT: &str = "rtt";

@@ -48,6 +48,9 @@ pub struct ProbeBody {
 
 impl crate::body::Body for ProbeBody {
     const KIND: &'static str = "probe";
+}
+
+impl crate::body::View for ProbeBody {
     crate::body::blocks!(health, intervals, histograms);
 
     /// The RTT.

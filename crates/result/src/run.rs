@@ -57,6 +57,9 @@ pub struct RunBody {
 
 impl crate::body::Body for RunBody {
     const KIND: &'static str = "run";
+}
+
+impl crate::body::View for RunBody {
     crate::body::blocks!(health, intervals, histograms);
 
     /// The request latency of every protocol.

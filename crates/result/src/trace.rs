@@ -2,7 +2,7 @@
 //! from its own upstream hop (`npt trace --hop …`), their sum, the chain's own RTT through its
 //! entry (`--through`), and the relays' cost = chain − sum, each p50 with how well it is known;
 //! with `--during`, the rounds measured while another workload ran (drift). Here rather than in
-//! npt-trace so that every reader reads it as one typed result ([`crate::any::Workload::Trace`]).
+//! npt-trace so that every reader reads it as one typed result ([`crate::any::AnyBody::Trace`]).
 //!
 //! **Uncertainty, not width.** A leg's p50 is known to its 95 % order-statistic interval from
 //! the leg's own RTTs ([`npt_stats::Histogram::quantile_ci`]; `p50_ci_ms` is its larger side):
@@ -64,6 +64,9 @@ pub struct TraceBody {
 
 impl crate::body::Body for TraceBody {
     const KIND: &'static str = "trace";
+}
+
+impl crate::body::View for TraceBody {
     crate::body::blocks!(histograms);
 
     /// The RTT through the chain (none without `--through`).

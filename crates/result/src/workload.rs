@@ -1,4 +1,4 @@
-//! The contract every workload (`probe`, `run`, `http`, `ping`, `bulk`) keeps with the command
+//! The contract every workload (`probe`, `run`, `http`, `ping`, `bulk`, `trace`) keeps with the command
 //! line, so that the sequence around a run — segment, start-at, signals, metrics, live view,
 //! result file, rendering, exit code — is written once (`npt`'s `execute`) instead of once per
 //! subcommand. It sits here, below the engines, because the engines implement it and the cli
@@ -14,15 +14,16 @@
 //! a sink it is given with its config.
 //!
 //! # Adding a workload (e.g. `npt bulk`)
-//! 1. `crates/result/src/<kind>.rs`: its body type (`Serialize + Deserialize + JsonSchema`)
-//!    and its `impl` [`crate::body::Body`] (its name, `latency`, `errors`, the headline
-//!    histograms, `target`; health and intervals where it has them: ~35 lines).
+//! 1. `crates/result/src/<kind>.rs`: its body type (`Serialize + Deserialize + JsonSchema`),
+//!    its `impl` [`crate::body::Body`] (its name, written once) and its `impl`
+//!    [`crate::body::View`] (`latency`, `errors`, the headline histograms, `target`; health
+//!    and intervals where it has them: ~35 lines).
 //! 2. One line in the registry, [`crate::kinds!`] (`Bulk(BulkBody) merge BulkStats;`, the
 //!    `merge` part when `--segment` parts of it are added by a [`crate::stats::Stats`]
-//!    value). From it come [`crate::any::Workload`], [`crate::any::KINDS`], its schema
-//!    `schema/<kind>.schema.json`, `npt merge`, and every renderer's default (`npt report`'s
-//!    text, Markdown and HTML; an `impl npt_report::render::Render` only where its report has
-//!    a layout of its own), and `npt compare` reads its results.
+//!    value). From it come [`crate::any::AnyBody`], [`crate::Kind`], [`crate::any::KINDS`],
+//!    its schema `schema/<kind>.schema.json`, `npt merge` and `npt report`'s dispatch, and
+//!    `npt compare` reads its results. Its report: an `impl npt_report::render::Render` in
+//!    `crates/report/src/kinds.rs`, empty for every default (text, Markdown, CSV, HTML).
 //! 3. The engine crate, `src/workload.rs` (~50 lines, see npt-http's): `impl Workload for
 //!    <Config>` — `config()`, the effective config as the result records it (also what
 //!    `--segment` hashes), `length()`, the longest a run of it takes (what `npt compare` and
@@ -30,32 +31,32 @@
 //!    compare calls with its flags'), and `run()`, which checks `stop`, calls `on_interval`
 //!    with each closed [`Interval`] and the totals its `--metrics` series show (a
 //!    [`npt_stats::Snapshot`]), and returns [`Finished`].
-//! 4. Its cli flags: `crates/cli/src/<kind>.rs`, the clap flags (flatten `SegmentArgs`,
+//! 4. Its cli flags: `crates/cli/src/cmd/<kind>/`, the clap flags (flatten `SegmentArgs`,
 //!    `MetricsArgs` to have them) and their validation into that config, then `impl
-//!    Subcommand` — `split` for `--segment`, `banner`, `live`, `line` and `LINES` for
+//!    RunCommand` — `split` for `--segment`, `banner`, `live`, `line` and `LINES` for
 //!    progress, `render` for the text, `failed` for exit 1 — and one call of
-//!    `execute::execute` with its `Options` (~65 lines); in `main.rs` the module, a variant of
-//!    `Command` and its dispatch arm; for `npt compare` to run it, a variant of its `Check`
-//!    and its arm of `expected` (`cmd/compare/workload.rs`, ~5 lines); for `npt monitor`,
-//!    step 5 of docs/development.md's "Adding a kind of result".
+//!    `execute::execute` with its `Options` (~65 lines); its module in `cmd/mod.rs`, and in
+//!    `main.rs` a variant of `Command` and its dispatch arm; for `npt compare` to run it, a
+//!    variant of its `Check` and its arm of `expected` (`cmd/compare/workload.rs`, ~5 lines);
+//!    for `npt monitor`, step 5 of docs/development.md's "Adding a kind of result".
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use npt_stats::Snapshot;
-use serde::Serialize;
 
+use crate::body::Body;
 use crate::interval::Interval;
 use crate::packets::PacketLine;
 use crate::StopReason;
 
 /// What runs a workload: its validated config, run once.
 pub trait Workload {
-    /// `kind` of its result document (`probe`, `run`, `http`, `ping` …).
-    const KIND: &'static str;
-    /// The workload's part of the result document.
-    type Body: Serialize;
+    /// The workload's part of the result document, a kind of the registry ([`crate::kinds!`]).
+    type Body: Body;
+    /// `kind` of its result document: its body's name ([`Body::KIND`]), not written again.
+    const KIND: &'static str = <Self::Body as Body>::KIND;
     /// Why it could not run at all (a socket it could not open, a certificate refused …);
     /// what it measured going wrong is counted in the body instead.
     type Error: std::error::Error + Send + Sync + 'static;

@@ -1,8 +1,8 @@
 //! Headless Chromium for the HTML tests: open a page, dump the DOM after its scripts ran, and
 //! check that every chart drew the points it promised (`data-expected-points` written by the
 //! renderer against `data-drawn-points` written by the page after uPlot drew). Used by
-//! npt-report's `html_chromium.rs` and the cli's `tests/compare.rs`, `tests/report.rs` and
-//! `tests/monitor_page.rs`.
+//! npt-report's `html_chromium.rs` and the cli's `tests/compare/end_to_end.rs`,
+//! `tests/cli/report.rs` and `tests/monitor/page.rs`.
 //!
 //! Needs Debian's `chromium` (CI installs it); `NPT_SKIP_CHROMIUM=1` skips explicitly.
 

@@ -6,8 +6,6 @@
 //! attempts under one error kind with a message naming who and what; it never stops the
 //! other legs.
 
-use std::time::Duration;
-
 use npt_ping::from::FromConfig;
 use npt_ping::session::Tally;
 use npt_result::error::ErrorKind;
@@ -162,14 +160,4 @@ pub fn round(cfg: &Config, stop: &Stop, on_leg: &mut dyn FnMut(usize, &LegStats)
             })
         })
         .collect()
-}
-
-/// How long a round takes at most: every leg's attempts, plus a hop agent's connect and reply
-/// slack ([`npt_ping::remote`]).
-pub fn round_bound(cfg: &Config) -> Duration {
-    cfg.interval
-        .saturating_mul(u32::try_from(cfg.count).unwrap_or(u32::MAX))
-        + cfg.timeout
-        + npt_ping::remote::CONNECT_TIMEOUT
-        + npt_ping::remote::REPLY_SLACK
 }

@@ -89,7 +89,6 @@ pub fn leg_line(index: usize, segments: usize, l: &LegStats) -> String {
 }
 
 impl Workload for Trace<'_> {
-    const KIND: &'static str = "trace";
     type Body = TraceBody;
     type Error = std::convert::Infallible;
 

@@ -209,14 +209,6 @@ impl Range {
                 .map_err(|_| format!("{x:?} is not a whole number"))
         })
     }
-
-    pub fn lo_dur(&self) -> Duration {
-        Duration::from_nanos(self.lo)
-    }
-
-    pub fn hi_dur(&self) -> Duration {
-        Duration::from_nanos(self.hi)
-    }
 }
 
 /// `400`, `2KB`, `4k`, `64KiB`, `1.5MB`, `1G` → bytes (binary multiples).

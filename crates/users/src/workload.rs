@@ -19,7 +19,6 @@ pub fn length(ramp_up: Duration, duration: Duration, timeout: Duration) -> Lengt
 }
 
 impl Workload for RunConfig {
-    const KIND: &'static str = "run";
     type Body = RunBody;
     type Error = RunError;
 

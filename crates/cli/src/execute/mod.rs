@@ -1,6 +1,6 @@
 //! One command path for every workload: what `npt probe`, `run`, `http`, `ping` and `bulk` do
 //! around a run, written once. A subcommand parses its flags into a validated config (a
-//! [`Workload`]), says how it is shown ([`Subcommand`]) and where its output goes
+//! [`Workload`]), says how it is shown ([`RunCommand`]) and where its output goes
 //! ([`Options`]); [`execute`] does the rest, in this order:
 //!
 //! output paths checked → segment (hash the config, split the load) → start-at → notices →
@@ -9,12 +9,12 @@
 //! atomic write (kept in a temporary file if that fails) → text or JSON on stdout → exit
 //! code → linger.
 //!
-//! Exit code 1 when [`Subcommand::failed`] says the run measured nothing; errors of the
-//! workload are exit 1 too, except those [`Subcommand::is_usage`] names (exit 2); exit
-//! [`EXIT_REFUSED`] when [`Subcommand::refused`] says the server refused part of the test.
+//! Exit code 1 when [`RunCommand::failed`] says the run measured nothing; errors of the
+//! workload are exit 1 too, except those [`RunCommand::is_usage`] names (exit 2); exit
+//! [`EXIT_REFUSED`] when [`RunCommand::refused`] says the server refused part of the test.
 
 pub mod live;
-pub mod packets;
+mod packets;
 pub mod signals;
 
 use std::io::{self, IsTerminal, Write};
@@ -27,6 +27,8 @@ use npt_result::Document;
 
 use crate::execute::packets::PacketLog;
 use crate::flags::metrics::MetricsArgs;
+use crate::flags::output::OutputArgs;
+use crate::flags::output::Sink;
 use crate::flags::segment::{Segment, SegmentArgs, SegmentInfo};
 use crate::usage;
 use live::{Live, Sample};
@@ -42,7 +44,7 @@ config (the message names the flag); 3 the server refused part of the test (its 
 budget or its --token: the report's `refused` line says which and the fix).";
 
 /// How a workload is shown on the command line: the only per-kind code [`execute`] calls.
-pub trait Subcommand: Workload + Sized {
+pub trait RunCommand: Workload + Sized {
     /// How its progress is shown when there is no live view.
     const LINES: Lines = Lines::None;
 
@@ -68,7 +70,7 @@ pub trait Subcommand: Workload + Sized {
         Sample::of(p)
     }
 
-    /// The progress line of one interval ([`Subcommand::LINES`] says where it goes).
+    /// The progress line of one interval ([`RunCommand::LINES`] says where it goes).
     fn line(p: &Progress<'_>) -> String {
         let _ = p;
         String::new()
@@ -102,7 +104,7 @@ pub trait Subcommand: Workload + Sized {
     }
 }
 
-/// Shows one line where the progress lines go ([`Subcommand::say_to`]).
+/// Shows one line where the progress lines go ([`RunCommand::say_to`]).
 pub type Say = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// How a workload's progress is shown without a live view (never with `--quiet`).
@@ -119,14 +121,6 @@ pub enum Lines {
         off_tty: bool,
         wipe: bool,
     },
-}
-
-/// Where a text report goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sink {
-    Stdout,
-    Stderr,
-    Nowhere,
 }
 
 /// What the user asked for around the run.
@@ -165,25 +159,20 @@ static NO_METRICS: MetricsArgs = MetricsArgs {
 };
 
 impl<'a> Options<'a> {
-    /// `--json FILE|-` as `ping` and `bulk` take it: the document to FILE, or to stdout with
-    /// `-` (the text then goes to stderr, where it does not mix with it); no segment, no
-    /// metrics (a caller that has them sets them after).
-    pub fn json_file_or_dash(json: Option<&'a Path>, quiet: bool) -> Options<'a> {
-        let json_stdout = json == Some(Path::new("-"));
+    /// The run's options as far as `out` goes (no segment, no metrics: a caller that has them
+    /// sets them after). [`Options::check`] is the output group's one validation: the result
+    /// file can be written (exit 2 naming `--json`, before any traffic).
+    pub fn new(out: &'a OutputArgs) -> Options<'a> {
         Options {
             notices: Vec::new(),
             segment: &NO_SEGMENT,
             metrics: &NO_METRICS,
             labels: Vec::new(),
-            json_file: json.filter(|_| !json_stdout),
+            json_file: out.json_file(),
             packets: None,
-            json_stdout,
-            text: if json_stdout {
-                Sink::Stderr
-            } else {
-                Sink::Stdout
-            },
-            quiet,
+            json_stdout: out.json_stdout(),
+            text: out.text(),
+            quiet: out.quiet,
         }
     }
 }
@@ -224,19 +213,8 @@ impl<'a> Options<'a> {
     }
 }
 
-impl Sink {
-    /// A writer for text that goes with the report (a header before the run, lines during it).
-    pub fn writer(self) -> Box<dyn Write> {
-        match self {
-            Sink::Stdout => Box::new(io::stdout()),
-            Sink::Stderr => Box::new(io::stderr()),
-            Sink::Nowhere => Box::new(io::sink()),
-        }
-    }
-}
-
 /// Runs `w` with everything around it; see the module doc for the order.
-pub fn execute<W: Subcommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<ExitCode> {
+pub fn execute<W: RunCommand>(mut w: W, mut o: Options<'_>) -> anyhow::Result<ExitCode> {
     let kind = W::KIND;
     o.check()?;
     if o.packets.is_some() && !W::PACKETS {
@@ -377,7 +355,7 @@ pub fn document<W: Workload>(
 /// The result file first (a closed stdout must not cost the user their result), then the
 /// text report, then the JSON on stdout. A result file that cannot be written is kept in a
 /// temporary file (stderr says where) and the report still follows: false then.
-fn write<W: Subcommand>(doc: &Document<W::Body>, o: &Options<'_>) -> anyhow::Result<bool> {
+fn write<W: RunCommand>(doc: &Document<W::Body>, o: &Options<'_>) -> anyhow::Result<bool> {
     let bytes = doc.to_json_pretty();
     let saved = match o.json_file {
         Some(path) => crate::flags::output::save(W::KIND, path, &bytes, !o.json_stdout),

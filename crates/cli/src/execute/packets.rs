@@ -14,7 +14,7 @@ use npt_result::packets::PacketLine;
 use crate::usage;
 
 /// The longest a written line waits in the buffer.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
+const FLUSH_EVERY: Duration = Duration::from_millis(200);
 
 pub struct PacketLog {
     out: BufWriter<Box<dyn Write>>,

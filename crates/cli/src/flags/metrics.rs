@@ -27,7 +27,7 @@ pub struct MetricsArgs {
 }
 
 /// `--metrics ADDR` parsed; the message names the flag.
-pub fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
+fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
     s.parse()
         .map_err(|_| usage!("--metrics {s:?}: expected ADDR:PORT, e.g. 0.0.0.0:9464"))
 }

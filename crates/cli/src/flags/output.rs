@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use crate::execute::{Options, Sink};
 use crate::usage;
 
 /// What goes to stdout.
@@ -60,16 +59,24 @@ impl OutputArgs {
             Sink::Stdout
         }
     }
+}
 
-    /// The run's [`Options`] as far as output goes (no segment, no metrics: a caller that has
-    /// them sets them after). Their [`Options::check`] is the group's one validation: the
-    /// result file can be written ([`check`]: exit 2 naming `--json`, before any traffic).
-    pub fn options(&self) -> Options<'_> {
-        let mut o = Options::json_file_or_dash(None, self.quiet);
-        o.json_file = self.json_file();
-        o.json_stdout = self.json_stdout();
-        o.text = self.text();
-        o
+/// Where a text report goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sink {
+    Stdout,
+    Stderr,
+    Nowhere,
+}
+
+impl Sink {
+    /// A writer for text that goes with the report (a header before the run, lines during it).
+    pub fn writer(self) -> Box<dyn Write> {
+        match self {
+            Sink::Stdout => Box::new(std::io::stdout()),
+            Sink::Stderr => Box::new(std::io::stderr()),
+            Sink::Nowhere => Box::new(std::io::sink()),
+        }
     }
 }
 
@@ -136,16 +143,6 @@ mod tests {
         };
         assert_eq!(o.json_file(), Some(Path::new("r.json")));
         assert_eq!((o.json_stdout(), o.text()), (true, Sink::Nowhere));
-        let o = OutputArgs {
-            json: Some("/nonexistent/x.json".into()),
-            ..OutputArgs::default()
-        };
-        let e = o.options().check().unwrap_err();
-        assert!(e.downcast_ref::<crate::UsageError>().is_some());
-        assert!(
-            e.to_string().starts_with("--json /nonexistent/x.json: "),
-            "{e}"
-        );
     }
 
     #[test]

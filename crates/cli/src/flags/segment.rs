@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use clap::Args;
 use serde::Serialize;
 
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig};
+use npt_probe::{PacingSpec, ProbeConfig};
 
 use crate::usage;
 
@@ -242,7 +242,7 @@ const PER_AGENT_KEYS: [&str; 1] = ["seed"];
 
 /// A stable hash of the workload: FNV-1a over its canonical JSON (serde_json sorts object
 /// keys), so agents given the same flags agree whatever their platform.
-pub fn config_hash(workload: &serde_json::Value) -> String {
+fn config_hash(workload: &serde_json::Value) -> String {
     let mut w = workload.clone();
     if let Some(obj) = w.as_object_mut() {
         for k in PER_AGENT_KEYS {

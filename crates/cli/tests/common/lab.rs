@@ -237,14 +237,9 @@ impl Lab {
 }
 
 /// Asserts that `p50` (ms, read through the lab) is the lab's own figure `lab_ms` for its path
-/// within [`PATH_TOL_MS`]; `what` names it in the failure.
-pub fn assert_path(what: &str, p50: f64, lab_ms: f64) {
-    assert_path_late(what, p50, lab_ms, 0.0);
-}
-
-/// [`assert_path`] for a figure measured by processes that the kernel says waited `late_ms`
-/// for a CPU per echo ([`SchedWait`]): it may read that much over the lab's figure, never
-/// under it.
+/// within [`PATH_TOL_MS`], or over it by at most `late_ms`: what the kernel says its measuring
+/// processes waited for a CPU per echo ([`SchedWait`]), never under it; `what` names it in the
+/// failure.
 pub fn assert_path_late(what: &str, p50: f64, lab_ms: f64, late_ms: f64) {
     assert!(
         p50 >= lab_ms - PATH_TOL_MS && p50 <= lab_ms + PATH_TOL_MS + late_ms,

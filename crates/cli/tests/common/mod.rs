@@ -1,8 +1,10 @@
 //! Helpers for the binary's integration tests: start `npt serve` on port 0 and wait for its
 //! ready line, run `npt` with a time bound; with what every crate's tests share (npt-testkit:
 //! the kill-on-drop `Guard`, validation of result documents against the schema).
-
-#![allow(dead_code)]
+//!
+//! Every test binary (`tests/AREA/main.rs`) includes this folder once, as `pub mod common`:
+//! each binary uses a part of it, and `pub` tells the dead-code lint that the rest is there
+//! for the other binaries rather than silencing it file-wide.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -34,9 +36,10 @@ pub fn repo_root() -> PathBuf {
 pub mod lab;
 pub mod monitor;
 pub mod prometheus;
+mod turn;
 
-// Each test file uses a part of this module.
-#[allow(unused_imports)]
+pub use turn::{turn, Turn};
+
 pub use npt_testkit::{process::Guard, schema::assert_valid};
 
 /// Starts `npt serve` on 127.0.0.1:0 and returns it with the bound address.
@@ -180,7 +183,6 @@ pub fn agents(args: &[String], n: u32, dir: &std::path::Path) -> Vec<serde_json:
 /// stamp-suite (an independent STAMP implementation `./test.sh` installs with `cargo
 /// install`) on PATH or in cargo's bin directory. Missing: as root (CI) the test fails — the
 /// interoperability it checks must never pass unseen; otherwise it says SKIPPED and gets None.
-#[allow(dead_code)] // used by the STAMP test files only
 pub fn stamp_suite(test: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())

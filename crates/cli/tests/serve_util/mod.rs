@@ -1,7 +1,6 @@
 //! Helpers for the tests that start `npt serve` under attack or limits: spawn it (optionally
 //! under a low open-file limit) with its stderr captured, well-behaved TCP and HTTP clients,
 //! the periodic log line's counters, and the server's descriptors and memory from /proc.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -137,7 +136,6 @@ pub fn http_ok(addr: SocketAddr) -> bool {
         && resp.starts_with("HTTP/1.1 200")
 }
 
-#[allow(unused_imports)] // each test file uses a part of this module
 pub use npt_testkit::process::until;
 
 /// Stops the server with SIGINT and returns its first exit summary line (`npt serve:

@@ -9,7 +9,7 @@
 //! Where a finer level has been pruned, the range starts at the first whole bucket that is
 //! still kept, and `config.monitor.from` says where it really starts.
 
-use npt_result::any::{AnyResult, Workload};
+use npt_result::any::{AnyBody, AnyResult};
 use npt_result::interval::Interval;
 use npt_result::{Document, StopReason};
 use npt_stats::Histogram;
@@ -185,7 +185,7 @@ fn decode(b: Option<&[u8]>) -> Result<Option<KindStats>, RangeError> {
 }
 
 /// One interval record (probe, http, bulk) or trace round per row read, on the range's clock.
-fn series(body: &mut Workload, parts: &[Part], t0: i64) {
+fn series(body: &mut AnyBody, parts: &[Part], t0: i64) {
     let secs = |ms: i64| (ms - t0) as f64 / 1e3;
     let intervals = || -> Vec<Interval> {
         parts
@@ -237,10 +237,10 @@ fn series(body: &mut Workload, parts: &[Part], t0: i64) {
             .collect()
     };
     match body {
-        Workload::Probe(b) => b.intervals = intervals(),
-        Workload::Http(b) => b.intervals = intervals(),
-        Workload::Bulk(b) => b.intervals = intervals(),
-        Workload::Trace(b) => {
+        AnyBody::Probe(b) => b.intervals = intervals(),
+        AnyBody::Http(b) => b.intervals = intervals(),
+        AnyBody::Bulk(b) => b.intervals = intervals(),
+        AnyBody::Trace(b) => {
             b.rounds = parts
                 .iter()
                 .enumerate()
@@ -261,7 +261,7 @@ fn series(body: &mut Workload, parts: &[Part], t0: i64) {
                 .collect();
         }
         // Not monitored (a lifetime round would take minutes): no series to fill.
-        Workload::Ping(_) | Workload::Run(_) | Workload::Lifetime(_) => {}
+        AnyBody::Ping(_) | AnyBody::Run(_) | AnyBody::Lifetime(_) => {}
     }
 }
 
@@ -281,7 +281,7 @@ pub fn render(
         }
         "html" => {
             match &doc.body {
-                Workload::Trace(b) => {
+                AnyBody::Trace(b) => {
                     let page = npt_report::trace::html_page(
                         b,
                         format!("npt monitor: {title}"),

@@ -89,7 +89,7 @@ fn a_day_reads_back_exactly_whether_rolled_up_or_not() {
     for st in [&plain as &dyn Store, &rolled] {
         let doc = report(st, "direct", T0 - 3_600_000, end + 60_000).unwrap();
         assert_eq!(doc.kind, "ping");
-        let Workload::Ping(b) = &doc.body else {
+        let AnyBody::Ping(b) = &doc.body else {
             panic!("a ping")
         };
         assert_eq!(
@@ -139,7 +139,7 @@ fn a_day_reads_back_exactly_whether_rolled_up_or_not() {
     );
     // A part of it: the second hour only, from the hour rollup.
     let doc = report(&rolled, "direct", T0 + 3_600_000, T0 + 7_200_000).unwrap();
-    let Workload::Ping(b) = &doc.body else {
+    let AnyBody::Ping(b) = &doc.body else {
         panic!()
     };
     let mut hour = PingStats::default();
@@ -166,7 +166,7 @@ fn a_pruned_level_moves_the_start_to_what_is_kept() {
         doc.config["monitor"]["from"], "2023-11-15T00:00:00.000Z",
         "the hour that holds 0:30"
     );
-    let Workload::Ping(b) = &doc.body else {
+    let AnyBody::Ping(b) = &doc.body else {
         panic!()
     };
     assert_eq!(b.summary.sent, sum(3 * 60).sent);
@@ -238,7 +238,7 @@ fn a_probe_range_has_an_interval_per_row_and_rates_over_its_time() {
         .collect();
     st.put_rounds(&rows).unwrap();
     let doc = report(&st, "relay", T0, T0 + 60_000).unwrap();
-    let Workload::Probe(b) = &doc.body else {
+    let AnyBody::Probe(b) = &doc.body else {
         panic!()
     };
     assert_eq!((b.summary.packets.sent, b.summary.packets.lost), (3000, 60));

@@ -130,7 +130,6 @@ impl<'a> IcmpPing<'a> {
 }
 
 impl Workload for IcmpPing<'_> {
-    const KIND: &'static str = "ping";
     type Body = PingBody;
     type Error = PingError;
 

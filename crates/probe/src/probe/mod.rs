@@ -10,13 +10,13 @@ pub mod session;
 
 pub mod auth;
 pub mod driver;
+#[cfg(test)]
+mod fake_far;
 pub mod kernel;
 pub mod load;
 pub mod runner;
 #[cfg(test)]
 mod session_echo_tests;
-#[cfg(test)]
-mod session_far;
 #[cfg(test)]
 mod session_hold_tests;
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The per-packet log of a session (`--packets`) against the fake path of `session_far`: one
+//! The per-packet log of a session (`--packets`) against the fake path of `fake_far`: one
 //! line per packet whose fate agrees with the session's own counts, the direction of a loss
 //! written where the far end's counts place it and only there, refusals never written as loss.
 
@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use npt_result::packets::{Direction, Fate as LineFate, PacketLine};
 
+use super::fake_far::{far_cfg, run_path, Path, BUDGET};
 use super::session::*;
-use super::session_far::{far_cfg, run_path, Path, BUDGET};
 use super::session_tests::{Fate, MS};
 
 const WALL: i64 = 1_763_000_000_000_000_000;

@@ -2,8 +2,8 @@
 //! delay, duplicate and reorder on their own, and a fake responder that counts as `npt serve`
 //! does: the exact counts each direction must read, on a virtual clock.
 
+use super::fake_far::{check_split, far_cfg, run_path, Path, BUDGET};
 use super::session::*;
-use super::session_far::{check_split, far_cfg, run_path, Path, BUDGET};
 use super::session_tests::{Fate, MS};
 
 const WALL: i64 = 1_763_000_000_000_000_000;

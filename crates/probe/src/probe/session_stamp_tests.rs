@@ -11,9 +11,9 @@ use std::collections::BinaryHeap;
 use npt_wire::stamp::time::unix_ns_to_ntp;
 use npt_wire::stamp::{ErrorEstimate, Mode, ReflectedPacket, TestPacket};
 
+use super::fake_far::check_split;
 use super::session::stamp::StampFraming;
 use super::session::*;
-use super::session_far::check_split;
 use super::session_tests::{cfg, Fate};
 
 const MS: u64 = 1_000_000;

@@ -14,7 +14,6 @@ use super::runner::{self, PacingSpec, ProbeConfig};
 use super::session::Interval;
 
 impl Workload for ProbeConfig {
-    const KIND: &'static str = "probe";
     type Body = ProbeBody;
     type Error = std::io::Error;
 

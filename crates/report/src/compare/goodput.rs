@@ -3,7 +3,7 @@
 //! of latency results look as they always did. A bulk row's latency columns are its report
 //! RTTs; its capacity is here.
 
-use npt_result::any::{AnyResult, Workload};
+use npt_result::any::{AnyBody, AnyResult};
 
 use super::{median, Row, Table};
 
@@ -16,7 +16,7 @@ pub const COLUMNS: [&str; 2] = ["goodput up", "goodput down"];
 pub fn fill<'a>(row: &mut Row, docs: impl Iterator<Item = &'a AnyResult>) {
     let (mut up, mut down) = (Vec::new(), Vec::new());
     for d in docs {
-        let Workload::Bulk(b) = &d.body else { continue };
+        let AnyBody::Bulk(b) = &d.body else { continue };
         let s = &b.summary;
         if s.bytes.up > 0.0 {
             up.push(s.goodput_bps.up);

@@ -17,8 +17,8 @@ const US: u64 = 1_000;
 /// A probe result of `samples` RTTs (ns).
 fn probe(name: &str, samples: impl Iterator<Item = u64>) -> Input {
     let mut d = crate::page::test_probe(samples, &[]);
-    let rtt = d.body.headline().summary();
-    if let npt_result::any::Workload::Probe(b) = &mut d.body {
+    let rtt = d.body.view().headline().summary();
+    if let npt_result::any::AnyBody::Probe(b) = &mut d.body {
         b.summary.target = name.into();
         b.summary.rtt_ms = rtt;
     }

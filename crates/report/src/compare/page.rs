@@ -134,7 +134,7 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
         .filter_map(|(n, ds)| {
             let mut h = Histogram::new();
             for d in ds.iter() {
-                h += &d.body.headline();
+                h += &d.body.view().headline();
             }
             (!h.is_empty()).then_some((*n, h))
         })
@@ -175,7 +175,7 @@ fn over_time(
     let per: Vec<(&str, &[Interval])> = names
         .iter()
         .zip(docs)
-        .filter_map(|(n, ds)| ds.first().map(|d| (*n, d.body.intervals())))
+        .filter_map(|(n, ds)| ds.first().map(|d| (*n, d.body.view().intervals())))
         .filter(|(_, p)| !p.is_empty())
         .collect();
     if per.is_empty() {
@@ -207,7 +207,7 @@ fn over_time(
     let bands = docs
         .iter()
         .filter_map(|ds| ds.first())
-        .map(crate::page::phase_bands)
+        .map(|d| crate::render::of(&d.body).bands())
         .find(|b| !b.is_empty())
         .unwrap_or_default();
     Some(Chart {
@@ -309,8 +309,8 @@ mod tests {
             .map(|&(end, p50)| (end, 10.0, 0.0, p50, p50 + 1.0))
             .collect();
         let mut d = crate::page::test_probe((0..100).map(|i| ms * 1_000_000 + i * 10_000), &ivs);
-        let rtt = d.body.headline().summary();
-        if let npt_result::any::Workload::Probe(b) = &mut d.body {
+        let rtt = d.body.view().headline().summary();
+        if let npt_result::any::AnyBody::Probe(b) = &mut d.body {
             b.summary.rtt_ms = rtt;
             (b.summary.packets.sent, b.summary.packets.lost) = (100, 0);
         }

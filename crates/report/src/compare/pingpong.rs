@@ -110,7 +110,7 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
 mod tests {
     use std::collections::BTreeMap;
 
-    use npt_result::any::Workload;
+    use npt_result::any::AnyBody;
 
     use super::super::{table, write_markdown, write_text, Input};
     use super::TITLE;
@@ -118,7 +118,7 @@ mod tests {
     /// A TCP probe's result with these figures (ms).
     fn tcp(name: &str, connect: f64, echo: f64, after: f64) -> Input {
         let mut doc = crate::page::test_probe([25_000_000u64].into_iter(), &[]);
-        if let Workload::Probe(b) = &mut doc.body {
+        if let AnyBody::Probe(b) = &mut doc.body {
             let s = &mut b.summary;
             s.connect_ms = Some(connect);
             s.first_echo_ms = Some(echo);
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(block.rows[1][1], "50.50");
         // No TCP probe, no block.
         let mut udp = tcp("u", 1.0, 1.0, 1.0);
-        if let Workload::Probe(b) = &mut udp.doc.body {
+        if let AnyBody::Probe(b) = &mut udp.doc.body {
             (b.summary.first_packet_ms, b.summary.total_ms) = (None, None);
         }
         let t = table(&[udp], None, &BTreeMap::new()).unwrap();

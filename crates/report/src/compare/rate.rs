@@ -4,7 +4,7 @@
 //! it served as well as by its latency. Shown in the text, Markdown and HTML tables only when
 //! some row has it; tables of probes look as they always did.
 
-use npt_result::any::{AnyResult, Workload};
+use npt_result::any::{AnyBody, AnyResult};
 
 use super::{median, Row, Table};
 
@@ -16,8 +16,8 @@ pub const COLUMN: &str = "req/s";
 pub fn fill<'a>(row: &mut Row, docs: impl Iterator<Item = &'a AnyResult>) {
     let v: Vec<f64> = docs
         .filter_map(|d| match &d.body {
-            Workload::Http(b) => Some(b.summary.rps),
-            Workload::Run(b) => Some(b.summary.requests_per_s),
+            AnyBody::Http(b) => Some(b.summary.rps),
+            AnyBody::Run(b) => Some(b.summary.requests_per_s),
             _ => None,
         })
         .collect();

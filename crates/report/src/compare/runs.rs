@@ -11,7 +11,7 @@
 
 use npt_stats::{Histogram, Summary};
 
-use npt_result::any::Workload;
+use npt_result::any::AnyBody;
 
 use super::{headline, noise, overheads, target, Hop, Input, Range, Row, Spread, Table};
 
@@ -22,7 +22,7 @@ pub struct ScenarioRuns {
     /// The target as the scenario file gave it.
     pub target: String,
     pub via: Option<String>,
-    /// The workload kind (`probe`, `run`, `http`, `ping`).
+    /// The workload kind (`probe`, `run`, `http`, `ping`, `bulk`, `trace`).
     pub kind: String,
     /// Given in the file (`theoretical_ms`, `hop_rtts_ms`) or the sum of the pinged hops.
     pub theoretical_ms: Option<f64>,
@@ -84,7 +84,10 @@ pub(super) fn median(mut v: Vec<f64>) -> f64 {
 
 /// The user-felt latency of all runs together, and how it was combined.
 fn combine(per_run: &[Summary], results: &[Input]) -> (Summary, &'static str) {
-    let hists: Vec<Histogram> = results.iter().map(|i| i.doc.body.headline()).collect();
+    let hists: Vec<Histogram> = results
+        .iter()
+        .map(|i| i.doc.body.view().headline())
+        .collect();
     // A histogram is usable when it holds exactly the samples the run's summary counts.
     let exact = hists
         .iter()
@@ -169,14 +172,13 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
     row.spread = Some(spread);
     // The merged samples' own interval (of the median's figures without histograms), then
     // the runs' t-interval where there are several and it is wider.
-    let h: Histogram =
-        s.results
-            .iter()
-            .map(|i| i.doc.body.headline())
-            .fold(Histogram::new(), |mut all, h| {
-                all += &h;
-                all
-            });
+    let h: Histogram = s.results.iter().map(|i| i.doc.body.view().headline()).fold(
+        Histogram::new(),
+        |mut all, h| {
+            all += &h;
+            all
+        },
+    );
     let (own, _) = noise::of_one_run(&h, &all);
     let avgs: Vec<f64> = per_run.iter().map(|s| s.mean).collect();
     let (avg_spread, from) = noise::of_runs(&avgs, own);
@@ -190,13 +192,13 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
     row.errors = s
         .results
         .iter()
-        .map(|i| i.doc.body.errors().total_errors)
+        .map(|i| i.doc.body.view().errors().total_errors)
         .sum();
     let probes: Vec<&npt_result::probe::ProbeSummary> = s
         .results
         .iter()
         .filter_map(|i| match &i.doc.body {
-            Workload::Probe(b) => Some(&b.summary),
+            AnyBody::Probe(b) => Some(&b.summary),
             _ => None,
         })
         .collect();
@@ -215,7 +217,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         super::loaded::fill(
             &mut row,
             s.results.iter().filter_map(|i| match &i.doc.body {
-                Workload::Probe(b) => b.under_load.as_ref(),
+                AnyBody::Probe(b) => b.under_load.as_ref(),
                 _ => None,
             }),
         );
@@ -284,8 +286,8 @@ mod tests {
 
     fn probe_run(path: &str, samples: &[u64], sent: u64, lost: u64) -> Input {
         let mut d = crate::page::test_probe(samples.iter().copied(), &[]);
-        let rtt = d.body.headline().summary();
-        if let npt_result::any::Workload::Probe(b) = &mut d.body {
+        let rtt = d.body.view().headline().summary();
+        if let npt_result::any::AnyBody::Probe(b) = &mut d.body {
             b.summary.target = "udp://x:1".into();
             (
                 b.summary.rtt_ms,
@@ -419,7 +421,7 @@ mod tests {
             probe_run("c", &[20 * MS], 1, 0),
         ];
         for r in &mut runs {
-            if let Workload::Probe(b) = &mut r.doc.body {
+            if let AnyBody::Probe(b) = &mut r.doc.body {
                 b.histograms.clear();
             }
         }
@@ -481,7 +483,7 @@ mod tests {
             probe_run("b", &[20 * MS; 5], 5, 0),
         ];
         for (r, (n, segs)) in runs.iter_mut().zip([(6, 300), (2, 100)]) {
-            if let Workload::Probe(b) = &mut r.doc.body {
+            if let AnyBody::Probe(b) = &mut r.doc.body {
                 b.summary.tcp_info = Some(npt_result::tcpinfo::TcpKernel {
                     scope: "target".into(),
                     connections: 1,

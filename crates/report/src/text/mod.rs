@@ -5,15 +5,9 @@ use std::io::{self, Write};
 use npt_stats::Summary;
 
 use npt_result::any::AnyResult;
-use npt_result::bulk::BulkBody;
-use npt_result::http::HttpBody;
 use npt_result::interval::Interval;
-use npt_result::ping::PingBody;
 use npt_result::probe::ProbeBody;
-use npt_result::run::RunBody;
 use npt_result::Document;
-
-use crate::render::Render;
 
 mod bulk;
 mod directions;
@@ -317,51 +311,10 @@ pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
     crate::render::text(w, doc)
 }
 
-/// The envelope of `doc` with a kind's body: what the renderers of one kind take.
-fn with<B: Clone>(doc: &AnyResult, body: &B) -> Document<B> {
-    doc.clone().map_body(|_| body.clone())
-}
-
-impl Render for ProbeBody {
-    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-        write_probe(w, &with(doc, self))
-    }
-}
-
-impl Render for RunBody {
-    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-        run::write_run(&mut &mut *w, &with(doc, self))
-    }
-}
-
-impl Render for HttpBody {
-    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-        http::write_http(w, &with(doc, self))
-    }
-}
-
-impl Render for PingBody {
-    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-        ping::write_ping(w, self, doc.stopped_by, doc.duration_s)
-    }
-}
-
-impl Render for npt_result::lifetime::LifetimeBody {
-    fn text(&self, w: &mut dyn Write, _doc: &AnyResult) -> io::Result<()> {
-        w.write_all(npt_result::lifetime::text(self).as_bytes())
-    }
-}
-
-impl Render for BulkBody {
-    fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
-        bulk::write_bulk(w, &with(doc, self))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use npt_result::any::Workload;
+    use npt_result::any::AnyBody;
 
     /// Every kind's result, read as any result, prints its command's text: http's exactly
     /// what `write_http` prints for its own document.
@@ -370,7 +323,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1");
         let read = |kind: &str| npt_result::any::read(&dir.join(format!("{kind}-0.json"))).unwrap();
         let any = read("http");
-        let Workload::Http(b) = &any.body else {
+        let AnyBody::Http(b) = &any.body else {
             panic!("an http result")
         };
         let typed = Document {

@@ -105,7 +105,7 @@ fn far_end(name: &str) -> Option<&str> {
 mod tests {
     use std::collections::BTreeMap;
 
-    use npt_result::any::{from_value, Workload};
+    use npt_result::any::{from_value, AnyBody};
     use npt_result::ping::PingSummary;
     use npt_result::probe::Errors;
     use npt_result::Document;
@@ -147,7 +147,7 @@ mod tests {
             body,
         );
         let r = from_value("p.json", serde_json::to_value(&doc).unwrap()).unwrap();
-        assert!(matches!(r.body, Workload::Ping(_)));
+        assert!(matches!(r.body, AnyBody::Ping(_)));
         let mut out = Vec::new();
         crate::text::write_text(&mut out, &r).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -277,6 +277,5 @@ async fn target(allow: &AllowList, req: &HopRequest) -> Result<SocketAddr, u32> 
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
 #[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
 mod tests;

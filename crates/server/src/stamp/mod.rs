@@ -151,7 +151,7 @@ impl Tally {
 
 /// The Error Estimate this host's clock deserves now ([`ErrorEstimate::of_clock`]).
 fn clock_estimate() -> ErrorEstimate {
-    match rxtime::clock_sync() {
+    match rxtime::wall_clock_status() {
         Some(c) => ErrorEstimate::of_clock(c.synced, c.est_error_ns, c.max_error_ns),
         None => ErrorEstimate::of_clock(false, 0, 0),
     }

@@ -5,9 +5,7 @@
 //! one UDP socket and the session, sleeps until [`Session::poll_timeout`], and hands the
 //! session's progress to the run's collector in batches.
 
-use npt_probe::probe::session::{
-    Arrival, ClockSync, Framing, Reflect, Session, SessionConfig, Stage, StopReason,
-};
+use npt_probe::{Arrival, ClockSync, Framing, Reflect, Session, SessionConfig, Stage, StopReason};
 use npt_wire::{Fill, Pacing};
 
 use super::*;

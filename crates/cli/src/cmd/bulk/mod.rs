@@ -15,13 +15,16 @@ use npt_result::bulk::BulkBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Subcommand};
+use crate::execute::{execute, Lines, Options, RunCommand};
+use crate::flags::duration::{self, DurationArgs};
 use crate::flags::segment::Segment;
 use crate::flags::timing::positive;
 use crate::usage;
 
 #[derive(Args, Debug)]
 #[command(after_help = crate::execute::EXIT_CODES)]
+#[command(mut_args(duration::says("How long to measure (e.g. 10s, 1m)", Some("10s"))))]
+#[command(mut_args(duration::as_iperf3))]
 pub struct BulkArgs {
     /// tcp://HOST:PORT, quic://HOST:PORT (streams) or udp://HOST:PORT (at --rate) of `npt serve`.
     #[arg(value_name = "TARGET")]
@@ -33,15 +36,8 @@ pub struct BulkArgs {
     /// --token, or a server on loopback).
     #[arg(long, value_name = "up|down|both", value_parser = ["up", "down", "both"])]
     pub direction: Option<String>,
-    /// How long to measure (e.g. 10s, 1m).
-    #[arg(
-        long,
-        short = 't',
-        value_name = "DUR",
-        default_value = "10s",
-        allow_hyphen_values = true
-    )]
-    pub duration: String,
+    #[command(flatten)]
+    pub duration: DurationArgs,
     /// Length of one interval line and record.
     #[arg(
         long,
@@ -121,7 +117,10 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
         }
         (Some(d), _) => return Err(usage!("--direction must be up, down or both, got {d:?}")),
     };
-    let duration = positive("--duration", &a.duration)?;
+    let duration = a.duration.get();
+    if duration.is_zero() {
+        return Err(usage!("--duration must be positive"));
+    }
     let interval = positive("--interval", &a.interval)?;
     let timeout = positive("--timeout", &a.timeout)?;
     let udp_rate = if udp {
@@ -205,7 +204,7 @@ pub fn config(a: &BulkArgs) -> anyhow::Result<Config> {
 
 pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.check()?;
@@ -255,7 +254,7 @@ pub fn run(a: BulkArgs) -> anyhow::Result<ExitCode> {
     execute(cfg, o)
 }
 
-impl Subcommand for Config {
+impl RunCommand for Config {
     /// An interval line on stdout as it runs (on stderr with `--json -`).
     const LINES: Lines = Lines::Report;
 
@@ -334,6 +333,27 @@ mod tests {
 
     fn usage_msg(args: &[&str]) -> String {
         testing::usage_msg(cfg(args))
+    }
+
+    /// `--duration` is the flag every timed subcommand shares (`-d`); iperf3's `-t` still
+    /// takes every form it took before.
+    #[test]
+    fn duration_takes_d_and_iperf3s_t() {
+        let t = "tcp://127.0.0.1:7";
+        for (args, secs) in [
+            (&[t][..], 10),
+            (&[t, "-t", "10"][..], 10),
+            (&[t, "-t", "20s"][..], 20),
+            (&[t, "-t30"][..], 30),
+            (&[t, "-t", "1m"][..], 60),
+            (&[t, "-d", "5s"][..], 5),
+            (&[t, "--duration=2.5"][..], 2),
+        ] {
+            let c = cfg(args).unwrap();
+            assert_eq!(c.duration.as_secs(), secs, "{args:?}");
+        }
+        assert!(flags::<BulkArgs>(&[t, "-t", "xyz"]).is_err());
+        assert!(usage_msg(&[t, "-t", "0"]).contains("--duration must be positive"));
     }
 
     #[test]

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use npt_report::compare::{self, Input, Table};
 use npt_result::any::AnyResult;
 
-use super::CompareArgs;
 use crate::usage;
 
 fn name_of(path: &str) -> String {
@@ -35,11 +34,23 @@ fn ms_list(flag: &str, spec: &str, sep: char) -> anyhow::Result<(String, f64)> {
     Ok((name.to_string(), total))
 }
 
+/// The flags `npt compare` reads result files with.
+pub struct Files<'a> {
+    /// `[NAME=]FILE`, a row each.
+    pub inputs: &'a [String],
+    /// `--baseline NAME`: a row's name or its file.
+    pub baseline: Option<&'a String>,
+    /// `--theoretical NAME=MS`.
+    pub theoretical: &'a [String],
+    /// `--hops NAME=MS+MS…`.
+    pub hops: &'a [String],
+}
+
 /// The table of the result files named in `a`, and each row's document (for the HTML page).
-pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<AnyResult>>)> {
+pub fn table(a: Files<'_>) -> anyhow::Result<(Table, Vec<Vec<AnyResult>>)> {
     let mut inputs = Vec::new();
     let mut docs = Vec::new();
-    for r in &a.inputs {
+    for r in a.inputs {
         let (name, path) = match r.split_once('=') {
             Some((n, p)) if !n.is_empty() => (n.to_string(), p.to_string()),
             _ => (name_of(r), r.clone()),
@@ -54,16 +65,16 @@ pub fn table(a: &CompareArgs) -> anyhow::Result<(Table, Vec<Vec<AnyResult>>)> {
         inputs.push(Input { name, path, doc });
     }
     let mut theoretical = BTreeMap::new();
-    for t in &a.theoretical {
+    for t in a.theoretical {
         let (n, v) = ms_list("--theoretical", t, '\u{0}')?;
         theoretical.insert(n, v);
     }
-    for h in &a.hops {
+    for h in a.hops {
         let (n, v) = ms_list("--hops", h, '+')?;
         theoretical.insert(n, v);
     }
     // A baseline may be named by its file too.
-    let baseline = a.baseline.as_ref().map(|b| {
+    let baseline = a.baseline.map(|b| {
         inputs
             .iter()
             .find(|i| i.path == *b)

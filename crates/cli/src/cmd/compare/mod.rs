@@ -62,7 +62,12 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
         }
     }
     a.out.check_files()?;
-    let (table, docs) = files::table(&a)?;
+    let (table, docs) = files::table(files::Files {
+        inputs: &a.inputs,
+        baseline: a.baseline.as_ref(),
+        theoretical: &a.theoretical,
+        hops: &a.hops,
+    })?;
     let title = a.inputs.join(" ");
     Ok(if write_outputs(&a.out, &table, &docs, &title, None)? {
         ExitCode::SUCCESS

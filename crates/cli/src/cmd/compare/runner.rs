@@ -11,7 +11,7 @@
 //! own process group (a terminal's Ctrl-C reaches only us) and dies with us (`PDEATHSIG`); on
 //! Ctrl-C the running child is killed and the table of what was measured is still returned.
 
-use npt_result::any::{AnyResult, Workload};
+use npt_result::any::{AnyBody, AnyResult};
 use std::fs::File;
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -263,7 +263,7 @@ fn ping_hop(
         Err(e) => hop.error = Some(format!("cannot start npt ping: {e}")),
         Ok(ended) => match read_result(&result) {
             Ok(AnyResult {
-                body: Workload::Ping(b),
+                body: AnyBody::Ping(b),
                 ..
             }) if b.summary.received > 0 => {
                 hop.avg_ms = Some(b.summary.avg_ms);
@@ -271,7 +271,7 @@ fn ping_hop(
             }
             // What the ping (or the agent) said went wrong, by kind with an example: a
             // refused agent, a target outside its allow-list …
-            Ok(doc) => match first_errors(&doc.body.errors().by_kind) {
+            Ok(doc) => match first_errors(&doc.body.view().errors().by_kind) {
                 e if e.is_empty() => hop.error = Some(format!("no answer: {}", last_line(&log))),
                 e => hop.error = Some(format!("no answer{e}")),
             },
@@ -370,7 +370,7 @@ pub fn run_scenarios(
                     match read_result(&result) {
                         // A result without a single latency sample (nothing answered) has
                         // no figures to show: the run failed.
-                        Ok(doc) if finished && doc.body.headline().count() > 0 => {
+                        Ok(doc) if finished && doc.body.view().headline().count() > 0 => {
                             acc[i].results.push(Input {
                                 name: s.name.clone(),
                                 path: result.display().to_string(),
@@ -390,7 +390,7 @@ pub fn run_scenarios(
                         res => {
                             let mut m = describe(&ended, plans[i].timeout, &log);
                             if let Ok(typed) = res {
-                                m += &first_errors(&typed.body.errors().by_kind);
+                                m += &first_errors(&typed.body.view().errors().by_kind);
                             }
                             acc[i].failures.push(format!("run {r}: {m}"));
                             m

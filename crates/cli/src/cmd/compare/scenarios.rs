@@ -178,8 +178,7 @@ fn invalid(field: impl Into<String>, msg: impl Into<String>) -> ScenarioError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Purpose {
     Compare,
-    // Used by `npt lab`, which validates its embedded scenarios with nodes allowed.
-    #[allow(dead_code)]
+    /// `npt lab`, which validates its embedded scenarios with nodes allowed.
     Lab,
 }
 

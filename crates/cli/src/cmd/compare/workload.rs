@@ -61,22 +61,22 @@ pub fn expected(check: &Check) -> Result<Length, String> {
     let text = |e: anyhow::Error| e.to_string();
     Ok(match check {
         Check::Probe(a) => {
-            let pacing = crate::cmd::probe::config::pacing(a, None).map_err(text)?;
+            let pacing = crate::cmd::probe::pacing(a, None).map_err(text)?;
             let phases = match &a.load.under_load {
                 Some(_) => {
-                    let p = crate::cmd::probe::under_load::phases(&a.load).map_err(text)?;
+                    let p = crate::cmd::probe::phases(&a.load).map_err(text)?;
                     Some(p.iter().fold(Duration::ZERO, |t, d| t.saturating_add(*d)))
                 }
                 None => None,
             };
-            let duration = a.duration.or(phases);
-            npt_probe::probe::workload::length(a.count, duration, &pacing, a.loss_timeout)
+            let duration = a.duration.duration.or(phases);
+            npt_probe::length(a.count, duration, &pacing, a.loss_timeout)
                 .ok_or("probe needs --count or --duration: a scenario must end by itself")?
         }
-        Check::Run(a) => npt_users::workload::length(a.ramp_up, a.duration, a.timeout),
+        Check::Run(a) => npt_users::workload::length(a.ramp_up, a.duration.get(), a.timeout),
         Check::Http(a) => {
             let ready = a.cold_start.as_ref().map(|_| a.ready_timeout);
-            npt_http::workload::length(ready, a.duration, a.timeout)
+            npt_http::workload::length(ready, a.duration.get(), a.timeout)
         }
         Check::Ping(a) => {
             if a.count == 0 {
@@ -86,7 +86,7 @@ pub fn expected(check: &Check) -> Result<Length, String> {
             npt_ping::workload::length(Some(a.count), i, t).ok_or("ping needs a --count above 0")?
         }
         Check::Bulk(a) => {
-            let d = parse_duration(&a.duration).map_err(|e| format!("--duration: {e}"))?;
+            let d = a.duration.get();
             let t = parse_duration(&a.timeout).map_err(|e| format!("--timeout: {e}"))?;
             npt_bulk::workload::length(d, t)
         }

@@ -8,27 +8,28 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, StageSpec};
+use npt_probe::{PacingSpec, ProbeConfig, Proto, StageSpec};
 use npt_result::workload::{Stop, Workload};
 use npt_server::{ServeConfig, Server};
 use npt_wire::Fill;
 
 use crate::cmd::probe::banner;
-use crate::execute::Subcommand;
-use crate::usage::parse_duration;
+use crate::execute::RunCommand;
+use crate::flags::duration::{self, DurationArgs};
 
 #[derive(Args, Debug)]
+#[command(mut_args(duration::says("How long the UDP probe runs", Some("3s"))))]
 pub struct DemoArgs {
-    /// How long the UDP probe runs.
-    #[arg(long, value_parser = parse_duration, default_value = "3s")]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub duration: DurationArgs,
     /// UDP packets per second.
     #[arg(long, default_value_t = 1000.0, allow_negative_numbers = true)]
     pub pps: f64,
 }
 
 pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
-    if a.duration.is_zero() {
+    let duration = a.duration.get();
+    if duration.is_zero() {
         return Err(crate::usage!("--duration must be positive"));
     }
     crate::usage::pps_flag("--pps", a.pps, 1e6)?;
@@ -53,7 +54,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         pacing: PacingSpec::Rate { pps: a.pps },
         loss_timeout: Duration::from_secs(1),
         count: None,
-        duration: Some(a.duration),
+        duration: Some(duration),
         clients: 1,
         threads: 1,
         stage: StageSpec::Time(Duration::from_secs(1)),
@@ -63,7 +64,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         rx_stamp: Default::default(),
         spin: false,
         // The embedded server is on loopback: one clock.
-        clock: npt_probe::probe::session::ClockSync::SameHost,
+        clock: npt_probe::ClockSync::SameHost,
         source: Default::default(),
         on_waiting: Default::default(),
     };

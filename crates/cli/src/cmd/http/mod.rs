@@ -15,7 +15,8 @@ use npt_result::http::HttpBody;
 use npt_result::workload::Progress;
 use npt_result::Document;
 
-use crate::execute::{execute, Lines, Subcommand};
+use crate::execute::{execute, Lines, Options, RunCommand};
+use crate::flags::duration::{self, DurationArgs};
 use crate::flags::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
@@ -31,6 +32,7 @@ use crate::usage::parse_duration;
   npt http URL --http2-fallback -c 50
   npt http URL --rate 5000 -d 30s
   npt http URL --cold-start 'node app.js' --ready-timeout 10s")]
+#[command(mut_args(duration::says("How long to send for: 10s, 2m …", Some("10s"))))]
 pub struct HttpArgs {
     /// http:// or https:// URL to load (the address connected to; see --host).
     pub url: String,
@@ -38,9 +40,8 @@ pub struct HttpArgs {
     /// with per-host rates (--host NAME=R/s), each host's own.
     #[arg(short = 'c', long = "connections")]
     pub connections: Option<u32>,
-    /// How long to send for: 10s, 2m …
-    #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub duration: DurationArgs,
     /// Open loop: this many requests per second in total, released on time by a precise pacer
     /// thread (sleep, then spin); latency is measured from the intended send time
     /// (coordinated-omission correction, as wrk2) with the figure from the actual send beside.
@@ -132,7 +133,7 @@ pub fn config(a: &HttpArgs) -> anyhow::Result<Config> {
         ));
     }
     c.connections = a.connections.unwrap_or(50);
-    c.duration = a.duration;
+    c.duration = a.duration.get();
     c.rate = a.rate;
     c.new_conn = a.new_conn;
     c.http2 = a.http2 || a.http2_fallback;
@@ -270,14 +271,14 @@ pub fn run(args: HttpArgs) -> anyhow::Result<ExitCode> {
         ("protocol", protocol.to_string()),
         ("target", cfg.target.url.clone()),
     ];
-    let mut o = args.output.options();
+    let mut o = Options::new(&args.output);
     o.segment = &args.segment;
     o.metrics = &args.metrics;
     o.labels = labels;
     execute(cfg, o)
 }
 
-impl Subcommand for Config {
+impl RunCommand for Config {
     const LINES: Lines = Lines::Status {
         off_tty: false,
         wipe: true,

@@ -5,7 +5,7 @@
 //! background process last published; `run` does up, the scenarios, the table and down in one
 //! process; `check` prints the plan without root.
 
-pub mod socket;
+mod socket;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -101,11 +101,6 @@ pub struct RunArgs {
     link_threads: u16,
     #[command(flatten)]
     out: Outputs,
-}
-
-/// Where a running lab keeps its pid, status, control socket and logs.
-pub(crate) fn state_dir(lab: &str) -> PathBuf {
-    Path::new("/run/npt-lab").join(lab)
 }
 
 fn load(file: &Path) -> anyhow::Result<(Topology, Plan)> {
@@ -209,7 +204,7 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
 fn up(u: &UpArgs) -> anyhow::Result<ExitCode> {
     let (_topo, plan) = load(&u.file)?;
     runtime::preflight(&plan).map_err(lab_error)?;
-    let dir = state_dir(&plan.lab);
+    let dir = socket::state_dir(&plan.lab);
     std::fs::create_dir_all(&dir)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let log = std::fs::File::create(dir.join("lab.log"))?;
@@ -269,7 +264,7 @@ fn write_status(dir: &Path, s: &LabStatus) {
 fn daemon(u: &UpArgs) -> anyhow::Result<ExitCode> {
     let (topo, plan) = load(&u.file)?;
     let signals = stop_signals()?;
-    let dir = state_dir(&plan.lab);
+    let dir = socket::state_dir(&plan.lab);
     let opts = LabOptions {
         npt_exe: npt_exe()?,
         log_dir: dir.clone(),
@@ -309,7 +304,7 @@ fn daemon(u: &UpArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn down(name: &str) -> anyhow::Result<ExitCode> {
-    let dir = state_dir(name);
+    let dir = socket::state_dir(name);
     let mut found = false;
     if let Some(pid) = std::fs::read_to_string(dir.join("pid"))
         .ok()

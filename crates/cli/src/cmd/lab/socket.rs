@@ -14,11 +14,15 @@ use npt_lab::control::{self, Reply, Request};
 use npt_lab::{show, Lab, LabStatus};
 
 use crate::cmd::compare::runner::Launcher;
-use crate::cmd::lab::state_dir;
 use crate::usage;
 
 /// How long `set` and `status` wait for the lab process.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a running lab keeps its pid, status, control socket and logs.
+pub fn state_dir(lab: &str) -> PathBuf {
+    Path::new("/run/npt-lab").join(lab)
+}
 
 fn socket(name: &str) -> PathBuf {
     state_dir(name).join(control::SOCKET)
@@ -82,7 +86,7 @@ pub fn set(name: &str, link: &str, settings: &[String], json: bool) -> anyhow::R
 }
 
 /// The lab's status: as of now from the lab process, else its last saved one.
-pub fn read_status(name: &str) -> anyhow::Result<LabStatus> {
+fn read_status(name: &str) -> anyhow::Result<LabStatus> {
     match call(name, &Request::Status)? {
         Some(Reply::Status { status }) => return Ok(*status),
         Some(Reply::Refused { message } | Reply::Failed { message }) => {
@@ -175,11 +179,11 @@ pub struct LabLauncher {
 }
 
 /// (run stem, a note on it), in run order.
-pub type RunNotes = Vec<(String, String)>;
+type RunNotes = Vec<(String, String)>;
 
 /// What the lab dropped during one run, per direction that carried packets: `lost` (the
 /// link's loss) and `q-drop` (its queue full), as `npt lab status` counts them.
-pub fn run_drops(run: &LabStatus) -> String {
+fn run_drops(run: &LabStatus) -> String {
     let dirs: Vec<String> = run
         .links
         .iter()

@@ -14,7 +14,7 @@ use npt_lifetime::{Config, MAX_MAX};
 use npt_result::lifetime::LifetimeBody;
 use npt_result::Document;
 
-use crate::execute::{execute, Subcommand};
+use crate::execute::{execute, Options, RunCommand};
 use crate::usage;
 use crate::usage::parse_duration;
 
@@ -70,12 +70,12 @@ pub fn config(a: &LifetimeArgs) -> anyhow::Result<Config> {
 
 pub fn run(a: LifetimeArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let o = a.output.options();
+    let o = Options::new(&a.output);
     o.check()?;
     execute(cfg, o)
 }
 
-impl Subcommand for Config {
+impl RunCommand for Config {
     fn banner(&self) -> Option<String> {
         Some(format!(
             "LIFETIME udp://{}:{}: idle flows up to {} s, in parallel (about twice the lifetime)",

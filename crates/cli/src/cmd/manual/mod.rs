@@ -1,7 +1,8 @@
 //! `npt man` and `npt completions`: manual pages (roff) and shell completions generated from the
 //! same clap definitions that parse the flags, so they cannot say something `npt --help` does
 //! not. The copies checked in under `docs/man/` and `completions/` are this module's output;
-//! `tests/generated_docs.rs` fails when they are stale and rewrites them with `NPT_REGENERATE=1`.
+//! `tests/cli/generated_docs.rs` fails when they are stale and rewrites them with
+//! `NPT_REGENERATE=1`.
 
 use std::io::Write;
 use std::path::PathBuf;

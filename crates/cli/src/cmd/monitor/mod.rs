@@ -204,7 +204,7 @@ pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use std::time::Duration;
 
-    use npt_result::any::Workload as Any;
+    use npt_result::any::AnyBody as Any;
 
     use super::*;
 

@@ -12,7 +12,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use npt_monitor::config::{missing_budget, ConfigError, TargetPlan};
 use npt_monitor::{RunError, Runner, Target};
-use npt_result::any::{AnyResult, Workload as Any};
+use npt_result::any::{AnyBody as Any, AnyResult};
 use npt_result::workload::{Length, Stop, Workload};
 
 use crate::cmd::compare::workload::Check;

@@ -25,8 +25,9 @@ use npt_result::{Document, StopReason};
 use npt_stats::Snapshot;
 use npt_wire::hop::{self, HopRequest};
 
-use crate::cmd::ping::PingArgs;
-use crate::execute::{execute, Subcommand};
+use crate::cmd::ping::args::PingArgs;
+use crate::cmd::ping::render;
+use crate::execute::{execute, Options, RunCommand};
 use crate::usage;
 
 pub use npt_ping::from::FromConfig;
@@ -143,7 +144,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
             "--packets logs the attempts made here; with --from the agent makes them"
         ));
     }
-    let o = a.output.options();
+    let o = Options::new(&a.output);
     o.check()?;
     let mut text = o.text.writer();
     writeln!(
@@ -160,14 +161,13 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
 
 /// A ping measured by an agent, as a [`Workload`]: the agent's samples are its tally, their
 /// lines its text (no series, like a ping measured here).
-pub struct FromPing {
+struct FromPing {
     cfg: FromConfig,
     quiet: bool,
     text: Box<dyn Write>,
 }
 
 impl Workload for FromPing {
-    const KIND: &'static str = "ping";
     type Body = PingBody;
     type Error = std::io::Error;
 
@@ -217,13 +217,13 @@ impl Workload for FromPing {
     }
 }
 
-impl Subcommand for FromPing {
+impl RunCommand for FromPing {
     fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
-        crate::cmd::ping::render(out, doc)
+        render::render(out, doc)
     }
 
     fn failed(body: &PingBody) -> Option<&'static str> {
-        crate::cmd::ping::failed(body)
+        render::failed(body)
     }
 }
 

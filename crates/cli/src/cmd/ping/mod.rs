@@ -4,69 +4,21 @@
 //! no series). `icmp://HOST` is the host's own ICMP echo ([`npt_ping::icmp`]), run the same
 //! way. Exit 1 when nothing answered, 2 for a bad flag.
 
-pub mod from;
+mod args;
+mod from;
+mod render;
+
+pub use args::PingArgs;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
 use npt_ping::icmp::{self, IcmpConfig, IcmpPing};
-use npt_ping::session::Event;
 use npt_ping::workload::Ping;
 use npt_ping::{Config, Proto, Target};
-use npt_result::ping::PingBody;
-use npt_result::Document;
 
-use crate::execute::{execute, Subcommand};
+use crate::execute::{execute, Options};
 use crate::usage;
-
-#[derive(Args, Debug)]
-#[command(after_help = crate::execute::EXIT_CODES)]
-pub struct PingArgs {
-    /// tcp://HOST:PORT (connect RTT), udp://HOST:PORT (echo RTT), quic://HOST:PORT (handshake),
-    /// icmp://HOST (the host's ICMP echo: an unprivileged ICMP socket where
-    /// net.ipv4.ping_group_range allows it, else a raw one, as root).
-    #[arg(value_name = "TARGET")]
-    pub target: String,
-    /// Attempts to make; 0 = until Ctrl-C.
-    #[arg(long, short = 'c', value_name = "N", default_value_t = 5)]
-    pub count: u64,
-    #[command(flatten)]
-    pub timing: crate::flags::timing::AttemptTiming,
-    /// UDP datagram size in bytes, header included (at least 48 framed, 24 raw); with --echo,
-    /// the TCP echo's size; icmp://, the ICMP message's (its 8-byte header included, at least
-    /// 28).
-    #[arg(long, short = 's', value_name = "BYTES", default_value_t = 64)]
-    pub size: usize,
-    /// tcp:// end to end: each attempt is a new connection and one framed echo on it against
-    /// `npt serve`, connect and echo timed apart. A connect alone is answered by the first
-    /// relay or forwarder, which accepts by itself even when nothing behind it answers.
-    #[arg(long)]
-    pub echo: bool,
-    /// UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`.
-    #[arg(long)]
-    pub raw: bool,
-    #[command(flatten)]
-    pub auth: crate::flags::auth::TokenArgs,
-    #[command(flatten)]
-    pub trust: crate::flags::trust::TrustArgs,
-    #[command(flatten)]
-    pub output: crate::flags::output::OutputArgs,
-    /// Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send
-    /// time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr).
-    #[arg(long, value_name = "FILE|-")]
-    pub packets: Option<PathBuf>,
-    #[command(flatten)]
-    pub source: crate::flags::source::SourceArgs,
-    #[command(flatten)]
-    pub via: crate::flags::via::ViaArgs,
-    /// Measure from a hop agent instead of from here: `npt serve --token S --hop-agent` on
-    /// npt://HOST:PORT pings the target and sends the samples back (needs --token, the agent's
-    /// secret). For the segments between relays that this host cannot see.
-    #[arg(long, value_name = "npt://HOST:PORT")]
-    pub from: Option<String>,
-}
 
 /// `npt ping icmp://HOST`: its config; the flags that do not apply to an ICMP echo are refused.
 pub fn icmp_config(a: &PingArgs) -> anyhow::Result<IcmpConfig> {
@@ -184,25 +136,15 @@ fn what(cfg: &Config) -> String {
     }
 }
 
-/// A ping's text summary, measured here or by an agent.
-pub(crate) fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
-    npt_report::text::write_ping(out, &doc.body, doc.stopped_by, doc.duration_s)
-}
-
-/// Nothing answered: exit 1, and the summary says it (100% loss), no message.
-pub(crate) fn failed(body: &PingBody) -> Option<&'static str> {
-    (body.summary.received == 0).then_some("")
-}
-
 pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
     if icmp::is_icmp(&a.target) {
         return run_icmp(a);
     }
     if a.from.is_some() {
-        return crate::cmd::ping::from::run(a);
+        return from::run(a);
     }
     let cfg = config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.packets_to(a.packets.as_deref());
     o.check()?;
     let mut out = o.text.writer();
@@ -227,7 +169,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
         if quiet || !writable {
             return;
         }
-        let line = line(ev, &addr.to_string());
+        let line = render::line(ev, &addr.to_string());
         writable = writeln!(out, "{line}").and_then(|()| out.flush()).is_ok();
     });
     execute(ping, o)
@@ -236,7 +178,7 @@ pub fn run(a: PingArgs) -> anyhow::Result<ExitCode> {
 /// `npt ping icmp://HOST`: the same lines, summary and result as the other kinds.
 fn run_icmp(a: PingArgs) -> anyhow::Result<ExitCode> {
     let cfg = icmp_config(&a)?;
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.packets_to(a.packets.as_deref());
     o.check()?;
     let mut out = o.text.writer();
@@ -257,56 +199,11 @@ fn run_icmp(a: PingArgs) -> anyhow::Result<ExitCode> {
         if quiet || !writable {
             return;
         }
-        writable = writeln!(out, "{}", line(ev, &addr.ip().to_string()))
+        writable = writeln!(out, "{}", render::line(ev, &addr.ip().to_string()))
             .and_then(|()| out.flush())
             .is_ok();
     });
     execute(ping, o)
-}
-
-/// An attempt's line, answered from `from`.
-fn line(ev: &Event, from: &str) -> String {
-    match ev {
-        Event::Reply { seq, rtt_ns, .. } => {
-            format!("seq={seq} from {from} time={:.3} ms", *rtt_ns as f64 / 1e6)
-        }
-        Event::Error {
-            seq, kind, detail, ..
-        } => format!("seq={seq} {kind} ({detail})"),
-        Event::Late { seq } => format!("seq={seq} late or duplicate reply from {from}"),
-        Event::Refused { seq, why, .. } => format!(
-            "seq={seq} refused by {from}: {}",
-            npt_wire::frame::status::notice_text(*why)
-        ),
-    }
-}
-
-impl Subcommand for IcmpPing<'_> {
-    fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
-        render(out, doc)
-    }
-
-    fn failed(body: &PingBody) -> Option<&'static str> {
-        failed(body)
-    }
-
-    fn refused(body: &PingBody) -> u64 {
-        body.summary.refused_by_server
-    }
-}
-
-impl Subcommand for Ping<'_> {
-    fn render(out: &mut dyn Write, doc: &Document<PingBody>) -> std::io::Result<()> {
-        render(out, doc)
-    }
-
-    fn failed(body: &PingBody) -> Option<&'static str> {
-        failed(body)
-    }
-
-    fn refused(body: &PingBody) -> u64 {
-        body.summary.refused_by_server
-    }
 }
 
 #[cfg(test)]

@@ -1,18 +1,20 @@
 //! Checks `npt probe` makes before it starts: that the flags cannot ask for more memory than
-//! a test tool should take, and which address of a TCP host name actually accepts.
+//! a test tool should take (part of [`crate::cmd::probe::config`]), and, just before the run,
+//! which addresses answer: the load's target, and which address of a TCP host name accepts.
 
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use npt_probe::probe::runner::{PacingSpec, StageSpec};
+use npt_probe::{PacingSpec, ProbeConfig, Proto, StageSpec};
 
+use crate::cmd::probe::under_load;
 use crate::usage;
 
 /// Latency histograms the run may keep alive at once (stage histograms still open plus each
 /// flow's totals). Histograms are sized lazily (tens of KiB for sub-millisecond round trips)
 /// but one that sees values up to an hour takes ~256 KiB, so this bounds the worst case at
 /// about 1 GiB.
-pub const MAX_HISTOGRAMS: u64 = 4096;
+const MAX_HISTOGRAMS: u64 = 4096;
 const WORST_HISTOGRAM_BYTES: u64 = 256 * 1024;
 /// Per flow, besides its open stages: RTT, corrected RTT, IPDV, send lateness.
 const TOTALS_HISTOGRAMS: u64 = 4;
@@ -69,11 +71,27 @@ pub fn check_memory(
     ))
 }
 
+/// Just before the run: a load target that refuses is a usage error; a TCP target is the
+/// first of its addresses that accepts. Returns what to say of the address chosen.
+pub fn reachable(cfg: &mut ProbeConfig) -> anyhow::Result<Vec<String>> {
+    if let Some(plan) = &cfg.under_load {
+        under_load::check_reachable(plan)?;
+    }
+    if cfg.proto == Proto::Tcp && cfg.via.is_none() {
+        // A name with several addresses (localhost → ::1, 127.0.0.1): the first that accepts.
+        if let Some((addr, notes)) = first_accepting(&cfg.target, cfg.addr, &cfg.source) {
+            cfg.addr = addr;
+            return Ok(notes);
+        }
+    }
+    Ok(Vec::new())
+}
+
 /// For a TCP target whose host name has several addresses (localhost → ::1 and 127.0.0.1),
 /// the first address that accepts a connection, with a notice when it is not the first one
 /// resolved. None when there is nothing to choose or nothing accepts (the run then reports
 /// the failure on the first address, as it would have).
-pub fn first_accepting(
+fn first_accepting(
     hostport: &str,
     first: SocketAddr,
     source: &npt_client::source::Source,

@@ -1,160 +1,154 @@
-//! `npt probe`'s flags (or the line tester's XML config) checked into a `ProbeConfig`. An XML config,
-//! when given, sets the values; any flag given on the command line overrides it. Every value
-//! is checked here and an error names the flag (or XML attribute).
+//! `npt probe`'s flags (or the line tester's XML config) checked into a `ProbeConfig`, one
+//! named step after another ([`config`] reads as the list). An XML config, when given, sets
+//! the values; any flag given on the command line overrides it. Every value is checked here
+//! and an error names the flag (or XML attribute).
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use npt_client::source::Source;
-use npt_probe::probe::runner::{PacingSpec, ProbeConfig, Proto, RxStamp, StageSpec};
-use npt_probe::probe::xml::{self, XmlLog, XmlPacing, XmlStop};
+use npt_probe::xml::{self, XmlConfig, XmlLog, XmlPacing, XmlStop};
+use npt_probe::LoadPlan;
+use npt_probe::{PacingSpec, ProbeConfig, Proto, RxStamp, StageSpec};
+use npt_proxy::Via;
 
+use crate::cmd::probe::args::{Mode, ProbeArgs, RxStampArg};
 use crate::cmd::probe::checks::check_memory;
-use crate::cmd::probe::{Mode, ProbeArgs, RxStampArg};
+use crate::cmd::probe::{framing, owd, target, under_load};
 use crate::usage;
 
-/// Splits `udp://host:port` into protocol and address text. A path to an XML file in the
-/// target's place is the line tester's config given without its flag: said so.
-fn parse_target(t: &str) -> anyhow::Result<(Proto, String)> {
-    if !t.contains("://") && t.to_ascii_lowercase().ends_with(".xml") {
-        return Err(usage!(
-            "target {t:?} is not udp://, tcp:// or stamp://HOST:PORT; for the line tester's XML \
-             config, use npt probe --config {t}"
+/// Turns flags (and the XML config, if any) into a validated run config, and what to say
+/// before the run.
+pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
+    a.metrics.check()?;
+    let mut notices = Vec::new();
+    let x = read_xml(a, &mut notices)?;
+    let (proto, hostport) = target_of(a, x.as_ref())?;
+    let via = a.via.resolve(proto.is_udp())?;
+    let rx_stamp = receive(a, proto)?;
+    // The target's literal is checked as it resolves (below).
+    let source = a.source.for_target("probe", "", false, via.is_some())?;
+    let addr = match target::resolve(&hostport, "target", &source) {
+        Ok(addr) => addr,
+        // socks5h://: the proxy resolves the name; the port is all npt needs here.
+        Err(_) if a.via.remote_dns() => target::unresolved(&hostport)?,
+        Err(e) => return Err(e),
+    };
+    let pacing = pacing(a, x.as_ref())?;
+    let (count, duration) = stop(a, x.as_ref())?;
+    let (clients, threads) = clients(a, x.as_ref(), &mut notices)?;
+    let (raw, stamp_key, size) = framing::framing(a, x.as_ref(), proto)?;
+    if a.loss_timeout.is_zero() {
+        return Err(usage!("--loss-timeout must be positive"));
+    }
+    let stage = stages(a, x.as_ref())?;
+    a.auth.get()?;
+    check_memory(clients, stage, a.loss_timeout, &pacing)?;
+    let (under_load, count, duration) = load(a, via.as_ref(), &source, count, duration)?;
+    if let (Some(v), true) = (&via, proto.is_udp()) {
+        let (host, _) = npt_proxy::udp_flow::split_target(&hostport, addr);
+        notices.extend(crate::flags::via::fragment_notice(
+            "--size", v, addr, &host, size,
         ));
     }
-    let (scheme, rest) = t.split_once("://").ok_or_else(|| {
-        usage!("target {t:?}: expected udp://HOST:PORT, tcp://HOST:PORT or stamp://HOST:PORT")
-    })?;
-    let proto = match scheme.to_ascii_lowercase().as_str() {
-        "udp" => Proto::Udp,
-        "tcp" => Proto::Tcp,
-        "stamp" => Proto::Stamp,
-        other => {
+    if let Some(plan) = &under_load {
+        notices.extend(crate::flags::via::bulk_fragment_notice(
+            "--load-size",
+            &plan.bulk,
+        ));
+    }
+    if a.owd && raw {
+        return Err(usage!(
+            "--owd needs npt serve's timestamps: --raw is round trips only"
+        ));
+    }
+    let resolved = (!addr.ip().is_unspecified()).then_some(addr);
+    let clock = owd::assumption(resolved, via.as_ref().map(|v| v.host.as_str()), a.owd);
+    let cfg = ProbeConfig {
+        proto,
+        target: hostport,
+        addr,
+        raw,
+        token: a.auth.cloned(),
+        stamp_key,
+        size,
+        fill: a.fill,
+        verify: a.verify,
+        pacing,
+        loss_timeout: a.loss_timeout,
+        count,
+        duration,
+        clients,
+        threads,
+        stage,
+        behind_threshold: a.behind_threshold,
+        via,
+        under_load,
+        rx_stamp,
+        spin: a.spin,
+        clock,
+        source,
+        on_waiting: Default::default(),
+    };
+    Ok((cfg, notices))
+}
+
+/// `--config FILE`: the line tester's XML, with a notice of what npt ignores in it.
+fn read_xml(a: &ProbeArgs, notices: &mut Vec<String>) -> anyhow::Result<Option<XmlConfig>> {
+    let Some(path) = &a.config else {
+        return Ok(None);
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|e| usage!("--config {}: {e}", path.display()))?;
+    let x = xml::parse(&text).map_err(|e| usage!("--config {}: {e}", path.display()))?;
+    if !x.ignored.is_empty() {
+        notices.push(format!(
+            "config: ignored (no equivalent in npt, one sender loop per client): {}",
+            x.ignored.join(", ")
+        ));
+    }
+    Ok(Some(x))
+}
+
+/// The target's protocol and `HOST:PORT`: the argument, else the XML's.
+fn target_of(a: &ProbeArgs, x: Option<&XmlConfig>) -> anyhow::Result<(Proto, String)> {
+    match (&a.target, x) {
+        (Some(t), _) => target::parse(t),
+        (None, Some(x)) => Ok((
+            if x.tcp { Proto::Tcp } else { Proto::Udp },
+            if x.host.contains(':') {
+                format!("[{}]:{}", x.host, x.port)
+            } else {
+                format!("{}:{}", x.host, x.port)
+            },
+        )),
+        (None, None) => Err(usage!(
+            "a target is required: npt probe udp://HOST:PORT (or --config FILE)"
+        )),
+    }
+}
+
+/// `--rx-stamp` and `--spin`. A TCP probe reads its clock after each read: the kernel stamp
+/// and the spin are for the UDP driver (udp:// and stamp://).
+fn receive(a: &ProbeArgs, proto: Proto) -> anyhow::Result<RxStamp> {
+    let rx_stamp = match a.rx_stamp {
+        None | Some(RxStampArg::User) => RxStamp::User,
+        Some(RxStampArg::Kernel) if proto.is_udp() => RxStamp::Kernel,
+        Some(RxStampArg::Kernel) => {
             return Err(usage!(
-                "target {t:?}: unsupported scheme {other:?} (probe speaks udp://, tcp:// and \
-                 stamp://)"
+                "--rx-stamp kernel is for UDP; a TCP probe stamps a reply when its read returns"
             ))
         }
     };
-    let rest = rest.trim_end_matches('/');
-    if rest.is_empty() {
-        return Err(usage!("target {t:?}: missing HOST:PORT"));
+    if a.spin && !proto.is_udp() {
+        return Err(usage!("--spin is for UDP probes"));
     }
-    Ok((proto, rest.to_string()))
+    Ok(rx_stamp)
 }
 
-/// `HOST:PORT` resolved for `src`: only addresses of its family (`-4`, `-6`, `--bind`'s).
-pub fn resolve_from(hostport: &str, flag: &str, src: &Source) -> anyhow::Result<SocketAddr> {
-    if let Ok(a) = hostport.parse::<SocketAddr>() {
-        crate::flags::source::SourceArgs::check_literal(src, &a.ip().to_string())?;
-        return Ok(a);
-    }
-    let (host, port) = hostport
-        .rsplit_once(':')
-        .ok_or_else(|| usage!("{flag} {hostport:?}: missing :PORT"))?;
-    let port: u16 = port
-        .parse()
-        .map_err(|_| usage!("{flag} {hostport:?}: bad port {port:?}"))?;
-    if port == 0 {
-        return Err(usage!("{flag} {hostport:?}: port 0 is not a target"));
-    }
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    crate::flags::source::SourceArgs::check_literal(src, host)?;
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| usage!("{flag} {hostport:?}: cannot resolve host {host:?}: {e}"))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(usage!("{flag} {hostport:?}: host {host:?} has no address"));
-    }
-    let addrs = crate::flags::source::pick(src, host, addrs)?;
-    addrs
-        .into_iter()
-        .next()
-        .ok_or_else(|| usage!("{flag} {hostport:?}: host {host:?} has no address"))
-}
-
-/// A target the proxy will resolve: the unspecified address with the target's port.
-fn unresolved(hostport: &str) -> anyhow::Result<SocketAddr> {
-    let port = hostport
-        .rsplit_once(':')
-        .and_then(|(_, p)| p.parse::<u16>().ok())
-        .ok_or_else(|| usage!("target {hostport:?}: missing :PORT"))?;
-    Ok(SocketAddr::from(([0, 0, 0, 0], port)))
-}
-
-/// `--stamp-key`: STAMP's authenticated mode, for `stamp://` only.
-fn stamp_key(a: &ProbeArgs, proto: Proto) -> anyhow::Result<Option<npt_wire::stamp::StampKey>> {
-    if proto != Proto::Stamp {
-        if a.stamp_key.is_some() {
-            return Err(usage!(
-                "--stamp-key is for stamp:// targets (NPT_STAMP_KEY sets it too)"
-            ));
-        }
-        return Ok(None);
-    }
-    if a.raw || a.auth.is_some() {
-        return Err(usage!(
-            "--raw and --token are for npt's own framing; a stamp:// target speaks STAMP \
-             (--stamp-key for its authenticated mode)"
-        ));
-    }
-    a.stamp_key
-        .as_deref()
-        .map(npt_wire::stamp::StampKey::from_hex)
-        .transpose()
-        .map_err(|e| usage!("--stamp-key: {e}"))
-}
-
-/// `--size`, checked against the framing's header [default: 64; STAMP's base packet, 44
-/// bytes or 112 authenticated, which routers send].
-fn size(a: &ProbeArgs, proto: Proto, raw: bool, authenticated: bool) -> anyhow::Result<usize> {
-    use npt_wire::stamp::{valid_size, Mode, TLV_HEADER_LEN};
-    let max = match proto {
-        Proto::Udp | Proto::Stamp => 65_507,
-        Proto::Tcp => npt_wire::frame::MAX_FRAME_LEN as usize,
-    };
-    if proto == Proto::Stamp {
-        let mode = if authenticated {
-            Mode::Authenticated
-        } else {
-            Mode::Open
-        };
-        let base = mode.base_len();
-        let size = a.size.unwrap_or(base);
-        if !valid_size(mode, size) || size > max {
-            return Err(usage!(
-                "--size {size}: a STAMP test packet is {base} bytes{}, or {} to {max} with \
-                 padding (RFC 8972's Extra Padding TLV)",
-                if authenticated {
-                    " (authenticated)"
-                } else {
-                    ""
-                },
-                base + TLV_HEADER_LEN
-            ));
-        }
-        return Ok(size);
-    }
-    let min = if raw {
-        npt_wire::RAW_HEADER_LEN
-    } else {
-        npt_wire::HEADER_LEN
-    };
-    let size = a.size.unwrap_or(64);
-    if size < min || size > max {
-        return Err(usage!(
-            "--size {size}: must be between {min} (the {} header) and {max} bytes",
-            if raw { "raw" } else { "framed" }
-        ));
-    }
-    Ok(size)
-}
-
-/// The probe's pacing: flags first, then the XML config's, then defaults. `npt compare` reads a
-/// child's pacing here too (without the XML), for its length.
-pub fn pacing(a: &ProbeArgs, x: Option<&xml::XmlConfig>) -> anyhow::Result<PacingSpec> {
-    let mode = a.mode.or(x.as_ref().map(|x| match x.pacing {
+/// `--mode` and its flags (`--ping-pong`, `--pps`, `--interval`, `--warmup`): flags first,
+/// then the XML, then defaults; a flag of another mode is refused.
+pub fn pacing(a: &ProbeArgs, x: Option<&XmlConfig>) -> anyhow::Result<PacingSpec> {
+    let mode = a.mode.or(x.map(|x| match x.pacing {
         XmlPacing::Interval(_) => Mode::Interval,
         XmlPacing::OnSend { .. } => Mode::Rate,
         XmlPacing::OnRecv { .. } => Mode::Relay,
@@ -182,7 +176,8 @@ pub fn pacing(a: &ProbeArgs, x: Option<&xml::XmlConfig>) -> anyhow::Result<Pacin
         }
         Ok(())
     };
-    let pacing = match mode {
+    let xml_pacing = x.map(|x| x.pacing);
+    Ok(match mode {
         Mode::Rate => {
             flag_for_other_mode(a.interval.is_some(), "--interval", "interval")?;
             flag_for_other_mode(
@@ -192,7 +187,7 @@ pub fn pacing(a: &ProbeArgs, x: Option<&xml::XmlConfig>) -> anyhow::Result<Pacin
             )?;
             let pps = a
                 .pps
-                .or(match x.as_ref().map(|x| x.pacing) {
+                .or(match xml_pacing {
                     Some(XmlPacing::OnSend { maxpps }) => Some(maxpps),
                     _ => None,
                 })
@@ -207,7 +202,7 @@ pub fn pacing(a: &ProbeArgs, x: Option<&xml::XmlConfig>) -> anyhow::Result<Pacin
                 "--warmup/--warmup-interval",
                 "relay",
             )?;
-            let (interval, source) = match (a.interval, x.as_ref().map(|x| x.pacing)) {
+            let (interval, source) = match (a.interval, xml_pacing) {
                 (Some(d), _) => (d, "--interval"),
                 (None, Some(XmlPacing::Interval(d))) => (d, "--config: <relay interval>"),
                 _ => (Duration::from_millis(10), "--interval"),
@@ -223,7 +218,7 @@ pub fn pacing(a: &ProbeArgs, x: Option<&xml::XmlConfig>) -> anyhow::Result<Pacin
         Mode::Relay => {
             flag_for_other_mode(a.pps.is_some(), "--pps", "rate")?;
             flag_for_other_mode(a.interval.is_some(), "--interval", "interval")?;
-            let (xw, xi) = match x.as_ref().map(|x| x.pacing) {
+            let (xw, xi) = match xml_pacing {
                 Some(XmlPacing::OnRecv { warmup, interval }) => (Some(warmup), Some(interval)),
                 _ => (None, None),
             };
@@ -240,75 +235,14 @@ pub fn pacing(a: &ProbeArgs, x: Option<&xml::XmlConfig>) -> anyhow::Result<Pacin
                 warmup_interval: a.warmup_interval.or(xi).unwrap_or(Duration::from_millis(1)),
             }
         }
-    };
-    Ok(pacing)
+    })
 }
 
-/// Turns flags (and the XML config, if any) into a validated run config.
-pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
-    a.metrics.check()?;
-    let mut notices = Vec::new();
-    let x = match &a.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| usage!("--config {}: {e}", path.display()))?;
-            let x = xml::parse(&text).map_err(|e| usage!("--config {}: {e}", path.display()))?;
-            if !x.ignored.is_empty() {
-                notices.push(format!(
-                    "config: ignored (no equivalent in npt, one sender loop per client): {}",
-                    x.ignored.join(", ")
-                ));
-            }
-            Some(x)
-        }
-        None => None,
-    };
-    let (proto, hostport) = match (&a.target, &x) {
-        (Some(t), _) => parse_target(t)?,
-        (None, Some(x)) => (
-            if x.tcp { Proto::Tcp } else { Proto::Udp },
-            if x.host.contains(':') {
-                format!("[{}]:{}", x.host, x.port)
-            } else {
-                format!("{}:{}", x.host, x.port)
-            },
-        ),
-        (None, None) => {
-            return Err(usage!(
-                "a target is required: npt probe udp://HOST:PORT (or --config FILE)"
-            ))
-        }
-    };
-    let via = a.via.resolve(proto.is_udp())?;
-    // A TCP probe reads its clock after each read: the kernel stamp and the spin are for the
-    // UDP driver (udp:// and stamp://).
-    let rx_stamp = match a.rx_stamp {
-        None | Some(RxStampArg::User) => RxStamp::User,
-        Some(RxStampArg::Kernel) if proto.is_udp() => RxStamp::Kernel,
-        Some(RxStampArg::Kernel) => {
-            return Err(usage!(
-                "--rx-stamp kernel is for UDP; a TCP probe stamps a reply when its read returns"
-            ))
-        }
-    };
-    if a.spin && !proto.is_udp() {
-        return Err(usage!("--spin is for UDP probes"));
-    }
-    // The target's literal is checked as it resolves (below).
-    let source = a.source.for_target("probe", "", false, via.is_some())?;
-    let addr = match resolve_from(&hostport, "target", &source) {
-        Ok(addr) => addr,
-        // socks5h://: the proxy resolves the name; the port is all npt needs here.
-        Err(_) if a.via.remote_dns() => unresolved(&hostport)?,
-        Err(e) => return Err(e),
-    };
-
-    let pacing = pacing(a, x.as_ref())?;
-
-    // Stop condition.
-    let (mut count, mut duration) = (a.count, a.duration);
+/// `--count` and `--duration` (the XML's stop when neither is given).
+fn stop(a: &ProbeArgs, x: Option<&XmlConfig>) -> anyhow::Result<(Option<u64>, Option<Duration>)> {
+    let (mut count, mut duration) = (a.count, a.duration.duration);
     if count.is_none() && duration.is_none() {
-        match x.as_ref().map(|x| x.stop) {
+        match x.map(|x| x.stop) {
             Some(XmlStop::Count(n)) => count = Some(n),
             Some(XmlStop::Time(d)) => duration = Some(d),
             _ => {}
@@ -320,8 +254,16 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
     if duration == Some(Duration::ZERO) {
         return Err(usage!("--duration must be positive"));
     }
+    Ok((count, duration))
+}
 
-    let clients = a.clients.or(x.as_ref().map(|x| x.clients)).unwrap_or(1);
+/// `--clients` and `--threads` (no more threads than clients, said so).
+fn clients(
+    a: &ProbeArgs,
+    x: Option<&XmlConfig>,
+    notices: &mut Vec<String>,
+) -> anyhow::Result<(u32, u32)> {
+    let clients = a.clients.or(x.map(|x| x.clients)).unwrap_or(1);
     if clients == 0 || clients > 10_000 {
         return Err(usage!("--clients {clients}: must be between 1 and 10000"));
     }
@@ -336,108 +278,236 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
             "--threads {threads} > --clients {clients}: using {clients}"
         ));
     }
+    Ok((clients, threads.min(clients)))
+}
 
-    let stamp_key = stamp_key(a, proto)?;
-    let raw = proto != Proto::Stamp && (a.raw || (x.is_some() && !a.auth.is_some()));
-    if a.raw && a.auth.is_some() {
-        return Err(usage!(
-            "--token needs npt's framed packets; it cannot be used with --raw"
-        ));
-    }
-    let size = size(a, proto, raw, stamp_key.is_some())?;
-    if a.loss_timeout.is_zero() {
-        return Err(usage!("--loss-timeout must be positive"));
-    }
+/// `--report-every` or `--report-every-packets` (the XML's log, else every second).
+fn stages(a: &ProbeArgs, x: Option<&XmlConfig>) -> anyhow::Result<StageSpec> {
     if a.report_every.is_some() && a.report_every_packets.is_some() {
         return Err(usage!(
             "--report-every and --report-every-packets cannot be used together"
         ));
     }
-    let stage = match (a.report_every, a.report_every_packets) {
+    Ok(match (a.report_every, a.report_every_packets) {
         (Some(d), None) if d.is_zero() => return Err(usage!("--report-every must be positive")),
         (Some(d), None) => StageSpec::Time(d),
         (None, Some(0)) => return Err(usage!("--report-every-packets must be at least 1")),
         (None, Some(p)) => StageSpec::Packets(p),
-        _ => match x.as_ref().and_then(|x| x.log) {
+        _ => match x.and_then(|x| x.log) {
             Some(XmlLog::Count(p)) => StageSpec::Packets(p),
             Some(XmlLog::Time(d)) => StageSpec::Time(d),
             None => StageSpec::Time(Duration::from_secs(1)),
         },
+    })
+}
+
+/// `--under-load`: the load's plan, whose phases then set the run's length (no `--count` or
+/// `--duration` beside it).
+fn load(
+    a: &ProbeArgs,
+    via: Option<&Via>,
+    source: &Source,
+    count: Option<u64>,
+    duration: Option<Duration>,
+) -> anyhow::Result<(Option<LoadPlan>, Option<u64>, Option<Duration>)> {
+    let mut plan = under_load::plan(&a.load, a.auth.token.as_ref(), via)?;
+    let Some(p) = plan.as_mut() else {
+        return Ok((None, count, duration));
     };
-    a.auth.get()?;
-    check_memory(clients, stage, a.loss_timeout, &pacing)?;
-    let mut under_load =
-        crate::cmd::probe::under_load::plan(&a.load, a.auth.token.as_ref(), via.as_ref())?;
-    if let Some(plan) = under_load.as_mut() {
-        // `-4`/`-6` hold for the load's connections too; its packets stay unmarked.
-        plan.bulk.source.family = source.family;
-    }
-    if under_load.is_some() && source.bind.is_some() {
+    // `-4`/`-6` hold for the load's connections too; its packets stay unmarked.
+    p.bulk.source.family = source.family;
+    if source.bind.is_some() {
         return Err(usage!(
             "--bind does not go with --under-load: the load's connections would leave from \
              another address than the probe's (--dscp marks the probe's packets only, as a \
              QoS test wants)"
         ));
     }
-    let duration = match &under_load {
-        None => duration,
-        Some(plan) => {
-            if a.count.is_some() || a.duration.is_some() {
-                return Err(usage!(
-                    "--count and --duration do not go with --under-load: the run is \
-                     --load-idle + --load-duration + --load-recovery ({:?})",
-                    plan.total()
-                ));
-            }
-            count = None;
-            Some(plan.total())
-        }
-    };
-    if let (Some(v), true) = (&via, proto.is_udp()) {
-        let (host, _) = npt_proxy::udp_flow::split_target(&hostport, addr);
-        notices.extend(crate::flags::via::fragment_notice(
-            "--size", v, addr, &host, size,
-        ));
-    }
-    if let Some(plan) = &under_load {
-        notices.extend(crate::flags::via::bulk_fragment_notice(
-            "--load-size",
-            &plan.bulk,
-        ));
-    }
-    if a.owd && raw {
+    if a.count.is_some() || a.duration.duration.is_some() {
         return Err(usage!(
-            "--owd needs npt serve's timestamps: --raw is round trips only"
+            "--count and --duration do not go with --under-load: the run is \
+             --load-idle + --load-duration + --load-recovery ({:?})",
+            p.total()
         ));
     }
-    let resolved = (!addr.ip().is_unspecified()).then_some(addr);
-    let clock =
-        crate::cmd::probe::owd::assumption(resolved, via.as_ref().map(|v| v.host.as_str()), a.owd);
-    let cfg = ProbeConfig {
-        proto,
-        target: hostport,
-        addr,
-        raw,
-        token: a.auth.cloned(),
-        stamp_key,
-        size,
-        fill: a.fill,
-        verify: a.verify,
-        pacing,
-        loss_timeout: a.loss_timeout,
-        count,
-        duration,
-        clients,
-        threads: threads.min(clients),
-        stage,
-        behind_threshold: a.behind_threshold,
-        via,
-        under_load,
-        rx_stamp,
-        spin: a.spin,
-        clock,
-        source,
-        on_waiting: Default::default(),
-    };
-    Ok((cfg, notices))
+    let total = p.total();
+    Ok((plan, None, Some(total)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::probe::render::banner;
+    use npt_wire::Fill;
+
+    fn args(target: &str) -> ProbeArgs {
+        ProbeArgs {
+            target: Some(target.to_string()),
+            fill: Fill::Random,
+            loss_timeout: Duration::from_secs(1),
+            behind_threshold: Duration::from_millis(1),
+            ..ProbeArgs::default()
+        }
+    }
+
+    fn err(a: &ProbeArgs) -> String {
+        config(a).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults() {
+        let (c, _) = config(&args("udp://127.0.0.1:7777")).unwrap();
+        assert_eq!(c.proto, Proto::Udp);
+        assert_eq!(c.pacing, PacingSpec::Rate { pps: 100.0 });
+        assert_eq!((c.size, c.clients, c.raw), (64, 1, false));
+        assert_eq!(c.stage, StageSpec::Time(Duration::from_secs(1)));
+        assert_eq!((c.count, c.duration), (None, None));
+    }
+
+    #[test]
+    fn interval_zero_is_refused_and_ping_pong_is_relay_with_one_in_flight() {
+        let mut a = args("udp://127.0.0.1:7777");
+        a.mode = Some(Mode::Interval);
+        a.interval = Some(Duration::ZERO);
+        assert!(
+            err(&a).contains("--interval 0: must be positive"),
+            "{}",
+            err(&a)
+        );
+        let mut a = args("tcp://127.0.0.1:7777");
+        a.ping_pong = true;
+        let (c, _) = config(&a).unwrap();
+        assert!(matches!(c.pacing, PacingSpec::Relay { warmup: 1, .. }));
+        a.mode = Some(Mode::Rate);
+        assert!(err(&a).contains("--ping-pong"));
+    }
+
+    /// The stop in the banner reads as a phrase in each case (it read `stop after until
+    /// Ctrl-C` with neither --count nor --duration).
+    #[test]
+    fn banner_says_when_the_probe_stops() {
+        let mut a = args("udp://127.0.0.1:7777");
+        let b = banner(&config(&a).unwrap().0);
+        assert!(b.ends_with(", 1 client(s), run until Ctrl-C"), "{b}");
+        a.count = Some(10);
+        let b = banner(&config(&a).unwrap().0);
+        assert!(b.ends_with(", stop after 10 packets"), "{b}");
+        a.duration.duration = Some(Duration::from_secs(5));
+        let b = banner(&config(&a).unwrap().0);
+        assert!(b.ends_with(", stop after 10 packets or 5s"), "{b}");
+    }
+
+    #[test]
+    fn bad_targets_name_the_problem() {
+        assert!(err(&args("127.0.0.1:7777")).contains("expected udp://HOST:PORT"));
+        assert!(err(&args("http://127.0.0.1:7777")).contains("unsupported scheme"));
+        assert!(err(&args("udp://127.0.0.1")).contains("missing :PORT"));
+        assert!(err(&args("udp://127.0.0.1:99999")).contains("bad port"));
+        assert!(err(&args("udp://no-such-host.invalid:7")).contains("cannot resolve host"));
+    }
+
+    #[test]
+    fn flags_for_another_mode_are_refused() {
+        let mut a = args("udp://127.0.0.1:7");
+        a.interval = Some(Duration::from_millis(5));
+        assert!(err(&a).contains("--interval applies only to --mode interval"));
+        a.mode = Some(Mode::Relay);
+        assert!(err(&a).contains("--interval"));
+        let mut a = args("udp://127.0.0.1:7");
+        a.mode = Some(Mode::Relay);
+        a.pps = Some(5.0);
+        assert!(err(&a).contains("--pps applies only to --mode rate"));
+    }
+
+    #[test]
+    fn sizes_and_counts() {
+        let mut a = args("udp://127.0.0.1:7");
+        a.size = Some(40);
+        assert!(err(&a).contains("--size 40"));
+        a.raw = true;
+        assert!(config(&a).is_ok(), "raw header is 24 bytes");
+        a.size = Some(70_000);
+        assert!(err(&a).contains("--size"));
+        let mut a = args("udp://127.0.0.1:7");
+        a.count = Some(0);
+        assert!(err(&a).contains("--count"));
+        let mut a = args("udp://127.0.0.1:7");
+        a.clients = Some(0);
+        assert!(err(&a).contains("--clients"));
+        let mut a = args("udp://127.0.0.1:7");
+        a.raw = true;
+        a.auth.token = Some("x".into());
+        assert!(err(&a).contains("--token"));
+    }
+
+    #[test]
+    fn stamp_targets_size_and_key() {
+        let (c, _) = config(&args("stamp://127.0.0.1:862")).unwrap();
+        assert_eq!((c.proto, c.size, c.raw), (Proto::Stamp, 44, false));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.stamp_key = Some("000102030405060708090a0b0c0d0e0f".into());
+        let (c, _) = config(&a).unwrap();
+        assert_eq!(c.size, 112, "the authenticated packet");
+        assert!(c.stamp_key.is_some());
+        a.size = Some(113);
+        assert!(err(&a).contains("--size 113: a STAMP test packet is 112 bytes (authenticated)"));
+        a.size = Some(116);
+        assert!(config(&a).is_ok(), "room for the padding TLV");
+        a.stamp_key = Some("0001".into());
+        assert!(err(&a).contains("--stamp-key: 2 bytes"), "{}", err(&a));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.size = Some(45);
+        assert!(err(&a).contains("--size 45"));
+        a.size = None;
+        a.raw = true;
+        assert!(err(&a).contains("a stamp:// target speaks STAMP"));
+        let mut a = args("stamp://127.0.0.1:862");
+        a.auth.token = Some("s".into());
+        assert!(err(&a).contains("--raw and --token"));
+        let mut a = args("udp://127.0.0.1:7777");
+        a.stamp_key = Some("000102030405060708090a0b0c0d0e0f".into());
+        assert!(err(&a).contains("--stamp-key is for stamp://"));
+    }
+
+    #[test]
+    fn xml_config_and_flag_override() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/ConfigTemplate.xml"
+        );
+        let mut a = ProbeArgs {
+            config: Some(path.into()),
+            ..args("x")
+        };
+        a.target = None;
+        let (c, notices) = config(&a).unwrap();
+        assert_eq!(
+            c.pacing,
+            PacingSpec::Relay {
+                warmup: 50_000,
+                warmup_interval: Duration::from_millis(10)
+            }
+        );
+        assert_eq!(c.count, Some(1_000_000));
+        assert!(
+            c.raw,
+            "the line tester's dataprotocol raw means a plain echo server"
+        );
+        assert_eq!(c.stage, StageSpec::Packets(100_000));
+        assert_eq!(c.addr, "127.0.0.1:7777".parse().unwrap());
+        assert!(notices[0].contains("threadsperclient=8"));
+        a.count = Some(10);
+        a.warmup = Some(4);
+        let (c, _) = config(&a).unwrap();
+        assert_eq!(c.count, Some(10));
+        assert_eq!(
+            c.pacing,
+            PacingSpec::Relay {
+                warmup: 4,
+                warmup_interval: Duration::from_millis(10)
+            }
+        );
+        a.config = Some("/nonexistent.xml".into());
+        assert!(err(&a).contains("--config /nonexistent.xml"));
+    }
 }

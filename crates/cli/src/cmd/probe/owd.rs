@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use npt_probe::probe::session::ClockSync;
+use npt_probe::ClockSync;
 
 /// Set by `npt lab` for every command it runs on a lab node (its value: the lab's name).
 pub use npt_lab::runtime::LAB_ENV;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use npt_bulk::{Proto, QuicTrust, Target, UdpRate, Ways, MAX_STREAMS};
-use npt_probe::probe::load::LoadPlan;
+use npt_probe::LoadPlan;
 
 use crate::usage;
 use crate::usage::parse_duration;

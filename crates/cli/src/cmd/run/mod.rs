@@ -17,13 +17,15 @@ use npt_result::Document;
 use npt_users::config::{GameShape, QuicShape, TransferShape, WebShape};
 use npt_users::{Load, Mix, Range, RunConfig, Shape, Targets};
 
-use crate::execute::{execute, Lines, Subcommand};
+use crate::execute::{execute, Lines, Options, RunCommand};
+use crate::flags::duration::{self, DurationArgs};
 use crate::flags::segment::Segment;
 use crate::usage;
 use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = crate::execute::EXIT_CODES)]
+#[command(mut_args(duration::says("How long the run lasts (e.g. 3m)", Some("60s"))))]
 pub struct RunArgs {
     /// npt serve targets, tcp://HOST:PORT (TCP and UDP on that port); users spread round-robin.
     #[arg(value_name = "TARGET")]
@@ -39,9 +41,8 @@ pub struct RunArgs {
     /// Simulated users (closed model); with --arrival-rate, the most active at once.
     #[arg(long, short = 'u', default_value_t = 300)]
     pub users: u32,
-    /// How long the run lasts (e.g. 3m).
-    #[arg(long, short = 'd', default_value = "60s", value_parser = parse_duration)]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub duration: DurationArgs,
     /// Users start evenly spread over this time.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub ramp_up: Duration,
@@ -226,14 +227,15 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     if a.users == 0 {
         return Err(usage!("--users must be at least 1"));
     }
-    if a.duration.is_zero() {
+    let duration = a.duration.get();
+    if duration.is_zero() {
         return Err(usage!("--duration must be positive"));
     }
-    if a.ramp_up > a.duration {
+    if a.ramp_up > duration {
         return Err(usage!(
             "--ramp-up {:?} is longer than --duration {:?}",
             a.ramp_up,
-            a.duration
+            duration
         ));
     }
     if a.interval < Duration::from_millis(10) {
@@ -353,7 +355,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
             source,
         },
         load,
-        duration: a.duration,
+        duration: a.duration.get(),
         shape,
         seed,
         token: 0,
@@ -374,14 +376,14 @@ fn host_of(hp: &str) -> String {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let mut o = a.output.options();
+    let mut o = Options::new(&a.output);
     o.segment = &a.segment;
     o.metrics = &a.metrics;
     o.labels = vec![("target", a.targets.join(","))];
     execute(config(&a)?, o)
 }
 
-impl Subcommand for RunConfig {
+impl RunCommand for RunConfig {
     const LINES: Lines = Lines::Status {
         off_tty: true,
         wipe: false,

@@ -1,5 +1,5 @@
 //! `npt serve --metrics ADDR`: the responder's counters in OpenMetrics text, read from its
-//! atomics on each scrape (nothing on the echo path changes). Kept out of `serve.rs` so the
+//! atomics on each scrape (nothing on the echo path changes). Kept out of `serve/mod.rs` so the
 //! mapping from `npt_server::Counters` to metric names is in one short place.
 //!
 //! Not exported: open connections — the server keeps that count private to its accept loop.

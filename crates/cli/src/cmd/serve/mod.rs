@@ -1,6 +1,6 @@
 //! `npt serve`: starts the responders and waits for Ctrl-C.
 
-pub mod metrics;
+mod metrics;
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -14,7 +14,7 @@ use npt_result::Document;
 use npt_trace::workload::{Alongside, Trace};
 use npt_trace::{Config, Hop, Proto, Target, MAX_HOPS};
 
-use crate::execute::{execute, Subcommand};
+use crate::execute::{execute, Options, RunCommand};
 use crate::usage;
 
 #[derive(Args, Debug)]
@@ -259,7 +259,7 @@ fn end(c: &mut Child) {
 
 pub fn run(a: TraceArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&a)?;
-    let o = a.output.options();
+    let o = Options::new(&a.output);
     o.check()?;
     let mut out = o.text.writer();
     let through = cfg
@@ -290,7 +290,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<ExitCode> {
     execute(trace, o)
 }
 
-impl Subcommand for Trace<'_> {
+impl RunCommand for Trace<'_> {
     fn render(out: &mut dyn Write, doc: &Document<TraceBody>) -> std::io::Result<()> {
         npt_report::trace::write_text(out, &doc.body, doc.stopped_by, doc.duration_s)
     }

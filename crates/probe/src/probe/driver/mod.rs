@@ -30,7 +30,7 @@ mod udp;
 use reply_poll::ReplyPoll;
 
 pub use tcp::{run_tcp, TcpTarget, TcpVia};
-pub use udp::{run_udp, socks_udp, split_target, udp_socket, SocksUdp, UdpOptions};
+pub use udp::{run_udp, socks_udp, split_target, udp_socket, UdpOptions};
 
 /// The run's monotonic clock: ns since a shared epoch.
 #[derive(Clone, Copy, Debug)]
@@ -48,10 +48,6 @@ impl Clock {
     #[inline]
     pub fn now(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    pub fn epoch(&self) -> Instant {
-        self.epoch
     }
 
     /// The wall clock (ns since the Unix epoch) minus this clock, read now: what a session

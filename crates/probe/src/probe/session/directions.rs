@@ -136,13 +136,6 @@ pub struct DirTotals {
     pub far_error_ns: Option<u64>,
 }
 
-impl DirTotals {
-    /// The one-way figures were measured (a clock assumption and stamped replies).
-    pub fn has_owd(&self) -> bool {
-        !self.owd_up.is_empty() || !self.owd_down.is_empty()
-    }
-}
-
 fn min_i(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.min(y)),

@@ -1,0 +1,45 @@
+//! Turns between the modules of one test binary. Each module was once a binary of its own, and
+//! cargo runs binaries one after another: a module's tests ran beside each other (libtest's
+//! threads) but never beside another module's. Tests that measure time or flood a server were
+//! written for that, so they take a turn: any number of tests of one module hold it at once,
+//! and a test of another module waits until they are all done. Tests that read no time (bad
+//! flags, a refusal) take none and run beside anything.
+
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+/// Whose turn it is (a module path) and how many of its tests hold it.
+static HOLDER: Mutex<(Option<&'static str>, usize)> = Mutex::new((None, 0));
+static RELEASED: Condvar = Condvar::new();
+
+/// Held by a test for as long as it must not overlap another module's tests.
+#[must_use = "the turn lasts as long as the value is held"]
+pub struct Turn;
+
+fn holder() -> MutexGuard<'static, (Option<&'static str>, usize)> {
+    // A test that panicked holding the lock left the count consistent (it is changed only
+    // under the lock, never across a panic), so a poisoned lock is still good.
+    HOLDER.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits until no test of another module holds a turn, then takes one for `module` (call with
+/// `module_path!()`).
+pub fn turn(module: &'static str) -> Turn {
+    let mut h = holder();
+    while h.0.is_some_and(|m| m != module) {
+        h = RELEASED.wait(h).unwrap_or_else(PoisonError::into_inner);
+    }
+    h.0 = Some(module);
+    h.1 += 1;
+    Turn
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut h = holder();
+        h.1 -= 1;
+        if h.1 == 0 {
+            h.0 = None;
+            RELEASED.notify_all();
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! `npt lifetime` against middleboxes of known idle timeouts (root): a client, a middle node
+//! and `npt serve`, in one lab. On the middle node, in turn: a socat UDP relay with `-T 5`
+//! reads 5 ± 0.5 s, and the relay's new session comes from a new port (rebound); an nftables
+//! NAT whose `ct timeout` gives UDP 5 s and masquerades `fully-random` reads 5 ± 0.5 s and
+//! rebound; the same NAT with 30 s and a plain `masquerade` (which keeps the port) reads
+//! 30 ± 1 s, not rebound. `--max` just above each answer keeps the test near 100 s.
+
+#![cfg(test)]
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::lab::{self, Lab};
+use common::{f, run, scratch};
+
+const TOPOLOGY: &str = r#"name = "lifetime"
+[[node]]
+name = "client"
+[[node]]
+name = "middle"
+[[node]]
+name = "server"
+[[link]]
+a = "client"
+b = "middle"
+[[link]]
+a = "middle"
+b = "server"
+[[service]]
+name = "serve"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
+ready = "tcp://10.0.2.2:7777"
+[[service]]
+name = "relay"
+node = "middle"
+cmd = ["socat", "-T", "5", "UDP-LISTEN:9000,fork,reuseaddr", "UDP:10.0.2.2:7777"]
+ready = "udp://10.0.1.2:9000"
+"#;
+
+/// An nftables NAT on the middle node toward the server: UDP conntrack entries live `secs`
+/// idle (a `ct timeout` object), and `masquerade` takes `flags` (`fully-random` or none).
+fn nat(secs: u32, flags: &str) -> String {
+    format!(
+        r#"table ip npt_lifetime {{
+	ct timeout udp_idle {{
+		protocol udp
+		l3proto ip
+		policy = {{ unreplied : {secs}, replied : {secs} }}
+	}}
+	chain pre {{
+		type filter hook prerouting priority filter; policy accept;
+		ip protocol udp ct timeout set "udp_idle"
+	}}
+	chain post {{
+		type nat hook postrouting priority srcnat; policy accept;
+		oifname "server" masquerade {flags}
+	}}
+}}
+"#
+    )
+}
+
+/// `nft ARGS` on the middle node, which must succeed.
+fn nft(lab: &Lab, args: &[&str]) {
+    let mut a = vec!["lab", "exec", lab.name(), "middle", "--", "nft"];
+    a.extend_from_slice(args);
+    let out = run(&a, Duration::from_secs(10));
+    assert!(
+        out.status.success(),
+        "nft {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `npt lifetime TARGET ARGS` on the client: its document, after the text is shown.
+fn lifetime(lab: &Lab, target: &str, args: &[&str], name: &str) -> serde_json::Value {
+    let file = scratch().join(format!("lab-lifetime-{name}.json"));
+    let mut a = vec!["lifetime", target, "-q"];
+    a.extend_from_slice(args);
+    let doc = lab.npt_json("client", &a, &file, "lifetime");
+    eprintln!("{name}: {}", doc["summary"]);
+    doc
+}
+
+/// The lifetime is `want` ± `tol` s, bracketed within the resolution.
+fn reads(doc: &serde_json::Value, want: f64, tol: f64) {
+    let (l, lo, hi) = (
+        f(doc, "/summary/lifetime_s"),
+        f(doc, "/summary/alive_after_s"),
+        f(doc, "/summary/gone_after_s"),
+    );
+    assert!(
+        (l - want).abs() <= tol,
+        "lifetime {l} s, want {want} ± {tol}"
+    );
+    assert!(
+        lo < hi && hi - lo <= f(doc, "/summary/resolution_s") + 1e-9,
+        "{lo} {hi}"
+    );
+    assert_eq!(doc["summary"]["inconsistent"], 0);
+}
+
+#[test]
+fn known_idle_timeouts_read_back() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    let _turn = common::turn(module_path!());
+    let dir = scratch();
+    let lab = Lab::up(&dir, "lifetime", TOPOLOGY);
+
+    let relay = lifetime(
+        &lab,
+        "udp://10.0.1.2:9000",
+        &["--max", "8s", "--resolution", "0.5s"],
+        "socat",
+    );
+    reads(&relay, 5.0, 0.5);
+    assert_eq!(
+        relay["summary"]["rebound"], true,
+        "socat's new session: a new port"
+    );
+
+    let random = dir.join("lifetime-random.nft");
+    std::fs::write(&random, nat(5, "fully-random")).unwrap();
+    nft(&lab, &["-f", random.to_str().unwrap()]);
+    let doc = lifetime(
+        &lab,
+        "udp://10.0.2.2:7777",
+        &["--max", "8s", "--resolution", "0.5s"],
+        "nat-random",
+    );
+    reads(&doc, 5.0, 0.5);
+    assert_eq!(doc["summary"]["rebound"], true, "fully-random: a new port");
+
+    nft(&lab, &["delete", "table", "ip", "npt_lifetime"]);
+    let keep = dir.join("lifetime-30.nft");
+    std::fs::write(&keep, nat(30, "")).unwrap();
+    nft(&lab, &["-f", keep.to_str().unwrap()]);
+    let doc = lifetime(&lab, "udp://10.0.2.2:7777", &["--max", "40s"], "nat-30");
+    reads(&doc, 30.0, 1.0);
+    assert_eq!(
+        doc["summary"]["rebound"], false,
+        "masquerade keeps a free port"
+    );
+}

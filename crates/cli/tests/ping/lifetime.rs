@@ -1,0 +1,145 @@
+//! `npt lifetime` over loopback, where nothing forgets a flow: a direct path to `npt serve`
+//! reads "longer than --max" (every flow of the ladder called back, in one round of about
+//! --max), the document is a valid `lifetime` result and `npt report` prints it back as the
+//! run did; under `npt serve --token` it works with the secret and without it says so; a plain
+//! echo and a silent port are one line each saying `npt serve` is needed, exit 1; a TCP
+//! target and a --max over the responder's longest are exit 2.
+
+#![cfg(test)]
+
+use crate::common;
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use common::{assert_valid, json, run, scratch, serve};
+
+#[test]
+fn a_direct_path_lives_past_max_and_reads_back() {
+    let (_s, addr) = serve(&[]);
+    let file = scratch().join("lifetime-direct.json");
+    let target = format!("udp://{addr}");
+    let t0 = Instant::now();
+    let out = run(
+        &[
+            "lifetime",
+            &target,
+            "--max",
+            "2s",
+            "--json",
+            file.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    let took = t0.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("longer than --max: alive after 2"), "{text}");
+    assert!(
+        took < Duration::from_secs(6),
+        "one round of about --max: {took:?}"
+    );
+    let doc = json(&file);
+    assert_valid(&doc, "lifetime");
+    assert_eq!(doc["summary"]["longer_than_max"], true);
+    assert_eq!(doc["summary"]["rounds"], 1);
+    assert!(doc["summary"]["lifetime_s"].is_null());
+    let flows = doc["flows"].as_array().unwrap();
+    assert!(flows.iter().all(|f| f["fate"] == "alive"), "{flows:?}");
+    let report = run(&["report", file.to_str().unwrap()], Duration::from_secs(10));
+    assert!(report.status.success());
+    assert_eq!(String::from_utf8_lossy(&report.stdout), text);
+}
+
+#[test]
+fn a_plain_echo_or_nothing_says_serve_is_needed() {
+    let echo = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = echo.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = echo.recv_from(&mut buf) {
+            let _ = echo.send_to(&buf[..n], from);
+        }
+    });
+    let out = run(
+        &["lifetime", &format!("udp://{addr}"), "--max", "2s"],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("npt:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("plain echo") && lines[0].contains("npt serve"),
+        "{err}"
+    );
+    // A port nobody answers on: the requests' retries, then the same advice.
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let out = run(
+        &["lifetime", &format!("udp://{addr}"), "--max", "2s"],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no answer") && err.contains("npt serve"),
+        "{err}"
+    );
+}
+
+#[test]
+fn under_token_every_flow_does_the_handshake() {
+    let (_s, addr) = serve(&["--token", "lifetime secret"]);
+    let target = format!("udp://{addr}");
+    let out = run(
+        &[
+            "lifetime",
+            &target,
+            "--max",
+            "1s",
+            "--token",
+            "lifetime secret",
+            "-q",
+        ],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("longer than --max"), "{text}");
+    // Without it the server answers nothing: the advice names --token.
+    let out = run(
+        &["lifetime", &target, "--max", "1s", "-q"],
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--token"), "{err}");
+}
+
+#[test]
+fn bad_flags_are_exit_2() {
+    for args in [
+        vec!["lifetime", "tcp://127.0.0.1:7777"],
+        vec!["lifetime", "udp://127.0.0.1:7777", "--max", "11m"],
+        vec![
+            "lifetime",
+            "udp://127.0.0.1:7777",
+            "--max",
+            "5s",
+            "--resolution",
+            "6s",
+        ],
+    ] {
+        let out = run(&args, Duration::from_secs(10));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}

@@ -1,0 +1,14 @@
+//! `npt ping`, `npt trace` and `npt lifetime` end to end on loopback: one segment measured from
+//! here or by a hop agent (`--from`), a relay chain's segments in one waterfall, and an idle
+//! flow's lifetime on a path that forgets nothing.
+#![cfg(test)] // clippy.toml: test helpers count as tests
+
+#[path = "../common/mod.rs"]
+pub mod common;
+#[path = "../serve_util/mod.rs"]
+pub mod serve_util;
+
+mod end_to_end;
+mod hop;
+mod lifetime;
+mod trace;
