@@ -20,7 +20,7 @@
 use std::net::SocketAddr;
 
 use npt_wire::frame::{status, Header, Kind};
-use npt_wire::idle::{self, IDLE_LEN};
+use npt_wire::idle::{self, IDLE_REQUEST_LEN};
 
 use crate::plan::Plan;
 
@@ -52,7 +52,10 @@ pub enum Action {
     /// Open flow `flow`'s socket (a fresh one, so a fresh mapping).
     Open { flow: usize },
     /// Send `frame` on flow `flow`'s socket.
-    Send { flow: usize, frame: [u8; IDLE_LEN] },
+    Send {
+        flow: usize,
+        frame: [u8; IDLE_REQUEST_LEN],
+    },
     /// Close flow `flow`'s socket.
     Close { flow: usize },
 }

@@ -4,7 +4,8 @@
 //! hands it and sleeps no longer than [`Callbacks::next_due`].
 //!
 //! Bounded like every traffic-sending feature of `npt serve`: the request paid for the
-//! callback (it went through the source's budget, and the callback is never longer than it),
+//! callback (it went through the source's budget, and its ack and callback together are no
+//! longer than it: the UDP answer checks the length before it asks here),
 //! at most [`MAX_GAP_MS`] of wait, at most [`MAX_PER_IP`] pending per source address and
 //! [`MAX_TOTAL`] per socket; a request for a flow that has one pending replaces it, and a gap
 //! of 0 cancels it.

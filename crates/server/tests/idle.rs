@@ -69,13 +69,19 @@ fn a_gap_of_zero_cancels_and_the_bounds_refuse() {
     c.send(&idle::request(2, 0, 1, MAX_GAP_MS + 1)).unwrap();
     let (h, _) = idle::read(&recv(&c).expect("an ack")).unwrap();
     assert_eq!(h.status, status::IDLE_GAP);
-    // Shorter than an idle frame: no answer, malformed.
+    // Shorter than its two answers: the ack alone.
+    let mut half = idle::request(6, 0, 1, 100)[..IDLE_LEN].to_vec();
+    half[8..12].copy_from_slice(&u32::try_from(IDLE_LEN).unwrap().to_be_bytes());
+    c.send(&half).unwrap();
+    let (h, _) = idle::read(&recv(&c).expect("an ack")).unwrap();
+    assert_eq!(h.status, status::IDLE_SHORT);
+    // Shorter than an ack: no answer, malformed.
     let short = idle::request(3, 0, 1, 100);
     let mut cut = short[..IDLE_LEN - 4].to_vec();
     cut[8..12].copy_from_slice(&u32::try_from(IDLE_LEN - 4).unwrap().to_be_bytes());
     c.send(&cut).unwrap();
     assert!(recv(&c).is_none());
-    assert_eq!(settle(&s.counters().udp_idle_refused, 1), 1);
+    assert_eq!(settle(&s.counters().udp_idle_refused, 2), 2);
     assert!(Counters::get(&s.counters().udp_malformed) >= 1);
     assert_eq!(Counters::get(&s.counters().udp_idle_callbacks), 0);
 }

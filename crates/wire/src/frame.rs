@@ -133,6 +133,8 @@ pub mod status {
     pub const IDLE_FULL: u32 = 8;
     /// An idle ack: no callback, the gap is longer than the responder's longest.
     pub const IDLE_GAP: u32 = 9;
+    /// An idle ack: no callback, the request was shorter than its ack and callback together.
+    pub const IDLE_SHORT: u32 = 10;
 
     /// What a refusal notice's status means, for people.
     pub fn notice_text(status: u32) -> &'static str {

@@ -5,7 +5,8 @@
 //! Expiry shows only when the **far end sends first** after the gap, so the client asks the
 //! responder to do that:
 //!
-//! 1. the client sends an [`Kind::Idle`] frame of at least [`IDLE_LEN`] bytes: "keep flow F
+//! 1. the client sends an [`Kind::Idle`] frame of at least [`IDLE_REQUEST_LEN`] bytes (two
+//!    answers' worth: the ack and the callback together are no longer than it): "keep flow F
 //!    idle for `gap_ms`, then call me back";
 //! 2. the responder answers at once with an [`Kind::IdleAck`] (so the mapping exists, and its
 //!    last packet is this one), saying the source address it saw;
@@ -38,11 +39,11 @@
 //! +---------------------------------------------------------------+
 //! ```
 //!
-//! A request fills only `gap`; the responder writes the rest (family 0: no address). The
-//! ack's `status` is `OK`, or why no callback was scheduled ([`status::IDLE_FULL`],
-//! [`status::IDLE_GAP`]). Both answers are [`IDLE_LEN`] bytes, never longer than the request,
-//! and go only to the address the request came from: the responder cannot be aimed at anyone
-//! else, nor amplify.
+//! A request fills only `gap` (and pads to [`IDLE_REQUEST_LEN`]); the responder writes the
+//! rest (family 0: no address). The ack's `status` is `OK`, or why no callback was scheduled
+//! ([`status::IDLE_FULL`], [`status::IDLE_GAP`], [`status::IDLE_SHORT`]). Both answers are
+//! [`IDLE_LEN`] bytes, together no longer than the request, and go only to the address the
+//! request came from: the responder cannot be aimed at anyone else, nor amplify.
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
@@ -51,8 +52,14 @@ use crate::WireError;
 
 /// Payload bytes of an idle frame.
 pub const IDLE_PAYLOAD_LEN: usize = 32;
-/// The length of every idle frame (a request may be longer; its answers are this long).
+/// The length of an idle answer (an ack, a callback).
 pub const IDLE_LEN: usize = HEADER_LEN + IDLE_PAYLOAD_LEN;
+/// The shortest request that gets a callback: its two answers' length, so the responder never
+/// sends more bytes than a request brought (a shorter one, down to [`IDLE_LEN`], gets only
+/// the ack, [`status::IDLE_SHORT`]). The payload after the idle fields is padding.
+pub const IDLE_REQUEST_LEN: usize = 2 * IDLE_LEN;
+const IDLE_REQUEST_LEN_U32: u32 = 160;
+const _: () = assert!(IDLE_REQUEST_LEN_U32 as usize == IDLE_REQUEST_LEN);
 const IDLE_LEN_U32: u32 = 80;
 const _: () = assert!(IDLE_LEN_U32 as usize == IDLE_LEN);
 
@@ -120,13 +127,13 @@ impl Idle {
     }
 }
 
-/// Client: an [`IDLE_LEN`]-byte `Idle` request for flow `flow`.
-pub fn request(flow: u32, seq: u64, send_ts: u64, gap_ms: u32) -> [u8; IDLE_LEN] {
-    let mut f = [0u8; IDLE_LEN];
+/// Client: an [`IDLE_REQUEST_LEN`]-byte `Idle` request for flow `flow`.
+pub fn request(flow: u32, seq: u64, send_ts: u64, gap_ms: u32) -> [u8; IDLE_REQUEST_LEN] {
+    let mut f = [0u8; IDLE_REQUEST_LEN];
     let h = Header {
         kind: Kind::Idle,
         flags: 0,
-        frame_len: IDLE_LEN_U32,
+        frame_len: IDLE_REQUEST_LEN_U32,
         reply_len: 0,
         flow,
         status: status::OK,
@@ -238,7 +245,10 @@ mod tests {
     fn request_and_answer_frames() {
         let r = request(9, 3, 77, 5_000);
         let h = Header::decode(&r).unwrap();
-        assert_eq!((h.kind, h.flow, h.seq, h.frame_len), (Kind::Idle, 9, 3, 80));
+        assert_eq!(
+            (h.kind, h.flow, h.seq, h.frame_len),
+            (Kind::Idle, 9, 3, 160)
+        );
         assert_eq!(Idle::decode(&r[HEADER_LEN..]).unwrap().gap_ms, 5_000);
         assert_eq!(read(&r), None, "a request is not an answer");
         let a = answer(&h, Kind::IdleCallback, status::OK, &sample());

@@ -8,7 +8,7 @@ use npt_netio::MsgBatch;
 use npt_wire::auth::{self, AuthError, Dir, SessionKey, Sessions, HS_LEN};
 use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{self, status, Header, Kind};
-use npt_wire::idle::{self as idle_wire, Idle, IDLE_LEN};
+use npt_wire::idle::{self as idle_wire, Idle, IDLE_LEN, IDLE_REQUEST_LEN};
 use npt_wire::reflect;
 
 use super::burst::Burst;
@@ -359,8 +359,9 @@ fn answer_bulk(
 }
 
 /// An `Idle` frame ([`npt_wire::idle`]): its callback scheduled (or refused, counted), and the
-/// ack written over the request — [`IDLE_LEN`] bytes, never longer than it, saying the
-/// source address seen. A request shorter than that is malformed (no answer).
+/// ack written over the request — [`IDLE_LEN`] bytes, saying the source address seen; ack
+/// and callback together never longer than the request ([`IDLE_REQUEST_LEN`]). A request
+/// shorter than an ack is malformed (no answer).
 fn answer_idle(
     data: &mut [u8],
     h: &Header,
@@ -376,7 +377,12 @@ fn answer_idle(
         t.malformed += 1;
         return None;
     };
-    let st = cx.callbacks.ask(cx.now, cx.peer, h, &ask, cx.key.clone());
+    // A callback only for a request that brought both answers' bytes.
+    let st = if ask.gap_ms != 0 && len < IDLE_REQUEST_LEN {
+        status::IDLE_SHORT
+    } else {
+        cx.callbacks.ask(cx.now, cx.peer, h, &ask, cx.key.clone())
+    };
     if ask.gap_ms != 0 && st != status::OK {
         t.idle_refused += 1;
     }
