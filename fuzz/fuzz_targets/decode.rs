@@ -1,5 +1,5 @@
-//! Fuzz target: the frame, raw-stamp, bulk (spec, report) and reflect (stamps, notice, flow
-//! report) decoders, and the sequence window fed with whatever
+//! Fuzz target: the frame, raw-stamp, bulk (spec, report), reflect (stamps, notice, flow
+//! report) and idle (ack, callback) decoders, and the sequence window fed with whatever
 //! sequence numbers the bytes claim. Nothing from the network may panic.
 //! Run: `cargo +nightly fuzz run decode` from the repository root (needs cargo-fuzz).
 #![no_main]
@@ -47,5 +47,10 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(r) = BulkReport::decode(data) {
         let _ = r.lost();
+    }
+    if let Some((_, body)) = npt_wire::idle::read(data) {
+        let mut p = [0u8; npt_wire::idle::IDLE_PAYLOAD_LEN];
+        body.encode(&mut p).unwrap();
+        assert_eq!(npt_wire::idle::Idle::decode(&p).unwrap(), body);
     }
 });
