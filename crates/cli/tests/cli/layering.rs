@@ -422,3 +422,44 @@ fn no_two_cli_modules_import_each_other() {
     }
     assert!(cycles.is_empty(), "module cycles in the cli: {cycles:#?}");
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Unit tests live in the module they test or in its `tests` submodule (a folder module's
+/// `tests.rs`), never in a sibling file pulled in with `#[path]`: a test file beside a
+/// module's file reads as another module of the crate.
+#[test]
+fn no_crate_source_pulls_a_module_in_by_path() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for c in std::fs::read_dir(&crates).unwrap().flatten() {
+        let src = c.path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files);
+        }
+    }
+    assert!(
+        files.len() > 100,
+        "read {} files under {crates:?}",
+        files.len()
+    );
+    let found: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            text.lines().any(|l| l.trim_start().starts_with("#[path"))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(found.is_empty(), "#[path] modules in: {found:?}");
+}

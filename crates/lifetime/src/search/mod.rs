@@ -369,5 +369,4 @@ impl Search {
 }
 
 #[cfg(test)]
-#[path = "search_tests.rs"]
 mod tests;
