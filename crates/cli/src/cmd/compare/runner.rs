@@ -303,7 +303,7 @@ pub fn run_scenarios(
                 via: s.via.as_ref().map(|v| {
                     npt_proxy::Via::parse(v).map_or_else(|_| v.clone(), |p| p.to_string())
                 }),
-                kind: set.workload.kind.command().to_string(),
+                kind: set.workload.kind.name().to_string(),
                 theoretical_ms: s.given_theoretical_ms(),
                 ..ScenarioRuns::default()
             })

@@ -51,41 +51,14 @@ pub struct ScenarioSet {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
-    pub kind: WorkloadKind,
+    /// Any kind of result npt writes (the registry's [`npt_result::Kind`]), which is also its
+    /// subcommand.
+    pub kind: npt_result::Kind,
     #[serde(default)]
     pub args: Vec<String>,
     /// Bound on each run (e.g. "90s"); by default derived from the workload's own stop flags.
     #[serde(default)]
     pub timeout: Option<String>,
-}
-
-/// The workload's kind: any kind of result npt writes (`npt_result::any::KINDS`, the registry
-/// of kinds), which is also its subcommand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WorkloadKind(&'static str);
-
-impl WorkloadKind {
-    /// The npt subcommand.
-    pub fn command(self) -> &'static str {
-        self.0
-    }
-}
-
-impl Serialize for WorkloadKind {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for WorkloadKind {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        let kinds = npt_result::any::KINDS;
-        match kinds.iter().find(|k| **k == name) {
-            Some(k) => Ok(WorkloadKind(k)),
-            None => Err(serde::de::Error::unknown_variant(&name, kinds)),
-        }
-    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -376,7 +349,7 @@ hops = ["tcp://sea:7777", { from = "npt://sea:7777", to = "tcp://la:7777" }]
         let set = parse_scenarios(GOOD).unwrap();
         validate(&set, Purpose::Compare).unwrap();
         assert_eq!(set.baseline.as_deref(), Some("direct"));
-        assert_eq!(set.workload.kind.command(), "probe");
+        assert_eq!(set.workload.kind.name(), "probe");
         assert_eq!(set.scenario.len(), 3);
         assert_eq!(set.scenario[0].given_theoretical_ms(), Some(253.0));
         assert_eq!(set.scenario[1].given_theoretical_ms(), Some(253.5));

@@ -112,13 +112,13 @@ pub fn plan(set: &ScenarioSet, i: usize) -> Result<Planned, ScenarioError> {
         .ok_or_else(|| err(&format!("scenario[{i}]"), "no such scenario"))?;
     let field = format!("scenario[{i}] ({})", s.name);
     let kind = set.workload.kind;
-    let mut argv = vec![kind.command().to_string(), s.target.clone()];
+    let mut argv = vec![kind.name().to_string(), s.target.clone()];
     argv.extend(set.workload.args.iter().cloned());
     argv.extend(s.args.iter().cloned());
     if let Some(v) = &s.via {
         // A probe's or bulk's UDP targets: udp:// and STAMP's framing of it, stamp://.
         let target = s.target.to_ascii_lowercase();
-        let udp = matches!(kind.command(), "probe" | "bulk")
+        let udp = matches!(kind.name(), "probe" | "bulk")
             && (target.starts_with("udp:") || target.starts_with("stamp:"));
         crate::flags::via::ViaArgs {
             via: Some(v.clone()),
