@@ -138,7 +138,7 @@ impl Render for PingBody {
 
 impl Render for npt_result::lifetime::LifetimeBody {
     fn text(&self, w: &mut dyn Write, _doc: &AnyResult) -> io::Result<()> {
-        w.write_all(npt_result::lifetime::text(self).as_bytes())
+        crate::text::write_lifetime(w, self)
     }
 }
 

@@ -86,7 +86,7 @@ impl RunCommand for Config {
     }
 
     fn render(out: &mut dyn Write, doc: &Document<LifetimeBody>) -> std::io::Result<()> {
-        out.write_all(npt_result::lifetime::text(&doc.body).as_bytes())
+        npt_report::text::write_lifetime(out, &doc.body)
     }
 
     fn failed(body: &LifetimeBody) -> Option<&'static str> {

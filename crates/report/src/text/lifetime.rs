@@ -1,0 +1,87 @@
+//! What `npt lifetime` prints, and `npt report` prints again: the lifetime with its bracket,
+//! whether expired flows came back rebound, and what kept the search from settling.
+
+use std::io::{self, Write};
+
+use npt_result::lifetime::LifetimeBody;
+
+/// The text of a lifetime result.
+pub fn write_lifetime(out: &mut dyn Write, b: &LifetimeBody) -> io::Result<()> {
+    out.write_all(text(b).as_bytes())
+}
+
+/// Seconds as the text shows them: whole when whole, else to 0.1 s (to 0.01 s below 10 s).
+fn secs(s: f64) -> String {
+    if (s - s.round()).abs() < 0.005 {
+        format!("{} s", s.round())
+    } else if s < 10.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// The report's text: the verdict line with its bracket, the rebinding line, and the flows
+/// that settled it.
+fn text(b: &LifetimeBody) -> String {
+    let s = &b.summary;
+    let mut out = format!("LIFETIME {} ({})\n", b.target, b.address);
+    let alive = s.alive_after_s.map(secs);
+    let gone = s.gone_after_s.map(secs);
+    let line = match (s.lifetime_s, alive.clone(), gone) {
+        (Some(l), Some(a), Some(g)) => {
+            format!(
+                "idle UDP lifetime {}: alive after {a}, gone after {g}",
+                secs(l)
+            )
+        }
+        (Some(_), None, Some(g)) => {
+            format!("idle UDP lifetime under {g}: gone after {g}, no shorter gap survived")
+        }
+        _ if s.longer_than_max => format!(
+            "idle UDP lifetime longer than --max: alive after {}",
+            alive.unwrap_or_else(|| secs(s.max_s))
+        ),
+        (_, Some(a), None) => {
+            format!("idle UDP lifetime at least {a}: alive after {a}, no longer gap settled")
+        }
+        _ => "idle UDP lifetime unknown: no flow settled".to_string(),
+    };
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    out.push_str(&format!(
+        "  {line} ({}, {}, resolution {})\n",
+        plural(usize::try_from(s.rounds).unwrap_or(usize::MAX), "round"),
+        plural(b.flows.len(), "flow"),
+        secs(s.resolution_s)
+    ));
+    match s.rebound {
+        Some(true) => out.push_str(&format!(
+            "  rebound: {} of {} flows idle past the lifetime came back from a new source port\n",
+            s.rebound_flows, s.rebound_checked
+        )),
+        Some(false) => out.push_str(&format!(
+            "  not rebound: {} flows idle past the lifetime came back from the same source address\n",
+            s.rebound_checked
+        )),
+        None => {}
+    }
+    if s.inconsistent > 0 {
+        out.push_str(&format!(
+            "  {} flows contradicted the bracket (a lost callback?)\n",
+            s.inconsistent
+        ));
+    }
+    if s.refused > 0 {
+        out.push_str(&format!(
+            "  the responder refused {} callbacks (its per-address cap or its longest gap)\n",
+            s.refused
+        ));
+    }
+    if b.errors.total_errors > 0 {
+        out.push_str(&format!(
+            "  {} flows got no answer\n",
+            b.errors.total_errors
+        ));
+    }
+    out
+}
