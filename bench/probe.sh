@@ -6,9 +6,11 @@
 #   ROUNDS=5 SECONDS_PER_RUN=5 bash bench/probe.sh
 #   QUICK=1 ROUNDS=5 SECONDS_PER_RUN=5 RTT_SECS=5 PARTS="1 2" bash bench/probe.sh
 #
-# 1. relay throughput: npt probe --mode relay --warmup 128 (64 B) against npt serve, vs the plain
-#    C pair in UDPECHO_SRC (recvmmsg/sendmmsg, batch 32, window 128); rounds alternate A B A B so
-#    machine drift hits both; prints each round and the median ratio (goal >= 1.0, zero loss).
+# 1. relay throughput: npt probe --mode relay --warmup 128 (64 B) against npt serve, vs two C
+#    pairs: UDPECHO_SRC (recvmmsg/sendmmsg, batch 32, window 128, no offload) and UDPECHO_GSO_SRC
+#    (the same window, UDP GSO sends of up to 64 datagrams and UDP GRO receives, as npt's relay
+#    batches); rounds alternate C, C-GSO, npt so machine drift hits all three; prints each round
+#    and the median ratio against each pair (goal >= 1.0 against the GSO pair, zero loss).
 # 2. RTT at 1000 pps, 64 B, same CPU placement (server on CPU 0, client on CPU 1), RTT_SECS
 #    (10) each, ROUNDS alternations of: `sockperf ping-pong --full-rtt` against sockperf server;
 #    npt probe against npt serve as a user runs it (the receive stamp read when the receive
@@ -26,6 +28,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SECS=${SECONDS_PER_RUN:-5}
 UDPECHO_SRC=${UDPECHO_SRC:-bench/udpecho.c}
+UDPECHO_GSO_SRC=${UDPECHO_GSO_SRC:-bench/udpecho_gso.c}
 PARTS=${PARTS:-1 2 3}
 part() { case " $PARTS " in *" $1 "*) return 0;; *) return 1;; esac; }
 WORK=$(mktemp -d)
@@ -43,10 +46,12 @@ need sockperf "apt-get install sockperf"
 need taskset "util-linux"
 need python3 "python3"
 [ -f "$UDPECHO_SRC" ] || { echo "bench: $UDPECHO_SRC not found (set UDPECHO_SRC)" >&2; exit 2; }
+[ -f "$UDPECHO_GSO_SRC" ] || { echo "bench: $UDPECHO_GSO_SRC not found (set UDPECHO_GSO_SRC)" >&2; exit 2; }
 
 # NPT=<a binary> measures that one as it is; otherwise this checkout is built first.
 if [ -z "${NPT:-}" ]; then cargo build --release -q -p npt; NPT=target/release/npt; fi
 cc -O2 -o "$WORK/udpecho" "$UDPECHO_SRC"
+cc -O2 -o "$WORK/udpecho_gso" "$UDPECHO_GSO_SRC"
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 # Waits until a UDP port answers an npt framed echo or the C server is bound (bounded).
@@ -55,11 +60,16 @@ jget() { python3 -c "import json,sys;d=json.load(open('$1'));print(eval('d'+sys.
 
 if part 1; then
 echo "== 1. relay echo throughput, 64 B, window 128, ${SECS}s x ${ROUNDS} rounds =="
-ratios=()
+ratios=(); gratios=()
 for r in $(seq "$ROUNDS"); do
   p=$(free_port)
   "$WORK/udpecho" s 127.0.0.1 "$p" 32 & PIDS+=($!); wait_bound "$p"
   c=$("$WORK/udpecho" c 127.0.0.1 "$p" 32 128 "$SECS" 64 | sed 's/.*echo_pps=//')
+  kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+
+  p=$(free_port)
+  "$WORK/udpecho_gso" s 127.0.0.1 "$p" 8 & PIDS+=($!); wait_bound "$p"
+  g=$("$WORK/udpecho_gso" c 127.0.0.1 "$p" 64 128 "$SECS" 64 | sed 's/.*echo_pps=//')
   kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
 
   p=$(free_port)
@@ -69,11 +79,13 @@ for r in $(seq "$ROUNDS"); do
   n=$(jget "$WORK/relay.json" "['summary']['pps_received']")
   lost=$(jget "$WORK/relay.json" "['summary']['lost']")
   ratio=$(python3 -c "print(f'{$n/$c:.2f}')")
-  ratios+=("$ratio")
-  printf 'round %d: C pair %8.0f pps   npt %8.0f pps (lost %s)   ratio %s\n' "$r" "$c" "$n" "$lost" "$ratio"
+  gratio=$(python3 -c "print(f'{$n/$g:.2f}')")
+  ratios+=("$ratio"); gratios+=("$gratio")
+  printf 'round %d: C pair %8.0f pps   C GSO pair %8.0f pps   npt %8.0f pps (lost %s)   npt/C %s   npt/C-GSO %s\n' "$r" "$c" "$g" "$n" "$lost" "$ratio" "$gratio"
 done
 median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
-echo "relay: median npt/C ratio $median (goal >= 1.0)"
+gmedian=$(printf '%s\n' "${gratios[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
+echo "relay: median npt/C ratio $median (no offload in the C pair); npt/C-GSO $gmedian (goal >= 1.0)"
 
 echo
 fi
