@@ -316,7 +316,7 @@ complete -c npt -n "__fish_npt_using_subcommand compare" -l json -d 'Also write 
 complete -c npt -n "__fish_npt_using_subcommand compare" -l markdown -d 'Also write the table as Markdown here (atomically)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand compare" -l html -d 'Also write a self-contained HTML page with the table and charts here (atomically)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand compare" -s h -l help -d 'Print help'
-complete -c npt -n "__fish_npt_using_subcommand report" -l from -d 'A monitor\'s store (`npt monitor`\'s SQLite file): report a range of one target\'s history' -r -F
+complete -c npt -n "__fish_npt_using_subcommand report" -l from -d 'A monitor\'s store (`npt monitor`\'s SQLite file): report a range of one target\'s history. Again for more stores (other vantages, older files): their rounds of the target merged exactly into one result, each store\'s own figures beside it' -r -F
 complete -c npt -n "__fish_npt_using_subcommand report" -l target -d 'With --from: the target\'s name' -r
 complete -c npt -n "__fish_npt_using_subcommand report" -l since -d 'With --from: the range\'s start, as a time before its end (24h, 90m, 7d) or an RFC 3339 time [default: 24h]' -r
 complete -c npt -n "__fish_npt_using_subcommand report" -l until -d 'With --from: the range\'s end, as a time before now or an RFC 3339 time [default: now]' -r

@@ -195,3 +195,102 @@ fn the_agents_command_line_runs_as_segmented_agents() {
         "{ids:?}"
     );
 }
+
+/// The monitors' DaemonSet runs what its ConfigMap and command line say: with `$(NODE_NAME)`
+/// expanded as the kubelet does and the token from its Secret, `npt monitor … --check` takes
+/// the config and names the node as the vantage; the store lives on the mounted volume.
+#[test]
+fn the_monitor_daemonset_runs_its_config_with_the_node_as_vantage() {
+    let docs = yaml_docs(&k8s_dir().join("monitor.yaml"));
+    let of = |kind: &str| docs.iter().find(|d| d["kind"] == kind).expect(kind);
+    let toml = of("ConfigMap")["data"]["monitor.toml"].as_str().unwrap();
+    let ds = of("DaemonSet");
+    let pod = &ds["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let mounts = c["volumeMounts"].as_array().unwrap();
+    let mount = |name: &str| {
+        mounts.iter().find(|m| m["name"] == name).unwrap()["mountPath"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("monitor.toml"), toml).unwrap();
+    let args: Vec<String> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let a = a.as_str().unwrap().replace("$(NODE_NAME)", "node-a");
+            // The config and the store where the volumes are mounted, here in the temp dir.
+            a.replace(&mount("config"), &dir.path().display().to_string())
+                .replace(&mount("store"), &dir.path().display().to_string())
+        })
+        .collect();
+    assert!(!args.iter().any(|a| a.contains("$(")), "{args:?}");
+    let out = npt()
+        .args(&args)
+        .arg("--check")
+        .env("NPT_MONITOR_TOKEN", "from-the-secret")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.starts_with("npt monitor node-a:"), "{text}");
+    assert!(text.contains("node-a.db"), "{text}");
+    // The headless Service selects the DaemonSet's pods (Prometheus resolves it to each).
+    let svc = of("Service");
+    assert_eq!(svc["spec"]["clusterIP"], "None");
+    for (k, v) in svc["spec"]["selector"].as_object().unwrap() {
+        assert_eq!(&ds["spec"]["template"]["metadata"]["labels"][k], v, "{k}");
+    }
+}
+
+/// The Prometheus configs in deploy/prometheus pass `promtool check config` (with their token
+/// file pointed at a temporary one: promtool wants it to exist).
+#[test]
+fn the_prometheus_configs_pass_promtool() {
+    assert!(
+        Command::new("promtool").arg("--version").output().is_ok(),
+        "promtool is not installed (Debian package prometheus; ./test.sh installs it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "t").unwrap();
+    let prom = repo_root().join("deploy/prometheus");
+    let mut n = 0;
+    for e in std::fs::read_dir(&prom).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "yml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        let mut fixed = String::new();
+        for line in text.lines() {
+            match line.split_once("credentials_file:") {
+                Some((pre, _)) => fixed += &format!("{pre}credentials_file: {}\n", token.display()),
+                None => fixed += &format!("{line}\n"),
+            }
+        }
+        let cfg = dir.path().join(p.file_name().unwrap());
+        std::fs::write(&cfg, fixed).unwrap();
+        let out = Command::new("promtool")
+            .args(["check", "config"])
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}{}",
+            p.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        n += 1;
+    }
+    assert!(n >= 2, "the Prometheus configs in {}", prom.display());
+}

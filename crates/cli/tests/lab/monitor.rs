@@ -17,7 +17,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::lab::{self, Lab};
@@ -550,4 +550,65 @@ ready = "tcp://10.0.1.2:7777"
     // 20 ms and 30 ms round trips: two different buckets, each where the store says.
     assert_eq!(seen.len(), 2);
     assert_ne!(seen[0].1, seen[1].1, "{seen:?}");
+
+    // The fleet: both vantages' stores merged by `npt report --from … --from …` give the p50 of
+    // every round's samples of both, and each vantage's own figures beside it.
+    let stores: Vec<PathBuf> = ["client", "relay"]
+        .iter()
+        .map(|v| dir.path().join(v).join("m.db"))
+        .collect();
+    let mut all = Histogram::new();
+    let mut rounds = 0;
+    for s in &stores {
+        for r in common::monitor::rounds(s, "target") {
+            let Some(b) = r.stats.as_deref() else {
+                continue;
+            };
+            let stats = npt_monitor::kinds::KindStats::decode(b).unwrap();
+            all += stats.headline().unwrap();
+            rounds += 1;
+        }
+    }
+    let merged = dir.path().join("merged.json");
+    let mut a = vec!["report".to_string()];
+    for s in &stores {
+        a.extend(["--from".into(), s.display().to_string()]);
+    }
+    a.extend(
+        [
+            "--target", "target", "--since", "1h", "--format", "json", "-o",
+        ]
+        .map(String::from),
+    );
+    a.push(merged.display().to_string());
+    let args: Vec<&str> = a.iter().map(String::as_str).collect();
+    let out = common::run(&args, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = npt_result::any::read(&merged).unwrap();
+    let got = doc.body.view().headline();
+    eprintln!(
+        "merged: {} samples of {rounds} rounds, p50 {:.3} ms; all rounds' samples: {} , p50 {:.3} ms",
+        got.count(),
+        got.summary().p50,
+        all.count(),
+        all.summary().p50
+    );
+    assert!(
+        got == all,
+        "the merge is every round's samples of both vantages"
+    );
+    assert_eq!(doc.config["monitor"]["rounds"], serde_json::json!(rounds));
+    let v = doc.config["monitor"]["vantages"].as_array().unwrap();
+    let names: Vec<&str> = v.iter().map(|x| x["vantage"].as_str().unwrap()).collect();
+    assert_eq!(names, ["client", "relay"]);
+    let text = common::run(&args[..args.len() - 4], Duration::from_secs(30));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("vantages") && text.contains("merged"),
+        "{text}"
+    );
 }

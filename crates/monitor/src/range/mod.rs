@@ -14,9 +14,13 @@ use npt_result::interval::Interval;
 use npt_result::{Document, StopReason};
 use npt_stats::Histogram;
 
+use std::collections::BTreeMap;
+
 use crate::kinds::{KindMeta, KindStats};
 use crate::rollup::{cover, Span};
 use crate::store::{self, Level, Store, StoreError};
+
+pub mod fleet;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RangeError {
@@ -42,8 +46,101 @@ struct Part {
     stats: Option<KindStats>,
 }
 
+/// What one store holds of a target's range: the rows read, the levels they came from, and
+/// the description of the rounds that ran (their stats' meta and config).
+struct Read {
+    kind: crate::kinds::Kind,
+    /// Where the range really starts (the first whole bucket still kept).
+    start: i64,
+    spans: Vec<Span>,
+    parts: Vec<Part>,
+    by_status: BTreeMap<&'static str, u64>,
+    meta: KindMeta,
+    round_config: serde_json::Value,
+    vantage: Option<String>,
+}
+
 /// `target`'s history in `[from, to)` (wall ms) as a result document.
 pub fn report(st: &dyn Store, target: &str, from: i64, to: i64) -> Result<AnyResult, RangeError> {
+    let read = read(st, target, from, to)?;
+    let total = total(&read.parts, |e| RangeError::Other(e.to_string()))?
+        .ok_or_else(|| empty(target, read.start, to))?;
+    let levels: Vec<serde_json::Value> = read
+        .spans
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "level": s.level.name(), "from": rfc3339(s.from), "to": rfc3339(s.to)
+            })
+        })
+        .collect();
+    let monitor = serde_json::json!({
+        "target": target,
+        "kind": read.kind.name(),
+        "vantage": read.vantage,
+        "asked_from": rfc3339(from),
+        "from": rfc3339(read.start),
+        "to": rfc3339(to),
+        "rows": read.parts.len(),
+        "rounds": read.parts.iter().map(|p| p.rounds).sum::<u64>(),
+        "by_status": read.by_status,
+        "levels": levels,
+    });
+    document(&read, &read.parts, &total, monitor, to)
+}
+
+fn empty(target: &str, from: i64, to: i64) -> RangeError {
+    RangeError::Empty(target.to_string(), rfc3339(from), rfc3339(to))
+}
+
+/// The stats values of `parts` added one after another (in their order).
+fn total(
+    parts: &[Part],
+    err: impl Fn(crate::kinds::KindError) -> RangeError,
+) -> Result<Option<KindStats>, RangeError> {
+    let mut total: Option<KindStats> = None;
+    for p in parts {
+        if let Some(s) = &p.stats {
+            match &mut total {
+                Some(t) => t.then(s).map_err(&err)?,
+                None => total = Some(s.clone()),
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// The document of `parts` (sorted by start) whose stats add up to `total`, described by
+/// `read`'s rounds, with `monitor` as its `config.monitor`.
+fn document(
+    read: &Read,
+    parts: &[Part],
+    total: &KindStats,
+    monitor: serde_json::Value,
+    to: i64,
+) -> Result<AnyResult, RangeError> {
+    let mut body = total
+        .body(&read.meta)
+        .map_err(|e| RangeError::Other(e.to_string()))?;
+    let first = parts.first().map_or(read.start, |p| p.from);
+    let last = parts.last().map_or(to, |p| p.to);
+    series(&mut body, parts, first);
+    let config = serde_json::json!({ "monitor": monitor, "round": read.round_config });
+    let at = |ms: i64| {
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+    };
+    Ok(Document::new(
+        read.kind.name(),
+        at(first),
+        at(last),
+        StopReason::Duration,
+        config,
+        body,
+    ))
+}
+
+/// The rows of `target`'s history in `[from, to)` that one store keeps, sorted by start.
+fn read(st: &dyn Store, target: &str, from: i64, to: i64) -> Result<Read, RangeError> {
     let targets = st.targets()?;
     let Some(t) = targets
         .iter()
@@ -71,7 +168,7 @@ pub fn report(st: &dyn Store, target: &str, from: i64, to: i64) -> Result<AnyRes
     let rolled = |l: Level| marks.iter().find(|(x, _)| *x == l).and_then(|(_, m)| *m);
     let spans = cover(start, to, &rolled);
     let mut parts = Vec::new();
-    let mut by_status = std::collections::BTreeMap::<&'static str, u64>::new();
+    let mut by_status = BTreeMap::<&'static str, u64>::new();
     let mut last_config = None;
     for Span { level, from, to } in &spans {
         match level {
@@ -104,22 +201,9 @@ pub fn report(st: &dyn Store, target: &str, from: i64, to: i64) -> Result<AnyRes
         }
     }
     parts.sort_by_key(|p| p.from);
-    let mut total: Option<KindStats> = None;
-    for p in &parts {
-        if let Some(s) = &p.stats {
-            match &mut total {
-                Some(t) => t.then(s).map_err(|e| RangeError::Other(e.to_string()))?,
-                None => total = Some(s.clone()),
-            }
-        }
+    if parts.iter().all(|p| p.stats.is_none()) {
+        return Err(empty(target, start, to));
     }
-    let Some(total) = total else {
-        return Err(RangeError::Empty(
-            target.to_string(),
-            rfc3339(start),
-            rfc3339(to),
-        ));
-    };
     let config_id = match last_config {
         Some(c) => Some(c),
         None => st.latest_config(t.id)?,
@@ -136,46 +220,16 @@ pub fn report(st: &dyn Store, target: &str, from: i64, to: i64) -> Result<AnyRes
             ))
         }
     };
-    let mut body = total
-        .body(&meta)
-        .map_err(|e| RangeError::Other(e.to_string()))?;
-    let first = parts.first().map_or(start, |p| p.from);
-    let last = parts.last().map_or(to, |p| p.to);
-    series(&mut body, &parts, first);
-    let levels: Vec<serde_json::Value> = spans
-        .iter()
-        .map(|s| {
-            serde_json::json!({
-                "level": s.level.name(), "from": rfc3339(s.from), "to": rfc3339(s.to)
-            })
-        })
-        .collect();
-    let config = serde_json::json!({
-        "monitor": {
-            "target": target,
-            "kind": t.kind.name(),
-            "vantage": st.meta("vantage")?,
-            "asked_from": rfc3339(from),
-            "from": rfc3339(start),
-            "to": rfc3339(to),
-            "rows": parts.len(),
-            "rounds": parts.iter().map(|p| p.rounds).sum::<u64>(),
-            "by_status": by_status,
-            "levels": levels,
-        },
-        "round": round_config,
-    });
-    let at = |ms: i64| {
-        std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0))
-    };
-    Ok(Document::new(
-        t.kind.name(),
-        at(first),
-        at(last),
-        StopReason::Duration,
-        config,
-        body,
-    ))
+    Ok(Read {
+        kind: t.kind,
+        start,
+        spans,
+        parts,
+        by_status,
+        meta,
+        round_config,
+        vantage: st.meta("vantage")?,
+    })
 }
 
 fn decode(b: Option<&[u8]>) -> Result<Option<KindStats>, RangeError> {

@@ -29,6 +29,11 @@ fn ping_round(i: i64) -> KindStats {
 
 /// `n` ping rounds `step` ms apart from midnight.
 fn store_pings(st: &mut dyn Store, n: i64, step: i64) -> i64 {
+    store_pings_at(st, 0, n, step)
+}
+
+/// Ping rounds `first..first + n` (each its own samples), `step` ms apart from midnight.
+fn store_pings_at(st: &mut dyn Store, first: i64, n: i64, step: i64) -> i64 {
     let t = st.target_id("direct", Kind::Ping).unwrap();
     let meta = KindMeta::Ping(PingMeta {
         target: "tcp://10.0.1.2:7777".into(),
@@ -40,14 +45,15 @@ fn store_pings(st: &mut dyn Store, n: i64, step: i64) -> i64 {
     let c = st
         .config_id(t, &serde_json::to_string(&meta).unwrap(), "{\"count\":4}")
         .unwrap();
-    let rows: Vec<RoundRow> = (0..n)
+    let rows: Vec<RoundRow> = (first..first + n)
         .map(|i| {
             let s = ping_round(i);
+            let at = T0 + (i - first) * step;
             RoundRow {
                 target: t,
-                due_ms: T0 + i * step,
-                start_ms: T0 + i * step + 5,
-                end_ms: T0 + i * step + 900,
+                due_ms: at,
+                start_ms: at + 5,
+                end_ms: at + 900,
                 lateness_ns: 5_000_000,
                 status: Status::Ok,
                 detail: None,
@@ -257,4 +263,82 @@ fn a_probe_range_has_an_interval_per_row_and_rates_over_its_time() {
     assert!(String::from_utf8(html).unwrap().contains("npt-chart-0"));
     let (_, text) = render(&doc, "text", "relay").unwrap();
     assert!(String::from_utf8(text).unwrap().contains("sent 3000"));
+}
+
+/// Two vantages' stores of one target merge into the document of all their rounds: the counts
+/// and the histogram are those of every round of both (whether rolled up or not), each store's
+/// own figures are listed, and a target of another kind in one store is refused by name.
+#[test]
+fn stores_of_two_vantages_merge_into_every_round_of_both() {
+    let (na, nb) = (200, 150);
+    let mut a = Memory::new();
+    store_pings_at(&mut a, 0, na, 300_000);
+    a.set_meta("vantage", "hk").unwrap();
+    roll_all(&mut a, T0 + 30 * 3_600_000, T0).unwrap();
+    let mut b = Memory::new();
+    store_pings_at(&mut b, 10_000, nb, 300_000);
+    let sources = [
+        fleet::Source {
+            label: "hk.db".into(),
+            store: &a,
+        },
+        fleet::Source {
+            label: "fra.db".into(),
+            store: &b,
+        },
+    ];
+    let doc = fleet::report_many(&sources, "direct", T0, T0 + 2 * 86_400_000).unwrap();
+    let mut all = PingStats::default();
+    for i in (0..na).chain(10_000..10_000 + nb) {
+        if let KindStats::Ping(p) = ping_round(i) {
+            all += &p;
+        }
+    }
+    let AnyBody::Ping(body) = &doc.body else {
+        panic!("a ping document")
+    };
+    assert_eq!(body.summary.sent, all.sent);
+    assert_eq!(body.summary.received, all.received);
+    let h = Histogram::from_serialized(&body.histogram).unwrap();
+    assert_eq!(
+        h, all.rtt,
+        "the merged histogram is every sample of both stores"
+    );
+    let m = &doc.config["monitor"];
+    assert_eq!(m["rounds"], serde_json::json!(na + nb));
+    let v = m["vantages"].as_array().unwrap();
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0]["store"], "hk.db");
+    assert_eq!(v[0]["vantage"], "hk");
+    assert_eq!(v[0]["rounds"], serde_json::json!(na));
+    assert_eq!(v[1]["rounds"], serde_json::json!(nb));
+    assert_eq!(
+        m["figures"]["p50_ms"].as_f64().unwrap(),
+        KindStats::Ping(all.clone()).figures().p50_ms
+    );
+    // One store alone reads as before: no vantages block.
+    let one = fleet::report_many(&sources[..1], "direct", T0, T0 + 2 * 86_400_000).unwrap();
+    assert!(one.config["monitor"].get("vantages").is_none());
+
+    let mut c = Memory::new();
+    let t = c.target_id("direct", Kind::Probe).unwrap();
+    assert!(t > 0);
+    let err = fleet::report_many(
+        &[
+            fleet::Source {
+                label: "hk.db".into(),
+                store: &a,
+            },
+            fleet::Source {
+                label: "probe.db".into(),
+                store: &c,
+            },
+        ],
+        "direct",
+        T0,
+        T0 + 86_400_000,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("probe.db"), "{err}");
 }

@@ -18,6 +18,7 @@ mod ping;
 mod run;
 mod tcpinfo;
 mod under_load;
+mod vantages;
 
 pub use bulk::{interval_line as bulk_interval_line, write_bulk};
 pub use http::write_http;
@@ -310,7 +311,9 @@ pub fn write_probe(w: &mut dyn Write, doc: &Document<ProbeBody>) -> io::Result<(
 
 /// The text summary of any workload's result, as the command that made it printed it.
 pub fn write_text(w: &mut dyn io::Write, doc: &AnyResult) -> io::Result<()> {
-    crate::render::text(w, doc)
+    crate::render::text(w, doc)?;
+    // A merge of several monitor stores: each vantage's own figures under the merge's.
+    vantages::write(w, &doc.config)
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //!
 //! `npt report --from monitor.db --target NAME --since 24h`: a range of a monitor's history,
 //! read as one result document of the target's kind (`npt_monitor::range`), then rendered the
-//! same way.
+//! same way. `--from` again (`--from hk.db --from fra.db`): the target's rows of every store
+//! added into one document, each store's own figures beside (`npt_monitor::range::fleet`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -30,13 +31,15 @@ pub struct ReportArgs {
     #[arg(value_name = "FILE", required_unless_present = "from")]
     pub file: Option<PathBuf>,
     /// A monitor's store (`npt monitor`'s SQLite file): report a range of one target's history.
+    /// Again for more stores (other vantages, older files): their rounds of the target merged
+    /// exactly into one result, each store's own figures beside it.
     #[arg(
         long,
         value_name = "STORE",
         conflicts_with = "file",
         requires = "target"
     )]
-    pub from: Option<PathBuf>,
+    pub from: Vec<PathBuf>,
     /// With --from: the target's name.
     #[arg(long, value_name = "NAME", requires = "from")]
     pub target: Option<String>,
@@ -65,11 +68,8 @@ fn when(flag: &str, s: &str, base: i64) -> anyhow::Result<i64> {
     Ok(base.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
 }
 
-/// The range asked for, read from the store as one document.
-fn from_store(
-    a: &ReportArgs,
-    store: &std::path::Path,
-) -> anyhow::Result<npt_result::any::AnyResult> {
+/// The range asked for, read from the stores as one document.
+fn from_stores(a: &ReportArgs, stores: &[PathBuf]) -> anyhow::Result<npt_result::any::AnyResult> {
     let target = a.target.as_deref().unwrap_or_default();
     let now = npt_monitor::round::wall_ms(std::time::SystemTime::now());
     let to = match &a.until {
@@ -80,31 +80,52 @@ fn from_store(
     if from >= to {
         return Err(usage!("--since: the range starts after it ends"));
     }
-    let st = npt_monitor::store::sqlite::Sqlite::open_read(store)
-        .map_err(|e| usage!("--from {}: {e}", store.display()))?;
-    npt_monitor::range::report(&st, target, from, to)
-        .map_err(|e| usage!("--from {}: {e}", store.display()))
+    let mut open = Vec::new();
+    for store in stores {
+        open.push(
+            npt_monitor::store::sqlite::Sqlite::open_read(store)
+                .map_err(|e| usage!("--from {}: {e}", store.display()))?,
+        );
+    }
+    if let [(st, store)] = &open.iter().zip(stores).collect::<Vec<_>>()[..] {
+        return npt_monitor::range::report(*st, target, from, to)
+            .map_err(|e| usage!("--from {}: {e}", store.display()));
+    }
+    let sources: Vec<npt_monitor::range::fleet::Source<'_>> = open
+        .iter()
+        .zip(stores)
+        .map(|(st, p)| npt_monitor::range::fleet::Source {
+            label: p.display().to_string(),
+            store: st,
+        })
+        .collect();
+    npt_monitor::range::fleet::report_many(&sources, target, from, to)
+        .map_err(|e| usage!("--from: {e}"))
 }
 
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &a.output {
         crate::flags::output::check("--output", p)?;
     }
-    let (doc, path) = match (&a.from, &a.file) {
-        (Some(store), _) => (
-            from_store(&a, store)?,
+    let (doc, path) = match (a.from.as_slice(), &a.file) {
+        (stores @ [_, ..], _) => (
+            from_stores(&a, stores)?,
             format!(
                 "{} ({})",
                 a.target.as_deref().unwrap_or_default(),
-                store.display()
+                stores
+                    .iter()
+                    .map(|s| s.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ),
         // Every kind reads as the one result model; an older schema's file is converted.
-        (None, Some(f)) => (
+        ([], Some(f)) => (
             npt_result::any::read(f).map_err(|e| usage!("{e}"))?,
             f.display().to_string(),
         ),
-        (None, None) => return Err(usage!("give a result FILE, or --from STORE --target NAME")),
+        ([], None) => return Err(usage!("give a result FILE, or --from STORE --target NAME")),
     };
     let mut out: Vec<u8> = Vec::new();
     match a.format {
