@@ -495,7 +495,10 @@ fn ecn_marks_ect_packets_that_wait_past_the_threshold_and_drops_only_when_full()
         link.push_marking(later, 2, 125, true, |p| *p = 3),
         Verdict::Queued { .. }
     ));
-    assert_eq!(link.pop_due(later + Duration::from_millis(5)).map(|p| p.0), Some(2));
+    assert_eq!(
+        link.pop_due(later + Duration::from_millis(5)).map(|p| p.0),
+        Some(2)
+    );
     assert_eq!(link.stats().ce_marked(), 2);
 }
 

@@ -132,7 +132,11 @@ mod tests {
         // DSCP 46 + ECT(0) = 0xba asked.
         let mut buf = [0u8; 64];
         request(0xba).encode(&mut buf).unwrap();
-        assert_eq!(&buf[4..8], &[1, 1, 0x00, 0x41], "version, Echo, REFLECT | MARK");
+        assert_eq!(
+            &buf[4..8],
+            &[1, 1, 0x00, 0x41],
+            "version, Echo, REFLECT | MARK"
+        );
         assert_eq!(&buf[20..24], &[0xba, 0, 0, 0]);
         let h = Header::decode(&buf).unwrap();
         assert_eq!(wanted(&h), Some(0xba));
@@ -146,7 +150,11 @@ mod tests {
                 seen: 0x03
             }
         ));
-        assert_eq!(&buf[4..8], &[1, 2, 0x00, 0xc1], "EchoReply, REFLECT | MARK | MARKED");
+        assert_eq!(
+            &buf[4..8],
+            &[1, 2, 0x00, 0xc1],
+            "EchoReply, REFLECT | MARK | MARKED"
+        );
         assert_eq!(&buf[20..24], &[0xba, 0x03, 0, 0]);
         let r = Header::decode(&buf).unwrap();
         assert_eq!(
@@ -166,7 +174,13 @@ mod tests {
         h.status = status::CLAMPED;
         let mut buf = [0u8; 48];
         h.encode(&mut buf).unwrap();
-        assert!(write_reply(&mut buf, Marks { sent: 0x10, seen: 0x11 }));
+        assert!(write_reply(
+            &mut buf,
+            Marks {
+                sent: 0x10,
+                seen: 0x11
+            }
+        ));
         let r = Header::decode(&buf).unwrap();
         assert_eq!(status_of(&r), status::CLAMPED);
         assert_eq!(read_reply(&r).unwrap().sent, 0x10);
