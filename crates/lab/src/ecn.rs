@@ -81,7 +81,7 @@ mod tests {
         while sum > 0xffff {
             sum = (sum & 0xffff) + (sum >> 16);
         }
-        !(sum as u16)
+        !u16::try_from(sum).unwrap()
     }
 
     fn v4(tos: u8) -> Vec<u8> {

@@ -199,7 +199,7 @@ impl crate::MsgBatch {
                 let c = &mut self.gso_ctrl[m * GROUPED_CTRL_WORDS..(m + 1) * GROUPED_CTRL_WORDS];
                 c.fill(0);
                 h.msg_control = c.as_mut_ptr().cast();
-                let v6 = self.addrs[first].ss_family == libc::AF_INET6 as libc::sa_family_t;
+                let v6 = i32::from(self.addrs[first].ss_family) == libc::AF_INET6;
                 // SAFETY: CMSG_* are arithmetic on our 48-byte, 8-aligned control block, which
                 // holds both messages (24 + 24 bytes); `msg_controllen` is set to the space of
                 // the ones written before each CMSG_NXTHDR/FIRSTHDR walk.
