@@ -127,6 +127,33 @@ mod tests {
         assert_eq!(ecn(&p), Some(CE));
     }
 
+    /// Whatever a TUN hands over: random and truncated packets never panic, and an IP packet
+    /// long enough to mark reads CE after the rewrite.
+    #[test]
+    fn random_packets_never_panic() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let n = usize::try_from(next() % 48).unwrap();
+            let mut p: Vec<u8> = (0..n).map(|_| next().to_be_bytes()[0]).collect();
+            let v = p.first().map(|b| b >> 4);
+            mark_ce(&mut p);
+            let long_enough = match v {
+                Some(4) => n >= 20,
+                Some(6) => n >= 2,
+                _ => false,
+            };
+            if long_enough {
+                assert_eq!(ecn(&p), Some(CE));
+            }
+        }
+    }
+
     #[test]
     fn what_is_not_an_ip_header_is_left_alone() {
         for mut p in [vec![], vec![0x45], vec![0x45, 2, 0], vec![0x20; 40]] {
