@@ -217,7 +217,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__bulk)
-            opts="-P -t -d -i -b -s -C -q -4 -6 -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --congestion --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-P -t -d -i -b -s -C -q -4 -6 -h --streams --direction --duration --interval --rate --size --timeout --token --ca --insecure --congestion --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --ecn --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -308,6 +308,10 @@ _npt() {
                     return 0
                     ;;
                 --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ecn)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -801,7 +805,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__http)
-            opts="-c -d -H -m -k -q -4 -6 -h --connections --duration --rate --new-conn --http2 --http2-fallback --streams --host --header --method --body --body-file --insecure --timeout --cold-start --cold-start-port --ready-timeout --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-c -d -H -m -k -q -4 -6 -h --connections --duration --rate --new-conn --http2 --http2-fallback --streams --host --header --method --body --body-file --insecure --timeout --cold-start --cold-start-port --ready-timeout --threads --json --format --quiet --ipv4 --ipv6 --bind --dscp --ecn --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -892,6 +896,10 @@ _npt() {
                     return 0
                     ;;
                 --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ecn)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1361,7 +1369,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__ping)
-            opts="-c -i -W -s -q -4 -6 -h --count --interval --timeout --size --echo --raw --token --ca --insecure --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --tos --via --via-user --from --help"
+            opts="-c -i -W -s -q -4 -6 -h --count --interval --timeout --size --echo --raw --token --ca --insecure --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --ecn --tos --via --via-user --from --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1427,6 +1435,10 @@ _npt() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --ecn)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tos)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1451,7 +1463,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__probe)
-            opts="-n -d -s -q -4 -6 -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --rx-stamp --spin --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --tos --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-n -d -s -q -4 -6 -h --config --mode --pps --interval --warmup --warmup-interval --ping-pong --count --duration --clients --threads --size --fill --verify --raw --owd --token --stamp-key --loss-timeout --report-every --report-every-packets --behind-threshold --rx-stamp --spin --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --ecn --tos --reply-dscp --reply-ecn --via --via-user --under-load --load-streams --load-direction --load-rate --load-size --load-duration --load-idle --load-recovery --load-congestion --load-ca --load-insecure --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1565,7 +1577,19 @@ _npt() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --ecn)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tos)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reply-dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reply-ecn)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1687,7 +1711,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__run)
-            opts="-u -d -q -4 -6 -h --quic --quic-name --ca --insecure --users --duration --ramp-up --arrival-rate --mix --think --seed --token --timeout --interval --pages --rounds --handshake-up --handshake-down --request-up --request-down --pause --resources --doc-down --resource-down --download --upload --chunk --game-length --tick --game-size --loss-timeout --workers --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
+            opts="-u -d -q -4 -6 -h --quic --quic-name --ca --insecure --users --duration --ramp-up --arrival-rate --mix --think --seed --token --timeout --interval --pages --rounds --handshake-up --handshake-down --request-up --request-down --pause --resources --doc-down --resource-down --download --upload --chunk --game-length --tick --game-size --loss-timeout --workers --json --format --quiet --ipv4 --ipv6 --bind --dscp --ecn --tos --via --via-user --segment --start-at --run-id --metrics --metrics-linger --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1838,6 +1862,10 @@ _npt() {
                     return 0
                     ;;
                 --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ecn)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1999,7 +2027,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__trace)
-            opts="-c -i -W -s -q -4 -6 -h --hop --through --token --count --interval --timeout --size --ca --insecure --during --json --format --quiet --ipv4 --ipv6 --bind --dscp --tos --help"
+            opts="-c -i -W -s -q -4 -6 -h --hop --through --token --count --interval --timeout --size --ca --insecure --during --json --format --quiet --ipv4 --ipv6 --bind --dscp --ecn --tos --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2070,6 +2098,10 @@ _npt() {
                     return 0
                     ;;
                 --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ecn)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

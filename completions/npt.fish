@@ -103,8 +103,11 @@ complete -c npt -n "__fish_npt_using_subcommand probe" -l format -d 'What goes t
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand probe" -l packets -d 'Log every packet to FILE as its fate is decided, one JSON object a line (NDJSON: flow, seq, send time, RTT or lost/late/duplicate/refused, the direction where the far end\'s counts tell), or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
-complete -c npt -n "__fish_npt_using_subcommand probe" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0 unless --ecn. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l ecn -d 'Send every packet ECN-capable: ect0 or ect1 (ECT(0), ECT(1); not-ect is the default), with --dscp or alone. A hop that marks congestion sets CE on them instead of dropping' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l reply-dscp -d 'UDP: ask npt serve to send its replies with this DSCP (0-63 or a name, as --dscp) [default: the DSCP sent]. npt serve also says what each request arrived with' -r
+complete -c npt -n "__fish_npt_using_subcommand probe" -l reply-ecn -d 'UDP: ask npt serve to send its replies with this ECN codepoint: ect0, ect1 or not-ect [default: the one sent]. Never CE' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand probe" -l under-load -d 'Run bulk streams to this tcp://HOST:PORT or quic://HOST:PORT, or UDP at --load-rate to udp://HOST:PORT (`npt serve`; may be the probe\'s own target) in a loaded phase between an idle and a recovery phase, and report the RTT of each phase, the increase under load and the responsiveness (RPM)' -r
@@ -172,7 +175,8 @@ complete -c npt -n "__fish_npt_using_subcommand run" -l json -d 'Write the resul
 complete -c npt -n "__fish_npt_using_subcommand run" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand run" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
-complete -c npt -n "__fish_npt_using_subcommand run" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0 unless --ecn. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand run" -l ecn -d 'Send every packet ECN-capable: ect0 or ect1 (ECT(0), ECT(1); not-ect is the default), with --dscp or alone. A hop that marks congestion sets CE on them instead of dropping' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand run" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
@@ -204,7 +208,8 @@ complete -c npt -n "__fish_npt_using_subcommand http" -l json -d 'Write the resu
 complete -c npt -n "__fish_npt_using_subcommand http" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand http" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
-complete -c npt -n "__fish_npt_using_subcommand http" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0 unless --ecn. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand http" -l ecn -d 'Send every packet ECN-capable: ect0 or ect1 (ECT(0), ECT(1); not-ect is the default), with --dscp or alone. A hop that marks congestion sets CE on them instead of dropping' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand http" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
@@ -232,7 +237,8 @@ complete -c npt -n "__fish_npt_using_subcommand ping" -l format -d 'What goes to
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand ping" -l packets -d 'Log every attempt to FILE as it is settled, one JSON object a line (NDJSON: seq, send time, RTT or lost/late/refused/error), or `-` for stdout (text then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand ping" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
-complete -c npt -n "__fish_npt_using_subcommand ping" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0 unless --ecn. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand ping" -l ecn -d 'Send every packet ECN-capable: ect0 or ect1 (ECT(0), ECT(1); not-ect is the default), with --dscp or alone. A hop that marks congestion sets CE on them instead of dropping' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand ping" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
@@ -261,7 +267,8 @@ complete -c npt -n "__fish_npt_using_subcommand bulk" -l json -d 'Write the resu
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
-complete -c npt -n "__fish_npt_using_subcommand bulk" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0 unless --ecn. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand bulk" -l ecn -d 'Send every packet ECN-capable: ect0 or ect1 (ECT(0), ECT(1); not-ect is the default), with --dscp or alone. A hop that marks congestion sets CE on them instead of dropping' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
 complete -c npt -n "__fish_npt_using_subcommand bulk" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
@@ -288,7 +295,8 @@ complete -c npt -n "__fish_npt_using_subcommand trace" -l json -d 'Write the res
 complete -c npt -n "__fish_npt_using_subcommand trace" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"
 complete -c npt -n "__fish_npt_using_subcommand trace" -l bind -d 'Send from this source address (one of this host\'s), bound before connecting or sending' -r
-complete -c npt -n "__fish_npt_using_subcommand trace" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l dscp -d 'Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7); the ECN bits stay 0 unless --ecn. E.g. --dscp 46 (EF, voice)' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l ecn -d 'Send every packet ECN-capable: ect0 or ect1 (ECT(0), ECT(1); not-ect is the default), with --dscp or alone. A hop that marks congestion sets CE on them instead of dropping' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -l insecure -d 'QUIC: accept any certificate'
 complete -c npt -n "__fish_npt_using_subcommand trace" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'

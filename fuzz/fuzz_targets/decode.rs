@@ -1,5 +1,5 @@
 //! Fuzz target: the frame, raw-stamp, bulk (spec, report), reflect (stamps, notice, flow
-//! report) and idle (ack, callback) decoders, and the sequence window fed with whatever
+//! report), marking (ask, answer) and idle (ack, callback) decoders, and the sequence window fed with whatever
 //! sequence numbers the bytes claim. Nothing from the network may panic.
 //! Run: `cargo +nightly fuzz run decode` from the repository root (needs cargo-fuzz).
 #![no_main]
@@ -23,6 +23,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = reflect::read_reply(&h, data);
         let _ = reflect::read_notice(&h);
         let _ = npt_wire::bulk::read_refused(&h, data);
+        let _ = npt_wire::marking::wanted(&h);
+        let _ = npt_wire::marking::read_reply(&h);
+        let _ = npt_wire::marking::status_of(&h);
         if let Some(r) = reflect::read_report(&h, data) {
             let mut p = [0u8; reflect::FLOW_REPORT_LEN];
             r.encode(&mut p).unwrap();

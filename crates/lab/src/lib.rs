@@ -10,6 +10,7 @@
 pub mod change;
 pub mod control;
 pub mod duty;
+pub mod ecn;
 pub mod netns;
 pub mod plan;
 pub mod pump;

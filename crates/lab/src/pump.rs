@@ -205,7 +205,14 @@ impl Direction {
                     let now = Instant::now();
                     let bytes = buf.get(..len).unwrap_or_default();
                     self.ends.out_of.sent(now, bytes, self.ends.link);
-                    self.link.push(now, Pkt { buf, len }, len);
+                    // A link with an `ecn` threshold marks ECN-capable packets CE in place.
+                    let ect = crate::ecn::is_ect(bytes);
+                    self.link
+                        .push_marking(now, Pkt { buf, len }, len, ect, |p: &mut Pkt| {
+                            if let Some(b) = p.buf.get_mut(..p.len) {
+                                crate::ecn::mark_ce(b);
+                            }
+                        });
                 }
                 Err(e) => {
                     if e.kind() != std::io::ErrorKind::WouldBlock {

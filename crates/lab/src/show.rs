@@ -37,6 +37,9 @@ pub fn describe(imp: &Impairments) -> String {
     if let Some(r) = imp.rate {
         parts.push(format!("rate {r} queue {}", imp.queue_len()));
     }
+    if let Some(k) = imp.ecn {
+        parts.push(format!("ecn {}", npt_link::format_duration(k)));
+    }
     if parts.is_empty() {
         "perfect".to_string()
     } else {
@@ -170,6 +173,13 @@ pub fn write_status(w: &mut impl Write, s: &LabStatus) -> io::Result<()> {
                     )
                 }
             )?;
+            if a.ce_marked > 0 {
+                writeln!(
+                    w,
+                    "    ecn: {} packets marked CE (ECN-capable, queued past the ecn threshold)",
+                    a.ce_marked
+                )?;
+            }
             if d.late() {
                 writeln!(
                     w,

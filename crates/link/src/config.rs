@@ -10,6 +10,8 @@
 //! reorder = "1%"        # these packets skip the delay and overtake the ones before them
 //! rate = "10mbit"       # bottleneck; also kbit, gbit, bps, or a bare number of bit/s
 //! queue = 1000          # bottleneck queue in packets (default 1000)
+//! ecn = "2ms"           # ECN marking: an ECT packet that would wait at least this long in
+//!                       # the bottleneck queue is marked CE instead (needs a rate)
 //! ```
 //! Reading a table parses each string and then runs [`Impairments::validate`], so a value that
 //! came from a file is always usable; both steps fail with a [`LinkError`] naming the field.
@@ -48,6 +50,10 @@ pub struct Impairments {
     pub rate: Option<Rate>,
     /// Bottleneck queue in packets; `None` is [`DEFAULT_QUEUE`]. Only used with a `rate`.
     pub queue: Option<usize>,
+    /// ECN marking threshold: an ECN-capable packet (ECT(0) or ECT(1)) that would wait at
+    /// least this long in the bottleneck queue is marked CE (step marking, as DCTCP's K or a
+    /// CoDel target, without the drop); `None` marks nothing. Only used with a `rate`.
+    pub ecn: Option<Duration>,
 }
 
 /// How packets are lost, before anything else happens to them.
@@ -118,6 +124,15 @@ impl Impairments {
         if self.queue == Some(0) {
             return Err(LinkError::range("queue", "must hold at least 1 packet"));
         }
+        if self.ecn.is_some() && self.rate.is_none() {
+            return Err(LinkError::range(
+                "ecn",
+                "marks by the bottleneck queue's wait: give the link a rate too",
+            ));
+        }
+        if self.ecn.is_some_and(|t| t > MAX_DELAY) {
+            return Err(LinkError::range("ecn", "is more than 1h"));
+        }
         Ok(())
     }
 
@@ -177,6 +192,12 @@ pub(crate) struct RawImpairments {
     pub(crate) rate: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) queue: Option<usize>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "checked_ecn"
+    )]
+    pub(crate) ecn: Option<String>,
 }
 
 /// `loss = "1%"` or `loss = { model = "…", … }`.
@@ -253,6 +274,7 @@ macro_rules! checked {
 }
 checked!(checked_delay, "delay", parse_duration);
 checked!(checked_jitter, "jitter", parse_duration);
+checked!(checked_ecn, "ecn", parse_duration);
 checked!(checked_duplicate, "duplicate", parse_percent);
 checked!(checked_reorder, "reorder", parse_percent);
 checked!(checked_loss_p, "loss.p", parse_percent);
@@ -321,6 +343,11 @@ impl TryFrom<RawImpairments> for Impairments {
                 .map(|s| parse_rate("rate", s))
                 .transpose()?,
             queue: raw.queue,
+            ecn: raw
+                .ecn
+                .as_deref()
+                .map(|s| parse_duration("ecn", s))
+                .transpose()?,
         };
         imp.validate()?;
         Ok(imp)
@@ -398,6 +425,7 @@ impl From<Impairments> for RawImpairments {
             reorder: pct(i.reorder),
             rate: i.rate.map(|r| r.to_string()),
             queue: i.queue,
+            ecn: i.ecn.map(format_duration),
         }
     }
 }

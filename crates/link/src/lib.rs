@@ -19,7 +19,11 @@
 //!    packets are still waiting or being serialized is dropped and counted (drop-tail).
 //!    Lengths are what the runtime reads from the TUN (IP header included, no link framing).
 //!    Each accepted packet's wait, from its arrival to the start of its serialization, goes
-//!    into the stats' `queue_wait` histogram: what the queue really held.
+//!    into the stats' `queue_wait` histogram: what the queue really held. With an `ecn`
+//!    threshold, an ECN-capable packet ([`Link::push_marking`]) that will wait at least that
+//!    long is marked CE (the caller's `mark` rewrites it) and counted in `ce_marked`: step
+//!    marking, as DCTCP's K threshold or a CoDel target marks instead of dropping. Packets that
+//!    are not ECN-capable are never marked; a full queue still drops either kind.
 //! 3. **Propagation delay and jitter.** Departure = serialization end + `delay` + an offset
 //!    within ±`jitter`, then `max(that, previous departure)`. The offset is not drawn per
 //!    packet but read off a random curve in time — knots uniform in ±`jitter` every

@@ -65,6 +65,8 @@ pub struct Link<P> {
     /// Bottleneck rate in bit/s, `None` when unlimited.
     rate: Option<u128>,
     queue: usize,
+    /// ECN marking threshold on the bottleneck wait (`ecn`), `None` when the link marks nothing.
+    ecn: Option<Duration>,
     rng: SmallRng,
     /// Latest `now` seen: time never goes back here.
     clock: Option<Instant>,
@@ -99,6 +101,7 @@ impl<P: Clone> Link<P> {
             reorder: imp.reorder.fraction(),
             rate: rate_of(imp),
             queue: imp.queue_len().max(1),
+            ecn: imp.ecn,
             rng: SmallRng::seed_from_u64(seed),
             clock: None,
             tx_end: None,
@@ -144,12 +147,29 @@ impl<P: Clone> Link<P> {
         }
         self.rate = rate;
         self.queue = imp.queue_len().max(1);
+        self.ecn = imp.ecn;
     }
 
     /// A packet of `len` bytes arrives at `now`: drop it (loss, queue full), or queue it
     /// (twice when duplicated) with its departure time. An earlier `now` than one already
     /// seen is taken as that latest time.
     pub fn push(&mut self, now: Instant, pkt: P, len: usize) -> Verdict {
+        self.push_marking(now, pkt, len, false, |_| {})
+    }
+
+    /// [`Link::push`] for a packet that says whether it is ECN-capable (`ect`: its ECN field
+    /// is ECT(0) or ECT(1)). On a link with an `ecn` threshold, an ECN-capable packet that
+    /// will wait at least that long in the bottleneck queue is passed to `mark` (which sets its
+    /// ECN field to CE) before it is queued, and counted (`ce_marked`); a packet the queue has
+    /// no room for is still dropped, marked or not, as a router's full queue drops.
+    pub fn push_marking(
+        &mut self,
+        now: Instant,
+        mut pkt: P,
+        len: usize,
+        ect: bool,
+        mark: impl FnOnce(&mut P),
+    ) -> Verdict {
         let now = match self.clock {
             Some(c) if c > now => c,
             _ => now,
@@ -161,10 +181,14 @@ impl<P: Clone> Link<P> {
             self.stats.record_loss();
             return Verdict::Dropped(DropReason::Loss);
         }
-        let Some(sent) = self.bottleneck(now, len) else {
+        let Some((sent, wait)) = self.bottleneck(now, len) else {
             self.stats.record_queue_drop();
             return Verdict::Dropped(DropReason::QueueFull);
         };
+        if ect && self.ecn.is_some_and(|k| wait >= k) && self.rate.is_some() {
+            mark(&mut pkt);
+            self.stats.record_ce_mark();
+        }
 
         let reorder = self.reorder > 0.0 && self.rng.gen::<f64>() < self.reorder;
         let (due, reordered) = if reorder {
@@ -276,11 +300,12 @@ impl<P: Clone> Link<P> {
         }
     }
 
-    /// The bottleneck: when the packet's serialization ends, or `None` when the queue is
-    /// full. Without a rate the packet passes at `now`.
-    fn bottleneck(&mut self, now: Instant, len: usize) -> Option<Instant> {
+    /// The bottleneck: when the packet's serialization ends and how long it waits in the
+    /// queue before it starts, or `None` when the queue is full. Without a rate the packet
+    /// passes at `now`.
+    fn bottleneck(&mut self, now: Instant, len: usize) -> Option<(Instant, Duration)> {
         let Some(rate) = self.rate else {
-            return Some(now);
+            return Some((now, Duration::ZERO));
         };
         while self.backlog.front().is_some_and(|&end| end <= now) {
             self.backlog.pop_front();
@@ -303,9 +328,9 @@ impl<P: Clone> Link<P> {
         self.tx_carry = carry;
         self.tx_end = Some(end);
         self.backlog.push_back(end);
-        self.stats
-            .record_queue_wait(start.saturating_duration_since(now));
-        Some(end)
+        let wait = start.saturating_duration_since(now);
+        self.stats.record_queue_wait(wait);
+        Some((end, wait))
     }
 
     /// The propagation hold of a packet leaving the bottleneck at `sent`: delay plus the

@@ -4,7 +4,8 @@
 //! ([`Impairments`]'s `TryFrom`, then [`Impairments::validate`]), so a value is accepted or
 //! refused exactly as it would be in the file, and every error names its key.
 //!
-//! Keys are the file's: `delay`, `jitter`, `loss`, `duplicate`, `reorder`, `rate`, `queue`, and
+//! Keys are the file's: `delay`, `jitter`, `loss`, `duplicate`, `reorder`, `rate`, `queue`,
+//! `ecn`, and
 //! `loss.model`, `loss.p`, `loss.r`, `loss.bad`, `loss.good` for a loss model. `KEY=none`
 //! removes a setting (no rate: an unlimited link; no queue: [`crate::DEFAULT_QUEUE`]). Giving
 //! `loss.model` starts the model afresh (its other keys from these settings, or their
@@ -22,6 +23,7 @@ pub const IMPAIRMENT_KEYS: &[&str] = &[
     "reorder",
     "rate",
     "queue",
+    "ecn",
 ];
 
 /// The keys of a loss model (`loss = { model = …, p = … }`), as a setting names them.
@@ -75,6 +77,7 @@ impl Impairments {
                 "duplicate" => raw.duplicate = text,
                 "reorder" => raw.reorder = text,
                 "rate" => raw.rate = text,
+                "ecn" => raw.ecn = text,
                 "loss" => raw.loss = text.map(RawLoss::Percent),
                 "queue" => raw.queue = text.map(|t| parse_queue(&t)).transpose()?,
                 "loss.model" => {}

@@ -29,6 +29,7 @@ pub struct LinkStats {
     duplicated: u64,
     reordered: u64,
     released_early: u64,
+    ce_marked: u64,
     delay_error: Histogram,
     queue_wait: Histogram,
 }
@@ -64,6 +65,9 @@ pub struct LinkSummary {
     pub queue_wait_p99_ms: f64,
     #[serde(default)]
     pub queue_wait_max_ms: f64,
+    /// ECN-capable packets the link marked CE (a link with an `ecn` threshold).
+    #[serde(default)]
+    pub ce_marked: u64,
 }
 
 impl LinkStats {
@@ -98,6 +102,10 @@ impl LinkStats {
     }
     pub fn released_early(&self) -> u64 {
         self.released_early
+    }
+    /// ECN-capable packets marked CE (`ecn`).
+    pub fn ce_marked(&self) -> u64 {
+        self.ce_marked
     }
     /// Actual release minus due time, in ns.
     pub fn delay_error(&self) -> &Histogram {
@@ -151,6 +159,7 @@ impl LinkStats {
             queue_wait_p50_ms: q50,
             queue_wait_p99_ms: q99,
             queue_wait_max_ms: qmax,
+            ce_marked: self.ce_marked,
         }
     }
 
@@ -167,6 +176,7 @@ impl LinkStats {
             duplicated: s.duplicated,
             reordered: s.reordered,
             released_early: s.released_early,
+            ce_marked: s.ce_marked,
             delay_error,
             queue_wait,
         }
@@ -186,6 +196,7 @@ impl LinkStats {
             duplicated: self.duplicated.saturating_sub(earlier.duplicated),
             reordered: self.reordered.saturating_sub(earlier.reordered),
             released_early: self.released_early.saturating_sub(earlier.released_early),
+            ce_marked: self.ce_marked.saturating_sub(earlier.ce_marked),
             delay_error: self.delay_error.since(&earlier.delay_error)?,
             queue_wait: self.queue_wait.since(&earlier.queue_wait)?,
         })
@@ -204,6 +215,9 @@ impl LinkStats {
     }
     pub(crate) fn record_queue_drop(&mut self) {
         self.dropped_queue += 1;
+    }
+    pub(crate) fn record_ce_mark(&mut self) {
+        self.ce_marked += 1;
     }
     pub(crate) fn record_duplicate(&mut self) {
         self.duplicated += 1;
@@ -244,6 +258,7 @@ impl AddAssign<&LinkStats> for LinkStats {
         self.duplicated += o.duplicated;
         self.reordered += o.reordered;
         self.released_early += o.released_early;
+        self.ce_marked += o.ce_marked;
         self.delay_error += &o.delay_error;
         self.queue_wait += &o.queue_wait;
     }

@@ -371,6 +371,7 @@ fn arbitrary(rng: &mut SmallRng) -> Impairments {
             _ => Some(Rate::bits_per_sec(rng.gen())),
         },
         queue: [None, Some(0), Some(1), Some(usize::MAX)][rng.gen_range(0..4)],
+        ecn: [None, Some(Duration::ZERO), Some(dur(rng))][rng.gen_range(0..3)],
     }
 }
 
@@ -403,7 +404,8 @@ fn arbitrary_calls_never_panic_and_keep_the_books() {
                     let back = Duration::from_nanos(rng.gen_range(0..1_000_000));
                     let then = now.checked_sub(back).unwrap_or(now);
                     earliest = earliest.min(then);
-                    link.push(then, (), 100);
+                    let ect = rng.gen();
+                    link.push_marking(then, (), 100, ect, |_| {});
                 }
             }
             if let Some(next) = link.next_due() {
@@ -459,4 +461,57 @@ fn a_full_queue_makes_every_packet_wait_its_drain_time() {
     }
     let wait = link.stats().queue_wait().max_ns();
     assert!(wait <= 118_800_000 + 200_000, "{wait}");
+}
+
+#[test]
+fn ecn_marks_ect_packets_that_wait_past_the_threshold_and_drops_only_when_full() {
+    // 1 Mbit/s: a 125-byte packet takes exactly 1 ms, so the k-th of a burst waits k ms.
+    let imp = imp("rate = \"1mbit\"\nqueue = 8\necn = \"3ms\"");
+    let mut link: Link<u8> = Link::new(&imp, 1);
+    let t0 = Instant::now();
+    let mut verdicts = Vec::new();
+    for k in 0..10u8 {
+        // Odd packets are not ECN-capable: never marked, whatever they wait.
+        let (ect, ecn) = if k % 2 == 0 { (true, 2) } else { (false, 0) };
+        verdicts.push(link.push_marking(t0, ecn, 125, ect, |p| *p = 3));
+    }
+    let dropped = verdicts
+        .iter()
+        .filter(|v| matches!(v, Verdict::Dropped(DropReason::QueueFull)))
+        .count();
+    assert_eq!(dropped, 2, "the queue holds 8: {verdicts:?}");
+    let mut out = Vec::new();
+    let end = t0 + Duration::from_millis(20);
+    while let Some((p, _)) = link.pop_due(end) {
+        out.push(p);
+    }
+    // Waits 0..7 ms for the 8 accepted: ECT ones (k = 0, 2, 4, 6) at ≥ 3 ms are 4 and 6.
+    assert_eq!(out, vec![2, 0, 2, 0, 3, 0, 3, 0]);
+    assert_eq!(link.stats().ce_marked(), 2);
+    assert_eq!(link.stats().summary().ce_marked, 2);
+    // After the queue drains, nothing waits: no mark.
+    let later = t0 + Duration::from_millis(100);
+    assert!(matches!(
+        link.push_marking(later, 2, 125, true, |p| *p = 3),
+        Verdict::Queued { .. }
+    ));
+    assert_eq!(
+        link.pop_due(later + Duration::from_millis(5)).map(|p| p.0),
+        Some(2)
+    );
+    assert_eq!(link.stats().ce_marked(), 2);
+}
+
+#[test]
+fn ecn_needs_a_rate_and_reads_back_as_written() {
+    let e = toml::from_str::<Impairments>("ecn = \"2ms\"").unwrap_err();
+    assert!(e.to_string().contains("ecn"), "{e}");
+    let i = imp("rate = \"10mbit\"\necn = \"2ms\"");
+    assert_eq!(i.ecn, Some(Duration::from_millis(2)));
+    let back: Impairments = toml::from_str(&toml::to_string(&i).unwrap()).unwrap();
+    assert_eq!(back, i);
+    let off = i.with_settings([("ecn", "none")]).unwrap();
+    assert_eq!(off.ecn, None);
+    let on = off.with_settings([("ecn", "5ms")]).unwrap();
+    assert_eq!(on.ecn, Some(Duration::from_millis(5)));
 }

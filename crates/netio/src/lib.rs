@@ -53,6 +53,9 @@ pub struct MsgBatch {
     /// The TOS / traffic class byte of each received slot, when asked for
     /// ([`rxtime::enable_tos`]).
     rx_tos: Vec<Option<u8>>,
+    /// The TOS / traffic class byte to send each slot with ([`MsgBatch::set_tx_tos`]); None:
+    /// the socket's own. Reset by every receive.
+    tx_tos: Vec<Option<u8>>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -93,6 +96,7 @@ impl MsgBatch {
             gso_off: false,
             rx_ttl: vec![None; n],
             rx_tos: vec![None; n],
+            tx_tos: vec![None; n],
         }
     }
 
@@ -137,6 +141,13 @@ impl MsgBatch {
     /// ([`MsgBatch::collect_rx_times`]) and the socket has [`rxtime::enable_tos`] on.
     pub fn rx_tos(&self, i: usize) -> Option<u8> {
         self.rx_tos[i]
+    }
+
+    /// Sends slot `i` with this TOS byte (IPv4) or traffic class (IPv6) instead of the
+    /// socket's, as a control message of [`MsgBatch::send_grouped`] (other sends ignore it);
+    /// until the next receive into the slot.
+    pub fn set_tx_tos(&mut self, i: usize, tos: Option<u8>) {
+        self.tx_tos[i] = tos;
     }
 
     pub fn capacity(&self) -> usize {
@@ -272,6 +283,7 @@ impl MsgBatch {
                 rxtime::from_control(&self.hdrs[i].msg_hdr)
             };
             (self.rx_ns[i], self.rx_ttl[i], self.rx_tos[i]) = (c.time_ns, c.ttl, c.tos);
+            self.tx_tos[i] = None;
             self.gro[i] = if self.ctrl.is_empty() {
                 0
             } else {

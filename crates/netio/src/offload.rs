@@ -131,6 +131,8 @@ pub(crate) fn gro_from_control(h: &libc::msghdr) -> usize {
 
 /// `UDP_SEGMENT`'s control space, CMSG_SPACE(2) = 24 bytes, in words.
 const GSO_CTRL_WORDS: usize = 3;
+/// A grouped send's control space per message: `UDP_SEGMENT` and a TOS, `CMSG_SPACE` 24 bytes each.
+const GROUPED_CTRL_WORDS: usize = 6;
 
 // NO-PANIC: slot indices are the caller's (`idx`, each below `capacity()`), as in `MsgBatch`'s
 // own impl; a grouped send writes at most `idx.len() <= capacity()` iovecs, headers and
@@ -144,24 +146,34 @@ impl crate::MsgBatch {
     /// loopback, at the receiving socket). Returns how many *datagrams* left; stops at the
     /// first error after at least one, as `send` does. A socket whose kernel refuses GSO
     /// sends one message per datagram from then on.
+    ///
+    /// A slot with its own TOS byte ([`crate::MsgBatch::set_tx_tos`]) is sent with it (an
+    /// `IP_TOS` or `IPV6_TCLASS` control message, by the peer's family); only slots of one TOS
+    /// share a GSO message.
     pub fn send_grouped(&mut self, fd: RawFd, idx: &[usize]) -> io::Result<usize> {
-        if self.gso_off || idx.len() < 2 {
+        let marked = idx.iter().any(|&i| self.tx_tos[i].is_some());
+        if (self.gso_off || idx.len() < 2) && !marked {
             return self.send(fd, idx, true, 0);
         }
         self.recv_layout = false;
         if self.gso_ctrl.is_empty() {
-            self.gso_ctrl = vec![0; self.capacity() * GSO_CTRL_WORDS];
+            self.gso_ctrl = vec![0; self.capacity() * GROUPED_CTRL_WORDS];
         }
         let (mut m, mut k, mut j) = (0, 0, 0);
         while j < idx.len() {
             let first = idx[j];
             let seg = self.lens[first];
-            let max = gso_segments(seg).max(1);
+            let max = if self.gso_off {
+                1
+            } else {
+                gso_segments(seg).max(1)
+            };
+            let tos = self.tx_tos[first];
             let mut run = 1;
             while j + run < idx.len() && run < max {
                 let next = idx[j + run];
                 let l = self.lens[next];
-                if l == 0 || l > seg || !self.same_peer(first, next) {
+                if l == 0 || l > seg || !self.same_peer(first, next) || self.tx_tos[next] != tos {
                     break;
                 }
                 run += 1;
@@ -183,19 +195,42 @@ impl crate::MsgBatch {
             h.msg_iovlen = run;
             h.msg_name = (&mut self.addrs[first] as *mut libc::sockaddr_storage).cast();
             h.msg_namelen = self.addr_lens[first];
-            if run > 1 {
-                let c = &mut self.gso_ctrl[m * GSO_CTRL_WORDS..(m + 1) * GSO_CTRL_WORDS];
+            if run > 1 || tos.is_some() {
+                let c = &mut self.gso_ctrl[m * GROUPED_CTRL_WORDS..(m + 1) * GROUPED_CTRL_WORDS];
                 c.fill(0);
                 h.msg_control = c.as_mut_ptr().cast();
-                // SAFETY: CMSG_* are arithmetic on our 24-byte, 8-aligned control block.
+                let v6 = i32::from(self.addrs[first].ss_family) == libc::AF_INET6;
+                // SAFETY: CMSG_* are arithmetic on our 48-byte, 8-aligned control block, which
+                // holds both messages (24 + 24 bytes); `msg_controllen` is set to the space of
+                // the ones written before each CMSG_NXTHDR/FIRSTHDR walk.
                 unsafe {
-                    h.msg_controllen = libc::CMSG_SPACE(2) as usize;
-                    let cm = libc::CMSG_FIRSTHDR(&h);
-                    (*cm).cmsg_level = libc::SOL_UDP;
-                    (*cm).cmsg_type = UDP_SEGMENT;
-                    (*cm).cmsg_len = libc::CMSG_LEN(2) as usize;
-                    let seg16 = u16::try_from(seg).unwrap_or(u16::MAX);
-                    std::ptr::write_unaligned(libc::CMSG_DATA(cm).cast::<u16>(), seg16);
+                    let gso = if run > 1 { libc::CMSG_SPACE(2) } else { 0 };
+                    let tos_space = if tos.is_some() {
+                        libc::CMSG_SPACE(4)
+                    } else {
+                        0
+                    };
+                    h.msg_controllen = (gso + tos_space) as usize;
+                    let mut cm = libc::CMSG_FIRSTHDR(&h);
+                    if run > 1 {
+                        (*cm).cmsg_level = libc::SOL_UDP;
+                        (*cm).cmsg_type = UDP_SEGMENT;
+                        (*cm).cmsg_len = libc::CMSG_LEN(2) as usize;
+                        let seg16 = u16::try_from(seg).unwrap_or(u16::MAX);
+                        std::ptr::write_unaligned(libc::CMSG_DATA(cm).cast::<u16>(), seg16);
+                        cm = libc::CMSG_NXTHDR(&h, cm);
+                    }
+                    if let (Some(t), false) = (tos, cm.is_null()) {
+                        (*cm).cmsg_level = if v6 {
+                            libc::IPPROTO_IPV6
+                        } else {
+                            libc::IPPROTO_IP
+                        };
+                        (*cm).cmsg_type = if v6 { libc::IPV6_TCLASS } else { libc::IP_TOS };
+                        (*cm).cmsg_len = libc::CMSG_LEN(4) as usize;
+                        let v = libc::c_int::from(t);
+                        std::ptr::write_unaligned(libc::CMSG_DATA(cm).cast::<libc::c_int>(), v);
+                    }
                 }
             }
             self.hdrs[m] = libc::mmsghdr {
@@ -229,7 +264,7 @@ impl crate::MsgBatch {
                 // it go one datagram per message.
                 self.gso_off = true;
                 let rest: usize = self.runs[done..m].iter().sum();
-                return Ok(sent + self.send(fd, &idx[idx.len() - rest..], true, 0)?);
+                return Ok(sent + self.send_grouped(fd, &idx[idx.len() - rest..])?);
             }
             return if sent > 0 { Ok(sent) } else { Err(e) };
         }
@@ -455,6 +490,70 @@ mod tests {
                     s.send_to(&vec![v; n], to).unwrap();
                 }
             }
+        }
+    }
+
+    /// Answers with their own TOS byte leave with it, with or without GSO: runs of one TOS are
+    /// grouped, a change of TOS starts a new message, and unmarked slots keep the socket's.
+    #[test]
+    fn grouped_answers_carry_each_slots_tos() {
+        let srv = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        crate::rxtime::enable_tos(a.as_raw_fd(), false).unwrap();
+        let to = srv.local_addr().unwrap();
+        let tos = [
+            Some(0xb8u8),
+            Some(0xb8),
+            Some(0x2a),
+            None,
+            Some(0x01),
+            Some(0x01),
+        ];
+        for gso in [true, false] {
+            for k in 0..tos.len() {
+                a.send_to(&[u8::try_from(k).unwrap(); 64], to).unwrap();
+            }
+            let mut batch = crate::MsgBatch::new(8, 2048);
+            batch.gso_off = !gso;
+            let mut got = 0;
+            let mut ready = Vec::new();
+            for _ in 0..100 {
+                if got == tos.len() {
+                    break;
+                }
+                crate::wait(
+                    &[srv.as_raw_fd()],
+                    &[false],
+                    Some(Duration::from_millis(100)),
+                    &mut ready,
+                )
+                .unwrap();
+                let n = batch
+                    .recv(srv.as_raw_fd(), tos.len() - got, libc::MSG_DONTWAIT)
+                    .unwrap_or(0);
+                for i in 0..n {
+                    let k = usize::from(batch.data(i)[0]);
+                    batch.set_tx_tos(i, tos[k]);
+                }
+                let idx: Vec<usize> = (0..n).collect();
+                assert_eq!(batch.send_grouped(srv.as_raw_fd(), &idx).unwrap(), n);
+                got += n;
+            }
+            assert_eq!(got, tos.len());
+            let mut inb = crate::MsgBatch::new(8, 2048).with_rx_times();
+            a.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut seen = vec![None; tos.len()];
+            let mut read = 0;
+            while read < tos.len() {
+                let n = inb.recv(a.as_raw_fd(), 8, 0).unwrap();
+                for i in 0..n {
+                    // GRO is off on this socket: one datagram a slot.
+                    seen[usize::from(inb.data(i)[0])] = inb.rx_tos(i);
+                }
+                read += n;
+            }
+            let want: Vec<Option<u8>> = tos.iter().map(|t| Some(t.unwrap_or(0))).collect();
+            assert_eq!(seen, want, "gso {gso}");
         }
     }
 

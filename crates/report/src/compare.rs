@@ -21,6 +21,7 @@
 pub mod directions;
 pub mod goodput;
 pub mod loaded;
+pub mod marking;
 pub mod noise;
 #[cfg(test)]
 mod noise_cases;
@@ -158,6 +159,9 @@ pub struct Row {
     pub owd_up_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owd_down_ms: Option<f64>,
+    /// Marked UDP probes: each direction's marking, over runs ([`marking`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub marking: Option<marking::Cells>,
     /// Bulk results: goodput (application payload) up and down, median of the runs that moved
     /// bytes that way, bit/s ([`goodput`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -424,6 +428,7 @@ pub fn table(
         }
         loaded::fill(&mut row, under_load.into_iter());
         directions::fill(&mut row, probe.into_iter());
+        marking::fill(&mut row, probe.into_iter());
         pingpong::fill(&mut row, &Vec::from_iter(probe));
         rows.push(row);
     }

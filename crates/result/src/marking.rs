@@ -1,7 +1,11 @@
-//! The DSCP/ECN marking of a test's packets: what npt sent with (`--dscp`, `--tos`) and what
-//! came back, counted by the TOS / traffic class byte the kernel says each reply arrived with
-//! (`IP_RECVTOS`, `IPV6_RECVTCLASS`). A path that re-marks or bleaches DSCP, or marks ECN
-//! congestion, shows here. A value that adds: parts of a run merge exactly.
+//! The DSCP/ECN marking of a test's packets, each way: what npt sent with (`--dscp`, `--tos`,
+//! `--ecn`), what each request arrived with as the far end tells (`npt serve`, asked with the
+//! wire's `MARK` flag), what the far end sent each reply with and what the
+//! reply arrived with, as this host's kernel tells (`IP_RECVTOS`, `IPV6_RECVTCLASS`). From
+//! those, per direction ([`Way`]): the DSCP and the ECN codepoint arrived as sent, were
+//! rewritten (to what) or bleached (to 0), and how many packets arrived marked CE. A far end
+//! that does not say (a plain echo, a STAMP reflector, an older `npt serve`) leaves the up
+//! direction unknown — never guessed. A value that adds: parts of a run merge exactly.
 
 use std::ops::AddAssign;
 
@@ -44,24 +48,227 @@ pub struct TosCount {
     pub packets: u64,
 }
 
-/// What was sent with and what came back.
+/// What was sent with and what came back, each way.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct Marking {
-    /// The marking every packet was sent with (`--dscp`, `--tos`); absent: the kernel's
-    /// default (0).
+    /// The marking every packet was sent with (`--dscp`, `--tos`, `--ecn`); absent: the
+    /// kernel's default (0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent: Option<Tos>,
-    /// Replies by the marking they arrived with, where the OS tells (UDP); ordered by DSCP,
-    /// then ECN. Empty over TCP (a byte stream has no per-packet marking to read).
+    /// Datagrams received by the marking they arrived with, where the OS tells (UDP): replies,
+    /// late and duplicate ones, the far end's flow report; ordered by DSCP, then ECN. Empty
+    /// over TCP (a byte stream has no per-packet marking to read).
     #[serde(default)]
     pub received: Vec<TosCount>,
+    /// The marking the replies were asked to carry (`--reply-dscp`, `--reply-ecn`; by default
+    /// the one sent). Absent: not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Tos>,
+    /// On-time replies by the marking the far end says their request arrived with (`npt
+    /// serve` answers it when asked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub far_received: Vec<TosCount>,
+    /// On-time replies by the marking the far end says it sent them with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub far_sent: Vec<TosCount>,
+    /// On-time replies by the marking they arrived with here (as `received`, but only the
+    /// replies the far end's figures are of).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replies: Vec<TosCount>,
+    /// On-time replies to requests that asked, which said nothing of their marking: a plain
+    /// echo, a STAMP reflector or an older `npt serve` answered.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub far_silent: u64,
+    /// Client to far end: the marking as sent, as it arrived, CE marks. Absent when nothing was
+    /// asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<Way>,
+    /// Far end to client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<Way>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// What happened to one field (DSCP or ECN) on one direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Fate {
+    /// Every packet arrived with the value it was sent with (for ECN: or CE, a congestion
+    /// mark on an ECN-capable packet).
+    Arrived,
+    /// Every packet arrived with one other value, not 0.
+    Rewritten,
+    /// Every packet arrived with 0 (DSCP default / Not-ECT) though sent with another.
+    Bleached,
+    /// Packets arrived with different values.
+    Mixed,
+    /// Nobody said: what was sent or what arrived is not known (a far end that does not tell).
+    Unknown,
+}
+
+/// One direction's marking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Way {
+    /// The marking sent this way; absent when not known (down from a far end that does not
+    /// say what it sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<Tos>,
+    /// The marking most packets arrived with, CE marks left out of the ECN count (a packet
+    /// marked CE arrived ECN-capable); absent when nobody said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrived: Option<Tos>,
+    pub dscp: Fate,
+    pub ecn: Fate,
+    /// Packets whose arrival marking is known this way.
+    pub packets: u64,
+    /// Of those, how many arrived marked CE (congestion experienced).
+    pub ce: u64,
+}
+
+impl Way {
+    /// The direction's figures from what was `sent` (None: unknown) and the arrivals.
+    pub fn of(sent: Option<Tos>, arrivals: &[TosCount]) -> Way {
+        let packets: u64 = arrivals.iter().map(|c| c.packets).sum();
+        let ce: u64 = arrivals
+            .iter()
+            .filter(|c| c.ecn == 3)
+            .map(|c| c.packets)
+            .sum();
+        let most = |f: &dyn Fn(&TosCount) -> Option<u8>| -> Option<u8> {
+            let mut by: [u64; 64] = [0; 64];
+            for c in arrivals {
+                if let Some(v) = f(c) {
+                    if let Some(slot) = by.get_mut(usize::from(v)) {
+                        *slot += c.packets;
+                    }
+                }
+            }
+            let (v, n) = (0u8..)
+                .zip(by)
+                .max_by_key(|&(v, n)| (n, std::cmp::Reverse(v)))?;
+            (n > 0).then_some(v)
+        };
+        let dscp = most(&|c| Some(c.dscp));
+        // A CE mark is what a marking hop does to an ECN-capable packet: not a rewrite.
+        let ecn = most(&|c| (c.ecn != 3).then_some(c.ecn)).or((ce > 0).then_some(3));
+        let fate = |sent: Option<u8>, values: Vec<u8>| -> Fate {
+            let Some(sent) = sent else {
+                return Fate::Unknown;
+            };
+            match values.as_slice() {
+                [] => Fate::Unknown,
+                [v] if *v == sent => Fate::Arrived,
+                [0] => Fate::Bleached,
+                [_] => Fate::Rewritten,
+                _ => Fate::Mixed,
+            }
+        };
+        let distinct = |f: &dyn Fn(&TosCount) -> Option<u8>| {
+            let mut v: Vec<u8> = arrivals
+                .iter()
+                .filter(|c| c.packets > 0)
+                .filter_map(f)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let mut ecn_values = distinct(&|c| (c.ecn != 3).then_some(c.ecn));
+        if ecn_values.is_empty() && ce > 0 {
+            // Every packet marked CE: it was sent ECN-capable and arrived so.
+            ecn_values = sent.map(|s| s.ecn).into_iter().collect();
+        }
+        Way {
+            sent,
+            arrived: dscp.zip(ecn).map(|(dscp, ecn)| Tos { dscp, ecn }),
+            dscp: fate(sent.map(|s| s.dscp), distinct(&|c| Some(c.dscp))),
+            ecn: fate(sent.map(|s| s.ecn), ecn_values),
+            packets,
+            ce,
+        }
+    }
+}
+
+/// Adds `n` packets of marking `t` to a list ordered by DSCP, then ECN.
+fn add_to(list: &mut Vec<TosCount>, t: Tos, n: u64) {
+    let key = (t.dscp, t.ecn);
+    match list.binary_search_by_key(&key, |c| (c.dscp, c.ecn)) {
+        Ok(i) => {
+            if let Some(c) = list.get_mut(i) {
+                c.packets += n;
+            }
+        }
+        Err(i) => list.insert(
+            i,
+            TosCount {
+                dscp: t.dscp,
+                ecn: t.ecn,
+                packets: n,
+            },
+        ),
+    }
+}
+
+fn add_all(list: &mut Vec<TosCount>, from: &[TosCount]) {
+    for c in from {
+        add_to(
+            list,
+            Tos {
+                dscp: c.dscp,
+                ecn: c.ecn,
+            },
+            c.packets,
+        );
+    }
+}
+
+/// The one marking of a list, when every packet had it.
+fn uniform(list: &[TosCount]) -> Option<Tos> {
+    match list {
+        [c] => Some(Tos {
+            dscp: c.dscp,
+            ecn: c.ecn,
+        }),
+        _ => None,
+    }
 }
 
 impl Marking {
-    /// Counts one reply that arrived with TOS byte `byte`.
+    /// Counts one datagram that arrived with TOS byte `byte`.
     pub fn count(&mut self, byte: u8) {
         self.add(Tos::of(byte), 1);
+    }
+
+    /// Counts one on-time reply: the TOS byte it arrived with here (None: the OS did not say),
+    /// and what the far end said (`far`: the byte its request arrived with, the byte it sent
+    /// the reply with), or None when it said nothing.
+    pub fn count_reply(&mut self, here: Option<u8>, far: Option<(u8, u8)>) {
+        match far {
+            Some((seen, sent)) => {
+                add_to(&mut self.far_received, Tos::of(seen), 1);
+                add_to(&mut self.far_sent, Tos::of(sent), 1);
+            }
+            None => self.far_silent += 1,
+        }
+        if let Some(b) = here {
+            add_to(&mut self.replies, Tos::of(b), 1);
+        }
+    }
+
+    /// Sets [`Marking::up`] and [`Marking::down`] from the counts (when a marking was asked of
+    /// the far end; a run that asked nothing keeps the block it always had).
+    pub fn settle(&mut self) {
+        if self.asked.is_none() {
+            return;
+        }
+        let sent = self.sent.unwrap_or_default();
+        self.up = Some(Way::of(Some(sent), &self.far_received));
+        self.down = Some(Way::of(uniform(&self.far_sent), &self.replies));
     }
 
     fn add(&mut self, t: Tos, n: u64) {
@@ -86,14 +293,20 @@ impl Marking {
         }
     }
 
-    /// Nothing to say: sent unmarked and nothing came back marked.
+    /// Nothing to say: sent unmarked, asked nothing, and nothing came back marked.
     pub fn is_plain(&self) -> bool {
-        self.sent.is_none() && self.received.iter().all(|c| c.dscp == 0 && c.ecn == 0)
+        self.sent.is_none()
+            && self.asked.is_none()
+            && self.received.iter().all(|c| c.dscp == 0 && c.ecn == 0)
     }
 
-    /// The block a result carries: none when [`Marking::is_plain`].
+    /// The block a result carries, its directions settled: none when [`Marking::is_plain`].
     pub fn block(&self) -> Option<Marking> {
-        (!self.is_plain()).then(|| self.clone())
+        (!self.is_plain()).then(|| {
+            let mut m = self.clone();
+            m.settle();
+            m
+        })
     }
 }
 
@@ -102,14 +315,16 @@ impl AddAssign<&Marking> for Marking {
         if self.sent.is_none() {
             self.sent = rhs.sent;
         }
-        for c in &rhs.received {
-            self.add(
-                Tos {
-                    dscp: c.dscp,
-                    ecn: c.ecn,
-                },
-                c.packets,
-            );
+        if self.asked.is_none() {
+            self.asked = rhs.asked;
+        }
+        add_all(&mut self.received, &rhs.received);
+        add_all(&mut self.far_received, &rhs.far_received);
+        add_all(&mut self.far_sent, &rhs.far_sent);
+        add_all(&mut self.replies, &rhs.replies);
+        self.far_silent += rhs.far_silent;
+        if self.up.is_some() || rhs.up.is_some() {
+            self.settle();
         }
     }
 }
@@ -140,5 +355,83 @@ mod tests {
             .collect();
         assert_eq!(got, vec![(0, 0, 1), (46, 0, 2), (46, 3, 1)]);
         assert_eq!(Tos::of(0xb9).byte(), 0xb9);
+    }
+
+    fn counts(list: &[(u8, u8, u64)]) -> Vec<TosCount> {
+        list.iter()
+            .map(|&(dscp, ecn, packets)| TosCount { dscp, ecn, packets })
+            .collect()
+    }
+
+    #[test]
+    fn each_direction_says_arrived_rewritten_or_bleached_and_counts_ce() {
+        let ef0 = Some(Tos { dscp: 46, ecn: 2 });
+        let w = Way::of(ef0, &counts(&[(46, 2, 90), (46, 3, 10)]));
+        assert_eq!(
+            (w.dscp, w.ecn, w.packets, w.ce),
+            (Fate::Arrived, Fate::Arrived, 100, 10)
+        );
+        assert_eq!(w.arrived, ef0);
+        let w = Way::of(ef0, &counts(&[(0, 2, 100)]));
+        assert_eq!((w.dscp, w.ecn), (Fate::Bleached, Fate::Arrived));
+        assert_eq!(w.arrived, Some(Tos { dscp: 0, ecn: 2 }));
+        let w = Way::of(ef0, &counts(&[(10, 0, 100)]));
+        assert_eq!((w.dscp, w.ecn), (Fate::Rewritten, Fate::Bleached));
+        let w = Way::of(ef0, &counts(&[(46, 2, 50), (0, 2, 50)]));
+        assert_eq!(w.dscp, Fate::Mixed);
+        // All CE: ECN-capable all the way, every packet marked.
+        let w = Way::of(ef0, &counts(&[(46, 3, 7)]));
+        assert_eq!((w.ecn, w.ce), (Fate::Arrived, 7));
+        // Nobody said.
+        let w = Way::of(ef0, &[]);
+        assert_eq!(
+            (w.dscp, w.ecn, w.arrived),
+            (Fate::Unknown, Fate::Unknown, None)
+        );
+        let w = Way::of(None, &counts(&[(0, 0, 5)]));
+        assert_eq!((w.dscp, w.arrived), (Fate::Unknown, Some(Tos::default())));
+    }
+
+    #[test]
+    fn replies_settle_into_both_directions_and_merge() {
+        let mut a = Marking {
+            sent: Some(Tos { dscp: 46, ecn: 2 }),
+            asked: Some(Tos { dscp: 46, ecn: 2 }),
+            ..Marking::default()
+        };
+        // Bleached up (the far end saw DSCP 0, one CE), arrived down.
+        a.count_reply(Some(0xba), Some((0x02, 0xba)));
+        a.count_reply(Some(0xba), Some((0x03, 0xba)));
+        let b = a.block().unwrap();
+        let up = b.up.unwrap();
+        let down = b.down.unwrap();
+        assert_eq!(
+            (up.dscp, up.ecn, up.ce, up.packets),
+            (Fate::Bleached, Fate::Arrived, 1, 2)
+        );
+        assert_eq!(
+            (down.dscp, down.ecn, down.ce),
+            (Fate::Arrived, Fate::Arrived, 0)
+        );
+        let mut m = b.clone();
+        m += &b;
+        assert_eq!(m.up.unwrap().packets, 4);
+        // A plain echo: the far end said nothing, so up is unknown.
+        let mut e = Marking {
+            sent: Some(Tos { dscp: 46, ecn: 0 }),
+            asked: Some(Tos { dscp: 46, ecn: 0 }),
+            ..Marking::default()
+        };
+        e.count_reply(Some(0xb8), None);
+        let e = e.block().unwrap();
+        assert_eq!(e.far_silent, 1);
+        assert_eq!(e.up.unwrap().dscp, Fate::Unknown);
+        assert_eq!(e.down.unwrap().sent, None);
+        assert_eq!(e.down.unwrap().dscp, Fate::Unknown);
+        // JSON names scripts read.
+        let j = serde_json::to_value(&b).unwrap();
+        assert_eq!(j["up"]["dscp"], "bleached");
+        assert_eq!(j["up"]["ce"], 1);
+        assert_eq!(j["down"]["arrived"]["dscp"], 46);
     }
 }

@@ -174,8 +174,9 @@ pub struct ProbeSummary {
     /// it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_info: Option<TcpKernel>,
-    /// The DSCP/ECN marking sent (`--dscp`, `--tos`) and the replies by the marking they
-    /// came back with (UDP; as the kernel tells). Absent when unmarked both ways.
+    /// The DSCP/ECN marking sent (`--dscp`, `--tos`, `--ecn`), the replies by the marking they
+    /// came back with (UDP; as the kernel tells) and, when `npt serve` was asked, each
+    /// direction's fate and CE count. Absent when unmarked both ways.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marking: Option<crate::marking::Marking>,
     /// Replies whose payload differed from what was sent (`--verify`).

@@ -117,6 +117,9 @@ pub struct Counters {
     pub udp_bulk_down: AtomicU64,
     /// UDP replies that carried their flow's counts ([`crate::reflect`]; not a refusal).
     pub udp_reflected: AtomicU64,
+    /// UDP replies sent with the marking their client asked for, carrying the marking the
+    /// request arrived with ([`npt_wire::marking`]; not a refusal).
+    pub udp_marked: AtomicU64,
     /// Flows the UDP responder started counting (`REFLECT` frames; not a refusal).
     pub udp_flows: AtomicU64,
     /// Flows counted right now, over every UDP socket (a gauge).
@@ -183,6 +186,7 @@ impl Counters {
                     ("bulk-flows", g(&self.udp_bulk_flows)),
                     ("bulk-down", g(&self.udp_bulk_down)),
                     ("reflected", g(&self.udp_reflected)),
+                    ("marked", g(&self.udp_marked)),
                     ("flows", g(&self.udp_flows)),
                     ("flow-reports", g(&self.udp_flow_reports)),
                     ("callbacks", g(&self.udp_idle_callbacks)),

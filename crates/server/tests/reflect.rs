@@ -356,3 +356,56 @@ fn tcp_streams_reflect_per_connection() {
     let (back, _, _) = tcp_exchange(&mut c2, &frame(Kind::Echo, 64, 0, 0, true), 64);
     assert_eq!(Header::decode(&back).unwrap().reply_len, 1);
 }
+
+/// Markings each way: a frame that asks (`MARK`) gets its reply with the TOS byte it asked for
+/// (CE asked: sent without it) and learns the TOS byte it arrived with, in the same number of
+/// bytes; a frame that does not ask is answered unmarked, as before; counted as `marked`.
+#[test]
+fn a_marked_request_is_answered_marked_and_says_what_it_arrived_with() {
+    use npt_wire::marking::{self, Marks, MARK, MARKED};
+    use std::os::fd::AsRawFd;
+    let (s, addr) = start(None, |_| {});
+    let c = udp_client(addr);
+    npt_netio::rxtime::enable_tos(c.as_raw_fd(), false).unwrap();
+    // The client sends with DSCP 46 ECT(0).
+    socket2::SockRef::from(&c).set_tos(0xba).unwrap();
+    let ask = |want: Option<u8>, seq: u64| -> (Header, usize, Option<u8>) {
+        let mut f = frame(Kind::Echo, 64, 0, seq, true);
+        if let Some(w) = want {
+            let mut h = Header::decode(&f).unwrap();
+            h.flags |= MARK;
+            h.status = marking::request_status(w);
+            h.encode(&mut f).unwrap();
+        }
+        c.send(&f).unwrap();
+        let mut inb = npt_netio::MsgBatch::new(1, 2048).with_rx_times();
+        assert_eq!(inb.recv(c.as_raw_fd(), 1, 0).unwrap(), 1, "an answer");
+        (
+            Header::decode(inb.data(0)).unwrap(),
+            inb.len(0),
+            inb.rx_tos(0),
+        )
+    };
+    let (h, len, tos) = ask(Some(0x28 | 1), 1);
+    assert_eq!((h.kind, len), (Kind::EchoReply, 64));
+    assert_eq!(h.flags & MARKED, MARKED);
+    assert_eq!(
+        marking::read_reply(&h),
+        Some(Marks {
+            sent: 0x29,
+            seen: 0xba
+        })
+    );
+    assert_eq!(marking::status_of(&h), status::OK);
+    assert_eq!(tos, Some(0x29), "AF11 ECT(1) on the way back, as asked");
+    // CE asked: the DSCP as asked, ECN Not-ECT.
+    let (h, _, tos) = ask(Some(0xbb), 2);
+    assert_eq!(marking::read_reply(&h).map(|m| m.sent), Some(0xb8));
+    assert_eq!(tos, Some(0xb8));
+    // Not asked: unmarked, status as before.
+    let (h, _, tos) = ask(None, 3);
+    assert_eq!((h.flags & MARKED, h.status, tos), (0, status::OK, Some(0)));
+    let k = s.counters();
+    assert_eq!(settle(&k.udp_marked, 2), 2);
+    assert!(k.line().contains("marked 2"), "{}", k.line());
+}

@@ -17,7 +17,7 @@
 //! +---------------------------------------------------------------+
 //! |           flow id (one per client socket / connection)        | 16
 //! +---------------------------------------------------------------+
-//! |           status (set by the responder, 0 = ok)               | 20
+//! |           status (set by the responder, 0 = ok; see marking)  | 20
 //! +---------------------------------------------------------------+
 //! |           sequence number                                     | 24
 //! |                                                               |
@@ -33,6 +33,8 @@
 //!
 //! The first byte, 0x1E, has the 0x40 bit clear, so a frame can never be mistaken for a QUIC
 //! v1 packet (whose "fixed bit" 0x40 is always set): one UDP port can later carry both.
+//! A request with [`crate::marking::MARK`] carries the marking it asks its reply to have in the
+//! top byte of `status`, and the reply the two TOS bytes ([`crate::marking`]).
 //! The responder only flips `kind` (and may set `status`) in place, so an echo costs no copy and
 //! the sender's timestamp comes back untouched: RTT needs no per-packet state at the sender.
 

@@ -26,13 +26,17 @@ pub struct AddressingArgs {
     pub bind: Option<String>,
 }
 
-/// `--dscp N`, `--tos N`.
+/// `--dscp N`, `--tos N`, `--ecn ect0|ect1`.
 #[derive(Args, Debug, Default, Clone)]
 pub struct MarkingArgs {
     /// Mark every packet sent with this DSCP (0-63, or a name: EF, AF11…AF43, CS0…CS7);
-    /// the ECN bits stay 0. E.g. --dscp 46 (EF, voice).
+    /// the ECN bits stay 0 unless --ecn. E.g. --dscp 46 (EF, voice).
     #[arg(long, value_name = "N", conflicts_with = "tos")]
     pub dscp: Option<String>,
+    /// Send every packet ECN-capable: ect0 or ect1 (ECT(0), ECT(1); not-ect is the default),
+    /// with --dscp or alone. A hop that marks congestion sets CE on them instead of dropping.
+    #[arg(long, value_name = "ect0|ect1", conflicts_with = "tos")]
+    pub ecn: Option<String>,
     /// Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP
     /// and ECN), e.g. --tos 0xb8 (EF).
     #[arg(long, value_name = "N")]
@@ -97,8 +101,16 @@ fn family_name(f: Family) -> &'static str {
 impl MarkingArgs {
     /// The TOS byte to send with; exit 2 naming the flag for a value out of range.
     pub fn tos(&self) -> anyhow::Result<Option<u8>> {
+        let ecn = self
+            .ecn
+            .as_deref()
+            .map(|e| ecn_codepoint("--ecn", e, false))
+            .transpose()?;
         if let Some(d) = &self.dscp {
-            return Ok(Some(dscp(d)? << 2));
+            return Ok(Some(dscp(d)? << 2 | ecn.unwrap_or(0)));
+        }
+        if ecn.is_some() {
+            return Ok(ecn);
         }
         let Some(t) = &self.tos else {
             return Ok(None);
@@ -112,8 +124,29 @@ impl MarkingArgs {
     }
 }
 
+/// An ECN codepoint a sender may set (RFC 3168): `ect0` (2), `ect1` (1), and with `not_ect`
+/// also `not-ect` (0). Never CE: that is a hop's mark of congestion. `flag` names the flag.
+pub fn ecn_codepoint(flag: &str, text: &str, not_ect: bool) -> anyhow::Result<u8> {
+    match text
+        .trim()
+        .to_ascii_lowercase()
+        .replace(['(', ')'], "")
+        .as_str()
+    {
+        "ect0" => Ok(2),
+        "ect1" => Ok(1),
+        "not-ect" | "notect" | "none" if not_ect => Ok(0),
+        "ce" => Err(usage!(
+            "{flag} {text}: CE is what a congested hop marks, not what a sender sets: \
+             give ect0 or ect1"
+        )),
+        _ if not_ect => Err(usage!("{flag} {text}: must be ect0, ect1 or not-ect")),
+        _ => Err(usage!("{flag} {text}: must be ect0 or ect1")),
+    }
+}
+
 /// A DSCP by number or name (RFC 2474 class selectors, RFC 2597 AF, RFC 3246 EF).
-fn dscp(text: &str) -> anyhow::Result<u8> {
+pub fn dscp(text: &str) -> anyhow::Result<u8> {
     let bad = || {
         usage!("--dscp {text}: must be 0 to 63 (a DSCP; the TOS byte is --tos), or EF, AFxy, CSx")
     };
@@ -192,14 +225,14 @@ impl SourceArgs {
         if quic {
             self.unsupported(
                 &format!("{sub} with QUIC"),
-                &["--bind", "--dscp", "--tos"],
+                &["--bind", "--dscp", "--tos", "--ecn"],
                 "the QUIC endpoint is opened by the QUIC client; -4/-6 apply",
             )?;
         }
         if via {
             self.unsupported(
                 &format!("{sub} --via"),
-                &["-4", "-6", "--bind", "--dscp", "--tos"],
+                &["-4", "-6", "--bind", "--dscp", "--tos", "--ecn"],
                 "the proxy connection is opened by the proxy client",
             )?;
         }
@@ -215,6 +248,7 @@ impl SourceArgs {
             "--bind" => self.addressing.bind.is_some(),
             "--dscp" => self.marking.dscp.is_some(),
             "--tos" => self.marking.tos.is_some(),
+            "--ecn" => self.marking.ecn.is_some(),
             _ => false,
         };
         match flags.iter().find(|f| given(f)) {
@@ -241,7 +275,28 @@ mod tests {
         MarkingArgs {
             dscp: dscp.map(String::from),
             tos: tos.map(String::from),
+            ecn: None,
         }
+    }
+
+    #[test]
+    fn ecn_combines_with_dscp_and_never_asks_for_ce() {
+        let m = |d: Option<&str>, e: &str| MarkingArgs {
+            dscp: d.map(String::from),
+            tos: None,
+            ecn: Some(e.to_string()),
+        };
+        assert_eq!(m(Some("46"), "ect0").tos().unwrap(), Some(0xba));
+        assert_eq!(m(Some("ef"), "ECT(1)").tos().unwrap(), Some(0xb9));
+        assert_eq!(m(None, "ect1").tos().unwrap(), Some(1));
+        let e = usage_text(m(Some("46"), "ce").tos().unwrap_err());
+        assert!(
+            e.starts_with("--ecn ce: CE is what a congested hop marks"),
+            "{e}"
+        );
+        let e = usage_text(m(None, "x").tos().unwrap_err());
+        assert_eq!(e, "--ecn x: must be ect0 or ect1");
+        assert_eq!(ecn_codepoint("--reply-ecn", "not-ect", true).unwrap(), 0);
     }
 
     fn usage_text(e: anyhow::Error) -> String {

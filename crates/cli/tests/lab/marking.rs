@@ -1,8 +1,15 @@
-//! DSCP marking through a lab link (root): `npt probe udp://… --dscp 46` from one namespace to
-//! `npt serve` in another, across an emulated link, arrives marked 46 — the server's own
-//! count of what it received says so (its periodic marking line, read from the lab's service
-//! log) — and the client's result says what it sent and what its replies came back with (the
-//! server answers unmarked: DSCP 0).
+//! DSCP and ECN markings through the lab (root).
+//!
+//! One link: `npt probe udp://… --dscp 46` arrives marked 46 — the server's own count of what
+//! it received says so (its periodic marking line, read from the lab's service log) — and the
+//! client's result says what it sent, what the server saw (46, up arrived) and what its replies
+//! came back with (46: the server marks its replies as asked, by default as the probe sends).
+//!
+//! Three nodes, client — middle — server: an nftables rule on the middle node rewrites DSCP
+//! to 0 (`ip dscp set cs0`) on one direction only, and the result says "DSCP 46 (EF) bleached
+//! to 0 up, arrived down" (and the mirror). Links that mark ECN (`ecn = "100ms"`, a rate the
+//! probe's burst overruns, one marking link each way): the CE counts the probe reads each way
+//! are the lab's own mark counts of those directions (`npt lab status --json`, `ce_marked`).
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 use crate::common;
@@ -10,7 +17,8 @@ use crate::common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{lab, u};
+use common::lab::Lab;
+use common::{lab, run, scratch, u};
 
 const NAME: &str = "npt-dscp";
 
@@ -90,15 +98,19 @@ fn dscp_46_is_seen_by_the_server_across_a_lab_link() {
     eprintln!("client: sent {sent}, received {received}, marking {m}; link carried {crossed}");
     assert_eq!(sent, 200);
     assert_eq!(m["sent"], serde_json::json!({"dscp": 46, "ecn": 0}), "{m}");
-    // What came back, as the client's kernel told: every reply (and the flow report) counted,
-    // all unmarked (npt serve answers with the default TOS).
+    // What came back, as the client's kernel told: every reply (and the flow report) counted;
+    // the replies marked 46 as the probe asked, the flow report (which asks nothing) not.
     let back = m["received"].as_array().expect("replies counted");
     let back_total: u64 = back.iter().map(|c| u(c, "/packets")).sum();
     assert!(back_total >= received, "{back:?} vs {received} replies");
-    assert!(
-        back.iter().all(|c| c["dscp"] == 0 && c["ecn"] == 0),
-        "{back:?}"
+    let replies = m["replies"].as_array().expect("on-time replies counted");
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_eq!(
+        (u(&replies[0], "/dscp"), u(&replies[0], "/packets")),
+        (46, received)
     );
+    assert_eq!(m["up"]["dscp"], "arrived", "{m}");
+    assert_eq!(m["down"]["dscp"], "arrived", "{m}");
     // The server's own count: every datagram that crossed the link arrived with DSCP 46 and
     // none with another value (the probe's packets and its flow query).
     let counts = server_counts(crossed);
@@ -110,4 +122,171 @@ fn dscp_46_is_seen_by_the_server_across_a_lab_link() {
         "the server counted {} at DSCP 46; the probe sent {sent}, the link carried {crossed}",
         counts[0].1
     );
+}
+
+const CHAIN: &str = "npt-mark";
+
+/// client — middle — server. The client → middle direction marks ECN past 100 ms of queue and
+/// the server → middle direction past 20 ms, at rates a 1,000 packet/s burst of 250-byte
+/// packets overruns (1 Mbit/s up: 2.2 ms a packet, the queue grows 1.2 ms a packet; 800 kbit/s
+/// down: 2.8 ms, growing 0.6 ms a packet): about the first 80 up and 35 down pass unmarked.
+/// The default queue (1,000 packets) never drops them.
+const CHAIN_TOPOLOGY: &str = r#"name = "npt-mark"
+[[node]]
+name = "client"
+[[node]]
+name = "middle"
+[[node]]
+name = "server"
+[[link]]
+a = "client"
+b = "middle"
+[link.a_to_b]
+rate = "1mbit"
+ecn = "100ms"
+[[link]]
+a = "middle"
+b = "server"
+[link.b_to_a]
+rate = "800kbit"
+ecn = "20ms"
+[[service]]
+name = "serve"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
+ready = "tcp://10.0.2.2:7777"
+"#;
+
+/// An nftables rule on the middle node that sets DSCP 0 on what arrives from `from` (the
+/// middle node's interface toward a node is named after it): one direction only.
+fn bleach_from(from: &str) -> String {
+    format!(
+        "table inet npt_mark {{\n\tchain bleach {{\n\t\ttype filter hook forward priority filter; \
+         policy accept;\n\t\tiifname \"{from}\" ip dscp set cs0\n\t}}\n}}\n"
+    )
+}
+
+/// `nft ARGS` on the middle node, which must succeed.
+fn nft(l: &Lab, args: &[&str]) {
+    let mut a = vec!["lab", "exec", l.name(), "middle", "--", "nft"];
+    a.extend_from_slice(args);
+    let out = run(&a, Duration::from_secs(10));
+    assert!(
+        out.status.success(),
+        "nft {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A probe from the client to the server, its document and its text (`npt report`).
+fn probe(l: &Lab, args: &[&str], name: &str) -> (serde_json::Value, String) {
+    let file = scratch().join(format!("lab-marking-{name}.json"));
+    let mut a = vec!["probe", "udp://10.0.2.2:7777", "-q"];
+    a.extend_from_slice(args);
+    let doc = l.npt_json("client", &a, &file, "probe");
+    let out = run(&["report", file.to_str().unwrap()], Duration::from_secs(10));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    eprintln!("{name}: {}", doc["summary"]["marking"]);
+    let line = text
+        .lines()
+        .skip_while(|l| !l.starts_with("marking"))
+        .take(3);
+    eprintln!("{}", line.collect::<Vec<_>>().join("\n"));
+    (doc, text)
+}
+
+/// The lab's own CE mark count of link `link`'s direction from `from` to `to`, settled.
+fn ce_marked(l: &Lab, link: usize, from: &str, to: &str) -> u64 {
+    u(&l.settled(link, from, to), "/applied/ce_marked")
+}
+
+#[test]
+fn bleached_one_way_and_ce_marks_each_way_read_as_the_lab_made_them() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    // No turn: no delay here, and what is compared — the DSCP a rule wrote, the marks the
+    // lab's links made — does not depend on when a packet is released.
+    let dir = scratch();
+    let l = Lab::up(&dir, CHAIN, CHAIN_TOPOLOGY);
+    let plain = ["-n", "200", "--pps", "200", "--dscp", "46"];
+
+    let up_rule = dir.join("mark-up.nft");
+    std::fs::write(&up_rule, bleach_from("client")).unwrap();
+    nft(&l, &["-f", up_rule.to_str().unwrap()]);
+    let (doc, text) = probe(&l, &plain, "bleached-up");
+    let m = &doc["summary"]["marking"];
+    assert_eq!(
+        (&m["up"]["dscp"], &m["down"]["dscp"]),
+        (&"bleached".into(), &"arrived".into())
+    );
+    assert_eq!(u(m, "/up/arrived/dscp"), 0);
+    assert_eq!(u(m, "/up/packets"), u(&doc, "/summary/received"));
+    assert!(
+        text.contains("DSCP 46 (EF) bleached to 0 up, arrived down"),
+        "{text}"
+    );
+
+    nft(&l, &["delete", "table", "inet", "npt_mark"]);
+    let down_rule = dir.join("mark-down.nft");
+    std::fs::write(&down_rule, bleach_from("server")).unwrap();
+    nft(&l, &["-f", down_rule.to_str().unwrap()]);
+    let (doc, text) = probe(&l, &plain, "bleached-down");
+    let m = &doc["summary"]["marking"];
+    assert_eq!(
+        (&m["up"]["dscp"], &m["down"]["dscp"]),
+        (&"arrived".into(), &"bleached".into())
+    );
+    assert_eq!(u(m, "/down/arrived/dscp"), 0);
+    assert!(
+        text.contains("DSCP 46 (EF) arrived up, bleached to 0 down"),
+        "{text}"
+    );
+    nft(&l, &["delete", "table", "inet", "npt_mark"]);
+
+    // ECN: a burst that fills both marking queues.
+    let (up0, down0) = (
+        ce_marked(&l, 0, "client", "middle"),
+        ce_marked(&l, 1, "server", "middle"),
+    );
+    let burst = [
+        "-n",
+        "400",
+        "--pps",
+        "1000",
+        "-s",
+        "250",
+        "--dscp",
+        "46",
+        "--ecn",
+        "ect0",
+        "--loss-timeout",
+        "3s",
+    ];
+    let (doc, text) = probe(&l, &burst, "ce");
+    let (up1, down1) = (
+        ce_marked(&l, 0, "client", "middle"),
+        ce_marked(&l, 1, "server", "middle"),
+    );
+    let m = &doc["summary"]["marking"];
+    let (lab_up, lab_down) = (up1 - up0, down1 - down0);
+    eprintln!("lab: CE marked up {lab_up}, down {lab_down}");
+    assert_eq!(
+        u(&doc, "/summary/received"),
+        400,
+        "the queues hold the burst"
+    );
+    assert!(
+        lab_up > 0 && lab_down > 0,
+        "both queues passed 5 ms: {lab_up} {lab_down}"
+    );
+    assert_eq!(u(m, "/up/ce"), lab_up, "{m}");
+    assert_eq!(u(m, "/down/ce"), lab_down, "{m}");
+    assert_eq!(
+        (&m["up"]["ecn"], &m["down"]["ecn"]),
+        (&"arrived".into(), &"arrived".into())
+    );
+    let want =
+        format!("ECN ECT(0) arrived up (CE {lab_up} of 400), arrived down (CE {lab_down} of 400)");
+    assert!(text.contains(&want), "{text}");
 }

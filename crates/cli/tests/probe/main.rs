@@ -13,6 +13,7 @@ mod attribution;
 mod end_to_end;
 mod faults;
 mod hardening;
+mod marking;
 mod packets;
 mod relay;
 mod rx_stamps;

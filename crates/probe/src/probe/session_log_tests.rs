@@ -27,6 +27,7 @@ fn run_logged(
 ) -> (Session, BTreeMap<u64, PacketLine>, Vec<PacketLine>) {
     let mut s = Session::new(SessionConfig {
         log_packets: true,
+        mark: None,
         count: Some(count),
         ..far_cfg()
     });

@@ -91,6 +91,7 @@ pub(super) fn cfg(pacing: Pacing) -> SessionConfig {
         reflect: Reflect::Off,
         clock: ClockSync::None,
         log_packets: false,
+        mark: None,
     }
 }
 

@@ -47,6 +47,7 @@ pub fn header(t: &Table) -> Vec<String> {
         h.extend(COLUMNS.iter().map(|s| s.to_string()));
     }
     super::directions::header(t, &mut h);
+    super::marking::header(t, &mut h);
     super::goodput::header(t, &mut h);
     super::rate::header(t, &mut h);
     h
@@ -62,6 +63,7 @@ pub fn row_cells(t: &Table, r: &Row) -> Vec<String> {
         c.push(opt(r.rpm, 0));
     }
     super::directions::cells(t, r, &mut c);
+    super::marking::cells(t, r, &mut c);
     super::goodput::cells(t, r, &mut c);
     super::rate::cells(t, r, &mut c);
     c

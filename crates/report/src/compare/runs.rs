@@ -214,6 +214,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
         row.jitter_ms = Some(median(probes.iter().map(|p| p.jitter_ms).collect()));
         super::pingpong::fill(&mut row, &probes);
         super::directions::fill(&mut row, probes.iter().copied());
+        super::marking::fill(&mut row, probes.iter().copied());
         super::loaded::fill(
             &mut row,
             s.results.iter().filter_map(|i| match &i.doc.body {

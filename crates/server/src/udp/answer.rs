@@ -9,6 +9,7 @@ use npt_wire::auth::{self, AuthError, Dir, SessionKey, Sessions, HS_LEN};
 use npt_wire::bulk::{self, BulkReport, BulkSpec, Direction};
 use npt_wire::frame::{self, status, Header, Kind};
 use npt_wire::idle::{self as idle_wire, Idle, IDLE_LEN, IDLE_REQUEST_LEN};
+use npt_wire::marking::{self, Marks};
 use npt_wire::reflect;
 
 use super::burst::Burst;
@@ -161,12 +162,15 @@ pub(super) fn answer(
         t.malformed += 1;
         return false;
     }
+    // Asked before the answer overwrites the request's status.
+    let mark = marking::wanted(&h);
     match h.kind {
         Kind::Echo => {
             frame::set_kind_status(data, Kind::EchoReply, status::OK);
             h.kind = Kind::EchoReply;
             h.status = status::OK;
             reflect_reply(batch, i, &h, t, &mut cx);
+            mark_reply(batch, i, mark, t);
             true
         }
         Kind::Request => {
@@ -189,6 +193,7 @@ pub(super) fn answer(
             let _ = h.encode(data);
             batch.set_len(i, reply);
             reflect_reply(batch, i, &h, t, &mut cx);
+            mark_reply(batch, i, mark, t);
             true
         }
         Kind::BulkData => {
@@ -277,6 +282,21 @@ pub(super) fn refused_bulk(
 fn reflect_reply(batch: &mut MsgBatch, i: usize, h: &Header, t: &mut Tally, cx: &mut Cx<'_>) {
     if reflect::wants_reflect(h) && cx.reflector.reply(batch, i, h, cx.now, cx.peer, cx.rx_wall) {
         t.reflected += 1;
+    }
+}
+
+/// An echo or response whose request asked for a marking (`want`, [`npt_wire::marking`]): sent
+/// with the TOS byte asked (never CE, [`marking::honoured`]) and saying the one its request
+/// arrived with — when the kernel said (it always does on Linux; without it the reply goes
+/// out as an older responder's would). Same length: the marking costs no byte.
+fn mark_reply(batch: &mut MsgBatch, i: usize, want: Option<u8>, t: &mut Tally) {
+    let (Some(want), Some(seen)) = (want, batch.rx_tos(i)) else {
+        return;
+    };
+    let sent = marking::honoured(want);
+    if marking::write_reply(batch.data_mut(i), Marks { sent, seen }) {
+        batch.set_tx_tos(i, Some(sent));
+        t.marked += 1;
     }
 }
 

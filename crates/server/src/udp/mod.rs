@@ -24,6 +24,9 @@
 //!   flow — receive count, receive time, dwell, refusals — inside the reply its request paid
 //!   for; a refused `REFLECT` frame may get a header-only *notice* (never larger than the
 //!   frame, a few per second per source, [`crate::reflect`]);
+//! - a client that asks (`MARK`, [`npt_wire::marking`]) gets its reply with the DSCP/ECN it
+//!   chose (never CE: the server does not claim congestion it did not see) and learns the
+//!   DSCP/ECN its request arrived with, in the reply's header: same length, counted (`marked`);
 //! - an idle callback (`npt lifetime`, [`crate::idle`]) goes only to the address its request
 //!   came from, no longer than the request, within bounded gaps and counts;
 //! - every refusal is counted (the server's log task summarizes them on stderr).

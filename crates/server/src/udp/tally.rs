@@ -30,6 +30,8 @@ pub(super) struct Tally {
     pub bulk_down: u64,
     /// Replies that carried their flow's counts.
     pub reflected: u64,
+    /// Replies marked as their client asked (`MARK`).
+    pub marked: u64,
     pub flow_reports: u64,
     /// `Idle` requests whose callback was not scheduled (a full table, a gap too long).
     pub idle_refused: u64,
@@ -66,6 +68,7 @@ impl Tally {
             (&c.udp_bulk_refused, t.bulk_refused),
             (&c.udp_bulk_down, t.bulk_down),
             (&c.udp_reflected, t.reflected),
+            (&c.udp_marked, t.marked),
             (&c.udp_flow_reports, t.flow_reports),
             (&c.udp_idle_refused, t.idle_refused),
             (&c.udp_flows, flows.new),

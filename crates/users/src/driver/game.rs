@@ -121,6 +121,7 @@ pub(super) async fn game(
         reflect: Reflect::Full,
         clock: ClockSync::None,
         log_packets: false,
+        mark: None,
     });
     // RTTs go to the run's shared histograms: thousands of sessions keep none of their own.
     s.keep_histograms(false);

@@ -66,6 +66,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         // The embedded server is on loopback: one clock.
         clock: npt_probe::ClockSync::SameHost,
         source: Default::default(),
+        mark: None,
         on_waiting: Default::default(),
     };
     let tcp = ProbeConfig {

@@ -146,6 +146,14 @@ pub struct ProbeArgs {
     pub packets: Option<PathBuf>,
     #[command(flatten)]
     pub source: crate::flags::source::SourceArgs,
+    /// UDP: ask npt serve to send its replies with this DSCP (0-63 or a name, as --dscp)
+    /// [default: the DSCP sent]. npt serve also says what each request arrived with.
+    #[arg(long, value_name = "N")]
+    pub reply_dscp: Option<String>,
+    /// UDP: ask npt serve to send its replies with this ECN codepoint: ect0, ect1 or not-ect
+    /// [default: the one sent]. Never CE.
+    #[arg(long, value_name = "ect0|ect1|not-ect")]
+    pub reply_ecn: Option<String>,
     #[command(flatten)]
     pub via: ViaArgs,
     #[command(flatten)]

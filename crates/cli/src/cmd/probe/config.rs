@@ -61,6 +61,7 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
             "--owd needs npt serve's timestamps: --raw is round trips only"
         ));
     }
+    let mark = reply_marking(a, &source, proto, raw)?;
     let resolved = (!addr.ip().is_unspecified()).then_some(addr);
     let clock = owd::assumption(resolved, via.as_ref().map(|v| v.host.as_str()), a.owd);
     let cfg = ProbeConfig {
@@ -87,9 +88,48 @@ pub fn config(a: &ProbeArgs) -> anyhow::Result<(ProbeConfig, Vec<String>)> {
         spin: a.spin,
         clock,
         source,
+        mark,
         on_waiting: Default::default(),
     };
     Ok((cfg, notices))
+}
+
+/// The marking npt serve is asked to send its replies with (and to say what each request
+/// arrived with): `--reply-dscp`/`--reply-ecn`, each by default what is sent; asked whenever
+/// something is marked. Exit 2 naming the flag where no reply can carry it (TCP, `--raw`,
+/// STAMP).
+fn reply_marking(
+    a: &ProbeArgs,
+    source: &Source,
+    proto: Proto,
+    raw: bool,
+) -> anyhow::Result<Option<u8>> {
+    let asked = a.reply_dscp.is_some() || a.reply_ecn.is_some();
+    if asked && (proto != Proto::Udp || raw) {
+        let flag = if a.reply_dscp.is_some() {
+            "--reply-dscp"
+        } else {
+            "--reply-ecn"
+        };
+        return Err(usage!(
+            "{flag}: only npt serve's UDP replies can be asked for a marking (not TCP, --raw \
+             or stamp://)"
+        ));
+    }
+    if !asked && source.tos.is_none() {
+        return Ok(None);
+    }
+    let sent = source.tos.unwrap_or(0);
+    let dscp = match &a.reply_dscp {
+        Some(d) => crate::flags::source::dscp(d)
+            .map_err(|_| usage!("--reply-dscp {d}: must be 0 to 63, or EF, AFxy, CSx"))?,
+        None => sent >> 2,
+    };
+    let ecn = match &a.reply_ecn {
+        Some(e) => crate::flags::source::ecn_codepoint("--reply-ecn", e, true)?,
+        None => sent & 3,
+    };
+    Ok(Some(dscp << 2 | ecn))
 }
 
 /// `--config FILE`: the line tester's XML, with a notice of what npt ignores in it.

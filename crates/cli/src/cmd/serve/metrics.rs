@@ -178,6 +178,12 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         g(&c.udp_reflected),
     );
     s.counter(
+        "npt_serve_marked_total",
+        "UDP replies sent with the DSCP/ECN their client asked for, saying what the request arrived with (MARK).",
+        &udp,
+        g(&c.udp_marked),
+    );
+    s.counter(
         "npt_serve_flow_reports_total",
         "Flow queries answered with a flow's totals.",
         &udp,

@@ -187,6 +187,7 @@ pub fn run_udp(
                                     s.totals_mut().marking.count(tos);
                                 }
                             }
+                            s.note_arrival_tos(inb.rx_tos(j));
                             for d in npt_netio::offload::segments(inb.data(j), seg) {
                                 let d = match &f.socks {
                                     None => d,

@@ -163,6 +163,11 @@ pub struct ProbeConfig {
     /// `-4`/`-6`, `--bind`, `--dscp`: the flows' sockets (not `--via`'s proxy connection).
     #[serde(skip_serializing_if = "npt_client::source::Source::is_default")]
     pub source: npt_client::source::Source,
+    /// UDP: the TOS byte `npt serve` is asked to send its replies with, and to say what each
+    /// request arrived with (`--reply-dscp`, `--reply-ecn`; by default what `--dscp`, `--tos`,
+    /// `--ecn` send). None: not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<u8>,
     /// Told once when every flow has stopped sending and replies are still in flight: the
     /// wait of up to the loss timeout before the report (not recorded).
     #[serde(skip)]
@@ -298,6 +303,11 @@ fn session_config(
         },
         clock: cfg.clock,
         log_packets: false,
+        // Per-packet marking is read from datagrams: UDP, framed (a raw echo cannot be asked).
+        mark: match (cfg.raw, cfg.proto) {
+            (false, Proto::Udp) => cfg.mark,
+            _ => None,
+        },
     })
 }
 
@@ -738,6 +748,10 @@ fn probe_stats(
         intervals: Intervals::of(intervals),
         marking: npt_result::marking::Marking {
             sent: cfg.source.tos.map(npt_result::marking::Tos::of),
+            asked: match (cfg.raw, cfg.proto) {
+                (false, Proto::Udp) => cfg.mark.map(npt_result::marking::Tos::of),
+                _ => None,
+            },
             ..t.marking.clone()
         },
         ..ProbeStats::default()

@@ -41,6 +41,7 @@ fn tcp_config() -> ProbeConfig {
         spin: false,
         clock: crate::probe::session::ClockSync::None,
         source: Default::default(),
+        mark: None,
         on_waiting: Default::default(),
     }
 }

@@ -94,6 +94,9 @@ pub struct Session {
     /// A held stream's packets below this number are no longer held (their replies may have
     /// been destroyed: [`stream_out_of_step`](Session::stream_out_of_step)).
     released_below: u64,
+    /// The TOS byte the datagram being handed in arrived with, as the driver's kernel said
+    /// ([`Session::note_arrival_tos`]).
+    arrival_tos: Option<u8>,
 }
 
 impl Session {
@@ -112,6 +115,7 @@ impl Session {
             stop_reason: None,
             scratch: Vec::new(),
             lost_tags: Vec::new(),
+            arrival_tos: None,
             taken: Progress::default(),
             histograms: true,
             split: Split::new(cfg.reflect, cfg.clock, cfg.history)
@@ -264,7 +268,7 @@ impl Session {
                     frame_len,
                     reply_len: 0,
                     flow: self.cfg.flow,
-                    status: 0,
+                    status: self.request_status(),
                     seq,
                     send_ts: now,
                     token,
@@ -311,13 +315,31 @@ impl Session {
         Some(size)
     }
 
-    /// The flags of every request: whether it asks the far end what it saw.
+    /// The flags of every request: whether it asks the far end what it saw, and for a
+    /// marking.
     fn request_flags(&self) -> u16 {
-        if self.cfg.reflect == Reflect::Off {
+        let reflect = if self.cfg.reflect == Reflect::Off {
             0
         } else {
             npt_wire::reflect::REFLECT
-        }
+        };
+        let mark = if self.cfg.mark.is_some() {
+            npt_wire::marking::MARK
+        } else {
+            0
+        };
+        reflect | mark
+    }
+
+    /// The status field of every request: 0, or the marking it asks its reply to carry.
+    fn request_status(&self) -> u32 {
+        self.cfg.mark.map_or(0, npt_wire::marking::request_status)
+    }
+
+    /// The TOS byte the datagram the driver hands in next arrived with (None: the OS did not
+    /// say); its replies are counted by it in the marking's per-direction figures.
+    pub fn note_arrival_tos(&mut self, tos: Option<u8>) {
+        self.arrival_tos = tos;
     }
 
     /// A relay schedule that has sent its warm-up and has nothing in flight can never send

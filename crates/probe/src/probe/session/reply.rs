@@ -30,6 +30,9 @@ pub struct Parsed<'a> {
     pub far: Option<FarEnd>,
     /// Which far end sent it.
     pub from: Responder,
+    /// What the far end said of the marking (the TOS byte the request arrived with, the one
+    /// it sent the reply with), when asked and it said ([`npt_wire::marking`]).
+    pub marks: Option<(u8, u8)>,
 }
 
 /// What a datagram or frame is, for this session.
@@ -162,6 +165,7 @@ impl Session {
                         payload: bytes.get(self.cfg.framing.header_len()..),
                         far: FarEnd::of_npt(&h, bytes),
                         from: Responder::NptServe,
+                        marks: npt_wire::marking::read_reply(&h).map(|m| (m.seen, m.sent)),
                     }),
                     // A plain echo: the request came back as it was sent.
                     Kind::Echo if who::is_own_request(&self.cfg, self.request_flags(), &h) => {
@@ -173,6 +177,7 @@ impl Session {
                             payload: bytes.get(self.cfg.framing.header_len()..),
                             far: None,
                             from: Responder::Echo,
+                            marks: None,
                         })
                     }
                     Kind::FlowReport if bytes.len() == reflect::FLOW_QUERY_LEN => {
@@ -196,6 +201,7 @@ impl Session {
                     payload: bytes.get(self.cfg.framing.header_len()..),
                     far: None,
                     from: Responder::Echo,
+                    marks: None,
                 }),
                 Err(_) => Incoming::Foreign,
             },
@@ -212,6 +218,7 @@ impl Session {
                         payload: bytes.get(self.cfg.framing.header_len()..),
                         far: Some(f.far_end(&r)),
                         from: Responder::Stamp,
+                        marks: None,
                     }),
                     None => Incoming::Foreign,
                 }
@@ -288,6 +295,9 @@ impl Session {
                             h.record(rtt);
                         }
                     }
+                }
+                if self.cfg.mark.is_some() {
+                    t.marking.count_reply(self.arrival_tos, p.marks);
                 }
                 t.first_reply.get_or_insert(now);
                 t.first_rtt.get_or_insert(rtt);

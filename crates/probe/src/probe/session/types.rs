@@ -89,6 +89,9 @@ pub struct SessionConfig {
     pub clock: ClockSync,
     /// `--packets`: queue each packet's fate for [`Session::take_packets`](super::Session).
     pub log_packets: bool,
+    /// Ask the far end to send its replies with this TOS byte and to say what each request
+    /// arrived with (`npt serve`, [`npt_wire::marking`]; UDP framed only). None: not asked.
+    pub mark: Option<u8>,
 }
 
 /// Counters and histograms of a flow or of many flows merged (`+=`).

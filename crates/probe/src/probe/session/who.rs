@@ -47,7 +47,7 @@ pub(super) fn is_own_request(cfg: &SessionConfig, flags: u16, h: &Header) -> boo
     };
     h.kind == Kind::Echo
         && h.flow == cfg.flow
-        && h.status == 0
+        && h.status == cfg.mark.map_or(0, npt_wire::marking::request_status)
         && h.reply_len == 0
         && h.flags & !npt_wire::auth::AUTH_FLAG == flags
         // A `--token` seal writes its tag over the token field.
