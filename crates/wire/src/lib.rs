@@ -13,6 +13,7 @@ pub mod fill;
 pub mod frame;
 pub mod hop;
 pub mod idle;
+pub mod mtu;
 pub mod pacing;
 pub mod raw;
 pub mod reflect;
