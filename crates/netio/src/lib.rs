@@ -14,6 +14,7 @@
 pub mod clockpair;
 pub mod lowat;
 pub mod offload;
+pub mod pmtu;
 pub mod rxtime;
 pub mod tcpinfo;
 
@@ -53,6 +54,9 @@ pub struct MsgBatch {
     /// The TOS / traffic class byte of each received slot, when asked for
     /// ([`rxtime::enable_tos`]).
     rx_tos: Vec<Option<u8>>,
+    /// The largest fragment of each received slot reassembled from fragments, when asked for
+    /// ([`rxtime::enable_fragsize`]).
+    rx_frag: Vec<Option<u16>>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -93,6 +97,7 @@ impl MsgBatch {
             gso_off: false,
             rx_ttl: vec![None; n],
             rx_tos: vec![None; n],
+            rx_frag: vec![None; n],
         }
     }
 
@@ -137,6 +142,13 @@ impl MsgBatch {
     /// ([`MsgBatch::collect_rx_times`]) and the socket has [`rxtime::enable_tos`] on.
     pub fn rx_tos(&self, i: usize) -> Option<u8> {
         self.rx_tos[i]
+    }
+
+    /// The largest fragment (IP bytes) of datagram `i` when the kernel reassembled it from
+    /// fragments, if the batch collects control data and the socket has
+    /// [`rxtime::enable_fragsize`] on; None for a datagram that arrived whole.
+    pub fn rx_frag(&self, i: usize) -> Option<u16> {
+        self.rx_frag[i]
     }
 
     pub fn capacity(&self) -> usize {
@@ -271,7 +283,12 @@ impl MsgBatch {
                 // `prepare`); the kernel set `msg_controllen` to what it wrote.
                 rxtime::from_control(&self.hdrs[i].msg_hdr)
             };
-            (self.rx_ns[i], self.rx_ttl[i], self.rx_tos[i]) = (c.time_ns, c.ttl, c.tos);
+            (
+                self.rx_ns[i],
+                self.rx_ttl[i],
+                self.rx_tos[i],
+                self.rx_frag[i],
+            ) = (c.time_ns, c.ttl, c.tos, c.frag);
             self.gro[i] = if self.ctrl.is_empty() {
                 0
             } else {
