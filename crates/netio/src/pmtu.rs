@@ -210,7 +210,10 @@ pub fn read_error(fd: RawFd) -> io::Result<Option<QueuedError>> {
     h.msg_iov = &mut iov;
     h.msg_iovlen = 1;
     h.msg_control = ctrl.as_mut_ptr().cast();
-    h.msg_controllen = mem::size_of_val(&ctrl).try_into().unwrap_or(0);
+    #[allow(clippy::useless_conversion)] // `msg_controllen` is a `socklen_t` on musl
+    {
+        h.msg_controllen = mem::size_of_val(&ctrl).try_into().unwrap_or(0);
+    }
     // SAFETY: every pointer in `h` points at a live buffer of the length it states.
     let n = unsafe { libc::recvmsg(fd, &mut h, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
     let Ok(n) = usize::try_from(n) else {
