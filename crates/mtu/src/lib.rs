@@ -19,6 +19,10 @@ use npt_client::target::Target;
 pub const IPV4_HEADERS: usize = 28;
 /// IPv6 + UDP headers under a datagram.
 pub const IPV6_HEADERS: usize = 48;
+/// The largest IP packet tried by default: an Ethernet path's. Not the path MTU this host's
+/// kernel holds toward the target — that may be one it learned from an ICMP (a search would
+/// then never try above it); a smaller interface of this host refuses larger probes at once.
+pub const DEFAULT_MAX_PACKET: usize = 1500;
 /// The longest a search may take (`--timeout`'s default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -27,8 +31,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Config {
     /// `udp://HOST:PORT`.
     pub target: Target,
-    /// The largest datagram tried (None: this host's path MTU toward the target, at most
-    /// 1500, less the headers).
+    /// The largest datagram tried (None: [`DEFAULT_MAX_PACKET`] less the headers).
     pub max: Option<usize>,
     /// `--token`: the socket does the keyed handshake first; down probes may then be larger
     /// than their requests.

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use npt_result::common::{Errors, NptLatency};
-use npt_result::mtu::{MtuBody, MtuDirection};
+use npt_result::mtu::{MtuBody, MtuDirection, MtuSummary};
 use npt_result::workload::{Finished, Length, Progress, Stop, Workload};
 use npt_result::StopReason;
 use npt_stats::{ErrorCounts, Histogram, Snapshot};
 
 use crate::search::ladder::Limit;
 use crate::search::{Failure, FarEnd, Search, Side};
-use crate::{net, Config, MtuError, IPV4_HEADERS, IPV6_HEADERS};
+use crate::{net, Config, MtuError, DEFAULT_MAX_PACKET, IPV4_HEADERS, IPV6_HEADERS};
 
 impl Workload for Config {
     const KIND: &'static str = "mtu";
@@ -47,7 +47,7 @@ impl Workload for Config {
         } else {
             IPV6_HEADERS
         };
-        let max = self.max.unwrap_or_else(|| default_max(to, hdr));
+        let max = self.max.unwrap_or(DEFAULT_MAX_PACKET - hdr);
         let started = SystemTime::now();
         let mono = Instant::now();
         let deadline = u64::try_from(self.timeout.as_nanos()).unwrap_or(u64::MAX);
@@ -76,13 +76,6 @@ fn name(c: &Config) -> String {
         h.clone()
     };
     format!("udp://{host}:{}", c.target.port)
-}
-
-/// The default largest datagram: this host's path MTU toward `to` (its interface's, or what
-/// it learned), at most an Ethernet path's 1500, less the headers.
-pub fn default_max(to: std::net::SocketAddr, hdr: usize) -> usize {
-    let mtu = npt_netio::pmtu::route_mtu(to).map_or(1500, |m| (m as usize).min(1500));
-    mtu.saturating_sub(hdr)
 }
 
 /// The longest a search takes: its time bound, and a handshake's.
@@ -164,16 +157,18 @@ pub fn body(s: &Search, target: String, address: String, max: usize) -> MtuBody 
     MtuBody {
         target,
         address,
-        headers: u(s.hdr),
-        max: u(max),
-        far_end: match s.far_end {
-            FarEnd::Echo => "echo",
-            FarEnd::NptServe | FarEnd::Unknown => "npt-serve",
-        }
-        .to_string(),
-        timed_out: s.timed_out,
-        up: direction(&s.up, s.hdr, false),
-        down: direction(&s.down, s.hdr, true),
+        summary: MtuSummary {
+            headers: u(s.hdr),
+            max: u(max),
+            far_end: match s.far_end {
+                FarEnd::Echo => "echo",
+                FarEnd::NptServe | FarEnd::Unknown => "npt-serve",
+            }
+            .to_string(),
+            timed_out: s.timed_out,
+            up: direction(&s.up, s.hdr, false),
+            down: direction(&s.down, s.hdr, true),
+        },
         latency: [("udp".to_string(), NptLatency::from(&rtt.summary()))].into(),
         errors: Errors::new(errors, sent),
         rtt_histogram: rtt.to_serialized(),

@@ -24,6 +24,23 @@ pub struct MtuBody {
     pub target: String,
     /// The address it resolved to.
     pub address: String,
+    pub summary: MtuSummary,
+    /// `latency.udp`: the NPT latency block of the answers' round trips.
+    #[schemars(extend(
+        "propertyNames" = {"enum": ["udp"]},
+        "maxProperties" = 1,
+    ))]
+    pub latency: BTreeMap<String, NptLatency>,
+    /// `total_errors`: sizes lost after every try; `error_rate` over the datagrams sent.
+    pub errors: Errors,
+    /// The answers' round trips, ns.
+    pub rtt_histogram: SerializedHistogram,
+}
+
+/// What the search found, each way.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct MtuSummary {
     /// IP + UDP header bytes under a datagram: 28 (IPv4) or 48 (IPv6); an IP packet is the
     /// datagram plus these.
     pub headers: u32,
@@ -39,16 +56,6 @@ pub struct MtuBody {
     pub up: MtuDirection,
     /// Far end to client.
     pub down: MtuDirection,
-    /// `latency.udp`: the NPT latency block of the answers' round trips.
-    #[schemars(extend(
-        "propertyNames" = {"enum": ["udp"]},
-        "maxProperties" = 1,
-    ))]
-    pub latency: BTreeMap<String, NptLatency>,
-    /// `total_errors`: sizes lost after every try; `error_rate` over the datagrams sent.
-    pub errors: Errors,
-    /// The answers' round trips, ns.
-    pub rtt_histogram: SerializedHistogram,
 }
 
 /// What one direction carried.

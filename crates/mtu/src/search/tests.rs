@@ -257,7 +257,10 @@ fn a_dead_path_fails_after_the_smallest() {
         lose: (1..1000).collect(),
         ..Path::default()
     });
-    assert!(t < 10_000 * MS, "two sizes each way, three tries of 1 s: {t}");
+    assert!(
+        t < 10_000 * MS,
+        "two sizes each way, three tries of 1 s: {t}"
+    );
     assert_eq!(s.failure(), Some(Failure::Silent));
     assert_eq!(s.up.ladder.hi, Some((MTU_LEN, Limit::Lost)));
 }

@@ -1,0 +1,160 @@
+//! `npt mtu` against a path of known MTU (root): client — r1 — r2 — npt serve, with the r1–r2
+//! link's MTU 1400 (1500 elsewhere, so neither end knows it from its own interface). Reads
+//! 1372-byte datagrams (1400 − 28) each way with PMTUD working — the up ICMP from r1, and down
+//! the responder's kernel taught by r2's; then with the routers' "fragmentation needed"
+//! dropped by nftables: a black hole each way, bracketed 1372/1373; then with r1 dropping
+//! packets over 1200 bytes toward the server only (no ICMP): 1172 up, 1372 down. No turn: the
+//! lab has no delay, and sizes are counted, not timed.
+
+#![cfg(test)]
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::lab::{self, Lab};
+use common::{run, scratch};
+
+const TOPOLOGY: &str = r#"name = "mtu"
+[[node]]
+name = "client"
+[[node]]
+name = "r1"
+[[node]]
+name = "r2"
+[[node]]
+name = "server"
+[[link]]
+a = "client"
+b = "r1"
+[[link]]
+a = "r1"
+b = "r2"
+mtu = 1400
+[[link]]
+a = "r2"
+b = "server"
+[[service]]
+name = "serve"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777", "--token", "mtu-lab"]
+ready = "tcp://10.0.3.2:7777"
+"#;
+
+/// `nft -f` of `rules` on `node`, which must succeed.
+fn nft(lab: &Lab, node: &str, name: &str, rules: &str) {
+    let file = scratch().join(format!("lab-mtu-{name}.nft"));
+    std::fs::write(&file, rules).unwrap();
+    let out = run(
+        &[
+            "lab",
+            "exec",
+            lab.name(),
+            node,
+            "--",
+            "nft",
+            "-f",
+            file.to_str().unwrap(),
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(
+        out.status.success(),
+        "nft on {node}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A router that sends no "fragmentation needed".
+const NO_ICMP: &str = r#"table ip npt_mtu {
+	chain out {
+		type filter hook output priority filter; policy accept;
+		icmp type destination-unreachable icmp code frag-needed drop
+	}
+}
+"#;
+
+/// `npt mtu` on the client: its document, after the text is shown.
+fn mtu(lab: &Lab, name: &str, extra: &[&str]) -> serde_json::Value {
+    let file = scratch().join(format!("lab-mtu-{name}.json"));
+    let mut a = vec!["mtu", "udp://10.0.3.2:7777", "--token", "mtu-lab"];
+    a.extend_from_slice(extra);
+    let doc = lab.npt_json("client", &a, &file, "mtu");
+    let text = run(&["report", file.to_str().unwrap()], Duration::from_secs(10));
+    eprintln!("{name}:\n{}", String::from_utf8_lossy(&text.stdout));
+    doc
+}
+
+fn reads(doc: &serde_json::Value, dir: &str, largest: u64, verdict: &str) {
+    let d = &doc["summary"][dir];
+    assert_eq!(d["largest_datagram"], largest, "{dir}: {d}");
+    assert_eq!(d["largest_packet"], largest + 28, "{dir}: {d}");
+    assert_eq!(d["smallest_lost"], largest + 1, "{dir}: {d}");
+    assert_eq!(d["verdict"], verdict, "{dir}: {d}");
+    assert_eq!(d["settled"], true, "{dir}: {d}");
+}
+
+#[test]
+fn a_1400_byte_link_reads_each_way_with_and_without_icmp() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    let dir = scratch();
+    let lab = Lab::up(&dir, "mtu", TOPOLOGY);
+
+    let doc = mtu(&lab, "pmtud", &[]);
+    reads(&doc, "up", 1372, "icmp");
+    reads(&doc, "down", 1372, "icmp");
+    let up = &doc["summary"]["up"];
+    assert_eq!(up["icmp_mtu"], 1400);
+    assert_eq!(
+        up["icmp_from"], "10.0.1.2",
+        "r1's address toward the client"
+    );
+    assert_eq!(
+        doc["summary"]["down"]["icmp_mtu"], 1400,
+        "the responder learned it"
+    );
+
+    // The routers' ICMP dropped: nothing says why larger datagrams vanish.
+    nft(&lab, "r1", "r1-noicmp", NO_ICMP);
+    nft(&lab, "r2", "r2-noicmp", NO_ICMP);
+    // The responder's kernel still holds what r2 taught it: flush it.
+    let out = run(
+        &[
+            "lab",
+            "exec",
+            lab.name(),
+            "server",
+            "--",
+            "ip",
+            "route",
+            "flush",
+            "cache",
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(out.status.success());
+    let doc = mtu(&lab, "black-hole", &[]);
+    reads(&doc, "up", 1372, "black_hole");
+    reads(&doc, "down", 1372, "black_hole");
+    assert!(doc["summary"]["up"]["icmp_mtu"].is_null());
+    assert!(doc["summary"]["up"]["lost_sizes"].as_u64().unwrap() >= 1);
+
+    // One way only: r1 drops packets longer than 1200 bytes toward the server.
+    nft(
+        &lab,
+        "r1",
+        "r1-oneway",
+        r#"table ip npt_mtu_oneway {
+	chain from_client {
+		type filter hook forward priority filter; policy accept;
+		iifname "client" ip length > 1200 drop
+	}
+}
+"#,
+    );
+    let doc = mtu(&lab, "one-way", &[]);
+    reads(&doc, "up", 1172, "black_hole");
+    reads(&doc, "down", 1372, "black_hole");
+}
