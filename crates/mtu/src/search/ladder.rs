@@ -42,7 +42,7 @@ impl Ladder {
     }
 
     /// The next size to try; None when the bracket is as narrow as it gets.
-    pub fn next(&mut self) -> Option<usize> {
+    pub fn next_size(&mut self) -> Option<usize> {
         let lo = self.lo;
         let Some((hi, _)) = self.hi else {
             // Nothing failed yet: the largest first (most paths carry it), then done.

@@ -242,7 +242,7 @@ impl Search {
                 let next = if side.sizes >= MAX_SIZES {
                     None
                 } else {
-                    side.ladder.next()
+                    side.ladder.next_size()
                 };
                 let Some(size) = next else {
                     side.done = true;

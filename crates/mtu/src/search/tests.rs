@@ -8,6 +8,10 @@ use npt_wire::mtu::{self, Mtu};
 const MS: u64 = 1_000_000;
 const HDR: usize = 28;
 
+fn u(n: usize) -> u32 {
+    u32::try_from(n).unwrap()
+}
+
 /// A path: MTUs in IP bytes each way, whether its bottleneck sends ICMP, which sends it loses
 /// (by their index), whether the far end is a plain echo, and whether the client has a token.
 struct Path {
@@ -47,7 +51,7 @@ fn run(p: &Path) -> (Search, u64) {
     let mut queue: Vec<(u64, Ev)> = Vec::new();
     let mut sends = s.poll(now);
     let mut n = 0usize;
-    let mut far_pmtu = p.far_if_mtu as u32;
+    let mut far_pmtu = u(p.far_if_mtu);
     for _ in 0..10_000 {
         for x in sends.drain(..) {
             n += 1;
@@ -66,17 +70,17 @@ fn run(p: &Path) -> (Search, u64) {
             let frag = if len + HDR > p.up_mtu {
                 if x.df {
                     if p.icmp {
-                        queue.push((now + 5 * MS, Ev::TooBig(x.seq, p.up_mtu as u32)));
+                        queue.push((now + 5 * MS, Ev::TooBig(x.seq, u(p.up_mtu))));
                     }
                     continue;
                 }
-                Some(p.up_mtu as u32)
+                Some(u(p.up_mtu))
             } else {
                 None
             };
             let ask = Mtu::decode(&x.frame[HEADER_LEN..]).unwrap();
             let mut body = Mtu {
-                received: len as u32,
+                received: u(len),
                 frag: frag.unwrap_or(0),
                 pmtu: far_pmtu,
                 ..ask
@@ -117,7 +121,7 @@ fn run(p: &Path) -> (Search, u64) {
             }
             if size + HDR > p.down_mtu {
                 if p.icmp {
-                    far_pmtu = p.down_mtu as u32; // the responder's kernel learns it
+                    far_pmtu = u(p.down_mtu); // the responder's kernel learns it
                 }
                 continue;
             }
