@@ -1381,7 +1381,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__mtu)
-            opts="-q -h --max --timeout --token --json --format --quiet --help"
+            opts="-q -h --max --timeout --token --via --via-user --json --format --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1396,6 +1396,14 @@ _npt() {
                     return 0
                     ;;
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via-user)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

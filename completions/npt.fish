@@ -307,6 +307,8 @@ complete -c npt -n "__fish_npt_using_subcommand lifetime" -s h -l help -d 'Print
 complete -c npt -n "__fish_npt_using_subcommand mtu" -l max -d 'The largest datagram tried, bytes of UDP payload (default: a 1500-byte IP packet\'s, 1472 over IPv4, 1452 over IPv6; an interface of this host with a smaller MTU refuses larger ones at once, which is read as its limit)' -r
 complete -c npt -n "__fish_npt_using_subcommand mtu" -l timeout -d 'The longest the search may take; what it knows by then is reported' -r
 complete -c npt -n "__fish_npt_using_subcommand mtu" -l token -d 'The secret `npt serve --token` was started with: a keyed handshake, then every packet carries a MAC (the secret never travels). A hop agent\'s (`--from`, trace) is its own' -r
+complete -c npt -n "__fish_npt_using_subcommand mtu" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
+complete -c npt -n "__fish_npt_using_subcommand mtu" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand mtu" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand mtu" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"

@@ -4,7 +4,8 @@
 //!
 //! DF-set probes of searched sizes: up, the client's own padded `Mtu` frames, which `npt
 //! serve` answers with what arrived; down, datagrams the responder sends of the sizes asked
-//! ([`npt_wire::mtu`]). The search is a sans-IO state machine ([`search`]) driven by [`net`];
+//! ([`npt_wire::mtu`]). Through `--via socks5://` the probes cross the proxy's UDP relay
+//! (each datagram behind its SOCKS5 header on the client's leg). The search is a sans-IO state machine ([`search`]) driven by [`net`];
 //! [`workload`] makes it a result.
 
 pub mod net;
@@ -38,6 +39,8 @@ pub struct Config {
     pub token: Option<String>,
     /// The longest the search may take.
     pub timeout: Duration,
+    /// `--via socks5://`: the probes go through the proxy's UDP relay (UDP ASSOCIATE).
+    pub via: Option<npt_proxy::Via>,
 }
 
 /// Why the search could not run or measure.
@@ -51,4 +54,6 @@ pub enum MtuError {
     Silent(String),
     #[error("{0}")]
     Token(std::io::Error),
+    #[error("--via: {0}")]
+    Proxy(#[from] npt_proxy::ProxyError),
 }

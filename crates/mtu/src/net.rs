@@ -11,6 +11,8 @@ use std::time::Instant;
 
 use npt_netio::pmtu::{self, Discover, Origin};
 use npt_netio::{rxtime, MsgBatch};
+use npt_proxy::udp_flow::SocksUdp;
+use npt_proxy::Via;
 use npt_result::workload::Stop;
 use npt_wire::auth::Dir;
 use npt_wire::frame::Header;
@@ -21,27 +23,50 @@ use crate::MtuError;
 /// The longest a wait lasts before the stop request is looked at again.
 const MAX_WAIT_MS: u64 = 200;
 
-/// Runs `search` against `to` until it finishes or `stop` says so.
-pub fn run(
-    search: &mut Search,
+/// How long the proxy's greeting and UDP ASSOCIATE may take.
+const ASSOCIATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The socket the search sends on: connected to the target, or to `via`'s UDP relay with the
+/// association that addresses the target (`host:port` as written, `to` as resolved).
+pub fn open(
     to: SocketAddr,
-    token: Option<&str>,
-    stop: &Stop,
-) -> Result<(), MtuError> {
-    let any: SocketAddr = if to.is_ipv4() {
+    host: &str,
+    via: Option<&Via>,
+) -> Result<(UdpSocket, Option<SocksUdp>), MtuError> {
+    let relay = match via {
+        Some(v) => Some(SocksUdp::open(v, host, to.port(), to, ASSOCIATE_TIMEOUT)?),
+        None => None,
+    };
+    let peer = relay.as_ref().map_or(to, SocksUdp::relay);
+    let any: SocketAddr = if peer.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {
         (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     };
     let s = UdpSocket::bind(any).map_err(MtuError::Socket)?;
-    s.connect(to).map_err(MtuError::Socket)?;
-    let key = match token {
-        Some(t) => Some(
-            npt_client::auth::udp(&s, t, npt_client::auth::HANDSHAKE_TIMEOUT)
-                .map_err(MtuError::Token)?,
-        ),
-        None => None,
+    s.connect(peer).map_err(MtuError::Socket)?;
+    Ok((s, relay))
+}
+
+/// Runs `search` on `s` (from [`open`]) until it finishes or `stop` says so.
+pub fn run(
+    search: &mut Search,
+    s: &UdpSocket,
+    relay: Option<&SocksUdp>,
+    token: Option<&str>,
+    stop: &Stop,
+) -> Result<(), MtuError> {
+    let to = s.peer_addr().map_err(MtuError::Socket)?;
+    let timeout = npt_client::auth::HANDSHAKE_TIMEOUT;
+    let key = match (token, relay) {
+        (Some(t), None) => Some(npt_client::auth::udp(s, t, timeout).map_err(MtuError::Token)?),
+        (Some(t), Some(r)) => {
+            Some(npt_client::auth::udp_relayed(s, r, t, timeout).map_err(MtuError::Token)?)
+        }
+        (None, _) => None,
     };
+    let front = relay.map_or(0, |r| r.header().len());
+    let mut out = Vec::with_capacity(65_536);
     let fd = s.as_raw_fd();
     let v6 = to.is_ipv6();
     pmtu::enable_recverr(fd, v6).map_err(MtuError::Socket)?;
@@ -67,7 +92,12 @@ pub fn run(
             if let Some(k) = &key {
                 let _ = k.seal(Dir::ToServer, &mut x.frame);
             }
-            if let Err(e) = s.send(&x.frame) {
+            out.clear();
+            if let Some(r) = relay {
+                out.extend_from_slice(r.header());
+            }
+            out.extend_from_slice(&x.frame);
+            if let Err(e) = s.send(&out) {
                 if e.raw_os_error() == Some(libc::EMSGSIZE) {
                     pending.extend(refused_here(search, &x, to, now()));
                 }
@@ -75,7 +105,7 @@ pub fn run(
                 // the probe's timer sees it.
             }
         }
-        drain_errors(search, fd, now, &mut pending);
+        drain_errors(search, fd, front, &now, &mut pending);
         if search.finished() {
             break;
         }
@@ -99,7 +129,14 @@ pub fn run(
             loop {
                 match batch.recv(fd, 1, libc::MSG_DONTWAIT) {
                     Ok(n) if n > 0 => {
-                        let got = batch.data(0);
+                        let got = match relay {
+                            None => batch.data(0),
+                            // The relay's header checked and skipped.
+                            Some(r) => match r.payload(batch.data(0)) {
+                                Ok(p) => p,
+                                Err(_) => continue,
+                            },
+                        };
                         // Under --token only what the session sealed counts.
                         if key
                             .as_ref()
@@ -113,7 +150,7 @@ pub fn run(
                     Ok(_) => break,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     // A queued error surfaced on the read: the error queue says which.
-                    Err(_) => drain_errors(search, fd, now, &mut pending),
+                    Err(_) => drain_errors(search, fd, front, &now, &mut pending),
                 }
             }
         }
@@ -131,8 +168,14 @@ fn refused_here(search: &mut Search, x: &Send, to: SocketAddr, now: u64) -> Vec<
 
 /// Reads every queued error: a "too big" (an ICMP, or this host's own refusal) is told to the
 /// search for the probe it names (its sequence number is in the front of the datagram the
-/// error quotes).
-fn drain_errors(search: &mut Search, fd: i32, now: impl Fn() -> u64, out: &mut Vec<Send>) {
+/// error quotes, after the relay's `front` bytes of header).
+fn drain_errors(
+    search: &mut Search,
+    fd: i32,
+    front: usize,
+    now: &impl Fn() -> u64,
+    out: &mut Vec<Send>,
+) {
     for _ in 0..64 {
         let Ok(Some(e)) = pmtu::read_error(fd) else {
             return;
@@ -140,7 +183,7 @@ fn drain_errors(search: &mut Search, fd: i32, now: impl Fn() -> u64, out: &mut V
         if !e.too_big() {
             continue;
         }
-        let Ok(h) = Header::decode(&e.datagram) else {
+        let Ok(h) = Header::decode(e.datagram.get(front..).unwrap_or_default()) else {
             continue;
         };
         let local = e.origin == Origin::Local;

@@ -25,6 +25,7 @@ impl Workload for Config {
             "max": self.max,
             "timeout_s": self.timeout.as_secs_f64(),
             "token": self.token.is_some(),
+            "via": self.via.as_ref().map(|v| v.to_string()),
         })
     }
 
@@ -47,16 +48,28 @@ impl Workload for Config {
         } else {
             IPV6_HEADERS
         };
-        let max = self.max.unwrap_or(DEFAULT_MAX_PACKET - hdr);
         let started = SystemTime::now();
         let mono = Instant::now();
+        let (sock, relay) = net::open(to, &self.target.host, self.via.as_ref())?;
+        // Through a relay the client's leg carries its header too.
+        let extra = relay.as_ref().map_or(0, |r| r.header().len());
+        let max = self.max.unwrap_or(DEFAULT_MAX_PACKET - hdr - extra);
         let deadline = u64::try_from(self.timeout.as_nanos()).unwrap_or(u64::MAX);
         let mut search = Search::new(max, hdr, rand::random(), self.token.is_some(), deadline);
-        net::run(&mut search, to, self.token.as_deref(), stop)?;
+        search.extra = extra;
+        net::run(
+            &mut search,
+            &sock,
+            relay.as_ref(),
+            self.token.as_deref(),
+            stop,
+        )?;
         if search.failure() == Some(Failure::Silent) {
             return Err(MtuError::Silent(name(self)));
         }
-        let body = body(&search, name(self), to.to_string(), max);
+        let mut body = body(&search, name(self), to.to_string(), max);
+        body.summary.via = self.via.as_ref().map(|v| v.to_string());
+        body.summary.via_header = u(extra);
         let stopped_by = stop.reason().unwrap_or(StopReason::Count);
         Ok(Finished::new(
             body,
@@ -166,6 +179,8 @@ pub fn body(s: &Search, target: String, address: String, max: usize) -> MtuBody 
             }
             .to_string(),
             timed_out: s.timed_out,
+            via: None,
+            via_header: 0,
             up: direction(&s.up, s.hdr, false),
             down: direction(&s.down, s.hdr, true),
         },

@@ -52,6 +52,13 @@ pub struct MtuSummary {
     pub far_end: String,
     /// True when the time bound (`--timeout`) cut the search short.
     pub timed_out: bool,
+    /// `--via`: the proxy whose UDP relay the probes crossed (credentials left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// `--via`: the bytes its SOCKS5 header adds to each datagram on the client's leg (sizes
+    /// are the datagrams the far end gets; the client's leg carries this much more).
+    #[serde(default)]
+    pub via_header: u32,
     /// Client to far end (against a plain echo: the round trip).
     pub up: MtuDirection,
     /// Far end to client.

@@ -224,6 +224,8 @@ fn mtu(start: SystemTime, rtt: &Histogram) -> Document<npt_result::mtu::MtuBody>
             max: 1472,
             far_end: "npt-serve".into(),
             timed_out: false,
+            via: None,
+            via_header: 0,
             up,
             down,
         },

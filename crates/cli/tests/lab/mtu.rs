@@ -2,7 +2,9 @@
 //! link's MTU 1400 (1500 elsewhere, so neither end knows it from its own interface). Reads
 //! 1372-byte datagrams (1400 − 28) each way with PMTUD working — the up ICMP from r1, and down
 //! the responder's kernel taught by r2's; then with the routers' "fragmentation needed"
-//! dropped by nftables: a black hole each way, bracketed 1372/1373; then with r1 dropping
+//! dropped by nftables: a black hole each way, bracketed 1372/1373; through danted's UDP relay
+//! on r1 (`--via`): 1462 bytes up (the relay's header takes 10 of the client's 1500), arriving
+//! fragmented (largest fragment 1396: the relay re-sends without DF), 1372 down; then with r1 dropping
 //! packets over 1200 bytes toward the server only (no ICMP): 1172 up, 1372 down. No turn: the
 //! lab has no delay, and sizes are counted, not timed.
 
@@ -14,6 +16,25 @@ use std::time::Duration;
 
 use common::lab::{self, Lab};
 use common::{run, scratch};
+
+/// The lab: the path, `npt serve` on `server`, and danted on r1 (SOCKS5, UDP ASSOCIATE) with
+/// its config at `conf`.
+fn topology(conf: &std::path::Path) -> String {
+    std::fs::write(
+        conf,
+        "logoutput: stderr\ninternal: 10.0.1.2 port = 1080\nexternal: 10.0.2.1\n\
+         clientmethod: none\nsocksmethod: none\nuser.privileged: root\n\
+         user.unprivileged: nobody\nclient pass { from: 10.0.1.0/24 to: 0.0.0.0/0 }\n\
+         socks pass { from: 10.0.1.0/24 to: 0.0.0.0/0 command: udpassociate }\n\
+         socks pass { from: 0.0.0.0/0 to: 10.0.1.0/24 command: udpreply }\n",
+    )
+    .unwrap();
+    format!(
+        "{TOPOLOGY}[[service]]\nname = \"danted\"\nnode = \"r1\"\n\
+         cmd = [\"/usr/sbin/danted\", \"-f\", \"{}\"]\nready = \"tcp://10.0.1.2:1080\"\n",
+        conf.display()
+    )
+}
 
 const TOPOLOGY: &str = r#"name = "mtu"
 [[node]]
@@ -100,7 +121,7 @@ fn a_1400_byte_link_reads_each_way_with_and_without_icmp() {
         return;
     }
     let dir = scratch();
-    let lab = Lab::up(&dir, "mtu", TOPOLOGY);
+    let lab = Lab::up(&dir, "mtu", &topology(&dir.join("mtu-danted.conf")));
 
     let doc = mtu(&lab, "pmtud", &[]);
     reads(&doc, "up", 1372, "icmp");
@@ -115,6 +136,22 @@ fn a_1400_byte_link_reads_each_way_with_and_without_icmp() {
         doc["summary"]["down"]["icmp_mtu"], 1400,
         "the responder learned it"
     );
+
+    // Through danted's UDP relay on r1: the relay re-sends each datagram itself, without DF,
+    // over the 1400-byte link, so up arrives fragmented; down the responder's DF datagrams
+    // meet r2's ICMP, as direct.
+    let doc = mtu(&lab, "danted", &["--via", "socks5://10.0.1.2:1080"]);
+    let (up, down) = (&doc["summary"]["up"], &doc["summary"]["down"]);
+    // 1500 − 28 − the relay's 10-byte header on the client's leg: the largest tried.
+    assert_eq!(doc["summary"]["via_header"], 10);
+    assert_eq!(
+        (&up["verdict"], &up["largest_datagram"]),
+        (&"max_crossed".into(), &1462.into())
+    );
+    // A 1400-byte link's fragments: 1376 bytes of data (a multiple of 8) + 20 of header.
+    assert_eq!(up["largest_fragment"], 1396, "{up}");
+    reads(&doc, "down", 1372, "icmp");
+    assert!(down["largest_fragment"].is_null(), "{down}");
 
     // The routers' ICMP dropped: nothing says why larger datagrams vanish.
     nft(&lab, "r1", "r1-noicmp", NO_ICMP);

@@ -137,6 +137,9 @@ pub struct Search {
     pub timed_out: bool,
     /// The headers' bytes under a datagram: 28 (IPv4 + UDP) or 48 (IPv6 + UDP).
     pub hdr: usize,
+    /// Bytes a relay's framing adds to each datagram on the client's own leg (`--via`: the
+    /// SOCKS5 UDP header); an MTU figure from that leg leaves room for them.
+    pub extra: usize,
     flow: u32,
     token: bool,
     next_seq: u64,
@@ -158,6 +161,7 @@ impl Search {
             rtts: Vec::new(),
             timed_out: false,
             hdr,
+            extra: 0,
             flow,
             token,
             next_seq: 1,
@@ -400,7 +404,7 @@ impl Search {
             self.up.icmp = Some((m, from));
             Limit::Icmp { mtu: m }
         };
-        let fits = mtu.and_then(|m| (m as usize).checked_sub(self.hdr));
+        let fits = mtu.and_then(|m| (m as usize).checked_sub(self.hdr + self.extra));
         self.settle(d, size, why, fits);
         self.poll(now)
     }

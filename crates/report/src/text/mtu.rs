@@ -17,6 +17,13 @@ fn text(body: &MtuBody) -> String {
         "MTU {} ({}): datagrams up to {} bytes, IP packet = datagram + {}\n",
         body.target, body.address, b.max, b.headers
     );
+    if let Some(v) = &b.via {
+        out.push_str(&format!(
+            "  via {v}: its UDP relay in between; sizes are what the far end gets (the client's \
+             leg carries {} bytes of SOCKS5 header more)\n",
+            b.via_header
+        ));
+    }
     if b.far_end == "echo" {
         out.push_str(
             "  far end: a plain echo — the round trip only (the smaller way's limit); down and \

@@ -1,4 +1,4 @@
-//! `npt mtu udp://HOST:PORT [--max BYTES] [--token S]`: the largest datagram that crosses each
+//! `npt mtu udp://HOST:PORT [--max BYTES] [--token S] [--via socks5://…]`: the largest datagram that crosses each
 //! way, whether PMTUD works or a black hole swallows larger ones, and where the path
 //! fragments. Flags become the engine's [`npt_mtu::Config`]; [`execute`] does the rest. Exit 1
 //! when nothing crossed (the engine's error says so), 2 for a bad flag.
@@ -35,6 +35,9 @@ pub struct MtuArgs {
     // `npt serve --token`: the handshake first; down probes may then exceed their requests.
     #[command(flatten)]
     pub auth: crate::flags::auth::TokenArgs,
+    // `--via socks5://`: through the proxy's UDP relay (UDP ASSOCIATE).
+    #[command(flatten)]
+    pub via: crate::flags::via::ViaArgs,
     #[command(flatten)]
     pub output: crate::flags::output::OutputArgs,
 }
@@ -65,6 +68,7 @@ pub fn config(a: &MtuArgs) -> anyhow::Result<Config> {
         max: a.max,
         token: a.auth.get()?.map(str::to_string),
         timeout: a.timeout,
+        via: a.via.resolve(true)?,
     })
 }
 
@@ -117,5 +121,11 @@ mod tests {
         assert!(m.contains("--max"), "{m}");
         let m = testing::usage_msg(cfg(&["udp://h:1", "--timeout", "0.5s"]));
         assert!(m.contains("--timeout"), "{m}");
+        let m = testing::usage_msg(cfg(&["udp://h:1", "--via", "http://p:3128"]));
+        assert!(m.contains("--via") && m.contains("UDP"), "{m}");
+        assert!(cfg(&["udp://h:1", "--via", "socks5://p:1080"])
+            .unwrap()
+            .via
+            .is_some());
     }
 }
