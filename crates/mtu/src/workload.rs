@@ -167,6 +167,10 @@ pub fn body(s: &Search, target: String, address: String, max: usize) -> MtuBody 
         });
     }
     let sent = u64::from(s.up.sent) + u64::from(s.down.sent);
+    let mut down = direction(&s.down, s.hdr, true);
+    down.capped_by_up = !s.token
+        && s.down.ladder.hi.is_some()
+        && s.down.ladder.hi.map(|h| h.0) > s.up.ladder.lo.filter(|_| !s.up.ladder.all_crossed());
     MtuBody {
         target,
         address,
@@ -182,7 +186,7 @@ pub fn body(s: &Search, target: String, address: String, max: usize) -> MtuBody 
             via: None,
             via_header: 0,
             up: direction(&s.up, s.hdr, false),
-            down: direction(&s.down, s.hdr, true),
+            down,
         },
         latency: [("udp".to_string(), NptLatency::from(&rtt.summary()))].into(),
         errors: Errors::new(errors, sent),

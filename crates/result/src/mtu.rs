@@ -102,6 +102,11 @@ pub struct MtuDirection {
     pub largest_fragment: Option<u32>,
     /// Down, without `--token`: answers the responder clamped to its request's length.
     pub clamped: u32,
+    /// Down, without `--token`: the sizes lost are above what crossed up, and each down
+    /// request is as long as the size it asks for — it may be the request that was lost on the
+    /// way up, so the bracket is not the down path's own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capped_by_up: bool,
     /// Datagrams sent, answered, and sizes lost after every try.
     pub sent: u32,
     pub answered: u32,

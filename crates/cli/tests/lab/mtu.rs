@@ -5,8 +5,9 @@
 //! dropped by nftables: a black hole each way, bracketed 1372/1373; through danted's UDP relay
 //! on r1 (`--via`): 1462 bytes up (the relay's header takes 10 of the client's 1500), arriving
 //! fragmented (largest fragment 1396: the relay re-sends without DF), 1372 down; then with r1 dropping
-//! packets over 1200 bytes toward the server only (no ICMP): 1172 up, 1372 down. No turn: the
-//! lab has no delay, and sizes are counted, not timed.
+//! packets over 1200 bytes toward the server only (no ICMP): 1172 up, 1372 down — and without
+//! `--token` 1172 down too, flagged `capped_by_up` (each down request is as long as its size).
+//! No turn: the lab has no delay, and sizes are counted, not timed.
 
 #![cfg(test)]
 
@@ -60,7 +61,15 @@ name = "serve"
 node = "server"
 cmd = ["npt", "serve", "--listen", "0.0.0.0:7777", "--token", "mtu-lab"]
 ready = "tcp://10.0.3.2:7777"
+[[service]]
+name = "serve-open"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7778"]
+ready = "tcp://10.0.3.2:7778"
 "#;
+
+/// The target and flags: `npt serve --token` (down probes as large as asked).
+const WITH_TOKEN: &[&str] = &["udp://10.0.3.2:7777", "--token", "mtu-lab"];
 
 /// `nft -f` of `rules` on `node`, which must succeed.
 fn nft(lab: &Lab, node: &str, name: &str, rules: &str) {
@@ -98,8 +107,15 @@ const NO_ICMP: &str = r#"table ip npt_mtu {
 /// `npt mtu` on the client: its document, after the text is shown.
 fn mtu(lab: &Lab, name: &str, extra: &[&str]) -> serde_json::Value {
     let file = scratch().join(format!("lab-mtu-{name}.json"));
-    let mut a = vec!["mtu", "udp://10.0.3.2:7777", "--token", "mtu-lab"];
-    a.extend_from_slice(extra);
+    let mut a = vec!["mtu"];
+    a.extend_from_slice(if extra.first().is_some_and(|t| t.starts_with("udp://")) {
+        extra
+    } else {
+        WITH_TOKEN
+    });
+    if !extra.first().is_some_and(|t| t.starts_with("udp://")) {
+        a.extend_from_slice(extra);
+    }
     let doc = lab.npt_json("client", &a, &file, "mtu");
     let text = run(&["report", file.to_str().unwrap()], Duration::from_secs(10));
     eprintln!("{name}:\n{}", String::from_utf8_lossy(&text.stdout));
@@ -194,4 +210,11 @@ fn a_1400_byte_link_reads_each_way_with_and_without_icmp() {
     let doc = mtu(&lab, "one-way", &[]);
     reads(&doc, "up", 1172, "black_hole");
     reads(&doc, "down", 1372, "black_hole");
+    assert!(doc["summary"]["down"]["capped_by_up"].is_null());
+    // Without --token each down request is as long as the size it asks for, so r1's filter
+    // drops the requests above 1200 bytes: down cannot be read past up, and says so.
+    let doc = mtu(&lab, "one-way-no-token", &["udp://10.0.3.2:7778"]);
+    reads(&doc, "up", 1172, "black_hole");
+    reads(&doc, "down", 1172, "black_hole");
+    assert_eq!(doc["summary"]["down"]["capped_by_up"], true);
 }

@@ -141,7 +141,8 @@ pub struct Search {
     /// SOCKS5 UDP header); an MTU figure from that leg leaves room for them.
     pub extra: usize,
     flow: u32,
-    token: bool,
+    /// Requests are sealed (`--token`): down requests need no padding.
+    pub token: bool,
     next_seq: u64,
     /// Every probe sent: its direction, size and request length.
     sent: HashMap<u64, (Direction, usize, usize, u64)>,

@@ -101,6 +101,12 @@ fn line(name: &str, d: &MtuDirection, hdr: u32, down: bool) -> String {
             "    fragmented on the way: {at} got probes reassembled (largest fragment {f})\n"
         ));
     }
+    if d.capped_by_up {
+        s.push_str(
+            "    not the down path's own: without --token each down request is as large as the \
+             size it asks for, and these are larger than what crossed up (use --token)\n",
+        );
+    }
     if d.contradicted > 0 {
         s.push_str(&format!(
             "    {} sizes read as lost crossed later (loss on the path, not MTU)\n",
