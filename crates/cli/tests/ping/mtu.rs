@@ -1,6 +1,6 @@
 //! `npt mtu` over loopback (MTU 65,536, so nothing on it is too big): against `npt serve`
 //! every size crosses each way, the document is a valid `mtu` result and `npt report` prints
-//! it back as the run did; a stranger's down request shorter than the size it asks for is
+//! it back as the run did (and its CSV has each direction's figure); a stranger's down request shorter than the size it asks for is
 //! answered no larger than itself (clamped, `npt serve --limit-local`); against a plain echo
 //! the round trip is read and the down direction is said to be unreadable; a TCP target and a
 //! --max out of range are exit 2.
@@ -53,6 +53,23 @@ fn every_size_crosses_loopback_each_way_and_reads_back() {
     assert_eq!(doc["summary"]["far_end"], "npt-serve");
     let report = run(&["report", file.to_str().unwrap()], Duration::from_secs(10));
     assert_eq!(String::from_utf8_lossy(&report.stdout), text);
+    let csv = run(
+        &["report", file.to_str().unwrap(), "--format", "csv"],
+        Duration::from_secs(10),
+    );
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",up_largest_datagram,up_verdict,down_largest_datagram,down_verdict"));
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(",9000,max_crossed,9000,max_crossed"),
+        "{csv}"
+    );
 }
 
 #[test]
