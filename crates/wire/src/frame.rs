@@ -343,8 +343,8 @@ mod tests {
         let mut b = GOLDEN;
         b[5] = 77;
         assert_eq!(Header::decode(&b), Err(WireError::BadKind(77)));
-        b[5] = 15;
-        assert_eq!(Header::decode(&b), Err(WireError::BadKind(15)));
+        b[5] = 17;
+        assert_eq!(Header::decode(&b), Err(WireError::BadKind(17)));
         let mut b = GOLDEN;
         b[11] = 10; // frame_len 10 < header
         assert_eq!(Header::decode(&b), Err(WireError::BadLength(10)));
