@@ -6,7 +6,8 @@
 //! on r1 (`--via`): 1462 bytes up (the relay's header takes 10 of the client's 1500), arriving
 //! fragmented (largest fragment 1396: the relay re-sends without DF), 1372 down; then with r1 dropping
 //! packets over 1200 bytes toward the server only (no ICMP): 1172 up, 1372 down — and without
-//! `--token` 1172 down too, flagged `capped_by_up` (each down request is as long as its size).
+//! `--token` 1172 down too, flagged `capped_by_up` (each down request is as long as its size);
+//! last, the client's own interface set to 1100: up `local`, 1072, refused at once.
 //! No turn: the lab has no delay, and sizes are counted, not timed.
 
 #![cfg(test)]
@@ -217,4 +218,36 @@ fn a_1400_byte_link_reads_each_way_with_and_without_icmp() {
     reads(&doc, "up", 1172, "black_hole");
     reads(&doc, "down", 1172, "black_hole");
     assert_eq!(doc["summary"]["down"]["capped_by_up"], true);
+
+    // This host's own interface smaller than the path (a tunnel's, say): refused here, at once.
+    let out = run(
+        &[
+            "lab",
+            "exec",
+            lab.name(),
+            "client",
+            "--",
+            "ip",
+            "link",
+            "set",
+            "dev",
+            "r1",
+            "mtu",
+            "1100",
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = mtu(&lab, "local", &[]);
+    reads(&doc, "up", 1072, "local");
+    let up = &doc["summary"]["up"];
+    assert_eq!(
+        (&up["local_mtu"], &up["lost_sizes"]),
+        (&1100.into(), &0.into()),
+        "{up}"
+    );
 }
