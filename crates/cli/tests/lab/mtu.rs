@@ -7,7 +7,8 @@
 //! fragmented (largest fragment 1396: the relay re-sends without DF), 1372 down; then with r1 dropping
 //! packets over 1200 bytes toward the server only (no ICMP): 1172 up, 1372 down — and without
 //! `--token` 1172 down too, flagged `capped_by_up` (each down request is as long as its size);
-//! last, the client's own interface set to 1100: up `local`, 1072, refused at once.
+//! last, the client's own interface set to 1100 and the server's to 1300: `local` each way,
+//! 1072 up and 1272 down, refused at once by the sending host.
 //! No turn: the lab has no delay, and sizes are counted, not timed.
 
 #![cfg(test)]
@@ -219,35 +220,42 @@ fn a_1400_byte_link_reads_each_way_with_and_without_icmp() {
     reads(&doc, "down", 1172, "black_hole");
     assert_eq!(doc["summary"]["down"]["capped_by_up"], true);
 
-    // This host's own interface smaller than the path (a tunnel's, say): refused here, at once.
-    let out = run(
-        &[
+    // Each end's own interface smaller than the path (a tunnel's, say): the client's refuses
+    // larger up probes, the responder's larger down ones — each at once, no loss involved.
+    for (node, dev, mtu) in [("client", "r1", "1100"), ("server", "r2", "1300")] {
+        let a = [
             "lab",
             "exec",
             lab.name(),
-            "client",
+            node,
             "--",
             "ip",
             "link",
             "set",
             "dev",
-            "r1",
+            dev,
             "mtu",
-            "1100",
-        ],
-        Duration::from_secs(10),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+            mtu,
+        ];
+        let out = run(&a, Duration::from_secs(10));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let doc = mtu(&lab, "local", &[]);
     reads(&doc, "up", 1072, "local");
-    let up = &doc["summary"]["up"];
+    reads(&doc, "down", 1272, "local");
+    let (up, down) = (&doc["summary"]["up"], &doc["summary"]["down"]);
     assert_eq!(
         (&up["local_mtu"], &up["lost_sizes"]),
         (&1100.into(), &0.into()),
         "{up}"
+    );
+    assert_eq!(
+        (&down["local_mtu"], &down["lost_sizes"]),
+        (&1300.into(), &0.into()),
+        "{down}"
     );
 }
