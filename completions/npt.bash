@@ -49,6 +49,9 @@ _npt() {
             npt,monitor)
                 cmd="npt__subcmd__monitor"
                 ;;
+            npt,mtu)
+                cmd="npt__subcmd__mtu"
+                ;;
             npt,ping)
                 cmd="npt__subcmd__ping"
                 ;;
@@ -99,6 +102,9 @@ _npt() {
                 ;;
             npt__subcmd__help,monitor)
                 cmd="npt__subcmd__help__subcmd__monitor"
+                ;;
+            npt__subcmd__help,mtu)
+                cmd="npt__subcmd__help__subcmd__mtu"
                 ;;
             npt__subcmd__help,ping)
                 cmd="npt__subcmd__help__subcmd__ping"
@@ -203,7 +209,7 @@ _npt() {
 
     case "${cmd}" in
         npt)
-            opts="-h -V --help --version serve probe demo run http ping bulk trace lifetime merge compare report monitor lab completions man help"
+            opts="-h -V --help --version serve probe demo run http ping bulk trace lifetime mtu merge compare report monitor lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -441,7 +447,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help)
-            opts="serve probe demo run http ping bulk trace lifetime merge compare report monitor lab completions man help"
+            opts="serve probe demo run http ping bulk trace lifetime mtu merge compare report monitor lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -707,6 +713,20 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help__subcmd__monitor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__help__subcmd__mtu)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1359,6 +1379,48 @@ _npt() {
                     ;;
                 --vantage)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__mtu)
+            opts="-q -h --max --timeout --token --via --via-user --json --format --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via-user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

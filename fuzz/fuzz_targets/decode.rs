@@ -1,6 +1,7 @@
 //! Fuzz target: the frame, raw-stamp, bulk (spec, report), reflect (stamps, notice, flow
-//! report), marking (ask, answer) and idle (ack, callback) decoders, and the sequence window fed with whatever
-//! sequence numbers the bytes claim. Nothing from the network may panic.
+//! report), marking (ask, answer), idle (ack, callback) and MTU (probe answer) decoders, and
+//! the sequence window fed with whatever sequence numbers the bytes claim. Nothing from the
+//! network may panic.
 //! Run: `cargo +nightly fuzz run decode` from the repository root (needs cargo-fuzz).
 #![no_main]
 
@@ -55,5 +56,10 @@ fuzz_target!(|data: &[u8]| {
         let mut p = [0u8; npt_wire::idle::IDLE_PAYLOAD_LEN];
         body.encode(&mut p).unwrap();
         assert_eq!(npt_wire::idle::Idle::decode(&p).unwrap(), body);
+    }
+    if let Some((_, body)) = npt_wire::mtu::read(data) {
+        let mut p = [0u8; npt_wire::mtu::MTU_PAYLOAD_LEN];
+        body.encode(&mut p).unwrap();
+        assert_eq!(npt_wire::mtu::Mtu::decode(&p).unwrap(), body);
     }
 });

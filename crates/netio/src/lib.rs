@@ -14,6 +14,7 @@
 pub mod clockpair;
 pub mod lowat;
 pub mod offload;
+pub mod pmtu;
 pub mod rxtime;
 pub mod tcpinfo;
 
@@ -56,6 +57,9 @@ pub struct MsgBatch {
     /// The TOS / traffic class byte to send each slot with ([`MsgBatch::set_tx_tos`]); None:
     /// the socket's own. Reset by every receive.
     tx_tos: Vec<Option<u8>>,
+    /// The largest fragment of each received slot reassembled from fragments, when asked for
+    /// ([`rxtime::enable_fragsize`]).
+    rx_frag: Vec<Option<u16>>,
 }
 
 // SAFETY: the raw pointers in iovs/hdrs are rebuilt before every syscall and point only into
@@ -97,6 +101,7 @@ impl MsgBatch {
             rx_ttl: vec![None; n],
             rx_tos: vec![None; n],
             tx_tos: vec![None; n],
+            rx_frag: vec![None; n],
         }
     }
 
@@ -148,6 +153,13 @@ impl MsgBatch {
     /// until the next receive into the slot.
     pub fn set_tx_tos(&mut self, i: usize, tos: Option<u8>) {
         self.tx_tos[i] = tos;
+    }
+
+    /// The largest fragment (IP bytes) of datagram `i` when the kernel reassembled it from
+    /// fragments, if the batch collects control data and the socket has
+    /// [`rxtime::enable_fragsize`] on; None for a datagram that arrived whole.
+    pub fn rx_frag(&self, i: usize) -> Option<u16> {
+        self.rx_frag[i]
     }
 
     pub fn capacity(&self) -> usize {
@@ -282,8 +294,13 @@ impl MsgBatch {
                 // `prepare`); the kernel set `msg_controllen` to what it wrote.
                 rxtime::from_control(&self.hdrs[i].msg_hdr)
             };
-            (self.rx_ns[i], self.rx_ttl[i], self.rx_tos[i]) = (c.time_ns, c.ttl, c.tos);
             self.tx_tos[i] = None;
+            (
+                self.rx_ns[i],
+                self.rx_ttl[i],
+                self.rx_tos[i],
+                self.rx_frag[i],
+            ) = (c.time_ns, c.ttl, c.tos, c.frag);
             self.gro[i] = if self.ctrl.is_empty() {
                 0
             } else {

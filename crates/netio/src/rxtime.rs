@@ -24,8 +24,9 @@ use std::os::fd::RawFd;
 
 /// Control-message space per datagram, in `u64` words: one `SCM_TIMESTAMPNS` message (32
 /// bytes), one TTL or hop-limit message (24 bytes), one TOS or traffic-class message (24
-/// bytes) and one `UDP_GRO` segment size (24 bytes, [`crate::offload`]), with room to spare.
-pub const CTRL_WORDS: usize = 16;
+/// bytes), one `UDP_GRO` segment size (24 bytes, [`crate::offload`]) and one largest-fragment
+/// size (24 bytes, [`enable_fragsize`]), with room to spare.
+pub const CTRL_WORDS: usize = 20;
 
 /// A `timespec`'s size (16 bytes) as `CMSG_LEN` takes it.
 const TIMESPEC_LEN: u32 = 16;
@@ -84,6 +85,19 @@ pub fn enable_tos(fd: RawFd, ipv6: bool) -> io::Result<()> {
     v4.or(v6)
 }
 
+/// Asks the kernel for the largest fragment of every datagram `fd` receives reassembled from
+/// fragments (`IP_RECVFRAGSIZE`, `IPV6_RECVFRAGSIZE`: `npt mtu` says where a path fragments);
+/// an IPv6 socket asks for both. Read with [`crate::MsgBatch::rx_frag`]. Fails only when
+/// neither could be set.
+pub fn enable_fragsize(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    let v4 = set_int(fd, libc::IPPROTO_IP, libc::IP_RECVFRAGSIZE);
+    if !ipv6 {
+        return v4;
+    }
+    let v6 = set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVFRAGSIZE);
+    v4.or(v6)
+}
+
 /// What a received message's control data says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Control {
@@ -94,6 +108,8 @@ pub(crate) struct Control {
     pub ttl: Option<u8>,
     /// The TOS byte or traffic class.
     pub tos: Option<u8>,
+    /// The largest fragment, IP bytes, of a datagram reassembled from fragments.
+    pub frag: Option<u16>,
 }
 
 /// The receive time, TTL and TOS in a received message's control data.
@@ -101,7 +117,7 @@ pub(crate) fn from_control(h: &libc::msghdr) -> Control {
     if h.msg_control.is_null() || h.msg_flags & libc::MSG_CTRUNC != 0 {
         return Control::default();
     }
-    let (mut time, mut ttl, mut tos) = (0, None, None);
+    let (mut time, mut ttl, mut tos, mut frag) = (0, None, None, None);
     // SAFETY: `h` is a header the kernel just filled: its control pointer and length describe
     // a buffer we own, and CMSG_FIRSTHDR/CMSG_NXTHDR stay inside `msg_controllen`.
     unsafe {
@@ -127,6 +143,13 @@ pub(crate) fn from_control(h: &libc::msghdr) -> Control {
                 (libc::IPPROTO_IP, libc::IP_TOS) if len >= need_byte => {
                     tos = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u8>()));
                 }
+                (libc::IPPROTO_IP, libc::IP_RECVFRAGSIZE)
+                | (libc::IPPROTO_IPV6, libc::IPV6_RECVFRAGSIZE)
+                    if len >= need_int =>
+                {
+                    let v: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    frag = u16::try_from(v).ok().filter(|&f| f != 0);
+                }
                 (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) if len >= need_int => {
                     let v: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
                     tos = u8::try_from(v).ok();
@@ -140,6 +163,7 @@ pub(crate) fn from_control(h: &libc::msghdr) -> Control {
         time_ns: time,
         ttl,
         tos,
+        frag,
     }
 }
 

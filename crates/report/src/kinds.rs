@@ -142,6 +142,61 @@ impl Render for npt_result::lifetime::LifetimeBody {
     }
 }
 
+impl Render for npt_result::mtu::MtuBody {
+    fn text(&self, w: &mut dyn Write, _doc: &AnyResult) -> io::Result<()> {
+        crate::text::write_mtu(w, self)
+    }
+
+    /// Each direction's largest datagram and verdict (no series: one answer at the end).
+    fn csv_columns(&self) -> Vec<Column> {
+        let s = &self.summary;
+        let n = |v: Option<u32>| v.map(|x| x.to_string());
+        vec![
+            Column {
+                name: "up_largest_datagram",
+                cell: |_| None,
+                total: n(s.up.largest_datagram),
+            },
+            Column {
+                name: "up_verdict",
+                cell: |_| None,
+                total: Some(s.up.verdict.clone()),
+            },
+            Column {
+                name: "down_largest_datagram",
+                cell: |_| None,
+                total: n(s.down.largest_datagram),
+            },
+            Column {
+                name: "down_verdict",
+                cell: |_| None,
+                total: Some(s.down.verdict.clone()),
+            },
+        ]
+    }
+
+    fn summary_rows(&self) -> Vec<Vec<String>> {
+        let s = &self.summary;
+        let row = |name: &str, d: &npt_result::mtu::MtuDirection| {
+            let size = |v: Option<u32>| v.map_or("-".to_string(), |x| x.to_string());
+            vec![
+                format!("{name}: largest datagram (IP packet), verdict"),
+                format!(
+                    "{} ({}), {}",
+                    size(d.largest_datagram),
+                    size(d.largest_packet),
+                    d.verdict
+                ),
+            ]
+        };
+        vec![row("up", &s.up), row("down", &s.down)]
+    }
+
+    fn rate_unit(&self) -> Option<&'static str> {
+        None
+    }
+}
+
 impl Render for BulkBody {
     fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
         text::write_bulk(w, &with(doc, self))

@@ -187,7 +187,54 @@ fn documents() -> Vec<(&'static str, Value)> {
         "lifetime",
         serde_json::to_value(lifetime(start, &rtt)).unwrap(),
     ));
+    docs.push(("mtu", serde_json::to_value(mtu(start, &rtt)).unwrap()));
     docs
+}
+
+/// A path MTU of 1400 in the middle: PMTUD works up, a black hole down.
+fn mtu(start: SystemTime, rtt: &Histogram) -> Document<npt_result::mtu::MtuBody> {
+    use npt_result::mtu::{MtuBody, MtuDirection, MtuSummary};
+    let up = MtuDirection {
+        verdict: "icmp".into(),
+        largest_datagram: Some(1372),
+        largest_packet: Some(1400),
+        smallest_lost: Some(1373),
+        settled: true,
+        icmp_mtu: Some(1400),
+        icmp_from: Some("10.0.2.1".into()),
+        sent: 9,
+        answered: 6,
+        ..MtuDirection::default()
+    };
+    let down = MtuDirection {
+        verdict: "black_hole".into(),
+        icmp_mtu: None,
+        icmp_from: None,
+        largest_fragment: Some(1400),
+        lost_sizes: 3,
+        sent: 19,
+        answered: 10,
+        ..up.clone()
+    };
+    let body = MtuBody {
+        target: "udp://10.0.3.2:7777".into(),
+        address: "10.0.3.2:7777".into(),
+        summary: MtuSummary {
+            headers: 28,
+            max: 1472,
+            far_end: "npt-serve".into(),
+            timed_out: false,
+            via: None,
+            via_header: 0,
+            up,
+            down,
+        },
+        latency: [("udp".to_string(), NptLatency::from(&rtt.summary()))].into(),
+        errors: Errors::new(ErrorCounts::default(), 28),
+        rtt_histogram: rtt.to_serialized(),
+    };
+    let end = start + Duration::from_secs(3);
+    Document::new("mtu", start, end, StopReason::Count, json!({}), body)
 }
 
 /// A lifetime through a NAT of 30 s that rebinds, as `npt lifetime` writes it.
@@ -406,6 +453,7 @@ fn schemas_reject_what_matters() {
             "bulk" => "/summary/goodput_mbps",
             "trace" => "/summary/segments",
             "lifetime" => "/summary/rounds",
+            "mtu" => "/summary/up/sent",
             _ => "/summary/requests",
         };
         let cases = [

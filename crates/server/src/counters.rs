@@ -135,6 +135,12 @@ pub struct Counters {
     /// `Idle` requests whose callback was not scheduled: the source address or the socket had
     /// as many pending as it keeps, or the gap was over the longest.
     pub udp_idle_refused: AtomicU64,
+    /// Up MTU probes answered ([`npt_wire::mtu`], `npt mtu`; not a refusal).
+    pub udp_mtu_up: AtomicU64,
+    /// Down MTU probes sent, DF set (to the size asked, or clamped to the request's).
+    pub udp_mtu_down: AtomicU64,
+    /// Down MTU probes larger than this host's own interface sends, answered short.
+    pub udp_mtu_too_big: AtomicU64,
     /// Refusal notices sent (header-only answers to refused `REFLECT` frames).
     pub udp_notices_sent: AtomicU64,
     /// Refusal notices held back by their per-source or total rate limit.
@@ -190,6 +196,9 @@ impl Counters {
                     ("flows", g(&self.udp_flows)),
                     ("flow-reports", g(&self.udp_flow_reports)),
                     ("callbacks", g(&self.udp_idle_callbacks)),
+                    ("mtu-up", g(&self.udp_mtu_up)),
+                    ("mtu-down", g(&self.udp_mtu_down)),
+                    ("mtu-too-big", g(&self.udp_mtu_too_big)),
                 ],
                 &[],
             ),

@@ -379,7 +379,10 @@ where
             // Idle callbacks are a UDP mapping's question: a stream has no mapping to lose.
             | Kind::Idle
             | Kind::IdleAck
-            | Kind::IdleCallback => {
+            | Kind::IdleCallback
+            // MTU probes are a datagram's question: a stream has no datagram size.
+            | Kind::Mtu
+            | Kind::MtuReply => {
                 c.malformed.fetch_add(1, Ordering::Relaxed);
                 break;
             }

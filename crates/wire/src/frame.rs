@@ -87,6 +87,11 @@ pub enum Kind {
     /// The responder's datagram after the gap, sent first: through a path that forgot the
     /// mapping it never arrives.
     IdleCallback = 14,
+    /// A path MTU probe ([`crate::mtu`]): up, padded to the size tried; or the ask for a
+    /// down probe of a size.
+    Mtu = 15,
+    /// The answer to `Mtu`: what arrived (up), or the down probe itself.
+    MtuReply = 16,
 }
 
 impl Kind {
@@ -106,6 +111,8 @@ impl Kind {
             12 => Kind::Idle,
             13 => Kind::IdleAck,
             14 => Kind::IdleCallback,
+            15 => Kind::Mtu,
+            16 => Kind::MtuReply,
             other => return Err(WireError::BadKind(other)),
         })
     }
@@ -137,6 +144,9 @@ pub mod status {
     pub const IDLE_GAP: u32 = 9;
     /// An idle ack: no callback, the request was shorter than its ack and callback together.
     pub const IDLE_SHORT: u32 = 10;
+    /// An MTU answer ([`crate::mtu`]): the down probe was larger than the responder's own
+    /// interface sends (its path MTU field says what it can).
+    pub const MTU_TOO_BIG: u32 = 11;
 
     /// What a refusal notice's status means, for people.
     pub fn notice_text(status: u32) -> &'static str {
@@ -335,8 +345,8 @@ mod tests {
         let mut b = GOLDEN;
         b[5] = 77;
         assert_eq!(Header::decode(&b), Err(WireError::BadKind(77)));
-        b[5] = 15;
-        assert_eq!(Header::decode(&b), Err(WireError::BadKind(15)));
+        b[5] = 17;
+        assert_eq!(Header::decode(&b), Err(WireError::BadKind(17)));
         let mut b = GOLDEN;
         b[11] = 10; // frame_len 10 < header
         assert_eq!(Header::decode(&b), Err(WireError::BadLength(10)));

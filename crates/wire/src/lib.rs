@@ -14,6 +14,7 @@ pub mod frame;
 pub mod hop;
 pub mod idle;
 pub mod marking;
+pub mod mtu;
 pub mod pacing;
 pub mod raw;
 pub mod reflect;

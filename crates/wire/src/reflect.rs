@@ -146,13 +146,15 @@ pub fn reply_kind(k: Kind) -> Option<Kind> {
         Kind::FlowQuery => Some(Kind::FlowReport),
         Kind::HopRequest => Some(Kind::HopReply),
         Kind::Idle => Some(Kind::IdleAck),
+        Kind::Mtu => Some(Kind::MtuReply),
         Kind::EchoReply
         | Kind::Response
         | Kind::HopReply
         | Kind::BulkReply
         | Kind::FlowReport
         | Kind::IdleAck
-        | Kind::IdleCallback => None,
+        | Kind::IdleCallback
+        | Kind::MtuReply => None,
     }
 }
 

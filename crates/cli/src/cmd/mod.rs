@@ -13,6 +13,7 @@ pub mod lifetime;
 pub mod manual;
 pub mod merge;
 pub mod monitor;
+pub mod mtu;
 pub mod ping;
 pub mod probe;
 pub mod report;

@@ -19,6 +19,7 @@ mod lifetime;
 mod loaded;
 mod marking;
 mod monitor;
+mod mtu;
 mod rate;
 mod run_figures;
 mod set;

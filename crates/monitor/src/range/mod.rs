@@ -315,7 +315,7 @@ fn series(body: &mut AnyBody, parts: &[Part], t0: i64) {
                 .collect();
         }
         // Not monitored (a lifetime round would take minutes): no series to fill.
-        AnyBody::Ping(_) | AnyBody::Run(_) | AnyBody::Lifetime(_) => {}
+        AnyBody::Ping(_) | AnyBody::Run(_) | AnyBody::Lifetime(_) | AnyBody::Mtu(_) => {}
     }
 }
 

@@ -14,6 +14,7 @@ mod directions;
 mod http;
 mod lifetime;
 mod marking;
+mod mtu;
 mod ping;
 mod run;
 mod tcpinfo;
@@ -23,6 +24,7 @@ mod vantages;
 pub use bulk::{interval_line as bulk_interval_line, write_bulk};
 pub use http::write_http;
 pub use lifetime::write_lifetime;
+pub use mtu::write_mtu;
 pub use ping::write_ping;
 pub use run::write_run;
 

@@ -37,6 +37,10 @@ pub(super) struct Cx<'a> {
     pub bursts: &'a mut Vec<Burst>,
     /// The idle callbacks this socket owes (`npt lifetime`).
     pub callbacks: &'a mut Callbacks,
+    /// The largest fragment of the datagram, when the kernel reassembled it.
+    pub frag: Option<u16>,
+    /// Down MTU probes owed after the batch.
+    pub mtu_down: &'a mut Vec<super::mtu::Down>,
     /// A loopback source the server exempts (not `--limit-local`): UDP down without a token.
     pub loopback_ok: bool,
 }
@@ -219,13 +223,20 @@ pub(super) fn answer(
             batch.set_len(i, n);
             true
         }),
+        Kind::Mtu => {
+            super::mtu::answer(data, &h, len, t, &mut cx, authenticated).is_some_and(|n| {
+                batch.set_len(i, n);
+                true
+            })
+        }
         Kind::EchoReply
         | Kind::Response
         | Kind::HopReply
         | Kind::BulkReply
         | Kind::FlowReport
         | Kind::IdleAck
-        | Kind::IdleCallback => {
+        | Kind::IdleCallback
+        | Kind::MtuReply => {
             // A reply sent to us: answering it could start a loop between two servers.
             t.malformed += 1;
             false

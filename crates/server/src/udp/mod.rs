@@ -29,13 +29,16 @@
 //!   DSCP/ECN its request arrived with, in the reply's header: same length, counted (`marked`);
 //! - an idle callback (`npt lifetime`, [`crate::idle`]) goes only to the address its request
 //!   came from, no longer than the request, within bounded gaps and counts;
+//! - a down MTU probe (`npt mtu`, [`mtu`]) is no longer than its request unless the source is
+//!   trusted (`--token`, exempt loopback), charged to the source's budget and counted;
 //! - every refusal is counted (the server's log task summarizes them on stderr).
 //!
 //! One job per file: the loop (here), one datagram's answer ([`answer`]), UDP down bursts
-//! ([`burst`]), the batch's counts ([`tally`]).
+//! ([`burst`]), MTU probes ([`mtu`]), the batch's counts ([`tally`]).
 
 mod answer;
 mod burst;
+mod mtu;
 mod tally;
 
 use std::net::UdpSocket;
@@ -85,6 +88,11 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         batch.collect_rx_times();
     }
     let mut marks = crate::marking::BatchMarks::default();
+    // The largest fragment of a reassembled datagram (`npt mtu` says where a path fragments),
+    // and the socket's DF policy, put back after each down MTU probe.
+    let _ = rxtime::enable_fragsize(fd, ipv6);
+    let saved_df = npt_netio::pmtu::Saved::read(fd, ipv6);
+    let mut mtu_down = Vec::new();
     let cfg = &shared.cfg;
     let mut limiter = Limiter::new(cfg.limits);
     let mut open_limiter = Limiter::new(cfg.session_limits);
@@ -198,6 +206,8 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
                 bursts: &mut bursts,
                 loopback_ok: exempt && crate::bulk_udp::loopback(peer),
                 callbacks: &mut callbacks,
+                frag: batch.rx_frag(i),
+                mtu_down: &mut mtu_down,
             };
             let ok = match sessions.as_mut() {
                 None => answer(&mut batch, i, &mut t, cx, false, |data| {
@@ -234,6 +244,14 @@ pub(crate) fn run(sock: UdpSocket, shared: Arc<Shared>) {
         for b in bursts.drain(..) {
             send_burst(&sock, &b, now, &mut open_limiter, &mut scratch, &mut t);
         }
+        let sender = mtu::Sender {
+            sock: &sock,
+            ipv6,
+            saved: &saved_df,
+            safe: &mut limiter,
+            open: &mut open_limiter,
+        };
+        mtu::send_down(sender, &mut mtu_down, now, &mut scratch, &mut t);
         let c = &shared.counters;
         let notices = (
             std::mem::take(&mut reflector.notices.sent),

@@ -35,6 +35,13 @@ pub(super) struct Tally {
     pub flow_reports: u64,
     /// `Idle` requests whose callback was not scheduled (a full table, a gap too long).
     pub idle_refused: u64,
+    /// Up MTU probes answered, down ones sent, and down ones too big for this host's own
+    /// interface (answered short).
+    pub mtu_up: u64,
+    pub mtu_down: u64,
+    pub mtu_too_big: u64,
+    /// Sends that failed (counted as the socket's errors).
+    pub send_errors: u64,
 }
 
 /// Adds `v` to `c` unless it is zero (most counters of most batches).
@@ -71,6 +78,10 @@ impl Tally {
             (&c.udp_marked, t.marked),
             (&c.udp_flow_reports, t.flow_reports),
             (&c.udp_idle_refused, t.idle_refused),
+            (&c.udp_mtu_up, t.mtu_up),
+            (&c.udp_mtu_down, t.mtu_down),
+            (&c.udp_mtu_too_big, t.mtu_too_big),
+            (&c.udp_errors, t.send_errors),
             (&c.udp_flows, flows.new),
             (&c.udp_flows_untracked, flows.untracked),
             (&c.udp_flows_evicted, flows.evicted),

@@ -195,6 +195,18 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         &udp,
         g(&c.udp_idle_callbacks),
     );
+    for (result, v) in [
+        ("up", &c.udp_mtu_up),
+        ("down", &c.udp_mtu_down),
+        ("too_big", &c.udp_mtu_too_big),
+    ] {
+        s.counter(
+            "npt_serve_mtu_probes_total",
+            "MTU probes (npt mtu): up ones answered, down ones sent DF set, down ones too big for this host's interface (answered short).",
+            &[("transport", "udp"), ("result", result)],
+            g(v),
+        );
+    }
     let notices = "Refusal notices (header-only answers to refused frames that asked): sent, or held back by their rate limit.";
     for (result, v) in [
         ("sent", &c.udp_notices_sent),
