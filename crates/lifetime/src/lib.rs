@@ -1,5 +1,7 @@
 //! `npt lifetime udp://HOST:PORT`: how long the path keeps an idle UDP flow alive, and whether
-//! a flow that expired comes back from a new source port (a rebound mapping).
+//! a flow that expired comes back from a new source port (a rebound mapping); `tcp://` the
+//! same for idle TCP connections, and whether the path closed them (FIN, RST) or dropped them
+//! silently ([`tcp`]).
 //!
 //! A client sending after an idle gap learns nothing — a NAT or a relay makes a new mapping
 //! and the answer comes back — so the far end sends first: `npt serve` calls each flow back
@@ -11,6 +13,7 @@
 pub mod net;
 pub mod plan;
 pub mod search;
+pub mod tcp;
 pub mod workload;
 
 use std::time::Duration;
@@ -24,7 +27,7 @@ pub const MAX_MAX: Duration = Duration::from_secs(600);
 /// A validated `npt lifetime` run.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// `udp://HOST:PORT`.
+    /// `udp://HOST:PORT` or `tcp://HOST:PORT`.
     pub target: Target,
     /// The longest idle gap tried.
     pub max: Duration,
@@ -53,4 +56,6 @@ pub enum LifetimeError {
     Silent(String),
     #[error("{0}")]
     Token(std::io::Error),
+    #[error("cannot connect to {0}: {1}")]
+    Connect(String, std::io::Error),
 }
