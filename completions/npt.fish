@@ -298,6 +298,8 @@ complete -c npt -n "__fish_npt_using_subcommand trace" -s h -l help -d 'Print he
 complete -c npt -n "__fish_npt_using_subcommand lifetime" -l max -d 'The longest idle gap tried (at most 600 s, the responder\'s longest): a path that keeps a flow this long reads "longer than --max". The search takes about twice the lifetime' -r
 complete -c npt -n "__fish_npt_using_subcommand lifetime" -l resolution -d 'How narrow the bracket gets (default: 1 s, or 2 % of the lifetime when that is more)' -r
 complete -c npt -n "__fish_npt_using_subcommand lifetime" -l token -d 'The secret `npt serve --token` was started with: a keyed handshake, then every packet carries a MAC (the secret never travels). A hop agent\'s (`--from`, trace) is its own' -r
+complete -c npt -n "__fish_npt_using_subcommand lifetime" -l via -d 'Go through a proxy: socks5://[user:pass@]HOST:PORT (SOCKS5; UDP via UDP ASSOCIATE), socks5h://… (the proxy resolves the target\'s name), http://HOST:PORT (HTTP CONNECT)' -r
+complete -c npt -n "__fish_npt_using_subcommand lifetime" -l via-user -d 'Proxy credentials USER:PASS, instead of putting them in the --via URL' -r
 complete -c npt -n "__fish_npt_using_subcommand lifetime" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand lifetime" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"

@@ -36,6 +36,18 @@ pub struct Config {
     /// `--token`: each flow's socket does the keyed handshake first, and its requests and
     /// answers are sealed.
     pub token: Option<String>,
+    /// `--via`: each flow through the proxy — a UDP flow its own SOCKS5 UDP ASSOCIATE, a
+    /// connection its own CONNECT — so what is measured is the proxy's idle timeout and the
+    /// path's behind it.
+    pub via: Option<npt_proxy::Via>,
+}
+
+/// Where each flow goes: the target's address, and the proxy and target name with `--via`.
+#[derive(Clone, Copy)]
+pub struct Route<'a> {
+    pub to: std::net::SocketAddr,
+    pub host: &'a str,
+    pub via: Option<&'a npt_proxy::Via>,
 }
 
 /// Why the search could not run or measure.
@@ -58,4 +70,6 @@ pub enum LifetimeError {
     Token(std::io::Error),
     #[error("cannot connect to {0}: {1}")]
     Connect(String, std::io::Error),
+    #[error("--via {0}: {1}")]
+    Via(String, npt_proxy::ProxyError),
 }

@@ -3,10 +3,10 @@
 //! search, and a close told as the path's: end of stream is a FIN, `ECONNRESET` a RST
 //! ([`crate::search::Close`]). Connecting (and the `--token` handshake) blocks, at most
 //! [`CONNECT_TIMEOUT`] each: a flow's gap counts from its own ack, so a slow connect only
-//! starts it later.
+//! starts it later. With `--via` each connection is the proxy's CONNECT (SOCKS5 or HTTP).
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use npt_wire::frame::HEADER_LEN;
 use npt_wire::idle::IDLE_LEN;
 
 use crate::search::{Action, Close, Search};
-use crate::LifetimeError;
+use crate::{LifetimeError, Route};
 
 /// The longest a connection (with its handshake) may take to open.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -40,7 +40,7 @@ pub struct Outcome {
 /// Runs `search` against `to` until it finishes or `stop` says so.
 pub fn run(
     search: &mut Search,
-    to: SocketAddr,
+    route: Route<'_>,
     token: Option<&str>,
     stop: &Stop,
 ) -> Result<Outcome, LifetimeError> {
@@ -53,7 +53,7 @@ pub fn run(
     while !stop.stopping() {
         while !actions.is_empty() {
             for a in std::mem::take(&mut actions) {
-                if let Some(more) = act(a, to, token, &mut conns, &mut outcome, search, now()) {
+                if let Some(more) = act(a, route, token, &mut conns, &mut outcome, search, now()) {
                     actions.extend(more);
                 }
             }
@@ -141,7 +141,7 @@ fn read(
 /// Does one of the search's actions; what the search says next when a connect failed.
 fn act(
     a: Action,
-    to: SocketAddr,
+    route: Route<'_>,
     token: Option<&str>,
     conns: &mut Vec<Option<Conn>>,
     outcome: &mut Outcome,
@@ -149,7 +149,7 @@ fn act(
     now: u64,
 ) -> Option<Vec<Action>> {
     match a {
-        Action::Open { flow } => match connect(to, token) {
+        Action::Open { flow } => match connect(route, token) {
             Ok(c) => {
                 if conns.len() <= flow {
                     conns.resize_with(flow + 1, || None);
@@ -185,8 +185,15 @@ fn act(
     }
 }
 
-fn connect(to: SocketAddr, token: Option<&str>) -> io::Result<Conn> {
-    let mut sock = TcpStream::connect_timeout(&to, CONNECT_TIMEOUT)?;
+fn connect(route: Route<'_>, token: Option<&str>) -> io::Result<Conn> {
+    let mut sock = match route.via {
+        Some(via) => {
+            npt_proxy::tcp_connect(via, route.host, route.to.port(), CONNECT_TIMEOUT)
+                .map_err(|e| io::Error::other(format!("--via {via}: {e}")))?
+                .0
+        }
+        None => TcpStream::connect_timeout(&route.to, CONNECT_TIMEOUT)?,
+    };
     sock.set_nodelay(true)?;
     let key = match token {
         Some(t) => Some(npt_client::auth::tcp(&mut sock, t)?),

@@ -30,6 +30,7 @@ impl Workload for Config {
             "max_s": self.max.as_secs_f64(),
             "resolution_s": self.resolution.map(|r| r.as_secs_f64()),
             "token": self.token.is_some(),
+            "via": self.via.as_ref().map(ToString::to_string),
         })
     }
 
@@ -54,16 +55,21 @@ impl Workload for Config {
             .resolution
             .map(|r| u64::try_from(r.as_nanos()).unwrap_or(u64::MAX));
         let name = self.name();
+        let route = crate::Route {
+            to,
+            host: &self.target.host,
+            via: self.via.as_ref(),
+        };
         let search = if self.target.proto == Proto::Tcp {
             let mut s = Search::over_streams(max, res, rand::random());
-            let outcome = tcp::run(&mut s, to, self.token.as_deref(), stop)?;
+            let outcome = tcp::run(&mut s, route, self.token.as_deref(), stop)?;
             if let (Some(Failure::Silent), Some(e)) = (s.failure(), outcome.connect_error) {
                 return Err(LifetimeError::Connect(name, e));
             }
             s
         } else {
             let mut s = Search::new(max, res, rand::random());
-            net::run(&mut s, to, self.token.as_deref(), stop)?;
+            net::run(&mut s, route, self.token.as_deref(), stop)?;
             s
         };
         match search.failure() {

@@ -36,6 +36,10 @@ pub struct LifetimeArgs {
     // `npt serve --token`: each flow's socket does the handshake first.
     #[command(flatten)]
     pub auth: crate::flags::auth::TokenArgs,
+    // Each flow through the proxy: a UDP flow its own SOCKS5 UDP ASSOCIATE, a connection its
+    // own CONNECT.
+    #[command(flatten)]
+    pub via: crate::flags::via::ViaArgs,
     #[command(flatten)]
     pub output: crate::flags::output::OutputArgs,
 }
@@ -64,10 +68,11 @@ pub fn config(a: &LifetimeArgs) -> anyhow::Result<Config> {
         }
     }
     Ok(Config {
-        target,
         max: a.max,
         resolution: a.resolution,
         token: a.auth.get()?.map(str::to_string),
+        via: a.via.resolve(target.proto == Proto::Udp)?,
+        target,
     })
 }
 
@@ -116,6 +121,10 @@ mod tests {
         );
         let m = testing::usage_msg(cfg(&["quic://10.0.0.2:7777"]));
         assert!(m.contains("udp://HOST:PORT"), "{m}");
+        let m = testing::usage_msg(cfg(&["udp://h:1", "--via", "http://p:3128"]));
+        assert!(m.contains("--via"), "{m}");
+        let via = cfg(&["tcp://h:1", "--via", "http://p:3128"]).unwrap().via;
+        assert_eq!(via.unwrap().to_string(), "http://p:3128");
         let m = testing::usage_msg(cfg(&["udp://h:1", "--max", "601s"]));
         assert!(m.contains("--max"), "{m}");
         let m = testing::usage_msg(cfg(&["udp://h:1", "--max", "5s", "--resolution", "5s"]));
