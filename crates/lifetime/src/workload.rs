@@ -113,15 +113,20 @@ fn bracket(host: &str) -> String {
     }
 }
 
-/// The longest a search up to `max` takes: the ladder, every refining round and the rebind
-/// flows' own, each as long as its longest wait (a callback's gap and grace, or a rebind
-/// flow's silence past the bracket), its flows' staggered starts and two requests' retries.
+/// How long a search up to `max` takes: planned, the ladder and one round inside the bracket
+/// (the rebind flows beside it) — what a search usually needs, and what a monitor's `every`
+/// must leave room for; the engine's slack, the further rounds inside the bracket it may take.
+/// Each round as long as its longest wait (a callback's gap and grace, or a rebind flow's
+/// silence past the bracket), its flows' staggered starts and two requests' retries.
 pub fn length(max: Duration) -> Length {
     let slack = MAX_GRACE_NS.max(REBIND_MARGIN_NS)
         + STAGGER_NS * (LADDER as u64 + 2)
         + 2 * u64::from(ACK_TRIES) * ACK_RETRY_NS;
     let round = max + max / 20 + Duration::from_nanos(slack);
-    Length::planned(round * (1 + MAX_REFINE + 1))
+    Length {
+        planned: round * 2,
+        slack: round * MAX_REFINE,
+    }
 }
 
 fn secs(ns: u64) -> f64 {

@@ -11,6 +11,15 @@ pub fn write_lifetime(out: &mut dyn Write, b: &LifetimeBody) -> io::Result<()> {
     out.write_all(text(b).as_bytes())
 }
 
+/// The text's findings, one a line, without the title: the HTML page's caption and notes.
+pub fn lifetime_lines(b: &LifetimeBody) -> Vec<String> {
+    text(b)
+        .lines()
+        .skip(1)
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
 /// Seconds as the text shows them: whole when whole, else to 0.1 s (to 0.01 s below 10 s).
 fn secs(s: f64) -> String {
     if (s - s.round()).abs() < 0.005 {
