@@ -31,6 +31,18 @@ fn secs(s: f64) -> String {
     }
 }
 
+/// Flows of the search: its list, or (a monitor's range, which keeps no list) what its
+/// errors divide by.
+fn flows(b: &LifetimeBody) -> usize {
+    if b.flows.is_empty() {
+        b.errors
+            .attempts
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    } else {
+        b.flows.len()
+    }
+}
+
 fn conns(n: u32) -> String {
     format!("{n} connection{}", if n == 1 { "" } else { "s" })
 }
@@ -98,7 +110,7 @@ fn text(b: &LifetimeBody) -> String {
     out.push_str(&format!(
         "  {line} ({}, {}, resolution {})\n",
         plural(usize::try_from(s.rounds).unwrap_or(usize::MAX), "round"),
-        plural(b.flows.len(), "flow"),
+        plural(flows(b), "flow"),
         secs(s.resolution_s)
     ));
     match s.rebound {
