@@ -30,10 +30,11 @@ struct Conn {
     buf: Vec<u8>,
 }
 
-/// How the connections went: the first connect that failed, if any (a search whose flows
-/// all failed says it instead of "no answer").
+/// How the connections went: how many opened, and the first connect that failed, if any (a
+/// search none of whose connections opened says why instead of "no answer").
 #[derive(Default)]
 pub struct Outcome {
+    pub connected: usize,
     pub connect_error: Option<io::Error>,
 }
 
@@ -58,7 +59,8 @@ pub fn run(
                 }
             }
         }
-        if search.finished() {
+        // The first connection failed: the others would too, each after its timeout.
+        if search.finished() || (outcome.connected == 0 && outcome.connect_error.is_some()) {
             break;
         }
         let t = now();
@@ -151,6 +153,7 @@ fn act(
     match a {
         Action::Open { flow } => match connect(route, token) {
             Ok(c) => {
+                outcome.connected += 1;
                 if conns.len() <= flow {
                     conns.resize_with(flow + 1, || None);
                 }

@@ -63,7 +63,8 @@ impl Workload for Config {
         let search = if self.target.proto == Proto::Tcp {
             let mut s = Search::over_streams(max, res, rand::random());
             let outcome = tcp::run(&mut s, route, self.token.as_deref(), stop)?;
-            if let (Some(Failure::Silent), Some(e)) = (s.failure(), outcome.connect_error) {
+            let none_opened = outcome.connected == 0 || s.failure() == Some(Failure::Silent);
+            if let (true, Some(e)) = (none_opened, outcome.connect_error) {
                 return Err(LifetimeError::Connect(name, e));
             }
             s
