@@ -1277,7 +1277,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__lifetime)
-            opts="-q -h --max --resolution --token --json --format --quiet --help"
+            opts="-q -h --max --resolution --token --via --via-user --json --format --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1292,6 +1292,14 @@ _npt() {
                     return 0
                     ;;
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via-user)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

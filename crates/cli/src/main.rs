@@ -62,8 +62,9 @@ enum Command {
     /// A relay chain's waterfall: each segment's RTT measured from its upstream hop (via hop
     /// agents), their sum, the chain's own RTT, and the relays' cost.
     Trace(trace::TraceArgs),
-    /// How long a NAT or relay keeps an idle UDP flow alive, and whether an expired flow comes
-    /// back from a new source port (npt serve at the far end calls each flow back).
+    /// How long a NAT or relay keeps an idle UDP flow (or TCP connection) alive, and whether an
+    /// expired flow comes back from a new source port (npt serve at the far end calls each flow
+    /// back).
     Lifetime(lifetime::LifetimeArgs),
     /// The largest datagram that crosses each way, whether PMTUD works (an ICMP came back) or
     /// larger ones vanish (a black hole, bracketed), and where the path fragments.

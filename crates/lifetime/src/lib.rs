@@ -1,5 +1,7 @@
 //! `npt lifetime udp://HOST:PORT`: how long the path keeps an idle UDP flow alive, and whether
-//! a flow that expired comes back from a new source port (a rebound mapping).
+//! a flow that expired comes back from a new source port (a rebound mapping); `tcp://` the
+//! same for idle TCP connections, and whether the path closed them (FIN, RST) or dropped them
+//! silently ([`tcp`]).
 //!
 //! A client sending after an idle gap learns nothing — a NAT or a relay makes a new mapping
 //! and the answer comes back — so the far end sends first: `npt serve` calls each flow back
@@ -11,6 +13,7 @@
 pub mod net;
 pub mod plan;
 pub mod search;
+pub mod tcp;
 pub mod workload;
 
 use std::time::Duration;
@@ -24,7 +27,7 @@ pub const MAX_MAX: Duration = Duration::from_secs(600);
 /// A validated `npt lifetime` run.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// `udp://HOST:PORT`.
+    /// `udp://HOST:PORT` or `tcp://HOST:PORT`.
     pub target: Target,
     /// The longest idle gap tried.
     pub max: Duration,
@@ -33,6 +36,18 @@ pub struct Config {
     /// `--token`: each flow's socket does the keyed handshake first, and its requests and
     /// answers are sealed.
     pub token: Option<String>,
+    /// `--via`: each flow through the proxy — a UDP flow its own SOCKS5 UDP ASSOCIATE, a
+    /// connection its own CONNECT — so what is measured is the proxy's idle timeout and the
+    /// path's behind it.
+    pub via: Option<npt_proxy::Via>,
+}
+
+/// Where each flow goes: the target's address, and the proxy and target name with `--via`.
+#[derive(Clone, Copy)]
+pub struct Route<'a> {
+    pub to: std::net::SocketAddr,
+    pub host: &'a str,
+    pub via: Option<&'a npt_proxy::Via>,
 }
 
 /// Why the search could not run or measure.
@@ -53,4 +68,8 @@ pub enum LifetimeError {
     Silent(String),
     #[error("{0}")]
     Token(std::io::Error),
+    #[error("cannot connect to {0}: {1}")]
+    Connect(String, std::io::Error),
+    #[error("--via {0}: {1}")]
+    Via(String, npt_proxy::ProxyError),
 }

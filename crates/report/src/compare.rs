@@ -20,6 +20,7 @@
 
 pub mod directions;
 pub mod goodput;
+pub mod lifetime;
 pub mod loaded;
 pub mod marking;
 pub mod noise;
@@ -172,6 +173,9 @@ pub struct Row {
     /// `summary.requests_per_s`), the median over runs ([`rate`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requests_per_s: Option<f64>,
+    /// Lifetime results: the idle lifetime and its bracket ([`lifetime`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<lifetime::Lifetime>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -421,6 +425,7 @@ pub fn table(
         .with_retransmits(std::iter::once(d));
         goodput::fill(&mut row, std::iter::once(d));
         rate::fill(&mut row, std::iter::once(d));
+        lifetime::fill(&mut row, std::iter::once(d));
         if s.count > 0 {
             let (spread, from) = noise::of_one_run(&d.body.view().headline(), &s);
             row.avg_spread_ms = Some(spread);

@@ -136,9 +136,18 @@ impl Render for PingBody {
     }
 }
 
+/// A lifetime's layout: its text, and a page of its bracket and flows ([`crate::lifetime`]).
 impl Render for npt_result::lifetime::LifetimeBody {
     fn text(&self, w: &mut dyn Write, _doc: &AnyResult) -> io::Result<()> {
         crate::text::write_lifetime(w, self)
+    }
+
+    fn html(&self, doc: &AnyResult, path: &str) -> Page {
+        crate::lifetime::html_page(
+            self,
+            format!("npt lifetime: {path}"),
+            format!("{} → {}", doc.started_at, doc.ended_at),
+        )
     }
 }
 

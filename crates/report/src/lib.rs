@@ -6,6 +6,7 @@ pub mod compare;
 pub mod directions;
 pub mod html;
 pub mod kinds;
+pub mod lifetime;
 pub mod merge;
 pub mod page;
 pub mod render;

@@ -1,5 +1,5 @@
 //! The body of a `kind = "lifetime"` result document (`npt lifetime`): how long the path keeps
-//! an idle UDP flow alive, as a bracket — the longest idle a flow survived, the shortest it did
+//! an idle UDP flow (or TCP connection) alive, as a bracket — the longest idle a flow survived, the shortest it did
 //! not — and whether a flow that expired came back from a new source port (a rebound mapping);
 //! every flow of the search with its gap and fate. Here rather than in npt-lifetime so that
 //! every reader reads it as one typed result ([`crate::any::AnyBody::Lifetime`]).
@@ -19,18 +19,18 @@ use crate::common::{Errors, NptLatency};
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct LifetimeBody {
-    /// `udp://HOST:PORT` as given.
-    #[schemars(regex(pattern = "^udp://"))]
+    /// `udp://HOST:PORT` or `tcp://HOST:PORT` as given.
+    #[schemars(regex(pattern = "^(udp|tcp)://"))]
     pub target: String,
     /// The address it resolved to.
     pub address: String,
     pub summary: LifetimeSummary,
     /// Every flow of the search, in the order they were opened.
     pub flows: Vec<FlowRecord>,
-    /// `latency.udp`: the NPT latency block of the flows' first round trips (request → ack),
-    /// the `ack` histogram's; the lifetime itself is in `summary`.
+    /// `latency.udp` (or `latency.tcp`): the NPT latency block of the flows' first round trips
+    /// (request → ack), the `ack` histogram's; the lifetime itself is in `summary`.
     #[schemars(extend(
-        "propertyNames" = {"enum": ["udp"]},
+        "propertyNames" = {"enum": ["udp", "tcp"]},
         "maxProperties" = 1,
     ))]
     pub latency: BTreeMap<String, NptLatency>,
@@ -78,6 +78,30 @@ pub struct LifetimeSummary {
     pub inconsistent: u32,
     /// Flows whose callback the responder refused (its per-address cap or its longest gap).
     pub refused: u32,
+    /// `tcp://`: how the path ended the connections idle past the lifetime; absent for UDP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_off: Option<CutOff>,
+}
+
+/// How the path ended the TCP connections it did not keep.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CutOff {
+    /// `closed` when the path closed every one (FIN or RST: a relay that timed out),
+    /// `dropped` when it closed none and their callbacks never came (a NAT or firewall that
+    /// forgot them silently), `mixed` when both; absent when none expired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["closed", "dropped", "mixed"]))]
+    pub how: Option<String>,
+    /// Connections the path closed with a FIN while idle.
+    pub fin: u32,
+    /// Connections the path reset (RST) while idle.
+    pub rst: u32,
+    /// Connections whose callback never came, with no close.
+    pub dropped: u32,
+    /// The shortest idle time after which the path closed a connection, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_after_s: Option<f64>,
 }
 
 /// One flow of the search.
@@ -91,8 +115,11 @@ pub struct FlowRecord {
     /// `alive` (the callback came), `gone` (it did not), `no_ack` (the request was never
     /// answered), `refused` (the responder would not call back), `cancelled` (the bracket no
     /// longer needed it), `rebind` (a flow silent past the bracket, then asked where it comes
-    /// from: `seen_after`).
-    #[schemars(extend("enum" = ["alive", "gone", "no_ack", "refused", "cancelled", "rebind"]))]
+    /// from: `seen_after`), `closed` (`tcp://`: the path closed the connection while it was
+    /// idle: `closed_by`, `closed_after_s`).
+    #[schemars(extend(
+        "enum" = ["alive", "gone", "no_ack", "refused", "cancelled", "rebind", "closed"]
+    ))]
     pub fate: String,
     /// `alive`: how long the responder held it before calling back, s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,6 +130,13 @@ pub struct FlowRecord {
     /// `rebind`: the source address the responder saw after the silence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_after: Option<String>,
+    /// `closed`: `fin` or `rst`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["fin", "rst"]))]
+    pub closed_by: Option<String>,
+    /// `closed`: how long after its ack the connection was closed, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_after_s: Option<f64>,
 }
 
 impl crate::body::Body for LifetimeBody {

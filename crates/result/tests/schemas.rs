@@ -247,6 +247,8 @@ fn lifetime(start: SystemTime, rtt: &Histogram) -> Document<npt_result::lifetime
         held_s,
         seen: Some("10.0.1.1:40001".into()),
         seen_after: after.map(Into::into),
+        closed_by: None,
+        closed_after_s: None,
     };
     let body = LifetimeBody {
         target: "udp://10.0.2.2:7777".into(),
@@ -264,6 +266,7 @@ fn lifetime(start: SystemTime, rtt: &Histogram) -> Document<npt_result::lifetime
             rebound_flows: 1,
             inconsistent: 0,
             refused: 0,
+            cut_off: None,
         },
         flows: vec![
             flow(29.8, "alive", Some(29.8), None),

@@ -36,10 +36,15 @@ pub struct StreamCounters {
     /// also a client that vanished and whose host answers with one), a QUIC stream reset or
     /// its connection lost.
     pub reset: AtomicU64,
+    /// Idle callbacks written on a held connection ([`crate::idle_stream`]; not a refusal).
+    pub idle_callbacks: AtomicU64,
+    /// `Idle` requests acked without a callback: the address or the server held as many
+    /// connections as it may, the gap was over the longest, or the request was short.
+    pub refused_callbacks: AtomicU64,
 }
 
 impl StreamCounters {
-    fn refusals(&self) -> [u64; 9] {
+    fn refusals(&self) -> [u64; 10] {
         let g = Counters::get;
         [
             g(&self.refused_token),
@@ -51,12 +56,14 @@ impl StreamCounters {
             g(&self.stalled_read),
             g(&self.stalled_write),
             g(&self.reset),
+            g(&self.refused_callbacks),
         ]
     }
 
     /// The refusals, then the forced closes, by the names of the periodic line.
-    fn named(&self) -> ([Named; 5], [Named; 4]) {
-        let [token, handshake, mac, budget, malformed, idle, read, write, reset] = self.refusals();
+    fn named(&self) -> ([Named; 6], [Named; 4]) {
+        let [token, handshake, mac, budget, malformed, idle, read, write, reset, callbacks] =
+            self.refusals();
         (
             [
                 ("token", token),
@@ -64,6 +71,7 @@ impl StreamCounters {
                 ("bad-mac", mac),
                 ("budget", budget),
                 ("malformed", malformed),
+                ("callbacks", callbacks),
             ],
             [
                 ("idle", idle),
@@ -209,6 +217,7 @@ impl Counters {
                     ("rx-bytes", g(&self.tcp.rx_bytes)),
                     ("tx-bytes", g(&self.tcp.tx_bytes)),
                     ("bulk", g(&self.tcp.bulk)),
+                    ("callbacks", g(&self.tcp.idle_callbacks)),
                 ],
                 &[],
             ),

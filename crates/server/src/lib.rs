@@ -22,6 +22,7 @@ pub mod fdlimit;
 pub mod hop_agent;
 pub mod http_server;
 pub mod idle;
+pub mod idle_stream;
 pub mod limiter;
 pub mod loopguard;
 pub mod marking;
@@ -131,6 +132,8 @@ pub(crate) struct Shared {
     pub epoch: Instant,
     /// The hop agent (refusing every request without `--hop-agent`).
     pub hop: Arc<hop_agent::HopAgent>,
+    /// TCP connections held for idle callbacks (`npt lifetime tcp://`).
+    pub holds: idle_stream::Holds,
 }
 
 /// Addresses that are not on the public internet: loopback, IPv4 private (RFC 1918) and
@@ -193,6 +196,7 @@ impl Server {
                 .as_deref()
                 .map(|s| Arc::new(ServerAuth::new(s.as_bytes(), random_key()))),
             epoch: Instant::now(),
+            holds: idle_stream::Holds::default(),
         });
         let mut addrs = Vec::new();
         let mut threads = Vec::new();
@@ -413,6 +417,7 @@ async fn accept_loop(
                 peer: Some(peer.ip()),
                 hop: &sh.hop,
                 tcp_fd: Some(std::os::fd::AsRawFd::as_raw_fd(&sock)),
+                idle: Some((&sh.holds, peer)),
             };
             let _ = stream::serve_stream(sock, &cx).await;
         });

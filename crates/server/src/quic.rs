@@ -251,6 +251,7 @@ async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters
                 peer: Some(peer),
                 hop: &opts.hop,
                 tcp_fd: None,
+                idle: None,
             };
             let ok = crate::stream::serve_stream(&mut joined, &cx).await.is_ok();
             let (mut recv, mut send) = joined.into_inner();

@@ -9,7 +9,8 @@
 //!   no more memory than a 64-byte one. `HopRequest` goes to the hop agent
 //!   ([`crate::hop_agent`]), which answers with a `HopReply` no longer than the request. A
 //!   `Bulk` frame hands the rest of the stream to the bulk responder ([`crate::bulk`]: sink
-//!   or source at the path's rate, within the budget).
+//!   or source at the path's rate, within the budget). `Idle` holds the connection for an idle
+//!   callback ([`crate::idle_stream`], `npt lifetime tcp://`).
 //! - anything else: plain byte echo (refused when a token is required).
 //!
 //! With `--token` ([`Access::Handshake`], TCP connections and QUIC streams alike) the stream
@@ -103,6 +104,9 @@ pub struct StreamCtx<'a> {
     /// The TCP connection's socket, for the options a workload sets on it (the bulk sink's
     /// wake-up mark, [`npt_netio::lowat`]); None on a QUIC stream. Open while the stream is served.
     pub tcp_fd: Option<std::os::fd::RawFd>,
+    /// Holds TCP connections for idle callbacks ([`crate::idle_stream`]), and the peer's
+    /// address they report; None on a QUIC stream (its `Idle` frames are malformed).
+    pub idle: Option<(&'a crate::idle_stream::Holds, SocketAddr)>,
 }
 
 /// Bytes used to fill `Response` payloads (incompressible).
@@ -369,6 +373,7 @@ where
                 // The bulk takes the rest of the stream.
                 return crate::bulk::serve(&mut r, &mut w, &h, &buf[..rest], &key, cx).await;
             }
+            Kind::Idle => crate::idle_stream::serve(&mut r, &mut w, &h, rest, &key, cx).await?,
             Kind::EchoReply
             | Kind::Response
             | Kind::HopReply
@@ -376,8 +381,6 @@ where
             | Kind::BulkData
             | Kind::FlowQuery
             | Kind::FlowReport
-            // Idle callbacks are a UDP mapping's question: a stream has no mapping to lose.
-            | Kind::Idle
             | Kind::IdleAck
             | Kind::IdleCallback
             // MTU probes are a datagram's question: a stream has no datagram size.

@@ -3,7 +3,8 @@
 //! acked at once with the source address seen, the callback follows after the gap (no sooner)
 //! with the time held, to the asking socket only and no longer than the request; a gap of 0
 //! cancels it; gaps over the longest and short requests are refused and counted; under
-//! `--token` an unsealed request gets no callback and a sealed one a sealed callback.
+//! `--token` an unsealed request gets no callback and a sealed one a sealed callback; on a TCP
+//! connection the same, on the connection.
 
 #![cfg(test)]
 
@@ -111,4 +112,54 @@ fn under_token_only_sealed_requests_are_called_back_sealed() {
     let cb = recv(&c).expect("the callback");
     key.open(Dir::ToClient, &cb).expect("a sealed callback");
     assert_eq!(idle::read(&cb).unwrap().0.kind, Kind::IdleCallback);
+}
+
+/// The same on a TCP connection (`npt lifetime tcp://`): the ack at once, the callback on the
+/// connection after the gap; a request in the meantime (a gap-0 cancel) ends the hold, and
+/// the connection goes on.
+#[test]
+fn a_tcp_connection_is_held_and_called_back() {
+    use std::io::{Read, Write};
+    let (s, addr) = start(None, |_| {});
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut frame = [0u8; IDLE_LEN];
+    let t0 = Instant::now();
+    c.write_all(&idle::request(3, 0, 1, 300)).unwrap();
+    c.read_exact(&mut frame).unwrap();
+    let (h, body) = idle::read(&frame).unwrap();
+    assert_eq!((h.kind, h.flow, h.status), (Kind::IdleAck, 3, status::OK));
+    assert_eq!(body.seen, Some(c.local_addr().unwrap()));
+    c.read_exact(&mut frame).unwrap();
+    let waited = t0.elapsed();
+    let (h, body) = idle::read(&frame).unwrap();
+    assert_eq!((h.kind, h.flow), (Kind::IdleCallback, 3));
+    assert!(
+        (300_000..350_000).contains(&body.held_us),
+        "{}",
+        body.held_us
+    );
+    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_millis(500));
+    assert_eq!(settle(&s.counters().tcp.idle_callbacks, 1), 1);
+
+    // A cancel while held: its own ack, and no callback.
+    c.write_all(&idle::request(4, 0, 1, 300)).unwrap();
+    c.read_exact(&mut frame).unwrap();
+    c.write_all(&idle::request(4, 1, 1, 0)).unwrap();
+    c.read_exact(&mut frame).unwrap();
+    let (h, _) = idle::read(&frame).unwrap();
+    assert_eq!((h.kind, h.seq), (Kind::IdleAck, 1));
+    c.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    assert!(
+        c.read_exact(&mut frame).is_err(),
+        "no callback after a cancel"
+    );
+    // Over the longest gap: acked with why, counted.
+    c.write_all(&idle::request(5, 0, 1, MAX_GAP_MS + 1))
+        .unwrap();
+    c.read_exact(&mut frame).unwrap();
+    assert_eq!(idle::read(&frame).unwrap().0.status, status::IDLE_GAP);
+    assert_eq!(settle(&s.counters().tcp.refused_callbacks, 1), 1);
+    assert_eq!(Counters::get(&s.counters().tcp.idle_callbacks), 1);
 }

@@ -4,6 +4,9 @@
 //! NAT whose `ct timeout` gives UDP 5 s and masquerades `fully-random` reads 5 ± 0.5 s and
 //! rebound; the same NAT with 30 s and a plain `masquerade` (which keeps the port) reads
 //! 30 ± 1 s, not rebound. `--max` just above each answer keeps the test near 100 s.
+//! TCP, in a lab of its own (run beside it): a socat TCP relay with `-T 5` reads 5 s and
+//! "closed by the path" (its FIN); an nftables NAT whose `ct timeout` gives established TCP
+//! 10 s reads 10 s and "silently dropped".
 
 #![cfg(test)]
 
@@ -38,6 +41,48 @@ node = "middle"
 cmd = ["socat", "-T", "5", "UDP-LISTEN:9000,fork,reuseaddr", "UDP:10.0.2.2:7777"]
 ready = "udp://10.0.1.2:9000"
 "#;
+
+/// The UDP topology with a socat TCP relay on the middle node instead of the UDP one.
+fn tcp_topology() -> String {
+    TOPOLOGY
+        .replace("name = \"lifetime\"", "name = \"lifetcp\"")
+        .replace(
+            r#"cmd = ["socat", "-T", "5", "UDP-LISTEN:9000,fork,reuseaddr", "UDP:10.0.2.2:7777"]
+ready = "udp://10.0.1.2:9000""#,
+            r#"cmd = ["socat", "-T", "5", "TCP-LISTEN:9000,fork,reuseaddr", "TCP:10.0.2.2:7777"]
+ready = "tcp://10.0.1.2:9000""#,
+        )
+}
+
+/// An nftables NAT on the middle node toward the server whose `ct timeout` gives established
+/// TCP connections `secs` idle, counting what comes back from the server for a connection
+/// conntrack no longer knows (a `new` entry: picked up mid-stream) and the RSTs the middle
+/// node sends the server.
+fn tcp_nat(secs: u32) -> String {
+    format!(
+        r#"table ip npt_lifetime {{
+	ct timeout tcp_idle {{
+		protocol tcp
+		l3proto ip
+		policy = {{ established : {secs} }}
+	}}
+	chain pre {{
+		type filter hook prerouting priority filter; policy accept;
+		ip protocol tcp ct timeout set "tcp_idle"
+		iifname "server" tcp flags & (syn | ack) == ack ct state new counter
+	}}
+	chain out {{
+		type filter hook output priority filter; policy accept;
+		oifname "server" tcp flags & rst == rst counter
+	}}
+	chain post {{
+		type nat hook postrouting priority srcnat; policy accept;
+		oifname "server" masquerade
+	}}
+}}
+"#
+    )
+}
 
 /// An nftables NAT on the middle node toward the server: UDP conntrack entries live `secs`
 /// idle (a `ct timeout` object), and `masquerade` takes `flags` (`fully-random` or none).
@@ -147,5 +192,66 @@ fn known_idle_timeouts_read_back() {
     assert_eq!(
         doc["summary"]["rebound"], false,
         "masquerade keeps a free port"
+    );
+}
+
+#[test]
+fn tcp_idle_cut_offs_read_back() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    // No turn, as the UDP test (its own lab, run beside it).
+    let dir = scratch();
+    let lab = Lab::up(&dir, "lifetcp", &tcp_topology());
+
+    let relay = lifetime(
+        &lab,
+        "tcp://10.0.1.2:9000",
+        &["--max", "8s", "--resolution", "0.5s"],
+        "tcp-socat",
+    );
+    reads(&relay, 5.0, 0.5);
+    let cut = &relay["summary"]["cut_off"];
+    assert_eq!(cut["how"], "closed", "socat -T 5 closes both sides: {cut}");
+    assert!((f(&relay, "/summary/cut_off/closed_after_s") - 5.0).abs() < 0.5);
+
+    let file = dir.join("lifetime-tcp.nft");
+    std::fs::write(&file, tcp_nat(10)).unwrap();
+    nft(&lab, &["-f", file.to_str().unwrap()]);
+    let doc = lifetime(&lab, "tcp://10.0.2.2:7777", &["--max", "14s"], "tcp-nat");
+    reads(&doc, 10.0, 1.0);
+    let cut = &doc["summary"]["cut_off"];
+    assert_eq!(
+        cut["how"], "dropped",
+        "a forgotten entry closes nothing: {cut}"
+    );
+    // Why no callback came back: conntrack's loose pickup took each late one as a new
+    // connection (no NAT mapping left to send it on) to the middle node itself, which answered
+    // the server with a RST — nothing reached the client, and nothing revived the entry.
+    let out = run(
+        &[
+            "lab",
+            "exec",
+            lab.name(),
+            "middle",
+            "--",
+            "nft",
+            "list",
+            "table",
+            "ip",
+            "npt_lifetime",
+        ],
+        Duration::from_secs(10),
+    );
+    let rules = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{rules}");
+    let packets = |rule: &str| -> u64 {
+        let line = rules.lines().find(|l| l.contains(rule)).unwrap();
+        let n = line.split("packets ").nth(1).unwrap();
+        n.split(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(
+        packets("ct state new") > 0 && packets("rst == rst") > 0,
+        "{rules}"
     );
 }

@@ -7,4 +7,5 @@
 pub mod common;
 
 mod end_to_end;
+mod lifetime;
 mod page;

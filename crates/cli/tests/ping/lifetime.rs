@@ -2,8 +2,10 @@
 //! reads "longer than --max" (every flow of the ladder called back, in one round of about
 //! --max), the document is a valid `lifetime` result and `npt report` prints it back as the
 //! run did; under `npt serve --token` it works with the secret and without it says so; a plain
-//! echo and a silent port are one line each saying `npt serve` is needed, exit 1; a TCP
-//! target and a --max over the responder's longest are exit 2.
+//! echo and a silent port are one line each saying `npt serve` is needed, exit 1; a QUIC
+//! target and a --max over the responder's longest are exit 2. `tcp://`: connections held by
+//! `npt serve` (with --token) live past --max and read back; a closed port says it cannot
+//! connect, exit 1. `--via socks5://` danted: each flow its own association or CONNECT.
 
 #![cfg(test)]
 
@@ -128,7 +130,7 @@ fn under_token_every_flow_does_the_handshake() {
 #[test]
 fn bad_flags_are_exit_2() {
     for args in [
-        vec!["lifetime", "tcp://127.0.0.1:7777"],
+        vec!["lifetime", "quic://127.0.0.1:7777"],
         vec!["lifetime", "udp://127.0.0.1:7777", "--max", "11m"],
         vec![
             "lifetime",
@@ -141,5 +143,108 @@ fn bad_flags_are_exit_2() {
     ] {
         let out = run(&args, Duration::from_secs(10));
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn tcp_connections_live_past_max_and_a_closed_port_says_so() {
+    let (_s, addr) = serve(&["--token", "lifetime secret"]);
+    let file = scratch().join("lifetime-tcp.json");
+    let target = format!("tcp://{addr}");
+    let args = [
+        "lifetime",
+        &target,
+        "--max",
+        "1s",
+        "--token",
+        "lifetime secret",
+        "-q",
+        "--json",
+        file.to_str().unwrap(),
+    ];
+    let out = run(&args, Duration::from_secs(30));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("idle TCP lifetime longer than --max"),
+        "{text}"
+    );
+    let doc = json(&file);
+    assert_valid(&doc, "lifetime");
+    assert!(doc["latency"]["tcp"].is_object(), "{}", doc["latency"]);
+    assert!(
+        doc["summary"]["cut_off"]["how"].is_null(),
+        "nothing was cut off"
+    );
+    let report = run(&["report", file.to_str().unwrap()], Duration::from_secs(10));
+    assert_eq!(String::from_utf8_lossy(&report.stdout), text);
+    // A port with no listener: every connect refused, said once.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let out = run(
+        &[
+            "lifetime",
+            &format!("tcp://127.0.0.1:{port}"),
+            "--max",
+            "1s",
+        ],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot connect"), "{err}");
+}
+
+/// Through a SOCKS5 proxy: each flow its own association (UDP) or CONNECT (TCP). danted
+/// with no `timeout.io` (its default) keeps an association as long as its control connection
+/// and a connection as long as both ends keep it: longer than --max, both ways.
+#[test]
+fn through_danted_an_association_lives_with_its_control_connection() {
+    if !npt_testkit::proxies::have("/usr/sbin/danted") {
+        eprintln!("SKIPPED: danted is not installed");
+        return;
+    }
+    let (_s, addr) = serve(&[]);
+    let port = npt_testkit::process::free_port();
+    let _d = npt_testkit::proxies::danted(port);
+    let via = format!("socks5://127.0.0.1:{port}");
+    for scheme in ["udp", "tcp"] {
+        let file = scratch().join(format!("lifetime-danted-{scheme}.json"));
+        let target = format!("{scheme}://{addr}");
+        let args = [
+            "lifetime",
+            &target,
+            "--via",
+            &via,
+            "--max",
+            "2s",
+            "-q",
+            "--json",
+            file.to_str().unwrap(),
+        ];
+        let out = run(&args, Duration::from_secs(30));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("longer than --max"), "{scheme}: {text}");
+        let doc = json(&file);
+        assert_valid(&doc, "lifetime");
+        assert_eq!(doc["config"]["via"], via.as_str());
+        // The server saw the proxy's sockets, not this one's: one per flow.
+        let seen: std::collections::BTreeSet<_> = doc["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["seen"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(seen.len(), doc["flows"].as_array().unwrap().len());
     }
 }

@@ -10,6 +10,12 @@
 //! matters to the bracket is cancelled (a gap-0 request drops its callback at the responder)
 //! and closed.
 //!
+//! A **stream flow** (`tcp://`, [`Search::over_streams`]): a fresh connection per flow, opened
+//! at the flow's turn (its ack's round trip includes the connect), its request sent once (the
+//! transport retries), no rebind flows (a connection cannot come back
+//! from another port). The path may also close it ([`Search::on_closed`]): a relay that timed
+//! out sends FIN or RST, and the time it came is an expiry as good as a missing callback.
+//!
 //! A **rebind flow**, once the bracket has an upper end: ask only for the address (gap 0),
 //! stay silent past the upper end, ask again. Neither side sent in between, so the path
 //! forgot the mapping quietly, and the second ack's address says whether its new mapping has
@@ -73,6 +79,20 @@ pub enum Fate {
     Cancelled,
     /// A rebind flow that was answered after its silence (`seen_after`).
     Rebind,
+    /// A stream flow the path closed while it waited, `after_ns` after its ack.
+    Closed {
+        by: Close,
+        after_ns: u64,
+    },
+}
+
+/// How the path ended a stream flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Close {
+    /// An orderly close (FIN): a relay that timed out and closed its side.
+    Fin,
+    /// A reset (RST): a middlebox that refused the connection it no longer knew.
+    Rst,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +116,8 @@ pub struct Flow {
     pub ack_rtt_ns: Option<u64>,
     pub seen: Option<SocketAddr>,
     pub seen_after: Option<SocketAddr>,
+    /// When the ack came, ns on the search's clock.
+    acked_at: u64,
     state: State,
     sent_at: u64,
     /// The gap its asks ask for, ms (0 for a rebind flow).
@@ -118,6 +140,8 @@ pub struct Search {
     round_start: usize,
     first_id: u32,
     rebinds: bool,
+    /// Flows are connections ([`Search::over_streams`]).
+    streams: bool,
     failure: Option<Failure>,
     finished: bool,
 }
@@ -132,9 +156,26 @@ impl Search {
             round_start: 0,
             first_id,
             rebinds: false,
+            streams: false,
             failure: None,
             finished: false,
         }
+    }
+
+    /// The search of [`Search::new`] with connections for flows: each request sent once,
+    /// closes heard, no rebind flows.
+    pub fn over_streams(max: u64, resolution: Option<u64>, first_id: u32) -> Search {
+        Search {
+            streams: true,
+            // A connection cannot rebind: there are none to look for.
+            rebinds: true,
+            ..Search::new(max, resolution, first_id)
+        }
+    }
+
+    /// Whether flows are connections.
+    pub fn streams(&self) -> bool {
+        self.streams
     }
 
     pub fn finished(&self) -> bool {
@@ -218,6 +259,7 @@ impl Search {
                 ack_rtt_ns: None,
                 seen: None,
                 seen_after: None,
+                acked_at: 0,
                 state: State::Asking {
                     next: now + STAGGER_NS * k as u64,
                     tries: 0,
@@ -225,7 +267,9 @@ impl Search {
                 sent_at: now,
                 ask_ms: if rebind { 0 } else { gap_ms },
             });
-            out.push(Action::Open { flow: i });
+            if !self.streams {
+                out.push(Action::Open { flow: i });
+            }
         }
         for i in self.round_start..self.flows.len() {
             self.tick(i, now, &mut out);
@@ -261,6 +305,14 @@ impl Search {
                     return;
                 }
                 let next = now + ACK_RETRY_NS;
+                if self.streams && tries > 0 {
+                    // The connection retransmits: the request is waited for, not resent.
+                    f.state = State::Asking {
+                        next,
+                        tries: tries + 1,
+                    };
+                    return;
+                }
                 let frame = if let State::After { .. } = f.state {
                     f.state = State::After {
                         next,
@@ -273,6 +325,12 @@ impl Search {
                         tries: tries + 1,
                     };
                     f.sent_at = now;
+                    if self.streams {
+                        // A connection opens at its flow's turn, not with its round: a relay
+                        // with a short accept queue (socat's is 5) stalls connections that
+                        // arrive at once.
+                        out.push(Action::Open { flow: i });
+                    }
                     idle::request(f.id, SEQ_ASK + u64::from(tries), now, f.ask_ms)
                 };
                 out.push(Action::Send { flow: i, frame });
@@ -319,6 +377,7 @@ impl Search {
             (State::Asking { .. }, Kind::IdleAck) if h.seq < SEQ_AFTER => {
                 let rtt = now.saturating_sub(f.sent_at);
                 f.ack_rtt_ns = Some(rtt);
+                f.acked_at = now;
                 f.seen = body.seen;
                 if h.status != status::OK {
                     f.fate = Fate::Refused;
@@ -350,6 +409,28 @@ impl Search {
             }
             _ => {}
         }
+        out
+    }
+
+    /// The path closed flow `flow`'s connection at `now`: before its ack the flow got no
+    /// answer; while it waited for its callback, the path cut it off that long after the ack.
+    pub fn on_closed(&mut self, flow: usize, now: u64, by: Close) -> Vec<Action> {
+        let mut out = Vec::new();
+        let Some(f) = self.flows.get_mut(flow) else {
+            return out;
+        };
+        match f.state {
+            State::Asking { .. } => f.fate = Fate::NoAck,
+            State::Waiting { .. } if !f.rebind => {
+                let after_ns = now.saturating_sub(f.acked_at);
+                f.fate = Fate::Closed { by, after_ns };
+                let gap = f.gap_ns.min(after_ns);
+                self.plan.gone(gap);
+            }
+            _ => return out,
+        }
+        self.flows[flow].state = State::Done;
+        out.push(Action::Close { flow });
         out
     }
 

@@ -1,6 +1,7 @@
 //! The search against a fake path on a virtual clock: a NAT next to the client that forgets
 //! a mapping idle for `expiry` (and with `random`, maps a new flow to a new port), a
-//! responder `rtt / 2` beyond it that calls back as `npt serve` does.
+//! responder `rtt / 2` beyond it that calls back as `npt serve` does; with `closes`, a relay
+//! that closes a connection idle for `expiry` (a FIN to the client).
 
 #![allow(clippy::cast_possible_truncation)] // small test counts (clippy.toml)
 
@@ -22,12 +23,14 @@ struct Path {
     random: bool,
     echo: bool,
     silent: bool,
+    closes: bool,
 }
 
 struct Mapping {
     port: u16,
     last: u64,
     open: bool,
+    closed: bool,
 }
 
 /// Runs `search` against `path` to the end; the virtual time it took.
@@ -52,6 +55,7 @@ fn run(search: &mut Search, path: &Path) -> u64 {
                             port: next_port,
                             last: now,
                             open: true,
+                            closed: false,
                         },
                     );
                 }
@@ -107,6 +111,16 @@ fn run(search: &mut Search, path: &Path) -> u64 {
                 to_client.insert((at, k), (flow, cb));
             }
         }
+        let closing = maps
+            .iter()
+            .filter(|(_, m)| path.closes && m.open && !m.closed)
+            .map(|(f, m)| (m.last.saturating_add(path.expiry), *f))
+            .min();
+        if let Some((at, flow)) = closing.filter(|c| c.0 <= now) {
+            maps.get_mut(&flow).unwrap().closed = true;
+            actions = search.on_closed(flow, at, Close::Fin);
+            continue;
+        }
         if let Some((&(at, k), _)) = to_client.first_key_value() {
             if at <= now {
                 let (flow, bytes) = to_client.remove(&(at, k)).unwrap();
@@ -127,6 +141,7 @@ fn run(search: &mut Search, path: &Path) -> u64 {
             search.next_wake(),
             to_client.keys().next().map(|k| k.0),
             callbacks.keys().next().map(|k| k.0),
+            closing.map(|c| c.0),
         ]
         .into_iter()
         .flatten()
@@ -222,4 +237,54 @@ fn a_plain_echo_and_silence_fail_at_once() {
         "took {took}"
     );
     assert!(s.flows.iter().all(|f| f.fate == Fate::NoAck));
+}
+
+#[test]
+fn a_relay_that_closes_idle_connections_is_read_from_its_fin() {
+    let mut s = Search::over_streams(8 * S, Some(S / 2), 7);
+    let took = run(
+        &mut s,
+        &Path {
+            closes: true,
+            ..path(5 * S)
+        },
+    );
+    let (lo, hi) = (s.plan.lo(), s.plan.hi().unwrap());
+    assert!(lo < 5 * S && 5 * S <= hi && hi - lo <= S / 2, "{lo} {hi}");
+    // The close came at the relay's timeout, whatever the flow's gap: one round settles it.
+    assert_eq!(s.plan.rounds(), 1);
+    assert!(took < 8 * S, "took {took}");
+    let closed: Vec<u64> = s
+        .flows
+        .iter()
+        .filter_map(|f| match f.fate {
+            Fate::Closed {
+                by: Close::Fin,
+                after_ns,
+            } => Some(after_ns),
+            _ => None,
+        })
+        .collect();
+    assert!(!closed.is_empty());
+    assert!(
+        closed.iter().all(|a| a.abs_diff(5 * S) < 50 * MS),
+        "{closed:?}"
+    );
+    assert_eq!(s.rebound(), (0, 0), "a connection has no rebind flows");
+}
+
+#[test]
+fn a_nat_that_forgets_connections_drops_them_silently() {
+    let mut s = Search::over_streams(40 * S, None, 7);
+    run(&mut s, &path(10 * S));
+    let (lo, hi) = (s.plan.lo(), s.plan.hi().unwrap());
+    assert!(lo < 10 * S && 10 * S <= hi && hi - lo <= S, "{lo} {hi}");
+    assert!(s.flows.iter().any(|f| f.fate == Fate::Gone));
+    assert!(!s
+        .flows
+        .iter()
+        .any(|f| matches!(f.fate, Fate::Closed { .. })));
+    // Sent once each: the connection retransmits, not the search.
+    let asks = s.flows.iter().filter(|f| f.ack_rtt_ns.is_some()).count();
+    assert_eq!(asks, s.flows.len());
 }

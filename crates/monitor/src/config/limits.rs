@@ -12,13 +12,15 @@ use crate::key::{invalid, ConfigError};
 use crate::kinds::{Kind, MONITORED};
 
 /// Rounds of each kind that may run at once, unless the file says otherwise: many light
-/// pings, fewer probes and traces, a few http rounds, one bulk (it fills the path).
+/// pings, fewer probes and traces, a few http rounds, one bulk (it fills the path), a few
+/// lifetime searches (each holds dozens of sockets for minutes).
 pub const DEFAULTS: [(Kind, u32); MONITORED.len()] = [
     (Kind::Ping, 256),
     (Kind::Probe, 32),
     (Kind::Trace, 32),
     (Kind::Http, 16),
     (Kind::Bulk, 1),
+    (Kind::Lifetime, 4),
 ];
 
 /// Rounds kept in memory while the store cannot be written, unless the file says otherwise.

@@ -314,7 +314,8 @@ fn series(body: &mut AnyBody, parts: &[Part], t0: i64) {
                 })
                 .collect();
         }
-        // Not monitored (a lifetime round would take minutes): no series to fill.
+        // No series: a ping's range is its totals, a run and an mtu are not monitored, and a lifetime's
+        // rounds are its lifetimes (the range's body).
         AnyBody::Ping(_) | AnyBody::Run(_) | AnyBody::Lifetime(_) | AnyBody::Mtu(_) => {}
     }
 }

@@ -257,6 +257,13 @@ fn footer(t: &Table) -> Vec<String> {
             out.push(format!("hops: {}: {}", r.name, hops.join(" + ")));
         }
     }
+    if super::lifetime::shown(t) {
+        out.push(
+            "lifetime: how long the path kept an idle flow, the median over runs (the bracket \
+             all runs agree on); a lifetime row's latency is its flows' request → ack round trip"
+                .into(),
+        );
+    }
     for r in &t.scenarios {
         if let Some(e) = &r.error {
             out.push(format!("error: {}: {e}", r.name));
@@ -289,6 +296,10 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     }
     if super::rate::shown(t) {
         extra += " req/s |";
+        n += 1;
+    }
+    if super::lifetime::shown(t) {
+        extra += " lifetime |";
         n += 1;
     }
     writeln!(

@@ -226,6 +226,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
     row = row.with_retransmits(s.results.iter().map(|i| &i.doc));
     super::goodput::fill(&mut row, s.results.iter().map(|i| &i.doc));
     super::rate::fill(&mut row, s.results.iter().map(|i| &i.doc));
+    super::lifetime::fill(&mut row, s.results.iter().map(|i| &i.doc));
     Ok(row)
 }
 

@@ -1,13 +1,23 @@
 //! What `npt lifetime` prints, and `npt report` prints again: the lifetime with its bracket,
-//! whether expired flows came back rebound, and what kept the search from settling.
+//! whether expired flows came back rebound (UDP) or how the path ended them (TCP), and what
+//! kept the search from settling.
 
 use std::io::{self, Write};
 
-use npt_result::lifetime::LifetimeBody;
+use npt_result::lifetime::{CutOff, LifetimeBody};
 
 /// The text of a lifetime result.
 pub fn write_lifetime(out: &mut dyn Write, b: &LifetimeBody) -> io::Result<()> {
     out.write_all(text(b).as_bytes())
+}
+
+/// The text's findings, one a line, without the title: the HTML page's caption and notes.
+pub fn lifetime_lines(b: &LifetimeBody) -> Vec<String> {
+    text(b)
+        .lines()
+        .skip(1)
+        .map(|l| l.trim().to_string())
+        .collect()
 }
 
 /// Seconds as the text shows them: whole when whole, else to 0.1 s (to 0.01 s below 10 s).
@@ -21,37 +31,86 @@ fn secs(s: f64) -> String {
     }
 }
 
+/// Flows of the search: its list, or (a monitor's range, which keeps no list) what its
+/// errors divide by.
+fn flows(b: &LifetimeBody) -> usize {
+    if b.flows.is_empty() {
+        b.errors
+            .attempts
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    } else {
+        b.flows.len()
+    }
+}
+
+fn conns(n: u32) -> String {
+    format!("{n} connection{}", if n == 1 { "" } else { "s" })
+}
+
+/// How the path ended the connections past the lifetime, in words.
+fn cut_off(c: &CutOff) -> Option<String> {
+    let by = match (c.fin, c.rst) {
+        (0, _) => "RST",
+        (_, 0) => "FIN",
+        _ => "FIN/RST",
+    };
+    let after = c.closed_after_s.map(secs).unwrap_or_default();
+    let closed = c.fin + c.rst;
+    let line = match c.how.as_deref()? {
+        "closed" => format!(
+            "cut off: closed by the path ({by}) after {after} ({})",
+            conns(closed)
+        ),
+        "dropped" => format!(
+            "cut off: silently dropped ({}: no callback, no FIN or RST)",
+            conns(c.dropped)
+        ),
+        _ => format!(
+            "cut off: {closed} closed by the path ({by}, first after {after}), {} silently dropped",
+            c.dropped
+        ),
+    };
+    Some(line)
+}
+
 /// The report's text: the verdict line with its bracket, the rebinding line, and the flows
 /// that settled it.
 fn text(b: &LifetimeBody) -> String {
     let s = &b.summary;
+    let what = if b.target.starts_with("tcp://") {
+        "idle TCP lifetime"
+    } else {
+        "idle UDP lifetime"
+    };
     let mut out = format!("LIFETIME {} ({})\n", b.target, b.address);
-    let alive = s.alive_after_s.map(secs);
-    let gone = s.gone_after_s.map(secs);
+    let mut alive = s.alive_after_s.map(secs);
+    let mut gone = s.gone_after_s.map(secs);
+    if alive.is_some() && alive == gone {
+        // A bracket narrower than the text's rounding (a relay's FIN read to the ms).
+        alive = s.alive_after_s.map(|a| format!("{a:.3} s"));
+        gone = s.gone_after_s.map(|g| format!("{g:.3} s"));
+    }
     let line = match (s.lifetime_s, alive.clone(), gone) {
         (Some(l), Some(a), Some(g)) => {
-            format!(
-                "idle UDP lifetime {}: alive after {a}, gone after {g}",
-                secs(l)
-            )
+            format!("{what} {}: alive after {a}, gone after {g}", secs(l))
         }
         (Some(_), None, Some(g)) => {
-            format!("idle UDP lifetime under {g}: gone after {g}, no shorter gap survived")
+            format!("{what} under {g}: gone after {g}, no shorter gap survived")
         }
         _ if s.longer_than_max => format!(
-            "idle UDP lifetime longer than --max: alive after {}",
+            "{what} longer than --max: alive after {}",
             alive.unwrap_or_else(|| secs(s.max_s))
         ),
         (_, Some(a), None) => {
-            format!("idle UDP lifetime at least {a}: alive after {a}, no longer gap settled")
+            format!("{what} at least {a}: alive after {a}, no longer gap settled")
         }
-        _ => "idle UDP lifetime unknown: no flow settled".to_string(),
+        _ => format!("{what} unknown: no flow settled"),
     };
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     out.push_str(&format!(
         "  {line} ({}, {}, resolution {})\n",
         plural(usize::try_from(s.rounds).unwrap_or(usize::MAX), "round"),
-        plural(b.flows.len(), "flow"),
+        plural(flows(b), "flow"),
         secs(s.resolution_s)
     ));
     match s.rebound {
@@ -64,6 +123,11 @@ fn text(b: &LifetimeBody) -> String {
             s.rebound_checked
         )),
         None => {}
+    }
+    if let Some(c) = &s.cut_off {
+        if let Some(line) = cut_off(c) {
+            out.push_str(&format!("  {line}\n"));
+        }
     }
     if s.inconsistent > 0 {
         out.push_str(&format!(

@@ -23,7 +23,7 @@ mod vantages;
 
 pub use bulk::{interval_line as bulk_interval_line, write_bulk};
 pub use http::write_http;
-pub use lifetime::write_lifetime;
+pub use lifetime::{lifetime_lines, write_lifetime};
 pub use mtu::write_mtu;
 pub use ping::write_ping;
 pub use run::write_run;

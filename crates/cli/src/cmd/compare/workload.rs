@@ -1,6 +1,6 @@
 //! From a scenario to the command line of its child: the workload's flags, the scenario's own,
 //! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`,
-//! `run`, `http`, `ping`, `bulk` and `trace`, so a bad flag is refused before anything runs,
+//! `run`, `http`, `ping`, `bulk`, `trace` and `lifetime`, so a bad flag is refused before anything runs,
 //! naming the scenario.
 //! The same parse gives the run's expected length — the engine's, of the figures the flags give
 //! — from which each child's time bound is derived. `npt monitor` parses its targets' rounds
@@ -15,6 +15,7 @@ use npt_result::workload::Length;
 use super::scenarios::{Scenario, ScenarioError, ScenarioSet};
 use crate::cmd::bulk::BulkArgs;
 use crate::cmd::http::HttpArgs;
+use crate::cmd::lifetime::LifetimeArgs;
 use crate::cmd::ping::PingArgs;
 use crate::cmd::probe::ProbeArgs;
 use crate::cmd::run::RunArgs;
@@ -40,6 +41,7 @@ pub enum Check {
     Ping(PingArgs),
     Bulk(BulkArgs),
     Trace(TraceArgs),
+    Lifetime(LifetimeArgs),
 }
 
 /// Added to every bound: process start-up, connecting, writing the result.
@@ -101,6 +103,7 @@ pub fn expected(check: &Check) -> Result<Length, String> {
             let (i, t) = a.timing.durations().map_err(text)?;
             npt_trace::workload::length(a.count, i, t)
         }
+        Check::Lifetime(a) => npt_lifetime::workload::length(a.max),
     })
 }
 

@@ -1,5 +1,6 @@
 //! `npt lifetime udp://HOST:PORT [--max DUR] [--resolution DUR]`: how long the path keeps an
-//! idle UDP flow alive, with its bracket, and whether an expired flow comes back rebound.
+//! idle UDP flow alive, with its bracket, and whether an expired flow comes back rebound;
+//! `tcp://HOST:PORT` the same for idle TCP connections, and how the path ended them.
 //! Flags become the engine's [`npt_lifetime::Config`]; [`execute`] does the rest. Exit 1 when
 //! no flow settled (or the far end is not `npt serve`: the engine's error says so), 2 for a
 //! bad flag.
@@ -20,9 +21,10 @@ use crate::usage::parse_duration;
 
 #[derive(Args, Debug)]
 pub struct LifetimeArgs {
-    /// The far end: udp://HOST:PORT of an `npt serve` (directly, or a relay's or NAT's port in
-    /// front of it); it calls each flow back after its idle gap.
-    #[arg(value_name = "udp://HOST:PORT")]
+    /// The far end: udp://HOST:PORT (or tcp://HOST:PORT for idle TCP connections) of an `npt
+    /// serve` (directly, or a relay's or NAT's port in front of it); it calls each flow back
+    /// after its idle gap.
+    #[arg(value_name = "udp|tcp://HOST:PORT")]
     pub target: String,
     /// The longest idle gap tried (at most 600 s, the responder's longest): a path that keeps
     /// a flow this long reads "longer than --max". The search takes about twice the lifetime.
@@ -34,15 +36,20 @@ pub struct LifetimeArgs {
     // `npt serve --token`: each flow's socket does the handshake first.
     #[command(flatten)]
     pub auth: crate::flags::auth::TokenArgs,
+    // Each flow through the proxy: a UDP flow its own SOCKS5 UDP ASSOCIATE, a connection its
+    // own CONNECT.
+    #[command(flatten)]
+    pub via: crate::flags::via::ViaArgs,
     #[command(flatten)]
     pub output: crate::flags::output::OutputArgs,
 }
 
 pub fn config(a: &LifetimeArgs) -> anyhow::Result<Config> {
     let target = Target::parse(&a.target).map_err(|e| usage!("{e}"))?;
-    if target.proto != Proto::Udp {
+    if target.proto == Proto::Quic {
         return Err(usage!(
-            "{}: lifetime measures UDP flows: expected udp://HOST:PORT",
+            "{}: lifetime measures UDP flows or TCP connections: expected udp://HOST:PORT or \
+             tcp://HOST:PORT",
             a.target
         ));
     }
@@ -61,10 +68,11 @@ pub fn config(a: &LifetimeArgs) -> anyhow::Result<Config> {
         }
     }
     Ok(Config {
-        target,
         max: a.max,
         resolution: a.resolution,
         token: a.auth.get()?.map(str::to_string),
+        via: a.via.resolve(target.proto == Proto::Udp)?,
+        target,
     })
 }
 
@@ -78,9 +86,8 @@ pub fn run(a: LifetimeArgs) -> anyhow::Result<ExitCode> {
 impl RunCommand for Config {
     fn banner(&self) -> Option<String> {
         Some(format!(
-            "LIFETIME udp://{}:{}: idle flows up to {} s, in parallel (about twice the lifetime)",
-            self.target.host,
-            self.target.port,
+            "LIFETIME {}: idle flows up to {} s, in parallel (about twice the lifetime)",
+            self.name(),
             self.max.as_secs_f64()
         ))
     }
@@ -108,8 +115,16 @@ mod tests {
     fn defaults_and_bad_flags() {
         let c = cfg(&["udp://10.0.0.2:7777"]).unwrap();
         assert_eq!((c.max, c.resolution), (Duration::from_secs(120), None));
-        let m = testing::usage_msg(cfg(&["tcp://10.0.0.2:7777"]));
+        assert_eq!(
+            cfg(&["tcp://10.0.0.2:7777"]).unwrap().name(),
+            "tcp://10.0.0.2:7777"
+        );
+        let m = testing::usage_msg(cfg(&["quic://10.0.0.2:7777"]));
         assert!(m.contains("udp://HOST:PORT"), "{m}");
+        let m = testing::usage_msg(cfg(&["udp://h:1", "--via", "http://p:3128"]));
+        assert!(m.contains("--via"), "{m}");
+        let via = cfg(&["tcp://h:1", "--via", "http://p:3128"]).unwrap().via;
+        assert_eq!(via.unwrap().to_string(), "http://p:3128");
         let m = testing::usage_msg(cfg(&["udp://h:1", "--max", "601s"]));
         assert!(m.contains("--max"), "{m}");
         let m = testing::usage_msg(cfg(&["udp://h:1", "--max", "5s", "--resolution", "5s"]));

@@ -1,5 +1,5 @@
 //! One target's round: its command line as the config file gives it, parsed by the very clap
-//! definitions of `npt ping|probe|trace|http|bulk`, the monitor's defaults put on what the
+//! definitions of `npt ping|probe|trace|http|bulk|lifetime`, the monitor's defaults put on what the
 //! parse says the target left out (a round of `length`, a ping every 200 ms, an http round of
 //! one connection at 10 requests/s), checked by the subcommand's own validation into the
 //! engine's config — whose length ([`Workload::length`]) is the round's — and the runner that
@@ -139,7 +139,14 @@ fn defaults(
                 add.extend(duration());
             }
         }
-        Check::Run(_) => {}
+        // A lifetime round is its search, up to its --max (120 s unless its args say).
+        Check::Lifetime(_) if t.own_length => {
+            return Ok(Err(invalid(
+                "length",
+                "a lifetime round is its search: give --max in args",
+            )));
+        }
+        Check::Lifetime(_) | Check::Run(_) => {}
     }
     Ok(Ok(add))
 }
@@ -179,6 +186,10 @@ pub fn target(
             Any::Bulk,
         )),
         Check::Trace(a) => round(TraceRound(crate::cmd::trace::config(&a).map_err(in_key)?)),
+        Check::Lifetime(a) => round(Whole(
+            crate::cmd::lifetime::config(&a).map_err(in_key)?,
+            Any::Lifetime,
+        )),
         Check::Run(_) => return Err(usage!("{key}.kind: npt monitor does not run `npt run`")),
     };
     let length = length.ok_or_else(|| {
@@ -515,5 +526,47 @@ budget = "2GB"
             "every = \"5s\"\n[[target]]\nname = \"t\"\nkind = \"trace\"\ntarget = \"tcp://127.0.0.1:7\"\nhops = [\"npt://127.0.0.1:8\"]\ntoken = \"S\"",
         );
         assert!(r.is_ok(), "{r:?}");
+    }
+
+    /// A lifetime round is its search: `--max` in its args (120 s unless given), bounded by
+    /// the search's length; its `every` must leave room for the ladder and one round inside
+    /// the bracket, and `length` is refused.
+    #[test]
+    fn a_lifetime_round_is_its_search() {
+        let r = rounds(
+            r#"
+[[target]]
+name = "nat"
+kind = "lifetime"
+target = "udp://127.0.0.1:7777"
+every = "1h"
+via = "socks5://127.0.0.1:1080"
+args = ["--max", "40s"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r[0].0,
+            [
+                "lifetime",
+                "udp://127.0.0.1:7777",
+                "--via",
+                "socks5://127.0.0.1:1080",
+                "--max",
+                "40s"
+            ]
+        );
+        let longest = npt_lifetime::workload::length(Duration::from_secs(40)).longest();
+        assert_eq!(r[0].1, longest + longest / 2 + GRACE);
+        let short = rounds(
+            "[[target]]\nname = \"nat\"\nkind = \"lifetime\"\ntarget = \"udp://h:1\"\nevery = \"1m\"\n",
+        )
+        .unwrap_err();
+        assert!(short.contains("every"), "{short}");
+        let length = rounds(
+            "[[target]]\nname = \"nat\"\nkind = \"lifetime\"\ntarget = \"udp://h:1\"\nevery = \"1h\"\nlength = \"5s\"\n",
+        )
+        .unwrap_err();
+        assert!(length.contains("--max"), "{length}");
     }
 }

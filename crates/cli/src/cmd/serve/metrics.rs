@@ -103,6 +103,7 @@ fn fill(s: &mut Snapshot, c: &Counters) {
             ("stalled_read", &sc.stalled_read),
             ("stalled_write", &sc.stalled_write),
             ("reset", &sc.reset),
+            ("callbacks", &sc.refused_callbacks),
         ] {
             s.counter(
                 "npt_serve_refused_total",
@@ -194,6 +195,12 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         "Idle callbacks sent after their gap (npt lifetime).",
         &udp,
         g(&c.udp_idle_callbacks),
+    );
+    s.counter(
+        "npt_serve_idle_callbacks_total",
+        "Idle callbacks sent after their gap (npt lifetime).",
+        &[("transport", "tcp")],
+        g(&c.tcp.idle_callbacks),
     );
     for (result, v) in [
         ("up", &c.udp_mtu_up),

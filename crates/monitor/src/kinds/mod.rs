@@ -11,6 +11,10 @@
 //!
 //! A trace has no `Stats` value of its own (it is not merged): [`TraceSum`] keeps each leg's
 //! ping value and adds legs by position, and its body comes from `TraceStats::summarize`.
+//! Nor has a lifetime: [`lifetime::LifetimeSum`] keeps the rounds' lifetimes and the bracket
+//! they agree on.
+
+pub mod lifetime;
 
 use std::io::{Read, Write};
 
@@ -26,9 +30,17 @@ pub use npt_result::Kind;
 
 /// The kinds a monitor runs, in the order its docs and errors list them: every result kind
 /// but `run` (a round measures a path; it does not load a service with simulated users) and
-/// `lifetime` (not yet: a round takes about twice the path's lifetime, minutes) and `mtu` (not
-/// yet: a round's figures are sizes and verdicts, not the histograms a round keeps).
-pub const MONITORED: [Kind; 5] = [Kind::Ping, Kind::Probe, Kind::Trace, Kind::Http, Kind::Bulk];
+/// `mtu` (not yet: a round's figures are sizes and verdicts, not the histograms a round
+/// keeps). A lifetime round takes about twice the path's lifetime (minutes): its target's
+/// `every` must be longer than that, as any round's (an hour, a day).
+pub const MONITORED: [Kind; 6] = [
+    Kind::Ping,
+    Kind::Probe,
+    Kind::Trace,
+    Kind::Http,
+    Kind::Bulk,
+    Kind::Lifetime,
+];
 
 /// A trace's legs as values that add by position.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -74,6 +86,7 @@ pub enum KindStats {
     Trace(TraceSum),
     Http(Box<HttpStats>),
     Bulk(Box<BulkStats>),
+    Lifetime(Box<lifetime::LifetimeSum>),
 }
 
 /// What a kind's body is summarized with: the round's description.
@@ -85,6 +98,7 @@ pub enum KindMeta {
     Trace { target: String, proto: String },
     Http(HttpMeta),
     Bulk(BulkMeta),
+    Lifetime(lifetime::LifetimeMeta),
 }
 
 /// What a chart, an alert and a scrape read of a round or a rollup.
@@ -244,6 +258,10 @@ impl KindStats {
                 };
                 (KindStats::Trace(sum), meta)
             }
+            (AnyBody::Lifetime(b), Kind::Lifetime) => {
+                let (s, m) = lifetime::LifetimeSum::of_body(b).map_err(KindError::Body)?;
+                (KindStats::Lifetime(Box::new(s)), KindMeta::Lifetime(m))
+            }
             _ => return Err(mismatch()),
         })
     }
@@ -255,6 +273,7 @@ impl KindStats {
             KindStats::Trace(_) => Kind::Trace,
             KindStats::Http(_) => Kind::Http,
             KindStats::Bulk(_) => Kind::Bulk,
+            KindStats::Lifetime(_) => Kind::Lifetime,
         }
     }
 
@@ -267,6 +286,7 @@ impl KindStats {
             (KindStats::Trace(a), KindStats::Trace(b)) => a.then(b),
             (KindStats::Http(a), KindStats::Http(b)) => a.then(b),
             (KindStats::Bulk(a), KindStats::Bulk(b)) => a.then(b),
+            (KindStats::Lifetime(a), KindStats::Lifetime(b)) => a.then(b),
             (a, b) => {
                 return Err(KindError::Mismatch(
                     b.kind().name().to_string(),
@@ -278,7 +298,8 @@ impl KindStats {
     }
 
     /// The latency the user feels, as one histogram: a ping's or probe's RTT, http's request
-    /// latency, bulk's RTT under load, a trace's RTT through its chain.
+    /// latency, bulk's RTT under load, a trace's RTT through its chain — and for a lifetime,
+    /// the lifetimes themselves (what its chart draws and its alerts read).
     pub fn headline(&self) -> Option<&Histogram> {
         match self {
             KindStats::Ping(s) => Some(&s.rtt),
@@ -286,6 +307,7 @@ impl KindStats {
             KindStats::Http(s) => s.histograms.get(npt_result::http::hist::LATENCY),
             KindStats::Bulk(s) => s.histograms.get(npt_result::bulk::hist::RTT),
             KindStats::Trace(t) => t.chain.as_ref().map(|c| &c.stats.rtt),
+            KindStats::Lifetime(l) => Some(&l.lifetimes),
         }
     }
 
@@ -344,6 +366,11 @@ impl KindStats {
                 bytes: whole(s.bytes.up + s.bytes.down),
                 ..Figures::default()
             },
+            KindStats::Lifetime(l) => Figures {
+                sent: l.flows,
+                errors: l.errors.total(),
+                ..Figures::default()
+            },
             KindStats::Trace(t) => {
                 let legs = t.segments.iter().chain(t.chain.iter());
                 let (sent, lost, refused) = match &t.chain {
@@ -380,6 +407,7 @@ impl KindStats {
             (KindStats::Probe(s), KindMeta::Probe(m)) => AnyBody::Probe(s.summarize(m)),
             (KindStats::Http(s), KindMeta::Http(m)) => AnyBody::Http(s.summarize(m)),
             (KindStats::Bulk(s), KindMeta::Bulk(m)) => AnyBody::Bulk(s.summarize(m)),
+            (KindStats::Lifetime(s), KindMeta::Lifetime(m)) => AnyBody::Lifetime(s.body(m)),
             (KindStats::Trace(t), KindMeta::Trace { target, proto }) => {
                 let leg = |l: &Leg| LegStats {
                     from: l.from.clone(),
@@ -491,10 +519,9 @@ mod tests {
     }
 
     #[test]
-    fn a_monitor_runs_every_kind_but_run_lifetime_and_mtu() {
+    fn a_monitor_runs_every_kind_but_run_and_mtu() {
         assert!(MONITORED.iter().all(|k| Kind::ALL.contains(k)));
-        assert_eq!(MONITORED.len() + 3, Kind::ALL.len());
-        assert!(!MONITORED.contains(&Kind::Run) && !MONITORED.contains(&Kind::Lifetime));
-        assert!(!MONITORED.contains(&Kind::Mtu));
+        assert_eq!(MONITORED.len() + 2, Kind::ALL.len());
+        assert!(!MONITORED.contains(&Kind::Run) && !MONITORED.contains(&Kind::Mtu));
     }
 }
