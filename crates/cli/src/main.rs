@@ -16,7 +16,7 @@ mod usage;
 
 use cmd::{
     bulk, compare, demo, http, lab, lifetime, manual, merge, monitor, ping, probe, report, run,
-    serve, trace,
+    serve, setup, trace,
 };
 
 use std::process::ExitCode;
@@ -65,6 +65,9 @@ enum Command {
     /// How long a NAT or relay keeps an idle UDP flow alive, and whether an expired flow comes
     /// back from a new source port (npt serve at the far end calls each flow back).
     Lifetime(lifetime::LifetimeArgs),
+    /// Each layer's setup cost (TCP, SOCKS5 or HTTP CONNECT, TLS, QUIC 0-RTT, the first byte)
+    /// in ms and in round trips, flagged where it took more than its protocol needs.
+    Setup(setup::SetupArgs),
     /// Joins the results of the parts of a segmented run (--segment i/n) into one, exactly.
     Merge(merge::MergeArgs),
     /// Results side by side against theoretical latency (the forwarding-scenario table).
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
         Command::Bulk(a) => bulk::run(a),
         Command::Trace(a) => trace::run(a),
         Command::Lifetime(a) => lifetime::run(a),
+        Command::Setup(a) => setup::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report::run(a),

@@ -31,6 +31,7 @@ macro_rules! kinds {
             Bulk($crate::bulk::BulkBody) merge $crate::stats::BulkStats;
             Trace($crate::trace::TraceBody);
             Lifetime($crate::lifetime::LifetimeBody);
+            Setup($crate::setup::SetupBody);
         }
     };
 }

@@ -18,4 +18,5 @@ pub mod probe;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod setup;
 pub mod trace;

@@ -37,6 +37,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("npt-bulk", 3),
     ("npt-trace", 3),
     ("npt-lifetime", 3),
+    ("npt-setup", 3),
     ("npt-report", 4),
     // The monitor runs rounds of every engine (handed to it by the cli, which owns the flags)
     // and serves a dashboard made of the renderers' pieces: above both, below the binary.
@@ -67,6 +68,7 @@ const ENGINES: &[&str] = &[
     "npt-bulk",
     "npt-trace",
     "npt-lifetime",
+    "npt-setup",
 ];
 
 /// Workspace crate → its normal dependencies on workspace crates.

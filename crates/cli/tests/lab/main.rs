@@ -22,6 +22,7 @@ mod monitor;
 mod rate;
 mod run_figures;
 mod set;
+mod setup;
 mod stamp;
 mod tcpinfo;
 mod trace;

@@ -260,8 +260,9 @@ fn series(body: &mut AnyBody, parts: &[Part], t0: i64) {
                 })
                 .collect();
         }
-        // Not monitored (a lifetime round would take minutes): no series to fill.
-        AnyBody::Ping(_) | AnyBody::Run(_) | AnyBody::Lifetime(_) => {}
+        // Not monitored (a lifetime round would take minutes; setup is not a monitor kind
+        // yet): no series to fill.
+        AnyBody::Ping(_) | AnyBody::Run(_) | AnyBody::Lifetime(_) | AnyBody::Setup(_) => {}
     }
 }
 

@@ -16,6 +16,7 @@ mod lifetime;
 mod marking;
 mod ping;
 mod run;
+mod setup;
 mod tcpinfo;
 mod under_load;
 
@@ -24,6 +25,7 @@ pub use http::write_http;
 pub use lifetime::write_lifetime;
 pub use ping::write_ping;
 pub use run::write_run;
+pub use setup::write_setup;
 
 /// Formats bits per second with a unit (`12.34 Mbit/s`).
 pub fn bits(bps: f64) -> String {
