@@ -1,6 +1,6 @@
 //! `npt ping`, `npt trace` and `npt lifetime` end to end on loopback: one segment measured from
 //! here or by a hop agent (`--from`), a relay chain's segments in one waterfall, and an idle
-//! flow's lifetime on a path that forgets nothing.
+//! flow's lifetime on a path that forgets nothing; each layer's setup cost (`npt setup`).
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 #[path = "../common/mod.rs"]
@@ -11,4 +11,5 @@ pub mod serve_util;
 mod end_to_end;
 mod hop;
 mod lifetime;
+mod setup;
 mod trace;
