@@ -1,6 +1,6 @@
 //! From a scenario to the command line of its child: the workload's flags, the scenario's own,
 //! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`,
-//! `run`, `http`, `ping`, `bulk` and `trace`, so a bad flag is refused before anything runs,
+//! `run`, `http`, `ping`, `bulk`, `trace` and `setup`, so a bad flag is refused before anything runs,
 //! naming the scenario.
 //! The same parse gives the run's expected length — the engine's, of the figures the flags give
 //! — from which each child's time bound is derived. `npt monitor` parses its targets' rounds
@@ -18,6 +18,7 @@ use crate::cmd::http::HttpArgs;
 use crate::cmd::ping::PingArgs;
 use crate::cmd::probe::ProbeArgs;
 use crate::cmd::run::RunArgs;
+use crate::cmd::setup::SetupArgs;
 use crate::cmd::trace::TraceArgs;
 use crate::usage::parse_duration;
 
@@ -40,6 +41,7 @@ pub enum Check {
     Ping(PingArgs),
     Bulk(BulkArgs),
     Trace(TraceArgs),
+    Setup(SetupArgs),
 }
 
 /// Added to every bound: process start-up, connecting, writing the result.
@@ -101,6 +103,7 @@ pub fn expected(check: &Check) -> Result<Length, String> {
             let (i, t) = a.timing.durations().map_err(text)?;
             npt_trace::workload::length(a.count, i, t)
         }
+        Check::Setup(a) => npt_setup::workload::length(a.count, a.timeout),
     })
 }
 
@@ -210,6 +213,11 @@ mod tests {
                 "trace",
                 r#""-c", "5", "-i", "200ms", "--hop", "npt://127.0.0.1:8""#
             ),
+            10.0 * 1.5 + 15.0
+        );
+        // setup: every attempt and the ticket's to its timeout.
+        assert_eq!(
+            secs("setup", r#""-c", "4", "--timeout", "2s""#),
             10.0 * 1.5 + 15.0
         );
         // under load: 5 s idle + 10 s loaded + 5 s recovery + 1 s loss timeout.

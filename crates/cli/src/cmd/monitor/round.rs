@@ -139,7 +139,7 @@ fn defaults(
                 add.extend(duration());
             }
         }
-        Check::Run(_) => {}
+        Check::Run(_) | Check::Setup(_) => {}
     }
     Ok(Ok(add))
 }
@@ -180,6 +180,11 @@ pub fn target(
         )),
         Check::Trace(a) => round(TraceRound(crate::cmd::trace::config(&a).map_err(in_key)?)),
         Check::Run(_) => return Err(usage!("{key}.kind: npt monitor does not run `npt run`")),
+        Check::Setup(_) => {
+            return Err(usage!(
+                "{key}.kind: npt monitor does not run `npt setup` yet"
+            ))
+        }
     };
     let length = length.ok_or_else(|| {
         usage!("{key}.args: a round must end by itself (give a count or a duration)")
