@@ -175,12 +175,12 @@ const CLI_LAYERS: &[(&str, u8)] = &[
 ];
 
 /// The subcommands that run other subcommands, from those subcommands' own parsed arguments
-/// and configs: compare's scenarios and the monitor's rounds run probe, ping, http, bulk, run
-/// and trace; `npt lab run` runs compare's scenarios; `npt demo` is a probe of its own server.
+/// and configs: compare's scenarios run probe, ping, http, bulk, run, trace and setup, the
+/// monitor's rounds probe, ping, http, bulk and trace; `npt lab run` runs compare's scenarios; `npt demo` is a probe of its own server.
 const CMD_USES: &[(&str, &[&str])] = &[
     (
         "compare",
-        &["bulk", "http", "ping", "probe", "run", "trace"],
+        &["bulk", "http", "ping", "probe", "run", "setup", "trace"],
     ),
     (
         "monitor",
