@@ -1,8 +1,8 @@
 //! The body of a `kind = "setup"` result document (`npt setup`): what each layer of a
-//! connection's setup costs — TCP connect, a SOCKS5 or HTTP CONNECT proxy's exchanges, TLS,
-//! the QUIC handshake, the first response byte — in milliseconds (the median of fresh
-//! attempts, with its interval) and in round trips of the path, beside the round trips its
-//! protocol needs, with a flag where a layer took more. Here rather than in npt-setup so that
+//! connection's setup costs — TCP connect, a SOCKS5 (CONNECT or UDP ASSOCIATE) or HTTP CONNECT
+//! proxy's exchanges, TLS, the QUIC handshake, the first response byte — in milliseconds (the
+//! median of fresh attempts, with its interval) and in round trips of the path, beside the
+//! round trips its protocol needs, with a flag where a layer took more. Here rather than in npt-setup so that
 //! every reader reads it as one typed result ([`crate::any::AnyBody::Setup`]).
 //!
 //! Field names are what users script against (docs/setup.md); `schema/setup.schema.json`
@@ -20,8 +20,8 @@ use crate::common::{Errors, NptLatency};
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct SetupBody {
-    /// `tcp://`, `http://`, `https://` or `quic://HOST:PORT` as given.
-    #[schemars(regex(pattern = "^(tcp|http|https|quic)://"))]
+    /// `tcp://`, `http://`, `https://`, `quic://` or `udp://HOST:PORT` as given.
+    #[schemars(regex(pattern = "^(tcp|http|https|quic|udp)://"))]
     pub target: String,
     /// The address it resolved to (the proxy's, through `--via`).
     pub address: String,
@@ -90,9 +90,9 @@ pub struct SetupSummary {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct LayerRecord {
-    /// `tcp_connect`, `socks5_greeting`, `socks5_connect`, `http_connect`, `tls`, `quic`,
-    /// `first_byte`.
-    #[schemars(extend("enum" = ["tcp_connect", "socks5_greeting", "socks5_connect", "http_connect", "tls", "quic", "first_byte"]))]
+    /// `tcp_connect`, `socks5_greeting`, `socks5_connect`, `socks5_udp_associate`,
+    /// `http_connect`, `tls`, `quic`, `first_byte`.
+    #[schemars(extend("enum" = ["tcp_connect", "socks5_greeting", "socks5_connect", "socks5_udp_associate", "http_connect", "tls", "quic", "first_byte"]))]
     pub layer: String,
     /// What the layer was: `TLS 1.3 resumed`, `QUIC 0-RTT` …
     pub what: String,

@@ -1,11 +1,11 @@
 //! `npt setup URL`: what each layer of a connection's setup costs, in milliseconds and in round
-//! trips of the path — TCP connect, a SOCKS5 proxy's greeting and CONNECT or an HTTP proxy's
-//! CONNECT (`--via`), TLS 1.2 or 1.3 (fresh or resumed), the QUIC handshake (1-RTT, or 0-RTT
+//! trips of the path — TCP connect, a SOCKS5 proxy's greeting and CONNECT (or UDP ASSOCIATE)
+//! or an HTTP proxy's CONNECT (`--via`), TLS 1.2 or 1.3 (fresh or resumed), the QUIC handshake (1-RTT, or 0-RTT
 //! when resumed), and the first response byte — each beside the round trips its protocol
 //! needs, flagged when it took more (a broken 0-RTT, an extra proxy round trip).
 //!
 //! Every attempt is a fresh connection, its layers timed one after the other ([`tcp`],
-//! [`quic`]); the base round trip is a second request on each set-up connection (one round
+//! [`quic`], [`udp`]); the base round trip is a second request on each set-up connection (one round
 //! trip through every layer to the far end and back, none of the setup in it), or for a
 //! `tcp://` target the TCP connect to the first hop. [`classify`] turns the recorded timings
 //! into the verdict without a socket; [`workload`] makes it a result.
@@ -13,6 +13,7 @@
 pub mod classify;
 pub mod quic;
 pub mod tcp;
+pub mod udp;
 pub mod workload;
 
 use std::time::Duration;
@@ -31,6 +32,8 @@ pub enum Scheme {
     Https,
     /// A QUIC handshake, then one framed echo on a stream (`npt serve --quic`).
     Quic,
+    /// Through `--via socks5://`: the UDP ASSOCIATE; then one framed echo (`npt serve`).
+    Udp,
 }
 
 impl Scheme {
@@ -40,6 +43,7 @@ impl Scheme {
             Scheme::Http => "http",
             Scheme::Https => "https",
             Scheme::Quic => "quic",
+            Scheme::Udp => "udp",
         }
     }
 }
@@ -117,6 +121,11 @@ impl Config {
             Some(via) => format!("TCP connect to the proxy {}", via.authority()),
             None => "TCP connect".to_string(),
         };
+        let datagrams = self.scheme == Scheme::Udp;
+        if datagrams && self.via.is_none() {
+            v.push(p(Layer::FirstByte, "the first echo", 1.0));
+            return v;
+        }
         v.push(p(Layer::TcpConnect, &to, 1.0));
         match self
             .via
@@ -130,7 +139,11 @@ impl Config {
                     ("SOCKS5 greeting", 1.0)
                 };
                 v.push(p(Layer::Socks5Greeting, what, n));
-                v.push(p(Layer::Socks5Connect, "SOCKS5 CONNECT", 1.0));
+                v.push(if datagrams {
+                    p(Layer::Socks5UdpAssociate, "SOCKS5 UDP ASSOCIATE", 1.0)
+                } else {
+                    p(Layer::Socks5Connect, "SOCKS5 CONNECT", 1.0)
+                });
             }
             Some((ViaKind::Http, _)) => v.push(p(Layer::HttpConnect, "HTTP CONNECT", 1.0)),
             None => {}
@@ -144,7 +157,9 @@ impl Config {
             };
             v.push(p(Layer::Tls, what, n));
         }
-        if self.scheme != Scheme::Tcp {
+        if datagrams {
+            v.push(p(Layer::FirstByte, "the first echo", 1.0));
+        } else if self.scheme != Scheme::Tcp {
             v.push(p(Layer::FirstByte, "the first response byte", 1.0));
         }
         v

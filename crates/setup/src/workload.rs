@@ -16,7 +16,7 @@ use npt_stats::{ErrorCounts, Snapshot};
 
 use crate::classify::{classify, Attempt, Verdict};
 use crate::tcp::Failure;
-use crate::{quic, tcp, Config, Scheme, SetupError};
+use crate::{quic, tcp, udp, Config, Scheme, SetupError};
 
 impl Workload for Config {
     const KIND: &'static str = "setup";
@@ -147,6 +147,7 @@ impl Config {
         let fut = async {
             match ep {
                 Some(ep) => quic::attempt(self, ep, addr, a).await,
+                None if self.scheme == Scheme::Udp => udp::attempt(self, addr, a),
                 None => tcp::attempt(self, addr, tls, a).await,
             }
         };

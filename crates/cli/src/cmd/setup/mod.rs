@@ -21,7 +21,9 @@ use crate::usage::parse_duration;
 pub struct SetupArgs {
     /// What to set up: tcp://HOST:PORT (TCP connect), http://HOST:PORT (and GET /),
     /// https://HOST:PORT (and TLS) — against `npt serve --http` (with --tls) or any HTTP/1.1
-    /// server — or quic://HOST:PORT (`npt serve --quic`: the handshake and one echo).
+    /// server — quic://HOST:PORT (`npt serve --quic`: the handshake and one echo), or
+    /// udp://HOST:PORT (`npt serve`'s UDP port: through --via socks5://, the UDP ASSOCIATE,
+    /// then one echo).
     #[arg(value_name = "URL")]
     pub target: String,
     #[command(flatten)]
@@ -58,9 +60,10 @@ pub fn config(a: &SetupArgs) -> anyhow::Result<Config> {
         "http" => Scheme::Http,
         "https" => Scheme::Https,
         "quic" => Scheme::Quic,
+        "udp" => Scheme::Udp,
         other => {
             return Err(usage!(
-                "{}: unsupported scheme {other:?} (tcp, http, https or quic)",
+                "{}: unsupported scheme {other:?} (tcp, http, https, quic or udp)",
                 a.target
             ))
         }
@@ -68,7 +71,7 @@ pub fn config(a: &SetupArgs) -> anyhow::Result<Config> {
     let hostport = rest.split('/').next().unwrap_or_default();
     let (host, port) = split(hostport, scheme)
         .ok_or_else(|| usage!("{}: expected {}://HOST:PORT", a.target, scheme.name()))?;
-    let via = a.via.resolve(false)?;
+    let via = a.via.resolve(scheme == Scheme::Udp)?;
     if via.is_some() && scheme == Scheme::Quic {
         return Err(usage!(
             "--via: QUIC goes over UDP, which a SOCKS5 or HTTP CONNECT tunnel does not set up \
@@ -187,7 +190,11 @@ mod tests {
         assert_eq!(cfg(&["https://example.net/x"]).unwrap().port, 443);
         assert_eq!(cfg(&["quic://[::1]:7778"]).unwrap().host, "::1");
         for (args, field) in [
-            (&["udp://h:1"][..], "unsupported scheme"),
+            (&["sctp://h:1"][..], "unsupported scheme"),
+            (
+                &["udp://h:1", "--via", "http://p:3128"][..],
+                "HTTP proxy cannot carry UDP",
+            ),
             (&["quic://h"][..], "quic://HOST:PORT"),
             (&["quic://h:1", "--via", "socks5://p:1080"][..], "--via"),
             (&["tcp://h:1", "--resume"][..], "--resume"),
