@@ -67,6 +67,9 @@ _npt() {
             npt,serve)
                 cmd="npt__subcmd__serve"
                 ;;
+            npt,setup)
+                cmd="npt__subcmd__setup"
+                ;;
             npt,trace)
                 cmd="npt__subcmd__trace"
                 ;;
@@ -120,6 +123,9 @@ _npt() {
                 ;;
             npt__subcmd__help,serve)
                 cmd="npt__subcmd__help__subcmd__serve"
+                ;;
+            npt__subcmd__help,setup)
+                cmd="npt__subcmd__help__subcmd__setup"
                 ;;
             npt__subcmd__help,trace)
                 cmd="npt__subcmd__help__subcmd__trace"
@@ -209,7 +215,7 @@ _npt() {
 
     case "${cmd}" in
         npt)
-            opts="-h -V --help --version serve probe demo run http ping bulk trace lifetime mtu merge compare report monitor lab completions man help"
+            opts="-h -V --help --version serve probe demo run http ping bulk trace lifetime mtu setup merge compare report monitor lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -447,7 +453,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help)
-            opts="serve probe demo run http ping bulk trace lifetime mtu merge compare report monitor lab completions man help"
+            opts="serve probe demo run http ping bulk trace lifetime mtu setup merge compare report monitor lab completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -797,6 +803,20 @@ _npt() {
             return 0
             ;;
         npt__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__help__subcmd__setup)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1979,7 +1999,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__serve)
-            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --http-delay --http1-only --cert --key --quic --quic-cert --quic-key --quic-cert-out --stamp --stamp-stateless --stamp-key --metrics --hop-agent --hop-allow --help"
+            opts="-l -h --listen --token --open-limits --raw-echo --limit-local --source-pps --source-mbps --total-pps --total-mbps --max-conns --idle-timeout --io-timeout --http-header-timeout --http-idle-timeout --reply-mbps --log-every --http --tls --http-delay --http1-only --cert --key --quic --quic-cert --quic-key --quic-0rtt --quic-cert-out --stamp --stamp-stateless --stamp-key --metrics --hop-agent --hop-allow --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2069,6 +2089,10 @@ _npt() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --quic-0rtt)
+                    COMPREPLY=($(compgen -W "off accept reject" -- "${cur}"))
+                    return 0
+                    ;;
                 --quic-cert-out)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2087,6 +2111,56 @@ _npt() {
                     ;;
                 --hop-allow)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        npt__subcmd__setup)
+            opts="-c -q -h --via --via-user --tls --resume --count --timeout --server-name --json --format --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --via)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via-user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls)
+                    COMPREPLY=($(compgen -W "1.2 1.3" -- "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --server-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -16,7 +16,7 @@ mod usage;
 
 use cmd::{
     bulk, compare, demo, http, lab, lifetime, manual, merge, monitor, mtu, ping, probe, report,
-    run, serve, trace,
+    run, serve, setup, trace,
 };
 
 use std::process::ExitCode;
@@ -69,6 +69,9 @@ enum Command {
     /// The largest datagram that crosses each way, whether PMTUD works (an ICMP came back) or
     /// larger ones vanish (a black hole, bracketed), and where the path fragments.
     Mtu(mtu::MtuArgs),
+    /// Each layer's setup cost (TCP, SOCKS5 or HTTP CONNECT, TLS, QUIC 0-RTT, the first byte)
+    /// in ms and in round trips, flagged where it took more than its protocol needs.
+    Setup(setup::SetupArgs),
     /// Joins the results of the parts of a segmented run (--segment i/n) into one, exactly.
     Merge(merge::MergeArgs),
     /// Results side by side against theoretical latency (the forwarding-scenario table).
@@ -111,6 +114,7 @@ fn main() -> ExitCode {
         Command::Trace(a) => trace::run(a),
         Command::Lifetime(a) => lifetime::run(a),
         Command::Mtu(a) => mtu::run(a),
+        Command::Setup(a) => setup::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report::run(a),

@@ -206,6 +206,12 @@ impl Render for npt_result::mtu::MtuBody {
     }
 }
 
+impl Render for npt_result::setup::SetupBody {
+    fn text(&self, w: &mut dyn Write, _doc: &AnyResult) -> io::Result<()> {
+        crate::text::write_setup(w, self)
+    }
+}
+
 impl Render for BulkBody {
     fn text(&self, w: &mut dyn Write, doc: &AnyResult) -> io::Result<()> {
         text::write_bulk(w, &with(doc, self))

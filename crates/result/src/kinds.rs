@@ -32,6 +32,7 @@ macro_rules! kinds {
             Trace($crate::trace::TraceBody);
             Lifetime($crate::lifetime::LifetimeBody);
             Mtu($crate::mtu::MtuBody);
+            Setup($crate::setup::SetupBody);
         }
     };
 }

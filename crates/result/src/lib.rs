@@ -4,7 +4,7 @@
 //! it depends on `npt-stats`, serde and schemars only, so no engine depends on a renderer.
 //!
 //! The envelope (schema, kind, tool, host, times, config) is shared by every subcommand; the
-//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`], [`trace`], [`lifetime`], [`mtu`]; the
+//! body is per kind (see [`probe`], [`run`], [`http`], [`ping`], [`bulk`], [`trace`], [`lifetime`], [`mtu`], [`setup`]; the
 //! registry of kinds is [`kinds`]), and [`any`] reads any of them as one type
 //! ([`any::AnyBody`], which lends what every kind answers as a [`body::View`]). Types derive
 //! `Deserialize` as well as `Serialize` so a saved result can be rendered again or merged
@@ -36,6 +36,7 @@ pub mod run;
 pub mod save;
 pub mod schema;
 pub mod series;
+pub mod setup;
 pub mod stats;
 pub mod stop;
 pub mod tcpinfo;
@@ -76,7 +77,7 @@ pub struct Document<B> {
     /// The layout's version, `npt.result.v2` ([`SCHEMA`]; v1 files are read, not written).
     #[schemars(extend("const" = SCHEMA))]
     pub schema: String,
-    /// The workload: `probe`, `run`, `http`, `ping`, `bulk`, `trace`, `lifetime` or `mtu` (a kind's body `KIND`).
+    /// The workload: `probe`, `run`, `http`, `ping`, `bulk`, `trace`, `lifetime`, `mtu` or `setup` (a kind's body `KIND`).
     pub kind: String,
     pub tool: Tool,
     /// The machine that measured.

@@ -188,6 +188,7 @@ fn documents() -> Vec<(&'static str, Value)> {
         serde_json::to_value(lifetime(start, &rtt)).unwrap(),
     ));
     docs.push(("mtu", serde_json::to_value(mtu(start, &rtt)).unwrap()));
+    docs.push(("setup", serde_json::to_value(setup(start, &rtt)).unwrap()));
     docs
 }
 
@@ -235,6 +236,75 @@ fn mtu(start: SystemTime, rtt: &Histogram) -> Document<npt_result::mtu::MtuBody>
     };
     let end = start + Duration::from_secs(3);
     Document::new("mtu", start, end, StopReason::Count, json!({}), body)
+}
+
+/// A setup through SOCKS5 with TLS 1.3, the CONNECT flagged, as `npt setup` writes it.
+fn setup(start: SystemTime, rtt: &Histogram) -> Document<npt_result::setup::SetupBody> {
+    use npt_result::setup::{LayerRecord, SetupBody, SetupSummary};
+    let layer = |layer: &str, what: &str, ms: f64, expected: f64, flag: Option<&str>| LayerRecord {
+        layer: layer.into(),
+        what: what.into(),
+        samples: 10,
+        p50_ms: ms,
+        p50_lo_ms: ms - 0.1,
+        p50_hi_ms: ms + 0.2,
+        min_ms: ms - 0.2,
+        max_ms: ms + 3.0,
+        rtts: ms / 50.0,
+        rtts_lo: (ms - 0.1) / 50.0,
+        rtts_hi: (ms + 0.2) / 50.0,
+        expected_rtts: expected,
+        flag: flag.map(Into::into),
+    };
+    let body = SetupBody {
+        target: "https://10.0.1.2:8443".into(),
+        address: "10.0.1.2:1080 (proxy)".into(),
+        via: Some("socks5://10.0.1.2:1080".into()),
+        summary: SetupSummary {
+            attempts: 10,
+            completed: 10,
+            rtt_ms: 50.0,
+            rtt_p50_ms: 50.1,
+            rtt_samples: 10,
+            rtt_from: "warm_request".into(),
+            setup_p50_ms: 301.0,
+            setup_rtts: 6.02,
+            expected_rtts: 5.0,
+            flagged: 1,
+            tls_version: Some("1.3".into()),
+            resumed: None,
+            zero_rtt_sent: None,
+            zero_rtt_accepted: None,
+        },
+        layers: vec![
+            layer(
+                "tcp_connect",
+                "TCP connect to the proxy 10.0.1.2:1080",
+                50.1,
+                1.0,
+                None,
+            ),
+            layer("socks5_greeting", "SOCKS5 greeting", 50.1, 1.0, None),
+            layer(
+                "socks5_connect",
+                "SOCKS5 CONNECT",
+                100.3,
+                1.0,
+                Some("2.01 round trips where SOCKS5 CONNECT needs 1"),
+            ),
+            layer("tls", "TLS 1.3", 50.5, 1.0, None),
+            layer("first_byte", "the first response byte", 50.2, 1.0, None),
+        ],
+        latency: [("setup".to_string(), NptLatency::from(&rtt.summary()))].into(),
+        errors: Errors::new(ErrorCounts::default(), 10),
+        histograms: [
+            ("setup".to_string(), rtt.to_serialized()),
+            ("rtt".to_string(), rtt.to_serialized()),
+        ]
+        .into(),
+    };
+    let end = start + Duration::from_secs(4);
+    Document::new("setup", start, end, StopReason::Count, json!({}), body)
 }
 
 /// A lifetime through a NAT of 30 s that rebinds, as `npt lifetime` writes it.
@@ -457,6 +527,7 @@ fn schemas_reject_what_matters() {
             "trace" => "/summary/segments",
             "lifetime" => "/summary/rounds",
             "mtu" => "/summary/up/sent",
+            "setup" => "/summary/attempts",
             _ => "/summary/requests",
         };
         let cases = [

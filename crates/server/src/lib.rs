@@ -292,6 +292,16 @@ impl Server {
         addr: SocketAddr,
         tls: quic::QuicTls,
     ) -> Result<quic::QuicServer, quic::QuicError> {
+        self.start_quic_0rtt(addr, tls, quic::ZeroRtt::Off)
+    }
+
+    /// [`Server::start_quic`] with what it does with 0-RTT (`--quic-0rtt`).
+    pub fn start_quic_0rtt(
+        &self,
+        addr: SocketAddr,
+        tls: quic::QuicTls,
+        zero_rtt: quic::ZeroRtt,
+    ) -> Result<quic::QuicServer, quic::QuicError> {
         let cfg = &self.shared.cfg;
         quic::start_quic_with(
             &self.runtime(),
@@ -304,6 +314,7 @@ impl Server {
                 budget: Some(self.shared.budget.clone()),
                 hop: self.shared.hop.clone(),
                 open_budget: Some(self.shared.open_budget.clone()),
+                zero_rtt,
             },
             self.counters(),
         )

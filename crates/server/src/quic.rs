@@ -7,6 +7,14 @@
 //! certificate (it is available as PEM from [`QuicServer::cert_pem`]) or skip verification on
 //! purpose (`npt run --insecure`). The ALPN protocol is [`ALPN`].
 //!
+//! 0-RTT ([`ZeroRtt`], `npt serve --quic-0rtt`) is off unless asked: its tickets allow no
+//! early data. `accept` answers a resumed client's 0-RTT request at once (0.5-RTT, before the
+//! client's Finished: a request an on-path attacker replays is answered again, which an echo
+//! bounded by the request's own size and the reply budget allows); `reject` issues tickets that
+//! promise early data and then forgets them, as a restarted server or another replica behind a
+//! load balancer does — every 0-RTT attempt is rejected and falls back to a full handshake, the
+//! server `npt setup` flags.
+//!
 //! With `--token` every stream opens with the same keyed handshake as a TCP connection
 //! ([`crate::stream::Access::Handshake`], keyed to the connection's current address) and its
 //! frames carry that stream's session tag; TLS alone proves nothing about the client.
@@ -86,7 +94,40 @@ impl Drop for QuicServer {
     }
 }
 
-/// How each QUIC stream is served (see [`crate::stream::StreamCtx`]).
+/// What the server does with 0-RTT (`npt serve --quic-0rtt`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ZeroRtt {
+    /// Tickets allow no early data: a resumed client does a 1-RTT handshake.
+    #[default]
+    Off,
+    /// Early data accepted and answered before the handshake completes.
+    Accept,
+    /// Tickets promise early data, but every session is forgotten: each 0-RTT attempt is
+    /// rejected and the client falls back to a full handshake.
+    Reject,
+}
+
+/// A session store that keeps nothing: tickets are issued (`put` says stored) and never found.
+#[derive(Debug)]
+struct Forgetful;
+
+impl rustls::server::StoresServerSessions for Forgetful {
+    fn put(&self, _key: Vec<u8>, _value: Vec<u8>) -> bool {
+        true
+    }
+    fn get(&self, _key: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn take(&self, _key: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn can_cache(&self) -> bool {
+        true
+    }
+}
+
+/// How each QUIC stream is served (see [`crate::stream::StreamCtx`]), and the connection's
+/// 0-RTT.
 #[derive(Clone)]
 pub struct StreamOptions {
     /// `--token`: the keyed handshake's server side (None = open).
@@ -100,6 +141,7 @@ pub struct StreamOptions {
     pub hop: Arc<HopAgent>,
     /// Per-address budget of authenticated streams' bulk bytes; None = unlimited.
     pub open_budget: Option<Arc<ReplyBudget>>,
+    pub zero_rtt: ZeroRtt,
 }
 
 impl Default for StreamOptions {
@@ -111,6 +153,7 @@ impl Default for StreamOptions {
             budget: None,
             hop: Arc::new(HopAgent::new(None, Arc::new(Counters::default()))),
             open_budget: None,
+            zero_rtt: ZeroRtt::Off,
         }
     }
 }
@@ -155,7 +198,14 @@ pub fn start_quic_with(
         .with_single_cert(chain, key)
         .map_err(|e| QuicError::Tls(e.to_string()))?;
     rustls_cfg.alpn_protocols = vec![ALPN.to_vec()];
-    rustls_cfg.max_early_data_size = 0;
+    rustls_cfg.max_early_data_size = match opts.zero_rtt {
+        ZeroRtt::Off => 0,
+        // quinn takes no other size: early data is bounded by the transport's flow control.
+        ZeroRtt::Accept | ZeroRtt::Reject => u32::MAX,
+    };
+    if opts.zero_rtt == ZeroRtt::Reject {
+        rustls_cfg.session_storage = Arc::new(Forgetful);
+    }
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(rustls_cfg)
         .map_err(|e| QuicError::Tls(e.to_string()))?;
     let mut server_cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
@@ -186,6 +236,12 @@ pub fn start_quic_with(
             let counters = counters.clone();
             let opts = opts.clone();
             tokio::spawn(async move {
+                if opts.zero_rtt == ZeroRtt::Accept {
+                    if let Some(conn) = early(incoming, &counters) {
+                        serve_connection(conn, opts, counters).await;
+                    }
+                    return;
+                }
                 // The handshake gets the `io` deadline: an Initial and then silence must not
                 // hold state for the whole idle timeout (dropping it closes the connection).
                 let conn = match tokio::time::timeout(opts.timeouts.io, incoming).await {
@@ -212,6 +268,32 @@ pub fn start_quic_with(
         cert_der,
         cert_pem,
     })
+}
+
+/// `--quic-0rtt accept`: the connection before its handshake completes, so its 0-RTT
+/// streams are answered at once (0.5-RTT). A handshake that then fails or stalls ends the
+/// connection, counted as aborted or lost by [`serve_connection`] (the idle timeout bounds
+/// it).
+fn early(incoming: quinn::Incoming, counters: &Counters) -> Option<quinn::Connection> {
+    let connecting = match incoming.accept() {
+        Ok(c) => c,
+        Err(_) => {
+            counters
+                .quic_handshake_failed
+                .fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+    };
+    match connecting.into_0rtt() {
+        Ok((conn, _accepted)) => Some(conn),
+        // Never on a server (it may always send 0.5-RTT data); counted if it ever is.
+        Err(_) => {
+            counters
+                .quic_handshake_failed
+                .fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    }
 }
 
 async fn serve_connection(conn: quinn::Connection, opts: StreamOptions, counters: Arc<Counters>) {

@@ -19,4 +19,5 @@ pub mod probe;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod setup;
 pub mod trace;

@@ -38,6 +38,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("npt-trace", 3),
     ("npt-lifetime", 3),
     ("npt-mtu", 3),
+    ("npt-setup", 3),
     ("npt-report", 4),
     // The monitor runs rounds of every engine (handed to it by the cli, which owns the flags)
     // and serves a dashboard made of the renderers' pieces: above both, below the binary.
@@ -69,6 +70,7 @@ const ENGINES: &[&str] = &[
     "npt-trace",
     "npt-lifetime",
     "npt-mtu",
+    "npt-setup",
 ];
 
 /// Workspace crate → its normal dependencies on workspace crates.
@@ -176,11 +178,13 @@ const CLI_LAYERS: &[(&str, u8)] = &[
 
 /// The subcommands that run other subcommands, from those subcommands' own parsed arguments
 /// and configs: compare's scenarios and the monitor's rounds run probe, ping, http, bulk, run,
-/// trace and lifetime; `npt lab run` runs compare's scenarios; `npt demo` is a probe of its own server.
+/// trace, lifetime and setup (compare only); `npt lab run` runs compare's scenarios; `npt demo` is a probe of its own server.
 const CMD_USES: &[(&str, &[&str])] = &[
     (
         "compare",
-        &["bulk", "http", "lifetime", "ping", "probe", "run", "trace"],
+        &[
+            "bulk", "http", "lifetime", "ping", "probe", "run", "setup", "trace",
+        ],
     ),
     (
         "monitor",

@@ -23,6 +23,7 @@ mod mtu;
 mod rate;
 mod run_figures;
 mod set;
+mod setup;
 mod stamp;
 mod tcpinfo;
 mod trace;

@@ -314,9 +314,13 @@ fn series(body: &mut AnyBody, parts: &[Part], t0: i64) {
                 })
                 .collect();
         }
-        // No series: a ping's range is its totals, a run and an mtu are not monitored, and a lifetime's
+        // No series: a ping's range is its totals, a run, an mtu and a setup are not monitored, and a lifetime's
         // rounds are its lifetimes (the range's body).
-        AnyBody::Ping(_) | AnyBody::Run(_) | AnyBody::Lifetime(_) | AnyBody::Mtu(_) => {}
+        AnyBody::Ping(_)
+        | AnyBody::Run(_)
+        | AnyBody::Lifetime(_)
+        | AnyBody::Mtu(_)
+        | AnyBody::Setup(_) => {}
     }
 }
 

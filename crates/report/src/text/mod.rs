@@ -17,6 +17,7 @@ mod marking;
 mod mtu;
 mod ping;
 mod run;
+mod setup;
 mod tcpinfo;
 mod under_load;
 mod vantages;
@@ -27,6 +28,7 @@ pub use lifetime::{lifetime_lines, write_lifetime};
 pub use mtu::write_mtu;
 pub use ping::write_ping;
 pub use run::write_run;
+pub use setup::write_setup;
 
 /// Formats bits per second with a unit (`12.34 Mbit/s`).
 pub fn bits(bps: f64) -> String {

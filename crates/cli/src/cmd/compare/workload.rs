@@ -1,6 +1,6 @@
 //! From a scenario to the command line of its child: the workload's flags, the scenario's own,
 //! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`,
-//! `run`, `http`, `ping`, `bulk`, `trace` and `lifetime`, so a bad flag is refused before anything runs,
+//! `run`, `http`, `ping`, `bulk`, `trace`, `lifetime` and `setup`, so a bad flag is refused before anything runs,
 //! naming the scenario.
 //! The same parse gives the run's expected length — the engine's, of the figures the flags give
 //! — from which each child's time bound is derived. `npt monitor` parses its targets' rounds
@@ -19,6 +19,7 @@ use crate::cmd::lifetime::LifetimeArgs;
 use crate::cmd::ping::PingArgs;
 use crate::cmd::probe::ProbeArgs;
 use crate::cmd::run::RunArgs;
+use crate::cmd::setup::SetupArgs;
 use crate::cmd::trace::TraceArgs;
 use crate::usage::parse_duration;
 
@@ -42,6 +43,7 @@ pub enum Check {
     Bulk(BulkArgs),
     Trace(TraceArgs),
     Lifetime(LifetimeArgs),
+    Setup(SetupArgs),
 }
 
 /// Added to every bound: process start-up, connecting, writing the result.
@@ -104,6 +106,7 @@ pub fn expected(check: &Check) -> Result<Length, String> {
             npt_trace::workload::length(a.count, i, t)
         }
         Check::Lifetime(a) => npt_lifetime::workload::length(a.max),
+        Check::Setup(a) => npt_setup::workload::length(a.count, a.timeout),
     })
 }
 
@@ -213,6 +216,11 @@ mod tests {
                 "trace",
                 r#""-c", "5", "-i", "200ms", "--hop", "npt://127.0.0.1:8""#
             ),
+            10.0 * 1.5 + 15.0
+        );
+        // setup: every attempt and the ticket's to its timeout.
+        assert_eq!(
+            secs("setup", r#""-c", "4", "--timeout", "2s""#),
             10.0 * 1.5 + 15.0
         );
         // under load: 5 s idle + 10 s loaded + 5 s recovery + 1 s loss timeout.

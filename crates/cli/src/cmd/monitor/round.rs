@@ -146,7 +146,7 @@ fn defaults(
                 "a lifetime round is its search: give --max in args",
             )));
         }
-        Check::Lifetime(_) | Check::Run(_) => {}
+        Check::Lifetime(_) | Check::Run(_) | Check::Setup(_) => {}
     }
     Ok(Ok(add))
 }
@@ -191,6 +191,11 @@ pub fn target(
             Any::Lifetime,
         )),
         Check::Run(_) => return Err(usage!("{key}.kind: npt monitor does not run `npt run`")),
+        Check::Setup(_) => {
+            return Err(usage!(
+                "{key}.kind: npt monitor does not run `npt setup` yet"
+            ))
+        }
     };
     let length = length.ok_or_else(|| {
         usage!("{key}.args: a round must end by itself (give a count or a duration)")

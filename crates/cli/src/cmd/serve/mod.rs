@@ -117,6 +117,13 @@ pub struct ServeArgs {
     /// PEM private key for --quic-cert.
     #[arg(long, value_name = "FILE", requires = "quic", requires = "quic_cert")]
     pub quic_key: Option<std::path::PathBuf>,
+    /// 0-RTT on --quic: `off` (tickets allow no early data), `accept` (a resumed client's
+    /// 0-RTT request is answered at once; replayable, like all early data) or `reject`
+    /// (tickets promise early data, then every session is forgotten, as a restarted server
+    /// does: each 0-RTT attempt is rejected — a broken 0-RTT for `npt setup --resume`).
+    #[arg(long = "quic-0rtt", value_name = "MODE", default_value = "off", requires = "quic",
+          value_parser = ["off", "accept", "reject"])]
+    pub quic_0rtt: String,
     /// Write the QUIC certificate (PEM) to this file, for `npt run --ca FILE`.
     #[arg(long, value_name = "FILE", requires = "quic")]
     pub quic_cert_out: Option<std::path::PathBuf>,
@@ -441,7 +448,12 @@ fn start_quic(
         },
         _ => npt_server::quic::QuicTls::SelfSigned,
     };
-    let qs = server.start_quic(addr, tls)?;
+    let zero_rtt = match a.quic_0rtt.as_str() {
+        "accept" => npt_server::quic::ZeroRtt::Accept,
+        "reject" => npt_server::quic::ZeroRtt::Reject,
+        _ => npt_server::quic::ZeroRtt::Off,
+    };
+    let qs = server.start_quic_0rtt(addr, tls, zero_rtt)?;
     if let Some(path) = &a.quic_cert_out {
         npt_result::write_atomic(path, qs.cert_pem().as_bytes())
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
