@@ -8,7 +8,7 @@
 //! loss, inside the p10–p90 band inside the p1–p99 band; a round or bucket that is missing (the
 //! monitor was down, the round was skipped) is a gap, never a line across it. Targets of one
 //! `group` are overlaid on a chart of their medians (a direct path against its relays); a trace
-//! target gets its segments' medians over time. Around them: the state of every target now,
+//! target gets its segments' medians over time. Around them: the page's targets' state now,
 //! the alerts firing, and the history of alerts, gaps and reloads.
 //!
 //! The page is one self-contained HTML file (uPlot and the data inlined, as the HTML report

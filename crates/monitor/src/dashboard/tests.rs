@@ -222,7 +222,7 @@ fn worst_first_ranks_firing_then_down_then_loss_then_slowdown_and_pages_on_the_s
     let d = data(&mut st, &lv, Range::H1, &q(&[("q", "RELAY")]), T0).unwrap();
     assert_eq!(names(&d), ["relay-hk"]);
     let d = data(
-        &st,
+        &mut st,
         &lv,
         Range::H1,
         &q(&[("group", "odd"), ("per", "5")]),
@@ -232,7 +232,7 @@ fn worst_first_ranks_firing_then_down_then_loss_then_slowdown_and_pages_on_the_s
     assert_eq!((d.matched, d.pages), (22, 5));
     assert_eq!(names(&d), ["t07", "t03", "t01", "t05", "t09"]);
     let d = data(
-        &st,
+        &mut st,
         &lv,
         Range::H1,
         &q(&[("sort", "name"), ("per", "2")]),
