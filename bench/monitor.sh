@@ -204,6 +204,7 @@ for line in open(threads):
     w = int(ms) // 100
     share = int(ticks) / int(hz) / 0.1
     key = {"npt-monitor-sto": "store writer", "npt-monitor-htt": "listener",
+           "npt-monitor-scr": "a scrape's thread",
            "npt": "the loop (main thread)"}.get(name, "the runtime's workers and rounds")
     busy.setdefault(key, {})
     busy[key][w] = busy[key].get(w, 0) + share
