@@ -234,12 +234,12 @@ pub fn run(
         .name("npt-monitor-store".into())
         .spawn(move || writer.run(rx))?;
     let server = match plan.listen {
-        Some(addr) => Some(rt.block_on(crate::server::start(
+        Some(addr) => Some(crate::server::start(
             addr,
             plan.token.clone(),
             live.clone(),
             reader,
-        ))?),
+        )?),
         None => None,
     };
     if let Some(s) = &server {

@@ -1,7 +1,8 @@
 //! What `npt monitor` shows and tells, on loopback: its dashboard in headless Chromium — served
 //! live, and saved to a file then opened with the monitor gone — draws every chart (smoke
 //! charts with every median point, a group's overlay, a trace's segments) without a script
-//! error; an `unreachable` alert reaches a local webhook and a command when a target dies and
+//! error; with ten thousand targets its first page (worst first, one page of targets chosen
+//! on the server) is drawn within a second; an `unreachable` alert reaches a local webhook and a command when a target dies and
 //! clears when it answers again; two monitors scraped by a real Prometheus give each target's
 //! p50 through PromQL within the bucket of the value the store holds.
 //!
@@ -30,6 +31,12 @@ fn check_page(dom: &str, charts: usize) {
         dom.contains(&format!("data-charts-drawn=\"{charts}\"")),
         "the page script did not draw {charts} charts"
     );
+    check_charts(dom, charts, &|tag| tag.contains("data-chart=\"dead\""));
+}
+
+/// No script error, and each of `charts` charts drew what its data has on a real canvas —
+/// something, but for the smoke charts `never_answered` says are of a target that never did.
+fn check_charts(dom: &str, charts: usize, never_answered: &dyn Fn(&str) -> bool) {
     let body = &dom[dom.find("<body").unwrap()..];
     let body = &body[..body.find('>').unwrap() + 1];
     assert_eq!(
@@ -43,7 +50,7 @@ fn check_page(dom: &str, charts: usize) {
         match attr(tag, "data-expected-median") {
             Some(expected) => {
                 assert_eq!(attr(tag, "data-drawn-median"), Some(expected), "{tag}");
-                if !tag.contains("data-chart=\"dead\"") {
+                if !never_answered(tag) {
                     assert_ne!(expected, "0", "{tag}");
                 }
             }
@@ -146,6 +153,118 @@ target = "udp://127.0.0.1:{dead}"
     assert!(
         !text.contains("src=\"http") && !text.contains("<link"),
         "self-contained"
+    );
+}
+
+/// The number in the body's attribute `name`.
+fn body_number(dom: &str, name: &str) -> Option<f64> {
+    let body = &dom[dom.find("<body")?..];
+    attr(&body[..body.find('>')? + 1], name)?.parse().ok()
+}
+
+#[test]
+fn ten_thousand_targets_the_first_page_is_the_worst_and_draws_within_a_second() {
+    if !chromium::wanted() {
+        return;
+    }
+    // A real monitor of 10,000 ping targets on a loopback `npt serve`, one round each a minute
+    // (167 rounds a second); every tenth target's port has nothing behind it, so those go down.
+    let (_t, target) = serve(&[]);
+    let dead = npt_testkit::process::free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = String::from(
+        "vantage = \"ten-k\"\nstore = \"m.db\"\nlisten = \"127.0.0.1:0\"\nevery = \"1m\"\n",
+    );
+    for i in 0..10_000 {
+        let (proto, at) = match i % 10 {
+            0 => ("udp", format!("127.0.0.1:{dead}")),
+            n if n % 2 == 1 => ("udp", target.to_string()),
+            _ => ("tcp", target.to_string()),
+        };
+        cfg.push_str(&format!(
+            "[[target]]\nname = \"t{i:05}\"\ntarget = \"{proto}://{at}\"\ngroup = \"g{}\"\n\
+             args = [\"-c\", \"1\", \"-W\", \"1s\"]\n",
+            i % 50
+        ));
+    }
+    let cfg = write_file(dir.path(), "m.toml", &cfg);
+    let m = Monitor::start(cfg.as_ref(), &dir.path().join("m.db"), true);
+    let data = |q: &str| -> serde_json::Value {
+        let (code, body) = m.get(&format!("/api/data?{q}"));
+        assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+        serde_json::from_slice(&body).unwrap()
+    };
+    // Enough rounds for a first page of down targets (every one of them ran its round).
+    m.until("20 targets down", Duration::from_secs(60), |_| {
+        data("per=1")["down"].as_u64().unwrap_or(0) >= 20
+    });
+    // The server sends one page, worst first: the down targets.
+    let t0 = Instant::now();
+    let d = data("range=1h");
+    let took = t0.elapsed();
+    assert_eq!(
+        (d["total"].as_u64(), d["per"].as_u64()),
+        (Some(10_000), Some(20))
+    );
+    let rows = d["targets"].as_array().unwrap();
+    assert_eq!(rows.len(), 20);
+    for t in rows {
+        let n: u32 = t["name"].as_str().unwrap()[1..].parse().unwrap();
+        assert_eq!(
+            (n % 10, t["status"].as_str()),
+            (0, Some("no_answer")),
+            "{t}"
+        );
+    }
+    eprintln!("/api/data, first page of 10,000 targets: {took:?}");
+    // Search and group filters, on the server.
+    let one = data("q=T09999");
+    assert_eq!(one["matched"], 1);
+    assert_eq!(one["targets"][0]["name"], "t09999");
+    let g = data("group=g7&per=50&page=4");
+    assert_eq!(
+        (
+            g["matched"].as_u64(),
+            g["pages"].as_u64(),
+            g["page"].as_u64()
+        ),
+        (Some(200), Some(4), Some(4))
+    );
+    assert!(g["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["group"] == "g7"));
+    // The page in Chromium: the first page drawn, its charts complete, within a second of the
+    // navigation's start (the request to the monitor included).
+    let profile = dir.path().join("profile");
+    let url = format!("http://{}/?range=1h", m.addr.unwrap());
+    let dom = chromium::dump_url(&url, &profile, Duration::from_secs(60));
+    let drawn_ms = body_number(&dom, "data-drawn-ms").expect("data-drawn-ms");
+    let fcp = body_number(&dom, "data-first-paint-ms");
+    let response = body_number(&dom, "data-response-ms");
+    let all = body_number(&dom, "data-all-drawn-ms");
+    eprintln!(
+        "Chromium, 10,000 targets: the page's response ended at {response:?} ms, its first page \
+         ready to paint at {drawn_ms} ms (first contentful paint {fcp:?} ms), its last chart \
+         drawn at {all:?} ms; script start, data parsed: {:?}",
+        attr(&dom[dom.find("<body").unwrap()..], "data-script-ms")
+    );
+    let body = &dom[dom.find("<body").unwrap()..];
+    let charts: usize = attr(&body[..body.find('>').unwrap() + 1], "data-charts-drawn")
+        .and_then(|c| c.parse().ok())
+        .expect("the page drew its charts");
+    assert!(charts >= 20, "{charts} charts");
+    // Worst first: the page's targets are down, their charts rightly empty (each drew what
+    // its data has, checked all the same).
+    check_charts(&dom, charts, &|_| true);
+    let form = opening_tag(&dom, "npt-find");
+    assert_eq!(attr(form, "data-total"), Some("10000"), "{form}");
+    assert_eq!(attr(opening_tag(&dom, "npt-now"), "data-rows"), Some("20"));
+    assert!(drawn_ms <= 1000.0, "the first page took {drawn_ms} ms");
+    assert!(
+        fcp.is_none_or(|f| f <= 1000.0),
+        "first contentful paint {fcp:?} ms"
     );
 }
 

@@ -1,5 +1,6 @@
 (function () {
   "use strict";
+  var scriptStart = performance.now();
   // Script errors are counted where a test (and a curious user) can read them.
   var errors = 0;
   function countError() { errors++; document.body.setAttribute("data-errors", String(errors)); }
@@ -64,23 +65,50 @@
     return n;
   }
 
-  // A chart in a section; `after` records what was drawn once uPlot has drawn it.
+  // A chart in a section; `after` records what was drawn once uPlot has drawn it. The
+  // section (its title, its box at its final height) is laid out at once; the drawing is
+  // queued: the first charts draw before the page is first painted, the rest one per task
+  // after it, so the table and the top of the page show without waiting for twenty charts.
+  var queue = [];
+  var charts = 0;
+  var FIRST = 3;
   function chart(title, id, opts, data, after) {
     var sec = el("section", { "class": "chart" });
     sec.appendChild(el("h3", {}, title));
-    var box = el("div", { "class": "plot", id: "npt-chart-" + plots.length, "data-chart": id });
+    var box = el("div", { "class": "plot", id: "npt-chart-" + charts, "data-chart": id });
+    charts++;
     sec.appendChild(box);
-    main.appendChild(sec);
+    content.appendChild(sec);
     var w = box.clientWidth || 900;
-    opts.width = w;
-    opts.height = height(w);
-    opts.hooks = opts.hooks || {};
-    opts.hooks.draw = [function (u) {
-      var cv = u.root.querySelector("canvas");
-      if (cv) { box.setAttribute("data-canvas", cv.width + "x" + cv.height); }
-      after(u, box);
-    }];
-    plots.push({ u: new uPlot(opts, data, box), el: box });
+    box.style.minHeight = height(w) + "px";
+    queue.push(function () {
+      var w = box.clientWidth || 900;
+      opts.width = w;
+      opts.height = height(w);
+      opts.hooks = opts.hooks || {};
+      opts.hooks.draw = [function (u) {
+        var cv = u.root.querySelector("canvas");
+        if (cv) { box.setAttribute("data-canvas", cv.width + "x" + cv.height); }
+        after(u, box);
+      }];
+      plots.push({ u: new uPlot(opts, data, box), el: box });
+    });
+  }
+  // Draws `n` queued charts now and the rest one per task; `done` when all are drawn. A
+  // render that starts meanwhile (a refresh) drops what is left of this one's queue.
+  var drawing = 0;
+  function drawQueued(n, done) {
+    var mine = ++drawing;
+    var jobs = queue;
+    queue = [];
+    var i = 0;
+    function step() {
+      if (mine !== drawing) { return; }
+      if (i < jobs.length) { jobs[i++](); }
+      if (i < jobs.length) { setTimeout(step, 0); } else { done(); }
+    }
+    while (i < Math.min(n, jobs.length)) { jobs[i++](); }
+    step();
   }
 
   function lossClass(l) {
@@ -155,37 +183,134 @@
       });
   }
 
+  // The controls stay across refreshes (a search box keeps its focus and what is typed);
+  // what they ask for is read again by the server, which sends one page of targets.
+  var head = el("div");
+  var form = el("form", { id: "npt-find", "class": "find" });
+  var content = el("div");
+  while (main.firstChild) { main.removeChild(main.firstChild); }
+  main.appendChild(head);
+  main.appendChild(form);
+  main.appendChild(content);
+  var state = {};
+  var find = {
+    q: el("input", { type: "search", name: "q", placeholder: "search name, URL, group", "aria-label": "search" }),
+    group: el("select", { name: "group", "aria-label": "group" }),
+    sort: el("select", { name: "sort", "aria-label": "order" }),
+    prev: el("button", { type: "button", name: "prev" }, "‹ previous"),
+    next: el("button", { type: "button", name: "next" }, "next ›"),
+    where: el("span", { "class": "sub", id: "npt-where" })
+  };
+  [find.q, find.group, find.sort, find.prev, find.where, find.next].forEach(function (x) { form.appendChild(x); });
+  var SORTS = { worst: "worst first", name: "by name", p50: "slowest p50 first", loss: "most loss first" };
+
+  function query(extra) {
+    var p = new URLSearchParams();
+    p.set("range", state.range || "1h");
+    if (state.q) { p.set("q", state.q); }
+    if (state.group) { p.set("group", state.group); }
+    if (state.sort && state.sort !== "worst") { p.set("sort", state.sort); }
+    if (state.page > 1) { p.set("page", String(state.page)); }
+    if (state.per) { p.set("per", String(state.per)); }
+    Object.keys(extra || {}).forEach(function (k) { p.set(k, extra[k]); });
+    return p;
+  }
+  function fetchData() {
+    var p = query();
+    if (token) { p.set("token", token); }
+    return fetch("api/data?" + p.toString(), { cache: "no-store" })
+      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.json(); })
+      .then(function (d) {
+        render(d);
+        var shown = query();
+        if (token) { shown.set("token", token); }
+        history.replaceState(null, "", "?" + shown.toString());
+      });
+  }
+  function ask() { fetchData().catch(function () { /* keep what is shown */ }); }
+  var typing = null;
+  find.q.addEventListener("input", function () {
+    clearTimeout(typing);
+    typing = setTimeout(function () { state.q = find.q.value.trim(); state.page = 1; ask(); }, 250);
+  });
+  find.group.addEventListener("change", function () { state.group = find.group.value; state.page = 1; ask(); });
+  find.sort.addEventListener("change", function () { state.sort = find.sort.value; state.page = 1; ask(); });
+  find.prev.addEventListener("click", function () { if (state.page > 1) { state.page--; ask(); } });
+  find.next.addEventListener("click", function () { if (state.page < state.pages) { state.page++; ask(); } });
+  form.addEventListener("submit", function (e) { e.preventDefault(); });
+
+  function controls(d) {
+    state = { range: d.range, q: d.q, group: d.group || "", sort: d.sort, page: d.page, pages: d.pages,
+      per: d.per === 20 ? 0 : d.per };
+    if (document.activeElement !== find.q) { find.q.value = d.q; }
+    while (find.group.firstChild) { find.group.removeChild(find.group.firstChild); }
+    find.group.appendChild(el("option", { value: "" }, "every group"));
+    d.all_groups.forEach(function (g) {
+      var o = el("option", { value: g }, "group " + g);
+      if (g === d.group) { o.selected = true; }
+      find.group.appendChild(o);
+    });
+    while (find.sort.firstChild) { find.sort.removeChild(find.sort.firstChild); }
+    d.sorts.forEach(function (s) {
+      var o = el("option", { value: s }, SORTS[s] || s);
+      if (s === d.sort) { o.selected = true; }
+      find.sort.appendChild(o);
+    });
+    var first = d.matched ? (d.page - 1) * d.per + 1 : 0;
+    var last = Math.min(d.matched, d.page * d.per);
+    find.where.textContent = " " + first + "–" + last + " of " + d.matched +
+      (d.matched === d.total ? " targets" : " matching (of " + d.total + ")") +
+      " · page " + d.page + " of " + d.pages + " ";
+    find.prev.disabled = !live || d.page <= 1;
+    find.next.disabled = !live || d.page >= d.pages;
+    [find.q, find.group, find.sort].forEach(function (x) { x.disabled = !live; });
+    form.setAttribute("data-total", String(d.total));
+    form.setAttribute("data-matched", String(d.matched));
+    form.setAttribute("data-page", d.page + "/" + d.pages);
+  }
+
   function render(d) {
     plots.forEach(function (p) { p.u.destroy(); });
     plots = [];
-    while (main.firstChild) { main.removeChild(main.firstChild); }
-    main.appendChild(el("h1", {}, "npt monitor " + d.vantage));
+    queue = [];
+    charts = 0;
+    drawing++;
+    [head, content].forEach(function (x) { while (x.firstChild) { x.removeChild(x.firstChild); } });
+    head.appendChild(el("h1", {}, "npt monitor " + d.vantage));
     var nav = el("p", { "class": "sub" });
     nav.appendChild(document.createTextNode("range: "));
     d.ranges.forEach(function (r) {
-      var a = el("a", { href: link({ range: r }) }, r);
+      var a = el("a", { href: link(query({ range: r })) }, r);
       if (r === d.range) { a.setAttribute("class", "on"); }
       nav.appendChild(a);
       nav.appendChild(document.createTextNode(" "));
     });
     nav.appendChild(document.createTextNode("· " + d.level + " points · as of " + when(d.now_ms) +
-      (live ? " · refreshes by itself" : " · saved page")));
-    main.appendChild(nav);
+      (live ? " · refreshes by itself" : " · saved page: this page of targets as it was")));
+    head.appendChild(nav);
+    controls(d);
 
     var firing = d.alerts.filter(function (a) { return a.firing; });
-    main.appendChild(el("h2", {}, firing.length ? "Alerts firing: " + firing.length : "No alert firing"));
+    content.appendChild(el("h2", {}, (firing.length ? "Alerts firing: " + firing.length : "No alert firing") +
+      " · " + d.down + " of " + d.total + " targets down"));
     if (firing.length) {
-      main.appendChild(table("firing", ["target", "rule", "since", "value"], firing.map(function (a) {
+      content.appendChild(table("firing", ["target", "rule", "since", "value"], firing.slice(0, 50).map(function (a) {
         return [a.target, a.rule, when(a.since_ms), fmt(a.value, 2)];
       })));
+      if (firing.length > 50) {
+        content.appendChild(el("p", { "class": "sub" }, (firing.length - 50) + " more firing: worst first lists their targets first."));
+      }
     }
-    main.appendChild(table("now", ["target", "kind", "status", "p50 ms", "p99 ms", "loss %", "RPM", "last round", "alerts", "report"],
+    var now = table("now", ["target", "kind", "group", "status", "p50 ms", "p99 ms", "usual p50", "loss %", "RPM", "last round", "alerts", "report"],
       d.targets.map(function (t) {
         var a = el("a", { href: "report" + link({ target: t.name, range: d.range }) }, "html");
-        return [t.name + (t.active ? "" : " (removed)"), t.kind, (t.status || "–") + (t.detail ? " (" + t.detail + ")" : ""),
-          fmt(t.p50_ms, 2), fmt(t.p99_ms, 2), fmt(t.loss_pct, 2), fmt(t.rpm, 0), ago(t.last_ms, d.now_ms),
+        return [t.name + (t.active ? "" : " (removed)"), t.kind, t.group || "", (t.status || "–") + (t.detail ? " (" + t.detail + ")" : ""),
+          fmt(t.p50_ms, 2), fmt(t.p99_ms, 2), fmt(t.base_p50_ms, 2), fmt(t.loss_pct, 2), fmt(t.rpm, 0), ago(t.last_ms, d.now_ms),
           t.firing.join(", "), a];
-      })));
+      }));
+    now.setAttribute("id", "npt-now");
+    now.setAttribute("data-rows", String(d.targets.length));
+    content.appendChild(now);
 
     var byName = {};
     d.targets.forEach(function (t) { byName[t.name] = t; });
@@ -195,25 +320,36 @@
       smoke(t);
       if (t.segments.length) { segments(t); }
     });
-    if (d.not_charted) {
-      main.appendChild(el("p", { "class": "sub" }, d.not_charted + " more targets have no chart on this page."));
-    }
-    main.appendChild(table("history: alerts, gaps, reloads, store", ["when", "what", "target", "rule", "until", "detail"],
+    content.appendChild(table("history: alerts, gaps, reloads, store", ["when", "what", "target", "rule", "until", "detail"],
       d.events.map(function (e) { return [when(e.ts_ms), e.kind, e.target || "", e.rule || "", when(e.until_ms), e.detail]; })));
-    document.body.setAttribute("data-charts-drawn", String(plots.length));
+    document.body.removeAttribute("data-charts-drawn");
+    drawQueued(FIRST, function () {
+      document.body.setAttribute("data-charts-drawn", String(plots.length));
+      if (!document.body.hasAttribute("data-all-drawn-ms")) {
+        document.body.setAttribute("data-all-drawn-ms", performance.now().toFixed(1));
+      }
+    });
   }
 
-  render(JSON.parse(document.getElementById("npt-data").textContent));
+  var parsed = JSON.parse(document.getElementById("npt-data").textContent);
+  var parsedAt = performance.now();
+  render(parsed);
+  // How long the first page took, from the navigation's start (the request included) to the
+  // page ready to paint: its table and its first charts — what a user waits for; the browser's
+  // own first contentful paint; and when the last chart of the page was drawn.
+  document.body.setAttribute("data-drawn-ms", performance.now().toFixed(1));
+  document.body.setAttribute("data-script-ms", scriptStart.toFixed(1) + " " + parsedAt.toFixed(1));
+  requestAnimationFrame(function () {
+    setTimeout(function () {
+      var fcp = performance.getEntriesByType("paint").filter(function (e) { return e.name === "first-contentful-paint"; })[0];
+      if (fcp) { document.body.setAttribute("data-first-paint-ms", fcp.startTime.toFixed(1)); }
+      var nav = performance.getEntriesByType("navigation")[0];
+      if (nav) { document.body.setAttribute("data-response-ms", nav.responseEnd.toFixed(1)); }
+    }, 0);
+  });
 
   if (live) {
-    var every = 10;
-    setInterval(function () {
-      var q = new URLSearchParams(location.search);
-      fetch("api/data?" + q.toString(), { cache: "no-store" })
-        .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.json(); })
-        .then(render)
-        .catch(function () { /* keep what is shown; the next refresh tries again */ });
-    }, every * 1000);
+    setInterval(ask, 10 * 1000);
   }
   window.addEventListener("resize", function () {
     plots.forEach(function (p) {

@@ -2,11 +2,13 @@
 //! shown (rounds for the last hours, minute rollups for a day, hour rollups for a week or a
 //! month) and from the live view (each target's last round, the alert states).
 //!
-//! Per target a smoke chart, as SmokePing draws one: the median line, coloured by the round's
+//! The page shows one page of targets at a time, worst first, searched and filtered on the
+//! server ([`view`]): ten thousand targets cost the browser what twenty do. Per target on the
+//! page a smoke chart, as SmokePing draws one: the median line, coloured by the round's
 //! loss, inside the p10–p90 band inside the p1–p99 band; a round or bucket that is missing (the
 //! monitor was down, the round was skipped) is a gap, never a line across it. Targets of one
 //! `group` are overlaid on a chart of their medians (a direct path against its relays); a trace
-//! target gets its segments' medians over time. Around them: the state of every target now,
+//! target gets its segments' medians over time. Around them: the page's targets' state now,
 //! the alerts firing, and the history of alerts, gaps and reloads.
 //!
 //! The page is one self-contained HTML file (uPlot and the data inlined, as the HTML report
@@ -17,11 +19,13 @@
 
 use serde::Serialize;
 
-use crate::kinds::Kind;
 use crate::live::Live;
 use crate::rollup::{cover, Span};
 use crate::round::Status;
 use crate::store::{self, Level, Store, StoreError};
+
+pub mod view;
+pub use view::View;
 
 /// The time ranges the page offers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,10 +76,6 @@ impl Range {
     }
 }
 
-/// At most this many targets get charts on one page (the firing ones first); the table lists
-/// them all.
-pub const MAX_CHARTS: usize = 60;
-
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Data {
     pub vantage: String,
@@ -84,12 +84,26 @@ pub struct Data {
     pub ranges: Vec<&'static str>,
     pub from_ms: i64,
     pub level: &'static str,
+    /// The page's targets ([`view`]), each with its chart.
     pub targets: Vec<TargetData>,
     pub groups: Vec<Group>,
     pub alerts: Vec<AlertData>,
     pub events: Vec<EventData>,
-    /// Targets whose charts were left out (past [`MAX_CHARTS`]).
-    pub not_charted: usize,
+    /// Every target the monitor has, those the search and group let through, the page shown
+    /// of how many, and targets per page.
+    pub total: usize,
+    pub matched: usize,
+    pub page: usize,
+    pub pages: usize,
+    pub per: usize,
+    /// The query the page answers (`q`, `group`, `sort`) and what the controls offer.
+    pub q: String,
+    pub group: Option<String>,
+    pub sort: &'static str,
+    pub sorts: Vec<&'static str>,
+    pub all_groups: Vec<String>,
+    /// Targets in the down state now (last round unreachable), among all.
+    pub down: usize,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -106,6 +120,8 @@ pub struct TargetData {
     pub last_ms: Option<i64>,
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    /// Its usual median (what worst-first ranks the p99 against).
+    pub base_p50_ms: Option<f64>,
     pub loss_pct: Option<f64>,
     pub rpm: Option<f64>,
     pub goodput_bps: Option<f64>,
@@ -248,8 +264,15 @@ fn fill(td: &mut TargetData, pts: &[Point]) {
     }
 }
 
-/// The page's data for `range` ending at `now_ms`.
-pub fn data(st: &dyn Store, live: &Live, range: Range, now_ms: i64) -> Result<Data, StoreError> {
+/// The page's data for `range` ending at `now_ms`: the page of targets `v` asks for, each
+/// with its chart; the other targets cost a filter and a sort of what the live view holds.
+pub fn data(
+    st: &mut dyn Store,
+    live: &Live,
+    range: Range,
+    v: &View,
+    now_ms: i64,
+) -> Result<Data, StoreError> {
     let from = now_ms - range.span_ms();
     let top = range.level();
     let marks: Vec<(Level, Option<i64>)> = Level::ROLLUPS
@@ -267,19 +290,15 @@ pub fn data(st: &dyn Store, live: &Live, range: Range, now_ms: i64) -> Result<Da
         .collect::<Result<_, StoreError>>()?;
     let rolled = |l: Level| marks.iter().find(|(x, _)| *x == l).and_then(|(_, m)| *m);
     let spans = cover(from, now_ms, &rolled);
-    let ids: std::collections::HashMap<(String, Kind), i64> = st
-        .targets()?
-        .into_iter()
-        .map(|t| ((t.name, t.kind), t.id))
-        .collect();
     let alerts = live.alerts();
-    let mut targets = live.targets();
-    // Firing first, then as configured (active before removed ones).
-    let firing = |n: &str| alerts.iter().any(|a| a.firing && a.target == n);
-    targets.sort_by_key(|t| (!firing(&t.name), !t.active));
-    let mut out = Vec::with_capacity(targets.len());
-    let mut charted = 0;
-    for t in targets {
+    let all = live.targets();
+    let down = all
+        .iter()
+        .filter(|t| t.active && t.last.as_ref().is_some_and(|l| l.status.unreachable()))
+        .count();
+    let sel = view::select(all, &alerts, v);
+    let mut out = Vec::with_capacity(sel.rows.len());
+    for (t, firing) in &sel.rows {
         let last = t.last.as_ref();
         let f = last.map(|l| &l.figures);
         let mut td = TargetData {
@@ -294,24 +313,21 @@ pub fn data(st: &dyn Store, live: &Live, range: Range, now_ms: i64) -> Result<Da
             last_ms: last.map(|l| l.start_ms),
             p50_ms: f.filter(|f| f.count > 0).map(|f| f.p50_ms),
             p99_ms: f.filter(|f| f.count > 0).map(|f| f.p99_ms),
+            base_p50_ms: t.base_p50_ms,
             loss_pct: f.and_then(|f| f.loss_pct()),
             rpm: f.and_then(|f| f.rpm),
             goodput_bps: f.and_then(|f| f.goodput_bps),
-            firing: alerts
-                .iter()
-                .filter(|a| a.firing && a.target == t.name)
-                .map(|a| a.rule.clone())
-                .collect(),
+            firing: firing.clone(),
             ..TargetData::default()
         };
-        if charted < MAX_CHARTS {
-            if let Some(id) = ids.get(&(t.name.clone(), t.kind)) {
-                let every = i64::try_from(t.every.as_millis()).unwrap_or(i64::MAX);
-                fill(&mut td, &points(st, *id, every, &spans)?);
-            }
-            td.charted = true;
-            charted += 1;
+        // The page's targets' ids only (an indexed lookup each). A target the store has no
+        // row of yet (its first round not written) has nothing to draw: a reader's connection
+        // cannot make one, and says so with an error that means exactly that here.
+        if let Ok(id) = st.target_id(&t.name, t.kind) {
+            let every = i64::try_from(t.every.as_millis()).unwrap_or(i64::MAX);
+            fill(&mut td, &points(st, id, every, &spans)?);
         }
+        td.charted = true;
         out.push(td);
     }
     let mut groups: Vec<Group> = Vec::new();
@@ -326,7 +342,13 @@ pub fn data(st: &dyn Store, live: &Live, range: Range, now_ms: i64) -> Result<Da
             }
         }
     }
-    groups.retain(|g| g.targets.len() > 1);
+    // An overlay needs two paths, and something drawn (a group of dead paths has no median).
+    groups.retain(|g| {
+        g.targets.len() > 1
+            && out
+                .iter()
+                .any(|t| t.median_points > 0 && g.targets.contains(&t.name))
+    });
     let events = st
         .events(from, i64::MAX, 100)?
         .into_iter()
@@ -339,7 +361,6 @@ pub fn data(st: &dyn Store, live: &Live, range: Range, now_ms: i64) -> Result<Da
             detail: e.detail,
         })
         .collect();
-    let not_charted = out.iter().filter(|t| !t.charted).count();
     Ok(Data {
         vantage: live.vantage.clone(),
         now_ms,
@@ -360,7 +381,17 @@ pub fn data(st: &dyn Store, live: &Live, range: Range, now_ms: i64) -> Result<Da
             })
             .collect(),
         events,
-        not_charted,
+        total: sel.total,
+        matched: sel.matched,
+        page: sel.page,
+        pages: sel.pages,
+        per: v.per,
+        q: v.q.clone(),
+        group: v.group.clone(),
+        sort: v.sort.name(),
+        sorts: view::Sort::ALL.iter().map(|s| s.name()).collect(),
+        all_groups: sel.groups,
+        down,
     })
 }
 

@@ -8,6 +8,7 @@ use npt_result::stats::PingStats;
 
 use super::*;
 use crate::config::TargetPlan;
+use crate::kinds::Kind;
 use crate::kinds::KindStats;
 use crate::round::Round;
 use crate::store::memory::Memory;
@@ -75,7 +76,7 @@ fn points_have_gaps_where_rounds_are_missing_and_lost_rounds_show_their_loss() {
     st.put_rounds(&rows).unwrap();
     let lv = live();
     lv.set_targets(&[plan("a <b>", Some("g")), plan("c", Some("g"))]);
-    let d = data(&st, &lv, Range::H1, T0 + 600_000).unwrap();
+    let d = data(&mut st, &lv, Range::H1, &View::default(), T0 + 600_000).unwrap();
     let a = &d.targets[0];
     assert_eq!(a.name, "a <b>");
     assert_eq!(a.t.len(), 51, "50 rounds and one gap point");
@@ -141,7 +142,7 @@ fn a_day_reads_minutes_and_the_last_round_is_the_state_now() {
     let mut r = Round::empty("x", Kind::Ping, end - 10_000, Status::Ok, None);
     r.figures = rows[719].figures.clone();
     lv.on_round(&r, None);
-    let d = data(&st, &lv, Range::D1, end).unwrap();
+    let d = data(&mut st, &lv, Range::D1, &View::default(), end).unwrap();
     let x = &d.targets[0];
     // 110 minutes rolled up, then the last 10 minutes' 60 rounds.
     assert_eq!(x.t.len(), 110 + 60);
@@ -150,4 +151,98 @@ fn a_day_reads_minutes_and_the_last_round_is_the_state_now() {
     assert_eq!(x.loss_pct, Some(0.0));
     assert!((x.p50_ms.unwrap() - 10.0).abs() < 0.01);
     assert!(d.groups.is_empty());
+}
+
+/// A round of `name` that measured `p50`/`p99` ms with `lost` of 10 lost.
+fn round(name: &str, status: Status, p50: f64, p99: f64, lost: u64) -> Round {
+    let mut r = Round::empty(name, Kind::Ping, T0, status, None);
+    r.figures.sent = 10;
+    r.figures.lost = lost;
+    r.figures.count = 10 - lost;
+    r.figures.p50_ms = p50;
+    r.figures.p99_ms = p99;
+    r
+}
+
+#[test]
+fn worst_first_ranks_firing_then_down_then_loss_then_slowdown_and_pages_on_the_server() {
+    let lv = live();
+    let mut plans: Vec<TargetPlan> = (0..45)
+        .map(|i| {
+            plan(
+                &format!("t{i:02}"),
+                Some(if i % 2 == 0 { "even" } else { "odd" }),
+            )
+        })
+        .collect();
+    plans.push(plan("relay-hk", None));
+    lv.set_targets(&plans);
+    for p in &plans {
+        // Every target's usual median is 10 ms.
+        lv.on_round(&round(&p.name, Status::Ok, 10.0, 12.0, 0), None);
+    }
+    lv.on_round(&round("t07", Status::Ok, 10.0, 200.0, 0), None); // a tail 20× the usual
+    lv.on_round(&round("t03", Status::Ok, 10.0, 30.0, 0), None); // 3×
+    lv.on_round(&round("t30", Status::Ok, 10.0, 12.0, 2), None); // 20 % loss
+    lv.on_round(&round("t12", Status::NoAnswer, 0.0, 0.0, 10), None); // down
+    lv.on_round(&round("t40", Status::Ok, 10.0, 12.0, 0), None);
+    lv.set_alerts(vec![crate::store::AlertRow {
+        target: "t40".into(),
+        rule: "slow".into(),
+        firing: true,
+        since_ms: T0,
+        streak: 3,
+        value: Some(1.0),
+    }]);
+    let mut st = Memory::new();
+    let names = |d: &Data| d.targets.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    let d = data(&mut st, &lv, Range::H1, &View::default(), T0).unwrap();
+    assert_eq!(
+        (d.total, d.matched, d.page, d.pages, d.per),
+        (46, 46, 1, 3, 20)
+    );
+    assert_eq!(names(&d)[..5], ["t40", "t12", "t30", "t07", "t03"]);
+    assert_eq!(d.targets[0].firing, ["slow"]);
+    assert_eq!(d.down, 1);
+    assert_eq!(d.all_groups, ["even", "odd"]);
+    // The last page holds what is left; a page past it reads as the last.
+    let v = View::parse(|k| (k == "page").then(|| "9".to_string())).unwrap();
+    let d = data(&mut st, &lv, Range::H1, &v, T0).unwrap();
+    assert_eq!((d.page, d.targets.len()), (3, 6));
+    // Search (any case, name or URL or group) and group filter, then paging of what matched.
+    let q = |pairs: &'static [(&'static str, &'static str)]| {
+        View::parse(|k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+        .unwrap()
+    };
+    let d = data(&mut st, &lv, Range::H1, &q(&[("q", "RELAY")]), T0).unwrap();
+    assert_eq!(names(&d), ["relay-hk"]);
+    let d = data(
+        &mut st,
+        &lv,
+        Range::H1,
+        &q(&[("group", "odd"), ("per", "5")]),
+        T0,
+    )
+    .unwrap();
+    assert_eq!((d.matched, d.pages), (22, 5));
+    assert_eq!(names(&d), ["t07", "t03", "t01", "t05", "t09"]);
+    let d = data(
+        &mut st,
+        &lv,
+        Range::H1,
+        &q(&[("sort", "name"), ("per", "2")]),
+        T0,
+    )
+    .unwrap();
+    assert_eq!(names(&d), ["relay-hk", "t00"]);
+    // Bad parameters are named.
+    for (k, v) in [("page", "0"), ("per", "51"), ("sort", "best")] {
+        let e = View::parse(|x| (x == k).then(|| v.to_string())).unwrap_err();
+        assert!(e.starts_with(k), "{e}");
+    }
 }

@@ -51,9 +51,15 @@ fn parse(key: &str, argv: &[String]) -> anyhow::Result<(Check, ArgMatches)> {
             .to_string();
         usage!("{key}.args: {first}")
     };
-    let m = Check::command()
-        .try_get_matches_from(argv)
-        .map_err(clap_err)?;
+    // The command is built once and reused: building it (every subcommand's flags) costs
+    // milliseconds, and a config of ten thousand targets parses twenty thousand lines.
+    static COMMAND: std::sync::Mutex<Option<clap::Command>> = std::sync::Mutex::new(None);
+    let m = {
+        let mut c = COMMAND.lock().unwrap_or_else(|e| e.into_inner());
+        c.get_or_insert_with(Check::command)
+            .try_get_matches_from_mut(argv)
+            .map_err(clap_err)?
+    };
     let check = Check::from_arg_matches(&m).map_err(clap_err)?;
     let sub = m.subcommand().map(|(_, s)| s.clone()).unwrap_or_default();
     Ok((check, sub))
