@@ -220,18 +220,8 @@ impl Writer {
             .is_none_or(|t| now.duration_since(t) >= PRUNE)
         {
             self.last_prune = Some(now);
-            let r = &self.retention;
-            for (level, keep) in [
-                (Level::Round, r.rounds),
-                (Level::Minute, r.minute),
-                (Level::Hour, r.hour),
-                (Level::Day, r.day),
-            ] {
-                let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
-                let cutoff = level.floor(wall.saturating_sub(keep));
-                let n = self.store.prune(level, cutoff)?;
-                self.counts.pruned.fetch_add(n, Ordering::Relaxed);
-            }
+            let n = prune_all(&mut *self.store, &self.retention, wall)?;
+            self.counts.pruned.fetch_add(n, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -304,6 +294,27 @@ impl Writer {
             stats: r.stats.clone(),
         })
     }
+}
+
+/// Deletes what `retention` lets go at wall time `now_ms`, every level (whole buckets), and
+/// gives the freed pages back to the file system; returns the rows deleted.
+pub fn prune_all(
+    st: &mut dyn Store,
+    retention: &Retention,
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    let mut n = 0;
+    for (level, keep) in [
+        (Level::Round, retention.rounds),
+        (Level::Minute, retention.minute),
+        (Level::Hour, retention.hour),
+        (Level::Day, retention.day),
+    ] {
+        let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = level.floor(now_ms.saturating_sub(keep));
+        n += st.prune(level, cutoff)?;
+    }
+    Ok(n)
 }
 
 /// What the store says about the last run: its last sign of life and whether it stopped
