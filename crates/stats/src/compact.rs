@@ -10,11 +10,11 @@
 //! clamped is zero bytes. A 5-sample round is about a dozen bytes where the V2 deflate
 //! serialization, base64 and its JSON wrapper took ~140.
 //!
-//! [`serde_compact`] makes [`Histogram`]'s serde form this one (as base64 text) for the time
-//! of a closure: the stores serialize the workloads' stats values through it, and
-//! [`Histogram`]'s deserializer reads both forms.
+//! [`collect`] and [`provide`] make [`Histogram`]'s serde form a reference into a side table
+//! of these bytes for the time of a closure: a store serializes a workload's stats value (JSON)
+//! through them and keeps the table beside it.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 
 use crate::{Histogram, StatsError};
 
@@ -116,25 +116,91 @@ pub fn decode(mut b: &[u8]) -> Result<Histogram, StatsError> {
     Ok(h)
 }
 
-thread_local! {
-    static COMPACT: Cell<bool> = const { Cell::new(false) };
+/// Where [`Histogram`]'s serde goes on this thread: nowhere special, or a side table.
+enum Side {
+    Off,
+    /// Serializing: each histogram's [`encode`]d bytes, length-prefixed, in order; how many.
+    Write(Vec<u8>, usize),
+    /// Deserializing: the side table's histograms.
+    Read(Vec<Vec<u8>>),
 }
 
-/// Runs `f` with [`Histogram`]s serializing as base64 of [`encode`] instead of their
-/// [`crate::SerializedHistogram`] (on this thread, restored after, even on a panic).
-pub fn serde_compact<T>(f: impl FnOnce() -> T) -> T {
-    struct Restore(bool);
+thread_local! {
+    static SIDE: RefCell<Side> = const { RefCell::new(Side::Off) };
+}
+
+/// Puts `side` in place for the time of `f` (restored after, even on a panic).
+fn with_side<T>(side: Side, f: impl FnOnce() -> T) -> (T, Side) {
+    struct Restore(Option<Side>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            COMPACT.with(|c| c.set(self.0));
+            if let Some(s) = self.0.take() {
+                SIDE.with(|c| *c.borrow_mut() = s);
+            }
         }
     }
-    let _restore = Restore(COMPACT.with(|c| c.replace(true)));
-    f()
+    let mut restore = Restore(Some(SIDE.with(|c| c.replace(side))));
+    let out = f();
+    let mine = SIDE.with(|c| c.replace(restore.0.take().unwrap_or(Side::Off)));
+    (out, mine)
 }
 
-pub(crate) fn compact_serde() -> bool {
-    COMPACT.with(Cell::get)
+/// Runs `f` (a serialization) with every [`Histogram`] written as a reference (`"#3"`) into
+/// a side table of their [`encode`]d bytes, returned beside: raw bytes deflate well (runs of
+/// neighbouring buckets look alike) where base64 text would not.
+pub fn collect<T>(f: impl FnOnce() -> T) -> (T, Vec<u8>) {
+    match with_side(Side::Write(Vec::new(), 0), f) {
+        (out, Side::Write(side, _)) => (out, side),
+        (out, _) => (out, Vec::new()),
+    }
+}
+
+/// Runs `f` (a deserialization) with the references [`collect`] wrote resolved in `side`.
+pub fn provide<T>(mut side: &[u8], f: impl FnOnce() -> T) -> Result<T, StatsError> {
+    let mut all = Vec::new();
+    while !side.is_empty() {
+        let n = usize::try_from(get(&mut side)?)
+            .map_err(|_| StatsError::Decode("side table entry too long".into()))?;
+        let (h, rest) = side
+            .split_at_checked(n)
+            .ok_or_else(|| StatsError::Decode("side table cut short".into()))?;
+        all.push(h.to_vec());
+        side = rest;
+    }
+    Ok(with_side(Side::Read(all), f).0)
+}
+
+/// In [`collect`]: the reference this histogram is written as.
+pub(crate) fn put_side(h: &Histogram) -> Option<String> {
+    SIDE.with(|c| match &mut *c.borrow_mut() {
+        Side::Write(side, n) => {
+            *n += 1;
+            let b = encode(h);
+            put(side, b.len() as u64);
+            side.extend_from_slice(&b);
+            Some(format!("#{}", *n - 1))
+        }
+        _ => None,
+    })
+}
+
+/// In [`provide`]: the histogram a reference names.
+pub(crate) fn get_side(reference: &str) -> Result<Histogram, StatsError> {
+    let i: usize = reference
+        .strip_prefix('#')
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| StatsError::Decode(format!("not a histogram reference: {reference:?}")))?;
+    SIDE.with(|c| match &*c.borrow() {
+        Side::Read(all) => all
+            .get(i)
+            .ok_or_else(|| {
+                StatsError::Decode(format!("no histogram {reference} in the side table"))
+            })
+            .and_then(|b| decode(b)),
+        _ => Err(StatsError::Decode(format!(
+            "histogram reference {reference} outside a side table"
+        ))),
+    })
 }
 
 #[cfg(test)]
@@ -191,5 +257,26 @@ mod tests {
         ] {
             assert!(decode(bad).is_err());
         }
+    }
+
+    #[test]
+    fn a_side_table_carries_the_histograms_of_a_value() {
+        let mut a = Histogram::new();
+        a.record(20_000_000);
+        let v = vec![a.clone(), Histogram::new(), a.clone()];
+        let (json, side) = collect(|| serde_json::to_string(&v).unwrap());
+        assert_eq!(json, r##"["#0","#1","#2"]"##);
+        let back: Vec<Histogram> = provide(&side, || serde_json::from_str(&json).unwrap()).unwrap();
+        assert!(back == v);
+        assert!(
+            provide(&side, || serde_json::from_str::<Histogram>(r##""#3""##))
+                .unwrap()
+                .is_err()
+        );
+        assert!(
+            serde_json::from_str::<Histogram>(r##""#0""##).is_err(),
+            "no table, no histogram"
+        );
+        assert!(provide(&[9, 1], || ()).is_err());
     }
 }

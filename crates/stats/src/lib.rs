@@ -59,8 +59,8 @@ const INITIAL_HIGHEST_NS: u64 = 16_384;
 
 /// A latency histogram in nanoseconds. Mergeable with `+=`. Serializes as its
 /// [`SerializedHistogram`], so values that hold histograms (a workload's stats) serialize too
-/// — or, inside [`compact::serde_compact`], as the base64 text of [`compact::encode`]; it
-/// deserializes from either.
+/// — or, inside [`compact::collect`], as a reference into a side table of compact bytes; it
+/// deserializes from either (the reference inside [`compact::provide`]).
 #[derive(Clone, Debug, Default)]
 pub struct Histogram {
     /// Allocated at the first value: a histogram nothing was recorded into costs nothing,
@@ -294,12 +294,9 @@ impl PartialEq for Histogram {
 
 impl Serialize for Histogram {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if compact::compact_serde() {
-            s.serialize_str(
-                &base64::engine::general_purpose::STANDARD_NO_PAD.encode(compact::encode(self)),
-            )
-        } else {
-            self.to_serialized().serialize(s)
+        match compact::put_side(self) {
+            Some(reference) => s.serialize_str(&reference),
+            None => self.to_serialized().serialize(s),
         }
     }
 }
@@ -310,13 +307,10 @@ impl<'de> Deserialize<'de> for Histogram {
         impl<'de> serde::de::Visitor<'de> for Either {
             type Value = Histogram;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a serialized histogram (an object, or compact base64 text)")
+                f.write_str("a serialized histogram (an object, or a reference into a side table)")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Histogram, E> {
-                let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
-                    .decode(v)
-                    .map_err(E::custom)?;
-                compact::decode(&bytes).map_err(E::custom)
+                compact::get_side(v).map_err(E::custom)
             }
             fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<Histogram, M::Error> {
                 let s = SerializedHistogram::deserialize(

@@ -1,11 +1,11 @@
 //! A stats value as the store keeps it. Each round and rollup holds one, so its bytes are most
-//! of the file: JSON with the histograms in their compact form ([`npt_stats::compact`]),
-//! deflated against a fixed dictionary of what these values look like (the field names and
-//! the shape of every kind, `stats_dict.json`), so that a ping round's value is a few dozen
-//! bytes instead of ~280.
+//! of the file: JSON whose histograms are references into a side table of their compact
+//! bytes ([`npt_stats::compact`]), the two deflated together against a fixed dictionary of
+//! what these values look like (the field names and the shape of every kind,
+//! `stats_dict.json`), so that a ping round's value is a few dozen bytes instead of ~280.
 //!
-//! Layout: `b'N'`, a version byte (1), then the raw deflate stream of the JSON as it goes on
-//! after the dictionary: the dictionary's own compressed bytes (any encoding of it, ending on
+//! Layout: `b'N'`, a version byte (1), then the raw deflate stream of `JSON 0x00 side-table`
+//! as it goes on after the dictionary: the dictionary's own compressed bytes (any encoding of it, ending on
 //! a sync flush) are put back in front to read it. `b'N'` starts with the reserved block type
 //! `11` of deflate, so the values the first store layout wrote (plain deflated JSON with
 //! V2-serialized histograms) are told apart and read as they are.
@@ -42,8 +42,10 @@ fn primer() -> &'static [u8] {
 // a `Vec` without fail; a deflate into a `Vec` does not fail either.
 #[allow(clippy::expect_used)]
 pub fn encode(s: &KindStats) -> Vec<u8> {
-    let json = npt_stats::compact::serde_compact(|| serde_json::to_vec(s))
-        .expect("stats values always serialize");
+    let (json, side) = npt_stats::compact::collect(|| serde_json::to_vec(s));
+    let mut json = json.expect("stats values always serialize");
+    json.push(0);
+    json.extend_from_slice(&side);
     let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
     z.write_all(DICT).expect("deflating into a Vec");
     z.flush().expect("deflating into a Vec");
@@ -67,6 +69,16 @@ pub fn decode(bytes: &[u8]) -> Result<KindStats, KindError> {
             let mut dict = vec![0; DICT.len()];
             all.read_exact(&mut dict).map_err(|e| bad(&e))?;
             all.read_to_end(&mut json).map_err(|e| bad(&e))?;
+            let at = json
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| bad(&"no side table"))?;
+            let (text, side) = json.split_at(at);
+            return npt_stats::compact::provide(side.get(1..).unwrap_or_default(), || {
+                serde_json::from_slice(text)
+            })
+            .map_err(|e| bad(&e))?
+            .map_err(|e| bad(&e));
         }
         [MAGIC, v, ..] => {
             return Err(bad(&format!(

@@ -8,7 +8,7 @@
 
 use rusqlite::Connection;
 
-use super::sqlite::{create, err, table, SCHEMA};
+use super::sqlite::{create, err, table, SCHEMA, SHIFT};
 use super::{Level, Result};
 
 /// The first layout's version.
@@ -28,19 +28,23 @@ fn figures() -> String {
     )
 }
 
-/// The first layout's rounds in `from`, as rows of the current `round` table.
-fn rounds(from: &str) -> String {
+/// The first layout's rounds in `from`, as rows of the current `round` table (`view`: with
+/// their target and start as columns too, to be found by).
+fn rounds(from: &str, view: bool) -> String {
+    let keys = if view { "target, start_ms," } else { "" };
     format!(
-        "SELECT target, start_ms, start_ms - due_ms AS due_before, end_ms - start_ms AS took_ms, \
-         lateness_ns, status, detail, config, {} FROM {from}",
+        "SELECT (target << {SHIFT}) | start_ms AS id, {keys} start_ms - due_ms AS due_before, end_ms - start_ms AS took_ms, lateness_ns, status, \
+         detail, config, {} FROM {from}",
         figures()
     )
 }
 
 /// The first layout's rollups of `level` in `from`, as rows of the level's current table.
-fn rollups(from: &str, level: Level) -> String {
+fn rollups(from: &str, level: Level, view: bool) -> String {
+    let keys = if view { "target, start_ms," } else { "" };
     format!(
-        "SELECT target, start_ms, rounds, measured, unreachable, lateness_max_ns, \
+        "SELECT (target << {SHIFT}) | start_ms AS id, {keys} rounds, measured, unreachable, \
+         lateness_max_ns, \
          first_ms - start_ms AS first_after, last_ms - start_ms AS last_after, {} FROM {from} \
          WHERE level = '{}'",
         figures(),
@@ -64,13 +68,16 @@ pub fn first(db: &Connection) -> Result<String> {
     let copied = (|| -> Result<(usize, usize)> {
         create(db)?;
         let n = db
-            .execute(&format!("INSERT INTO round {}", rounds("round_first")), [])
+            .execute(
+                &format!("INSERT INTO round {}", rounds("round_first", false)),
+                [],
+            )
             .map_err(err)?;
         let mut m = 0;
         for l in Level::ROLLUPS {
             m += db
                 .execute(
-                    &format!("INSERT INTO {} {}", table(l), rollups("rollup", l)),
+                    &format!("INSERT INTO {} {}", table(l), rollups("rollup", l, false)),
                     [],
                 )
                 .map_err(err)?;
@@ -111,12 +118,12 @@ pub fn first(db: &Connection) -> Result<String> {
 /// Reads a store of the first layout as it is: temporary views of the current tables over
 /// its own (a read-only connection may make them; the file is not touched).
 pub fn views(db: &Connection) -> Result<()> {
-    let mut sql = format!("CREATE TEMP VIEW round AS {};", rounds("main.round"));
+    let mut sql = format!("CREATE TEMP VIEW round AS {};", rounds("main.round", true));
     for l in Level::ROLLUPS {
         sql += &format!(
             "CREATE TEMP VIEW {} AS {};",
             table(l),
-            rollups("main.rollup", l)
+            rollups("main.rollup", l, true)
         );
     }
     db.execute_batch(&sql).map_err(err)

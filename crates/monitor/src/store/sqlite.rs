@@ -34,15 +34,14 @@ CREATE TABLE IF NOT EXISTS config (
     id INTEGER PRIMARY KEY, target INTEGER NOT NULL, meta TEXT NOT NULL, config TEXT NOT NULL,
     UNIQUE (target, meta, config));
 CREATE TABLE IF NOT EXISTS round (
-    target INTEGER NOT NULL, start_ms INTEGER NOT NULL, due_before INTEGER NOT NULL,
+    id INTEGER PRIMARY KEY, due_before INTEGER NOT NULL,
     took_ms INTEGER NOT NULL, lateness_ns INTEGER NOT NULL, status TEXT NOT NULL, detail TEXT,
     config INTEGER,
     count INTEGER NOT NULL, sent INTEGER NOT NULL, lost INTEGER NOT NULL, errors INTEGER NOT NULL,
     min_ns INTEGER NOT NULL, p1_ns INTEGER NOT NULL, p10_ns INTEGER NOT NULL,
     p50_ns INTEGER NOT NULL, p90_ns INTEGER NOT NULL, p99_ns INTEGER NOT NULL,
     max_ns INTEGER NOT NULL, mean REAL NOT NULL, bytes INTEGER NOT NULL, extra TEXT,
-    stats BLOB,
-    PRIMARY KEY (target, start_ms)) WITHOUT ROWID;
+    stats BLOB);
 CREATE TABLE IF NOT EXISTS event (
     id INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, kind TEXT NOT NULL, target TEXT, rule TEXT,
     until_ms INTEGER, detail TEXT NOT NULL);
@@ -54,22 +53,36 @@ CREATE TABLE IF NOT EXISTS mark (name TEXT PRIMARY KEY, ms INTEGER NOT NULL) WIT
 ";
 
 /// A rollup level's table: `first_after`/`last_after` are the span it measured, as ms after
-/// its start.
+/// its start. Like `round`, a rowid table keyed by [`key`]: its rows are stored whole in their
+/// page up to ~8 KB (a WITHOUT ROWID table's spill to an overflow page past ~2 KB, and a day's
+/// stats value is often that large).
 pub(super) fn rollup_table(level: Level) -> String {
     let name = table(level);
     format!(
         "CREATE TABLE IF NOT EXISTS {name} (
-    target INTEGER NOT NULL, start_ms INTEGER NOT NULL,
-    rounds INTEGER NOT NULL, measured INTEGER NOT NULL, unreachable INTEGER NOT NULL,
+    id INTEGER PRIMARY KEY, rounds INTEGER NOT NULL, measured INTEGER NOT NULL, unreachable INTEGER NOT NULL,
     lateness_max_ns INTEGER NOT NULL, first_after INTEGER NOT NULL, last_after INTEGER NOT NULL,
     count INTEGER NOT NULL, sent INTEGER NOT NULL, lost INTEGER NOT NULL, errors INTEGER NOT NULL,
     min_ns INTEGER NOT NULL, p1_ns INTEGER NOT NULL, p10_ns INTEGER NOT NULL,
     p50_ns INTEGER NOT NULL, p90_ns INTEGER NOT NULL, p99_ns INTEGER NOT NULL,
     max_ns INTEGER NOT NULL, mean REAL NOT NULL, bytes INTEGER NOT NULL, extra TEXT,
-    stats BLOB,
-    PRIMARY KEY (target, start_ms)) WITHOUT ROWID;"
+    stats BLOB);"
     )
 }
+
+/// Bits of a row's key that hold its start (ms since the epoch, up to the year 2109); the
+/// target's id is above them.
+pub(super) const SHIFT: u32 = 42;
+const MASK: i64 = (1 << SHIFT) - 1;
+
+/// A row's key: its target and its start in one integer, the table's rowid — so a target's
+/// rows are one range, in time order, with no index beside the table.
+fn key(target: i64, start_ms: i64) -> i64 {
+    (target << SHIFT) | start_ms.clamp(0, MASK)
+}
+
+/// The key's target and start, as the first two columns read.
+const KEY: &str = "id >> 42, id & 4398046511103";
 
 /// The table of a level's rows.
 pub(super) fn table(level: Level) -> &'static str {
@@ -89,6 +102,8 @@ pub struct Sqlite {
     db: Connection,
     /// What opening it did to a store of an earlier layout, to tell the user.
     migrated: Option<String>,
+    /// A store of the first layout read through views: rows are found by target and start.
+    first: bool,
 }
 
 pub(super) fn err(e: rusqlite::Error) -> StoreError {
@@ -232,7 +247,11 @@ impl Sqlite {
             }
         };
         create(&db)?;
-        Ok(Sqlite { db, migrated })
+        Ok(Sqlite {
+            db,
+            migrated,
+            first: false,
+        })
     }
 
     /// What opening the file did to a store an earlier npt wrote (migrated it), if anything.
@@ -255,12 +274,37 @@ impl Sqlite {
         )
         .map_err(err)?;
         db.busy_timeout(Duration::from_secs(5)).map_err(err)?;
-        match schema(&db)? {
-            Layout::Current => {}
-            Layout::First => super::migrate::views(&db)?,
+        let first = match schema(&db)? {
+            Layout::Current => false,
+            Layout::First => {
+                super::migrate::views(&db)?;
+                true
+            }
             Layout::New => return Err(StoreError::Corrupt("not an npt monitor store".into())),
+        };
+        Ok(Sqlite {
+            db,
+            migrated: None,
+            first,
+        })
+    }
+
+    /// Where a target's rows in `[from, to)` are: its key range, or (a first-layout store)
+    /// its target and start columns.
+    fn range(&self) -> &'static str {
+        if self.first {
+            "target = ?1 AND start_ms >= ?2 AND start_ms < ?3"
+        } else {
+            "id >= ?1 AND id < ?2"
         }
-        Ok(Sqlite { db, migrated: None })
+    }
+
+    fn params(&self, target: i64, from: i64, to: i64) -> Vec<i64> {
+        if self.first {
+            vec![target, from, to]
+        } else {
+            vec![key(target, from), key(target, to)]
+        }
     }
 
     /// Limits the file to `pages` pages (as a full disk would): for tests of the backlog.
@@ -450,16 +494,14 @@ impl Store for Sqlite {
         {
             let mut s = tx
                 .prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO round (target, start_ms, due_before, took_ms, \
-                     lateness_ns, status, detail, config, {FIGURES}, stats) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
-                     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
-                     ?23)"
+                    "INSERT OR REPLACE INTO round (id, due_before, took_ms, lateness_ns, status, \
+                     detail, config, {FIGURES}, stats) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+                     ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
                 ))
                 .map_err(err)?;
             for r in rows {
                 let mut v: Vec<Value> = vec![
-                    r.target.into(),
-                    r.start_ms.into(),
+                    key(r.target, r.start_ms).into(),
                     (r.start_ms - r.due_ms).into(),
                     (r.end_ms - r.start_ms).into(),
                     i(r.lateness_ns).into(),
@@ -480,13 +522,15 @@ impl Store for Sqlite {
         let mut s = self
             .db
             .prepare_cached(&format!(
-                "SELECT target, start_ms, due_before, took_ms, lateness_ns, status, detail, config, \
-                 {FIGURES}, {blob} FROM round WHERE target = ?1 AND start_ms >= ?2 AND \
-                 start_ms < ?3 ORDER BY start_ms"
+                "SELECT {KEY}, due_before, took_ms, lateness_ns, status, detail, config, \
+                 {FIGURES}, {blob} FROM round WHERE {} ORDER BY id",
+                self.range()
             ))
             .map_err(err)?;
         let rows = s
-            .query_map(params![target, from, to], |r| round_row(r, stats))
+            .query_map(params_from_iter(self.params(target, from, to)), |r| {
+                round_row(r, stats)
+            })
             .map_err(err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err)
     }
@@ -496,17 +540,16 @@ impl Store for Sqlite {
         {
             let mut s = tx
                 .prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO {} (target, start_ms, rounds, measured, \
-                     unreachable, lateness_max_ns, first_after, last_after, {FIGURES}, stats) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                     ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+                    "INSERT OR REPLACE INTO {} (id, rounds, measured, unreachable, \
+                     lateness_max_ns, first_after, last_after, {FIGURES}, stats) VALUES (?1, ?2, \
+                     ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+                     ?19, ?20, ?21, ?22)",
                     table(level)
                 ))
                 .map_err(err)?;
             for r in rows {
                 let mut v: Vec<Value> = vec![
-                    r.target.into(),
-                    r.start_ms.into(),
+                    key(r.target, r.start_ms).into(),
                     i(r.rounds).into(),
                     i(r.measured).into(),
                     i(r.unreachable).into(),
@@ -539,14 +582,16 @@ impl Store for Sqlite {
         let mut s = self
             .db
             .prepare_cached(&format!(
-                "SELECT target, start_ms, rounds, measured, unreachable, lateness_max_ns, \
-                 first_after, last_after, {FIGURES}, {blob} FROM {} WHERE target = ?1 AND \
-                 start_ms >= ?2 AND start_ms < ?3 ORDER BY start_ms",
-                table(level)
+                "SELECT {KEY}, rounds, measured, unreachable, lateness_max_ns, first_after, \
+                 last_after, {FIGURES}, {blob} FROM {} WHERE {} ORDER BY id",
+                table(level),
+                self.range()
             ))
             .map_err(err)?;
         let rows = s
-            .query_map(params![target, from, to], |r| rollup_row(r, level, stats))
+            .query_map(params_from_iter(self.params(target, from, to)), |r| {
+                rollup_row(r, level, stats)
+            })
             .map_err(err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err)
     }
@@ -567,13 +612,18 @@ impl Store for Sqlite {
     }
 
     fn prune(&mut self, level: Level, before: i64) -> Result<u64> {
+        let targets = self.targets()?;
         let tx = self.db.transaction().map_err(err)?;
-        let n = tx
-            .execute(
-                &format!("DELETE FROM {} WHERE start_ms < ?1", table(level)),
-                params![before],
-            )
-            .map_err(err)?;
+        let mut n = 0;
+        for t in targets {
+            n += tx
+                .prepare_cached(&format!(
+                    "DELETE FROM {} WHERE id >= ?1 AND id < ?2",
+                    table(level)
+                ))
+                .and_then(|mut s| s.execute(params![key(t.id, 0), key(t.id, before)]))
+                .map_err(err)?;
+        }
         tx.execute(
             "INSERT OR REPLACE INTO mark (name, ms) VALUES (?1, ?2)",
             params![super::pruned(level), before],

@@ -349,14 +349,25 @@ pub fn gap_since_last_run(st: &mut dyn Store, now_ms: i64) -> Result<Option<Even
     Ok(Some(e))
 }
 
-/// The bytes a target moved today (UTC), for its budget after a restart.
+/// The bytes a target moved today (UTC), for its budget after a restart: the minutes rolled
+/// up so far, then the rounds after them (rounds may be kept for less than a day).
 pub fn bytes_today(st: &dyn Store, target: i64, now_ms: i64) -> Result<u64, StoreError> {
     let day = Level::Day.floor(now_ms);
-    Ok(st
-        .rounds(target, day, i64::MAX, false)?
+    let rolled = st
+        .mark(&crate::store::rolled(Level::Minute))?
+        .unwrap_or(day)
+        .clamp(day, now_ms.max(day));
+    let minutes: u64 = st
+        .rollups(target, Level::Minute, day, rolled, false)?
         .iter()
         .map(|r| r.figures.bytes)
-        .sum())
+        .sum();
+    let rounds: u64 = st
+        .rounds(target, rolled, i64::MAX, false)?
+        .iter()
+        .map(|r| r.figures.bytes)
+        .sum();
+    Ok(minutes + rounds)
 }
 
 #[cfg(test)]
