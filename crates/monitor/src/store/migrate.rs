@@ -8,7 +8,7 @@
 
 use rusqlite::Connection;
 
-use super::sqlite::{create, err, table, SCHEMA, SHIFT};
+use super::layout::{create, err, table, SCHEMA, SHIFT};
 use super::{Level, Result};
 
 /// The first layout's version.

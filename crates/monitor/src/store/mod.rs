@@ -11,6 +11,7 @@
 //! sign of life).
 
 pub mod blob;
+mod layout;
 pub mod memory;
 mod migrate;
 pub mod sqlite;
