@@ -105,10 +105,12 @@ db, cpu0, cpu1, t0, t1, rss, hwm, thr, size0, size1, n, warm = sys.argv[1:]
 cpu0, cpu1, t0, t1 = float(cpu0), float(cpu1), float(t0), float(t1)
 c = sqlite3.connect(db)
 c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-start = c.execute("select min(start_ms) from round").fetchone()[0]
+# A round's key is its target and start (ms) in one integer: the start is its low 42 bits.
+start = c.execute("select min(id & 4398046511103) from round").fetchone()[0]
 after = start + int(warm) * 1000
 lat = sorted(r[0] for r in c.execute(
-    "select lateness_ns from round where start_ms >= ? and status != 'skipped'", (after,)))
+    "select lateness_ns from round where (id & 4398046511103) >= ? and status != 'skipped'",
+    (after,)))
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] / 1e6 if lat else float("nan")
 by = dict(c.execute("select status, count(*) from round group by status").fetchall())
 late = sum(1 for x in lat if x > 1e9)
@@ -144,18 +146,21 @@ c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 size = c.execute("PRAGMA page_count").fetchone()[0] * c.execute("PRAGMA page_size").fetchone()[0]
 free = c.execute("PRAGMA freelist_count").fetchone()[0]
 pages = dict(c.execute("select name, sum(pgsize) from dbstat group by name").fetchall())
-# Rows a target keeps at the default retention (10 s rounds) and makes per day, by level.
-levels = [("round", "round", 2 * 8640, 8640), ("minute", "rollup_minute", 14 * 1440, 1440),
-          ("hour", "rollup_hour", 400 * 24, 24), ("day", "rollup_day", 3650, 1)]
-day = steady = 0
-for name, table, kept, per_day in levels:
+# Rows a 10 s target makes per day and keeps at the default retention (rounds 6 h, minutes
+# 1 d, hours 30 d, days 120 d) and at the earlier defaults (2 d, 14 d, 400 d, 10 y), by level.
+levels = [("round", "round", 8640, 2160, 2 * 8640), ("minute", "rollup_minute", 1440, 1440, 14 * 1440),
+          ("hour", "rollup_hour", 24, 30 * 24, 400 * 24), ("day", "rollup_day", 1, 120, 3650)]
+day = steady = earlier = 0
+for name, table, per_day, kept, kept_before in levels:
     rows = c.execute(f"select count(*) from {table}").fetchone()[0]
     b = pages.get(table, 0) / rows if rows else float("nan")
     day += b * per_day
     steady += b * kept
+    earlier += b * kept_before
     print(f"  {name:6} {rows:7} rows  {b:6.1f} B per row  {b * per_day / 1e3:8.1f} kB per day"
           f"  {b * kept / 1e6:6.2f} MB kept ({kept} rows)")
 print(f"  per target per day {day / 1e6:.3f} MB; steady state at the default retention "
-      f"{steady / 1e6:.2f} MB; the file after {sys.argv[2]} simulated days: {size / 1e6:.2f} MB "
+      f"{steady / 1e6:.2f} MB (at the earlier 2d/14d/400d/10y: {earlier / 1e6:.1f} MB); "
+      f"the file after {sys.argv[2]} simulated days: {size / 1e6:.2f} MB "
       f"({free} free pages)")
 EOF
