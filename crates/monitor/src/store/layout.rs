@@ -40,8 +40,8 @@ CREATE TABLE IF NOT EXISTS mark (name TEXT PRIMARY KEY, ms INTEGER NOT NULL) WIT
 
 /// A rollup level's table: `first_after`/`last_after` are the span it measured, as ms after
 /// its start. Like `round`, a rowid table keyed by [`key`]: its rows are stored whole in their
-/// page up to ~8 KB (a WITHOUT ROWID table's spill to an overflow page past ~2 KB, and a day's
-/// stats value is often that large).
+/// page up to ~16 KB (a WITHOUT ROWID table's spill to an overflow page past a quarter of a
+/// page, and a day's stats value is often 4 KB).
 pub(super) fn rollup_table(level: Level) -> String {
     let name = table(level);
     format!(
