@@ -147,9 +147,9 @@ size = c.execute("PRAGMA page_count").fetchone()[0] * c.execute("PRAGMA page_siz
 free = c.execute("PRAGMA freelist_count").fetchone()[0]
 pages = dict(c.execute("select name, sum(pgsize) from dbstat group by name").fetchall())
 # Rows a 10 s target makes per day and keeps at the default retention (rounds 6 h, minutes
-# 1 d, hours 30 d, days 120 d) and at the earlier defaults (2 d, 14 d, 400 d, 10 y), by level.
+# 1 d, hours 30 d, days 60 d) and at the earlier defaults (2 d, 14 d, 400 d, 10 y), by level.
 levels = [("round", "round", 8640, 2160, 2 * 8640), ("minute", "rollup_minute", 1440, 1440, 14 * 1440),
-          ("hour", "rollup_hour", 24, 30 * 24, 400 * 24), ("day", "rollup_day", 1, 120, 3650)]
+          ("hour", "rollup_hour", 24, 30 * 24, 400 * 24), ("day", "rollup_day", 1, 60, 3650)]
 day = steady = earlier = 0
 for name, table, per_day, kept, kept_before in levels:
     rows = c.execute(f"select count(*) from {table}").fetchone()[0]

@@ -14,7 +14,7 @@
 //! rounds = "6h"
 //! minute = "1d"
 //! hour = "30d"
-//! day = "120d"
+//! day = "60d"
 //! [limits]                         # rounds of a kind running at once
 //! ping = 256
 //! [[target]]
@@ -99,7 +99,7 @@ impl Default for Retention {
             rounds: Duration::from_secs(6 * 3_600),
             minute: Duration::from_secs(DAY),
             hour: Duration::from_secs(30 * DAY),
-            day: Duration::from_secs(120 * DAY),
+            day: Duration::from_secs(60 * DAY),
         }
     }
 }
