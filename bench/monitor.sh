@@ -17,8 +17,13 @@
 #   - threads at the end;
 #   - a control: how late a plain process on the same box woke from 10 ms sleeps over the same
 #     window (p50 / p99 / max), so a late round can be told from a busy box;
-#   - disk: the store's bytes per target per day (its growth over the run, checkpointed),
-#     and bytes per round row.
+#   - disk: what each stored round takes in the run's file (its table's pages / its rows);
+#   - disk at scale: the run's rounds replayed as one target every 10 s for SIM_DAYS (default
+#     30) simulated days — synthetic timestamps through the store's own write, roll-up and
+#     prune code (crates/monitor/examples/store_sim.rs), with the default retention — then the
+#     bytes of each level's rows (SQLite's dbstat: pages, overhead included), a target's bytes
+#     per day (a day of rounds, 1,440 minutes, 24 hours, one day row), its steady state at the
+#     default retention (each level's bytes per row times the rows it keeps), and the file.
 # Runs ROUNDS times (default 1) and prints each run and the medians. No peer tool does this
 # job on the same box (SmokePing forks fping per target group), so there is no side-by-side
 # ratio here: these are the monitor's own figures, to compare between versions.
@@ -40,8 +45,11 @@ ROUNDS=${ROUNDS:-1}
 PROBE_EVERY=${PROBE_EVERY:-20}
 CPUS=${CPUS:-2}
 NPT=${NPT:-target/release/npt}
+SIM=${SIM:-target/release/examples/store_sim}
+SIM_DAYS=${SIM_DAYS:-30}
 . bench/lib.sh
 [ -x "$NPT" ] || { echo "bench/monitor.sh: $NPT missing: cargo build --release -p npt" >&2; exit 2; }
+[ -x "$SIM" ] || cargo build --release -q -p npt-monitor --example store_sim
 
 
 P=$(free_port)
@@ -160,10 +168,12 @@ db, cpu0, cpu1, t0, t1, rss, hwm, thr, size0, size1, n, warm, scrapes, threads, 
 cpu0, cpu1, t0, t1 = float(cpu0), float(cpu1), float(t0), float(t1)
 c = sqlite3.connect(db)
 c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-start = c.execute("select min(start_ms) from round").fetchone()[0]
+# A round's key is its target and start (ms) in one integer: the start is its low 42 bits.
+start = c.execute("select min(id & 4398046511103) from round").fetchone()[0]
 after = start + int(warm) * 1000
 lat = sorted(r[0] for r in c.execute(
-    "select lateness_ns from round where start_ms >= ? and status != 'skipped'", (after,)))
+    "select lateness_ns from round where (id & 4398046511103) >= ? and status != 'skipped'",
+    (after,)))
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] / 1e6 if lat else float("nan")
 by = dict(c.execute("select status, count(*) from round group by status").fetchall())
 late = sum(1 for x in lat if x > 1e9)
@@ -186,8 +196,8 @@ def qs(v):
 rows = c.execute("select count(*) from round").fetchone()[0]
 secs = t1 - t0
 page = c.execute("PRAGMA page_size").fetchone()[0] * c.execute("PRAGMA page_count").fetchone()[0]
-growth = int(size1) - int(size0)
-per_day = growth / int(n) / secs * 86400
+st = dict(c.execute("select name, sum(pgsize) from dbstat group by name").fetchall())
+per_round = st.get("round", 0) / max(rows, 1)
 print(f"rounds {rows} {by}; lateness p50 {q(0.5):.3f} p99 {q(0.99):.3f} max {q(1.0):.3f} ms "
       f"({late} over 1 s)")
 skipped = by.get("skipped", 0)
@@ -243,9 +253,8 @@ for p in sorted(set(w[2] for w in wins)):
     print(f"GET /{p}: {len(t)} times, {t[len(t) // 2] * 1e3:.0f} ms median, {t[-1] * 1e3:.0f} ms max, {z} B")
 print(f"cpu {100 * (cpu1 - cpu0) / secs:.1f} % of one core over {secs:.0f} s; rss {int(rss)//1024} MiB "
       f"(peak {int(hwm)//1024} MiB); threads {thr}")
-print(f"disk: the store grew {growth} B in {secs:.0f} s = {per_day/1e6:.2f} MB per target per day; "
-      f"{page} B checkpointed for {rows} rounds = {page/max(rows,1):.0f} B per round")
-print(f"SUMMARY {q(0.5):.3f} {q(0.99):.3f} {100 * (cpu1 - cpu0) / secs:.1f} {int(rss)//1024} {per_day/1e6:.3f}")
+print(f"disk: {page} B checkpointed for {rows} rounds; the round table {per_round:.0f} B per round")
+print(f"SUMMARY {q(0.5):.3f} {q(0.99):.3f} {100 * (cpu1 - cpu0) / secs:.1f} {int(rss)//1024} {per_round:.0f}")
 EOF
   echo "== run $r: $TARGETS targets every $EVERY, ${SECS} s"
   grep -v SUMMARY "$D/result.txt"
@@ -255,4 +264,34 @@ EOF
   read -r l50 l99 cpu mem bytes < <(grep SUMMARY "$D/result.txt" | cut -d' ' -f2-)
   LAT50+=("$l50"); LAT99+=("$l99"); CPU+=("$cpu"); RSS+=("$mem"); BYTES+=("$bytes")
 done
-echo "== medians of $ROUNDS run(s): lateness p50 $(median "${LAT50[@]}") ms, p99 $(median "${LAT99[@]}") ms (control p99 $(median "${CTL99[@]}") ms); cpu $(median "${CPU[@]}") %; rss $(median "${RSS[@]}") MiB; disk $(median "${BYTES[@]}") MB per target per day"
+echo "== medians of $ROUNDS run(s): lateness p50 $(median "${LAT50[@]}") ms, p99 $(median "${LAT99[@]}") ms (control p99 $(median "${CTL99[@]}") ms); cpu $(median "${CPU[@]}") %; rss $(median "${RSS[@]}") MiB; $(median "${BYTES[@]}") B per stored round"
+
+# Disk at scale: run 1's rounds as one target over SIM_DAYS simulated days.
+echo "== disk: run 1's rounds replayed as one target every 10 s for $SIM_DAYS simulated days (store_sim)"
+"$SIM" "$WORK/run1/m.db" "$WORK/sim.db" "$SIM_DAYS" 1 > "$WORK/sim.txt"
+if [ -n "${KEEP:-}" ]; then cp "$WORK/sim.db" "$KEEP/"; fi
+python3 - "$WORK/sim.db" "$SIM_DAYS" <<'EOF'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+size = c.execute("PRAGMA page_count").fetchone()[0] * c.execute("PRAGMA page_size").fetchone()[0]
+free = c.execute("PRAGMA freelist_count").fetchone()[0]
+pages = dict(c.execute("select name, sum(pgsize) from dbstat group by name").fetchall())
+# Rows a 10 s target makes per day and keeps at the default retention (rounds 6 h, minutes
+# 1 d, hours 30 d, days 60 d) and at the earlier defaults (2 d, 14 d, 400 d, 10 y), by level.
+levels = [("round", "round", 8640, 2160, 2 * 8640), ("minute", "rollup_minute", 1440, 1440, 14 * 1440),
+          ("hour", "rollup_hour", 24, 30 * 24, 400 * 24), ("day", "rollup_day", 1, 60, 3650)]
+day = steady = earlier = 0
+for name, table, per_day, kept, kept_before in levels:
+    rows = c.execute(f"select count(*) from {table}").fetchone()[0]
+    b = pages.get(table, 0) / rows if rows else float("nan")
+    day += b * per_day
+    steady += b * kept
+    earlier += b * kept_before
+    print(f"  {name:6} {rows:7} rows  {b:6.1f} B per row  {b * per_day / 1e3:8.1f} kB per day"
+          f"  {b * kept / 1e6:6.2f} MB kept ({kept} rows)")
+print(f"  per target per day {day / 1e6:.3f} MB; steady state at the default retention "
+      f"{steady / 1e6:.2f} MB (at the earlier 2d/14d/400d/10y: {earlier / 1e6:.1f} MB); "
+      f"the file after {sys.argv[2]} simulated days: {size / 1e6:.2f} MB "
+      f"({free} free pages)")
+EOF

@@ -6,6 +6,7 @@
 //! significant digits (docs/measurement.md, "Percentiles come from HDR histograms"). Values above an hour are clamped and counted.
 #![deny(clippy::indexing_slicing)] // decodes histograms from result files: see `[workspace.lints]`
 
+pub mod compact;
 mod counts;
 mod errors;
 mod jitter;
@@ -57,9 +58,10 @@ pub enum StatsError {
 const INITIAL_HIGHEST_NS: u64 = 16_384;
 
 /// A latency histogram in nanoseconds. Mergeable with `+=`. Serializes as its
-/// [`SerializedHistogram`], so values that hold histograms (a workload's stats) serialize too.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(try_from = "SerializedHistogram", into = "SerializedHistogram")]
+/// [`SerializedHistogram`], so values that hold histograms (a workload's stats) serialize too
+/// — or, inside [`compact::collect`], as a reference into a side table of compact bytes; it
+/// deserializes from either (the reference inside [`compact::provide`]).
+#[derive(Clone, Debug, Default)]
 pub struct Histogram {
     /// Allocated at the first value: a histogram nothing was recorded into costs nothing,
     /// which matters where thousands exist at once and most stay empty (a probe session per
@@ -287,6 +289,37 @@ impl PartialEq for Histogram {
         self.clamped == other.clamped
             && self.count() == other.count()
             && recorded(self) == recorded(other)
+    }
+}
+
+impl Serialize for Histogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match compact::put_side(self) {
+            Some(reference) => s.serialize_str(&reference),
+            None => self.to_serialized().serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Histogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Histogram, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = Histogram;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a serialized histogram (an object, or a reference into a side table)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Histogram, E> {
+                compact::get_side(v).map_err(E::custom)
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<Histogram, M::Error> {
+                let s = SerializedHistogram::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(m),
+                )?;
+                Histogram::from_serialized(&s).map_err(serde::de::Error::custom)
+            }
+        }
+        d.deserialize_any(Either)
     }
 }
 

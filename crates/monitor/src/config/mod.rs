@@ -10,11 +10,11 @@
 //! listen = "127.0.0.1:9600"        # dashboard and /metrics [default: none]
 //! token = "…"                      # required unless listen is a loopback address
 //! every = "10s"                    # defaults for the targets below
-//! [retention]                      # how long each level is kept
-//! rounds = "2d"
-//! minute = "14d"
-//! hour = "400d"
-//! day = "10y"
+//! [retention]                      # how long each level is kept (docs/monitor.md: what each costs)
+//! rounds = "6h"
+//! minute = "1d"
+//! hour = "30d"
+//! day = "60d"
 //! [limits]                         # rounds of a kind running at once
 //! ping = 256
 //! [[target]]
@@ -81,7 +81,9 @@ pub struct RetentionFile {
     pub day: Option<String>,
 }
 
-/// How long each level of the store is kept.
+/// How long each level of the store is kept. The defaults keep a 10-second target within
+/// ~2 MB (bench/monitor.sh measures each level's bytes per row) and cover the page's ranges:
+/// rounds for its 1 h and 6 h charts, minutes for 24 h, hours for 7 and 30 days.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retention {
     pub rounds: Duration,
@@ -94,10 +96,10 @@ impl Default for Retention {
     fn default() -> Retention {
         const DAY: u64 = 86_400;
         Retention {
-            rounds: Duration::from_secs(2 * DAY),
-            minute: Duration::from_secs(14 * DAY),
-            hour: Duration::from_secs(400 * DAY),
-            day: Duration::from_secs(10 * 365 * DAY),
+            rounds: Duration::from_secs(6 * 3_600),
+            minute: Duration::from_secs(DAY),
+            hour: Duration::from_secs(30 * DAY),
+            day: Duration::from_secs(60 * DAY),
         }
     }
 }

@@ -16,8 +16,6 @@
 
 pub mod lifetime;
 
-use std::io::{Read, Write};
-
 use npt_result::any::{AnyBody, AnyResult};
 use npt_result::stats::trace::{LegStats, TraceMeta, TraceStats};
 use npt_result::stats::{
@@ -433,26 +431,15 @@ impl KindStats {
         })
     }
 
-    /// The value as the store keeps it: JSON, deflated.
-    // NO-PANIC: the value is numbers, strings and string-keyed maps, which serde_json writes
-    // into a `Vec` without fail; a deflate into a `Vec` does not fail either.
-    #[allow(clippy::expect_used)]
+    /// The value as the store keeps it ([`crate::store::blob`]).
     pub fn encode(&self) -> Vec<u8> {
-        let json = serde_json::to_vec(self).expect("stats values always serialize");
-        let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
-        z.write_all(&json).expect("deflating into a Vec");
-        z.finish().expect("deflating into a Vec")
+        crate::store::blob::encode(self)
     }
 
-    /// A value the store kept; at most 64 MiB inflated (a corrupt blob is an error, not an
-    /// allocation of whatever it claims).
+    /// A value the store kept, in either layout ([`crate::store::blob`]); a corrupt one is an
+    /// error, not an allocation of whatever it claims.
     pub fn decode(bytes: &[u8]) -> Result<KindStats, KindError> {
-        let mut json = Vec::new();
-        flate2::read::DeflateDecoder::new(bytes)
-            .take(64 << 20)
-            .read_to_end(&mut json)
-            .map_err(|e| KindError::Decode(e.to_string()))?;
-        serde_json::from_slice(&json).map_err(|e| KindError::Decode(e.to_string()))
+        crate::store::blob::decode(bytes)
     }
 }
 

@@ -10,7 +10,10 @@
 //! each alert's state, and a few marks (how far each level is rolled up and pruned, the last
 //! sign of life).
 
+pub mod blob;
+mod layout;
 pub mod memory;
+mod migrate;
 pub mod sqlite;
 
 use crate::kinds::{Figures, Kind};

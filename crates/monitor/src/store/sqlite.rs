@@ -4,9 +4,14 @@
 //! it. `synchronous = NORMAL`: a committed round survives the process being killed (it is in
 //! the WAL); only a power cut may lose the last commits, which the docs say.
 //!
-//! Figures are columns (charts read them without decoding anything); each row's stats value is
-//! a deflated blob read only by rollups and range reports. A full disk or a file that cannot
-//! be written is [`StoreError::Unwritable`], which the writer treats as transient.
+//! Figures are columns (charts read them without decoding anything), the latencies as whole
+//! nanoseconds (what the histograms hold; a few bytes where a float takes eight) and times as
+//! offsets from the row's start; each row's stats value is a compact blob ([`super::blob`])
+//! read only by rollups and range reports. Each rollup level has a table of its own. Pruning
+//! gives the freed pages back to the file system (incremental auto-vacuum), so the file is as
+//! large as what retention keeps. A store of the first layout is migrated in place when it is
+//! opened to write ([`super::migrate`]). A full disk or a file that cannot be written is
+//! [`StoreError::Unwritable`], which the writer treats as transient.
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,153 +19,35 @@ use std::time::Duration;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtension, Row};
 
+pub use super::layout::SCHEMA;
+use super::layout::{
+    create, err, figure_values, figures, i, key, schema, table, u, Layout, FIGURES, KEY,
+};
 use super::{AlertRow, Event, Level, Result, RollupRow, RoundRow, Store, StoreError, TargetRow};
-use crate::kinds::{Figures, Kind};
+use crate::kinds::Kind;
 use crate::round::Status;
-
-/// The layout's version, in `meta`: a file of another version is refused, not misread.
-pub const SCHEMA: &str = "npt.monitor.v1";
-
-const TABLES: &str = "
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS target (
-    id INTEGER PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL, UNIQUE (name, kind));
-CREATE TABLE IF NOT EXISTS config (
-    id INTEGER PRIMARY KEY, target INTEGER NOT NULL, meta TEXT NOT NULL, config TEXT NOT NULL,
-    UNIQUE (target, meta, config));
-CREATE TABLE IF NOT EXISTS round (
-    target INTEGER NOT NULL, start_ms INTEGER NOT NULL, due_ms INTEGER NOT NULL,
-    end_ms INTEGER NOT NULL, lateness_ns INTEGER NOT NULL, status TEXT NOT NULL, detail TEXT,
-    config INTEGER,
-    count INTEGER NOT NULL, sent INTEGER NOT NULL, lost INTEGER NOT NULL, errors INTEGER NOT NULL,
-    min REAL NOT NULL, p1 REAL NOT NULL, p10 REAL NOT NULL, p50 REAL NOT NULL, p90 REAL NOT NULL,
-    p99 REAL NOT NULL, max REAL NOT NULL, mean REAL NOT NULL, bytes INTEGER NOT NULL, extra TEXT,
-    stats BLOB,
-    PRIMARY KEY (target, start_ms)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS rollup (
-    target INTEGER NOT NULL, level TEXT NOT NULL, start_ms INTEGER NOT NULL,
-    rounds INTEGER NOT NULL, measured INTEGER NOT NULL, unreachable INTEGER NOT NULL,
-    lateness_max_ns INTEGER NOT NULL, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,
-    count INTEGER NOT NULL, sent INTEGER NOT NULL, lost INTEGER NOT NULL, errors INTEGER NOT NULL,
-    min REAL NOT NULL, p1 REAL NOT NULL, p10 REAL NOT NULL, p50 REAL NOT NULL, p90 REAL NOT NULL,
-    p99 REAL NOT NULL, max REAL NOT NULL, mean REAL NOT NULL, bytes INTEGER NOT NULL, extra TEXT,
-    stats BLOB,
-    PRIMARY KEY (target, level, start_ms)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS event (
-    id INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, kind TEXT NOT NULL, target TEXT, rule TEXT,
-    until_ms INTEGER, detail TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS event_ts ON event (ts_ms);
-CREATE TABLE IF NOT EXISTS alert (
-    target TEXT NOT NULL, rule TEXT NOT NULL, firing INTEGER NOT NULL, since_ms INTEGER NOT NULL,
-    streak INTEGER NOT NULL, value REAL, PRIMARY KEY (target, rule)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS mark (name TEXT PRIMARY KEY, ms INTEGER NOT NULL) WITHOUT ROWID;
-";
-
-const FIGURES: &str =
-    "count, sent, lost, errors, min, p1, p10, p50, p90, p99, max, mean, bytes, extra";
 
 pub struct Sqlite {
     db: Connection,
-}
-
-fn err(e: rusqlite::Error) -> StoreError {
-    use rusqlite::ffi::ErrorCode as C;
-    match &e {
-        rusqlite::Error::SqliteFailure(f, _) => match f.code {
-            C::DiskFull
-            | C::ReadOnly
-            | C::CannotOpen
-            | C::SystemIoFailure
-            | C::PermissionDenied
-            | C::DatabaseBusy
-            | C::DatabaseLocked => StoreError::Unwritable(e.to_string()),
-            C::DatabaseCorrupt | C::NotADatabase => StoreError::Corrupt(e.to_string()),
-            _ => StoreError::Sqlite(e.to_string()),
-        },
-        _ => StoreError::Sqlite(e.to_string()),
-    }
-}
-
-fn i(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-fn u(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
-/// The figures' optional parts, as the `extra` column's JSON (NULL when there are none).
-fn extra(f: &Figures) -> Option<String> {
-    if f.rpm.is_none() && f.goodput_bps.is_none() && f.segments_ms.is_empty() && f.refused == 0 {
-        return None;
-    }
-    serde_json::to_string(&serde_json::json!({
-        "rpm": f.rpm,
-        "goodput_bps": f.goodput_bps,
-        "segments_ms": f.segments_ms,
-        "refused": f.refused,
-    }))
-    .ok()
-}
-
-/// The figures as the values of [`FIGURES`], in order.
-fn figure_values(f: &Figures) -> [Value; 14] {
-    [
-        i(f.count).into(),
-        i(f.sent).into(),
-        i(f.lost).into(),
-        i(f.errors).into(),
-        f.min_ms.into(),
-        f.p1_ms.into(),
-        f.p10_ms.into(),
-        f.p50_ms.into(),
-        f.p90_ms.into(),
-        f.p99_ms.into(),
-        f.max_ms.into(),
-        f.mean_ms.into(),
-        i(f.bytes).into(),
-        extra(f).into(),
-    ]
-}
-
-/// The figures at column `at` onwards (in [`FIGURES`] order).
-fn figures(r: &Row<'_>, at: usize) -> rusqlite::Result<Figures> {
-    let mut f = Figures {
-        count: u(r.get(at)?),
-        sent: u(r.get(at + 1)?),
-        lost: u(r.get(at + 2)?),
-        errors: u(r.get(at + 3)?),
-        min_ms: r.get(at + 4)?,
-        p1_ms: r.get(at + 5)?,
-        p10_ms: r.get(at + 6)?,
-        p50_ms: r.get(at + 7)?,
-        p90_ms: r.get(at + 8)?,
-        p99_ms: r.get(at + 9)?,
-        max_ms: r.get(at + 10)?,
-        mean_ms: r.get(at + 11)?,
-        bytes: u(r.get(at + 12)?),
-        ..Figures::default()
-    };
-    let extra: Option<String> = r.get(at + 13)?;
-    if let Some(x) = extra.and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok()) {
-        f.rpm = x["rpm"].as_f64();
-        f.goodput_bps = x["goodput_bps"].as_f64();
-        f.refused = x["refused"].as_u64().unwrap_or(0);
-        f.segments_ms = x["segments_ms"]
-            .as_array()
-            .map(|a| a.iter().map(serde_json::Value::as_f64).collect())
-            .unwrap_or_default();
-    }
-    Ok(f)
+    /// What opening it did to a store of an earlier layout, to tell the user.
+    migrated: Option<String>,
+    /// A store of the first layout read through views: rows are found by target and start.
+    first: bool,
 }
 
 impl Sqlite {
-    /// Opens (or creates) the store at `path` for writing: WAL, its tables, its version.
+    /// Opens (or creates) the store at `path` for writing: WAL, its tables, its version. A
+    /// store of the first layout is migrated in place ([`Sqlite::migrated`] says so).
     pub fn open(path: &Path) -> Result<Sqlite> {
         let db = Connection::open(path).map_err(err)?;
         db.busy_timeout(Duration::from_secs(5)).map_err(err)?;
-        // Larger pages hold more rows with their stats blob each (WITHOUT ROWID tables).
-        db.pragma_update(None, "page_size", 8192).map_err(err)?;
+        // Both take effect only on a new file (a migrated one is vacuumed into the second,
+        // and keeps its 8 KB pages: WAL cannot change them). 16 KB pages hold three days' rows
+        // (a day's stats value is often 4 KB) where 8 KB ones held one, half empty; the
+        // incremental auto-vacuum lets pruning shrink the file.
+        db.pragma_update(None, "page_size", 16_384).map_err(err)?;
+        db.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+            .map_err(err)?;
         let mode: String = db
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
             .map_err(err)?;
@@ -172,13 +59,34 @@ impl Sqlite {
         }
         db.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
-        db.execute_batch(TABLES).map_err(err)?;
-        let s = Sqlite { db };
-        s.check_schema(true)?;
-        Ok(s)
+        let migrated = match schema(&db)? {
+            Layout::Current => None,
+            Layout::First => Some(super::migrate::first(&db)?),
+            Layout::New => {
+                create(&db)?;
+                db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema', ?1)",
+                    params![SCHEMA],
+                )
+                .map_err(err)?;
+                None
+            }
+        };
+        create(&db)?;
+        Ok(Sqlite {
+            db,
+            migrated,
+            first: false,
+        })
     }
 
-    /// Opens an existing store to read (`npt report --from`, the dashboard's queries).
+    /// What opening the file did to a store an earlier npt wrote (migrated it), if anything.
+    pub fn migrated(&self) -> Option<&str> {
+        self.migrated.as_deref()
+    }
+
+    /// Opens an existing store to read (`npt report --from`, the dashboard's queries). A store
+    /// of the first layout is read as it is, through views of the current one.
     pub fn open_read(path: &Path) -> Result<Sqlite> {
         if !path.exists() {
             return Err(StoreError::Sqlite(format!(
@@ -192,33 +100,36 @@ impl Sqlite {
         )
         .map_err(err)?;
         db.busy_timeout(Duration::from_secs(5)).map_err(err)?;
-        let s = Sqlite { db };
-        s.check_schema(false)?;
-        Ok(s)
+        let first = match schema(&db)? {
+            Layout::Current => false,
+            Layout::First => {
+                super::migrate::views(&db)?;
+                true
+            }
+            Layout::New => return Err(StoreError::Corrupt("not an npt monitor store".into())),
+        };
+        Ok(Sqlite {
+            db,
+            migrated: None,
+            first,
+        })
     }
 
-    fn check_schema(&self, create: bool) -> Result<()> {
-        let v: Option<String> = self
-            .db
-            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|e| StoreError::Corrupt(format!("not an npt monitor store: {e}")))?;
-        match v {
-            Some(v) if v == SCHEMA => Ok(()),
-            Some(v) => Err(StoreError::Corrupt(format!(
-                "store layout {v:?} is not {SCHEMA:?} (written by another npt version?)"
-            ))),
-            None if create => self
-                .db
-                .execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema', ?1)",
-                    params![SCHEMA],
-                )
-                .map(drop)
-                .map_err(err),
-            None => Err(StoreError::Corrupt("not an npt monitor store".into())),
+    /// Where a target's rows in `[from, to)` are: its key range, or (a first-layout store)
+    /// its target and start columns.
+    fn range(&self) -> &'static str {
+        if self.first {
+            "target = ?1 AND start_ms >= ?2 AND start_ms < ?3"
+        } else {
+            "id >= ?1 AND id < ?2"
+        }
+    }
+
+    fn params(&self, target: i64, from: i64, to: i64) -> Vec<i64> {
+        if self.first {
+            vec![target, from, to]
+        } else {
+            vec![key(target, from), key(target, to)]
         }
     }
 
@@ -242,8 +153,8 @@ fn round_row(r: &Row<'_>, stats: bool) -> rusqlite::Result<RoundRow> {
     Ok(RoundRow {
         target: r.get(0)?,
         start_ms: r.get(1)?,
-        due_ms: r.get(2)?,
-        end_ms: r.get(3)?,
+        due_ms: r.get::<_, i64>(1)? - r.get::<_, i64>(2)?,
+        end_ms: r.get::<_, i64>(1)? + r.get::<_, i64>(3)?,
         lateness_ns: u(r.get(4)?),
         status: Status::parse(&status).unwrap_or(Status::Error),
         detail: r.get(6)?,
@@ -262,8 +173,8 @@ fn rollup_row(r: &Row<'_>, level: Level, stats: bool) -> rusqlite::Result<Rollup
         measured: u(r.get(3)?),
         unreachable: u(r.get(4)?),
         lateness_max_ns: u(r.get(5)?),
-        first_ms: r.get(6)?,
-        last_ms: r.get(7)?,
+        first_ms: r.get::<_, i64>(1)? + r.get::<_, i64>(6)?,
+        last_ms: r.get::<_, i64>(1)? + r.get::<_, i64>(7)?,
         figures: figures(r, 8)?,
         stats: if stats { r.get(22)? } else { None },
     })
@@ -368,18 +279,16 @@ impl Store for Sqlite {
         {
             let mut s = tx
                 .prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO round (target, start_ms, due_ms, end_ms, lateness_ns, \
-                     status, detail, config, {FIGURES}, stats) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
-                     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
-                     ?23)"
+                    "INSERT OR REPLACE INTO round (id, due_before, took_ms, lateness_ns, status, \
+                     detail, config, {FIGURES}, stats) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+                     ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
                 ))
                 .map_err(err)?;
             for r in rows {
                 let mut v: Vec<Value> = vec![
-                    r.target.into(),
-                    r.start_ms.into(),
-                    r.due_ms.into(),
-                    r.end_ms.into(),
+                    key(r.target, r.start_ms).into(),
+                    (r.start_ms - r.due_ms).into(),
+                    (r.end_ms - r.start_ms).into(),
                     i(r.lateness_ns).into(),
                     r.status.name().to_string().into(),
                     r.detail.clone().into(),
@@ -398,13 +307,15 @@ impl Store for Sqlite {
         let mut s = self
             .db
             .prepare_cached(&format!(
-                "SELECT target, start_ms, due_ms, end_ms, lateness_ns, status, detail, config, \
-                 {FIGURES}, {blob} FROM round WHERE target = ?1 AND start_ms >= ?2 AND \
-                 start_ms < ?3 ORDER BY start_ms"
+                "SELECT {KEY}, due_before, took_ms, lateness_ns, status, detail, config, \
+                 {FIGURES}, {blob} FROM round WHERE {} ORDER BY id",
+                self.range()
             ))
             .map_err(err)?;
         let rows = s
-            .query_map(params![target, from, to], |r| round_row(r, stats))
+            .query_map(params_from_iter(self.params(target, from, to)), |r| {
+                round_row(r, stats)
+            })
             .map_err(err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err)
     }
@@ -414,23 +325,22 @@ impl Store for Sqlite {
         {
             let mut s = tx
                 .prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO rollup (target, level, start_ms, rounds, measured, \
-                     unreachable, lateness_max_ns, first_ms, last_ms, {FIGURES}, stats) VALUES \
-                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
-                     ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+                    "INSERT OR REPLACE INTO {} (id, rounds, measured, unreachable, \
+                     lateness_max_ns, first_after, last_after, {FIGURES}, stats) VALUES (?1, ?2, \
+                     ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+                     ?19, ?20, ?21, ?22)",
+                    table(level)
                 ))
                 .map_err(err)?;
             for r in rows {
                 let mut v: Vec<Value> = vec![
-                    r.target.into(),
-                    r.level.name().to_string().into(),
-                    r.start_ms.into(),
+                    key(r.target, r.start_ms).into(),
                     i(r.rounds).into(),
                     i(r.measured).into(),
                     i(r.unreachable).into(),
                     i(r.lateness_max_ns).into(),
-                    r.first_ms.into(),
-                    r.last_ms.into(),
+                    (r.first_ms - r.start_ms).into(),
+                    (r.last_ms - r.start_ms).into(),
                 ];
                 v.extend(figure_values(&r.figures));
                 v.push(r.stats.clone().into());
@@ -457,13 +367,14 @@ impl Store for Sqlite {
         let mut s = self
             .db
             .prepare_cached(&format!(
-                "SELECT target, start_ms, rounds, measured, unreachable, lateness_max_ns, \
-                 first_ms, last_ms, {FIGURES}, {blob} FROM rollup WHERE target = ?1 AND level = ?2 AND \
-                 start_ms >= ?3 AND start_ms < ?4 ORDER BY start_ms"
+                "SELECT {KEY}, rounds, measured, unreachable, lateness_max_ns, first_after, \
+                 last_after, {FIGURES}, {blob} FROM {} WHERE {} ORDER BY id",
+                table(level),
+                self.range()
             ))
             .map_err(err)?;
         let rows = s
-            .query_map(params![target, level.name(), from, to], |r| {
+            .query_map(params_from_iter(self.params(target, from, to)), |r| {
                 rollup_row(r, level, stats)
             })
             .map_err(err)?;
@@ -486,21 +397,31 @@ impl Store for Sqlite {
     }
 
     fn prune(&mut self, level: Level, before: i64) -> Result<u64> {
+        let targets = self.targets()?;
         let tx = self.db.transaction().map_err(err)?;
-        let n = match level {
-            Level::Round => tx.execute("DELETE FROM round WHERE start_ms < ?1", params![before]),
-            l => tx.execute(
-                "DELETE FROM rollup WHERE level = ?1 AND start_ms < ?2",
-                params![l.name(), before],
-            ),
+        let mut n = 0;
+        for t in targets {
+            n += tx
+                .prepare_cached(&format!(
+                    "DELETE FROM {} WHERE id >= ?1 AND id < ?2",
+                    table(level)
+                ))
+                .and_then(|mut s| s.execute(params![key(t.id, 0), key(t.id, before)]))
+                .map_err(err)?;
         }
-        .map_err(err)?;
         tx.execute(
             "INSERT OR REPLACE INTO mark (name, ms) VALUES (?1, ?2)",
             params![super::pruned(level), before],
         )
         .map_err(err)?;
         tx.commit().map_err(err)?;
+        if n > 0 {
+            // The pages the rows held go back to the file system (not only to SQLite's free
+            // list), so the file is the size of what is kept.
+            self.db
+                .execute_batch("PRAGMA incremental_vacuum")
+                .map_err(err)?;
+        }
         Ok(u64::try_from(n).unwrap_or(u64::MAX))
     }
 

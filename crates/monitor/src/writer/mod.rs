@@ -220,18 +220,8 @@ impl Writer {
             .is_none_or(|t| now.duration_since(t) >= PRUNE)
         {
             self.last_prune = Some(now);
-            let r = &self.retention;
-            for (level, keep) in [
-                (Level::Round, r.rounds),
-                (Level::Minute, r.minute),
-                (Level::Hour, r.hour),
-                (Level::Day, r.day),
-            ] {
-                let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
-                let cutoff = level.floor(wall.saturating_sub(keep));
-                let n = self.store.prune(level, cutoff)?;
-                self.counts.pruned.fetch_add(n, Ordering::Relaxed);
-            }
+            let n = prune_all(&mut *self.store, &self.retention, wall)?;
+            self.counts.pruned.fetch_add(n, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -306,6 +296,27 @@ impl Writer {
     }
 }
 
+/// Deletes what `retention` lets go at wall time `now_ms`, every level (whole buckets), and
+/// gives the freed pages back to the file system; returns the rows deleted.
+pub fn prune_all(
+    st: &mut dyn Store,
+    retention: &Retention,
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    let mut n = 0;
+    for (level, keep) in [
+        (Level::Round, retention.rounds),
+        (Level::Minute, retention.minute),
+        (Level::Hour, retention.hour),
+        (Level::Day, retention.day),
+    ] {
+        let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = level.floor(now_ms.saturating_sub(keep));
+        n += st.prune(level, cutoff)?;
+    }
+    Ok(n)
+}
+
 /// What the store says about the last run: its last sign of life and whether it stopped
 /// cleanly. The gap from then to `now` is an event of its own.
 pub fn gap_since_last_run(st: &mut dyn Store, now_ms: i64) -> Result<Option<Event>, StoreError> {
@@ -338,14 +349,25 @@ pub fn gap_since_last_run(st: &mut dyn Store, now_ms: i64) -> Result<Option<Even
     Ok(Some(e))
 }
 
-/// The bytes a target moved today (UTC), for its budget after a restart.
+/// The bytes a target moved today (UTC), for its budget after a restart: the minutes rolled
+/// up so far, then the rounds after them (rounds may be kept for less than a day).
 pub fn bytes_today(st: &dyn Store, target: i64, now_ms: i64) -> Result<u64, StoreError> {
     let day = Level::Day.floor(now_ms);
-    Ok(st
-        .rounds(target, day, i64::MAX, false)?
+    let rolled = st
+        .mark(&crate::store::rolled(Level::Minute))?
+        .unwrap_or(day)
+        .clamp(day, now_ms.max(day));
+    let minutes: u64 = st
+        .rollups(target, Level::Minute, day, rolled, false)?
         .iter()
         .map(|r| r.figures.bytes)
-        .sum())
+        .sum();
+    let rounds: u64 = st
+        .rounds(target, rolled, i64::MAX, false)?
+        .iter()
+        .map(|r| r.figures.bytes)
+        .sum();
+    Ok(minutes + rounds)
 }
 
 #[cfg(test)]

@@ -182,3 +182,33 @@ fn a_restart_records_the_gap_and_whether_the_stop_was_clean() {
     assert_eq!((g.ts_ms, g.until_ms), (80_000, Some(90_000)));
     assert_eq!(g.detail, "the monitor was stopped");
 }
+
+/// A byte budget survives a restart whatever the rounds' retention: the day's rolled-up
+/// minutes count, then the rounds after them.
+#[test]
+fn the_bytes_of_today_outlive_the_rounds() {
+    let mut st = Memory::new();
+    let t = st.target_id("t", Kind::Probe).unwrap();
+    let day = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000;
+    let mut s = npt_result::stats::ProbeStats::default();
+    s.bytes.up = 100.0;
+    let ks = KindStats::Probe(Box::new(s));
+    let rows: Vec<RoundRow> = (0..60)
+        .map(|k| RoundRow {
+            target: t,
+            due_ms: day + k * 60_000,
+            start_ms: day + k * 60_000 + 5,
+            end_ms: day + k * 60_000 + 900,
+            lateness_ns: 0,
+            status: Status::Ok,
+            detail: None,
+            figures: ks.figures(),
+            config: None,
+            stats: Some(ks.encode()),
+        })
+        .collect();
+    st.put_rounds(&rows).unwrap();
+    crate::rollup::roll_all(&mut st, day + 30 * 60_000, day).unwrap();
+    st.prune(Level::Round, day + 20 * 60_000).unwrap();
+    assert_eq!(bytes_today(&st, t, day + 3_600_000).unwrap(), 6_000);
+}

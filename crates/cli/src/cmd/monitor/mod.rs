@@ -153,6 +153,9 @@ pub fn run(a: MonitorArgs) -> anyhow::Result<ExitCode> {
     let path = p.store.clone();
     let mut store = npt_monitor::store::sqlite::Sqlite::open(&path)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if let Some(m) = store.migrated() {
+        eprintln!("npt monitor: store {}: {m}", path.display());
+    }
     npt_monitor::store::Store::set_meta(&mut store, "vantage", &p.vantage)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let stop = Arc::new(Stop::new());
