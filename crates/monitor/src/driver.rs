@@ -147,6 +147,14 @@ pub struct Ran {
 
 /// Runs the monitor until `ctl.stop` says so. `store` is written by the writer thread;
 /// `listen` (if the plan has one) is served with `reader` for the dashboard's queries.
+/// A retention as the config writes it: whole days as `400d`, else as humantime says it.
+fn days(d: Duration) -> String {
+    match d.as_secs() {
+        s if s > 0 && s % 86_400 == 0 => format!("{}d", s / 86_400),
+        _ => humantime::format_duration(d).to_string(),
+    }
+}
+
 pub fn run(
     setup: Setup,
     store: Box<dyn Store>,
@@ -163,9 +171,24 @@ pub fn run(
         .build()?;
     let counts = Arc::new(crate::writer::Counts::default());
     let log = ctl.log.clone();
+    // A store an earlier npt wrote keeps that version's retention where the config sets none.
+    let earlier = store.meta(crate::store::KEPT_KEY)?.is_some();
+    let retention = plan.retention.for_store(earlier);
+    if earlier && retention != plan.retention {
+        (ctl.log)(&format!(
+            "npt monitor: store {}: written by an earlier npt, it keeps that version's retention \
+             where [retention] sets none (rounds {}, minute {}, hour {}, day {}): set [retention] \
+             to keep less (docs/monitor.md, \"Retention and what it costs\")",
+            plan.store.display(),
+            days(retention.rounds),
+            days(retention.minute),
+            days(retention.hour),
+            days(retention.day),
+        ));
+    }
     let mut writer = Writer::new(
         store,
-        plan.retention,
+        retention,
         plan.limits.backlog,
         counts.clone(),
         Box::new(move |m| log(&format!("npt monitor: {m}"))),
@@ -183,7 +206,7 @@ pub fn run(
     let mut alerts = Alerts::new(plan.alerts.clone());
     alerts.restore(&st.alerts()?);
     // The baselines are not stored: they are rebuilt from the rounds that are.
-    let keep_ms = i64::try_from(plan.retention.rounds.as_millis()).unwrap_or(i64::MAX);
+    let keep_ms = i64::try_from(retention.rounds.as_millis()).unwrap_or(i64::MAX);
     for t in &setup.targets {
         let every_ms = i64::try_from(t.plan.every.as_millis()).unwrap_or(i64::MAX);
         let Some(from) = alerts.replay_from(&t.plan.name, every_ms, now_ms, keep_ms) else {

@@ -90,6 +90,46 @@ pub struct Retention {
     pub minute: Duration,
     pub hour: Duration,
     pub day: Duration,
+    /// Which levels the config set (rounds, minute, hour, day): the others are defaults, and a
+    /// store written by an earlier npt keeps that version's defaults for them
+    /// ([`Retention::for_store`]).
+    pub given: [bool; 4],
+}
+
+/// What a store written by an earlier npt was kept with (its defaults): 2 days of rounds, 14
+/// of minutes, 400 of hours, 10 years of days.
+pub const EARLIER_RETENTION: Retention = Retention {
+    rounds: Duration::from_secs(2 * 86_400),
+    minute: Duration::from_secs(14 * 86_400),
+    hour: Duration::from_secs(400 * 86_400),
+    day: Duration::from_secs(3_650 * 86_400),
+    given: [false; 4],
+};
+
+impl Retention {
+    /// The retention of a store: for one that an earlier npt wrote (and this one migrated),
+    /// that version's defaults on every level the config leaves unset, so upgrading prunes
+    /// nothing the user kept; for any other, as configured.
+    pub fn for_store(self, earlier: bool) -> Retention {
+        if !earlier {
+            return self;
+        }
+        let pick = |i: usize, mine: Duration, theirs: Duration| {
+            if self.given[i] {
+                mine
+            } else {
+                theirs
+            }
+        };
+        let e = EARLIER_RETENTION;
+        Retention {
+            rounds: pick(0, self.rounds, e.rounds),
+            minute: pick(1, self.minute, e.minute),
+            hour: pick(2, self.hour, e.hour),
+            day: pick(3, self.day, e.day),
+            given: self.given,
+        }
+    }
 }
 
 impl Default for Retention {
@@ -100,6 +140,7 @@ impl Default for Retention {
             minute: Duration::from_secs(DAY),
             hour: Duration::from_secs(30 * DAY),
             day: Duration::from_secs(60 * DAY),
+            given: [false; 4],
         }
     }
 }
@@ -260,6 +301,12 @@ pub fn check(f: File, dir: &Path) -> Result<Plan, ConfigError> {
         minute: keep("minute", &r.minute, base.minute)?,
         hour: keep("hour", &r.hour, base.hour)?,
         day: keep("day", &r.day, base.day)?,
+        given: [
+            r.rounds.is_some(),
+            r.minute.is_some(),
+            r.hour.is_some(),
+            r.day.is_some(),
+        ],
     };
     let limits = Limits::check(&f.limits)?;
     let vantage = match f.vantage {

@@ -216,3 +216,23 @@ fn byte_counts() {
     assert!(bytes("k", "-5MB").is_err());
     assert!(bytes("k", "1e30").is_err());
 }
+
+/// A store an earlier npt wrote keeps that version's retention on every level the config
+/// leaves unset (so upgrading prunes nothing kept); a level the config sets is as set; any
+/// other store is as configured.
+#[test]
+fn a_store_of_an_earlier_npt_keeps_its_retention_where_the_config_sets_none() {
+    let p = parse(
+        "[retention]\nhour = \"7d\"\n[[target]]\nname = \"a\"\ntarget = \"udp://127.0.0.1:9\"\n",
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(p.retention.given, [false, false, true, false]);
+    assert_eq!(p.retention.for_store(false), p.retention);
+    let kept = p.retention.for_store(true);
+    let e = EARLIER_RETENTION;
+    assert_eq!(
+        (kept.rounds, kept.minute, kept.hour, kept.day),
+        (e.rounds, e.minute, Duration::from_secs(7 * 86_400), e.day)
+    );
+}

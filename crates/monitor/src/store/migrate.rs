@@ -84,7 +84,8 @@ pub fn first(db: &Connection) -> Result<String> {
         }
         db.execute_batch(&format!(
             "DROP TABLE round_first; DROP TABLE rollup; \
-             UPDATE meta SET value = '{SCHEMA}' WHERE key = 'schema'; COMMIT;"
+             UPDATE meta SET value = '{SCHEMA}' WHERE key = 'schema'; \
+             INSERT OR REPLACE INTO meta (key, value) VALUES ('{KEPT_KEY}', '{FIRST}'); COMMIT;"
         ))
         .map_err(err)?;
         Ok((n, m))
@@ -114,6 +115,10 @@ pub fn first(db: &Connection) -> Result<String> {
         ),
     })
 }
+
+/// The meta key a migrated store keeps the layout it was written in under: the monitor then
+/// keeps that version's retention defaults for it ([`crate::config::Retention::for_store`]).
+pub const KEPT_KEY: &str = "written_by";
 
 /// Reads a store of the first layout as it is: temporary views of the current tables over
 /// its own (a read-only connection may make them; the file is not touched).
@@ -371,6 +376,8 @@ CREATE TABLE IF NOT EXISTS mark (name TEXT PRIMARY KEY, ms INTEGER NOT NULL) WIT
         );
         assert!(said.contains("320 rounds"), "{said}");
         same(&m, &st);
+        // It says it was written by the earlier npt, so the monitor keeps that retention.
+        assert_eq!(st.meta(KEPT_KEY).unwrap().as_deref(), Some(FIRST));
         drop(st);
         let again = Sqlite::open(&path).unwrap();
         assert_eq!(again.migrated(), None);

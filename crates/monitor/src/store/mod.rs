@@ -14,6 +14,7 @@ pub mod blob;
 mod layout;
 pub mod memory;
 mod migrate;
+pub use migrate::KEPT_KEY;
 pub mod sqlite;
 
 use crate::kinds::{Figures, Kind};
