@@ -187,7 +187,7 @@ def during(due):
     return any(a <= due <= b for a, b, *_ in wins)
 inside, outside = [], []
 for start, ln in c.execute(
-        "select start_ms, lateness_ns from round where start_ms >= ? and status != 'skipped'", (after,)):
+        "select id & 4398046511103, lateness_ns from round where (id & 4398046511103) >= ? and status != 'skipped'", (after,)):
     (inside if during(start - ln / 1e6) else outside).append(ln)
 def qs(v):
     v = sorted(v)
@@ -229,12 +229,12 @@ for d in busy.values():
     allw |= set(d)
 p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else 0
 worst = [(start - ln / 1e6, ln) for start, ln in c.execute(
-    "select start_ms, lateness_ns from round where start_ms >= ? and status != 'skipped' and lateness_ns > ?",
+    "select id & 4398046511103, lateness_ns from round where (id & 4398046511103) >= ? and status != 'skipped' and lateness_ns > ?",
     (after, p99))]
 import random
 random.seed(1)
 every = [(start - ln / 1e6, p99) for start, ln in c.execute(
-    "select start_ms, lateness_ns from round where start_ms >= ? and status != 'skipped'", (after,))]
+    "select id & 4398046511103, lateness_ns from round where (id & 4398046511103) >= ? and status != 'skipped'", (after,))]
 pick = random.sample(every, min(5000, len(every)))
 span = lambda due, ln: range(int(due) // 100, int(due + ln / 1e6) // 100 + 2)
 sets["the control 10 ms late"] = {w for w, x in ctl.items() if x >= 10}
