@@ -21,11 +21,16 @@ fn holder() -> MutexGuard<'static, (Option<&'static str>, usize)> {
     HOLDER.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Waits until no test of another module holds a turn, then takes one for `module` (call with
-/// `module_path!()`).
+/// Tests of one module that hold its turn at once: two, as when each module was a binary of
+/// its own run with one test thread per core of a 2-core box — whatever the thread count (the
+/// lab binary runs with more, for its tests that take no turn: .cargo/runner.sh).
+const AT_ONCE: usize = 2;
+
+/// Waits until no test of another module holds a turn and fewer than [`AT_ONCE`] of this one's
+/// do, then takes one for `module` (call with `module_path!()`).
 pub fn turn(module: &'static str) -> Turn {
     let mut h = holder();
-    while h.0.is_some_and(|m| m != module) {
+    while h.0.is_some_and(|m| m != module) || h.1 >= AT_ONCE {
         h = RELEASED.wait(h).unwrap_or_else(PoisonError::into_inner);
     }
     h.0 = Some(module);
@@ -39,7 +44,8 @@ impl Drop for Turn {
         h.1 -= 1;
         if h.1 == 0 {
             h.0 = None;
-            RELEASED.notify_all();
         }
+        // A test of this module waiting for a free place, or of another for the turn.
+        RELEASED.notify_all();
     }
 }
