@@ -13,6 +13,8 @@ pub mod fill;
 pub mod frame;
 pub mod hop;
 pub mod idle;
+#[cfg(test)]
+mod mangle;
 pub mod marking;
 pub mod mtu;
 pub mod pacing;
