@@ -12,7 +12,7 @@
 
 use serde_json::json;
 
-use super::{document, read, rfc3339, total, Part, RangeError, Read};
+use super::{document, read, rfc3339, span, total, Part, RangeError, Read};
 use crate::store::Store;
 
 /// One store to read, and how the document names it (its file, as the user gave it).
@@ -84,17 +84,10 @@ pub fn report_many(
     let (_, newest) = &reads[newest];
     let start = reads.iter().map(|(_, r)| r.start).min().unwrap_or(from);
     let merged = total.figures();
-    let monitor = json!({
-        "target": target,
-        "kind": newest.kind.name(),
-        "vantage": null,
-        "asked_from": rfc3339(from),
-        "from": rfc3339(start),
-        "to": rfc3339(to),
-        "rows": parts.len(),
-        "rounds": parts.iter().map(|p| p.rounds).sum::<u64>(),
-        "figures": merged,
-        "vantages": vantages,
-    });
+    let mut monitor = span(target, newest.kind, from, start, to, &parts);
+    monitor.insert("vantage".into(), serde_json::Value::Null);
+    monitor.insert("figures".into(), json!(merged));
+    monitor.insert("vantages".into(), json!(vantages));
+    let monitor = serde_json::Value::Object(monitor);
     document(newest, &parts, &total, monitor, to)
 }

@@ -74,19 +74,35 @@ pub fn report(st: &dyn Store, target: &str, from: i64, to: i64) -> Result<AnyRes
             })
         })
         .collect();
-    let monitor = serde_json::json!({
-        "target": target,
-        "kind": read.kind.name(),
-        "vantage": read.vantage,
-        "asked_from": rfc3339(from),
-        "from": rfc3339(read.start),
-        "to": rfc3339(to),
-        "rows": read.parts.len(),
-        "rounds": read.parts.iter().map(|p| p.rounds).sum::<u64>(),
-        "by_status": read.by_status,
-        "levels": levels,
-    });
+    let mut monitor = span(target, read.kind, from, read.start, to, &read.parts);
+    monitor.insert("vantage".into(), serde_json::json!(read.vantage));
+    monitor.insert("by_status".into(), serde_json::json!(read.by_status));
+    monitor.insert("levels".into(), serde_json::json!(levels));
+    let monitor = serde_json::Value::Object(monitor);
     document(&read, &read.parts, &total, monitor, to)
+}
+
+/// What `config.monitor` says of any range read: the target and its kind, the start asked for
+/// and the one read from (`from`, where the kept rows begin), the end, and the rows and the
+/// rounds in them.
+fn span(
+    target: &str,
+    kind: crate::kinds::Kind,
+    asked_from: i64,
+    from: i64,
+    to: i64,
+    parts: &[Part],
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    let mut put = |k: &str, v: serde_json::Value| m.insert(k.into(), v);
+    put("target", target.into());
+    put("kind", kind.name().into());
+    put("asked_from", rfc3339(asked_from).into());
+    put("from", rfc3339(from).into());
+    put("to", rfc3339(to).into());
+    put("rows", parts.len().into());
+    put("rounds", parts.iter().map(|p| p.rounds).sum::<u64>().into());
+    m
 }
 
 fn empty(target: &str, from: i64, to: i64) -> RangeError {
