@@ -4,13 +4,17 @@
 //!
 //! The bracket is the longest gap a flow survived (`lo`, the responder's own hold) and the
 //! shortest one it did not survive above that (`hi`). A survivor is proof (its callback came);
-//! an expiry may be a lost callback, so a flow gone at a gap at or below `lo` does not move the
-//! bracket and is counted as inconsistent.
+//! an expiry may be a lost callback (a busy box drops a datagram), so a flow gone at a gap at
+//! or below `lo` does not move the bracket and is counted as inconsistent, and `hi` is taken
+//! only when a second expiry within the resolution above it confirms it — until then the
+//! flows above it go on, and the next round tries gaps just above it.
 
 /// Flows of the first round, spread geometrically from [`FIRST_GAP_NS`] to `--max`.
 pub const LADDER: usize = 24;
 /// Flows of each later round, spread evenly inside the bracket.
 pub const PER_ROUND: usize = 12;
+/// Flows of a round just above an upper end that stands on one expiry.
+pub const CHECKS: u64 = 2;
 /// Rounds after the ladder, at most.
 pub const MAX_REFINE: u32 = 4;
 /// The ladder's shortest gap.
@@ -27,7 +31,6 @@ pub struct Plan {
     survived: bool,
     gone: Vec<u64>,
     rounds: u32,
-    pub inconsistent: u32,
 }
 
 impl Plan {
@@ -40,7 +43,6 @@ impl Plan {
             survived: false,
             gone: Vec::new(),
             rounds: 0,
-            inconsistent: 0,
         }
     }
 
@@ -72,24 +74,42 @@ impl Plan {
 
     /// A flow survived an idle `held` ns.
     pub fn alive(&mut self, held: u64) {
-        if self.gone.iter().any(|g| *g <= held) {
-            self.inconsistent += 1;
-        }
         self.lo = self.lo.max(held);
         self.survived = true;
     }
 
     /// A flow did not survive an idle `gap` ns.
     pub fn gone(&mut self, gap: u64) {
-        if self.survived && gap <= self.lo {
-            self.inconsistent += 1;
-        }
         self.gone.push(gap);
     }
 
-    /// Whether a flow of gap `gap` still pending can narrow the bracket.
+    /// Expiries contradicted by a longer survivor (lost callbacks, most likely): each counted
+    /// once, however many flows survived above it.
+    pub fn inconsistent(&self) -> u32 {
+        let n = self.gone.iter().filter(|g| self.survived && **g <= self.lo);
+        u32::try_from(n.count()).unwrap_or(u32::MAX)
+    }
+
+    /// The second-shortest gap not survived above `lo`: what confirms `hi`.
+    fn second(&self) -> Option<u64> {
+        let mut above: Vec<u64> = self.gone.iter().copied().filter(|g| *g > self.lo).collect();
+        above.sort_unstable();
+        above.get(1).copied()
+    }
+
+    /// Whether `hi` is confirmed: a second expiry within the resolution above it, or `hi` is
+    /// `--max` (nothing above it may be tried). One expiry alone may be a lost callback.
+    fn confirmed(&self, hi: u64) -> bool {
+        hi >= self.max || self.second().is_some_and(|h2| h2 - hi <= self.resolution())
+    }
+
+    /// Whether a flow of gap `gap` still pending can narrow the bracket or check its upper
+    /// end: above `lo` and below the *second* expiry above it. One expiry may be a lost
+    /// callback (a datagram dropped on a busy path); the flows between it and the next one
+    /// stay, and if one of them survives, the lost one falls below `lo` and stops counting.
+    /// Two expiries in a row are what ends the flows above them.
     pub fn matters(&self, gap: u64) -> bool {
-        gap > self.lo && self.hi().is_none_or(|h| gap < h)
+        gap > self.lo && self.second().is_none_or(|h| gap < h)
     }
 
     /// Whether a flow survived `max` (the search went as far as it may).
@@ -98,20 +118,31 @@ impl Plan {
     }
 
     /// The gaps of the next round (ns), or None when the search is done: the bracket is
-    /// narrow enough, a flow survived `max`, or the rounds are used up.
+    /// narrow enough and its upper end confirmed, a flow survived `max`, or the rounds are
+    /// used up. A round spreads [`PER_ROUND`] gaps inside the bracket and, while its upper
+    /// end stands on one expiry, [`CHECKS`] just above it: if that expiry was a lost
+    /// callback, they survive and the next round searches above.
     pub fn next_round(&mut self) -> Option<Vec<u64>> {
         let gaps = if self.rounds == 0 {
             ladder(self.max)
         } else {
             let hi = self.hi()?;
-            if hi - self.lo <= self.resolution() || self.rounds > MAX_REFINE {
+            let res = self.resolution();
+            let confirmed = self.confirmed(hi);
+            if (hi - self.lo <= res && confirmed) || self.rounds > MAX_REFINE {
                 return None;
             }
             let step = (hi - self.lo) / (PER_ROUND as u64 + 1);
             if step == 0 {
                 return None;
             }
-            (1..=PER_ROUND as u64).map(|j| self.lo + step * j).collect()
+            let mut gaps: Vec<u64> = (1..=PER_ROUND as u64).map(|j| self.lo + step * j).collect();
+            if !confirmed {
+                let e = step.min(res / 2).max(1);
+                gaps.extend((1..=CHECKS).map(|j| (hi + e * j).min(self.max)));
+                gaps.dedup();
+            }
+            gaps
         };
         self.rounds += 1;
         Some(gaps)
@@ -200,8 +231,15 @@ mod tests {
         p.gone(10 * S);
         p.alive(20 * S);
         p.gone(30 * S);
-        assert_eq!((p.lo(), p.hi(), p.inconsistent), (20 * S, Some(30 * S), 1));
-        assert!(!p.matters(15 * S) && p.matters(25 * S) && !p.matters(31 * S));
+        assert_eq!(
+            (p.lo(), p.hi(), p.inconsistent()),
+            (20 * S, Some(30 * S), 1)
+        );
+        // One expiry above the bracket's low end does not end the flows above it: a second
+        // one does.
+        assert!(!p.matters(15 * S) && p.matters(25 * S) && p.matters(31 * S));
+        p.gone(40 * S);
+        assert!(p.matters(35 * S) && !p.matters(41 * S));
     }
 
     #[test]

@@ -205,7 +205,7 @@ pub fn body(s: &Search, target: String, address: String, max: Duration) -> Lifet
         rebound: (checked > 0).then_some(moved > 0),
         rebound_checked: checked,
         rebound_flows: moved,
-        inconsistent: p.inconsistent,
+        inconsistent: p.inconsistent(),
         refused: u32::try_from(refused).unwrap_or(u32::MAX),
         cut_off: s.streams().then(|| {
             let closed = cut.fin + cut.rst;

@@ -38,7 +38,7 @@ pub mod monitor;
 pub mod prometheus;
 mod turn;
 
-pub use turn::{turn, Turn};
+pub use turn::{turn, turn_alone, Turn};
 
 pub use npt_testkit::{process::Guard, schema::assert_valid};
 

@@ -29,8 +29,20 @@ const AT_ONCE: usize = 2;
 /// Waits until no test of another module holds a turn and fewer than [`AT_ONCE`] of this one's
 /// do, then takes one for `module` (call with `module_path!()`).
 pub fn turn(module: &'static str) -> Turn {
+    turn_of(module, AT_ONCE)
+}
+
+/// As [`turn`], with no other test of the module beside it: for the tests that load a lab's
+/// bottleneck and read the queue they made, where a second lab spinning beside them takes
+/// the CPU the lab's wire thread needs to release packets on time (CI once read a recovery
+/// phase at twice the link's RTT with two of them at once).
+pub fn turn_alone(module: &'static str) -> Turn {
+    turn_of(module, 1)
+}
+
+fn turn_of(module: &'static str, at_once: usize) -> Turn {
     let mut h = holder();
-    while h.0.is_some_and(|m| m != module) || h.1 >= AT_ONCE {
+    while h.0.is_some_and(|m| m != module) || h.1 >= at_once {
         h = RELEASED.wait(h).unwrap_or_else(PoisonError::into_inner);
     }
     h.0 = Some(module);

@@ -129,22 +129,32 @@ fn lifetime(lab: &Lab, target: &str, args: &[&str], name: &str) -> serde_json::V
     doc
 }
 
-/// The lifetime is `want` ± `tol` s, bracketed within the resolution.
-fn reads(doc: &serde_json::Value, want: f64, tol: f64) {
+/// The lifetime is `want` ± `tol` s, bracketed within the resolution. At most one expiry
+/// contradicted by a longer survivor: a callback lost on a busy box must not move the answer
+/// (the search checks every upper end with a second expiry), and more than one would say the
+/// path's timeout is not what the lab set. On failure: each flow's fate and the lab links'
+/// counters, which say whether the lab dropped anything.
+fn reads(lab: &Lab, doc: &serde_json::Value, want: f64, tol: f64) {
     let (l, lo, hi) = (
         f(doc, "/summary/lifetime_s"),
         f(doc, "/summary/alive_after_s"),
         f(doc, "/summary/gone_after_s"),
     );
+    let inconsistent = doc["summary"]["inconsistent"].as_u64().unwrap_or(u64::MAX);
+    let good = (l - want).abs() <= tol
+        && lo < hi
+        && hi - lo <= f(doc, "/summary/resolution_s") + 1e-9
+        && inconsistent <= 1;
+    if !good {
+        for flow in doc["flows"].as_array().into_iter().flatten() {
+            eprintln!("{flow}");
+        }
+        eprintln!("lab links: {}", lab.status()["links"]);
+    }
     assert!(
-        (l - want).abs() <= tol,
-        "lifetime {l} s, want {want} ± {tol}"
+        good,
+        "lifetime {l} s (alive {lo}, gone {hi}), want {want} ± {tol}; {inconsistent} inconsistent"
     );
-    assert!(
-        lo < hi && hi - lo <= f(doc, "/summary/resolution_s") + 1e-9,
-        "{lo} {hi}"
-    );
-    assert_eq!(doc["summary"]["inconsistent"], 0);
 }
 
 #[test]
@@ -165,7 +175,7 @@ fn known_idle_timeouts_read_back() {
         &["--max", "8s", "--resolution", "0.5s"],
         "socat",
     );
-    reads(&relay, 5.0, 0.5);
+    reads(&lab, &relay, 5.0, 0.5);
     assert_eq!(
         relay["summary"]["rebound"], true,
         "socat's new session: a new port"
@@ -180,7 +190,7 @@ fn known_idle_timeouts_read_back() {
         &["--max", "8s", "--resolution", "0.5s"],
         "nat-random",
     );
-    reads(&doc, 5.0, 0.5);
+    reads(&lab, &doc, 5.0, 0.5);
     assert_eq!(doc["summary"]["rebound"], true, "fully-random: a new port");
 
     nft(&lab, &["delete", "table", "ip", "npt_lifetime"]);
@@ -188,7 +198,7 @@ fn known_idle_timeouts_read_back() {
     std::fs::write(&keep, nat(30, "")).unwrap();
     nft(&lab, &["-f", keep.to_str().unwrap()]);
     let doc = lifetime(&lab, "udp://10.0.2.2:7777", &["--max", "40s"], "nat-30");
-    reads(&doc, 30.0, 1.0);
+    reads(&lab, &doc, 30.0, 1.0);
     assert_eq!(
         doc["summary"]["rebound"], false,
         "masquerade keeps a free port"
@@ -210,7 +220,7 @@ fn tcp_idle_cut_offs_read_back() {
         &["--max", "8s", "--resolution", "0.5s"],
         "tcp-socat",
     );
-    reads(&relay, 5.0, 0.5);
+    reads(&lab, &relay, 5.0, 0.5);
     let cut = &relay["summary"]["cut_off"];
     assert_eq!(cut["how"], "closed", "socat -T 5 closes both sides: {cut}");
     assert!((f(&relay, "/summary/cut_off/closed_after_s") - 5.0).abs() < 0.5);
@@ -219,7 +229,7 @@ fn tcp_idle_cut_offs_read_back() {
     std::fs::write(&file, tcp_nat(10)).unwrap();
     nft(&lab, &["-f", file.to_str().unwrap()]);
     let doc = lifetime(&lab, "tcp://10.0.2.2:7777", &["--max", "14s"], "tcp-nat");
-    reads(&doc, 10.0, 1.0);
+    reads(&lab, &doc, 10.0, 1.0);
     let cut = &doc["summary"]["cut_off"];
     assert_eq!(
         cut["how"], "dropped",

@@ -64,7 +64,7 @@ impl Lab {
     /// and the up queue's waiting times read while the load ran: from 2.3 s after the probe
     /// was started to 9.9 s (the lab publishes its stats every 200 ms, so the window is about
     /// 2.1–9.9 s of the probe's loaded phase, 2–10 s).
-    fn loaded_probe(&self, dir: &Path) -> (serde_json::Value, npt_stats::Histogram, f64) {
+    fn loaded_probe(&self, dir: &Path) -> (serde_json::Value, [npt_stats::Histogram; 2], f64) {
         let j = dir.join(format!("{}.json", self.0.name()));
         let watch = lab::Watch::start(self.0.name());
         let t0 = Instant::now();
@@ -84,6 +84,11 @@ impl Lab {
         let before = self.queue_wait("client", "server");
         at(9.9);
         let during = self.queue_wait("client", "server").since(&before).unwrap();
+        // The recovery phase starts at 10 s; its first 0.3 s drain what the load left queued.
+        at(10.3);
+        let drained = self.queue_wait("client", "server");
+        at(12.8);
+        let recovering = self.queue_wait("client", "server").since(&drained).unwrap();
         let until = t0 + Duration::from_secs(60);
         while g.0.try_wait().unwrap().is_none() {
             assert!(Instant::now() < until, "the probe did not end");
@@ -97,7 +102,7 @@ impl Lab {
         let late = watch.finish();
         let doc = json(&j);
         assert_valid(&doc, "probe");
-        (doc, during, late)
+        (doc, [during, recovering], late)
     }
 
     /// A 50 pps UDP probe on the client node under the load `load` (the `--under-load` URL
@@ -207,11 +212,11 @@ fn the_load_adds_the_queue_and_the_recovery_returns_to_the_base() {
     if lab::skipped("the_load_adds_the_queue_and_the_recovery_returns_to_the_base") {
         return;
     }
-    let _turn = common::turn(module_path!());
+    let _turn = common::turn_alone(module_path!());
     let dir = tempfile::tempdir().unwrap();
     for (name, queue, drain_ms) in [("tload100", 100, 120.0), ("tload20", 20, 24.0)] {
         let lab = Lab::up(dir.path(), name, queue);
-        let (doc, queue, late) = lab.loaded_probe(dir.path());
+        let (doc, [queue, recovering], late) = lab.loaded_probe(dir.path());
         // The link's 20 ms RTT as the lab delivered it.
         let rtt = lab.0.rtt_ms(0, "client", "server");
         drop(lab);
@@ -250,10 +255,16 @@ fn the_load_adds_the_queue_and_the_recovery_returns_to_the_base() {
             "{name}: loaded p99 {loaded_p99}, base {base}"
         );
         // Back at the base: 2 ms either side, and over it by what the kernel says the lab's
-        // processes waited for a CPU per echo (the load's end still busies a busy box).
+        // processes waited for a CPU per echo (the load's end still busies a busy box). If
+        // not, the lab's own queue over the recovery (from 0.3 s in) says whether a load
+        // was still running or the box held the packets.
         assert!(
             recovery > base - 2.0 && recovery < base + 2.0 + late,
-            "{name}: recovery p50 {recovery} vs base {base}, {late:.3} ms of waits per echo"
+            "{name}: recovery p50 {recovery} vs base {base}, {late:.3} ms of waits per echo; \
+             the lab's up queue over 10.3–12.8 s: {} packets, wait p50 {:.3} ms, max {:.3} ms",
+            recovering.count(),
+            recovering.quantile_ns(0.5) as f64 / 1e6,
+            recovering.quantile_ns(1.0) as f64 / 1e6,
         );
         let mbit = f(&doc, "/under_load/goodput_bps/up") / 1e6;
         assert!(
@@ -342,7 +353,7 @@ fn a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time() {
     if lab::skipped("a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time") {
         return;
     }
-    let _turn = common::turn(module_path!());
+    let _turn = common::turn_alone(module_path!());
     let dir = tempfile::tempdir().unwrap();
     for (name, queue, way) in [
         ("tloadu100", 100u32, "up"),
@@ -414,7 +425,7 @@ fn a_udp_load_through_a_socks5_relay_reads_the_same_queue() {
     if lab::skipped("a_udp_load_through_a_socks5_relay_reads_the_same_queue") {
         return;
     }
-    let _turn = common::turn(module_path!());
+    let _turn = common::turn_alone(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("danted.conf");
     lab::danted_conf(&conf);
