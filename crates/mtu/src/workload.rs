@@ -30,7 +30,7 @@ impl Workload for Config {
     }
 
     fn length(&self) -> Option<Length> {
-        Some(length(self.timeout))
+        Some(length(self.timeout, self.token.is_some()))
     }
 
     fn run(
@@ -91,9 +91,14 @@ fn name(c: &Config) -> String {
     format!("udp://{host}:{}", c.target.port)
 }
 
-/// The longest a search takes: its time bound, and a handshake's.
-pub fn length(timeout: Duration) -> Length {
-    Length::planned(timeout + npt_client::auth::HANDSHAKE_TIMEOUT)
+/// The longest a search takes: its time bound, and with `--token` a handshake's.
+pub fn length(timeout: Duration, token: bool) -> Length {
+    let handshake = if token {
+        npt_client::auth::HANDSHAKE_TIMEOUT
+    } else {
+        Duration::ZERO
+    };
+    Length::planned(timeout + handshake)
 }
 
 fn u(n: usize) -> u32 {
@@ -187,6 +192,7 @@ pub fn body(s: &Search, target: String, address: String, max: usize) -> MtuBody 
             via_header: 0,
             up: direction(&s.up, s.hdr, false),
             down,
+            rounds: None,
         },
         latency: [("udp".to_string(), NptLatency::from(&rtt.summary()))].into(),
         errors: Errors::new(errors, sent),

@@ -8,4 +8,5 @@ pub mod common;
 
 mod end_to_end;
 mod lifetime;
+mod mtu;
 mod page;

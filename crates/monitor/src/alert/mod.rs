@@ -8,8 +8,8 @@
 //! ```toml
 //! [[alert]]
 //! name = "latency-step"
-//! metric = "p50_ms"          # loss_pct | p50_ms | p90_ms | p99_ms | rpm | goodput_mbps | unreachable
-//! above = 20                 # fires above this (or `below = …`, for rpm and goodput)
+//! metric = "p50_ms"          # loss_pct | p50_ms | p90_ms | p99_ms | rpm | goodput_mbps | mtu_up_bytes | mtu_down_bytes | unreachable
+//! above = 20                 # fires above this (or `below = …`, for rpm, goodput and mtu sizes)
 //! baseline_rounds = 60       # optional: relative to the median of the target's last 60 normal rounds
 //! rounds = 3                 # rounds in a row to fire [default: 3]
 //! clear_rounds = 3           # rounds in a row to clear [default: rounds]
@@ -44,6 +44,9 @@ pub enum Metric {
     P99Ms,
     Rpm,
     GoodputMbps,
+    /// An mtu round's largest datagram that crossed up (down), bytes.
+    MtuUpBytes,
+    MtuDownBytes,
     Unreachable,
 }
 
@@ -56,6 +59,8 @@ impl Metric {
             Metric::P99Ms => "p99_ms",
             Metric::Rpm => "rpm",
             Metric::GoodputMbps => "goodput_mbps",
+            Metric::MtuUpBytes => "mtu_up_bytes",
+            Metric::MtuDownBytes => "mtu_down_bytes",
             Metric::Unreachable => "unreachable",
         }
     }
@@ -77,6 +82,8 @@ impl Metric {
             Metric::P99Ms => latency(f.p99_ms),
             Metric::Rpm => f.rpm,
             Metric::GoodputMbps => f.goodput_bps.map(|b| b / 1e6),
+            Metric::MtuUpBytes => f.mtu_up_bytes,
+            Metric::MtuDownBytes => f.mtu_down_bytes,
         }
     }
 }

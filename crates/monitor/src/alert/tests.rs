@@ -225,3 +225,30 @@ fn bad_rules_name_the_key() {
     assert!(e("name = ''\nmetric = 'p50_ms'\nabove = 1").starts_with("alert[0].name"));
     assert!(e("name = 'a'\nmetric = 'p51_ms'\nabove = 1").contains("unknown variant"));
 }
+
+/// An mtu round's sizes: a tunnel whose MTU drops below the level fires; a round where
+/// nothing was read that way (a plain echo's down) counts neither way.
+#[test]
+fn an_mtu_size_below_its_level_fires() {
+    let r = rule_of("name = 'mtu'\nmetric = 'mtu_up_bytes'\nbelow = 1400\nrounds = 2").unwrap();
+    assert!(!r.above);
+    let mut a = Alerts::new(vec![r]);
+    let size = |up: Option<f64>| {
+        (
+            Status::Ok,
+            Figures {
+                mtu_up_bytes: up,
+                ..Figures::default()
+            },
+        )
+    };
+    let rounds = [
+        size(Some(1472.0)),
+        size(Some(1372.0)),
+        size(None),
+        size(Some(1372.0)), // fires: two rounds below 1400 (the one without counts neither way)
+        size(Some(1472.0)),
+        size(Some(1472.0)), // clears
+    ];
+    assert_eq!(feed(&mut a, "tunnel", &rounds), vec![(3, true), (5, false)]);
+}

@@ -125,16 +125,31 @@ pub(super) fn ms(ns: i64) -> f64 {
 
 /// The figures' optional parts, as the `extra` column's JSON (NULL when there are none).
 pub(super) fn extra(f: &Figures) -> Option<String> {
-    if f.rpm.is_none() && f.goodput_bps.is_none() && f.segments_ms.is_empty() && f.refused == 0 {
+    if f.rpm.is_none()
+        && f.goodput_bps.is_none()
+        && f.segments_ms.is_empty()
+        && f.refused == 0
+        && f.mtu_up_bytes.is_none()
+        && f.mtu_down_bytes.is_none()
+    {
         return None;
     }
-    serde_json::to_string(&serde_json::json!({
+    let mut x = serde_json::json!({
         "rpm": f.rpm,
         "goodput_bps": f.goodput_bps,
         "segments_ms": f.segments_ms,
         "refused": f.refused,
-    }))
-    .ok()
+    });
+    // Only an mtu round's: the other kinds' rows stay as they were written before.
+    for (k, v) in [
+        ("mtu_up_bytes", f.mtu_up_bytes),
+        ("mtu_down_bytes", f.mtu_down_bytes),
+    ] {
+        if let (Some(v), Some(o)) = (v, x.as_object_mut()) {
+            o.insert(k.into(), v.into());
+        }
+    }
+    serde_json::to_string(&x).ok()
 }
 
 /// The figures as the values of [`FIGURES`], in order.
@@ -180,6 +195,8 @@ pub(super) fn figures(r: &Row<'_>, at: usize) -> rusqlite::Result<Figures> {
         f.rpm = x["rpm"].as_f64();
         f.goodput_bps = x["goodput_bps"].as_f64();
         f.refused = x["refused"].as_u64().unwrap_or(0);
+        f.mtu_up_bytes = x["mtu_up_bytes"].as_f64();
+        f.mtu_down_bytes = x["mtu_down_bytes"].as_f64();
         f.segments_ms = x["segments_ms"]
             .as_array()
             .map(|a| a.iter().map(serde_json::Value::as_f64).collect())
