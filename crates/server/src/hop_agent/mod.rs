@@ -217,7 +217,9 @@ impl HopAgent {
         let global = self
             .global
             .lock()
-            .map(|mut g| g.take_n(now, cost) || (quiet && g.take_n_from_reserve(now, cost, reserve)))
+            .map(|mut g| {
+                g.take_n(now, cost) || (quiet && g.take_n_from_reserve(now, cost, reserve))
+            })
             .unwrap_or(false);
         if !global {
             // The session's token stays spent: given back, a flooding session's bucket would
@@ -232,8 +234,7 @@ impl HopAgent {
         }
         let slot = InFlight(self.in_flight.clone());
         let mtu_slot = if is_mtu {
-            if self.mtu_in_flight.fetch_add(1, Ordering::Relaxed) >= cfg.limits.max_mtu_in_flight
-            {
+            if self.mtu_in_flight.fetch_add(1, Ordering::Relaxed) >= cfg.limits.max_mtu_in_flight {
                 self.mtu_in_flight.fetch_sub(1, Ordering::Relaxed);
                 bump(&c.refused_busy);
                 return refuse(status::BUSY);
