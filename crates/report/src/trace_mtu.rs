@@ -24,17 +24,27 @@ pub fn rows(b: &TraceBody) -> Option<([String; 4], Vec<[String; 4]>)> {
         .enumerate()
         .filter_map(|(i, l)| {
             let m = l.mtu.as_ref()?;
-            let (up, down) = match &m.error {
-                Some(e) => (e.clone(), String::new()),
-                None => (
-                    SegmentMtu::way_text(m.up.as_ref()),
-                    SegmentMtu::way_text(m.down.as_ref()),
-                ),
-            };
-            Some([format!("segment {}", i + 1), m.to.clone(), up, down])
+            Some([
+                format!("segment {}", i + 1),
+                m.to.clone(),
+                SegmentMtu::way_text(m.up.as_ref()),
+                SegmentMtu::way_text(m.down.as_ref()),
+            ])
         })
         .collect();
     Some((head, rows))
+}
+
+/// Each failed search: `segment N mtu: why`.
+fn errors(b: &TraceBody) -> Vec<String> {
+    b.segments
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let e = l.mtu.as_ref()?.error.as_ref()?;
+            Some(format!("segment {} mtu: {e}", i + 1))
+        })
+        .collect()
 }
 
 /// The text table (nothing without MTU figures).
@@ -62,6 +72,9 @@ pub fn write_text(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
         );
         writeln!(out, "{}", line.trim_end())?;
     }
+    for e in errors(b) {
+        writeln!(out, "{e}")?;
+    }
     writeln!(out, "{NOTE}")
 }
 
@@ -77,6 +90,9 @@ pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
         writeln!(out, "| {} |", c.join(" | "))?;
     }
     writeln!(out)?;
+    for e in errors(b) {
+        writeln!(out, "{}  ", e.replace('|', "\\|"))?;
+    }
     writeln!(out, "{NOTE}")?;
     writeln!(out)
 }
@@ -84,8 +100,14 @@ pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
 /// The HTML table, when there are MTU figures.
 pub fn html_table(b: &TraceBody) -> Option<Table> {
     let (head, rows) = rows(b)?;
+    let errors = errors(b);
+    let caption = if errors.is_empty() {
+        format!("Path MTU per segment — {NOTE}")
+    } else {
+        format!("Path MTU per segment — {NOTE}. {}", errors.join("; "))
+    };
     Some(Table {
-        caption: format!("Path MTU per segment — {NOTE}"),
+        caption,
         header: head.to_vec(),
         rows: rows.into_iter().map(|r| r.to_vec()).collect(),
     })
@@ -161,7 +183,8 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("segment 1  udp://10.0.2.2:7777  1372 B (ICMP: MTU 1400 from 10.0.1.2)  1372 B (black hole"), "{text}");
         assert!(
-            text.contains("segment 2  udp://10.0.3.2:7777  config: the agent refused it"),
+            text.contains("segment 2  udp://10.0.3.2:7777  -")
+                && text.contains("segment 2 mtu: config: the agent refused it"),
             "{text}"
         );
         let mut md = Vec::new();
