@@ -104,6 +104,7 @@ pub fn way(d: &MtuDirection) -> MtuWay {
         largest_fragment: u16_of(d.largest_fragment),
         sent: u16::try_from(d.sent).unwrap_or(u16::MAX),
         answered: u16::try_from(d.answered).unwrap_or(u16::MAX),
+        lost_sizes: u8::try_from(d.lost_sizes).unwrap_or(u8::MAX),
         router: d.icmp_from.as_deref().and_then(|a| a.parse().ok()),
     }
 }
@@ -126,6 +127,7 @@ pub fn direction(w: &MtuWay, headers: u32) -> Result<MtuDirection, &'static str>
         capped_by_up: w.flags & CAPPED_BY_UP != 0,
         sent: u32::from(w.sent),
         answered: u32::from(w.answered),
+        lost_sizes: u32::from(w.lost_sizes),
         ..MtuDirection::default()
     })
 }
@@ -146,6 +148,7 @@ mod tests {
             icmp_from: Some("10.0.1.2".into()),
             sent: 14,
             answered: 11,
+            lost_sizes: 2,
             ..MtuDirection::default()
         };
         let back = direction(&way(&d), 28).unwrap();

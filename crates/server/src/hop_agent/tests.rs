@@ -392,6 +392,7 @@ fn fake_mtu() -> Measurer {
         largest_fragment: None,
         sent,
         answered: 10,
+        lost_sizes: 0,
         router: None,
     };
     fake().with_mtu(move |_, _| MtuReply {

@@ -17,7 +17,7 @@
 //! +---------------+---------------+-------------------------------+
 //! |  largest datagram that crossed|  smallest datagram lost       |  4
 //! +-------------------------------+---------------+---------------+
-//! |  largest fragment received    | router family | reserved (0)  |  8
+//! |  largest fragment received    | router family |  sizes lost   |  8
 //! +-------------------------------+---------------+---------------+
 //! |  datagrams sent               |  datagrams answered           | 12
 //! +-------------------------------+-------------------------------+
@@ -28,7 +28,8 @@
 //! verdict: 0 the search failed (the second byte is then an error kind's code of
 //! [`super::ERROR_KINDS`]), else a code of [`VERDICTS`] (code = index + 1) and the second byte
 //! is flags ([`SETTLED`], [`CAPPED_BY_UP`]). Sizes are UDP payload bytes, 0 for none. The limit
-//! MTU is the ICMP's announced MTU (`icmp`) or the interface's (`local`).
+//! MTU is the ICMP's announced MTU (`icmp`) or the interface's (`local`); sizes lost: those
+//! unanswered after every try (at most 40 a way).
 //!
 //! The reply frame is 48 + 24 + 64 + 16 = 152 bytes; the request is padded to it, so the rule
 //! of `mod.rs` holds: a reply is never larger than its request.
@@ -73,6 +74,8 @@ pub struct MtuWay {
     pub largest_fragment: Option<u16>,
     pub sent: u16,
     pub answered: u16,
+    /// Sizes unanswered after every try.
+    pub lost_sizes: u8,
     /// The router whose ICMP said "too big".
     pub router: Option<IpAddr>,
 }
@@ -109,6 +112,7 @@ impl MtuWay {
             largest_fragment: None,
             sent: 0,
             answered: 0,
+            lost_sizes: 0,
             router: None,
         }
     }
@@ -132,7 +136,7 @@ impl MtuWay {
             }
             Some(IpAddr::V6(a)) => (6, a.octets()),
         };
-        out.extend_from_slice(&[family, 0]);
+        out.extend_from_slice(&[family, self.lost_sizes]);
         out.extend_from_slice(&self.sent.to_be_bytes());
         out.extend_from_slice(&self.answered.to_be_bytes());
         out.extend_from_slice(&ip);
@@ -158,9 +162,7 @@ impl MtuWay {
         let smallest_lost = opt(r.u16()?);
         let largest_fragment = opt(r.u16()?);
         let family = r.u8()?;
-        if r.u8()? != 0 {
-            return Err(HopError::BadPadding);
-        }
+        let lost_sizes = r.u8()?;
         let sent = r.u16()?;
         let answered = r.u16()?;
         let ip = r.take(16)?;
@@ -185,6 +187,7 @@ impl MtuWay {
             largest_fragment,
             sent,
             answered,
+            lost_sizes,
             router,
         })
     }

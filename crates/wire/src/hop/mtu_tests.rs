@@ -33,6 +33,7 @@ fn reply() -> HopReply {
                 largest_fragment: None,
                 sent: 14,
                 answered: 11,
+                lost_sizes: 2,
                 router: Some("10.0.1.2".parse().unwrap()),
             },
             down: MtuWay::failed("timeout"),
@@ -57,7 +58,7 @@ const REPLY_MSG: [u8; 88] = [
     10, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // 10.0.2.2
     // up: icmp (code 2), settled, MTU 1400; 1372 crossed, 1373 lost
     2, 1, 0x05, 0x78, 0x05, 0x5C, 0x05, 0x5D, //
-    0, 0, 4, 0, 0, 14, 0, 11, // no fragment, router IPv4; 14 sent, 11 answered
+    0, 0, 4, 2, 0, 14, 0, 11, // no fragment, router IPv4, 2 sizes lost; 14 sent, 11 answered
     10, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // router 10.0.1.2
     // down: failed (0) under timeout (code 4); nothing else
     0, 4, 0, 0, 0, 0, 0, 0, //
@@ -127,7 +128,7 @@ fn an_mtu_request_is_one_search_and_its_reply_has_both_ways() {
         Err(HopError::BadCount { count: 3, .. })
     ));
     // Unknown verdicts, flags and families are refused.
-    for (at, v) in [(24, 7), (25, 4), (32 + 2, 5), (24 + 11, 1)] {
+    for (at, v) in [(24, 7), (25, 4), (24 + 10, 5), (56, 9)] {
         let mut b = REPLY_MSG;
         b[at] = v;
         assert!(HopReply::decode(&b).is_err(), "byte {at} = {v}");
