@@ -91,7 +91,8 @@ fn remote(cfg: &Config, agent: &Agent, t: ClientTarget, stop: &Stop) -> SegmentM
     let headers = match reply.addr {
         Some(a) if a.is_ipv6() => npt_mtu::IPV6_HEADERS,
         _ => npt_mtu::IPV4_HEADERS,
-    } as u32;
+    };
+    let headers = u32::try_from(headers).unwrap_or(0);
     let way = |w| npt_mtu::agent::direction(w, headers);
     match (way(&m.up), way(&m.down)) {
         (Ok(up), Ok(down)) => SegmentMtu {
