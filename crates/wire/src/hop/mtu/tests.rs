@@ -1,4 +1,4 @@
-//! The MTU request and reply against fixed bytes (the layout in `mtu.rs`), the size rule, every
+//! The MTU request and reply against fixed bytes (the layout in `mod.rs`), the size rule, every
 //! truncation, and random input.
 
 use super::super::*;

@@ -3,7 +3,7 @@
 //! own DF-set probes; down, DF-set datagrams the next hop sends on request — and the reply
 //! carries each way's outcome instead of RTT samples.
 //!
-//! The request is the ordinary hop request (`mod.rs`) with these meanings: `attempts` is 1 (one
+//! The request is the ordinary hop request (`hop/mod.rs`) with these meanings: `attempts` is 1 (one
 //! search), `interval` 0 (the search paces itself), `timeout` the search's time bound, `size`
 //! the largest datagram tried (0: the agent's default, an Ethernet path's 1,472 / 1,452 bytes).
 //! The reply's 24 fixed bytes say `n = 2` and the address measured; two way records follow, up
@@ -32,7 +32,7 @@
 //! unanswered after every try (at most 40 a way).
 //!
 //! The reply frame is 48 + 24 + 64 + 16 = 152 bytes; the request is padded to it, so the rule
-//! of `mod.rs` holds: a reply is never larger than its request.
+//! of `hop/mod.rs` holds: a reply is never larger than its request.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -201,5 +201,4 @@ fn verdict_code(name: &str) -> u8 {
 
 #[cfg(test)]
 #[allow(clippy::cast_possible_truncation)] // small test values (clippy.toml)
-#[path = "mtu_tests.rs"]
 mod tests;
