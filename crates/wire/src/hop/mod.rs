@@ -63,7 +63,9 @@ use crate::frame::{Header, Kind, HEADER_LEN};
 use crate::WireError;
 
 pub mod mtu;
+mod reader;
 pub use mtu::{MtuReply, MtuWay};
+use reader::Reader;
 
 /// The hop message version this build speaks.
 pub const HOP_VERSION: u8 = 1;
@@ -292,7 +294,7 @@ impl HopRequest {
 
     /// Decodes a request payload without its tag; the padding after the host must be zero.
     pub fn decode(b: &[u8]) -> Result<HopRequest, HopError> {
-        let mut r = Reader { b, at: 0 };
+        let mut r = Reader::new(b);
         let version = r.u8()?;
         if version != HOP_VERSION {
             return Err(HopError::BadVersion(version));
@@ -369,7 +371,7 @@ impl HopReply {
 
     /// Decodes a reply payload without its tag.
     pub fn decode(b: &[u8]) -> Result<HopReply, HopError> {
-        let mut r = Reader { b, at: 0 };
+        let mut r = Reader::new(b);
         let version = r.u8()?;
         if version != HOP_VERSION {
             return Err(HopError::BadVersion(version));
@@ -574,50 +576,6 @@ fn seal(frame: &mut [u8], dir: Dir, key: Option<&SessionKey>) -> Result<(), HopE
         k.seal_body(dir, hdr, body)?;
     }
     Ok(())
-}
-
-/// Reads big-endian fields off the front of a slice; every short read is one
-/// [`WireError::Truncated`].
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
-        let end = self.at.saturating_add(n);
-        let s = self.b.get(self.at..end).ok_or(WireError::Truncated {
-            need: end,
-            have: self.b.len(),
-        })?;
-        self.at = end;
-        Ok(s)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
-        let s = self.take(N)?;
-        Ok(s.first_chunk().copied().unwrap_or([0; N]))
-    }
-
-    fn u8(&mut self) -> Result<u8, WireError> {
-        Ok(u8::from_be_bytes(self.array()?))
-    }
-
-    fn u16(&mut self) -> Result<u16, WireError> {
-        Ok(u16::from_be_bytes(self.array()?))
-    }
-
-    fn u32(&mut self) -> Result<u32, WireError> {
-        Ok(u32::from_be_bytes(self.array()?))
-    }
-
-    fn u64(&mut self) -> Result<u64, WireError> {
-        Ok(u64::from_be_bytes(self.array()?))
-    }
-
-    fn rest(&self) -> &'a [u8] {
-        self.b.get(self.at..).unwrap_or_default()
-    }
 }
 
 #[cfg(test)]
