@@ -79,7 +79,7 @@ complete -c npt -n "__fish_npt_using_subcommand serve" -l limit-local -d 'Apply 
 complete -c npt -n "__fish_npt_using_subcommand serve" -l tls -d 'HTTPS on the --http address (self-signed certificate unless --cert/--key)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l http1-only -d 'Serve HTTP/1.1 only on --http: no h2c, and ALPN offers http/1.1 alone with --tls — a backend without HTTP/2, for `npt http --http2-fallback`'
 complete -c npt -n "__fish_npt_using_subcommand serve" -l stamp-stateless -d 'The STAMP reflector copies each sender\'s sequence number instead of keeping its own count per session (senders then see round-trip loss only, not which way)'
-complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-agent -d 'Be a hop agent: measure RTTs on request (`npt ping --from`) — TCP connect, UDP echo or QUIC handshake to a target within --hop-allow — for clients that pass --token (needed)'
+complete -c npt -n "__fish_npt_using_subcommand serve" -l hop-agent -d 'Be a hop agent: measure RTTs on request (`npt ping --from`) — TCP connect, UDP echo or QUIC handshake — or the path MTU each way (`npt trace --mtu`) to a target within --hop-allow, for clients that pass --token (needed)'
 complete -c npt -n "__fish_npt_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c npt -n "__fish_npt_using_subcommand probe" -l config -d 'The line tester\'s XML config (ConfigTemplate.xml); flags given here override it' -r -F
 complete -c npt -n "__fish_npt_using_subcommand probe" -l mode -d 'Pacing mode [default: rate]' -r -f -a "interval\t'Send, then wait --interval after each packet (closed loop, like ping)'
@@ -304,6 +304,7 @@ complete -c npt -n "__fish_npt_using_subcommand trace" -l dscp -d 'Mark every pa
 complete -c npt -n "__fish_npt_using_subcommand trace" -l ecn -d 'Send every packet ECN-capable: ect0 or ect1 (ECT(0), ECT(1); not-ect is the default), with --dscp or alone. A hop that marks congestion sets CE on them instead of dropping' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -l tos -d 'Set the whole TOS / traffic class byte of every packet sent (0-255 or 0x00-0xff: DSCP and ECN), e.g. --tos 0xb8 (EF)' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -l insecure -d 'QUIC: accept any certificate'
+complete -c npt -n "__fish_npt_using_subcommand trace" -l mtu -d 'After the first round, search each segment\'s path MTU each way (`npt mtu`\'s DF-set probes to the segment\'s `npt serve` over UDP): this host the first segment, each hop agent the next'
 complete -c npt -n "__fish_npt_using_subcommand trace" -s q -l quiet -d 'Quiet: no banner and no progress, stage or per-attempt lines; only the report'
 complete -c npt -n "__fish_npt_using_subcommand trace" -s 4 -l ipv4 -d 'IPv4 only: names resolve to IPv4 addresses, sockets are IPv4'
 complete -c npt -n "__fish_npt_using_subcommand trace" -s 6 -l ipv6 -d 'IPv6 only: names resolve to IPv6 addresses, sockets are IPv6'

@@ -8,6 +8,7 @@
 //! (each datagram behind its SOCKS5 header on the client's leg). The search is a sans-IO state machine ([`search`]) driven by [`net`];
 //! [`workload`] makes it a result.
 
+pub mod agent;
 pub mod net;
 pub mod search;
 pub mod workload;

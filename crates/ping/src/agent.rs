@@ -42,7 +42,8 @@ pub fn config(req: &HopRequest, addr: SocketAddr) -> Config {
 pub fn config_with(req: &HopRequest, addr: SocketAddr, secret: Option<&str>) -> Config {
     let proto = match req.proto {
         HopProto::Tcp => Proto::Tcp,
-        HopProto::Udp => Proto::Udp,
+        // An MTU request never reaches a ping (the agent hands it to npt mtu's search).
+        HopProto::Udp | HopProto::Mtu => Proto::Udp,
         HopProto::Quic => Proto::Quic,
     };
     let size = match usize::from(req.size) {

@@ -206,7 +206,7 @@ impl Conn {
             Ok((_, Ok(reply))) => Ok(reply),
             Ok((_, Err(status))) => Err(RemoteError::Refused {
                 agent: self.agent.clone(),
-                target: format!("{}://{}", req.proto.name(), host_port(&req.host, req.port)),
+                target: target_name(req),
                 status,
             }),
             Err(e) => Err(self.protocol(e)),
@@ -271,6 +271,15 @@ impl Conn {
         }
         Ok(())
     }
+}
+
+/// What a request measures, as a URL: an MTU search is of the target's UDP port.
+fn target_name(req: &HopRequest) -> String {
+    let scheme = match req.proto {
+        hop::HopProto::Mtu => "udp",
+        p => p.name(),
+    };
+    format!("{scheme}://{}", host_port(&req.host, req.port))
 }
 
 /// The local port of a connection (its flow id tells its frames apart in a capture).

@@ -12,3 +12,4 @@ pub mod page;
 pub mod render;
 pub mod text;
 pub mod trace;
+pub mod trace_mtu;

@@ -174,6 +174,7 @@ pub fn write_text(
         writeln!(out, "{v}")?;
     }
     waterfall(out, b)?;
+    crate::trace_mtu::write_text(out, b)?;
     if !b.rounds.is_empty() {
         writeln!(out)?;
         write_rounds(out, b)?;
@@ -338,6 +339,7 @@ pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
         writeln!(out, "{}", md(&v))?;
         writeln!(out)?;
     }
+    crate::trace_mtu::write_markdown(out, b)?;
     writeln!(out, "> {}  \n> {}", LEGEND[0], LEGEND[1])
 }
 
@@ -362,6 +364,7 @@ pub fn html_page(b: &TraceBody, title: String, subtitle: String) -> Page {
         .to_vec(),
         rows: table(b).into_iter().map(|r| r.to_vec()).collect(),
     }];
+    tables.extend(crate::trace_mtu::html_table(b));
     let mut charts = Vec::new();
     if !b.rounds.is_empty() {
         let (header, rows) = round_rows(b);

@@ -20,6 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::common::{Errors, NptLatency};
+use crate::mtu::MtuDirection;
 use crate::ping::PingSummary;
 use crate::Histograms;
 
@@ -127,6 +128,67 @@ pub struct Leg {
     /// Why it has no RTT, or lost some attempts: the first error's example.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// `--mtu`, segments only: the path MTU each way, searched from the segment's upstream end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<SegmentMtu>,
+}
+
+/// A segment's path MTU (`npt trace --mtu`): `npt mtu`'s search of the segment's `npt serve`
+/// (UDP, same host and port), from this host for the first segment and by the upstream hop's
+/// agent for the others. `up` is toward the segment's far end, `down` back.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SegmentMtu {
+    /// `udp://HOST:PORT` searched.
+    #[schemars(regex(pattern = "^udp://"))]
+    pub to: String,
+    /// IP + UDP header bytes under a datagram (28 IPv4, 48 IPv6).
+    pub headers: u32,
+    /// Absent when the search failed (`error` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<MtuDirection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<MtuDirection>,
+    /// Why there is no search: `KIND: message` (a refusal by the agent, a silent far end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl SegmentMtu {
+    /// One way in words: `1372 B (ICMP: MTU 1400 from 10.0.1.2)`, `1372 B, black hole
+    /// (1373 lost, no ICMP)`, `-` when the search failed.
+    pub fn way_text(d: Option<&MtuDirection>) -> String {
+        let Some(d) = d else { return "-".into() };
+        let crossed = d
+            .largest_datagram
+            .map_or("nothing crossed".to_string(), |b| format!("{b} B"));
+        let lost = d
+            .smallest_lost
+            .map(|l| format!("{l} lost"))
+            .unwrap_or_default();
+        let why = match d.verdict.as_str() {
+            "max_crossed" => "the largest tried".to_string(),
+            "icmp" => {
+                let mut w = "ICMP".to_string();
+                if let Some(m) = d.icmp_mtu {
+                    w += &format!(": MTU {m}");
+                }
+                if let Some(f) = &d.icmp_from {
+                    w += &format!(" from {f}");
+                }
+                w
+            }
+            "black_hole" => format!("black hole: {lost}, no ICMP"),
+            "local" => format!("local interface MTU {}", d.local_mtu.unwrap_or(0)),
+            "nothing_crossed" => return "nothing crossed".into(),
+            other => return other.to_string(),
+        };
+        let frag = d
+            .largest_fragment
+            .map(|f| format!(", fragments of {f}"))
+            .unwrap_or_default();
+        format!("{crossed} ({why}{frag})")
+    }
 }
 
 /// A figure computed from one or several legs, with how well it is known (module doc).

@@ -9,10 +9,12 @@
 //! and a round of them concurrently; [`chain`] is the TCP exchange through the chain (a framed
 //! echo on an open connection: a TCP connect would only reach the first relay); [`workload`]
 //! runs rounds — one, or with `--during` one before a command and more while it runs — as the
-//! cli's [`npt_result::workload::Workload`].
+//! cli's [`npt_result::workload::Workload`]. With `--mtu`, [`mtu`] searches each segment's path
+//! MTU after the first round.
 
 pub mod chain;
 pub mod leg;
+pub mod mtu;
 pub mod workload;
 
 use std::time::Duration;
@@ -97,6 +99,8 @@ pub struct Config {
     /// `-4`/`-6`, `--bind`, `--dscp`: what this host sends (its own segment and the chain),
     /// not what the agents send.
     pub source: npt_client::source::Source,
+    /// `--mtu`: after the first round, each segment's path MTU each way ([`mtu`]).
+    pub mtu: bool,
 }
 
 /// Who measures a leg.
@@ -180,6 +184,7 @@ mod tests {
             size: 64,
             trust: QuicTrust::Insecure,
             source: Default::default(),
+            mtu: false,
         }
     }
 

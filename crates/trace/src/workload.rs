@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use npt_result::stats::trace::{round, LegStats, TraceMeta, TraceStats};
 use npt_result::stats::PingStats;
-use npt_result::trace::{During, TraceBody};
+use npt_result::trace::{During, SegmentMtu, TraceBody};
 use npt_result::workload::{times, Finished, Length, Progress, Stop, Workload};
 use npt_result::StopReason;
 use npt_stats::Snapshot;
@@ -88,6 +88,19 @@ pub fn leg_line(index: usize, segments: usize, l: &LegStats) -> String {
     )
 }
 
+/// A segment's path-MTU line.
+pub fn mtu_line(index: usize, m: &SegmentMtu) -> String {
+    let what = format!("segment {} mtu {}", index + 1, m.to);
+    match &m.error {
+        Some(e) => format!("{what}: {e}"),
+        None => format!(
+            "{what}: up {}, down {}",
+            SegmentMtu::way_text(m.up.as_ref()),
+            SegmentMtu::way_text(m.down.as_ref())
+        ),
+    }
+}
+
 impl Workload for Trace<'_> {
     type Body = TraceBody;
     type Error = std::convert::Infallible;
@@ -103,6 +116,7 @@ impl Workload for Trace<'_> {
             "interval_s": c.interval.as_secs_f64(),
             "timeout_s": c.timeout.as_secs_f64(),
             "size": c.size,
+            "mtu": c.mtu,
         })
     }
 
@@ -113,7 +127,11 @@ impl Workload for Trace<'_> {
         if self.alongside.is_some() {
             return None;
         }
-        Some(length(self.cfg.count, self.cfg.interval, self.cfg.timeout))
+        let mut l = length(self.cfg.count, self.cfg.interval, self.cfg.timeout);
+        if self.cfg.mtu {
+            l.planned = l.planned.saturating_add(crate::mtu::SEARCH_TIME);
+        }
+        Some(l)
     }
 
     fn run(
@@ -130,6 +148,16 @@ impl Workload for Trace<'_> {
             crate::leg::round(cfg, stop, &mut |i, l| on_line(leg_line(i, segments, l)))
         };
         let first = measure(on_line);
+        // --mtu: after the first round (so its probes do not load the RTTs), before --during.
+        let mtus = if cfg.mtu && !stop.stopping() {
+            let m = crate::mtu::segments(cfg, stop);
+            for (i, s) in m.iter().enumerate() {
+                on_line(mtu_line(i, s));
+            }
+            m
+        } else {
+            Vec::new()
+        };
         let mut stats = TraceStats::default();
         let mut rounds_at = vec![(0.0, t0.elapsed().as_secs_f64(), first.clone())];
         if let Some(along) = self.alongside.as_mut() {
@@ -168,10 +196,13 @@ impl Workload for Trace<'_> {
         let mut first = first.into_iter();
         stats.segments = first.by_ref().take(segments).collect();
         stats.chain = first.next();
-        let body = stats.summarize(&TraceMeta {
+        let mut body = stats.summarize(&TraceMeta {
             target: cfg.target.to_string(),
             proto: cfg.target.proto.name().to_string(),
         });
+        for (leg, m) in body.segments.iter_mut().zip(mtus) {
+            leg.mtu = Some(m);
+        }
         let stopped_by = stop.reason().unwrap_or(StopReason::Count);
         let ended = started + t0.elapsed();
         Ok(Finished::new(
@@ -233,6 +264,7 @@ mod tests {
             size: 64,
             trust: QuicTrust::Insecure,
             source: Default::default(),
+            mtu: false,
         };
         let mut lines = Vec::new();
         let fake = Fake { rounds: 3 };

@@ -58,6 +58,7 @@ const SAME_LAYER: &[(&str, &str)] = &[
     ("npt-client", "npt-proxy"),
     ("npt-users", "npt-probe"),
     ("npt-trace", "npt-ping"),
+    ("npt-trace", "npt-mtu"),
     ("npt-probe", "npt-bulk"),
 ];
 

@@ -27,3 +27,4 @@ mod setup;
 mod stamp;
 mod tcpinfo;
 mod trace;
+mod trace_mtu;

@@ -115,7 +115,7 @@ fn the_agent_measures_tcp_udp_and_quic_and_the_result_says_from_where() {
     assert!(said.is_some(), "no exit summary: {}", agent.stderr());
     let err = agent.stderr();
     assert!(
-        err.contains("hop agent: answered 3 attempts 9; refused: disabled 0 bad-mac 0"),
+        err.contains("hop agent: answered 3 attempts 9 mtu-searches 0 mtu-probes 0; refused: disabled 0 bad-mac 0"),
         "{err}"
     );
 }

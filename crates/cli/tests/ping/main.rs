@@ -15,3 +15,4 @@ mod lifetime;
 mod mtu;
 mod setup;
 mod trace;
+mod trace_mtu;

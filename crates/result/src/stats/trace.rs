@@ -117,6 +117,7 @@ fn leg(l: &LegStats, proto: &str) -> Leg {
         p10_ms,
         p50_ci_ms,
         error,
+        mtu: None,
     }
 }
 

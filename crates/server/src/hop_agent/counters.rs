@@ -10,6 +10,11 @@ pub struct HopCounters {
     pub answered: AtomicU64,
     /// Attempts those requests made (connects, echoes, handshakes sent to targets).
     pub attempts: AtomicU64,
+    /// Path-MTU searches answered (also counted in `answered`).
+    pub mtu_searches: AtomicU64,
+    /// Datagrams those searches sent: up probes, and down requests the next hop answered with
+    /// datagrams of the sizes asked.
+    pub mtu_probes: AtomicU64,
     /// Requests to a server without `--hop-agent`.
     pub refused_disabled: AtomicU64,
     /// Requests whose body tag does not verify (the stream is closed).
@@ -52,7 +57,7 @@ impl HopCounters {
         self.refusals().iter().map(|(_, v)| v).sum()
     }
 
-    /// `hop agent: answered N attempts M; refused: disabled 0 bad-mac 0 …`.
+    /// `hop agent: answered N attempts M mtu-searches S mtu-probes P; refused: disabled 0 …`.
     pub fn line(&self) -> String {
         let refused: Vec<String> = self
             .refusals()
@@ -60,9 +65,11 @@ impl HopCounters {
             .map(|(k, v)| format!("{} {v}", k.replace('_', "-")))
             .collect();
         format!(
-            "hop agent: answered {} attempts {}; refused: {}",
+            "hop agent: answered {} attempts {} mtu-searches {} mtu-probes {}; refused: {}",
             HopCounters::get(&self.answered),
             HopCounters::get(&self.attempts),
+            HopCounters::get(&self.mtu_searches),
+            HopCounters::get(&self.mtu_probes),
             refused.join(" ")
         )
     }
@@ -81,7 +88,8 @@ mod tests {
         c.refused_rate.fetch_add(4, Ordering::Relaxed);
         assert_eq!(
             c.line(),
-            "hop agent: answered 2 attempts 10; refused: disabled 0 bad-mac 0 replay 0 \
+            "hop agent: answered 2 attempts 10 mtu-searches 0 mtu-probes 0; refused: disabled 0 \
+             bad-mac 0 replay 0 \
              bad-request 0 target 3 unresolved 0 rate 4 busy 0"
         );
         assert_eq!(c.refusals_total(), 7);

@@ -39,6 +39,14 @@ pub struct HopLimits {
     pub global_burst: f64,
     /// Measurements running at once.
     pub max_in_flight: usize,
+    /// Path-MTU searches (`HopProto::Mtu`): the longest one may take, the largest datagram it
+    /// tries, how many request tokens one costs (of the session's and the agent's buckets: a
+    /// search sends up to `npt_mtu`'s 40 sizes × 3 tries each way, not one attempt), and how
+    /// many run at once.
+    pub max_mtu_timeout: Duration,
+    pub max_mtu_size: u16,
+    pub mtu_cost: f64,
+    pub max_mtu_in_flight: usize,
 }
 
 impl Default for HopLimits {
@@ -55,6 +63,10 @@ impl Default for HopLimits {
             global_rate: 20.0,
             global_burst: 40.0,
             max_in_flight: 16,
+            max_mtu_timeout: Duration::from_secs(30),
+            max_mtu_size: 8972,
+            mtu_cost: 5.0,
+            max_mtu_in_flight: 2,
         }
     }
 }
@@ -63,6 +75,9 @@ impl HopLimits {
     /// Ok when `req` is within the bounds; else what is out of them.
     pub fn check(&self, req: &HopRequest) -> Result<(), String> {
         let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        if req.proto == HopProto::Mtu {
+            return self.check_mtu(req);
+        }
         let (interval, timeout) = (u64::from(req.interval_us), u64::from(req.timeout_us));
         if req.attempts == 0 || req.attempts > self.max_attempts {
             return Err(format!(
@@ -110,6 +125,40 @@ impl HopLimits {
         }
         Ok(())
     }
+
+    /// The bounds of a path-MTU search: one search (the codec checks it), no interval (it paces
+    /// itself), a time bound, a largest datagram.
+    fn check_mtu(&self, req: &HopRequest) -> Result<(), String> {
+        let timeout = Duration::from_micros(u64::from(req.timeout_us));
+        if req.interval_us != 0 {
+            return Err("an MTU search takes no interval".into());
+        }
+        if timeout.is_zero() || timeout > self.max_mtu_timeout {
+            return Err(format!(
+                "MTU search time {timeout:?} (at most {:?})",
+                self.max_mtu_timeout
+            ));
+        }
+        if req.size > self.max_mtu_size {
+            return Err(format!(
+                "MTU size {} (at most {})",
+                req.size, self.max_mtu_size
+            ));
+        }
+        if req.port == 0 {
+            return Err("port 0".into());
+        }
+        Ok(())
+    }
+
+    /// The request tokens `req` costs.
+    pub fn cost(&self, req: &HopRequest) -> f64 {
+        if req.proto == HopProto::Mtu {
+            self.mtu_cost.max(1.0)
+        } else {
+            1.0
+        }
+    }
 }
 
 /// A token bucket: `rate` tokens a second up to `burst`, one per request. Starts full.
@@ -134,14 +183,24 @@ impl Bucket {
 
     /// Takes a token at `now` (ns) if there is one.
     pub fn take(&mut self, now: u64) -> bool {
-        self.take_down_to(now, 0.0)
+        self.take_down_to(now, 1.0, 0.0)
+    }
+
+    /// Takes `n` tokens at `now` if there are that many.
+    pub fn take_n(&mut self, now: u64, n: f64) -> bool {
+        self.take_down_to(now, n, 0.0)
     }
 
     /// Takes a token at `now` even from the reserve: the bucket may go down to `-reserve`
     /// tokens (a debt that refills at `rate` like any other). For a caller the bucket owner
     /// ranks first: see [`Bucket::is_quiet`].
     pub fn take_from_reserve(&mut self, now: u64, reserve: f64) -> bool {
-        self.take_down_to(now, -reserve.max(0.0))
+        self.take_down_to(now, 1.0, -reserve.max(0.0))
+    }
+
+    /// [`Bucket::take_from_reserve`] of `n` tokens.
+    pub fn take_n_from_reserve(&mut self, now: u64, n: f64, reserve: f64) -> bool {
+        self.take_down_to(now, n, -reserve.max(0.0))
     }
 
     /// Whether the bucket has at least half its burst at `now`: its owner asked at no more
@@ -157,10 +216,10 @@ impl Bucket {
         self.tokens = (self.tokens + dt * self.rate).min(self.burst);
     }
 
-    fn take_down_to(&mut self, now: u64, floor: f64) -> bool {
+    fn take_down_to(&mut self, now: u64, n: f64, floor: f64) -> bool {
         self.refill(now);
-        if self.tokens - 1.0 >= floor {
-            self.tokens -= 1.0;
+        if self.tokens - n >= floor {
+            self.tokens -= n;
             true
         } else {
             false

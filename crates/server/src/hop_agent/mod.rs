@@ -17,8 +17,12 @@
 //! 6. the target is within `--hop-allow` ([`AllowList`]): a name is resolved only when an
 //!    entry could allow it, and the address measured is one that was checked.
 //!
-//! Measuring is done by a [`Measurer`] the binary supplies (npt ping's engine), on a blocking
-//! thread: this crate stays the responders, with no client code.
+//! Measuring is done by a [`Measurer`] the binary supplies (npt ping's engine; for a path-MTU
+//! request, `HopProto::Mtu`, npt mtu's search), on a blocking thread: this crate stays the
+//! responders, with no client code. An MTU search sends many datagrams, not one: it costs
+//! [`HopLimits::mtu_cost`] request tokens, at most [`HopLimits::max_mtu_in_flight`] run at
+//! once (within `max_in_flight`), each is bounded by its request's time (at most
+//! [`HopLimits::max_mtu_timeout`]), and its datagrams are counted (`mtu_probes`).
 
 pub mod allow;
 pub mod counters;
@@ -32,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use npt_wire::auth::{ReplayWindow, SessionKey};
 use npt_wire::frame::{Header, HEADER_LEN};
-use npt_wire::hop::{self, status, HopReply, HopRequest, Sample};
+use npt_wire::hop::{self, status, HopProto, HopReply, HopRequest, MtuReply, MtuWay, Sample};
 
 pub use allow::{AllowError, AllowList};
 pub use counters::HopCounters;
@@ -46,13 +50,27 @@ pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// What measures: a request against one checked address, blocking; one sample per attempt.
 type MeasureFn = dyn Fn(&HopRequest, SocketAddr) -> Vec<Sample> + Send + Sync;
 
-/// Measures a request against one checked address, blocking: one sample per attempt, in order.
+/// What searches the path MTU: a request against one checked address, blocking; both ways.
+type MtuFn = dyn Fn(&HopRequest, SocketAddr) -> MtuReply + Send + Sync;
+
+/// Measures a request against one checked address, blocking: one sample per attempt, in order
+/// (and, when given one, searches the path MTU for an MTU request).
 #[derive(Clone)]
-pub struct Measurer(Arc<MeasureFn>);
+pub struct Measurer(Arc<MeasureFn>, Option<Arc<MtuFn>>);
 
 impl Measurer {
     pub fn new(f: impl Fn(&HopRequest, SocketAddr) -> Vec<Sample> + Send + Sync + 'static) -> Self {
-        Measurer(Arc::new(f))
+        Measurer(Arc::new(f), None)
+    }
+
+    /// Also answers MTU requests with `f` (without it they are refused as bad requests).
+    #[must_use]
+    pub fn with_mtu(
+        mut self,
+        f: impl Fn(&HopRequest, SocketAddr) -> MtuReply + Send + Sync + 'static,
+    ) -> Self {
+        self.1 = Some(Arc::new(f));
+        self
     }
 }
 
@@ -92,6 +110,7 @@ pub struct HopAgent {
     counters: Arc<Counters>,
     global: Mutex<Bucket>,
     in_flight: Arc<AtomicUsize>,
+    mtu_in_flight: Arc<AtomicUsize>,
     epoch: Instant,
 }
 
@@ -112,6 +131,7 @@ impl HopAgent {
             counters,
             global: Mutex::new(Bucket::new(limits.global_rate, limits.global_burst, 0)),
             in_flight: Arc::new(AtomicUsize::new(0)),
+            mtu_in_flight: Arc::new(AtomicUsize::new(0)),
             epoch: Instant::now(),
         }
     }
@@ -174,25 +194,22 @@ impl HopAgent {
             return Answer::Close;
         }
         let req = match req {
-            Ok(r)
-                if usize::try_from(h.frame_len).unwrap_or(0)
-                    >= hop::reply_frame_len(r.attempts) =>
-            {
-                r
-            }
+            Ok(r) if usize::try_from(h.frame_len).unwrap_or(0) >= r.reply_frame_len() => r,
             _ => {
                 bump(&c.refused_bad);
                 return refuse(status::BAD_REQUEST);
             }
         };
-        if cfg.limits.check(&req).is_err() {
+        let is_mtu = req.proto == HopProto::Mtu;
+        if cfg.limits.check(&req).is_err() || (is_mtu && cfg.measure.1.is_none()) {
             bump(&c.refused_bad);
             return refuse(status::BAD_REQUEST);
         }
         let now = self.now();
+        let cost = cfg.limits.cost(&req);
         // Quiet before this request: a session asking at about its rate (module doc of limits).
         let quiet = session.bucket.is_quiet(now);
-        if !session.bucket.take(now) {
+        if !session.bucket.take_n(now, cost) {
             bump(&c.refused_rate);
             return refuse(status::RATE_LIMITED);
         }
@@ -200,7 +217,9 @@ impl HopAgent {
         let global = self
             .global
             .lock()
-            .map(|mut g| g.take(now) || (quiet && g.take_from_reserve(now, reserve)))
+            .map(|mut g| {
+                g.take_n(now, cost) || (quiet && g.take_n_from_reserve(now, cost, reserve))
+            })
             .unwrap_or(false);
         if !global {
             // The session's token stays spent: given back, a flooding session's bucket would
@@ -214,6 +233,16 @@ impl HopAgent {
             return refuse(status::BUSY);
         }
         let slot = InFlight(self.in_flight.clone());
+        let mtu_slot = if is_mtu {
+            if self.mtu_in_flight.fetch_add(1, Ordering::Relaxed) >= cfg.limits.max_mtu_in_flight {
+                self.mtu_in_flight.fetch_sub(1, Ordering::Relaxed);
+                bump(&c.refused_busy);
+                return refuse(status::BUSY);
+            }
+            Some(InFlight(self.mtu_in_flight.clone()))
+        } else {
+            None
+        };
         let addr = match target(&cfg.allow, &req).await {
             Ok(a) => a,
             Err(st) => {
@@ -226,6 +255,32 @@ impl HopAgent {
             }
         };
         let measure = cfg.measure.clone();
+        if let (true, Some(search)) = (is_mtu, measure.1) {
+            let job = req.clone();
+            let m = tokio::task::spawn_blocking(move || {
+                let _slots = (slot, mtu_slot);
+                search(&job, addr)
+            })
+            .await
+            .unwrap_or_else(|_| MtuReply {
+                up: MtuWay::failed("io"),
+                down: MtuWay::failed("io"),
+            });
+            c.answered.fetch_add(1, Ordering::Relaxed);
+            c.mtu_searches.fetch_add(1, Ordering::Relaxed);
+            let probes = u64::from(m.up.sent) + u64::from(m.down.sent);
+            c.mtu_probes.fetch_add(probes, Ordering::Relaxed);
+            let reply = HopReply {
+                proto: req.proto,
+                addr: Some(addr),
+                samples: Vec::new(),
+                mtu: Some(m),
+            };
+            return match hop::reply_frame(&h, Ok(&reply), key) {
+                Ok(f) => Answer::Reply(f),
+                Err(_) => Answer::Close,
+            };
+        }
         let n = usize::from(req.attempts);
         let job = req.clone();
         let samples = tokio::task::spawn_blocking(move || {
@@ -243,6 +298,7 @@ impl HopAgent {
             proto: req.proto,
             addr: Some(addr),
             samples,
+            mtu: None,
         };
         match hop::reply_frame(&h, Ok(&reply), key) {
             Ok(f) => Answer::Reply(f),

@@ -370,3 +370,108 @@ fn a_measurer_that_returns_too_few_samples_still_answers_each_attempt() {
         );
     });
 }
+
+fn mtu_req(host: &str) -> HopRequest {
+    HopRequest {
+        proto: HopProto::Mtu,
+        attempts: 1,
+        interval_us: 0,
+        timeout_us: 5_000_000,
+        ..req(host)
+    }
+}
+
+/// A search that read 1372 each way, having sent 20 datagrams up and 18 down requests.
+fn fake_mtu() -> Measurer {
+    let way = |sent| MtuWay {
+        verdict: Ok("icmp"),
+        flags: hop::mtu::SETTLED,
+        limit_mtu: Some(1400),
+        largest_datagram: Some(1372),
+        smallest_lost: Some(1373),
+        largest_fragment: None,
+        sent,
+        answered: 10,
+        lost_sizes: 0,
+        router: None,
+    };
+    fake().with_mtu(move |_, _| MtuReply {
+        up: way(20),
+        down: way(18),
+    })
+}
+
+#[test]
+fn an_mtu_search_is_answered_counted_and_costs_more_than_one_request() {
+    rt().block_on(async {
+        let a = agent_with("10.0.0.0/8", HopLimits::default(), fake_mtu());
+        let mut s = a.session();
+        let f = frame(&mtu_req("10.0.3.2"), 1);
+        let Answer::Reply(out) = ask(&a, &mut s, &f).await else {
+            panic!("closed")
+        };
+        assert!(out.len() <= f.len(), "never larger than the request");
+        let reply = open_reply(&out, 1, Some(&key())).unwrap().1.unwrap();
+        let m = reply.mtu.unwrap();
+        assert_eq!(
+            (m.up.largest_datagram, m.down.smallest_lost),
+            (Some(1372), Some(1373))
+        );
+        let c = &a.counters.hop;
+        assert_eq!(
+            (
+                HopCounters::get(&c.answered),
+                HopCounters::get(&c.mtu_searches),
+                HopCounters::get(&c.mtu_probes),
+                HopCounters::get(&c.attempts)
+            ),
+            (1, 1, 38, 0)
+        );
+        // The session's burst of 10 holds two searches of 5 tokens, not a third.
+        let got = status_of(ask(&a, &mut s, &frame(&mtu_req("10.0.3.2"), 2)).await, 2);
+        assert!(got.is_ok());
+        let got = status_of(ask(&a, &mut s, &frame(&mtu_req("10.0.3.2"), 3)).await, 3);
+        assert_eq!(got, Err(status::RATE_LIMITED));
+    });
+}
+
+#[test]
+fn an_mtu_search_outside_the_list_or_bounds_or_without_a_searcher_is_refused() {
+    rt().block_on(async {
+        let a = agent_with("10.0.0.0/8", HopLimits::default(), fake_mtu());
+        let mut s = a.session();
+        let got = status_of(ask(&a, &mut s, &frame(&mtu_req("192.0.2.1"), 1)).await, 1);
+        assert_eq!(got, Err(status::NOT_ALLOWED));
+        let mut long = mtu_req("10.0.3.2");
+        long.timeout_us = 31_000_000;
+        let got = status_of(ask(&a, &mut s, &frame(&long, 2)).await, 2);
+        assert_eq!(got, Err(status::BAD_REQUEST));
+        let mut paced = mtu_req("10.0.3.2");
+        paced.interval_us = 1000;
+        let got = status_of(ask(&a, &mut s, &frame(&paced, 3)).await, 3);
+        assert_eq!(got, Err(status::BAD_REQUEST));
+        // A measurer without a searcher (an RTT-only agent) refuses the request.
+        let a = agent("10.0.0.0/8");
+        let mut s = a.session();
+        let got = status_of(ask(&a, &mut s, &frame(&mtu_req("10.0.3.2"), 1)).await, 1);
+        assert_eq!(got, Err(status::BAD_REQUEST));
+        assert_eq!(HopCounters::get(&a.counters.hop.mtu_searches), 0);
+    });
+}
+
+#[test]
+fn mtu_searches_in_flight_are_capped() {
+    rt().block_on(async {
+        let limits = HopLimits {
+            max_mtu_in_flight: 0,
+            ..HopLimits::default()
+        };
+        let a = agent_with("10.0.0.0/8", limits, fake_mtu());
+        let mut s = a.session();
+        let got = status_of(ask(&a, &mut s, &frame(&mtu_req("10.0.3.2"), 1)).await, 1);
+        assert_eq!(got, Err(status::BUSY));
+        // An RTT request still runs.
+        let got = status_of(ask(&a, &mut s, &frame(&req("10.0.3.2"), 2)).await, 2);
+        assert!(got.is_ok());
+    });
+}

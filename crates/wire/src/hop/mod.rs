@@ -31,7 +31,9 @@
 //! +---------------------------------------------------------------+
 //! ```
 //!
-//! proto: 1 TCP connect, 2 UDP echo (framed, against an npt responder), 3 QUIC handshake.
+//! proto: 1 TCP connect, 2 UDP echo (framed, against an npt responder), 3 QUIC handshake,
+//! 4 a path-MTU search each way against an `npt serve` ([`mtu`]: its fields, and its reply
+//! of two way records instead of samples).
 //! Reply payload (only when the header's `status` is [`status::OK`]; a refusal is the bare
 //! 48-byte header with the reason in `status`):
 //!
@@ -59,6 +61,11 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use crate::auth::{AuthError, Dir, SessionKey, BODY_TAG_LEN};
 use crate::frame::{Header, Kind, HEADER_LEN};
 use crate::WireError;
+
+pub mod mtu;
+mod reader;
+pub use mtu::{MtuReply, MtuWay};
+use reader::Reader;
 
 /// The hop message version this build speaks.
 pub const HOP_VERSION: u8 = 1;
@@ -160,6 +167,7 @@ pub enum HopProto {
     Tcp = 1,
     Udp = 2,
     Quic = 3,
+    Mtu = 4,
 }
 
 impl HopProto {
@@ -168,6 +176,7 @@ impl HopProto {
             1 => HopProto::Tcp,
             2 => HopProto::Udp,
             3 => HopProto::Quic,
+            4 => HopProto::Mtu,
             other => return Err(HopError::BadProto(other)),
         })
     }
@@ -177,6 +186,7 @@ impl HopProto {
             HopProto::Tcp => "tcp",
             HopProto::Udp => "udp",
             HopProto::Quic => "quic",
+            HopProto::Mtu => "mtu",
         }
     }
 }
@@ -217,12 +227,14 @@ impl Sample {
 }
 
 /// What an agent measured: the address it measured (the target resolved there) and one
-/// sample per attempt, in order.
+/// sample per attempt, in order; for [`HopProto::Mtu`], no samples but both ways' outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HopReply {
     pub proto: HopProto,
     pub addr: Option<SocketAddr>,
     pub samples: Vec<Sample>,
+    /// [`HopProto::Mtu`] only.
+    pub mtu: Option<MtuReply>,
 }
 
 /// The length of the reply frame that answers `attempts` attempts.
@@ -230,15 +242,31 @@ pub fn reply_frame_len(attempts: u16) -> usize {
     HEADER_LEN + REPLY_FIXED + usize::from(attempts) * SAMPLE_LEN + BODY_TAG_LEN
 }
 
+/// The length of the reply frame that answers an MTU search: two way records.
+pub const MTU_REPLY_FRAME_LEN: usize =
+    HEADER_LEN + REPLY_FIXED + mtu::WAY_LEN * mtu::WAYS as usize + BODY_TAG_LEN;
+
 impl HopRequest {
+    /// The length of the reply frame it asks for.
+    pub fn reply_frame_len(&self) -> usize {
+        match self.proto {
+            HopProto::Mtu => MTU_REPLY_FRAME_LEN,
+            _ => reply_frame_len(self.attempts),
+        }
+    }
+
     /// The length of its frame: the message, or the reply it asks for if that is longer.
     pub fn frame_len(&self) -> usize {
         let own = HEADER_LEN + REQUEST_FIXED + self.host.len() + BODY_TAG_LEN;
-        own.max(reply_frame_len(self.attempts))
+        own.max(self.reply_frame_len())
     }
 
     fn check(&self) -> Result<u8, HopError> {
         if self.attempts == 0 || self.attempts > MAX_ATTEMPTS {
+            return Err(HopError::BadAttempts(self.attempts));
+        }
+        // One search per MTU request.
+        if self.proto == HopProto::Mtu && self.attempts != 1 {
             return Err(HopError::BadAttempts(self.attempts));
         }
         let ok = !self.host.is_empty()
@@ -266,7 +294,7 @@ impl HopRequest {
 
     /// Decodes a request payload without its tag; the padding after the host must be zero.
     pub fn decode(b: &[u8]) -> Result<HopRequest, HopError> {
-        let mut r = Reader { b, at: 0 };
+        let mut r = Reader::new(b);
         let version = r.u8()?;
         if version != HOP_VERSION {
             return Err(HopError::BadVersion(version));
@@ -304,10 +332,14 @@ impl HopRequest {
 impl HopReply {
     /// Appends the message (without tag) to `out`.
     fn encode(&self, out: &mut Vec<u8>) -> Result<(), HopError> {
-        let n = u16::try_from(self.samples.len())
-            .ok()
-            .filter(|n| *n <= MAX_ATTEMPTS)
-            .ok_or(HopError::BadAttempts(u16::MAX))?;
+        let n = match (&self.mtu, self.proto) {
+            (Some(_), HopProto::Mtu) if self.samples.is_empty() => mtu::WAYS,
+            (None, p) if p != HopProto::Mtu => u16::try_from(self.samples.len())
+                .ok()
+                .filter(|n| *n <= MAX_ATTEMPTS)
+                .ok_or(HopError::BadAttempts(u16::MAX))?,
+            _ => return Err(HopError::BadProto(self.proto as u8)),
+        };
         out.extend_from_slice(&[HOP_VERSION, self.proto as u8]);
         out.extend_from_slice(&n.to_be_bytes());
         let (family, port, ip) = match self.addr {
@@ -322,6 +354,10 @@ impl HopReply {
         out.extend_from_slice(&[family, 0]);
         out.extend_from_slice(&port.to_be_bytes());
         out.extend_from_slice(&ip);
+        if let Some(m) = &self.mtu {
+            m.up.encode(out);
+            m.down.encode(out);
+        }
         for s in &self.samples {
             let (code, rtt) = match s {
                 Sample::Rtt(ns) => (0u8, *ns),
@@ -335,7 +371,7 @@ impl HopReply {
 
     /// Decodes a reply payload without its tag.
     pub fn decode(b: &[u8]) -> Result<HopReply, HopError> {
-        let mut r = Reader { b, at: 0 };
+        let mut r = Reader::new(b);
         let version = r.u8()?;
         if version != HOP_VERSION {
             return Err(HopError::BadVersion(version));
@@ -358,6 +394,22 @@ impl HopReply {
             }
             f => return Err(HopError::BadFamily(f)),
         };
+        if proto == HopProto::Mtu {
+            if count != mtu::WAYS || r.rest().len() != mtu::WAY_LEN * usize::from(mtu::WAYS) {
+                return Err(HopError::BadCount {
+                    count,
+                    len: b.len(),
+                });
+            }
+            let up = MtuWay::decode(&mut r)?;
+            let down = MtuWay::decode(&mut r)?;
+            return Ok(HopReply {
+                proto,
+                addr,
+                samples: Vec::new(),
+                mtu: Some(MtuReply { up, down }),
+            });
+        }
         if count > MAX_ATTEMPTS || r.rest().len() != usize::from(count) * SAMPLE_LEN {
             return Err(HopError::BadCount {
                 count,
@@ -382,6 +434,7 @@ impl HopReply {
             proto,
             addr,
             samples,
+            mtu: None,
         })
     }
 }
@@ -408,7 +461,7 @@ pub fn request_frame(
         flags: 0,
         // At most MAX_HOST_LEN + the longest reply: a few KiB.
         frame_len: u32::try_from(len).unwrap_or(u32::MAX),
-        reply_len: u32::try_from(reply_frame_len(req.attempts)).unwrap_or(0),
+        reply_len: u32::try_from(req.reply_frame_len()).unwrap_or(0),
         flow,
         status: 0,
         seq,
@@ -523,50 +576,6 @@ fn seal(frame: &mut [u8], dir: Dir, key: Option<&SessionKey>) -> Result<(), HopE
         k.seal_body(dir, hdr, body)?;
     }
     Ok(())
-}
-
-/// Reads big-endian fields off the front of a slice; every short read is one
-/// [`WireError::Truncated`].
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
-        let end = self.at.saturating_add(n);
-        let s = self.b.get(self.at..end).ok_or(WireError::Truncated {
-            need: end,
-            have: self.b.len(),
-        })?;
-        self.at = end;
-        Ok(s)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
-        let s = self.take(N)?;
-        Ok(s.first_chunk().copied().unwrap_or([0; N]))
-    }
-
-    fn u8(&mut self) -> Result<u8, WireError> {
-        Ok(u8::from_be_bytes(self.array()?))
-    }
-
-    fn u16(&mut self) -> Result<u16, WireError> {
-        Ok(u16::from_be_bytes(self.array()?))
-    }
-
-    fn u32(&mut self) -> Result<u32, WireError> {
-        Ok(u32::from_be_bytes(self.array()?))
-    }
-
-    fn u64(&mut self) -> Result<u64, WireError> {
-        Ok(u64::from_be_bytes(self.array()?))
-    }
-
-    fn rest(&self) -> &'a [u8] {
-        self.b.get(self.at..).unwrap_or_default()
-    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ fn reply() -> HopReply {
             Sample::Failed("timeout"),
             Sample::Rtt(69_500_000),
         ],
+        mtu: None,
     }
 }
 

@@ -138,6 +138,18 @@ fn fill(s: &mut Snapshot, c: &Counters) {
         &[],
         g(&c.hop.attempts),
     );
+    s.counter(
+        "npt_serve_hop_mtu_searches_total",
+        "Path-MTU searches the hop agent ran and answered (npt trace --mtu).",
+        &[],
+        g(&c.hop.mtu_searches),
+    );
+    s.counter(
+        "npt_serve_hop_mtu_probes_total",
+        "Datagrams those searches sent (up probes and down requests).",
+        &[],
+        g(&c.hop.mtu_probes),
+    );
     for (reason, v) in c.hop.refusals() {
         s.counter(
             "npt_serve_refused_total",
@@ -338,10 +350,14 @@ mod tests {
         c.hop.answered.fetch_add(2, Ordering::Relaxed);
         c.hop.attempts.fetch_add(10, Ordering::Relaxed);
         c.hop.refused_target.fetch_add(3, Ordering::Relaxed);
+        c.hop.mtu_searches.fetch_add(1, Ordering::Relaxed);
+        c.hop.mtu_probes.fetch_add(31, Ordering::Relaxed);
         let text = npt_metrics::encode(&src);
         for want in [
             "npt_serve_hop_requests_total 2",
             "npt_serve_hop_attempts_total 10",
+            "npt_serve_hop_mtu_searches_total 1",
+            "npt_serve_hop_mtu_probes_total 31",
             "npt_serve_refused_total{transport=\"hop\",reason=\"target\"} 3",
             "npt_serve_refused_total{transport=\"hop\",reason=\"replay\"} 0",
         ] {

@@ -150,7 +150,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<String>,
     /// Be a hop agent: measure RTTs on request (`npt ping --from`) — TCP connect, UDP echo or
-    /// QUIC handshake to a target within --hop-allow — for clients that pass --token (needed).
+    /// QUIC handshake — or the path MTU each way (`npt trace --mtu`) to a target within
+    /// --hop-allow, for clients that pass --token (needed).
     #[arg(long)]
     pub hop_agent: bool,
     /// Targets the hop agent may measure, comma-separated (repeatable): addresses
@@ -160,7 +161,8 @@ pub struct ServeArgs {
 }
 
 /// `--hop-agent`: refused without `--token` (an agent that sends traffic on request must know
-/// who asks); measures with npt ping's engine, its UDP echoes keyed with the same secret.
+/// who asks); measures with npt ping's engine and searches the path MTU with npt mtu's, their
+/// UDP probes keyed with the same secret.
 fn hop_config(a: &ServeArgs) -> anyhow::Result<Option<npt_server::hop_agent::HopAgentConfig>> {
     use npt_server::hop_agent::{AllowList, HopAgentConfig, HopLimits, Measurer};
     if !a.hop_agent {
@@ -179,7 +181,8 @@ fn hop_config(a: &ServeArgs) -> anyhow::Result<Option<npt_server::hop_agent::Hop
     Ok(Some(HopAgentConfig {
         allow,
         limits: HopLimits::default(),
-        measure: Measurer::new(npt_ping::agent::measurer(a.token.clone())),
+        measure: Measurer::new(npt_ping::agent::measurer(a.token.clone()))
+            .with_mtu(npt_mtu::agent::measurer(a.token.clone())),
     }))
 }
 

@@ -55,6 +55,11 @@ pub struct TraceArgs {
     /// segments' drift while, e.g., `npt compare` loads the chain.
     #[arg(long, value_name = "CMD")]
     pub during: Option<String>,
+    /// After the first round, search each segment's path MTU each way (`npt mtu`'s DF-set
+    /// probes to the segment's `npt serve` over UDP): this host the first segment, each hop
+    /// agent the next.
+    #[arg(long)]
+    pub mtu: bool,
     #[command(flatten)]
     pub output: crate::flags::output::OutputArgs,
     // What this host sends (its own segment and the chain); the agents send from theirs.
@@ -123,6 +128,7 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
         size,
         trust,
         source,
+        mtu: a.mtu,
     };
     // What each agent is asked must be within its bounds (its defaults: no flag changes
     // them): say so here, not as a refusal after connecting.
