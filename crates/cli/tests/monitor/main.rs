@@ -9,3 +9,4 @@ pub mod common;
 mod end_to_end;
 mod lifetime;
 mod page;
+mod setup;

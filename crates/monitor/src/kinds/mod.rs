@@ -12,14 +12,16 @@
 //! A trace has no `Stats` value of its own (it is not merged): [`TraceSum`] keeps each leg's
 //! ping value and adds legs by position, and its body comes from `TraceStats::summarize`.
 //! Nor has a lifetime: [`lifetime::LifetimeSum`] keeps the rounds' lifetimes and the bracket
-//! they agree on.
+//! they agree on. A setup's value is the result's own ([`SetupStats`]: every connection's cost
+//! per layer, added), and a range's layers are judged by the rule one run's are.
 
 pub mod lifetime;
 
 use npt_result::any::{AnyBody, AnyResult};
 use npt_result::stats::trace::{LegStats, TraceMeta, TraceStats};
 use npt_result::stats::{
-    BulkMeta, BulkStats, HttpMeta, HttpStats, PingMeta, PingStats, ProbeMeta, ProbeStats, Stats,
+    BulkMeta, BulkStats, HttpMeta, HttpStats, PingMeta, PingStats, ProbeMeta, ProbeStats,
+    SetupMeta, SetupStats, Stats,
 };
 use npt_stats::{ErrorCounts, Histogram};
 use serde::{Deserialize, Serialize};
@@ -28,16 +30,18 @@ pub use npt_result::Kind;
 
 /// The kinds a monitor runs, in the order its docs and errors list them: every result kind
 /// but `run` (a round measures a path; it does not load a service with simulated users) and
-/// `mtu` and `setup` (not yet: an mtu round's figures are sizes and verdicts, a setup's are
-/// per layer, and neither has a stats value of the monitor's to keep them in). A lifetime round takes about twice the path's lifetime (minutes): its target's
-/// `every` must be longer than that, as any round's (an hour, a day).
-pub const MONITORED: [Kind; 6] = [
+/// `mtu` (not yet: an mtu round's figures are sizes and verdicts, and it has no stats value of
+/// the monitor's to keep them in). A lifetime round takes about twice the path's lifetime
+/// (minutes): its target's `every` must be longer than that, as any round's (an hour, a day).
+/// A setup round is its `-c` fresh connections, each up to its `--timeout`.
+pub const MONITORED: [Kind; 7] = [
     Kind::Ping,
     Kind::Probe,
     Kind::Trace,
     Kind::Http,
     Kind::Bulk,
     Kind::Lifetime,
+    Kind::Setup,
 ];
 
 /// A trace's legs as values that add by position.
@@ -85,6 +89,7 @@ pub enum KindStats {
     Http(Box<HttpStats>),
     Bulk(Box<BulkStats>),
     Lifetime(Box<lifetime::LifetimeSum>),
+    Setup(Box<SetupStats>),
 }
 
 /// What a kind's body is summarized with: the round's description.
@@ -97,6 +102,7 @@ pub enum KindMeta {
     Http(HttpMeta),
     Bulk(BulkMeta),
     Lifetime(lifetime::LifetimeMeta),
+    Setup(SetupMeta),
 }
 
 /// What a chart, an alert and a scrape read of a round or a rollup.
@@ -260,6 +266,10 @@ impl KindStats {
                 let (s, m) = lifetime::LifetimeSum::of_body(b).map_err(KindError::Body)?;
                 (KindStats::Lifetime(Box::new(s)), KindMeta::Lifetime(m))
             }
+            (AnyBody::Setup(b), Kind::Setup) => {
+                let (s, m) = SetupStats::from_body(b).map_err(body)?;
+                (KindStats::Setup(Box::new(s)), KindMeta::Setup(m))
+            }
             _ => return Err(mismatch()),
         })
     }
@@ -272,6 +282,7 @@ impl KindStats {
             KindStats::Http(_) => Kind::Http,
             KindStats::Bulk(_) => Kind::Bulk,
             KindStats::Lifetime(_) => Kind::Lifetime,
+            KindStats::Setup(_) => Kind::Setup,
         }
     }
 
@@ -285,6 +296,7 @@ impl KindStats {
             (KindStats::Http(a), KindStats::Http(b)) => a.then(b),
             (KindStats::Bulk(a), KindStats::Bulk(b)) => a.then(b),
             (KindStats::Lifetime(a), KindStats::Lifetime(b)) => a.then(b),
+            (KindStats::Setup(a), KindStats::Setup(b)) => a.then(b),
             (a, b) => {
                 return Err(KindError::Mismatch(
                     b.kind().name().to_string(),
@@ -297,7 +309,8 @@ impl KindStats {
 
     /// The latency the user feels, as one histogram: a ping's or probe's RTT, http's request
     /// latency, bulk's RTT under load, a trace's RTT through its chain — and for a lifetime,
-    /// the lifetimes themselves (what its chart draws and its alerts read).
+    /// the lifetimes themselves (what its chart draws and its alerts read), and for a setup
+    /// its connections' whole setups.
     pub fn headline(&self) -> Option<&Histogram> {
         match self {
             KindStats::Ping(s) => Some(&s.rtt),
@@ -306,6 +319,7 @@ impl KindStats {
             KindStats::Bulk(s) => s.histograms.get(npt_result::bulk::hist::RTT),
             KindStats::Trace(t) => t.chain.as_ref().map(|c| &c.stats.rtt),
             KindStats::Lifetime(l) => Some(&l.lifetimes),
+            KindStats::Setup(s) => Some(&s.setup),
         }
     }
 
@@ -369,6 +383,13 @@ impl KindStats {
                 errors: l.errors.total(),
                 ..Figures::default()
             },
+            // A connection that did not set every layer up is the round's loss.
+            KindStats::Setup(s) => Figures {
+                sent: s.attempts,
+                lost: s.attempts.saturating_sub(s.completed),
+                errors: s.errors.total(),
+                ..Figures::default()
+            },
             KindStats::Trace(t) => {
                 let legs = t.segments.iter().chain(t.chain.iter());
                 let (sent, lost, refused) = match &t.chain {
@@ -406,6 +427,7 @@ impl KindStats {
             (KindStats::Http(s), KindMeta::Http(m)) => AnyBody::Http(s.summarize(m)),
             (KindStats::Bulk(s), KindMeta::Bulk(m)) => AnyBody::Bulk(s.summarize(m)),
             (KindStats::Lifetime(s), KindMeta::Lifetime(m)) => AnyBody::Lifetime(s.body(m)),
+            (KindStats::Setup(s), KindMeta::Setup(m)) => AnyBody::Setup(s.summarize(m)),
             (KindStats::Trace(t), KindMeta::Trace { target, proto }) => {
                 let leg = |l: &Leg| LegStats {
                     from: l.from.clone(),
@@ -506,10 +528,10 @@ mod tests {
     }
 
     #[test]
-    fn a_monitor_runs_every_kind_but_run_mtu_and_setup() {
+    fn a_monitor_runs_every_kind_but_run_and_mtu() {
         assert!(MONITORED.iter().all(|k| Kind::ALL.contains(k)));
-        assert_eq!(MONITORED.len() + 3, Kind::ALL.len());
-        for k in [Kind::Run, Kind::Mtu, Kind::Setup] {
+        assert_eq!(MONITORED.len() + 2, Kind::ALL.len());
+        for k in [Kind::Run, Kind::Mtu] {
             assert!(!MONITORED.contains(&k));
         }
     }

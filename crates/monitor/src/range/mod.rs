@@ -330,8 +330,8 @@ fn series(body: &mut AnyBody, parts: &[Part], t0: i64) {
                 })
                 .collect();
         }
-        // No series: a ping's range is its totals, a run, an mtu and a setup are not monitored, and a lifetime's
-        // rounds are its lifetimes (the range's body).
+        // No series: a ping's range is its totals, a run and an mtu are not monitored, a
+        // lifetime's rounds are its lifetimes (the range's body) and a setup's its connections.
         AnyBody::Ping(_)
         | AnyBody::Run(_)
         | AnyBody::Lifetime(_)

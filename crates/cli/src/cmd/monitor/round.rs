@@ -1,5 +1,5 @@
 //! One target's round: its command line as the config file gives it, parsed by the very clap
-//! definitions of `npt ping|probe|trace|http|bulk|lifetime`, the monitor's defaults put on what the
+//! definitions of `npt ping|probe|trace|http|bulk|lifetime|setup`, the monitor's defaults put on what the
 //! parse says the target left out (a round of `length`, a ping every 200 ms, an http round of
 //! one connection at 10 requests/s), checked by the subcommand's own validation into the
 //! engine's config — whose length ([`Workload::length`]) is the round's — and the runner that
@@ -21,6 +21,11 @@ use crate::usage;
 /// A round's time bound beyond the longest its engine says it takes: start-up, resolving, the
 /// document.
 const GRACE: Duration = Duration::from_secs(5);
+
+/// A setup round's connections and each one's bound unless its args give them: 6 s at most
+/// (the priming connection of `--resume` included), inside the default `every` of 10 s.
+const SETUP_COUNT: &str = "5";
+const SETUP_TIMEOUT: &str = "1s";
 
 /// A ping's or trace's interval unless its args give one.
 const INTERVAL: Duration = Duration::from_millis(200);
@@ -152,7 +157,25 @@ fn defaults(
                 "a lifetime round is its search: give --max in args",
             )));
         }
-        Check::Lifetime(_) | Check::Run(_) | Check::Setup(_) => {}
+        // A setup round is its fresh connections, each up to its --timeout: a few light ones
+        // unless its args say, so that a round fits a short `every`.
+        Check::Setup(_) if t.own_length => {
+            return Ok(Err(invalid(
+                "length",
+                "a setup round is its connections: give -c and --timeout in args",
+            )));
+        }
+        Check::Setup(_) => {
+            for (id, flag, value) in [
+                ("count", "-c", SETUP_COUNT),
+                ("timeout", "--timeout", SETUP_TIMEOUT),
+            ] {
+                if !given(id) {
+                    add.extend([flag.to_string(), value.to_string()]);
+                }
+            }
+        }
+        Check::Lifetime(_) | Check::Run(_) => {}
     }
     Ok(Ok(add))
 }
@@ -196,12 +219,8 @@ pub fn target(
             crate::cmd::lifetime::config(&a).map_err(in_key)?,
             Any::Lifetime,
         )),
+        Check::Setup(a) => round(SetupRound(crate::cmd::setup::config(&a).map_err(in_key)?)),
         Check::Run(_) => return Err(usage!("{key}.kind: npt monitor does not run `npt run`")),
-        Check::Setup(_) => {
-            return Err(usage!(
-                "{key}.kind: npt monitor does not run `npt setup` yet"
-            ))
-        }
     };
     let length = length.ok_or_else(|| {
         usage!("{key}.args: a round must end by itself (give a count or a duration)")
@@ -273,6 +292,25 @@ where
 {
     fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
         once(self.0.clone(), stop, self.1, could_not_run)
+    }
+}
+
+/// A setup target's round: its connections, an unresolvable target said as such.
+struct SetupRound(npt_setup::Config);
+
+impl Runner for SetupRound {
+    fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
+        use npt_setup::SetupError as E;
+        once(self.0.clone(), stop, Any::Setup, |e| match e {
+            E::Resolve(..) | E::NoAddress(_) => "resolve",
+            E::Client(_) | E::Runtime(_) => "local",
+        })
+    }
+}
+
+impl Round for SetupRound {
+    fn length(&self) -> Option<Length> {
+        self.0.length()
     }
 }
 
@@ -579,5 +617,23 @@ args = ["--max", "40s"]
         )
         .unwrap_err();
         assert!(length.contains("--max"), "{length}");
+    }
+
+    /// A setup round is its connections: 5 of up to 1 s unless its args say (6 s, inside the
+    /// default every of 10 s), bounded by its engine's length; `length` is refused.
+    #[test]
+    fn a_setup_round_is_its_connections() {
+        let t = "[[target]]\nname = \"s\"\nkind = \"setup\"\ntarget = \"https://h:1\"\n";
+        let r = rounds(t).unwrap();
+        assert_eq!(
+            r[0].0,
+            ["setup", "https://h:1", "-c", "5", "--timeout", "1s"]
+        );
+        let longest = npt_setup::workload::length(5, Duration::from_secs(1)).longest();
+        assert_eq!(r[0].1, longest + longest / 2 + GRACE);
+        let own = rounds(&format!("{t}args = [\"-c\", \"20\"]")).unwrap_err();
+        assert!(own.contains("every"), "21 s of plan in 10 s: {own}");
+        let length = rounds(&format!("{t}length = \"5s\"")).unwrap_err();
+        assert!(length.contains("-c and --timeout"), "{length}");
     }
 }
