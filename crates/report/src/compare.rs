@@ -31,6 +31,7 @@ pub mod pingpong;
 pub mod rate;
 mod render;
 pub mod runs;
+pub mod setup;
 
 pub use render::{cells, write_markdown, write_text, HEADER};
 
@@ -176,6 +177,10 @@ pub struct Row {
     /// Lifetime results: the idle lifetime and its bracket ([`lifetime`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifetime: Option<lifetime::Lifetime>,
+    /// Setup results: each layer's median cost and round trips, the runs' connections added
+    /// ([`setup`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup: Option<setup::Layers>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -426,6 +431,7 @@ pub fn table(
         goodput::fill(&mut row, std::iter::once(d));
         rate::fill(&mut row, std::iter::once(d));
         lifetime::fill(&mut row, std::iter::once(d));
+        setup::fill(&mut row, std::iter::once(d));
         if s.count > 0 {
             let (spread, from) = noise::of_one_run(&d.body.view().headline(), &s);
             row.avg_spread_ms = Some(spread);
