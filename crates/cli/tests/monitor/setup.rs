@@ -2,7 +2,9 @@
 //! three fresh connections a round, a round every 2 s; every round is stored with its
 //! per-layer histograms, and `npt report --from` reads the range back as one setup document
 //! whose counts are the stored rounds' added exactly (every connection's sample in each
-//! layer's median) and whose text is `npt setup`'s.
+//! layer's median) and whose text is `npt setup`'s. Beside it, `quic://` with `--resume`
+//! against a server that rejects 0-RTT: every round is flagged, and a `flagged` alert fires
+//! for that target alone.
 
 #![cfg(test)]
 
@@ -16,33 +18,40 @@ use common::monitor::{rounds, Monitor};
 use common::*;
 use npt_monitor::kinds::KindStats;
 
-/// `npt serve` with HTTPS: the server and its https address.
-fn serve_https() -> (Guard, String) {
+/// `npt serve` with HTTPS and a QUIC port that rejects 0-RTT: the server and its https and
+/// quic addresses.
+fn serve() -> (Guard, String, String) {
     let mut child = npt()
         .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
-        .arg("--tls")
+        .args(["--tls", "--quic", "127.0.0.1:0", "--quic-0rtt", "reject"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("npt serve starts");
     let stdout = child.stdout.take().expect("piped");
     let guard = Guard(child);
+    let (mut https, mut quic) = (None, None);
     // Bounded: the server prints a handful of ready lines, then nothing until it stops.
     for line in BufReader::new(stdout).lines().take(8) {
         let Ok(line) = line else { break };
+        let addr = line.rsplit(' ').next().unwrap_or_default().to_string();
         if line.contains("listening on https") {
-            let addr = line.rsplit(' ').next().unwrap_or_default().to_string();
-            return (guard, addr);
+            https = Some(addr);
+        } else if line.contains("listening on quic") {
+            quic = Some(addr);
+        }
+        if https.is_some() && quic.is_some() {
+            break;
         }
     }
-    panic!("npt serve --tls did not report its https address");
+    (guard, https.expect("https address"), quic.expect("quic address"))
 }
 
 const LAYERS: [&str; 3] = ["tcp_connect", "tls", "first_byte"];
 
 #[test]
 fn setup_rounds_are_stored_per_layer_and_read_back_added() {
-    let (_serve, https) = serve_https();
+    let (_serve, https, quic) = serve();
     let dir = tempfile::tempdir().unwrap();
     let cfg = format!(
         r#"
@@ -55,6 +64,15 @@ name = "tls"
 kind = "setup"
 target = "https://{https}"
 args = ["-c", "3", "--timeout", "500ms"]
+[[target]]
+name = "zrtt"
+kind = "setup"
+target = "quic://{quic}"
+args = ["--resume", "-c", "2", "--timeout", "500ms"]
+[[alert]]
+name = "setup-flag"
+metric = "flagged"
+rounds = 2
 "#
     );
     let cfg = write_file(dir.path(), "m.toml", &cfg);
@@ -63,7 +81,20 @@ args = ["-c", "3", "--timeout", "500ms"]
     m.until("two setup rounds", Duration::from_secs(30), |m| {
         m.rounds_total("tls", "ok") >= 2.0
     });
+    let firing = |m: &Monitor, t: &str| {
+        m.metric(
+            "npt_monitor_alert_firing",
+            &[&format!("target=\"{t}\""), "alert=\"setup-flag\""],
+        )
+    };
+    m.until("the rejected 0-RTT's alert", Duration::from_secs(30), |m| {
+        firing(m, "zrtt") == Some(1.0)
+    });
+    assert_ne!(firing(&m, "tls"), Some(1.0), "nothing flagged the TLS target");
     m.stop();
+    for r in rounds(&store, "zrtt") {
+        assert_eq!(r.figures.flagged, Some(1), "{:?}", r.detail);
+    }
     // What each stored round kept, added by hand: connections and each layer's samples.
     let stored = rounds(&store, "tls");
     assert!(stored.len() >= 2, "{} rounds", stored.len());
@@ -74,7 +105,7 @@ args = ["-c", "3", "--timeout", "500ms"]
             panic!("a setup round keeps a setup value");
         };
         assert_eq!(s.attempts, 3, "{s:?}");
-        assert_eq!(r.figures.sent, 3);
+        assert_eq!((r.figures.sent, r.figures.flagged), (3, Some(0)));
         attempts += s.attempts;
         completed += s.completed;
         rtts += s.rtt.count();

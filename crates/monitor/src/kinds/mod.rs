@@ -140,6 +140,10 @@ pub struct Figures {
     /// Trace: each segment's p50 (ms), `None` where it had no answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments_ms: Vec<Option<f64>>,
+    /// Setup: the rounds whose verdict flagged a layer (a round's 0 or 1; what the `flagged`
+    /// alert reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flagged: Option<u64>,
 }
 
 impl Figures {
@@ -388,6 +392,7 @@ impl KindStats {
                 sent: s.attempts,
                 lost: s.attempts.saturating_sub(s.completed),
                 errors: s.errors.total(),
+                flagged: Some(s.flagged_runs),
                 ..Figures::default()
             },
             KindStats::Trace(t) => {

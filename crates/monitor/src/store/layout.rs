@@ -125,16 +125,24 @@ pub(super) fn ms(ns: i64) -> f64 {
 
 /// The figures' optional parts, as the `extra` column's JSON (NULL when there are none).
 pub(super) fn extra(f: &Figures) -> Option<String> {
-    if f.rpm.is_none() && f.goodput_bps.is_none() && f.segments_ms.is_empty() && f.refused == 0 {
+    if f.rpm.is_none()
+        && f.goodput_bps.is_none()
+        && f.segments_ms.is_empty()
+        && f.refused == 0
+        && f.flagged.is_none()
+    {
         return None;
     }
-    serde_json::to_string(&serde_json::json!({
+    let mut x = serde_json::json!({
         "rpm": f.rpm,
         "goodput_bps": f.goodput_bps,
         "segments_ms": f.segments_ms,
         "refused": f.refused,
-    }))
-    .ok()
+    });
+    if let Some(n) = f.flagged {
+        x["flagged"] = n.into();
+    }
+    serde_json::to_string(&x).ok()
 }
 
 /// The figures as the values of [`FIGURES`], in order.
@@ -180,6 +188,7 @@ pub(super) fn figures(r: &Row<'_>, at: usize) -> rusqlite::Result<Figures> {
         f.rpm = x["rpm"].as_f64();
         f.goodput_bps = x["goodput_bps"].as_f64();
         f.refused = x["refused"].as_u64().unwrap_or(0);
+        f.flagged = x["flagged"].as_u64();
         f.segments_ms = x["segments_ms"]
             .as_array()
             .map(|a| a.iter().map(serde_json::Value::as_f64).collect())
