@@ -44,7 +44,11 @@ fn serve() -> (Guard, String, String) {
             break;
         }
     }
-    (guard, https.expect("https address"), quic.expect("quic address"))
+    (
+        guard,
+        https.expect("https address"),
+        quic.expect("quic address"),
+    )
 }
 
 const LAYERS: [&str; 3] = ["tcp_connect", "tls", "first_byte"];
@@ -90,7 +94,11 @@ rounds = 2
     m.until("the rejected 0-RTT's alert", Duration::from_secs(30), |m| {
         firing(m, "zrtt") == Some(1.0)
     });
-    assert_ne!(firing(&m, "tls"), Some(1.0), "nothing flagged the TLS target");
+    assert_ne!(
+        firing(&m, "tls"),
+        Some(1.0),
+        "nothing flagged the TLS target"
+    );
     m.stop();
     for r in rounds(&store, "zrtt") {
         assert_eq!(r.figures.flagged, Some(1), "{:?}", r.detail);
