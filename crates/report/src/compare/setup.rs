@@ -26,9 +26,8 @@ pub const LEGEND: &str = "(RTTs = the layer's median over the base round trip; n
      needs, or a rejected 0-RTT or refused resumption; several runs add their connections)";
 
 /// Column names.
-pub const HEADER: [&str; 7] = [
-    "scenario",
-    "layer",
+pub const HEADER: [&str; 6] = [
+    "scenario / layer",
     "p50 (ms)",
     "95% ci (ms)",
     "RTTs",
@@ -118,21 +117,21 @@ fn needs(v: f64) -> String {
     }
 }
 
-/// The block's rows: one per layer of each setup row, the scenario named on its first.
+/// The block's rows: each setup row's name and base round trip, then one row per layer.
 pub fn table_rows(t: &Table) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for r in &t.scenarios {
         let Some(s) = &r.setup else { continue };
-        for (i, l) in s.layers.iter().enumerate() {
+        let mut head = vec![String::new(); HEADER.len()];
+        head[0] = format!(
+            "{}: base RTT {:.2} ms, {} of {} set up",
+            r.name, s.rtt_ms, s.completed, s.attempts
+        );
+        out.push(head);
+        for l in &s.layers {
             let some = l.samples > 0;
-            let name = if i == 0 {
-                format!("{} (RTT {:.2} ms)", r.name, s.rtt_ms)
-            } else {
-                String::new()
-            };
             out.push(vec![
-                name,
-                l.what.clone(),
+                format!("  {}", l.what),
                 opt(some.then_some(l.p50_ms), 2),
                 if some {
                     format!("{:.2}-{:.2}", l.p50_lo_ms, l.p50_hi_ms)
@@ -251,16 +250,16 @@ mod tests {
             ..Table::default()
         };
         let rows = table_rows(&t);
-        assert_eq!(rows.len(), 2);
+        assert_eq!(rows.len(), 3);
         // The base round trip is the histogram's smallest (3 significant digits).
-        assert_eq!(rows[0][0], format!("via proxy (RTT {rtt:.2} ms)"));
-        assert!((s.rtt_ms - 50.0).abs() < 0.05, "{}", s.rtt_ms);
-        assert_eq!((rows[1][4].as_str(), rows[1][5].as_str()), ("2.00", "1"));
-        assert!(
-            rows[1][6].starts_with("! 2.00 round trips"),
-            "{:?}",
-            rows[1]
+        assert_eq!(
+            rows[0][0],
+            format!("via proxy: base RTT {rtt:.2} ms, 14 of 14 set up")
         );
+        assert!((s.rtt_ms - 50.0).abs() < 0.05, "{}", s.rtt_ms);
+        assert_eq!(rows[2][0], "  http_connect");
+        assert_eq!((rows[2][3].as_str(), rows[2][4].as_str()), ("2.00", "1"));
+        assert!(rows[2][5].starts_with("! 2.00 round trips"), "{:?}", rows[2]);
         let mut text = Vec::new();
         write_text(&mut text, &t).unwrap();
         assert!(String::from_utf8(text).unwrap().starts_with(TITLE));
