@@ -178,7 +178,7 @@ const CLI_LAYERS: &[(&str, u8)] = &[
 
 /// The subcommands that run other subcommands, from those subcommands' own parsed arguments
 /// and configs: compare's scenarios and the monitor's rounds run probe, ping, http, bulk, run,
-/// trace, lifetime and setup (compare only); `npt lab run` runs compare's scenarios; `npt demo` is a probe of its own server.
+/// trace, lifetime and setup; `npt lab run` runs compare's scenarios; `npt demo` is a probe of its own server.
 const CMD_USES: &[(&str, &[&str])] = &[
     (
         "compare",
@@ -189,7 +189,7 @@ const CMD_USES: &[(&str, &[&str])] = &[
     (
         "monitor",
         &[
-            "compare", "bulk", "http", "lifetime", "ping", "probe", "trace",
+            "compare", "bulk", "http", "lifetime", "ping", "probe", "setup", "trace",
         ],
     ),
     ("lab", &["compare"]),

@@ -259,7 +259,11 @@ mod tests {
         assert!((s.rtt_ms - 50.0).abs() < 0.05, "{}", s.rtt_ms);
         assert_eq!(rows[2][0], "  http_connect");
         assert_eq!((rows[2][3].as_str(), rows[2][4].as_str()), ("2.00", "1"));
-        assert!(rows[2][5].starts_with("! 2.00 round trips"), "{:?}", rows[2]);
+        assert!(
+            rows[2][5].starts_with("! 2.00 round trips"),
+            "{:?}",
+            rows[2]
+        );
         let mut text = Vec::new();
         write_text(&mut text, &t).unwrap();
         assert!(String::from_utf8(text).unwrap().starts_with(TITLE));
