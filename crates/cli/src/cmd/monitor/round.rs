@@ -196,6 +196,10 @@ pub fn target(
     let (check, _) = parse(key, &argv)?;
     let in_key = |e: anyhow::Error| usage!("{key}.args: {e}");
     let mut notices = Vec::new();
+    let shorter = match check {
+        Check::Setup(_) => "fewer connections (-c) or a shorter --timeout in args",
+        _ => "a shorter length",
+    };
     let (length, runner) = match check {
         Check::Ping(a) if npt_ping::icmp::is_icmp(&a.target) => round(IcmpRound(
             crate::cmd::ping::icmp_config(&a).map_err(in_key)?,
@@ -228,7 +232,7 @@ pub fn target(
     if length.planned > t.every {
         return Err(usage!(
             "{key}.every: a round takes up to {:?} (from its flags), longer than every {:?}: \
-             give a longer every, or a shorter length",
+             give a longer every, or {shorter}",
             length.planned,
             t.every
         ));
@@ -632,7 +636,10 @@ args = ["--max", "40s"]
         let longest = npt_setup::workload::length(5, Duration::from_secs(1)).longest();
         assert_eq!(r[0].1, longest + longest / 2 + GRACE);
         let own = rounds(&format!("{t}args = [\"-c\", \"20\"]")).unwrap_err();
-        assert!(own.contains("every"), "21 s of plan in 10 s: {own}");
+        assert!(
+            own.contains("fewer connections (-c)"),
+            "21 s of plan in 10 s: {own}"
+        );
         let length = rounds(&format!("{t}length = \"5s\"")).unwrap_err();
         assert!(length.contains("-c and --timeout"), "{length}");
     }
