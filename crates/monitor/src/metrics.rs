@@ -6,8 +6,8 @@
 //!
 //! Per target: rounds by status, the headline latency of every round as a histogram (what
 //! `histogram_quantile` reads), packets or requests sent and lost, errors, and the last round's
-//! own figures as gauges (its exact percentiles, loss, RPM and goodput; what a dashboard shows
-//! as "now"). For the monitor: its rounds' start lateness, the store's writes, errors and
+//! own figures as gauges (its exact percentiles, loss, RPM, goodput and an mtu round's sizes;
+//! what a dashboard shows as "now"). For the monitor: its rounds' start lateness, the store's writes, errors and
 //! backlog, alert states and notifications.
 
 use npt_stats::Snapshot;
@@ -32,6 +32,7 @@ pub const NAMES: &[&str] = &[
     "npt_monitor_last_loss_ratio",
     "npt_monitor_last_rpm",
     "npt_monitor_last_goodput_bps",
+    "npt_monitor_last_mtu_bytes",
     "npt_monitor_alert_firing",
     "npt_monitor_round_lateness_seconds",
     "npt_monitor_rounds_stored_total",
@@ -151,6 +152,18 @@ pub fn snapshot(live: &Live) -> Snapshot {
                 g,
             );
         }
+        for (direction, size) in [("up", f.mtu_up_bytes), ("down", f.mtu_down_bytes)] {
+            if let Some(b) = size {
+                let mut ls = l.to_vec();
+                ls.push(("direction", direction));
+                s.gauge(
+                    "npt_monitor_last_mtu_bytes",
+                    "The last mtu round's largest datagram that crossed, by direction (bytes of UDP payload).",
+                    &ls,
+                    b,
+                );
+            }
+        }
     }
     for a in live.alerts() {
         s.gauge(
@@ -226,9 +239,9 @@ mod tests {
     #[test]
     fn a_scrape_shows_every_family_it_names_and_no_other() {
         let live = Live::new("v", 0, Arc::default(), Arc::default());
-        let plan = |name: &str| crate::config::TargetPlan {
+        let plan = |name: &str, kind: Kind| crate::config::TargetPlan {
             name: name.into(),
-            kind: Kind::Probe,
+            kind,
             url: "udp://h:1".into(),
             every: std::time::Duration::from_secs(1),
             jitter: std::time::Duration::ZERO,
@@ -241,7 +254,7 @@ mod tests {
             index: 0,
             key: String::new(),
         };
-        live.set_targets(&[plan("loaded")]);
+        live.set_targets(&[plan("loaded", Kind::Probe), plan("tunnel", Kind::Mtu)]);
         let mut r = Round::empty("loaded", Kind::Probe, 1, Status::Ok, None);
         r.figures = Figures {
             count: 10,
@@ -254,6 +267,13 @@ mod tests {
         let mut h = npt_stats::Histogram::new();
         h.record(20_000_000);
         live.on_round(&r, Some(&h));
+        let mut r = Round::empty("tunnel", Kind::Mtu, 1, Status::Ok, None);
+        r.figures = Figures {
+            mtu_up_bytes: Some(1372.0),
+            mtu_down_bytes: Some(1472.0),
+            ..Figures::default()
+        };
+        live.on_round(&r, None);
         live.set_alerts(vec![AlertRow {
             target: "loaded".into(),
             rule: "r".into(),
@@ -277,6 +297,12 @@ mod tests {
         assert!(
             text.contains(
                 "npt_monitor_last_p50_seconds{vantage=\"v\",target=\"loaded\",kind=\"probe\"} 0.02\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "npt_monitor_last_mtu_bytes{vantage=\"v\",target=\"tunnel\",kind=\"mtu\",direction=\"up\"} 1372.0"
             ),
             "{text}"
         );

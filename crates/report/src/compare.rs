@@ -23,6 +23,7 @@ pub mod goodput;
 pub mod lifetime;
 pub mod loaded;
 pub mod marking;
+pub mod mtu;
 pub mod noise;
 #[cfg(test)]
 mod noise_cases;
@@ -177,6 +178,9 @@ pub struct Row {
     /// Lifetime results: the idle lifetime and its bracket ([`lifetime`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifetime: Option<lifetime::Lifetime>,
+    /// Mtu results: the largest datagram each way and its verdict ([`mtu`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<mtu::Mtu>,
     /// Setup results: each layer's median cost and round trips, the runs' connections added
     /// ([`setup`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -431,6 +435,7 @@ pub fn table(
         goodput::fill(&mut row, std::iter::once(d));
         rate::fill(&mut row, std::iter::once(d));
         lifetime::fill(&mut row, std::iter::once(d));
+        mtu::fill(&mut row, std::iter::once(d));
         setup::fill(&mut row, std::iter::once(d));
         if s.count > 0 {
             let (spread, from) = noise::of_one_run(&d.body.view().headline(), &s);

@@ -198,7 +198,15 @@ impl Render for npt_result::mtu::MtuBody {
                 ),
             ]
         };
-        vec![row("up", &s.up), row("down", &s.down)]
+        let mut rows = vec![row("up", &s.up), row("down", &s.down)];
+        // A monitor range: how many rounds, and how many changed from the round before.
+        if let Some(r) = &s.rounds {
+            rows.push(vec![
+                "rounds (changed from the round before)".to_string(),
+                format!("{} ({})", r.rounds, r.changed),
+            ]);
+        }
+        rows
     }
 
     fn rate_unit(&self) -> Option<&'static str> {

@@ -63,6 +63,43 @@ pub struct MtuSummary {
     pub up: MtuDirection,
     /// Far end to client.
     pub down: MtuDirection,
+    /// `npt report --from` of a monitor's rounds: how many there were and what each read (the
+    /// sizes above are then the bracket the rounds agree on). Absent from one run's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<MtuRounds>,
+}
+
+/// A monitor range's rounds of `npt mtu`, counted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct MtuRounds {
+    /// Rounds in the range.
+    pub rounds: u64,
+    /// Rounds whose answer did not meet the range's before them (a size crossed that an
+    /// earlier round lost, or the reverse: the path's MTU changed); the range keeps the later
+    /// answer.
+    pub changed: u64,
+    /// Rounds that ran out of time (`--timeout`).
+    pub timed_out: u64,
+    pub up: MtuRoundsDirection,
+    pub down: MtuRoundsDirection,
+}
+
+/// One direction over a range's rounds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct MtuRoundsDirection {
+    /// Rounds by their verdict (`icmp`, `black_hole`, `local`, `max_crossed`,
+    /// `nothing_crossed`, `unreadable`).
+    pub verdicts: BTreeMap<String, u64>,
+    /// Rounds whose down bracket was capped by what crossed up (`capped_by_up`).
+    pub capped_by_up: u64,
+    /// The smallest and the largest of the rounds' `largest_datagram`, bytes; absent when no
+    /// round had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub largest: Option<u32>,
 }
 
 /// What one direction carried.

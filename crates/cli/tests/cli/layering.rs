@@ -177,19 +177,20 @@ const CLI_LAYERS: &[(&str, u8)] = &[
 ];
 
 /// The subcommands that run other subcommands, from those subcommands' own parsed arguments
-/// and configs: compare's scenarios and the monitor's rounds run probe, ping, http, bulk, run,
-/// trace, lifetime and setup; `npt lab run` runs compare's scenarios; `npt demo` is a probe of its own server.
+/// and configs: compare's scenarios and the monitor's rounds run probe, ping, http, bulk, trace,
+/// lifetime, mtu and setup (and compare's `run` too); `npt lab run` runs compare's scenarios;
+/// `npt demo` is a probe of its own server.
 const CMD_USES: &[(&str, &[&str])] = &[
     (
         "compare",
         &[
-            "bulk", "http", "lifetime", "ping", "probe", "run", "setup", "trace",
+            "bulk", "http", "lifetime", "mtu", "ping", "probe", "run", "setup", "trace",
         ],
     ),
     (
         "monitor",
         &[
-            "compare", "bulk", "http", "lifetime", "ping", "probe", "setup", "trace",
+            "compare", "bulk", "http", "lifetime", "mtu", "ping", "probe", "setup", "trace",
         ],
     ),
     ("lab", &["compare"]),
@@ -210,7 +211,9 @@ fn cli_modules() -> BTreeMap<String, String> {
                 walk(&path, root, out);
                 continue;
             }
-            if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+            // A folder module's `tests.rs` is its unit tests, which may reach anywhere.
+            let stem = path.file_stem().and_then(|e| e.to_str());
+            if path.extension().and_then(|e| e.to_str()) != Some("rs") || stem == Some("tests") {
                 continue;
             }
             let rel = path.strip_prefix(root).unwrap().with_extension("");

@@ -10,6 +10,10 @@
 //! last, the client's own interface set to 1100 and the server's to 1300: `local` each way,
 //! 1072 up and 1272 down, refused at once by the sending host.
 //! No turn: the lab has no delay, and sizes are counted, not timed.
+//!
+//! A second lab of the same path runs `npt monitor` on the client: every round stores 1372
+//! bytes each way, an alert on `mtu_up_bytes` below 1400 fires, and `npt report --from` reads
+//! the rounds back as one document of that bracket with every round's verdict counted.
 
 #![cfg(test)]
 
@@ -18,6 +22,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::lab::{self, Lab};
+use common::monitor::{rounds, Monitor};
 use common::{run, scratch};
 
 /// The lab: the path, `npt serve` on `server`, and danted on r1 (SOCKS5, UDP ASSOCIATE) with
@@ -258,4 +263,96 @@ fn a_1400_byte_link_reads_each_way_with_and_without_icmp() {
         (&1300.into(), &0.into()),
         "{down}"
     );
+}
+
+#[test]
+fn a_monitor_at_the_1400_byte_link_stores_1372_each_way() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let _lab = Lab::up(
+        dir.path(),
+        "mtumon",
+        &TOPOLOGY.replace("name = \"mtu\"", "name = \"mtumon\""),
+    );
+    let ns = npt_lab::plan::netns_name("mtumon", "client");
+    let store = dir.path().join("m.db");
+    let cfg = dir.path().join("m.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"vantage = "client"
+store = "{}"
+listen = "127.0.0.1:0"
+every = "8s"
+[[target]]
+name = "tunnel"
+kind = "mtu"
+target = "udp://10.0.3.2:7777"
+token = "mtu-lab"
+args = ["--timeout", "5s"]
+[[alert]]
+name = "mtu-drop"
+metric = "mtu_up_bytes"
+below = 1400
+rounds = 2
+"#,
+            store.display()
+        ),
+    )
+    .unwrap();
+    let mut m = Monitor::start_in(Some(&ns), &cfg, &store, true);
+    m.until("2 mtu rounds", Duration::from_secs(30), |m| {
+        m.rounds_total("tunnel", "ok") >= 2.0
+    });
+    let firing = m.metric(
+        "npt_monitor_alert_firing",
+        &["target=\"tunnel\"", "alert=\"mtu-drop\""],
+    );
+    m.stop();
+    assert_eq!(firing, Some(1.0), "{:#?}", m.lines());
+    let stored = rounds(&store, "tunnel");
+    for r in &stored {
+        assert_eq!(
+            (r.figures.mtu_up_bytes, r.figures.mtu_down_bytes),
+            (Some(1372.0), Some(1372.0)),
+            "{r:?}"
+        );
+    }
+    let n = stored.len();
+    assert!(n >= 2, "{n}");
+    let file = dir.path().join("range.json");
+    let out = run(
+        &[
+            "report",
+            "--from",
+            store.to_str().unwrap(),
+            "--target",
+            "tunnel",
+            "--since",
+            "1h",
+            "--format",
+            "json",
+            "-o",
+            file.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = common::json(&file);
+    npt_testkit::schema::assert_valid(&doc, "mtu");
+    let text = run(&["report", file.to_str().unwrap()], Duration::from_secs(10));
+    eprintln!("{}", String::from_utf8_lossy(&text.stdout));
+    reads(&doc, "up", 1372, "icmp");
+    reads(&doc, "down", 1372, "icmp");
+    let r = &doc["summary"]["rounds"];
+    assert_eq!((&r["rounds"], &r["changed"]), (&n.into(), &0.into()), "{r}");
+    for way in ["up", "down"] {
+        assert_eq!(r[way]["verdicts"], serde_json::json!({"icmp": n}), "{r}");
+    }
 }

@@ -8,5 +8,6 @@ pub mod common;
 
 mod end_to_end;
 mod lifetime;
+mod mtu;
 mod page;
 mod setup;

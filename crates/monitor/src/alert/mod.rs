@@ -8,8 +8,8 @@
 //! ```toml
 //! [[alert]]
 //! name = "latency-step"
-//! metric = "p50_ms"          # loss_pct | p50_ms | p90_ms | p99_ms | rpm | goodput_mbps | unreachable | flagged
-//! above = 20                 # fires above this (or `below = …`, for rpm and goodput)
+//! metric = "p50_ms"          # loss_pct | p50_ms | p90_ms | p99_ms | rpm | goodput_mbps | mtu_up_bytes | mtu_down_bytes | unreachable | flagged
+//! above = 20                 # fires above this (or `below = …`, for rpm, goodput and mtu sizes)
 //! baseline_rounds = 60       # optional: relative to the median of the target's last 60 normal rounds
 //! rounds = 3                 # rounds in a row to fire [default: 3]
 //! clear_rounds = 3           # rounds in a row to clear [default: rounds]
@@ -46,6 +46,9 @@ pub enum Metric {
     P99Ms,
     Rpm,
     GoodputMbps,
+    /// An mtu round's largest datagram that crossed up (down), bytes.
+    MtuUpBytes,
+    MtuDownBytes,
     Unreachable,
     Flagged,
 }
@@ -59,6 +62,8 @@ impl Metric {
             Metric::P99Ms => "p99_ms",
             Metric::Rpm => "rpm",
             Metric::GoodputMbps => "goodput_mbps",
+            Metric::MtuUpBytes => "mtu_up_bytes",
+            Metric::MtuDownBytes => "mtu_down_bytes",
             Metric::Unreachable => "unreachable",
             Metric::Flagged => "flagged",
         }
@@ -81,6 +86,8 @@ impl Metric {
             Metric::P99Ms => latency(f.p99_ms),
             Metric::Rpm => f.rpm,
             Metric::GoodputMbps => f.goodput_bps.map(|b| b / 1e6),
+            Metric::MtuUpBytes => f.mtu_up_bytes,
+            Metric::MtuDownBytes => f.mtu_down_bytes,
             Metric::Flagged => f.flagged.map(|n| if n > 0 { 1.0 } else { 0.0 }),
         }
     }

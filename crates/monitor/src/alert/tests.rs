@@ -250,3 +250,30 @@ fn flagged_setup_rounds_fire_and_other_kinds_count_neither_way() {
     let e = rule_of("name = 'x'\nmetric = 'flagged'\nbaseline_rounds = 5").unwrap_err();
     assert!(e.contains("flagged has no baseline"), "{e}");
 }
+
+/// An mtu round's sizes: a tunnel whose MTU drops below the level fires; a round where
+/// nothing was read that way (a plain echo's down) counts neither way.
+#[test]
+fn an_mtu_size_below_its_level_fires() {
+    let r = rule_of("name = 'mtu'\nmetric = 'mtu_up_bytes'\nbelow = 1400\nrounds = 2").unwrap();
+    assert!(!r.above);
+    let mut a = Alerts::new(vec![r]);
+    let size = |up: Option<f64>| {
+        (
+            Status::Ok,
+            Figures {
+                mtu_up_bytes: up,
+                ..Figures::default()
+            },
+        )
+    };
+    let rounds = [
+        size(Some(1472.0)),
+        size(Some(1372.0)),
+        size(None),
+        size(Some(1372.0)), // fires: two rounds below 1400 (the one without counts neither way)
+        size(Some(1472.0)),
+        size(Some(1472.0)), // clears
+    ];
+    assert_eq!(feed(&mut a, "tunnel", &rounds), vec![(3, true), (5, false)]);
+}

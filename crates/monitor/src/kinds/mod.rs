@@ -12,10 +12,13 @@
 //! A trace has no `Stats` value of its own (it is not merged): [`TraceSum`] keeps each leg's
 //! ping value and adds legs by position, and its body comes from `TraceStats::summarize`.
 //! Nor has a lifetime: [`lifetime::LifetimeSum`] keeps the rounds' lifetimes and the bracket
-//! they agree on. A setup's value is the result's own ([`SetupStats`]: every connection's cost
-//! per layer, added), and a range's layers are judged by the rule one run's are.
+//! they agree on; nor an mtu: [`mtu::MtuSum`] keeps each way's sizes, the bracket the rounds
+//! agree on and their verdicts counted. A setup's value is the result's own ([`SetupStats`]:
+//! every connection's cost per layer, added), and a range's layers are judged by the rule one
+//! run's are.
 
 pub mod lifetime;
+pub mod mtu;
 
 use npt_result::any::{AnyBody, AnyResult};
 use npt_result::stats::trace::{LegStats, TraceMeta, TraceStats};
@@ -29,18 +32,18 @@ use serde::{Deserialize, Serialize};
 pub use npt_result::Kind;
 
 /// The kinds a monitor runs, in the order its docs and errors list them: every result kind
-/// but `run` (a round measures a path; it does not load a service with simulated users) and
-/// `mtu` (not yet: an mtu round's figures are sizes and verdicts, and it has no stats value of
-/// the monitor's to keep them in). A lifetime round takes about twice the path's lifetime
-/// (minutes): its target's `every` must be longer than that, as any round's (an hour, a day).
-/// A setup round is its `-c` fresh connections, each up to its `--timeout`.
-pub const MONITORED: [Kind; 7] = [
+/// but `run` (a round measures a path; it does not load a service with simulated users). A
+/// lifetime round takes about twice the path's lifetime (minutes), an mtu round up to its
+/// `--timeout`, a setup round its `-c` fresh connections, each up to its `--timeout`: its
+/// target's `every` must be longer than that, as any round's.
+pub const MONITORED: [Kind; 8] = [
     Kind::Ping,
     Kind::Probe,
     Kind::Trace,
     Kind::Http,
     Kind::Bulk,
     Kind::Lifetime,
+    Kind::Mtu,
     Kind::Setup,
 ];
 
@@ -89,6 +92,7 @@ pub enum KindStats {
     Http(Box<HttpStats>),
     Bulk(Box<BulkStats>),
     Lifetime(Box<lifetime::LifetimeSum>),
+    Mtu(Box<mtu::MtuSum>),
     Setup(Box<SetupStats>),
 }
 
@@ -102,6 +106,7 @@ pub enum KindMeta {
     Http(HttpMeta),
     Bulk(BulkMeta),
     Lifetime(lifetime::LifetimeMeta),
+    Mtu(mtu::MtuMeta),
     Setup(SetupMeta),
 }
 
@@ -137,6 +142,12 @@ pub struct Figures {
     pub goodput_bps: Option<f64>,
     /// Payload bytes moved both ways (what a byte budget counts).
     pub bytes: u64,
+    /// Mtu: the largest datagram that crossed each way, bytes (a round's own; a rollup's
+    /// median of its rounds'); `None` where nothing crossed or the way cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu_up_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu_down_bytes: Option<f64>,
     /// Trace: each segment's p50 (ms), `None` where it had no answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments_ms: Vec<Option<f64>>,
@@ -270,6 +281,10 @@ impl KindStats {
                 let (s, m) = lifetime::LifetimeSum::of_body(b).map_err(KindError::Body)?;
                 (KindStats::Lifetime(Box::new(s)), KindMeta::Lifetime(m))
             }
+            (AnyBody::Mtu(b), Kind::Mtu) => {
+                let (s, m) = mtu::MtuSum::of_body(b).map_err(KindError::Body)?;
+                (KindStats::Mtu(Box::new(s)), KindMeta::Mtu(m))
+            }
             (AnyBody::Setup(b), Kind::Setup) => {
                 let (s, m) = SetupStats::from_body(b).map_err(body)?;
                 (KindStats::Setup(Box::new(s)), KindMeta::Setup(m))
@@ -286,6 +301,7 @@ impl KindStats {
             KindStats::Http(_) => Kind::Http,
             KindStats::Bulk(_) => Kind::Bulk,
             KindStats::Lifetime(_) => Kind::Lifetime,
+            KindStats::Mtu(_) => Kind::Mtu,
             KindStats::Setup(_) => Kind::Setup,
         }
     }
@@ -300,6 +316,7 @@ impl KindStats {
             (KindStats::Http(a), KindStats::Http(b)) => a.then(b),
             (KindStats::Bulk(a), KindStats::Bulk(b)) => a.then(b),
             (KindStats::Lifetime(a), KindStats::Lifetime(b)) => a.then(b),
+            (KindStats::Mtu(a), KindStats::Mtu(b)) => a.then(b),
             (KindStats::Setup(a), KindStats::Setup(b)) => a.then(b),
             (a, b) => {
                 return Err(KindError::Mismatch(
@@ -313,8 +330,9 @@ impl KindStats {
 
     /// The latency the user feels, as one histogram: a ping's or probe's RTT, http's request
     /// latency, bulk's RTT under load, a trace's RTT through its chain — and for a lifetime,
-    /// the lifetimes themselves (what its chart draws and its alerts read), and for a setup
-    /// its connections' whole setups.
+    /// the lifetimes themselves (what its chart draws and its alerts read); an mtu's probes'
+    /// round trips (its sizes are figures of their own, [`Figures::mtu_up_bytes`]); a setup's
+    /// connections' whole setups.
     pub fn headline(&self) -> Option<&Histogram> {
         match self {
             KindStats::Ping(s) => Some(&s.rtt),
@@ -323,6 +341,7 @@ impl KindStats {
             KindStats::Bulk(s) => s.histograms.get(npt_result::bulk::hist::RTT),
             KindStats::Trace(t) => t.chain.as_ref().map(|c| &c.stats.rtt),
             KindStats::Lifetime(l) => Some(&l.lifetimes),
+            KindStats::Mtu(m) => Some(&m.rtt),
             KindStats::Setup(s) => Some(&s.setup),
         }
     }
@@ -387,6 +406,14 @@ impl KindStats {
                 errors: l.errors.total(),
                 ..Figures::default()
             },
+            // Sizes above the path's MTU go unanswered by design: not the path's loss.
+            KindStats::Mtu(m) => Figures {
+                sent: m.sent(),
+                errors: m.errors.total(),
+                mtu_up_bytes: m.up.figure(),
+                mtu_down_bytes: m.down.figure(),
+                ..Figures::default()
+            },
             // A connection that did not set every layer up is the round's loss.
             KindStats::Setup(s) => Figures {
                 sent: s.attempts,
@@ -432,6 +459,7 @@ impl KindStats {
             (KindStats::Http(s), KindMeta::Http(m)) => AnyBody::Http(s.summarize(m)),
             (KindStats::Bulk(s), KindMeta::Bulk(m)) => AnyBody::Bulk(s.summarize(m)),
             (KindStats::Lifetime(s), KindMeta::Lifetime(m)) => AnyBody::Lifetime(s.body(m)),
+            (KindStats::Mtu(s), KindMeta::Mtu(m)) => AnyBody::Mtu(s.body(m)),
             (KindStats::Setup(s), KindMeta::Setup(m)) => AnyBody::Setup(s.summarize(m)),
             (KindStats::Trace(t), KindMeta::Trace { target, proto }) => {
                 let leg = |l: &Leg| LegStats {
@@ -532,12 +560,12 @@ mod tests {
         assert!(p.then(&probe).is_err(), "kinds never mix");
     }
 
+    /// Every result kind is a monitor's but `run`, each once.
     #[test]
-    fn a_monitor_runs_every_kind_but_run_and_mtu() {
-        assert!(MONITORED.iter().all(|k| Kind::ALL.contains(k)));
-        assert_eq!(MONITORED.len() + 2, Kind::ALL.len());
-        for k in [Kind::Run, Kind::Mtu] {
-            assert!(!MONITORED.contains(&k));
+    fn a_monitor_runs_every_kind_but_run() {
+        for k in Kind::ALL {
+            assert_eq!(MONITORED.contains(k), *k != Kind::Run, "{}", k.name());
         }
+        assert_eq!(MONITORED.len() + 1, Kind::ALL.len());
     }
 }

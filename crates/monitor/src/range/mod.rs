@@ -330,8 +330,9 @@ fn series(body: &mut AnyBody, parts: &[Part], t0: i64) {
                 })
                 .collect();
         }
-        // No series: a ping's range is its totals, a run and an mtu are not monitored, a
-        // lifetime's rounds are its lifetimes (the range's body) and a setup's its connections.
+        // No series: a ping's range is its totals, a run is not monitored, a lifetime's and an
+        // mtu's rounds are the range's body (its bracket, its rounds counted) and a setup's its
+        // connections.
         AnyBody::Ping(_)
         | AnyBody::Run(_)
         | AnyBody::Lifetime(_)

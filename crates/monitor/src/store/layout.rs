@@ -129,6 +129,8 @@ pub(super) fn extra(f: &Figures) -> Option<String> {
         && f.goodput_bps.is_none()
         && f.segments_ms.is_empty()
         && f.refused == 0
+        && f.mtu_up_bytes.is_none()
+        && f.mtu_down_bytes.is_none()
         && f.flagged.is_none()
     {
         return None;
@@ -139,8 +141,18 @@ pub(super) fn extra(f: &Figures) -> Option<String> {
         "segments_ms": f.segments_ms,
         "refused": f.refused,
     });
-    if let Some(n) = f.flagged {
-        x["flagged"] = n.into();
+    // Only an mtu's or a setup's round: the other kinds' rows stay as they were written before.
+    for (k, v) in [
+        ("mtu_up_bytes", f.mtu_up_bytes.map(serde_json::Value::from)),
+        (
+            "mtu_down_bytes",
+            f.mtu_down_bytes.map(serde_json::Value::from),
+        ),
+        ("flagged", f.flagged.map(serde_json::Value::from)),
+    ] {
+        if let Some(v) = v {
+            x[k] = v;
+        }
     }
     serde_json::to_string(&x).ok()
 }
@@ -188,6 +200,8 @@ pub(super) fn figures(r: &Row<'_>, at: usize) -> rusqlite::Result<Figures> {
         f.rpm = x["rpm"].as_f64();
         f.goodput_bps = x["goodput_bps"].as_f64();
         f.refused = x["refused"].as_u64().unwrap_or(0);
+        f.mtu_up_bytes = x["mtu_up_bytes"].as_f64();
+        f.mtu_down_bytes = x["mtu_down_bytes"].as_f64();
         f.flagged = x["flagged"].as_u64();
         f.segments_ms = x["segments_ms"]
             .as_array()

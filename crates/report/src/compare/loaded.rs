@@ -41,7 +41,7 @@ pub fn shown(t: &Table) -> bool {
 /// The table's column names: [`HEADER`], then [`COLUMNS`] when [`shown`], then the
 /// per-direction ones when some row has them ([`super::directions`]), then goodput
 /// ([`super::goodput`]), then requests per second ([`super::rate`]), then the lifetime
-/// ([`super::lifetime`]).
+/// ([`super::lifetime`]), then the mtu sizes ([`super::mtu`]).
 pub fn header(t: &Table) -> Vec<String> {
     let mut h: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
     if shown(t) {
@@ -52,6 +52,7 @@ pub fn header(t: &Table) -> Vec<String> {
     super::goodput::header(t, &mut h);
     super::rate::header(t, &mut h);
     super::lifetime::header(t, &mut h);
+    super::mtu::header(t, &mut h);
     h
 }
 
@@ -69,6 +70,7 @@ pub fn row_cells(t: &Table, r: &Row) -> Vec<String> {
     super::goodput::cells(t, r, &mut c);
     super::rate::cells(t, r, &mut c);
     super::lifetime::cells(t, r, &mut c);
+    super::mtu::cells(t, r, &mut c);
     c
 }
 

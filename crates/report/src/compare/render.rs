@@ -266,6 +266,13 @@ fn footer(t: &Table) -> Vec<String> {
                 .into(),
         );
     }
+    if super::mtu::shown(t) {
+        out.push(
+            "mtu up/down: the largest datagram (UDP payload, bytes) any run carried each way and \
+             the latest run's verdict; an mtu row's latency is its probes' round trip"
+                .into(),
+        );
+    }
     for r in &t.scenarios {
         if let Some(e) = &r.error {
             out.push(format!("error: {}: {e}", r.name));
@@ -302,6 +309,10 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     }
     if super::lifetime::shown(t) {
         extra += " lifetime |";
+        n += 1;
+    }
+    if super::mtu::shown(t) {
+        extra += " mtu up/down |";
         n += 1;
     }
     writeln!(

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use npt_result::mtu::{MtuBody, MtuDirection};
+use npt_result::mtu::{MtuBody, MtuDirection, MtuRounds, MtuRoundsDirection};
 
 /// The text of an mtu result.
 pub fn write_mtu(out: &mut dyn Write, b: &MtuBody) -> io::Result<()> {
@@ -23,6 +23,9 @@ fn text(body: &MtuBody) -> String {
              leg carries {} bytes of SOCKS5 header more)\n",
             b.via_header
         ));
+    }
+    if let Some(r) = &b.rounds {
+        out.push_str(&rounds(r, b.far_end == "echo"));
     }
     if b.far_end == "echo" {
         out.push_str(
@@ -44,6 +47,40 @@ fn text(body: &MtuBody) -> String {
         out.push_str("  the search ran out of time (--timeout): brackets may be wide\n");
     }
     out
+}
+
+/// A monitor range's rounds: how many, each way's verdicts and sizes, how many changed.
+fn rounds(r: &MtuRounds, echo: bool) -> String {
+    let way = |name: &str, d: &MtuRoundsDirection| {
+        let verdicts: Vec<String> = d.verdicts.iter().map(|(v, n)| format!("{v} {n}")).collect();
+        let sizes = match (d.smallest, d.largest) {
+            (Some(a), Some(b)) if a == b => format!(", {a} bytes in every round that crossed"),
+            (Some(a), Some(b)) => format!(", {a} to {b} bytes"),
+            _ => String::new(),
+        };
+        format!("{name} {}{sizes}", verdicts.join(", "))
+    };
+    let mut s = format!(
+        "  {} rounds, {} changed from the round before (the sizes below are the bracket the \
+         rounds agree on, the verdicts the latest round's)\n",
+        r.rounds, r.changed
+    );
+    if echo {
+        s.push_str(&format!("    {}\n", way("round trip:", &r.up)));
+    } else {
+        s.push_str(&format!(
+            "    {}; {}\n",
+            way("up:", &r.up),
+            way("down:", &r.down)
+        ));
+    }
+    if r.timed_out > 0 {
+        s.push_str(&format!(
+            "    {} rounds ran out of time (--timeout)\n",
+            r.timed_out
+        ));
+    }
+    s
 }
 
 /// One direction's line, and its fragment line.

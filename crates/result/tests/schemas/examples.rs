@@ -129,6 +129,7 @@ fn mtu(start: SystemTime, rtt: &Histogram) -> Document<npt_result::mtu::MtuBody>
             via_header: 0,
             up,
             down,
+            rounds: None,
         },
         latency: [("udp".to_string(), NptLatency::from(&rtt.summary()))].into(),
         errors: Errors::new(ErrorCounts::default(), 28),

@@ -8,7 +8,7 @@
 //! hop_pings = 10                 # optional: pings per hop for `hops = [...]`
 //! hop_token = "S"                # the hop agents' secret, for hops measured `from` an agent
 //! [workload]
-//! kind = "probe"                 # probe | run | http | ping | bulk | trace | setup
+//! kind = "probe"                 # probe | run | http | ping | bulk | trace | lifetime | mtu | setup
 //! args = ["--count", "500", "--interval", "2ms"]
 //! timeout = "2m"                 # optional: overrides the bound derived from args
 //! [[scenario]]

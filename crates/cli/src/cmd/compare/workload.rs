@@ -1,6 +1,6 @@
 //! From a scenario to the command line of its child: the workload's flags, the scenario's own,
 //! its target and proxy — checked by parsing them with the very clap definitions of `npt probe`,
-//! `run`, `http`, `ping`, `bulk`, `trace`, `lifetime` and `setup`, so a bad flag is refused before anything runs,
+//! `run`, `http`, `ping`, `bulk`, `trace`, `lifetime`, `mtu` and `setup`, so a bad flag is refused before anything runs,
 //! naming the scenario.
 //! The same parse gives the run's expected length — the engine's, of the figures the flags give
 //! — from which each child's time bound is derived. `npt monitor` parses its targets' rounds
@@ -16,6 +16,7 @@ use super::scenarios::{Scenario, ScenarioError, ScenarioSet};
 use crate::cmd::bulk::BulkArgs;
 use crate::cmd::http::HttpArgs;
 use crate::cmd::lifetime::LifetimeArgs;
+use crate::cmd::mtu::MtuArgs;
 use crate::cmd::ping::PingArgs;
 use crate::cmd::probe::ProbeArgs;
 use crate::cmd::run::RunArgs;
@@ -43,6 +44,7 @@ pub enum Check {
     Bulk(BulkArgs),
     Trace(TraceArgs),
     Lifetime(LifetimeArgs),
+    Mtu(MtuArgs),
     Setup(SetupArgs),
 }
 
@@ -106,6 +108,7 @@ pub fn expected(check: &Check) -> Result<Length, String> {
             npt_trace::workload::length(a.count, i, t)
         }
         Check::Lifetime(a) => npt_lifetime::workload::length(a.max),
+        Check::Mtu(a) => npt_mtu::workload::length(a.timeout, a.auth.token.is_some()),
         Check::Setup(a) => npt_setup::workload::length(a.count, a.timeout),
     })
 }
@@ -222,6 +225,12 @@ mod tests {
         assert_eq!(
             secs("setup", r#""-c", "4", "--timeout", "2s""#),
             10.0 * 1.5 + 15.0
+        );
+        // mtu: its search's bound, and with --token a handshake's.
+        assert_eq!(secs("mtu", r#""--timeout", "5s""#), 5.0 * 1.5 + 15.0);
+        assert_eq!(
+            secs("mtu", r#""--timeout", "5s", "--token", "t""#),
+            8.0 * 1.5 + 15.0
         );
         // under load: 5 s idle + 10 s loaded + 5 s recovery + 1 s loss timeout.
         assert_eq!(
