@@ -72,12 +72,22 @@ pub struct SetupSummary {
     pub expected_rtts: f64,
     /// Layers flagged as costing more round trips than their protocol needs.
     pub flagged: u32,
+    /// A document of several runs (`npt report --from`, a monitor's range of rounds): the
+    /// runs, and of them those whose own verdict flagged a layer. Absent in one run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flagged_runs: Option<u64>,
     /// The TLS version asked for (`1.2`, `1.3`), for TLS targets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_version: Option<String>,
     /// `--resume`: of the counted attempts, how many resumed the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed: Option<u64>,
+    /// `--resume`: of the counted attempts, how many the server made do a full handshake
+    /// instead (each flags the TLS or QUIC layer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumption_refused: Option<u64>,
     /// QUIC `--resume`: attempts that sent their request in 0-RTT, and of those, the ones the
     /// server accepted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +124,54 @@ pub struct LayerRecord {
     /// when it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flag: Option<String>,
+}
+
+/// A layer of a connection's setup, in the order they happen; its name is `layers[].layer`
+/// and its histogram's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    TcpConnect,
+    Socks5Greeting,
+    Socks5Connect,
+    Socks5UdpAssociate,
+    HttpConnect,
+    Tls,
+    Quic,
+    FirstByte,
+}
+
+impl Layer {
+    /// Every layer, in order.
+    pub const ALL: [Layer; 8] = [
+        Layer::TcpConnect,
+        Layer::Socks5Greeting,
+        Layer::Socks5Connect,
+        Layer::Socks5UdpAssociate,
+        Layer::HttpConnect,
+        Layer::Tls,
+        Layer::Quic,
+        Layer::FirstByte,
+    ];
+
+    /// The name in the result (`layers[].layer`, the histogram's key).
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::TcpConnect => "tcp_connect",
+            Layer::Socks5Greeting => "socks5_greeting",
+            Layer::Socks5Connect => "socks5_connect",
+            Layer::Socks5UdpAssociate => "socks5_udp_associate",
+            Layer::HttpConnect => "http_connect",
+            Layer::Tls => "tls",
+            Layer::Quic => "quic",
+            Layer::FirstByte => "first_byte",
+        }
+    }
+
+    /// The layer named `name` in a result.
+    pub fn parse(name: &str) -> Option<Layer> {
+        Layer::ALL.into_iter().find(|l| l.name() == name)
+    }
 }
 
 impl crate::body::Body for SetupBody {

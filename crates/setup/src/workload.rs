@@ -1,20 +1,21 @@
 //! `npt setup` as a [`Workload`]: `--count` fresh connections one after the other (with
 //! `--resume`, one uncounted connection first to fetch the session ticket), each bounded by
-//! `--timeout`, then the verdict of [`crate::classify`] as the `kind = "setup"` body. No
+//! `--timeout`, then their tally ([`crate::classify`]) summarized by the result's own rule
+//! ([`npt_result::stats::setup`]) as the `kind = "setup"` body. No
 //! series (one verdict at the end), so it never calls `on_interval`.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use npt_result::common::{Errors, NptLatency};
 use npt_result::error::ErrorKind;
-use npt_result::setup::{LayerRecord, SetupBody, SetupSummary};
+use npt_result::setup::SetupBody;
+use npt_result::stats::{SetupMeta, Stats};
 use npt_result::workload::{Finished, Length, Progress, Stop, Workload};
 use npt_result::StopReason;
 use npt_stats::{ErrorCounts, Snapshot};
 
-use crate::classify::{classify, Attempt, Verdict};
+use crate::classify::{tally, Attempt};
 use crate::tcp::Failure;
 use crate::{quic, tcp, udp, Config, Scheme, SetupError};
 
@@ -52,8 +53,7 @@ impl Workload for Config {
         let (addr, address) = self.resolve()?;
         let mut errors = ErrorCounts::default();
         let attempts = rt.block_on(self.attempts(addr, stop, &mut errors))?;
-        let verdict = classify(&self.plan(), &attempts, self.resume);
-        let body = body(self, address, &verdict, attempts.len() as u64, errors);
+        let body = tally(&self.plan(), &attempts, errors).summarize(&self.meta(address));
         let stopped_by = stop.reason().unwrap_or(StopReason::Count);
         Ok(Finished::new(
             body,
@@ -162,76 +162,23 @@ impl Config {
     }
 }
 
-fn ms(ns: f64) -> f64 {
-    ns / 1e6
-}
-
-/// The result body of a finished run.
-pub fn body(
-    cfg: &Config,
-    address: String,
-    v: &Verdict,
-    attempts: u64,
-    errors: ErrorCounts,
-) -> SetupBody {
-    let rtt = v.rtt_ns as f64;
-    let per = |ns: f64| if rtt > 0.0 { ns / rtt } else { 0.0 };
-    let layers: Vec<LayerRecord> = v
-        .layers
-        .iter()
-        .map(|l| LayerRecord {
-            layer: l.plan.layer.name().to_string(),
-            what: l.plan.what.clone(),
-            samples: l.hist.count(),
-            p50_ms: ms(l.p50_ns),
-            p50_lo_ms: ms(l.p50_lo_ns),
-            p50_hi_ms: ms(l.p50_hi_ns),
-            min_ms: ms(l.hist.min_ns() as f64),
-            max_ms: ms(l.hist.max_ns() as f64),
-            rtts: l.rtts,
-            rtts_lo: l.rtts_lo,
-            rtts_hi: l.rtts_hi,
-            expected_rtts: l.plan.expected_rtts,
-            flag: l.flag.clone(),
-        })
-        .collect();
-    let setup_p50 = v.setup.quantile_ns(0.5) as f64;
-    let summary = SetupSummary {
-        attempts,
-        completed: v.completed,
-        rtt_ms: ms(rtt),
-        rtt_p50_ms: ms(v.rtt.quantile_ns(0.5) as f64),
-        rtt_samples: v.rtt.count(),
-        rtt_from: if cfg.scheme == Scheme::Tcp {
-            "tcp_connect"
-        } else {
-            "warm_request"
+impl Config {
+    /// What the result says of this run besides its figures: the target, the layers its
+    /// connections set up, how the base round trip was measured.
+    pub fn meta(&self, address: String) -> SetupMeta {
+        SetupMeta {
+            target: self.target(),
+            address,
+            via: self.via.as_ref().map(|v| v.to_string()),
+            plan: self.plan(),
+            rtt_from: if self.scheme == Scheme::Tcp {
+                "tcp_connect"
+            } else {
+                "warm_request"
+            }
+            .to_string(),
+            tls_version: (self.scheme == Scheme::Https).then(|| self.tls.name().to_string()),
+            resume: self.resume,
         }
-        .to_string(),
-        setup_p50_ms: ms(setup_p50),
-        setup_rtts: per(setup_p50),
-        expected_rtts: layers.iter().map(|l| l.expected_rtts).sum(),
-        flagged: u32::try_from(layers.iter().filter(|l| l.flag.is_some()).count())
-            .unwrap_or(u32::MAX),
-        tls_version: (cfg.scheme == Scheme::Https).then(|| cfg.tls.name().to_string()),
-        resumed: v.resumed.filter(|_| cfg.scheme == Scheme::Https),
-        zero_rtt_sent: v.zero_rtt_sent,
-        zero_rtt_accepted: v.zero_rtt_accepted,
-    };
-    let mut histograms = std::collections::BTreeMap::new();
-    histograms.insert("setup".to_string(), v.setup.to_serialized());
-    histograms.insert("rtt".to_string(), v.rtt.to_serialized());
-    for l in &v.layers {
-        histograms.insert(l.plan.layer.name().to_string(), l.hist.to_serialized());
-    }
-    SetupBody {
-        target: cfg.target(),
-        address,
-        via: cfg.via.as_ref().map(|v| v.to_string()),
-        summary,
-        layers,
-        latency: [("setup".to_string(), NptLatency::from(&v.setup.summary()))].into(),
-        errors: Errors::new(errors, attempts),
-        histograms,
     }
 }

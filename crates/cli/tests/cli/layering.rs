@@ -178,8 +178,9 @@ const CLI_LAYERS: &[(&str, u8)] = &[
 ];
 
 /// The subcommands that run other subcommands, from those subcommands' own parsed arguments
-/// and configs: compare's scenarios and the monitor's rounds run probe, ping, http, bulk, run,
-/// trace, lifetime, mtu and setup (compare only); `npt lab run` runs compare's scenarios; `npt demo` is a probe of its own server.
+/// and configs: compare's scenarios and the monitor's rounds run probe, ping, http, bulk, trace,
+/// lifetime, mtu and setup (and compare's `run` too); `npt lab run` runs compare's scenarios;
+/// `npt demo` is a probe of its own server.
 const CMD_USES: &[(&str, &[&str])] = &[
     (
         "compare",
@@ -190,7 +191,7 @@ const CMD_USES: &[(&str, &[&str])] = &[
     (
         "monitor",
         &[
-            "compare", "bulk", "http", "lifetime", "mtu", "ping", "probe", "trace",
+            "compare", "bulk", "http", "lifetime", "mtu", "ping", "probe", "setup", "trace",
         ],
     ),
     ("lab", &["compare"]),

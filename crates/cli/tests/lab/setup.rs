@@ -8,6 +8,10 @@
 //! trips within 5 %: TCP connect 1, SOCKS5 greeting 1 and CONNECT 1, HTTP CONNECT 1, UDP
 //! ASSOCIATE 1, TLS 1.3 1, TLS 1.2 2, QUIC 1, resumed 0-RTT 0 — and the rejecting server is
 //! flagged (its first byte two round trips late).
+//!
+//! A second test keeps the same 50 ms path's setups in `npt monitor`: its rounds stored, the
+//! range read back by `npt report --from` with every round's connections added, each layer
+//! still its protocol's round trips within 5 %.
 
 #![cfg(test)]
 
@@ -17,7 +21,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::lab::{self, Lab};
-use common::{assert_valid, f, json, scratch};
+use common::monitor::{rounds, Monitor};
+use common::{assert_valid, f, json, run, scratch, u, write_file};
 
 /// tinyproxy logs at `Critical` only: at its default `Info` each CONNECT waited 8 to 23 ms
 /// for its own log lines on this box (loopback, `npt setup --via`), the proxy's time and no
@@ -252,4 +257,103 @@ fn each_layer_costs_the_round_trips_its_protocol_needs() {
         d["layers"]
     );
     assert_eq!(code, 1);
+}
+
+/// A monitor in the client node runs `https://` setup rounds over the 50 ms path, four
+/// connections a round every 3 s; `npt report --from` reads at least three rounds back as one
+/// document whose connections are the rounds' added and whose TCP connect is 1.0 round trip
+/// within 5 % (its median, of every connection), TLS and the first byte one each.
+#[test]
+fn a_monitor_keeps_the_setup_of_a_known_path() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    let _turn = common::turn(module_path!());
+    let dir = scratch().join("lab-setup-monitor");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let _lab = Lab::up(
+        &dir,
+        "tsetupmon",
+        r#"name = "tsetupmon"
+[[node]]
+name = "client"
+[[node]]
+name = "server"
+[[link]]
+a = "client"
+b = "server"
+delay = "25ms"
+[[service]]
+name = "serve"
+node = "server"
+cmd = ["npt", "serve", "--listen", "0.0.0.0:7777", "--http", "10.0.1.2:8443", "--tls"]
+ready = "tcp://10.0.1.2:8443"
+"#,
+    );
+    let cfg = write_file(
+        &dir,
+        "m.toml",
+        r#"vantage = "lab"
+store = "m.db"
+every = "3s"
+[[target]]
+name = "path"
+kind = "setup"
+target = "https://10.0.1.2:8443"
+args = ["-c", "4", "--timeout", "600ms"]
+"#,
+    );
+    let store = dir.join("m.db");
+    let ns = npt_lab::plan::netns_name("tsetupmon", "client");
+    let mut m = Monitor::start_in(Some(&ns), cfg.as_ref(), &store, false);
+    m.until("three setup rounds", Duration::from_secs(30), |_| {
+        rounds(&store, "path").len() >= 3
+    });
+    m.stop();
+    let stored = rounds(&store, "path");
+    let file = dir.join("range.json");
+    let from = [
+        "report",
+        "--from",
+        store.to_str().unwrap(),
+        "--target",
+        "path",
+    ];
+    let to = [
+        "--since",
+        "1h",
+        "--format",
+        "json",
+        "-o",
+        file.to_str().unwrap(),
+    ];
+    let out = run(&[&from[..], &to[..]].concat(), Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = run(
+        &[&from[..], &["--since", "1h"]].concat(),
+        Duration::from_secs(60),
+    );
+    eprintln!("{}", String::from_utf8_lossy(&text.stdout));
+    let d = json(&file);
+    assert_valid(&d, "setup");
+    let n = stored.len() as u64;
+    assert_eq!(u(&d, "/summary/runs"), n);
+    assert_eq!(u(&d, "/summary/attempts"), 4 * n);
+    assert_eq!(u(&d, "/summary/completed"), 4 * n, "{}", d["errors"]);
+    assert_eq!(u(&d, "/layers/0/samples"), 4 * n);
+    let rtt = f(&d, "/summary/rtt_ms");
+    assert!((rtt - 50.0).abs() < 2.0, "base RTT {rtt} ms");
+    let tcp = f(&d, "/layers/0/rtts");
+    assert!((tcp - 1.0).abs() <= 0.05, "TCP connect {tcp} round trips");
+    reads(
+        &d,
+        &[("tcp_connect", 1.0), ("tls", 1.0), ("first_byte", 1.0)],
+        "monitor",
+    );
+    assert_eq!(u(&d, "/summary/flagged_runs"), 0);
 }

@@ -10,3 +10,4 @@ mod end_to_end;
 mod lifetime;
 mod mtu;
 mod page;
+mod setup;

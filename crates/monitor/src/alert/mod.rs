@@ -8,7 +8,7 @@
 //! ```toml
 //! [[alert]]
 //! name = "latency-step"
-//! metric = "p50_ms"          # loss_pct | p50_ms | p90_ms | p99_ms | rpm | goodput_mbps | mtu_up_bytes | mtu_down_bytes | unreachable
+//! metric = "p50_ms"          # loss_pct | p50_ms | p90_ms | p99_ms | rpm | goodput_mbps | mtu_up_bytes | mtu_down_bytes | unreachable | flagged
 //! above = 20                 # fires above this (or `below = …`, for rpm, goodput and mtu sizes)
 //! baseline_rounds = 60       # optional: relative to the median of the target's last 60 normal rounds
 //! rounds = 3                 # rounds in a row to fire [default: 3]
@@ -23,7 +23,9 @@
 //! until it is undone. A round without the figure (no answer for a latency metric, a skipped
 //! round) counts neither way. `unreachable` counts rounds with no answer at all (nothing
 //! answered, the round could not run, or it hung); a round that could not run counts as 100 %
-//! loss for `loss_pct`.
+//! loss for `loss_pct`. `flagged` counts setup rounds whose verdict flagged a layer (one that
+//! took more round trips than its protocol needs, a rejected 0-RTT, a refused resumption);
+//! rounds of other kinds count neither way.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -48,6 +50,7 @@ pub enum Metric {
     MtuUpBytes,
     MtuDownBytes,
     Unreachable,
+    Flagged,
 }
 
 impl Metric {
@@ -62,6 +65,7 @@ impl Metric {
             Metric::MtuUpBytes => "mtu_up_bytes",
             Metric::MtuDownBytes => "mtu_down_bytes",
             Metric::Unreachable => "unreachable",
+            Metric::Flagged => "flagged",
         }
     }
 
@@ -84,6 +88,7 @@ impl Metric {
             Metric::GoodputMbps => f.goodput_bps.map(|b| b / 1e6),
             Metric::MtuUpBytes => f.mtu_up_bytes,
             Metric::MtuDownBytes => f.mtu_down_bytes,
+            Metric::Flagged => f.flagged.map(|n| if n > 0 { 1.0 } else { 0.0 }),
         }
     }
 }
@@ -150,11 +155,17 @@ pub fn rule(i: usize, a: &AlertFile) -> Result<Rule, ConfigError> {
         }
     };
     let (above, threshold) = match (a.metric, a.above, a.below) {
-        (Metric::Unreachable, None, None) => (true, 0.5),
+        (Metric::Unreachable | Metric::Flagged, None, None) => (true, 0.5),
         (Metric::Unreachable, _, _) => {
             return Err(invalid(
                 at("above"),
                 "unreachable has no threshold: it counts rounds with no answer",
+            ))
+        }
+        (Metric::Flagged, _, _) => {
+            return Err(invalid(
+                at("above"),
+                "flagged has no threshold: it counts setup rounds that flagged a layer",
             ))
         }
         (_, Some(v), None) => (true, finite("above", v)?),
@@ -189,10 +200,10 @@ pub fn rule(i: usize, a: &AlertFile) -> Result<Rule, ConfigError> {
         }
         None => threshold,
     };
-    if a.metric == Metric::Unreachable && a.baseline_rounds.is_some() {
+    if matches!(a.metric, Metric::Unreachable | Metric::Flagged) && a.baseline_rounds.is_some() {
         return Err(invalid(
             at("baseline_rounds"),
-            "unreachable has no baseline",
+            format!("{} has no baseline", a.metric.name()),
         ));
     }
     if matches!(a.baseline_rounds, Some(n) if !(3..=10_000).contains(&n)) {

@@ -226,6 +226,31 @@ fn bad_rules_name_the_key() {
     assert!(e("name = 'a'\nmetric = 'p51_ms'\nabove = 1").contains("unknown variant"));
 }
 
+/// `flagged` counts setup rounds whose verdict flagged a layer: it fires after its rounds in a
+/// row, rounds of other kinds (no figure) count neither way, and it takes no threshold.
+#[test]
+fn flagged_setup_rounds_fire_and_other_kinds_count_neither_way() {
+    let r = rule_of("name = 'setup'\nmetric = 'flagged'\nrounds = 2").unwrap();
+    let mut a = Alerts::new(vec![r]);
+    let setup = |n| Figures {
+        flagged: Some(n),
+        ..fig(50.0, 5, 0)
+    };
+    let rounds = [
+        (Status::Ok, setup(0)),
+        (Status::Ok, setup(1)),
+        (Status::Ok, fig(50.0, 5, 0)), // not a setup round: neither way
+        (Status::Ok, setup(1)),        // fires (two in a row)
+        (Status::Ok, setup(0)),
+        (Status::Ok, setup(0)), // clears
+    ];
+    assert_eq!(feed(&mut a, "s", &rounds), vec![(3, true), (5, false)]);
+    let e = rule_of("name = 'x'\nmetric = 'flagged'\nabove = 1").unwrap_err();
+    assert!(e.contains("flagged has no threshold"), "{e}");
+    let e = rule_of("name = 'x'\nmetric = 'flagged'\nbaseline_rounds = 5").unwrap_err();
+    assert!(e.contains("flagged has no baseline"), "{e}");
+}
+
 /// An mtu round's sizes: a tunnel whose MTU drops below the level fires; a round where
 /// nothing was read that way (a plain echo's down) counts neither way.
 #[test]

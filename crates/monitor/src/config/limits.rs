@@ -14,7 +14,8 @@ use crate::kinds::{Kind, MONITORED};
 /// Rounds of each kind that may run at once, unless the file says otherwise: many light
 /// pings, fewer probes and traces, a few http rounds, one bulk (it fills the path), a few
 /// lifetime searches (each holds dozens of sockets for minutes), mtu searches as many as
-/// probes (a few dozen datagrams each).
+/// probes (a few dozen datagrams each), setups as many as http rounds (a connection at a time
+/// each).
 pub const DEFAULTS: [(Kind, u32); MONITORED.len()] = [
     (Kind::Ping, 256),
     (Kind::Probe, 32),
@@ -23,6 +24,7 @@ pub const DEFAULTS: [(Kind, u32); MONITORED.len()] = [
     (Kind::Bulk, 1),
     (Kind::Lifetime, 4),
     (Kind::Mtu, 32),
+    (Kind::Setup, 16),
 ];
 
 /// Rounds kept in memory while the store cannot be written, unless the file says otherwise.

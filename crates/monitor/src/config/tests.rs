@@ -201,7 +201,7 @@ fn bad_files_name_the_key() {
         "unknown variant `run`, expected one of `ping`, `probe`, `trace`, `http`, `bulk`"
     ));
     assert!(e("[[alert]]", "[limits]\nicmp = 3\n[[alert]]").contains(
-        "unknown field `icmp`, expected one of `ping`, `probe`, `trace`, `http`, `bulk`, `lifetime`, `mtu`, `backlog`"
+        "unknown field `icmp`, expected one of `ping`, `probe`, `trace`, `http`, `bulk`, `lifetime`, `mtu`, `setup`, `backlog`"
     ));
     assert!(e("[[alert]]", "[limits]\nbulk = 0\n[[alert]]")
         .starts_with("limits.bulk: must be at least 1"));

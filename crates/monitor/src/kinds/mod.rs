@@ -13,7 +13,9 @@
 //! ping value and adds legs by position, and its body comes from `TraceStats::summarize`.
 //! Nor has a lifetime: [`lifetime::LifetimeSum`] keeps the rounds' lifetimes and the bracket
 //! they agree on; nor an mtu: [`mtu::MtuSum`] keeps each way's sizes, the bracket the rounds
-//! agree on and their verdicts counted.
+//! agree on and their verdicts counted. A setup's value is the result's own ([`SetupStats`]:
+//! every connection's cost per layer, added), and a range's layers are judged by the rule one
+//! run's are.
 
 pub mod lifetime;
 pub mod mtu;
@@ -21,7 +23,8 @@ pub mod mtu;
 use npt_result::any::{AnyBody, AnyResult};
 use npt_result::stats::trace::{LegStats, TraceMeta, TraceStats};
 use npt_result::stats::{
-    BulkMeta, BulkStats, HttpMeta, HttpStats, PingMeta, PingStats, ProbeMeta, ProbeStats, Stats,
+    BulkMeta, BulkStats, HttpMeta, HttpStats, PingMeta, PingStats, ProbeMeta, ProbeStats,
+    SetupMeta, SetupStats, Stats,
 };
 use npt_stats::{ErrorCounts, Histogram};
 use serde::{Deserialize, Serialize};
@@ -29,11 +32,11 @@ use serde::{Deserialize, Serialize};
 pub use npt_result::Kind;
 
 /// The kinds a monitor runs, in the order its docs and errors list them: every result kind
-/// but `run` (a round measures a path; it does not load a service with simulated users) and
-/// `setup` (not yet: its figures are per layer, and it has no stats value of the monitor's to
-/// keep them in). A lifetime round takes about twice the path's lifetime (minutes), an mtu
-/// round up to its `--timeout`: its target's `every` must be longer than that, as any round's.
-pub const MONITORED: [Kind; 7] = [
+/// but `run` (a round measures a path; it does not load a service with simulated users). A
+/// lifetime round takes about twice the path's lifetime (minutes), an mtu round up to its
+/// `--timeout`, a setup round its `-c` fresh connections, each up to its `--timeout`: its
+/// target's `every` must be longer than that, as any round's.
+pub const MONITORED: [Kind; 8] = [
     Kind::Ping,
     Kind::Probe,
     Kind::Trace,
@@ -41,6 +44,7 @@ pub const MONITORED: [Kind; 7] = [
     Kind::Bulk,
     Kind::Lifetime,
     Kind::Mtu,
+    Kind::Setup,
 ];
 
 /// A trace's legs as values that add by position.
@@ -89,6 +93,7 @@ pub enum KindStats {
     Bulk(Box<BulkStats>),
     Lifetime(Box<lifetime::LifetimeSum>),
     Mtu(Box<mtu::MtuSum>),
+    Setup(Box<SetupStats>),
 }
 
 /// What a kind's body is summarized with: the round's description.
@@ -102,6 +107,7 @@ pub enum KindMeta {
     Bulk(BulkMeta),
     Lifetime(lifetime::LifetimeMeta),
     Mtu(mtu::MtuMeta),
+    Setup(SetupMeta),
 }
 
 /// What a chart, an alert and a scrape read of a round or a rollup.
@@ -145,6 +151,10 @@ pub struct Figures {
     /// Trace: each segment's p50 (ms), `None` where it had no answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments_ms: Vec<Option<f64>>,
+    /// Setup: the rounds whose verdict flagged a layer (a round's 0 or 1; what the `flagged`
+    /// alert reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flagged: Option<u64>,
 }
 
 impl Figures {
@@ -275,6 +285,10 @@ impl KindStats {
                 let (s, m) = mtu::MtuSum::of_body(b).map_err(KindError::Body)?;
                 (KindStats::Mtu(Box::new(s)), KindMeta::Mtu(m))
             }
+            (AnyBody::Setup(b), Kind::Setup) => {
+                let (s, m) = SetupStats::from_body(b).map_err(body)?;
+                (KindStats::Setup(Box::new(s)), KindMeta::Setup(m))
+            }
             _ => return Err(mismatch()),
         })
     }
@@ -288,6 +302,7 @@ impl KindStats {
             KindStats::Bulk(_) => Kind::Bulk,
             KindStats::Lifetime(_) => Kind::Lifetime,
             KindStats::Mtu(_) => Kind::Mtu,
+            KindStats::Setup(_) => Kind::Setup,
         }
     }
 
@@ -302,6 +317,7 @@ impl KindStats {
             (KindStats::Bulk(a), KindStats::Bulk(b)) => a.then(b),
             (KindStats::Lifetime(a), KindStats::Lifetime(b)) => a.then(b),
             (KindStats::Mtu(a), KindStats::Mtu(b)) => a.then(b),
+            (KindStats::Setup(a), KindStats::Setup(b)) => a.then(b),
             (a, b) => {
                 return Err(KindError::Mismatch(
                     b.kind().name().to_string(),
@@ -315,7 +331,8 @@ impl KindStats {
     /// The latency the user feels, as one histogram: a ping's or probe's RTT, http's request
     /// latency, bulk's RTT under load, a trace's RTT through its chain — and for a lifetime,
     /// the lifetimes themselves (what its chart draws and its alerts read); an mtu's probes'
-    /// round trips (its sizes are figures of their own, [`Figures::mtu_up_bytes`]).
+    /// round trips (its sizes are figures of their own, [`Figures::mtu_up_bytes`]); a setup's
+    /// connections' whole setups.
     pub fn headline(&self) -> Option<&Histogram> {
         match self {
             KindStats::Ping(s) => Some(&s.rtt),
@@ -325,6 +342,7 @@ impl KindStats {
             KindStats::Trace(t) => t.chain.as_ref().map(|c| &c.stats.rtt),
             KindStats::Lifetime(l) => Some(&l.lifetimes),
             KindStats::Mtu(m) => Some(&m.rtt),
+            KindStats::Setup(s) => Some(&s.setup),
         }
     }
 
@@ -396,6 +414,14 @@ impl KindStats {
                 mtu_down_bytes: m.down.figure(),
                 ..Figures::default()
             },
+            // A connection that did not set every layer up is the round's loss.
+            KindStats::Setup(s) => Figures {
+                sent: s.attempts,
+                lost: s.attempts.saturating_sub(s.completed),
+                errors: s.errors.total(),
+                flagged: Some(s.flagged_runs),
+                ..Figures::default()
+            },
             KindStats::Trace(t) => {
                 let legs = t.segments.iter().chain(t.chain.iter());
                 let (sent, lost, refused) = match &t.chain {
@@ -434,6 +460,7 @@ impl KindStats {
             (KindStats::Bulk(s), KindMeta::Bulk(m)) => AnyBody::Bulk(s.summarize(m)),
             (KindStats::Lifetime(s), KindMeta::Lifetime(m)) => AnyBody::Lifetime(s.body(m)),
             (KindStats::Mtu(s), KindMeta::Mtu(m)) => AnyBody::Mtu(s.body(m)),
+            (KindStats::Setup(s), KindMeta::Setup(m)) => AnyBody::Setup(s.summarize(m)),
             (KindStats::Trace(t), KindMeta::Trace { target, proto }) => {
                 let leg = |l: &Leg| LegStats {
                     from: l.from.clone(),
@@ -533,12 +560,12 @@ mod tests {
         assert!(p.then(&probe).is_err(), "kinds never mix");
     }
 
+    /// Every result kind is a monitor's but `run`, each once.
     #[test]
-    fn a_monitor_runs_every_kind_but_run_and_setup() {
-        assert!(MONITORED.iter().all(|k| Kind::ALL.contains(k)));
-        assert_eq!(MONITORED.len() + 2, Kind::ALL.len());
-        for k in [Kind::Run, Kind::Setup] {
-            assert!(!MONITORED.contains(&k));
+    fn a_monitor_runs_every_kind_but_run() {
+        for k in Kind::ALL {
+            assert_eq!(MONITORED.contains(k), *k != Kind::Run, "{}", k.name());
         }
+        assert_eq!(MONITORED.len() + 1, Kind::ALL.len());
     }
 }

@@ -330,8 +330,9 @@ fn series(body: &mut AnyBody, parts: &[Part], t0: i64) {
                 })
                 .collect();
         }
-        // No series: a ping's range is its totals, a run and a setup are not monitored, and a
-        // lifetime's and an mtu's rounds are the range's body (its bracket, its rounds counted).
+        // No series: a ping's range is its totals, a run is not monitored, a lifetime's and an
+        // mtu's rounds are the range's body (its bracket, its rounds counted) and a setup's its
+        // connections.
         AnyBody::Ping(_)
         | AnyBody::Run(_)
         | AnyBody::Lifetime(_)

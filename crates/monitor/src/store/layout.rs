@@ -131,6 +131,7 @@ pub(super) fn extra(f: &Figures) -> Option<String> {
         && f.refused == 0
         && f.mtu_up_bytes.is_none()
         && f.mtu_down_bytes.is_none()
+        && f.flagged.is_none()
     {
         return None;
     }
@@ -140,13 +141,17 @@ pub(super) fn extra(f: &Figures) -> Option<String> {
         "segments_ms": f.segments_ms,
         "refused": f.refused,
     });
-    // Only an mtu round's: the other kinds' rows stay as they were written before.
+    // Only an mtu's or a setup's round: the other kinds' rows stay as they were written before.
     for (k, v) in [
-        ("mtu_up_bytes", f.mtu_up_bytes),
-        ("mtu_down_bytes", f.mtu_down_bytes),
+        ("mtu_up_bytes", f.mtu_up_bytes.map(serde_json::Value::from)),
+        (
+            "mtu_down_bytes",
+            f.mtu_down_bytes.map(serde_json::Value::from),
+        ),
+        ("flagged", f.flagged.map(serde_json::Value::from)),
     ] {
-        if let (Some(v), Some(o)) = (v, x.as_object_mut()) {
-            o.insert(k.into(), v.into());
+        if let Some(v) = v {
+            x[k] = v;
         }
     }
     serde_json::to_string(&x).ok()
@@ -197,6 +202,7 @@ pub(super) fn figures(r: &Row<'_>, at: usize) -> rusqlite::Result<Figures> {
         f.refused = x["refused"].as_u64().unwrap_or(0);
         f.mtu_up_bytes = x["mtu_up_bytes"].as_f64();
         f.mtu_down_bytes = x["mtu_down_bytes"].as_f64();
+        f.flagged = x["flagged"].as_u64();
         f.segments_ms = x["segments_ms"]
             .as_array()
             .map(|a| a.iter().map(serde_json::Value::as_f64).collect())

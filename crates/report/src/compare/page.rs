@@ -84,6 +84,13 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
             rows: super::pingpong::table_rows(table),
         });
     }
+    if super::setup::shown(table) {
+        tables.push(HtmlTable {
+            caption: format!("{}. {}", super::setup::TITLE, super::setup::LEGEND),
+            header: super::setup::HEADER.iter().map(|h| h.to_string()).collect(),
+            rows: super::setup::table_rows(table),
+        });
+    }
     if !notes.is_empty() {
         tables.push(HtmlTable {
             caption: "Notes".into(),

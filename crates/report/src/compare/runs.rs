@@ -228,6 +228,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
     super::rate::fill(&mut row, s.results.iter().map(|i| &i.doc));
     super::lifetime::fill(&mut row, s.results.iter().map(|i| &i.doc));
     super::mtu::fill(&mut row, s.results.iter().map(|i| &i.doc));
+    super::setup::fill(&mut row, s.results.iter().map(|i| &i.doc));
     Ok(row)
 }
 

@@ -1,6 +1,7 @@
 //! What `npt setup` prints, and `npt report` prints again: the base round trip and how it was
 //! measured, one line per layer — its median cost with its interval, its multiple of the base
-//! round trip beside what its protocol needs — the whole setup, and a line per flag.
+//! round trip beside what its protocol needs — the whole setup, and a line per flag; for a
+//! monitor's range, how many rounds it adds and how many of them flagged a layer.
 
 use std::io::{self, Write};
 
@@ -102,6 +103,12 @@ fn text(b: &SetupBody) -> String {
         },
         needs(s.expected_rtts)
     ));
+    if let (Some(runs), Some(flagged)) = (s.runs, s.flagged_runs) {
+        out.push_str(&format!(
+            "  {runs} rounds of {} connections added; {flagged} of the rounds flagged a layer\n",
+            s.attempts
+        ));
+    }
     if let Some(r) = s.resumed {
         out.push_str(&format!("  resumed {r} of {}\n", s.attempts));
     }

@@ -25,6 +25,7 @@ pub mod http;
 pub mod ping;
 pub mod probe;
 pub mod run;
+pub mod setup;
 pub mod trace;
 
 pub use bulk::{BulkMeta, BulkStats};
@@ -32,6 +33,7 @@ pub use http::{HttpMeta, HttpStats};
 pub use ping::{PingMeta, PingStats};
 pub use probe::{ProbeMeta, ProbeStats};
 pub use run::{RunMeta, RunStats};
+pub use setup::{SetupMeta, SetupStats};
 
 /// A workload's measurements as a value that adds, and its body.
 pub trait Stats: Default + for<'a> AddAssign<&'a Self> + Serialize + DeserializeOwned {

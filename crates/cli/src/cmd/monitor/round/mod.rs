@@ -1,9 +1,9 @@
 //! One target's round: its command line as the config file gives it, parsed by the very clap
-//! definitions of `npt ping|probe|trace|http|bulk|lifetime|mtu`, the monitor's defaults put on what the
-//! parse says the target left out (a round of `length`, a ping every 200 ms, an http round of
-//! one connection at 10 requests/s), checked by the subcommand's own validation into the
-//! engine's config — whose length ([`Workload::length`]) is the round's — and the runner that
-//! runs it in process.
+//! definitions of `npt ping|probe|trace|http|bulk|lifetime|mtu|setup`, the monitor's defaults
+//! put on what the parse says the target left out (a round of `length`, a ping every 200 ms, an
+//! http round of one connection at 10 requests/s, a setup round of 5 connections of up to 1 s),
+//! checked by the subcommand's own validation into the engine's config — whose length
+//! ([`Workload::length`]) is the round's — and the runner that runs it in process.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +21,11 @@ use crate::usage;
 /// A round's time bound beyond the longest its engine says it takes: start-up, resolving, the
 /// document.
 const GRACE: Duration = Duration::from_secs(5);
+
+/// A setup round's connections and each one's bound unless its args give them: 6 s at most
+/// (the priming connection of `--resume` included), inside the default `every` of 10 s.
+const SETUP_COUNT: &str = "5";
+const SETUP_TIMEOUT: &str = "1s";
 
 /// A ping's or trace's interval unless its args give one.
 const INTERVAL: Duration = Duration::from_millis(200);
@@ -159,7 +164,25 @@ fn defaults(
                 "an mtu round is its search: give --timeout in args",
             )));
         }
-        Check::Lifetime(_) | Check::Mtu(_) | Check::Run(_) | Check::Setup(_) => {}
+        // A setup round is its fresh connections, each up to its --timeout: a few light ones
+        // unless its args say, so that a round fits a short `every`.
+        Check::Setup(_) if t.own_length => {
+            return Ok(Err(invalid(
+                "length",
+                "a setup round is its connections: give -c and --timeout in args",
+            )));
+        }
+        Check::Setup(_) => {
+            for (id, flag, value) in [
+                ("count", "-c", SETUP_COUNT),
+                ("timeout", "--timeout", SETUP_TIMEOUT),
+            ] {
+                if !given(id) {
+                    add.extend([flag.to_string(), value.to_string()]);
+                }
+            }
+        }
+        Check::Lifetime(_) | Check::Mtu(_) | Check::Run(_) => {}
     }
     Ok(Ok(add))
 }
@@ -180,6 +203,11 @@ pub fn target(
     let (check, _) = parse(key, &argv)?;
     let in_key = |e: anyhow::Error| usage!("{key}.args: {e}");
     let mut notices = Vec::new();
+    let shorter = match check {
+        Check::Mtu(_) => "a shorter --timeout in args",
+        Check::Setup(_) => "fewer connections (-c) or a shorter --timeout in args",
+        _ => "a shorter length",
+    };
     let (length, runner) = match check {
         Check::Ping(a) if npt_ping::icmp::is_icmp(&a.target) => round(IcmpRound(
             crate::cmd::ping::icmp_config(&a).map_err(in_key)?,
@@ -204,12 +232,8 @@ pub fn target(
             Any::Lifetime,
         )),
         Check::Mtu(a) => round(MtuRound(crate::cmd::mtu::config(&a).map_err(in_key)?)),
+        Check::Setup(a) => round(SetupRound(crate::cmd::setup::config(&a).map_err(in_key)?)),
         Check::Run(_) => return Err(usage!("{key}.kind: npt monitor does not run `npt run`")),
-        Check::Setup(_) => {
-            return Err(usage!(
-                "{key}.kind: npt monitor does not run `npt setup` yet"
-            ))
-        }
     };
     let length = length.ok_or_else(|| {
         usage!("{key}.args: a round must end by itself (give a count or a duration)")
@@ -217,7 +241,7 @@ pub fn target(
     if length.planned > t.every {
         return Err(usage!(
             "{key}.every: a round takes up to {:?} (from its flags), longer than every {:?}: \
-             give a longer every, or a shorter length",
+             give a longer every, or {shorter}",
             length.planned,
             t.every
         ));
@@ -281,6 +305,25 @@ where
 {
     fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
         once(self.0.clone(), stop, self.1, could_not_run)
+    }
+}
+
+/// A setup target's round: its connections, an unresolvable target said as such.
+struct SetupRound(npt_setup::Config);
+
+impl Runner for SetupRound {
+    fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError> {
+        use npt_setup::SetupError as E;
+        once(self.0.clone(), stop, Any::Setup, |e| match e {
+            E::Resolve(..) | E::NoAddress(_) => "resolve",
+            E::Client(_) | E::Runtime(_) => "local",
+        })
+    }
+}
+
+impl Round for SetupRound {
+    fn length(&self) -> Option<Length> {
+        self.0.length()
     }
 }
 

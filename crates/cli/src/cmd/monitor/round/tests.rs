@@ -256,3 +256,24 @@ fn an_mtu_round_is_its_search() {
     let e = mtu("every = \"1h\"\nlength = \"5s\"").unwrap_err();
     assert!(e.contains("--timeout"), "{e}");
 }
+
+/// A setup round is its connections: 5 of up to 1 s unless its args say (6 s, inside the
+/// default every of 10 s), bounded by its engine's length; `length` is refused.
+#[test]
+fn a_setup_round_is_its_connections() {
+    let t = "[[target]]\nname = \"s\"\nkind = \"setup\"\ntarget = \"https://h:1\"\n";
+    let r = rounds(t).unwrap();
+    assert_eq!(
+        r[0].0,
+        ["setup", "https://h:1", "-c", "5", "--timeout", "1s"]
+    );
+    let longest = npt_setup::workload::length(5, Duration::from_secs(1)).longest();
+    assert_eq!(r[0].1, longest + longest / 2 + GRACE);
+    let own = rounds(&format!("{t}args = [\"-c\", \"20\"]")).unwrap_err();
+    assert!(
+        own.contains("fewer connections (-c)"),
+        "21 s of plan in 10 s: {own}"
+    );
+    let length = rounds(&format!("{t}length = \"5s\"")).unwrap_err();
+    assert!(length.contains("-c and --timeout"), "{length}");
+}

@@ -1,0 +1,183 @@
+//! `npt monitor` runs `npt setup` rounds: `https://` against loopback `npt serve --http --tls`,
+//! three fresh connections a round, a round every 2 s; every round is stored with its
+//! per-layer histograms, and `npt report --from` reads the range back as one setup document
+//! whose counts are the stored rounds' added exactly (every connection's sample in each
+//! layer's median) and whose text is `npt setup`'s. Beside it, `quic://` with `--resume`
+//! against a server that rejects 0-RTT: every round is flagged, and a `flagged` alert fires
+//! for that target alone.
+
+#![cfg(test)]
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::monitor::{rounds, Monitor};
+use common::*;
+use npt_monitor::kinds::KindStats;
+
+/// `npt serve` with HTTPS and a QUIC port that rejects 0-RTT: the server and its https and
+/// quic addresses.
+fn serve() -> (Guard, String, String) {
+    let mut child = npt()
+        .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .args(["--tls", "--quic", "127.0.0.1:0", "--quic-0rtt", "reject"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("npt serve starts");
+    let stdout = child.stdout.take().expect("piped");
+    let guard = Guard(child);
+    let (mut https, mut quic) = (None, None);
+    // Bounded: the server prints a handful of ready lines, then nothing until it stops.
+    for line in BufReader::new(stdout).lines().take(8) {
+        let Ok(line) = line else { break };
+        let addr = line.rsplit(' ').next().unwrap_or_default().to_string();
+        if line.contains("listening on https") {
+            https = Some(addr);
+        } else if line.contains("listening on quic") {
+            quic = Some(addr);
+        }
+        if https.is_some() && quic.is_some() {
+            break;
+        }
+    }
+    (
+        guard,
+        https.expect("https address"),
+        quic.expect("quic address"),
+    )
+}
+
+const LAYERS: [&str; 3] = ["tcp_connect", "tls", "first_byte"];
+
+#[test]
+fn setup_rounds_are_stored_per_layer_and_read_back_added() {
+    let (_serve, https, quic) = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        r#"
+vantage = "test"
+store = "m.db"
+listen = "127.0.0.1:0"
+every = "2s"
+[[target]]
+name = "tls"
+kind = "setup"
+target = "https://{https}"
+args = ["-c", "3", "--timeout", "500ms"]
+[[target]]
+name = "zrtt"
+kind = "setup"
+target = "quic://{quic}"
+args = ["--resume", "-c", "2", "--timeout", "500ms"]
+[[alert]]
+name = "setup-flag"
+metric = "flagged"
+rounds = 2
+"#
+    );
+    let cfg = write_file(dir.path(), "m.toml", &cfg);
+    let store = dir.path().join("m.db");
+    let mut m = Monitor::start(cfg.as_ref(), &store, true);
+    m.until("two setup rounds", Duration::from_secs(30), |m| {
+        m.rounds_total("tls", "ok") >= 2.0
+    });
+    let firing = |m: &Monitor, t: &str| {
+        m.metric(
+            "npt_monitor_alert_firing",
+            &[&format!("target=\"{t}\""), "alert=\"setup-flag\""],
+        )
+    };
+    m.until("the rejected 0-RTT's alert", Duration::from_secs(30), |m| {
+        firing(m, "zrtt") == Some(1.0)
+    });
+    assert_ne!(
+        firing(&m, "tls"),
+        Some(1.0),
+        "nothing flagged the TLS target"
+    );
+    m.stop();
+    for r in rounds(&store, "zrtt") {
+        assert_eq!(r.figures.flagged, Some(1), "{:?}", r.detail);
+    }
+    // What each stored round kept, added by hand: connections and each layer's samples.
+    let stored = rounds(&store, "tls");
+    assert!(stored.len() >= 2, "{} rounds", stored.len());
+    let (mut attempts, mut completed, mut rtts) = (0, 0, 0);
+    let mut samples = [0u64; 3];
+    for r in &stored {
+        let KindStats::Setup(s) = KindStats::decode(r.stats.as_ref().unwrap()).unwrap() else {
+            panic!("a setup round keeps a setup value");
+        };
+        assert_eq!(s.attempts, 3, "{s:?}");
+        assert_eq!((r.figures.sent, r.figures.flagged), (3, Some(0)));
+        attempts += s.attempts;
+        completed += s.completed;
+        rtts += s.rtt.count();
+        for (n, name) in samples.iter_mut().zip(LAYERS) {
+            *n += s
+                .layers
+                .iter()
+                .find(|(l, _)| l.name() == name)
+                .map_or(0, |(_, h)| h.count());
+        }
+    }
+    assert_eq!(completed, attempts, "every loopback connection sets up");
+    let json = dir.path().join("tls.json");
+    let from = [
+        "report",
+        "--from",
+        store.to_str().unwrap(),
+        "--target",
+        "tls",
+    ];
+    let to = [
+        "--since",
+        "1h",
+        "--format",
+        "json",
+        "-o",
+        json.to_str().unwrap(),
+    ];
+    let out = run(&[&from[..], &to[..]].concat(), Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = common::json(&json);
+    assert_valid(&doc, "setup");
+    let s = &doc["summary"];
+    assert_eq!(u(&doc, "/summary/attempts"), attempts, "{s}");
+    assert_eq!(u(&doc, "/summary/completed"), completed, "{s}");
+    assert_eq!(u(&doc, "/summary/rtt_samples"), rtts, "{s}");
+    assert_eq!(u(&doc, "/summary/runs"), stored.len() as u64, "{s}");
+    assert_eq!(u(&doc, "/summary/flagged_runs"), 0, "{s}");
+    let layers = doc["layers"].as_array().unwrap();
+    let names: Vec<&str> = layers
+        .iter()
+        .map(|l| l["layer"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, LAYERS);
+    for (l, n) in layers.iter().zip(samples) {
+        assert_eq!(l["samples"].as_u64(), Some(n), "{l}");
+        assert_eq!(n, attempts, "{l}");
+        // The multiple is of the range's base round trip, by the rule one run's is.
+        let (p50, rtt) = (f(l, "/p50_ms"), f(&doc, "/summary/rtt_ms"));
+        assert!((f(l, "/rtts") - p50 / rtt).abs() < 1e-6, "{l}");
+    }
+    let out = run(
+        &[&from[..], &["--since", "1h"]].concat(),
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("SETUP https://{https}"))
+            && text.contains("TLS 1.3")
+            && text.contains(&format!("{} rounds", stored.len())),
+        "{text}"
+    );
+}
