@@ -11,6 +11,7 @@
 //! listener is a small hyper server on a thread of its own ([`listener`]).
 
 pub mod listener;
+pub mod text;
 
 use std::sync::{Arc, Mutex};
 

@@ -7,6 +7,9 @@
 //! Each target sits behind its own `Arc`: a reader (a scrape, the page) takes the lock only to
 //! copy ten thousand pointers — a fraction of a millisecond — and renders from them afterwards,
 //! so the driver's loop, which updates the view after every round, never waits on a render.
+//! Its series for a scrape are rendered when its round ends and kept beside it
+//! ([`crate::metrics::Fragment`]): a scrape copies ten thousand pointers to those and
+//! concatenates them.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -41,6 +44,8 @@ pub struct TargetLive {
     pub base_p50_ms: Option<f64>,
     /// Still watched (false after a reload removed it; its history stays).
     pub active: bool,
+    /// Its series as a scrape shows them, rendered when any of the above changed.
+    pub metrics: Arc<crate::metrics::Fragment>,
 }
 
 #[derive(Clone, Debug)]
@@ -116,6 +121,7 @@ impl Live {
                     latency: Snapshot::new(),
                     base_p50_ms: None,
                     active: true,
+                    metrics: Arc::default(),
                 })
             });
             let e = Arc::make_mut(e);
@@ -124,6 +130,10 @@ impl Live {
             e.group = p.group.clone();
             e.every = p.every;
             e.active = true;
+        }
+        for v in t.values_mut() {
+            let e = Arc::make_mut(v);
+            e.metrics = Arc::new(crate::metrics::render(&self.vantage, e));
         }
     }
 
@@ -159,6 +169,7 @@ impl Live {
                 detail: r.detail.clone(),
             });
         }
+        e.metrics = Arc::new(crate::metrics::render(&self.vantage, e));
     }
 
     pub fn set_alerts(&self, rows: Vec<AlertRow>) {
@@ -172,6 +183,14 @@ impl Live {
     /// Every target, in name order: pointers copied under the lock, read after it.
     pub fn targets(&self) -> Vec<Arc<TargetLive>> {
         lock(&self.targets).values().cloned().collect()
+    }
+
+    /// Every target's series for a scrape, in name order: pointers copied under the lock.
+    pub fn fragments(&self) -> Vec<Arc<crate::metrics::Fragment>> {
+        lock(&self.targets)
+            .values()
+            .map(|t| t.metrics.clone())
+            .collect()
     }
 
     /// Lateness of every round so far.

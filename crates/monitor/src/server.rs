@@ -5,8 +5,9 @@
 //! own (`npt-monitor-http`), and everything an answer renders — a scrape of ten thousand
 //! targets, the page's data, a range report — runs on that runtime's blocking pool of at most
 //! [`RENDERERS`] threads (more requests wait their turn), never on the workers that start
-//! rounds. A scrape of `/metrics` — a second of one core at ten thousand targets, where the
-//! page's data takes milliseconds — runs on a thread of its own, one at a time, at nice
+//! rounds. A scrape of `/metrics` copies the text each target's last round left
+//! ([`crate::metrics`]: milliseconds at ten thousand targets, where rendering it all took a
+//! second of one core) and runs on a thread of its own, one at a time, at nice
 //! [`SCRAPE_NICE`]: on a box whose cores the rounds need, it yields to them (a first version
 //! without that started the rounds due during a scrape p99 468 ms late against 56 ms for the
 //! rest). The page keeps its priority (at nice 10 it took 1.5 s instead of 23 ms on a loaded
@@ -87,8 +88,8 @@ struct Ctx {
 /// wait for one.
 pub const RENDERERS: usize = 2;
 
-/// The scrape thread's nice value: a scrape of ten thousand targets is a second of one core,
-/// which a box of two with rounds due cannot give at once without starting them late.
+/// The scrape thread's nice value: a scrape of ten thousand targets copies 26 MB, and the
+/// rounds due meanwhile come first.
 pub const SCRAPE_NICE: i32 = 10;
 
 /// Lowers the calling thread's CPU priority to [`SCRAPE_NICE`] (Linux: nice is per thread).
