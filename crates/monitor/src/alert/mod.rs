@@ -147,6 +147,9 @@ pub fn rule(i: usize, a: &AlertFile) -> Result<Rule, ConfigError> {
     if a.name.trim().is_empty() {
         return Err(invalid(at("name"), "must not be empty"));
     }
+    if !crate::config::label_text(&a.name) {
+        return Err(invalid(at("name"), crate::config::LABEL_TEXT));
+    }
     let finite = |k: &str, v: f64| {
         if v.is_finite() {
             Ok(v)

@@ -311,6 +311,7 @@ pub fn check(f: File, dir: &Path) -> Result<Plan, ConfigError> {
     let limits = Limits::check(&f.limits)?;
     let vantage = match f.vantage {
         Some(v) if v.trim().is_empty() => return Err(invalid("vantage", "must not be empty")),
+        Some(v) if !label_text(&v) => return Err(invalid("vantage", LABEL_TEXT)),
         Some(v) => v,
         None => npt_result::Host::this().hostname,
     };
@@ -326,6 +327,16 @@ pub fn check(f: File, dir: &Path) -> Result<Plan, ConfigError> {
         alerts,
         notify: f.notify,
     })
+}
+
+/// What a name that becomes a `/metrics` label value must be: printable, without `"` or `\`
+/// (the exposition text writes label values as they are, so either would end the value early
+/// and break the whole scrape).
+pub(crate) const LABEL_TEXT: &str = "at most 200 printable characters, without \" or \\";
+
+/// Whether `s` may be a label value ([`LABEL_TEXT`]).
+pub(crate) fn label_text(s: &str) -> bool {
+    s.len() <= 200 && !s.chars().any(|c| c.is_control() || c == '"' || c == '\\')
 }
 
 #[cfg(test)]

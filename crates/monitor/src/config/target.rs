@@ -122,8 +122,8 @@ pub(super) fn target(i: usize, t: &TargetFile, d: &Defaults) -> Result<TargetPla
     if t.name.trim().is_empty() {
         return Err(invalid(at("name"), "must not be empty"));
     }
-    if t.name.len() > 200 || t.name.chars().any(char::is_control) {
-        return Err(invalid(at("name"), "at most 200 printable characters"));
+    if !super::label_text(&t.name) {
+        return Err(invalid(at("name"), super::LABEL_TEXT));
     }
     let url = t.target.trim();
     if url.is_empty() {

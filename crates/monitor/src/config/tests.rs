@@ -167,6 +167,32 @@ fn bad_files_name_the_key() {
     assert!(e("name = \"gw\"", "name = \"direct\"")
         .starts_with("target[2].name: \"direct\" is used twice"));
     assert!(e("kind = \"probe\"", "kind = \"iperf\"").contains("unknown variant `iperf`"));
+    // Names that become /metrics label values: a `"` or `\` would break the whole scrape.
+    for (from, to, key) in [
+        (
+            "name = \"gw\"",
+            "name = 'g\"w'",
+            "target[2].name: at most 200",
+        ),
+        (
+            "name = \"gw\"",
+            "name = 'g\\w'",
+            "target[2].name: at most 200",
+        ),
+        (
+            "vantage = \"hk-1\"",
+            "vantage = 'hk\"1'",
+            "vantage: at most 200",
+        ),
+        (
+            "name = \"loss\"",
+            "name = 'lo\"ss'",
+            "alert[0].name: at most 200",
+        ),
+    ] {
+        let err = e(from, to);
+        assert!(err.starts_with(key), "{err}");
+    }
     assert!(e("\"--pps\", \"200\"", "\"--json\", \"x\"")
         .starts_with("target[1].args: --json is not allowed"));
     assert!(e("\"--pps\", \"200\"", "\"--via\", \"x\"").starts_with("target[1].args: --via"));
