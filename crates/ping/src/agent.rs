@@ -148,6 +148,7 @@ mod tests {
             interval_us: 10_000,
             timeout_us: 500_000,
             size: 0,
+            tos: 0,
         }
     }
 

@@ -242,6 +242,7 @@ mod tests {
             interval_us: 200_000,
             timeout_us: 1_000_000,
             size: 0,
+            tos: 0,
         }
     }
 

@@ -17,6 +17,7 @@ fn req(host: &str) -> HopRequest {
         interval_us: 10_000,
         timeout_us: 100_000,
         size: 0,
+        tos: 0,
     }
 }
 

@@ -20,8 +20,8 @@
 //! +-------------------------------+-------------------------------+
 //! |          target port          |  UDP datagram size (0 = 64)   | 12
 //! +---------------+---------------+-------------------------------+
-//! |  host length  |                 reserved (0)                  | 16
-//! +---------------+-----------------------------------------------+
+//! |  host length  |  TOS (mark)   |         reserved (0)          | 16
+//! +---------------+---------------+-------------------------------+
 //! |           host: a name or an address literal, 1..=255 bytes   | 20
 //! +---------------------------------------------------------------+
 //! |           zero padding, so that the request is at least as    |
@@ -33,7 +33,9 @@
 //!
 //! proto: 1 TCP connect, 2 UDP echo (framed, against an npt responder), 3 QUIC handshake,
 //! 4 a path-MTU search each way against an `npt serve` ([`mtu`]: its fields, and its reply
-//! of two way records instead of samples).
+//! of two way records instead of samples), 5 a marking read each way: UDP echoes sent with the
+//! TOS byte at offset 17 (0 for every other proto) against an `npt serve` ([`mark`]: its reply
+//! of two way records).
 //! Reply payload (only when the header's `status` is [`status::OK`]; a refusal is the bare
 //! 48-byte header with the reason in `status`):
 //!
@@ -62,8 +64,10 @@ use crate::auth::{AuthError, Dir, SessionKey, BODY_TAG_LEN};
 use crate::frame::{Header, Kind, HEADER_LEN};
 use crate::WireError;
 
+pub mod mark;
 pub mod mtu;
 mod reader;
+pub use mark::{MarkReply, MarkWay};
 pub use mtu::{MtuReply, MtuWay};
 use reader::Reader;
 
@@ -168,6 +172,7 @@ pub enum HopProto {
     Udp = 2,
     Quic = 3,
     Mtu = 4,
+    Mark = 5,
 }
 
 impl HopProto {
@@ -177,6 +182,7 @@ impl HopProto {
             2 => HopProto::Udp,
             3 => HopProto::Quic,
             4 => HopProto::Mtu,
+            5 => HopProto::Mark,
             other => return Err(HopError::BadProto(other)),
         })
     }
@@ -187,6 +193,7 @@ impl HopProto {
             HopProto::Udp => "udp",
             HopProto::Quic => "quic",
             HopProto::Mtu => "mtu",
+            HopProto::Mark => "mark",
         }
     }
 }
@@ -202,6 +209,9 @@ pub struct HopRequest {
     pub interval_us: u32,
     pub timeout_us: u32,
     pub size: u16,
+    /// [`HopProto::Mark`] only: the TOS byte (DSCP << 2 | ECN) the echoes are sent with and
+    /// their replies asked to carry; 0 for every other proto.
+    pub tos: u8,
 }
 
 /// One attempt's outcome.
@@ -235,6 +245,8 @@ pub struct HopReply {
     pub samples: Vec<Sample>,
     /// [`HopProto::Mtu`] only.
     pub mtu: Option<MtuReply>,
+    /// [`HopProto::Mark`] only.
+    pub mark: Option<MarkReply>,
 }
 
 /// The length of the reply frame that answers `attempts` attempts.
@@ -246,11 +258,16 @@ pub fn reply_frame_len(attempts: u16) -> usize {
 pub const MTU_REPLY_FRAME_LEN: usize =
     HEADER_LEN + REPLY_FIXED + mtu::WAY_LEN * mtu::WAYS as usize + BODY_TAG_LEN;
 
+/// The length of the reply frame that answers a marking read: two way records.
+pub const MARK_REPLY_FRAME_LEN: usize =
+    HEADER_LEN + REPLY_FIXED + mark::WAY_LEN * mark::WAYS as usize + BODY_TAG_LEN;
+
 impl HopRequest {
     /// The length of the reply frame it asks for.
     pub fn reply_frame_len(&self) -> usize {
         match self.proto {
             HopProto::Mtu => MTU_REPLY_FRAME_LEN,
+            HopProto::Mark => MARK_REPLY_FRAME_LEN,
             _ => reply_frame_len(self.attempts),
         }
     }
@@ -268,6 +285,10 @@ impl HopRequest {
         // One search per MTU request.
         if self.proto == HopProto::Mtu && self.attempts != 1 {
             return Err(HopError::BadAttempts(self.attempts));
+        }
+        // Only a marking read carries a TOS byte.
+        if self.proto != HopProto::Mark && self.tos != 0 {
+            return Err(HopError::BadPadding);
         }
         let ok = !self.host.is_empty()
             && self.host.len() <= MAX_HOST_LEN
@@ -287,7 +308,7 @@ impl HopRequest {
         out.extend_from_slice(&self.timeout_us.to_be_bytes());
         out.extend_from_slice(&self.port.to_be_bytes());
         out.extend_from_slice(&self.size.to_be_bytes());
-        out.extend_from_slice(&[host_len, 0, 0, 0]);
+        out.extend_from_slice(&[host_len, self.tos, 0, 0]);
         out.extend_from_slice(self.host.as_bytes());
         Ok(())
     }
@@ -306,7 +327,8 @@ impl HopRequest {
         let port = r.u16()?;
         let size = r.u16()?;
         let host_len = usize::from(r.u8()?);
-        if r.take(3)? != [0, 0, 0] {
+        let tos = r.u8()?;
+        if r.take(2)? != [0, 0] {
             return Err(HopError::BadPadding);
         }
         let host = std::str::from_utf8(r.take(host_len)?)
@@ -323,6 +345,7 @@ impl HopRequest {
             interval_us,
             timeout_us,
             size,
+            tos,
         };
         req.check()?;
         Ok(req)
@@ -332,12 +355,15 @@ impl HopRequest {
 impl HopReply {
     /// Appends the message (without tag) to `out`.
     fn encode(&self, out: &mut Vec<u8>) -> Result<(), HopError> {
-        let n = match (&self.mtu, self.proto) {
-            (Some(_), HopProto::Mtu) if self.samples.is_empty() => mtu::WAYS,
-            (None, p) if p != HopProto::Mtu => u16::try_from(self.samples.len())
-                .ok()
-                .filter(|n| *n <= MAX_ATTEMPTS)
-                .ok_or(HopError::BadAttempts(u16::MAX))?,
+        let n = match (&self.mtu, &self.mark, self.proto) {
+            (Some(_), None, HopProto::Mtu) if self.samples.is_empty() => mtu::WAYS,
+            (None, Some(_), HopProto::Mark) if self.samples.is_empty() => mark::WAYS,
+            (None, None, p) if !matches!(p, HopProto::Mtu | HopProto::Mark) => {
+                u16::try_from(self.samples.len())
+                    .ok()
+                    .filter(|n| *n <= MAX_ATTEMPTS)
+                    .ok_or(HopError::BadAttempts(u16::MAX))?
+            }
             _ => return Err(HopError::BadProto(self.proto as u8)),
         };
         out.extend_from_slice(&[HOP_VERSION, self.proto as u8]);
@@ -355,6 +381,10 @@ impl HopReply {
         out.extend_from_slice(&port.to_be_bytes());
         out.extend_from_slice(&ip);
         if let Some(m) = &self.mtu {
+            m.up.encode(out);
+            m.down.encode(out);
+        }
+        if let Some(m) = &self.mark {
             m.up.encode(out);
             m.down.encode(out);
         }
@@ -408,6 +438,24 @@ impl HopReply {
                 addr,
                 samples: Vec::new(),
                 mtu: Some(MtuReply { up, down }),
+                mark: None,
+            });
+        }
+        if proto == HopProto::Mark {
+            if count != mark::WAYS || r.rest().len() != mark::WAY_LEN * usize::from(mark::WAYS) {
+                return Err(HopError::BadCount {
+                    count,
+                    len: b.len(),
+                });
+            }
+            let up = MarkWay::decode(&mut r)?;
+            let down = MarkWay::decode(&mut r)?;
+            return Ok(HopReply {
+                proto,
+                addr,
+                samples: Vec::new(),
+                mtu: None,
+                mark: Some(MarkReply { up, down }),
             });
         }
         if count > MAX_ATTEMPTS || r.rest().len() != usize::from(count) * SAMPLE_LEN {
@@ -435,6 +483,7 @@ impl HopReply {
             addr,
             samples,
             mtu: None,
+            mark: None,
         })
     }
 }

@@ -13,6 +13,7 @@ fn request() -> HopRequest {
         interval_us: 200_000,
         timeout_us: 1_000_000,
         size: 0,
+        tos: 0,
     }
 }
 
@@ -26,6 +27,7 @@ fn reply() -> HopReply {
             Sample::Rtt(69_500_000),
         ],
         mtu: None,
+        mark: None,
     }
 }
 
