@@ -57,7 +57,7 @@ pub struct Failed {
 
 /// Runs the read of `plan` (bounded by its count, pace and timeout).
 pub fn read(plan: &Plan, stop: &Arc<Stop>) -> Result<Read, Failed> {
-    let mut source = plan.source.clone();
+    let mut source = plan.source;
     source.tos = Some(plan.tos);
     let cfg = ProbeConfig {
         proto: Proto::Udp,

@@ -24,10 +24,10 @@ pub const MARK_ECHOES: u16 = 20;
 /// Their spacing (a hop agent's shortest).
 pub const MARK_INTERVAL: Duration = Duration::from_millis(10);
 
-/// How long one segment's read takes at most, beyond an agent's slack: the echoes, the keyed
-/// handshake's timeout and the last echo's.
+/// How long one segment's read takes at most, beyond an agent's slack: the keyed handshake's
+/// bound, the echoes and the last echo's timeout.
 pub fn read_time(timeout: Duration) -> Duration {
-    MARK_INTERVAL * u32::from(MARK_ECHOES) + timeout * 2
+    npt_client::auth::HANDSHAKE_TIMEOUT + MARK_INTERVAL * u32::from(MARK_ECHOES) + timeout
 }
 
 fn name(leg: &LegPlan) -> String {
@@ -83,7 +83,7 @@ fn here(cfg: &Config, leg: &LegPlan, tos: u8, stop: &Arc<Stop>) -> SegmentMarkin
         timeout: cfg.timeout,
         size: usize::from(cfg.size),
         token: Some(cfg.token.clone()),
-        source: cfg.source.clone(),
+        source: cfg.source,
     };
     match npt_probe::agent::read(&plan, stop) {
         Ok(r) => SegmentMarking {
