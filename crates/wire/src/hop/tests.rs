@@ -2,7 +2,8 @@
 //! random input.
 
 use super::*;
-use crate::frame::Header;
+use crate::auth::{Dir, SessionKey};
+use crate::frame::{Header, Kind};
 
 fn request() -> HopRequest {
     HopRequest {
