@@ -82,6 +82,25 @@ fn each_segment_is_read_counted_and_refused_outside_the_list() {
     );
     assert!(m["up"].is_null() && m["down"].is_null(), "{m}");
 
+    // Marked echoes larger than an agent sends are a bad flag, before anything is sent.
+    let hop_arg = format!("npt://{}", agent.tcp);
+    let bad = [
+        "trace",
+        "tcp://127.0.0.1:9",
+        "--hop",
+        hop_arg.as_str(),
+        "--token",
+        "S",
+        "--dscp",
+        "46",
+        "-s",
+        "2000",
+    ];
+    let out = run(&bad, Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--dscp") && err.contains("1472"), "{err}");
+
     // SAFETY: signalling our own child.
     unsafe { libc::kill(agent.pid(), libc::SIGINT) };
     let said = until(Duration::from_secs(10), || {
