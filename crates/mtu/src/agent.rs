@@ -183,6 +183,7 @@ mod tests {
             interval_us: 0,
             timeout_us: 2_000_000,
             size: 0,
+            tos: 0,
         };
         let t = std::time::Instant::now();
         let r = search(&req, closed, None);

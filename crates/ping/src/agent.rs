@@ -42,8 +42,8 @@ pub fn config(req: &HopRequest, addr: SocketAddr) -> Config {
 pub fn config_with(req: &HopRequest, addr: SocketAddr, secret: Option<&str>) -> Config {
     let proto = match req.proto {
         HopProto::Tcp => Proto::Tcp,
-        // An MTU request never reaches a ping (the agent hands it to npt mtu's search).
-        HopProto::Udp | HopProto::Mtu => Proto::Udp,
+        // An MTU or marking request never reaches a ping (the agent hands it to its reader).
+        HopProto::Udp | HopProto::Mtu | HopProto::Mark => Proto::Udp,
         HopProto::Quic => Proto::Quic,
     };
     let size = match usize::from(req.size) {
@@ -148,6 +148,7 @@ mod tests {
             interval_us: 10_000,
             timeout_us: 500_000,
             size: 0,
+            tos: 0,
         }
     }
 

@@ -57,6 +57,7 @@ impl FromConfig {
             } else {
                 0
             },
+            tos: 0,
         }
     }
 }

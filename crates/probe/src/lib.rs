@@ -5,6 +5,7 @@
 //! Its public names are here at the root, each said once (`npt_probe::Session`,
 //! `npt_probe::ProbeConfig`, `npt_probe::xml::parse`); the modules under `probe/` are its own.
 
+pub mod agent;
 mod probe;
 
 pub use probe::load::LoadPlan;

@@ -12,4 +12,5 @@ pub mod page;
 pub mod render;
 pub mod text;
 pub mod trace;
+pub mod trace_marking;
 pub mod trace_mtu;

@@ -175,6 +175,7 @@ pub fn write_text(
     }
     waterfall(out, b)?;
     crate::trace_mtu::write_text(out, b)?;
+    crate::trace_marking::write_text(out, b)?;
     if !b.rounds.is_empty() {
         writeln!(out)?;
         write_rounds(out, b)?;
@@ -340,6 +341,7 @@ pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
         writeln!(out)?;
     }
     crate::trace_mtu::write_markdown(out, b)?;
+    crate::trace_marking::write_markdown(out, b)?;
     writeln!(out, "> {}  \n> {}", LEGEND[0], LEGEND[1])
 }
 
@@ -365,6 +367,7 @@ pub fn html_page(b: &TraceBody, title: String, subtitle: String) -> Page {
         rows: table(b).into_iter().map(|r| r.to_vec()).collect(),
     }];
     tables.extend(crate::trace_mtu::html_table(b));
+    tables.extend(crate::trace_marking::html_table(b));
     let mut charts = Vec::new();
     if !b.rounds.is_empty() {
         let (header, rows) = round_rows(b);

@@ -131,6 +131,32 @@ pub struct Leg {
     /// `--mtu`, segments only: the path MTU each way, searched from the segment's upstream end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<SegmentMtu>,
+    /// `--dscp`/`--tos`/`--ecn`, segments only: the marking each way, read from the segment's
+    /// upstream end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marking: Option<SegmentMarking>,
+}
+
+/// A segment's DSCP/ECN marking each way (`npt trace --dscp`): marked UDP echoes to the
+/// segment's `npt serve` (same host and port), each asking its reply to carry the same
+/// marking, sent by this host for the first segment and by the upstream hop's agent for the
+/// others. `up` is toward the segment's far end (as it says each echo arrived), `down` back
+/// (as the sender's kernel says each reply arrived); the names are `npt probe`'s
+/// (`summary.marking.up`/`down`).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SegmentMarking {
+    /// `udp://HOST:PORT` read.
+    #[schemars(regex(pattern = "^udp://"))]
+    pub to: String,
+    /// Absent when the read failed (`error` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<crate::marking::Way>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<crate::marking::Way>,
+    /// Why there is no read: `KIND: message` (a refusal by the agent, a silent far end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A segment's path MTU (`npt trace --mtu`): `npt mtu`'s search of the segment's `npt serve`

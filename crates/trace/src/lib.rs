@@ -10,10 +10,12 @@
 //! echo on an open connection: a TCP connect would only reach the first relay); [`workload`]
 //! runs rounds — one, or with `--during` one before a command and more while it runs — as the
 //! cli's [`npt_result::workload::Workload`]. With `--mtu`, [`mtu`] searches each segment's path
-//! MTU after the first round.
+//! MTU after the first round; with `--dscp`/`--tos`/`--ecn`, [`marks`] reads each segment's
+//! marking each way.
 
 pub mod chain;
 pub mod leg;
+pub mod marks;
 pub mod mtu;
 pub mod workload;
 
@@ -96,8 +98,9 @@ pub struct Config {
     /// QUIC: how this host checks certificates (its own segment and the chain); agents accept
     /// any (they measure the handshake's time).
     pub trust: QuicTrust,
-    /// `-4`/`-6`, `--bind`, `--dscp`: what this host sends (its own segment and the chain),
-    /// not what the agents send.
+    /// `-4`/`-6`, `--bind`, `--dscp`: what this host sends (its own segment and the chain);
+    /// a marking also has each segment's marking read each way ([`marks`]), the agents
+    /// sending it on theirs.
     pub source: npt_client::source::Source,
     /// `--mtu`: after the first round, each segment's path MTU each way ([`mtu`]).
     pub mtu: bool,

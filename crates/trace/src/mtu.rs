@@ -76,6 +76,7 @@ fn remote(cfg: &Config, agent: &Agent, t: ClientTarget, stop: &Stop) -> SegmentM
         interval_us: 0,
         timeout_us: u32::try_from(SEARCH_TIME.as_micros()).unwrap_or(u32::MAX),
         size: 0,
+        tos: 0,
     };
     let reply = Conn::open(agent, &cfg.token).and_then(|mut c| c.ask(&req, stop));
     let reply = match reply {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use npt_result::stats::trace::{round, LegStats, TraceMeta, TraceStats};
 use npt_result::stats::PingStats;
-use npt_result::trace::{During, SegmentMtu, TraceBody};
+use npt_result::trace::{During, SegmentMarking, SegmentMtu, TraceBody};
 use npt_result::workload::{times, Finished, Length, Progress, Stop, Workload};
 use npt_result::StopReason;
 use npt_stats::Snapshot;
@@ -101,6 +101,34 @@ pub fn mtu_line(index: usize, m: &SegmentMtu) -> String {
     }
 }
 
+/// A segment's marking line.
+pub fn marking_line(index: usize, m: &SegmentMarking) -> String {
+    let what = format!("segment {} marking {}", index + 1, m.to);
+    match &m.error {
+        Some(e) => format!("{what}: {e}"),
+        None => {
+            let name = |f| serde_json::to_value(f).unwrap_or_default();
+            let fate = |w: Option<&npt_result::marking::Way>| {
+                w.map_or("-".to_string(), |w| {
+                    format!(
+                        "DSCP {}, ECN {}, CE {} of {}",
+                        name(w.dscp),
+                        name(w.ecn),
+                        w.ce,
+                        w.packets
+                    )
+                    .replace('"', "")
+                })
+            };
+            format!(
+                "{what}: up {}; down {}",
+                fate(m.up.as_ref()),
+                fate(m.down.as_ref())
+            )
+        }
+    }
+}
+
 impl Workload for Trace<'_> {
     type Body = TraceBody;
     type Error = std::convert::Infallible;
@@ -117,6 +145,7 @@ impl Workload for Trace<'_> {
             "timeout_s": c.timeout.as_secs_f64(),
             "size": c.size,
             "mtu": c.mtu,
+            "marking": c.source.tos,
         })
     }
 
@@ -130,6 +159,11 @@ impl Workload for Trace<'_> {
         let mut l = length(self.cfg.count, self.cfg.interval, self.cfg.timeout);
         if self.cfg.mtu {
             l.planned = l.planned.saturating_add(crate::mtu::SEARCH_TIME);
+        }
+        if self.cfg.source.tos.is_some() {
+            l.planned = l
+                .planned
+                .saturating_add(crate::marks::read_time(self.cfg.timeout));
         }
         Some(l)
     }
@@ -157,6 +191,17 @@ impl Workload for Trace<'_> {
             m
         } else {
             Vec::new()
+        };
+        // --dscp/--ecn: each segment's marking, likewise after the first round.
+        let marks = match cfg.source.tos {
+            Some(tos) if !stop.stopping() => {
+                let m = crate::marks::segments(cfg, tos, stop);
+                for (i, s) in m.iter().enumerate() {
+                    on_line(marking_line(i, s));
+                }
+                m
+            }
+            _ => Vec::new(),
         };
         let mut stats = TraceStats::default();
         let mut rounds_at = vec![(0.0, t0.elapsed().as_secs_f64(), first.clone())];
@@ -202,6 +247,9 @@ impl Workload for Trace<'_> {
         });
         for (leg, m) in body.segments.iter_mut().zip(mtus) {
             leg.mtu = Some(m);
+        }
+        for (leg, m) in body.segments.iter_mut().zip(marks) {
+            leg.marking = Some(m);
         }
         let stopped_by = stop.reason().unwrap_or(StopReason::Count);
         let ended = started + t0.elapsed();

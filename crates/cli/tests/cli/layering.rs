@@ -50,7 +50,8 @@ const LAYERS: &[(&str, u8)] = &[
 
 /// Allowed edges within one layer, with why: `run`'s game users are measured by the probe's
 /// sans-IO session (the same loss, reorder and jitter accounting as `npt probe`); `trace`
-/// measures each segment with `ping`'s own run and `ping --from`'s loop; the loaded probe
+/// measures each segment with `ping`'s own run and `ping --from`'s loop, and reads each
+/// segment's marking with the probe's marked echoes (as its agents do); the loaded probe
 /// (`npt probe --under-load`) runs the bulk engine's streams as its load, owned by the probe's
 /// run so that one stop ends both and the load never outlives the probe; the client's `--token`
 /// handshake over UDP goes through a SOCKS5 relay in the proxy's framing, as the flow after it.
@@ -59,6 +60,7 @@ const SAME_LAYER: &[(&str, &str)] = &[
     ("npt-users", "npt-probe"),
     ("npt-trace", "npt-ping"),
     ("npt-trace", "npt-mtu"),
+    ("npt-trace", "npt-probe"),
     ("npt-probe", "npt-bulk"),
 ];
 

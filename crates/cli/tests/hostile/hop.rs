@@ -34,6 +34,7 @@ fn req(target: SocketAddr) -> HopRequest {
         interval_us: 10_000,
         timeout_us: 500_000,
         size: 0,
+        tos: 0,
     }
 }
 

@@ -27,4 +27,5 @@ mod setup;
 mod stamp;
 mod tcpinfo;
 mod trace;
+mod trace_marking;
 mod trace_mtu;

@@ -15,4 +15,5 @@ mod lifetime;
 mod mtu;
 mod setup;
 mod trace;
+mod trace_marking;
 mod trace_mtu;

@@ -108,14 +108,14 @@ fn directions(up: &Way, down: &Way) -> String {
 }
 
 /// `46 (EF)`, `34 (AF41)`, `8 (CS1)`, `10`.
-fn dscp_name(d: u8) -> String {
+pub(crate) fn dscp_name(d: u8) -> String {
     let t = tos(Tos { dscp: d, ecn: 0 });
     let t = t.strip_prefix("DSCP ").unwrap_or(&t);
     t.strip_suffix(" ECN 0").unwrap_or(t).to_string()
 }
 
 /// ECN codepoints by value (RFC 3168).
-fn ecn_name(e: u8) -> &'static str {
+pub(crate) fn ecn_name(e: u8) -> &'static str {
     match e {
         1 => "ECT(1)",
         2 => "ECT(0)",

@@ -13,7 +13,7 @@ mod bulk;
 mod directions;
 mod http;
 mod lifetime;
-mod marking;
+pub(crate) mod marking;
 mod mtu;
 mod ping;
 mod run;

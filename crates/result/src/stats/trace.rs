@@ -118,6 +118,7 @@ fn leg(l: &LegStats, proto: &str) -> Leg {
         p50_ci_ms,
         error,
         mtu: None,
+        marking: None,
     }
 }
 

@@ -97,13 +97,10 @@ impl HopLimits {
                 self.max_timeout
             ));
         }
-        // A UDP echo first does the keyed handshake with the agent's own --token, given one
-        // more timeout (npt_ping::agent): it counts in the request's time.
-        let handshake = if req.proto == HopProto::Udp {
-            timeout
-        } else {
-            0
-        };
+        // A UDP echo (and a marking read's) first does the keyed handshake with the agent's own
+        // --token, given one more timeout (npt_ping::agent): it counts in the request's time.
+        let udp = matches!(req.proto, HopProto::Udp | HopProto::Mark);
+        let handshake = if udp { timeout } else { 0 };
         let total = u64::from(req.attempts) * interval + timeout + handshake;
         if total > us(self.max_duration) {
             return Err(format!(
@@ -117,7 +114,7 @@ impl HopLimits {
                 }
             ));
         }
-        if req.proto == HopProto::Udp && req.size > self.max_size {
+        if udp && req.size > self.max_size {
             return Err(format!("UDP size {} (at most {})", req.size, self.max_size));
         }
         if req.port == 0 {
@@ -242,6 +239,7 @@ mod tests {
             interval_us: 200_000,
             timeout_us: 1_000_000,
             size: 0,
+            tos: 0,
         }
     }
 

@@ -22,7 +22,9 @@
 //! responders, with no client code. An MTU search sends many datagrams, not one: it costs
 //! [`HopLimits::mtu_cost`] request tokens, at most [`HopLimits::max_mtu_in_flight`] run at
 //! once (within `max_in_flight`), each is bounded by its request's time (at most
-//! [`HopLimits::max_mtu_timeout`]), and its datagrams are counted (`mtu_probes`).
+//! [`HopLimits::max_mtu_timeout`]), and its datagrams are counted (`mtu_probes`). A marking
+//! read (`HopProto::Mark`, `npt trace --dscp`) is a UDP echo's N marked echoes, read by the
+//! binary's marking reader: bounded, charged and counted (`attempts`) as a UDP echo.
 
 pub mod allow;
 pub mod counters;
@@ -36,7 +38,9 @@ use std::time::{Duration, Instant};
 
 use npt_wire::auth::{ReplayWindow, SessionKey};
 use npt_wire::frame::{Header, HEADER_LEN};
-use npt_wire::hop::{self, status, HopProto, HopReply, HopRequest, MtuReply, MtuWay, Sample};
+use npt_wire::hop::{
+    self, status, HopProto, HopReply, HopRequest, MarkReply, MarkWay, MtuReply, MtuWay, Sample,
+};
 
 pub use allow::{AllowError, AllowList};
 pub use counters::HopCounters;
@@ -53,14 +57,28 @@ type MeasureFn = dyn Fn(&HopRequest, SocketAddr) -> Vec<Sample> + Send + Sync;
 /// What searches the path MTU: a request against one checked address, blocking; both ways.
 type MtuFn = dyn Fn(&HopRequest, SocketAddr) -> MtuReply + Send + Sync;
 
+/// What reads a marking: a request against one checked address, blocking; both ways.
+type MarkFn = dyn Fn(&HopRequest, SocketAddr) -> MarkReply + Send + Sync;
+
 /// Measures a request against one checked address, blocking: one sample per attempt, in order
-/// (and, when given one, searches the path MTU for an MTU request).
+/// (and, when given one, searches the path MTU for an MTU request, reads the marking each way
+/// for a marking request).
 #[derive(Clone)]
-pub struct Measurer(Arc<MeasureFn>, Option<Arc<MtuFn>>);
+pub struct Measurer(Arc<MeasureFn>, Option<Arc<MtuFn>>, Option<Arc<MarkFn>>);
 
 impl Measurer {
     pub fn new(f: impl Fn(&HopRequest, SocketAddr) -> Vec<Sample> + Send + Sync + 'static) -> Self {
-        Measurer(Arc::new(f), None)
+        Measurer(Arc::new(f), None, None)
+    }
+
+    /// Also answers marking requests with `f` (without it they are refused as bad requests).
+    #[must_use]
+    pub fn with_mark(
+        mut self,
+        f: impl Fn(&HopRequest, SocketAddr) -> MarkReply + Send + Sync + 'static,
+    ) -> Self {
+        self.2 = Some(Arc::new(f));
+        self
     }
 
     /// Also answers MTU requests with `f` (without it they are refused as bad requests).
@@ -201,7 +219,11 @@ impl HopAgent {
             }
         };
         let is_mtu = req.proto == HopProto::Mtu;
-        if cfg.limits.check(&req).is_err() || (is_mtu && cfg.measure.1.is_none()) {
+        let is_mark = req.proto == HopProto::Mark;
+        if cfg.limits.check(&req).is_err()
+            || (is_mtu && cfg.measure.1.is_none())
+            || (is_mark && cfg.measure.2.is_none())
+        {
             bump(&c.refused_bad);
             return refuse(status::BAD_REQUEST);
         }
@@ -275,6 +297,7 @@ impl HopAgent {
                 addr: Some(addr),
                 samples: Vec::new(),
                 mtu: Some(m),
+                mark: None,
             };
             return match hop::reply_frame(&h, Ok(&reply), key) {
                 Ok(f) => Answer::Reply(f),
@@ -282,6 +305,31 @@ impl HopAgent {
             };
         }
         let n = usize::from(req.attempts);
+        if let (true, Some(read)) = (is_mark, measure.2) {
+            let job = req.clone();
+            let m = tokio::task::spawn_blocking(move || {
+                let _slot = slot;
+                read(&job, addr)
+            })
+            .await
+            .unwrap_or(MarkReply {
+                up: MarkWay::failed("io"),
+                down: MarkWay::failed("io"),
+            });
+            c.answered.fetch_add(1, Ordering::Relaxed);
+            c.attempts.fetch_add(n as u64, Ordering::Relaxed);
+            let reply = HopReply {
+                proto: req.proto,
+                addr: Some(addr),
+                samples: Vec::new(),
+                mtu: None,
+                mark: Some(m),
+            };
+            return match hop::reply_frame(&h, Ok(&reply), key) {
+                Ok(f) => Answer::Reply(f),
+                Err(_) => Answer::Close,
+            };
+        }
         let job = req.clone();
         let samples = tokio::task::spawn_blocking(move || {
             let _slot = slot;
@@ -299,6 +347,7 @@ impl HopAgent {
             addr: Some(addr),
             samples,
             mtu: None,
+            mark: None,
         };
         match hop::reply_frame(&h, Ok(&reply), key) {
             Ok(f) => Answer::Reply(f),

@@ -17,6 +17,7 @@ fn req(host: &str) -> HopRequest {
         interval_us: 10_000,
         timeout_us: 100_000,
         size: 0,
+        tos: 0,
     }
 }
 
@@ -473,5 +474,63 @@ fn mtu_searches_in_flight_are_capped() {
         // An RTT request still runs.
         let got = status_of(ask(&a, &mut s, &frame(&req("10.0.3.2"), 2)).await, 2);
         assert!(got.is_ok());
+    });
+}
+
+fn mark_req(host: &str) -> HopRequest {
+    HopRequest {
+        proto: HopProto::Mark,
+        tos: 46 << 2,
+        ..req(host)
+    }
+}
+
+#[test]
+fn a_marking_read_is_answered_counted_as_its_echoes_and_bounded_like_them() {
+    rt().block_on(async {
+        let way = |dscp| MarkWay {
+            read: Ok(()),
+            sent: Some(0xb8),
+            arrived: Some(0),
+            dscp,
+            ecn: "arrived",
+            packets: 3,
+            ce: 0,
+        };
+        let m = fake().with_mark(move |r, _| MarkReply {
+            up: way(if r.tos == 0xb8 { "bleached" } else { "mixed" }),
+            down: way("arrived"),
+        });
+        let a = agent_with("10.0.0.0/8", HopLimits::default(), m);
+        let mut s = a.session();
+        let f = frame(&mark_req("10.0.3.2"), 1);
+        let Answer::Reply(out) = ask(&a, &mut s, &f).await else {
+            panic!("closed")
+        };
+        assert!(out.len() <= f.len(), "never larger than the request");
+        let reply = open_reply(&out, 1, Some(&key())).unwrap().1.unwrap();
+        let m = reply.mark.unwrap();
+        assert_eq!((m.up.dscp, m.down.dscp), ("bleached", "arrived"));
+        let c = &a.counters.hop;
+        let n = u64::from(mark_req("x").attempts);
+        assert_eq!(
+            (HopCounters::get(&c.answered), HopCounters::get(&c.attempts)),
+            (1, n)
+        );
+        // Outside the list, out of a UDP echo's bounds: refused, unread.
+        let got = status_of(ask(&a, &mut s, &frame(&mark_req("192.0.2.1"), 2)).await, 2);
+        assert_eq!(got, Err(status::NOT_ALLOWED));
+        let big = HopRequest {
+            size: 9000,
+            ..mark_req("10.0.3.2")
+        };
+        let got = status_of(ask(&a, &mut s, &frame(&big, 3)).await, 3);
+        assert_eq!(got, Err(status::BAD_REQUEST));
+        // An agent without a marking reader refuses the request.
+        let a = agent("10.0.0.0/8");
+        let mut s = a.session();
+        let got = status_of(ask(&a, &mut s, &frame(&mark_req("10.0.3.2"), 1)).await, 1);
+        assert_eq!(got, Err(status::BAD_REQUEST));
+        assert_eq!(HopCounters::get(&a.counters.hop.answered), 0);
     });
 }

@@ -20,8 +20,8 @@
 //! +-------------------------------+-------------------------------+
 //! |          target port          |  UDP datagram size (0 = 64)   | 12
 //! +---------------+---------------+-------------------------------+
-//! |  host length  |                 reserved (0)                  | 16
-//! +---------------+-----------------------------------------------+
+//! |  host length  |  TOS (mark)   |         reserved (0)          | 16
+//! +---------------+---------------+-------------------------------+
 //! |           host: a name or an address literal, 1..=255 bytes   | 20
 //! +---------------------------------------------------------------+
 //! |           zero padding, so that the request is at least as    |
@@ -33,7 +33,9 @@
 //!
 //! proto: 1 TCP connect, 2 UDP echo (framed, against an npt responder), 3 QUIC handshake,
 //! 4 a path-MTU search each way against an `npt serve` ([`mtu`]: its fields, and its reply
-//! of two way records instead of samples).
+//! of two way records instead of samples), 5 a marking read each way: UDP echoes sent with the
+//! TOS byte at offset 17 (0 for every other proto) against an `npt serve` ([`mark`]: its reply
+//! of two way records).
 //! Reply payload (only when the header's `status` is [`status::OK`]; a refusal is the bare
 //! 48-byte header with the reason in `status`):
 //!
@@ -58,12 +60,16 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::auth::{AuthError, Dir, SessionKey, BODY_TAG_LEN};
-use crate::frame::{Header, Kind, HEADER_LEN};
+use crate::auth::{AuthError, BODY_TAG_LEN};
+use crate::frame::HEADER_LEN;
 use crate::WireError;
 
+mod frames;
+pub mod mark;
 pub mod mtu;
 mod reader;
+pub use frames::{open_reply, open_request, reply_frame, request_frame};
+pub use mark::{MarkReply, MarkWay};
 pub use mtu::{MtuReply, MtuWay};
 use reader::Reader;
 
@@ -168,6 +174,7 @@ pub enum HopProto {
     Udp = 2,
     Quic = 3,
     Mtu = 4,
+    Mark = 5,
 }
 
 impl HopProto {
@@ -177,6 +184,7 @@ impl HopProto {
             2 => HopProto::Udp,
             3 => HopProto::Quic,
             4 => HopProto::Mtu,
+            5 => HopProto::Mark,
             other => return Err(HopError::BadProto(other)),
         })
     }
@@ -187,6 +195,7 @@ impl HopProto {
             HopProto::Udp => "udp",
             HopProto::Quic => "quic",
             HopProto::Mtu => "mtu",
+            HopProto::Mark => "mark",
         }
     }
 }
@@ -202,6 +211,9 @@ pub struct HopRequest {
     pub interval_us: u32,
     pub timeout_us: u32,
     pub size: u16,
+    /// [`HopProto::Mark`] only: the TOS byte (DSCP << 2 | ECN) the echoes are sent with and
+    /// their replies asked to carry; 0 for every other proto.
+    pub tos: u8,
 }
 
 /// One attempt's outcome.
@@ -235,6 +247,8 @@ pub struct HopReply {
     pub samples: Vec<Sample>,
     /// [`HopProto::Mtu`] only.
     pub mtu: Option<MtuReply>,
+    /// [`HopProto::Mark`] only.
+    pub mark: Option<MarkReply>,
 }
 
 /// The length of the reply frame that answers `attempts` attempts.
@@ -246,11 +260,16 @@ pub fn reply_frame_len(attempts: u16) -> usize {
 pub const MTU_REPLY_FRAME_LEN: usize =
     HEADER_LEN + REPLY_FIXED + mtu::WAY_LEN * mtu::WAYS as usize + BODY_TAG_LEN;
 
+/// The length of the reply frame that answers a marking read: two way records.
+pub const MARK_REPLY_FRAME_LEN: usize =
+    HEADER_LEN + REPLY_FIXED + mark::WAY_LEN * mark::WAYS as usize + BODY_TAG_LEN;
+
 impl HopRequest {
     /// The length of the reply frame it asks for.
     pub fn reply_frame_len(&self) -> usize {
         match self.proto {
             HopProto::Mtu => MTU_REPLY_FRAME_LEN,
+            HopProto::Mark => MARK_REPLY_FRAME_LEN,
             _ => reply_frame_len(self.attempts),
         }
     }
@@ -268,6 +287,10 @@ impl HopRequest {
         // One search per MTU request.
         if self.proto == HopProto::Mtu && self.attempts != 1 {
             return Err(HopError::BadAttempts(self.attempts));
+        }
+        // Only a marking read carries a TOS byte.
+        if self.proto != HopProto::Mark && self.tos != 0 {
+            return Err(HopError::BadPadding);
         }
         let ok = !self.host.is_empty()
             && self.host.len() <= MAX_HOST_LEN
@@ -287,7 +310,7 @@ impl HopRequest {
         out.extend_from_slice(&self.timeout_us.to_be_bytes());
         out.extend_from_slice(&self.port.to_be_bytes());
         out.extend_from_slice(&self.size.to_be_bytes());
-        out.extend_from_slice(&[host_len, 0, 0, 0]);
+        out.extend_from_slice(&[host_len, self.tos, 0, 0]);
         out.extend_from_slice(self.host.as_bytes());
         Ok(())
     }
@@ -306,7 +329,8 @@ impl HopRequest {
         let port = r.u16()?;
         let size = r.u16()?;
         let host_len = usize::from(r.u8()?);
-        if r.take(3)? != [0, 0, 0] {
+        let tos = r.u8()?;
+        if r.take(2)? != [0, 0] {
             return Err(HopError::BadPadding);
         }
         let host = std::str::from_utf8(r.take(host_len)?)
@@ -323,6 +347,7 @@ impl HopRequest {
             interval_us,
             timeout_us,
             size,
+            tos,
         };
         req.check()?;
         Ok(req)
@@ -332,12 +357,15 @@ impl HopRequest {
 impl HopReply {
     /// Appends the message (without tag) to `out`.
     fn encode(&self, out: &mut Vec<u8>) -> Result<(), HopError> {
-        let n = match (&self.mtu, self.proto) {
-            (Some(_), HopProto::Mtu) if self.samples.is_empty() => mtu::WAYS,
-            (None, p) if p != HopProto::Mtu => u16::try_from(self.samples.len())
-                .ok()
-                .filter(|n| *n <= MAX_ATTEMPTS)
-                .ok_or(HopError::BadAttempts(u16::MAX))?,
+        let n = match (&self.mtu, &self.mark, self.proto) {
+            (Some(_), None, HopProto::Mtu) if self.samples.is_empty() => mtu::WAYS,
+            (None, Some(_), HopProto::Mark) if self.samples.is_empty() => mark::WAYS,
+            (None, None, p) if !matches!(p, HopProto::Mtu | HopProto::Mark) => {
+                u16::try_from(self.samples.len())
+                    .ok()
+                    .filter(|n| *n <= MAX_ATTEMPTS)
+                    .ok_or(HopError::BadAttempts(u16::MAX))?
+            }
             _ => return Err(HopError::BadProto(self.proto as u8)),
         };
         out.extend_from_slice(&[HOP_VERSION, self.proto as u8]);
@@ -355,6 +383,10 @@ impl HopReply {
         out.extend_from_slice(&port.to_be_bytes());
         out.extend_from_slice(&ip);
         if let Some(m) = &self.mtu {
+            m.up.encode(out);
+            m.down.encode(out);
+        }
+        if let Some(m) = &self.mark {
             m.up.encode(out);
             m.down.encode(out);
         }
@@ -408,6 +440,24 @@ impl HopReply {
                 addr,
                 samples: Vec::new(),
                 mtu: Some(MtuReply { up, down }),
+                mark: None,
+            });
+        }
+        if proto == HopProto::Mark {
+            if count != mark::WAYS || r.rest().len() != mark::WAY_LEN * usize::from(mark::WAYS) {
+                return Err(HopError::BadCount {
+                    count,
+                    len: b.len(),
+                });
+            }
+            let up = MarkWay::decode(&mut r)?;
+            let down = MarkWay::decode(&mut r)?;
+            return Ok(HopReply {
+                proto,
+                addr,
+                samples: Vec::new(),
+                mtu: None,
+                mark: Some(MarkReply { up, down }),
             });
         }
         if count > MAX_ATTEMPTS || r.rest().len() != usize::from(count) * SAMPLE_LEN {
@@ -435,6 +485,7 @@ impl HopReply {
             addr,
             samples,
             mtu: None,
+            mark: None,
         })
     }
 }
@@ -443,139 +494,6 @@ fn error_code(kind: &str) -> u8 {
     let i = ERROR_KINDS.iter().position(|k| *k == kind);
     // ERROR_KINDS has 10 entries: every index + 1 fits a u8; "io" is code 9.
     i.and_then(|i| u8::try_from(i + 1).ok()).unwrap_or(9)
-}
-
-/// A whole request frame (header, message, zero padding, body tag), sealed with `key` when
-/// the stream has one.
-pub fn request_frame(
-    req: &HopRequest,
-    flow: u32,
-    seq: u64,
-    send_ts: u64,
-    key: Option<&SessionKey>,
-) -> Result<Vec<u8>, HopError> {
-    let len = req.frame_len();
-    let mut out = vec![0u8; HEADER_LEN];
-    Header {
-        kind: Kind::HopRequest,
-        flags: 0,
-        // At most MAX_HOST_LEN + the longest reply: a few KiB.
-        frame_len: u32::try_from(len).unwrap_or(u32::MAX),
-        reply_len: u32::try_from(req.reply_frame_len()).unwrap_or(0),
-        flow,
-        status: 0,
-        seq,
-        send_ts,
-        token: 0,
-    }
-    .encode(&mut out)?;
-    req.encode(&mut out)?;
-    out.resize(len, 0);
-    seal(&mut out, Dir::ToServer, key)?;
-    Ok(out)
-}
-
-/// The request in a frame's payload (the bytes after the 48-byte header `hdr`), its body tag
-/// checked under `key` when the stream has one (check the header's own tag first).
-pub fn open_request(
-    hdr: &[u8],
-    payload: &[u8],
-    key: Option<&SessionKey>,
-) -> Result<HopRequest, HopError> {
-    if let Some(k) = key {
-        k.open_body(Dir::ToServer, hdr, payload)
-            .map_err(HopError::Auth)?;
-    }
-    let msg_len = payload.len().saturating_sub(BODY_TAG_LEN);
-    HopRequest::decode(payload.get(..msg_len).unwrap_or_default())
-}
-
-/// The reply frame to the request whose header is `req`: the measurements, or a refusal
-/// `status` (a bare header). Never longer than the request.
-pub fn reply_frame(
-    req: &Header,
-    answer: Result<&HopReply, u32>,
-    key: Option<&SessionKey>,
-) -> Result<Vec<u8>, HopError> {
-    let mut out = vec![0u8; HEADER_LEN];
-    if let Ok(reply) = answer {
-        reply.encode(&mut out)?;
-    }
-    let len = if out.len() > HEADER_LEN {
-        out.len() + BODY_TAG_LEN
-    } else {
-        HEADER_LEN
-    };
-    let request = usize::try_from(req.frame_len).unwrap_or(usize::MAX);
-    if len > request {
-        return Err(HopError::TooLarge {
-            reply: len,
-            request,
-        });
-    }
-    out.resize(len, 0);
-    let hdr = out.get_mut(..HEADER_LEN).unwrap_or_default();
-    Header {
-        kind: Kind::HopReply,
-        flags: 0,
-        frame_len: u32::try_from(len).unwrap_or(u32::MAX),
-        reply_len: 0,
-        status: answer.err().unwrap_or(status::OK),
-        token: 0,
-        ..*req
-    }
-    .encode(hdr)?;
-    seal(&mut out, Dir::ToClient, key)?;
-    Ok(out)
-}
-
-/// A reply frame to the request with sequence number `seq`: its header, and the measurements
-/// or the refusal status. Both tags are checked under `key` when given.
-pub fn open_reply(
-    frame: &[u8],
-    seq: u64,
-    key: Option<&SessionKey>,
-) -> Result<(Header, Result<HopReply, u32>), HopError> {
-    let h = Header::decode(frame)?;
-    if h.kind != Kind::HopReply || h.seq != seq {
-        return Err(HopError::NotOurs);
-    }
-    let len = usize::try_from(h.frame_len).unwrap_or(usize::MAX);
-    let frame = frame.get(..len).ok_or(WireError::Truncated {
-        need: len,
-        have: frame.len(),
-    })?;
-    if let Some(k) = key {
-        k.open(Dir::ToClient, frame).map_err(HopError::Auth)?;
-    }
-    if h.status != status::OK {
-        return Ok((h, Err(h.status)));
-    }
-    let (hdr, payload) = frame.split_at(HEADER_LEN.min(frame.len()));
-    if let Some(k) = key {
-        k.open_body(Dir::ToClient, hdr, payload)
-            .map_err(HopError::Auth)?;
-    }
-    let msg_len = payload
-        .len()
-        .checked_sub(BODY_TAG_LEN)
-        .ok_or(WireError::Truncated {
-            need: HEADER_LEN + BODY_TAG_LEN,
-            have: frame.len(),
-        })?;
-    let reply = HopReply::decode(payload.get(..msg_len).unwrap_or_default())?;
-    Ok((h, Ok(reply)))
-}
-
-/// Seals the header (and, when there is a payload, the body) of a whole frame.
-fn seal(frame: &mut [u8], dir: Dir, key: Option<&SessionKey>) -> Result<(), HopError> {
-    let Some(k) = key else { return Ok(()) };
-    let (hdr, body) = frame.split_at_mut(HEADER_LEN.min(frame.len()));
-    k.seal(dir, hdr)?;
-    if !body.is_empty() {
-        k.seal_body(dir, hdr, body)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

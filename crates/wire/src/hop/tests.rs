@@ -2,7 +2,8 @@
 //! random input.
 
 use super::*;
-use crate::frame::Header;
+use crate::auth::{Dir, SessionKey};
+use crate::frame::{Header, Kind};
 
 fn request() -> HopRequest {
     HopRequest {
@@ -13,6 +14,7 @@ fn request() -> HopRequest {
         interval_us: 200_000,
         timeout_us: 1_000_000,
         size: 0,
+        tos: 0,
     }
 }
 
@@ -26,6 +28,7 @@ fn reply() -> HopReply {
             Sample::Rtt(69_500_000),
         ],
         mtu: None,
+        mark: None,
     }
 }
 

@@ -182,7 +182,8 @@ fn hop_config(a: &ServeArgs) -> anyhow::Result<Option<npt_server::hop_agent::Hop
         allow,
         limits: HopLimits::default(),
         measure: Measurer::new(npt_ping::agent::measurer(a.token.clone()))
-            .with_mtu(npt_mtu::agent::measurer(a.token.clone())),
+            .with_mtu(npt_mtu::agent::measurer(a.token.clone()))
+            .with_mark(npt_probe::agent::measurer(a.token.clone())),
     }))
 }
 

@@ -62,7 +62,9 @@ pub struct TraceArgs {
     pub mtu: bool,
     #[command(flatten)]
     pub output: crate::flags::output::OutputArgs,
-    // What this host sends (its own segment and the chain); the agents send from theirs.
+    // What this host sends (its own segment and the chain); the agents send from theirs. A
+    // marking (--dscp, --tos, --ecn) also reads each segment's marking each way after the
+    // first round: this host the first segment, each hop agent the next.
     #[command(flatten)]
     pub source: crate::flags::source::SourceArgs,
 }
@@ -154,6 +156,12 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
             limits.check(&f.request(1)).map_err(|e| {
                 usage!("--interval, --timeout or --size out of a hop agent's bounds: {e}")
             })?;
+            if let Some(tos) = cfg.source.tos {
+                let r = npt_trace::marks::request(&cfg, &leg, tos);
+                limits.check(&r).map_err(|e| {
+                    usage!("--dscp: the marked echoes are out of a hop agent's bounds ({e}; --timeout, --size)")
+                })?;
+            }
         }
     }
     Ok(cfg)

@@ -15,6 +15,7 @@ fn request() -> HopRequest {
         interval_us: 0,
         timeout_us: 20_000_000,
         size: 0,
+        tos: 0,
     }
 }
 
@@ -23,6 +24,7 @@ fn reply() -> HopReply {
         proto: HopProto::Mtu,
         addr: Some("10.0.2.2:7777".parse().unwrap()),
         samples: Vec::new(),
+        mark: None,
         mtu: Some(MtuReply {
             up: MtuWay {
                 verdict: Ok("icmp"),
