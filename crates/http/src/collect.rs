@@ -18,6 +18,8 @@ use npt_result::stats::{Dist, HistMap, HttpMeta, HttpStats, Stats};
 use npt_result::Health;
 use npt_stats::{ErrorCounts, Histogram};
 
+use crate::setup::SetupAcc;
+
 /// A send that leaves more than this after its intended time is counted behind schedule.
 pub const BEHIND_THRESHOLD_NS: u64 = 2_000_000;
 
@@ -46,6 +48,9 @@ pub struct Event {
     pub done_ns: u64,
     pub bytes_out: u64,
     pub bytes_in: u64,
+    /// Sent on a connection that had carried a request before (its time to the response
+    /// head is a base round trip of the setup block).
+    pub reused: bool,
 }
 
 /// One connection set up: TCP connect time and, with TLS, the handshake time.
@@ -55,6 +60,10 @@ pub struct ConnEvent {
     pub tls_ns: Option<u64>,
     /// `--via`: the proxy's own part of the connect (authentication + CONNECT reply).
     pub proxy_ns: Option<u64>,
+    /// The TLS version negotiated (`1.2`, `1.3`).
+    pub tls_version: Option<&'static str>,
+    /// The connection's first request: from its write to its response head, when it got one.
+    pub first_byte_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -137,6 +146,8 @@ pub struct Collector {
     open: BTreeMap<u32, IntervalAcc>,
     /// Bounded memory for long runs: older records wait in a temporary file.
     closed: npt_result::series::Series<Interval>,
+    /// The setup block's connections ([`Collector::measure_setup`]).
+    setup: Option<SetupAcc>,
 }
 
 impl Collector {
@@ -165,7 +176,14 @@ impl Collector {
             behind: 0,
             open: BTreeMap::new(),
             closed: npt_result::series::Series::default(),
+            setup: None,
         }
+    }
+
+    /// Adds the setup block: every connection's layers and the base round trips
+    /// ([`crate::setup`]).
+    pub fn measure_setup(&mut self) {
+        self.setup = Some(SetupAcc::new());
     }
 
     /// Per-host loads (`--host NAME=N`, `NAME=R/s`, in the order of the hosts; empty when the
@@ -184,6 +202,9 @@ impl Collector {
     pub fn add(&mut self, r: &Record) {
         match r {
             Record::Conn(c) => {
+                if let Some(s) = &mut self.setup {
+                    s.conn(c);
+                }
                 self.conns += 1;
                 self.connect.record(c.connect_ns);
                 if let Some(t) = c.tls_ns {
@@ -193,7 +214,12 @@ impl Collector {
                     self.proxy.record(p);
                 }
             }
-            Record::Request(e) => self.add_request(e),
+            Record::Request(e) => {
+                if let Some(s) = &mut self.setup {
+                    s.request(e);
+                }
+                self.add_request(e);
+            }
         }
     }
 
@@ -367,17 +393,26 @@ impl Collector {
     /// requests still in flight at the end; `health` the process's CPU and memory (and the
     /// pacer's timer lateness); `duration_ns` is the measured phase's length.
     pub fn finish(
-        self,
+        mut self,
         summary: HttpSummary,
         duration_ns: u64,
         health: Health,
         cold_start: Option<ColdStart>,
     ) -> HttpBody {
+        let (setup, setup_meta) = match self.setup.take() {
+            Some(s) => {
+                let (s, m) = s.finish(&summary.url, &summary.target);
+                (Some(s), Some(m))
+            }
+            None => (None, None),
+        };
         let meta = HttpMeta {
             open_loop: self.open_loop,
+            setup: setup_meta,
             ..HttpMeta::of(&summary)
         };
         let mut st = self.stats(duration_ns);
+        st.setup = setup;
         st.connections = summary.connections;
         st.rate = summary.rate;
         st.in_flight_at_end = summary.in_flight_at_end;
@@ -410,6 +445,7 @@ mod tests {
             done_ns: done,
             bytes_out: 0,
             bytes_in: 10,
+            reused: false,
         })
     }
 
@@ -423,6 +459,7 @@ mod tests {
             done_ns: at,
             bytes_out: 0,
             bytes_in: 0,
+            reused: false,
         })
     }
 
@@ -438,6 +475,8 @@ mod tests {
             connect_ns: MS,
             tls_ns: None,
             proxy_ns: None,
+            tls_version: None,
+            first_byte_ns: None,
         }));
         let body = c.finish(HttpSummary::default(), 2000 * MS, Health::default(), None);
         let s = &body.summary;
@@ -498,6 +537,7 @@ mod tests {
             done_ns: 501 * MS,
             bytes_out: 0,
             bytes_in: 0,
+            reused: false,
         }));
         let body = c.finish(HttpSummary::default(), 1000 * MS, Health::default(), None);
         let s = &body.summary;
@@ -525,6 +565,7 @@ mod tests {
             done_ns: 11 * MS + 100_000,
             bytes_out: 0,
             bytes_in: 0,
+            reused: false,
         }));
         let body = c.finish(HttpSummary::default(), 1000 * MS, Health::default(), None);
         assert!((body.summary.latency_ms.max - 1.1).abs() < 0.01);

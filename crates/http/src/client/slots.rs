@@ -13,23 +13,21 @@ pub(super) async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
         let r = ctx
             .fresh_request(tk.host, Some(&shard), &mut buf, &mut wd)
             .await;
-        ctx.push(&shard, tk, sent, r);
+        ctx.push(&shard, tk, sent, r, false);
     }
 }
 
 /// Connects a slot. A failed connection costs the request that would have used it (counted
 /// as that request's error), then the slot backs off and tries again; `None` once no request
-/// is due any more.
-pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard, g: usize) -> Option<Io> {
+/// is due any more. The caller pushes the connection's event once its first request is
+/// answered (its first byte is the setup block's last layer).
+pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard, g: usize) -> Option<(Io, ConnEvent)> {
     loop {
         match ctx.connect().await {
-            Ok((io, ce)) => {
-                shard.push(Record::Conn(ce));
-                return Some(io);
-            }
+            Ok(x) => return Some(x),
             Err(f) => {
                 let tk = ctx.ticket(g).await?;
-                ctx.push(shard, tk, Instant::now(), Err(f));
+                ctx.push(shard, tk, Instant::now(), Err(f), false);
                 tokio::time::sleep(RECONNECT_BACKOFF).await;
             }
         }
@@ -40,12 +38,16 @@ pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard, g: usize) -> Option<I
 pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
     let mut wd = Watchdog::new(ctx.timeout);
     loop {
-        let Some(io) = connect_slot(&ctx, &shard, g).await else {
+        let Some((io, ce)) = connect_slot(&ctx, &shard, g).await else {
             return;
         };
+        let mut fresh = Some(ce);
         let mut conn = h1::Conn::new(io);
         loop {
             let Some(tk) = ctx.ticket(g).await else {
+                if let Some(ce) = fresh {
+                    shard.push(Record::Conn(ce));
+                }
                 return;
             };
             let sent = Instant::now();
@@ -53,7 +55,12 @@ pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
             let (r, keep_alive) = ctx.h1_exchange(&mut conn, tk.host, sent, &mut wd).await;
             drop(in_flight);
             let failed = r.is_err();
-            ctx.push(&shard, tk, sent, r);
+            let reused = fresh.is_none();
+            if let Some(mut ce) = fresh.take() {
+                ce.first_byte_ns = super::ctx::first_byte(sent, &r);
+                shard.push(Record::Conn(ce));
+            }
+            ctx.push(&shard, tk, sent, r, reused);
             if failed || !keep_alive {
                 break; // reconnect
             }
@@ -77,24 +84,28 @@ type Retry = (Ticket, Instant, u32);
 pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: usize) {
     let retries: Arc<std::sync::Mutex<Vec<Retry>>> = Arc::default();
     loop {
-        let Some(io) = connect_slot(&ctx, &shard, g).await else {
+        let Some((io, ce)) = connect_slot(&ctx, &shard, g).await else {
             return;
         };
         let (tx, conn) = match h2_handshake(io).await {
             Ok(x) => x,
             Err(f) => {
+                shard.push(Record::Conn(ce));
                 let Some(tk) = ctx.ticket(g).await else {
                     return;
                 };
-                ctx.push(&shard, tk, Instant::now(), Err(f));
+                ctx.push(&shard, tk, Instant::now(), Err(f), false);
                 tokio::time::sleep(RECONNECT_BACKOFF).await;
                 continue;
             }
         };
+        // The connection's event waits for its first request: the stream that sends first
+        // takes it and pushes it with that request's first byte.
+        let fresh = Arc::new(std::sync::Mutex::new(Some(ce)));
         let mut set = JoinSet::new();
         for _ in 0..streams {
             let (ctx, shard, mut tx) = (ctx.clone(), shard.clone(), tx.clone());
-            let retries = retries.clone();
+            let (retries, fresh) = (retries.clone(), fresh.clone());
             set.spawn(async move {
                 let mut wd = Watchdog::new(ctx.timeout);
                 loop {
@@ -112,9 +123,20 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
                             (tk, Instant::now(), 0)
                         }
                     };
+                    let first = fresh.lock().ok().and_then(|mut f| f.take());
+                    let reused = first.is_none();
+                    // Measured from now, a retried request's first send being earlier.
+                    let write = Instant::now();
                     let in_flight = ctx.inflight.enter(ctx.ns(sent));
                     let r = ctx.h2_exchange(&mut tx, tk.host, sent, &mut wd).await;
                     drop(in_flight);
+                    if let Some(mut ce) = first {
+                        ce.first_byte_ns = r
+                            .as_ref()
+                            .ok()
+                            .map(|(_, head, _)| crate::client::ns_between(write, *head));
+                        shard.push(Record::Conn(ce));
+                    }
                     match r {
                         // Sent again: on this connection if it still takes requests, else
                         // (poll_ready fails: a GOAWAY) on the next one.
@@ -123,7 +145,7 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
                                 r.push((tk, sent, tries + 1));
                             }
                         }
-                        r => ctx.push(&shard, tk, sent, r.map_err(|(f, _)| f)),
+                        r => ctx.push(&shard, tk, sent, r.map_err(|(f, _)| f), reused),
                     }
                 }
             });
@@ -132,6 +154,10 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
         let mut done = false;
         while let Some(r) = set.join_next().await {
             done |= r.unwrap_or(false);
+        }
+        // No stream sent on it: the connection still counts.
+        if let Some(ce) = fresh.lock().ok().and_then(|mut f| f.take()) {
+            shard.push(Record::Conn(ce));
         }
         conn.abort();
         if done {
