@@ -1,7 +1,8 @@
 //! `npt http`'s setup block on loopback against `npt serve --http --tls`: one attempt per
 //! connection the run opened, each layer's median the phase's median (the same samples,
 //! judged by `npt setup`'s rule), the base round trip from the requests on connections already
-//! in use — or, with `--new-conn`, where none is, from the TCP connects.
+//! in use — or, with `--new-conn`, where none is, from the TCP connects — in the text, and as
+//! layer rows in `npt compare`.
 
 #![cfg(test)]
 
@@ -81,6 +82,21 @@ fn keep_alive_connections_are_the_attempts_and_later_requests_the_base_rtt() {
     assert_eq!(setup["summary"]["rtt_samples"].as_u64(), Some(requests - 3));
     assert!(text.contains("setup       3 new connections"), "{text}");
     assert!(text.contains("TLS 1.3"), "{text}");
+
+    // compare gives the run's layers rows of their own, as a setup result's.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("h1.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_npt"))
+        .arg("compare")
+        .arg(format!("h1={}", file.display()))
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}");
+    assert!(table.contains("Setup layer by layer"), "{table}");
+    assert!(table.contains("h1: base RTT"), "{table}");
+    assert!(table.contains("  TLS 1.3 "), "{table}");
 
     let (h2, _) = run(&url, &["--http2", "-c", "2", "--streams", "4"]);
     check(&h2);
