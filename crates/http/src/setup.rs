@@ -3,7 +3,8 @@
 //!
 //! Every new connection is one attempt: its TCP connect, its TLS handshake (https) and the
 //! first byte of the first request it carried (from that request's write to its response
-//! head). The base round trip is the time to the response head of a request on a connection
+//! head); an attempt whose first request got no answer (failed, or in flight when the run
+//! ended) is not `completed`. The base round trip is the time to the response head of a request on a connection
 //! already in use (`warm_request`: one round trip through every layer with no setup in it);
 //! the smallest stands, so the queueing of a loaded run does not inflate it. With
 //! `--new-conn` no connection carries a second request: the base is then the TCP connects
@@ -33,7 +34,7 @@ impl SetupAcc {
         }
     }
 
-    /// One new connection, with the first byte of its first request when it got one.
+    /// One new connection: an attempt, its TCP connect and TLS.
     pub fn conn(&mut self, c: &ConnEvent) {
         let s = &mut self.stats;
         s.attempts += 1;
@@ -45,6 +46,12 @@ impl SetupAcc {
             s.layers.entry(Layer::Tls).or_default().record(t);
             self.tls_version = c.tls_version.or(self.tls_version);
         }
+    }
+
+    /// The first answer on a connection [`SetupAcc::conn`] counted: its last layer, and a
+    /// whole setup.
+    pub fn first_byte(&mut self, c: &ConnEvent) {
+        let s = &mut self.stats;
         if let Some(f) = c.first_byte_ns {
             s.layers.entry(Layer::FirstByte).or_default().record(f);
             s.completed += 1;
@@ -135,7 +142,8 @@ mod tests {
     #[test]
     fn connections_are_attempts_and_reused_requests_the_base() {
         let mut a = SetupAcc::new();
-        a.conn(&conn(Some(10 * MS)));
+        a.conn(&conn(None));
+        a.first_byte(&conn(Some(10 * MS)));
         a.conn(&conn(None));
         a.request(&request(false, 10 * MS));
         a.request(&request(true, 10 * MS));
@@ -164,6 +172,7 @@ mod tests {
         c.tls_version = Some("1.2");
         c.tls_ns = Some(20 * MS);
         a.conn(&c);
+        a.first_byte(&c);
         let (s, m) = a.finish("https://h:1/", "127.0.0.1:1");
         assert_eq!(m.rtt_from, "tcp_connect");
         assert_eq!(s.rtt.count(), 1);

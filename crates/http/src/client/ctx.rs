@@ -350,9 +350,11 @@ impl Ctx {
         let mut conn_event = None;
         let work = async {
             let (io, ce) = self.connect_untimed().await?;
+            if let Some(s) = shard {
+                s.push(Record::Conn(ce));
+            }
             // The first byte counts from here: the connection is set up.
-            let ready = Instant::now();
-            conn_event = Some((ce, ready));
+            conn_event = Some((ce, Instant::now()));
             if self.h2 {
                 let (mut tx, conn) = h2_handshake(io).await?;
                 let r = async {
@@ -386,7 +388,9 @@ impl Ctx {
             });
         if let (Some(s), Some((mut ce, ready))) = (shard, conn_event) {
             ce.first_byte_ns = first_byte(ready, &r);
-            s.push(Record::Conn(ce));
+            if ce.first_byte_ns.is_some() {
+                s.push(Record::FirstByte(ce));
+            }
         }
         r
     }

@@ -19,12 +19,15 @@ pub(super) async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
 
 /// Connects a slot. A failed connection costs the request that would have used it (counted
 /// as that request's error), then the slot backs off and tries again; `None` once no request
-/// is due any more. The caller pushes the connection's event once its first request is
-/// answered (its first byte is the setup block's last layer).
+/// is due any more. The connection's event is returned too: its first request's answer
+/// completes it for the setup block ([`Record::FirstByte`]).
 pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard, g: usize) -> Option<(Io, ConnEvent)> {
     loop {
         match ctx.connect().await {
-            Ok(x) => return Some(x),
+            Ok((io, ce)) => {
+                shard.push(Record::Conn(ce));
+                return Some((io, ce));
+            }
             Err(f) => {
                 let tk = ctx.ticket(g).await?;
                 ctx.push(shard, tk, Instant::now(), Err(f), false);
@@ -45,9 +48,6 @@ pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
         let mut conn = h1::Conn::new(io);
         loop {
             let Some(tk) = ctx.ticket(g).await else {
-                if let Some(ce) = fresh {
-                    shard.push(Record::Conn(ce));
-                }
                 return;
             };
             let sent = Instant::now();
@@ -58,7 +58,9 @@ pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
             let reused = fresh.is_none();
             if let Some(mut ce) = fresh.take() {
                 ce.first_byte_ns = super::ctx::first_byte(sent, &r);
-                shard.push(Record::Conn(ce));
+                if ce.first_byte_ns.is_some() {
+                    shard.push(Record::FirstByte(ce));
+                }
             }
             ctx.push(&shard, tk, sent, r, reused);
             if failed || !keep_alive {
@@ -90,7 +92,6 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
         let (tx, conn) = match h2_handshake(io).await {
             Ok(x) => x,
             Err(f) => {
-                shard.push(Record::Conn(ce));
                 let Some(tk) = ctx.ticket(g).await else {
                     return;
                 };
@@ -99,8 +100,8 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
                 continue;
             }
         };
-        // The connection's event waits for its first request: the stream that sends first
-        // takes it and pushes it with that request's first byte.
+        // The stream that sends first on the connection takes its event and completes it
+        // with that request's first byte.
         let fresh = Arc::new(std::sync::Mutex::new(Some(ce)));
         let mut set = JoinSet::new();
         for _ in 0..streams {
@@ -135,7 +136,9 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
                             .as_ref()
                             .ok()
                             .map(|(_, head, _)| crate::client::ns_between(write, *head));
-                        shard.push(Record::Conn(ce));
+                        if ce.first_byte_ns.is_some() {
+                            shard.push(Record::FirstByte(ce));
+                        }
                     }
                     match r {
                         // Sent again: on this connection if it still takes requests, else
@@ -154,10 +157,6 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
         let mut done = false;
         while let Some(r) = set.join_next().await {
             done |= r.unwrap_or(false);
-        }
-        // No stream sent on it: the connection still counts.
-        if let Some(ce) = fresh.lock().ok().and_then(|mut f| f.take()) {
-            shard.push(Record::Conn(ce));
         }
         conn.abort();
         if done {

@@ -69,7 +69,11 @@ pub struct ConnEvent {
 #[derive(Clone, Debug)]
 pub enum Record {
     Request(Event),
+    /// A connection set up (its `first_byte_ns` not yet known).
     Conn(ConnEvent),
+    /// The first answer on a connection pushed before as a [`Record::Conn`]: the same event,
+    /// its `first_byte_ns` filled (the setup block's last layer).
+    FirstByte(ConnEvent),
 }
 
 /// One worker's outbox. The worker locks it briefly per event (uncontended except while the
@@ -212,6 +216,11 @@ impl Collector {
                 }
                 if let Some(p) = c.proxy_ns {
                     self.proxy.record(p);
+                }
+            }
+            Record::FirstByte(c) => {
+                if let Some(s) = &mut self.setup {
+                    s.first_byte(c);
                 }
             }
             Record::Request(e) => {
