@@ -17,6 +17,7 @@ pub mod inflight;
 pub mod metrics;
 pub mod pacer;
 pub mod schedule;
+pub mod setup;
 pub mod threads;
 pub mod tls;
 pub mod workload;

@@ -117,6 +117,7 @@ mod tests {
                 done_ns: i * 1000 + 1000,
                 bytes_out: 0,
                 bytes_in: 2,
+                reused: false,
             }));
         }
         let mut s = Snapshot::new();

@@ -48,6 +48,12 @@ pub struct HttpBody {
     /// One per interval (1 s); `status` filled besides the common fields.
     #[schemars(extend("allOf" = [{"items": {"required": ["status"]}}]))]
     pub intervals: Vec<Interval>,
+    /// What each layer of the run's new connections cost (TCP connect, TLS, the first
+    /// response byte) in ms and in round trips of a base round trip the run measured, judged
+    /// as `npt setup` judges its own (docs/http.md, "Setup cost per layer"). Absent through
+    /// `--via`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<crate::setup::SetupBody>,
 }
 
 impl crate::body::Body for HttpBody {

@@ -15,6 +15,7 @@ mod directions;
 mod end_to_end;
 mod examples;
 mod hop;
+mod http_setup;
 mod lifetime;
 mod loaded;
 mod marking;

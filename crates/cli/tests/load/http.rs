@@ -206,7 +206,7 @@ fn requests_cut_off_by_the_end_are_reported_not_hidden() {
 }
 
 /// `npt serve --http 127.0.0.1:0` with `extra` flags; the server and its HTTP address.
-fn serve_http_with(extra: &[&str]) -> (common::Guard, String) {
+pub(crate) fn serve_http_with(extra: &[&str]) -> (common::Guard, String) {
     let mut child = npt()
         .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
         .args(extra)

@@ -7,4 +7,5 @@ pub mod common;
 
 mod bulk;
 mod http;
+mod http_setup;
 mod run;

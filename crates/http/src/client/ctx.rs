@@ -229,6 +229,8 @@ impl Ctx {
                     connect_ns,
                     tls_ns: None,
                     proxy_ns,
+                    tls_version: None,
+                    first_byte_ns: None,
                 },
             ));
         };
@@ -253,22 +255,31 @@ impl Ctx {
             Ok(s) => s,
         };
         let tls_ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let tls_version = match tls.get_ref().1.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_2) => Some("1.2"),
+            Some(rustls::ProtocolVersion::TLSv1_3) => Some("1.3"),
+            _ => None,
+        };
         Ok((
             Io::Tls(Box::new(tls)),
             ConnEvent {
                 connect_ns,
                 tls_ns: Some(tls_ns),
                 proxy_ns,
+                tls_version,
+                first_byte_ns: None,
             },
         ))
     }
 
+    /// `reused`: the request went on a connection that had carried one before.
     pub(super) fn push(
         &self,
         shard: &Shard,
         tk: Ticket,
         sent: Instant,
         result: Result<(u16, Instant, u64), Failure>,
+        reused: bool,
     ) {
         let done = Instant::now();
         // Body bytes count for completed exchanges only: a failed one may not have sent any.
@@ -291,6 +302,7 @@ impl Ctx {
             done_ns: self.ns(done),
             bytes_out,
             bytes_in,
+            reused,
         }));
     }
 
@@ -335,11 +347,14 @@ impl Ctx {
         wd: &mut Watchdog,
     ) -> Result<(u16, Instant, u64), Failure> {
         let sent = Instant::now();
+        let mut conn_event = None;
         let work = async {
             let (io, ce) = self.connect_untimed().await?;
             if let Some(s) = shard {
                 s.push(Record::Conn(ce));
             }
+            // The first byte counts from here: the connection is set up.
+            conn_event = Some((ce, Instant::now()));
             if self.h2 {
                 let (mut tx, conn) = h2_handshake(io).await?;
                 let r = async {
@@ -362,15 +377,30 @@ impl Ctx {
                 r
             }
         };
-        wd.guard(sent + self.timeout, work)
+        let r = wd
+            .guard(sent + self.timeout, work)
             .await
             .unwrap_or_else(|| {
                 Err(Failure(
                     ErrorKind::Timeout,
                     format!("no complete response within {:?}", self.timeout),
                 ))
-            })
+            });
+        if let (Some(s), Some((mut ce, ready))) = (shard, conn_event) {
+            ce.first_byte_ns = first_byte(ready, &r);
+            if ce.first_byte_ns.is_some() {
+                s.push(Record::FirstByte(ce));
+            }
+        }
+        r
     }
+}
+
+/// From `from` (a request's write on a new connection) to its response head, when it got one.
+pub(super) fn first_byte(from: Instant, r: &Result<(u16, Instant, u64), Failure>) -> Option<u64> {
+    r.as_ref()
+        .ok()
+        .map(|(_, head, _)| super::ns_between(from, *head))
 }
 
 /// The run's shared context; `open` holds each group's pacer releases (in the order of

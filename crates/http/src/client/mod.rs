@@ -167,6 +167,10 @@ pub fn run(
     let (total_conns, total_rate) = cfg.totals();
     let mut collector = Collector::new(&hosts, total_rate.is_some(), INTERVAL_NS);
     collector.set_loads(&cfg.host_loads, cfg.connections);
+    // Through a proxy the connect's layers are the proxy's: left to `npt setup --via`.
+    if cfg.via.is_none() {
+        collector.measure_setup();
+    }
     let slot_groups: Vec<usize> = groups
         .iter()
         .enumerate()
@@ -287,6 +291,11 @@ pub fn run(
     done.decided
         .insert("threads_why".into(), threads.why.into());
     Ok(done)
+}
+
+/// Nanoseconds from `a` to `b` (0 when `b` is earlier), saturated.
+pub(super) fn ns_between(a: Instant, b: Instant) -> u64 {
+    u64::try_from(b.saturating_duration_since(a).as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -13,23 +13,24 @@ pub(super) async fn new_conn_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
         let r = ctx
             .fresh_request(tk.host, Some(&shard), &mut buf, &mut wd)
             .await;
-        ctx.push(&shard, tk, sent, r);
+        ctx.push(&shard, tk, sent, r, false);
     }
 }
 
 /// Connects a slot. A failed connection costs the request that would have used it (counted
 /// as that request's error), then the slot backs off and tries again; `None` once no request
-/// is due any more.
-pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard, g: usize) -> Option<Io> {
+/// is due any more. The connection's event is returned too: its first request's answer
+/// completes it for the setup block ([`Record::FirstByte`]).
+pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard, g: usize) -> Option<(Io, ConnEvent)> {
     loop {
         match ctx.connect().await {
             Ok((io, ce)) => {
                 shard.push(Record::Conn(ce));
-                return Some(io);
+                return Some((io, ce));
             }
             Err(f) => {
                 let tk = ctx.ticket(g).await?;
-                ctx.push(shard, tk, Instant::now(), Err(f));
+                ctx.push(shard, tk, Instant::now(), Err(f), false);
                 tokio::time::sleep(RECONNECT_BACKOFF).await;
             }
         }
@@ -40,9 +41,10 @@ pub(super) async fn connect_slot(ctx: &Ctx, shard: &Shard, g: usize) -> Option<I
 pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
     let mut wd = Watchdog::new(ctx.timeout);
     loop {
-        let Some(io) = connect_slot(&ctx, &shard, g).await else {
+        let Some((io, ce)) = connect_slot(&ctx, &shard, g).await else {
             return;
         };
+        let mut fresh = Some(ce);
         let mut conn = h1::Conn::new(io);
         loop {
             let Some(tk) = ctx.ticket(g).await else {
@@ -53,7 +55,14 @@ pub(super) async fn h1_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, g: usize) {
             let (r, keep_alive) = ctx.h1_exchange(&mut conn, tk.host, sent, &mut wd).await;
             drop(in_flight);
             let failed = r.is_err();
-            ctx.push(&shard, tk, sent, r);
+            let reused = fresh.is_none();
+            if let Some(mut ce) = fresh.take() {
+                ce.first_byte_ns = super::ctx::first_byte(sent, &r);
+                if ce.first_byte_ns.is_some() {
+                    shard.push(Record::FirstByte(ce));
+                }
+            }
+            ctx.push(&shard, tk, sent, r, reused);
             if failed || !keep_alive {
                 break; // reconnect
             }
@@ -77,7 +86,7 @@ type Retry = (Ticket, Instant, u32);
 pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: usize) {
     let retries: Arc<std::sync::Mutex<Vec<Retry>>> = Arc::default();
     loop {
-        let Some(io) = connect_slot(&ctx, &shard, g).await else {
+        let Some((io, ce)) = connect_slot(&ctx, &shard, g).await else {
             return;
         };
         let (tx, conn) = match h2_handshake(io).await {
@@ -86,15 +95,18 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
                 let Some(tk) = ctx.ticket(g).await else {
                     return;
                 };
-                ctx.push(&shard, tk, Instant::now(), Err(f));
+                ctx.push(&shard, tk, Instant::now(), Err(f), false);
                 tokio::time::sleep(RECONNECT_BACKOFF).await;
                 continue;
             }
         };
+        // The stream that sends first on the connection takes its event and completes it
+        // with that request's first byte.
+        let fresh = Arc::new(std::sync::Mutex::new(Some(ce)));
         let mut set = JoinSet::new();
         for _ in 0..streams {
             let (ctx, shard, mut tx) = (ctx.clone(), shard.clone(), tx.clone());
-            let retries = retries.clone();
+            let (retries, fresh) = (retries.clone(), fresh.clone());
             set.spawn(async move {
                 let mut wd = Watchdog::new(ctx.timeout);
                 loop {
@@ -112,9 +124,22 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
                             (tk, Instant::now(), 0)
                         }
                     };
+                    let first = fresh.lock().ok().and_then(|mut f| f.take());
+                    let reused = first.is_none();
+                    // Measured from now, a retried request's first send being earlier.
+                    let write = Instant::now();
                     let in_flight = ctx.inflight.enter(ctx.ns(sent));
                     let r = ctx.h2_exchange(&mut tx, tk.host, sent, &mut wd).await;
                     drop(in_flight);
+                    if let Some(mut ce) = first {
+                        ce.first_byte_ns = r
+                            .as_ref()
+                            .ok()
+                            .map(|(_, head, _)| crate::client::ns_between(write, *head));
+                        if ce.first_byte_ns.is_some() {
+                            shard.push(Record::FirstByte(ce));
+                        }
+                    }
                     match r {
                         // Sent again: on this connection if it still takes requests, else
                         // (poll_ready fails: a GOAWAY) on the next one.
@@ -123,7 +148,7 @@ pub(super) async fn h2_slot(ctx: Arc<Ctx>, shard: Arc<Shard>, streams: u32, g: u
                                 r.push((tk, sent, tries + 1));
                             }
                         }
-                        r => ctx.push(&shard, tk, sent, r.map_err(|(f, _)| f)),
+                        r => ctx.push(&shard, tk, sent, r.map_err(|(f, _)| f), reused),
                     }
                 }
             });

@@ -149,6 +149,17 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
         text::ms(p.complete.p99)
     );
     writeln!(w, "  phases      {phases}")?;
+    if let Some(setup) = &b.setup {
+        // `npt setup`'s table, judged by the same rule, under its own heading.
+        writeln!(
+            w,
+            "  setup       {} new connections, each layer in round trips of the path:",
+            setup.summary.attempts
+        )?;
+        for line in text::setup::text(setup).lines().skip(1) {
+            writeln!(w, "  {line}")?;
+        }
+    }
     let own_load = b.hosts.values().any(|h| h.connections.is_some());
     if b.hosts.len() > 1 || own_load {
         if own_load {
@@ -273,6 +284,7 @@ mod tests {
                 .map(|k| (k.to_string(), empty.clone()))
                 .collect(),
             intervals: Vec::new(),
+            setup: None,
         }
     }
 

@@ -17,7 +17,7 @@ pub(crate) mod marking;
 mod mtu;
 mod ping;
 mod run;
-mod setup;
+pub(crate) mod setup;
 mod tcpinfo;
 mod under_load;
 mod vantages;

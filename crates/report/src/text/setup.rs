@@ -32,7 +32,8 @@ fn needs(v: f64) -> String {
     }
 }
 
-fn text(b: &SetupBody) -> String {
+/// The text, its first line the target's.
+pub(crate) fn text(b: &SetupBody) -> String {
     let s = &b.summary;
     let via = b
         .via

@@ -132,6 +132,7 @@ pub fn recorded(seed: u64) -> (Split<HttpStats>, HttpMeta) {
         open_loop,
         streams: 1,
         new_conn: false,
+        setup: None,
     };
     let m = r.gen_range(1..=4);
     let samples: Vec<(usize, usize, Sample)> = (0..n)

@@ -166,6 +166,7 @@ fn http() -> serde_json::Value {
             histogram: h.to_serialized(),
             ..Interval::default()
         }],
+        setup: None,
     };
     doc("http", body)
 }

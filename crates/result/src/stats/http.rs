@@ -14,6 +14,7 @@ use std::ops::AddAssign;
 use npt_stats::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::setup::{SetupMeta, SetupStats};
 use super::{add_codes, add_opt, max_opt, BodyError, Dist, HistMap, Stats};
 use crate::common::{Directions, ErrorStats, NptLatency};
 use crate::health::Health;
@@ -37,6 +38,9 @@ pub struct HttpMeta {
     pub open_loop: bool,
     pub streams: u32,
     pub new_conn: bool,
+    /// The setup block's own: the layers the connections set up, how the base round trip
+    /// was measured.
+    pub setup: Option<SetupMeta>,
 }
 
 impl HttpMeta {
@@ -53,6 +57,7 @@ impl HttpMeta {
             open_loop: s.open_loop,
             streams: s.streams,
             new_conn: s.new_conn,
+            setup: None,
         }
     }
 }
@@ -83,6 +88,8 @@ pub struct HttpStats {
     pub cold_start: Option<ColdStart>,
     pub health: Health,
     pub intervals: Intervals,
+    /// Each new connection's layers and the base round trips (absent through `--via`).
+    pub setup: Option<SetupStats>,
 }
 
 /// One virtual host's counters; its latency histogram is `hosts.<host>` in the map.
@@ -144,6 +151,16 @@ impl AddAssign<&HttpStats> for HttpStats {
         }
         self.health += &rhs.health;
         self.intervals += &rhs.intervals;
+        // Parts of one run (`npt merge`): their connections add, and they are still one run.
+        match (&mut self.setup, &rhs.setup) {
+            (Some(a), Some(b)) => {
+                let (runs, flagged) = (a.runs.max(b.runs), a.flagged_runs.max(b.flagged_runs));
+                *a += b;
+                (a.runs, a.flagged_runs) = (runs, flagged);
+            }
+            (a @ None, Some(b)) => *a = Some(b.clone()),
+            _ => {}
+        }
     }
 }
 
@@ -163,6 +180,11 @@ impl Stats for HttpStats {
     fn then(&mut self, later: &HttpStats) {
         let (a, b) = (self.duration_s, later.duration_s);
         let connections = self.connections.max(later.connections);
+        // Rounds: each its own run of the setup block's (a monitor's range counts them).
+        let setup_runs = match (&self.setup, &later.setup) {
+            (Some(x), Some(y)) => Some((x.runs + y.runs, x.flagged_runs + y.flagged_runs)),
+            _ => None,
+        };
         let rate = max_opt(self.rate, later.rate);
         let rps = super::over_time(self.rps, a, later.rps, b);
         let throughput =
@@ -192,6 +214,9 @@ impl Stats for HttpStats {
         self.rps = rps;
         self.duration_s = a + b;
         self.throughput_bps = throughput;
+        if let (Some(s), Some((runs, flagged))) = (&mut self.setup, setup_runs) {
+            (s.runs, s.flagged_runs) = (runs, flagged);
+        }
         for (k, h) in self.hosts.iter_mut() {
             if let Some(&(c, r)) = host_loads.get(k) {
                 (h.connections, h.rate) = (c, r);
@@ -248,8 +273,16 @@ impl Stats for HttpStats {
             cold_start: b.cold_start.clone(),
             health: b.health,
             intervals,
+            setup: None,
         };
-        Ok((stats, HttpMeta::of(s)))
+        let setup = b.setup.as_ref().map(SetupStats::from_body).transpose()?;
+        let (setup, setup_meta) = setup.map_or((None, None), |(s, m)| (Some(s), Some(m)));
+        let stats = HttpStats { setup, ..stats };
+        let meta = HttpMeta {
+            setup: setup_meta,
+            ..HttpMeta::of(s)
+        };
+        Ok((stats, meta))
     }
 
     fn summarize(&self, m: &HttpMeta) -> HttpBody {
@@ -345,6 +378,10 @@ impl Stats for HttpStats {
             errors: self.errors.block(),
             histograms,
             intervals: self.intervals.joined(),
+            setup: match (&self.setup, &m.setup) {
+                (Some(s), Some(meta)) => Some(s.summarize(meta)),
+                _ => None,
+            },
         }
     }
 }

@@ -519,3 +519,26 @@ fn rounds_one_after_another_add_their_times_and_keep_their_rates() {
     assert_eq!((h.connections, h.requests, h.duration_s), (4, 400, 4.0));
     assert_eq!(h.rps, 100.0);
 }
+
+/// An http run's setup block: parts of one run (`npt merge`) add their connections and stay
+/// one run; rounds (`then`, a monitor's range) count as runs.
+#[test]
+fn http_setup_blocks_add_as_parts_and_count_as_rounds() {
+    let part = || HttpStats {
+        setup: Some(SetupStats {
+            runs: 1,
+            attempts: 2,
+            completed: 2,
+            ..SetupStats::default()
+        }),
+        ..HttpStats::default()
+    };
+    let mut merged = part();
+    merged += &part();
+    let s = merged.setup.as_ref().unwrap();
+    assert_eq!((s.attempts, s.completed, s.runs), (4, 4, 1));
+    let mut rounds = part();
+    rounds.then(&part());
+    let s = rounds.setup.as_ref().unwrap();
+    assert_eq!((s.attempts, s.runs), (4, 2));
+}
