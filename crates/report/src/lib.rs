@@ -14,3 +14,4 @@ pub mod text;
 pub mod trace;
 pub mod trace_marking;
 pub mod trace_mtu;
+pub mod trace_segments;

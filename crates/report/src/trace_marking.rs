@@ -6,10 +6,11 @@
 use std::io::{self, Write};
 
 use npt_result::marking::{Fate, Way};
-use npt_result::trace::TraceBody;
+use npt_result::trace::{SegmentMarking, TraceBody};
 
 use crate::html::Table;
 use crate::text::marking::{dscp_name, ecn_name};
+use crate::trace_segments::{Reading, SegmentTable};
 
 /// The note under the table.
 pub const NOTE: &str = "marking: marked UDP echoes to each segment's npt serve; up as the \
@@ -46,105 +47,41 @@ pub fn way_text(w: Option<&Way>) -> String {
     format!("{dscp}, {ecn} (CE {} of {})", w.ce, w.packets)
 }
 
-/// The header and one row per segment; `None` when the trace has no marking figures.
-pub fn rows(b: &TraceBody) -> Option<([String; 4], Vec<[String; 4]>)> {
-    if b.segments.iter().all(|l| l.marking.is_none()) {
-        return None;
-    }
-    let head = ["", "marking read", "up", "down"].map(String::from);
-    let rows = b
-        .segments
-        .iter()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let m = l.marking.as_ref()?;
-            Some([
-                format!("segment {}", i + 1),
-                m.to.clone(),
-                way_text(m.up.as_ref()),
-                way_text(m.down.as_ref()),
-            ])
-        })
-        .collect();
-    Some((head, rows))
-}
-
-/// Each failed read: `segment N marking: why`.
-fn errors(b: &TraceBody) -> Vec<String> {
-    b.segments
-        .iter()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let e = l.marking.as_ref()?.error.as_ref()?;
-            Some(format!("segment {} marking: {e}", i + 1))
-        })
-        .collect()
+/// The table; `None` when the trace has no marking figures.
+pub fn table(b: &TraceBody) -> Option<SegmentTable> {
+    SegmentTable::of(
+        b,
+        &Reading {
+            title: "DSCP/ECN per segment",
+            what: "marking read",
+            word: "marking",
+            note: NOTE,
+            of: &|l| l.marking.as_ref(),
+            cells: &|m: &SegmentMarking| {
+                [
+                    m.to.clone(),
+                    way_text(m.up.as_ref()),
+                    way_text(m.down.as_ref()),
+                ]
+            },
+            error: &|m| m.error.as_ref(),
+        },
+    )
 }
 
 /// The text table (nothing without marking figures).
 pub fn write_text(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
-    let Some((head, rows)) = rows(b) else {
-        return Ok(());
-    };
-    let mut w = [0usize; 4];
-    for r in std::iter::once(&head).chain(&rows) {
-        for (k, c) in r.iter().enumerate() {
-            w[k] = w[k].max(c.chars().count());
-        }
-    }
-    writeln!(out)?;
-    for r in std::iter::once(&head).chain(&rows) {
-        let line = format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            w0 = w[0],
-            w1 = w[1],
-            w2 = w[2]
-        );
-        writeln!(out, "{}", line.trim_end())?;
-    }
-    for e in errors(b) {
-        writeln!(out, "{e}")?;
-    }
-    writeln!(out, "{NOTE}")
+    table(b).map_or(Ok(()), |t| t.write_text(out))
 }
 
 /// The Markdown table (nothing without marking figures).
 pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
-    let Some((head, rows)) = rows(b) else {
-        return Ok(());
-    };
-    writeln!(out, "| {} |", head.join(" | "))?;
-    writeln!(out, "|---|---|---|---|")?;
-    for r in rows {
-        let c: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
-        writeln!(out, "| {} |", c.join(" | "))?;
-    }
-    writeln!(out)?;
-    for e in errors(b) {
-        writeln!(out, "{}  ", e.replace('|', "\\|"))?;
-    }
-    writeln!(out, "{NOTE}")?;
-    writeln!(out)
+    table(b).map_or(Ok(()), |t| t.write_markdown(out))
 }
 
 /// The HTML table, when there are marking figures.
 pub fn html_table(b: &TraceBody) -> Option<Table> {
-    let (head, rows) = rows(b)?;
-    let errors = errors(b);
-    let caption = if errors.is_empty() {
-        format!("DSCP/ECN per segment — {NOTE}")
-    } else {
-        format!("DSCP/ECN per segment — {NOTE}. {}", errors.join("; "))
-    };
-    Some(Table {
-        caption,
-        header: head.to_vec(),
-        rows: rows.into_iter().map(|r| r.to_vec()).collect(),
-    })
+    table(b).map(SegmentTable::html)
 }
 
 #[cfg(test)]
@@ -153,7 +90,6 @@ mod tests {
     use npt_result::marking::Tos;
     use npt_result::stats::trace::{LegStats, TraceMeta, TraceStats};
     use npt_result::stats::PingStats;
-    use npt_result::trace::SegmentMarking;
 
     #[test]
     fn each_segment_says_each_way_what_became_of_the_marking() {

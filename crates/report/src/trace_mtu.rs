@@ -7,110 +7,47 @@ use std::io::{self, Write};
 use npt_result::trace::{SegmentMtu, TraceBody};
 
 use crate::html::Table;
+use crate::trace_segments::{Reading, SegmentTable};
 
 /// The note under the table.
 pub const NOTE: &str = "mtu: the largest UDP datagram that crossed each way (an IP packet is \
                         28 bytes more over IPv4, 48 over IPv6), and what stopped a larger one";
 
-/// The header and one row per segment; `None` when the trace has no MTU figures.
-pub fn rows(b: &TraceBody) -> Option<([String; 4], Vec<[String; 4]>)> {
-    if b.segments.iter().all(|l| l.mtu.is_none()) {
-        return None;
-    }
-    let head = ["", "mtu searched", "up", "down"].map(String::from);
-    let rows = b
-        .segments
-        .iter()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let m = l.mtu.as_ref()?;
-            Some([
-                format!("segment {}", i + 1),
-                m.to.clone(),
-                SegmentMtu::way_text(m.up.as_ref()),
-                SegmentMtu::way_text(m.down.as_ref()),
-            ])
-        })
-        .collect();
-    Some((head, rows))
-}
-
-/// Each failed search: `segment N mtu: why`.
-fn errors(b: &TraceBody) -> Vec<String> {
-    b.segments
-        .iter()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let e = l.mtu.as_ref()?.error.as_ref()?;
-            Some(format!("segment {} mtu: {e}", i + 1))
-        })
-        .collect()
+/// The table; `None` when the trace has no MTU figures.
+pub fn table(b: &TraceBody) -> Option<SegmentTable> {
+    SegmentTable::of(
+        b,
+        &Reading {
+            title: "Path MTU per segment",
+            what: "mtu searched",
+            word: "mtu",
+            note: NOTE,
+            of: &|l| l.mtu.as_ref(),
+            cells: &|m: &SegmentMtu| {
+                [
+                    m.to.clone(),
+                    SegmentMtu::way_text(m.up.as_ref()),
+                    SegmentMtu::way_text(m.down.as_ref()),
+                ]
+            },
+            error: &|m| m.error.as_ref(),
+        },
+    )
 }
 
 /// The text table (nothing without MTU figures).
 pub fn write_text(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
-    let Some((head, rows)) = rows(b) else {
-        return Ok(());
-    };
-    let mut w = [0usize; 4];
-    for r in std::iter::once(&head).chain(&rows) {
-        for (k, c) in r.iter().enumerate() {
-            w[k] = w[k].max(c.chars().count());
-        }
-    }
-    writeln!(out)?;
-    for r in std::iter::once(&head).chain(&rows) {
-        let line = format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            w0 = w[0],
-            w1 = w[1],
-            w2 = w[2]
-        );
-        writeln!(out, "{}", line.trim_end())?;
-    }
-    for e in errors(b) {
-        writeln!(out, "{e}")?;
-    }
-    writeln!(out, "{NOTE}")
+    table(b).map_or(Ok(()), |t| t.write_text(out))
 }
 
 /// The Markdown table (nothing without MTU figures).
 pub fn write_markdown(out: &mut dyn Write, b: &TraceBody) -> io::Result<()> {
-    let Some((head, rows)) = rows(b) else {
-        return Ok(());
-    };
-    writeln!(out, "| {} |", head.join(" | "))?;
-    writeln!(out, "|---|---|---|---|")?;
-    for r in rows {
-        let c: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
-        writeln!(out, "| {} |", c.join(" | "))?;
-    }
-    writeln!(out)?;
-    for e in errors(b) {
-        writeln!(out, "{}  ", e.replace('|', "\\|"))?;
-    }
-    writeln!(out, "{NOTE}")?;
-    writeln!(out)
+    table(b).map_or(Ok(()), |t| t.write_markdown(out))
 }
 
 /// The HTML table, when there are MTU figures.
 pub fn html_table(b: &TraceBody) -> Option<Table> {
-    let (head, rows) = rows(b)?;
-    let errors = errors(b);
-    let caption = if errors.is_empty() {
-        format!("Path MTU per segment — {NOTE}")
-    } else {
-        format!("Path MTU per segment — {NOTE}. {}", errors.join("; "))
-    };
-    Some(Table {
-        caption,
-        header: head.to_vec(),
-        rows: rows.into_iter().map(|r| r.to_vec()).collect(),
-    })
+    table(b).map(SegmentTable::html)
 }
 
 #[cfg(test)]
