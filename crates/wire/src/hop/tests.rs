@@ -341,3 +341,41 @@ fn random_bytes_never_panic() {
         }
     }
 }
+
+/// A hop message's fixed bytes cut at every length: each cut is one error, never a panic or
+/// a message (the reply's count may be what no longer fits). Shared by the protos' own tests.
+pub(super) fn every_cut_is_an_error(request: &[u8], reply: &[u8]) {
+    for n in 0..reply.len() {
+        let got = HopReply::decode(&reply[..n]);
+        assert!(
+            matches!(
+                got,
+                Err(HopError::Wire(WireError::Truncated { .. })) | Err(HopError::BadCount { .. })
+            ),
+            "reply cut at {n}: {got:?}"
+        );
+    }
+    for n in 0..request.len() {
+        assert!(HopRequest::decode(&request[..n]).is_err(), "cut at {n}");
+    }
+}
+
+/// Random and mangled copies of a hop message's fixed bytes never panic, and what decodes
+/// re-encodes to the same message. Shared by the protos' own tests.
+pub(super) fn mangled_copies_round_trip(request: &[u8], reply: &[u8]) {
+    let mut m = crate::mangle::Mangler::new(0x9E37_79B9_7F4A_7C15);
+    for i in 0..100_000u64 {
+        let b = m.mangle(reply, reply.len() as u64 + 8, i % 5);
+        if let Ok(r) = HopReply::decode(&b) {
+            let mut v = Vec::new();
+            r.encode(&mut v).unwrap();
+            assert_eq!(HopReply::decode(&v).unwrap(), r);
+        }
+        let b = m.mangle(request, request.len() as u64 + 8, i % 4);
+        if let Ok(r) = HopRequest::decode(&b) {
+            let mut v = Vec::new();
+            r.encode(&mut v).unwrap();
+            assert_eq!(HopRequest::decode(&v).unwrap(), r);
+        }
+    }
+}

@@ -4,7 +4,6 @@
 use super::super::*;
 use super::*;
 use crate::frame::Header;
-use crate::mangle::Mangler;
 
 fn request() -> HopRequest {
     HopRequest {
@@ -157,37 +156,11 @@ fn every_verdict_and_error_kind_travels() {
 
 #[test]
 fn every_truncation_is_one_error() {
-    for n in 0..REPLY_MSG.len() {
-        let got = HopReply::decode(&REPLY_MSG[..n]);
-        assert!(
-            matches!(
-                got,
-                Err(HopError::Wire(WireError::Truncated { .. })) | Err(HopError::BadCount { .. })
-            ),
-            "reply cut at {n}: {got:?}"
-        );
-    }
-    for n in 0..REQUEST_MSG.len() {
-        assert!(HopRequest::decode(&REQUEST_MSG[..n]).is_err(), "cut at {n}");
-    }
+    super::super::tests::every_cut_is_an_error(&REQUEST_MSG, &REPLY_MSG);
 }
 
 /// Random and mangled bytes never panic, and what decodes re-encodes to the same reply.
 #[test]
 fn random_bytes_never_panic() {
-    let mut m = Mangler::new(0x9E37_79B9_7F4A_7C15);
-    for i in 0..100_000u64 {
-        let b = m.mangle(&REPLY_MSG, REPLY_MSG.len() as u64 + 8, i % 5);
-        if let Ok(r) = HopReply::decode(&b) {
-            let mut v = Vec::new();
-            r.encode(&mut v).unwrap();
-            assert_eq!(HopReply::decode(&v).unwrap(), r);
-        }
-        let b = m.mangle(&REQUEST_MSG, REQUEST_MSG.len() as u64 + 8, i % 4);
-        if let Ok(r) = HopRequest::decode(&b) {
-            let mut v = Vec::new();
-            r.encode(&mut v).unwrap();
-            assert_eq!(HopRequest::decode(&v).unwrap(), r);
-        }
-    }
+    super::super::tests::mangled_copies_round_trip(&REQUEST_MSG, &REPLY_MSG);
 }
