@@ -89,6 +89,19 @@ impl Lab {
         &self.name
     }
 
+    /// `cmd` on `node` (an `nft` rule, an `ip` change), which must succeed within 10 s: the
+    /// panic shows its stderr.
+    pub fn exec_ok(&self, node: &str, cmd: &[&str]) {
+        let mut a = vec!["lab", "exec", &self.name, node, "--"];
+        a.extend_from_slice(cmd);
+        let out = run(&a, Duration::from_secs(10));
+        assert!(
+            out.status.success(),
+            "{cmd:?} on {node}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// `npt ARGS` on `node`, within `limit`.
     pub fn npt(&self, node: &str, args: &[&str], limit: Duration) -> Output {
         let mut a = vec!["lab", "exec", &self.name, node, "--", "npt"];

@@ -109,14 +109,7 @@ fn nat(secs: u32, flags: &str) -> String {
 
 /// `nft ARGS` on the middle node, which must succeed.
 fn nft(lab: &Lab, args: &[&str]) {
-    let mut a = vec!["lab", "exec", lab.name(), "middle", "--", "nft"];
-    a.extend_from_slice(args);
-    let out = run(&a, Duration::from_secs(10));
-    assert!(
-        out.status.success(),
-        "nft {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lab.exec_ok("middle", &[&["nft"], args].concat());
 }
 
 /// `npt lifetime TARGET ARGS` on the client: its document, after the text is shown.

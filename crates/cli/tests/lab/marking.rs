@@ -168,14 +168,7 @@ fn bleach_from(from: &str) -> String {
 
 /// `nft ARGS` on the middle node, which must succeed.
 fn nft(l: &Lab, args: &[&str]) {
-    let mut a = vec!["lab", "exec", l.name(), "middle", "--", "nft"];
-    a.extend_from_slice(args);
-    let out = run(&a, Duration::from_secs(10));
-    assert!(
-        out.status.success(),
-        "nft {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    l.exec_ok("middle", &[&["nft"], args].concat());
 }
 
 /// A probe from the client to the server, its document and its text (`npt report`).

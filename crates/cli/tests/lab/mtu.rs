@@ -82,24 +82,7 @@ const WITH_TOKEN: &[&str] = &["udp://10.0.3.2:7777", "--token", "mtu-lab"];
 fn nft(lab: &Lab, node: &str, name: &str, rules: &str) {
     let file = scratch().join(format!("lab-mtu-{name}.nft"));
     std::fs::write(&file, rules).unwrap();
-    let out = run(
-        &[
-            "lab",
-            "exec",
-            lab.name(),
-            node,
-            "--",
-            "nft",
-            "-f",
-            file.to_str().unwrap(),
-        ],
-        Duration::from_secs(10),
-    );
-    assert!(
-        out.status.success(),
-        "nft on {node}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lab.exec_ok(node, &["nft", "-f", file.to_str().unwrap()]);
 }
 
 /// A router that sends no "fragmentation needed".

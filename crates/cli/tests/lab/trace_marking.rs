@@ -69,14 +69,7 @@ fn bleach_toward(to: &str) -> String {
 
 /// `nft ARGS` on `node`, which must succeed.
 fn nft(l: &Lab, node: &str, args: &[&str]) {
-    let mut a = vec!["lab", "exec", l.name(), node, "--", "nft"];
-    a.extend_from_slice(args);
-    let out = run(&a, Duration::from_secs(10));
-    assert!(
-        out.status.success(),
-        "nft {args:?} on {node}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    l.exec_ok(node, &[&["nft"], args].concat());
 }
 
 /// The trace's document and its text (`npt report`).

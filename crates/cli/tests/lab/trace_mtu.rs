@@ -181,18 +181,6 @@ fn each_segment_reads_its_own_path_mtu_and_an_agent_refuses_outside_its_list() {
     way(&doc["segments"][1], "up", 1372, "local");
 }
 
-/// `cmd` on `node`, which must succeed.
-fn exec(lab: &Lab, node: &str, cmd: &[&str]) {
-    let mut a = vec!["lab", "exec", lab.name(), node, "--"];
-    a.extend_from_slice(cmd);
-    let out = run(&a, Duration::from_secs(10));
-    assert!(
-        out.status.success(),
-        "{cmd:?} on {node}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn routers_inside_a_segment_answer_with_icmp_or_make_a_black_hole() {
     if lab::skipped(module_path!()) {
@@ -229,11 +217,11 @@ fn routers_inside_a_segment_answer_with_icmp_or_make_a_black_hole() {
     let rules = dir.join("tmtu-noicmp.nft");
     std::fs::write(&rules, NO_ICMP).unwrap();
     for m in ["m1", "m2"] {
-        exec(&lab, m, &["nft", "-f", rules.to_str().unwrap()]);
+        lab.exec_ok(m, &["nft", "-f", rules.to_str().unwrap()]);
     }
     // What m1 and m2 taught r1's and r2's kernels is forgotten.
     for r in ["r1", "r2"] {
-        exec(&lab, r, &["ip", "route", "flush", "cache"]);
+        lab.exec_ok(r, &["ip", "route", "flush", "cache"]);
     }
     let doc = trace("black-hole");
     let seg = &doc["segments"];
