@@ -92,9 +92,17 @@ impl Plan {
 
     /// The second-shortest gap not survived above `lo`: what confirms `hi`.
     fn second(&self) -> Option<u64> {
-        let mut above: Vec<u64> = self.gone.iter().copied().filter(|g| *g > self.lo).collect();
-        above.sort_unstable();
-        above.get(1).copied()
+        // The two smallest in one pass (asked for every pending flow at every poll).
+        let (mut first, mut second) = (None::<u64>, None::<u64>);
+        for &g in self.gone.iter().filter(|g| **g > self.lo) {
+            if first.is_none_or(|f| g < f) {
+                second = first;
+                first = Some(g);
+            } else if second.is_none_or(|s| g < s) {
+                second = Some(g);
+            }
+        }
+        second
     }
 
     /// Whether `hi` is confirmed: a second expiry within the resolution above it, or `hi` is
