@@ -449,13 +449,19 @@ clear_rounds = 2
     }
     let bleached = (Some(1.0), Some(Fate::Bleached), Some(Fate::Arrived));
     let arrived = (Some(0.0), Some(Fate::Arrived), Some(Fate::Arrived));
+    // The rounds the alert counts: those with a marking (a round due while the one before
+    // still ran on a busy box is skipped, and counts neither way).
+    let stored: Vec<_> = stored
+        .iter()
+        .filter(|r| r.figures.bleached().is_some())
+        .collect();
     // Fired by the second round, both bleached up and arrived down.
     let first: Vec<_> = stored.iter().filter(|r| r.end_ms <= fired).collect();
     assert_eq!(first.len(), 2, "{stored:#?}");
     assert!(first.iter().all(|r| fate(r) == bleached), "{first:#?}");
     // Every round that ended before the rule went: bleached; every one that started after it:
     // arrived.
-    for r in &stored {
+    for &r in &stored {
         if r.end_ms < before {
             assert_eq!(fate(r), bleached, "{r:?}");
         } else if r.start_ms > removed {
@@ -464,7 +470,11 @@ clear_rounds = 2
     }
     // Cleared by the second round in a row that arrived as sent: the round before those two
     // did not.
-    let upto: Vec<_> = stored.iter().filter(|r| r.end_ms <= cleared).collect();
+    let upto: Vec<_> = stored
+        .iter()
+        .copied()
+        .filter(|r| r.end_ms <= cleared)
+        .collect();
     let n = upto.len();
     assert!(n >= 4, "{upto:#?}");
     assert_eq!((fate(upto[n - 1]), fate(upto[n - 2])), (arrived, arrived));
@@ -479,4 +489,100 @@ clear_rounds = 2
     let text = range(&store, "1h", "text");
     eprintln!("{text}");
     assert!(text.contains("DSCP 46 (EF) mixed (mostly "), "{text}");
+}
+
+/// A monitor of a burst of ECT(0) packets across the same three nodes' marking links (the
+/// burst test's above, 400 packets a round every 4 s): each stored round's CE counts are the
+/// lab's own marks of that round's packets — their sums over the rounds equal the lab's counts
+/// each way, read with no round in flight — and a `ce_pct` alert above 50 % fires after its 2
+/// rounds.
+#[test]
+fn a_monitor_counts_the_ce_marks_the_lab_made_and_alerts_on_their_share() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let l = Lab::up(
+        dir.path(),
+        "npt-cemon",
+        &CHAIN_TOPOLOGY.replace("name = \"npt-mark\"", "name = \"npt-cemon\""),
+    );
+    let store = dir.path().join("m.db");
+    let cfg = dir.path().join("m.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"vantage = "lab"
+store = "{}"
+listen = "127.0.0.1:0"
+every = "4s"
+[[target]]
+name = "burst"
+kind = "probe"
+target = "udp://10.0.2.2:7777"
+length = "400ms"
+args = ["--pps", "1000", "-s", "250", "--dscp", "46", "--ecn", "ect0", "--loss-timeout", "2s"]
+[[alert]]
+name = "congested"
+metric = "ce_pct"
+above = 50
+rounds = 2
+"#,
+            store.display()
+        ),
+    )
+    .unwrap();
+    let ns = npt_lab::plan::netns_name("npt-cemon", "client");
+    let mut m = Monitor::start_in(Some(&ns), &cfg, &store, true);
+    m.until("the alert fires", Duration::from_secs(30), |m| {
+        m.metric("npt_monitor_alert_firing", &["alert=\"congested\""]) == Some(1.0)
+    });
+    // Stopped just after a round ends, seconds before the next starts: none in flight.
+    let n = m.rounds_total("burst", "ok");
+    m.until("one more round", Duration::from_secs(10), |m| {
+        m.rounds_total("burst", "ok") > n
+    });
+    m.stop();
+    let (lab_up, lab_down) = (
+        ce_marked(&l, 0, "client", "middle"),
+        ce_marked(&l, 1, "server", "middle"),
+    );
+    let stored = rounds(&store, "burst");
+    let ce = |w: Option<npt_result::marking::Way>| w.map_or(0, |w| w.ce);
+    for r in &stored {
+        let f = &r.figures;
+        eprintln!(
+            "round {:?}: sent {}, CE up {}, down {}, ce_pct {:?}",
+            r.status,
+            f.sent,
+            ce(f.marking_up),
+            ce(f.marking_down),
+            f.ce_pct()
+        );
+    }
+    let up: u64 = stored.iter().map(|r| ce(r.figures.marking_up)).sum();
+    let down: u64 = stored.iter().map(|r| ce(r.figures.marking_down)).sum();
+    eprintln!("lab: CE marked up {lab_up}, down {lab_down}; the rounds: {up}, {down}");
+    assert_eq!((up, down), (lab_up, lab_down));
+    // The rounds that read packets (on a busy box a round may start too late to send any:
+    // it has no share, and counts neither way).
+    let read: Vec<_> = stored.iter().filter(|r| r.figures.count > 0).collect();
+    assert!(read.len() >= 3, "{stored:#?}");
+    assert!(
+        read.iter()
+            .all(|r| r.figures.ce_pct().is_some_and(|p| p > 50.0)),
+        "{stored:#?}"
+    );
+    let st = npt_monitor::store::sqlite::Sqlite::open_read(&store).unwrap();
+    let events = npt_monitor::store::Store::events(&st, i64::MIN, i64::MAX, 100).unwrap();
+    let fired = events
+        .iter()
+        .find(|e| e.kind == "alert_firing")
+        .unwrap_or_else(|| panic!("{events:#?}"))
+        .ts_ms;
+    assert_eq!(
+        read.iter().filter(|r| r.end_ms <= fired).count(),
+        2,
+        "{stored:#?}"
+    );
 }
