@@ -13,7 +13,9 @@
 //!
 //! A monitor of a marked probe across the same three nodes: the `bleached` alert fires after
 //! its 2 rounds while the middle node bleaches DSCP up, the store reads the range back
-//! "bleached to 0 up, arrived down", and the alert clears after 2 rounds once the rule is gone.
+//! "bleached to 0 up, arrived down", and the alert clears after 2 rounds once the rule is gone;
+//! a monitor of the burst stores each round's CE counts, which add up to the lab's own marks,
+//! and a `ce_pct` alert fires on them.
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 use crate::common;
