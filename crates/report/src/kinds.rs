@@ -58,9 +58,17 @@ impl Render for ProbeBody {
         ]
     }
 
-    /// Its refusals and directions, then the phases of `--under-load`.
+    /// Its refusals and directions, its marking each way (when its far end was asked), then
+    /// the phases of `--under-load`.
     fn summary_rows(&self) -> Vec<Vec<String>> {
         let mut rows = crate::directions::summary_rows(self);
+        if let Some(m) = &self.summary.marking {
+            for (name, w) in [("marking up", &m.up), ("marking down", &m.down)] {
+                if let Some(w) = w {
+                    rows.push(vec![name.into(), crate::trace_marking::way_text(Some(w))]);
+                }
+            }
+        }
         let Some(u) = &self.under_load else {
             return rows;
         };

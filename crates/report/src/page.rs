@@ -421,6 +421,40 @@ mod tests {
         );
     }
 
+    /// A probe that asked its far end for a marking: the summary table says each way what
+    /// became of it, in the words of a trace's marking table; a plain probe's says nothing.
+    #[test]
+    fn a_marked_probe_says_each_way_on_the_page() {
+        use npt_result::marking::{Marking, Tos};
+        let rows = |d: &AnyResult| html_page(d, "x.json").tables[0].rows.clone();
+        let mut d = doc();
+        assert!(!rows(&d).iter().any(|r| r[0].starts_with("marking")));
+        let npt_result::any::AnyBody::Probe(b) = &mut d.body else {
+            unreachable!()
+        };
+        let ef = Some(Tos { dscp: 46, ecn: 0 });
+        let mut m = Marking {
+            sent: ef,
+            asked: ef,
+            ..Marking::default()
+        };
+        // Bleached up (the far end saw DSCP 0), arrived down.
+        for _ in 0..3 {
+            m.count_reply(Some(0xb8), Some((0x00, 0xb8)));
+        }
+        b.summary.marking = m.block();
+        let rows = rows(&d);
+        let way = |name: &str| rows.iter().find(|r| r[0] == name).unwrap()[1].clone();
+        assert_eq!(
+            way("marking up"),
+            "DSCP 46 (EF) bleached to 0, ECN Not-ECT arrived (CE 0 of 3)"
+        );
+        assert_eq!(
+            way("marking down"),
+            "DSCP 46 (EF) arrived, ECN Not-ECT arrived (CE 0 of 3)"
+        );
+    }
+
     #[test]
     fn the_page_has_every_chart_with_ascending_x() {
         let page = html_page(&doc(), "x.json");

@@ -332,7 +332,7 @@ fn the_monitor_s_scrape_passes_promtool() {
     let (_serve, addr) = serve(&[]);
     let dir = tempfile::tempdir().unwrap();
     // Every family a monitor may show but RPM and goodput (an --under-load probe's, a bulk's):
-    // a ping and a probe target, and a rule that fires at the first round.
+    // a ping and a marked probe target, and a rule that fires at the first round.
     let cfg = write_file(
         dir.path(),
         "m.toml",
@@ -351,7 +351,7 @@ name = "probe"
 kind = "probe"
 target = "udp://{addr}"
 length = "200ms"
-args = ["--pps", "100", "--loss-timeout", "100ms"]
+args = ["--pps", "100", "--loss-timeout", "100ms", "--dscp", "46", "--ecn", "ect0"]
 [[alert]]
 name = "any"
 metric = "p50_ms"

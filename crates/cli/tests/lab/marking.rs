@@ -10,15 +10,23 @@
 //! to 0 up, arrived down" (and the mirror). Links that mark ECN (`ecn = "100ms"`, a rate the
 //! probe's burst overruns, one marking link each way): the CE counts the probe reads each way
 //! are the lab's own mark counts of those directions (`npt lab status --json`, `ce_marked`).
+//!
+//! A monitor of a marked probe across the same three nodes: the `bleached` alert fires after
+//! its 2 rounds while the middle node bleaches DSCP up, the store reads the range back
+//! "bleached to 0 up, arrived down", and the alert clears after 2 rounds once the rule is gone;
+//! a monitor of the burst stores each round's CE counts, which add up to the lab's own marks,
+//! and a `ce_pct` alert fires on them.
 #![cfg(test)] // clippy.toml: test helpers count as tests
 
 use crate::common;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use common::lab::Lab;
+use common::monitor::{rounds, Monitor};
 use common::{lab, run, scratch, u};
+use npt_result::marking::Fate;
 
 const NAME: &str = "npt-dscp";
 
@@ -282,4 +290,301 @@ fn bleached_one_way_and_ce_marks_each_way_read_as_the_lab_made_them() {
     let want =
         format!("ECN ECT(0) arrived up (CE {lab_up} of 400), arrived down (CE {lab_down} of 400)");
     assert!(text.contains(&want), "{text}");
+}
+
+/// `npt report --from STORE --target ef --since SINCE` in `format`: what it wrote.
+fn range(store: &Path, since: &str, format: &str) -> String {
+    let out = run(
+        &[
+            "report",
+            "--from",
+            store.to_str().unwrap(),
+            "--target",
+            "ef",
+            "--since",
+            since,
+            "--format",
+            format,
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn rfc3339(ms: i64) -> String {
+    let t = SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap());
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+fn wall_ms() -> i64 {
+    npt_monitor::round::wall_ms(SystemTime::now())
+}
+
+/// A monitor on the client of the same three nodes watches a probe marked DSCP 46 / ECT(0)
+/// every second, with a `bleached` alert of 2 rounds to fire and 2 to clear. With the
+/// middle node bleaching DSCP from the client, every round stores "bleached" up and
+/// "arrived" down, the alert fires at the second round (its gauge and the scrape say so), and
+/// the range reads back "DSCP 46 (EF) bleached to 0 up, arrived down" in text and on the HTML
+/// page; once the rule is deleted, the second round that arrived as sent clears it, the range
+/// since then reads "arrived up, arrived down", and the whole range "mixed" up.
+#[test]
+fn a_monitor_alerts_on_a_bleached_marking_and_clears_when_it_arrives_again() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let l = Lab::up(
+        dir.path(),
+        "npt-markmon",
+        &CHAIN_TOPOLOGY.replace("name = \"npt-mark\"", "name = \"npt-markmon\""),
+    );
+    let rule = dir.path().join("bleach-up.nft");
+    std::fs::write(&rule, bleach_from("client")).unwrap();
+    nft(&l, &["-f", rule.to_str().unwrap()]);
+    let store = dir.path().join("m.db");
+    let cfg = dir.path().join("m.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"vantage = "lab"
+store = "{}"
+listen = "127.0.0.1:0"
+every = "1s"
+[[target]]
+name = "ef"
+kind = "probe"
+target = "udp://10.0.2.2:7777"
+length = "300ms"
+args = ["--pps", "100", "--dscp", "46", "--ecn", "ect0", "--loss-timeout", "200ms"]
+[[alert]]
+name = "marking"
+metric = "bleached"
+rounds = 2
+clear_rounds = 2
+"#,
+            store.display()
+        ),
+    )
+    .unwrap();
+    let ns = npt_lab::plan::netns_name("npt-markmon", "client");
+    let mut m = Monitor::start_in(Some(&ns), &cfg, &store, true);
+    let firing = |m: &Monitor| {
+        m.metric(
+            "npt_monitor_alert_firing",
+            &["target=\"ef\"", "alert=\"marking\""],
+        )
+    };
+    m.until("the alert fires", Duration::from_secs(20), |m| {
+        firing(m) == Some(1.0)
+    });
+    let way = |m: &Monitor, d: &str| {
+        m.metric(
+            "npt_monitor_last_marking_arrived",
+            &["target=\"ef\"", &format!("direction=\"{d}\"")],
+        )
+    };
+    assert_eq!((way(&m, "up"), way(&m, "down")), (Some(0.0), Some(1.0)));
+    let (_, scrape) = m.get("/metrics");
+    for line in String::from_utf8_lossy(&scrape).lines() {
+        if line.starts_with("npt_monitor_last_marking") || line.starts_with("npt_monitor_last_ce") {
+            eprintln!("{line}");
+        }
+    }
+    // What the store holds so far: bleached rounds only.
+    let text = range(&store, "1h", "text");
+    eprintln!("{text}");
+    assert!(
+        text.contains(
+            "DSCP 46 (EF) bleached to 0 up, arrived down; ECN ECT(0) arrived up (CE 0 of"
+        ),
+        "{text}"
+    );
+    let html = range(&store, "1h", "html");
+    assert!(
+        html.contains(
+            "<td>marking up</td><td>DSCP 46 (EF) bleached to 0, ECN ECT(0) arrived (CE 0 of"
+        ),
+        "the page's summary says it"
+    );
+
+    let before = wall_ms();
+    nft(&l, &["delete", "table", "inet", "npt_mark"]);
+    let removed = wall_ms();
+    m.until("the alert clears", Duration::from_secs(20), |m| {
+        firing(m) == Some(0.0)
+    });
+    assert_eq!((way(&m, "up"), way(&m, "down")), (Some(1.0), Some(1.0)));
+    m.stop();
+    for line in m.lines().iter().filter(|l| l.contains("marking")) {
+        eprintln!("{line}");
+    }
+
+    let stored = rounds(&store, "ef");
+    let st = npt_monitor::store::sqlite::Sqlite::open_read(&store).unwrap();
+    let events = npt_monitor::store::Store::events(&st, i64::MIN, i64::MAX, 100).unwrap();
+    let at = |kind: &str| {
+        events
+            .iter()
+            .find(|e| e.kind == kind && e.rule.as_deref() == Some("marking"))
+            .unwrap_or_else(|| panic!("no {kind}: {events:#?}"))
+            .ts_ms
+    };
+    let (fired, cleared) = (at("alert_firing"), at("alert_resolved"));
+    let fate = |r: &npt_monitor::store::RoundRow| {
+        let f = &r.figures;
+        let dscp = |w: &Option<npt_result::marking::Way>| w.map(|w| w.dscp);
+        (f.bleached(), dscp(&f.marking_up), dscp(&f.marking_down))
+    };
+    for r in &stored {
+        eprintln!(
+            "round {}..{} {:?}: {:?}",
+            r.start_ms - stored[0].start_ms,
+            r.end_ms - stored[0].start_ms,
+            r.status,
+            fate(r)
+        );
+    }
+    let bleached = (Some(1.0), Some(Fate::Bleached), Some(Fate::Arrived));
+    let arrived = (Some(0.0), Some(Fate::Arrived), Some(Fate::Arrived));
+    // The rounds the alert counts: those with a marking (a round due while the one before
+    // still ran on a busy box is skipped, and counts neither way).
+    let stored: Vec<_> = stored
+        .iter()
+        .filter(|r| r.figures.bleached().is_some())
+        .collect();
+    // Fired by the second round, both bleached up and arrived down.
+    let first: Vec<_> = stored.iter().filter(|r| r.end_ms <= fired).collect();
+    assert_eq!(first.len(), 2, "{stored:#?}");
+    assert!(first.iter().all(|r| fate(r) == bleached), "{first:#?}");
+    // Every round that ended before the rule went: bleached; every one that started after it:
+    // arrived.
+    for &r in &stored {
+        if r.end_ms < before {
+            assert_eq!(fate(r), bleached, "{r:?}");
+        } else if r.start_ms > removed {
+            assert_eq!(fate(r), arrived, "{r:?}");
+        }
+    }
+    // Cleared by the second round in a row that arrived as sent: the round before those two
+    // did not.
+    let upto: Vec<_> = stored
+        .iter()
+        .copied()
+        .filter(|r| r.end_ms <= cleared)
+        .collect();
+    let n = upto.len();
+    assert!(n >= 4, "{upto:#?}");
+    assert_eq!((fate(upto[n - 1]), fate(upto[n - 2])), (arrived, arrived));
+    assert_ne!(fate(upto[n - 3]).0, Some(0.0), "{upto:#?}");
+    // The range since the rule went reads it arrived each way; the whole range, mixed up.
+    let text = range(&store, &rfc3339(removed), "text");
+    eprintln!("{text}");
+    assert!(
+        text.contains("DSCP 46 (EF) arrived up, arrived down; ECN ECT(0) arrived up (CE 0 of"),
+        "{text}"
+    );
+    let text = range(&store, "1h", "text");
+    eprintln!("{text}");
+    assert!(text.contains("DSCP 46 (EF) mixed (mostly "), "{text}");
+}
+
+/// A monitor of a burst of ECT(0) packets across the same three nodes' marking links (the
+/// burst test's above, 400 packets a round every 4 s): each stored round's CE counts are the
+/// lab's own marks of that round's packets — their sums over the rounds equal the lab's counts
+/// each way, read with no round in flight — and a `ce_pct` alert above 50 % fires after its 2
+/// rounds.
+#[test]
+fn a_monitor_counts_the_ce_marks_the_lab_made_and_alerts_on_their_share() {
+    if lab::skipped(module_path!()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let l = Lab::up(
+        dir.path(),
+        "npt-cemon",
+        &CHAIN_TOPOLOGY.replace("name = \"npt-mark\"", "name = \"npt-cemon\""),
+    );
+    let store = dir.path().join("m.db");
+    let cfg = dir.path().join("m.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"vantage = "lab"
+store = "{}"
+listen = "127.0.0.1:0"
+every = "4s"
+[[target]]
+name = "burst"
+kind = "probe"
+target = "udp://10.0.2.2:7777"
+length = "400ms"
+args = ["--pps", "1000", "-s", "250", "--dscp", "46", "--ecn", "ect0", "--loss-timeout", "2s"]
+[[alert]]
+name = "congested"
+metric = "ce_pct"
+above = 50
+rounds = 2
+"#,
+            store.display()
+        ),
+    )
+    .unwrap();
+    let ns = npt_lab::plan::netns_name("npt-cemon", "client");
+    let mut m = Monitor::start_in(Some(&ns), &cfg, &store, true);
+    m.until("the alert fires", Duration::from_secs(30), |m| {
+        m.metric("npt_monitor_alert_firing", &["alert=\"congested\""]) == Some(1.0)
+    });
+    // Stopped just after a round ends, seconds before the next starts: none in flight.
+    let n = m.rounds_total("burst", "ok");
+    m.until("one more round", Duration::from_secs(10), |m| {
+        m.rounds_total("burst", "ok") > n
+    });
+    m.stop();
+    let (lab_up, lab_down) = (
+        ce_marked(&l, 0, "client", "middle"),
+        ce_marked(&l, 1, "server", "middle"),
+    );
+    let stored = rounds(&store, "burst");
+    let ce = |w: Option<npt_result::marking::Way>| w.map_or(0, |w| w.ce);
+    for r in &stored {
+        let f = &r.figures;
+        eprintln!(
+            "round {:?}: sent {}, CE up {}, down {}, ce_pct {:?}",
+            r.status,
+            f.sent,
+            ce(f.marking_up),
+            ce(f.marking_down),
+            f.ce_pct()
+        );
+    }
+    let up: u64 = stored.iter().map(|r| ce(r.figures.marking_up)).sum();
+    let down: u64 = stored.iter().map(|r| ce(r.figures.marking_down)).sum();
+    eprintln!("lab: CE marked up {lab_up}, down {lab_down}; the rounds: {up}, {down}");
+    assert_eq!((up, down), (lab_up, lab_down));
+    // The rounds that read packets (on a busy box a round may start too late to send any:
+    // it has no share, and counts neither way).
+    let read: Vec<_> = stored.iter().filter(|r| r.figures.count > 0).collect();
+    assert!(read.len() >= 3, "{stored:#?}");
+    assert!(
+        read.iter()
+            .all(|r| r.figures.ce_pct().is_some_and(|p| p > 50.0)),
+        "{stored:#?}"
+    );
+    let st = npt_monitor::store::sqlite::Sqlite::open_read(&store).unwrap();
+    let events = npt_monitor::store::Store::events(&st, i64::MIN, i64::MAX, 100).unwrap();
+    let fired = events
+        .iter()
+        .find(|e| e.kind == "alert_firing")
+        .unwrap_or_else(|| panic!("{events:#?}"))
+        .ts_ms;
+    assert_eq!(
+        read.iter().filter(|r| r.end_ms <= fired).count(),
+        2,
+        "{stored:#?}"
+    );
 }

@@ -1,7 +1,7 @@
 //! What `npt monitor` shows and tells, on loopback: its dashboard in headless Chromium — served
 //! live, and saved to a file then opened with the monitor gone — draws every chart (smoke
 //! charts with every median point, a group's overlay, a trace's segments) without a script
-//! error; with ten thousand targets its first page (worst first, one page of targets chosen
+//! error, and a marked probe's marking each way; with ten thousand targets its first page (worst first, one page of targets chosen
 //! on the server) is drawn within a second; an `unreachable` alert reaches a local webhook and a command when a target dies and
 //! clears when it answers again; two monitors scraped by a real Prometheus give each target's
 //! p50 through PromQL within the bucket of the value the store holds.
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::monitor::Monitor;
 use common::*;
+use npt_result::marking::Fate;
 use npt_testkit::chromium::{self, attr, opening_tag};
 
 fn ok_rounds(m: &Monitor, t: &str, status: &str) -> f64 {
@@ -25,13 +26,25 @@ fn ok_rounds(m: &Monitor, t: &str, status: &str) -> f64 {
 }
 
 /// Checks a dumped dashboard: `charts` charts drawn, no script error, every smoke chart drew
-/// every median point the data has, every other chart drew something, on real canvases.
+/// every median point the data has, every other chart drew something, on real canvases; the
+/// marked probe's marking each way in a table of its own (loopback keeps DSCP 46 and ECT(0)).
 fn check_page(dom: &str, charts: usize) {
     assert!(
         dom.contains(&format!("data-charts-drawn=\"{charts}\"")),
         "the page script did not draw {charts} charts"
     );
     check_charts(dom, charts, &|tag| tag.contains("data-chart=\"dead\""));
+    let marks = opening_tag(dom, "npt-markings");
+    assert_eq!(attr(marks, "data-rows"), Some("1"), "{marks}");
+    let at = dom.find("id=\"npt-markings\"").unwrap();
+    let table = &dom[at..at + dom[at..].find("</table>").unwrap()];
+    assert_eq!(
+        table
+            .matches("<td>DSCP 46 (EF) arrived, ECN ECT(0) arrived (CE 0 of ")
+            .count(),
+        2,
+        "the probe's marking, up and down: {table}"
+    );
 }
 
 /// No script error, and each of `charts` charts drew what its data has on a real canvas —
@@ -100,7 +113,7 @@ name = "probe"
 kind = "probe"
 target = "udp://{target}"
 length = "200ms"
-args = ["--pps", "100", "--loss-timeout", "150ms"]
+args = ["--pps", "100", "--loss-timeout", "150ms", "--dscp", "46", "--ecn", "ect0"]
 group = "paths"
 [[target]]
 name = "chain"
@@ -140,6 +153,15 @@ target = "udp://127.0.0.1:{dead}"
     let file = dir.path().join("dashboard.html");
     std::fs::write(&file, &page).unwrap();
     m.stop();
+    // The store keeps each round's marking each way (what a restarted monitor shows).
+    let stored = common::monitor::rounds(&dir.path().join("m.db"), "probe");
+    assert!(stored.len() >= 3);
+    for r in stored.iter().filter(|r| r.figures.count > 0) {
+        let fates = [&r.figures.marking_up, &r.figures.marking_down]
+            .map(|w| w.map(|w| (w.dscp, w.ecn, w.sent.map(|t| (t.dscp, t.ecn)))));
+        let arrived = Some((Fate::Arrived, Fate::Arrived, Some((46, 2))));
+        assert_eq!(fates, [arrived, arrived], "{r:?}");
+    }
     let saved = chromium::dump_dom(&file, &dir.path().join("profile2"), Duration::from_secs(60));
     check_page(&saved, charts);
     assert!(saved.contains("saved page"));

@@ -8,7 +8,7 @@
 //! ```toml
 //! [[alert]]
 //! name = "latency-step"
-//! metric = "p50_ms"          # loss_pct | p50_ms | p90_ms | p99_ms | rpm | goodput_mbps | mtu_up_bytes | mtu_down_bytes | unreachable | flagged
+//! metric = "p50_ms"          # loss_pct | p50_ms | p90_ms | p99_ms | rpm | goodput_mbps | mtu_up_bytes | mtu_down_bytes | ce_pct | unreachable | flagged | bleached
 //! above = 20                 # fires above this (or `below = …`, for rpm, goodput and mtu sizes)
 //! baseline_rounds = 60       # optional: relative to the median of the target's last 60 normal rounds
 //! rounds = 3                 # rounds in a row to fire [default: 3]
@@ -25,7 +25,11 @@
 //! answered, the round could not run, or it hung); a round that could not run counts as 100 %
 //! loss for `loss_pct`. `flagged` counts setup rounds whose verdict flagged a layer (one that
 //! took more round trips than its protocol needs, a rejected 0-RTT, a refused resumption);
-//! rounds of other kinds count neither way.
+//! rounds of other kinds count neither way. `bleached` counts probe rounds whose marking
+//! (`--dscp`, `--tos`, `--ecn`) did not arrive as sent one way or both — DSCP or ECN bleached
+//! to 0, rewritten or mixed; `ce_pct` is the share of a marked probe round's packets that
+//! arrived CE, in the direction with more. Rounds without a marking the far end told (none
+//! sent, a plain echo) count neither way for either.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -49,8 +53,12 @@ pub enum Metric {
     /// An mtu round's largest datagram that crossed up (down), bytes.
     MtuUpBytes,
     MtuDownBytes,
+    /// A marked probe round's share of packets that arrived CE, the larger direction's (%).
+    CePct,
     Unreachable,
     Flagged,
+    /// A marked probe round whose marking did not arrive as sent, one way or both.
+    Bleached,
 }
 
 impl Metric {
@@ -64,8 +72,10 @@ impl Metric {
             Metric::GoodputMbps => "goodput_mbps",
             Metric::MtuUpBytes => "mtu_up_bytes",
             Metric::MtuDownBytes => "mtu_down_bytes",
+            Metric::CePct => "ce_pct",
             Metric::Unreachable => "unreachable",
             Metric::Flagged => "flagged",
+            Metric::Bleached => "bleached",
         }
     }
 
@@ -89,6 +99,8 @@ impl Metric {
             Metric::MtuUpBytes => f.mtu_up_bytes,
             Metric::MtuDownBytes => f.mtu_down_bytes,
             Metric::Flagged => f.flagged.map(|n| if n > 0 { 1.0 } else { 0.0 }),
+            Metric::CePct => f.ce_pct(),
+            Metric::Bleached => f.bleached(),
         }
     }
 }
@@ -158,7 +170,7 @@ pub fn rule(i: usize, a: &AlertFile) -> Result<Rule, ConfigError> {
         }
     };
     let (above, threshold) = match (a.metric, a.above, a.below) {
-        (Metric::Unreachable | Metric::Flagged, None, None) => (true, 0.5),
+        (Metric::Unreachable | Metric::Flagged | Metric::Bleached, None, None) => (true, 0.5),
         (Metric::Unreachable, _, _) => {
             return Err(invalid(
                 at("above"),
@@ -170,6 +182,19 @@ pub fn rule(i: usize, a: &AlertFile) -> Result<Rule, ConfigError> {
                 at("above"),
                 "flagged has no threshold: it counts setup rounds that flagged a layer",
             ))
+        }
+        (Metric::Bleached, _, _) => {
+            return Err(invalid(
+                at("above"),
+                "bleached has no threshold: it counts probe rounds whose marking did not \
+                 arrive as sent",
+            ))
+        }
+        (Metric::CePct, Some(v), None) | (Metric::CePct, None, Some(v))
+            if a.baseline_rounds.is_none() && !(0.0..=100.0).contains(&v) =>
+        {
+            let k = if a.above.is_some() { "above" } else { "below" };
+            return Err(invalid(at(k), format!("{v}: ce_pct is a share, 0 to 100")));
         }
         (_, Some(v), None) => (true, finite("above", v)?),
         (_, None, Some(v)) => (false, finite("below", v)?),
@@ -203,7 +228,11 @@ pub fn rule(i: usize, a: &AlertFile) -> Result<Rule, ConfigError> {
         }
         None => threshold,
     };
-    if matches!(a.metric, Metric::Unreachable | Metric::Flagged) && a.baseline_rounds.is_some() {
+    if matches!(
+        a.metric,
+        Metric::Unreachable | Metric::Flagged | Metric::Bleached
+    ) && a.baseline_rounds.is_some()
+    {
         return Err(invalid(
             at("baseline_rounds"),
             format!("{} has no baseline", a.metric.name()),

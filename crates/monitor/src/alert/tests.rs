@@ -1,6 +1,8 @@
 //! Alert rules on made-up rounds: fire after N rounds, clear after M with hysteresis, a
 //! baseline that does not follow a step, rules that name their keys when wrong.
 
+use npt_result::marking::{Fate, Tos, Way};
+
 use super::*;
 use crate::config::AlertFile;
 
@@ -276,4 +278,92 @@ fn an_mtu_size_below_its_level_fires() {
         size(Some(1472.0)), // clears
     ];
     assert_eq!(feed(&mut a, "tunnel", &rounds), vec![(3, true), (5, false)]);
+}
+
+/// A marked probe round each way: `arrived` or `bleached` up, `arrived` down, with `ce` of 20
+/// packets marked CE up.
+fn marked(up: Fate, ce: u64) -> (Status, Figures) {
+    let ef0 = Some(Tos { dscp: 46, ecn: 2 });
+    let way = |dscp: Fate, ce: u64| Way {
+        sent: ef0,
+        arrived: Some(Tos {
+            dscp: if dscp == Fate::Arrived { 46 } else { 0 },
+            ecn: 2,
+        }),
+        dscp,
+        ecn: Fate::Arrived,
+        packets: 20,
+        ce,
+    };
+    (
+        Status::Ok,
+        Figures {
+            marking_up: Some(way(up, ce)),
+            marking_down: Some(way(Fate::Arrived, 0)),
+            ..fig(5.0, 20, 0)
+        },
+    )
+}
+
+/// `bleached` counts marked probe rounds whose marking did not arrive as sent: it fires after
+/// its rounds in a row and clears after `clear_rounds` rounds that arrived; rounds without a
+/// known marking (none sent, a far end that did not say) count neither way; it takes no
+/// threshold nor baseline.
+#[test]
+fn bleached_rounds_fire_and_rounds_without_a_marking_count_neither_way() {
+    let r = rule_of("name = 'dscp'\nmetric = 'bleached'\nrounds = 2\nclear_rounds = 3").unwrap();
+    let mut a = Alerts::new(vec![r]);
+    let unknown = |(s, mut f): (Status, Figures)| {
+        for w in [&mut f.marking_up, &mut f.marking_down]
+            .into_iter()
+            .flatten()
+        {
+            (w.dscp, w.ecn) = (Fate::Unknown, Fate::Unknown);
+        }
+        (s, f)
+    };
+    let rounds = [
+        marked(Fate::Arrived, 0),
+        marked(Fate::Bleached, 0),
+        (Status::Ok, fig(5.0, 20, 0)),     // no marking: neither way
+        unknown(marked(Fate::Arrived, 0)), // a far end that did not say: neither way
+        marked(Fate::Rewritten, 0),        // fires (two in a row)
+        marked(Fate::Arrived, 0),
+        marked(Fate::Mixed, 0), // a streak of the clear broken
+        marked(Fate::Arrived, 0),
+        marked(Fate::Arrived, 0),
+        marked(Fate::Arrived, 0), // clears (three in a row)
+    ];
+    assert_eq!(feed(&mut a, "ef", &rounds), vec![(4, true), (9, false)]);
+    for (bad, key) in [
+        ("above = 1", "alert[0].above"),
+        ("below = 1", "alert[0].above"),
+        ("baseline_rounds = 5", "alert[0].baseline_rounds"),
+    ] {
+        let e = rule_of(&format!("name = 'x'\nmetric = 'bleached'\n{bad}")).unwrap_err();
+        assert!(e.starts_with(key), "{bad}: {e}");
+        assert!(e.contains("bleached has no"), "{bad}: {e}");
+    }
+}
+
+/// `ce_pct` reads the larger direction's share of CE marks (%); a share outside 0–100 is
+/// refused, naming its key.
+#[test]
+fn ce_marks_above_a_share_fire() {
+    let r = rule_of("name = 'ce'\nmetric = 'ce_pct'\nabove = 10\nrounds = 2").unwrap();
+    let mut a = Alerts::new(vec![r]);
+    let rounds = [
+        marked(Fate::Arrived, 1),      // 5 %
+        marked(Fate::Arrived, 4),      // 20 %
+        (Status::Ok, fig(5.0, 20, 0)), // no marking: neither way
+        marked(Fate::Bleached, 6),     // 30 %: fires
+        marked(Fate::Arrived, 0),
+        marked(Fate::Arrived, 2), // 10 %: at the level, clears
+    ];
+    assert_eq!(feed(&mut a, "ecn", &rounds), vec![(3, true), (5, false)]);
+    let e = rule_of("name = 'x'\nmetric = 'ce_pct'\nabove = 120").unwrap_err();
+    assert!(e.starts_with("alert[0].above"), "{e}");
+    assert!(e.contains("0 to 100"), "{e}");
+    let e = rule_of("name = 'x'\nmetric = 'ce_pct'\nbelow = -1").unwrap_err();
+    assert!(e.starts_with("alert[0].below"), "{e}");
 }

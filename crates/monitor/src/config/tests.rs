@@ -231,6 +231,14 @@ fn bad_files_name_the_key() {
     ));
     assert!(e("[[alert]]", "[limits]\nbulk = 0\n[[alert]]")
         .starts_with("limits.bulk: must be at least 1"));
+    // Alerts on a probe's marking: each way as sent, and its CE marks as a share.
+    let loss = "metric = \"loss_pct\"\nabove = 5";
+    for ok in ["metric = \"bleached\"", "metric = \"ce_pct\"\nabove = 5"] {
+        assert!(plan(&GOOD.replacen(loss, ok, 1)).is_ok(), "{ok}");
+    }
+    assert!(e(loss, "metric = \"bleached\"\nabove = 0")
+        .starts_with("alert[0].above: bleached has no threshold"));
+    assert!(e(loss, "metric = \"ce_pct\"\nabove = 150").starts_with("alert[0].above: 150"));
 }
 
 #[test]

@@ -311,6 +311,17 @@
     now.setAttribute("id", "npt-now");
     now.setAttribute("data-rows", String(d.targets.length));
     content.appendChild(now);
+    // Marked probes: what became of the marking each way in their last round.
+    var marked = d.targets.filter(function (t) { return t.marking_up || t.marking_down; });
+    if (marked.length) {
+      var marks = table("markings each way, last round (DSCP, ECN: arrived, rewritten or bleached; CE marks)",
+        ["target", "up", "down"], marked.map(function (t) {
+          return [t.name, t.marking_up || "–", t.marking_down || "–"];
+        }));
+      marks.setAttribute("id", "npt-markings");
+      marks.setAttribute("data-rows", String(marked.length));
+      content.appendChild(marks);
+    }
 
     var byName = {};
     d.targets.forEach(function (t) { byName[t.name] = t; });

@@ -9,7 +9,8 @@
 //! monitor was down, the round was skipped) is a gap, never a line across it. Targets of one
 //! `group` are overlaid on a chart of their medians (a direct path against its relays); a trace
 //! target gets its segments' medians over time. Around them: the page's targets' state now,
-//! the alerts firing, and the history of alerts, gaps and reloads.
+//! the alerts firing, the markings of marked probes each way (their last round: arrived,
+//! rewritten or bleached, CE marks), and the history of alerts, gaps and reloads.
 //!
 //! The page is one self-contained HTML file (uPlot and the data inlined, as the HTML report
 //! is): saved to disk it still draws, with the network off. Served live it fetches
@@ -17,6 +18,7 @@
 //! element (`data-drawn-median`, `data-canvas`) and the page counts script errors into
 //! `data-errors`: what the headless-Chromium test reads.
 
+use npt_report::trace_marking::way_text;
 use serde::Serialize;
 
 use crate::live::Live;
@@ -125,6 +127,12 @@ pub struct TargetData {
     pub loss_pct: Option<f64>,
     pub rpm: Option<f64>,
     pub goodput_bps: Option<f64>,
+    /// A marked probe's last round, each way in words (`DSCP 46 (EF) bleached to 0, ECN
+    /// ECT(0) arrived (CE 0 of 200)`), as the HTML report and a trace's table say it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub marking_up: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub marking_down: Option<String>,
     pub firing: Vec<String>,
     pub charted: bool,
     /// The chart's points: x in Unix seconds; `None` is a gap.
@@ -317,6 +325,12 @@ pub fn data(
             loss_pct: f.and_then(|f| f.loss_pct()),
             rpm: f.and_then(|f| f.rpm),
             goodput_bps: f.and_then(|f| f.goodput_bps),
+            marking_up: f
+                .and_then(|f| f.marking_up.as_ref())
+                .map(|w| way_text(Some(w))),
+            marking_down: f
+                .and_then(|f| f.marking_down.as_ref())
+                .map(|w| way_text(Some(w))),
             firing: firing.clone(),
             ..TargetData::default()
         };

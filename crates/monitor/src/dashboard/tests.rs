@@ -246,3 +246,44 @@ fn worst_first_ranks_firing_then_down_then_loss_then_slowdown_and_pages_on_the_s
         assert!(e.starts_with(k), "{e}");
     }
 }
+
+/// A marked probe's last round says each way in words, as the report does; a target without
+/// a marking says nothing of it (and the page draws no markings table for it).
+#[test]
+fn a_marked_probe_says_each_way_in_words() {
+    use npt_result::marking::{Fate, Tos, Way};
+    let mut st = Memory::new();
+    let lv = live();
+    let probe = TargetPlan {
+        kind: Kind::Probe,
+        ..plan("ef", None)
+    };
+    lv.set_targets(&[probe, plan("plain", None)]);
+    let ef = Some(Tos { dscp: 46, ecn: 0 });
+    let way = |dscp: Fate, to: u8| Way {
+        sent: ef,
+        arrived: Some(Tos { dscp: to, ecn: 0 }),
+        dscp,
+        ecn: Fate::Arrived,
+        packets: 200,
+        ce: 0,
+    };
+    let mut r = Round::empty("ef", Kind::Probe, T0, Status::Ok, None);
+    r.figures.marking_up = Some(way(Fate::Bleached, 0));
+    r.figures.marking_down = Some(way(Fate::Arrived, 46));
+    lv.on_round(&r, None);
+    lv.on_round(&round("plain", Status::Ok, 1.0, 2.0, 0), None);
+    let d = data(&mut st, &lv, Range::H1, &View::default(), T0 + 60_000).unwrap();
+    let by = |n: &str| d.targets.iter().find(|t| t.name == n).unwrap();
+    assert_eq!(
+        by("ef").marking_up.as_deref(),
+        Some("DSCP 46 (EF) bleached to 0, ECN Not-ECT arrived (CE 0 of 200)")
+    );
+    assert_eq!(
+        by("ef").marking_down.as_deref(),
+        Some("DSCP 46 (EF) arrived, ECN Not-ECT arrived (CE 0 of 200)")
+    );
+    assert_eq!(by("plain").marking_up, None);
+    let json = serde_json::to_value(by("plain")).unwrap();
+    assert!(json.get("marking_up").is_none(), "{json}");
+}

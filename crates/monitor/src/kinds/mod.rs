@@ -15,12 +15,14 @@
 //! they agree on; nor an mtu: [`mtu::MtuSum`] keeps each way's sizes, the bracket the rounds
 //! agree on and their verdicts counted. A setup's value is the result's own ([`SetupStats`]:
 //! every connection's cost per layer, added), and a range's layers are judged by the rule one
-//! run's are.
+//! run's are. A marked probe's marking each way is a figure of its own ([`marking`]).
 
 pub mod lifetime;
+pub mod marking;
 pub mod mtu;
 
 use npt_result::any::{AnyBody, AnyResult};
+use npt_result::marking::Way;
 use npt_result::stats::trace::{LegStats, TraceMeta, TraceStats};
 use npt_result::stats::{
     BulkMeta, BulkStats, HttpMeta, HttpStats, PingMeta, PingStats, ProbeMeta, ProbeStats,
@@ -155,6 +157,13 @@ pub struct Figures {
     /// alert reads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flagged: Option<u64>,
+    /// Probe with a marking asked of the far end (`--dscp`, `--tos`, `--ecn`): each way's DSCP
+    /// and ECN as sent and as they arrived, their fates and the CE count (a round's own; a
+    /// rollup's of its rounds' counts added). `None` where nothing was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marking_up: Option<Way>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marking_down: Option<Way>,
 }
 
 impl Figures {
@@ -368,6 +377,7 @@ impl KindStats {
                         )
                     });
                 let load_bytes = load.map_or(0.0, |l| l.bytes.up + l.bytes.down);
+                let marking = s.marking.block();
                 Figures {
                     sent: s.packets.sent,
                     lost: s.packets.lost,
@@ -375,6 +385,8 @@ impl KindStats {
                     rpm,
                     goodput_bps: load.map(|l| l.goodput_bps.up + l.goodput_bps.down),
                     bytes: whole(s.bytes.up + s.bytes.down + load_bytes),
+                    marking_up: marking.as_ref().and_then(|m| m.up),
+                    marking_down: marking.as_ref().and_then(|m| m.down),
                     ..Figures::default()
                 }
             }

@@ -31,6 +31,11 @@ pub const ERRORS: Fam = fam(
     Kind::Counter,
     "Errors the target's rounds counted (every kind).",
 );
+pub const CE: Fam = fam(
+    "npt_monitor_last_ce_ratio",
+    Kind::Gauge,
+    "The last marked probe round's share of packets that arrived marked CE, by direction (sent ECN-capable).",
+);
 pub const GOODPUT: Fam = fam(
     "npt_monitor_last_goodput_bps",
     Kind::Gauge,
@@ -40,6 +45,11 @@ pub const LOSS: Fam = fam(
     "npt_monitor_last_loss_ratio",
     Kind::Gauge,
     "The last round's loss: lost / (sent - refused).",
+);
+pub const MARKING: Fam = fam(
+    "npt_monitor_last_marking_arrived",
+    Kind::Gauge,
+    "1 if the last marked probe round's DSCP and ECN arrived as sent, 0 if bleached, rewritten or mixed, by direction (where the far end said).",
 );
 pub const MTU: Fam = fam(
     "npt_monitor_last_mtu_bytes",
@@ -100,10 +110,12 @@ pub const UP: Fam = fam(
 
 /// The per-target families in name order: the order a scrape writes them (and a fragment
 /// keeps them).
-pub const FAMILIES: [Fam; 15] = [
+pub const FAMILIES: [Fam; 17] = [
     ERRORS,
+    CE,
     GOODPUT,
     LOSS,
+    MARKING,
     MTU,
     P50,
     P90,
@@ -167,12 +179,31 @@ pub fn render(vantage: &str, t: &TargetLive) -> Fragment {
     };
     text::counter(&mut out, ERRORS.name, &l, t.errors);
     done(&out);
+    // Each way's marking, in the order of their labels (`direction`), as the registry sorts.
+    let ways = f.map(|f| {
+        let [up, down] = f.marking();
+        [down, up]
+    });
+    for (direction, w) in ways.iter().flatten() {
+        if let Some(pct) = w.and_then(crate::kinds::marking::ce_pct) {
+            let ls = [l[0], l[1], l[2], ("direction", *direction)];
+            text::gauge(&mut out, CE.name, &ls, pct / 100.0);
+        }
+    }
+    done(&out);
     if let Some(g) = f.and_then(|f| f.goodput_bps) {
         text::gauge(&mut out, GOODPUT.name, &l, g);
     }
     done(&out);
     if let Some(loss) = f.and_then(|f| f.loss_pct()) {
         text::gauge(&mut out, LOSS.name, &l, loss / 100.0);
+    }
+    done(&out);
+    for (direction, w) in ways.iter().flatten() {
+        if let Some(ok) = w.and_then(crate::kinds::marking::as_sent) {
+            let ls = [l[0], l[1], l[2], ("direction", *direction)];
+            text::gauge(&mut out, MARKING.name, &ls, if ok { 1.0 } else { 0.0 });
+        }
     }
     done(&out);
     // In the order of their labels (`direction`), as the registry sorts them.

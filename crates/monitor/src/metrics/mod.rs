@@ -6,8 +6,8 @@
 //!
 //! Per target: rounds by status, the headline latency of every round as a histogram (what
 //! `histogram_quantile` reads), packets or requests sent and lost, errors, and the last round's
-//! own figures as gauges (its exact percentiles, loss, RPM, goodput and an mtu round's sizes; what a dashboard shows
-//! as "now"). For the monitor: its rounds' start lateness, the store's writes, errors and
+//! own figures as gauges (its exact percentiles, loss, RPM, goodput, an mtu round's sizes and a
+//! marked probe round's marking each way; what a dashboard shows as "now"). For the monitor: its rounds' start lateness, the store's writes, errors and
 //! backlog, alert states and notifications.
 //!
 //! Each target's series are rendered when its round ends and kept beside it
@@ -46,6 +46,8 @@ pub const NAMES: &[&str] = &[
     "npt_monitor_last_rpm",
     "npt_monitor_last_goodput_bps",
     "npt_monitor_last_mtu_bytes",
+    "npt_monitor_last_marking_arrived",
+    "npt_monitor_last_ce_ratio",
     "npt_monitor_alert_firing",
     "npt_monitor_round_lateness_seconds",
     "npt_monitor_rounds_stored_total",

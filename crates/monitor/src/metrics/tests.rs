@@ -11,6 +11,7 @@ use super::*;
 use crate::kinds::{Figures, Kind};
 use crate::round::{Round, Status};
 use crate::store::AlertRow;
+use npt_result::marking::{Fate, Tos, Way};
 
 /// What a scrape showed before the kept parts: every series built into one snapshot.
 fn snapshot(live: &Live) -> Snapshot {
@@ -122,6 +123,27 @@ fn snapshot(live: &Live) -> Snapshot {
                 g,
             );
         }
+        for (direction, w) in f.marking() {
+            let Some(w) = w else { continue };
+            let mut ls = l.to_vec();
+            ls.push(("direction", direction));
+            if let Some(ok) = crate::kinds::marking::as_sent(w) {
+                s.gauge(
+                    "npt_monitor_last_marking_arrived",
+                    "1 if the last marked probe round's DSCP and ECN arrived as sent, 0 if bleached, rewritten or mixed, by direction (where the far end said).",
+                    &ls,
+                    if ok { 1.0 } else { 0.0 },
+                );
+            }
+            if let Some(pct) = crate::kinds::marking::ce_pct(w) {
+                s.gauge(
+                    "npt_monitor_last_ce_ratio",
+                    "The last marked probe round's share of packets that arrived marked CE, by direction (sent ECN-capable).",
+                    &ls,
+                    pct / 100.0,
+                );
+            }
+        }
         for (direction, size) in [("up", f.mtu_up_bytes), ("down", f.mtu_down_bytes)] {
             if let Some(b) = size {
                 let mut ls = l.to_vec();
@@ -175,7 +197,7 @@ fn a_scrape_shows_every_family_it_names_and_no_other() {
         p50_ms: 20.0,
         rpm: Some(600.0),
         goodput_bps: Some(1e7),
-        ..Figures::default()
+        ..marked(Fate::Bleached, 3)
     };
     let mut h = npt_stats::Histogram::new();
     h.record(20_000_000);
@@ -217,12 +239,50 @@ fn a_scrape_shows_every_family_it_names_and_no_other() {
         ),
         "{text}"
     );
-    assert_eq!(text, fresh(&live), "kept parts, with an mtu round's sizes");
+    assert!(
+        text.contains(
+            "npt_monitor_last_marking_arrived{vantage=\"v\",target=\"loaded\",kind=\"probe\",direction=\"up\"} 0.0\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "npt_monitor_last_ce_ratio{vantage=\"v\",target=\"loaded\",kind=\"probe\",direction=\"up\"} 0.15\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        text,
+        fresh(&live),
+        "kept parts, with an mtu round's sizes and a probe's marking"
+    );
     assert!(
         !text.contains("quantile="),
         "only summaries carry it: {text}"
     );
     assert!(text.ends_with("# EOF\n"));
+}
+
+/// A probe round's figures with a marking each way: DSCP 46 and ECT(0) sent, up `fate`
+/// (arrived, or bleached to 0) with `ce` of 20 packets marked CE, down arrived.
+fn marked(up: Fate, ce: u64) -> Figures {
+    let ef0 = Some(Tos { dscp: 46, ecn: 2 });
+    let way = |dscp: Fate, ce: u64| Way {
+        sent: ef0,
+        arrived: Some(Tos {
+            dscp: if dscp == Fate::Arrived { 46 } else { 0 },
+            ecn: 2,
+        }),
+        dscp,
+        ecn: Fate::Arrived,
+        packets: 20,
+        ce,
+    };
+    Figures {
+        marking_up: Some(way(up, ce)),
+        marking_down: Some(way(Fate::Arrived, 0)),
+        ..Figures::default()
+    }
 }
 
 /// A round of `target` ending `status`, with `figures` and a headline of `samples_us`.
@@ -252,6 +312,7 @@ fn kept_parts_scrape_as_a_fresh_render_after_rounds_of_every_kind_and_status() {
         ("a-ping", Kind::Ping),
         ("a", Kind::Ping),
         ("a0", Kind::Probe),
+        ("ef", Kind::Probe),
         ("bulk", Kind::Bulk),
         ("web", Kind::Http),
         ("chain", Kind::Trace),
@@ -310,6 +371,27 @@ fn kept_parts_scrape_as_a_fresh_render_after_rounds_of_every_kind_and_status() {
     let samples: Vec<u64> = (0..497).map(|i| 20_000 + 37 * i).collect();
     round(&live, "a0", Kind::Probe, Status::Ok, loaded, &samples);
     same("a refused ping and a loaded probe");
+    let with = |m: Figures| Figures {
+        marking_up: m.marking_up,
+        marking_down: m.marking_down,
+        ..ok(20, 20, 0.3)
+    };
+    let ef = [300; 20];
+    round(
+        &live,
+        "ef",
+        Kind::Probe,
+        Status::Ok,
+        with(marked(Fate::Bleached, 0)),
+        &ef,
+    );
+    same("a probe whose marking was bleached up");
+    let mut unknown = marked(Fate::Arrived, 7);
+    if let Some(w) = unknown.marking_up.as_mut() {
+        (w.dscp, w.ecn, w.packets, w.ce) = (Fate::Unknown, Fate::Unknown, 0, 0);
+    }
+    round(&live, "ef", Kind::Probe, Status::Ok, with(unknown), &ef);
+    same("a probe whose far end did not say up");
     let bulk = Figures {
         goodput_bps: Some(1e9),
         bytes: 1 << 30,

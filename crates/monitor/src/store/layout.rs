@@ -132,6 +132,8 @@ pub(super) fn extra(f: &Figures) -> Option<String> {
         && f.mtu_up_bytes.is_none()
         && f.mtu_down_bytes.is_none()
         && f.flagged.is_none()
+        && f.marking_up.is_none()
+        && f.marking_down.is_none()
     {
         return None;
     }
@@ -141,7 +143,9 @@ pub(super) fn extra(f: &Figures) -> Option<String> {
         "segments_ms": f.segments_ms,
         "refused": f.refused,
     });
-    // Only an mtu's or a setup's round: the other kinds' rows stay as they were written before.
+    // Only an mtu's, a setup's or a marked probe's round: the other rows stay as they were
+    // written before.
+    let way = |w: Option<npt_result::marking::Way>| w.and_then(|w| serde_json::to_value(w).ok());
     for (k, v) in [
         ("mtu_up_bytes", f.mtu_up_bytes.map(serde_json::Value::from)),
         (
@@ -149,6 +153,8 @@ pub(super) fn extra(f: &Figures) -> Option<String> {
             f.mtu_down_bytes.map(serde_json::Value::from),
         ),
         ("flagged", f.flagged.map(serde_json::Value::from)),
+        ("marking_up", way(f.marking_up)),
+        ("marking_down", way(f.marking_down)),
     ] {
         if let Some(v) = v {
             x[k] = v;
@@ -203,6 +209,8 @@ pub(super) fn figures(r: &Row<'_>, at: usize) -> rusqlite::Result<Figures> {
         f.mtu_up_bytes = x["mtu_up_bytes"].as_f64();
         f.mtu_down_bytes = x["mtu_down_bytes"].as_f64();
         f.flagged = x["flagged"].as_u64();
+        f.marking_up = serde_json::from_value(x["marking_up"].clone()).ok();
+        f.marking_down = serde_json::from_value(x["marking_down"].clone()).ok();
         f.segments_ms = x["segments_ms"]
             .as_array()
             .map(|a| a.iter().map(serde_json::Value::as_f64).collect())
