@@ -40,9 +40,9 @@ pub struct Leg {
     pub addresses: Vec<String>,
     pub stats: PingStats,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mtu: Option<MtuReads>,
+    pub mtu: Option<Box<MtuReads>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub marking: Option<MarkReads>,
+    pub marking: Option<Box<MarkReads>>,
 }
 
 /// A segment's path-MTU searches, added.
@@ -179,10 +179,10 @@ impl MarkReads {
 }
 
 /// `b` added after `a`, either absent.
-fn add<T: Clone>(a: &mut Option<T>, b: Option<&T>, then: fn(&mut T, &T)) {
+fn add<T: Clone>(a: &mut Option<Box<T>>, b: Option<&T>, then: fn(&mut T, &T)) {
     match (a.as_mut(), b) {
         (Some(a), Some(b)) => then(a, b),
-        (None, Some(b)) => *a = Some(b.clone()),
+        (None, Some(b)) => *a = Some(Box::new(b.clone())),
         (_, None) => {}
     }
 }
@@ -190,8 +190,8 @@ fn add<T: Clone>(a: &mut Option<T>, b: Option<&T>, then: fn(&mut T, &T)) {
 impl Leg {
     fn then(&mut self, later: &Leg) {
         self.stats.then(&later.stats);
-        add(&mut self.mtu, later.mtu.as_ref(), MtuReads::then);
-        add(&mut self.marking, later.marking.as_ref(), MarkReads::then);
+        add(&mut self.mtu, later.mtu.as_deref(), MtuReads::then);
+        add(&mut self.marking, later.marking.as_deref(), MarkReads::then);
     }
 
     fn of(
@@ -217,8 +217,8 @@ impl Leg {
                 errors: ErrorCounts::default(),
                 ..PingStats::default()
             },
-            mtu: l.mtu.as_ref().map(MtuReads::of),
-            marking: l.marking.as_ref().map(MarkReads::of),
+            mtu: l.mtu.as_ref().map(|m| Box::new(MtuReads::of(m))),
+            marking: l.marking.as_ref().map(|m| Box::new(MarkReads::of(m))),
         })
     }
 }
@@ -301,8 +301,8 @@ impl TraceSum {
         b.errors = npt_result::common::Errors::new(self.errors.clone(), attempts);
         // As the trace command does: its searches and reads beside the waterfall.
         for (out, l) in b.segments.iter_mut().zip(&self.segments) {
-            out.mtu = l.mtu.as_ref().map(MtuReads::body);
-            out.marking = l.marking.as_ref().map(MarkReads::body);
+            out.mtu = l.mtu.as_deref().map(MtuReads::body);
+            out.marking = l.marking.as_deref().map(MarkReads::body);
         }
         AnyBody::Trace(b)
     }
@@ -358,9 +358,11 @@ mod tests {
             to: format!("udp://h{i}:7777"),
             addresses: vec![],
             stats: {
-                let mut s = PingStats::default();
-                s.sent = 2;
-                s.received = 2;
+                let mut s = PingStats {
+                    sent: 2,
+                    received: 2,
+                    ..PingStats::default()
+                };
                 let ns = 1_000_000 * u64::try_from(i + 1).unwrap();
                 s.rtt.record(ns);
                 s.rtt.record(ns);
