@@ -110,7 +110,8 @@ pub struct Figures {
     /// Payload bytes moved both ways (what a byte budget counts).
     pub bytes: u64,
     /// Mtu: the largest datagram that crossed each way, bytes (a round's own; a rollup's
-    /// median of its rounds'); `None` where nothing crossed or the way cannot be read.
+    /// median of its rounds'); `None` where nothing crossed or the way cannot be read. A trace
+    /// with `--mtu`: its smallest segment's ([`TraceSum::mtu_figure`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu_up_bytes: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
