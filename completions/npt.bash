@@ -2171,7 +2171,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__trace)
-            opts="-c -i -W -s -q -4 -6 -h --hop --through --token --count --interval --timeout --size --ca --insecure --during --mtu --json --format --quiet --ipv4 --ipv6 --bind --dscp --ecn --tos --help"
+            opts="-c -i -W -s -q -4 -6 -h --hop --through --token --count --interval --timeout --size --ca --insecure --during --mtu --mtu-timeout --json --format --quiet --ipv4 --ipv6 --bind --dscp --ecn --tos --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2226,6 +2226,10 @@ _npt() {
                     return 0
                     ;;
                 --during)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mtu-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -296,6 +296,7 @@ complete -c npt -n "__fish_npt_using_subcommand trace" -s W -l timeout -d 'How l
 complete -c npt -n "__fish_npt_using_subcommand trace" -s s -l size -d 'UDP datagram size in bytes, header included (at least 48)' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -l ca -d 'QUIC: trust the certificates in this PEM file (e.g. from `npt serve --quic-cert-out`)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand trace" -l during -d 'Measure a round first, then run CMD (`sh -c`) and measure rounds until it exits: the segments\' drift while, e.g., `npt compare` loads the chain' -r
+complete -c npt -n "__fish_npt_using_subcommand trace" -l mtu-timeout -d '`--mtu`: the longest one segment\'s search may take (at most 30 s, a hop agent\'s bound); what it knows by then is reported. A monitor\'s trace target with `--mtu` needs an `every` longer than this' -r
 complete -c npt -n "__fish_npt_using_subcommand trace" -l json -d 'Write the result document (JSON) to FILE, atomically (checked before anything is sent), or `-` for stdout (the text report then goes to stderr)' -r -F
 complete -c npt -n "__fish_npt_using_subcommand trace" -l format -d 'What goes to stdout: a text report, or the JSON result document (then no text at all)' -r -f -a "text\t''
 json\t''"

@@ -32,6 +32,7 @@ pub mod pingpong;
 pub mod rate;
 mod render;
 pub mod runs;
+pub mod segments;
 pub mod setup;
 
 pub use render::{cells, write_markdown, write_text, HEADER};
@@ -185,6 +186,10 @@ pub struct Row {
     /// ([`setup`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub setup: Option<setup::Layers>,
+    /// Trace results with `--mtu` or `--dscp`: each segment's path MTU and marking each way,
+    /// over runs ([`segments`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<segments::Segment>,
     /// Runs that produced a result (1 for a compared file).
     pub runs: u32,
     /// How the figures of several runs were combined: `histograms` (merged exactly) or
@@ -437,6 +442,7 @@ pub fn table(
         lifetime::fill(&mut row, std::iter::once(d));
         mtu::fill(&mut row, std::iter::once(d));
         setup::fill(&mut row, std::iter::once(d));
+        segments::fill(&mut row, std::iter::once(d));
         if s.count > 0 {
             let (spread, from) = noise::of_one_run(&d.body.view().headline(), &s);
             row.avg_spread_ms = Some(spread);

@@ -329,6 +329,78 @@ impl AddAssign<&Marking> for Marking {
     }
 }
 
+/// One direction's marking reads added — a trace segment's, over a monitor's rounds or a
+/// compare row's runs: what each read's [`Way`] says arrived, its packets at the marking it
+/// names and its CE marks apart, so that the sum is judged by [`Way::of`], the rule of one
+/// read. A read whose DSCP or ECN arrived mixed says only its most common marking: its packets
+/// count there, and the field stays mixed in the sum. One read's sum says what the read said.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaySum {
+    /// The latest read's marking sent this way; absent when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<Tos>,
+    /// Packets by the marking they arrived with, ordered by DSCP, then ECN.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrivals: Vec<TosCount>,
+    /// Reads added, and those whose DSCP or ECN arrived mixed.
+    pub reads: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mixed_dscp: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mixed_ecn: u64,
+}
+
+impl WaySum {
+    /// One read's direction.
+    pub fn of(w: &Way) -> WaySum {
+        let mut arrivals = Vec::new();
+        if let Some(a) = w.arrived {
+            // Every packet CE-marked reads as arrived ECN 3.
+            let ce = if a.ecn == 3 {
+                w.packets
+            } else {
+                w.ce.min(w.packets)
+            };
+            for (ecn, n) in [(a.ecn, w.packets - ce), (3, ce)] {
+                if n > 0 {
+                    add_to(&mut arrivals, Tos { dscp: a.dscp, ecn }, n);
+                }
+            }
+        }
+        WaySum {
+            sent: w.sent,
+            arrivals,
+            reads: 1,
+            mixed_dscp: u64::from(w.dscp == Fate::Mixed),
+            mixed_ecn: u64::from(w.ecn == Fate::Mixed),
+        }
+    }
+
+    /// Adds a later read (or sum of reads).
+    pub fn add(&mut self, later: &WaySum) {
+        if later.sent.is_some() {
+            self.sent = later.sent;
+        }
+        add_all(&mut self.arrivals, &later.arrivals);
+        self.reads += later.reads;
+        self.mixed_dscp += later.mixed_dscp;
+        self.mixed_ecn += later.mixed_ecn;
+    }
+
+    /// The direction these reads say, by [`Way::of`].
+    pub fn way(&self) -> Way {
+        let mut w = Way::of(self.sent, &self.arrivals);
+        let mixed = |f: &mut Fate, n: u64| {
+            if n > 0 && *f != Fate::Unknown {
+                *f = Fate::Mixed;
+            }
+        };
+        mixed(&mut w.dscp, self.mixed_dscp);
+        mixed(&mut w.ecn, self.mixed_ecn);
+        w
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,5 +505,47 @@ mod tests {
         assert_eq!(j["up"]["dscp"], "bleached");
         assert_eq!(j["up"]["ce"], 1);
         assert_eq!(j["down"]["arrived"]["dscp"], 46);
+    }
+
+    /// A read's direction reads back as it was, mixed or not; reads add into one verdict by
+    /// the rule of one read, and a mixed read keeps its field mixed.
+    #[test]
+    fn reads_of_a_direction_add_by_the_rule_of_one_read() {
+        let ef0 = Some(Tos { dscp: 46, ecn: 2 });
+        for arrivals in [
+            counts(&[(46, 2, 90), (46, 3, 10)]),
+            counts(&[(0, 2, 20)]),
+            counts(&[(10, 0, 20)]),
+            counts(&[(46, 3, 7)]),
+            counts(&[(46, 2, 15), (0, 2, 5), (0, 3, 1)]),
+            Vec::new(),
+        ] {
+            let w = Way::of(ef0, &arrivals);
+            assert_eq!(WaySum::of(&w).way(), w, "{arrivals:?}");
+        }
+        let w = Way::of(None, &counts(&[(0, 0, 5)]));
+        assert_eq!(WaySum::of(&w).way(), w);
+        // Arrived, then bleached: the packets arrived with different DSCPs.
+        let mut s = WaySum::of(&Way::of(ef0, &counts(&[(46, 2, 20)])));
+        s.add(&WaySum::of(&Way::of(
+            ef0,
+            &counts(&[(0, 2, 18), (0, 3, 2)]),
+        )));
+        let w = s.way();
+        assert_eq!(
+            (w.dscp, w.ecn, w.packets, w.ce, s.reads),
+            (Fate::Mixed, Fate::Arrived, 40, 2, 2)
+        );
+        // Bleached twice: bleached, counts added.
+        let b = WaySum::of(&Way::of(ef0, &counts(&[(0, 2, 20)])));
+        let mut two = b.clone();
+        two.add(&b);
+        assert_eq!((two.way().dscp, two.way().packets), (Fate::Bleached, 40));
+        // A mixed read, then a uniform one: still mixed.
+        let mut m = WaySum::of(&Way::of(ef0, &counts(&[(46, 2, 15), (0, 2, 5)])));
+        m.add(&WaySum::of(&Way::of(ef0, &counts(&[(46, 2, 20)]))));
+        assert_eq!((m.way().dscp, m.way().ecn), (Fate::Mixed, Fate::Arrived));
+        let back: WaySum = serde_json::from_value(serde_json::to_value(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
     }
 }

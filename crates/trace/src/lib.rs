@@ -102,8 +102,9 @@ pub struct Config {
     /// a marking also has each segment's marking read each way ([`marks`]), the agents
     /// sending it on theirs.
     pub source: npt_client::source::Source,
-    /// `--mtu`: after the first round, each segment's path MTU each way ([`mtu`]).
-    pub mtu: bool,
+    /// `--mtu`: after the first round, each segment's path MTU each way ([`mtu`]), each
+    /// search bounded by this (`--mtu-timeout`); `None` without `--mtu`.
+    pub mtu: Option<Duration>,
 }
 
 /// Who measures a leg.
@@ -187,7 +188,7 @@ mod tests {
             size: 64,
             trust: QuicTrust::Insecure,
             source: Default::default(),
-            mtu: false,
+            mtu: None,
         }
     }
 

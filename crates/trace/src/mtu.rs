@@ -3,7 +3,7 @@
 //! is this host's own `npt mtu` search ([`npt_mtu::agent::run_keyed`], keyed with the chain's
 //! secret); every other one is asked of the upstream hop's agent in a hop request of proto
 //! `mtu` ([`npt_wire::hop::mtu`]), whose reply is read back into `npt mtu`'s terms. All
-//! segments are searched at once, each bounded by [`SEARCH_TIME`] (plus the agent's connect and
+//! segments are searched at once, each bounded by `--mtu-timeout` (plus the agent's connect and
 //! reply slack); a refusal or a silent far end is that segment's `error`, never the others'.
 
 use std::sync::Arc;
@@ -17,8 +17,11 @@ use npt_wire::hop::{HopProto, HopRequest};
 
 use crate::{Config, LegPlan, Who};
 
-/// The longest one segment's search may take (an agent allows up to 30 s).
+/// The longest one segment's search may take unless `--mtu-timeout` says (an agent allows up
+/// to [`MAX_SEARCH_TIME`]).
 pub const SEARCH_TIME: Duration = Duration::from_secs(20);
+/// The longest `--mtu-timeout` a hop agent allows (its `HopLimits::max_mtu_timeout`).
+pub const MAX_SEARCH_TIME: Duration = Duration::from_secs(30);
 
 /// The UDP target of a segment: its far end's `npt serve`, same host and port.
 fn udp(leg: &LegPlan) -> ClientTarget {
@@ -44,13 +47,13 @@ fn failed(to: String, why: String) -> SegmentMtu {
 }
 
 /// This host's own search of the first segment.
-fn here(cfg: &Config, t: ClientTarget, stop: &Arc<Stop>) -> SegmentMtu {
+fn here(cfg: &Config, search: Duration, t: ClientTarget, stop: &Arc<Stop>) -> SegmentMtu {
     let to = name(&t);
     let mut m = npt_mtu::Config {
         target: t,
         max: None,
         token: Some(cfg.token.clone()),
-        timeout: SEARCH_TIME,
+        timeout: search,
         via: None,
     };
     match npt_mtu::agent::run_keyed(&mut m, stop) {
@@ -66,7 +69,13 @@ fn here(cfg: &Config, t: ClientTarget, stop: &Arc<Stop>) -> SegmentMtu {
 }
 
 /// The search asked of `agent`.
-fn remote(cfg: &Config, agent: &Agent, t: ClientTarget, stop: &Stop) -> SegmentMtu {
+fn remote(
+    cfg: &Config,
+    search: Duration,
+    agent: &Agent,
+    t: ClientTarget,
+    stop: &Stop,
+) -> SegmentMtu {
     let to = name(&t);
     let req = HopRequest {
         proto: HopProto::Mtu,
@@ -74,7 +83,7 @@ fn remote(cfg: &Config, agent: &Agent, t: ClientTarget, stop: &Stop) -> SegmentM
         port: t.port,
         attempts: 1,
         interval_us: 0,
-        timeout_us: u32::try_from(SEARCH_TIME.as_micros()).unwrap_or(u32::MAX),
+        timeout_us: u32::try_from(search.as_micros()).unwrap_or(u32::MAX),
         size: 0,
         tos: 0,
     };
@@ -110,16 +119,16 @@ fn remote(cfg: &Config, agent: &Agent, t: ClientTarget, stop: &Stop) -> SegmentM
     }
 }
 
-/// Every segment of `cfg` searched at once, in path order.
-pub fn segments(cfg: &Config, stop: &Arc<Stop>) -> Vec<SegmentMtu> {
+/// Every segment of `cfg` searched at once, each for at most `search`, in path order.
+pub fn segments(cfg: &Config, search: Duration, stop: &Arc<Stop>) -> Vec<SegmentMtu> {
     let legs: Vec<LegPlan> = cfg.legs().into_iter().filter(|l| !l.chain).collect();
     std::thread::scope(|s| {
         let handles: Vec<_> = legs
             .iter()
             .map(|leg| {
                 s.spawn(move || match &leg.from {
-                    Who::Here => here(cfg, udp(leg), stop),
-                    Who::Agent(a) => remote(cfg, a, udp(leg), stop),
+                    Who::Here => here(cfg, search, udp(leg), stop),
+                    Who::Agent(a) => remote(cfg, search, a, udp(leg), stop),
                 })
             })
             .collect();

@@ -144,7 +144,8 @@ impl Workload for Trace<'_> {
             "interval_s": c.interval.as_secs_f64(),
             "timeout_s": c.timeout.as_secs_f64(),
             "size": c.size,
-            "mtu": c.mtu,
+            "mtu": c.mtu.is_some(),
+            "mtu_timeout_s": c.mtu.map(|d| d.as_secs_f64()),
             "marking": c.source.tos,
         })
     }
@@ -157,8 +158,8 @@ impl Workload for Trace<'_> {
             return None;
         }
         let mut l = length(self.cfg.count, self.cfg.interval, self.cfg.timeout);
-        if self.cfg.mtu {
-            l.planned = l.planned.saturating_add(crate::mtu::SEARCH_TIME);
+        if let Some(search) = self.cfg.mtu {
+            l.planned = l.planned.saturating_add(search);
         }
         if self.cfg.source.tos.is_some() {
             l.planned = l
@@ -183,14 +184,15 @@ impl Workload for Trace<'_> {
         };
         let first = measure(on_line);
         // --mtu: after the first round (so its probes do not load the RTTs), before --during.
-        let mtus = if cfg.mtu && !stop.stopping() {
-            let m = crate::mtu::segments(cfg, stop);
-            for (i, s) in m.iter().enumerate() {
-                on_line(mtu_line(i, s));
+        let mtus = match cfg.mtu {
+            Some(search) if !stop.stopping() => {
+                let m = crate::mtu::segments(cfg, search, stop);
+                for (i, s) in m.iter().enumerate() {
+                    on_line(mtu_line(i, s));
+                }
+                m
             }
-            m
-        } else {
-            Vec::new()
+            _ => Vec::new(),
         };
         // --dscp/--ecn: each segment's marking, likewise after the first round.
         let marks = match cfg.source.tos {
@@ -312,7 +314,7 @@ mod tests {
             size: 64,
             trust: QuicTrust::Insecure,
             source: Default::default(),
-            mtu: false,
+            mtu: None,
         };
         let mut lines = Vec::new();
         let fake = Fake { rounds: 3 };

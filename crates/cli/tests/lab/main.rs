@@ -29,4 +29,5 @@ mod stamp;
 mod tcpinfo;
 mod trace;
 mod trace_marking;
+mod trace_monitor;
 mod trace_mtu;

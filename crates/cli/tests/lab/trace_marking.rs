@@ -60,7 +60,7 @@ ready = "tcp://10.0.3.2:7777"
 "#;
 
 /// Sets DSCP 0 on what the node sends out of its interface toward `to` (named after it).
-fn bleach_toward(to: &str) -> String {
+pub(crate) fn bleach_toward(to: &str) -> String {
     format!(
         "table inet npt_tmark {{\n\tchain bleach {{\n\t\ttype filter hook postrouting priority \
          filter; policy accept;\n\t\toifname \"{to}\" ip dscp set cs0\n\t}}\n}}\n"

@@ -19,8 +19,8 @@ use std::time::Duration;
 use common::lab::{self, Lab};
 use common::{run, scratch};
 
-/// Client — r1 — r2 — server, the r1–r2 link 1400 bytes.
-const TOPOLOGY: &str = r#"name = "tmtu"
+/// Client — r1 — r2 — server, the r1–r2 link 1400 bytes (also a monitor's, `trace_monitor.rs`).
+pub(crate) const TOPOLOGY: &str = r#"name = "tmtu"
 [[node]]
 name = "client"
 [[node]]

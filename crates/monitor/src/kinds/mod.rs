@@ -10,7 +10,8 @@
 //! `npt report --from` writes the document one run of that range would have written.
 //!
 //! A trace has no `Stats` value of its own (it is not merged): [`TraceSum`] keeps each leg's
-//! ping value and adds legs by position, and its body comes from `TraceStats::summarize`.
+//! ping value and adds legs by position, and its body comes from `TraceStats::summarize`; its
+//! segments' path MTU and marking reads add as an mtu's and a marking's ([`trace`]).
 //! Nor has a lifetime: [`lifetime::LifetimeSum`] keeps the rounds' lifetimes and the bracket
 //! they agree on; nor an mtu: [`mtu::MtuSum`] keeps each way's sizes, the bracket the rounds
 //! agree on and their verdicts counted. A setup's value is the result's own ([`SetupStats`]:
@@ -20,18 +21,19 @@
 pub mod lifetime;
 pub mod marking;
 pub mod mtu;
+pub mod trace;
 
 use npt_result::any::{AnyBody, AnyResult};
 use npt_result::marking::Way;
-use npt_result::stats::trace::{LegStats, TraceMeta, TraceStats};
 use npt_result::stats::{
     BulkMeta, BulkStats, HttpMeta, HttpStats, PingMeta, PingStats, ProbeMeta, ProbeStats,
     SetupMeta, SetupStats, Stats,
 };
-use npt_stats::{ErrorCounts, Histogram};
+use npt_stats::Histogram;
 use serde::{Deserialize, Serialize};
 
 pub use npt_result::Kind;
+pub use trace::{Leg, TraceSum};
 
 /// The kinds a monitor runs, in the order its docs and errors list them: every result kind
 /// but `run` (a round measures a path; it does not load a service with simulated users). A
@@ -48,41 +50,6 @@ pub const MONITORED: [Kind; 8] = [
     Kind::Mtu,
     Kind::Setup,
 ];
-
-/// A trace's legs as values that add by position.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct TraceSum {
-    pub segments: Vec<Leg>,
-    pub chain: Option<Leg>,
-    /// Errors of the whole trace by kind (a saved trace keeps them for all legs together).
-    pub errors: ErrorCounts,
-}
-
-/// One leg of a trace: who measured it, what, and its ping value.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Leg {
-    pub from: String,
-    pub to: String,
-    pub addresses: Vec<String>,
-    pub stats: PingStats,
-}
-
-impl TraceSum {
-    fn then(&mut self, later: &TraceSum) {
-        for (i, l) in later.segments.iter().enumerate() {
-            match self.segments.get_mut(i) {
-                Some(mine) => mine.stats.then(&l.stats),
-                None => self.segments.push(l.clone()),
-            }
-        }
-        match (&mut self.chain, &later.chain) {
-            (Some(a), Some(b)) => a.stats.then(&b.stats),
-            (a @ None, b) => a.clone_from(b),
-            (Some(_), None) => {}
-        }
-        self.errors += &later.errors;
-    }
-}
 
 /// A round's (or a range's) measurements, by kind.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -145,7 +112,8 @@ pub struct Figures {
     /// Payload bytes moved both ways (what a byte budget counts).
     pub bytes: u64,
     /// Mtu: the largest datagram that crossed each way, bytes (a round's own; a rollup's
-    /// median of its rounds'); `None` where nothing crossed or the way cannot be read.
+    /// median of its rounds'); `None` where nothing crossed or the way cannot be read. A trace
+    /// with `--mtu`: its smallest segment's ([`TraceSum::mtu_figure`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu_up_bytes: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,48 +211,8 @@ impl KindStats {
                 (KindStats::Bulk(Box::new(s)), KindMeta::Bulk(m))
             }
             (AnyBody::Trace(b), Kind::Trace) => {
-                let leg = |l: &npt_result::trace::Leg, name: &str| -> Result<Leg, KindError> {
-                    let rtt = match b.histograms.get(name) {
-                        Some(h) => Histogram::from_serialized(h)
-                            .map_err(|e| KindError::Body(format!("histogram {name}: {e}")))?,
-                        None => Histogram::new(),
-                    };
-                    Ok(Leg {
-                        from: l.from.clone(),
-                        to: l.to.clone(),
-                        addresses: l.addresses.clone(),
-                        stats: PingStats {
-                            sent: l.summary.sent,
-                            received: l.summary.received,
-                            late: l.summary.late,
-                            refused: l.summary.refused_by_server,
-                            rtt,
-                            errors: ErrorCounts::default(),
-                            ..PingStats::default()
-                        },
-                    })
-                };
-                let segments = b
-                    .segments
-                    .iter()
-                    .enumerate()
-                    .map(|(i, l)| leg(l, &npt_result::trace::hist::segment(i)))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let chain = b
-                    .chain
-                    .as_ref()
-                    .map(|l| leg(l, npt_result::trace::hist::CHAIN))
-                    .transpose()?;
-                let sum = TraceSum {
-                    segments,
-                    chain,
-                    errors: b.errors.by_kind.clone(),
-                };
-                let meta = KindMeta::Trace {
-                    target: b.target.clone(),
-                    proto: b.proto.clone(),
-                };
-                (KindStats::Trace(sum), meta)
+                let (s, m) = TraceSum::of_body(b)?;
+                (KindStats::Trace(s), m)
             }
             (AnyBody::Lifetime(b), Kind::Lifetime) => {
                 let (s, m) = lifetime::LifetimeSum::of_body(b).map_err(KindError::Body)?;
@@ -447,6 +375,9 @@ impl KindStats {
                     lost,
                     refused,
                     errors: t.errors.total(),
+                    // --mtu: the smallest segment's each way, as an mtu round's sizes.
+                    mtu_up_bytes: t.mtu_figure(true),
+                    mtu_down_bytes: t.mtu_figure(false),
                     segments_ms: t
                         .segments
                         .iter()
@@ -473,27 +404,7 @@ impl KindStats {
             (KindStats::Lifetime(s), KindMeta::Lifetime(m)) => AnyBody::Lifetime(s.body(m)),
             (KindStats::Mtu(s), KindMeta::Mtu(m)) => AnyBody::Mtu(s.body(m)),
             (KindStats::Setup(s), KindMeta::Setup(m)) => AnyBody::Setup(s.summarize(m)),
-            (KindStats::Trace(t), KindMeta::Trace { target, proto }) => {
-                let leg = |l: &Leg| LegStats {
-                    from: l.from.clone(),
-                    to: l.to.clone(),
-                    addresses: l.addresses.clone(),
-                    stats: l.stats.clone(),
-                };
-                let stats = TraceStats {
-                    segments: t.segments.iter().map(leg).collect(),
-                    chain: t.chain.as_ref().map(leg),
-                    rounds: Vec::new(),
-                    during: None,
-                };
-                let mut b = stats.summarize(&TraceMeta {
-                    target: target.clone(),
-                    proto: proto.clone(),
-                });
-                let attempts = b.errors.attempts.unwrap_or(0);
-                b.errors = npt_result::common::Errors::new(t.errors.clone(), attempts);
-                AnyBody::Trace(b)
-            }
+            (KindStats::Trace(t), KindMeta::Trace { target, proto }) => t.body(target, proto),
             _ => return Err(mismatch()),
         })
     }

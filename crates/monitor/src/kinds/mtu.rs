@@ -164,7 +164,8 @@ impl DirectionSum {
         (!self.sizes.is_empty()).then(|| self.sizes.quantile_ns(0.5) as f64)
     }
 
-    fn direction(&self, hdr: u32) -> MtuDirection {
+    /// The direction one run of these rounds would have written, over `hdr` header bytes.
+    pub fn direction(&self, hdr: u32) -> MtuDirection {
         let sat = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         let (lo, hi) = (self.largest_datagram, self.smallest_lost);
         MtuDirection {
@@ -216,13 +217,10 @@ impl MtuSum {
         let rtt = Histogram::from_serialized(&b.rtt_histogram)
             .map_err(|e| format!("histogram rtt: {e}"))?;
         let sum = MtuSum {
-            up: DirectionSum::of(&s.up),
-            down: DirectionSum::of(&s.down),
-            rounds: 1,
-            changed: 0,
             timed_out: u64::from(s.timed_out),
             rtt,
             errors: b.errors.by_kind.clone(),
+            ..MtuSum::of_directions(&s.up, &s.down)
         };
         let meta = MtuMeta {
             target: b.target.clone(),
@@ -234,6 +232,17 @@ impl MtuSum {
             via_header: s.via_header,
         };
         Ok((sum, meta))
+    }
+
+    /// One search's two directions as one round (a trace segment's, [`super::trace`]: no
+    /// round trips, no errors of its own).
+    pub fn of_directions(up: &MtuDirection, down: &MtuDirection) -> MtuSum {
+        MtuSum {
+            up: DirectionSum::of(up),
+            down: DirectionSum::of(down),
+            rounds: 1,
+            ..MtuSum::default()
+        }
     }
 
     /// Adds a later round (or rollup) after these.

@@ -42,7 +42,7 @@ pub fn fill<'a>(row: &mut Row, probes: impl Iterator<Item = &'a ProbeSummary>) {
 
 /// `arrived`, `bleached 0`, `rewritten 10`, `mixed`, `unknown`, and ` CE n/m` when the packets
 /// were sent ECN-capable.
-fn cell(w: &Way) -> String {
+pub(super) fn cell(w: &Way) -> String {
     let dscp = match w.dscp {
         Fate::Arrived => "arrived".to_string(),
         Fate::Bleached => "bleached 0".to_string(),

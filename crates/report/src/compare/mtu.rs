@@ -33,13 +33,13 @@ pub struct Way {
 }
 
 impl Way {
-    fn add(&mut self, d: &MtuDirection) {
+    pub(super) fn add(&mut self, d: &MtuDirection) {
         self.largest_datagram = self.largest_datagram.max(d.largest_datagram);
         self.verdict.clone_from(&d.verdict);
     }
 
     /// `1372 icmp`, `1472` when the largest tried crossed, `-` when unreadable.
-    fn cell(&self) -> String {
+    pub(super) fn cell(&self) -> String {
         match (self.largest_datagram, self.verdict.as_str()) {
             (_, "unreadable") | (None, "") => "-".to_string(),
             (Some(n), "max_crossed") => n.to_string(),

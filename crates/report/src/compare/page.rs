@@ -91,6 +91,16 @@ pub fn html_page(table: &Table, docs: &[Vec<AnyResult>], title: &str) -> Page {
             rows: super::setup::table_rows(table),
         });
     }
+    if super::segments::shown(table) {
+        tables.push(HtmlTable {
+            caption: format!("{}. {}", super::segments::TITLE, super::segments::LEGEND),
+            header: super::segments::HEADER
+                .iter()
+                .map(|h| h.to_string())
+                .collect(),
+            rows: super::segments::table_rows(table),
+        });
+    }
     if !notes.is_empty() {
         tables.push(HtmlTable {
             caption: "Notes".into(),

@@ -1,7 +1,7 @@
 //! The forwarding-scenario table as text and Markdown: one row of cells per scenario under the
 //! same header, and the footer of notes (what the theoretical column is, mixed kinds, rows
 //! without a figure), then TCP probes' first packet and total ([`super::pingpong`]) and setups
-//! layer by layer ([`super::setup`]). The HTML
+//! layer by layer ([`super::setup`]) and trace rows segment by segment ([`super::segments`]). The HTML
 //! page is [`super::page`]; the table's figures come from [`super::table`] and
 //! [`super::runs`].
 
@@ -146,7 +146,8 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
         writeln!(w, "{l}")?;
     }
     super::pingpong::write_text(w, t)?;
-    super::setup::write_text(w, t)
+    super::setup::write_text(w, t)?;
+    super::segments::write_text(w, t)
 }
 
 /// A header and its rows as aligned columns for a terminal: the first column left-aligned,
@@ -337,5 +338,6 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
         writeln!(w, "> {}  ", l.replace('|', "\\|"))?;
     }
     super::pingpong::write_markdown(w, t)?;
-    super::setup::write_markdown(w, t)
+    super::setup::write_markdown(w, t)?;
+    super::segments::write_markdown(w, t)
 }

@@ -229,6 +229,7 @@ fn row(s: &ScenarioRuns) -> Result<Row, super::CompareError> {
     super::lifetime::fill(&mut row, s.results.iter().map(|i| &i.doc));
     super::mtu::fill(&mut row, s.results.iter().map(|i| &i.doc));
     super::setup::fill(&mut row, s.results.iter().map(|i| &i.doc));
+    super::segments::fill(&mut row, s.results.iter().map(|i| &i.doc));
     Ok(row)
 }
 

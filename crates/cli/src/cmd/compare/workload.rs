@@ -105,7 +105,16 @@ pub fn expected(check: &Check) -> Result<Length, String> {
                 return Err("--during runs until its command ends".into());
             }
             let (i, t) = a.timing.durations().map_err(text)?;
-            npt_trace::workload::length(a.count, i, t)
+            let mut l = npt_trace::workload::length(a.count, i, t);
+            // After the first round: each segment's MTU search, its marking read.
+            if a.mtu {
+                let search = crate::flags::timing::positive("--mtu-timeout", &a.mtu_timeout);
+                l.planned = l.planned.saturating_add(search.map_err(text)?);
+            }
+            if a.source.marking.tos().map_err(text)?.is_some() {
+                l.planned = l.planned.saturating_add(npt_trace::marks::read_time(t));
+            }
+            l
         }
         Check::Lifetime(a) => npt_lifetime::workload::length(a.max),
         Check::Mtu(a) => npt_mtu::workload::length(a.timeout, a.auth.token.is_some()),
@@ -220,6 +229,16 @@ mod tests {
                 r#""-c", "5", "-i", "200ms", "--hop", "npt://127.0.0.1:8""#
             ),
             10.0 * 1.5 + 15.0
+        );
+        // … and each segment's MTU search (2 s) and marking read (3 s handshake + 20 echoes
+        // 10 ms apart + 1 s timeout) after the first round.
+        assert_eq!(
+            secs(
+                "trace",
+                r#""-c", "5", "-i", "200ms", "--hop", "npt://127.0.0.1:8", "--mtu",
+                   "--mtu-timeout", "2s", "--dscp", "46""#
+            ),
+            16.2 * 1.5 + 15.0
         );
         // setup: every attempt and the ticket's to its timeout.
         assert_eq!(

@@ -60,6 +60,11 @@ pub struct TraceArgs {
     /// agent the next.
     #[arg(long)]
     pub mtu: bool,
+    /// `--mtu`: the longest one segment's search may take (at most 30 s, a hop agent's bound);
+    /// what it knows by then is reported. A monitor's trace target with `--mtu` needs an
+    /// `every` longer than this.
+    #[arg(long, value_name = "DUR", default_value = "20s", requires = "mtu")]
+    pub mtu_timeout: String,
     #[command(flatten)]
     pub output: crate::flags::output::OutputArgs,
     // What this host sends (its own segment and the chain); the agents send from theirs. A
@@ -108,6 +113,13 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
         ));
     }
     let (interval, timeout) = a.timing.durations()?;
+    let search = crate::flags::timing::positive("--mtu-timeout", &a.mtu_timeout)?;
+    if search > npt_trace::mtu::MAX_SEARCH_TIME {
+        return Err(usage!(
+            "--mtu-timeout {search:?}: a hop agent searches for at most {:?}",
+            npt_trace::mtu::MAX_SEARCH_TIME
+        ));
+    }
     let min = npt_wire::frame::HEADER_LEN;
     let size = u16::try_from(a.size)
         .ok()
@@ -130,7 +142,7 @@ pub fn config(a: &TraceArgs) -> anyhow::Result<Config> {
         size,
         trust,
         source,
-        mtu: a.mtu,
+        mtu: a.mtu.then_some(search),
     };
     // What each agent is asked must be within its bounds (its defaults: no flag changes
     // them): say so here, not as a refusal after connecting.
@@ -354,6 +366,22 @@ mod tests {
         assert_eq!(c.timeout, std::time::Duration::from_secs(1));
         assert_eq!(c.size, 64);
         assert_eq!(c.legs().len(), 3);
+        assert_eq!(c.mtu, None);
+    }
+
+    #[test]
+    fn an_mtu_search_is_bounded_by_its_own_timeout() {
+        let s = std::time::Duration::from_secs;
+        let default = cfg(&with(&["--mtu"])).unwrap().mtu;
+        assert_eq!(default, Some(npt_trace::mtu::SEARCH_TIME));
+        let c = cfg(&with(&["--mtu", "--mtu-timeout", "2s"])).unwrap();
+        assert_eq!(c.mtu, Some(s(2)));
+        assert!(usage_msg(&with(&["--mtu", "--mtu-timeout", "31s"])).contains("--mtu-timeout"));
+        assert!(usage_msg(&with(&["--mtu", "--mtu-timeout", "0s"])).contains("--mtu-timeout"));
+        assert!(
+            flags::<TraceArgs>(&with(&["--mtu-timeout", "2s"])).is_err(),
+            "only with --mtu"
+        );
     }
 
     #[test]
