@@ -510,11 +510,7 @@ impl Loop {
     }
 
     /// Starts the round `st` (or records it held back by its budget).
-    fn start(
-        &mut self,
-        st: crate::schedule::Start,
-        done: &std::sync::mpsc::Sender<Done>,
-    ) {
+    fn start(&mut self, st: crate::schedule::Start, done: &std::sync::mpsc::Sender<Done>) {
         let Some(Some(slot)) = self.slots.get_mut(st.target) else {
             return;
         };
