@@ -62,16 +62,20 @@ pub struct Layer {
     pub flag: Option<String>,
 }
 
-/// Fills the row's layers from its runs that are `setup` results (or `http` results with a
-/// setup block), added; a row without any
+/// Fills the row's layers from its runs that are `setup` results (or `http` and `ping`
+/// results with a setup block), added; a row without any
 /// (or whose documents do not read back) has none.
 pub fn fill<'a>(row: &mut Row, docs: impl Iterator<Item = &'a AnyResult>) {
     let mut sum: Option<(SetupStats, npt_result::stats::SetupMeta)> = None;
     for d in docs {
-        // An http run's setup block is judged as a setup run's.
+        // An http or ping result's setup block is judged as a setup run's.
         let b = match &d.body {
             AnyBody::Setup(b) => b,
             AnyBody::Http(h) => match &h.setup {
+                Some(b) => b,
+                None => continue,
+            },
+            AnyBody::Ping(p) => match &p.setup {
                 Some(b) => b,
                 None => continue,
             },
