@@ -137,7 +137,7 @@ pub fn recorded(
 }
 
 /// The bit a second echo's sequence number sets: another number than the first's (a sealed
-/// echo's replay window refuses one seen), and never one an attempt uses.
+/// session may refuse a number it has seen), and never one an attempt uses.
 const WARM_SEQ: u64 = 1 << 62;
 
 fn ns(d: Duration) -> u64 {
