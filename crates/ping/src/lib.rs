@@ -19,6 +19,7 @@ pub mod echo;
 pub mod from;
 pub mod icmp;
 pub mod net;
+mod quic;
 pub mod remote;
 pub mod result;
 pub mod session;

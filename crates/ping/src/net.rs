@@ -96,7 +96,7 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
                 .map_err(|e| (classify_io(&e), format!("{a}: {e}")))
         })?,
         Proto::Quic => {
-            let mut q = Quic::new(cfg)?;
+            let mut q = crate::quic::Quic::new(cfg)?;
             let r = run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
                 q.attempt(a, t).map(|()| None)
             });
@@ -507,80 +507,6 @@ fn flow_refused(buf: &[u8], flow: u32) -> Option<u64> {
 fn refused_count(buf: &[u8]) -> Option<u32> {
     let h = Header::decode(buf).ok()?;
     reflect::read_reply(&h, buf)?.stamps.map(|s| s.refused)
-}
-
-/// QUIC handshakes on one endpoint per address family.
-struct Quic {
-    rt: tokio::runtime::Runtime,
-    trust: npt_client::QuicTrust,
-    name: String,
-    timeout: Duration,
-    endpoints: Vec<(bool, quinn::Endpoint)>,
-}
-
-impl Quic {
-    fn new(cfg: &Config) -> Result<Quic, PingError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(PingError::Socket)?;
-        Ok(Quic {
-            rt,
-            trust: cfg.trust.clone(),
-            name: cfg.target.host.clone(),
-            timeout: cfg.timeout,
-            endpoints: Vec::new(),
-        })
-    }
-
-    fn endpoint(&mut self, to: SocketAddr) -> Result<quinn::Endpoint, (ErrorKind, String)> {
-        if let Some((_, ep)) = self.endpoints.iter().find(|(v4, _)| *v4 == to.is_ipv4()) {
-            return Ok(ep.clone());
-        }
-        let _guard = self.rt.enter();
-        let ep = npt_client::quic::client_endpoint(to, &self.trust, self.timeout)
-            .map_err(|e| (ErrorKind::Local, e))?;
-        self.endpoints.push((to.is_ipv4(), ep.clone()));
-        Ok(ep)
-    }
-
-    /// One handshake to `to`: done when the client has the server's handshake (1 RTT, or 2
-    /// if the server asks for address validation with a Retry).
-    fn attempt(&mut self, to: SocketAddr, left: Duration) -> Result<(), (ErrorKind, String)> {
-        let ep = self.endpoint(to)?;
-        let name = self.name.clone();
-        self.rt.block_on(async move {
-            let connecting = ep
-                .connect(to, &name)
-                .map_err(|e| (ErrorKind::Local, format!("{to}: {e}")))?;
-            match tokio::time::timeout(left, connecting).await {
-                Ok(Ok(conn)) => {
-                    conn.close(0u32.into(), b"ping");
-                    Ok(())
-                }
-                Ok(Err(e)) => Err((
-                    npt_client::quic::classify_connection(&e),
-                    format!("{to}: {e}"),
-                )),
-                Err(_) => Err((
-                    ErrorKind::Timeout,
-                    format!("{to}: no handshake within {left:?}"),
-                )),
-            }
-        })
-    }
-
-    /// Lets the endpoints send their CONNECTION_CLOSE frames (bounded).
-    fn close(&mut self) {
-        let _guard = self.rt.enter();
-        for (_, ep) in self.endpoints.drain(..) {
-            ep.close(0u32.into(), b"done");
-            let _ = self.rt.block_on(tokio::time::timeout(
-                Duration::from_millis(500),
-                ep.wait_idle(),
-            ));
-        }
-    }
 }
 
 #[cfg(test)]
