@@ -1459,7 +1459,7 @@ _npt() {
             return 0
             ;;
         npt__subcmd__ping)
-            opts="-c -i -W -s -q -4 -6 -h --count --interval --timeout --size --echo --raw --token --ca --insecure --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --ecn --tos --via --via-user --from --help"
+            opts="-c -i -W -s -q -4 -6 -h --count --interval --timeout --size --echo --setup --raw --token --ca --insecure --json --format --quiet --packets --ipv4 --ipv6 --bind --dscp --ecn --tos --via --via-user --from --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

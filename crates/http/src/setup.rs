@@ -11,7 +11,7 @@
 //! (`tcp_connect`), as `npt setup tcp://` measures it.
 
 use npt_result::setup::Layer;
-use npt_result::stats::setup::{Plan, SetupMeta, SetupStats};
+use npt_result::stats::setup::{first_response_byte, tcp_plan, Plan, SetupMeta, SetupStats};
 
 use crate::collect::{ConnEvent, Event, Outcome};
 
@@ -78,12 +78,8 @@ impl SetupAcc {
         } else {
             "warm_request"
         };
-        let p = |layer, what: &str, expected_rtts| Plan {
-            layer,
-            what: what.to_string(),
-            expected_rtts,
-        };
-        let mut plan = vec![p(Layer::TcpConnect, "TCP connect", 1.0)];
+        let p = Plan::new;
+        let mut plan = tcp_plan(None);
         let tls = url.starts_with("https://");
         if tls {
             plan.push(match self.tls_version {
@@ -91,7 +87,7 @@ impl SetupAcc {
                 _ => p(Layer::Tls, "TLS 1.3", 1.0),
             });
         }
-        plan.push(p(Layer::FirstByte, "the first response byte", 1.0));
+        plan.push(first_response_byte());
         let meta = SetupMeta {
             target: url.to_string(),
             address: address.to_string(),

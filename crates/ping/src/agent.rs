@@ -73,6 +73,7 @@ pub fn config_with(req: &HopRequest, addr: SocketAddr, secret: Option<&str>) -> 
         trust: QuicTrust::Insecure,
         via: None,
         echo: false,
+        setup: false,
         source: Default::default(),
     }
 }

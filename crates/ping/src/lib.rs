@@ -5,7 +5,8 @@
 //! link delays.
 //!
 //! [`session`] holds the sans-IO sequence/timeout bookkeeping; [`net`] drives it with sockets
-//! ([`echo`]: `--echo`'s connect + one framed echo per attempt);
+//! ([`echo`]: `--echo`'s connect + one framed echo per attempt; [`setup`]: `--setup`'s block
+//! of each attempt's layers);
 //! [`result`] is the JSON body of a `kind = "ping"` result document; [`workload`] is the
 //! contract with the cli ([`workload::Ping`]). [`agent`] measures a hop agent's requests
 //! (`npt serve --hop-agent`) with the same engine, and [`remote`] asks an agent to
@@ -18,9 +19,11 @@ pub mod echo;
 pub mod from;
 pub mod icmp;
 pub mod net;
+mod quic;
 pub mod remote;
 pub mod result;
 pub mod session;
+pub mod setup;
 pub mod workload;
 
 use std::net::SocketAddr;
@@ -98,6 +101,9 @@ pub struct Config {
     /// `--echo` (tcp:// only): each attempt is a new connection and one framed echo on it
     /// against `npt serve`, end to end ([`echo`]); without it a TCP attempt is a connect.
     pub echo: bool,
+    /// `--setup` (with `--echo`): a second echo on each connection after the one the ping
+    /// times, as the base round trip of the result's setup block ([`setup`]).
+    pub setup: bool,
     /// `-4`/`-6`, `--bind`, `--dscp`: the sockets of TCP and UDP attempts (not QUIC's
     /// endpoint, nor `--via`'s proxy connection: the command line refuses those).
     pub source: npt_client::source::Source,
@@ -127,6 +133,7 @@ impl Config {
             trust: Default::default(),
             via: None,
             echo: false,
+            setup: false,
             source: Default::default(),
         }
     }

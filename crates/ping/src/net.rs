@@ -17,7 +17,7 @@ use npt_wire::raw::{RawStamp, RAW_HEADER_LEN};
 use npt_wire::reflect;
 
 use crate::session::{Event, Session, Tally};
-use crate::{echo, Config, PingError, Proto, Target};
+use crate::{echo, setup, Config, PingError, Proto, Target};
 use npt_client::source::Source;
 
 const SLICE: Duration = Duration::from_millis(100);
@@ -30,6 +30,8 @@ pub struct Outcome {
     pub addrs: Vec<SocketAddr>,
     /// `count`, `signal` or `abort` (second signal).
     pub stopped_by: StopReason,
+    /// `--setup`: its block's description (the tally holds its value).
+    pub setup: Option<npt_result::stats::SetupMeta>,
 }
 
 /// Called for every settled attempt, with the address it went to.
@@ -49,6 +51,7 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
         let addrs = proxy.resolve()?;
         let (host, port) = (cfg.target.host.clone(), cfg.target.port);
         let flow = flow_id();
+        let mut rec = cfg.setup.then(|| setup::Recorder::new(setup::plan(cfg)));
         let stopped_by = run_blocking(
             &mut session,
             addrs.get(..1).unwrap_or_default(),
@@ -58,24 +61,33 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
             on,
             |a, seq, t| {
                 if cfg.echo {
-                    return echo::attempt(cfg, a, flow, seq, now_ns(clock), t).map(Some);
+                    return echo::recorded(cfg, &mut rec, a, flow, seq, now_ns(clock), t);
                 }
                 npt_proxy::tcp_connect(via, &host, port, t)
                     .map(|_| None)
                     .map_err(|e| (e.kind(), format!("via {via}: {e}")))
             },
         )?;
+        let mut tally = session.tally;
+        let address = addrs.first().map(|a| format!("{a} (proxy)"));
+        let via = Some(via.to_string());
+        let setup;
+        (tally.setup, setup) = rec
+            .map(|r| r.finish(&cfg.target.to_string(), &address.unwrap_or_default(), via))
+            .unzip();
         return Ok(Outcome {
-            tally: session.tally,
+            tally,
             addrs,
             stopped_by,
+            setup,
         });
     }
     let addrs = cfg.target.resolve_from(&cfg.source)?;
     let flow = flow_id();
+    let mut rec = cfg.setup.then(|| setup::Recorder::new(setup::plan(cfg)));
     let stopped_by = match cfg.target.proto {
         Proto::Tcp if cfg.echo => run_blocking(&mut session, &addrs, cfg, clock, stop, on, {
-            |a, seq, t| echo::attempt(cfg, a, flow, seq, now_ns(clock), t).map(Some)
+            |a, seq, t| echo::recorded(cfg, &mut rec, a, flow, seq, now_ns(clock), t)
         })?,
         Proto::Tcp => run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
             cfg.source
@@ -84,7 +96,7 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
                 .map_err(|e| (classify_io(&e), format!("{a}: {e}")))
         })?,
         Proto::Quic => {
-            let mut q = Quic::new(cfg)?;
+            let mut q = crate::quic::Quic::new(cfg)?;
             let r = run_blocking(&mut session, &addrs, cfg, clock, stop, on, |a, _, t| {
                 q.attempt(a, t).map(|()| None)
             });
@@ -93,10 +105,17 @@ pub fn run(cfg: &Config, stop: &Stop, on: OnEvent) -> Result<Outcome, PingError>
         }
         Proto::Udp => run_udp(&mut session, &addrs, cfg, clock, stop, on)?,
     };
+    let mut tally = session.tally;
+    let address = addrs.first().map(|a| a.to_string()).unwrap_or_default();
+    let setup;
+    (tally.setup, setup) = rec
+        .map(|r| r.finish(&cfg.target.to_string(), &address, None))
+        .unzip();
     Ok(Outcome {
-        tally: session.tally,
+        tally,
         addrs,
         stopped_by,
+        setup,
     })
 }
 
@@ -129,12 +148,14 @@ pub(crate) fn check_stop(session: &mut Session, stop: &Stop) -> Option<StopReaso
     }
 }
 
-/// An answered `--echo` attempt: its connect part (recorded apart, beside the whole) and the
-/// far end that echoed ([`far_end`]).
+/// An answered `--echo` attempt: its connect part (recorded apart, beside the whole), the
+/// far end that echoed ([`far_end`]), and with `--setup` when its echo was answered (the
+/// attempt went on with a second echo after it, which the ping's figure leaves out).
 #[derive(Clone, Copy, Debug)]
 pub struct Echoed {
     pub connect: Duration,
     pub far_end: &'static str,
+    pub answered: Option<Instant>,
 }
 
 /// One attempt at a time (TCP connect, QUIC handshake, `--echo`): `attempt(addr, seq,
@@ -194,7 +215,11 @@ fn run_blocking(
         let ev = match result {
             Ok(echoed) => {
                 preferred = used;
-                let ev = session.on_reply(seq, now_ns(clock));
+                let at = match echoed.and_then(|e| e.answered) {
+                    Some(t) => dur_ns(t.saturating_duration_since(clock)),
+                    None => now_ns(clock),
+                };
+                let ev = session.on_reply(seq, at);
                 if let (Some(e), Some(Event::Reply { rtt_ns, .. })) = (echoed, &ev) {
                     let c = dur_ns(e.connect).min(*rtt_ns);
                     session.tally.connect.record(c);
@@ -482,80 +507,6 @@ fn flow_refused(buf: &[u8], flow: u32) -> Option<u64> {
 fn refused_count(buf: &[u8]) -> Option<u32> {
     let h = Header::decode(buf).ok()?;
     reflect::read_reply(&h, buf)?.stamps.map(|s| s.refused)
-}
-
-/// QUIC handshakes on one endpoint per address family.
-struct Quic {
-    rt: tokio::runtime::Runtime,
-    trust: npt_client::QuicTrust,
-    name: String,
-    timeout: Duration,
-    endpoints: Vec<(bool, quinn::Endpoint)>,
-}
-
-impl Quic {
-    fn new(cfg: &Config) -> Result<Quic, PingError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(PingError::Socket)?;
-        Ok(Quic {
-            rt,
-            trust: cfg.trust.clone(),
-            name: cfg.target.host.clone(),
-            timeout: cfg.timeout,
-            endpoints: Vec::new(),
-        })
-    }
-
-    fn endpoint(&mut self, to: SocketAddr) -> Result<quinn::Endpoint, (ErrorKind, String)> {
-        if let Some((_, ep)) = self.endpoints.iter().find(|(v4, _)| *v4 == to.is_ipv4()) {
-            return Ok(ep.clone());
-        }
-        let _guard = self.rt.enter();
-        let ep = npt_client::quic::client_endpoint(to, &self.trust, self.timeout)
-            .map_err(|e| (ErrorKind::Local, e))?;
-        self.endpoints.push((to.is_ipv4(), ep.clone()));
-        Ok(ep)
-    }
-
-    /// One handshake to `to`: done when the client has the server's handshake (1 RTT, or 2
-    /// if the server asks for address validation with a Retry).
-    fn attempt(&mut self, to: SocketAddr, left: Duration) -> Result<(), (ErrorKind, String)> {
-        let ep = self.endpoint(to)?;
-        let name = self.name.clone();
-        self.rt.block_on(async move {
-            let connecting = ep
-                .connect(to, &name)
-                .map_err(|e| (ErrorKind::Local, format!("{to}: {e}")))?;
-            match tokio::time::timeout(left, connecting).await {
-                Ok(Ok(conn)) => {
-                    conn.close(0u32.into(), b"ping");
-                    Ok(())
-                }
-                Ok(Err(e)) => Err((
-                    npt_client::quic::classify_connection(&e),
-                    format!("{to}: {e}"),
-                )),
-                Err(_) => Err((
-                    ErrorKind::Timeout,
-                    format!("{to}: no handshake within {left:?}"),
-                )),
-            }
-        })
-    }
-
-    /// Lets the endpoints send their CONNECTION_CLOSE frames (bounded).
-    fn close(&mut self) {
-        let _guard = self.rt.enter();
-        for (_, ep) in self.endpoints.drain(..) {
-            ep.close(0u32.into(), b"done");
-            let _ = self.rt.block_on(tokio::time::timeout(
-                Duration::from_millis(500),
-                ep.wait_idle(),
-            ));
-        }
-    }
 }
 
 #[cfg(test)]

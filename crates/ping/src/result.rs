@@ -5,19 +5,21 @@
 use std::net::SocketAddr;
 
 pub use npt_result::ping::{PingBody, PingSummary};
-use npt_result::stats::{PingMeta, Stats};
+use npt_result::stats::{PingMeta, SetupMeta, Stats};
 
 use crate::session::Tally;
 use crate::Proto;
 
 /// The result body of a ping of `target` over `proto` that tried `addrs`.
-/// `answered_by`: what answered each attempt ([`crate::Config::answered_by`]).
+/// `answered_by`: what answered each attempt ([`crate::Config::answered_by`]); `setup`: the
+/// `--setup` block's description, when the tally holds one.
 pub fn body(
     target: &str,
     proto: Proto,
     addrs: &[SocketAddr],
     answered_by: &str,
     t: &Tally,
+    setup: Option<SetupMeta>,
 ) -> PingBody {
     let meta = PingMeta {
         target: target.to_string(),
@@ -25,6 +27,7 @@ pub fn body(
         addresses: addrs.iter().map(|a| a.to_string()).collect(),
         measured_from: None,
         answered_by: Some(answered_by.to_string()),
+        setup,
     };
     t.summarize(&meta)
 }

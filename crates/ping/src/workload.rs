@@ -51,6 +51,7 @@ impl Workload for Ping<'_> {
             "raw": cfg.raw,
             "via": cfg.via.as_ref().map(|v| v.to_string()),
             "echo": cfg.echo,
+            "setup": cfg.setup,
         })
     }
 
@@ -85,6 +86,7 @@ impl Workload for Ping<'_> {
             &outcome.addrs,
             self.cfg.answered_by(),
             &outcome.tally,
+            outcome.setup,
         );
         Ok(Finished::new(
             body,

@@ -26,6 +26,27 @@ impl Phases {
     pub fn total_ns(&self) -> u64 {
         self.proxy_connect_ns + self.auth_ns + self.reply_ns
     }
+
+    /// The phases as a setup block's layers, in [`Via::setup_plan`]'s order: the connect to
+    /// the proxy, then its SOCKS5 greeting and CONNECT (or UDP ASSOCIATE, `udp`), or its HTTP
+    /// CONNECT.
+    pub fn layers(&self, via: &Via, udp: bool) -> Vec<(npt_result::setup::Layer, u64)> {
+        use npt_result::setup::Layer;
+        let mut v = vec![(Layer::TcpConnect, self.proxy_connect_ns)];
+        match via.kind {
+            ViaKind::Socks5 { .. } => {
+                v.push((Layer::Socks5Greeting, self.auth_ns));
+                let cmd = if udp {
+                    Layer::Socks5UdpAssociate
+                } else {
+                    Layer::Socks5Connect
+                };
+                v.push((cmd, self.reply_ns));
+            }
+            ViaKind::Http => v.push((Layer::HttpConnect, self.reply_ns)),
+        }
+        v
+    }
 }
 
 /// A UDP ASSOCIATE in force: datagrams go to `relay` with a SOCKS UDP header; the association

@@ -202,6 +202,22 @@ impl Via {
             format!("{}:{}", self.host, self.port)
         }
     }
+
+    /// The layers a connection through this proxy sets up, as every setup block names them
+    /// ([`npt_result::stats::setup::tcp_plan`]): the connect to the proxy, then its SOCKS5
+    /// greeting (and user/password when the URL has credentials) and CONNECT, or UDP ASSOCIATE
+    /// (`udp`), or its HTTP CONNECT.
+    pub fn setup_plan(&self, udp: bool) -> Vec<npt_result::stats::setup::Plan> {
+        use npt_result::stats::setup::{tcp_plan, Proxy};
+        let proxy = match self.kind {
+            ViaKind::Socks5 { .. } => Proxy::Socks5 {
+                auth: self.credentials().is_some(),
+                udp,
+            },
+            ViaKind::Http => Proxy::Http,
+        };
+        tcp_plan(Some((proxy, &self.authority())))
+    }
 }
 
 /// `host:port`, `[v6]:port` or `host` → (host, port).

@@ -61,6 +61,12 @@ pub struct PingBody {
     /// sum); absent otherwise, and when nothing answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<EchoPhases>,
+    /// `npt ping --echo --setup`: what each layer of the attempts' connections cost — the TCP
+    /// connect (to the proxy, through `--via`), the proxy's exchanges, the first echo — in ms
+    /// and in round trips of a base round trip from a second echo on each connection, judged
+    /// as `npt setup` judges its own (docs/ping.md, "Setup cost per layer"). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<crate::setup::SetupBody>,
 }
 
 impl crate::body::Body for PingBody {

@@ -142,6 +142,13 @@ pub struct ProtocolStats {
     /// end (histogram `proto.tcp.tcp_rtt`). With `--via`, of the tester → proxy hop only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_info: Option<crate::tcpinfo::TcpKernel>,
+    /// What each layer of the protocol's new connections cost — TCP: the connect (to the proxy
+    /// through `--via`) and the proxy's exchanges; QUIC: the handshake; then the first response
+    /// byte — in ms and in round trips of a base round trip from requests on connections
+    /// already in use, judged as `npt setup` judges its own (docs/run.md, "Setup cost per
+    /// layer"). Absent for UDP, and when no connection got its first byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<crate::setup::SetupBody>,
 }
 
 /// One activity of the mix.

@@ -19,7 +19,8 @@ pub mod workload;
 use std::time::Duration;
 
 use classify::{Layer, Plan};
-use npt_proxy::{Via, ViaKind};
+use npt_proxy::Via;
+use npt_result::stats::setup::{first_echo, first_response_byte, tcp_plan};
 
 /// The protocol stack a target names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,11 +103,7 @@ pub enum SetupError {
 impl Config {
     /// The layers a connection of this run sets up, with the round trips each needs.
     pub fn plan(&self) -> Vec<Plan> {
-        let p = |layer, what: &str, expected_rtts| Plan {
-            layer,
-            what: what.to_string(),
-            expected_rtts,
-        };
+        let p = Plan::new;
         let mut v = Vec::new();
         if self.scheme == Scheme::Quic {
             v.push(if self.resume {
@@ -114,39 +111,14 @@ impl Config {
             } else {
                 p(Layer::Quic, "QUIC handshake", 1.0)
             });
-            v.push(p(Layer::FirstByte, "the first response byte", 1.0));
+            v.push(first_response_byte());
             return v;
         }
-        let to = match &self.via {
-            Some(via) => format!("TCP connect to the proxy {}", via.authority()),
-            None => "TCP connect".to_string(),
-        };
         let datagrams = self.scheme == Scheme::Udp;
-        if datagrams && self.via.is_none() {
-            v.push(p(Layer::FirstByte, "the first echo", 1.0));
-            return v;
-        }
-        v.push(p(Layer::TcpConnect, &to, 1.0));
-        match self
-            .via
-            .as_ref()
-            .map(|v| (v.kind, v.credentials().is_some()))
-        {
-            Some((ViaKind::Socks5 { .. }, auth)) => {
-                let (what, n) = if auth {
-                    ("SOCKS5 greeting and user/password", 2.0)
-                } else {
-                    ("SOCKS5 greeting", 1.0)
-                };
-                v.push(p(Layer::Socks5Greeting, what, n));
-                v.push(if datagrams {
-                    p(Layer::Socks5UdpAssociate, "SOCKS5 UDP ASSOCIATE", 1.0)
-                } else {
-                    p(Layer::Socks5Connect, "SOCKS5 CONNECT", 1.0)
-                });
-            }
-            Some((ViaKind::Http, _)) => v.push(p(Layer::HttpConnect, "HTTP CONNECT", 1.0)),
-            None => {}
+        match &self.via {
+            None if datagrams => return vec![first_echo()],
+            None => v.extend(tcp_plan(None)),
+            Some(via) => v.extend(via.setup_plan(datagrams)),
         }
         if self.scheme == Scheme::Https {
             let (what, n) = match (self.tls, self.resume) {
@@ -158,9 +130,9 @@ impl Config {
             v.push(p(Layer::Tls, what, n));
         }
         if datagrams {
-            v.push(p(Layer::FirstByte, "the first echo", 1.0));
+            v.push(first_echo());
         } else if self.scheme != Scheme::Tcp {
-            v.push(p(Layer::FirstByte, "the first response byte", 1.0));
+            v.push(first_response_byte());
         }
         v
     }

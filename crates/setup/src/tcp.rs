@@ -67,13 +67,7 @@ pub async fn attempt(
             let (s, ph) = npt_proxy::connect_async::tcp_connect(via, &cfg.host, cfg.port)
                 .await
                 .map_err(|e| (e.kind(), format!("via {via}: {e}")))?;
-            a.layers.push((Layer::TcpConnect, ph.proxy_connect_ns));
-            if matches!(via.kind, npt_proxy::ViaKind::Socks5 { .. }) {
-                a.layers.push((Layer::Socks5Greeting, ph.auth_ns));
-                a.layers.push((Layer::Socks5Connect, ph.reply_ns));
-            } else {
-                a.layers.push((Layer::HttpConnect, ph.reply_ns));
-            }
+            a.layers.extend(ph.layers(via, false));
             s
         }
     };

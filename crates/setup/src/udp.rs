@@ -35,9 +35,7 @@ pub fn attempt(cfg: &Config, addr: SocketAddr, a: &mut Attempt) -> Result<(), Fa
             let f = npt_proxy::udp_flow::SocksUdp::open(via, &cfg.host, cfg.port, any, left()?)
                 .map_err(|e| (e.kind(), format!("via {via}: {e}")))?;
             let ph = f.phases();
-            a.layers.push((Layer::TcpConnect, ph.proxy_connect_ns));
-            a.layers.push((Layer::Socks5Greeting, ph.auth_ns));
-            a.layers.push((Layer::Socks5UdpAssociate, ph.reply_ns));
+            a.layers.extend(ph.layers(via, true));
             let relay = f.relay();
             (Some(f), relay)
         }

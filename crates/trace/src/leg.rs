@@ -54,6 +54,7 @@ fn ping_here(cfg: &Config, leg: &LegPlan, stop: &Stop) -> (Tally, Vec<String>) {
         trust: cfg.trust.clone(),
         via: None,
         echo: false,
+        setup: false,
         source: cfg.source,
     };
     match npt_ping::net::run(&ping, stop, &mut |_, _| {}) {

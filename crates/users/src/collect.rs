@@ -15,7 +15,8 @@ use npt_result::error::ErrorKind;
 use npt_result::interval::{Interval, IntervalAcc, Intervals};
 use npt_result::run::hist;
 use npt_result::stats::run::{ActivityCounts, GameTotals, ProtocolCounts};
-use npt_result::stats::{HistMap, RunStats, WeightedMean};
+use npt_result::stats::setup::{Attempt, Plan};
+use npt_result::stats::{HistMap, RunStats, SetupStats, WeightedMean};
 use npt_result::tcpinfo::TcpKernelStats;
 use npt_result::Health;
 use npt_stats::{ErrorCounts, Histogram, JitterMean};
@@ -38,6 +39,9 @@ pub(crate) struct ProtoAcc {
     /// TCP: the kernel's view of the connections, and its smoothed RTT at each one's end.
     kernel: Option<TcpKernelStats>,
     kernel_rtt: Histogram,
+    /// New connections set up to their first response byte, and the base round trips
+    /// ([`crate::setup`]).
+    setup: SetupStats,
 }
 
 /// Game session counters, added up over sessions.
@@ -230,6 +234,18 @@ impl Collector {
             );
     }
 
+    /// A new connection of `p` that got its first response byte: its layers, in `plan`'s
+    /// order ([`crate::setup`]).
+    pub fn set_up(&self, p: Proto, plan: &[Plan], a: &Attempt) {
+        self.lock().proto[p.index()].setup.record(plan, a);
+    }
+
+    /// A request on a connection of `p` already in use: `ns` to its first response byte, a
+    /// base round trip of the setup block.
+    pub fn warm(&self, p: Proto, ns: u64) {
+        self.lock().proto[p.index()].setup.rtt.record(ns);
+    }
+
     pub fn first_request(&self, p: Proto, ns: u64) {
         self.lock().proto[p.index()].first.record(ns);
     }
@@ -345,6 +361,10 @@ impl Collector {
                 bytes: Directions::bytes(a.up, a.down),
                 throughput_bps: Directions::bits_per_s(a.up, a.down, secs),
                 tcp_info: a.kernel.clone(),
+                setup: (a.setup.attempts > 0).then(|| SetupStats {
+                    runs: 1,
+                    ..a.setup.clone()
+                }),
             };
             st.protocols.insert(p.name().to_string(), counts);
             for (phase, h) in [

@@ -25,6 +25,7 @@ mod rate;
 mod run_figures;
 mod set;
 mod setup;
+mod setup_blocks;
 mod stamp;
 mod tcpinfo;
 mod trace;

@@ -112,8 +112,8 @@ fn setup(lab: &Lab, args: &[&str], name: &str) -> (i32, serde_json::Value) {
 /// round trip for 0): its median's 95 % interval meets that band (the emulated link and the
 /// relays run in user space, and a busy box moves a median of ten by a few ms now and then —
 /// noise, which the interval carries; a whole round trip too many never meets it). NaN: the
-/// layer is there, its figure not checked.
-fn reads(doc: &serde_json::Value, want: &[(&str, f64)], name: &str) {
+/// layer is there, its figure not checked. `doc` is a setup body (a ping's `setup` block too).
+pub(crate) fn reads(doc: &serde_json::Value, want: &[(&str, f64)], name: &str) {
     let layers = doc["layers"].as_array().unwrap();
     let num = |l: &serde_json::Value, k: &str| l[k].as_f64().unwrap();
     let got: Vec<(&str, f64, f64, f64)> = layers

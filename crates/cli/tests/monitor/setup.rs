@@ -4,7 +4,8 @@
 //! whose counts are the stored rounds' added exactly (every connection's sample in each
 //! layer's median) and whose text is `npt setup`'s. Beside it, `quic://` with `--resume`
 //! against a server that rejects 0-RTT: every round is flagged, and a `flagged` alert fires
-//! for that target alone.
+//! for that target alone. And a ping target with `--echo --setup`: its setup block is kept
+//! across rounds, each round a run of it, every round's connections added.
 
 #![cfg(test)]
 
@@ -18,9 +19,9 @@ use common::monitor::{rounds, Monitor};
 use common::*;
 use npt_monitor::kinds::KindStats;
 
-/// `npt serve` with HTTPS and a QUIC port that rejects 0-RTT: the server and its https and
-/// quic addresses.
-fn serve() -> (Guard, String, String) {
+/// `npt serve` with HTTPS and a QUIC port that rejects 0-RTT: the server and its https, quic
+/// and TCP echo addresses.
+fn serve() -> (Guard, String, String, String) {
     let mut child = npt()
         .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
         .args(["--tls", "--quic", "127.0.0.1:0", "--quic-0rtt", "reject"])
@@ -30,7 +31,7 @@ fn serve() -> (Guard, String, String) {
         .expect("npt serve starts");
     let stdout = child.stdout.take().expect("piped");
     let guard = Guard(child);
-    let (mut https, mut quic) = (None, None);
+    let (mut https, mut quic, mut tcp) = (None, None, None);
     // Bounded: the server prints a handful of ready lines, then nothing until it stops.
     for line in BufReader::new(stdout).lines().take(8) {
         let Ok(line) = line else { break };
@@ -39,8 +40,10 @@ fn serve() -> (Guard, String, String) {
             https = Some(addr);
         } else if line.contains("listening on quic") {
             quic = Some(addr);
+        } else if line.contains("listening on tcp+udp") {
+            tcp = Some(addr);
         }
-        if https.is_some() && quic.is_some() {
+        if https.is_some() && quic.is_some() && tcp.is_some() {
             break;
         }
     }
@@ -48,6 +51,7 @@ fn serve() -> (Guard, String, String) {
         guard,
         https.expect("https address"),
         quic.expect("quic address"),
+        tcp.expect("tcp address"),
     )
 }
 
@@ -55,7 +59,7 @@ const LAYERS: [&str; 3] = ["tcp_connect", "tls", "first_byte"];
 
 #[test]
 fn setup_rounds_are_stored_per_layer_and_read_back_added() {
-    let (_serve, https, quic) = serve();
+    let (_serve, https, quic, tcp) = serve();
     let dir = tempfile::tempdir().unwrap();
     let cfg = format!(
         r#"
@@ -73,6 +77,11 @@ name = "zrtt"
 kind = "setup"
 target = "quic://{quic}"
 args = ["--resume", "-c", "2", "--timeout", "500ms"]
+[[target]]
+name = "echo"
+kind = "ping"
+target = "tcp://{tcp}"
+args = ["--echo", "--setup", "-c", "2", "-i", "100ms"]
 [[alert]]
 name = "setup-flag"
 metric = "flagged"
@@ -83,7 +92,7 @@ rounds = 2
     let store = dir.path().join("m.db");
     let mut m = Monitor::start(cfg.as_ref(), &store, true);
     m.until("two setup rounds", Duration::from_secs(30), |m| {
-        m.rounds_total("tls", "ok") >= 2.0
+        m.rounds_total("tls", "ok") >= 2.0 && m.rounds_total("echo", "ok") >= 2.0
     });
     let firing = |m: &Monitor, t: &str| {
         m.metric(
@@ -169,6 +178,7 @@ rounds = 2
         let (p50, rtt) = (f(l, "/p50_ms"), f(&doc, "/summary/rtt_ms"));
         assert!((f(l, "/rtts") - p50 / rtt).abs() < 1e-6, "{l}");
     }
+    ping_rounds_keep_their_setup_block(&store, dir.path());
     let out = run(
         &[&from[..], &["--since", "1h"]].concat(),
         Duration::from_secs(60),
@@ -180,4 +190,38 @@ rounds = 2
             && text.contains(&format!("{} rounds", stored.len())),
         "{text}"
     );
+}
+
+/// The ping target's range read back: one ping document whose setup block adds every stored
+/// round's two connections, each round a run of it.
+fn ping_rounds_keep_their_setup_block(store: &std::path::Path, dir: &std::path::Path) {
+    let n = rounds(store, "echo").len() as u64;
+    assert!(n >= 2, "{n} ping rounds");
+    let json = dir.join("echo.json");
+    let args = [
+        "report",
+        "--from",
+        store.to_str().unwrap(),
+        "--target",
+        "echo",
+        "--since",
+        "1h",
+        "--format",
+        "json",
+        "-o",
+        json.to_str().unwrap(),
+    ];
+    let out = run(&args, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = common::json(&json);
+    assert_valid(&doc, "ping");
+    let s = &doc["setup"]["summary"];
+    assert_eq!(u(&doc, "/setup/summary/runs"), n, "{s}");
+    assert_eq!(u(&doc, "/setup/summary/attempts"), 2 * n, "{s}");
+    assert_eq!(u(&doc, "/setup/summary/completed"), 2 * n, "{s}");
+    assert_eq!(u(&doc, "/summary/sent"), 2 * n, "{s}");
 }

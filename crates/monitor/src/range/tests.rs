@@ -41,6 +41,7 @@ fn store_pings_at(st: &mut dyn Store, first: i64, n: i64, step: i64) -> i64 {
         addresses: vec!["10.0.1.2:7777".into()],
         measured_from: None,
         answered_by: None,
+        setup: None,
     });
     let c = st
         .config_id(t, &serde_json::to_string(&meta).unwrap(), "{\"count\":4}")

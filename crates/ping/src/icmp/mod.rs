@@ -175,6 +175,7 @@ impl Workload for IcmpPing<'_> {
             addresses: vec![out.addr.ip().to_string()],
             measured_from: None,
             answered_by: Some(npt_result::ping::answered_by::HOST.to_string()),
+            setup: None,
         };
         let mut body = out.tally.summarize(&meta);
         body.note = Some(out.socket.note());

@@ -62,16 +62,28 @@ pub struct Layer {
     pub flag: Option<String>,
 }
 
-/// Fills the row's layers from its runs that are `setup` results (or `http` results with a
-/// setup block), added; a row without any
+/// Fills the row's layers from its runs that are `setup` results (or `http`, `ping` and `run`
+/// results with a setup block), added; a row without any
 /// (or whose documents do not read back) has none.
 pub fn fill<'a>(row: &mut Row, docs: impl Iterator<Item = &'a AnyResult>) {
     let mut sum: Option<(SetupStats, npt_result::stats::SetupMeta)> = None;
     for d in docs {
-        // An http run's setup block is judged as a setup run's.
+        // An http, ping or run result's setup block is judged as a setup run's.
         let b = match &d.body {
             AnyBody::Setup(b) => b,
             AnyBody::Http(h) => match &h.setup {
+                Some(b) => b,
+                None => continue,
+            },
+            AnyBody::Ping(p) => match &p.setup {
+                Some(b) => b,
+                None => continue,
+            },
+            // A run's TCP connections' block, or its QUIC ones' when it has no TCP block.
+            AnyBody::Run(r) => match ["tcp", "quic"]
+                .iter()
+                .find_map(|k| r.protocols.get(*k).and_then(|p| p.setup.as_ref()))
+            {
                 Some(b) => b,
                 None => continue,
             },

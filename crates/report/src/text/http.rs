@@ -150,15 +150,7 @@ pub fn write_http(w: &mut dyn std::io::Write, doc: &Document<HttpBody>) -> std::
     );
     writeln!(w, "  phases      {phases}")?;
     if let Some(setup) = &b.setup {
-        // `npt setup`'s table, judged by the same rule, under its own heading.
-        writeln!(
-            w,
-            "  setup       {} new connections, each layer in round trips of the path:",
-            setup.summary.attempts
-        )?;
-        for line in text::setup::text(setup).lines().skip(1) {
-            writeln!(w, "  {line}")?;
-        }
+        text::setup::write_block(w, "  setup      ", setup)?;
     }
     let own_load = b.hosts.values().any(|h| h.connections.is_some());
     if b.hosts.len() > 1 || own_load {

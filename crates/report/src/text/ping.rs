@@ -58,6 +58,9 @@ pub fn write_ping(
             )?;
         }
     }
+    if let Some(setup) = &b.setup {
+        super::setup::write_block(out, "setup:", setup)?;
+    }
     if !b.errors.by_kind.is_empty() {
         let kinds: Vec<String> = b
             .errors
@@ -136,6 +139,7 @@ mod tests {
             answered_by: None,
             note: None,
             phases: None,
+            setup: None,
         };
         let now = std::time::SystemTime::now();
         let doc = Document::new(

@@ -83,6 +83,11 @@ pub fn write_run(w: &mut impl std::io::Write, doc: &Document<RunBody>) -> std::i
             super::tcpinfo::write_kernel(w, k)?;
         }
     }
+    for (p, x) in &b.protocols {
+        if let Some(s) = &x.setup {
+            super::setup::write_block(w, &format!("  {p:<5} setup"), s)?;
+        }
+    }
     for (a, x) in &b.activities {
         if let (Some(t), Some(bps)) = (&x.ttfb_ms, x.transfer_bps) {
             writeln!(

@@ -32,6 +32,22 @@ fn needs(v: f64) -> String {
     }
 }
 
+/// A setup block inside another kind's text (`npt http`, `npt ping --setup`): `npt setup`'s
+/// table, judged by the same rule, under a heading of its own that starts with `lead`, the
+/// table indented by `lead`'s indent.
+pub(crate) fn write_block(w: &mut dyn Write, lead: &str, b: &SetupBody) -> io::Result<()> {
+    writeln!(
+        w,
+        "{lead} {} new connections, each layer in round trips of the path:",
+        b.summary.attempts
+    )?;
+    let indent = &lead[..lead.len() - lead.trim_start().len()];
+    for line in text(b).lines().skip(1) {
+        writeln!(w, "{indent}{line}")?;
+    }
+    Ok(())
+}
+
 /// The text, its first line the target's.
 pub(crate) fn text(b: &SetupBody) -> String {
     let s = &b.summary;

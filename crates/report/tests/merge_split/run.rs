@@ -185,6 +185,7 @@ pub fn recorded(seed: u64) -> (Split<RunStats>, RunMeta) {
         mix: "web=3,quic=1,download=1,upload=1,game=1".into(),
         seed,
         ramp_up_s: 1.0,
+        setup: Default::default(),
     };
     let m = r.gen_range(1..=4);
     let samples: Vec<(usize, usize, Sample)> = (0..n)

@@ -320,6 +320,7 @@ fn a_ping_reads_as_one_result_too() {
         answered_by: None,
         note: None,
         phases: None,
+        setup: None,
     };
     let json = doc("ping", body);
     let r = from_value("p.json", json.clone()).unwrap();

@@ -152,15 +152,7 @@ impl AddAssign<&HttpStats> for HttpStats {
         self.health += &rhs.health;
         self.intervals += &rhs.intervals;
         // Parts of one run (`npt merge`): their connections add, and they are still one run.
-        match (&mut self.setup, &rhs.setup) {
-            (Some(a), Some(b)) => {
-                let (runs, flagged) = (a.runs.max(b.runs), a.flagged_runs.max(b.flagged_runs));
-                *a += b;
-                (a.runs, a.flagged_runs) = (runs, flagged);
-            }
-            (a @ None, Some(b)) => *a = Some(b.clone()),
-            _ => {}
-        }
+        SetupStats::add_part(&mut self.setup, rhs.setup.as_ref());
     }
 }
 
@@ -181,10 +173,8 @@ impl Stats for HttpStats {
         let (a, b) = (self.duration_s, later.duration_s);
         let connections = self.connections.max(later.connections);
         // Rounds: each its own run of the setup block's (a monitor's range counts them).
-        let setup_runs = match (&self.setup, &later.setup) {
-            (Some(x), Some(y)) => Some((x.runs + y.runs, x.flagged_runs + y.flagged_runs)),
-            _ => None,
-        };
+        let mut setup = self.setup.take();
+        SetupStats::add_later(&mut setup, later.setup.as_ref());
         let rate = max_opt(self.rate, later.rate);
         let rps = super::over_time(self.rps, a, later.rps, b);
         let throughput =
@@ -214,9 +204,7 @@ impl Stats for HttpStats {
         self.rps = rps;
         self.duration_s = a + b;
         self.throughput_bps = throughput;
-        if let (Some(s), Some((runs, flagged))) = (&mut self.setup, setup_runs) {
-            (s.runs, s.flagged_runs) = (runs, flagged);
-        }
+        self.setup = setup;
         for (k, h) in self.hosts.iter_mut() {
             if let Some(&(c, r)) = host_loads.get(k) {
                 (h.connections, h.rate) = (c, r);

@@ -9,6 +9,7 @@ use std::ops::AddAssign;
 use npt_stats::{ErrorCounts, Histogram};
 use serde::{Deserialize, Serialize};
 
+use super::setup::{SetupMeta, SetupStats};
 use super::{BodyError, Stats};
 use crate::common::{loss_pct, Errors, NptLatency};
 use crate::ping::{hist, EchoPhases, PingBody, PingSummary};
@@ -27,6 +28,9 @@ pub struct PingMeta {
     /// What answered the attempts ([`crate::ping::answered_by`]); `None` in files written
     /// before it existed.
     pub answered_by: Option<String>,
+    /// `--setup`: the setup block's own description (the layers, how the base was measured).
+    #[serde(default)]
+    pub setup: Option<SetupMeta>,
 }
 
 /// Counters and the RTT histogram of a ping.
@@ -47,6 +51,10 @@ pub struct PingStats {
     /// An echo's replies by the far end that sent them (`summary.far_end`).
     #[serde(default)]
     pub answered: crate::far_end::Answered,
+    /// `--echo --setup`: each attempt's connection as a setup attempt, and the base round
+    /// trips of its second echo.
+    #[serde(default)]
+    pub setup: Option<SetupStats>,
 }
 
 impl PingStats {
@@ -74,6 +82,8 @@ impl AddAssign<&PingStats> for PingStats {
         self.connect += &rhs.connect;
         self.echo += &rhs.echo;
         self.answered += &rhs.answered;
+        // Parts of one run: their connections add, and they are still one run.
+        SetupStats::add_part(&mut self.setup, rhs.setup.as_ref());
     }
 }
 
@@ -95,6 +105,15 @@ fn answered_from(far_end: Option<&str>, received: u64) -> crate::far_end::Answer
 impl Stats for PingStats {
     type Body = PingBody;
     type Meta = PingMeta;
+
+    /// Rounds of one ping (a monitor's): counters and histograms add as parts do, and each
+    /// round is a run of the setup block's, as a range of `npt setup` rounds counts them.
+    fn then(&mut self, later: &PingStats) {
+        let mut setup = self.setup.take();
+        SetupStats::add_later(&mut setup, later.setup.as_ref());
+        *self += later;
+        self.setup = setup;
+    }
 
     fn from_body(b: &PingBody) -> Result<(PingStats, PingMeta), BodyError> {
         let rtt = Histogram::from_serialized(&b.histogram).map_err(|source| BodyError {
@@ -120,13 +139,18 @@ impl Stats for PingStats {
             connect: phase(hist::CONNECT)?,
             echo: phase(hist::ECHO)?,
             answered: answered_from(b.summary.far_end.as_deref(), b.summary.received),
+            setup: None,
         };
+        let setup = b.setup.as_ref().map(SetupStats::from_body).transpose()?;
+        let (setup, setup_meta) = setup.map_or((None, None), |(s, m)| (Some(s), Some(m)));
+        let stats = PingStats { setup, ..stats };
         let meta = PingMeta {
             target: b.target.clone(),
             proto: b.proto.clone(),
             addresses: b.addresses.clone(),
             measured_from: b.measured_from.clone(),
             answered_by: b.answered_by.clone(),
+            setup: setup_meta,
         };
         Ok((stats, meta))
     }
@@ -182,6 +206,10 @@ impl Stats for PingStats {
                 ]
                 .into(),
             }),
+            setup: match (&self.setup, &m.setup) {
+                (Some(s), Some(meta)) => Some(s.summarize(meta)),
+                _ => None,
+            },
         }
     }
 }

@@ -15,6 +15,7 @@ use std::ops::AddAssign;
 use npt_stats::JitterMean;
 use serde::{Deserialize, Serialize};
 
+use super::setup::{SetupMeta, SetupStats};
 use super::{add_opt, BodyError, HistMap, Stats, WeightedMean};
 use crate::common::{jitter_mean, loss_pct, Directions, ErrorStats, NptLatency};
 use crate::health::Health;
@@ -32,6 +33,9 @@ pub struct RunMeta {
     pub mix: String,
     pub seed: u64,
     pub ramp_up_s: f64,
+    /// Each protocol's setup block's own description (the layers, how the base was measured).
+    #[serde(default)]
+    pub setup: BTreeMap<String, SetupMeta>,
 }
 
 /// A run's measurements.
@@ -75,6 +79,9 @@ pub struct ProtocolCounts {
     pub throughput_bps: Directions,
     /// TCP: the kernel's view of the connections (RTT samples in `proto.tcp.tcp_rtt`).
     pub tcp_info: Option<TcpKernelStats>,
+    /// Each new connection's layers and the base round trips.
+    #[serde(default)]
+    pub setup: Option<SetupStats>,
 }
 
 impl AddAssign<&ProtocolCounts> for ProtocolCounts {
@@ -89,6 +96,8 @@ impl AddAssign<&ProtocolCounts> for ProtocolCounts {
             (a @ None, b) => *a = b.clone(),
             (Some(_), None) => {}
         }
+        // Parts of one run: their connections add, and they are still one run.
+        SetupStats::add_part(&mut self.setup, rhs.setup.as_ref());
     }
 }
 
@@ -218,21 +227,24 @@ impl Stats for RunStats {
         intervals
             .check()
             .map_err(|(name, source)| BodyError { name, source })?;
-        let protocols = b
-            .protocols
-            .iter()
-            .map(|(k, p)| {
-                let c = ProtocolCounts {
-                    requests: p.requests,
-                    errors: p.errors,
-                    connections: p.connections,
-                    bytes: p.bytes,
-                    throughput_bps: p.throughput_bps,
-                    tcp_info: p.tcp_info.as_ref().map(TcpKernelStats::from_saved),
-                };
-                (k.clone(), c)
-            })
-            .collect();
+        let mut protocols = BTreeMap::new();
+        let mut setup = BTreeMap::new();
+        for (k, p) in &b.protocols {
+            let block = p.setup.as_ref().map(SetupStats::from_body).transpose()?;
+            let c = ProtocolCounts {
+                requests: p.requests,
+                errors: p.errors,
+                connections: p.connections,
+                bytes: p.bytes,
+                throughput_bps: p.throughput_bps,
+                tcp_info: p.tcp_info.as_ref().map(TcpKernelStats::from_saved),
+                setup: block.as_ref().map(|(s, _)| s.clone()),
+            };
+            if let Some((_, m)) = block {
+                setup.insert(k.clone(), m);
+            }
+            protocols.insert(k.clone(), c);
+        }
         let activities = b
             .activities
             .iter()
@@ -280,6 +292,7 @@ impl Stats for RunStats {
             mix: s.mix.clone(),
             seed: s.seed,
             ramp_up_s: s.ramp_up_s,
+            setup,
         };
         Ok((stats, meta))
     }
@@ -305,6 +318,10 @@ impl Stats for RunStats {
                         .tcp_info
                         .as_ref()
                         .map(|k| k.block(h.summary(&hist::proto(p, hist::TCP_RTT)))),
+                    setup: match (&c.setup, m.setup.get(p)) {
+                        (Some(s), Some(meta)) => Some(s.summarize(meta)),
+                        _ => None,
+                    },
                 };
                 (p.clone(), stats)
             })

@@ -59,7 +59,7 @@ pub struct SetupMeta {
 }
 
 /// Every attempt's figures, added.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SetupStats {
     /// Each layer's cost, ns: one sample per attempt that completed it.
     pub layers: BTreeMap<Layer, Histogram>,
@@ -109,6 +109,131 @@ pub struct Verdict {
     pub resumed: Option<u64>,
     pub zero_rtt_sent: Option<u64>,
     pub zero_rtt_accepted: Option<u64>,
+}
+
+impl Plan {
+    /// `layer`, what it was, and the round trips its protocol needs.
+    pub fn new(layer: Layer, what: &str, expected_rtts: f64) -> Plan {
+        Plan {
+            layer,
+            what: what.to_string(),
+            expected_rtts,
+        }
+    }
+}
+
+/// A proxy a connection is set up through, as a plan names its layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proxy {
+    /// SOCKS5: its greeting (with user/password, RFC 1929: one round trip more), then a
+    /// CONNECT, or a UDP ASSOCIATE (`udp`).
+    Socks5 { auth: bool, udp: bool },
+    /// HTTP CONNECT (credentials ride in the request: no round trip more).
+    Http,
+}
+
+/// The layers of a TCP connection up to the point it carries its first request: the connect
+/// (to the proxy at `authority`, through one) and the proxy's exchanges, each with the round
+/// trips its protocol needs. Every result with a setup block (`setup`, `http`, `ping`) names
+/// them here, so the same layer reads the same in each and compare's rows line up.
+pub fn tcp_plan(proxy: Option<(Proxy, &str)>) -> Vec<Plan> {
+    let Some((proxy, authority)) = proxy else {
+        return vec![Plan::new(Layer::TcpConnect, "TCP connect", 1.0)];
+    };
+    let to = format!("TCP connect to the proxy {authority}");
+    let mut v = vec![Plan::new(Layer::TcpConnect, &to, 1.0)];
+    match proxy {
+        Proxy::Socks5 { auth, udp } => {
+            v.push(if auth {
+                Plan::new(
+                    Layer::Socks5Greeting,
+                    "SOCKS5 greeting and user/password",
+                    2.0,
+                )
+            } else {
+                Plan::new(Layer::Socks5Greeting, "SOCKS5 greeting", 1.0)
+            });
+            v.push(if udp {
+                Plan::new(Layer::Socks5UdpAssociate, "SOCKS5 UDP ASSOCIATE", 1.0)
+            } else {
+                Plan::new(Layer::Socks5Connect, "SOCKS5 CONNECT", 1.0)
+            });
+        }
+        Proxy::Http => v.push(Plan::new(Layer::HttpConnect, "HTTP CONNECT", 1.0)),
+    }
+    v
+}
+
+/// The first echo of a set-up connection or flow (`npt setup udp://`, `npt ping --echo
+/// --setup`): one round trip to the far end, and whatever a relay on the way does first.
+pub fn first_echo() -> Plan {
+    Plan::new(Layer::FirstByte, "the first echo", 1.0)
+}
+
+/// The first response byte of a set-up connection's first request.
+pub fn first_response_byte() -> Plan {
+    Plan::new(Layer::FirstByte, "the first response byte", 1.0)
+}
+
+/// What one attempt recorded: each layer's duration in ns (in plan order; an attempt that
+/// failed has fewer), the base round trip it measured, and what the server did with a
+/// resumption or a 0-RTT request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Attempt {
+    pub layers: Vec<(Layer, u64)>,
+    pub rtt_ns: Option<u64>,
+    /// `--resume`: whether the session was resumed.
+    pub resumed: Option<bool>,
+    /// QUIC `--resume`: `Some(accepted)` when the request went in 0-RTT.
+    pub zero_rtt: Option<bool>,
+}
+
+impl SetupStats {
+    /// Adds one attempt of a run whose connections set up `plan`: a sample in each layer it
+    /// completed, a whole setup when it completed every layer, its base round trip.
+    pub fn record(&mut self, plan: &[Plan], a: &Attempt) {
+        self.attempts += 1;
+        if let Some(r) = a.rtt_ns {
+            self.rtt.record(r);
+        }
+        for (layer, ns) in &a.layers {
+            if plan.iter().any(|p| p.layer == *layer) {
+                self.layers.entry(*layer).or_default().record(*ns);
+            }
+        }
+        if a.layers.len() == plan.len() {
+            self.completed += 1;
+            self.setup.record(a.layers.iter().map(|(_, ns)| ns).sum());
+        }
+        self.resumed += u64::from(a.resumed == Some(true));
+        self.resumption_refused += u64::from(a.resumed == Some(false));
+        self.zero_rtt_sent += u64::from(a.zero_rtt.is_some());
+        self.zero_rtt_accepted += u64::from(a.zero_rtt == Some(true));
+    }
+
+    /// Adds the block of another part of the same run (`npt merge` of an http or ping run's
+    /// parts): their connections add, and they are still one run.
+    pub fn add_part(mine: &mut Option<SetupStats>, other: Option<&SetupStats>) {
+        match (mine, other) {
+            (Some(a), Some(b)) => {
+                let (runs, flagged) = (a.runs.max(b.runs), a.flagged_runs.max(b.flagged_runs));
+                *a += b;
+                (a.runs, a.flagged_runs) = (runs, flagged);
+            }
+            (a @ None, Some(b)) => *a = Some(b.clone()),
+            _ => {}
+        }
+    }
+
+    /// Adds the block of a later run of the same target (a monitor's round): each its own
+    /// run, as a range of `npt setup` rounds counts them.
+    pub fn add_later(mine: &mut Option<SetupStats>, other: Option<&SetupStats>) {
+        match (mine, other) {
+            (Some(a), Some(b)) => *a += b,
+            (a @ None, Some(b)) => *a = Some(b.clone()),
+            _ => {}
+        }
+    }
 }
 
 impl AddAssign<&SetupStats> for SetupStats {

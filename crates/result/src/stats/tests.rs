@@ -62,6 +62,7 @@ fn ping_parts_read_back_and_added_are_the_whole() {
             addresses: vec!["127.0.0.1:7".into()],
             measured_from: None,
             answered_by: None,
+            setup: None,
         };
         let bodies: Vec<PingBody> = parts.iter().map(|s| s.summarize(&meta)).collect();
         let mut merged = PingStats::default();
@@ -520,25 +521,48 @@ fn rounds_one_after_another_add_their_times_and_keep_their_rates() {
     assert_eq!(h.rps, 100.0);
 }
 
-/// An http run's setup block: parts of one run (`npt merge`) add their connections and stay
-/// one run; rounds (`then`, a monitor's range) count as runs.
-#[test]
-fn http_setup_blocks_add_as_parts_and_count_as_rounds() {
-    let part = || HttpStats {
-        setup: Some(SetupStats {
-            runs: 1,
-            attempts: 2,
-            completed: 2,
-            ..SetupStats::default()
-        }),
-        ..HttpStats::default()
-    };
+/// A block of two connections, set up.
+fn two_set_up() -> Option<SetupStats> {
+    Some(SetupStats {
+        runs: 1,
+        attempts: 2,
+        completed: 2,
+        ..SetupStats::default()
+    })
+}
+
+/// A kind's setup block (`http`, `ping --setup`): parts of one run (`npt merge`) add their
+/// connections and stay one run; rounds (`then`, a monitor's range) count as runs; a round
+/// without the block leaves the others' as it is.
+fn setup_blocks_add<S: Stats>(part: impl Fn() -> S, block: impl Fn(&S) -> Option<&SetupStats>) {
     let mut merged = part();
     merged += &part();
-    let s = merged.setup.as_ref().unwrap();
+    let s = block(&merged).unwrap();
     assert_eq!((s.attempts, s.completed, s.runs), (4, 4, 1));
     let mut rounds = part();
     rounds.then(&part());
-    let s = rounds.setup.as_ref().unwrap();
+    rounds.then(&S::default());
+    let s = block(&rounds).unwrap();
     assert_eq!((s.attempts, s.runs), (4, 2));
+    let mut later = S::default();
+    later.then(&part());
+    assert_eq!(block(&later).unwrap().runs, 1);
+}
+
+#[test]
+fn http_setup_blocks_add_as_parts_and_count_as_rounds() {
+    let part = || HttpStats {
+        setup: two_set_up(),
+        ..HttpStats::default()
+    };
+    setup_blocks_add(part, |s| s.setup.as_ref());
+}
+
+#[test]
+fn ping_setup_blocks_add_as_parts_and_count_as_rounds() {
+    let part = || PingStats {
+        setup: two_set_up(),
+        ..PingStats::default()
+    };
+    setup_blocks_add(part, |s| s.setup.as_ref());
 }

@@ -94,6 +94,7 @@ fn leg(l: &LegStats, proto: &str) -> Leg {
         addresses: l.addresses.clone(),
         measured_from: None,
         answered_by: None,
+        setup: None,
     });
     let p50_ci_ms = p50_ci(&l.stats).map(|(_, ci)| ci);
     let p10_ms = match p50_ci_ms {

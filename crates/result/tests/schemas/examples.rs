@@ -78,6 +78,8 @@ pub fn documents() -> Vec<(&'static str, Value)> {
                 ]
                 .into(),
             }),
+            // The block `--setup` adds: the setup document's body, checked by the same schema.
+            setup: Some(setup(start, &rtt).body),
         },
     );
     docs.push(("ping", serde_json::to_value(&ping).unwrap()));

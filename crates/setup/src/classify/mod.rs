@@ -8,22 +8,11 @@
 //! refused).
 
 pub use npt_result::setup::Layer;
-pub use npt_result::stats::setup::{LayerVerdict, Plan, Verdict, MIN_EXCESS_NS, TOLERANCE_RTTS};
+pub use npt_result::stats::setup::{
+    Attempt, LayerVerdict, Plan, Verdict, MIN_EXCESS_NS, TOLERANCE_RTTS,
+};
 use npt_result::stats::SetupStats;
 use npt_stats::ErrorCounts;
-
-/// What one attempt recorded: each layer's duration in ns (in plan order; an attempt that
-/// failed has fewer), the base round trip it measured, and what the server did with a
-/// resumption or a 0-RTT request.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Attempt {
-    pub layers: Vec<(Layer, u64)>,
-    pub rtt_ns: Option<u64>,
-    /// `--resume`: whether the session was resumed.
-    pub resumed: Option<bool>,
-    /// QUIC `--resume`: `Some(accepted)` when the request went in 0-RTT.
-    pub zero_rtt: Option<bool>,
-}
 
 /// The attempts of a run whose connections set up `plan`, added: a layer's histogram holds
 /// one sample per attempt that completed it, a whole setup one per attempt that completed
@@ -38,23 +27,7 @@ pub fn tally(plan: &[Plan], attempts: &[Attempt], errors: ErrorCounts) -> SetupS
         s.layers.entry(p.layer).or_default();
     }
     for a in attempts {
-        s.attempts += 1;
-        if let Some(r) = a.rtt_ns {
-            s.rtt.record(r);
-        }
-        for (layer, ns) in &a.layers {
-            if let Some(h) = s.layers.get_mut(layer) {
-                h.record(*ns);
-            }
-        }
-        if a.layers.len() == plan.len() {
-            s.completed += 1;
-            s.setup.record(a.layers.iter().map(|(_, ns)| ns).sum());
-        }
-        s.resumed += u64::from(a.resumed == Some(true));
-        s.resumption_refused += u64::from(a.resumed == Some(false));
-        s.zero_rtt_sent += u64::from(a.zero_rtt.is_some());
-        s.zero_rtt_accepted += u64::from(a.zero_rtt == Some(true));
+        s.record(plan, a);
     }
     s
 }

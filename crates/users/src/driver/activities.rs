@@ -5,6 +5,8 @@
 
 use super::*;
 use npt_netio::tcpinfo::{tcp_info, TcpInfo};
+use npt_result::setup::Layer;
+use npt_result::stats::setup::Attempt;
 use std::os::fd::{AsRawFd, RawFd};
 
 /// Reads a TCP connection's `TCP_INFO` now and again when dropped — which must be before the
@@ -41,16 +43,20 @@ impl Drop for KernelWatch<'_> {
     }
 }
 
-/// A TCP connection to `target` (through `--via` if set), with its `--token` session key.
+/// A TCP connection to `target` (through `--via` if set), with its `--token` session key and
+/// its setup layers so far (the connect, the proxy's exchanges).
 pub(super) async fn tcp_connect(
     ctx: &Ctx,
     target: SocketAddr,
-) -> Result<(TcpStream, Instant, Option<SessionKey>), Fail> {
+) -> Result<(TcpStream, Instant, Option<SessionKey>, Attempt), Fail> {
     let t = Instant::now();
+    let mut layers = Attempt::default();
     let s = match &ctx.cfg.targets.via {
         None => {
             let connect = ctx.cfg.targets.source.connect_async(target);
-            ctx.io("connect", connect).await?
+            let s = ctx.io("connect", connect).await?;
+            layers.layers.push((Layer::TcpConnect, ns(t.elapsed())));
+            s
         }
         Some(via) => {
             let host = target.ip().to_string();
@@ -61,6 +67,7 @@ pub(super) async fn tcp_connect(
                 Err(_) => return Err(Fail::timeout("proxy handshake")),
             };
             ctx.col.proxy(Proto::Tcp, phases.auth_ns + phases.reply_ns);
+            layers.layers.extend(phases.layers(via, false));
             s
         }
     };
@@ -77,7 +84,11 @@ pub(super) async fn tcp_connect(
         ),
         None => None,
     };
-    Ok((s, t, key))
+    Ok((s, t, key, layers))
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 pub(super) async fn web_visit(
@@ -108,7 +119,7 @@ pub(super) async fn web_page(
     plan: PagePlan,
 ) -> Result<(), Fail> {
     let shape = &ctx.cfg.shape;
-    let (mut s, t_connect, key) = tcp_connect(ctx, target).await?;
+    let (mut s, t_connect, key, mut layers) = tcp_connect(ctx, target).await?;
     let _kernel = KernelWatch::start(ctx, &s);
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
@@ -130,6 +141,10 @@ pub(super) async fn web_page(
         Proto::Tcp,
         u64::try_from(hs.total.as_nanos()).unwrap_or(u64::MAX),
     );
+    // The connection's first exchange is its first response byte; the rounds after it are
+    // requests on a connection in use, the setup block's base.
+    layers.layers.push((Layer::FirstByte, ns(hs.ttfb)));
+    ctx.col.set_up(Proto::Tcp, &ctx.plans.tcp, &layers);
     ctx.col.bytes(
         Activity::Web,
         frame_len(plan.handshake_up) as u64,
@@ -157,6 +172,7 @@ pub(super) async fn web_page(
             frame_len(down) as u64,
             u64::try_from(x.total.as_nanos()).unwrap_or(u64::MAX),
         );
+        ctx.col.warm(Proto::Tcp, ns(x.ttfb));
         if round == 0 {
             ctx.col.first_request(
                 Proto::Tcp,
@@ -180,7 +196,7 @@ pub(super) async fn transfer(
     target: SocketAddr,
     n: u64,
 ) -> Result<(), Fail> {
-    let (mut s, t_connect, key) = tcp_connect(ctx, target).await?;
+    let (mut s, t_connect, key, mut layers) = tcp_connect(ctx, target).await?;
     let _kernel = KernelWatch::start(ctx, &s);
     let _conn = ctx.col.conn_open(Proto::Tcp);
     let (mut r, mut w) = s.split();
@@ -217,6 +233,12 @@ pub(super) async fn transfer(
     );
     ctx.col
         .ttfb(a, u64::try_from(x.ttfb.as_nanos()).unwrap_or(u64::MAX));
+    // A download's small request is its connection's first response byte; an upload's first
+    // byte comes after its whole body, no layer of the setup.
+    if a == Activity::Download {
+        layers.layers.push((Layer::FirstByte, ns(x.ttfb)));
+        ctx.col.set_up(Proto::Tcp, &ctx.plans.tcp, &layers);
+    }
     ctx.col.transfer(
         a,
         up.max(down),
@@ -258,8 +280,14 @@ pub(super) async fn quic_visit(ctx: &Arc<Ctx>, ch: &mut Chooser, id: u64) -> Res
             Activity::Quic,
             frame_len(up) as u64,
             frame_len(down) as u64,
-            u64::try_from(x.as_nanos()).unwrap_or(u64::MAX),
+            u64::try_from(x.total.as_nanos()).unwrap_or(u64::MAX),
         );
+        let layers = vec![(Layer::Quic, hs), (Layer::FirstByte, ns(x.ttfb))];
+        let a = Attempt {
+            layers,
+            ..Attempt::default()
+        };
+        ctx.col.set_up(Proto::Quic, &ctx.plans.quic, &a);
         ctx.col.first_request(
             Proto::Quic,
             u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX),
@@ -277,12 +305,15 @@ pub(super) async fn quic_visit(ctx: &Arc<Ctx>, ch: &mut Chooser, id: u64) -> Res
         let mut first_err = None;
         while let Some(j) = set.join_next().await {
             match j {
-                Ok((Ok(d), up, down)) => ctx.col.request(
-                    Activity::Quic,
-                    frame_len(up) as u64,
-                    frame_len(down) as u64,
-                    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
-                ),
+                Ok((Ok(x), up, down)) => {
+                    ctx.col.request(
+                        Activity::Quic,
+                        frame_len(up) as u64,
+                        frame_len(down) as u64,
+                        u64::try_from(x.total.as_nanos()).unwrap_or(u64::MAX),
+                    );
+                    ctx.col.warm(Proto::Quic, ns(x.ttfb));
+                }
                 Ok((Err(f), _, _)) => {
                     // Every failed stream counts; the visit fails once, with the first.
                     if first_err.is_none() {
@@ -311,7 +342,7 @@ pub(super) async fn quic_request(
     seq: u64,
     up: u64,
     down: u64,
-) -> Result<Duration, Fail> {
+) -> Result<Exchange, Fail> {
     let (mut send, mut recv) = match tokio::time::timeout(ctx.cfg.timeout, conn.open_bi()).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
@@ -348,5 +379,5 @@ pub(super) async fn quic_request(
     )
     .await?;
     let _ = send.finish();
-    Ok(x.total)
+    Ok(x)
 }

@@ -119,6 +119,8 @@ struct Ctx {
     t0: Instant,
     quic: Option<quinn::Endpoint>,
     alive: AtomicU64,
+    /// The layers each protocol's new connections set up ([`crate::setup`]).
+    plans: crate::setup::Plans,
 }
 
 impl Ctx {
@@ -181,6 +183,7 @@ pub(crate) async fn run_async(
         t0: Instant::now(),
         quic: quic_ep,
         alive: AtomicU64::new(0),
+        plans: crate::setup::Plans::new(&cfg.targets),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let end = cfg.duration;
@@ -316,6 +319,7 @@ pub(crate) async fn run_async(
         mix: cfg.shape.mix.to_string_compact(),
         seed: cfg.seed,
         ramp_up_s: ramp,
+        setup: crate::setup::finish(&mut stats, &cfg.targets),
     };
     stats.users = users;
     stats.arrival_rate_per_s = rate;

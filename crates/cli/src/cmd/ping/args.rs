@@ -27,6 +27,11 @@ pub struct PingArgs {
     /// relay or forwarder, which accepts by itself even when nothing behind it answers.
     #[arg(long)]
     pub echo: bool,
+    /// With --echo: a second echo on each connection, after the one the ping times, as the
+    /// base round trip of a setup block — each layer (TCP connect, the --via proxy's greeting
+    /// and CONNECT, the first echo) in ms and in round trips, judged as `npt setup` judges.
+    #[arg(long)]
+    pub setup: bool,
     /// UDP: ping any echo server (the stamp rides in the payload) instead of `npt serve`.
     #[arg(long)]
     pub raw: bool,

@@ -66,6 +66,12 @@ pub fn config(a: &PingArgs) -> anyhow::Result<FromConfig> {
             "--echo does not combine with --from: an agent measures a TCP segment by its connect"
         ));
     }
+    if a.setup {
+        return Err(usage!(
+            "--setup does not combine with --from: an agent measures a segment, not the layers \
+             of this host's connections"
+        ));
+    }
     if a.trust.ca.is_some() {
         return Err(usage!(
             "--ca does not combine with --from: the agent accepts any certificate (it measures \
@@ -201,6 +207,7 @@ impl Workload for FromPing {
             &addrs,
             npt_ping::answered_by(cfg.target.proto, false, false),
             &tally,
+            None,
         );
         if body.addresses.is_empty() {
             // Nothing came back to say where the agent measured: the target as written.

@@ -27,6 +27,7 @@ pub fn icmp_config(a: &PingArgs) -> anyhow::Result<IcmpConfig> {
     for (given, flag) in [
         (a.raw, "--raw"),
         (a.echo, "--echo"),
+        (a.setup, "--setup"),
         (a.auth.is_some(), "--token"),
         (a.via.via.is_some(), "--via"),
         (a.from.is_some(), "--from"),
@@ -66,6 +67,12 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
     if a.echo && target.proto != Proto::Tcp {
         return Err(usage!(
             "--echo is for tcp:// targets (a udp:// ping is an echo already)"
+        ));
+    }
+    if a.setup && !a.echo {
+        return Err(usage!(
+            "--setup needs --echo (tcp://): the block's first echo and its base round trip are \
+             two echoes on each new connection"
         ));
     }
     if a.auth.is_some() && !((target.proto == Proto::Udp && !a.raw) || a.echo) {
@@ -110,6 +117,7 @@ pub fn config(a: &PingArgs) -> anyhow::Result<Config> {
         trust,
         via,
         echo: a.echo,
+        setup: a.setup,
         source,
     })
 }
@@ -118,12 +126,14 @@ fn what(cfg: &Config) -> String {
     match cfg.target.proto {
         Proto::Tcp if cfg.echo => match &cfg.via {
             Some(v) => format!(
-                "TCP connect via {v} + one {} B echo, end to end",
-                npt_ping::echo::frame_size(cfg)
+                "TCP connect via {v} + one {} B echo, end to end{}",
+                npt_ping::echo::frame_size(cfg),
+                setup_words(cfg)
             ),
             None => format!(
-                "TCP connect + one {} B echo, end to end",
-                npt_ping::echo::frame_size(cfg)
+                "TCP connect + one {} B echo, end to end{}",
+                npt_ping::echo::frame_size(cfg),
+                setup_words(cfg)
             ),
         },
         Proto::Tcp => match &cfg.via {
@@ -133,6 +143,15 @@ fn what(cfg: &Config) -> String {
         Proto::Udp if cfg.raw => format!("UDP raw echo, {} B", cfg.size),
         Proto::Udp => format!("UDP echo, {} B", cfg.size),
         Proto::Quic => "QUIC handshake".to_string(),
+    }
+}
+
+/// `--setup`'s second echo, in the first line's words.
+fn setup_words(cfg: &Config) -> &'static str {
+    if cfg.setup {
+        " (+ a second echo per connection: the setup block's base)"
+    } else {
+        ""
     }
 }
 
@@ -242,6 +261,9 @@ mod tests {
         assert!(usage_msg(&["quic://127.0.0.1:7", "--echo", "--insecure"]).contains("--echo"));
         assert!(usage_msg(&["tcp://127.0.0.1:7", "--echo", "-s", "47"]).contains("--size"));
         assert!(usage_msg(&["tcp://127.0.0.1:7", "--token", "s"]).contains("--token"));
+        assert!(usage_msg(&["tcp://127.0.0.1:7", "--setup"]).contains("--setup"));
+        assert!(usage_msg(&["udp://127.0.0.1:7", "--setup"]).contains("--setup"));
+        assert!(usage_msg(&["quic://127.0.0.1:7", "--setup", "--insecure"]).contains("--setup"));
     }
 
     #[test]
@@ -256,7 +278,7 @@ mod tests {
         let msg = |args: &[&str]| testing::usage_msg(icmp(args));
         assert!(msg(&["icmp://127.0.0.1:7"]).contains("icmp://HOST"));
         assert!(msg(&["icmp://127.0.0.1", "-s", "27"]).contains("--size"));
-        for flag in ["--raw", "--echo"] {
+        for flag in ["--raw", "--echo", "--setup"] {
             assert!(msg(&["icmp://127.0.0.1", flag]).contains(flag), "{flag}");
         }
         assert!(msg(&["icmp://127.0.0.1", "--token", "s"]).contains("--token"));
@@ -277,5 +299,8 @@ mod tests {
         let via = cfg(&["tcp://127.0.0.1:7", "--via", "socks5://127.0.0.1:1080"]).unwrap();
         assert_eq!(via.answered_by(), "proxy");
         assert!(what(&c).contains("one 200 B echo, end to end"));
+        assert!(!c.setup);
+        let s = cfg(&["tcp://127.0.0.1:7", "--echo", "--setup"]).unwrap();
+        assert!(s.setup && what(&s).contains("a second echo per connection"));
     }
 }
