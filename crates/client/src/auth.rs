@@ -246,7 +246,8 @@ pub fn stream<S: Read + Write>(s: &mut S, secret: &str) -> io::Result<SessionKey
 }
 
 /// [`stream`] on a TCP socket that is otherwise non-blocking: blocking with timeouts for the
-/// handshake, then back.
+/// handshake, then back — the socket is left non-blocking, whatever it was before (a caller
+/// that reads it blocking sets that again).
 pub fn tcp(sock: &mut std::net::TcpStream, secret: &str) -> io::Result<SessionKey> {
     sock.set_nonblocking(false)?;
     sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;

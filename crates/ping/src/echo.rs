@@ -82,6 +82,11 @@ pub fn attempt(
                 .map_err(|e| (io_error_kind(&e), format!("{peer}: {e}")))?;
             let k = npt_client::auth::tcp(&mut sock, secret)
                 .map_err(|e| (io_error_kind(&e), format!("{peer}: token handshake: {e}")))?;
+            // The handshake leaves the socket non-blocking (its other callers go on async);
+            // the echo reads with timeouts, and a non-blocking read of a reply still on its
+            // way failed at once as a timeout.
+            sock.set_nonblocking(false)
+                .map_err(|e| (io_error_kind(&e), format!("{peer}: {e}")))?;
             Some(k)
         }
         None => None,

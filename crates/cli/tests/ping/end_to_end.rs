@@ -204,6 +204,36 @@ fn a_plain_echo_is_named_as_the_far_end() {
     }
 }
 
+/// `npt serve --token`: every ping that carries frames does the keyed handshake and is
+/// answered — a UDP echo, a TCP connect with one echo (`--echo`, and its second echo with
+/// `--setup`) — and a wrong secret is a refusal (exit 3), never a timeout.
+#[test]
+fn a_server_with_a_token_answers_every_framed_ping() {
+    let (_srv, addr) = common::serve(&["--token", "S"]);
+    let (out, doc) = ping(&format!("udp://{addr}"), &["--token", "S"]);
+    assert_all_answered(&out, &doc, "udp");
+    let (out, doc) = ping(&format!("tcp://{addr}"), &["--echo", "--token", "S"]);
+    assert_all_answered(&out, &doc, "tcp");
+    let (out, doc) = ping(
+        &format!("tcp://{addr}"),
+        &["--echo", "--setup", "--token", "S"],
+    );
+    assert_all_answered(&out, &doc, "tcp");
+    assert!(doc["setup"].is_object(), "{doc}");
+    for proto in ["udp", "tcp"] {
+        let mut args = vec!["ping", "-c", "1", "--token", "wrong"];
+        let target = format!("{proto}://{addr}");
+        args.push(&target);
+        if proto == "tcp" {
+            args.push("--echo");
+        }
+        let out = run(&args, LIMIT);
+        let t = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{proto}: {t}");
+        assert!(!t.contains("seq=1 from "), "{proto}: {t}");
+    }
+}
+
 #[test]
 fn closed_tcp_port_is_refused_and_exits_1() {
     let port = {
