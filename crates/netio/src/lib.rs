@@ -8,7 +8,8 @@
 //! kernel's view of a TCP connection ([`tcpinfo`]: retransmits, RTT, window, delivery rate),
 //! and a bulk reader's wake-up mark ([`lowat`]); the kernel's receive time and TTL of each
 //! datagram and the clock's synchronization ([`rxtime`]); segmentation offload both ways
-//! ([`offload`]: GSO, GRO). Everything unsafe in npt's socket code is in this crate.
+//! ([`offload`]: GSO, GRO), and a GRO receive cut back into one datagram per slot for a
+//! responder ([`spread`]). Everything unsafe in npt's socket code is in this crate.
 #![deny(clippy::indexing_slicing)] // reads socket addresses and control messages from the kernel
 
 pub mod clockpair;
@@ -16,6 +17,7 @@ pub mod lowat;
 pub mod offload;
 pub mod pmtu;
 pub mod rxtime;
+pub mod spread;
 pub mod tcpinfo;
 
 use std::io;

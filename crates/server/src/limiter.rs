@@ -118,6 +118,10 @@ impl Bucket {
     }
 
     fn refill(&mut self, l: &Limits, now: u64) {
+        // A batch's datagrams share one `now`: nothing to add after the first.
+        if now <= self.last {
+            return;
+        }
         let dt = now.saturating_sub(self.last) as f64 / 1e9;
         self.last = now.max(self.last);
         self.packets = (self.packets + dt * l.pps).min(l.pps);

@@ -12,6 +12,7 @@ mod util;
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use npt_netio::rxtime::wall_ns;
@@ -408,4 +409,54 @@ fn a_marked_request_is_answered_marked_and_says_what_it_arrived_with() {
     let k = s.counters();
     assert_eq!(settle(&k.udp_marked, 2), 2);
     assert!(k.line().contains("marked 2"), "{}", k.line());
+}
+
+/// A client's GSO run of 40 frames, sent as one buffer (a server with GRO reads it as one):
+/// every frame answered on its own, in order, each with its own receive count; and with a
+/// budget of 25 packets a second, 25 answered and 15 refused — every datagram charged to the
+/// budget and counted, none skipped because it came inside a run.
+#[test]
+fn a_gso_run_is_answered_counted_and_charged_datagram_by_datagram() {
+    for (limit, answered) in [(None, 40u64), (Some(25.0), 25)] {
+        let (s, addr) = start(None, |cfg| {
+            if let Some(pps) = limit {
+                cfg.exempt_local = false;
+                cfg.limits = Limits {
+                    pps,
+                    ..Limits::safe()
+                };
+            }
+        });
+        let c = udp_client(addr);
+        let run: Vec<u8> = (0..40u64)
+            .flat_map(|seq| frame(Kind::Echo, 100, 0, seq, true))
+            .collect();
+        match npt_netio::offload::send_gso(c.as_raw_fd(), &run, 100) {
+            Ok(n) => assert_eq!(n, run.len()),
+            Err(e) if npt_netio::offload::gso_unsupported(&e) => {
+                eprintln!("SKIPPED: this kernel has no UDP GSO ({e})");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        }
+        let (mut seqs, mut notices, mut buf) = (Vec::new(), 0u64, [0u8; 2048]);
+        while let Ok(n) = c.recv(&mut buf) {
+            let h = Header::decode(&buf[..n]).unwrap();
+            if reflect::read_notice(&h).is_some() {
+                notices += 1;
+                continue;
+            }
+            assert_eq!((n, h.kind), (100, Kind::EchoReply));
+            let r = reflect::read_reply(&h, &buf[..n]).unwrap();
+            assert_eq!(u64::from(r.rx_count), h.seq + 1, "counted one by one");
+            seqs.push(h.seq);
+        }
+        assert_eq!(seqs, (0..answered).collect::<Vec<_>>(), "limit {limit:?}");
+        let k = s.counters();
+        assert_eq!(settle(&k.udp_rx, 40), 40);
+        // A refused frame may get a notice (a bare header, also sent and counted).
+        let tx = answered + notices;
+        assert_eq!(settle(&k.udp_tx, tx), tx);
+        assert_eq!(Counters::get(&k.udp_refused_rate), 40 - answered);
+    }
 }

@@ -4,8 +4,9 @@
 //!
 //! Sans-IO (every call takes `now`, monotonic ns) and bounded, because the key comes from the
 //! network and a flood of new flow ids (or spoofed sources) must not grow memory:
-//! - at most `max` flows ([`MAX_FLOWS`] in `npt serve`), 128 bytes each with its key (a full
-//!   table, with the hash table's slack, is about 4 MiB per UDP socket);
+//! - at most `max` flows ([`MAX_FLOWS`] in `npt serve`), 128 bytes each with its key, and 48
+//!   in the index that finds them (a full table, with the hash table's slack, is about 4 MiB
+//!   per UDP socket);
 //! - when the table is full, flows idle for `idle_ns` ([`FLOW_IDLE_NS`]) are forgotten, at most
 //!   once per [`SWEEP_EVERY_NS`] (a sweep walks the whole table; a flood must not buy one per
 //!   packet);
@@ -65,8 +66,14 @@ pub struct TableStats {
 
 type Key = (SocketAddr, u32);
 
+/// The flows live in a vector, found through a hash index, and the table remembers the last
+/// flow it was asked for: a batch is mostly runs of one flow's frames, and a run hashes its key
+/// once instead of once per frame (SipHash of a socket address is a few hundred instructions,
+/// as in [`crate::limiter`]).
 pub struct FlowTable {
-    map: HashMap<Key, Flow>,
+    index: HashMap<Key, usize>,
+    slots: Vec<(Key, Flow)>,
+    last: Option<(Key, usize)>,
     max: usize,
     idle_ns: u64,
     last_sweep: Option<u64>,
@@ -76,7 +83,9 @@ pub struct FlowTable {
 impl FlowTable {
     pub fn new(max: usize, idle_ns: u64) -> FlowTable {
         FlowTable {
-            map: HashMap::new(),
+            index: HashMap::new(),
+            slots: Vec::new(),
+            last: None,
             max,
             idle_ns,
             last_sweep: None,
@@ -85,11 +94,11 @@ impl FlowTable {
     }
 
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.slots.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.slots.is_empty()
     }
 
     /// The counts since the last call, and zero from here on.
@@ -126,29 +135,51 @@ impl FlowTable {
 
     /// The flow's counts, if it is tracked (a query neither starts nor counts in a flow).
     pub fn get(&mut self, now: u64, peer: SocketAddr, flow: u32) -> Option<&Flow> {
-        let f = self.map.get_mut(&(peer, flow))?;
+        let i = self.find(&(peer, flow))?;
+        let (_, f) = self.slots.get_mut(i)?;
         f.last = now;
         Some(f)
     }
 
-    /// The flow's entry, started if there is room (one hash lookup while the table has room).
+    /// The slot of `key`, if tracked: the last one asked for, else through the index.
+    fn find(&mut self, key: &Key) -> Option<usize> {
+        let i = match self.last {
+            Some((k, i)) if k == *key => i,
+            _ => *self.index.get(key)?,
+        };
+        self.last = Some((*key, i));
+        Some(i)
+    }
+
+    /// The flow's entry, started if there is room (one hash lookup per run of one flow's
+    /// frames while the table has room).
     fn flow(&mut self, now: u64, key: Key) -> Option<&mut Flow> {
-        if self.map.len() >= self.max && !self.map.contains_key(&key) {
-            self.sweep(now);
-            if self.map.len() >= self.max {
-                self.stats.untracked += 1;
-                return None;
+        let i = match self.find(&key) {
+            Some(i) => i,
+            None => {
+                if self.slots.len() >= self.max {
+                    self.sweep(now);
+                    if self.slots.len() >= self.max {
+                        self.stats.untracked += 1;
+                        return None;
+                    }
+                }
+                self.stats.new += 1;
+                self.slots.push((key, Flow::default()));
+                let i = self.slots.len() - 1;
+                self.index.insert(key, i);
+                self.last = Some((key, i));
+                i
             }
-        }
-        let stats = &mut self.stats;
-        let f = self.map.entry(key).or_insert_with(|| {
-            stats.new += 1;
-            Flow::default()
-        });
+        };
+        // `i` came from the index, the last lookup or the push above: always a slot.
+        let (_, f) = self.slots.get_mut(i)?;
         f.last = now;
         Some(f)
     }
 
+    /// Forgets the flows idle for `idle_ns` (at most once per [`SWEEP_EVERY_NS`]) and
+    /// re-indexes the rest.
     fn sweep(&mut self, now: u64) {
         if self
             .last_sweep
@@ -157,10 +188,15 @@ impl FlowTable {
             return;
         }
         self.last_sweep = Some(now);
-        let before = self.map.len();
+        let before = self.slots.len();
         let idle = self.idle_ns;
-        self.map.retain(|_, f| now.saturating_sub(f.last) < idle);
-        self.stats.evicted += (before - self.map.len()) as u64;
+        self.slots
+            .retain(|(_, f)| now.saturating_sub(f.last) < idle);
+        self.index.clear();
+        self.index
+            .extend(self.slots.iter().enumerate().map(|(i, (k, _))| (*k, i)));
+        self.last = None;
+        self.stats.evicted += (before - self.slots.len()) as u64;
     }
 }
 

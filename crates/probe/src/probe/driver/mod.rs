@@ -150,10 +150,13 @@ pub struct FlowResult {
 
 const MAX_WAIT: Duration = Duration::from_millis(50);
 const BATCH: usize = 32;
+/// Packets a UDP flow hands to the socket at once: as many as one GSO send carries, so a
+/// relay's window of small packets leaves in a few sends.
+const SEND_BATCH: usize = npt_netio::offload::GSO_MAX_SEGMENTS;
 /// Batches one UDP flow may send per wake-up before replies, deadlines and Ctrl-C get their
-/// turn: a schedule that is always due (a tiny interval, a rate above what the host can send)
-/// must not starve the receive side or ignore a stop.
-const MAX_BATCHES_PER_STEP: usize = 16;
+/// turn (512 packets): a schedule that is always due (a tiny interval, a rate above what the
+/// host can send) must not starve the receive side or ignore a stop.
+const MAX_BATCHES_PER_STEP: usize = 8;
 
 /// A socket error's kind, in the one vocabulary of every result.
 fn classify(e: &io::Error) -> npt_result::error::ErrorKind {

@@ -79,7 +79,7 @@ pub fn run_udp(
         .map(|(_, _, s, x)| s.max_send_len() + x.as_ref().map_or(0, |x| x.header().len()))
         .max()
         .unwrap_or(64);
-    let mut out = MsgBatch::new(BATCH, size);
+    let mut out = MsgBatch::new(SEND_BATCH, size);
     let mut gro = false;
     for (_, sock, _, _) in &flows {
         let fd = sock.as_raw_fd();
@@ -113,7 +113,7 @@ pub fn run_udp(
     let no_write = vec![false; fds.len()];
     let mut ready = Vec::new();
     // Slot indices for sendmmsg, built once instead of once per batch.
-    let all_slots: Vec<usize> = (0..BATCH).collect();
+    let all_slots: Vec<usize> = (0..SEND_BATCH).collect();
     let mut remaining = flows.len();
     // After a send on a short path, poll for the reply instead of sleeping (bounded: see
     // `ReplyPoll`); `--spin` polls always, kernel stamps need no early read.
@@ -138,7 +138,7 @@ pub fn run_udp(
             for _ in 0..MAX_BATCHES_PER_STEP {
                 let mut k = 0;
                 let hl = f.socks.as_ref().map_or(0, |x| x.header().len());
-                while k < BATCH {
+                while k < SEND_BATCH {
                     let buf = out.buf_mut(k);
                     if let Some(x) = &f.socks {
                         buf[..hl].copy_from_slice(x.header());
@@ -158,7 +158,7 @@ pub fn run_udp(
                     send_plain(fd, &mut out, &all_slots[..k], s);
                 }
                 reply_poll.sent(now);
-                if k < BATCH {
+                if k < SEND_BATCH {
                     break;
                 }
             }

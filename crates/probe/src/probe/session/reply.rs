@@ -272,8 +272,10 @@ impl Session {
                     }
                 }
                 let hist = self.histograms;
+                let settled = self.window.settled_below();
+                let (dir, placed) = (&mut self.totals.dir, &mut self.placed);
                 self.split
-                    .on_first_reply(seq, false, far, &mut self.totals.dir, &mut self.placed);
+                    .on_first_reply(seq, false, far, settled, dir, placed);
                 if let Some(f) = far {
                     let dir = &mut self.totals.dir;
                     let offset = self.wall_offset;
@@ -329,8 +331,10 @@ impl Session {
                 Arrival::OnTime { rtt }
             }
             Outcome::Late { reordered } => {
+                let settled = self.window.settled_below();
+                let (dir, placed) = (&mut self.totals.dir, &mut self.placed);
                 self.split
-                    .on_first_reply(seq, true, far, &mut self.totals.dir, &mut self.placed);
+                    .on_first_reply(seq, true, far, settled, dir, placed);
                 self.totals.packets.late += 1;
                 self.totals.bytes_down += arrival;
                 if reordered {

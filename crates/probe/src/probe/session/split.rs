@@ -228,16 +228,33 @@ impl Split {
                 break;
             }
             let p = entry.remove();
-            match (p.c, p.r) {
-                (Some(c), r) => {
-                    let arrived = c.saturating_sub(self.anchor_c.saturating_add(1));
-                    self.close_gap(Some(arrived), r, out);
-                    self.anchor_c = self.anchor_c.max(c);
-                }
-                (None, Some(r)) => self.refuse_front(r, out),
-                // An uncounted reply: one more arrival, the gap stays open for a count.
-                (None, None) => self.anchor_c += 1,
+            self.place(p, out);
+        }
+    }
+
+    /// Places one settled reply (or notice): it closes the gap before it.
+    fn place(&mut self, p: Point, out: &mut Vec<Placed>) {
+        match (p.c, p.r) {
+            (Some(c), r) => {
+                let arrived = c.saturating_sub(self.anchor_c.saturating_add(1));
+                self.close_gap(Some(arrived), r, out);
+                self.anchor_c = self.anchor_c.max(c);
             }
+            (None, Some(r)) => self.refuse_front(r, out),
+            // An uncounted reply: one more arrival, the gap stays open for a count.
+            (None, None) => self.anchor_c += 1,
+        }
+    }
+
+    /// Reply `seq`'s point, to be placed once every packet below it is settled. With nothing
+    /// waiting before it and `seq` already below `settled` (a reply in order, the usual case),
+    /// it is placed now, as the next [`advance`](Split::advance) would place it, without a
+    /// trip through the ordered map.
+    fn add_point(&mut self, seq: u64, p: Point, settled: u64, out: &mut Vec<Placed>) {
+        if self.points.is_empty() && seq < settled {
+            self.place(p, out);
+        } else {
+            self.points.insert(seq, p);
         }
     }
 
@@ -319,12 +336,14 @@ impl Split {
         r
     }
 
-    /// The first reply to `seq` (on time, or `late`), and what the far end said of it.
+    /// The first reply to `seq` (on time, or `late`), and what the far end said of it;
+    /// `settled`: the window's [`settled_below`](npt_wire::Window::settled_below) after it.
     pub(super) fn on_first_reply(
         &mut self,
         seq: u64,
         late: bool,
         far: Option<&FarEnd>,
+        settled: u64,
         dir: &mut DirTotals,
         out: &mut Vec<Placed>,
     ) {
@@ -345,7 +364,7 @@ impl Split {
             if !late && self.mode == Reflect::Full {
                 // A reply without counts from a far end that reflects (its flow table was
                 // full): it arrived there, and says no more.
-                self.points.insert(seq, Point { c: None, r: None });
+                self.add_point(seq, Point { c: None, r: None }, settled, out);
             }
             return;
         };
@@ -368,7 +387,7 @@ impl Split {
             self.max_first_c = c;
         }
         if !late {
-            self.points.insert(seq, Point { c: Some(c), r });
+            self.add_point(seq, Point { c: Some(c), r }, settled, out);
         }
     }
 
