@@ -1,4 +1,4 @@
-//! The running monitor: one tokio runtime beside a single loop that starts every round on time
+//! The running monitor: one tokio runtime on which a single loop starts every round on time
 //! ([`crate::schedule`]), bounds it, and hands what it measured to the writer, the alerts, the
 //! notifiers and the listener's view ([`crate::live`]).
 //!
@@ -8,9 +8,8 @@
 //! The permit goes with the round's thread, so a round that hangs past its `timeout` — asked to
 //! stop, then recorded as `timeout` and left behind — still counts against its kind until its
 //! thread returns. Lateness is measured from the due time to the moment the round's own thread
-//! begins its workload (after the permit, every hand-over on the way included), so a starved
-//! kind shows up as late rounds, as every tester's lateness does. The loop runs on a thread of
-//! its own and starts a round's thread itself when a permit is free.
+//! begins its workload (after the permit, the hand-over to that thread included), so a starved
+//! kind shows up as late rounds, as every tester's lateness does.
 //!
 //! SIGHUP reloads (targets, alerts, notify); the first stop request lets the running rounds
 //! end (each is asked once, and is stored), a second abandons them.
@@ -24,8 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 use npt_result::any::AnyResult;
 use npt_result::workload::Stop;
 use npt_stats::Histogram;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::task::JoinHandle;
+use tokio::sync::Semaphore;
 
 use crate::alert::Alerts;
 use crate::config::{Plan, TargetPlan};
@@ -88,12 +86,6 @@ struct Done {
     index: u64,
     round: Round,
     headline: Option<Histogram>,
-}
-
-/// A round's thread, started, or waiting for its kind's permit to start it with.
-enum Job<F> {
-    Started(JoinHandle<Digest>),
-    Waiting(Option<Arc<Semaphore>>, F),
 }
 
 /// One target in the loop.
@@ -304,7 +296,7 @@ pub fn run(
         live: live.clone(),
         ctl,
     };
-    lp.run(rt.handle(), setup.targets);
+    rt.block_on(lp.run(setup.targets));
     drop(server);
     let _ = lp.tx.send(Msg::Event(Event {
         ts_ms: wall_ms(SystemTime::now()),
@@ -340,15 +332,9 @@ struct Loop {
 }
 
 impl Loop {
-    /// The loop, on the calling thread: it waits on the rounds' channel with a deadline (the
-    /// next round due), a futex wait that wakes within tens of microseconds, where a tokio
-    /// sleep rounds up to the next millisecond and fires only when a worker turns the timer
-    /// wheel — on a box whose workers are busy, that made rounds late before they were started.
-    fn run(&mut self, rt: &tokio::runtime::Handle, targets: Vec<Target>) {
-        // Rounds and notifications are spawned onto the runtime from this thread.
-        let _rt = rt.enter();
+    async fn run(&mut self, targets: Vec<Target>) {
         self.apply(targets);
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<Done>();
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
         let mut last_mark = Instant::now();
         let mut stopping = 0;
         loop {
@@ -385,11 +371,16 @@ impl Loop {
                 _ => Duration::from_millis(200),
             }
             .min(Duration::from_millis(200));
-            if let Ok(d) = done_rx.recv_timeout(wait) {
-                self.finished(d);
-                // Everything else that ended meanwhile, before sleeping again.
-                while let Ok(d) = done_rx.try_recv() {
-                    self.finished(d);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                d = done_rx.recv() => {
+                    if let Some(d) = d {
+                        self.finished(d);
+                        // Everything else that ended meanwhile, before sleeping again.
+                        while let Ok(d) = done_rx.try_recv() {
+                            self.finished(d);
+                        }
+                    }
                 }
             }
         }
@@ -510,7 +501,11 @@ impl Loop {
     }
 
     /// Starts the round `st` (or records it held back by its budget).
-    fn start(&mut self, st: crate::schedule::Start, done: &std::sync::mpsc::Sender<Done>) {
+    fn start(
+        &mut self,
+        st: crate::schedule::Start,
+        done: &tokio::sync::mpsc::UnboundedSender<Done>,
+    ) {
         let Some(Some(slot)) = self.slots.get_mut(st.target) else {
             return;
         };
@@ -552,56 +547,37 @@ impl Loop {
         let done = done.clone();
         let (slot_i, generation, round_i) = (st.target, slot.generation, st.round);
         let described = slot.described.clone();
-        // When the round's workload began (epoch ns; 0: not yet), stamped on its own thread:
-        // its lateness is the due time to there, every hand-over on the way included.
-        let began = Arc::new(AtomicU64::new(0));
-        let began_ms = Arc::new(AtomicI64::new(0));
-        let launch = {
-            let (began, began_ms, stop) = (began.clone(), began_ms.clone(), stop.clone());
-            move |permit: Option<OwnedSemaphorePermit>| {
-                tokio::task::spawn_blocking(move || {
-                    began_ms.store(wall_ms(SystemTime::now()), Ordering::Relaxed);
-                    began.store(epoch.now().max(1), Ordering::Release);
-                    let _permit = permit;
-                    let r = runner.run(&stop);
-                    digest(kind, r, described)
-                })
-            }
-        };
-        // A free permit (the usual case): the round's thread is started from here, with no
-        // runtime worker to wake on the way; else a task waits for the permit.
-        let free = match &sem {
-            None => Some(None),
-            Some(s) => s.clone().try_acquire_owned().ok().map(Some),
-        };
-        let job = match free {
-            Some(permit) => Job::Started(launch(permit)),
-            None => Job::Waiting(sem, launch),
-        };
         tokio::spawn(async move {
-            let job = match job {
-                Job::Started(j) => j,
-                Job::Waiting(sem, launch) => {
-                    let permit = match sem {
-                        Some(s) => s.acquire_owned().await.ok(),
-                        None => None,
-                    };
-                    if stop.stopping() {
-                        // The monitor began stopping while this round waited for its permit.
-                        let mut r = Round::empty(&name, kind, due_ms, Status::Skipped, None);
-                        r.detail = Some("the monitor was stopping".into());
-                        let _ = done.send(Done {
-                            slot: slot_i,
-                            generation,
-                            index: round_i,
-                            round: r,
-                            headline: None,
-                        });
-                        return;
-                    }
-                    launch(permit)
-                }
+            let permit = match sem {
+                Some(s) => s.acquire_owned().await.ok(),
+                None => None,
             };
+            if stop.stopping() {
+                // The monitor began stopping while this round waited for its permit.
+                let mut r = Round::empty(&name, kind, due_ms, Status::Skipped, None);
+                r.detail = Some("the monitor was stopping".into());
+                let _ = done.send(Done {
+                    slot: slot_i,
+                    generation,
+                    index: round_i,
+                    round: r,
+                    headline: None,
+                });
+                return;
+            }
+            // When the round's workload began (epoch ns; 0: not yet), stamped on its own
+            // thread: its lateness counts the hand-over to that thread too.
+            let began = Arc::new(AtomicU64::new(0));
+            let began_ms = Arc::new(AtomicI64::new(0));
+            let (b, b_ms) = (began.clone(), began_ms.clone());
+            let s2 = stop.clone();
+            let job = tokio::task::spawn_blocking(move || {
+                b_ms.store(wall_ms(SystemTime::now()), Ordering::Relaxed);
+                b.store(epoch.now().max(1), Ordering::Release);
+                let _permit = permit;
+                let r = runner.run(&s2);
+                digest(kind, r, described)
+            });
             let outcome = tokio::time::timeout(timeout, job).await;
             let end_ms = wall_ms(SystemTime::now());
             let (started, start_ms) = match began.load(Ordering::Acquire) {
