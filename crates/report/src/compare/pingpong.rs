@@ -80,11 +80,7 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
     if !shown(t) {
         return Ok(());
     }
-    let rows = table_rows(t);
-    writeln!(w, "{TITLE}:")?;
-    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
-    super::render::aligned(w, &header, &rows)?;
-    writeln!(w, "{LEGEND}")
+    super::render::block_text(w, TITLE, &HEADER, &table_rows(t), LEGEND)
 }
 
 /// The block in Markdown: a table of its own under the main one.
@@ -92,18 +88,7 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     if !shown(t) {
         return Ok(());
     }
-    writeln!(w)?;
-    writeln!(w, "{TITLE}:")?;
-    writeln!(w)?;
-    writeln!(w, "| {} |", HEADER.join(" | "))?;
-    writeln!(w, "|{}", "---|".repeat(HEADER.len()))?;
-    for r in rows(t) {
-        let c = cells(r);
-        let name = c[0].replace('|', "\\|");
-        writeln!(w, "| {name} | {} |", c[1..].join(" | "))?;
-    }
-    writeln!(w)?;
-    writeln!(w, "{LEGEND}")
+    super::render::block_markdown(w, TITLE, &HEADER, &table_rows(t), LEGEND)
 }
 
 #[cfg(test)]

@@ -150,6 +150,43 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
     super::segments::write_text(w, t)
 }
 
+/// A block under the main table for a terminal (the setup layers, the trace segments, the
+/// ping-pong figures): its title, its header and rows as aligned columns, its legend.
+pub fn block_text(
+    w: &mut dyn Write,
+    title: &str,
+    header: &[&str],
+    rows: &[Vec<String>],
+    legend: &str,
+) -> io::Result<()> {
+    writeln!(w, "{title}:")?;
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    aligned(w, &header, rows)?;
+    writeln!(w, "{legend}")
+}
+
+/// The same block in Markdown: a table of its own under the main one (a `|` in a cell
+/// escaped).
+pub fn block_markdown(
+    w: &mut dyn Write,
+    title: &str,
+    header: &[&str],
+    rows: &[Vec<String>],
+    legend: &str,
+) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(w, "{title}:")?;
+    writeln!(w)?;
+    writeln!(w, "| {} |", header.join(" | "))?;
+    writeln!(w, "|{}", "---|".repeat(header.len()))?;
+    for c in rows {
+        let c: Vec<String> = c.iter().map(|x| x.replace('|', "\\|")).collect();
+        writeln!(w, "| {} |", c.join(" | "))?;
+    }
+    writeln!(w)?;
+    writeln!(w, "{legend}")
+}
+
 /// A header and its rows as aligned columns for a terminal: the first column left-aligned,
 /// the others right-aligned, two spaces apart (every text table of compare).
 pub fn aligned(w: &mut dyn Write, header: &[String], rows: &[Vec<String>]) -> io::Result<()> {

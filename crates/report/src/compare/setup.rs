@@ -171,10 +171,7 @@ pub fn write_text(w: &mut impl Write, t: &Table) -> io::Result<()> {
     if !shown(t) {
         return Ok(());
     }
-    writeln!(w, "{TITLE}:")?;
-    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
-    super::render::aligned(w, &header, &table_rows(t))?;
-    writeln!(w, "{LEGEND}")
+    super::render::block_text(w, TITLE, &HEADER, &table_rows(t), LEGEND)
 }
 
 /// The block in Markdown: a table of its own under the main one.
@@ -182,17 +179,7 @@ pub fn write_markdown(w: &mut impl Write, t: &Table) -> io::Result<()> {
     if !shown(t) {
         return Ok(());
     }
-    writeln!(w)?;
-    writeln!(w, "{TITLE}:")?;
-    writeln!(w)?;
-    writeln!(w, "| {} |", HEADER.join(" | "))?;
-    writeln!(w, "|{}", "---|".repeat(HEADER.len()))?;
-    for c in table_rows(t) {
-        let c: Vec<String> = c.iter().map(|x| x.replace('|', "\\|")).collect();
-        writeln!(w, "| {} |", c.join(" | "))?;
-    }
-    writeln!(w)?;
-    writeln!(w, "{LEGEND}")
+    super::render::block_markdown(w, TITLE, &HEADER, &table_rows(t), LEGEND)
 }
 
 #[cfg(test)]
