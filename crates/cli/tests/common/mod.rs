@@ -86,6 +86,42 @@ pub fn serve_http() -> (Guard, String) {
     panic!("npt serve --http did not report its address");
 }
 
+/// `npt serve` with HTTPS and a QUIC port whose 0-RTT is `mode` (`accept`, `reject`, `off`),
+/// for the setup tests: the server, its https and quic addresses, and its TCP+UDP one.
+pub fn serve_setup(mode: &str) -> (Guard, String, String, String) {
+    let mut child = npt()
+        .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .args(["--tls", "--quic", "127.0.0.1:0", "--quic-0rtt", mode])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("npt serve starts");
+    let stdout = child.stdout.take().expect("piped");
+    let guard = Guard(child);
+    let (mut https, mut quic, mut tcp) = (None, None, None);
+    // Bounded: the server prints a handful of ready lines, then nothing until it stops.
+    for line in BufReader::new(stdout).lines().take(8) {
+        let Ok(line) = line else { break };
+        let addr = line.rsplit(' ').next().unwrap_or_default().to_string();
+        if line.contains("listening on https") {
+            https = Some(addr);
+        } else if line.contains("listening on quic") {
+            quic = Some(addr);
+        } else if line.contains("listening on tcp+udp") {
+            tcp = Some(addr);
+        }
+        if https.is_some() && quic.is_some() && tcp.is_some() {
+            break;
+        }
+    }
+    (
+        guard,
+        https.expect("https address"),
+        quic.expect("quic address"),
+        tcp.expect("tcp+udp address"),
+    )
+}
+
 /// Runs `npt` with `args`, killing it after `limit`. Its output is read while it runs (a
 /// child writing more than a pipe holds, 64 KiB, would otherwise wait for us forever).
 pub fn run(args: &[&str], limit: Duration) -> Output {

@@ -11,55 +11,17 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::monitor::{rounds, Monitor};
 use common::*;
 use npt_monitor::kinds::KindStats;
 
-/// `npt serve` with HTTPS and a QUIC port that rejects 0-RTT: the server and its https, quic
-/// and TCP echo addresses.
-fn serve() -> (Guard, String, String, String) {
-    let mut child = npt()
-        .args(["serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
-        .args(["--tls", "--quic", "127.0.0.1:0", "--quic-0rtt", "reject"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("npt serve starts");
-    let stdout = child.stdout.take().expect("piped");
-    let guard = Guard(child);
-    let (mut https, mut quic, mut tcp) = (None, None, None);
-    // Bounded: the server prints a handful of ready lines, then nothing until it stops.
-    for line in BufReader::new(stdout).lines().take(8) {
-        let Ok(line) = line else { break };
-        let addr = line.rsplit(' ').next().unwrap_or_default().to_string();
-        if line.contains("listening on https") {
-            https = Some(addr);
-        } else if line.contains("listening on quic") {
-            quic = Some(addr);
-        } else if line.contains("listening on tcp+udp") {
-            tcp = Some(addr);
-        }
-        if https.is_some() && quic.is_some() && tcp.is_some() {
-            break;
-        }
-    }
-    (
-        guard,
-        https.expect("https address"),
-        quic.expect("quic address"),
-        tcp.expect("tcp address"),
-    )
-}
-
 const LAYERS: [&str; 3] = ["tcp_connect", "tls", "first_byte"];
 
 #[test]
 fn setup_rounds_are_stored_per_layer_and_read_back_added() {
-    let (_serve, https, quic, tcp) = serve();
+    let (_serve, https, quic, tcp) = serve_setup("reject");
     let dir = tempfile::tempdir().unwrap();
     let cfg = format!(
         r#"

@@ -6,54 +6,9 @@
 
 #![cfg(test)]
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{assert_valid, f, json, npt, run, scratch, Guard};
-
-/// `npt serve` with HTTPS and QUIC (0-RTT `mode`): the server, its https and quic addresses,
-/// and its TCP+UDP one.
-fn serve(mode: &str) -> (Guard, String, String, String) {
-    let mut child = npt()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--http",
-            "127.0.0.1:0",
-            "--tls",
-        ])
-        .args(["--quic", "127.0.0.1:0", "--quic-0rtt", mode])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("npt serve starts");
-    let stdout = child.stdout.take().expect("piped");
-    let guard = Guard(child);
-    let (mut https, mut quic, mut udp) = (None, None, None);
-    // Bounded: the server prints a handful of ready lines, then nothing until it stops.
-    for line in BufReader::new(stdout).lines().take(8) {
-        let Ok(line) = line else { break };
-        let addr = line.rsplit(' ').next().unwrap_or_default().to_string();
-        if line.contains("listening on https") {
-            https = Some(addr);
-        } else if line.contains("listening on quic") {
-            quic = Some(addr);
-        } else if line.contains("listening on tcp+udp") {
-            udp = Some(addr);
-        }
-        if https.is_some() && quic.is_some() && udp.is_some() {
-            break;
-        }
-    }
-    (
-        guard,
-        https.expect("https address"),
-        quic.expect("quic address"),
-        udp.expect("tcp+udp address"),
-    )
-}
+use crate::common::{assert_valid, f, json, run, scratch, serve_setup};
 
 /// `npt setup ARGS -c 3`: its exit code and valid document.
 fn setup(args: &[&str], name: &str) -> (i32, serde_json::Value) {
@@ -77,7 +32,7 @@ fn layers(doc: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn every_scheme_sets_up_and_zero_rtt_is_told_apart() {
-    let (_s, https, quic, udp) = serve("accept");
+    let (_s, https, quic, udp) = serve_setup("accept");
     // Timing is not checked here: on a busy box a loopback handshake can wait 15 ms for a CPU,
     // which the flag rightly counts (the lab checks the round trips).
     let (_, d) = setup(&[&format!("https://{https}")], "tls13");
@@ -109,7 +64,7 @@ fn every_scheme_sets_up_and_zero_rtt_is_told_apart() {
         (3.0, 3.0)
     );
 
-    let (_r, _, quic, _) = serve("reject");
+    let (_r, _, quic, _) = serve_setup("reject");
     let (code, d) = setup(&[&format!("quic://{quic}"), "--resume"], "0rtt-rejected");
     assert_eq!(
         (
@@ -125,7 +80,7 @@ fn every_scheme_sets_up_and_zero_rtt_is_told_apart() {
     );
     assert_eq!(code, 1);
 
-    let (_o, _, quic, _) = serve("off");
+    let (_o, _, quic, _) = serve_setup("off");
     let (code, d) = setup(&[&format!("quic://{quic}"), "--resume"], "0rtt-off");
     assert_eq!(f(&d, "/summary/zero_rtt_sent"), 0.0);
     let flag = d["layers"][0]["flag"].as_str().unwrap();
