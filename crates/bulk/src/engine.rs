@@ -41,7 +41,7 @@ fn runtime_threads(proto: Proto, streams: usize, asked: Option<usize>) -> usize 
     if let Some(n) = asked {
         return n.max(1);
     }
-    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let cpus = npt_result::cpus();
     match proto {
         Proto::Quic => cpus.min(streams).clamp(1, MAX_QUIC_THREADS),
         Proto::Tcp | Proto::Udp => 1,

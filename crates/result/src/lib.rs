@@ -188,9 +188,17 @@ impl Host {
             hostname: hostname(),
             os: std::env::consts::OS.to_string(),
             arch: std::env::consts::ARCH.to_string(),
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpus: cpus(),
         }
     }
+}
+
+/// The CPUs this process may use, read once: `available_parallelism` opens the cgroup's
+/// files each time, and a monitor writes a thousand documents a second (it was a tenth of the
+/// monitor's CPU). A process's CPU quota is fixed for its life in practice.
+pub fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 fn hostname() -> String {

@@ -90,7 +90,7 @@ pub fn run(
             resolve(&proxy, &npt_client::source::Source::default())?
         }
     };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = npt_result::cpus();
     let threads = choose_threads(cfg.threads, cpus, is_local(addr), cfg.new_conn);
     let workers = npt_client::workers::Workers::start(threads.threads, "npt-http")
         .map_err(|e| Error::Io("starting the worker runtimes".into(), e))?;

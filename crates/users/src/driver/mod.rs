@@ -84,7 +84,7 @@ impl RunConfig {
         if self.workers > 0 {
             return (self.workers, "--workers".into());
         }
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpus = npt_result::cpus();
         let mut targets = self.targets.stream.iter().chain(self.targets.quic.iter());
         if targets.any(|a| npt_client::workers::is_local(*a)) {
             let n = (cpus / 2).max(1);

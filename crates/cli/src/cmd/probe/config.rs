@@ -307,7 +307,7 @@ fn clients(
     if clients == 0 || clients > 10_000 {
         return Err(usage!("--clients {clients}: must be between 1 and 10000"));
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = npt_result::cpus();
     let cores = u32::try_from(cores).unwrap_or(u32::MAX);
     let threads = a.threads.unwrap_or(clients.min(cores));
     if threads == 0 {
