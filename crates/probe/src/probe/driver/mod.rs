@@ -27,7 +27,7 @@ mod reply_poll;
 mod tcp;
 mod udp;
 
-use reply_poll::ReplyPoll;
+use reply_poll::{PollTurn, ReplyPoll, GATE};
 
 pub use tcp::{run_tcp, TcpTarget, TcpVia};
 pub use udp::{run_udp, socks_udp, split_target, udp_socket, UdpOptions};

@@ -6,6 +6,13 @@
 //! polling never takes more than one part in [`SHARE`] of the run's time. The stamps do not
 //! move (the RTT still ends when the receive returned); only the wait before that receive
 //! does. Plain code over the run's clock, so it is tested without sockets.
+//!
+//! The share is per run, and one process may run many at once (a monitor runs fifty probe
+//! rounds side by side, which polled up to five CPUs' worth between them): a run polls only
+//! while it holds the process's [`PollGate`], which lets [`MAX_POLLING_RUNS`] poll at a time;
+//! the others sleep on their sockets as a long path's runs do.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Paths whose smoothed RTT is above this are slept on at once: polling for them would spend a
 /// CPU on a wait the wake-up is a small part of.
@@ -17,6 +24,69 @@ pub const BUDGET_CAP_NS: u64 = 2_000_000;
 /// Polling starts or goes on only with at least this much budget left: a pass charged after it
 /// ran must not keep a budget that earns a little each pass alive forever.
 pub const MIN_BUDGET_NS: u64 = 20_000;
+
+/// How many runs of one process may poll for replies at once.
+pub const MAX_POLLING_RUNS: usize = 1;
+
+/// The runs polling now, of at most `max`.
+#[derive(Debug)]
+pub struct PollGate {
+    polling: AtomicUsize,
+    max: usize,
+}
+
+/// The process's gate.
+pub static GATE: PollGate = PollGate::new(MAX_POLLING_RUNS);
+
+impl PollGate {
+    pub const fn new(max: usize) -> PollGate {
+        PollGate {
+            polling: AtomicUsize::new(0),
+            max,
+        }
+    }
+}
+
+/// A run's turn at a [`PollGate`]: held while it polls, given back when it sleeps or ends.
+#[derive(Debug)]
+pub struct PollTurn {
+    gate: &'static PollGate,
+    held: bool,
+}
+
+impl PollTurn {
+    pub fn new(gate: &'static PollGate) -> PollTurn {
+        PollTurn { gate, held: false }
+    }
+
+    /// Whether this run may poll now (taking a turn if it has none).
+    pub fn take(&mut self) -> bool {
+        if !self.held {
+            let max = self.gate.max;
+            self.held = self
+                .gate
+                .polling
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_ok();
+        }
+        self.held
+    }
+
+    pub fn give_back(&mut self) {
+        if self.held {
+            self.gate.polling.fetch_sub(1, Ordering::AcqRel);
+            self.held = false;
+        }
+    }
+}
+
+impl Drop for PollTurn {
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct ReplyPoll {
@@ -51,6 +121,12 @@ impl ReplyPoll {
     /// Nothing is in flight any more: no reply to poll for.
     pub fn settled(&mut self) {
         self.until = 0;
+    }
+
+    /// [`ReplyPoll::poll_now`] said poll but the run may not (another run holds the gate):
+    /// it sleeps, and the sleep is not charged as polling.
+    pub fn declined(&mut self) {
+        self.polling_since = None;
     }
 
     /// At `now`, with the next due time `deadline`: poll again (true) or sleep (false).
@@ -114,6 +190,37 @@ mod tests {
         assert_eq!(caught, 999);
         // About the RTT per packet: 5 % of the time at 1,000 pps.
         assert!(polled <= 1000 * 51 * US, "{polled}");
+    }
+
+    #[test]
+    fn the_gate_lets_its_number_of_runs_poll_at_once() {
+        static TWO: PollGate = PollGate::new(2);
+        let (mut a, mut b, mut c) = (
+            PollTurn::new(&TWO),
+            PollTurn::new(&TWO),
+            PollTurn::new(&TWO),
+        );
+        assert!(a.take() && a.take() && b.take());
+        assert!(!c.take(), "a third run polls while two do");
+        b.give_back();
+        assert!(c.take());
+        drop(a);
+        assert!(b.take(), "a run that ended keeps its turn");
+        assert!(!PollTurn::new(&TWO).take());
+    }
+
+    #[test]
+    fn a_declined_poll_is_not_charged() {
+        let mut p = ReplyPoll::default();
+        p.replied(50 * US);
+        p.sent(20 * MS);
+        let budget = |p: &ReplyPoll| p.budget;
+        assert!(p.poll_now(20 * MS));
+        p.declined();
+        let before = budget(&p);
+        // Slept 10 µs instead (the gate said no): the budget only earns.
+        p.poll_now(20 * MS + 10 * US);
+        assert!(budget(&p) >= before, "{} < {before}", budget(&p));
     }
 
     #[test]

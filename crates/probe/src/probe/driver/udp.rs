@@ -119,6 +119,8 @@ pub fn run_udp(
     // `ReplyPoll`); `--spin` polls always, kernel stamps need no early read.
     let mut reply_poll = ReplyPoll::default();
     let poll_replies = !opts.spin && !opts.kernel_stamps;
+    // Polling is shared out among the process's runs (see `ReplyPoll`).
+    let mut turn = PollTurn::new(&GATE);
     while remaining > 0 {
         let mut deadline: Option<u64> = None;
         let t = clock.now();
@@ -255,10 +257,16 @@ pub fn run_udp(
         if flows.iter().all(|f| f.done || f.session.in_flight() == 0) {
             reply_poll.settled();
         }
-        if opts.spin || (poll_replies && reply_poll.poll_now(clock.now())) {
+        let mut poll = poll_replies && reply_poll.poll_now(clock.now());
+        if poll && !turn.take() {
+            reply_poll.declined();
+            poll = false;
+        }
+        if opts.spin || poll {
             // Busy: back to the sockets and the clock at once (Ctrl-C is checked each pass).
             std::hint::spin_loop();
         } else {
+            turn.give_back();
             wait_until(&clock, &fds, &no_write, deadline, &mut ready);
         }
     }
