@@ -1,82 +1,28 @@
-//! The running monitor: one tokio runtime on which a single loop starts every round on time
-//! ([`crate::schedule`]), bounds it, and hands what it measured to the writer, the alerts, the
-//! notifiers and the listener's view ([`crate::live`]).
-//!
-//! A round runs its workload on the runtime's blocking pool (the engines are blocking), after
-//! taking a permit of its kind's semaphore (`[limits]`): at most that many rounds of a kind at
-//! once, so a thousand targets use as many threads as rounds are running, never one per target.
-//! The permit goes with the round's thread, so a round that hangs past its `timeout` — asked to
-//! stop, then recorded as `timeout` and left behind — still counts against its kind until its
-//! thread returns. Lateness is measured from the due time to the moment the round's own thread
-//! begins its workload (after the permit, the hand-over to that thread included), so a starved
-//! kind shows up as late rounds, as every tester's lateness does.
-//!
-//! SIGHUP reloads (targets, alerts, notify); the first stop request lets the running rounds
-//! end (each is asked once, and is stored), a second abandons them.
+//! The loop that starts every round on time, bounds it and hands what it measured on: the
+//! schedule's rounds go to their threads ahead of time ([`super::AHEAD`]), each ends as a
+//! [`Done`] back on the loop, which records it (alerts, the live view, the writer).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use npt_result::any::AnyResult;
 use npt_result::workload::Stop;
 use npt_stats::Histogram;
 use tokio::sync::Semaphore;
 
+use super::digest::digest;
+use super::{ns, Budget, Control, Epoch, Target, AHEAD};
 use crate::alert::Alerts;
-use crate::config::{Plan, TargetPlan};
-use crate::kinds::{Kind, KindStats, MONITORED};
+use crate::config::Plan;
+use crate::kinds::{Kind, MONITORED};
 use crate::live::Live;
 use crate::notify::{Message, Notifier};
 use crate::round::{wall_ms, Described, Round, Status};
 use crate::schedule::Scheduler;
-use crate::store::{Event, Store};
-use crate::writer::{Msg, Writer};
-
-/// Why a round could not run at all.
-#[derive(Clone, Debug)]
-pub struct RunError {
-    /// The error kind in results' vocabulary (`resolve`, `refused`, `auth` …).
-    pub kind: String,
-    pub detail: String,
-}
-
-/// One target's round, as the cli builds it from the target's flags.
-pub trait Runner: Send + Sync {
-    /// Runs one round; `stop` asks it to end early (once: wrap up, twice: abandon).
-    fn run(&self, stop: &Arc<Stop>) -> Result<AnyResult, RunError>;
-}
-
-/// A target, checked, with what runs its rounds and their hard bound.
-#[derive(Clone)]
-pub struct Target {
-    pub plan: TargetPlan,
-    pub runner: Arc<dyn Runner>,
-    pub timeout: Duration,
-}
-
-/// A config and its targets' runners.
-#[derive(Clone)]
-pub struct Setup {
-    pub plan: Plan,
-    pub targets: Vec<Target>,
-}
-
-/// Builds a [`Setup`] again from the config file (on SIGHUP); the error names the key.
-pub type Reload = Box<dyn Fn() -> Result<Setup, String> + Send>;
-
-/// How the monitor is driven from outside.
-pub struct Control {
-    /// Stop requests (Ctrl-C, SIGTERM).
-    pub stop: Arc<Stop>,
-    /// Set by SIGHUP; the loop clears it and reloads.
-    pub hup: Arc<AtomicBool>,
-    pub reload: Option<Reload>,
-    /// Messages for the operator (stderr).
-    pub log: Arc<dyn Fn(&str) + Send + Sync>,
-}
+use crate::store::Event;
+use crate::writer::Msg;
 
 /// A round that ended (or was skipped), back on the loop.
 struct Done {
@@ -96,225 +42,7 @@ struct Slot {
     described: Option<Arc<Described>>,
 }
 
-/// A heavy target's bytes today (UTC).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Budget {
-    pub limit: u64,
-    pub day: i64,
-    pub used: u64,
-    /// What the last round moved: the estimate of the next.
-    pub last: u64,
-}
-
-impl Budget {
-    /// Whether another round fits in today's budget at `now_ms`.
-    pub fn allows(&mut self, now_ms: i64) -> bool {
-        let day = crate::store::Level::Day.floor(now_ms);
-        if day != self.day {
-            self.day = day;
-            self.used = 0;
-        }
-        self.used.saturating_add(self.last) <= self.limit
-    }
-
-    pub fn spent(&mut self, bytes: u64) {
-        self.used = self.used.saturating_add(bytes);
-        self.last = bytes;
-    }
-}
-
-/// The run's start: the monotonic time every round is due on, and its wall-clock label.
-#[derive(Clone, Copy)]
-struct Epoch {
-    t0: Instant,
-    wall0: i64,
-}
-
-impl Epoch {
-    fn now(&self) -> u64 {
-        u64::try_from(self.t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    fn wall_of(&self, ns: u64) -> i64 {
-        self.wall0
-            .saturating_add(i64::try_from(ns / 1_000_000).unwrap_or(i64::MAX))
-    }
-}
-
-/// What a finished run of the monitor leaves: its view, for the caller's last words.
-pub struct Ran {
-    pub live: Arc<Live>,
-}
-
-/// Runs the monitor until `ctl.stop` says so. `store` is written by the writer thread;
-/// `listen` (if the plan has one) is served with `reader` for the dashboard's queries.
-/// A retention as the config writes it: whole days as `400d`, else as humantime says it.
-fn days(d: Duration) -> String {
-    match d.as_secs() {
-        s if s > 0 && s % 86_400 == 0 => format!("{}d", s / 86_400),
-        _ => humantime::format_duration(d).to_string(),
-    }
-}
-
-pub fn run(
-    setup: Setup,
-    store: Box<dyn Store>,
-    reader: Arc<dyn crate::server::Open>,
-    ctl: Control,
-) -> anyhow::Result<Ran> {
-    let plan = setup.plan.clone();
-    let total: u32 = MONITORED.iter().map(|k| plan.limits.of(*k)).sum();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(usize::try_from(total).unwrap_or(512).saturating_add(16))
-        .thread_name("npt-monitor")
-        .enable_all()
-        .build()?;
-    let counts = Arc::new(crate::writer::Counts::default());
-    let log = ctl.log.clone();
-    // A store an earlier npt wrote keeps that version's retention where the config sets none.
-    let earlier = store.meta(crate::store::KEPT_KEY)?.is_some();
-    let retention = plan.retention.for_store(earlier);
-    if earlier && retention != plan.retention {
-        (ctl.log)(&format!(
-            "npt monitor: store {}: written by an earlier npt, it keeps that version's retention \
-             where [retention] sets none (rounds {}, minute {}, hour {}, day {}): set [retention] \
-             to keep less (docs/monitor.md, \"Retention and what it costs\")",
-            plan.store.display(),
-            days(retention.rounds),
-            days(retention.minute),
-            days(retention.hour),
-            days(retention.day),
-        ));
-    }
-    let mut writer = Writer::new(
-        store,
-        retention,
-        plan.limits.backlog,
-        counts.clone(),
-        Box::new(move |m| log(&format!("npt monitor: {m}"))),
-    )?;
-    let now_ms = wall_ms(SystemTime::now());
-    // Before anything runs: the gap since the last run, alert states, today's bytes.
-    let st = writer.store();
-    if let Some(g) = crate::writer::gap_since_last_run(st, now_ms)? {
-        (ctl.log)(&format!(
-            "npt monitor: {} ({}s without measuring)",
-            g.detail,
-            (now_ms - g.ts_ms) / 1000
-        ));
-    }
-    let mut alerts = Alerts::new(plan.alerts.clone());
-    alerts.restore(&st.alerts()?);
-    // The baselines are not stored: they are rebuilt from the rounds that are.
-    let keep_ms = i64::try_from(retention.rounds.as_millis()).unwrap_or(i64::MAX);
-    for t in &setup.targets {
-        let every_ms = i64::try_from(t.plan.every.as_millis()).unwrap_or(i64::MAX);
-        let Some(from) = alerts.replay_from(&t.plan.name, every_ms, now_ms, keep_ms) else {
-            continue;
-        };
-        let id = st.target_id(&t.plan.name, t.plan.kind)?;
-        let rounds = st.rounds(id, from, now_ms.saturating_add(1), false)?;
-        alerts.rebuild(
-            &t.plan.name,
-            rounds.iter().map(|r| (r.status, &r.figures, r.start_ms)),
-        );
-    }
-    let mut budgets = HashMap::new();
-    for t in &setup.targets {
-        if let Some(limit) = t.plan.budget {
-            let id = st.target_id(&t.plan.name, t.plan.kind)?;
-            let used = crate::writer::bytes_today(st, id, now_ms)?;
-            budgets.insert(
-                t.plan.name.clone(),
-                Budget {
-                    limit,
-                    day: crate::store::Level::Day.floor(now_ms),
-                    used,
-                    last: 0,
-                },
-            );
-        }
-    }
-    st.put_event(&Event {
-        ts_ms: now_ms,
-        kind: "start".into(),
-        target: None,
-        rule: None,
-        until_ms: None,
-        detail: format!("{} targets, vantage {}", setup.targets.len(), plan.vantage),
-    })?;
-    let notifier = Notifier::new(&plan.notify).map_err(|e| anyhow::anyhow!("notify: {e}"))?;
-    let live = Arc::new(Live::new(
-        &plan.vantage,
-        now_ms,
-        counts.clone(),
-        notifier.counts.clone(),
-    ));
-    live.set_targets(&plan.targets);
-    live.set_alerts(alerts.states());
-    let (tx, rx) = std::sync::mpsc::channel();
-    let writer_thread = std::thread::Builder::new()
-        .name("npt-monitor-store".into())
-        .spawn(move || writer.run(rx))?;
-    let server = match plan.listen {
-        Some(addr) => Some(crate::server::start(
-            addr,
-            plan.token.clone(),
-            live.clone(),
-            reader,
-        )?),
-        None => None,
-    };
-    if let Some(s) = &server {
-        (ctl.log)(&format!(
-            "npt monitor: dashboard on http://{}/ , metrics on http://{}/metrics",
-            s.addr, s.addr
-        ));
-    }
-    let mut lp = Loop {
-        epoch: Epoch {
-            t0: Instant::now(),
-            wall0: wall_ms(SystemTime::now()),
-        },
-        sched: Scheduler::new(),
-        slots: Vec::new(),
-        names: HashMap::new(),
-        sems: MONITORED
-            .iter()
-            .map(|k| {
-                let n = usize::try_from(plan.limits.of(*k)).unwrap_or(1);
-                (*k, Arc::new(Semaphore::new(n)))
-            })
-            .collect(),
-        inflight: HashMap::new(),
-        alerts,
-        budgets,
-        notifier,
-        plan,
-        tx: tx.clone(),
-        live: live.clone(),
-        ctl,
-    };
-    rt.block_on(lp.run(setup.targets));
-    drop(server);
-    let _ = lp.tx.send(Msg::Event(Event {
-        ts_ms: wall_ms(SystemTime::now()),
-        kind: "stop".into(),
-        target: None,
-        rule: None,
-        until_ms: None,
-        detail: format!("stopped after {}s", lp.epoch.t0.elapsed().as_secs()),
-    }));
-    drop(lp);
-    drop(tx);
-    let _ = writer_thread.join();
-    // Rounds abandoned by a second stop may still hold blocking threads: don't wait for them.
-    rt.shutdown_timeout(Duration::from_millis(200));
-    Ok(Ran { live })
-}
-
-struct Loop {
+pub(super) struct Loop {
     epoch: Epoch,
     sched: Scheduler,
     slots: Vec<Option<Slot>>,
@@ -332,7 +60,42 @@ struct Loop {
 }
 
 impl Loop {
-    async fn run(&mut self, targets: Vec<Target>) {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        epoch: Epoch,
+        plan: Plan,
+        alerts: Alerts,
+        budgets: HashMap<String, Budget>,
+        notifier: Notifier,
+        tx: Sender<Msg>,
+        live: Arc<Live>,
+        ctl: Control,
+    ) -> Loop {
+        let sems = MONITORED
+            .iter()
+            .map(|k| {
+                let n = usize::try_from(plan.limits.of(*k)).unwrap_or(1);
+                (*k, Arc::new(Semaphore::new(n)))
+            })
+            .collect();
+        Loop {
+            epoch,
+            sched: Scheduler::new(),
+            slots: Vec::new(),
+            names: HashMap::new(),
+            sems,
+            inflight: HashMap::new(),
+            alerts,
+            budgets,
+            notifier,
+            plan,
+            tx,
+            live,
+            ctl,
+        }
+    }
+
+    pub(super) async fn run(&mut self, targets: Vec<Target>) {
         self.apply(targets);
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
         let mut last_mark = Instant::now();
@@ -350,8 +113,8 @@ impl Loop {
                 break;
             }
             if stopping == 0 {
-                let now = self.epoch.now();
-                for st in self.sched.poll(now) {
+                let ahead = self.epoch.now().saturating_add(ns(AHEAD));
+                for st in self.sched.poll(ahead) {
                     self.start(st, &done_tx);
                 }
                 if self.ctl.hup.swap(false, Ordering::SeqCst) {
@@ -367,7 +130,9 @@ impl Loop {
                     .send(Msg::Watermark(oldest.map_or(now_ms, |t| t.min(now_ms))));
             }
             let wait = match (stopping, self.sched.next_wake()) {
-                (0, Some(w)) => Duration::from_nanos(w.saturating_sub(self.epoch.now())),
+                (0, Some(w)) => Duration::from_nanos(
+                    w.saturating_sub(ns(AHEAD)).saturating_sub(self.epoch.now()),
+                ),
                 _ => Duration::from_millis(200),
             }
             .min(Duration::from_millis(200));
@@ -571,14 +336,23 @@ impl Loop {
             let began_ms = Arc::new(AtomicI64::new(0));
             let (b, b_ms) = (began.clone(), began_ms.clone());
             let s2 = stop.clone();
+            let due = st.due;
+            // Its bound counts from the due time, not from the hand-over ahead of it.
+            let bound =
+                timeout.saturating_add(Duration::from_nanos(due.saturating_sub(epoch.now())));
             let job = tokio::task::spawn_blocking(move || {
+                // Handed over ahead of time: the round begins on this thread's own timer.
+                let left = due.saturating_sub(epoch.now());
+                if left > 0 {
+                    std::thread::sleep(Duration::from_nanos(left));
+                }
                 b_ms.store(wall_ms(SystemTime::now()), Ordering::Relaxed);
                 b.store(epoch.now().max(1), Ordering::Release);
                 let _permit = permit;
                 let r = runner.run(&s2);
                 digest(kind, r, described)
             });
-            let outcome = tokio::time::timeout(timeout, job).await;
+            let outcome = tokio::time::timeout(bound, job).await;
             let end_ms = wall_ms(SystemTime::now());
             let (started, start_ms) = match began.load(Ordering::Acquire) {
                 // Not begun within its timeout: as late as that.
@@ -715,77 +489,5 @@ impl Loop {
             });
         }
         let _ = self.tx.send(Msg::Round(Box::new(r)));
-    }
-}
-
-/// What a round's thread makes of its result.
-struct Digest {
-    status: Status,
-    detail: Option<String>,
-    figures: crate::kinds::Figures,
-    stats: Option<Vec<u8>>,
-    described: Option<Arc<Described>>,
-    headline: Option<Histogram>,
-}
-
-/// A round's result read back as its stats value, its figures and its status, on the round's
-/// own thread (decoding and encoding histograms is its cost, not the loop's).
-fn digest(kind: Kind, r: Result<AnyResult, RunError>, prev: Option<Arc<Described>>) -> Digest {
-    let doc = match r {
-        Ok(d) => d,
-        Err(e) => {
-            return Digest {
-                status: Status::Error,
-                detail: Some(format!("{}: {}", e.kind, e.detail)),
-                figures: Default::default(),
-                stats: None,
-                described: None,
-                headline: None,
-            }
-        }
-    };
-    let (stats, meta) = match KindStats::of_doc(kind, &doc) {
-        Ok(x) => x,
-        Err(e) => {
-            return Digest {
-                status: Status::Error,
-                detail: Some(format!("its result does not read back: {e}")),
-                figures: Default::default(),
-                stats: None,
-                described: None,
-                headline: None,
-            }
-        }
-    };
-    let figures = stats.figures();
-    let answered = figures.count > 0
-        || figures.goodput_bps.is_some_and(|g| g > 0.0)
-        || figures.segments_ms.iter().any(Option::is_some);
-    let errors = &doc.body.view().errors().by_kind;
-    let detail = errors.iter().next().map(|(k, c)| match c.examples.first() {
-        Some(e) => format!("{k}: {e}"),
-        None => k.to_string(),
-    });
-    let described = Described {
-        meta: serde_json::to_string(&meta).unwrap_or_default(),
-        config: doc.config.to_string(),
-    };
-    let described = match prev {
-        Some(p) if *p == described => p,
-        _ => Arc::new(described),
-    };
-    Digest {
-        status: if answered {
-            Status::Ok
-        } else if figures.refused > 0 {
-            Status::Refused
-        } else {
-            Status::NoAnswer
-        },
-        detail,
-        figures,
-        stats: Some(stats.encode()),
-        described: Some(described),
-        headline: stats.headline().cloned(),
     }
 }
