@@ -603,4 +603,11 @@ budget = "1MB"
         late.iter().all(|ms| *ms < 500),
         "udp rounds started late (ms): {late:?}"
     );
+    // Handed to their threads ahead of time, none began before it was due (2 ms for the two
+    // wall-clock readings the labels come from).
+    let early: Vec<i64> = udp.iter().map(|r| r.due_ms - r.start_ms).collect();
+    assert!(
+        early.iter().all(|ms| *ms <= 2),
+        "udp rounds began before their due time (ms early): {early:?}"
+    );
 }
