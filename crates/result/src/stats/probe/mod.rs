@@ -6,7 +6,9 @@
 //! longest send phase stands), `total_ms` and `total_after_connect_ms` (the longest), the proxy handshakes' means (weighted
 //! by handshakes) and the tester's health ([`crate::health`]). Parts written before the TCP
 //! phase histograms existed carry only mean connect and first-packet times: a merge with one of
-//! them reports the means weighted by clients and no distribution, as merges always did.
+//! them reports the means weighted by clients and no distribution, as merges always did. Those
+//! figures are values of their own (`figures.rs`), and so is the load of `--under-load`
+//! (`load.rs`).
 
 use std::collections::BTreeMap;
 use std::ops::AddAssign;
@@ -15,13 +17,18 @@ use npt_stats::{Histogram, JitterMean};
 use serde::{Deserialize, Serialize};
 
 use super::directions::DirStats;
-use super::{max_opt, min_opt, BodyError, HistMap, Stats, WeightedMean};
+use super::{max_opt, BodyError, HistMap, Stats, WeightedMean};
 use crate::common::{jitter_mean, loss_pct, Directions, ErrorStats, NptLatency};
 use crate::health::Health;
 use crate::interval::Intervals;
-use crate::probe::{hist, ProbeBody, ProbePhases, ProbeSummary, ProxyPhases};
+use crate::probe::{hist, ProbeBody, ProbePhases, ProbeSummary};
 use crate::tcpinfo::TcpKernelStats;
-use crate::under_load::{self, LoadSpec, Phase, UdpLoad, UnderLoad};
+
+mod figures;
+mod load;
+
+pub use figures::{LegacyPhases, ProxyStats, SendRates};
+pub use load::LoadStats;
 
 /// What the parts of one probe share: its configuration as the summary states it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -97,307 +104,6 @@ pub struct ProbeStats {
     pub intervals: Intervals,
     /// `--under-load`: what the phases and the load were (their RTTs are in `histograms`).
     pub under_load: Option<LoadStats>,
-}
-
-/// A loaded probe's figures besides its phase histograms. Parts that ran side by side each
-/// ran their own load: goodput and bytes add, errors add, the plan is the first part's.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct LoadStats {
-    pub load: LoadSpec,
-    /// Each phase's name and planned bounds (s).
-    pub phases: Vec<(String, f64, f64)>,
-    pub load_started_s: Option<f64>,
-    pub load_ended_s: Option<f64>,
-    pub goodput_bps: Directions,
-    pub bytes: Directions,
-    pub load_rtt_ms: Option<npt_stats::Summary>,
-    pub errors: ErrorStats,
-    /// A UDP load's counts.
-    #[serde(default)]
-    pub udp: Option<UdpLoad>,
-    /// How long the load ran in all, over runs added one after another ([`Stats::then`]);
-    /// 0 for one run (its `load_ended_s - load_started_s` is its time).
-    #[serde(default)]
-    pub load_time_s: f64,
-    /// The load's retransmits (TCP, up) or lost packets (QUIC), as `npt bulk` counts them.
-    #[serde(default)]
-    pub retransmits: Option<u64>,
-    /// TCP: the congestion control the kernel ran on the load's sending streams.
-    #[serde(default)]
-    pub congestion: Option<String>,
-}
-
-impl AddAssign<&LoadStats> for LoadStats {
-    fn add_assign(&mut self, rhs: &LoadStats) {
-        if self.phases.is_empty() {
-            self.load = rhs.load.clone();
-            self.phases = rhs.phases.clone();
-        }
-        self.load_started_s = min_opt(self.load_started_s, rhs.load_started_s);
-        self.load_ended_s = max_opt(self.load_ended_s, rhs.load_ended_s);
-        self.goodput_bps += &rhs.goodput_bps;
-        self.bytes += &rhs.bytes;
-        self.load_rtt_ms = self.load_rtt_ms.or(rhs.load_rtt_ms);
-        self.errors += &rhs.errors;
-        self.retransmits = match (self.retransmits, rhs.retransmits) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
-        self.congestion = match (self.congestion.take(), &rhs.congestion) {
-            (Some(a), Some(b)) if a != *b => Some(join_names(&a, b)),
-            (a, b) => a.or(b.clone()),
-        };
-        match (&mut self.udp, rhs.udp) {
-            (Some(a), Some(b)) => a.add(&b),
-            (a @ None, b) => *a = b,
-            (Some(_), None) => {}
-        }
-    }
-}
-
-/// Two comma-joined name lists as one: sorted, each name once.
-fn join_names(a: &str, b: &str) -> String {
-    let names: std::collections::BTreeSet<&str> = a.split(',').chain(b.split(',')).collect();
-    names.into_iter().collect::<Vec<_>>().join(",")
-}
-
-impl LoadStats {
-    /// How long the load ran (s): summed over runs one after another, else this run's span.
-    fn time_s(&self) -> f64 {
-        if self.load_time_s > 0.0 {
-            return self.load_time_s;
-        }
-        match (self.load_started_s, self.load_ended_s) {
-            (Some(a), Some(b)) if b > a => b - a,
-            _ => 0.0,
-        }
-    }
-
-    /// A later run's load after this one: bytes and errors add, the goodput is over the
-    /// summed time, the plan and phase bounds stay this one's.
-    fn then(&mut self, later: &LoadStats) {
-        let (a, b) = (self.time_s(), later.time_s());
-        let goodput = super::directions_over_time(&self.goodput_bps, a, &later.goodput_bps, b);
-        let (started, ended) = (self.load_started_s, self.load_ended_s);
-        *self += later;
-        if self.phases.len() == later.phases.len() && started.is_some() {
-            (self.load_started_s, self.load_ended_s) = (started, ended);
-        }
-        self.goodput_bps = goodput;
-        self.load_time_s = a + b;
-    }
-
-    fn from_saved(u: &UnderLoad) -> LoadStats {
-        LoadStats {
-            load: u.load.clone(),
-            phases: u
-                .phases
-                .iter()
-                .map(|p| (p.name.clone(), p.start_s, p.end_s))
-                .collect(),
-            load_started_s: u.load_started_s,
-            load_ended_s: u.load_ended_s,
-            goodput_bps: u.goodput_bps,
-            bytes: u.bytes,
-            load_rtt_ms: u.load_rtt_ms,
-            errors: ErrorStats::from_block(&u.load_errors, u.load.streams.into()),
-            udp: u.udp,
-            load_time_s: 0.0,
-            retransmits: u.retransmits,
-            congestion: u.congestion.clone(),
-        }
-    }
-
-    /// The block, its phase RTTs from `h`: per-phase summaries, the increase from idle to
-    /// loaded, and the responsiveness from the loaded phase's trimmed mean.
-    fn block(&self, h: &HistMap) -> UnderLoad {
-        let phases: Vec<Phase> = self
-            .phases
-            .iter()
-            .map(|(name, start_s, end_s)| Phase {
-                name: name.clone(),
-                start_s: *start_s,
-                end_s: *end_s,
-                rtt_ms: h.summary(&under_load::hist_name(name)),
-            })
-            .collect();
-        let get = |name: &str| phases.iter().find(|p| p.name == name).map(|p| p.rtt_ms);
-        let (idle, loaded) = (get("idle"), get("loaded"));
-        let both = match (idle, loaded) {
-            (Some(i), Some(l)) if i.count > 0 && l.count > 0 => Some((i, l)),
-            _ => None,
-        };
-        let trimmed = |name: &str| {
-            h.get(&under_load::hist_name(name))
-                .filter(|x| !x.is_empty())
-                .map(|x| x.trimmed_mean_ns(under_load::RPM_TRIM) / 1e6)
-        };
-        let rpm_rtt_ms = trimmed("loaded");
-        UnderLoad {
-            load: self.load.clone(),
-            phases,
-            load_started_s: self.load_started_s,
-            load_ended_s: self.load_ended_s,
-            increase_p50_ms: both.map(|(i, l)| l.p50 - i.p50),
-            increase_p50_x: both.and_then(|(i, l)| (i.p50 > 0.0).then(|| l.p50 / i.p50)),
-            increase_p99_ms: both.map(|(i, l)| l.p99 - i.p99),
-            rpm: rpm_rtt_ms.and_then(under_load::rpm),
-            rpm_rtt_ms,
-            idle_rpm: trimmed("idle").and_then(under_load::rpm),
-            goodput_bps: self.goodput_bps,
-            bytes: self.bytes,
-            load_rtt_ms: self.load_rtt_ms,
-            load_errors: self.errors.block(),
-            udp: self.udp,
-            retransmits: self.retransmits,
-            congestion: self.congestion.clone(),
-        }
-    }
-}
-
-/// The send phase's rates, made by an engine on its own clock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SendRates {
-    pub pps: f64,
-    pub pps_received: f64,
-    pub send_duration_s: f64,
-    pub bandwidth_bps: Directions,
-}
-
-impl SendRates {
-    /// The rates of `sent` packets (`received` answered, `up`/`down` payload bytes) sent
-    /// between `first_send` and `last_send` (ns): n packets on a regular schedule span n-1
-    /// gaps, so the send phase is the span plus one packet's time.
-    pub fn measured(
-        sent: u64,
-        received: u64,
-        up: u64,
-        down: u64,
-        first_send: Option<u64>,
-        last_send: Option<u64>,
-    ) -> SendRates {
-        let span = match (first_send, last_send) {
-            (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
-            _ => 0.0,
-        };
-        let pps = if span > 0.0 {
-            (sent.saturating_sub(1)) as f64 / span
-        } else {
-            0.0
-        };
-        let per_packet_s = if pps > 0.0 { 1.0 / pps } else { 0.0 };
-        let send_duration_s = span + per_packet_s;
-        SendRates {
-            pps,
-            pps_received: if sent > 0 {
-                pps * received as f64 / sent as f64
-            } else {
-                0.0
-            },
-            send_duration_s,
-            bandwidth_bps: Directions::bits_per_s(up, down, send_duration_s),
-        }
-    }
-}
-
-impl SendRates {
-    /// A later send phase after this one: the lengths add, each rate is over the summed time.
-    pub fn then(&self, later: &SendRates) -> SendRates {
-        let (a, b) = (self.send_duration_s, later.send_duration_s);
-        SendRates {
-            pps: super::over_time(self.pps, a, later.pps, b),
-            pps_received: super::over_time(self.pps_received, a, later.pps_received, b),
-            send_duration_s: a + b,
-            bandwidth_bps: super::directions_over_time(
-                &self.bandwidth_bps,
-                a,
-                &later.bandwidth_bps,
-                b,
-            ),
-        }
-    }
-}
-
-impl AddAssign<&SendRates> for SendRates {
-    fn add_assign(&mut self, rhs: &SendRates) {
-        self.pps += rhs.pps;
-        self.pps_received += rhs.pps_received;
-        self.send_duration_s = self.send_duration_s.max(rhs.send_duration_s);
-        self.bandwidth_bps += &rhs.bandwidth_bps;
-    }
-}
-
-/// Mean TCP phase times of saved parts, weighted by their clients.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LegacyPhases {
-    pub connect: Option<WeightedMean>,
-    pub first_packet: Option<WeightedMean>,
-}
-
-fn add_mean(a: &mut Option<WeightedMean>, b: Option<WeightedMean>) {
-    match (a.as_mut(), b) {
-        (Some(a), Some(b)) => *a += &b,
-        (None, b) => *a = b,
-        (Some(_), None) => {}
-    }
-}
-
-impl AddAssign<&LegacyPhases> for LegacyPhases {
-    fn add_assign(&mut self, rhs: &LegacyPhases) {
-        add_mean(&mut self.connect, rhs.connect);
-        add_mean(&mut self.first_packet, rhs.first_packet);
-    }
-}
-
-/// Proxy handshakes: how many and the sums of their phases (ns).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProxyStats {
-    /// The proxy URL, password left out.
-    pub via: String,
-    pub handshakes: u64,
-    pub proxy_connect_ns: f64,
-    pub auth_ns: f64,
-    pub reply_ns: f64,
-    pub handshake_ns: f64,
-}
-
-impl ProxyStats {
-    fn from_saved(p: &ProxyPhases) -> ProxyStats {
-        let n = p.handshakes.max(1) as f64;
-        ProxyStats {
-            via: p.via.clone(),
-            handshakes: p.handshakes,
-            proxy_connect_ns: p.proxy_connect_ms * 1e6 * n,
-            auth_ns: p.auth_ms * 1e6 * n,
-            reply_ns: p.reply_ms * 1e6 * n,
-            handshake_ns: p.handshake_ms * 1e6 * n,
-        }
-    }
-
-    fn phases(&self) -> ProxyPhases {
-        let n = self.handshakes.max(1) as f64;
-        ProxyPhases {
-            via: self.via.clone(),
-            handshakes: self.handshakes,
-            proxy_connect_ms: self.proxy_connect_ns / n / 1e6,
-            auth_ms: self.auth_ns / n / 1e6,
-            reply_ms: self.reply_ns / n / 1e6,
-            handshake_ms: self.handshake_ns / n / 1e6,
-        }
-    }
-}
-
-impl AddAssign<&ProxyStats> for ProxyStats {
-    fn add_assign(&mut self, rhs: &ProxyStats) {
-        if self.via.is_empty() {
-            self.via = rhs.via.clone();
-        }
-        self.handshakes += rhs.handshakes;
-        self.proxy_connect_ns += rhs.proxy_connect_ns;
-        self.auth_ns += rhs.auth_ns;
-        self.reply_ns += rhs.reply_ns;
-        self.handshake_ns += rhs.handshake_ns;
-    }
 }
 
 impl AddAssign<&ProbeStats> for ProbeStats {
