@@ -249,7 +249,7 @@ impl crate::MsgBatch {
                 libc::sendmmsg(
                     fd,
                     self.hdrs[done..].as_mut_ptr(),
-                    crate::c_count(m - done),
+                    crate::batch::c_count(m - done),
                     0,
                 )
             };
@@ -290,7 +290,8 @@ impl crate::MsgBatch {
     fn same_peer(&self, a: usize, b: usize) -> bool {
         let (la, lb) = (self.addr_lens[a], self.addr_lens[b]);
         la == lb
-            && crate::storage_bytes(&self.addrs[a], la) == crate::storage_bytes(&self.addrs[b], lb)
+            && crate::batch::storage_bytes(&self.addrs[a], la)
+                == crate::batch::storage_bytes(&self.addrs[b], lb)
     }
 }
 
