@@ -34,9 +34,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use npt_netio::rxtime::wall_ns;
-use npt_wire::auth::{self, Dir, ServerAuth, SessionKey, HS_LEN};
+use npt_wire::auth::{self, Dir, ServerAuth, SessionKey};
 use npt_wire::frame::{self, status, Header, Kind, HEADER_LEN};
-use npt_wire::reflect::{self, Stamps, STAMP_LEN};
+use npt_wire::reflect;
 use tokio::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
 };
@@ -44,6 +44,15 @@ use tokio::io::{
 use crate::budget::ReplyBudget;
 use crate::hop_agent::{Answer, HopAgent, HopSession};
 use crate::StreamCounters;
+
+mod handshake;
+mod raw;
+mod reflected;
+
+use handshake::handshake;
+pub(crate) use handshake::seal;
+use raw::raw_echo;
+use reflected::{echo_reflected, Head};
 
 /// How long a stream may sit idle between frames before the server closes it (default).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -403,199 +412,4 @@ where
     }
     within(io_t, w.flush(), &c.stalled_write).await?;
     Ok(())
-}
-
-/// The front of a reflected reply: its header (sealed) and, when the frame has room, the
-/// stamps over the first [`STAMP_LEN`] payload bytes, the dwell taken as it is built.
-struct Head {
-    buf: [u8; HEADER_LEN + STAMP_LEN],
-    /// Payload bytes in `buf` (0..=STAMP_LEN).
-    payload: usize,
-}
-
-impl Head {
-    /// `out`: the reply's header (its `frame_len` says whether stamps fit); `first`: the
-    /// payload's first bytes as they would go out unstamped; `rx_wall`: when the frame was
-    /// received; `received`: the stream's receive count, this frame included.
-    fn new(
-        out: &Header,
-        first: &[u8],
-        rx_wall: u64,
-        received: u64,
-        key: &Option<SessionKey>,
-    ) -> Head {
-        let mut buf = [0u8; HEADER_LEN + STAMP_LEN];
-        let payload = (out.frame_len as usize)
-            .saturating_sub(HEADER_LEN)
-            .min(STAMP_LEN)
-            .min(first.len());
-        let dst = buf.get_mut(HEADER_LEN..HEADER_LEN + payload);
-        if let (Some(dst), Some(src)) = (dst, first.get(..payload)) {
-            dst.copy_from_slice(src);
-        }
-        let frame = buf.get_mut(..HEADER_LEN + payload).unwrap_or_default();
-        let stamps = Stamps {
-            rx_wall_ns: rx_wall,
-            dwell_ns: 0,
-            refused: 0,
-        };
-        let rx = crate::reflect::wire32(received);
-        if reflect::write_reply(frame, out, rx, &stamps) == Ok(true) {
-            let dwell = wall_ns().saturating_sub(rx_wall);
-            reflect::write_dwell(frame, u32::try_from(dwell).unwrap_or(u32::MAX));
-        }
-        if let Some(h) = buf.first_chunk_mut::<HEADER_LEN>() {
-            seal(key, h);
-        }
-        Head { buf, payload }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        self.buf
-            .get(..HEADER_LEN + self.payload)
-            .unwrap_or_default()
-    }
-}
-
-/// An `Echo` that asked for [`reflect`]: a frame that fits one chunk (64 KiB) is read whole
-/// before its reply is written, so its receive time is its last byte's and the dwell is the
-/// responder's alone; a longer one is streamed through, its receive time when its first 64
-/// bytes were read.
-#[allow(clippy::too_many_arguments)]
-async fn echo_reflected<R, W>(
-    r: &mut BufReader<R>,
-    w: &mut BufWriter<W>,
-    out: &Header,
-    rest: usize,
-    buf: &mut [u8],
-    received: u64,
-    key: &Option<SessionKey>,
-    cx: &StreamCtx<'_>,
-) -> Result<(), End>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let c = cx.counters;
-    let io_t = cx.timeouts.io;
-    let whole = rest <= buf.len();
-    let first = if whole { rest } else { rest.min(STAMP_LEN) };
-    let Some(front) = buf.get_mut(..first) else {
-        return Err(End::Closed);
-    };
-    within(io_t, r.read_exact(front), &c.stalled_read).await?;
-    let head = Head::new(out, front, wall_ns(), received, key);
-    within(io_t, w.write_all(head.bytes()), &c.stalled_write).await?;
-    let sent = head.payload;
-    if let Some(tail) = front.get(sent..) {
-        within(io_t, w.write_all(tail), &c.stalled_write).await?;
-    }
-    let mut left = rest - first;
-    while left > 0 {
-        let n = left.min(buf.len());
-        let Some(chunk) = buf.get_mut(..n) else {
-            return Err(End::Closed);
-        };
-        within(io_t, r.read_exact(chunk), &c.stalled_read).await?;
-        within(io_t, w.write_all(chunk), &c.stalled_write).await?;
-        left -= n;
-    }
-    Ok(())
-}
-
-/// Seals a reply header with the stream's session key, if it has one.
-pub(crate) fn seal(key: &Option<SessionKey>, hdr: &mut [u8; HEADER_LEN]) {
-    if let Some(k) = key {
-        // Cannot fail: the header is HEADER_LEN bytes.
-        let _ = k.seal(Dir::ToClient, hdr);
-    }
-}
-
-/// The server side of the handshake on a stream: Hello (its first four bytes already read)
-/// → Challenge, Auth → Accept. `None` when a message does not verify (nothing more is sent).
-async fn handshake<R, W>(
-    prefix: &[u8],
-    r: &mut BufReader<R>,
-    w: &mut BufWriter<W>,
-    auth: &ServerAuth,
-    peer: SocketAddr,
-    epoch: Instant,
-    cx: &StreamCtx<'_>,
-) -> Result<Option<SessionKey>, End>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let c = cx.counters;
-    let io_t = cx.timeouts.io;
-    let mut msg = [0u8; HS_LEN];
-    let mut out = [0u8; HS_LEN];
-    msg[..4].copy_from_slice(prefix);
-    within(io_t, r.read_exact(&mut msg[4..]), &c.stalled_read).await?;
-    let now = || u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    if !matches!(
-        auth.handle(now(), peer, &msg, &mut out),
-        Ok(auth::handshake::ServerStep::Challenge)
-    ) {
-        return Ok(None);
-    }
-    within(io_t, w.write_all(&out), &c.stalled_write).await?;
-    within(io_t, w.flush(), &c.stalled_write).await?;
-    // The client answers the Challenge at once: one round trip within `io`.
-    within(io_t, r.read_exact(&mut msg), &c.stalled_read).await?;
-    match auth.handle(now(), peer, &msg, &mut out) {
-        Ok(auth::handshake::ServerStep::Accepted { key, .. }) => {
-            within(io_t, w.write_all(&out), &c.stalled_write).await?;
-            within(io_t, w.flush(), &c.stalled_write).await?;
-            Ok(Some(key))
-        }
-        _ => Ok(None),
-    }
-}
-
-async fn raw_echo<R, W>(
-    prefix: &[u8],
-    mut r: BufReader<R>,
-    mut w: BufWriter<W>,
-    cx: &StreamCtx<'_>,
-) -> Result<(), End>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let c = cx.counters;
-    let io_t = cx.timeouts.io;
-    within(io_t, w.write_all(prefix), &c.stalled_write).await?;
-    within(io_t, w.flush(), &c.stalled_write).await?;
-    let mut total = prefix.len() as u64;
-    let result = loop {
-        let n = {
-            let got = match tokio::time::timeout(cx.timeouts.idle, r.fill_buf()).await {
-                Ok(Ok(got)) => got,
-                Ok(Err(e)) => break Err(End::Io(e)),
-                Err(_) => {
-                    c.closed_idle.fetch_add(1, Ordering::Relaxed);
-                    break Ok(());
-                }
-            };
-            if got.is_empty() {
-                break Ok(());
-            }
-            if let Err(e) = within(io_t, w.write_all(got), &c.stalled_write).await {
-                break Err(e);
-            }
-            got.len()
-        };
-        r.consume(n);
-        total += n as u64;
-        if r.buffer().is_empty() {
-            if let Err(e) = within(io_t, w.flush(), &c.stalled_write).await {
-                break Err(e);
-            }
-        }
-    };
-    c.rx_bytes.fetch_add(total, Ordering::Relaxed);
-    c.tx_bytes.fetch_add(total, Ordering::Relaxed);
-    result?;
-    within(io_t, w.flush(), &c.stalled_write).await
 }
