@@ -53,6 +53,7 @@ fn chunked(body: &[u8], piece: usize) -> (Result<(usize, bool), &'static str>, u
 
 #[test]
 fn random_and_mutated_responses_never_panic() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let mut rng = StdRng::seed_from_u64(11);
     let (mut heads, mut bodies) = (0, 0);
     for i in 0..300_000 {

@@ -7,7 +7,7 @@
 
 #![cfg(test)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use common::*;
 
 #[test]
 fn corrected_and_uncorrected_agree_on_a_quiet_server() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, _server) = responder(false);
     let mut c = config(&format!("http://{addr}/"));
     c.rate = Some(500.0);

@@ -7,7 +7,7 @@
 #![cfg(test)]
 #![allow(clippy::cast_possible_truncation)]
 
-mod common;
+use crate::common;
 
 use npt_result::workload::Stop;
 use std::convert::Infallible;
@@ -63,6 +63,7 @@ fn stalling_server() -> SocketAddr {
 
 #[test]
 fn stall_shows_in_corrected_p99_only() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let addr = stalling_server();
     let mut c = config(&format!("http://{addr}/"));
     c.rate = Some(400.0);
@@ -175,6 +176,7 @@ fn kind_count(v: &serde_json::Value, kind: &str) -> u64 {
 
 #[test]
 fn reset_is_classified() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let v = run_against(faulty_server(Fault::Reset), Duration::from_secs(5));
     assert_eq!(v["summary"]["requests"], 0);
     assert!(kind_count(&v, "reset") > 0, "{}", v["errors"]);
@@ -187,6 +189,7 @@ fn reset_is_classified() {
 
 #[test]
 fn close_is_classified() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let v = run_against(faulty_server(Fault::Close), Duration::from_secs(5));
     assert_eq!(v["summary"]["requests"], 0);
     assert!(kind_count(&v, "closed") > 0, "{}", v["errors"]);
@@ -194,6 +197,7 @@ fn close_is_classified() {
 
 #[test]
 fn hang_times_out_and_the_run_ends_on_time() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let v = run_against(faulty_server(Fault::Hang), Duration::from_millis(300));
     assert_eq!(v["summary"]["requests"], 0);
     assert!(kind_count(&v, "timeout") > 0, "{}", v["errors"]);
@@ -201,6 +205,7 @@ fn hang_times_out_and_the_run_ends_on_time() {
 
 #[test]
 fn garbage_is_a_protocol_error() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let v = run_against(faulty_server(Fault::Garbage), Duration::from_secs(5));
     assert_eq!(v["summary"]["requests"], 0);
     assert!(kind_count(&v, "protocol") > 0, "{}", v["errors"]);
@@ -208,6 +213,7 @@ fn garbage_is_a_protocol_error() {
 
 #[test]
 fn refused_is_classified() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let v = run_against(
         format!("127.0.0.1:{}", free_port()).parse().unwrap(),
         Duration::from_secs(5),
@@ -217,6 +223,7 @@ fn refused_is_classified() {
 
 #[test]
 fn stop_flag_ends_the_run_early_with_a_result() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let addr = faulty_server(Fault::Hang);
     let mut c = config(&format!("http://{addr}/"));
     c.duration = Duration::from_secs(60);
@@ -292,6 +299,7 @@ fn run_h2_against(addr: SocketAddr, timeout: Duration) -> serde_json::Value {
 
 #[test]
 fn h2_streams_that_hang_time_out() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let v = run_h2_against(h2_server(false), Duration::from_millis(300));
     assert_eq!(v["summary"]["requests"], 0);
     assert!(kind_count(&v, "timeout") > 0, "{}", v["errors"]);
@@ -299,6 +307,7 @@ fn h2_streams_that_hang_time_out() {
 
 #[test]
 fn h2_stream_resets_are_protocol_errors() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let v = run_h2_against(h2_server(true), Duration::from_secs(5));
     assert_eq!(v["summary"]["requests"], 0);
     assert!(kind_count(&v, "protocol") > 0, "{}", v["errors"]);
@@ -359,6 +368,7 @@ fn h2_closing_server(per_conn: usize) -> SocketAddr {
 /// requests each such request was a `protocol` error ("not a result of an error").
 #[test]
 fn h2_requests_the_server_refused_unprocessed_are_sent_again() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let mut c = config(&format!("http://{}/", h2_closing_server(20)));
     c.http2 = true;
     c.connections = 2;

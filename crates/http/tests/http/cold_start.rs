@@ -5,7 +5,7 @@
 
 #![cfg(test)]
 
-mod common;
+use crate::common;
 
 use npt_result::workload::Stop;
 use std::sync::Arc;
@@ -44,6 +44,7 @@ fn cold_config(port: u16, command: String, ready: Duration) -> npt_http::Config 
 
 #[test]
 fn ready_time_then_warm_run_then_group_killed() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let port = free_port();
@@ -79,6 +80,7 @@ fn ready_time_then_warm_run_then_group_killed() {
 
 #[test]
 fn command_that_exits_fails_fast() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let port = free_port();
     let c = cold_config(port, "exit 3".into(), Duration::from_secs(20));
     let t = Instant::now();
@@ -89,6 +91,7 @@ fn command_that_exits_fails_fast() {
 
 #[test]
 fn never_ready_times_out_and_kills_the_group() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let port = free_port();
@@ -103,6 +106,7 @@ fn never_ready_times_out_and_kills_the_group() {
 
 #[test]
 fn stop_during_warm_run_kills_the_group() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let port = free_port();
@@ -135,6 +139,7 @@ fn stop_during_warm_run_kills_the_group() {
 
 #[test]
 fn stop_during_cold_start_kills_the_group() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let port = free_port();

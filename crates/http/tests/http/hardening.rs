@@ -77,6 +77,7 @@ fn req(path: &str, extra: &str) -> String {
 
 #[test]
 fn slowloris_headers_are_closed_after_the_header_deadline() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, h) = start(|_| {});
     let mut c = TcpStream::connect(addr).unwrap();
     c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n").unwrap();
@@ -96,6 +97,7 @@ fn slowloris_headers_are_closed_after_the_header_deadline() {
 
 #[test]
 fn idle_connections_are_closed_before_and_between_requests() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, h) = start(|_| {});
     let mut quiet = TcpStream::connect(addr).unwrap();
     let took = closed_by_server(&mut quiet);
@@ -113,6 +115,7 @@ fn idle_connections_are_closed_before_and_between_requests() {
 
 #[test]
 fn a_client_that_never_reads_is_closed() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, h) = start(|_| {});
     let mut c = TcpStream::connect(addr).unwrap();
     c.write_all(req("/bytes/1000000000", "").as_bytes())
@@ -141,6 +144,7 @@ fn a_client_that_never_reads_is_closed() {
 
 #[test]
 fn a_slow_handler_is_not_a_stalled_client() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, h) = start(|_| {});
     let t = Instant::now();
     assert_eq!(status(addr, &req("/delay/1500", "")), 200);
@@ -156,6 +160,7 @@ fn a_slow_handler_is_not_a_stalled_client() {
 
 #[test]
 fn connections_beyond_the_cap_are_refused_and_counted() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, h) = start(|o| {
         o.max_conns = 2;
         o.idle_timeout = Duration::from_secs(30);
@@ -183,6 +188,7 @@ fn connections_beyond_the_cap_are_refused_and_counted() {
 
 #[test]
 fn with_a_token_only_the_tiny_root_is_served_without_it() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, h) = start(|o| o.token = Some("s3cret".into()));
     assert_eq!(status(addr, &req("/", "")), 200, "health check stays open");
     assert_eq!(status(addr, &req("/bytes/1000", "")), 401);
@@ -205,6 +211,7 @@ fn with_a_token_only_the_tiny_root_is_served_without_it() {
 
 #[test]
 fn bytes_beyond_the_reply_budget_get_429() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let used = Arc::new(AtomicU64::new(0));
     let hook = {
         let used = used.clone();
@@ -227,6 +234,7 @@ fn bytes_beyond_the_reply_budget_get_429() {
 
 #[test]
 fn a_stalled_tls_handshake_is_closed_after_the_header_deadline() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, h) = start(|o| o.tls = true);
     let mut c = TcpStream::connect(addr).unwrap();
     // A TLS record header announcing a 512-byte handshake message, and 3 bytes of it.

@@ -4,12 +4,13 @@
 
 #![cfg(test)]
 
-mod common;
+use crate::common;
 
 use common::*;
 
 #[test]
 fn keep_alive_with_virtual_hosts() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, _srv) = responder(false);
     let mut c = config(&format!("http://{addr}/"));
     c.hosts = vec!["app1.test".into(), "app2.test".into(), "app3.test".into()];
@@ -54,6 +55,7 @@ fn keep_alive_with_virtual_hosts() {
 
 #[test]
 fn new_connection_per_request() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, _srv) = responder(false);
     let mut c = config(&format!("http://{addr}/"));
     c.new_conn = true;
@@ -69,6 +71,7 @@ fn new_connection_per_request() {
 
 #[test]
 fn h2c_multiplexed() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, _srv) = responder(false);
     let mut c = config(&format!("http://{addr}/bytes/1000"));
     c.http2 = true;
@@ -87,6 +90,7 @@ fn h2c_multiplexed() {
 
 #[test]
 fn tls_h2_and_http1() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, _srv) = responder(true);
     for h2 in [true, false] {
         let mut c = config(&format!("https://127.0.0.1:{}/", addr.port()));
@@ -107,6 +111,7 @@ fn tls_h2_and_http1() {
 
 #[test]
 fn tls_without_insecure_rejects_self_signed() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, _srv) = responder(true);
     let mut c = config(&format!("https://127.0.0.1:{}/", addr.port()));
     c.connections = 1;
@@ -119,6 +124,7 @@ fn tls_without_insecure_rejects_self_signed() {
 
 #[test]
 fn open_loop_reports_both_latencies() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, _srv) = responder(false);
     let mut c = config(&format!("http://{addr}/"));
     c.rate = Some(200.0);
@@ -134,6 +140,7 @@ fn open_loop_reports_both_latencies() {
 
 #[test]
 fn post_echo_and_non_2xx_statuses() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (addr, _srv) = responder(false);
     let mut c = config(&format!("http://{addr}/anything"));
     c.method = http::Method::POST;
