@@ -32,6 +32,7 @@ fn echo_frame(seq: u64) -> [u8; 64] {
 
 #[test]
 fn quic_has_its_own_counters_and_stalled_streams_are_closed() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let srv = Server::start(ServeConfig {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         timeouts: Timeouts {

@@ -6,7 +6,7 @@
 #![cfg(test)]
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
-mod util;
+use crate::util;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -42,6 +42,7 @@ fn frame(kind: Kind, len: usize, reply_len: u32, seq: u64, key: Option<&SessionK
 
 #[test]
 fn udp_session_answers_sealed_frames_and_refuses_replays() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(Some(SECRET), |_| {});
     let c = udp_client(addr);
     let key = udp_handshake(&c, SECRET, 1).expect("handshake completes");
@@ -91,6 +92,7 @@ fn udp_session_answers_sealed_frames_and_refuses_replays() {
 
 #[test]
 fn udp_wrong_secret_gets_no_session() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(Some(SECRET), |_| {});
     let c = udp_client(addr);
     assert!(udp_handshake(&c, "guess", 2).is_none());
@@ -105,6 +107,7 @@ fn udp_wrong_secret_gets_no_session() {
 
 #[test]
 fn tcp_handshake_then_sealed_frames_and_a_replayed_connection_fails() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(Some(SECRET), |_| {});
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -166,6 +169,7 @@ fn tcp_handshake_then_sealed_frames_and_a_replayed_connection_fails() {
 /// counted each way at the client and at the server (open server, and a session under --token).
 #[test]
 fn udp_replies_are_never_larger_than_requests() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     for token in [None, Some(SECRET)] {
         let (s, addr) = start(token, |_| {});
         let c = udp_client(addr);
@@ -196,6 +200,7 @@ fn udp_replies_are_never_larger_than_requests() {
 /// burst from one socket is cut at the safe per-source budget; an authenticated session is not.
 #[test]
 fn sources_that_proved_nothing_get_the_safe_limits() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(Some(SECRET), |c| c.exempt_local = false);
     let c = udp_client(addr);
     let key = udp_handshake(&c, SECRET, 6).expect("handshake");

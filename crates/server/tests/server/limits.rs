@@ -13,6 +13,7 @@ use npt_server::{Counters, Limits, ServeConfig, Server};
 
 #[test]
 fn a_flooding_socket_does_not_lock_out_its_neighbours() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let srv = Server::start(ServeConfig {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         limits: Limits {

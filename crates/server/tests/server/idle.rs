@@ -8,7 +8,7 @@
 
 #![cfg(test)]
 
-mod util;
+use crate::util;
 
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
@@ -27,6 +27,7 @@ fn recv(c: &UdpSocket) -> Option<Vec<u8>> {
 
 #[test]
 fn acks_at_once_and_calls_back_after_the_gap() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(None, |_| {});
     let c = udp_client(addr);
     let t0 = Instant::now();
@@ -57,6 +58,7 @@ fn acks_at_once_and_calls_back_after_the_gap() {
 
 #[test]
 fn a_gap_of_zero_cancels_and_the_bounds_refuse() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(None, |_| {});
     let c = udp_client(addr);
     c.send(&idle::request(1, 0, 1, 300)).unwrap();
@@ -89,6 +91,7 @@ fn a_gap_of_zero_cancels_and_the_bounds_refuse() {
 
 #[test]
 fn under_token_only_sealed_requests_are_called_back_sealed() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (_s, addr) = start(Some("idle secret"), |_| {});
     let c = udp_client(addr);
     c.send(&idle::request(4, 0, 1, 200)).unwrap();
@@ -119,6 +122,7 @@ fn under_token_only_sealed_requests_are_called_back_sealed() {
 /// the connection goes on.
 #[test]
 fn a_tcp_connection_is_held_and_called_back() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     use std::io::{Read, Write};
     let (s, addr) = start(None, |_| {});
     let mut c = std::net::TcpStream::connect(addr).unwrap();

@@ -62,6 +62,7 @@ fn settled(counters: &[&AtomicU64]) -> Vec<u64> {
 
 #[test]
 fn a_forged_datagram_between_two_servers_does_not_loop() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     if !is_root() {
         eprintln!("SKIPPED a_forged_datagram_between_two_servers_does_not_loop: needs root for a raw socket");
         return;
@@ -95,6 +96,7 @@ fn a_forged_datagram_between_two_servers_does_not_loop() {
 
 #[test]
 fn a_forged_datagram_from_the_server_itself_is_not_answered() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     if !is_root() {
         eprintln!("SKIPPED a_forged_datagram_from_the_server_itself_is_not_answered: needs root for a raw socket");
         return;
@@ -115,6 +117,7 @@ fn a_forged_datagram_from_the_server_itself_is_not_answered() {
 
 #[test]
 fn raw_clients_with_numbered_packets_are_still_echoed() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (_a, a_addr) = start();
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     sock.connect(a_addr).unwrap();

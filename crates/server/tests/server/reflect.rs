@@ -8,7 +8,7 @@
 #![cfg(test)]
 #![allow(clippy::cast_possible_truncation)]
 
-mod util;
+use crate::util;
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -96,6 +96,7 @@ fn report(c: &UdpSocket, key: Option<&SessionKey>) -> FlowReport {
 
 #[test]
 fn udp_replies_carry_the_flows_counts_and_stamps() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(None, |_| {});
     let c = udp_client(addr);
     // 0, 1, 2, a duplicate of 1, then 5 before 4 (4 arrives reordered).
@@ -181,6 +182,7 @@ fn udp_replies_carry_the_flows_counts_and_stamps() {
 /// carry the refused count so far, and the notices are few, 48 bytes each, and counted.
 #[test]
 fn budget_refusals_are_counted_in_the_flow_and_noticed_a_few_times() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(None, |cfg| {
         cfg.exempt_local = false;
         cfg.limits = Limits {
@@ -243,6 +245,7 @@ fn budget_refusals_are_counted_in_the_flow_and_noticed_a_few_times() {
 
 #[test]
 fn token_refusals_get_a_notice_naming_the_reason() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(Some(SECRET), |_| {});
     let c = udp_client(addr);
     // Unsealed, to a server that wants the token.
@@ -305,6 +308,7 @@ fn tcp_exchange(c: &mut TcpStream, f: &[u8], reply: usize) -> (Vec<u8>, u64, u64
 
 #[test]
 fn tcp_streams_reflect_per_connection() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (_s, addr) = start(None, |_| {});
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -363,6 +367,7 @@ fn tcp_streams_reflect_per_connection() {
 /// bytes; a frame that does not ask is answered unmarked, as before; counted as `marked`.
 #[test]
 fn a_marked_request_is_answered_marked_and_says_what_it_arrived_with() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     use npt_wire::marking::{self, Marks, MARK, MARKED};
     use std::os::fd::AsRawFd;
     let (s, addr) = start(None, |_| {});
@@ -417,6 +422,7 @@ fn a_marked_request_is_answered_marked_and_says_what_it_arrived_with() {
 /// budget and counted, none skipped because it came inside a run.
 #[test]
 fn a_gso_run_is_answered_counted_and_charged_datagram_by_datagram() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     for (limit, answered) in [(None, 40u64), (Some(25.0), 25)] {
         let (s, addr) = start(None, |cfg| {
             if let Some(pps) = limit {

@@ -66,6 +66,7 @@ fn drain(c: &mut TcpStream) -> u64 {
 
 #[test]
 fn down_sources_for_the_duration_then_closes() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(ServeConfig::default());
     let t = Instant::now();
     let (mut c, st) = open(addr, spec(Direction::Down, Duration::from_millis(500)));
@@ -90,6 +91,7 @@ fn down_sources_for_the_duration_then_closes() {
 /// 20 ms of it; the first write goes at once). An unpaced download and an upload carry no flag.
 #[test]
 fn a_download_at_a_rate_is_paced_and_says_so() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (_s, addr) = start(ServeConfig::default());
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -123,6 +125,7 @@ fn a_download_at_a_rate_is_paced_and_says_so() {
 
 #[test]
 fn up_sinks_and_reports_exactly_what_arrived() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(ServeConfig::default());
     let (mut c, st) = open(addr, spec(Direction::Up, Duration::from_secs(5)));
     assert_eq!(st, status::OK);
@@ -157,6 +160,7 @@ fn up_sinks_and_reports_exactly_what_arrived() {
 /// A stranger (no local exemption, no token) gets the reply budget's rate, not the path's.
 #[test]
 fn a_stranger_is_held_to_the_reply_budget() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(ServeConfig {
         exempt_local: false,
         budget: BudgetLimits {
@@ -179,6 +183,7 @@ fn a_stranger_is_held_to_the_reply_budget() {
 /// A client that stops reading is dropped by the write deadline, as any stalled reader.
 #[test]
 fn a_client_that_stops_reading_is_dropped() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(ServeConfig {
         timeouts: Timeouts {
             idle: Duration::from_secs(5),
@@ -221,6 +226,7 @@ fn udp_frame(kind: Kind, seq: u64, len: usize, s: Option<BulkSpec>) -> Vec<u8> {
 /// refused with a bare header (no amplification).
 #[test]
 fn udp_reports_what_arrived_and_never_amplifies() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(ServeConfig {
         exempt_local: false,
         ..ServeConfig::default()
@@ -266,6 +272,7 @@ fn udp_reports_what_arrived_and_never_amplifies() {
 /// gets the report as before, without the count.
 #[test]
 fn udp_reports_the_datagrams_the_budget_refused() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(ServeConfig {
         exempt_local: false,
         limits: npt_server::Limits {
@@ -327,6 +334,7 @@ fn udp_reports_the_datagrams_the_budget_refused() {
 /// a burst; a pull with a datagram size below a header gets nothing.
 #[test]
 fn udp_down_answers_a_trusted_pull_with_its_burst() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(ServeConfig::default());
     let c = UdpSocket::bind("127.0.0.1:0").unwrap();
     c.connect(addr).unwrap();

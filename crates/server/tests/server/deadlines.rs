@@ -79,6 +79,7 @@ fn closed_by_server(c: &mut TcpStream, limit: Duration) -> Duration {
 
 #[test]
 fn a_peer_stopping_inside_a_header_is_closed_and_counted() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(BudgetLimits::default());
     let mut c = TcpStream::connect(addr).unwrap();
     let h = header(Kind::Echo, 64, 0, 1);
@@ -97,6 +98,7 @@ fn a_peer_stopping_inside_a_header_is_closed_and_counted() {
 
 #[test]
 fn a_peer_stopping_inside_a_payload_is_closed_and_counted() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(BudgetLimits::default());
     let mut c = TcpStream::connect(addr).unwrap();
     c.write_all(&header(Kind::Echo, 100_000, 0, 1)).unwrap();
@@ -108,6 +110,7 @@ fn a_peer_stopping_inside_a_payload_is_closed_and_counted() {
 
 #[test]
 fn an_idle_peer_is_closed_after_the_idle_deadline() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(BudgetLimits::default());
     let mut c = TcpStream::connect(addr).unwrap();
     let took = closed_by_server(&mut c, Duration::from_secs(5));
@@ -124,6 +127,7 @@ fn an_idle_peer_is_closed_after_the_idle_deadline() {
 
 #[test]
 fn a_peer_that_never_reads_is_closed_and_counted() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(BudgetLimits::default());
     let mut c = TcpStream::connect(addr).unwrap();
     // Ask for 4 x 64 MiB and never read: the socket buffers fill, the server's write stalls.
@@ -142,6 +146,7 @@ fn a_peer_that_never_reads_is_closed_and_counted() {
 
 #[test]
 fn a_well_behaved_peer_is_not_cut_by_the_deadlines() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(BudgetLimits::default());
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -169,6 +174,7 @@ fn a_well_behaved_peer_is_not_cut_by_the_deadlines() {
 
 #[test]
 fn replies_beyond_the_address_budget_are_refused_and_counted() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(BudgetLimits {
         bytes_per_s: 1e6,
         max_sources: 16,

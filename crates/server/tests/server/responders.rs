@@ -52,6 +52,7 @@ fn udp_client(server: SocketAddr) -> UdpSocket {
 
 #[test]
 fn udp_echo_framed_and_raw_on_the_tcp_port_number() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (_s, addr) = start(None);
     let c = udp_client(addr);
     let f = frame(Kind::Echo, 100, 0, 7, 0);
@@ -69,6 +70,7 @@ fn udp_echo_framed_and_raw_on_the_tcp_port_number() {
 
 #[test]
 fn udp_request_is_never_answered_with_more_bytes() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(None);
     let c = udp_client(addr);
     c.send(&frame(Kind::Request, 64, 1400, 1, 0)).unwrap();
@@ -89,6 +91,7 @@ fn udp_request_is_never_answered_with_more_bytes() {
 /// the server (tests/auth.rs), the token value of old clients is refused like raw echo.
 #[test]
 fn udp_token_gate() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let tok = token_from_secret("s3cret");
     let (s, addr) = start(Some("s3cret"));
     let c = udp_client(addr);
@@ -102,6 +105,7 @@ fn udp_token_gate() {
 
 #[test]
 fn udp_foreign_and_truncated_datagrams_are_counted_not_answered() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (s, addr) = start(None);
     let c = udp_client(addr);
     let mut f = frame(Kind::Echo, 64, 0, 1, 1);
@@ -119,6 +123,7 @@ fn udp_foreign_and_truncated_datagrams_are_counted_not_answered() {
 
 #[test]
 fn tcp_framed_echo_and_request_response_pipelined() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (_s, addr) = start(None);
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -148,6 +153,7 @@ fn tcp_framed_echo_and_request_response_pipelined() {
 
 #[test]
 fn tcp_raw_echo_and_token_gate() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let (_s, addr) = start(None);
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
