@@ -112,6 +112,7 @@ fn run(mut cfg: RunConfig) -> Finished<RunBody> {
 
 #[test]
 fn the_game_counts_exactly_what_the_echo_dropped_and_duplicated() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let stop = Arc::new(AtomicBool::new(false));
     let (addr, echo_thread) = echo(7, 5, stop.clone());
     let users = 6;
@@ -153,6 +154,7 @@ fn the_game_counts_exactly_what_the_echo_dropped_and_duplicated() {
 
 #[test]
 fn the_token_opens_a_keyed_server_for_the_game_and_a_wrong_one_does_not() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let s = Server::start(ServeConfig {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         token: Some("s3cret".into()),

@@ -126,6 +126,7 @@ fn validate(doc: &serde_json::Value) {
 
 #[test]
 fn every_activity_completes_without_errors_and_matches_the_schema() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let s = server();
     let q = quic_server(&s);
     // Pin the server's own certificate: the verified path, not --insecure.
@@ -238,6 +239,7 @@ async fn pipe(
 /// +15 ms (scheduling on a shared 2-core machine; the direct p50 on loopback is < 5 ms).
 #[test]
 fn an_added_path_delay_moves_p50_by_that_delay() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let s = server();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -280,6 +282,7 @@ fn an_added_path_delay_moves_p50_by_that_delay() {
 
 #[test]
 fn a_server_killed_mid_run_gives_classified_errors_and_a_report() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let s = server();
     let cfg = config(
         s.local_addrs().to_vec(),
@@ -339,6 +342,7 @@ fn a_server_killed_mid_run_gives_classified_errors_and_a_report() {
 
 #[test]
 fn an_unexpected_quic_certificate_is_one_clear_error() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let s = server();
     let q = quic_server(&s);
     let other = quic_server(&s);
@@ -362,6 +366,7 @@ fn an_unexpected_quic_certificate_is_one_clear_error() {
 
 #[test]
 fn the_token_opens_the_server_and_its_absence_is_an_error() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let s = Server::start(ServeConfig {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         token: Some("s3cret".into()),
@@ -402,6 +407,7 @@ fn the_token_opens_the_server_and_its_absence_is_an_error() {
 
 #[test]
 fn the_open_model_starts_sessions_at_the_arrival_rate() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let s = server();
     let mut cfg = config(
         s.local_addrs().to_vec(),
@@ -429,6 +435,7 @@ fn the_open_model_starts_sessions_at_the_arrival_rate() {
 
 #[test]
 fn several_targets_share_the_users_round_robin() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let a = server();
     let b = server();
     let cfg = config(
