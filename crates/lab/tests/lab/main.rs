@@ -1,0 +1,6 @@
+//! The lab's integration tests that need no root, one binary (each test binary links the whole
+//! tree): the fuzz stand-ins of the topology file and of the transit matcher.
+#![cfg(test)] // clippy.toml: test helpers count as tests
+
+mod topology_fuzz;
+mod transit_fuzz;
