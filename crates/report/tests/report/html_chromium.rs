@@ -109,6 +109,7 @@ fn sample_page() -> Page {
 
 #[test]
 fn every_chart_draws_in_headless_chromium() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     if !chromium::wanted() {
         return;
     }
@@ -209,6 +210,7 @@ fn probe_doc(base_ms: f64, secs: usize) -> AnyResult {
 
 #[test]
 fn a_compare_page_draws_every_scenario_in_headless_chromium() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     if !chromium::wanted() {
         return;
     }

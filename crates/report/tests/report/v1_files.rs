@@ -33,6 +33,7 @@ fn text(doc: &AnyResult) -> String {
 
 #[test]
 fn every_v1_fixture_reads_as_v2_and_renders_as_it_did() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     for kind in ["probe", "run", "http"] {
         for part in 0..2 {
             let stem = format!("{kind}-{part}");
@@ -92,6 +93,7 @@ fn every_v1_fixture_reads_as_v2_and_renders_as_it_did() {
 
 #[test]
 fn v1_parts_merge_as_they_did() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     for kind in ["probe", "run", "http"] {
         let parts: Vec<Part> = (0..2)
             .map(|i| Part::read(&fixtures().join(format!("{kind}-{i}.json"))).unwrap())
@@ -124,6 +126,7 @@ fn v1_parts_merge_as_they_did() {
 
 #[test]
 fn an_unknown_schema_is_refused_naming_file_and_version() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     let mut doc: serde_json::Value = serde_json::from_str(&golden("probe-0.json")).unwrap();
     doc["schema"] = "npt.result.v3".into();
     let dir = tempfile::tempdir().unwrap();

@@ -236,6 +236,7 @@ pub fn under(path: &[&str], pattern: &[&str]) -> bool {
 
 #[test]
 fn probe_parts_merge_into_the_whole() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     for seed in 0..SEEDS {
         let (split, meta) = probe::recorded(seed);
         check("probe", seed, &split, &meta, probe::rule);
@@ -244,6 +245,7 @@ fn probe_parts_merge_into_the_whole() {
 
 #[test]
 fn run_parts_merge_into_the_whole() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     for seed in 0..SEEDS {
         let (split, meta) = run::recorded(seed);
         check("run", seed, &split, &meta, run::rule);
@@ -252,6 +254,7 @@ fn run_parts_merge_into_the_whole() {
 
 #[test]
 fn http_parts_merge_into_the_whole() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     for seed in 0..SEEDS {
         let (split, meta) = http::recorded(seed);
         check("http", seed, &split, &meta, http::rule);
@@ -260,6 +263,7 @@ fn http_parts_merge_into_the_whole() {
 
 #[test]
 fn bulk_parts_merge_into_the_whole() {
+    let _turn = npt_testkit::turn::turn(module_path!());
     for seed in 0..SEEDS {
         let (split, meta) = bulk::recorded(seed);
         check("bulk", seed, &split, &meta, bulk::rule);
