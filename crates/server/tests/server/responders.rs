@@ -88,7 +88,7 @@ fn udp_request_is_never_answered_with_more_bytes() {
 }
 
 /// The old clear token is no longer a way in: with `--token` only the keyed handshake opens
-/// the server (tests/auth.rs), the token value of old clients is refused like raw echo.
+/// the server (the `auth` module), the token value of old clients is refused like raw echo.
 #[test]
 fn udp_token_gate() {
     let _turn = npt_testkit::turn::turn(module_path!());
