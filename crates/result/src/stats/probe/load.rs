@@ -27,8 +27,9 @@ pub struct LoadStats {
     /// A UDP load's counts.
     #[serde(default)]
     pub udp: Option<UdpLoad>,
-    /// How long the load ran in all, over runs added one after another ([`Stats::then`]);
-    /// 0 for one run (its `load_ended_s - load_started_s` is its time).
+    /// How long the load ran in all, over runs added one after another
+    /// ([`crate::stats::Stats::then`]); 0 for one run (its `load_ended_s - load_started_s` is its
+    /// time).
     #[serde(default)]
     pub load_time_s: f64,
     /// The load's retransmits (TCP, up) or lost packets (QUIC), as `npt bulk` counts them.
