@@ -13,6 +13,7 @@ pub mod duty;
 pub mod ecn;
 pub mod netns;
 pub mod plan;
+mod process;
 pub mod pump;
 pub mod runtime;
 pub mod show;

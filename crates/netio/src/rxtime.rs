@@ -304,7 +304,7 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(20));
         let mut inb = MsgBatch::new(4, 64).with_rx_times();
-        let got = crate::tests::recv_n(&mut inb, b.as_raw_fd(), 3);
+        let got = crate::batch::tests::recv_n(&mut inb, b.as_raw_fd(), 3);
         let after = wall_ns();
         assert_eq!(got, 3);
         for i in 0..3 {

@@ -16,6 +16,7 @@
 
 pub mod agent;
 pub mod echo;
+mod frames;
 pub mod from;
 pub mod icmp;
 pub mod net;

@@ -4,7 +4,8 @@
 //! targets ([`fuzz`]), child processes killed on drop and waited for until they listen
 //! ([`process`]), the real proxies the `--via` tests drive ([`proxies`]), forged and tapped
 //! UDP over raw sockets for the hostile tests ([`raw`]), and result validation against the
-//! checked-in JSON Schemas ([`schema`]).
+//! checked-in JSON Schemas ([`schema`]), and turns between the modules of a crate's one test
+//! binary ([`turn`]).
 //!
 //! Helpers used by one crate only stay in that crate's `tests/`.
 
@@ -14,3 +15,4 @@ pub mod process;
 pub mod proxies;
 pub mod raw;
 pub mod schema;
+pub mod turn;

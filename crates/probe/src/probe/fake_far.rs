@@ -10,8 +10,8 @@ use std::collections::{BinaryHeap, HashSet};
 use npt_wire::frame::{self, status, Header, Kind, HEADER_LEN};
 use npt_wire::reflect::{self, FlowReport, Stamps};
 
+use super::fake_link::Fate;
 use super::session::*;
-use super::session_tests::Fate;
 
 /// Refuses an arriving packet (by its sequence number and the flow's arrival index) for a
 /// status, or not.
@@ -199,7 +199,7 @@ pub(super) fn far_cfg() -> SessionConfig {
     SessionConfig {
         reflect: Reflect::Full,
         clock: ClockSync::SameHost,
-        ..super::session_tests::cfg(npt_wire::Pacing::Rate { pps: 1000.0 })
+        ..super::fake_link::cfg(npt_wire::Pacing::Rate { pps: 1000.0 })
     }
 }
 

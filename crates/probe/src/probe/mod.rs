@@ -12,6 +12,8 @@ pub mod auth;
 pub mod driver;
 #[cfg(test)]
 mod fake_far;
+#[cfg(test)]
+mod fake_link;
 pub mod kernel;
 pub mod load;
 pub mod runner;

@@ -7,8 +7,8 @@ use npt_result::far_end;
 use npt_wire::auth::SessionKey;
 use npt_wire::Pacing;
 
+use super::fake_link::{cfg, check_invariants, run, FakeLink, Fate, MS};
 use super::session::*;
-use super::session_tests::{cfg, check_invariants, run, FakeLink, Fate, MS};
 
 fn plain(delay: u64, fate: impl Fn(u64) -> Fate + 'static) -> FakeLink {
     let mut link = FakeLink::new(delay, fate);

@@ -5,8 +5,8 @@
 
 use npt_wire::Pacing;
 
+use super::fake_link::{cfg, check_invariants, run, FakeLink, Fate, MS};
 use super::session::*;
-use super::session_tests::{cfg, check_invariants, run, FakeLink, Fate, MS};
 
 const N: u64 = 50;
 const SLOW: u64 = 7;

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use npt_result::packets::{Direction, Fate as LineFate, PacketLine};
 
 use super::fake_far::{far_cfg, run_path, Path, BUDGET};
+use super::fake_link::{Fate, MS};
 use super::session::*;
-use super::session_tests::{Fate, MS};
 
 const WALL: i64 = 1_763_000_000_000_000_000;
 

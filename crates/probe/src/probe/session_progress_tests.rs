@@ -1,7 +1,7 @@
 //! What a driver that hands results on in batches sees (`npt run`'s game): each reply's
 //! [`Arrival`], [`Progress`] takes that add up to the totals, `Tick` pacing under a driver that
 //! wakes late, `--token` sealing, and the same counts without per-session histograms — on the
-//! virtual clock and fake link of `session_tests`.
+//! virtual clock and fake link of `fake_link`.
 
 use std::cmp::Reverse;
 
@@ -10,8 +10,8 @@ use npt_wire::auth::{Dir, SessionKey};
 use npt_wire::frame::{self, Kind};
 use npt_wire::Pacing;
 
+use super::fake_link::{cfg, check_invariants, FakeLink, Fate, MS};
 use super::session::*;
-use super::session_tests::{cfg, check_invariants, FakeLink, Fate, MS};
 
 /// What the batching driver saw.
 #[derive(Default)]

@@ -3,8 +3,8 @@
 //! does: the exact counts each direction must read, on a virtual clock.
 
 use super::fake_far::{check_split, far_cfg, run_path, Path, BUDGET};
+use super::fake_link::{Fate, MS};
 use super::session::*;
-use super::session_tests::{Fate, MS};
 
 const WALL: i64 = 1_763_000_000_000_000_000;
 const MS_I: i64 = 1_000_000;

@@ -12,9 +12,9 @@ use npt_wire::stamp::time::unix_ns_to_ntp;
 use npt_wire::stamp::{ErrorEstimate, Mode, ReflectedPacket, TestPacket};
 
 use super::fake_far::check_split;
+use super::fake_link::{cfg, Fate};
 use super::session::stamp::StampFraming;
 use super::session::*;
-use super::session_tests::{cfg, Fate};
 
 const MS: u64 = 1_000_000;
 /// The virtual clock's 0 is this Unix time (ns) on both ends: one clock.

@@ -1,7 +1,7 @@
 //! The pieces stats values are made of, and the ping's split property (pings have no `npt
 //! merge`, so it is checked here at the level merge works at: each part's body read back,
 //! added, summarized). The other kinds' split properties run through `npt merge` itself, in
-//! `npt-report`'s `tests/merge_split`.
+//! `npt-report`'s `tests/report/merge_split`.
 
 // Counts drawn below 8 and 500, and small positive rates times seconds: their conversions
 // cannot truncate or lose a sign.

@@ -2,6 +2,7 @@
 //! and TCP connect / first packet as histograms with their means beside them.
 
 use super::*;
+use npt_wire::Fill;
 
 /// The body the runner writes for these totals.
 fn build_body(

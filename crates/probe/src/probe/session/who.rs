@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn foreign_bytes_are_shown_and_named() {
-        let cfg = crate::probe::session_tests::cfg(npt_wire::Pacing::Rate { pps: 1.0 });
+        let cfg = crate::probe::fake_link::cfg(npt_wire::Pacing::Rate { pps: 1.0 });
         let d = describe_foreign(&cfg, 0, b"hello, world, this is not it");
         assert_eq!(
             d,
