@@ -30,7 +30,9 @@ struct Done {
     generation: u64,
     /// Its index in the schedule (with the slot, its key among the rounds in flight).
     index: u64,
-    round: Round,
+    /// None: the monitor began stopping before the round was due, so it never ran and is not
+    /// kept (as the rounds the loop had not handed over yet).
+    round: Option<Round>,
     headline: Option<Histogram>,
 }
 
@@ -294,7 +296,7 @@ impl Loop {
                     slot: st.target,
                     generation: slot.generation,
                     index: u64::MAX,
-                    round: r,
+                    round: Some(r),
                     headline: None,
                 });
                 return;
@@ -325,7 +327,7 @@ impl Loop {
                     slot: slot_i,
                     generation,
                     index: round_i,
-                    round: r,
+                    round: Some(r),
                     headline: None,
                 });
                 return;
@@ -346,11 +348,14 @@ impl Loop {
                 if left > 0 {
                     std::thread::sleep(Duration::from_nanos(left));
                 }
+                if s2.stopping() {
+                    return None;
+                }
                 b_ms.store(wall_ms(SystemTime::now()), Ordering::Relaxed);
                 b.store(epoch.now().max(1), Ordering::Release);
                 let _permit = permit;
                 let r = runner.run(&s2);
-                digest(kind, r, described)
+                Some(digest(kind, r, described))
             });
             let outcome = tokio::time::timeout(bound, job).await;
             let end_ms = wall_ms(SystemTime::now());
@@ -366,7 +371,17 @@ impl Loop {
             round.lateness_ns = lateness_ns;
             let mut headline = None;
             match outcome {
-                Ok(Ok(d)) => {
+                Ok(Ok(None)) => {
+                    let _ = done.send(Done {
+                        slot: slot_i,
+                        generation,
+                        index: round_i,
+                        round: None,
+                        headline: None,
+                    });
+                    return;
+                }
+                Ok(Ok(Some(d))) => {
                     round.status = d.status;
                     round.detail = d.detail;
                     round.figures = d.figures;
@@ -389,7 +404,7 @@ impl Loop {
                 slot: slot_i,
                 generation,
                 index: round_i,
-                round,
+                round: Some(round),
                 headline,
             });
         });
@@ -400,7 +415,7 @@ impl Loop {
         self.inflight.remove(&(d.slot, d.index));
         let current =
             matches!(self.slots.get(d.slot), Some(Some(s)) if s.generation == d.generation);
-        let mut rounds = vec![(d.round, d.headline)];
+        let mut rounds: Vec<_> = d.round.map(|r| (r, d.headline)).into_iter().collect();
         if current {
             if let Some(sk) = self.sched.finish(d.slot, now) {
                 if let Some(Some(s)) = self.slots.get(d.slot) {
