@@ -5,15 +5,24 @@
 //! and a test of another module waits until they are all done. Tests that read no time (bad
 //! flags, a refusal) take none and run beside anything.
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Whose turn it is (a module path) and how many of its tests hold it.
 static HOLDER: Mutex<(Option<&'static str>, usize)> = Mutex::new((None, 0));
 static RELEASED: Condvar = Condvar::new();
+/// When the first test asked for a turn: the log's times are counted from it.
+static START: OnceLock<Instant> = OnceLock::new();
 
-/// Held by a test for as long as it must not overlap another module's tests.
+/// Held by a test for as long as it must not overlap another module's tests. When dropped it
+/// says (stderr, shown with `--nocapture`) how long its test waited for it, held it, and from
+/// when: a binary whose tests take turns lasts at least as long as the turns it held (two of
+/// one module's at once count once), so those lines say where its time goes.
 #[must_use = "the turn lasts as long as the value is held"]
-pub struct Turn;
+pub struct Turn {
+    waited: Duration,
+    since: Instant,
+}
 
 fn holder() -> MutexGuard<'static, (Option<&'static str>, usize)> {
     // A test that panicked holding the lock left the count consistent (it is changed only
@@ -41,13 +50,18 @@ pub fn turn_alone(module: &'static str) -> Turn {
 }
 
 fn turn_of(module: &'static str, at_once: usize) -> Turn {
+    let asked = Instant::now();
+    START.get_or_init(|| asked);
     let mut h = holder();
     while h.0.is_some_and(|m| m != module) || h.1 >= at_once {
         h = RELEASED.wait(h).unwrap_or_else(PoisonError::into_inner);
     }
     h.0 = Some(module);
     h.1 += 1;
-    Turn
+    Turn {
+        waited: asked.elapsed(),
+        since: Instant::now(),
+    }
 }
 
 impl Drop for Turn {
@@ -59,5 +73,15 @@ impl Drop for Turn {
         }
         // A test of this module waiting for a free place, or of another for the turn.
         RELEASED.notify_all();
+        drop(h);
+        let thread = std::thread::current();
+        let start = *START.get_or_init(Instant::now);
+        eprintln!(
+            "turn: {} waited {:.1} s, held {:.1} s (from {:.1} s)",
+            thread.name().unwrap_or("?"),
+            self.waited.as_secs_f64(),
+            self.since.elapsed().as_secs_f64(),
+            self.since.saturating_duration_since(start).as_secs_f64()
+        );
     }
 }
