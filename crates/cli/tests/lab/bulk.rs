@@ -44,9 +44,9 @@ fn capacity_and_udp_loss_read_back_on_a_10mbit_link() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "tbulk", &topology());
-    let _turn = common::turn(module_path!());
     for (way, ptr) in [
         ("down", "/summary/goodput_bps/down"),
         ("up", "/summary/goodput_bps/up"),

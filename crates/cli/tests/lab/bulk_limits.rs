@@ -224,9 +224,9 @@ fn udp_up_reads_capacity_or_says_who_limited_it() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "tblim", &lab::pair("tblim", LINK));
-    let _turn = common::turn(module_path!());
 
     // One core kept busy meanwhile (bounded by the flag and a deadline).
     let busy = Arc::new(AtomicBool::new(true));

@@ -22,9 +22,9 @@ fn a_link_that_spins_all_the_time_is_not_throttled() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let up = Lab::up(dir.path(), "tbusy", &pair("tbusy", "delay = \"20ms\""));
-    let _turn = common::turn(module_path!());
     // Three seconds: the kernel's throttling hits once a second.
     let out = up.npt(
         "client",

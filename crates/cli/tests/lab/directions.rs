@@ -94,12 +94,12 @@ fn probe(
     if lab::skipped(name) {
         return None;
     }
+    let _turn = common::turn(module_path!());
     if relay == Relay::Danted && !Path::new("/usr/sbin/danted").exists() {
         panic!("danted is not installed (apt-get install dante-server; .ci/run does)");
     }
     let dir = tempfile::tempdir().unwrap();
     let l = lab::Lab::up(dir.path(), name, &topology(name, impair, relay, dir.path()));
-    let _turn = common::turn(module_path!());
     let far = if relay == Relay::None {
         "server"
     } else {
@@ -280,6 +280,7 @@ fn a_plain_echo_reads_the_labs_loss_exactly() {
     if lab::skipped(name) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let topology = format!(
         "name = \"{name}\"\n[[node]]\nname = \"client\"\n[[node]]\nname = \"server\"\n\
          [[link]]\na = \"client\"\nb = \"server\"\nloss = \"2%\"\n[[service]]\nname = \"echo\"\n\
@@ -288,7 +289,6 @@ fn a_plain_echo_reads_the_labs_loss_exactly() {
     );
     let dir = tempfile::tempdir().unwrap();
     let l = lab::Lab::up(dir.path(), name, &topology);
-    let _turn = common::turn(module_path!());
     let counts = || {
         [
             l.settled_counts(0, "client", "server"),

@@ -21,24 +21,22 @@ use common::{f, npt, run, Guard};
 /// Labs measure time: one at a time, so two tests' traffic does not compete for the CPU.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Root tests skip, visibly, when not root (CI is root, so there they run).
+/// Root tests skip, visibly, when not root (CI is root, so there they run); the others take
+/// this module's turn (`common::turn`: no other module's lab beside them), and those that
+/// measure hold [`SERIAL`] for their whole run too. A test that only brings labs up and down
+/// and checks what is left (`require_root!(unmeasured)`) runs beside them: it reads no time,
+/// rate or loss, and the ones that do already share this box with other labs.
 macro_rules! require_root {
     () => {
+        require_root!(unmeasured);
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    };
+    (unmeasured) => {
         if lab::skipped(module_path!()) {
             return;
         }
+        let _turn = common::turn(module_path!());
     };
-}
-
-/// What a test holds while it measures: this module's turn (`common::turn`: no other module's
-/// lab measuring beside it) and [`SERIAL`]. Taken once the test's lab is up and released
-/// before it goes down (declared after the lab, so dropped first): bringing a lab up or down
-/// reads no time. The tests that only bring labs up and down and check what is left take
-/// neither and run beside anything: they read no time, rate or loss, and send nothing
-/// across a link; `lab run`, whose probe does, takes the turn.
-fn measuring() -> (common::Turn, std::sync::MutexGuard<'static, ()>) {
-    let turn = common::turn(module_path!());
-    (turn, SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -140,7 +138,6 @@ fn delay_reads_back_in_ping_and_probe() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
     let up = Lab::up(dir.path(), "tdelay", &pair("tdelay", "delay = \"50ms\""));
-    let _measuring = measuring();
     let (ping, late) = measure_late(
         &up,
         dir.path(),
@@ -193,7 +190,6 @@ fn first_packet_is_connect_plus_one_echo_in_every_mode() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
     let up = Lab::up(dir.path(), "tfirst", &pair("tfirst", "delay = \"25ms\""));
-    let _measuring = measuring();
     let modes: [&[&str]; 3] = [
         &["--mode", "interval", "--interval", "200ms"],
         &["--mode", "rate", "--pps", "5"],
@@ -230,7 +226,6 @@ fn loss_reads_back_in_probe() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
     let up = Lab::up(dir.path(), "tloss", &pair("tloss", "loss = \"1%\""));
-    let _measuring = measuring();
     let before = applied(up.name(), "dropped_loss");
     let doc = measure(
         &up,
@@ -280,7 +275,6 @@ fn rate_caps_a_tcp_stream() {
         "tcap",
         &pair("tcap", "rate = \"10mbit\"\ndelay = \"5ms\""),
     );
-    let _measuring = measuring();
     let (tx, rx) = std::sync::mpsc::channel();
     let sink = in_ns("npt-tcap-server", move || {
         let l = TcpListener::bind("10.0.1.2:9999").unwrap();
@@ -326,7 +320,7 @@ fn rate_caps_a_tcp_stream() {
 
 #[test]
 fn second_up_refused_and_nothing_left_after_down_or_sigterm() {
-    require_root!();
+    require_root!(unmeasured);
     let dir = tempfile::tempdir().unwrap();
     let text = pair("tleak", "delay = \"1ms\"");
     let file = write(dir.path(), "tleak.toml", &text);
@@ -436,9 +430,7 @@ fn second_up_refused_and_nothing_left_after_down_or_sigterm() {
 
 #[test]
 fn run_tears_down_on_sigint() {
-    require_root!();
-    // Its lab carries a probe: the turn, not SERIAL (nothing it reads is timed).
-    let _turn = common::turn(module_path!());
+    require_root!(unmeasured);
     let dir = tempfile::tempdir().unwrap();
     let text = pair("tint", "delay = \"1ms\"")
         + "[workload]\nkind = \"probe\"\nargs = [\"--count\", \"100000\", \"--mode\", \"rate\", \"--pps\", \"100\"]\n\
@@ -523,7 +515,6 @@ fn duplicates_reordering_and_jitter_read_back() {
             "delay = \"10ms\"\njitter = \"2ms\"\nduplicate = \"1%\"\nreorder = \"1%\"",
         ),
     );
-    let _measuring = measuring();
     let (dup0, reo0) = (applied("tdup", "duplicated"), applied("tdup", "reordered"));
     let (doc, late) = measure_late(
         &up,
@@ -576,7 +567,7 @@ fn duplicates_reordering_and_jitter_read_back() {
 
 #[test]
 fn not_root_is_refused_with_exit_2() {
-    require_root!();
+    require_root!(unmeasured);
     // Run the same binary as an unprivileged user (setpriv drops to nobody's uid and gid).
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(

@@ -59,9 +59,9 @@ fn an_agent_on_the_middle_node_reads_its_downstream_segment() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "thop", TOPOLOGY);
-    let _turn = common::turn(module_path!());
     for target in ["tcp://10.0.2.2:7777", "udp://10.0.2.2:7777"] {
         let (doc, late) = on_client(
             &lab,

@@ -88,9 +88,9 @@ fn each_layer_of_an_http_run_costs_one_round_trip() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = scratch();
     let lab = Lab::up(&dir, "thsetup", TOPOLOGY);
-    let _turn = common::turn(module_path!());
 
     // Four connections set up at once: at eight the server's handshakes (a debug build, on a
     // box of two cores) queued for its CPU, the first byte reading 1.07 round trips.

@@ -214,13 +214,12 @@ fn the_load_adds_the_queue_and_the_recovery_returns_to_the_base() {
     }
     let dir = tempfile::tempdir().unwrap();
     for (name, queue, drain_ms) in [("tload100", 100, 120.0), ("tload20", 20, 24.0)] {
+        // A turn per lab: each lab's drop gives its turn back before it goes down.
+        let _turn = common::turn_alone(module_path!());
         let lab = Lab::up(dir.path(), name, queue);
-        // The turn for what is read through this lab, not for bringing it up or down.
-        let turn = common::turn_alone(module_path!());
         let (doc, [queue, recovering], late) = lab.loaded_probe(dir.path());
         // The link's 20 ms RTT as the lab delivered it.
         let rtt = lab.0.rtt_ms(0, "client", "server");
-        drop(turn);
         drop(lab);
         let (base, loaded, loaded_p99, recovery) = phases(&doc);
         // What the probe saw is what the queue held: its loaded increase is the up queue's
@@ -363,9 +362,9 @@ fn a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time() {
     ] {
         let down = way == "down";
         let token = if down { r#", "--token", "lab-s""# } else { "" };
+        // A turn per lab: each lab's drop gives its turn back before it goes down.
+        let _turn = common::turn_alone(module_path!());
         let lab = Lab::up_with(dir.path(), name, queue, token);
-        // The turn for what is read through this lab, not for bringing it up or down.
-        let turn = common::turn_alone(module_path!());
         let mut load = vec![
             "udp://10.0.1.2:7777",
             "--load-direction",
@@ -392,7 +391,6 @@ fn a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time() {
         } else {
             lab.queue_drops("client", "server")
         };
-        drop(turn);
         drop(lab);
         assert_eq!(doc["under_load"]["load"]["direction"], way);
         let drain_ms = ((f64::from(queue) - 1.0) * LOAD_IP + PROBE_IP) * MS_PER_BYTE;
@@ -429,6 +427,7 @@ fn a_udp_load_through_a_socks5_relay_reads_the_same_queue() {
     if lab::skipped("a_udp_load_through_a_socks5_relay_reads_the_same_queue") {
         return;
     }
+    let _turn = common::turn_alone(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("danted.conf");
     lab::danted_conf(&conf);
@@ -464,8 +463,6 @@ ready = "tcp://10.0.1.2:1080"
         conf.display()
     );
     let lab = Lab(lab::Lab::up(dir.path(), name, &topology));
-    // The turn for what is read through this lab, not for bringing it up or down.
-    let turn = common::turn_alone(module_path!());
     let target = "udp://10.0.2.2:7777";
     let probe = [
         target,
@@ -492,7 +489,6 @@ ready = "tcp://10.0.1.2:1080"
         .0
         .path_ms(&[(0, "client"), (0, "relay"), (1, "relay"), (1, "target")]);
     let drops = lab.queue_drops("client", "relay");
-    drop(turn);
     drop(lab);
     assert_eq!(doc["under_load"]["load"]["via"], "socks5://10.0.1.2:1080");
     let drain_ms = (99.0 * LOAD_IP + PROBE_IP + 10.0) * MS_PER_BYTE;

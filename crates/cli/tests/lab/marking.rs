@@ -79,9 +79,9 @@ fn dscp_46_is_seen_by_the_server_across_a_lab_link() {
     if lab::skipped("lab_marking") {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let l = lab::Lab::up(dir.path(), NAME, &topology());
-    let _turn = common::turn(module_path!());
     let before = l.settled_counts(0, "client", "server").0;
     let doc = l.npt_json(
         "client",

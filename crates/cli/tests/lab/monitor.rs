@@ -147,13 +147,13 @@ fn the_monitor_reads_back_the_labs_delays_loss_and_a_step() {
     if lab::skipped(module_path!()) || !npt_testkit::proxies::have("/usr/bin/socat") {
         return;
     }
+    let _turn = common::turn(module_path!());
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let full = std::env::var_os("NPT_MONITOR_TRUTH_FULL").is_some_and(|v| v == "1");
     let (run_s, step_s, undo_s) = if full { (180, 90, 135) } else { (45, 15, 30) };
     eprintln!("truth test: {run_s} s, the step at {step_s} s, undone at {undo_s} s");
     let dir = tempfile::tempdir().unwrap();
     let up = Lab::up(dir.path(), "tmtruth", TOPOLOGY);
-    let _turn = common::turn(module_path!());
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let ns = npt_lab::plan::netns_name("tmtruth", "client");
     let (hook, alerts) = webhook(Some(&ns));
     let ping = r#"args = ["-c", "10", "-i", "50ms", "-W", "400ms"]"#;
@@ -451,9 +451,11 @@ fn prometheus_collects_two_lab_vantages_and_promql_gives_each_p50_in_the_stored_
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let Some(prometheus) = common::prometheus::binary() else {
         panic!("prometheus is not installed (.ci/run installs it)");
     };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let _up = Lab::up(
         dir.path(),
@@ -481,8 +483,6 @@ cmd = ["npt", "serve", "--listen", "0.0.0.0:7777"]
 ready = "tcp://10.0.1.2:7777"
 "#,
     );
-    let _turn = common::turn(module_path!());
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // One monitor per vantage, each on all its addresses (so with the token).
     let mut monitors = Vec::new();
     for (node, target) in [("client", "10.0.1.2"), ("relay", "10.0.2.2")] {

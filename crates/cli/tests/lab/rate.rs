@@ -41,9 +41,9 @@ fn a_paced_tcp_bulk_reads_its_rate_and_leaves_the_queue_empty() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "trate", &lab::pair("trate", BOTTLENECK));
-    let _turn = common::turn(module_path!());
     for (way, from, to) in [("up", "client", "server"), ("down", "server", "client")] {
         let before = lab.settled(0, from, to);
         let doc = lab.npt_json(
@@ -140,9 +140,9 @@ fn a_paced_tcp_load_adds_far_less_than_the_drain_time() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "trload", &lab::pair("trload", BOTTLENECK));
-    let _turn = common::turn(module_path!());
     let mut added = Vec::new();
     for rate in [Some("5mbit"), None] {
         let before = lab.settled(0, "client", "server");
@@ -216,6 +216,7 @@ fn congestion_control_is_the_one_asked_and_behaves_like_it_on_a_lossy_path() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .unwrap_or_default();
     for cc in ["cubic", "bbr"] {
@@ -229,7 +230,6 @@ fn congestion_control_is_the_one_asked_and_behaves_like_it_on_a_lossy_path() {
     }
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "trcc", &lab::pair("trcc", LOSSY));
-    let _turn = common::turn(module_path!());
     let mut carried = Vec::new();
     for cc in ["cubic", "bbr"] {
         let before = lab.settled(0, "client", "server");

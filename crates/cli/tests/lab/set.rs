@@ -23,16 +23,9 @@ macro_rules! require_root {
         if lab::skipped(module_path!()) {
             return;
         }
+        let _turn = common::turn(module_path!());
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     };
-}
-
-/// What a test holds while it measures: this module's turn (`common::turn`) and [`SERIAL`],
-/// taken once its lab is up and released before it goes down (declared after the lab, so
-/// dropped first): bringing a lab up or down reads no time. The test of bad settings reads
-/// none either, sends nothing across the link, and takes neither.
-fn measuring() -> (common::Turn, std::sync::MutexGuard<'static, ()>) {
-    let turn = common::turn(module_path!());
-    (turn, SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// A child process killed (and reaped) when dropped, so a failed assertion leaves nothing.
@@ -91,7 +84,6 @@ fn a_probe_across_a_delay_step_reads_the_new_rtt_within_one_interval() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
     let up = Lab::up(dir.path(), "tsetd", &pair("tsetd", "delay = \"10ms\""));
-    let _measuring = measuring();
     let result = dir.path().join("probe.json");
     let probe = Kid(npt()
         .args(["lab", "exec", "tsetd", "client", "--", "npt", "probe"])
@@ -188,7 +180,6 @@ fn loss_set_to_five_percent_shows_in_the_links_own_drops() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
     let up = Lab::up(dir.path(), "tsetl", &pair("tsetl", "delay = \"5ms\""));
-    let _measuring = measuring();
     let probe = |n: &str| {
         up.npt_json(
             "client",

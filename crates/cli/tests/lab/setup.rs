@@ -145,9 +145,9 @@ fn each_layer_costs_the_round_trips_its_protocol_needs() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = scratch();
     let lab = Lab::up(&dir, "tsetup", &topology(&dir));
-    let _turn = common::turn(module_path!());
     let https = "https://10.0.1.2:8443";
 
     let (code, d) = setup(&lab, &[https], "tls13");
@@ -268,6 +268,7 @@ fn a_monitor_keeps_the_setup_of_a_known_path() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = scratch().join("lab-setup-monitor");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -290,7 +291,6 @@ cmd = ["npt", "serve", "--listen", "0.0.0.0:7777", "--http", "10.0.1.2:8443", "-
 ready = "tcp://10.0.1.2:8443"
 "#,
     );
-    let _turn = common::turn(module_path!());
     let cfg = write_file(
         &dir,
         "m.toml",

@@ -175,9 +175,9 @@ fn each_layer_of_a_ping_and_a_run_costs_its_round_trips() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = scratch();
     let lab = Lab::up(&dir, "tpsetup", &topology(&dir));
-    let _turn = common::turn(module_path!());
     let server = "tcp://10.0.2.2:7777";
 
     let d = ping(&lab, server, &[], "direct");

@@ -96,11 +96,11 @@ fn loss_and_delay_through_a_lossy_link_are_the_links_own_per_direction() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let suite = common::stamp_suite(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "tstamp", &topology("tstamp", suite.as_deref()));
-    let _turn = common::turn(module_path!());
 
     // npt probe stamp:// → npt serve --stamp, then → stamp-suite's stateful reflector.
     let mut targets = vec![("npt → npt", "stamp://10.0.1.2:862")];

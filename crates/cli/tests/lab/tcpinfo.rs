@@ -39,9 +39,9 @@ fn retransmits_follow_the_links_drops_where_the_echo_shows_no_loss() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let lab = Lab::up(dir.path(), "ttcpi", TOPOLOGY);
-    let _turn = common::turn(module_path!());
     let (in0, drop0) = settled(&lab, "client", "server");
     let doc = lab.npt_json(
         "client",

@@ -24,6 +24,7 @@ fn the_forwarding_chain_reads_its_segments_from_each_relay() {
     if lab::skipped(module_path!()) {
         return;
     }
+    let _turn = common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let src = repo_root().join("examples/lab");
     // The example as users run it, under a name of its own (and its haproxy config beside it).
@@ -36,7 +37,6 @@ fn the_forwarding_chain_reads_its_segments_from_each_relay() {
     )
     .unwrap();
     let lab = Lab::up_file(&file, LAB);
-    let _turn = common::turn(module_path!());
     // The hop agents and responders measuring the segments are the lab's services: what the
     // kernel says they waited for a CPU during each trace is how late their echoes may read.
     let pids = lab.service_pids();
