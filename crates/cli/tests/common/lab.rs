@@ -64,10 +64,12 @@ impl Lab {
     /// up`'s stderr if it fails.
     pub fn up_file(file: &Path, name: &str) -> Lab {
         down_stale(name);
+        let t0 = Instant::now();
         let out = run(
             &["lab", "up", file.to_str().expect("utf-8 path")],
             Duration::from_secs(90),
         );
+        eprintln!("lab {name}: up in {:.1} s", t0.elapsed().as_secs_f64());
         assert!(
             out.status.success(),
             "lab up {name}: {}",
@@ -483,6 +485,14 @@ pub fn danted_conf(path: &Path) {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // The lab's measurements are over: its test's turn ends before the lab goes down.
+        super::turn::give_back();
+        let t0 = Instant::now();
         let _ = run(&["lab", "down", &self.name], Duration::from_secs(30));
+        eprintln!(
+            "lab {}: down in {:.1} s",
+            self.name,
+            t0.elapsed().as_secs_f64()
+        );
     }
 }

@@ -212,9 +212,10 @@ fn the_load_adds_the_queue_and_the_recovery_returns_to_the_base() {
     if lab::skipped("the_load_adds_the_queue_and_the_recovery_returns_to_the_base") {
         return;
     }
-    let _turn = common::turn_alone(module_path!());
     let dir = tempfile::tempdir().unwrap();
     for (name, queue, drain_ms) in [("tload100", 100, 120.0), ("tload20", 20, 24.0)] {
+        // A turn per lab: each lab's drop gives its turn back before it goes down.
+        let _turn = common::turn_alone(module_path!());
         let lab = Lab::up(dir.path(), name, queue);
         let (doc, [queue, recovering], late) = lab.loaded_probe(dir.path());
         // The link's 20 ms RTT as the lab delivered it.
@@ -353,7 +354,6 @@ fn a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time() {
     if lab::skipped("a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time") {
         return;
     }
-    let _turn = common::turn_alone(module_path!());
     let dir = tempfile::tempdir().unwrap();
     for (name, queue, way) in [
         ("tloadu100", 100u32, "up"),
@@ -362,6 +362,8 @@ fn a_udp_load_holds_the_queue_full_and_the_probe_reads_its_drain_time() {
     ] {
         let down = way == "down";
         let token = if down { r#", "--token", "lab-s""# } else { "" };
+        // A turn per lab: each lab's drop gives its turn back before it goes down.
+        let _turn = common::turn_alone(module_path!());
         let lab = Lab::up_with(dir.path(), name, queue, token);
         let mut load = vec![
             "udp://10.0.1.2:7777",
