@@ -36,7 +36,7 @@ pub fn repo_root() -> PathBuf {
 pub mod lab;
 pub mod monitor;
 pub mod prometheus;
-mod turn;
+pub use npt_testkit::turn;
 
 pub use turn::{turn, turn_alone, Turn};
 

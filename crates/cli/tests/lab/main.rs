@@ -20,6 +20,7 @@ mod lifetime;
 mod loaded;
 mod marking;
 mod monitor;
+mod monitor_prometheus;
 mod mtu;
 mod rate;
 mod run_figures;

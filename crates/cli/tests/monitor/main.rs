@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 pub mod common;
 
+mod classified;
 mod end_to_end;
 mod lifetime;
 mod mtu;
