@@ -43,7 +43,8 @@ pub fn name_hash(name: &str) -> u64 {
     })
 }
 
-fn ns(d: Duration) -> u64 {
+/// A duration in the schedule's unit (ns), saturating.
+pub(crate) fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 

@@ -138,10 +138,6 @@ impl Epoch {
     }
 }
 
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// What a finished run of the monitor leaves: its view, for the caller's last words.
 pub struct Ran {
     pub live: Arc<Live>,

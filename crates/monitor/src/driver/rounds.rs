@@ -13,14 +13,14 @@ use npt_stats::Histogram;
 use tokio::sync::Semaphore;
 
 use super::digest::digest;
-use super::{ns, Budget, Control, Epoch, Target, AHEAD};
+use super::{Budget, Control, Epoch, Target, AHEAD};
 use crate::alert::Alerts;
 use crate::config::Plan;
 use crate::kinds::{Kind, MONITORED};
 use crate::live::Live;
 use crate::notify::{Message, Notifier};
 use crate::round::{wall_ms, Described, Round, Status};
-use crate::schedule::Scheduler;
+use crate::schedule::{ns, Scheduler};
 use crate::store::Event;
 use crate::writer::Msg;
 
